@@ -1,0 +1,22 @@
+"""optcoll: provably optimal collective-communication schedules for any topology.
+
+The data flows one way: topology -> bound -> packing -> schedule -> export,
+and every step can be checked independently (:mod:`optcoll.verify`).
+
+Examples
+--------
+>>> import optcoll
+>>> topo = optcoll.load_topology("dgx-a100:1")
+>>> topo.num_compute
+8
+"""
+
+from __future__ import annotations
+
+from optcoll.exceptions import OptCollError
+from optcoll.io import load_topology, save_topology
+from optcoll.topology import Link, Node, Topology
+
+__version__ = "0.1.0"
+
+__all__ = ["OptCollError", "Topology", "Node", "Link", "load_topology", "save_topology"]

@@ -1,0 +1,91 @@
+"""Errors raised by optcoll.
+
+Every error a user can cause is an :class:`OptCollError` subclass whose message
+names the node, link, field or file at fault and says what would be valid. The
+CLI prints ``str(error)`` on one line and exits with status 2.
+
+Examples
+--------
+>>> from optcoll.exceptions import OptCollError, BandwidthError
+>>> issubclass(BandwidthError, OptCollError)
+True
+"""
+
+from __future__ import annotations
+
+
+class OptCollError(Exception):
+    """Base class of every error optcoll raises on bad input or unsolvable problems."""
+
+
+# --- topology model -----------------------------------------------------------------
+
+
+class TopologyError(OptCollError):
+    """A topology violates the model (see :mod:`optcoll.topology`)."""
+
+
+class DuplicateNodeError(TopologyError):
+    """Two nodes share an id."""
+
+
+class UnknownNodeError(TopologyError):
+    """A link (or a query) names a node that does not exist."""
+
+
+class SelfLoopError(TopologyError):
+    """A link goes from a node to itself."""
+
+
+class BandwidthError(TopologyError):
+    """A bandwidth is not a positive finite number."""
+
+
+class LatencyError(TopologyError):
+    """A latency is not a non-negative finite number."""
+
+
+class NodeTypeError(TopologyError):
+    """A node type is neither ``compute`` nor ``switch``."""
+
+
+class UnknownFieldError(TopologyError):
+    """A topology (or schedule) entry carries a field the schema does not know."""
+
+
+class MissingFieldError(TopologyError):
+    """A required field is absent or has the wrong type."""
+
+
+class TooFewComputeNodesError(TopologyError):
+    """A topology has fewer than two compute nodes."""
+
+
+class NotStronglyConnectedError(TopologyError):
+    """Some compute node cannot reach, or cannot be reached from, another compute node."""
+
+
+# --- files and specs ----------------------------------------------------------------
+
+
+class FileFormatError(OptCollError):
+    """A file cannot be parsed (bad JSON/YAML, wrong top-level shape, unknown version)."""
+
+
+class TopologySpecError(OptCollError):
+    """A built-in topology spec such as ``dgx-a100:4`` is unknown or malformed."""
+
+
+# --- algorithms ---------------------------------------------------------------------
+
+
+class SolveError(OptCollError):
+    """A computation cannot be carried out on this input (the message says what to try)."""
+
+
+class MethodError(OptCollError):
+    """An unknown method name, or a method that does not fit the input's size."""
+
+
+class ScheduleError(OptCollError):
+    """A schedule file or object is malformed."""

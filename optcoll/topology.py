@@ -1,0 +1,569 @@
+"""The topology model: named compute and switch nodes joined by directed links.
+
+A :class:`Topology` is immutable once built. Links are directed and carry a
+bandwidth (any positive finite number, in ``bandwidth_unit``, GB/s by default)
+and an optional latency in microseconds. A link declared ``bidirectional`` stands
+for two directed links of the same bandwidth; parallel links between the same
+ordered pair add their bandwidth.
+
+Bandwidths are held exactly as :class:`fractions.Fraction` (a float such as
+``12.5`` is read through its shortest decimal representation, so ``0.1`` is
+exactly ``1/10``). :meth:`Topology.integer_capacities` scales the aggregated
+capacities to integers with gcd 1, which is what every exact algorithm uses.
+
+Examples
+--------
+>>> from optcoll.topology import Topology, Node, Link
+>>> topo = Topology(
+...     "two-gpus",
+...     [Node("g0", "compute"), Node("g1", "compute"), Node("sw", "switch")],
+...     [Link("g0", "sw", 100, bidirectional=True), Link("g1", "sw", 100, bidirectional=True)],
+... )
+>>> topo.compute_nodes
+('g0', 'g1')
+>>> topo.capacity[("g0", "sw")]
+Fraction(100, 1)
+>>> caps, unit = topo.integer_capacities()
+>>> caps[("sw", "g1")], unit
+(1, Fraction(100, 1))
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+from optcoll.exceptions import (
+    BandwidthError,
+    DuplicateNodeError,
+    LatencyError,
+    MissingFieldError,
+    NodeTypeError,
+    NotStronglyConnectedError,
+    SelfLoopError,
+    TooFewComputeNodesError,
+    UnknownFieldError,
+    UnknownNodeError,
+)
+
+__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "NODE_TYPES"]
+
+#: The two node types. Compute nodes hold data; switches relay without copying.
+NODE_TYPES = ("compute", "switch")
+
+#: Version of the topology file schema written by :meth:`Topology.to_dict`.
+SCHEMA_VERSION = 1
+
+_TOP_FIELDS = {"format", "version", "name", "description", "bandwidth_unit", "nodes", "links"}
+_NODE_FIELDS = {"id", "type", "group"}
+_LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
+
+
+def exact_number(value: Any, what: str) -> Fraction:
+    """Return ``value`` as an exact :class:`~fractions.Fraction`.
+
+    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal` and finite
+    floats are accepted (a float through its shortest decimal repr, so ``0.1``
+    becomes ``1/10``). Booleans, strings, NaN and infinities are rejected with a
+    :class:`ValueError` naming ``what``.
+
+    Examples
+    --------
+    >>> exact_number(12.5, "bandwidth")
+    Fraction(25, 2)
+    >>> exact_number(0.1, "bandwidth")
+    Fraction(1, 10)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+        raise ValueError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
+    if isinstance(value, float | Decimal):
+        if not math.isfinite(value):
+            raise ValueError(f"{what} must be finite, got {value!r}")
+        return Fraction(repr(float(value))) if isinstance(value, float) else Fraction(value)
+    return Fraction(value)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A vertex: ``type`` is ``"compute"`` (a GPU) or ``"switch"``.
+
+    ``group`` optionally names the box/server the node belongs to (used for
+    explanations and pictures only).
+    """
+
+    id: str
+    type: str = "compute"
+    group: str | None = None
+
+    @property
+    def is_compute(self) -> bool:
+        """True for compute nodes."""
+        return self.type == "compute"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A directed link ``src -> dst`` (both directions if ``bidirectional``)."""
+
+    src: str
+    dst: str
+    bandwidth: Any
+    latency: Any = None
+    bidirectional: bool = False
+
+    def arcs(self) -> list[tuple[str, str]]:
+        """The directed (src, dst) pairs this declaration stands for."""
+        pairs = [(self.src, self.dst)]
+        if self.bidirectional:
+            pairs.append((self.dst, self.src))
+        return pairs
+
+
+def _describe(index: int, link: Link) -> str:
+    arrow = "<->" if link.bidirectional else "->"
+    return f"link {index} ({link.src} {arrow} {link.dst})"
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """An immutable, validated network topology.
+
+    Parameters
+    ----------
+    name : str
+        A short name, e.g. ``"dgx-a100:2"``.
+    nodes : iterable of Node
+        Node ids must be unique non-empty strings.
+    links : iterable of Link
+        Declared links; see :class:`Link`.
+    bandwidth_unit : str
+        Unit of every bandwidth (default ``"GB/s"``).
+    description : str
+        Free text (shown by ``optcoll show``).
+
+    Raises
+    ------
+    TopologyError
+        A subclass naming the culprit when the topology is invalid: duplicate
+        node, unknown node in a link, self-loop, invalid bandwidth or latency,
+        unknown node type, fewer than two compute nodes, or compute nodes that
+        are not mutually reachable.
+    """
+
+    name: str
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    bandwidth_unit: str = "GB/s"
+    description: str = ""
+    _bandwidths: tuple[Fraction, ...] = field(init=False, repr=False)
+
+    def __init__(
+        self,
+        name: str,
+        nodes: Iterable[Node],
+        links: Iterable[Link],
+        bandwidth_unit: str = "GB/s",
+        description: str = "",
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "name", str(name))
+        set_(self, "nodes", tuple(nodes))
+        set_(self, "links", tuple(links))
+        set_(self, "bandwidth_unit", str(bandwidth_unit))
+        set_(self, "description", str(description))
+        set_(self, "_bandwidths", self._validate())
+
+    # --- validation ------------------------------------------------------------------
+
+    def _validate(self) -> tuple[Fraction, ...]:
+        seen: set[str] = set()
+        for node in self.nodes:
+            if not isinstance(node, Node):
+                raise MissingFieldError(f"nodes must be Node objects, got {node!r}")
+            if not isinstance(node.id, str) or not node.id:
+                raise MissingFieldError(f"node id must be a non-empty string, got {node.id!r}")
+            if node.id in seen:
+                raise DuplicateNodeError(f"duplicate node id {node.id!r}")
+            if node.type not in NODE_TYPES:
+                raise NodeTypeError(
+                    f"node {node.id!r} has unknown type {node.type!r}; "
+                    f"valid types are 'compute' and 'switch'"
+                )
+            seen.add(node.id)
+        bandwidths = []
+        for i, link in enumerate(self.links):
+            if not isinstance(link, Link):
+                raise MissingFieldError(f"links must be Link objects, got {link!r}")
+            for end in (link.src, link.dst):
+                if end not in seen:
+                    raise UnknownNodeError(f"{_describe(i, link)} refers to unknown node {end!r}")
+            if link.src == link.dst:
+                raise SelfLoopError(f"{_describe(i, link)} is a self-loop on node {link.src!r}")
+            try:
+                bw = exact_number(link.bandwidth, "bandwidth")
+            except ValueError as err:
+                raise BandwidthError(f"{_describe(i, link)}: {err}") from None
+            if bw <= 0:
+                raise BandwidthError(
+                    f"{_describe(i, link)}: bandwidth must be positive, got {link.bandwidth!r}"
+                )
+            if link.latency is not None:
+                try:
+                    lat = exact_number(link.latency, "latency")
+                except ValueError as err:
+                    raise LatencyError(f"{_describe(i, link)}: {err}") from None
+                if lat < 0:
+                    raise LatencyError(
+                        f"{_describe(i, link)}: latency must be >= 0, got {link.latency!r}"
+                    )
+            if not isinstance(link.bidirectional, bool):
+                raise MissingFieldError(
+                    f"{_describe(i, link)}: bidirectional must be true or false, "
+                    f"got {link.bidirectional!r}"
+                )
+            bandwidths.append(bw)
+        compute = [n.id for n in self.nodes if n.is_compute]
+        if len(compute) < 2:
+            raise TooFewComputeNodesError(
+                f"topology {self.name!r} has {len(compute)} compute node(s); at least 2 are needed"
+            )
+        self._check_reachability(compute)
+        return tuple(bandwidths)
+
+    def _check_reachability(self, compute: list[str]) -> None:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(n.id for n in self.nodes)
+        for link in self.links:
+            graph.add_edges_from(link.arcs())
+        first = compute[0]
+        forward = nx.descendants(graph, first)
+        backward = nx.ancestors(graph, first)
+        for c in compute[1:]:
+            if c not in forward:
+                raise NotStronglyConnectedError(
+                    f"compute node {first!r} cannot reach compute node {c!r}; every compute "
+                    f"node must reach every other one"
+                )
+            if c not in backward:
+                raise NotStronglyConnectedError(
+                    f"compute node {c!r} cannot reach compute node {first!r}; every compute "
+                    f"node must reach every other one"
+                )
+
+    # --- views -----------------------------------------------------------------------
+
+    @cached_property
+    def node_ids(self) -> tuple[str, ...]:
+        """All node ids in declaration order."""
+        return tuple(n.id for n in self.nodes)
+
+    @cached_property
+    def compute_nodes(self) -> tuple[str, ...]:
+        """Compute node ids in declaration order."""
+        return tuple(n.id for n in self.nodes if n.is_compute)
+
+    @cached_property
+    def switch_nodes(self) -> tuple[str, ...]:
+        """Switch node ids in declaration order."""
+        return tuple(n.id for n in self.nodes if not n.is_compute)
+
+    @property
+    def num_compute(self) -> int:
+        """N, the number of compute nodes."""
+        return len(self.compute_nodes)
+
+    @cached_property
+    def node(self) -> Mapping[str, Node]:
+        """Node objects by id."""
+        return {n.id: n for n in self.nodes}
+
+    def is_compute(self, node_id: str) -> bool:
+        """True if ``node_id`` is a compute node."""
+        try:
+            return self.node[node_id].is_compute
+        except KeyError:
+            raise UnknownNodeError(f"unknown node {node_id!r} in topology {self.name!r}") from None
+
+    @cached_property
+    def capacity(self) -> Mapping[tuple[str, str], Fraction]:
+        """Aggregated exact bandwidth of every ordered pair with at least one link.
+
+        Keys are ``(src, dst)`` in first-declaration order; parallel links add up.
+        """
+        cap: dict[tuple[str, str], Fraction] = {}
+        for link, bw in zip(self.links, self._bandwidths, strict=True):
+            for arc in link.arcs():
+                cap[arc] = cap.get(arc, Fraction(0)) + bw
+        return cap
+
+    @cached_property
+    def latency(self) -> Mapping[tuple[str, str], Fraction]:
+        """Latency (microseconds) per ordered pair; the largest of parallel links, 0 if unset."""
+        lat: dict[tuple[str, str], Fraction] = {}
+        for link in self.links:
+            value = Fraction(0) if link.latency is None else exact_number(link.latency, "latency")
+            for arc in link.arcs():
+                lat[arc] = max(lat.get(arc, Fraction(0)), value)
+        return lat
+
+    def integer_capacities(self) -> tuple[dict[tuple[str, str], int], Fraction]:
+        """Capacities scaled exactly to integers with gcd 1.
+
+        Returns
+        -------
+        caps : dict
+            ``(src, dst) -> int`` for every pair in :attr:`capacity`.
+        unit : Fraction
+            The bandwidth one integer unit stands for: ``capacity == caps * unit``.
+
+        Examples
+        --------
+        >>> t = Topology("t", [Node("a"), Node("b")],
+        ...              [Link("a", "b", 12.5), Link("b", "a", 25)])
+        >>> t.integer_capacities()
+        ({('a', 'b'): 1, ('b', 'a'): 2}, Fraction(25, 2))
+        """
+        return self._integer_scaling
+
+    @cached_property
+    def _integer_scaling(self) -> tuple[dict[tuple[str, str], int], Fraction]:
+        denominator = math.lcm(*(c.denominator for c in self.capacity.values()))
+        scaled = {arc: int(c * denominator) for arc, c in self.capacity.items()}
+        g = math.gcd(*scaled.values())
+        return {arc: v // g for arc, v in scaled.items()}, Fraction(g, denominator)
+
+    def out_bandwidth(self, node_id: str) -> Fraction:
+        """Total bandwidth leaving ``node_id``."""
+        self.is_compute(node_id)
+        return sum((c for (u, _), c in self.capacity.items() if u == node_id), Fraction(0))
+
+    def in_bandwidth(self, node_id: str) -> Fraction:
+        """Total bandwidth entering ``node_id``."""
+        self.is_compute(node_id)
+        return sum((c for (_, v), c in self.capacity.items() if v == node_id), Fraction(0))
+
+    def cut_bandwidth(self, side: Iterable[str]) -> Fraction:
+        """B+(S): exact total bandwidth of links leaving the node set ``side``.
+
+        Examples
+        --------
+        >>> t = Topology("t", [Node("a"), Node("b"), Node("s", "switch")],
+        ...              [Link("a", "s", 3, bidirectional=True), Link("b", "s", 5, bidirectional=True)])
+        >>> t.cut_bandwidth({"a", "s"})
+        Fraction(5, 1)
+        """
+        inside = set(side)
+        for v in inside:
+            self.is_compute(v)
+        return sum(
+            (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
+            Fraction(0),
+        )
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A networkx ``DiGraph``: node attribute ``type`` (and ``group``), edge
+        attribute ``bandwidth`` (aggregated, exact Fraction)."""
+        graph = nx.DiGraph(name=self.name)
+        for n in self.nodes:
+            attrs = {"type": n.type}
+            if n.group is not None:
+                attrs["group"] = n.group
+            graph.add_node(n.id, **attrs)
+        for (u, v), c in self.capacity.items():
+            graph.add_edge(u, v, bandwidth=c)
+        return graph
+
+    # --- schema ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file-format dictionary (lossless: ``Topology.from_dict(t.to_dict()) == t``)."""
+        nodes = []
+        for n in self.nodes:
+            entry: dict[str, Any] = {"id": n.id, "type": n.type}
+            if n.group is not None:
+                entry["group"] = n.group
+            nodes.append(entry)
+        links = []
+        for link in self.links:
+            entry = {"src": link.src, "dst": link.dst, "bandwidth": _plain(link.bandwidth)}
+            if link.latency is not None:
+                entry["latency"] = _plain(link.latency)
+            if link.bidirectional:
+                entry["bidirectional"] = True
+            links.append(entry)
+        data: dict[str, Any] = {
+            "format": "optcoll-topology",
+            "version": SCHEMA_VERSION,
+            "name": self.name,
+        }
+        if self.description:
+            data["description"] = self.description
+        data.update({"bandwidth_unit": self.bandwidth_unit, "nodes": nodes, "links": links})
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, default_name: str = "topology") -> Topology:
+        """Build a topology from the file-format dictionary (see the README).
+
+        Unknown fields anywhere are rejected with an :class:`UnknownFieldError`
+        naming the field, so that typos are never silently ignored.
+
+        Examples
+        --------
+        >>> t = Topology.from_dict({"name": "two-gpus", "bandwidth_unit": "GB/s",
+        ...   "nodes": [{"id": "g0", "type": "compute"}, {"id": "g1", "type": "compute"},
+        ...             {"id": "sw", "type": "switch"}],
+        ...   "links": [{"src": "g0", "dst": "sw", "bandwidth": 100, "bidirectional": True},
+        ...             {"src": "g1", "dst": "sw", "bandwidth": 100, "bidirectional": True}]})
+        >>> t.num_compute, len(t.capacity)
+        (2, 4)
+        """
+        if not isinstance(data, Mapping):
+            raise MissingFieldError(
+                f"a topology must be a mapping with 'nodes' and 'links', got {type(data).__name__}"
+            )
+        _reject_unknown(data, _TOP_FIELDS, "topology")
+        fmt = data.get("format", "optcoll-topology")
+        if fmt != "optcoll-topology":
+            raise MissingFieldError(f"field 'format' must be 'optcoll-topology', got {fmt!r}")
+        version = data.get("version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise MissingFieldError(
+                f"field 'version' is {version!r}; this optcoll reads version {SCHEMA_VERSION}"
+            )
+        for key in ("nodes", "links"):
+            if key not in data:
+                raise MissingFieldError(f"topology is missing the required field {key!r}")
+            if not isinstance(data[key], list):
+                raise MissingFieldError(
+                    f"field {key!r} must be a list, got {type(data[key]).__name__}"
+                )
+        nodes = []
+        for i, entry in enumerate(data["nodes"]):
+            where = f"nodes[{i}]"
+            if not isinstance(entry, Mapping):
+                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}")
+            _reject_unknown(entry, _NODE_FIELDS, where)
+            if "id" not in entry:
+                raise MissingFieldError(f"{where} is missing the required field 'id'")
+            if not isinstance(entry["id"], str) or not entry["id"]:
+                raise MissingFieldError(f"{where}: 'id' must be a non-empty string, got {entry['id']!r}")
+            group = entry.get("group")
+            if group is not None and not isinstance(group, str):
+                raise MissingFieldError(f"{where}: 'group' must be a string, got {group!r}")
+            nodes.append(Node(entry["id"], entry.get("type", "compute"), group))
+        links = []
+        for i, entry in enumerate(data["links"]):
+            where = f"links[{i}]"
+            if not isinstance(entry, Mapping):
+                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}")
+            _reject_unknown(entry, _LINK_FIELDS, where)
+            for key in ("src", "dst", "bandwidth"):
+                if key not in entry:
+                    raise MissingFieldError(f"{where} is missing the required field {key!r}")
+            for key in ("src", "dst"):
+                if not isinstance(entry[key], str):
+                    raise MissingFieldError(f"{where}: {key!r} must be a node id string, got {entry[key]!r}")
+            links.append(
+                Link(
+                    entry["src"],
+                    entry["dst"],
+                    entry["bandwidth"],
+                    entry.get("latency"),
+                    entry.get("bidirectional", False),
+                )
+            )
+        return cls(
+            data.get("name", default_name),
+            nodes,
+            links,
+            bandwidth_unit=data.get("bandwidth_unit", "GB/s"),
+            description=data.get("description", ""),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Topology):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.nodes, len(self.links)))
+
+    def __repr__(self) -> str:
+        return (
+            f"Topology({self.name!r}: {self.num_compute} compute, "
+            f"{len(self.switch_nodes)} switches, {len(self.capacity)} directed links)"
+        )
+
+
+def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            raise UnknownFieldError(
+                f"{where} has unknown field {key!r}; allowed fields are {sorted(allowed)}"
+            )
+
+
+def _plain(value: Any) -> Any:
+    """A JSON/YAML-friendly exact number: ints and floats as given, others as int or str."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    frac = Fraction(value)
+    if frac.denominator == 1:
+        return int(frac)
+    as_float = float(frac)
+    if Fraction(repr(as_float)) == frac:
+        return as_float
+    return str(frac)
+
+
+class TopologyBuilder:
+    """Incremental construction of a :class:`Topology` (used by the built-in generators).
+
+    Examples
+    --------
+    >>> b = TopologyBuilder("pair")
+    >>> b.compute("a"); b.compute("b")
+    >>> b.link("a", "b", 50, bidirectional=True)
+    >>> b.build().num_compute
+    2
+    """
+
+    def __init__(self, name: str, description: str = "", bandwidth_unit: str = "GB/s") -> None:
+        self.name = name
+        self.description = description
+        self.bandwidth_unit = bandwidth_unit
+        self.nodes: list[Node] = []
+        self.links: list[Link] = []
+
+    def compute(self, node_id: str, group: str | None = None) -> None:
+        """Add a compute node."""
+        self.nodes.append(Node(node_id, "compute", group))
+
+    def switch(self, node_id: str, group: str | None = None) -> None:
+        """Add a switch node."""
+        self.nodes.append(Node(node_id, "switch", group))
+
+    def link(
+        self,
+        src: str,
+        dst: str,
+        bandwidth: Any,
+        *,
+        bidirectional: bool = False,
+        latency: Any = None,
+    ) -> None:
+        """Add a link (both directions if ``bidirectional``)."""
+        self.links.append(Link(src, dst, bandwidth, latency, bidirectional))
+
+    def build(self) -> Topology:
+        """Validate and freeze."""
+        return Topology(self.name, self.nodes, self.links, self.bandwidth_unit, self.description)

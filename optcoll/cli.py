@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # (name, one-line help, adder, runner), in the order `optcoll --help` lists them.
-_COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]]] = [
-]
+_COMMANDS: list[
+    tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]]
+] = []
 
 
 if __name__ == "__main__":

@@ -455,7 +455,9 @@ class Topology:
             if "id" not in entry:
                 raise MissingFieldError(f"{where} is missing the required field 'id'")
             if not isinstance(entry["id"], str) or not entry["id"]:
-                raise MissingFieldError(f"{where}: 'id' must be a non-empty string, got {entry['id']!r}")
+                raise MissingFieldError(
+                    f"{where}: 'id' must be a non-empty string, got {entry['id']!r}"
+                )
             group = entry.get("group")
             if group is not None and not isinstance(group, str):
                 raise MissingFieldError(f"{where}: 'group' must be a string, got {group!r}")
@@ -471,7 +473,9 @@ class Topology:
                     raise MissingFieldError(f"{where} is missing the required field {key!r}")
             for key in ("src", "dst"):
                 if not isinstance(entry[key], str):
-                    raise MissingFieldError(f"{where}: {key!r} must be a node id string, got {entry[key]!r}")
+                    raise MissingFieldError(
+                        f"{where}: {key!r} must be a node id string, got {entry[key]!r}"
+                    )
             links.append(
                 Link(
                     entry["src"],

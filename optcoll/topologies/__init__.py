@@ -79,7 +79,9 @@ def positive_int(text: str, what: str, spec: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise TopologySpecError(f"{spec}: {what} must be a positive integer, got {text!r}") from None
+        raise TopologySpecError(
+            f"{spec}: {what} must be a positive integer, got {text!r}"
+        ) from None
     if value < 1:
         raise TopologySpecError(f"{spec}: {what} must be a positive integer, got {value}")
     return value

@@ -1,0 +1,243 @@
+"""Schedules: spanning trees with chunk multiplicities and physical paths.
+
+Semantics (the README's "Schedule file"): every compute node's shard is split
+into ``k`` equal chunks; a :class:`Tree` carries ``chunks`` of its root's chunks;
+per root the chunks sum to ``k``; a tree's edges form an arborescence rooted at
+``root`` spanning all compute nodes; each edge's ``path`` runs along existing
+links from ``src`` to ``dst`` with only switches in between. The load of a link
+is the sum over trees of ``chunks`` times the number of the tree's paths that use
+it; the time factor is the max over links of ``load / (k * bandwidth)``.
+
+This module only holds and (de)serialises schedules. Checking them is the job
+of :mod:`optcoll.verify`, which shares no code with the builders.
+
+Examples
+--------
+>>> from fractions import Fraction
+>>> t = Tree("a", 1, (TreeEdge("a", "b", ("a", "sw", "b")),))
+>>> s = Schedule("allgather", "two", ("a", "b"), 1, (t, Tree("b", 1, (TreeEdge("b", "a", ("b", "sw", "a")),))),
+...              cut_ratio=Fraction(1, 100), time_factor=Fraction(1, 100))
+>>> Schedule.from_dict(s.to_dict()) == s
+True
+>>> s.algbw
+200.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from optcoll.exceptions import ScheduleError
+
+__all__ = ["TreeEdge", "Tree", "Schedule", "COLLECTIVES", "SCHEDULE_VERSION"]
+
+SCHEDULE_VERSION = 1
+COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+
+_TOP_FIELDS = {
+    "format",
+    "version",
+    "collective",
+    "topology",
+    "compute_nodes",
+    "k",
+    "cut_ratio",
+    "time_factor",
+    "algbw",
+    "root",
+    "trees",
+    "stats",
+}
+_TREE_FIELDS = {"root", "chunks", "edges"}
+_EDGE_FIELDS = {"src", "dst", "path"}
+
+
+@dataclass(frozen=True)
+class TreeEdge:
+    """A logical tree edge ``src -> dst`` realised by the physical ``path`` (node ids)."""
+
+    src: str
+    dst: str
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """An arborescence rooted at ``root`` carrying ``chunks`` of the root's k chunks."""
+
+    root: str
+    chunks: int
+    edges: tuple[TreeEdge, ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A collective schedule over a topology.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`. For reduce-scatter and reduce the trees are
+        stored in broadcast direction and run in reverse (aggregation toward the root).
+    topology : str
+        The topology's name (a built-in spec or the file's name).
+    compute_nodes : tuple of str
+        The compute nodes the schedule serves.
+    k : int
+        Chunks per shard.
+    trees : tuple of Tree
+    cut_ratio : Fraction, optional
+        The optimal cut ratio r* of the topology (the lower bound).
+    time_factor : Fraction, optional
+        The schedule's achieved time factor (equals ``cut_ratio`` when optimal).
+    root : str, optional
+        The root of a broadcast or reduce.
+    stats : dict
+        Free-form numbers about the construction (tree count, heights, seconds).
+    """
+
+    collective: str
+    topology: str
+    compute_nodes: tuple[str, ...]
+    k: int
+    trees: tuple[Tree, ...]
+    cut_ratio: Fraction | None = None
+    time_factor: Fraction | None = None
+    root: str | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def algbw(self) -> float | None:
+        """N / time_factor (bandwidth units), or None when the time factor is unknown."""
+        if self.time_factor is None:
+            return None
+        return float(len(self.compute_nodes) / self.time_factor)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schedule-file dictionary (JSON-ready, exact ratios as ``"p/q"`` strings)."""
+        data: dict[str, Any] = {
+            "format": "optcoll-schedule",
+            "version": SCHEDULE_VERSION,
+            "collective": self.collective,
+            "topology": self.topology,
+            "compute_nodes": list(self.compute_nodes),
+            "k": self.k,
+        }
+        if self.root is not None:
+            data["root"] = self.root
+        if self.cut_ratio is not None:
+            data["cut_ratio"] = _ratio_text(self.cut_ratio)
+        if self.time_factor is not None:
+            data["time_factor"] = _ratio_text(self.time_factor)
+            data["algbw"] = round(self.algbw, 3)
+        if self.stats:
+            data["stats"] = dict(self.stats)
+        data["trees"] = [
+            {
+                "root": t.root,
+                "chunks": t.chunks,
+                "edges": [{"src": e.src, "dst": e.dst, "path": list(e.path)} for e in t.edges],
+            }
+            for t in self.trees
+        ]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Schedule:
+        """Parse a schedule-file dictionary; structural problems raise :class:`ScheduleError`.
+
+        Only the shape is checked here (fields, types); whether the trees are
+        valid for a topology is :func:`optcoll.verify.verify_schedule`'s job.
+        """
+        if not isinstance(data, Mapping):
+            raise ScheduleError(f"a schedule must be a mapping, got {type(data).__name__}")
+        _reject_unknown(data, _TOP_FIELDS, "schedule")
+        if data.get("format", "optcoll-schedule") != "optcoll-schedule":
+            raise ScheduleError(
+                f"field 'format' must be 'optcoll-schedule', got {data['format']!r}"
+            )
+        if data.get("version", SCHEDULE_VERSION) != SCHEDULE_VERSION:
+            raise ScheduleError(
+                f"schedule version {data['version']!r} is not supported (expected {SCHEDULE_VERSION})"
+            )
+        for key in ("collective", "topology", "compute_nodes", "k", "trees"):
+            if key not in data:
+                raise ScheduleError(f"schedule is missing the required field {key!r}")
+        if data["collective"] not in COLLECTIVES:
+            raise ScheduleError(
+                f"field 'collective' is {data['collective']!r}; valid: {', '.join(COLLECTIVES)}"
+            )
+        k = data["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ScheduleError(f"field 'k' must be a positive integer, got {k!r}")
+        nodes = data["compute_nodes"]
+        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+            raise ScheduleError("field 'compute_nodes' must be a list of node id strings")
+        if not isinstance(data["trees"], list):
+            raise ScheduleError("field 'trees' must be a list")
+        trees = tuple(_parse_tree(i, t) for i, t in enumerate(data["trees"]))
+        return cls(
+            collective=data["collective"],
+            topology=str(data["topology"]),
+            compute_nodes=tuple(nodes),
+            k=k,
+            trees=trees,
+            cut_ratio=_parse_ratio(data.get("cut_ratio"), "cut_ratio"),
+            time_factor=_parse_ratio(data.get("time_factor"), "time_factor"),
+            root=data.get("root"),
+            stats=dict(data.get("stats", {})),
+        )
+
+
+def _parse_tree(index: int, entry: Any) -> Tree:
+    where = f"trees[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ScheduleError(f"{where} must be a mapping")
+    _reject_unknown(entry, _TREE_FIELDS, where)
+    for key in ("root", "chunks", "edges"):
+        if key not in entry:
+            raise ScheduleError(f"{where} is missing the required field {key!r}")
+    chunks = entry["chunks"]
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ScheduleError(f"{where}: 'chunks' must be a positive integer, got {chunks!r}")
+    if not isinstance(entry["edges"], list):
+        raise ScheduleError(f"{where}: 'edges' must be a list")
+    edges = []
+    for j, e in enumerate(entry["edges"]):
+        ewhere = f"{where}.edges[{j}]"
+        if not isinstance(e, Mapping):
+            raise ScheduleError(f"{ewhere} must be a mapping")
+        _reject_unknown(e, _EDGE_FIELDS, ewhere)
+        for key in ("src", "dst"):
+            if not isinstance(e.get(key), str):
+                raise ScheduleError(f"{ewhere}: {key!r} must be a node id string")
+        path = e.get("path", [e["src"], e["dst"]])
+        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+            raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
+        edges.append(TreeEdge(e["src"], e["dst"], tuple(path)))
+    return Tree(str(entry["root"]), chunks, tuple(edges))
+
+
+def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            raise ScheduleError(f"{where} has unknown field {key!r}; allowed: {sorted(allowed)}")
+
+
+def _ratio_text(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"
+
+
+def _parse_ratio(text: Any, what: str) -> Fraction | None:
+    if text is None:
+        return None
+    try:
+        value = Fraction(str(text))
+    except (ValueError, ZeroDivisionError):
+        raise ScheduleError(
+            f"field {what!r} must be an exact ratio such as '3/65', got {text!r}"
+        ) from None
+    return value

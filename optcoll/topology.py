@@ -55,7 +55,7 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 
-__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "NODE_TYPES"]
+__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "plain_number", "NODE_TYPES"]
 
 #: The two node types. Compute nodes hold data; switches relay without copying.
 NODE_TYPES = ("compute", "switch")
@@ -443,9 +443,9 @@ class Topology:
             nodes.append(entry)
         links = []
         for link in self.links:
-            entry = {"src": link.src, "dst": link.dst, "bandwidth": _plain(link.bandwidth)}
+            entry = {"src": link.src, "dst": link.dst, "bandwidth": plain_number(link.bandwidth)}
             if link.latency is not None:
-                entry["latency"] = _plain(link.latency)
+                entry["latency"] = plain_number(link.latency)
             if link.bidirectional:
                 entry["bidirectional"] = True
             links.append(entry)
@@ -582,8 +582,18 @@ def _reject_unknown(
             )
 
 
-def _plain(value: Any) -> Any:
-    """A JSON/YAML-friendly exact number: ints and floats as given, others as int or str."""
+def plain_number(value: Any) -> Any:
+    """A JSON/YAML-friendly form of an exact number that reads back to the same value.
+
+    Ints and floats stay as they are; other numbers become an int, a float when
+    its shortest repr is exact, or else a ``"p/q"`` string.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> plain_number(Fraction(25, 2)), plain_number(Fraction(100, 3)), plain_number(Fraction(4))
+    (12.5, '100/3', 4)
+    """
     if isinstance(value, int) and not isinstance(value, bool):
         return int(value)
     if isinstance(value, float):

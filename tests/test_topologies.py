@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
+import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,10 +253,7 @@ def test_random_is_always_valid(n, switches, seed, p):
     # additionally every switch is reachable and balanced (in == out) for edge splitting.
     topo = build(f"random:n={n},switches={switches},seed={seed},p={p}")
     assert topo.num_compute == n and len(topo.switch_nodes) == switches
-    graph = topo.to_networkx()
-    import networkx as nx
-
-    assert nx.is_strongly_connected(graph)
+    assert nx.is_strongly_connected(topo.to_networkx())
     for s in topo.switch_nodes:
         assert topo.in_bandwidth(s) == topo.out_bandwidth(s)
     if p == "1":

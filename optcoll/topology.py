@@ -55,7 +55,15 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 
-__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "plain_number", "NODE_TYPES"]
+__all__ = [
+    "Node",
+    "Link",
+    "Topology",
+    "TopologyBuilder",
+    "exact_number",
+    "plain_number",
+    "NODE_TYPES",
+]
 
 #: The two node types. Compute nodes hold data; switches relay without copying.
 NODE_TYPES = ("compute", "switch")
@@ -233,6 +241,10 @@ class Topology:
             if not isinstance(link, Link):
                 raise MissingFieldError(f"links[{i}] must be a Link, got {link!r}", where)
             for end in (link.src, link.dst):
+                if not isinstance(end, str):
+                    raise MissingFieldError(
+                        f"links[{i}]: src and dst must be node id strings, got {end!r}", where
+                    )
                 if end not in first_index:
                     raise UnknownNodeError(
                         f"{_describe(i, link)} refers to unknown node {end!r}", where

@@ -508,3 +508,9 @@ def test_defaults_type_compute_name_from_caller_unit_gbps():
     }
     topo = Topology.from_dict(data, default_name="file-stem")
     assert topo.name == "file-stem" and topo.bandwidth_unit == "GB/s" and topo.num_compute == 2
+
+
+@pytest.mark.parametrize("end", [0, None, ["a"]])
+def test_link_ends_must_be_strings(end):
+    with pytest.raises(MissingFieldError, match=r"links\[0\]: src and dst must be node id strings"):
+        Topology("t", PAIR, [Link("a", end, 1)])

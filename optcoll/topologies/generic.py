@@ -340,6 +340,7 @@ def random_topology(
     True
     """
     p = exact_number(p, "p")
+    threshold = float(p)  # comparing floats keeps this O(n^2) loop fast
     rng = _random.Random(seed)
     compute = [f"c{i}" for i in range(n)]
     switch = [f"s{i}" for i in range(switches)]
@@ -357,7 +358,7 @@ def random_topology(
     arcs = [(order[i], order[(i + 1) % len(order)]) for i in range(len(order))]
     chosen = set(arcs)
     for u, v in itertools.permutations(compute + switch, 2):
-        if (u, v) not in chosen and rng.random() < p:
+        if (u, v) not in chosen and rng.random() < threshold:
             arcs.append((u, v))
             chosen.add((u, v))
     is_switch = set(switch)

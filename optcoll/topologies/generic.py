@@ -7,17 +7,15 @@ bidirectional with the same bandwidth both ways unless stated otherwise.
 
 Spec strings (arguments are positional in the order shown, or ``key=value``):
 
-============================================  ==========================================
-``ring:N[,bw=B][,direction=bi|uni]``          N nodes in a cycle
-``line:N[,bw=B]``                             N nodes in a path
-``torus:AxB[xC][,bw=B1/B2[/B3]]``             2D/3D torus, bandwidth per dimension
-``mesh:AxB[xC][,bw=B1/B2[/B3]]``              2D/3D mesh (no wrap-around)
-``hypercube:D[,bw=B]``                        2**D nodes
-``fully-connected:N[,bw=B]``                  every pair linked
-``star:N[,bw=B]`` (alias ``hub-and-spoke``)   N hosts around one switch
-``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B]`` (alias ``fat-tree``)
-``random:n=N[,switches=K][,seed=S][,p=P]``    seeded strongly connected graph
-============================================  ==========================================
+- ``ring:N[,bw=B][,direction=bi|uni]``: N nodes in a cycle;
+- ``line:N[,bw=B]``: N nodes in a path;
+- ``torus:AxB[xC][,bw=B1/B2[/B3]]``: 2D/3D torus, bandwidth per dimension;
+- ``mesh:AxB[xC][,bw=B1/B2[/B3]]``: 2D/3D mesh (no wrap-around);
+- ``hypercube:D[,bw=B]``: 2**D nodes;
+- ``fully-connected:N[,bw=B]``: every pair linked;
+- ``star:N[,bw=B]`` (alias ``hub-and-spoke``): N hosts around one switch;
+- ``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B]`` (alias ``fat-tree``);
+- ``random:n=N[,switches=K][,seed=S][,p=P]``: seeded strongly connected graph.
 
 Examples
 --------
@@ -134,7 +132,8 @@ def _grid(
 ) -> Topology:
     """Torus (``kind == "torus"``) or mesh of shape ``dims``; ``bw`` per dimension."""
     dims = tuple(dims)
-    bws = tuple(bw) if isinstance(bw, Sequence) else (bw,) * len(dims)
+    per_dimension = isinstance(bw, Sequence) and not isinstance(bw, str)
+    bws = tuple(bw) if per_dimension else (bw,) * len(dims)
     if len(bws) == 1:
         bws *= len(dims)
     if len(bws) != len(dims):

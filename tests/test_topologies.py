@@ -291,9 +291,13 @@ def test_random_is_always_valid(n, switches, seed, p):
         ("random:n=4,p=1.5", "p: expected a probability between 0 and 1, got '1.5'"),
         ("random:n=4,seed=x", "seed: expected an integer seed, got 'x'"),
         ("random:n=4,switches=-1", "switches: expected an integer >= 0, got -1"),
-        ("dgx-a100:0", "dgx-a100:0: boxes must be a positive integer, got 0"),
-        ("dgx-h100:two", "dgx-h100:two: boxes must be a positive integer, got 'two'"),
-        ("mi250:-1", "boxes must be a positive integer"),
+        (
+            "dgx-a100:0",
+            r"dgx-a100:0: boxes: expected an integer >= 1, got 0; usage: dgx-a100\[:BOXES\]",
+        ),
+        ("dgx-h100:two", "dgx-h100:two: boxes: expected an integer >= 1, got 'two'"),
+        ("mi250:-1", "boxes: expected an integer >= 1, got -1"),
+        ("mi250:1,2", "unexpected argument '2'"),
         (
             "tours:4x4",
             r"unknown topology 'tours:4x4': not a file and not a built-in family; built-ins are",

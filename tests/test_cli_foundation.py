@@ -103,6 +103,9 @@ def test_convert_refuses_to_overwrite(capsys, tmp_path):
     )
     code, _, err = run(capsys, "convert", str(path), str(tmp_path / "." / "t.yaml"), "--force")
     assert code == 2 and "refusing to overwrite the input file" in err
+    (tmp_path / "alias.yaml").symlink_to(path)
+    code, _, err = run(capsys, "convert", str(tmp_path / "alias.yaml"), str(path), "--force")
+    assert code == 2 and "refusing to overwrite the input file" in err
     code, _, err = run(capsys, "convert", "ring:5", str(path))
     assert (
         code == 2 and err == f"optcoll: error: {path}: file exists; pass --force to overwrite it\n"

@@ -314,3 +314,14 @@ def test_large_models_build():
     topo = build("dgx-a100:128")
     assert topo.num_compute == 1024 and len(topo.capacity) == 128 * 48
     assert build("dgx-h100:64").num_compute == 512
+
+
+def test_python_api_checks_its_arguments_too():
+    from optcoll.topologies.generic import ring
+
+    with pytest.raises(
+        TopologySpecError, match="ring: direction must be 'bi' or 'uni', got 'sideways'"
+    ):
+        ring(4, direction="sideways")
+    with pytest.raises(TopologySpecError, match=r"torus: 3 bandwidths given for 2 dimensions"):
+        torus((4, 4), bw=(1, 2, 3))

@@ -95,6 +95,8 @@ def ring(n: int, bw: Fraction | int = DEFAULT_BW, direction: str = "bi") -> Topo
     >>> len(ring(5).capacity), len(ring(5, direction="uni").capacity)
     (10, 5)
     """
+    if direction not in ("bi", "uni"):
+        raise TopologySpecError(f"ring: direction must be 'bi' or 'uni', got {direction!r}")
     bidirectional = direction == "bi"
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     suffix += "" if bidirectional else ",direction=uni"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from optcoll.exceptions import TopologySpecError
 from optcoll.topologies import FAMILIES, build, families
-from optcoll.topologies.generic import random_topology, torus
+from optcoll.topologies.generic import leaf_spine, random_topology, torus
 from optcoll.topology import Topology
 
 
@@ -325,3 +325,7 @@ def test_python_api_checks_its_arguments_too():
         ring(4, direction="sideways")
     with pytest.raises(TopologySpecError, match=r"torus: 3 bandwidths given for 2 dimensions"):
         torus((4, 4), bw=(1, 2, 3))
+    with pytest.raises(TopologySpecError, match="leaf-spine: .* got leaves=2, hosts=2, spines=0"):
+        leaf_spine(2, 2, 0)
+    with pytest.raises(TopologySpecError, match="oversub=0"):
+        leaf_spine(2, 2, 2, oversub=0)

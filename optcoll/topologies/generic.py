@@ -294,7 +294,12 @@ def leaf_spine(
     >>> t.capacity[("leaf0", "spine0")], t.cut_bandwidth(["leaf0", "l0.h0", "l0.h1", "l0.h2", "l0.h3"])
     (Fraction(100, 1), Fraction(200, 1))
     """
-    uplink = Fraction(hosts) * Fraction(bw) / (spines * Fraction(oversub))
+    if min(leaves, hosts, spines) < 1 or not exact_number(oversub, "oversub") > 0:
+        raise TopologySpecError(
+            f"leaf-spine: leaves, hosts and spines must be >= 1 and oversub > 0, got "
+            f"leaves={leaves}, hosts={hosts}, spines={spines}, oversub={oversub}"
+        )
+    uplink = Fraction(hosts) * exact_number(bw, "bw") / (spines * exact_number(oversub, "oversub"))
     suffix = "" if oversub == 1 else f",oversub={_fmt(oversub)}"
     suffix += "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(

@@ -12,9 +12,10 @@ keys in a mapping are rejected rather than silently overwritten.
 Examples
 --------
 >>> import tempfile, pathlib
->>> folder = pathlib.Path(tempfile.mkdtemp())
->>> save_topology(load_topology("ring:4"), folder / "ring.yaml")
->>> load_topology(folder / "ring.yaml") == load_topology("ring:4")
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = pathlib.Path(folder) / "ring.yaml"
+...     save_topology(load_topology("ring:4"), path)
+...     load_topology(path) == load_topology("ring:4")
 True
 """
 

@@ -298,6 +298,7 @@ def test_random_is_always_valid(n, switches, seed, p):
         ("dgx-h100:two", "dgx-h100:two: boxes: expected an integer >= 1, got 'two'"),
         ("mi250:-1", "boxes: expected an integer >= 1, got -1"),
         ("mi250:1,2", "unexpected argument '2'"),
+        ("ndv2:0", r"dgx-v100:0: boxes: .* \(ndv2 is an alias of dgx-v100\)"),
         (
             "tours:4x4",
             r"unknown topology 'tours:4x4': not a file and not a built-in family; built-ins are",

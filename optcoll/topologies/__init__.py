@@ -90,7 +90,12 @@ def build(spec: str) -> Topology:
             f"unknown topology {spec!r}: not a file and not a built-in family; "
             f"built-ins are {', '.join(sorted(FAMILIES))} (see `optcoll topologies`)"
         )
-    kwargs = family.parse(args.strip())
+    try:
+        kwargs = family.parse(args.strip())
+    except TopologySpecError as err:
+        if family_name == family.name:
+            raise
+        raise TopologySpecError(f"{err} ({family_name} is an alias of {family.name})") from None
     return family.generate(**kwargs)
 
 

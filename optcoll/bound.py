@@ -138,7 +138,7 @@ class CutRatio:
         return float(self.algbw_exact)
 
     @property
-    def U(self) -> Fraction:  # noqa: N802 (ForestColl's name)
+    def U(self) -> Fraction:
         """ForestColl's U = k * r*: the time of one of the k trees per unit of data."""
         return self.k * self.ratio
 

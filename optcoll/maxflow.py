@@ -156,7 +156,7 @@ class _Arcs:
 def _node_array(values: Sequence[int], what: str, n: int) -> np.ndarray:
     """Arc end points as an int64 array; a non-integer entry is named by its arc."""
     if isinstance(values, np.ndarray):
-        array = values
+        array = listed = values
     else:
         listed = list(values)
         # numpy would read True as 1: let the per-entry check reject booleans
@@ -169,7 +169,7 @@ def _node_array(values: Sequence[int], what: str, n: int) -> np.ndarray:
             i = int(np.argmax(array >= n))
             raise SolveError(f"arc {i} has {what} {int(array[i])} outside 0..{n - 1}")
         return array.astype(np.int64)
-    checked = [_as_int(v, f"{what} of arc {i}") for i, v in enumerate(array.reshape(-1))]
+    checked = [_as_int(v, f"{what} of arc {i}") for i, v in enumerate(listed)]
     for i, v in enumerate(checked):
         if not 0 <= v < n:
             raise SolveError(f"arc {i} has {what} {v} outside 0..{n - 1}")

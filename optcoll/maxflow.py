@@ -109,12 +109,18 @@ class RootedCut:
     sink : int
         A sink on the far side of the cut.
     source_side : numpy.ndarray
-        Boolean array over the nodes: the side holding the source.
+        Boolean array over the nodes: the side holding the source (computed on
+        first access).
     """
 
     value: int
     sink: int
-    source_side: np.ndarray
+    _flow: MaxFlow = field(repr=False, compare=False)
+
+    @property
+    def source_side(self) -> np.ndarray:
+        """Boolean array over the nodes: the side holding the source."""
+        return self._flow.source_side
 
 
 def _as_int(value: Any, what: str) -> int:
@@ -585,10 +591,11 @@ class _RootedSearch:
         # pairs plus one arc source -> sink per sink, for merging
         tails = rows + [s] * len(self.sinks)
         heads = cols + self.sinks
-        self.base = caps
         self.network = FlowNetwork(
             n, tails, heads, caps + [0] * len(self.sinks), engine=network.engine
         )
+        self.base: Any = self.network._arc_cap
+        self.sink_arcs = np.arange(len(caps), len(caps) + len(self.sinks))
 
     def merge(self, x: int) -> None:
         self.merged[x] = True
@@ -602,9 +609,15 @@ class _RootedSearch:
     def max_flow(self, t: int) -> RootedCut:
         """The maximum flow from the merged set to ``t``, as a cut of the original network."""
         big = sum(c for _, c in self.in_arcs[t]) + 1  # more than the cut around t
-        extra = [big if self.merged[v] else 0 for v in self.sinks]
-        result = self.network.with_capacities(self.base + extra).max_flow(self.source, t)
-        return RootedCut(result.value, t, result.source_side)
+        merged = [self.merged[v] for v in self.sinks]
+        if isinstance(self.base, np.ndarray) and big * len(self.base) < _INT64_LIMIT:
+            capacities: Any = self.base.copy()
+            capacities[self.sink_arcs] = np.where(merged, big, 0)
+        else:
+            capacities = [int(c) for c in self.base]
+            capacities[len(capacities) - len(merged) :] = [big if m else 0 for m in merged]
+        result = self.network.with_capacities(capacities).max_flow(self.source, t)
+        return RootedCut(result.value, t, result)
 
 
 def max_flow(

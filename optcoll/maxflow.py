@@ -21,7 +21,15 @@ Two engines compute the same thing:
 are allowed (their capacities add up and the flow is split among them in input
 order); self-loops and zero-capacity arcs are allowed and carry no flow.
 :meth:`FlowNetwork.with_capacities` gives the same arcs new capacities without
-redoing the structural work, for algorithms that solve many related flows.
+redoing the structural work, for algorithms that solve many related flows, and
+:meth:`FlowNetwork.min_rooted_cut` / :meth:`FlowNetwork.rooted_violation`
+answer "min over sinks of maxflow(s, v)" and "is every maxflow(s, v) >= k"
+with far fewer and shorter max-flows than one per sink.
+
+Measured (2-core machine, loaded): scipy's compiled Dinic costs about 1-2 ms
+per call on the 2,179-node dgx-a100:128 rooted network, most of it fixed
+wrapper overhead; the pure-Python Dinic 35-40 ms and networkx's default
+(preflow-push) 160-200 ms on the same network.
 
 Examples
 --------

@@ -46,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from bisect import bisect_right
@@ -107,24 +108,18 @@ class _Packer:
             if m > 0
         ]
         self.done: list[_Bundle] = []
+        self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
         return sum(b.mu for b in self.pending)
 
-    def check(self) -> None:
-        roots = {}
-        for b in self.pending:
-            roots[b.root] = roots.get(b.root, 0) + b.mu
-        have = min_rooted_connectivity(self.n, self.cap, roots, range(self.n))
-        if have < self.remaining():
-            raise SolveError(
-                f"the logical graph gives rooted connectivity {have} < {self.remaining()} "
-                "arborescences to pack; Edmonds' condition fails"
-            )
+    def network(self, current: _Bundle | None = None, extra=()) -> tuple[FlowNetwork, int]:  # noqa: ANN001
+        """The augmented network (source, bundle nodes, remaining arcs) and its source.
 
-    def admissible(self, current: _Bundle, x: int, y: int) -> int:
-        """The number of copies of ``current`` that can take arc ``(x, y)``."""
+        Bundles that are still a single root feed the root directly; ``current`` always
+        gets its own bundle node ``n + pending.index(current)``.
+        """
         n = self.n
         source = n + len(self.pending)
         tails: list[int] = []
@@ -147,12 +142,85 @@ class _Packer:
                 tails.append(n + j)
                 heads.append(v)
                 caps.append(self.infinite)
-        j = self.pending.index(current)
-        tails += [source, n + j]
-        heads += [x, y]
-        caps += [self.infinite, self.infinite]
-        flow = FlowNetwork(source + 1, tails, heads, caps).max_flow(source, y).value
+        for a, b in extra:
+            tails.append(a)
+            heads.append(b)
+            caps.append(self.infinite)
+        return FlowNetwork(source + 1, tails, heads, caps), source
+
+    def feasible(self) -> bool:
+        """Edmonds' condition: every node receives flow ``remaining()`` in the network.
+
+        A violated set (the sink side of a too-small cut) is remembered in
+        ``self.learned`` so that later greedy trees respect it.
+        """
+        if not self.pending:
+            return True
+        network, source = self.network()
+        need = self.remaining()
+        for v in range(self.n):
+            result = network.max_flow(source, v)
+            if result.value < need:
+                side = result.source_side
+                self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
+                return False
+        return True
+
+    def slack(self, sink_side: frozenset[int]) -> int:
+        """Edmonds' slack of a set: in-capacity minus the bundles that do not meet it."""
+        entering = sum(c for (a, b), c in self.cap.items() if b in sink_side and a not in sink_side)
+        missing = sum(b.mu for b in self.pending if sink_side.isdisjoint(b.nodes))
+        return entering - missing
+
+    def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
+        """Whether adding ``(x, y)`` keeps the slack of every learned set non-negative."""
+        return all(
+            self.slack(side) >= amount
+            for side in self.learned
+            if y in side and x not in side and not side.isdisjoint(bundle.nodes)
+        )
+
+    def admissible(self, current: _Bundle, x: int, y: int) -> int:
+        """The number of copies of ``current`` that can take arc ``(x, y)``."""
+        j = self.n + self.pending.index(current)
+        network, source = self.network(current, ((self.n + len(self.pending), x), (j, y)))
+        flow = network.max_flow(source, y).value
         return max(0, min(current.mu, self.cap.get((x, y), 0), flow - self.remaining()))
+
+    def greedy(self, bundle: _Bundle) -> bool:
+        """Complete ``bundle`` without any check (the caller verifies afterwards).
+
+        Prim-like: the frontier arc with the most spare capacity (in powers of two of
+        the multiplicity) wins, then the shallowest tail. An arc too small for all
+        copies splits the bundle (the rest waits in ``pending``). Returns False when
+        no arc leaves the bundle.
+        """
+        depth = dict.fromkeys(bundle.nodes, 0)
+        for x, y in bundle.arcs:
+            depth[y] = depth[x] + 1
+        heap: list[tuple[int, int, int, int]] = []
+
+        def push(x: int) -> None:
+            for y in self.succ[x]:
+                c = self.cap.get((x, y), 0)
+                if c and y not in bundle.nodes:
+                    heapq.heappush(heap, (-((c // bundle.mu).bit_length()), depth[x], x, y))
+
+        for x in bundle.order:
+            push(x)
+        while len(bundle.nodes) < self.n:
+            while heap and heap[0][3] in bundle.nodes:
+                heapq.heappop(heap)
+            if not heap:
+                return False
+            _, _, x, y = heapq.heappop(heap)
+            amount = min(bundle.mu, self.cap[(x, y)])
+            if not self.allowed(bundle, x, y, amount):
+                continue
+            self.attach(bundle, x, y, amount)
+            depth[y] = depth[x] + 1
+            push(y)
+        return True
 
     def grow(self, bundle: _Bundle) -> None:
         """Extend ``bundle`` by one arc (splitting off a sibling bundle if needed)."""
@@ -209,21 +277,57 @@ class _Packer:
         bundle.order.append(y)
         bundle.arcs.append((x, y))
 
+    def exact(self, bundle: _Bundle) -> None:
+        """Complete ``bundle`` arc by arc, each arc checked by one max-flow."""
+        while len(bundle.nodes) < self.n:
+            self.grow(bundle)
+
+    def save(self) -> tuple[dict[tuple[int, int], int], list[_Bundle], int]:
+        return dict(self.cap), [b.copy(b.mu) for b in self.pending], len(self.done)
+
+    def restore(self, saved: tuple[dict[tuple[int, int], int], list[_Bundle], int]) -> None:
+        cap, pending, done = saved
+        self.cap = dict(cap)
+        self.pending = [b.copy(b.mu) for b in pending]
+        del self.done[done:]
+
     def run(self, progress: bool) -> Packing:
-        total = self.remaining() * (self.n - 1)
+        """Optimistic batches of greedy trees, verified by Edmonds' condition.
+
+        A batch of ``size`` bundles is completed greedily (no max-flow) and then the
+        condition is checked for the rest (one max-flow per node). On success the
+        batch size doubles; on failure the state is restored, the first bundle is
+        completed exactly (one max-flow per arc, always possible) and the size
+        restarts at one.
+        """
+        total = len(self.pending)
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
+        size = 1
         while self.pending:
-            bundle = self.pending[0]
-            while len(bundle.nodes) < self.n:
-                self.grow(bundle)
-                if bar is not None:
-                    bar.update(bundle.mu)
-            self.pending.pop(0)
-            self.done.append(bundle)
+            saved = self.save()
+            ok = True
+            for _ in range(size):
+                if not self.pending:
+                    break
+                bundle = self.pending[0]
+                if not self.greedy(bundle):
+                    ok = False
+                    break
+                self.done.append(self.pending.pop(0))
+            if ok and self.feasible():
+                size *= 2
+            else:
+                self.restore(saved)
+                bundle = self.pending[0]
+                self.exact(bundle)
+                self.done.append(self.pending.pop(0))
+                size = 1
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
         if bar is not None:
             bar.close()
         return _merge(
@@ -289,7 +393,11 @@ def pack_rooted(
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
     packer = _Packer(logical, root_capacity)
-    packer.check()
+    if not packer.feasible():
+        raise SolveError(
+            f"the logical graph cannot carry {packer.remaining()} arborescences to every "
+            "node; Edmonds' condition fails"
+        )
     return packer.run(progress)
 
 

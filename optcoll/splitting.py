@@ -44,9 +44,9 @@ Examples
 >>> caps = {arc: 2 * c for arc, c in topo.integer_capacities()[0].items()}
 >>> g = split_switches(topo, caps, {c: 1 for c in topo.compute_nodes}, 3)
 >>> sorted(g.capacity.items())
-[(('a', 'c'), 2), (('b', 'a'), 2), (('c', 'b'), 2)]
+[(('a', 'b'), 1), (('a', 'c'), 1), (('b', 'a'), 1), (('b', 'c'), 1), (('c', 'a'), 1), (('c', 'b'), 1)]
 >>> g.paths[("a", "c")]
-((('a', 'sw', 'c'), 2),)
+((('a', 'sw', 'c'), 1),)
 """
 
 from __future__ import annotations
@@ -156,6 +156,7 @@ class _Splitter:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.n = len(self.names)
         self.compute = [self.index[c] for c in topology.compute_nodes]
+        self.groups = [topology.node[x].group or "" for x in self.names]
         self.root_capacity = {self.index[c]: r for c, r in root_capacity.items() if r > 0}
         self.requirement = requirement
         self.cap: dict[tuple[int, int], int] = {}
@@ -255,7 +256,7 @@ class _Splitter:
             self._split_free(w)
         elif len(self.pred[w]) == 1 and len(self.succ[w]) == 1 and self.pred[w] != self.succ[w]:
             self._split_free(w)
-        else:
+        elif not self._split_uniform(w):
             self._split_checked(w)
         for u in sorted(self.pred[w]):
             self.drop(u, w)
@@ -271,6 +272,56 @@ class _Splitter:
             for u in sorted(self.pred[w], key=lambda x: (x == t, x)):
                 if (w, t) in self.cap and (u, w) in self.cap:
                     self.split(u, w, t, min(self.cap[(u, w)], self.cap[(w, t)]))
+
+    def _split_uniform(self, w: int) -> bool:
+        """Try spreading a uniform symmetric switch evenly over all its neighbour pairs.
+
+        When every neighbour ``u`` has ``c(u, w) = c(w, u) = c``, the neighbours are put
+        in a cyclic order interleaving the topology's groups (e.g. boxes, ``m`` of them)
+        and neighbour ``i`` spreads ``c`` as evenly as possible over the neighbours
+        ``i + o`` for the offsets ``o`` that are not multiples of ``m`` (other groups),
+        using only as many offsets as keep every new arc at least as large as the
+        largest root capacity (so the packing rarely has to split a tree).
+        A circulant plan keeps every in- and out-capacity exact. The
+        complete splitting is checked once (one max-flow per compute node) and applied
+        only if it keeps the condition; otherwise the caller splits pair by pair.
+        """
+        neighbours = sorted(self.pred[w] | self.succ[w])
+        d = len(neighbours)
+        c = self.cap.get((neighbours[0], w), 0)
+        if d < 3 or any(
+            self.cap.get((x, w), 0) != c or self.cap.get((w, x), 0) != c for x in neighbours
+        ):
+            return False
+        rank: dict[str, int] = {}
+        key = {}
+        for x in neighbours:
+            group = self.groups[x]
+            rank[group] = rank.get(group, 0) + 1
+            key[x] = (rank[group], group, x)
+        order = sorted(neighbours, key=key.__getitem__)
+        groups = len(rank)
+        offsets = [o for o in range(1, d) if groups == 1 or o % groups] or list(range(1, d))
+        # arcs of at least the largest root capacity spare the packing from splitting trees
+        offsets = offsets[: max(1, c // max(self.root_capacity.values()))]
+        q, r = divmod(c, len(offsets))
+        plan = [
+            (u, order[(i + offset) % d], q + (j < r))
+            for i, u in enumerate(order)
+            for j, offset in enumerate(offsets)
+            if q + (j < r)
+        ]
+        trial = dict(self.cap)
+        for x in neighbours:
+            del trial[(x, w)], trial[(w, x)]
+        for u, t, gamma in plan:
+            trial[(u, t)] = trial.get((u, t), 0) + gamma
+        lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
+        if lowest < self.requirement:
+            return False
+        for u, t, gamma in plan:
+            self.split(u, w, t, gamma)
+        return True
 
     def _split_checked(self, w: int) -> None:
         for t in sorted(self.succ[w]):

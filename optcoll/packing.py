@@ -291,7 +291,22 @@ class _Packer:
         self.pending = [b.copy(b.mu) for b in pending]
         del self.done[done:]
 
-    def run(self, progress: bool) -> Packing:
+    def greedy_batch(self, size: int) -> bool:
+        """Complete up to ``size`` bundles greedily and verify; restore on failure."""
+        saved = self.save()
+        for _ in range(size):
+            if not self.pending:
+                break
+            if not self.greedy(self.pending[0]):
+                self.restore(saved)
+                return False
+            self.done.append(self.pending.pop(0))
+        if self.feasible():
+            return True
+        self.restore(saved)
+        return False
+
+    def run(self, greedy: bool, progress: bool) -> Packing:
         """Optimistic batches of greedy trees, verified by Edmonds' condition.
 
         A batch of ``size`` bundles is completed greedily (no max-flow) and then the
@@ -308,22 +323,10 @@ class _Packer:
             bar = tqdm(total=total, desc="packing", leave=False)
         size = 1
         while self.pending:
-            saved = self.save()
-            ok = True
-            for _ in range(size):
-                if not self.pending:
-                    break
-                bundle = self.pending[0]
-                if not self.greedy(bundle):
-                    ok = False
-                    break
-                self.done.append(self.pending.pop(0))
-            if ok and self.feasible():
+            if greedy and self.greedy_batch(size):
                 size *= 2
             else:
-                self.restore(saved)
-                bundle = self.pending[0]
-                self.exact(bundle)
+                self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
                 size = 1
             if bar is not None:
@@ -349,7 +352,11 @@ def _merge(trees) -> Packing:  # noqa: ANN001 - iterable of packing entries
 
 
 def pack_rooted(
-    logical: LogicalGraph, root_capacity: Mapping[str, int], *, progress: bool = False
+    logical: LogicalGraph,
+    root_capacity: Mapping[str, int],
+    *,
+    greedy: bool = True,
+    progress: bool = False,
 ) -> Packing:
     """Pack ``root_capacity[r]`` spanning arborescences rooted at every ``r`` (with multiplicity).
 
@@ -359,6 +366,9 @@ def pack_rooted(
         Switch-free graph on the compute nodes with integer capacities.
     root_capacity : Mapping
         ``root -> number of arborescences`` rooted there.
+    greedy : bool
+        Try greedy trees verified in batches first (default). ``False`` builds every
+        tree arc by arc with one max-flow per arc (slower; same guarantees).
     progress : bool
         Show a tqdm bar.
 
@@ -378,8 +388,10 @@ def pack_rooted(
 
     Notes
     -----
-    One max-flow (on the compute nodes plus one node per partial bundle) per
-    attempted arc; attempts whose cached upper bound is too small are skipped.
+    The exact step costs one max-flow (on the compute nodes plus one node per
+    partial bundle) per attempted arc; attempts whose cached upper bound is too
+    small are skipped. The greedy batches cost one max-flow per node per batch and
+    fall back to the exact step for one bundle whenever a batch fails.
 
     Examples
     --------
@@ -398,7 +410,7 @@ def pack_rooted(
             f"the logical graph cannot carry {packer.remaining()} arborescences to every "
             "node; Edmonds' condition fails"
         )
-    return packer.run(progress)
+    return packer.run(greedy, progress)
 
 
 def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:

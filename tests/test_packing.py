@@ -7,13 +7,14 @@ from itertools import combinations
 
 import pytest
 from hypothesis import given, settings
-from test_splitting import switched_topologies
+from hypothesis import strategies as st
+from test_splitting import rooted_connectivity, switched_topologies
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.packing import fixed_k_capacity, pack_arborescences, pack_rooted
 from optcoll.schedule import Schedule
-from optcoll.splitting import LogicalGraph
+from optcoll.splitting import LogicalGraph, split_switches
 from optcoll.topologies import build
 from optcoll.topology import Topology
 from optcoll.verify import verify_schedule
@@ -131,6 +132,51 @@ def test_random_topologies_reach_the_brute_force_optimum(topology):
     optimum = brute_force_cut_ratio(topology)
     assert schedule.cut_ratio == optimum == optimal_cut_ratio(topology).ratio
     check(topology, schedule, optimum)
+
+
+@pytest.mark.parametrize("spec", ["dgx-a100:1", "dgx-a100:2", "mi250:1"])
+def test_exact_and_greedy_packings_are_both_valid(spec):
+    """Arc-by-arc packing (no greedy batches) against the default, on the same logical graph."""
+    topology = build(spec)
+    bound = optimal_cut_ratio(topology)
+    caps, _ = topology.integer_capacities()
+    link = {e: bound.U * c for e, c in caps.items()}
+    roots = dict.fromkeys(topology.compute_nodes, bound.k)
+    logical = split_switches(topology, link, roots, bound.k * topology.num_compute)
+    for greedy in (True, False):
+        packing = pack_rooted(logical, roots, greedy=greedy)
+        check_packing(logical, roots, packing)
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(switched_topologies(), st.integers(1, 3))
+def test_exact_packing_on_random_logical_graphs(topology, k):
+    caps, _ = topology.integer_capacities()
+    compute = topology.compute_nodes
+    roots = dict.fromkeys(compute, k)
+    need = rooted_connectivity(caps, roots, compute)
+    if need < k * len(compute):  # scale the links up until the allgather condition holds
+        caps = {e: c * k * len(compute) for e, c in caps.items()}
+    logical = split_switches(topology, caps, roots, k * len(compute))
+    check_packing(logical, roots, pack_rooted(logical, roots, greedy=False))
+
+
+def check_packing(logical, roots, packing):
+    """Spanning arborescences, per-root multiplicities, capacities: from scratch."""
+    nodes = set(logical.compute_nodes)
+    per_root: dict[str, int] = {}
+    used: dict[tuple[str, str], int] = {}
+    for root, m, arcs in packing:
+        assert m >= 1
+        per_root[root] = per_root.get(root, 0) + m
+        reached = {root}
+        for u, v in arcs:  # parents before children, each node entered once
+            assert u in reached and v not in reached
+            reached.add(v)
+            used[(u, v)] = used.get((u, v), 0) + m
+        assert reached == nodes
+    assert per_root == {r: m for r, m in roots.items() if m}
+    assert all(used[a] <= logical.capacity[a] for a in used)
 
 
 def test_pack_rooted_respects_capacities_and_counts():

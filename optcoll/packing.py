@@ -54,6 +54,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from itertools import pairwise
 
+import numpy as np
+
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
@@ -109,6 +111,7 @@ class _Packer:
         ]
         self.done: list[_Bundle] = []
         self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
+        self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
@@ -180,11 +183,56 @@ class _Packer:
             if y in side and x not in side and not side.isdisjoint(bundle.nodes)
         )
 
+    def exact_network(self, current: _Bundle) -> None:
+        """Fix the arc structure of the admissibility flows while ``current`` grows.
+
+        Nodes: compute nodes, ``B = n`` for ``current``, one node per other partial
+        bundle, the source last. Arcs: the logical arcs, ``s -> v`` and ``B -> v`` for
+        every node ``v``, ``s -> B``, and the other partial bundles' arcs. Only the
+        capacities change from one flow to the next (``FlowNetwork.with_capacities``).
+        """
+        n = self.n
+        others = [b for b in self.pending if b is not current and len(b.nodes) > 1]
+        source = n + 1 + len(others)
+        self.logical_arcs = list(self.cap)
+        tails = [a for a, _ in self.logical_arcs] + [source] * n + [source] + [n] * n
+        heads = [b for _, b in self.logical_arcs] + list(range(n)) + [n] + list(range(n))
+        fixed = []
+        for i, bundle in enumerate(others):
+            tails += [source] + [n + 1 + i] * len(bundle.order)
+            heads += [n + 1 + i] + bundle.order
+            fixed += [bundle.mu] + [self.infinite] * len(bundle.order)
+        self.exact_fixed = np.array(fixed, dtype=np.int64)
+        self.exact_source = source
+        self.exact_base = FlowNetwork(source + 1, tails, heads, [0] * len(tails))
+        self.exact_for = current
+        self.exact_partials = len(others)
+
     def admissible(self, current: _Bundle, x: int, y: int) -> int:
         """The number of copies of ``current`` that can take arc ``(x, y)``."""
-        j = self.n + self.pending.index(current)
-        network, source = self.network(current, ((self.n + len(self.pending), x), (j, y)))
-        flow = network.max_flow(source, y).value
+        partials = sum(1 for b in self.pending if b is not current and len(b.nodes) > 1)
+        if self.exact_for is not current or self.exact_partials != partials:
+            self.exact_network(current)
+        n, m = self.n, len(self.logical_arcs)
+        roots = [0] * n
+        for bundle in self.pending:
+            if bundle is not current and len(bundle.nodes) == 1:
+                roots[bundle.root] += bundle.mu
+        roots[x] = self.infinite
+        into = [0] * n
+        for v in current.order:
+            into[v] = self.infinite
+        into[y] = self.infinite
+        caps = np.concatenate(
+            (
+                np.array([self.cap.get(arc, 0) for arc in self.logical_arcs], dtype=np.int64),
+                np.array(roots + [current.mu] + into, dtype=np.int64),
+                self.exact_fixed,
+            )
+        )
+        assert len(caps) == m + 2 * n + 1 + len(self.exact_fixed)
+        network = self.exact_base.with_capacities(caps)
+        flow = network.max_flow(self.exact_source, y).value
         return max(0, min(current.mu, self.cap.get((x, y), 0), flow - self.remaining()))
 
     def greedy(self, bundle: _Bundle) -> bool:
@@ -279,6 +327,7 @@ class _Packer:
 
     def exact(self, bundle: _Bundle) -> None:
         """Complete ``bundle`` arc by arc, each arc checked by one max-flow."""
+        self.exact_for = None
         while len(bundle.nodes) < self.n:
             self.grow(bundle)
 

@@ -616,8 +616,9 @@ def pack_arborescences(
     bound = optimal_cut_ratio(topology)
     caps, unit = topology.integer_capacities()
     if k is None:
-        chunks = bound.k
-        link_capacity = {e: bound.U * c for e, c in caps.items()}
+        scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
+        chunks = scaled.denominator
+        link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
     else:
         chunks = k
         _, link_capacity = fixed_k_capacity(topology, k)
@@ -635,7 +636,6 @@ def pack_arborescences(
     time_factor = _time_factor(topology, chunks, trees)
     heights = _heights(trees)
     stats = {
-        "U": bound.U if k is None else None,
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
@@ -650,8 +650,8 @@ def pack_arborescences(
             packing=packed - split,
             paths=time.perf_counter() - packed,
         )
-    if k is not None:
-        del stats["U"]
+    if k is None:  # U / k = r* in integer capacity units
+        stats = {"U": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

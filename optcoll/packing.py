@@ -113,6 +113,7 @@ class _Packer:
         self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
         self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
         self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
+        self.verified = False  # whether the current state is known to satisfy Edmonds
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
@@ -354,18 +355,31 @@ class _Packer:
                 return False
             self.done.append(self.pending.pop(0))
         if self.feasible():
+            self.verified = True
             return True
         self.restore(saved)
         return False
+
+    def ensure_verified(self) -> None:
+        """Check Edmonds' condition on the current state once (the initial state)."""
+        if not self.verified:
+            if not self.feasible():
+                raise SolveError(
+                    f"the logical graph cannot carry {self.remaining()} arborescences to "
+                    "every node; Edmonds' condition fails"
+                )
+            self.verified = True
 
     def run(self, greedy: bool, progress: bool) -> Packing:
         """Optimistic batches of greedy trees, verified by Edmonds' condition.
 
         A batch of ``size`` bundles is completed greedily (no max-flow) and then the
-        condition is checked for the rest (one max-flow per node). On success the
-        batch size doubles; on failure the state is restored, the violated cut is
-        learned and the batch is halved; when even a single greedy bundle fails
-        twice, it is completed exactly (one max-flow per arc, always possible).
+        condition is checked for the rest (one max-flow per node; none when nothing
+        is left, since capacities are respected by construction). The first batch
+        is everything. On success the batch size doubles; on failure the state is
+        restored, the violated cut is learned and the batch is halved; when even a
+        single greedy bundle fails twice, it is completed exactly (one max-flow per
+        arc, always possible).
         """
         total = len(self.pending)
         bar = None
@@ -373,19 +387,21 @@ class _Packer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
-        size, retried = 1, False
+        size, retried = len(self.pending), False  # first try everything at once
         while self.pending:
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
             if greedy and self.greedy_batch(size):
                 size, retried = size * 2, False
-            elif greedy and (size > 1 or not retried):
+                continue
+            self.ensure_verified()  # a failed batch restored a state that must be feasible
+            if greedy and (size > 1 or not retried):
                 # the failed check taught a cut: try again with half the batch
                 size, retried = max(1, size // 2), size == 1
             else:
                 self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
                 size, retried = 1, False
-            if bar is not None:
-                bar.update(len(self.done) - bar.n)
         if bar is not None:
             bar.close()
         return _merge(
@@ -459,13 +475,7 @@ def pack_rooted(
             raise SolveError(f"root_capacity names {r!r}, which is not a compute node")
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
-    packer = _Packer(logical, root_capacity)
-    if not packer.feasible():
-        raise SolveError(
-            f"the logical graph cannot carry {packer.remaining()} arborescences to every "
-            "node; Edmonds' condition fails"
-        )
-    return packer.run(greedy, progress)
+    return _Packer(logical, root_capacity).run(greedy, progress)
 
 
 def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:

@@ -101,8 +101,9 @@ class _Packer:
         self.cap: dict[tuple[int, int], int] = {
             (self.index[u], self.index[v]): c for (u, v), c in logical.capacity.items() if c > 0
         }
+        self.all_arcs = sorted(self.cap)  # every logical arc, also those used up later
         self.succ: list[list[int]] = [[] for _ in range(self.n)]
-        for u, v in sorted(self.cap):
+        for u, v in self.all_arcs:
             self.succ[u].append(v)
         self.pending = [
             _Bundle(self.index[r], m)
@@ -110,7 +111,8 @@ class _Packer:
             if m > 0
         ]
         self.done: list[_Bundle] = []
-        self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
+        # sets whose Edmonds condition failed once, with the arcs entering them
+        self.learned: list[tuple[frozenset[int], tuple[tuple[int, int], ...]]] = []
         self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
         self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
         self.verified = False  # whether the current state is known to satisfy Edmonds
@@ -164,23 +166,27 @@ class _Packer:
             result = network.max_flow(source, v)
             if result.value < need:
                 side = result.source_side
-                self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
+                sink_side = frozenset(u for u in range(self.n) if not side[u])
+                entering = tuple(
+                    (a, b) for a, b in self.all_arcs if b in sink_side and a not in sink_side
+                )
+                self.learned.append((sink_side, entering))
                 self.sinks.remove(v)  # look here first next time
                 self.sinks.insert(0, v)
                 return False
         return True
 
-    def slack(self, sink_side: frozenset[int]) -> int:
+    def slack(self, sink_side: frozenset[int], entering: tuple[tuple[int, int], ...]) -> int:
         """Edmonds' slack of a set: in-capacity minus the bundles that do not meet it."""
-        entering = sum(c for (a, b), c in self.cap.items() if b in sink_side and a not in sink_side)
+        capacity = sum(self.cap.get(arc, 0) for arc in entering)
         missing = sum(b.mu for b in self.pending if sink_side.isdisjoint(b.nodes))
-        return entering - missing
+        return capacity - missing
 
     def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
         """Whether adding ``(x, y)`` keeps the slack of every learned set non-negative."""
         return all(
-            self.slack(side) >= amount
-            for side in self.learned
+            self.slack(side, entering) >= amount
+            for side, entering in self.learned
             if y in side and x not in side and not side.isdisjoint(bundle.nodes)
         )
 

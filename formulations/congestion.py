@@ -24,11 +24,10 @@ Size: ``N * |A| + 1`` variables and ``N * (|V| + |A|)`` constraints.
 Examples
 --------
 >>> from optcoll import load_topology
->>> r, cut = lp_cut_ratio(load_topology("dgx-a100:1"))
->>> r
-Fraction(7, 300)
->>> len(cut)
-7
+>>> topo = load_topology("dgx-a100:1")
+>>> r, cut = lp_cut_ratio(topo)
+>>> r, sum(topo.is_compute(u) for u in cut), topo.cut_bandwidth(cut)
+(Fraction(7, 300), 7, Fraction(300, 1))
 """
 
 from __future__ import annotations

@@ -130,10 +130,7 @@ def _collective_optimum(topology: Any, collective: str) -> Any:
     allgather: r* of the topology; reduce-scatter: r* of the reversed topology
     (data flows the other way); allreduce as reduce-scatter then allgather: their sum.
     """
-    try:
-        from optcoll.bound import optimal_cut_ratio
-    except ImportError:  # branch `bound` not merged yet
-        return None
+    from optcoll.bound import optimal_cut_ratio
     from optcoll.topology import Link, Topology
 
     def reversed_topology() -> Topology:
@@ -163,6 +160,47 @@ def _ratio(value: Any) -> str:
 
 _COMMANDS.append(
     ("verify", "check a schedule file against a topology (exact)", _add_verify, _run_verify)
+)
+
+
+# --- crosscheck -----------------------------------------------------------------------
+
+
+def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
+    from optcoll.crosscheck import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_crosscheck(args: argparse.Namespace) -> int:
+    from optcoll.crosscheck import crosscheck
+    from optcoll.io import load_topology
+
+    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(f"cross-check of {check.topology}")
+        print(check.table())
+        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
+    return 0 if check.agree else 1
+
+
+_COMMANDS.append(
+    (
+        "crosscheck",
+        "run every method that fits and compare their exact values",
+        _add_crosscheck,
+        _run_crosscheck,
+    )
 )
 
 

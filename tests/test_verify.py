@@ -381,6 +381,7 @@ def test_cli_verify_exit_codes(tmp_path, capsys):
     assert main(["verify", topo, str(good), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["valid"] is True and data["time_factor"] == "1/5"
+    assert data["optimum"] == "1/5" and data["ratio_to_optimum"] == "1"  # r* of the ring
     assert data["link_loads"] == [["a", "b", 2], ["b", "c", 2], ["c", "a", 2]]
 
     bad = tmp_path / "bad.json"

@@ -2,7 +2,8 @@
 
 The optimal allgather cut ratio r* is reached from independent directions:
 lower bounds certified by a cut (the combinatorial parametric max-flow, the
-congestion LP, brute-force cut enumeration) and schedules that attain it (the
+congestion LP, brute-force cut enumeration; the multicast LP, whose value is
+reconstructed without a cut) and schedules that attain it (the
 combinatorial spanning-tree packing, the LP tree packing rounded to integral
 trees), each schedule checked by the independent verifier
 :func:`optcoll.verify.verify_schedule`. :func:`crosscheck` runs the methods that
@@ -33,6 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from formulations.congestion import lp_cut_ratio
+from formulations.multicast import MAX_FLOW_VARIABLES, multicast_bound
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
 from optcoll.packing import pack_arborescences
@@ -139,6 +141,16 @@ def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None,
     return ratio, cut, "dual cut"
 
 
+def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    result = multicast_bound(topology)
+    return result.cut_ratio, None, "reconstructed, no cut"
+
+
+def _multicast_fits(topology: Topology) -> bool:
+    n = topology.num_compute
+    return n * (n - 1) * len(topology.capacity) <= MAX_FLOW_VARIABLES
+
+
 def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
     schedule = pack_arborescences(topology)
     return _verified(topology, schedule)
@@ -167,6 +179,7 @@ _METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
         lambda t: len(t.node_ids) <= CONGESTION_LP_MAX_NODES,
         _congestion_lp,
     ),
+    ("multicast LP", "bound", _multicast_fits, _multicast_lp),
     ("trees + verify", "schedule", lambda t: t.num_compute <= TREES_MAX_COMPUTE, _trees),
 )
 

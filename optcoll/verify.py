@@ -23,7 +23,8 @@ What is checked, in this order (the first failure is the reported reason):
    and reduce along the reversed links (data flows from ``dst`` back to ``src``),
    for allreduce in both directions;
 7. the exact link loads and time factor; a time factor stated in the schedule
-   must equal the computed one (an overloaded link is named);
+   must equal the computed one (an overloaded link is named), and an allgather
+   must not beat the ``cut_ratio`` it states;
 8. with ``optimum`` given: the time factor must not be below it (a schedule
    cannot beat a lower bound), and with ``require_optimal=True`` it must equal
    it: no link may carry more than ``optimum * k * bandwidth`` chunks (the
@@ -439,6 +440,12 @@ def _check_claims(
             time_factor,
             claimed,
             "claimed",
+        )
+    own = schedule.cut_ratio
+    if schedule.collective == "allgather" and own is not None and time_factor < own:
+        return (
+            f"the time factor {_text(time_factor)} is below the schedule's own cut_ratio "
+            f"{_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
         )
     if optimum is None:
         return None

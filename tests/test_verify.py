@@ -272,6 +272,10 @@ def test_better_than_claimed_and_below_the_optimum():
     assert reason(directed_ring(), ring_schedule(time_factor=Fraction(1, 2))) == (
         "the schedule claims time factor 1/2, but its link loads give the better 1/5"
     )
+    assert reason(directed_ring(), ring_schedule(cut_ratio=Fraction(1, 4))) == (
+        "the time factor 1/5 is below the schedule's own cut_ratio 1/4; no allgather can beat "
+        "the cut bound, so that cut_ratio is wrong"
+    )
     assert reason(directed_ring(), ring_schedule(), optimum=Fraction(1, 4)) == (
         "the time factor 1/5 is below the optimum 1/4; no schedule can beat a lower bound, "
         "so that optimum is wrong"

@@ -25,14 +25,17 @@ with physical paths:
    the LP's ``t`` (in the topology's bandwidth units).
 3. **Bounded mode** (``K`` given): each root's weights times ``K`` are rounded to
    integers summing to ``K`` by largest remainder (ties to the earlier tree),
-   then a local search repairs overloaded links: it moves one chunk between two
-   trees of the same root whenever that lowers the maximum ``load / capacity``,
-   or keeps it and lowers the number of links attaining it, until no such move
-   exists. The result can never beat the best K-chunk schedule
-   (:func:`optcoll.packing.pack_arborescences` with ``k=K``).
+   then a local search repairs overloaded links: it moves one chunk from a tree
+   that uses a bottleneck link to another tree of the same root (from the LP's
+   support) whenever that makes the link ratios ``load / capacity``, sorted
+   largest first, lexicographically smaller (the maximum drops, or it stays and
+   fewer links attain it, and so on down the list), until no such move exists. It
+   only uses the LP's trees, so it can stay above the best K-chunk schedule
+   (:func:`optcoll.packing.pack_arborescences` with ``k=K``), and it can never
+   beat it.
 
 Complexity: step 1 is linear in the packing size; the local search costs
-``O(moves * L)`` per round for ``L`` links, moves being pairs of trees of one
+``O(moves * L log L)`` per round for ``L`` links, moves being pairs of trees of one
 root of which the first uses a bottleneck link.
 
 Examples
@@ -282,11 +285,12 @@ def _uses(shape: _Shape) -> dict[Arc, int]:
     return uses
 
 
-def _objective(topology: Topology, loads: Mapping[Arc, int]) -> tuple[Fraction, int]:
-    """(max load / bandwidth, number of links attaining it): smaller is better."""
-    ratios = [Fraction(load) / topology.capacity[arc] for arc, load in loads.items() if load]
-    worst = max(ratios, default=Fraction(0))
-    return worst, ratios.count(worst)
+def _objective(topology: Topology, loads: Mapping[Arc, int]) -> list[Fraction]:
+    """The link ratios load / bandwidth, largest first; smaller (leximax) is better."""
+    return sorted(
+        (Fraction(load) / topology.capacity[arc] for arc, load in loads.items() if load),
+        reverse=True,
+    ) or [Fraction(0)]
 
 
 def _local_search(

@@ -10,8 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formulations.tree_packing import fractional_tree_packing
+from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
+from optcoll.io import load_topology
 from optcoll.rounding import round_packing
+from optcoll.splitting import split_switches
 from optcoll.topology import Topology, TopologyBuilder
 from optcoll.verify import verify_schedule
 
@@ -164,3 +168,41 @@ def test_random_packings_on_switches(n, seed, K):
     # Every GPU receives n - 1 shards over 15 GB/s in-bandwidth: r* = (n - 1) / 15.
     assert check.time_factor >= Fraction(n - 1, 15)
     assert exact.time_factor >= Fraction(n - 1, 15)
+
+
+# --- on the LP's packings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "optimum"), [("torus:2x3", Fraction(1, 60)), ("hypercube:3", Fraction(7, 300))]
+)
+def test_lp_packing_rounds_exactly_to_the_optimum(spec, optimum):
+    topo = load_topology(spec)
+    lp = fractional_tree_packing(topo.compute_nodes, topo.capacity)
+    assert lp.t == optimum == optimal_cut_ratio(topo).ratio
+    exact = round_packing(topo, lp.packing, cut_ratio=optimum)
+    result = verify_schedule(topo, exact, optimum=optimum, require_optimal=True)
+    assert result.valid, result.reason
+    assert exact.time_factor == optimum
+    for K in (1, 2, 3):
+        bounded = round_packing(topo, lp.packing, K, cut_ratio=optimum)
+        check = verify_schedule(topo, bounded, optimum=optimum)
+        assert check.valid, check.reason
+        assert bounded.k == K and check.time_factor >= optimum
+
+
+def test_lp_packing_on_a_switch_topology_via_splitting():
+    topo = load_topology("dgx-a100:1")
+    bound = optimal_cut_ratio(topo)
+    caps, unit = topo.integer_capacities()
+    scaled = bound.ratio * unit
+    U, k = scaled.numerator, scaled.denominator
+    logical = split_switches(
+        topo, {a: U * c for a, c in caps.items()}, dict.fromkeys(topo.compute_nodes, k), 8 * k
+    )
+    lp = fractional_tree_packing(topo.compute_nodes, logical.capacity)
+    schedule = round_packing(topo, lp.packing, logical=logical)
+    result = verify_schedule(topo, schedule, optimum=bound.ratio, require_optimal=True)
+    assert result.valid, result.reason
+    assert schedule.time_factor == Fraction(7, 300)
+    assert all(len(e.path) == 3 for t in schedule.trees for e in t.edges)  # via the NVSwitch

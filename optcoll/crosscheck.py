@@ -89,6 +89,7 @@ class CrossCheck:
     reference: Fraction | None
     agree: bool
     disagreement: str | None
+    skipped: tuple[str, ...] = ()
 
     def table(self) -> str:
         """The human-readable table (method, exact value, seconds, agreement)."""
@@ -104,6 +105,8 @@ class CrossCheck:
             + row[4]
             for row in rows
         ]
+        if self.skipped:
+            lines.append(f"skipped (too large for this topology): {', '.join(self.skipped)}")
         return "\n".join(line.rstrip() for line in lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,6 +116,7 @@ class CrossCheck:
             "reference": None if self.reference is None else _text(self.reference),
             "agree": self.agree,
             "disagreement": self.disagreement,
+            "skipped": list(self.skipped),
             "methods": [
                 {
                     "method": r.method,
@@ -227,9 +231,10 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
     ----------
     topology : Topology
     methods : sequence of str, optional
-        Restrict to these methods (names from :data:`METHODS`); by default all
-        that fit the size (brute force up to 16 nodes, the LPs and tree packings
-        up to the limits in this module).
+        Restrict to these methods (names from :data:`METHODS`; default all).
+        Methods that do not fit the size (brute force beyond 16 nodes, the LPs
+        and tree packings beyond the limits in this module) are skipped and
+        listed in ``skipped``.
 
     Returns
     -------
@@ -249,11 +254,12 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
                 raise MethodError(
                     f"unknown cross-check method {name!r}; valid: {', '.join(METHODS)}"
                 )
-    results = []
+    results, skipped = [], []
     for name, kind, fits, run in _METHODS:
         if methods is not None and name not in methods:
             continue
-        if methods is None and not fits(topology):
+        if not fits(topology):
+            skipped.append(name)
             continue
         start = time.perf_counter()
         try:
@@ -267,7 +273,7 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
     reference = results[0].value if results else None
     agree = reference is not None and all(r.value == reference for r in results)
     disagreement = None if agree else _explain(topology, results)
-    return CrossCheck(topology.name, tuple(results), reference, agree, disagreement)
+    return CrossCheck(topology.name, tuple(results), reference, agree, disagreement, tuple(skipped))
 
 
 def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:

@@ -270,7 +270,7 @@ def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".mps":
-        problem.writeMPS(str(path))
+        problem.writeMPS(str(path), with_objsense=True)  # keeps a maximisation a maximisation
     else:
         problem.writeLP(str(path))
     return path

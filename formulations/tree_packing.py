@@ -50,7 +50,7 @@ from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from formulations.solve import solve
 from optcoll.exceptions import SolverLimitError, TopologyError
 
-__all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult"]
+__all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", "check_switch_free"]
 
 Arc = tuple[str, str]
 Column = tuple[str, tuple[Arc, ...]]
@@ -194,7 +194,7 @@ def fractional_tree_packing(
     Fraction(1, 1)
     """
     start = time.perf_counter()
-    nodes = _check_graph(compute_nodes, capacity)
+    nodes = check_switch_free(compute_nodes, capacity)
     caps, unit = integer_scaling(capacity)
     columns: list[Column] = [
         (root, _min_arborescence(nodes, caps, root, {a: 1 / c for a, c in caps.items()}))
@@ -247,7 +247,20 @@ def fractional_tree_packing(
     )
 
 
-def _check_graph(compute_nodes: Sequence[str], capacity: Mapping[Arc, int | Fraction]) -> list[str]:
+def check_switch_free(
+    compute_nodes: Sequence[str], capacity: Mapping[Arc, int | Fraction]
+) -> list[str]:
+    """The node list, after checking the graph is switch-free and strongly connected.
+
+    Raises :class:`~optcoll.exceptions.TopologyError` naming the offending
+    node or arc: fewer than two nodes, a duplicate, an arc leaving the node
+    set, a self-loop, or a node that cannot reach another.
+
+    Examples
+    --------
+    >>> check_switch_free(["a", "b"], {("a", "b"): 1, ("b", "a"): 1})
+    ['a', 'b']
+    """
     nodes = list(compute_nodes)
     if len(nodes) < 2:
         raise TopologyError(f"tree packing needs at least 2 compute nodes, got {len(nodes)}")

@@ -213,6 +213,172 @@ _COMMANDS += [
 ]
 
 
+# --- bound (issue 3): exact optimal cut ratio -----------------------------------------
+
+
+def _add_bound(parser: argparse.ArgumentParser) -> None:
+    from optcoll.bound import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--method",
+        default="combinatorial",
+        choices=METHODS,
+        help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_bound(args: argparse.Namespace) -> int:
+    from optcoll.bound import optimal_cut_ratio
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    result = optimal_cut_ratio(topology, args.method)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    unit = topology.bandwidth_unit
+    data = result.to_dict()
+    work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
+        ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
+        ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
+        ("bottleneck cut", result.describe_cut()),
+        ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
+    ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+_COMMANDS.append(
+    ("bound", "exact optimal allgather cut ratio r* and its bottleneck cut", _add_bound, _run_bound)
+)
+
+
+# --- lp -------------------------------------------------------------------------------
+
+_LP_MODELS = ("congestion", "multicast", "tree-packing")
+
+
+def _add_lp(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(
+        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
+    )
+    export = actions.add_parser(
+        "export", help="write an LP model as .mps or .lp", description="write an LP model"
+    )
+    solve = actions.add_parser(
+        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
+    )
+    for sub, models in ((export, _LP_MODELS[:2]), (solve, _LP_MODELS)):
+        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        sub.add_argument(
+            "--model", choices=models, default="congestion", help="which model (default congestion)"
+        )
+        sub.add_argument(
+            "--form",
+            choices=("time", "rate"),
+            default=None,
+            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
+        )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
+    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    solve.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_lp(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    if args.lp_action == "export":
+        from formulations.congestion import build_congestion
+        from formulations.multicast import build_multicast
+        from formulations.solve import write_model
+
+        if args.model == "congestion":
+            model = build_congestion(topology, args.form or "time")
+        else:
+            model = build_multicast(topology)
+        path = write_model(model, args.output)
+        rows, cols = len(model.constraints()), len(model.variables())
+        print(f"wrote {path}: {args.model} LP of {topology.name}, {cols} variables, {rows} rows")
+        return 0
+    unit = topology.bandwidth_unit
+    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    if args.model == "tree-packing":
+        from formulations.tree_packing import fractional_tree_packing
+
+        packing = fractional_tree_packing(
+            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
+        )
+        ratio = packing.t
+        data |= {
+            "trees": len(packing.packing),
+            "iterations": packing.iterations,
+            "columns": packing.columns,
+            "gap": packing.gap,
+            "max_overload": str(packing.max_overload),
+            "seconds": packing.seconds,
+        }
+        lines = [
+            f"trees        {len(packing.packing)} with positive weight "
+            f"({packing.columns} columns generated in {packing.iterations} rounds)",
+            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
+            f"seconds      {packing.seconds:.2f}",
+        ]
+    else:
+        if args.model == "congestion":
+            from formulations.congestion import congestion_bound
+
+            result = congestion_bound(
+                topology, form=args.form or "rate", time_limit=args.time_limit
+            )
+            cut = result.cut
+            inside = sum(1 for v in cut if topology.is_compute(v))
+            data["cut"] = sorted(cut, key=topology.node_ids.index)
+            data["form"] = result.form
+            cut_line = [
+                f"cut          {inside} compute nodes, B+(S) = {topology.cut_bandwidth(cut)} {unit}"
+            ]
+        else:
+            from formulations.multicast import multicast_bound
+
+            result = multicast_bound(topology, time_limit=args.time_limit)
+            cut_line = []
+        ratio = result.cut_ratio
+        report = result.report
+        data["report"] = report.to_dict()
+        lines = [
+            *cut_line,
+            f"size         {report.num_variables} variables, {report.num_constraints} rows, "
+            f"{report.num_nonzeros} nonzeros",
+            f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
+            f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
+        ]
+    algbw = Fraction(topology.num_compute) / ratio
+    data |= {"cut_ratio": str(ratio), "algbw": float(algbw)}
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
+    print(f"cut ratio    {ratio} (1/({unit}))")
+    print(f"algbw        {float(algbw):.3f} {unit}")
+    for line in lines:
+        print(line)
+    return 0
+
+
+_COMMANDS.append(
+    ("lp", "export or solve the LP models (congestion, multicast, ...)", _add_lp, _run_lp)
+)
+
+
 # --- verify ---------------------------------------------------------------------------
 
 

@@ -57,10 +57,10 @@ Examples
 >>> exact.k, len(exact.trees), exact.time_factor
 (2, 6, Fraction(1, 10))
 >>> one = round_packing(ring, packing, K=1)  # one chain per root overloads a link;
->>> one.time_factor                             # the repair swaps in stars
+>>> one.time_factor                             # the repair swaps in a star
 Fraction(1, 10)
 >>> [[e.src for e in tree.edges] for tree in one.trees]
-[['a', 'c'], ['b', 'b'], ['c', 'c']]
+[['a', 'c'], ['b', 'b'], ['c', 'a']]
 """
 
 from __future__ import annotations

@@ -112,6 +112,7 @@ class _Packer:
         self.done: list[_Bundle] = []
         self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
         self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
+        self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
@@ -161,11 +162,13 @@ class _Packer:
             return True
         network, source = self.network()
         need = self.remaining()
-        for v in range(self.n):
+        for v in list(self.sinks):
             result = network.max_flow(source, v)
             if result.value < need:
                 side = result.source_side
                 self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
+                self.sinks.remove(v)  # look here first next time
+                self.sinks.insert(0, v)
                 return False
         return True
 
@@ -360,9 +363,9 @@ class _Packer:
 
         A batch of ``size`` bundles is completed greedily (no max-flow) and then the
         condition is checked for the rest (one max-flow per node). On success the
-        batch size doubles; on failure the state is restored, the first bundle is
-        completed exactly (one max-flow per arc, always possible) and the size
-        restarts at one.
+        batch size doubles; on failure the state is restored, the violated cut is
+        learned and the batch is halved; when even a single greedy bundle fails
+        twice, it is completed exactly (one max-flow per arc, always possible).
         """
         total = len(self.pending)
         bar = None
@@ -370,14 +373,17 @@ class _Packer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
-        size = 1
+        size, retried = 1, False
         while self.pending:
             if greedy and self.greedy_batch(size):
-                size *= 2
+                size, retried = size * 2, False
+            elif greedy and (size > 1 or not retried):
+                # the failed check taught a cut: try again with half the batch
+                size, retried = max(1, size // 2), size == 1
             else:
                 self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
-                size = 1
+                size, retried = 1, False
             if bar is not None:
                 bar.update(len(self.done) - bar.n)
         if bar is not None:
@@ -616,8 +622,9 @@ def pack_arborescences(
     bound = optimal_cut_ratio(topology)
     caps, unit = topology.integer_capacities()
     if k is None:
-        chunks = bound.k
-        link_capacity = {e: bound.U * c for e, c in caps.items()}
+        scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
+        chunks = scaled.denominator
+        link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
     else:
         chunks = k
         _, link_capacity = fixed_k_capacity(topology, k)
@@ -635,7 +642,6 @@ def pack_arborescences(
     time_factor = _time_factor(topology, chunks, trees)
     heights = _heights(trees)
     stats = {
-        "U": bound.U if k is None else None,
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
@@ -650,8 +656,8 @@ def pack_arborescences(
             packing=packed - split,
             paths=time.perf_counter() - packed,
         )
-    if k is not None:
-        del stats["U"]
+    if k is None:  # U / k = r* in integer capacity units
+        stats = {"U": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

@@ -139,10 +139,11 @@ def test_exact_and_greedy_packings_are_both_valid(spec):
     """Arc-by-arc packing (no greedy batches) against the default, on the same logical graph."""
     topology = build(spec)
     bound = optimal_cut_ratio(topology)
-    caps, _ = topology.integer_capacities()
-    link = {e: bound.U * c for e, c in caps.items()}
-    roots = dict.fromkeys(topology.compute_nodes, bound.k)
-    logical = split_switches(topology, link, roots, bound.k * topology.num_compute)
+    caps, unit = topology.integer_capacities()
+    scaled = bound.ratio * unit
+    link = {e: scaled.numerator * c for e, c in caps.items()}
+    roots = dict.fromkeys(topology.compute_nodes, scaled.denominator)
+    logical = split_switches(topology, link, roots, scaled.denominator * topology.num_compute)
     for greedy in (True, False):
         packing = pack_rooted(logical, roots, greedy=greedy)
         check_packing(logical, roots, packing)

@@ -95,7 +95,7 @@ class CrossCheck:
         """The human-readable table (method, exact value, seconds, agreement)."""
         rows = [("method", "value", "seconds", "agrees", "detail")]
         for r in self.results:
-            value = "-" if r.value is None else _text(r.value)
+            value = "-" if r.value is None else _short(r.value)
             agrees = "yes" if r.value is not None and r.value == self.reference else "NO"
             rows.append((r.method, value, f"{r.seconds:.3f}", agrees, r.detail))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
@@ -184,6 +184,8 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     result = fractional_tree_packing(topology.compute_nodes, capacity)
     schedule = round_packing(topology, result.packing, logical=logical)
     value, _, detail = _verified(topology, schedule)
+    if result.max_overload > 0:  # the LP's rational weights exceed t somewhere
+        detail = f"LP weights overload t by {float(result.max_overload):.2g}, {detail}"
     return value, None, f"{result.columns} columns, {detail}"
 
 
@@ -191,7 +193,8 @@ def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
     result = verify_schedule(topology, schedule)
     if not result.valid:
         raise _Failed(f"invalid schedule: {result.reason}")
-    return result.time_factor, None, f"k = {schedule.k}, {len(schedule.trees)} trees, verified"
+    k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
+    return result.time_factor, None, f"k = {k}, {len(schedule.trees)} trees, verified"
 
 
 class _Failed(Exception):
@@ -283,20 +286,22 @@ def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:
     first = results[0]
     other = next(r for r in results if r.value != first.value)
     low, high = sorted((first, other), key=lambda r: r.value)
-    text = f"{first.method} gives {_text(first.value)}, {other.method} gives {_text(other.value)}"
+    text = f"{first.method} gives {_short(first.value)}, {other.method} gives {_short(other.value)}"
     cuts = [r.cut for r in results if r.cut is not None]
     if not cuts:
         return text + "; no method produced a cut"
     best = max(cuts, key=lambda s: _cut_ratio(topology, s))  # the first of the best
     ratio = _cut_ratio(topology, best)
     compute = sum(1 for v in best if topology.is_compute(v))
+    outside = [v for v in topology.node_ids if v not in best]
+    named = f"every node except {outside}" if len(outside) < len(best) else str(list(best))
     where = (
-        f"the cut S = {list(best)} ({compute} compute nodes, B+(S) = "
+        f"the cut S = {named} ({compute} compute nodes, B+(S) = "
         f"{_text(topology.cut_bandwidth(best))}) has exact ratio {_text(ratio)}"
     )
     if ratio > low.value:
-        return f"{text}; {where} > {_text(low.value)}, refuting {low.method}"
-    return f"{text}; {where}, and no cut supports {high.method}'s {_text(high.value)}"
+        return f"{text}; {where} > {_short(low.value)}, refuting {low.method}"
+    return f"{text}; {where}, and no cut supports {high.method}'s {_short(high.value)}"
 
 
 def _cut_ratio(topology: Topology, side: Sequence[str]) -> Fraction:
@@ -311,3 +316,11 @@ def _text(value: Fraction) -> str:
     return (
         str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
     )
+
+
+def _short(value: Fraction) -> str:
+    """``p/q``, or a float with the size of ``q`` when the exact text would be unreadable."""
+    text = _text(value)
+    if len(text) <= 40:
+        return text
+    return f"~{float(value):.9g} (exact, {len(str(value.denominator))}-digit denominator)"

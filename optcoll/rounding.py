@@ -71,7 +71,9 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
+from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
+from optcoll.packing import pack_arborescences
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
@@ -96,7 +98,6 @@ def round_packing(
     K: int | None = None,
     *,
     logical: PathMap | None = None,
-    cut_ratio: Fraction | None = None,
 ) -> Schedule:
     """Integral allgather schedule from a fractional tree packing.
 
@@ -113,14 +114,17 @@ def round_packing(
         Chunks per root. None: exact mode (``k`` = the weights' common denominator).
     logical : LogicalGraph, optional
         The switch-free graph the LP ran on; required when the topology has switches.
-    cut_ratio : Fraction, optional
-        r*, stored in the schedule and used for ``stats["ratio_to_cut_ratio"]``.
 
     Returns
     -------
     Schedule
-        ``collective="allgather"``, with physical paths and the exact achieved
-        ``time_factor``; ``stats`` records the mode, tree count and ratios.
+        ``collective="allgather"``, with physical paths, ``cut_ratio`` = r*
+        (:func:`optcoll.bound.optimal_cut_ratio`) and the exact achieved
+        ``time_factor``. ``stats`` records the mode, the tree count and
+        ``ratio_to_optimum`` (time factor / r*); in bounded mode also
+        ``fixed_k_optimum`` (the time factor of the best K-chunk schedule,
+        :func:`optcoll.packing.pack_arborescences` with ``k=K``) and
+        ``ratio_to_fixed_k_optimum``. Ratios are ``"p/q"`` strings.
 
     Raises
     ------
@@ -168,9 +172,16 @@ def round_packing(
     time_factor = _time_factor(
         topology, [(shape, c) for (shape, _), c in zip(physical, chunks, strict=True)], k
     )
-    stats: dict[str, object] = {"rounding": mode, "trees": len(trees)}
-    if cut_ratio is not None:
-        stats["ratio_to_cut_ratio"] = float(time_factor / cut_ratio)
+    cut_ratio = optimal_cut_ratio(topology).ratio
+    stats: dict[str, object] = {
+        "rounding": mode,
+        "trees": len(trees),
+        "ratio_to_optimum": _text(time_factor / cut_ratio),
+    }
+    if K is not None:
+        fixed = pack_arborescences(topology, k=K).time_factor
+        stats["fixed_k_optimum"] = _text(fixed)
+        stats["ratio_to_fixed_k_optimum"] = _text(time_factor / fixed)
     return Schedule(
         "allgather",
         topology.name,
@@ -430,3 +441,7 @@ def _time_factor(topology: Topology, trees: Sequence[tuple[_Shape, int]], k: int
         for arc, n in _uses(shape).items():
             loads[arc] = loads.get(arc, 0) + c * n
     return _objective(topology, loads)[0] / k
+
+
+def _text(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"

@@ -61,14 +61,14 @@ def two_switches(n: int = 3) -> tuple[Topology, Logical]:
 
 
 def test_exact_rounding_of_an_optimal_packing():
-    schedule = round_packing(bidirectional_ring(), chains_packing(), cut_ratio=Fraction(1, 10))
+    schedule = round_packing(bidirectional_ring(), chains_packing())
     result = verify_schedule(
         bidirectional_ring(), schedule, optimum=Fraction(1, 10), require_optimal=True
     )
     assert result.valid, result.reason
     assert schedule.k == 2 and len(schedule.trees) == 6
     assert schedule.time_factor == result.time_factor == Fraction(1, 10)
-    assert schedule.stats["ratio_to_cut_ratio"] == 1.0
+    assert schedule.cut_ratio == Fraction(1, 10) and schedule.stats["ratio_to_optimum"] == "1/1"
 
 
 def test_bounded_rounding_is_valid_and_repaired():
@@ -181,12 +181,12 @@ def test_lp_packing_rounds_exactly_to_the_optimum(spec, optimum):
     topo = load_topology(spec)
     lp = fractional_tree_packing(topo.compute_nodes, topo.capacity)
     assert lp.t == optimum == optimal_cut_ratio(topo).ratio
-    exact = round_packing(topo, lp.packing, cut_ratio=optimum)
+    exact = round_packing(topo, lp.packing)
     result = verify_schedule(topo, exact, optimum=optimum, require_optimal=True)
     assert result.valid, result.reason
     assert exact.time_factor == optimum
     for K in (1, 2, 3):
-        bounded = round_packing(topo, lp.packing, K, cut_ratio=optimum)
+        bounded = round_packing(topo, lp.packing, K)
         check = verify_schedule(topo, bounded, optimum=optimum)
         assert check.valid, check.reason
         assert bounded.k == K and check.time_factor >= optimum
@@ -239,6 +239,14 @@ def test_bounded_rounding_never_beats_the_fixed_k_optimum(spec):
         result = verify_schedule(topo, rounded)
         assert result.valid, result.reason
         assert result.time_factor >= best.time_factor  # the fixed-K optimum is a lower bound
+        assert (
+            rounded.stats["fixed_k_optimum"]
+            == f"{best.time_factor.numerator}/{best.time_factor.denominator}"
+        )
+        assert (
+            Fraction(rounded.stats["ratio_to_fixed_k_optimum"])
+            == result.time_factor / best.time_factor
+        )
     # Where the repair search is known to reach the fixed-K optimum, keep it there.
     if spec == "fully-connected:4":
         assert round_packing(topo, lp.packing, 1).time_factor == Fraction(1, 100)

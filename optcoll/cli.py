@@ -416,7 +416,10 @@ def _run_verify(args: argparse.Namespace) -> int:
         if result.reason is not None:
             print(f"reason       {result.reason}")
         if result.time_factor is not None:
-            print(f"time factor  {_ratio(result.time_factor)}")
+            n = topology.num_compute if schedule.collective != "broadcast" else 1
+            algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
+            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            print(f"time factor  {_ratio(result.time_factor)}{shown}")
         if optimum is not None:
             ratio = result.ratio_to_optimum
             shown = "" if ratio is None else f" (ratio {_ratio(ratio)} = {float(ratio):.6f})"

@@ -14,10 +14,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 from optcoll import __version__
-from optcoll.exceptions import OptCollError
+from optcoll.exceptions import FileFormatError, OptCollError
+from optcoll.topology import plain_number
 
 __all__ = ["main"]
 
@@ -69,10 +71,312 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+# --- foundation: topologies / show / convert -----------------------------------------
+
+
+def _add_topologies(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_topologies(args: argparse.Namespace) -> int:
+    from optcoll.topologies import families
+
+    entries = [
+        {"name": f.name, "aliases": list(f.aliases), "usage": f.usage, "summary": f.summary}
+        for f in families()
+    ]
+    if args.json:
+        _print_json(entries)
+        return 0
+    width = max(len(e["name"]) for e in entries)
+    for e in entries:
+        print(f"{e['name']:<{width}}  {e['summary']}")
+        print(f"{'':<{width}}  usage: {e['usage']}")
+    print("\nTOPO arguments accept any of these specs or a .json/.yaml topology file.")
+    return 0
+
+
+def _number_text(value: Fraction) -> str:
+    """An exact number for people: ``300``, ``12.5`` or ``100/3``."""
+    return str(plain_number(value))
+
+
+def _add_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from optcoll.io import load_topology
+
+    topo = load_topology(args.topo)
+    rows = {
+        kind: [
+            {
+                "id": node_id,
+                "group": topo.node[node_id].group,
+                "ingress": plain_number(topo.in_bandwidth(node_id)),
+                "egress": plain_number(topo.out_bandwidth(node_id)),
+            }
+            for node_id in ids
+        ]
+        for kind, ids in (("compute_nodes", topo.compute_nodes), ("switches", topo.switch_nodes))
+    }
+    summary = {
+        "name": topo.name,
+        "description": topo.description,
+        "bandwidth_unit": topo.bandwidth_unit,
+        "num_compute": topo.num_compute,
+        "num_switches": len(topo.switch_nodes),
+        "num_links": len(topo.capacity),
+        "num_declared_links": len(topo.links),
+        "total_bandwidth": plain_number(sum(topo.capacity.values(), Fraction(0))),
+        **rows,
+    }
+    if args.json:
+        _print_json(summary)
+        return 0
+    print(topo.name + (f": {topo.description}" if topo.description else ""))
+    print(
+        f"{summary['num_compute']} compute nodes, {summary['num_switches']} switches, "
+        f"{summary['num_links']} directed links ({summary['num_declared_links']} declared), "
+        f"total bandwidth {summary['total_bandwidth']} {topo.bandwidth_unit}"
+    )
+    for kind, title in (("compute_nodes", "compute node"), ("switches", "switch")):
+        if not rows[kind]:
+            continue
+        table = [
+            (title, "group", f"ingress {topo.bandwidth_unit}", f"egress {topo.bandwidth_unit}")
+        ]
+        table += [
+            (r["id"], r["group"] or "-", str(r["ingress"]), str(r["egress"])) for r in rows[kind]
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        print()
+        for row in table:
+            print(
+                f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
+                f"{row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}"
+            )
+    return 0
+
+
+def _add_convert(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="IN", help="topology file or built-in spec")
+    parser.add_argument("target", metavar="OUT", help="output file: .json, .yaml or .yml")
+    parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from optcoll.io import load_topology, save_topology
+
+    source, target = Path(args.source), Path(args.target)
+    if source.exists() and target.exists() and source.resolve() == target.resolve():
+        raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
+    if target.exists() and not args.force:
+        raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")
+    topo = load_topology(args.source)
+    save_topology(topo, target)
+    print(
+        f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
+        f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"
+    )
+    return 0
+
+
 # (name, one-line help, adder, runner), in the order `optcoll --help` lists them.
 _COMMANDS: list[
     tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]]
 ] = []
+
+_COMMANDS += [
+    (
+        "topologies",
+        "list the built-in topology families and their spec syntax",
+        _add_topologies,
+        _run_topologies,
+    ),
+    (
+        "show",
+        "summarise a topology: counts, per-node ingress/egress bandwidth, switches",
+        _add_show,
+        _run_show,
+    ),
+    (
+        "convert",
+        "convert a topology between JSON and YAML (IN may be a built-in spec)",
+        _add_convert,
+        _run_convert,
+    ),
+]
+
+
+# --- bound (issue 3): exact optimal cut ratio -----------------------------------------
+
+
+def _add_bound(parser: argparse.ArgumentParser) -> None:
+    from optcoll.bound import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--method",
+        default="combinatorial",
+        choices=METHODS,
+        help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_bound(args: argparse.Namespace) -> int:
+    from optcoll.bound import optimal_cut_ratio
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    result = optimal_cut_ratio(topology, args.method)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    unit = topology.bandwidth_unit
+    data = result.to_dict()
+    work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
+        ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
+        ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
+        ("bottleneck cut", result.describe_cut()),
+        ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
+    ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+_COMMANDS.append(
+    ("bound", "exact optimal allgather cut ratio r* and its bottleneck cut", _add_bound, _run_bound)
+)
+
+
+# --- lp -------------------------------------------------------------------------------
+
+_LP_MODELS = ("congestion", "multicast", "tree-packing")
+
+
+def _add_lp(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(
+        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
+    )
+    export = actions.add_parser(
+        "export", help="write an LP model as .mps or .lp", description="write an LP model"
+    )
+    solve = actions.add_parser(
+        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
+    )
+    for sub, models in ((export, _LP_MODELS[:2]), (solve, _LP_MODELS)):
+        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        sub.add_argument(
+            "--model", choices=models, default="congestion", help="which model (default congestion)"
+        )
+        sub.add_argument(
+            "--form",
+            choices=("time", "rate"),
+            default=None,
+            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
+        )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
+    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    solve.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_lp(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    if args.lp_action == "export":
+        from formulations.congestion import build_congestion
+        from formulations.multicast import build_multicast
+        from formulations.solve import write_model
+
+        if args.model == "congestion":
+            model = build_congestion(topology, args.form or "time")
+        else:
+            model = build_multicast(topology)
+        path = write_model(model, args.output)
+        rows, cols = len(model.constraints()), len(model.variables())
+        print(f"wrote {path}: {args.model} LP of {topology.name}, {cols} variables, {rows} rows")
+        return 0
+    unit = topology.bandwidth_unit
+    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    if args.model == "tree-packing":
+        from formulations.tree_packing import fractional_tree_packing
+
+        packing = fractional_tree_packing(
+            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
+        )
+        ratio = packing.t
+        data |= {
+            "trees": len(packing.packing),
+            "iterations": packing.iterations,
+            "columns": packing.columns,
+            "gap": packing.gap,
+            "max_overload": str(packing.max_overload),
+            "seconds": packing.seconds,
+        }
+        lines = [
+            f"trees        {len(packing.packing)} with positive weight "
+            f"({packing.columns} columns generated in {packing.iterations} rounds)",
+            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
+            f"seconds      {packing.seconds:.2f}",
+        ]
+    else:
+        if args.model == "congestion":
+            from formulations.congestion import congestion_bound
+
+            result = congestion_bound(
+                topology, form=args.form or "rate", time_limit=args.time_limit
+            )
+            cut = result.cut
+            inside = sum(1 for v in cut if topology.is_compute(v))
+            data["cut"] = sorted(cut, key=topology.node_ids.index)
+            data["form"] = result.form
+            cut_line = [
+                f"cut          {inside} compute nodes, B+(S) = {topology.cut_bandwidth(cut)} {unit}"
+            ]
+        else:
+            from formulations.multicast import multicast_bound
+
+            result = multicast_bound(topology, time_limit=args.time_limit)
+            cut_line = []
+        ratio = result.cut_ratio
+        report = result.report
+        data["report"] = report.to_dict()
+        lines = [
+            *cut_line,
+            f"size         {report.num_variables} variables, {report.num_constraints} rows, "
+            f"{report.num_nonzeros} nonzeros",
+            f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
+            f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
+        ]
+    algbw = Fraction(topology.num_compute) / ratio
+    data |= {"cut_ratio": str(ratio), "algbw": float(algbw)}
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
+    print(f"cut ratio    {ratio} (1/({unit}))")
+    print(f"algbw        {float(algbw):.3f} {unit}")
+    for line in lines:
+        print(line)
+    return 0
+
+
+_COMMANDS.append(
+    ("lp", "export or solve the LP models (congestion, multicast, ...)", _add_lp, _run_lp)
+)
 
 
 # --- verify ---------------------------------------------------------------------------
@@ -112,7 +416,10 @@ def _run_verify(args: argparse.Namespace) -> int:
         if result.reason is not None:
             print(f"reason       {result.reason}")
         if result.time_factor is not None:
-            print(f"time factor  {_ratio(result.time_factor)}")
+            n = topology.num_compute if schedule.collective != "broadcast" else 1
+            algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
+            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            print(f"time factor  {_ratio(result.time_factor)}{shown}")
         if optimum is not None:
             ratio = result.ratio_to_optimum
             shown = "" if ratio is None else f" (ratio {_ratio(ratio)} = {float(ratio):.6f})"
@@ -130,10 +437,7 @@ def _collective_optimum(topology: Any, collective: str) -> Any:
     allgather: r* of the topology; reduce-scatter: r* of the reversed topology
     (data flows the other way); allreduce as reduce-scatter then allgather: their sum.
     """
-    try:
-        from optcoll.bound import optimal_cut_ratio
-    except ImportError:  # branch `bound` not merged yet
-        return None
+    from optcoll.bound import optimal_cut_ratio
     from optcoll.topology import Link, Topology
 
     def reversed_topology() -> Topology:
@@ -163,6 +467,47 @@ def _ratio(value: Any) -> str:
 
 _COMMANDS.append(
     ("verify", "check a schedule file against a topology (exact)", _add_verify, _run_verify)
+)
+
+
+# --- crosscheck -----------------------------------------------------------------------
+
+
+def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
+    from optcoll.crosscheck import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_crosscheck(args: argparse.Namespace) -> int:
+    from optcoll.crosscheck import crosscheck
+    from optcoll.io import load_topology
+
+    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(f"cross-check of {check.topology}")
+        print(check.table())
+        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
+    return 0 if check.agree else 1
+
+
+_COMMANDS.append(
+    (
+        "crosscheck",
+        "run every method that fits and compare their exact values",
+        _add_crosscheck,
+        _run_crosscheck,
+    )
 )
 
 
@@ -234,49 +579,6 @@ _COMMANDS.append(
         _add_trees,
         _run_trees,
     )
-)
-
-
-# --- bound (issue 3): exact optimal cut ratio -----------------------------------------
-
-
-def _add_bound(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
-    parser.add_argument(
-        "--method",
-        default="combinatorial",
-        help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def _run_bound(args: argparse.Namespace) -> int:
-    from optcoll.bound import optimal_cut_ratio
-    from optcoll.io import load_topology
-
-    topology = load_topology(args.topo)
-    result = optimal_cut_ratio(topology, args.method)
-    if args.json:
-        _print_json(result.to_dict())
-        return 0
-    unit = topology.bandwidth_unit
-    data = result.to_dict()
-    work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
-    rows = [
-        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
-        ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
-        ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
-        ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
-        ("bottleneck cut", result.describe_cut()),
-        ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
-    ]
-    for name, text in rows:
-        print(f"{name:<15} {text}")
-    return 0
-
-
-_COMMANDS.append(
-    ("bound", "exact optimal allgather cut ratio r* and its bottleneck cut", _add_bound, _run_bound)
 )
 
 

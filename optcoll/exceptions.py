@@ -22,7 +22,18 @@ class OptCollError(Exception):
 
 
 class TopologyError(OptCollError):
-    """A topology violates the model (see :mod:`optcoll.topology`)."""
+    """A topology violates the model (see :mod:`optcoll.topology`).
+
+    ``location`` is the path of the offending entry in the file-format
+    dictionary, e.g. ``("links", 3)`` (empty when unknown); :mod:`optcoll.io`
+    turns it into a line number.
+    """
+
+    location: tuple[str | int, ...] = ()
+
+    def __init__(self, message: str, location: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.location = tuple(location)
 
 
 class DuplicateNodeError(TopologyError):
@@ -89,3 +100,26 @@ class MethodError(OptCollError):
 
 class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
+
+
+# --- LP/MILP solving (formulations/) ------------------------------------------------
+
+
+class InfeasibleModelError(SolveError):
+    """The solver proved an LP/MILP model infeasible (or infeasible-or-unbounded)."""
+
+
+class UnboundedModelError(SolveError):
+    """The solver proved an LP/MILP model unbounded."""
+
+
+class SolverLimitError(SolveError):
+    """The solver stopped at a time, iteration or other limit before proving optimality."""
+
+
+class SolverFailureError(SolveError):
+    """The solver reported an internal error (load, presolve, solve or postsolve)."""
+
+
+class ReconstructionError(SolveError):
+    """A floating-point optimum could not be reconciled with an exact rational value."""

@@ -60,7 +60,7 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.splitting import LogicalGraph, min_rooted_connectivity, split_switches
+from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
 from optcoll.topology import Topology
 
 __all__ = ["pack_arborescences", "pack_rooted", "fixed_k_capacity", "Packing"]
@@ -161,20 +161,16 @@ class _Packer:
         if not self.pending:
             return True
         network, source = self.network()
-        need = self.remaining()
-        for v in list(self.sinks):
-            result = network.max_flow(source, v)
-            if result.value < need:
-                side = result.source_side
-                sink_side = frozenset(u for u in range(self.n) if not side[u])
-                entering = tuple(
-                    (a, b) for a, b in self.all_arcs if b in sink_side and a not in sink_side
-                )
-                self.learned.append((sink_side, entering))
-                self.sinks.remove(v)  # look here first next time
-                self.sinks.insert(0, v)
-                return False
-        return True
+        violated = network.rooted_violation(source, self.sinks, self.remaining())
+        if violated is None:
+            return True
+        side = violated.source_side
+        sink_side = frozenset(u for u in range(self.n) if not side[u])
+        entering = tuple((a, b) for a, b in self.all_arcs if b in sink_side and a not in sink_side)
+        self.learned.append((sink_side, entering))
+        self.sinks.remove(violated.sink)  # look here first next time
+        self.sinks.insert(0, violated.sink)
+        return False
 
     def slack(self, sink_side: frozenset[int], entering: tuple[tuple[int, int], ...]) -> int:
         """Edmonds' slack of a set: in-capacity minus the bundles that do not meet it."""
@@ -577,7 +573,7 @@ def fixed_k_capacity(topology: Topology, k: int) -> tuple[Fraction, dict[Arc, in
 
     def feasible(x: Fraction) -> bool:
         arcs = {(index[a], index[b]): c for (a, b), c in scaled(x).items()}
-        return min_rooted_connectivity(len(names), arcs, dict.fromkeys(compute, k), compute) >= need
+        return meets_requirement(len(names), arcs, dict.fromkeys(compute, k), compute, need)
 
     lo, hi = 0, len(candidates) - 1  # candidates[hi] = highest is feasible
     while lo < hi:

@@ -361,12 +361,12 @@ class _Splitter:
             for j, offset in enumerate(offsets)
             if q + (j < r)
         ]
-        trial = dict(self.cap)
-        for x in neighbours:
-            del trial[(x, w)], trial[(w, x)]
-        for u, t, gamma in plan:
-            trial[(u, t)] = trial.get((u, t), 0) + gamma
         if verify:
+            trial = dict(self.cap)
+            for x in neighbours:
+                del trial[(x, w)], trial[(w, x)]
+            for u, t, gamma in plan:
+                trial[(u, t)] = trial.get((u, t), 0) + gamma
             if not self.holds(trial):
                 return False
         for u, t, gamma in plan:

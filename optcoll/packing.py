@@ -31,6 +31,17 @@ Edmonds' theorem guarantees an arc with ``mu' >= 1`` for every incomplete bundle
 Admissible amounts only shrink as the packing proceeds, which lets failed
 attempts be cached.
 
+**Greedy batches first.** Checking every arc costs one max-flow per tree edge.
+Instead, whole batches of bundles are first completed greedily (widest arc
+first, then the shallowest tail) within the remaining capacities, and the batch
+is kept if Edmonds' condition still holds for the bundles left (one rooted
+connectivity check; none at all when the batch completes everything, because
+capacities are respected by construction). A failed check restores the state,
+remembers the violated set so that later greedy trees do not overload it, and
+halves the batch; a bundle that fails on its own is completed arc by arc as
+above. The output is therefore exactly as valid as the arc-by-arc method's;
+only the speed depends on the greedy's luck.
+
 **Fixed k.** With exactly ``K`` chunks per root and time factor ``T``, link ``e``
 carries at most ``floor(x * caps_e)`` chunks for ``x = T * K * unit``; the best ``T``
 is the smallest breakpoint ``x = m / caps_e`` at which the rooted connectivity

@@ -113,9 +113,10 @@ class _Packer:
             (self.index[u], self.index[v]): c for (u, v), c in logical.capacity.items() if c > 0
         }
         self.all_arcs = sorted(self.cap)  # every logical arc, also those used up later
-        self.succ: list[list[int]] = [[] for _ in range(self.n)]
+        # out-neighbours over arcs with capacity left (ordered, used-up arcs removed)
+        self.succ: list[dict[int, None]] = [{} for _ in range(self.n)]
         for u, v in self.all_arcs:
-            self.succ[u].append(v)
+            self.succ[u][v] = None
         self.pending = [
             _Bundle(self.index[r], m)
             for r, m in sorted(root_capacity.items(), key=lambda item: self.index[item[0]])
@@ -335,6 +336,7 @@ class _Packer:
         self.cap[(x, y)] -= mu
         if self.cap[(x, y)] == 0:
             del self.cap[(x, y)]
+            del self.succ[x][y]
         bundle.nodes.add(y)
         bundle.order.append(y)
         bundle.arcs.append((x, y))
@@ -345,13 +347,16 @@ class _Packer:
         while len(bundle.nodes) < self.n:
             self.grow(bundle)
 
-    def save(self) -> tuple[dict[tuple[int, int], int], list[_Bundle], int]:
-        return dict(self.cap), [b.copy(b.mu) for b in self.pending], len(self.done)
+    def save(self) -> tuple:
+        return (
+            dict(self.cap),
+            [dict(d) for d in self.succ],
+            [b.copy(b.mu) for b in self.pending],
+            len(self.done),
+        )
 
-    def restore(self, saved: tuple[dict[tuple[int, int], int], list[_Bundle], int]) -> None:
-        cap, pending, done = saved
-        self.cap = dict(cap)
-        self.pending = [b.copy(b.mu) for b in pending]
+    def restore(self, saved: tuple) -> None:
+        self.cap, self.succ, self.pending, done = saved
         del self.done[done:]
 
     def greedy_batch(self, size: int) -> bool:

@@ -353,7 +353,7 @@ class _Splitter:
         groups = len(rank)
         offsets = [o for o in range(1, d) if groups == 1 or o % groups] or list(range(1, d))
         # arcs of at least the largest root capacity spare the packing from splitting trees
-        offsets = offsets[: max(1, c // max(self.root_capacity.values()))]
+        offsets = offsets[: max(1, c // max(self.root_capacity.values(), default=1))]
         q, r = divmod(c, len(offsets))
         plan = [
             (u, order[(i + offset) % d], q + (j < r))

@@ -256,5 +256,328 @@ _COMMANDS.append(
 )
 
 
+# --- lp -------------------------------------------------------------------------------
+
+_LP_MODELS = ("congestion", "multicast", "tree-packing")
+
+
+def _add_lp(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(
+        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
+    )
+    export = actions.add_parser(
+        "export", help="write an LP model as .mps or .lp", description="write an LP model"
+    )
+    solve = actions.add_parser(
+        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
+    )
+    for sub, models in ((export, _LP_MODELS[:2]), (solve, _LP_MODELS)):
+        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        sub.add_argument(
+            "--model", choices=models, default="congestion", help="which model (default congestion)"
+        )
+        sub.add_argument(
+            "--form",
+            choices=("time", "rate"),
+            default=None,
+            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
+        )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
+    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    solve.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_lp(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    if args.lp_action == "export":
+        from formulations.congestion import build_congestion
+        from formulations.multicast import build_multicast
+        from formulations.solve import write_model
+
+        if args.model == "congestion":
+            model = build_congestion(topology, args.form or "time")
+        else:
+            model = build_multicast(topology)
+        path = write_model(model, args.output)
+        rows, cols = len(model.constraints()), len(model.variables())
+        print(f"wrote {path}: {args.model} LP of {topology.name}, {cols} variables, {rows} rows")
+        return 0
+    unit = topology.bandwidth_unit
+    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    if args.model == "tree-packing":
+        from formulations.tree_packing import fractional_tree_packing
+
+        packing = fractional_tree_packing(
+            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
+        )
+        ratio = packing.t
+        data |= {
+            "trees": len(packing.packing),
+            "iterations": packing.iterations,
+            "columns": packing.columns,
+            "gap": packing.gap,
+            "max_overload": str(packing.max_overload),
+            "seconds": packing.seconds,
+        }
+        lines = [
+            f"trees        {len(packing.packing)} with positive weight "
+            f"({packing.columns} columns generated in {packing.iterations} rounds)",
+            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
+            f"seconds      {packing.seconds:.2f}",
+        ]
+    else:
+        if args.model == "congestion":
+            from formulations.congestion import congestion_bound
+
+            result = congestion_bound(
+                topology, form=args.form or "rate", time_limit=args.time_limit
+            )
+            cut = result.cut
+            inside = sum(1 for v in cut if topology.is_compute(v))
+            data["cut"] = sorted(cut, key=topology.node_ids.index)
+            data["form"] = result.form
+            cut_line = [
+                f"cut          {inside} compute nodes, B+(S) = {topology.cut_bandwidth(cut)} {unit}"
+            ]
+        else:
+            from formulations.multicast import multicast_bound
+
+            result = multicast_bound(topology, time_limit=args.time_limit)
+            cut_line = []
+        ratio = result.cut_ratio
+        report = result.report
+        data["report"] = report.to_dict()
+        lines = [
+            *cut_line,
+            f"size         {report.num_variables} variables, {report.num_constraints} rows, "
+            f"{report.num_nonzeros} nonzeros",
+            f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
+            f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
+        ]
+    algbw = Fraction(topology.num_compute) / ratio
+    data |= {"cut_ratio": str(ratio), "algbw": float(algbw)}
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
+    print(f"cut ratio    {ratio} (1/({unit}))")
+    print(f"algbw        {float(algbw):.3f} {unit}")
+    for line in lines:
+        print(line)
+    return 0
+
+
+_COMMANDS.append(
+    ("lp", "export or solve the LP models (congestion, multicast, ...)", _add_lp, _run_lp)
+)
+
+
+# --- verify ---------------------------------------------------------------------------
+
+
+def _add_verify(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("schedule", metavar="SCHEDULE", help="schedule file (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from optcoll.io import load_schedule, load_topology
+    from optcoll.verify import verify_schedule
+
+    topology = load_topology(args.topo)
+    schedule = load_schedule(args.schedule)
+    optimum = _collective_optimum(topology, schedule.collective)
+    result = verify_schedule(topology, schedule, optimum=optimum)
+    if args.json:
+        data = {
+            "topology": topology.name,
+            "schedule": str(args.schedule),
+            "collective": schedule.collective,
+            "k": schedule.k,
+            "trees": len(schedule.trees),
+            "optimum": None if optimum is None else _ratio(optimum),
+            **result.to_dict(),
+        }
+        _print_json(data)
+    else:
+        print(
+            f"schedule     {args.schedule}: {schedule.collective}, k = {schedule.k}, "
+            f"{len(schedule.trees)} trees, on {topology.name}"
+        )
+        print(f"verdict      {'valid' if result.valid else 'INVALID'}")
+        if result.reason is not None:
+            print(f"reason       {result.reason}")
+        if result.time_factor is not None:
+            n = topology.num_compute if schedule.collective != "broadcast" else 1
+            algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
+            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            print(f"time factor  {_ratio(result.time_factor)}{shown}")
+        if optimum is not None:
+            ratio = result.ratio_to_optimum
+            shown = "" if ratio is None else f" (ratio {_ratio(ratio)} = {float(ratio):.6f})"
+            print(f"optimum      {_ratio(optimum)}{shown}")
+        if result.bottleneck_links:
+            links = ", ".join(f"{u} -> {v}" for u, v in result.bottleneck_links[:6])
+            more = len(result.bottleneck_links) - 6
+            print(f"bottlenecks  {links}" + (f" and {more} more" if more > 0 else ""))
+    return 0 if result.valid else 1
+
+
+def _collective_optimum(topology: Any, collective: str) -> Any:
+    """The lower bound a schedule of ``collective`` is compared with (None if unknown).
+
+    allgather: r* of the topology; reduce-scatter: r* of the reversed topology
+    (data flows the other way); allreduce as reduce-scatter then allgather: their sum.
+    """
+    from optcoll.bound import optimal_cut_ratio
+    from optcoll.topology import Link, Topology
+
+    def reversed_topology() -> Topology:
+        links = [
+            Link(link.dst, link.src, link.bandwidth, link.latency, link.bidirectional)
+            for link in topology.links
+        ]
+        return Topology(topology.name, topology.nodes, links, topology.bandwidth_unit)
+
+    if collective == "allgather":
+        return optimal_cut_ratio(topology).ratio
+    if collective == "reduce_scatter":
+        return optimal_cut_ratio(reversed_topology()).ratio
+    if collective == "allreduce":
+        return optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology()).ratio
+    return None
+
+
+def _ratio(value: Any) -> str:
+    from fractions import Fraction
+
+    value = Fraction(value)
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
+
+
+_COMMANDS.append(
+    ("verify", "check a schedule file against a topology (exact)", _add_verify, _run_verify)
+)
+
+
+# --- crosscheck -----------------------------------------------------------------------
+
+
+def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
+    from optcoll.crosscheck import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_crosscheck(args: argparse.Namespace) -> int:
+    from optcoll.crosscheck import crosscheck
+    from optcoll.io import load_topology
+
+    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(f"cross-check of {check.topology}")
+        print(check.table())
+        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
+    return 0 if check.agree else 1
+
+
+_COMMANDS.append(
+    (
+        "crosscheck",
+        "run every method that fits and compare their exact values",
+        _add_crosscheck,
+        _run_crosscheck,
+    )
+)
+
+
+# --- trees ----------------------------------------------------------------------------
+
+
+def _add_trees(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="chunks per root (default: the k that reaches the optimum r*)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _run_trees(args: argparse.Namespace) -> int:
+    import time
+
+    from optcoll.io import load_topology, write_document
+    from optcoll.packing import pack_arborescences
+
+    topology = load_topology(args.topo)
+    started = time.perf_counter()
+    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    if args.output:
+        write_document(schedule.to_dict(), args.output)
+    stats = dict(schedule.stats)
+    if args.json:
+        _print_json(
+            {
+                "topology": topology.name,
+                "collective": schedule.collective,
+                "cut_ratio": _ratio(schedule.cut_ratio),
+                "k": schedule.k,
+                "time_factor": _ratio(schedule.time_factor),
+                "algbw": round(schedule.algbw, 3),
+                **stats,
+                "output": args.output,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
+    print(f"r*           {_ratio(schedule.cut_ratio)}")
+    print(f"k            {schedule.k}")
+    print(
+        f"time factor  {_ratio(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
+        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
+    )
+    print(
+        f"trees        {stats['trees']} (height max {stats['max_height']}, "
+        f"mean {stats['mean_height']}), {stats['total_sends']} sends"
+    )
+    if args.output:
+        print(f"schedule     {args.output}")
+    print(f"seconds      {seconds:.2f}")
+    return 0
+
+
+_COMMANDS.append(
+    (
+        "trees",
+        "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)",
+        _add_trees,
+        _run_trees,
+    )
+)
+
+
 if __name__ == "__main__":
     sys.exit(main())

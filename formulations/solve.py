@@ -181,7 +181,13 @@ def solve(
         options["mip_abs_gap"] = float(mip_abs_gap)
     solver = pulp.HiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
     start = time.perf_counter()
-    problem.solve(solver)
+    try:
+        problem.solve(solver)
+    except pulp.PulpError as err:
+        raise SolverFailureError(
+            f"model {problem.name!r}: PuLP could not hand the model to HiGHS ({err}); write it "
+            f"out with `optcoll lp export` to inspect it"
+        ) from None
     seconds = time.perf_counter() - start
     highs = problem.solverModel
     model_status = highs.getModelStatus()

@@ -242,7 +242,7 @@ def fractional_tree_packing(
         t=t_exact / unit,
         t_float=t_scaled / float(unit),
         packing=packing,
-        max_overload=overload / unit,
+        max_overload=overload,  # load - t_s * caps == load - t * capacity: unit-free
         iterations=iterations,
         columns=len(columns),
         gap=gap / float(unit),

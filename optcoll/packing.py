@@ -54,6 +54,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from itertools import pairwise
 
+import numpy as np
+
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
@@ -109,16 +111,20 @@ class _Packer:
         ]
         self.done: list[_Bundle] = []
         self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
+        self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
+        self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
+        self.verified = False  # whether the current state is known to satisfy Edmonds
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
         return sum(b.mu for b in self.pending)
 
-    def network(self, current: _Bundle | None = None, extra=()) -> tuple[FlowNetwork, int]:  # noqa: ANN001
+    def network(self) -> tuple[FlowNetwork, int]:
         """The augmented network (source, bundle nodes, remaining arcs) and its source.
 
-        Bundles that are still a single root feed the root directly; ``current`` always
-        gets its own bundle node ``n + pending.index(current)``.
+        Bundles that are still a single root feed the root directly; every other
+        pending bundle ``j`` gets a node ``n + j`` with ``s -> n + j`` of capacity
+        ``mu_j`` and infinite arcs to its nodes.
         """
         n = self.n
         source = n + len(self.pending)
@@ -130,7 +136,7 @@ class _Packer:
             heads.append(b)
             caps.append(c)
         for j, bundle in enumerate(self.pending):
-            if len(bundle.nodes) == 1 and bundle is not current:
+            if len(bundle.nodes) == 1:
                 tails.append(source)
                 heads.append(bundle.root)
                 caps.append(bundle.mu)
@@ -142,10 +148,6 @@ class _Packer:
                 tails.append(n + j)
                 heads.append(v)
                 caps.append(self.infinite)
-        for a, b in extra:
-            tails.append(a)
-            heads.append(b)
-            caps.append(self.infinite)
         return FlowNetwork(source + 1, tails, heads, caps), source
 
     def feasible(self) -> bool:
@@ -158,11 +160,13 @@ class _Packer:
             return True
         network, source = self.network()
         need = self.remaining()
-        for v in range(self.n):
+        for v in list(self.sinks):
             result = network.max_flow(source, v)
             if result.value < need:
                 side = result.source_side
                 self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
+                self.sinks.remove(v)  # look here first next time
+                self.sinks.insert(0, v)
                 return False
         return True
 
@@ -180,11 +184,56 @@ class _Packer:
             if y in side and x not in side and not side.isdisjoint(bundle.nodes)
         )
 
+    def exact_network(self, current: _Bundle) -> None:
+        """Fix the arc structure of the admissibility flows while ``current`` grows.
+
+        Nodes: compute nodes, ``B = n`` for ``current``, one node per other partial
+        bundle, the source last. Arcs: the logical arcs, ``s -> v`` and ``B -> v`` for
+        every node ``v``, ``s -> B``, and the other partial bundles' arcs. Only the
+        capacities change from one flow to the next (``FlowNetwork.with_capacities``).
+        """
+        n = self.n
+        others = [b for b in self.pending if b is not current and len(b.nodes) > 1]
+        source = n + 1 + len(others)
+        self.logical_arcs = list(self.cap)
+        tails = [a for a, _ in self.logical_arcs] + [source] * n + [source] + [n] * n
+        heads = [b for _, b in self.logical_arcs] + list(range(n)) + [n] + list(range(n))
+        fixed = []
+        for i, bundle in enumerate(others):
+            tails += [source] + [n + 1 + i] * len(bundle.order)
+            heads += [n + 1 + i] + bundle.order
+            fixed += [bundle.mu] + [self.infinite] * len(bundle.order)
+        self.exact_fixed = np.array(fixed, dtype=np.int64)
+        self.exact_source = source
+        self.exact_base = FlowNetwork(source + 1, tails, heads, [0] * len(tails))
+        self.exact_for = current
+        self.exact_partials = len(others)
+
     def admissible(self, current: _Bundle, x: int, y: int) -> int:
         """The number of copies of ``current`` that can take arc ``(x, y)``."""
-        j = self.n + self.pending.index(current)
-        network, source = self.network(current, ((self.n + len(self.pending), x), (j, y)))
-        flow = network.max_flow(source, y).value
+        partials = sum(1 for b in self.pending if b is not current and len(b.nodes) > 1)
+        if self.exact_for is not current or self.exact_partials != partials:
+            self.exact_network(current)
+        n, m = self.n, len(self.logical_arcs)
+        roots = [0] * n
+        for bundle in self.pending:
+            if bundle is not current and len(bundle.nodes) == 1:
+                roots[bundle.root] += bundle.mu
+        roots[x] = self.infinite
+        into = [0] * n
+        for v in current.order:
+            into[v] = self.infinite
+        into[y] = self.infinite
+        caps = np.concatenate(
+            (
+                np.array([self.cap.get(arc, 0) for arc in self.logical_arcs], dtype=np.int64),
+                np.array(roots + [current.mu] + into, dtype=np.int64),
+                self.exact_fixed,
+            )
+        )
+        assert len(caps) == m + 2 * n + 1 + len(self.exact_fixed)
+        network = self.exact_base.with_capacities(caps)
+        flow = network.max_flow(self.exact_source, y).value
         return max(0, min(current.mu, self.cap.get((x, y), 0), flow - self.remaining()))
 
     def greedy(self, bundle: _Bundle) -> bool:
@@ -279,6 +328,7 @@ class _Packer:
 
     def exact(self, bundle: _Bundle) -> None:
         """Complete ``bundle`` arc by arc, each arc checked by one max-flow."""
+        self.exact_for = None
         while len(bundle.nodes) < self.n:
             self.grow(bundle)
 
@@ -302,18 +352,31 @@ class _Packer:
                 return False
             self.done.append(self.pending.pop(0))
         if self.feasible():
+            self.verified = True
             return True
         self.restore(saved)
         return False
+
+    def ensure_verified(self) -> None:
+        """Check Edmonds' condition on the current state once (the initial state)."""
+        if not self.verified:
+            if not self.feasible():
+                raise SolveError(
+                    f"the logical graph cannot carry {self.remaining()} arborescences to "
+                    "every node; Edmonds' condition fails"
+                )
+            self.verified = True
 
     def run(self, greedy: bool, progress: bool) -> Packing:
         """Optimistic batches of greedy trees, verified by Edmonds' condition.
 
         A batch of ``size`` bundles is completed greedily (no max-flow) and then the
-        condition is checked for the rest (one max-flow per node). On success the
-        batch size doubles; on failure the state is restored, the first bundle is
-        completed exactly (one max-flow per arc, always possible) and the size
-        restarts at one.
+        condition is checked for the rest (one max-flow per node; none when nothing
+        is left, since capacities are respected by construction). The first batch
+        is everything. On success the batch size doubles; on failure the state is
+        restored, the violated cut is learned and the batch is halved; when even a
+        single greedy bundle fails twice, it is completed exactly (one max-flow per
+        arc, always possible).
         """
         total = len(self.pending)
         bar = None
@@ -321,16 +384,21 @@ class _Packer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
-        size = 1
+        size, retried = len(self.pending), False  # first try everything at once
         while self.pending:
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
             if greedy and self.greedy_batch(size):
-                size *= 2
+                size, retried = size * 2, False
+                continue
+            self.ensure_verified()  # a failed batch restored a state that must be feasible
+            if greedy and (size > 1 or not retried):
+                # the failed check taught a cut: try again with half the batch
+                size, retried = max(1, size // 2), size == 1
             else:
                 self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
-                size = 1
-            if bar is not None:
-                bar.update(len(self.done) - bar.n)
+                size, retried = 1, False
         if bar is not None:
             bar.close()
         return _merge(
@@ -404,13 +472,7 @@ def pack_rooted(
             raise SolveError(f"root_capacity names {r!r}, which is not a compute node")
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
-    packer = _Packer(logical, root_capacity)
-    if not packer.feasible():
-        raise SolveError(
-            f"the logical graph cannot carry {packer.remaining()} arborescences to every "
-            "node; Edmonds' condition fails"
-        )
-    return packer.run(greedy, progress)
+    return _Packer(logical, root_capacity).run(greedy, progress)
 
 
 def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:
@@ -567,8 +629,9 @@ def pack_arborescences(
     bound = optimal_cut_ratio(topology)
     caps, unit = topology.integer_capacities()
     if k is None:
-        chunks = bound.k
-        link_capacity = {e: bound.U * c for e, c in caps.items()}
+        scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
+        chunks = scaled.denominator
+        link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
     else:
         chunks = k
         _, link_capacity = fixed_k_capacity(topology, k)
@@ -586,7 +649,6 @@ def pack_arborescences(
     time_factor = _time_factor(topology, chunks, trees)
     heights = _heights(trees)
     stats = {
-        "U": bound.U if k is None else None,
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
@@ -601,8 +663,8 @@ def pack_arborescences(
             packing=packed - split,
             paths=time.perf_counter() - packed,
         )
-    if k is not None:
-        del stats["U"]
+    if k is None:  # U / k = r* in integer capacity units
+        stats = {"U": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

@@ -239,8 +239,35 @@ class _Splitter:
         lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
         return max(0, g - max(0, self.requirement - lowest))
 
-    def remove(self, w: int) -> None:
-        """Split off every arc at switch ``w``."""
+    def kind(self, w: int) -> str:
+        """How switch ``w`` splits: ``"free"`` (no check), ``"uniform"`` or ``"checked"``."""
+        neighbours = self.pred[w] | self.succ[w]
+        symmetric = all(self.cap.get((x, w), 0) == self.cap.get((w, x), 0) for x in neighbours)
+        if len(neighbours) <= 2 and symmetric:
+            return "free"
+        if len(self.pred[w]) == 1 and len(self.succ[w]) == 1 and self.pred[w] != self.succ[w]:
+            return "free"
+        if symmetric and len({self.cap[(x, w)] for x in neighbours}) == 1:
+            return "uniform"
+        return "checked"
+
+    def save(self) -> tuple:
+        return (
+            dict(self.cap),
+            {arc: dict(pool) for arc, pool in self.pool.items()},
+            [set(x) for x in self.succ],
+            [set(x) for x in self.pred],
+        )
+
+    def restore(self, saved: tuple) -> None:
+        cap, pool, succ, pred = saved
+        self.cap = dict(cap)
+        self.pool = {arc: dict(p) for arc, p in pool.items()}
+        self.succ = [set(x) for x in succ]
+        self.pred = [set(x) for x in pred]
+
+    def remove(self, w: int, verify: bool = True) -> None:
+        """Split off every arc at switch ``w`` (a uniform plan unverified if not ``verify``)."""
         inside = sum(self.cap[(u, w)] for u in self.pred[w])
         outside = sum(self.cap[(w, t)] for t in self.succ[w])
         if inside < outside:
@@ -248,15 +275,13 @@ class _Splitter:
                 f"switch {self.names[w]!r} has less capacity in ({inside}) than out ({outside}); "
                 "switch removal by edge splitting needs in-capacity >= out-capacity at every switch"
             )
-        neighbours = self.pred[w] | self.succ[w]
-        symmetric = all(self.cap.get((x, w), 0) == self.cap.get((w, x), 0) for x in neighbours)
-        if len(neighbours) <= 2 and symmetric:
+        kind = self.kind(w)
+        if kind == "free":
             # Two neighbours a, b with c(a,w) = c(w,a), c(b,w) = c(w,b): the new in-capacity
-            # of every set is min(rho(X), rho(X + w)), so the full split is always admissible.
+            # of every set is min(rho(X), rho(X + w)), so the full split is always admissible;
+            # likewise for one in- and one other out-neighbour.
             self._split_free(w)
-        elif len(self.pred[w]) == 1 and len(self.succ[w]) == 1 and self.pred[w] != self.succ[w]:
-            self._split_free(w)
-        elif not self._split_uniform(w):
+        elif kind == "checked" or not self._split_uniform(w, verify):
             self._split_checked(w)
         for u in sorted(self.pred[w]):
             self.drop(u, w)
@@ -273,7 +298,7 @@ class _Splitter:
                 if (w, t) in self.cap and (u, w) in self.cap:
                     self.split(u, w, t, min(self.cap[(u, w)], self.cap[(w, t)]))
 
-    def _split_uniform(self, w: int) -> bool:
+    def _split_uniform(self, w: int, verify: bool = True) -> bool:
         """Try spreading a uniform symmetric switch evenly over all its neighbour pairs.
 
         When every neighbour ``u`` has ``c(u, w) = c(w, u) = c``, the neighbours are put
@@ -316,9 +341,10 @@ class _Splitter:
             del trial[(x, w)], trial[(w, x)]
         for u, t, gamma in plan:
             trial[(u, t)] = trial.get((u, t), 0) + gamma
-        lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
-        if lowest < self.requirement:
-            return False
+        if verify:
+            lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
+            if lowest < self.requirement:
+                return False
         for u, t, gamma in plan:
             self.split(u, w, t, gamma)
         return True
@@ -334,10 +360,31 @@ class _Splitter:
                     self.split(u, w, t, gamma)
 
     def run(self, switches: list[int], progress: bool) -> None:
+        """Remove the switches, fewest neighbours first.
+
+        Optimistic first pass: while the next switch is free or uniform, split it
+        without checks, then verify the condition once; on failure the pass is
+        undone and every switch is split with its own checks.
+        """
         remaining = set(switches)
         bar = _progress_bar(len(remaining), "splitting", progress)
+
+        def next_switch() -> int:
+            return min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
+
+        saved = self.save()
+        unchecked = []
+        while remaining and self.kind(w := next_switch()) != "checked":
+            remaining.discard(w)
+            unchecked.append(w)
+            self.remove(w, verify=False)
+        if unchecked and self.connectivity() < self.requirement:
+            self.restore(saved)
+            remaining.update(unchecked)
+        elif bar is not None:
+            bar.update(len(unchecked))
         while remaining:
-            w = min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
+            w = next_switch()
             remaining.discard(w)
             self.remove(w)
             if bar is not None:

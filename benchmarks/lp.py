@@ -48,10 +48,6 @@ CONGESTION_TARGETS = {"dgx-a100:8": 10.0, "mi250:4": 10.0}
 COLUMN_GENERATION_TARGET = 30.0
 
 
-def _ratio_text(value: object) -> str:
-    return str(value)
-
-
 def congestion_table(specs: list[str], repeat: int) -> list[str]:
     """Run the congestion LP; print the table and the build-growth fit; return failures."""
     rows, failures = [], []
@@ -82,7 +78,7 @@ def congestion_table(specs: list[str], repeat: int) -> list[str]:
                 [
                     spec,
                     form,
-                    _ratio_text(result.cut_ratio) + ("" if correct else " WRONG"),
+                    str(result.cut_ratio) + ("" if correct else " WRONG"),
                     report.num_variables,
                     report.num_constraints,
                     report.num_nonzeros,

@@ -171,6 +171,14 @@ def solve(
     ------
     InfeasibleModelError, UnboundedModelError, SolverLimitError, SolverFailureError
         When ``require_optimal`` and the status is not :attr:`Status.OPTIMAL`.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from formulations.congestion import build_congestion
+    >>> result = solve(build_congestion(load_topology("dgx-a100:1")))
+    >>> result.status.value, round(result.objective, 9), result.report.num_constraints
+    ('optimal', 7.0, 200)
     """
     variables = problem.variables()
     is_mip = any(v.cat == pulp.LpInteger for v in variables)

@@ -176,3 +176,12 @@ def test_logical_graph_after_switch_removal(spec: str) -> None:
     result = fractional_tree_packing(nodes, logical.capacity)
     assert result.t == Fraction(1, bound.k)
     check_packing(result, nodes, dict(logical.capacity))
+
+
+def test_deterministic() -> None:
+    cap = ring(5, [3, 1, 2], bidirectional=True)
+    nodes = [f"v{i}" for i in range(5)]
+    first = fractional_tree_packing(nodes, cap)
+    second = fractional_tree_packing(nodes, cap)
+    assert first.packing == second.packing
+    assert (first.iterations, first.columns) == (second.iterations, second.columns)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from formulations.fixed_k import FixedKResult, build_fixed_k, fixed_k_optimum
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
-from optcoll.exceptions import MethodError, TopologyError
+from optcoll.exceptions import MethodError, SolverLimitError, TopologyError
 from optcoll.packing import fixed_k_capacity
 from optcoll.topology import Link, Node, Topology
 
@@ -160,3 +160,9 @@ def test_rejects_bad_k_and_large_models() -> None:
     full = {(u, v): 1 for u in nodes for v in nodes if u != v}
     with pytest.raises(MethodError, match="combinatorial fixed-k"):
         build_fixed_k(nodes, full, 1)
+
+
+def test_time_limit_points_to_the_combinatorial_search() -> None:
+    topo = load_topology("mi250:1")
+    with pytest.raises(SolverLimitError, match="fixed_k_capacity is much faster"):
+        fixed_k_optimum(topo.compute_nodes, topo.capacity, 1, time_limit=0.5)

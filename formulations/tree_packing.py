@@ -278,7 +278,8 @@ def check_switch_free(
             if end not in member:
                 raise TopologyError(
                     f"arc ({u!r}, {v!r}) has endpoint {end!r}, which is not a compute node; "
-                    f"tree packing needs a switch-free graph (remove switches first)"
+                    f"this model needs a switch-free graph (remove switches first: "
+                    f"optcoll.splitting.split_switches)"
                 )
         if u == v:
             raise TopologyError(f"arc ({u!r}, {v!r}) is a self-loop")

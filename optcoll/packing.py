@@ -113,16 +113,18 @@ class _Packer:
         self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
         self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
         self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
+        self.verified = False  # whether the current state is known to satisfy Edmonds
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
         return sum(b.mu for b in self.pending)
 
-    def network(self, current: _Bundle | None = None, extra=()) -> tuple[FlowNetwork, int]:  # noqa: ANN001
+    def network(self) -> tuple[FlowNetwork, int]:
         """The augmented network (source, bundle nodes, remaining arcs) and its source.
 
-        Bundles that are still a single root feed the root directly; ``current`` always
-        gets its own bundle node ``n + pending.index(current)``.
+        Bundles that are still a single root feed the root directly; every other
+        pending bundle ``j`` gets a node ``n + j`` with ``s -> n + j`` of capacity
+        ``mu_j`` and infinite arcs to its nodes.
         """
         n = self.n
         source = n + len(self.pending)
@@ -134,7 +136,7 @@ class _Packer:
             heads.append(b)
             caps.append(c)
         for j, bundle in enumerate(self.pending):
-            if len(bundle.nodes) == 1 and bundle is not current:
+            if len(bundle.nodes) == 1:
                 tails.append(source)
                 heads.append(bundle.root)
                 caps.append(bundle.mu)
@@ -146,10 +148,6 @@ class _Packer:
                 tails.append(n + j)
                 heads.append(v)
                 caps.append(self.infinite)
-        for a, b in extra:
-            tails.append(a)
-            heads.append(b)
-            caps.append(self.infinite)
         return FlowNetwork(source + 1, tails, heads, caps), source
 
     def feasible(self) -> bool:
@@ -354,18 +352,31 @@ class _Packer:
                 return False
             self.done.append(self.pending.pop(0))
         if self.feasible():
+            self.verified = True
             return True
         self.restore(saved)
         return False
+
+    def ensure_verified(self) -> None:
+        """Check Edmonds' condition on the current state once (the initial state)."""
+        if not self.verified:
+            if not self.feasible():
+                raise SolveError(
+                    f"the logical graph cannot carry {self.remaining()} arborescences to "
+                    "every node; Edmonds' condition fails"
+                )
+            self.verified = True
 
     def run(self, greedy: bool, progress: bool) -> Packing:
         """Optimistic batches of greedy trees, verified by Edmonds' condition.
 
         A batch of ``size`` bundles is completed greedily (no max-flow) and then the
-        condition is checked for the rest (one max-flow per node). On success the
-        batch size doubles; on failure the state is restored, the violated cut is
-        learned and the batch is halved; when even a single greedy bundle fails
-        twice, it is completed exactly (one max-flow per arc, always possible).
+        condition is checked for the rest (one max-flow per node; none when nothing
+        is left, since capacities are respected by construction). The first batch
+        is everything. On success the batch size doubles; on failure the state is
+        restored, the violated cut is learned and the batch is halved; when even a
+        single greedy bundle fails twice, it is completed exactly (one max-flow per
+        arc, always possible).
         """
         total = len(self.pending)
         bar = None
@@ -373,19 +384,21 @@ class _Packer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
-        size, retried = 1, False
+        size, retried = len(self.pending), False  # first try everything at once
         while self.pending:
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
             if greedy and self.greedy_batch(size):
                 size, retried = size * 2, False
-            elif greedy and (size > 1 or not retried):
+                continue
+            self.ensure_verified()  # a failed batch restored a state that must be feasible
+            if greedy and (size > 1 or not retried):
                 # the failed check taught a cut: try again with half the batch
                 size, retried = max(1, size // 2), size == 1
             else:
                 self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
                 size, retried = 1, False
-            if bar is not None:
-                bar.update(len(self.done) - bar.n)
         if bar is not None:
             bar.close()
         return _merge(
@@ -459,13 +472,7 @@ def pack_rooted(
             raise SolveError(f"root_capacity names {r!r}, which is not a compute node")
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
-    packer = _Packer(logical, root_capacity)
-    if not packer.feasible():
-        raise SolveError(
-            f"the logical graph cannot carry {packer.remaining()} arborescences to every "
-            "node; Edmonds' condition fails"
-        )
-    return packer.run(greedy, progress)
+    return _Packer(logical, root_capacity).run(greedy, progress)
 
 
 def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:

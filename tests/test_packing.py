@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from itertools import combinations
 
@@ -204,3 +205,23 @@ def test_pack_rooted_splits_bundles_when_needed():
         for arc in arcs:
             used[arc] = used.get(arc, 0) + m
     assert all(used[a] <= g.capacity[a] for a in used)
+
+
+@pytest.mark.parametrize(("spec", "k"), [("mi250:1", 1), ("mi250:1", 2), ("dgx-a100:2", 1)])
+def test_fixed_k_optimum_cannot_be_beaten(spec, k):
+    """Any schedule with k chunks per root and time factor T loads link e with at most
+    floor(T * k * bandwidth_e) chunks and is a flow of N * k to every node; at the
+    breakpoint just below the found x no such flow exists (networkx, independently)."""
+    topology = build(spec)
+    x, link = fixed_k_capacity(topology, k)
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    roots = dict.fromkeys(compute, k)
+    assert rooted_connectivity(link, roots, compute) >= k * len(compute)
+    below = max(
+        Fraction(math.ceil(x * c) - 1, c) for c in set(caps.values())
+    )  # the largest breakpoint < x
+    smaller = {e: math.floor(below * c) for e, c in caps.items()}
+    assert rooted_connectivity(smaller, roots, compute) < k * len(compute)
+    schedule = pack_arborescences(topology, k=k)
+    check(topology, schedule, x / (k * unit))

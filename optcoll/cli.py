@@ -173,7 +173,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology, save_topology
 
     source, target = Path(args.source), Path(args.target)
-    if source.exists() and target.exists() and source.resolve() == target.resolve():
+    if source.exists() and target.exists() and source.samefile(target):
         raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
     if target.exists() and not args.force:
         raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")

@@ -12,9 +12,10 @@ keys in a mapping are rejected rather than silently overwritten.
 Examples
 --------
 >>> import tempfile, pathlib
->>> folder = pathlib.Path(tempfile.mkdtemp())
->>> save_topology(load_topology("ring:4"), folder / "ring.yaml")
->>> load_topology(folder / "ring.yaml") == load_topology("ring:4")
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = pathlib.Path(folder) / "ring.yaml"
+...     save_topology(load_topology("ring:4"), path)
+...     load_topology(path) == load_topology("ring:4")
 True
 """
 
@@ -42,11 +43,16 @@ __all__ = [
 
 _YAML_SUFFIXES = {".yaml", ".yml"}
 
+# libyaml's parser and emitter when PyYAML was built with them (about 10x faster,
+# same documents and same output), else the pure-Python ones.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 #: File suffixes :func:`save_topology` writes (and :func:`load_topology` reads).
 TOPOLOGY_SUFFIXES = (".json", ".yaml", ".yml")
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(_SafeLoader):
     """PyYAML's safe loader, refusing duplicate keys instead of keeping the last."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -87,7 +93,7 @@ def read_document(path: str | Path) -> Any:
         raise FileFormatError(f"{path}: the file is empty")
     if path.suffix.lower() in _YAML_SUFFIXES:
         try:
-            return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+            return yaml.load(text, Loader=_StrictLoader)  # a safe loader subclass
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
@@ -119,7 +125,9 @@ def write_document(data: Any, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() in _YAML_SUFFIXES:
-        text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+        text = yaml.dump(
+            data, Dumper=_SafeDumper, sort_keys=False, default_flow_style=None, width=100
+        )
     else:
         text = json.dumps(data, indent=2) + "\n"
     path.write_text(text, encoding="utf-8")
@@ -183,7 +191,7 @@ def _line_of(path: Path, location: tuple[str | int, ...]) -> int | None:
     if not location:
         return None
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return None
     last = len(location) - 1

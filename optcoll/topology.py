@@ -55,7 +55,15 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 
-__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "plain_number", "NODE_TYPES"]
+__all__ = [
+    "Node",
+    "Link",
+    "Topology",
+    "TopologyBuilder",
+    "exact_number",
+    "plain_number",
+    "NODE_TYPES",
+]
 
 #: The two node types. Compute nodes hold data; switches relay without copying.
 NODE_TYPES = ("compute", "switch")
@@ -233,6 +241,10 @@ class Topology:
             if not isinstance(link, Link):
                 raise MissingFieldError(f"links[{i}] must be a Link, got {link!r}", where)
             for end in (link.src, link.dst):
+                if not isinstance(end, str):
+                    raise MissingFieldError(
+                        f"links[{i}]: src and dst must be node id strings, got {end!r}", where
+                    )
                 if end not in first_index:
                     raise UnknownNodeError(
                         f"{_describe(i, link)} refers to unknown node {end!r}", where
@@ -514,7 +526,9 @@ class Topology:
                 raise MissingFieldError(f"{where} is missing the required field 'id'", location)
             if not isinstance(entry["id"], str) or not entry["id"]:
                 raise MissingFieldError(
-                    f"{where}: 'id' must be a non-empty string, got {entry['id']!r}", location
+                    f"{where}: 'id' must be a non-empty string, got {entry['id']!r}"
+                    f"{_quote_hint(entry['id'])}",
+                    location,
                 )
             group = entry.get("group")
             if group is not None and not isinstance(group, str):
@@ -536,7 +550,8 @@ class Topology:
             for key in ("src", "dst"):
                 if not isinstance(entry[key], str):
                     raise MissingFieldError(
-                        f"{where}: {key!r} must be a node id string, got {entry[key]!r}",
+                        f"{where}: {key!r} must be a node id string, got {entry[key]!r}"
+                        f"{_quote_hint(entry[key])}",
                         location,
                     )
             links.append(
@@ -580,6 +595,13 @@ def _reject_unknown(
                 f"{where} has unknown field {key!r}; allowed fields are {sorted(allowed)}",
                 (*location, key),
             )
+
+
+def _quote_hint(value: Any) -> str:
+    """Advice for ids that YAML/JSON read as a number, boolean or null."""
+    if value is None or isinstance(value, bool | int | float):
+        return ' (quote it to make it a string, e.g. id: "0" in YAML)'
+    return ""
 
 
 def plain_number(value: Any) -> Any:

@@ -291,3 +291,12 @@ def test_json_and_yaml_files_hold_the_same_document(tmp_path):
     assert json.loads((tmp_path / "t.json").read_text()) == yaml.safe_load(
         (tmp_path / "t.yaml").read_text()
     )
+
+
+def test_yaml_ids_read_as_numbers_get_a_quoting_hint(tmp_path):
+    path = write(tmp_path, "num.yaml", "nodes:\n  - {id: a}\n  - {id: 0}\nlinks: []\n")
+    with pytest.raises(
+        MissingFieldError,
+        match=r"num\.yaml: line 3: nodes\[1\]: 'id' must be a non-empty string, got 0 \(quote it",
+    ):
+        load_topology(path)

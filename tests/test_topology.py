@@ -508,3 +508,61 @@ def test_defaults_type_compute_name_from_caller_unit_gbps():
     }
     topo = Topology.from_dict(data, default_name="file-stem")
     assert topo.name == "file-stem" and topo.bandwidth_unit == "GB/s" and topo.num_compute == 2
+
+
+@pytest.mark.parametrize("end", [0, None, ["a"]])
+def test_link_ends_must_be_strings(end):
+    with pytest.raises(MissingFieldError, match=r"links\[0\]: src and dst must be node id strings"):
+        Topology("t", PAIR, [Link("a", end, 1)])
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=4)
+    | st.sampled_from(["g0", "g1", "sw", "compute", "switch", "1/2", "0/0"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            (),
+            ("nodes",),
+            ("links",),
+            ("nodes", 0),
+            ("links", 1),
+            ("nodes", 2, "type"),
+            ("nodes", 1, "id"),
+            ("links", 0, "src"),
+            ("links", 0, "bandwidth"),
+            ("links", 1, "latency"),
+            ("links", 0, "bidirectional"),
+            ("name",),
+            ("version",),
+            ("nodes", 0, "group"),
+        ]
+    ),
+    _json_values,
+)
+def test_any_malformed_document_raises_a_topology_error(path, value):
+    data = doc()
+    if not path:
+        data = value
+    else:
+        target = data
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+    try:
+        topo = Topology.from_dict(data)
+    except TopologyError:
+        return
+    assert topo.num_compute >= 2

@@ -90,32 +90,13 @@ def build(spec: str) -> Topology:
             f"unknown topology {spec!r}: not a file and not a built-in family; "
             f"built-ins are {', '.join(sorted(FAMILIES))} (see `optcoll topologies`)"
         )
-    kwargs = family.parse(args.strip())
-    return family.generate(**kwargs)
-
-
-def positive_int(text: str, what: str, spec: str) -> int:
-    """Parse a positive integer argument of a spec, or raise a clear error."""
     try:
-        value = int(text)
-    except ValueError:
-        raise TopologySpecError(
-            f"{spec}: {what} must be a positive integer, got {text!r}"
-        ) from None
-    if value < 1:
-        raise TopologySpecError(f"{spec}: {what} must be a positive integer, got {value}")
-    return value
-
-
-def single_count(name: str, what: str, default: int = 1) -> Callable[[str], dict]:
-    """A parser for specs of the form ``name`` or ``name:COUNT``."""
-
-    def parse(args: str) -> dict:
-        if not args:
-            return {what: default}
-        return {what: positive_int(args, what, f"{name}:{args}")}
-
-    return parse
+        kwargs = family.parse(args.strip())
+    except TopologySpecError as err:
+        if family_name == family.name:
+            raise
+        raise TopologySpecError(f"{err} ({family_name} is an alias of {family.name})") from None
+    return family.generate(**kwargs)
 
 
 def parse_params(
@@ -168,6 +149,22 @@ def parse_params(
         except ValueError as err:
             raise TopologySpecError(f"{spec}: {key}: {err}; usage: {usage}") from None
     return result
+
+
+def single_count(name: str, what: str, default: int = 1) -> Callable[[str], dict]:
+    """A parser for specs of the form ``name``, ``name:COUNT`` or ``name:what=COUNT``.
+
+    Examples
+    --------
+    >>> single_count("dgx-a100", "boxes")("4")
+    {'boxes': 4}
+    """
+    usage = f"{name}[:{what.upper()}]"
+
+    def parse(args: str) -> dict:
+        return {what: default, **parse_params(name, usage, args, {what: count(1)}, (what,))}
+
+    return parse
 
 
 def count(minimum: int = 1) -> Callable[[str], int]:

@@ -7,17 +7,15 @@ bidirectional with the same bandwidth both ways unless stated otherwise.
 
 Spec strings (arguments are positional in the order shown, or ``key=value``):
 
-============================================  ==========================================
-``ring:N[,bw=B][,direction=bi|uni]``          N nodes in a cycle
-``line:N[,bw=B]``                             N nodes in a path
-``torus:AxB[xC][,bw=B1/B2[/B3]]``             2D/3D torus, bandwidth per dimension
-``mesh:AxB[xC][,bw=B1/B2[/B3]]``              2D/3D mesh (no wrap-around)
-``hypercube:D[,bw=B]``                        2**D nodes
-``fully-connected:N[,bw=B]``                  every pair linked
-``star:N[,bw=B]`` (alias ``hub-and-spoke``)   N hosts around one switch
-``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B]`` (alias ``fat-tree``)
-``random:n=N[,switches=K][,seed=S][,p=P]``    seeded strongly connected graph
-============================================  ==========================================
+- ``ring:N[,bw=B][,direction=bi|uni]``: N nodes in a cycle;
+- ``line:N[,bw=B]``: N nodes in a path;
+- ``torus:AxB[xC][,bw=B1/B2[/B3]]``: 2D/3D torus, bandwidth per dimension;
+- ``mesh:AxB[xC][,bw=B1/B2[/B3]]``: 2D/3D mesh (no wrap-around);
+- ``hypercube:D[,bw=B]``: 2**D nodes;
+- ``fully-connected:N[,bw=B]``: every pair linked;
+- ``star:N[,bw=B]`` (alias ``hub-and-spoke``): N hosts around one switch;
+- ``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B]`` (alias ``fat-tree``);
+- ``random:n=N[,switches=K][,seed=S][,p=P]``: seeded strongly connected graph.
 
 Examples
 --------
@@ -97,6 +95,8 @@ def ring(n: int, bw: Fraction | int = DEFAULT_BW, direction: str = "bi") -> Topo
     >>> len(ring(5).capacity), len(ring(5, direction="uni").capacity)
     (10, 5)
     """
+    if direction not in ("bi", "uni"):
+        raise TopologySpecError(f"ring: direction must be 'bi' or 'uni', got {direction!r}")
     bidirectional = direction == "bi"
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     suffix += "" if bidirectional else ",direction=uni"
@@ -134,7 +134,8 @@ def _grid(
 ) -> Topology:
     """Torus (``kind == "torus"``) or mesh of shape ``dims``; ``bw`` per dimension."""
     dims = tuple(dims)
-    bws = tuple(bw) if isinstance(bw, Sequence) else (bw,) * len(dims)
+    per_dimension = isinstance(bw, Sequence) and not isinstance(bw, str)
+    bws = tuple(bw) if per_dimension else (bw,) * len(dims)
     if len(bws) == 1:
         bws *= len(dims)
     if len(bws) != len(dims):
@@ -293,7 +294,12 @@ def leaf_spine(
     >>> t.capacity[("leaf0", "spine0")], t.cut_bandwidth(["leaf0", "l0.h0", "l0.h1", "l0.h2", "l0.h3"])
     (Fraction(100, 1), Fraction(200, 1))
     """
-    uplink = Fraction(hosts) * Fraction(bw) / (spines * Fraction(oversub))
+    if min(leaves, hosts, spines) < 1 or not exact_number(oversub, "oversub") > 0:
+        raise TopologySpecError(
+            f"leaf-spine: leaves, hosts and spines must be >= 1 and oversub > 0, got "
+            f"leaves={leaves}, hosts={hosts}, spines={spines}, oversub={oversub}"
+        )
+    uplink = Fraction(hosts) * exact_number(bw, "bw") / (spines * exact_number(oversub, "oversub"))
     suffix = "" if oversub == 1 else f",oversub={_fmt(oversub)}"
     suffix += "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(
@@ -340,6 +346,7 @@ def random_topology(
     True
     """
     p = exact_number(p, "p")
+    threshold = float(p)  # comparing floats keeps this O(n^2) loop fast
     rng = _random.Random(seed)
     compute = [f"c{i}" for i in range(n)]
     switch = [f"s{i}" for i in range(switches)]
@@ -357,7 +364,7 @@ def random_topology(
     arcs = [(order[i], order[(i + 1) % len(order)]) for i in range(len(order))]
     chosen = set(arcs)
     for u, v in itertools.permutations(compute + switch, 2):
-        if (u, v) not in chosen and rng.random() < p:
+        if (u, v) not in chosen and rng.random() < threshold:
             arcs.append((u, v))
             chosen.add((u, v))
     is_switch = set(switch)

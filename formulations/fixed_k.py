@@ -41,7 +41,7 @@ import pulp
 from formulations.rational import integer_scaling
 from formulations.solve import SolverReport, solve
 from formulations.tree_packing import check_switch_free
-from optcoll.exceptions import MethodError, SolveError
+from optcoll.exceptions import MethodError, SolveError, SolverLimitError
 
 __all__ = ["build_fixed_k", "fixed_k_optimum", "FixedKResult", "MAX_FLOW_VARIABLES"]
 
@@ -189,9 +189,15 @@ def fixed_k_optimum(
     start = time.perf_counter()
     problem = build_fixed_k(nodes, caps, K)
     built = time.perf_counter() - start
-    result = solve(
-        problem, time_limit=time_limit, mip_rel_gap=0.0, mip_abs_gap=1e-9, build_seconds=built
-    )
+    try:
+        result = solve(
+            problem, time_limit=time_limit, mip_rel_gap=0.0, mip_abs_gap=1e-9, build_seconds=built
+        )
+    except SolverLimitError as err:
+        raise SolverLimitError(
+            f"{err}; for K={K} on {len(nodes)} nodes the exact combinatorial search "
+            f"optcoll.packing.fixed_k_capacity is much faster"
+        ) from None
     arcs = list(caps)
     multiplicity: dict[str, dict[Arc, int]] = {}
     load = dict.fromkeys(arcs, 0)

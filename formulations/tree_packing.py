@@ -55,8 +55,11 @@ __all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", 
 Arc = tuple[str, str]
 Column = tuple[str, tuple[Arc, ...]]
 
-#: Denominator bounds tried, smallest first, when turning float weights into fractions.
-_WEIGHT_DENOMINATORS = (10**3, 10**6, 10**9, 10**12)
+#: Denominator bounds tried, smallest first, to recover the LP vertex's exact weights.
+_WEIGHT_DENOMINATORS = (10**3, 10**6)
+
+#: Common denominator of the fallback weights when the vertex is not recovered exactly.
+_WEIGHT_GRID = 2**40
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ def fractional_tree_packing(
         t=t_exact / unit,
         t_float=t_scaled / float(unit),
         packing=packing,
-        max_overload=overload / unit,
+        max_overload=overload,  # load - t_s * caps == load - t * capacity: unit-free
         iterations=iterations,
         columns=len(columns),
         gap=gap / float(unit),
@@ -275,7 +278,8 @@ def check_switch_free(
             if end not in member:
                 raise TopologyError(
                     f"arc ({u!r}, {v!r}) has endpoint {end!r}, which is not a compute node; "
-                    f"tree packing needs a switch-free graph (remove switches first)"
+                    f"this model needs a switch-free graph (remove switches first: "
+                    f"optcoll.splitting.split_switches)"
                 )
         if u == v:
             raise TopologyError(f"arc ({u!r}, {v!r}) is a self-loop")
@@ -309,30 +313,54 @@ def _exact_weights(
 ) -> tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction]:
     """Fractions for the float weights, each root's summing to 1, and their exact overload.
 
-    Tries ever larger denominator bounds and keeps the first with no overload
-    (the LP vertex recovered exactly), else the one with the smallest overload.
+    First tries to recover the LP vertex exactly (best rational approximations
+    with small denominators, normalised per root) and keeps the first with no
+    overload. Otherwise falls back to weights on the grid ``1 / 2**40`` (the
+    rounding error moved onto each root's largest weight) and keeps whichever
+    candidate overloads least.
     """
-    best: tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction] | None = None
+    candidates = []
     for bound in _WEIGHT_DENOMINATORS:
-        by_root: dict[str, list[tuple[tuple[Arc, ...], Fraction]]] = {r: [] for r in nodes}
-        for (root, arcs), x in zip(columns, weights, strict=True):
-            w = Fraction(x).limit_denominator(bound) if x > 0 else Fraction(0)
-            if w > 0:
-                by_root[root].append((arcs, w))
-        packing = []
+        rational = [Fraction(x).limit_denominator(bound) if x > 0 else Fraction(0) for x in weights]
+        candidates.append(_normalised(nodes, columns, rational, divide=True))
+    grid = [
+        Fraction(round(x * _WEIGHT_GRID), _WEIGHT_GRID) if x > 0 else Fraction(0) for x in weights
+    ]
+    candidates.append(_normalised(nodes, columns, grid, divide=False))
+    best: tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction] | None = None
+    for packing in candidates:
         load: dict[Arc, Fraction] = dict.fromkeys(caps, Fraction(0))
-        for root in nodes:
-            trees = by_root[root]
-            total = sum(w for _, w in trees)
-            for arcs, w in trees:
-                w = w / total
-                packing.append((root, arcs, w))
-                for arc in arcs:
-                    load[arc] += w
+        for _, arcs, w in packing:
+            for arc in arcs:
+                load[arc] += w
         overload = max(max(load[arc] - t * c for arc, c in caps.items()), Fraction(0))
         if best is None or overload < best[1]:
-            best = (tuple(packing), overload)
+            best = (packing, overload)
         if overload == 0:
             break
     assert best is not None
     return best
+
+
+def _normalised(
+    nodes: Sequence[str], columns: Sequence[Column], weights: Sequence[Fraction], *, divide: bool
+) -> tuple[tuple[str, tuple[Arc, ...], Fraction], ...]:
+    """Positive weights per root made to sum to exactly 1: divided by their total, or
+    with the difference added to the root's largest weight (keeps a common denominator)."""
+    by_root: dict[str, list[list]] = {r: [] for r in nodes}
+    for (root, arcs), w in zip(columns, weights, strict=True):
+        if w > 0:
+            by_root[root].append([arcs, w])
+    packing = []
+    for root in nodes:
+        trees = by_root[root]
+        assert trees, f"root {root!r} lost all its trees in rounding"
+        total = sum(w for _, w in trees)
+        if divide:
+            for tree in trees:
+                tree[1] = tree[1] / total
+        else:
+            largest = max(range(len(trees)), key=lambda i: trees[i][1])
+            trees[largest][1] += 1 - total
+        packing.extend((root, arcs, w) for arcs, w in trees if w > 0)
+    return tuple(packing)

@@ -28,20 +28,38 @@ def test_lp_solve_text_forms_agree(capsys: pytest.CaptureFixture[str]) -> None:
         assert "cut ratio    7/300" in out and "algbw        342.857 GB/s" in out
 
 
-def test_lp_solve_tree_packing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    topo = {
-        "name": "ring",
-        "nodes": [{"id": f"g{i}"} for i in range(4)],
-        "links": [
-            {"src": f"g{i}", "dst": f"g{(i + 1) % 4}", "bandwidth": 10, "bidirectional": True}
-            for i in range(4)
-        ],
-    }
+RING4 = {
+    "name": "ring",
+    "nodes": [{"id": f"g{i}"} for i in range(4)],
+    "links": [
+        {"src": f"g{i}", "dst": f"g{(i + 1) % 4}", "bandwidth": 10, "bidirectional": True}
+        for i in range(4)
+    ],
+}
+
+
+def test_lp_solve_tree_packing_and_fixed_k(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     file = tmp_path / "ring.json"
-    file.write_text(json.dumps(topo))
+    file.write_text(json.dumps(RING4))
     assert main(["lp", "solve", str(file), "--model", "tree-packing", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cut_ratio"] == "3/20" and data["max_overload"] == "0"
+    # r* = 3/20 needs two chunks per root; with one the best time factor is 2/10.
+    for k, expected in (("2", "3/20"), ("1", "1/5")):
+        assert main(["lp", "solve", str(file), "--model", "fixed-k", "-k", k, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["time_factor"] == expected and data["k"] == int(k)
+    assert main(["lp", "solve", str(file), "--model", "fixed-k"]) == 2
+    assert "needs -k K" in capsys.readouterr().err
+    out = tmp_path / "fixed.lp"
+    assert main(["lp", "export", str(file), "--model", "fixed-k", "-k", "2", "-o", str(out)]) == 0
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.readModel(str(out))
+    highs.run()
+    assert highs.getInfo().objective_function_value == pytest.approx(1.5)  # 3/2 in units of 10
 
 
 def test_lp_export_writes_solvable_models(tmp_path: Path) -> None:

@@ -159,3 +159,8 @@ def test_integer_scaling_names_bad_arc() -> None:
     )
     with pytest.raises(TopologyError, match=r"\('b', 'a'\)"):
         integer_scaling({("a", "b"): 1, ("b", "a"): 0})
+
+
+def test_deterministic_cut() -> None:
+    topo = load_topology("dgx-a100:2")
+    assert lp_cut_ratio(topo) == lp_cut_ratio(topo)

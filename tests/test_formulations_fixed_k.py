@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from formulations.fixed_k import FixedKResult, build_fixed_k, fixed_k_optimum
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
-from optcoll.exceptions import MethodError, TopologyError
+from optcoll.exceptions import MethodError, SolverLimitError, TopologyError
+from optcoll.packing import fixed_k_capacity
 from optcoll.topology import Link, Node, Topology
 
 Arc = tuple[str, str]
@@ -78,6 +79,13 @@ def check_multiplicities(result: FixedKResult, nodes: list[str], cap: dict) -> N
     assert result.t == max(Fraction(load[a], result.K) / Fraction(cap[a]) for a in cap)
 
 
+def combinatorial_fixed_k(topo: Topology, K: int) -> Fraction:
+    """The time factor of the trees helper's exact fixed-k search."""
+    x, _ = fixed_k_capacity(topo, K)
+    _, unit = topo.integer_capacities()
+    return x / (K * unit)
+
+
 TRIANGLE = {("a", "b"): Fraction(1), ("b", "c"): Fraction(1), ("c", "a"): Fraction(1)}
 TRIANGLE |= {("b", "a"): Fraction(2)}
 
@@ -103,8 +111,8 @@ def test_four_node_bidirectional_ring() -> None:
         result = fixed_k_optimum(nodes, cap, K)
         assert result.t == brute_force_fixed_k(nodes, cap, K)
         check_multiplicities(result, nodes, cap)
-    assert fixed_k_optimum(nodes, cap, 2).t == bound.ratio
-    assert fixed_k_optimum(nodes, cap, 1).t == 2
+    assert fixed_k_optimum(nodes, cap, 2).t == bound.ratio == combinatorial_fixed_k(topo, 2)
+    assert fixed_k_optimum(nodes, cap, 1).t == 2 == combinatorial_fixed_k(topo, 1)
 
 
 @st.composite
@@ -131,6 +139,7 @@ def test_random_tiny_graphs(graph: tuple[list[str], dict[Arc, Fraction]], K: int
     assert result.t >= bound.ratio
     if K % bound.k == 0:
         assert result.t == bound.ratio
+    assert result.t == combinatorial_fixed_k(topo, K)
 
 
 @pytest.mark.slow
@@ -151,3 +160,9 @@ def test_rejects_bad_k_and_large_models() -> None:
     full = {(u, v): 1 for u in nodes for v in nodes if u != v}
     with pytest.raises(MethodError, match="combinatorial fixed-k"):
         build_fixed_k(nodes, full, 1)
+
+
+def test_time_limit_points_to_the_combinatorial_search() -> None:
+    topo = load_topology("mi250:1")
+    with pytest.raises(SolverLimitError, match="fixed_k_capacity is much faster"):
+        fixed_k_optimum(topo.compute_nodes, topo.capacity, 1, time_limit=0.5)

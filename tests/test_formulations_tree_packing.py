@@ -151,3 +151,37 @@ def test_iteration_limit_is_reported() -> None:
     topo = load_topology("mi250:1")
     with pytest.raises(SolverLimitError, match="max_iterations"):
         fractional_tree_packing(topo.compute_nodes, topo.capacity, max_iterations=1)
+
+
+def logical_graph(spec: str):  # noqa: ANN201 - optcoll.splitting.LogicalGraph
+    """The switch-free graph left by edge splitting at ForestColl's (U, k)."""
+    from optcoll.splitting import split_switches
+
+    topo = load_topology(spec)
+    bound = optimal_cut_ratio(topo)
+    caps, unit = topo.integer_capacities()
+    scaled_u = bound.ratio * unit * bound.k  # U in integer-capacity units
+    assert scaled_u.denominator == 1
+    link_capacity = {arc: int(scaled_u) * c for arc, c in caps.items()}
+    roots = dict.fromkeys(topo.compute_nodes, bound.k)
+    return bound, split_switches(topo, link_capacity, roots, bound.k * topo.num_compute)
+
+
+@pytest.mark.parametrize("spec", ["dgx-a100:1", pytest.param("dgx-a100:2", marks=pytest.mark.slow)])
+def test_logical_graph_after_switch_removal(spec: str) -> None:
+    # The logical graph holds k trees per root and splitting never widens a cut, so its
+    # fractional packing optimum is exactly 1/k (loads in logical-capacity units).
+    bound, logical = logical_graph(spec)
+    nodes = list(logical.compute_nodes)
+    result = fractional_tree_packing(nodes, logical.capacity)
+    assert result.t == Fraction(1, bound.k)
+    check_packing(result, nodes, dict(logical.capacity))
+
+
+def test_deterministic() -> None:
+    cap = ring(5, [3, 1, 2], bidirectional=True)
+    nodes = [f"v{i}" for i in range(5)]
+    first = fractional_tree_packing(nodes, cap)
+    second = fractional_tree_packing(nodes, cap)
+    assert first.packing == second.packing
+    assert (first.iterations, first.columns) == (second.iterations, second.columns)

@@ -89,3 +89,10 @@ class MethodError(OptCollError):
 
 class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
+
+
+# --- export -------------------------------------------------------------------------
+
+
+class ExportError(OptCollError):
+    """A schedule cannot be written in the requested format within its limits."""

@@ -337,7 +337,10 @@ def _check_arborescence(topology: Topology, index: int, tree: Tree) -> None:
         while node not in reaches_root:
             if node in on_walk:
                 cycle = walk[walk.index(node) :]
-                cycle.reverse()
+                cycle.reverse()  # parent pointers run against the edges
+                order = {c: i for i, c in enumerate(topology.compute_nodes)}
+                first = min(range(len(cycle)), key=lambda i: order[cycle[i]])
+                cycle = cycle[first:] + cycle[:first]
                 text = " -> ".join(repr(c) for c in [*cycle, cycle[0]])
                 raise _Invalid(f"{where}: the edges form a cycle {text} cut off from the root")
             walk.append(node)

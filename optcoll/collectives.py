@@ -28,7 +28,7 @@ computes a phase's factor from the exact link loads.
 Examples
 --------
 >>> from optcoll.topology import TopologyBuilder
->>> from optcoll.schedule import Schedule, Tree
+>>> from optcoll.schedule import Schedule, Tree, TreeEdge
 >>> b = TopologyBuilder("pair")
 >>> b.compute("a"); b.compute("b"); b.switch("sw")
 >>> b.link("a", "sw", 100, bidirectional=True); b.link("b", "sw", 100, bidirectional=True)
@@ -47,7 +47,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 from optcoll.exceptions import ScheduleError
-from optcoll.schedule import Schedule, Tree, TreeEdge
+from optcoll.maxflow import FlowNetwork
+from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Link, Topology
 
 __all__ = [
@@ -57,6 +58,10 @@ __all__ = [
     "phase_time_factor",
     "reduce_scatter",
     "allreduce",
+    "broadcast_capacity",
+    "broadcast",
+    "reduce",
+    "build_collective",
 ]
 
 Arc = tuple[str, str]
@@ -106,6 +111,7 @@ def link_loads(trees: Iterable[Tree], *, reverse: bool = False) -> dict[Arc, int
 
     Examples
     --------
+    >>> from optcoll.schedule import TreeEdge
     >>> t = Tree("a", 2, (TreeEdge("a", "b", ("a", "s", "b")), TreeEdge("b", "c", ("b", "s", "c"))))
     >>> link_loads([t])[("s", "b")], link_loads([t], reverse=True)[("s", "a")]
     (2, 2)
@@ -132,6 +138,7 @@ def phase_time_factor(
     Examples
     --------
     >>> from optcoll.topology import Node
+    >>> from optcoll.schedule import TreeEdge
     >>> topo = Topology("t", [Node("a"), Node("b")], [Link("a", "b", 4, bidirectional=True)])
     >>> phase_time_factor(topo, [Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),))], 2)
     Fraction(1, 8)
@@ -188,6 +195,7 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     Examples
     --------
     >>> from optcoll.topology import TopologyBuilder
+    >>> from optcoll.schedule import TreeEdge
     >>> b = TopologyBuilder("pair")
     >>> b.compute("a"); b.compute("b"); b.link("a", "b", 10); b.link("b", "a", 5)
     >>> topo = b.build()
@@ -222,6 +230,7 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     Examples
     --------
     >>> from optcoll.topology import TopologyBuilder
+    >>> from optcoll.schedule import TreeEdge
     >>> b = TopologyBuilder("ring3")
     >>> for n in "abc": b.compute(n)
     >>> for u, v in ("ab", "bc", "ca"): b.link(u, v, 6, bidirectional=True)
@@ -236,4 +245,168 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
         schedule, collective="allreduce", time_factor=up + down, stats=dict(schedule.stats)
+    )
+
+
+def broadcast_capacity(topology: Topology, root: str) -> int:
+    """``K = min over compute v != root of maxflow(root, v)`` in integer capacity units.
+
+    By Edmonds' branching theorem (switches split off as in Bang-Jensen, Frank
+    and Jackson) ``K`` spanning out-trees from ``root`` fit into the integer
+    capacities, and no broadcast from ``root`` is faster than ``M / (K * unit)``.
+    One max-flow per compute node.
+
+    Raises
+    ------
+    UnknownNodeError, ScheduleError
+        ``root`` is not a node, or not a compute node.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> broadcast_capacity(build("dgx-a100:1"), "b0.gpu0")
+    1
+    """
+    _require_compute_root(topology, root)
+    caps, _ = topology.integer_capacities()
+    index = {node: i for i, node in enumerate(topology.node_ids)}
+    arcs = list(caps)
+    network = FlowNetwork(
+        len(index),
+        [index[u] for u, _ in arcs],
+        [index[v] for _, v in arcs],
+        [caps[a] for a in arcs],
+    )
+    return min(
+        network.max_flow(index[root], index[v]).value for v in topology.compute_nodes if v != root
+    )
+
+
+def _require_compute_root(topology: Topology, root: str) -> None:
+    if not topology.is_compute(root):
+        raise ScheduleError(
+            f"root {root!r} is a switch; a broadcast or reduce root must be a compute node"
+        )
+
+
+def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """Optimal broadcast from ``root``: ``K`` spanning out-trees, one chunk each.
+
+    ``K = broadcast_capacity(topology, root)``; the switches are split off with
+    :func:`optcoll.splitting.split_switches` (link capacities = integer
+    capacities, super-source arc of capacity ``K`` into ``root``, requirement
+    ``K``) and :func:`optcoll.packing.pack_rooted` packs the ``K`` trees. The
+    message is cut into ``K`` chunks; the time factor is exactly
+    ``1 / (K * unit)`` (time ``M * time_factor``), which the min-cut bound
+    proves optimal; it is stored as both ``cut_ratio`` (the lower bound) and
+    ``time_factor``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = broadcast(build("dgx-a100:1"), "b0.gpu3")
+    >>> s.k, s.time_factor, s.root
+    (1, Fraction(1, 300), 'b0.gpu3')
+    """
+    # the path realisation step of packing.py (private there; ask to make it public)
+    from optcoll.packing import _realise as realise_paths
+    from optcoll.packing import pack_rooted
+    from optcoll.splitting import split_switches
+
+    k = broadcast_capacity(topology, root)
+    caps, unit = topology.integer_capacities()
+    logical = split_switches(topology, caps, {root: k}, k, progress=progress)
+    trees = realise_paths(logical, pack_rooted(logical, {root: k}, progress=progress))
+    factor = phase_time_factor(topology, trees, k)
+    assert factor == 1 / (k * unit), "packing exceeded the integer capacities"
+    return Schedule(
+        "broadcast",
+        topology.name,
+        topology.compute_nodes,
+        k,
+        tuple(trees),
+        cut_ratio=factor,
+        time_factor=factor,
+        root=root,
+        stats={"trees": len(trees), "min_cut_bandwidth": str(k * unit)},
+    )
+
+
+def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """Optimal reduce toward ``root``: the optimal broadcast of the reversed topology, run backwards.
+
+    The trees are stored in broadcast direction (their paths run along the
+    reversed topology's links) and aggregate toward ``root`` along ``topology``'s
+    links; the time factor ``1 / (K' * unit)`` with ``K'`` the minimum
+    node-to-root cut is optimal by the same cut argument.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = reduce(build("dgx-a100:1"), "b0.gpu0")
+    >>> s.collective, s.time_factor
+    ('reduce', Fraction(1, 300))
+    """
+    forward = broadcast(reversed_topology(topology), root, progress=progress)
+    factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
+    return replace(
+        forward, collective="reduce", topology=topology.name, cut_ratio=factor, time_factor=factor
+    )
+
+
+def build_collective(
+    topology: Topology,
+    collective: str,
+    *,
+    k: int | None = None,
+    root: str | None = None,
+    progress: bool = False,
+) -> Schedule:
+    """The optimal schedule of ``collective`` on ``topology`` (or the best with ``k`` chunks).
+
+    allgather: :func:`optcoll.packing.pack_arborescences`; reduce-scatter: the
+    allgather trees of the reversed topology, run in reverse (the allgather
+    trees of ``topology`` itself when it is symmetric); allreduce: reduce-scatter
+    then allgather on the allgather trees (needs every link's reverse link);
+    broadcast and reduce: :func:`broadcast` and :func:`reduce` from ``root``
+    (default: the first compute node; ``k`` does not apply).
+
+    Raises
+    ------
+    ScheduleError
+        Unknown collective, ``k`` given for broadcast/reduce, or a root that is not a
+        compute node.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> build_collective(build("dgx-a100:1"), "allreduce", k=1).time_factor
+    Fraction(7, 150)
+    """
+    from optcoll.packing import pack_arborescences
+
+    if collective in ("broadcast", "reduce"):
+        if k is not None:
+            raise ScheduleError(
+                f"a {collective} uses the maximum number of trees from its root; -k does not apply"
+            )
+        chosen = root if root is not None else topology.compute_nodes[0]
+        make = broadcast if collective == "broadcast" else reduce
+        return make(topology, chosen, progress=progress)
+    if root is not None:
+        raise ScheduleError(
+            f"a {collective} has no single root; --root applies to broadcast/reduce"
+        )
+    if collective == "allgather":
+        return pack_arborescences(topology, k, progress=progress)
+    if collective == "reduce_scatter":
+        source = topology if is_symmetric(topology) else reversed_topology(topology)
+        schedule = pack_arborescences(source, k, progress=progress)
+        result = reduce_scatter(replace(schedule, topology=topology.name), topology)
+        return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the reversed topology
+    if collective == "allreduce":
+        return allreduce(pack_arborescences(topology, k, progress=progress), topology)
+    raise ScheduleError(
+        f"unknown collective {collective!r}; valid: allgather, reduce_scatter, allreduce, "
+        "broadcast, reduce"
     )

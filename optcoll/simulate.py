@@ -63,6 +63,7 @@ __all__ = [
     "ring_allreduce",
     "hierarchical_ring_allgather",
     "double_binary_tree_allreduce",
+    "compare_methods",
 ]
 
 Arc = tuple[str, str]
@@ -452,3 +453,55 @@ def double_binary_tree_allreduce(
         alpha = max(alpha, max(down.values()) + max(up.values()))
     factor = Fraction(n, 2) * _max_ratio(loads, topology)
     return Cost("double binary tree", "allreduce", n, factor, alpha)
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+
+def compare_methods(
+    topology: Topology,
+    collective: str = "allgather",
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+    progress: bool = False,
+) -> list[Cost]:
+    """The optimal schedule and every applicable baseline, optimal first.
+
+    allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
+    (multi-box topologies only); allreduce: the same two tree schedules run as
+    reduce-scatter + allgather, ring allreduce and the double binary tree.
+
+    Raises
+    ------
+    SolveError
+        For a collective other than allgather and allreduce.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
+    ['optimal (k=1)', 'fixed k=1', 'ring']
+    """
+    from optcoll.collectives import allreduce
+    from optcoll.packing import pack_arborescences
+
+    if collective not in ("allgather", "allreduce"):
+        raise SolveError(f"compare supports allgather and allreduce, got {collective!r}")
+    lat = {"default_latency": default_latency}
+    optimal = pack_arborescences(topology, progress=progress)
+    single = pack_arborescences(topology, 1, progress=progress)
+    if collective == "allreduce":
+        optimal, single = allreduce(optimal, topology), allreduce(single, topology)
+    costs = [
+        schedule_cost(topology, optimal, **lat),
+        schedule_cost(topology, single, "fixed k=1", **lat),
+    ]
+    if collective == "allgather":
+        costs.append(ring_allgather(topology, **lat))
+        hierarchical = hierarchical_ring_allgather(topology, **lat)
+        if hierarchical is not None:
+            costs.append(hierarchical)
+    else:
+        costs.append(ring_allreduce(topology, **lat))
+        costs.append(double_binary_tree_allreduce(topology, **lat))
+    return costs

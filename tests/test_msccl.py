@@ -428,3 +428,58 @@ def test_checker_catches_a_race_when_a_dependency_is_dropped():
             st.set("hasdep", "1" if (tb.get("id"), st.get("s")) in targets else "0")
     with pytest.raises(AssertionError, match="data race"):
         check_msccl(ET.tostring(root, encoding="unicode"), "allreduce", 4)
+
+
+# --- built-in families and the CLI ------------------------------------------------------
+
+BUILTIN_CASES = [
+    ("dgx-a100:1", "allgather"),
+    ("dgx-a100:1", "reduce_scatter"),
+    ("dgx-a100:1", "allreduce"),
+    ("mi250:1", "allgather"),
+    ("mi250:1", "reduce_scatter"),
+    ("mi250:1", "allreduce"),
+    pytest.param("dgx-a100:2", "allgather", marks=pytest.mark.slow),
+    pytest.param("dgx-a100:2", "allreduce", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("spec", "collective"), BUILTIN_CASES)
+def test_builtin_schedules_export_to_valid_msccl(spec, collective):
+    from optcoll.collectives import build_collective
+    from optcoll.topologies import build
+
+    schedule = build_collective(build(spec), collective)
+    check_msccl(to_msccl_xml(schedule, channels=2), collective, schedule.k)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_builtin_single_root_export(collective):
+    from optcoll.collectives import build_collective
+    from optcoll.topologies import build
+
+    schedule = build_collective(build("mi250:1"), collective, root="b0.gcd5")
+    check_msccl(to_msccl_xml(schedule), collective, schedule.k, root=5)
+
+
+def test_cli_export_msccl_and_json(tmp_path, capsys):
+    from optcoll.cli import main
+    from optcoll.io import load_schedule
+
+    xml_path, json_path = tmp_path / "ar.xml", tmp_path / "ag.json"
+    assert main(["export", "dgx-a100:1", "--collective", "allreduce", "-o", str(xml_path)]) == 0
+    check_msccl(xml_path.read_text(), "allreduce", 1)
+    assert main(["export", "dgx-a100:1", "--format", "json", "-o", str(json_path)]) == 0
+    assert load_schedule(json_path).collective == "allgather"
+    # a schedule file converts to reduce-scatter using its topology spec
+    rs_path = tmp_path / "rs.xml"
+    assert (
+        main(["export", str(json_path), "--collective", "reduce_scatter", "-o", str(rs_path)]) == 0
+    )
+    check_msccl(rs_path.read_text(), "reduce_scatter", 1)
+    assert "wrote" in capsys.readouterr().out
+    # an allgather schedule cannot become a broadcast; a tiny cap gives a clear one-line error
+    assert main(["export", str(json_path), "--collective", "broadcast", "-o", str(rs_path)]) == 2
+    assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be exported as broadcast" in err and "smaller k" in err

@@ -232,10 +232,14 @@ class _Router:
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self.paths = {c: widest_paths(topology, c) for c in topology.compute_nodes}
+        self._arcs: dict[tuple[str, str], list[Arc]] = {}
 
     def arcs(self, a: str, b: str) -> list[Arc]:
-        path = self.paths[a][b]
-        return list(zip(path, path[1:], strict=False))
+        key = (a, b)
+        if key not in self._arcs:
+            path = self.paths[a][b]
+            self._arcs[key] = list(zip(path, path[1:], strict=False))
+        return self._arcs[key]
 
     def latency(self, a: str, b: str, latency: dict[Arc, Fraction]) -> Fraction:
         return _path_latency(self.paths[a][b], latency)
@@ -250,17 +254,30 @@ def _max_ratio(loads: dict[Arc, Fraction], topology: Topology) -> Fraction:
 
 
 def _ring_factor(order: Sequence[str], router: _Router, topology: Topology) -> Fraction:
-    """Per-step bandwidth factor of a ring: best of one direction or both halves."""
-    hops = list(zip(order, [*order[1:], order[0]], strict=True))
-    forward: dict[Arc, Fraction] = {}
-    both: dict[Arc, Fraction] = {}
-    for a, b in hops:
+    """Per-step bandwidth factor of a ring: best of one direction or both halves.
+
+    Loads are counted in integer half-hops against the integer capacities, so the
+    exhaustive search compares integers; the result is the exact Fraction.
+    """
+    caps, unit = topology.integer_capacities()
+    forward: dict[Arc, int] = {}
+    both: dict[Arc, int] = {}
+    for a, b in zip(order, [*order[1:], order[0]], strict=True):
         for arc in router.arcs(a, b):
-            forward[arc] = forward.get(arc, Fraction(0)) + 1
-            both[arc] = both.get(arc, Fraction(0)) + Fraction(1, 2)
+            forward[arc] = forward.get(arc, 0) + 2
+            both[arc] = both.get(arc, 0) + 1
         for arc in router.arcs(b, a):
-            both[arc] = both.get(arc, Fraction(0)) + Fraction(1, 2)
-    return min(_max_ratio(forward, topology), _max_ratio(both, topology))
+            both[arc] = both.get(arc, 0) + 1
+    best_num, best_den = None, 1
+    for loads in (forward, both):
+        num, den = 0, 1
+        for arc, half_hops in loads.items():
+            if half_hops * den > num * caps[arc]:
+                num, den = half_hops, caps[arc]
+        if best_num is None or num * best_den < best_num * den:
+            best_num, best_den = num, den
+    assert best_num is not None
+    return Fraction(best_num, 2 * best_den) / unit
 
 
 def _best_ring(topology: Topology, router: _Router) -> tuple[str, ...]:

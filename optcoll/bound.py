@@ -39,7 +39,7 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -138,7 +138,7 @@ class CutRatio:
         return float(self.algbw_exact)
 
     @property
-    def U(self) -> Fraction:  # noqa: N802 (ForestColl's name)
+    def U(self) -> Fraction:
         """ForestColl's U = k * r*: the time of one of the k trees per unit of data."""
         return self.k * self.ratio
 
@@ -428,22 +428,24 @@ def _starting_cut(
                 group_out[gu] += c
             if gv is not None:
                 group_in[gv] += c
-    candidates: list[tuple[int, int, frozenset[str]]] = []  # (|S ∩ Vc|, B+(S), S)
+    # (|S ∩ Vc|, B+(S), nodes named, whether S is those nodes or all others)
+    candidates: list[tuple[int, int, Iterable[str], bool]] = []
     for v in compute:
-        candidates.append((1, out_cap[v], frozenset([v])))
-        candidates.append((len(compute) - 1, in_cap[v], everything - {v}))
+        candidates.append((1, out_cap[v], [v], True))
+        candidates.append((len(compute) - 1, in_cap[v], [v], False))
     for g, ids in members.items():
         inside = sum(1 for v in ids if topology.is_compute(v))
-        candidates.append((inside, group_out[g], frozenset(ids)))
-        candidates.append((len(compute) - inside, group_in[g], everything - ids))
-    best: tuple[Fraction, frozenset[str]] | None = None
-    for inside, bandwidth, side in candidates:
+        candidates.append((inside, group_out[g], ids, True))
+        candidates.append((len(compute) - inside, group_in[g], ids, False))
+    best: tuple[Fraction, Iterable[str], bool] | None = None
+    for inside, bandwidth, named, named_inside in candidates:
         if 0 < inside < len(compute):
             ratio = Fraction(inside, bandwidth)
             if best is None or ratio > best[0]:
-                best = (ratio, side)
+                best = (ratio, named, named_inside)
     assert best is not None, "a topology has at least two compute nodes"
-    return best
+    ratio, named, named_inside = best
+    return ratio, frozenset(named) if named_inside else everything - frozenset(named)
 
 
 # --- brute force -------------------------------------------------------------------

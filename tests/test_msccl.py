@@ -24,6 +24,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from optcoll.exceptions import ExportError
 from optcoll.export import export_text
@@ -488,3 +490,36 @@ def test_cli_export_msccl_and_json(tmp_path, capsys):
     assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
     err = capsys.readouterr().err
     assert "cannot be exported as broadcast" in err and "smaller k" in err
+
+
+@hs.composite
+def _random_schedules(draw):
+    """Random arborescences (random parents, random chunk splits) on 2-5 GPUs."""
+    n = draw(hs.integers(2, 5))
+    nodes = tuple(f"g{i}" for i in range(n))
+    collective = draw(
+        hs.sampled_from(["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"])
+    )
+    k = draw(hs.integers(1, 4))
+    roots = [nodes[draw(hs.integers(0, n - 1))]] if collective in ("broadcast", "reduce") else nodes
+    trees = []
+    for root in roots:
+        left = k
+        while left:
+            chunks = draw(hs.integers(1, left))
+            left -= chunks
+            order = [root] + draw(hs.permutations([v for v in nodes if v != root]))
+            edges = []
+            for i, v in enumerate(order[1:], start=1):
+                parent = order[draw(hs.integers(0, i - 1))]
+                edges.append(TreeEdge(parent, v, (parent, v)))
+            trees.append(Tree(root, chunks, tuple(edges)))
+    root = roots[0] if collective in ("broadcast", "reduce") else None
+    return Schedule(collective, "random", nodes, k, tuple(trees), root=root)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(_random_schedules(), hs.integers(1, 3))
+def test_random_tree_schedules_export_to_valid_msccl(schedule, channels):
+    root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
+    check_msccl(to_msccl_xml(schedule, channels=channels), schedule.collective, schedule.k, root)

@@ -329,11 +329,31 @@ def _mixed_schedule(collective):
 
 @pytest.mark.parametrize("collective", ["allgather", "reduce_scatter", "allreduce"])
 @pytest.mark.parametrize("make", [_ring_schedule, _mixed_schedule])
-@pytest.mark.parametrize("channels", [1, 2])
-def test_exported_xml_passes_checker(collective, make, channels):
+@pytest.mark.parametrize(("channels", "pair_peers"), [(1, False), (2, False), (2, True)])
+def test_exported_xml_passes_checker(collective, make, channels, pair_peers):
     schedule = make(collective)
-    text = to_msccl_xml(schedule, channels=channels)
+    text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
     check_msccl(text, collective, schedule.k)
+    for gpu in ET.fromstring(text).iter("gpu"):
+        blocks = [(tb.get("send"), tb.get("recv"), tb.get("chan")) for tb in gpu.iter("tb")]
+        blocks = [b for b in blocks if b[:2] != ("-1", "-1")]  # local copies
+        one_way = {(s, c) for s, r, c in blocks if r == "-1"} & {
+            (r, c) for s, r, c in blocks if s == "-1"
+        }
+        paired = [b for b in blocks if "-1" not in b[:2]]
+        # paired: no peer is left with separate send and receive blocks on one channel
+        assert (not one_way) if pair_peers else (not paired)
+
+
+def test_thread_blocks_are_paired_automatically_to_fit_the_cap():
+    schedule = _ring_schedule("allreduce")
+    # each GPU talks to 2 peers in both directions: 4 one-way blocks or 2 paired ones
+    assert to_msccl_xml(schedule) == to_msccl_xml(schedule, pair_peers=False)
+    text = to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=2))
+    assert text == to_msccl_xml(schedule, pair_peers=True)
+    check_msccl(text, "allreduce", 3)
+    with pytest.raises(ExportError, match="thread blocks"):
+        to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=1))
 
 
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
@@ -519,7 +539,8 @@ def _random_schedules(draw):
 
 
 @settings(derandomize=True, max_examples=60, deadline=None)
-@given(_random_schedules(), hs.integers(1, 3))
-def test_random_tree_schedules_export_to_valid_msccl(schedule, channels):
+@given(_random_schedules(), hs.integers(1, 3), hs.booleans())
+def test_random_tree_schedules_export_to_valid_msccl(schedule, channels, pair_peers):
     root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
-    check_msccl(to_msccl_xml(schedule, channels=channels), schedule.collective, schedule.k, root)
+    text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
+    check_msccl(text, schedule.collective, schedule.k, root)

@@ -544,3 +544,16 @@ def test_random_tree_schedules_export_to_valid_msccl(schedule, channels, pair_pe
     root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
     text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
     check_msccl(text, schedule.collective, schedule.k, root)
+
+
+def test_malformed_schedules_are_refused_with_the_tree_named():
+    good = _ring_schedule("allgather")
+    cyclic = Tree("g0", 2, (TreeEdge("g0", "g1", ("g0", "g1")), TreeEdge("g1", "g0", ("g1", "g0"))))
+    bad = Schedule("allgather", "x", NODES, 3, (cyclic, *good.trees[1:]))
+    with pytest.raises(ExportError, match=r"tree 0 \(root 'g0'\): node 'g0'"):
+        to_msccl_xml(bad)
+    short = Tree("g0", 2, (TreeEdge("g0", "g1", ("g0", "g1")),))
+    with pytest.raises(ExportError, match="unreached: g2, g3"):
+        to_msccl_xml(Schedule("allgather", "x", NODES, 3, (short, *good.trees[1:])))
+    with pytest.raises(ExportError, match="root 'g0': the chunks of its trees sum to 1"):
+        to_msccl_xml(Schedule("allgather", "x", NODES, 3, good.trees[1:]))

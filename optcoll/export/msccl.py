@@ -185,7 +185,8 @@ class _Builder:
 
     def build(self) -> None:
         trees = self.schedule.trees
-        shapes = [_shape(t) for t in trees]
+        shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
+        _check_chunks(self.schedule)
         height = max((max(depth.values()) for _, depth in shapes), default=0)
         offsets: dict[str, int] = defaultdict(int)
         piece_number = 0
@@ -292,8 +293,12 @@ class _Builder:
                     received[c] = recv
 
 
-def _shape(tree: Tree) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Children lists (edge order) and depths of a tree."""
+def _shape(
+    index: int, tree: Tree, compute_nodes: tuple[str, ...]
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Children lists (edge order) and depths of a tree; ExportError unless it is a
+    spanning arborescence of the compute nodes."""
+    where = f"tree {index} (root {tree.root!r})"
     children: dict[str, list[str]] = defaultdict(list)
     for edge in tree.edges:
         children[edge.src].append(edge.dst)
@@ -303,10 +308,37 @@ def _shape(tree: Tree) -> tuple[dict[str, list[str]], dict[str, int]]:
         nxt = []
         for v in frontier:
             for c in children[v]:
+                if c in depth:
+                    raise ExportError(f"{where}: node {c!r} has two parents or lies on a cycle")
                 depth[c] = depth[v] + 1
                 nxt.append(c)
         frontier = nxt
+    if set(depth) != set(compute_nodes) or len(tree.edges) != len(compute_nodes) - 1:
+        missing = sorted(set(compute_nodes) - set(depth))
+        extra = sorted(set(depth) - set(compute_nodes))
+        raise ExportError(
+            f"{where} is not a spanning arborescence of the compute nodes"
+            + (f"; unreached: {', '.join(missing)}" if missing else "")
+            + (f"; not compute nodes: {', '.join(extra)}" if extra else "")
+        )
     return children, depth
+
+
+def _check_chunks(schedule: Schedule) -> None:
+    """Per root the chunks sum to k (broadcast/reduce: only the schedule's root has trees)."""
+    totals: dict[str, int] = defaultdict(int)
+    for tree in schedule.trees:
+        totals[tree.root] += tree.chunks
+    if schedule.collective in ("broadcast", "reduce"):
+        expected = {schedule.root: schedule.k}
+    else:
+        expected = dict.fromkeys(schedule.compute_nodes, schedule.k)
+    for root in sorted(set(totals) | set(expected), key=str):
+        if totals.get(root, 0) != expected.get(root, 0):
+            raise ExportError(
+                f"root {root!r}: the chunks of its trees sum to {totals.get(root, 0)}, "
+                f"expected {expected.get(root, 0)} (k = {schedule.k})"
+            )
 
 
 _KIND_ORDER = {"local": 0, "pair": 1, "send": 2, "recv": 3}

@@ -480,4 +480,5 @@ def _render(
                     },
                 )
     ET.indent(algo, space="  ")
-    return ET.tostring(algo, encoding="unicode") + "\n"
+    # self-closing tags without a space before "/>", as msccl-tools writes them
+    return ET.tostring(algo, encoding="unicode").replace(" />", "/>") + "\n"

@@ -123,3 +123,10 @@ class SolverFailureError(SolveError):
 
 class ReconstructionError(SolveError):
     """A floating-point optimum could not be reconciled with an exact rational value."""
+
+
+# --- export -------------------------------------------------------------------------
+
+
+class ExportError(OptCollError):
+    """A schedule cannot be written in the requested format within its limits."""

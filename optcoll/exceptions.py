@@ -89,3 +89,14 @@ class MethodError(OptCollError):
 
 class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
+
+
+# --- pictures and imported formats --------------------------------------------------
+
+
+class PlotError(OptCollError):
+    """A picture cannot be drawn from this input (not a cut, no load, mismatched curve)."""
+
+
+class ImportFormatError(FileFormatError):
+    """A file in another tool's format (msccl-tools, TACCL, GraphML, edge list) is malformed."""

@@ -91,6 +91,29 @@ class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
 
 
+# --- LP/MILP solving (formulations/) ------------------------------------------------
+
+
+class InfeasibleModelError(SolveError):
+    """The solver proved an LP/MILP model infeasible (or infeasible-or-unbounded)."""
+
+
+class UnboundedModelError(SolveError):
+    """The solver proved an LP/MILP model unbounded."""
+
+
+class SolverLimitError(SolveError):
+    """The solver stopped at a time, iteration or other limit before proving optimality."""
+
+
+class SolverFailureError(SolveError):
+    """The solver reported an internal error (load, presolve, solve or postsolve)."""
+
+
+class ReconstructionError(SolveError):
+    """A floating-point optimum could not be reconciled with an exact rational value."""
+
+
 # --- pictures and imported formats --------------------------------------------------
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from optcoll import topologies
-from optcoll.exceptions import FileFormatError, TopologyError
+from optcoll.exceptions import FileFormatError, ScheduleError, TopologyError
+from optcoll.schedule import Schedule
 from optcoll.topology import Topology
 
 __all__ = ["load_topology", "save_topology", "read_document", "write_document"]
@@ -85,3 +86,41 @@ def load_topology(source: str | Path) -> Topology:
 def save_topology(topology: Topology, path: str | Path) -> None:
     """Write ``topology`` as JSON or YAML (by suffix); lossless with :func:`load_topology`."""
     write_document(topology.to_dict(), path)
+
+
+# --- schedule files -------------------------------------------------------------------
+
+__all__ += ["load_schedule", "save_schedule"]
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a schedule file (JSON or YAML, the README's "Schedule file format").
+
+    Parse errors raise :class:`FileFormatError` (file, line, column); a
+    malformed schedule raises :class:`ScheduleError` prefixed by the file name.
+    Whether the schedule is valid for a topology is
+    :func:`optcoll.verify.verify_schedule`'s job.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
+    ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+    ...               Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     save_schedule(s, pathlib.Path(d) / "s.json")
+    ...     load_schedule(pathlib.Path(d) / "s.json") == s
+    True
+    """
+    path = Path(path)
+    data = read_document(path)
+    try:
+        return Schedule.from_dict(data)
+    except ScheduleError as err:
+        raise ScheduleError(f"{path}: {err}") from None
+
+
+def save_schedule(schedule: Schedule, path: str | Path) -> None:
+    """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`."""
+    write_document(schedule.to_dict(), path)

@@ -1,0 +1,256 @@
+"""The congestion-bound LP: the optimal allgather cut ratio r* as a linear program.
+
+For every compute sink ``v`` there is a single-commodity flow ``f_v`` in which
+every other compute node supplies one unit and ``v`` absorbs ``N - 1`` (this is
+the super-source form with unit source arcs, whose arcs are necessarily
+saturated), and every link carries ``f_v(a) <= t * c(a)``. Minimise ``t``. By
+max-flow/min-cut, ``t`` is feasible iff ``t * B+(S) >= |S ∩ Vc|`` for every
+set ``S`` missing some compute node, so the optimum is
+
+    r* = max_S |S ∩ Vc| / B+(S)
+
+(ForestColl, arXiv 2402.06787, Sec. 4). The model uses the integer-scaled
+capacities of :meth:`~optcoll.topology.Topology.integer_capacities`, so its
+optimum is ``r* * unit``.
+
+From the duals: the potentials of each sink's conservation rows, cut at any
+level, give sets ``S``; at an optimal dual every such level set with positive
+weight is a bottleneck cut. :func:`lp_cut_ratio` evaluates all of them in exact
+arithmetic, keeps the best, and accepts it only if it equals the rational
+reconstruction of the LP optimum (see :mod:`formulations.rational`).
+
+Size: ``N * |A| + 1`` variables and ``N * (|V| + |A|)`` constraints.
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> topo = load_topology("dgx-a100:1")
+>>> r, cut = lp_cut_ratio(topo)
+>>> r, sum(topo.is_compute(u) for u in cut), topo.cut_bandwidth(cut)
+(Fraction(7, 300), 7, Fraction(300, 1))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import pulp
+
+from formulations.rational import REL_TOL, reconstruct_cut_ratio
+from formulations.solve import LpResult, SolverReport, solve
+from optcoll.exceptions import MethodError, ReconstructionError
+from optcoll.topology import Topology
+
+__all__ = ["build_congestion", "congestion_bound", "lp_cut_ratio", "CongestionResult", "FORMS"]
+
+
+def _flow_row(sink: int, node: int) -> str:
+    return f"flow_{sink}_{node}"
+
+
+#: The two equivalent forms of the model (see :func:`build_congestion`).
+FORMS = ("time", "rate")
+
+
+def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
+    """The congestion LP of ``topology`` (no side effects; nothing is solved).
+
+    ``form="time"`` (default) is the model as stated: minimise ``t`` with
+    ``f_v(a) <= caps[a] * t`` as rows; optimum ``r* * unit``. ``form="rate"``
+    is the same LP after the substitution ``lam = 1 / t``, ``f -> f / t``:
+    maximise ``lam`` with every compute node supplying ``lam`` to each sink and
+    ``0 <= f_v(a) <= caps[a]`` as plain bounds; optimum ``1 / (r* * unit)``. The
+    rate form has no capacity rows and solves several times faster.
+
+    Variables are ``t`` (or ``lam``) and ``f_K_A`` (flow of sink number ``K``
+    on arc number ``A``, arcs in the order of ``topology.integer_capacities()``);
+    rows are ``flow_K_I`` (conservation at node number ``I`` of
+    ``topology.node_ids``) and, in the time form, ``cap_K_A``.
+
+    Raises
+    ------
+    MethodError
+        If ``form`` is not one of :data:`FORMS`.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> model = build_congestion(load_topology("dgx-a100:1"))
+    >>> len(model.variables()), len(model.constraints())
+    (129, 200)
+    >>> len(build_congestion(load_topology("dgx-a100:1"), form="rate").constraints())
+    72
+    """
+    if form not in FORMS:
+        raise MethodError(f"unknown congestion LP form {form!r}; valid forms are {list(FORMS)}")
+    caps, _ = topology.integer_capacities()
+    arcs = list(caps)
+    index = {u: i for i, u in enumerate(topology.node_ids)}
+    compute = set(topology.compute_nodes)
+    n = topology.num_compute
+    timed = form == "time"
+    sense = pulp.LpMinimize if timed else pulp.LpMaximize
+    problem = pulp.LpProblem(f"congestion_{form}", sense)
+    scale = problem.add_variable("t" if timed else "lam", lowBound=0)
+    problem.setObjective(pulp.LpAffineExpression([(scale, 1.0)]))
+    for k, sink in enumerate(topology.compute_nodes):
+        flows = [
+            problem.add_variable(f"f_{k}_{a}", lowBound=0, upBound=None if timed else caps[arc])
+            for a, arc in enumerate(arcs)
+        ]
+        terms: dict[str, list[tuple[pulp.LpVariable, float]]] = {u: [] for u in index}
+        for f, (u, v) in zip(flows, arcs, strict=True):
+            terms[u].append((f, 1.0))
+            terms[v].append((f, -1.0))
+        for u, row in terms.items():
+            if not row:
+                continue
+            supply = -(n - 1) if u == sink else (1 if u in compute else 0)
+            if not timed and supply:
+                row = [*row, (scale, -float(supply))]
+            problem.addConstraint(
+                pulp.LpConstraint(
+                    pulp.LpAffineExpression(row),
+                    pulp.LpConstraintEQ,
+                    rhs=float(supply) if timed else 0.0,
+                ),
+                _flow_row(k, index[u]),
+            )
+        if not timed:
+            continue
+        for a, (f, arc) in enumerate(zip(flows, arcs, strict=True)):
+            problem.addConstraint(
+                pulp.LpConstraint(
+                    pulp.LpAffineExpression([(f, 1.0), (scale, -float(caps[arc]))]),
+                    pulp.LpConstraintLE,
+                    rhs=0.0,
+                ),
+                f"cap_{k}_{a}",
+            )
+    return problem
+
+
+@dataclass(frozen=True)
+class CongestionResult:
+    """The solved congestion LP with its exact, verified optimum.
+
+    ``cut_ratio`` is r* (in 1/bandwidth units), ``cut`` the node set S that
+    certifies it (``|S ∩ Vc| / topology.cut_bandwidth(S) == cut_ratio``),
+    ``scaled_ratio`` the LP's float value of ``r* * unit`` (the optimum of the
+    time form, the inverse optimum of the rate form).
+    """
+
+    cut_ratio: Fraction
+    cut: frozenset[str]
+    scaled_ratio: float
+    unit: Fraction
+    form: str
+    report: SolverReport
+
+
+def congestion_bound(
+    topology: Topology, *, form: str = "rate", time_limit: float | None = None
+) -> CongestionResult:
+    """Build and solve the congestion LP; return r* exactly with its certifying cut.
+
+    Raises
+    ------
+    ReconstructionError
+        If the best cut recovered from the duals does not match the LP optimum.
+    SolveError
+        Any other solver failure (see :func:`formulations.solve.solve`).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> result = congestion_bound(load_topology("dgx-a100:1"))
+    >>> result.cut_ratio, result.unit
+    (Fraction(7, 300), Fraction(300, 1))
+    """
+    start = time.perf_counter()
+    problem = build_congestion(topology, form)
+    built = time.perf_counter() - start
+    result = solve(problem, time_limit=time_limit, build_seconds=built)
+    caps, unit = topology.integer_capacities()
+    count, bandwidth, cut = _best_dual_cut(topology, caps, result)
+    scaled = result.objective if form == "time" else 1.0 / result.objective
+    reconstructed = reconstruct_cut_ratio(scaled, topology.num_compute)
+    best = Fraction(count, bandwidth)
+    if best != reconstructed or abs(float(best) - scaled) > REL_TOL * float(best):
+        raise ReconstructionError(
+            f"congestion LP ({form} form) on {topology.name!r}: optimum r* * unit ~ {scaled!r} (unit "
+            f"{unit}) reconstructs to {reconstructed}, but the best cut recovered from the duals "
+            f"has ratio {best}; the solve is inaccurate: use the combinatorial method"
+        )
+    ratio = Fraction(count) / topology.cut_bandwidth(cut)
+    assert ratio == best / unit, "scaled and unscaled cut ratios disagree"
+    return CongestionResult(ratio, cut, scaled, unit, form, result.report)
+
+
+def lp_cut_ratio(
+    topology: Topology, *, form: str = "rate", time_limit: float | None = None
+) -> tuple[Fraction, frozenset[str]]:
+    """r* of ``topology`` by the congestion LP, exact, with a bottleneck cut S.
+
+    ``|S ∩ Vc| / topology.cut_bandwidth(S) == r*`` holds exactly. This is the
+    ``method="lp"`` back end of the bound's ``optimal_cut_ratio``.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> lp_cut_ratio(load_topology("dgx-a100:1"))[0]
+    Fraction(7, 300)
+    """
+    result = congestion_bound(topology, form=form, time_limit=time_limit)
+    return result.cut_ratio, result.cut
+
+
+def _best_dual_cut(
+    topology: Topology, caps: dict[tuple[str, str], int], result: LpResult
+) -> tuple[int, int, frozenset[str]]:
+    """The level set of the sinks' dual potentials with the largest exact cut ratio.
+
+    Returns ``(|S ∩ Vc|, scaled B+(S), S)``; the first best set in a fixed
+    enumeration order wins, so the answer is deterministic.
+    """
+    out_arcs: dict[str, list[tuple[str, int]]] = {u: [] for u in topology.node_ids}
+    in_arcs: dict[str, list[tuple[str, int]]] = {u: [] for u in topology.node_ids}
+    for (u, v), c in caps.items():
+        out_arcs[u].append((v, c))
+        in_arcs[v].append((u, c))
+    compute = set(topology.compute_nodes)
+    n = topology.num_compute
+    best: tuple[int, int, frozenset[str]] | None = None
+    for k in range(n):
+        potential = {
+            u: result.duals.get(_flow_row(k, i), 0.0) for i, u in enumerate(topology.node_ids)
+        }
+        for sign in (1.0, -1.0):
+            order = sorted(topology.node_ids, key=lambda u: -sign * potential[u])
+            for count, bandwidth, size in _prefix_cuts(order, out_arcs, in_arcs, compute):
+                if 0 < count < n and bandwidth > 0:
+                    if best is None or count * best[1] > best[0] * bandwidth:
+                        best = (count, bandwidth, frozenset(order[:size]))
+    assert best is not None, "a proper compute subset always has a positive cut"
+    return best
+
+
+def _prefix_cuts(
+    order: Sequence[str],
+    out_arcs: dict[str, list[tuple[str, int]]],
+    in_arcs: dict[str, list[tuple[str, int]]],
+    compute: set[str],
+) -> Iterable[tuple[int, int, int]]:
+    """``(|S ∩ Vc|, B+(S), len(S))`` for every proper prefix S of ``order``, in O(|A|) total."""
+    inside: set[str] = set()
+    count = 0
+    bandwidth = 0
+    for u in order[:-1]:
+        inside.add(u)
+        count += u in compute
+        bandwidth += sum(c for v, c in out_arcs[u] if v not in inside)
+        bandwidth -= sum(c for w, c in in_arcs[u] if w in inside)
+        yield count, bandwidth, len(inside)

@@ -1,0 +1,276 @@
+"""One front door for solving a PuLP model with HiGHS, and for writing it out.
+
+:func:`solve` runs HiGHS (through PuLP's ``HiGHS`` adapter, which drives
+``highspy`` in-process) and returns a typed :class:`LpResult`: a
+:class:`Status` mapped explicitly from HiGHS's model status (PuLP's own
+mapping reports a time limit as "optimal", so it is not used), the objective,
+primal values and duals by name, and a :class:`SolverReport` with sizes,
+seconds and iteration counts. Anything but a proven optimum raises a
+:class:`~optcoll.exceptions.SolveError` subclass that says what to try.
+
+:func:`write_model` saves any model as ``.mps`` or ``.lp`` so that it can be
+inspected or solved elsewhere.
+
+Examples
+--------
+>>> import pulp
+>>> from formulations.solve import solve, Status
+>>> model = pulp.LpProblem("tiny", pulp.LpMinimize)
+>>> x = model.add_variable("x", lowBound=0)
+>>> model.setObjective(pulp.LpAffineExpression([(x, 2.0)]))
+>>> model.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression([(x, 1.0)]),
+...                                       pulp.LpConstraintGE, rhs=3.0), "demand")
+>>> result = solve(model)
+>>> result.status is Status.OPTIMAL, result.objective, result.values["x"], result.duals["demand"]
+(True, 6.0, 3.0, 2.0)
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import highspy
+import pulp
+
+from optcoll.exceptions import (
+    FileFormatError,
+    InfeasibleModelError,
+    SolverFailureError,
+    SolverLimitError,
+    UnboundedModelError,
+)
+
+__all__ = ["Status", "SolverReport", "LpResult", "solve", "write_model", "MODEL_SUFFIXES"]
+
+#: File suffixes :func:`write_model` understands.
+MODEL_SUFFIXES = (".mps", ".lp")
+
+
+class Status(enum.Enum):
+    """Outcome of a solve, independent of the solver's own codes."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INFEASIBLE_OR_UNBOUNDED = "infeasible or unbounded"
+    TIME_LIMIT = "time limit reached"
+    ITERATION_LIMIT = "iteration limit reached"
+    OTHER_LIMIT = "stopped at a limit or by an interrupt"
+    ERROR = "solver error"
+
+
+_HIGHS_STATUS: dict[str, Status] = {
+    "kOptimal": Status.OPTIMAL,
+    "kInfeasible": Status.INFEASIBLE,
+    "kUnbounded": Status.UNBOUNDED,
+    "kUnboundedOrInfeasible": Status.INFEASIBLE_OR_UNBOUNDED,
+    "kTimeLimit": Status.TIME_LIMIT,
+    "kIterationLimit": Status.ITERATION_LIMIT,
+    "kObjectiveBound": Status.OTHER_LIMIT,
+    "kObjectiveTarget": Status.OTHER_LIMIT,
+    "kSolutionLimit": Status.OTHER_LIMIT,
+    "kInterrupt": Status.OTHER_LIMIT,
+    "kHighsInterrupt": Status.OTHER_LIMIT,
+    "kMemoryLimit": Status.ERROR,
+    "kNotset": Status.ERROR,
+    "kLoadError": Status.ERROR,
+    "kModelError": Status.ERROR,
+    "kPresolveError": Status.ERROR,
+    "kSolveError": Status.ERROR,
+    "kPostsolveError": Status.ERROR,
+    "kModelEmpty": Status.ERROR,
+    "kUnknown": Status.ERROR,
+}
+
+
+def _map_status(model_status: highspy.HighsModelStatus) -> Status:
+    """Translate a HiGHS model status; an unknown code counts as a solver error."""
+    return _HIGHS_STATUS.get(model_status.name, Status.ERROR)
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    """What the solver did: model size, time and work.
+
+    ``build_seconds`` is the caller's model-building time (``None`` if not
+    given); ``solve_seconds`` is the wall time of handing the model to HiGHS
+    and solving it; ``highs_seconds`` is HiGHS's own run time.
+    """
+
+    solver: str
+    highs_status: str
+    num_variables: int
+    num_constraints: int
+    num_nonzeros: int
+    build_seconds: float | None
+    solve_seconds: float
+    highs_seconds: float
+    simplex_iterations: int
+    ipm_iterations: int
+    mip_nodes: int
+    mip_gap: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-friendly dictionary."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LpResult:
+    """A solved model: status, objective, primal values and duals by name."""
+
+    status: Status
+    objective: float
+    values: Mapping[str, float]
+    duals: Mapping[str, float]
+    report: SolverReport
+
+
+def solve(
+    problem: pulp.LpProblem,
+    *,
+    time_limit: float | None = None,
+    threads: int | None = None,
+    mip_rel_gap: float | None = None,
+    mip_abs_gap: float | None = None,
+    build_seconds: float | None = None,
+    require_optimal: bool = True,
+    verbose: bool = False,
+) -> LpResult:
+    """Solve ``problem`` with HiGHS and return a typed result.
+
+    Parameters
+    ----------
+    problem : pulp.LpProblem
+        Any PuLP model (LP or MILP). Its variables receive their values, as
+        PuLP always does; nothing else about it changes.
+    time_limit : float, optional
+        Seconds before HiGHS stops.
+    threads : int, optional
+        Upper bound on HiGHS's threads.
+    mip_rel_gap, mip_abs_gap : float, optional
+        MILP stopping gaps (HiGHS's defaults otherwise; its relative default is
+        1e-4, so pass 0 when the exact optimum matters).
+    build_seconds : float, optional
+        The caller's model-building time, copied into the report.
+    require_optimal : bool
+        If true (default) anything but a proven optimum raises.
+    verbose : bool
+        Show HiGHS's log.
+
+    Returns
+    -------
+    LpResult
+        ``duals`` is empty for a MILP.
+
+    Raises
+    ------
+    InfeasibleModelError, UnboundedModelError, SolverLimitError, SolverFailureError
+        When ``require_optimal`` and the status is not :attr:`Status.OPTIMAL`.
+    """
+    variables = problem.variables()
+    is_mip = any(v.cat == pulp.LpInteger for v in variables)
+    options: dict[str, object] = {}
+    if mip_rel_gap is not None:
+        options["mip_rel_gap"] = float(mip_rel_gap)
+    if mip_abs_gap is not None:
+        options["mip_abs_gap"] = float(mip_abs_gap)
+    solver = pulp.HiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
+    start = time.perf_counter()
+    problem.solve(solver)
+    seconds = time.perf_counter() - start
+    highs = problem.solverModel
+    model_status = highs.getModelStatus()
+    status = _map_status(model_status)
+    info = highs.getInfo()
+    constraints = problem.constraints()
+    report = SolverReport(
+        solver=f"HiGHS {highs.version()} via PuLP {pulp.__version__}",
+        highs_status=highs.modelStatusToString(model_status),
+        num_variables=len(variables),
+        num_constraints=len(constraints),
+        num_nonzeros=sum(len(c) for c in constraints),
+        build_seconds=build_seconds,
+        solve_seconds=seconds,
+        highs_seconds=highs.getRunTime(),
+        simplex_iterations=max(info.simplex_iteration_count, 0),
+        ipm_iterations=max(info.ipm_iteration_count, 0),
+        mip_nodes=max(info.mip_node_count, 0) if is_mip else 0,
+        mip_gap=info.mip_gap if is_mip else None,
+    )
+    if require_optimal and status is not Status.OPTIMAL:
+        _raise_for(status, problem.name, report, time_limit)
+    has_solution = info.primal_solution_status > 0
+    values = {v.name: v.varValue for v in variables} if has_solution else {}
+    duals = {} if is_mip or not has_solution else {c.name: c.pi for c in constraints}
+    # PuLP hands HiGHS the negated objective of a maximisation.
+    sign = -1.0 if problem.sense == pulp.LpMaximize else 1.0
+    objective = sign * info.objective_function_value if has_solution else float("nan")
+    return LpResult(status, objective, values, duals, report)
+
+
+def _raise_for(status: Status, name: str, report: SolverReport, time_limit: float | None) -> None:
+    where = (
+        f"model {name!r} ({report.num_variables} variables, {report.num_constraints} constraints)"
+    )
+    if status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+        raise InfeasibleModelError(
+            f"{where} is {status.value}: check that every compute node can reach every other "
+            f"one and that capacities are positive; write the model out with "
+            f"`optcoll lp export` to inspect it"
+        )
+    if status is Status.UNBOUNDED:
+        raise UnboundedModelError(
+            f"{where} is unbounded: a variable is missing a bound; write the model out with "
+            f"`optcoll lp export` to inspect it"
+        )
+    if status in (Status.TIME_LIMIT, Status.ITERATION_LIMIT, Status.OTHER_LIMIT):
+        limit = f" of {time_limit} s" if status is Status.TIME_LIMIT and time_limit else ""
+        raise SolverLimitError(
+            f"{where}: HiGHS stopped ({report.highs_status}{limit}) after "
+            f"{report.solve_seconds:.1f} s without proving optimality; raise time_limit, or use "
+            f"the combinatorial method (method='combinatorial') for large topologies"
+        )
+    raise SolverFailureError(
+        f"{where}: HiGHS failed ({report.highs_status}); write the model out with "
+        f"`optcoll lp export` and try another solver, or use the combinatorial method"
+    )
+
+
+def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
+    """Write ``problem`` as MPS or CPLEX-LP, chosen by the suffix of ``path``.
+
+    Parent folders are created. Returns the path written.
+
+    Raises
+    ------
+    FileFormatError
+        If the suffix is neither ``.mps`` nor ``.lp``.
+
+    Examples
+    --------
+    >>> import pulp, tempfile, pathlib
+    >>> model = pulp.LpProblem("tiny", pulp.LpMinimize)
+    >>> x = model.add_variable("x", lowBound=1)
+    >>> model.setObjective(pulp.LpAffineExpression([(x, 1.0)]))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_model(model, pathlib.Path(tmp) / "tiny.mps")
+    ...     out.stat().st_size > 0
+    True
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in MODEL_SUFFIXES:
+        raise FileFormatError(
+            f"{path}: unknown model file suffix {path.suffix!r}; use one of {list(MODEL_SUFFIXES)}"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".mps":
+        problem.writeMPS(str(path))
+    else:
+        problem.writeLP(str(path))
+    return path

@@ -1,0 +1,460 @@
+"""The exact optimal allgather cut ratio of a topology, with its bottleneck cut.
+
+For a topology with compute nodes ``Vc`` (``N = |Vc|``) and bandwidth ``B+(S)``
+leaving a node set ``S``, every allgather of ``M`` bytes takes at least
+``(M/N) * |S ∩ Vc| / B+(S)`` for every cut ``S`` holding some but not all
+compute nodes, and ForestColl (Zhao et al., arXiv 2402.06787) shows the best
+such bound is achieved. So the optimum is fixed by the **cut ratio**
+
+    r* = max { |S ∩ Vc| / B+(S) : S ⊂ V, S ∩ Vc ≠ ∅, Vc ⊄ S }
+
+(in 1/bandwidth_unit). :func:`optimal_cut_ratio` computes r* exactly, as a
+:class:`~fractions.Fraction`, together with a bottleneck cut ``S*`` attaining it,
+which is re-checked against the topology before returning.
+
+Methods
+-------
+``"combinatorial"`` (default)
+    Parametric max-flow (a Dinkelbach/Newton iteration) on integers; see
+    :func:`_combinatorial_cut_ratio`.
+``"brute-force"``
+    Enumerates every node subset; topologies with at most 16 nodes. A test oracle.
+``"lp"``
+    The congestion LP of :mod:`formulations.congestion`, rationalised and
+    re-verified there.
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> from optcoll.bound import optimal_cut_ratio
+>>> result = optimal_cut_ratio(load_topology("dgx-a100:2"))
+>>> result.ratio, result.k, result.U
+(Fraction(3, 65), 13, Fraction(3, 5))
+>>> round(result.algbw, 3)
+346.667
+>>> result.cut_compute, result.cut_bandwidth
+(15, Fraction(325, 1))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from optcoll.exceptions import MethodError, SolveError
+from optcoll.maxflow import FlowNetwork
+from optcoll.topology import Topology
+
+__all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
+
+#: Method names accepted by :func:`optimal_cut_ratio`.
+METHODS = ("combinatorial", "lp", "brute-force")
+
+#: Largest topology (in nodes, switches included) the brute-force method accepts.
+BRUTE_FORCE_MAX_NODES = 16
+
+#: Bytes per second in one unit of the bandwidth units optcoll knows.
+_BYTES_PER_SECOND = {
+    "B/s": 1,
+    "KB/s": 10**3,
+    "MB/s": 10**6,
+    "GB/s": 10**9,
+    "TB/s": 10**12,
+    "KiB/s": 2**10,
+    "MiB/s": 2**20,
+    "GiB/s": 2**30,
+    "Mb/s": 125 * 10**3,
+    "Gb/s": 125 * 10**6,
+}
+
+
+def _ratio_text(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"
+
+
+def _number_text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+@dataclass(frozen=True)
+class CutRatio:
+    """The optimal cut ratio r* of a topology and the cut that certifies it.
+
+    Attributes
+    ----------
+    topology : Topology
+        The topology it was computed for.
+    ratio : Fraction
+        r*, in 1/``topology.bandwidth_unit``.
+    k : int
+        Trees per compute root of ForestColl's integral construction: the
+        denominator of r* expressed in the topology's integer capacity units
+        (:meth:`Topology.integer_capacities`).
+    bottleneck_cut : frozenset of str
+        A node set S* with ``|S* ∩ Vc| / B+(S*) == ratio``.
+    cut_compute : int
+        ``|S* ∩ Vc|``.
+    cut_bandwidth : Fraction
+        ``B+(S*)``, the bandwidth leaving S*.
+    method : str
+        The method that computed it.
+    seconds : float
+        Wall-clock time of the computation, certificate check included.
+    """
+
+    topology: Topology = field(repr=False, compare=False)
+    ratio: Fraction
+    k: int
+    bottleneck_cut: frozenset[str]
+    cut_compute: int
+    cut_bandwidth: Fraction
+    method: str
+    seconds: float = field(compare=False)
+
+    @property
+    def num_compute(self) -> int:
+        """N, the number of compute nodes."""
+        return self.topology.num_compute
+
+    @property
+    def algbw_exact(self) -> Fraction:
+        """Optimal allgather algorithm bandwidth N / r*, exact (in bandwidth_unit)."""
+        return self.num_compute / self.ratio
+
+    @property
+    def algbw(self) -> float:
+        """Optimal allgather algorithm bandwidth N / r* (in bandwidth_unit)."""
+        return float(self.algbw_exact)
+
+    @property
+    def U(self) -> Fraction:  # noqa: N802 (ForestColl's name)
+        """ForestColl's U = k * r*: the time of one of the k trees per unit of data."""
+        return self.k * self.ratio
+
+    def allgather_time(self, message_bytes: int | Fraction) -> Fraction:
+        """Optimal allgather time in seconds, (M/N) * r*, for M = ``message_bytes``.
+
+        Needs a known bandwidth unit (GB/s, Gb/s, GiB/s, MB/s, ...).
+
+        Examples
+        --------
+        >>> from optcoll import load_topology
+        >>> optimal_cut_ratio(load_topology("dgx-a100:1")).allgather_time(8 * 10**9)
+        Fraction(7, 300)
+        """
+        unit = self.topology.bandwidth_unit
+        if unit not in _BYTES_PER_SECOND:
+            raise SolveError(
+                f"cannot convert bandwidth unit {unit!r} of topology {self.topology.name!r} to "
+                f"bytes per second; known units are {sorted(_BYTES_PER_SECOND)}"
+            )
+        return Fraction(message_bytes) / self.num_compute * self.ratio / _BYTES_PER_SECOND[unit]
+
+    def describe_cut(self) -> str:
+        """The bottleneck cut in words, naming the node groups (boxes) it contains.
+
+        Examples
+        --------
+        >>> from optcoll import load_topology
+        >>> optimal_cut_ratio(load_topology("dgx-a100:2")).describe_cut()
+        'every node except b0.gpu0: 15 compute nodes behind 325 GB/s'
+        """
+        topo, inside = self.topology, self.bottleneck_cut
+        outside = [v for v in topo.node_ids if v not in inside]
+        plural = "s" * (self.cut_compute != 1)
+        behind = (
+            f"{self.cut_compute} compute node{plural} behind "
+            f"{_number_text(self.cut_bandwidth)} {topo.bandwidth_unit}"
+        )
+        if len(outside) <= 2:
+            return f"every node except {' and '.join(outside)}: {behind}"
+        members: dict[str, list[str]] = {}
+        for node in topo.nodes:
+            if node.group is not None:
+                members.setdefault(node.group, []).append(node.id)
+        whole = [g for g, ids in members.items() if all(v in inside for v in ids)]
+        covered = {v for g in whole for v in members[g]}
+        rest = [v for v in topo.node_ids if v in inside and v not in covered]
+        if len(whole) > 4:
+            parts = [f"{len(whole)} groups ({whole[0]}, {whole[1]}, ..., {whole[-1]})"]
+        else:
+            parts = list(whole)
+        if len(rest) <= 4:
+            rest_text = ", ".join(rest)
+        else:
+            n_compute = sum(topo.is_compute(v) for v in rest)
+            counts = []
+            if n_compute:
+                counts.append(f"{n_compute} compute node{'s' * (n_compute != 1)}")
+            if len(rest) - n_compute:
+                n_switch = len(rest) - n_compute
+                counts.append(f"{n_switch} switch{'es' * (n_switch != 1)}")
+            rest_text = " and ".join(counts)
+        what = ", ".join(parts)
+        if rest_text:
+            what = f"{what} plus {rest_text}" if what else rest_text
+        return f"{what}: {behind}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (exact numbers as ``"p/q"`` strings)."""
+        order = {v: i for i, v in enumerate(self.topology.node_ids)}
+        return {
+            "topology": self.topology.name,
+            "num_compute": self.num_compute,
+            "bandwidth_unit": self.topology.bandwidth_unit,
+            "cut_ratio": _ratio_text(self.ratio),
+            "algbw": self.algbw,
+            "U": _ratio_text(self.U),
+            "k": self.k,
+            "bottleneck_cut": sorted(self.bottleneck_cut, key=order.__getitem__),
+            "cut_compute": self.cut_compute,
+            "cut_bandwidth": _ratio_text(self.cut_bandwidth),
+            "cut_description": self.describe_cut(),
+            "method": self.method,
+            "seconds": self.seconds,
+        }
+
+
+def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+    """The exact optimal allgather cut ratio r* of ``topology`` and a bottleneck cut.
+
+    Parameters
+    ----------
+    topology : Topology
+    method : {"combinatorial", "lp", "brute-force"}
+        See the module docstring. All return the same ``ratio`` and ``k``; the
+        bottleneck cut may differ when several cuts attain r*.
+
+    Returns
+    -------
+    CutRatio
+        Certified: ``B+(S*)`` is recomputed with :meth:`Topology.cut_bandwidth`
+        and ``|S* ∩ Vc| / B+(S*) == ratio`` is checked before returning.
+
+    Raises
+    ------
+    MethodError
+        Unknown method, brute force on more than 16 nodes, or the LP method
+        not installed.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> topo = load_topology("mi250:1")
+    >>> optimal_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
+    True
+    """
+    solvers: dict[str, Callable[[Topology], tuple[Fraction, frozenset[str]]]] = {
+        "combinatorial": _combinatorial_cut_ratio,
+        "lp": _lp_cut_ratio,
+        "brute-force": _brute_force_cut_ratio,
+    }
+    if method not in solvers:
+        raise MethodError(
+            f"unknown bound method {method!r}; valid methods are {', '.join(METHODS)}"
+        )
+    start = time.perf_counter()
+    ratio, cut = solvers[method](topology)
+    cut_compute = sum(1 for v in cut if topology.is_compute(v))
+    cut_bandwidth = topology.cut_bandwidth(cut)
+    if not (0 < cut_compute < topology.num_compute and cut_bandwidth > 0):
+        raise SolveError(f"internal error: method {method!r} returned an invalid cut {cut}")
+    if Fraction(cut_compute) / cut_bandwidth != ratio:
+        raise SolveError(
+            f"internal error: method {method!r} claims r* = {ratio} but its cut has ratio "
+            f"{Fraction(cut_compute) / cut_bandwidth}"
+        )
+    _, unit = topology.integer_capacities()
+    k = (ratio * unit).denominator
+    seconds = time.perf_counter() - start
+    return CutRatio(topology, ratio, k, cut, cut_compute, cut_bandwidth, method, seconds)
+
+
+# --- combinatorial: parametric max-flow --------------------------------------------
+
+
+def _combinatorial_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+    """r* by a Dinkelbach iteration over max-flows from a super source.
+
+    Work in integer capacities ``c`` (:meth:`Topology.integer_capacities`) and a
+    candidate ratio ``p/q`` (in those units). Add a super source ``s`` with an
+    arc of capacity ``q`` to every compute node and scale link capacities to
+    ``p*c``. A cut ``X ∪ {s}`` separating ``s`` from compute node ``v`` then has
+    capacity ``p*B+(X) + q*(N - |X ∩ Vc|)``, which is ``>= N*q`` exactly when
+    ``|X ∩ Vc| / B+(X) <= p/q``. So ``p/q >= r*`` iff ``maxflow(s, v) >= N*q``
+    for every compute ``v``, and a smaller flow's minimum cut is a cut with
+    ratio ``> p/q``: the next candidate (Dinkelbach's step, which makes the
+    ratios increase to r* in finitely many steps).
+
+    Two facts keep the number of max-flows near ``N``. The condition is monotone
+    in ``p/q``, so a sink that passed stays passed when the candidate grows:
+    one pass over the sinks suffices. And, as in Hao and Orlin's minimum-cut
+    algorithm, sinks already passed can be merged into the source (here: their
+    source arc gets capacity ``N*q``): a violated cut that excludes the i-th
+    sink either contains every earlier sink or was already found at the first
+    earlier sink it excludes. This makes the later flows short.
+
+    The candidate starts at the best of a few cheap cuts (single compute nodes,
+    all nodes but one compute node, each node group and its complement).
+
+    Complexity: ``N + (number of improvements)`` max-flows on ``V + 1`` nodes and
+    ``E + N`` arcs, each ``O(V^2 E)`` (Dinic).
+    """
+    caps, _ = topology.integer_capacities()
+    ids = topology.node_ids
+    index = {v: i for i, v in enumerate(ids)}
+    n = len(ids)
+    source = n
+    compute = np.array([index[v] for v in topology.compute_nodes], dtype=np.int64)
+    num_compute = len(compute)
+    link_tails = np.array([index[u] for u, _ in caps], dtype=np.int64)
+    link_heads = np.array([index[v] for _, v in caps], dtype=np.int64)
+    link_caps = list(caps.values())
+    tails = np.concatenate([link_tails, np.full(num_compute, source)])
+    heads = np.concatenate([link_heads, compute])
+
+    best, best_cut = _starting_cut(topology, caps)
+    p, q = best.numerator, best.denominator
+    # p <= N and q <= sum(link_caps), so every capacity and sum is below this bound
+    fits = num_compute * sum(link_caps) * (len(tails) + 1) < 2**62
+    link_caps_np = np.array(link_caps, dtype=np.int64) if fits else None
+    merged = np.zeros(num_compute, dtype=bool)
+    network: FlowNetwork | None = None
+
+    def network_for(p: int, q: int) -> FlowNetwork:
+        if link_caps_np is not None:
+            source_caps = np.where(merged, num_compute * q, q)
+            capacities: Any = np.concatenate([p * link_caps_np, source_caps])
+        else:
+            capacities = [p * c for c in link_caps]
+            capacities += [num_compute * q if m else q for m in merged.tolist()]
+        if network is None:
+            return FlowNetwork(n + 1, tails, heads, capacities)
+        return network.with_capacities(capacities)
+
+    for i, sink in enumerate(compute.tolist()):
+        while True:
+            network = network_for(p, q)
+            flow = network.max_flow(source, sink)
+            if flow.value >= num_compute * q:
+                break
+            side = flow.source_side[:n]
+            inside = side[link_tails] & ~side[link_heads]
+            cut_compute = int(side[compute].sum())
+            if link_caps_np is not None:
+                cut_bandwidth = int(link_caps_np[inside].sum())
+            else:
+                cut_bandwidth = sum(c for c, x in zip(link_caps, inside.tolist(), strict=True) if x)
+            improved = Fraction(cut_compute, cut_bandwidth)
+            assert improved > Fraction(p, q), "a violated cut must beat the candidate"
+            p, q = improved.numerator, improved.denominator
+            best_cut = frozenset(ids[j] for j in np.flatnonzero(side).tolist())
+        merged[i] = True
+    _, unit = topology.integer_capacities()
+    return Fraction(p, q) / unit, best_cut
+
+
+def _starting_cut(
+    topology: Topology, caps: dict[tuple[str, str], int]
+) -> tuple[Fraction, frozenset[str]]:
+    """The best (in integer units) of a few cheap cuts, a lower bound on r*."""
+    compute = set(topology.compute_nodes)
+    out_cap = dict.fromkeys(topology.node_ids, 0)
+    in_cap = dict.fromkeys(topology.node_ids, 0)
+    for (u, v), c in caps.items():
+        out_cap[u] += c
+        in_cap[v] += c
+    everything = frozenset(topology.node_ids)
+    candidates: list[frozenset[str]] = []
+    for v in topology.compute_nodes:
+        candidates.append(frozenset([v]))
+        candidates.append(everything - {v})
+    groups: dict[str, set[str]] = {}
+    for node in topology.nodes:
+        if node.group is not None:
+            groups.setdefault(node.group, set()).add(node.id)
+    for members in groups.values():
+        candidates.append(frozenset(members))
+        candidates.append(everything - members)
+    best: tuple[Fraction, frozenset[str]] | None = None
+    for side in candidates:
+        inside = len(side & compute)
+        if not 0 < inside < len(compute):
+            continue
+        if len(side) == 1:
+            (v,) = side
+            bandwidth = out_cap[v]
+        elif len(side) == len(everything) - 1:
+            (v,) = everything - side
+            bandwidth = in_cap[v]
+        else:
+            bandwidth = sum(c for (u, v), c in caps.items() if u in side and v not in side)
+        ratio = Fraction(inside, bandwidth)
+        if best is None or ratio > best[0]:
+            best = (ratio, side)
+    assert best is not None, "a topology has at least two compute nodes"
+    return best
+
+
+# --- brute force -------------------------------------------------------------------
+
+
+def _brute_force_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+    """r* by enumerating all ``2^V`` node sets (``V <= 16``), exact integers.
+
+    Among the sets attaining r*, the one with the smallest bit mask (node ``i``
+    is bit ``i`` in declaration order) is returned.
+    """
+    ids = topology.node_ids
+    n = len(ids)
+    if n > BRUTE_FORCE_MAX_NODES:
+        raise MethodError(
+            f"method 'brute-force' enumerates 2^V node sets and accepts at most "
+            f"{BRUTE_FORCE_MAX_NODES} nodes; topology {topology.name!r} has {n}. "
+            "Use method 'combinatorial'."
+        )
+    caps, unit = topology.integer_capacities()
+    index = {v: i for i, v in enumerate(ids)}
+    masks = np.arange(1 << n, dtype=np.int64)
+    compute_mask = sum(1 << index[v] for v in topology.compute_nodes)
+    exact = max(caps.values()) * len(caps) < 2**62
+    bandwidth: Any = np.zeros(1 << n, dtype=np.int64 if exact else object)
+    for (u, v), c in caps.items():
+        leaving = ((masks >> index[u]) & 1).astype(bool) & ~((masks >> index[v]) & 1).astype(bool)
+        bandwidth[leaving] += c
+    inside = np.zeros(1 << n, dtype=np.int64)
+    for v in topology.compute_nodes:
+        inside += (masks >> index[v]) & 1
+    valid = (inside > 0) & (inside < topology.num_compute)
+    best_count, best_bandwidth, best_mask = 0, 1, -1
+    for mask, count, bw in zip(
+        np.flatnonzero(valid).tolist(),
+        inside[valid].tolist(),
+        bandwidth[valid].tolist(),
+        strict=True,
+    ):
+        if count * best_bandwidth > best_count * bw:
+            best_count, best_bandwidth, best_mask = count, bw, mask
+    assert best_mask >= 0 and best_mask & compute_mask, "some cut holds a compute node"
+    cut = frozenset(ids[i] for i in range(n) if best_mask >> i & 1)
+    return Fraction(best_count, best_bandwidth) / unit, cut
+
+
+# --- LP ------------------------------------------------------------------------------
+
+
+def _lp_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+    """r* from the congestion LP (:func:`formulations.congestion.lp_cut_ratio`)."""
+    try:
+        from formulations.congestion import lp_cut_ratio
+    except ImportError as err:
+        raise MethodError(
+            f"method 'lp' is not available ({err}); use method 'combinatorial'"
+        ) from None
+    ratio, cut = lp_cut_ratio(topology)
+    return Fraction(ratio), frozenset(cut)

@@ -1,0 +1,348 @@
+"""Rounding a fractional tree packing (from the LP) into an integral schedule.
+
+The tree-packing LP (:mod:`formulations.tree_packing`) returns, for every
+compute root ``r``, spanning out-trees ``T`` with rational weights ``w(r, T)``
+summing to 1: root ``r``'s shard is split in the proportions ``w`` and tree
+``T`` carries its share. A link's load is ``sum of w(r, T) * uses(link, T)``
+and the LP's value ``t`` is the largest ``load / capacity``.
+
+:func:`round_packing` turns this into an ordinary :class:`~optcoll.schedule.Schedule`
+with physical paths:
+
+1. **Physical trees.** On a switch topology the LP runs on the switch-free
+   logical graph of :func:`optcoll.splitting.split_switches`, where a logical arc
+   ``(u, v)`` of capacity ``c`` is realised by physical paths ``p`` with
+   capacities ``c_p`` summing to ``c``. The total weight ``W`` on the arc is
+   shared among its paths in proportion ``c_p / c`` by laying the trees' weights
+   and the paths' quotas ``W * c_p / c`` on the same interval ``[0, W)``; a tree
+   is cut where a path boundary falls inside it. The flow on a path is then at
+   most ``t * c_p``, so the physical loads stay within ``t`` times the link
+   capacities the splitting accounted for. The number of physical trees is at
+   most the number of LP trees plus the number of extra paths. On a
+   direct-connect topology every arc is its own one-link path.
+2. **Exact mode** (``K=None``): ``k`` is the common denominator of all weights
+   and tree ``T`` gets ``w * k`` chunks, so the schedule's time factor is exactly
+   the LP's ``t`` (in the topology's bandwidth units).
+3. **Bounded mode** (``K`` given): each root's weights times ``K`` are rounded to
+   integers summing to ``K`` by largest remainder (ties to the earlier tree),
+   then a local search repairs overloaded links: it moves one chunk between two
+   trees of the same root whenever that lowers the maximum ``load / capacity``,
+   or keeps it and lowers the number of links attaining it, until no such move
+   exists. The result can never beat the best K-chunk schedule
+   (:func:`optcoll.packing.pack_arborescences` with ``k=K``).
+
+Complexity: step 1 is linear in the packing size; the local search costs
+``O(moves * L)`` per round for ``L`` links, moves being pairs of trees of one
+root of which the first uses a bottleneck link.
+
+Examples
+--------
+>>> from fractions import Fraction
+>>> from optcoll.topology import TopologyBuilder
+>>> b = TopologyBuilder("biring3")
+>>> for g in "abc": b.compute(g)
+>>> for u, v in ("ab", "bc", "ca"): b.link(u, v, 10, bidirectional=True)
+>>> ring = b.build()
+>>> half = Fraction(1, 2)
+>>> packing = [(r, ((r, x), (x, y)), half) for r, x, y in
+...            ("abc", "acb", "bca", "bac", "cab", "cba")]
+>>> exact = round_packing(ring, packing)
+>>> exact.k, len(exact.trees), exact.time_factor
+(2, 6, Fraction(1, 10))
+>>> round_packing(ring, packing, K=1).time_factor
+Fraction(1, 5)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Protocol
+
+from optcoll.exceptions import ScheduleError
+from optcoll.schedule import Schedule, Tree, TreeEdge
+from optcoll.topology import Topology
+
+__all__ = ["round_packing", "PathMap"]
+
+Arc = tuple[str, str]
+Path = tuple[str, ...]
+#: A physical tree: its root and, per logical arc in packing order, the physical path.
+_Shape = tuple[str, tuple[tuple[Arc, Path], ...]]
+
+
+class PathMap(Protocol):
+    """What rounding needs of :class:`optcoll.splitting.LogicalGraph`."""
+
+    capacity: Mapping[Arc, int]
+    paths: Mapping[Arc, Sequence[tuple[Path, int]]]
+
+
+def round_packing(
+    topology: Topology,
+    packing: Sequence[tuple[str, Sequence[Arc], Fraction]],
+    K: int | None = None,
+    *,
+    logical: PathMap | None = None,
+    cut_ratio: Fraction | None = None,
+) -> Schedule:
+    """Integral allgather schedule from a fractional tree packing.
+
+    Parameters
+    ----------
+    topology : Topology
+        The physical topology.
+    packing : sequence of (root, arcs, weight)
+        The LP's trees (``TreePackingResult.packing``): every compute node is a
+        root, each root's weights are positive Fractions summing to 1, and
+        ``arcs`` are the tree's arcs on ``logical`` (or on the topology's links
+        when it has no switches).
+    K : int, optional
+        Chunks per root. None: exact mode (``k`` = the weights' common denominator).
+    logical : LogicalGraph, optional
+        The switch-free graph the LP ran on; required when the topology has switches.
+    cut_ratio : Fraction, optional
+        r*, stored in the schedule and used for ``stats["ratio_to_cut_ratio"]``.
+
+    Returns
+    -------
+    Schedule
+        ``collective="allgather"``, with physical paths and the exact achieved
+        ``time_factor``; ``stats`` records the mode, tree count and ratios.
+
+    Raises
+    ------
+    ScheduleError
+        A root that is not a compute node, a compute node without trees, weights
+        that do not sum to 1, an arc that is neither a link nor a logical arc, or
+        ``K < 1``.
+
+    Examples
+    --------
+    >>> from optcoll.topology import TopologyBuilder
+    >>> b = TopologyBuilder("pair")
+    >>> b.compute("a"); b.compute("b"); b.link("a", "b", 5, bidirectional=True)
+    >>> s = round_packing(b.build(), [("a", (("a", "b"),), Fraction(1)),
+    ...                               ("b", (("b", "a"),), Fraction(1))])
+    >>> s.k, s.time_factor, s.trees[0].edges[0].path
+    (1, Fraction(1, 5), ('a', 'b'))
+    """
+    if K is not None and (isinstance(K, bool) or not isinstance(K, int) or K < 1):
+        raise ScheduleError(f"K (chunks per root) must be a positive integer, got {K!r}")
+    _check_packing(topology, packing, logical)
+    physical = _physical_trees(topology, packing, logical)
+    if K is None:
+        k = math.lcm(*(w.denominator for _, w in physical))
+        chunks = [int(w * k) for _, w in physical]
+        mode = "exact"
+    else:
+        k = K
+        chunks = _largest_remainder(topology, physical, K)
+        chunks = _local_search(topology, physical, chunks)
+        mode = f"largest remainder + local search, K = {K}"
+    trees = tuple(
+        Tree(root, c, tuple(TreeEdge(a[0], a[1], path) for a, path in edges))
+        for ((root, edges), _), c in zip(physical, chunks, strict=True)
+        if c > 0
+    )
+    time_factor = _time_factor(
+        topology, [(shape, c) for (shape, _), c in zip(physical, chunks, strict=True)], k
+    )
+    stats: dict[str, object] = {"rounding": mode, "trees": len(trees)}
+    if cut_ratio is not None:
+        stats["ratio_to_cut_ratio"] = float(time_factor / cut_ratio)
+    return Schedule(
+        "allgather",
+        topology.name,
+        topology.compute_nodes,
+        k,
+        trees,
+        cut_ratio=cut_ratio,
+        time_factor=time_factor,
+        stats=stats,
+    )
+
+
+# --- input and physical expansion ----------------------------------------------------
+
+
+def _check_packing(
+    topology: Topology,
+    packing: Sequence[tuple[str, Sequence[Arc], Fraction]],
+    logical: PathMap | None,
+) -> None:
+    if logical is None and topology.switch_nodes:
+        raise ScheduleError(
+            f"topology {topology.name!r} has switches: pass the logical graph the LP ran on "
+            f"(logical=split_switches(...))"
+        )
+    arcs = topology.capacity if logical is None else logical.paths
+    sums: dict[str, Fraction] = {}
+    for index, (root, tree_arcs, weight) in enumerate(packing):
+        if root not in topology.node or not topology.is_compute(root):
+            raise ScheduleError(f"packing[{index}]: root {root!r} is not a compute node")
+        if not isinstance(weight, Fraction | int) or weight <= 0:
+            raise ScheduleError(
+                f"packing[{index}] (root {root!r}): weight must be a positive Fraction, "
+                f"got {weight!r}"
+            )
+        for arc in tree_arcs:
+            if tuple(arc) not in arcs:
+                where = "link of the topology" if logical is None else "arc of the logical graph"
+                raise ScheduleError(
+                    f"packing[{index}] (root {root!r}): arc {arc[0]!r} -> {arc[1]!r} is not a "
+                    f"{where}"
+                )
+        sums[root] = sums.get(root, Fraction(0)) + Fraction(weight)
+    for root in topology.compute_nodes:
+        total = sums.get(root, Fraction(0))
+        if total != 1:
+            raise ScheduleError(f"packing: the weights of root {root!r} sum to {total}, expected 1")
+
+
+def _physical_trees(
+    topology: Topology,
+    packing: Sequence[tuple[str, Sequence[Arc], Fraction]],
+    logical: PathMap | None,
+) -> list[tuple[_Shape, Fraction]]:
+    """Split the LP trees where their arcs' weight moves from one physical path to the next.
+
+    Returns (shape, weight) pairs, identical shapes merged, in first-appearance order.
+    """
+    # Lay every arc's trees on [0, W) in packing order and its paths' quotas likewise.
+    offset: dict[tuple[int, Arc], Fraction] = {}
+    total: dict[Arc, Fraction] = {}
+    for index, (_, arcs, weight) in enumerate(packing):
+        for arc in arcs:
+            arc = tuple(arc)
+            offset[index, arc] = total.get(arc, Fraction(0))
+            total[arc] = offset[index, arc] + Fraction(weight)
+    # For each arc: path boundaries (cumulative quota ends) and the paths.
+    layout: dict[Arc, tuple[list[Fraction], list[Path]]] = {}
+    for arc, weight in total.items():
+        if logical is None:
+            layout[arc] = ([weight], [arc])
+            continue
+        pool = logical.paths[arc]
+        capacity = sum(c for _, c in pool)
+        ends, paths, running = [], [], Fraction(0)
+        for path, c in pool:
+            running += weight * Fraction(c, capacity)
+            ends.append(running)
+            paths.append(tuple(path))
+        layout[arc] = (ends, paths)
+
+    merged: dict[_Shape, Fraction] = {}
+    for index, (root, arcs, weight) in enumerate(packing):
+        arcs = [tuple(a) for a in arcs]
+        weight = Fraction(weight)
+        # Cut points of this tree's interval [0, weight), in tree-local coordinates.
+        cuts = {Fraction(0), weight}
+        for arc in arcs:
+            start = offset[index, arc]
+            for end in layout[arc][0]:
+                if start < end < start + weight:
+                    cuts.add(end - start)
+        points = sorted(cuts)
+        for lo, hi in zip(points, points[1:], strict=False):
+            edges = []
+            for arc in arcs:
+                ends, paths = layout[arc]
+                position = offset[index, arc] + lo  # the piece lies in one path's quota
+                which = next(i for i, end in enumerate(ends) if position < end)
+                edges.append((arc, paths[which]))
+            shape = (root, tuple(edges))
+            merged[shape] = merged.get(shape, Fraction(0)) + (hi - lo)
+    order = {c: i for i, c in enumerate(topology.compute_nodes)}
+    return sorted(merged.items(), key=lambda item: order[item[0][0]])
+
+
+# --- bounded K -----------------------------------------------------------------------
+
+
+def _largest_remainder(
+    topology: Topology, physical: Sequence[tuple[_Shape, Fraction]], K: int
+) -> list[int]:
+    chunks = [int(w * K) for _, w in physical]  # floor: weights are positive
+    for root in topology.compute_nodes:
+        members = [i for i, ((r, _), _) in enumerate(physical) if r == root]
+        missing = K - sum(chunks[i] for i in members)
+        by_remainder = sorted(members, key=lambda i: (-(physical[i][1] * K - chunks[i]), i))
+        for i in by_remainder[:missing]:
+            chunks[i] += 1
+    return chunks
+
+
+def _uses(shape: _Shape) -> dict[Arc, int]:
+    uses: dict[Arc, int] = {}
+    for _, path in shape[1]:
+        for u, v in zip(path, path[1:], strict=False):
+            uses[u, v] = uses.get((u, v), 0) + 1
+    return uses
+
+
+def _objective(topology: Topology, loads: Mapping[Arc, int]) -> tuple[Fraction, int]:
+    """(max load / bandwidth, number of links attaining it): smaller is better."""
+    ratios = [Fraction(load) / topology.capacity[arc] for arc, load in loads.items() if load]
+    worst = max(ratios, default=Fraction(0))
+    return worst, ratios.count(worst)
+
+
+def _local_search(
+    topology: Topology, physical: Sequence[tuple[_Shape, Fraction]], chunks: list[int]
+) -> list[int]:
+    """Move single chunks between trees of one root while the objective improves."""
+    chunks = list(chunks)
+    uses = [_uses(shape) for shape, _ in physical]
+    roots = [shape[0] for shape, _ in physical]
+    loads: dict[Arc, int] = {}
+    for u, c in zip(uses, chunks, strict=True):
+        for arc, n in u.items():
+            loads[arc] = loads.get(arc, 0) + c * n
+    current = _objective(topology, loads)
+    improved = True
+    while improved:
+        improved = False
+        worst = current[0]
+        bottlenecks = {
+            arc
+            for arc, load in loads.items()
+            if load and Fraction(load) / topology.capacity[arc] == worst
+        }
+        for a, use_a in enumerate(uses):
+            if chunks[a] == 0 or not bottlenecks.intersection(use_a):
+                continue
+            for b, use_b in enumerate(uses):
+                if b == a or roots[b] != roots[a]:
+                    continue
+                _shift(loads, use_a, use_b, 1)
+                candidate = _objective(topology, loads)
+                if candidate < current:
+                    chunks[a] -= 1
+                    chunks[b] += 1
+                    current = candidate
+                    improved = True
+                    break
+                _shift(loads, use_a, use_b, -1)
+            if improved:
+                break
+    return chunks
+
+
+def _shift(
+    loads: dict[Arc, int], source: Mapping[Arc, int], target: Mapping[Arc, int], n: int
+) -> None:
+    """Move ``n`` chunks from a tree using ``source`` to one using ``target``."""
+    for arc, m in source.items():
+        loads[arc] -= n * m
+    for arc, m in target.items():
+        loads[arc] = loads.get(arc, 0) + n * m
+
+
+def _time_factor(topology: Topology, trees: Sequence[tuple[_Shape, int]], k: int) -> Fraction:
+    loads: dict[Arc, int] = {}
+    for shape, c in trees:
+        for arc, n in _uses(shape).items():
+            loads[arc] = loads.get(arc, 0) + c * n
+    return _objective(topology, loads)[0] / k

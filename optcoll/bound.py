@@ -39,7 +39,7 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -57,6 +57,9 @@ METHODS = ("combinatorial", "lp", "brute-force")
 
 #: Largest topology (in nodes, switches included) the brute-force method accepts.
 BRUTE_FORCE_MAX_NODES = 16
+
+#: What a method returns: r* (in 1/bandwidth_unit), a cut attaining it, work counters.
+_Solved = tuple[Fraction, frozenset[str], dict[str, int]]
 
 #: Bytes per second in one unit of the bandwidth units optcoll knows.
 _BYTES_PER_SECOND = {
@@ -105,6 +108,8 @@ class CutRatio:
         The method that computed it.
     seconds : float
         Wall-clock time of the computation, certificate check included.
+    stats : mapping
+        Work counters of the method (e.g. ``max_flows`` for the combinatorial one).
     """
 
     topology: Topology = field(repr=False, compare=False)
@@ -115,6 +120,7 @@ class CutRatio:
     cut_bandwidth: Fraction
     method: str
     seconds: float = field(compare=False)
+    stats: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def num_compute(self) -> int:
@@ -217,6 +223,7 @@ class CutRatio:
             "cut_description": self.describe_cut(),
             "method": self.method,
             "seconds": self.seconds,
+            "stats": dict(self.stats),
         }
 
 
@@ -249,7 +256,7 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     >>> optimal_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
     True
     """
-    solvers: dict[str, Callable[[Topology], tuple[Fraction, frozenset[str]]]] = {
+    solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _combinatorial_cut_ratio,
         "lp": _lp_cut_ratio,
         "brute-force": _brute_force_cut_ratio,
@@ -259,7 +266,7 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
             f"unknown bound method {method!r}; valid methods are {', '.join(METHODS)}"
         )
     start = time.perf_counter()
-    ratio, cut = solvers[method](topology)
+    ratio, cut, stats = solvers[method](topology)
     cut_compute = sum(1 for v in cut if topology.is_compute(v))
     cut_bandwidth = topology.cut_bandwidth(cut)
     if not (0 < cut_compute < topology.num_compute and cut_bandwidth > 0):
@@ -272,13 +279,13 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     _, unit = topology.integer_capacities()
     k = (ratio * unit).denominator
     seconds = time.perf_counter() - start
-    return CutRatio(topology, ratio, k, cut, cut_compute, cut_bandwidth, method, seconds)
+    return CutRatio(topology, ratio, k, cut, cut_compute, cut_bandwidth, method, seconds, stats)
 
 
 # --- combinatorial: parametric max-flow --------------------------------------------
 
 
-def _combinatorial_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     """r* by a Dinkelbach iteration over max-flows from a super source.
 
     Work in integer capacities ``c`` (:meth:`Topology.integer_capacities`) and a
@@ -287,124 +294,164 @@ def _combinatorial_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[st
     ``p*c``. A cut ``X ∪ {s}`` separating ``s`` from compute node ``v`` then has
     capacity ``p*B+(X) + q*(N - |X ∩ Vc|)``, which is ``>= N*q`` exactly when
     ``|X ∩ Vc| / B+(X) <= p/q``. So ``p/q >= r*`` iff ``maxflow(s, v) >= N*q``
-    for every compute ``v``, and a smaller flow's minimum cut is a cut with
-    ratio ``> p/q``: the next candidate (Dinkelbach's step, which makes the
-    ratios increase to r* in finitely many steps).
+    for every compute ``v`` (rooted connectivity), and a smaller flow's minimum
+    cut is a cut with ratio ``> p/q``: the next candidate (Dinkelbach's step;
+    the candidates increase to r* in finitely many steps).
 
-    Two facts keep the number of max-flows near ``N``. The condition is monotone
-    in ``p/q``, so a sink that passed stays passed when the candidate grows:
-    one pass over the sinks suffices. And, as in Hao and Orlin's minimum-cut
-    algorithm, sinks already passed can be merged into the source (here: their
-    source arc gets capacity ``N*q``): a violated cut that excludes the i-th
-    sink either contains every earlier sink or was already found at the first
-    earlier sink it excludes. This makes the later flows short.
+    Three facts keep the work near ``N`` small max-flows:
+
+    * The condition is monotone in ``p/q``, so a sink that passed stays passed
+      when the candidate grows: one pass over the sinks suffices.
+    * As in Hao and Orlin's minimum-cut algorithm, sinks already passed are
+      merged into the source (their source arc gets capacity ``N*q``): a
+      violated cut that excludes the i-th sink either contains every earlier
+      sink or was already found at the first earlier sink it excludes.
+    * Before running a max-flow to sink ``t``, arc-disjoint paths ``x -> t`` and
+      ``x -> w -> t`` from the merged source set give a flow that may already
+      reach ``N*q``; then the max-flow is skipped. (In a DGX box, once one GPU
+      is merged, the NVSwitch paths certify every other GPU of the box.)
 
     The candidate starts at the best of a few cheap cuts (single compute nodes,
     all nodes but one compute node, each node group and its complement).
 
-    Complexity: ``N + (number of improvements)`` max-flows on ``V + 1`` nodes and
-    ``E + N`` arcs, each ``O(V^2 E)`` (Dinic).
+    Complexity: at most ``N + (number of improvements)`` max-flows on ``V + 1``
+    nodes and ``E + N`` arcs, each ``O(V^2 E)`` (Dinic), plus ``O(E)`` per sink.
     """
-    caps, _ = topology.integer_capacities()
+    caps, unit = topology.integer_capacities()
     ids = topology.node_ids
     index = {v: i for i, v in enumerate(ids)}
     n = len(ids)
     source = n
-    compute = np.array([index[v] for v in topology.compute_nodes], dtype=np.int64)
+    compute = [index[v] for v in topology.compute_nodes]
     num_compute = len(compute)
+    is_compute = [topology.node[v].is_compute for v in ids]
     link_tails = np.array([index[u] for u, _ in caps], dtype=np.int64)
     link_heads = np.array([index[v] for _, v in caps], dtype=np.int64)
     link_caps = list(caps.values())
+    in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for (u, v), c in caps.items():
+        in_arcs[index[v]].append((index[u], c))
+        out_arcs[index[u]].append((index[v], c))
     tails = np.concatenate([link_tails, np.full(num_compute, source)])
-    heads = np.concatenate([link_heads, compute])
+    heads = np.concatenate([link_heads, np.array(compute, dtype=np.int64)])
 
     best, best_cut = _starting_cut(topology, caps)
     p, q = best.numerator, best.denominator
-    # p <= N and q <= sum(link_caps), so every capacity and sum is below this bound
+    # p <= N and q <= sum(link_caps), so every capacity and sum stays below this bound
     fits = num_compute * sum(link_caps) * (len(tails) + 1) < 2**62
     link_caps_np = np.array(link_caps, dtype=np.int64) if fits else None
-    merged = np.zeros(num_compute, dtype=bool)
+    merged = [False] * n  # compute nodes merged into the source
+    merged_in = [0] * n  # capacity (unscaled) entering each node from merged nodes
     network: FlowNetwork | None = None
+    built_for: tuple[int, int, int] | None = None
+    max_flows = skipped = improvements = 0
 
-    def network_for(p: int, q: int) -> FlowNetwork:
-        if link_caps_np is not None:
-            source_caps = np.where(merged, num_compute * q, q)
-            capacities: Any = np.concatenate([p * link_caps_np, source_caps])
-        else:
-            capacities = [p * c for c in link_caps]
-            capacities += [num_compute * q if m else q for m in merged.tolist()]
-        if network is None:
-            return FlowNetwork(n + 1, tails, heads, capacities)
-        return network.with_capacities(capacities)
+    def local_flow(t: int) -> int:
+        """Value of the arc-disjoint paths s -> t, x -> t and x -> w -> t (x merged)."""
+        value = q
+        for w, c in in_arcs[t]:
+            if merged[w]:
+                value += p * c
+            else:
+                value += min(p * c, p * merged_in[w] + (q if is_compute[w] else 0))
+        return value
 
-    for i, sink in enumerate(compute.tolist()):
+    for position, sink in enumerate(compute):
         while True:
-            network = network_for(p, q)
+            if local_flow(sink) >= num_compute * q:
+                skipped += 1
+                break
+            if built_for != (p, q, position):
+                merged_sources = [merged[c] for c in compute]
+                if link_caps_np is not None:
+                    source_caps = np.where(merged_sources, num_compute * q, q)
+                    capacities: Any = np.concatenate([p * link_caps_np, source_caps])
+                else:
+                    capacities = [p * c for c in link_caps]
+                    capacities += [num_compute * q if m else q for m in merged_sources]
+                if network is None:
+                    network = FlowNetwork(n + 1, tails, heads, capacities)
+                else:
+                    network = network.with_capacities(capacities)
+                built_for = (p, q, position)
             flow = network.max_flow(source, sink)
+            max_flows += 1
             if flow.value >= num_compute * q:
                 break
             side = flow.source_side[:n]
-            inside = side[link_tails] & ~side[link_heads]
-            cut_compute = int(side[compute].sum())
+            leaving = side[link_tails] & ~side[link_heads]
+            cut_compute = sum(1 for c in compute if side[c])
             if link_caps_np is not None:
-                cut_bandwidth = int(link_caps_np[inside].sum())
+                cut_bandwidth = int(link_caps_np[leaving].sum())
             else:
-                cut_bandwidth = sum(c for c, x in zip(link_caps, inside.tolist(), strict=True) if x)
+                cut_bandwidth = sum(
+                    c for c, x in zip(link_caps, leaving.tolist(), strict=True) if x
+                )
             improved = Fraction(cut_compute, cut_bandwidth)
             assert improved > Fraction(p, q), "a violated cut must beat the candidate"
             p, q = improved.numerator, improved.denominator
             best_cut = frozenset(ids[j] for j in np.flatnonzero(side).tolist())
-        merged[i] = True
-    _, unit = topology.integer_capacities()
-    return Fraction(p, q) / unit, best_cut
+            improvements += 1
+        merged[sink] = True
+        for w, c in out_arcs[sink]:
+            merged_in[w] += c
+    stats = {"max_flows": max_flows, "sinks_passed_locally": skipped, "improvements": improvements}
+    return Fraction(p, q) / unit, best_cut, stats
 
 
 def _starting_cut(
     topology: Topology, caps: dict[tuple[str, str], int]
 ) -> tuple[Fraction, frozenset[str]]:
-    """The best (in integer units) of a few cheap cuts, a lower bound on r*."""
-    compute = set(topology.compute_nodes)
+    """The best (in integer units) of a few cheap cuts, a lower bound on r*.
+
+    Candidates: each compute node alone, all nodes but one compute node, each
+    node group, and all nodes outside one group. ``O(V + E)``.
+    """
+    compute = topology.compute_nodes
+    everything = frozenset(topology.node_ids)
+    group_of = {node.id: node.group for node in topology.nodes}
+    members: dict[str, set[str]] = {}
+    for node in topology.nodes:
+        if node.group is not None:
+            members.setdefault(node.group, set()).add(node.id)
     out_cap = dict.fromkeys(topology.node_ids, 0)
     in_cap = dict.fromkeys(topology.node_ids, 0)
+    group_out = dict.fromkeys(members, 0)
+    group_in = dict.fromkeys(members, 0)
     for (u, v), c in caps.items():
         out_cap[u] += c
         in_cap[v] += c
-    everything = frozenset(topology.node_ids)
-    candidates: list[frozenset[str]] = []
-    for v in topology.compute_nodes:
-        candidates.append(frozenset([v]))
-        candidates.append(everything - {v})
-    groups: dict[str, set[str]] = {}
-    for node in topology.nodes:
-        if node.group is not None:
-            groups.setdefault(node.group, set()).add(node.id)
-    for members in groups.values():
-        candidates.append(frozenset(members))
-        candidates.append(everything - members)
-    best: tuple[Fraction, frozenset[str]] | None = None
-    for side in candidates:
-        inside = len(side & compute)
-        if not 0 < inside < len(compute):
-            continue
-        if len(side) == 1:
-            (v,) = side
-            bandwidth = out_cap[v]
-        elif len(side) == len(everything) - 1:
-            (v,) = everything - side
-            bandwidth = in_cap[v]
-        else:
-            bandwidth = sum(c for (u, v), c in caps.items() if u in side and v not in side)
-        ratio = Fraction(inside, bandwidth)
-        if best is None or ratio > best[0]:
-            best = (ratio, side)
+        gu, gv = group_of[u], group_of[v]
+        if gu != gv:
+            if gu is not None:
+                group_out[gu] += c
+            if gv is not None:
+                group_in[gv] += c
+    # (|S ∩ Vc|, B+(S), nodes named, whether S is those nodes or all others)
+    candidates: list[tuple[int, int, Iterable[str], bool]] = []
+    for v in compute:
+        candidates.append((1, out_cap[v], [v], True))
+        candidates.append((len(compute) - 1, in_cap[v], [v], False))
+    for g, ids in members.items():
+        inside = sum(1 for v in ids if topology.is_compute(v))
+        candidates.append((inside, group_out[g], ids, True))
+        candidates.append((len(compute) - inside, group_in[g], ids, False))
+    best: tuple[Fraction, Iterable[str], bool] | None = None
+    for inside, bandwidth, named, named_inside in candidates:
+        if 0 < inside < len(compute):
+            ratio = Fraction(inside, bandwidth)
+            if best is None or ratio > best[0]:
+                best = (ratio, named, named_inside)
     assert best is not None, "a topology has at least two compute nodes"
-    return best
+    ratio, named, named_inside = best
+    return ratio, frozenset(named) if named_inside else everything - frozenset(named)
 
 
 # --- brute force -------------------------------------------------------------------
 
 
-def _brute_force_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+def _brute_force_cut_ratio(topology: Topology) -> _Solved:
     """r* by enumerating all ``2^V`` node sets (``V <= 16``), exact integers.
 
     Among the sets attaining r*, the one with the smallest bit mask (node ``i``
@@ -442,13 +489,13 @@ def _brute_force_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]
             best_count, best_bandwidth, best_mask = count, bw, mask
     assert best_mask >= 0 and best_mask & compute_mask, "some cut holds a compute node"
     cut = frozenset(ids[i] for i in range(n) if best_mask >> i & 1)
-    return Fraction(best_count, best_bandwidth) / unit, cut
+    return Fraction(best_count, best_bandwidth) / unit, cut, {"cuts_enumerated": 1 << n}
 
 
 # --- LP ------------------------------------------------------------------------------
 
 
-def _lp_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
+def _lp_cut_ratio(topology: Topology) -> _Solved:
     """r* from the congestion LP (:func:`formulations.congestion.lp_cut_ratio`)."""
     try:
         from formulations.congestion import lp_cut_ratio
@@ -457,4 +504,4 @@ def _lp_cut_ratio(topology: Topology) -> tuple[Fraction, frozenset[str]]:
             f"method 'lp' is not available ({err}); use method 'combinatorial'"
         ) from None
     ratio, cut = lp_cut_ratio(topology)
-    return Fraction(ratio), frozenset(cut)
+    return Fraction(ratio), frozenset(cut), {}

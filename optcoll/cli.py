@@ -75,6 +75,46 @@ _COMMANDS: list[
 ] = []
 
 
+# --- bound (issue 3): exact optimal cut ratio -----------------------------------------
+
+
+def _add_bound(parser: argparse.ArgumentParser) -> None:
+    from optcoll.bound import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--method",
+        default="combinatorial",
+        choices=METHODS,
+        help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_bound(args: argparse.Namespace) -> int:
+    from optcoll.bound import optimal_cut_ratio
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    result = optimal_cut_ratio(topology, args.method)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    unit = topology.bandwidth_unit
+    data = result.to_dict()
+    work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
+        ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
+        ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
+        ("bottleneck cut", result.describe_cut()),
+        ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
+    ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+
+
 # --- verify ---------------------------------------------------------------------------
 
 
@@ -232,7 +272,12 @@ def _run_plot(args: argparse.Namespace) -> int:
 
 
 _COMMANDS.append(
-    ("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
+    (
+        "bound",
+        "exact optimal allgather cut ratio r* and its bottleneck cut",
+        _add_bound,
+        _run_bound,
+    )("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
 )
 
 

@@ -197,8 +197,7 @@ class FlowNetwork:
             else:
                 pair_cap = np.zeros(arcs.num_pairs, dtype=np.int64)
                 np.add.at(pair_cap, arcs.arc_pair[valid], self._arc_cap[valid])
-            self._out_cap = _int_bincount(arcs.rows, pair_cap, arcs.n)
-            self._in_cap = _int_bincount(arcs.cols, pair_cap, arcs.n)
+            self._total_cap = int(pair_cap.sum())
             both = pair_cap + np.where(arcs.reverse >= 0, pair_cap[arcs.reverse], 0)
             self._int32_ok = bool(both.max(initial=0) <= _INT32_MAX)
         else:
@@ -206,11 +205,7 @@ class FlowNetwork:
             for j, c in zip(arcs.arc_pair.tolist(), self._arc_cap, strict=True):
                 if j >= 0:
                     pair_cap[j] += c
-            self._out_cap = [0] * arcs.n
-            self._in_cap = [0] * arcs.n
-            for (u, v), c in zip(arcs.pairs, pair_cap, strict=True):
-                self._out_cap[u] += c
-                self._in_cap[v] += c
+            self._total_cap = sum(pair_cap)
             self._int32_ok = False
         self._pair_cap = pair_cap
         if engine == "scipy" and not self._int32_ok:
@@ -253,7 +248,7 @@ class FlowNetwork:
                 raise SolveError(f"{name} {x} is outside 0..{n - 1}")
         if s == t:
             raise SolveError(f"source and sink must differ, both are {s}")
-        bound = min(int(self._out_cap[s]), int(self._in_cap[t]))
+        bound = self._flow_bound(s, t)
         if self.engine == "scipy" and bound > _INT32_MAX:
             raise SolveError(
                 f"engine 'scipy': flow bound {bound} from {s} to {t} exceeds int32; "
@@ -270,6 +265,23 @@ class FlowNetwork:
             self._python_graph = _DinicGraph(n, self._arcs.pairs, list(map(int, self._pair_cap)))
         value, pair_flow = self._python_graph.run(s, t)
         return MaxFlow(value, "python", self, s, pair_flow)
+
+    def _flow_bound(self, s: int, t: int) -> int:
+        """An upper bound on the s-t flow value: the total capacity if that fits in
+        int32, else min(out-capacity of s, in-capacity of t)."""
+        if self._total_cap <= _INT32_MAX:
+            return self._total_cap
+        out_cap, in_cap = self._node_capacities
+        return min(out_cap[s], in_cap[t])
+
+    @cached_property
+    def _node_capacities(self) -> tuple[list[int], list[int]]:
+        """Total capacity leaving and entering every node (Python ints)."""
+        out_cap, in_cap = [0] * self.num_nodes, [0] * self.num_nodes
+        for (u, v), c in zip(self._arcs.pairs, self._pair_cap, strict=True):
+            out_cap[u] += int(c)
+            in_cap[v] += int(c)
+        return out_cap, in_cap
 
     # --- certificate and per-arc flows (on demand) -----------------------------------
 
@@ -325,12 +337,6 @@ class FlowNetwork:
         side = np.zeros(n, dtype=bool)
         side[order] = True
         return side
-
-
-def _int_bincount(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, index, values)
-    return out
 
 
 def _capacity_vector(capacities: Sequence[int], arcs: _Arcs) -> np.ndarray | list[int]:

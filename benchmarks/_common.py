@@ -1,0 +1,124 @@
+"""Shared helpers for the benchmark scripts: reference figures, timing, peak memory.
+
+The reference file lives outside the repository, at
+``../shared/reference/reference.json`` relative to the repository root. Scripts
+print seconds, peak memory and the ratio to ``reference_seconds_2core``.
+
+Example (from the repository root)::
+
+    from benchmarks._common import measure, reference_seconds
+    m = measure(lambda: sum(range(10**6)))
+    print(m.seconds, m.peak_mib, reference_seconds("bound", "dgx-a100:16"))
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+#: ``../shared/reference/reference.json`` relative to the repository root.
+REFERENCE_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reference.json"
+
+
+@cache
+def load_reference() -> dict[str, Any]:
+    """The reference figures; exits with a clear message if the file is missing."""
+    if not REFERENCE_PATH.exists():
+        sys.exit(
+            f"benchmark reference file not found: {REFERENCE_PATH}\n"
+            "(expected ../shared/reference/reference.json next to the repository)"
+        )
+    return json.loads(REFERENCE_PATH.read_text())
+
+
+def reference_seconds(kind: str, spec: str) -> float | None:
+    """Reference wall-clock seconds (2 cores) for ``kind`` ("bound", "trees") and a spec."""
+    return load_reference()["reference_seconds_2core"].get(kind, {}).get(spec)
+
+
+def reference_optimum(spec: str) -> dict[str, Any] | None:
+    """The reference optimum entry for a spec such as ``"dgx-a100:16"``."""
+    family, _, boxes = spec.partition(":")
+    for entry in load_reference()["optima"]:
+        if entry["topology"] == family and str(entry["boxes"]) == (boxes or "1"):
+            return entry
+    return None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Timing and memory of one benchmarked call.
+
+    ``seconds`` is the median wall-clock time of ``repeat`` runs (without
+    tracing); ``peak_mib`` the tracemalloc peak of one extra traced run (Python
+    allocations, numpy buffers included); ``maxrss_mib`` the process's peak
+    resident set size so far.
+    """
+
+    seconds: float
+    all_seconds: tuple[float, ...]
+    peak_mib: float
+    maxrss_mib: float
+    result: Any
+
+
+def measure(function: Callable[[], Any], repeat: int = 3, trace_memory: bool = True) -> Measurement:
+    """Time ``function()`` ``repeat`` times and measure its peak memory once."""
+    times = []
+    result = None
+    for _ in range(max(repeat, 1)):
+        gc.collect()
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    peak = math.nan
+    if trace_memory:
+        gc.collect()
+        tracemalloc.start()
+        function()
+        _, peak_bytes = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        peak = peak_bytes / 2**20
+    return Measurement(statistics.median(times), tuple(times), peak, maxrss_mib(), result)
+
+
+def maxrss_mib() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 2**10
+
+
+def growth_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
+    """Least-squares slope of log(seconds) against log(size): cost ~ size**slope."""
+    xs = [math.log(s) for s in sizes]
+    ys = [math.log(t) for t in seconds]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A plain left/right-aligned text table on stdout."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for j, row in enumerate(cells):
+        print(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if j == 0:
+            print("  ".join("-" * w for w in widths))

@@ -1,0 +1,249 @@
+"""The exact optimal cut ratio: reference optima, brute-force cross-checks, certificates, CLI."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optcoll.bound import METHODS, CutRatio, optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.exceptions import MethodError
+from optcoll.io import load_topology
+from optcoll.topology import Link, Node, Topology
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reference.json"
+
+
+def _reference_optima() -> list[dict]:
+    if not REFERENCE.exists():
+        return []
+    return json.loads(REFERENCE.read_text())["optima"]
+
+
+def _spec(entry: dict) -> str:
+    return f"{entry['topology']}:{entry['boxes']}"
+
+
+def _marks(entry: dict) -> list:
+    return [pytest.mark.slow] if entry["num_compute"] >= 256 else []
+
+
+def check_certificate(topology: Topology, result: CutRatio) -> None:
+    """The bottleneck cut is a valid cut whose ratio, recomputed here, is r*."""
+    cut = result.bottleneck_cut
+    compute = [v for v in cut if topology.is_compute(v)]
+    assert 0 < len(compute) < topology.num_compute
+    bandwidth = sum(
+        (c for (u, v), c in topology.capacity.items() if u in cut and v not in cut), Fraction(0)
+    )
+    assert bandwidth == result.cut_bandwidth
+    assert len(compute) == result.cut_compute
+    assert Fraction(len(compute)) / bandwidth == result.ratio
+
+
+# --- reference optima ----------------------------------------------------------------
+
+
+def test_reference_file_is_present():
+    assert _reference_optima(), f"missing {REFERENCE}"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param(e, id=_spec(e), marks=_marks(e)) for e in _reference_optima()],
+)
+def test_reference_optimum_reproduced(entry):
+    topology = load_topology(_spec(entry))
+    assert topology.num_compute == entry["num_compute"]
+    result = optimal_cut_ratio(topology)
+    data = result.to_dict()
+    assert data["cut_ratio"] == entry["cut_ratio"]
+    assert round(result.algbw, 3) == pytest.approx(entry["algbw"], abs=1e-3)
+    if "k" in entry:
+        assert result.k == entry["k"]
+        assert result.U == entry["k"] * Fraction(entry["cut_ratio"])
+    check_certificate(topology, result)
+
+
+def test_forestcoll_pairs_from_the_issue():
+    dgx = optimal_cut_ratio(load_topology("dgx-a100:2"))
+    assert (dgx.ratio, dgx.k, dgx.U) == (Fraction(3, 65), 13, Fraction(3, 5))
+    # in integer capacity units (25 GB/s) r* = 15/13, ForestColl's U = 15 over k = 13
+    assert dgx.ratio * 25 == Fraction(15, 13)
+    mi = optimal_cut_ratio(load_topology("mi250:2"))
+    assert (mi.ratio, mi.k) == (Fraction(15, 166), 83)
+
+
+# --- random topologies: combinatorial == brute force ---------------------------------
+
+BANDWIDTHS = [1, 2, 3, 7, 25, 50, 300, 12.5, 0.1, Fraction(1, 3), 2.75]
+
+
+@st.composite
+def topologies(draw, max_compute=5, max_switches=3, bandwidths=BANDWIDTHS):
+    """Small random topologies: switches or not, asymmetric and parallel links.
+
+    A random cycle through the compute nodes (some hops relayed by a switch)
+    makes them mutually reachable; extra random links are added on top.
+    """
+    num_compute = draw(st.integers(2, max_compute))
+    num_switches = draw(st.integers(0, max_switches))
+    compute = [f"c{i}" for i in range(num_compute)]
+    switches = [f"s{i}" for i in range(num_switches)]
+    groups = draw(
+        st.lists(
+            st.sampled_from([None, "box0", "box1"]),
+            min_size=num_compute + num_switches,
+            max_size=num_compute + num_switches,
+        )
+    )
+    nodes = [Node(v, "compute", g) for v, g in zip(compute, groups, strict=False)]
+    nodes += [Node(v, "switch", g) for v, g in zip(switches, groups[num_compute:], strict=True)]
+    bandwidth = st.sampled_from(bandwidths)
+    links = []
+    order = draw(st.permutations(compute))
+    for a, b in zip(order, order[1:] + order[:1], strict=True):
+        via = draw(st.sampled_from([None, *switches]))
+        both = draw(st.booleans())
+        if via is None:
+            links.append(Link(a, b, draw(bandwidth), bidirectional=both))
+        else:
+            links.append(Link(a, via, draw(bandwidth), bidirectional=both))
+            links.append(Link(via, b, draw(bandwidth), bidirectional=both))
+    everything = compute + switches
+    pairs = st.tuples(st.sampled_from(everything), st.sampled_from(everything)).filter(
+        lambda pair: pair[0] != pair[1]
+    )
+    for a, b in draw(st.lists(pairs, max_size=8)):
+        links.append(Link(a, b, draw(bandwidth), bidirectional=draw(st.booleans())))
+    return Topology("random", nodes, links)
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(topologies())
+def test_combinatorial_equals_brute_force(topology):
+    fast = optimal_cut_ratio(topology)
+    slow = optimal_cut_ratio(topology, "brute-force")
+    assert fast.ratio == slow.ratio
+    assert fast.k == slow.k
+    check_certificate(topology, fast)
+    check_certificate(topology, slow)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(topologies(max_compute=4, max_switches=2, bandwidths=[1, 10**12 + 1, Fraction(1, 7)]))
+def test_huge_capacity_ratios_use_exact_arithmetic(topology):
+    # integer capacities beyond int32: the max-flow falls back to Python ints
+    assert optimal_cut_ratio(topology).ratio == optimal_cut_ratio(topology, "brute-force").ratio
+
+
+@settings(derandomize=True, max_examples=30, deadline=None)
+@given(topologies(max_compute=4, max_switches=2))
+def test_no_cut_beats_the_optimum(topology):
+    r_star = optimal_cut_ratio(topology).ratio
+    ids = topology.node_ids
+    compute = set(topology.compute_nodes)
+    for size in range(1, len(ids)):
+        for side in combinations(ids, size):
+            inside = len(compute.intersection(side))
+            if 0 < inside < len(compute):
+                assert Fraction(inside) / topology.cut_bandwidth(side) <= r_star
+
+
+def test_parallel_links_add_up():
+    nodes = [Node("a"), Node("b")]
+    single = Topology("one", nodes, [Link("a", "b", 10, bidirectional=True)])
+    double = Topology(
+        "two", nodes, [Link("a", "b", 4, bidirectional=True), Link("a", "b", 6, bidirectional=True)]
+    )
+    assert optimal_cut_ratio(single).ratio == optimal_cut_ratio(double).ratio == Fraction(1, 10)
+
+
+def test_asymmetric_ring_is_limited_by_its_slowest_link():
+    # directed ring a -> b -> c -> a; the cut {a, b} leaves only through b -> c
+    nodes = [Node("a"), Node("b"), Node("c")]
+    links = [Link("a", "b", 30), Link("b", "c", 10), Link("c", "a", 20)]
+    result = optimal_cut_ratio(Topology("ring", nodes, links))
+    assert result.ratio == Fraction(2, 10)
+    assert result.bottleneck_cut == frozenset({"a", "b"})
+
+
+# --- result object -------------------------------------------------------------------
+
+
+def test_result_fields_and_words():
+    result = optimal_cut_ratio(load_topology("dgx-a100:4"))
+    assert result.ratio == Fraction(3, 25)
+    assert result.algbw_exact == Fraction(32 * 25, 3)
+    assert result.cut_compute == 24 and result.cut_bandwidth == 200
+    assert (
+        result.describe_cut() == "box1, box2, box3 plus ib0, ib1: 24 compute nodes behind 200 GB/s"
+    )
+    # 1 GB allgathered: each GPU's 1/32 GB crosses the cut at r* = 3/25 s per GB
+    assert result.allgather_time(10**9) == Fraction(1, 32) * Fraction(3, 25)
+    assert result.stats["max_flows"] >= 1
+
+
+def test_methods_agree_on_a_small_builtin():
+    topology = load_topology("dgx-a100:1")
+    brute = optimal_cut_ratio(topology, "brute-force")
+    assert brute.ratio == optimal_cut_ratio(topology).ratio == Fraction(7, 300)
+    # several cuts attain r*; brute force returns the one with the smallest bit mask
+    assert brute.describe_cut() == "every node except b0.gpu7: 7 compute nodes behind 300 GB/s"
+
+
+def test_lp_method_agrees_or_says_it_is_unavailable():
+    topology = load_topology("mi250:1")
+    try:
+        import formulations.congestion  # noqa: F401
+    except ImportError:
+        with pytest.raises(MethodError, match="not available"):
+            optimal_cut_ratio(topology, "lp")
+        return
+    result = optimal_cut_ratio(topology, "lp")
+    assert result.ratio == Fraction(7, 150)
+    check_certificate(topology, result)
+
+
+def test_bad_methods_are_rejected():
+    topology = load_topology("dgx-a100:2")
+    with pytest.raises(MethodError, match="valid methods are combinatorial, lp, brute-force"):
+        optimal_cut_ratio(topology, "simplex")
+    with pytest.raises(MethodError, match="at most 16 nodes; topology 'dgx-a100:2' has 36"):
+        optimal_cut_ratio(topology, "brute-force")
+    assert METHODS == ("combinatorial", "lp", "brute-force")
+
+
+# --- CLI -----------------------------------------------------------------------------
+
+
+def test_cli_json(capsys):
+    assert main(["bound", "mi250:2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["topology"] == "mi250:2"
+    assert data["num_compute"] == 32
+    assert data["cut_ratio"] == "15/166"
+    assert data["U"] == "15/2" and data["k"] == 83
+    assert data["algbw"] == pytest.approx(354.1333333)
+    assert data["method"] == "combinatorial"
+    assert data["seconds"] >= 0
+    topology = load_topology("mi250:2")
+    cut = set(data["bottleneck_cut"])
+    assert data["cut_compute"] == len(cut & set(topology.compute_nodes))
+    assert Fraction(data["cut_bandwidth"]) == topology.cut_bandwidth(cut)
+    assert Fraction(data["cut_compute"]) / Fraction(data["cut_bandwidth"]) == Fraction(15, 166)
+
+
+def test_cli_table_and_errors(capsys):
+    assert main(["bound", "dgx-a100:2"]) == 0
+    out = capsys.readouterr().out
+    assert "3/65 per GB/s" in out and "13 trees per root" in out
+    assert "15 compute nodes behind 325 GB/s" in out
+    assert main(["bound", "dgx-a100:2", "--method", "brute-force"]) == 2
+    assert "at most 16 nodes" in capsys.readouterr().err

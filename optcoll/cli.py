@@ -281,5 +281,76 @@ _COMMANDS.append(
 )
 
 
+# --- trees ----------------------------------------------------------------------------
+
+
+def _add_trees(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="chunks per root (default: the k that reaches the optimum r*)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _run_trees(args: argparse.Namespace) -> int:
+    import time
+
+    from optcoll.io import load_topology, write_document
+    from optcoll.packing import pack_arborescences
+
+    topology = load_topology(args.topo)
+    started = time.perf_counter()
+    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    if args.output:
+        write_document(schedule.to_dict(), args.output)
+    stats = dict(schedule.stats)
+    if args.json:
+        _print_json(
+            {
+                "topology": topology.name,
+                "collective": schedule.collective,
+                "cut_ratio": _ratio(schedule.cut_ratio),
+                "k": schedule.k,
+                "time_factor": _ratio(schedule.time_factor),
+                "algbw": round(schedule.algbw, 3),
+                **stats,
+                "output": args.output,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
+    print(f"r*           {_ratio(schedule.cut_ratio)}")
+    print(f"k            {schedule.k}")
+    print(
+        f"time factor  {_ratio(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
+        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
+    )
+    print(
+        f"trees        {stats['trees']} (height max {stats['max_height']}, "
+        f"mean {stats['mean_height']}), {stats['total_sends']} sends"
+    )
+    if args.output:
+        print(f"schedule     {args.output}")
+    print(f"seconds      {seconds:.2f}")
+    return 0
+
+
+_COMMANDS.append(
+    (
+        "trees",
+        "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)",
+        _add_trees,
+        _run_trees,
+    )
+)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,148 @@
+"""Switch removal by edge splitting: checked with networkx max-flows, independently."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optcoll.exceptions import SolveError
+from optcoll.splitting import LogicalGraph, min_rooted_connectivity, split_switches
+from optcoll.topologies import build
+from optcoll.topology import Topology, TopologyBuilder
+
+
+def rooted_connectivity(capacity, root_capacity, sinks):
+    """min over sinks of maxflow(s, v), by networkx (independent of optcoll.maxflow)."""
+    g = nx.DiGraph()
+    for (u, v), c in capacity.items():
+        g.add_edge(u, v, capacity=c)
+    for r, c in root_capacity.items():
+        g.add_edge("__source__", r, capacity=c)
+    return min(nx.maximum_flow_value(g, "__source__", v) for v in sinks)
+
+
+def check_logical(topology: Topology, link_capacity, root_capacity, requirement, g: LogicalGraph):
+    """Every property split_switches promises, checked from scratch."""
+    compute = set(topology.compute_nodes)
+    assert set(g.compute_nodes) == compute
+    link_use: dict[tuple[str, str], int] = {}
+    for arc, c in g.capacity.items():
+        assert arc[0] in compute and arc[1] in compute and arc[0] != arc[1]
+        assert c > 0
+        assert sum(pc for _, pc in g.paths[arc]) == c
+        for path, pc in g.paths[arc]:
+            assert path[0] == arc[0] and path[-1] == arc[1]
+            assert all(not topology.is_compute(x) for x in path[1:-1]), path
+            for a, b in zip(path, path[1:], strict=False):
+                assert (a, b) in topology.capacity, (a, b)
+                link_use[(a, b)] = link_use.get((a, b), 0) + pc
+    for link, used in link_use.items():
+        assert used <= link_capacity[link], link
+    assert rooted_connectivity(g.capacity, root_capacity, compute) >= requirement
+
+
+def allgather_input(topology: Topology, U: int, k: int):
+    caps, _ = topology.integer_capacities()
+    return (
+        {e: U * c for e, c in caps.items()},
+        dict.fromkeys(topology.compute_nodes, k),
+        k * topology.num_compute,
+    )
+
+
+@pytest.mark.parametrize(("spec", "U", "k"), [("dgx-a100:2", 15, 13), ("mi250:2", 15, 83)])
+def test_builtin_allgather_splitting(spec, U, k):
+    topology = build(spec)
+    args = allgather_input(topology, U, k)
+    g = split_switches(topology, *args)
+    check_logical(topology, *args, g)
+    # the condition is tight at r*: one unit less of U breaks it, so the test is not vacuous
+    with pytest.raises(SolveError, match="rooted connectivity"):
+        split_switches(topology, *allgather_input(topology, U - 1, k))
+
+
+def test_broadcast_form_single_root():
+    topology = build("dgx-a100:2")
+    caps, _ = topology.integer_capacities()
+    root = topology.compute_nodes[3]
+    # the other box is reached through its 8 NICs of 1 unit each: 8 is the most a root can send
+    g = split_switches(topology, caps, {root: 8}, 8)
+    check_logical(topology, caps, {root: 8}, 8, g)
+    with pytest.raises(SolveError, match="rooted connectivity 8 < requirement 9"):
+        split_switches(topology, caps, {root: 9}, 9)
+
+
+def test_switch_with_less_in_than_out_capacity_is_named():
+    b = TopologyBuilder("lopsided")
+    for c in ("a", "b", "c"):
+        b.compute(c)
+    b.switch("hub")
+    b.link("a", "hub", 1)
+    for c in ("a", "b", "c"):
+        b.link("hub", c, 2)
+    b.link("b", "a", 5)
+    b.link("c", "a", 5)
+    topology = b.build()
+    caps, _ = topology.integer_capacities()
+    with pytest.raises(SolveError, match="'hub'"):
+        split_switches(topology, caps, dict.fromkeys("abc", 1), 1)
+
+
+def test_bad_capacity_names_the_link():
+    topology = build("dgx-a100:1")
+    with pytest.raises(SolveError, match="not a link"):
+        split_switches(topology, {("b0.gpu0", "b0.gpu1"): 1}, {"b0.gpu0": 1}, 1)
+
+
+def test_min_rooted_connectivity_against_networkx():
+    arcs = {(0, 1): 3, (1, 2): 1, (2, 0): 4, (0, 2): 2}
+    roots = {0: 1, 1: 2}
+    names = {(u, v): c for (u, v), c in arcs.items()}
+    assert min_rooted_connectivity(3, arcs, roots, [0, 1, 2]) == rooted_connectivity(
+        names, roots, [0, 1, 2]
+    )
+
+
+@st.composite
+def switched_topologies(draw):
+    """Small connected topologies with symmetric bidirectional links at the switches."""
+    n_compute = draw(st.integers(2, 4))
+    n_switch = draw(st.integers(1, 3))
+    b = TopologyBuilder("random")
+    compute = [f"c{i}" for i in range(n_compute)]
+    switches = [f"s{i}" for i in range(n_switch)]
+    for c in compute:
+        b.compute(c)
+    for s in switches:
+        b.switch(s)
+    nodes = compute + switches
+    pairs = set()
+    for i in range(1, len(nodes)):  # a spanning tree keeps everything connected
+        j = draw(st.integers(0, i - 1))
+        pairs.add((nodes[j], nodes[i]))
+    extra = draw(st.lists(st.tuples(st.sampled_from(nodes), st.sampled_from(nodes)), max_size=5))
+    pairs |= {(u, v) for u, v in extra if u != v and (v, u) not in pairs}
+    for u, v in sorted(pairs):
+        b.link(u, v, draw(st.integers(1, 3)), bidirectional=True)
+    # one-way links between compute nodes do not bother the switches
+    for u, v in draw(
+        st.lists(st.tuples(st.sampled_from(compute), st.sampled_from(compute)), max_size=2)
+    ):
+        if u != v:
+            b.link(u, v, draw(st.integers(1, 3)))
+    return b.build()
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(switched_topologies(), st.integers(1, 3))
+def test_random_topologies_keep_rooted_connectivity(topology, k):
+    caps, _ = topology.integer_capacities()
+    compute = topology.compute_nodes
+    # the largest requirement the physical network supports with k per root
+    physical = rooted_connectivity(caps, dict.fromkeys(compute, k), compute)
+    requirement = min(physical, k * len(compute))
+    roots = dict.fromkeys(compute, k)
+    g = split_switches(topology, caps, roots, requirement)
+    check_logical(topology, caps, roots, requirement, g)

@@ -115,6 +115,11 @@ def _run_bound(args: argparse.Namespace) -> int:
         print(f"{name:<15} {text}")
 
 
+_COMMANDS.append(
+    ("bound", "exact optimal allgather cut ratio r* and its bottleneck cut", _add_bound, _run_bound)
+)
+
+
 # --- verify ---------------------------------------------------------------------------
 
 
@@ -272,12 +277,7 @@ def _run_plot(args: argparse.Namespace) -> int:
 
 
 _COMMANDS.append(
-    (
-        "bound",
-        "exact optimal allgather cut ratio r* and its bottleneck cut",
-        _add_bound,
-        _run_bound,
-    )("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
+    ("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
 )
 
 

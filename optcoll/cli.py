@@ -352,5 +352,227 @@ _COMMANDS.append(
 )
 
 
+# --- export (collectives branch) ------------------------------------------------------
+
+
+def _add_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source", metavar="TOPO|SCHEDULE", help="topology file or spec, or a schedule file"
+    )
+    parser.add_argument(
+        "--collective",
+        default="allgather",
+        choices=("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"),
+        help="collective to export (default: allgather)",
+    )
+    parser.add_argument(
+        "--format", default="msccl", choices=("msccl", "json"), help="output format"
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
+    parser.add_argument("-k", type=int, default=None, metavar="K", help="chunks per root")
+    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
+    parser.add_argument(
+        "--topology",
+        metavar="TOPO",
+        help="topology of a schedule file (default: its 'topology' field as a spec)",
+    )
+    parser.add_argument("--channels", type=int, default=1, help="MSCCL channels (default 1)")
+    parser.add_argument(
+        "--max-threadblocks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="MSCCL thread blocks per GPU cap (default 108)",
+    )
+
+
+def _export_schedule(args: argparse.Namespace) -> Any:
+    """The schedule to export: read from a schedule file or built for a topology."""
+    from pathlib import Path
+
+    from optcoll.collectives import allreduce, build_collective, reduce_scatter
+    from optcoll.exceptions import ScheduleError
+    from optcoll.io import load_schedule, load_topology, read_document
+
+    path = Path(args.source)
+    is_schedule = False
+    if path.is_file():
+        data = read_document(path)
+        is_schedule = isinstance(data, dict) and data.get("format") == "optcoll-schedule"
+    if not is_schedule:
+        topology = load_topology(args.source)
+        return build_collective(
+            topology, args.collective, k=args.k, root=args.root, progress=sys.stderr.isatty()
+        )
+    schedule = load_schedule(path)
+    if schedule.collective == args.collective:
+        return schedule
+    if schedule.collective != "allgather" or args.collective not in ("reduce_scatter", "allreduce"):
+        raise ScheduleError(
+            f"{path}: a {schedule.collective} schedule cannot be exported as {args.collective}; "
+            "only allgather schedules convert (to reduce_scatter or allreduce) - pass a "
+            "topology instead to build it"
+        )
+    topology = load_topology(args.topology or schedule.topology)
+    convert = reduce_scatter if args.collective == "reduce_scatter" else allreduce
+    return convert(schedule, topology)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from optcoll.export import export_schedule
+    from optcoll.export.msccl import MscclLimits
+
+    schedule = _export_schedule(args)
+    options: dict[str, Any] = {}
+    if args.format == "msccl":
+        options["channels"] = args.channels
+        if args.max_threadblocks is not None:
+            options["limits"] = MscclLimits(max_threadblocks=args.max_threadblocks)
+    export_schedule(schedule, args.format, args.output, **options)
+    factor = "" if schedule.time_factor is None else f", time factor {_ratio(schedule.time_factor)}"
+    print(
+        f"wrote {args.output}: {schedule.collective} ({args.format}), k = {schedule.k}, "
+        f"{len(schedule.trees)} trees{factor}"
+    )
+    return 0
+
+
+_COMMANDS.append(
+    (
+        "export",
+        "write a collective schedule as MSCCL XML or schedule JSON",
+        _add_export,
+        _run_export,
+    )
+)
+
+
+# --- compare (collectives branch) -----------------------------------------------------
+
+
+def _size(text: str) -> int:
+    units = {
+        "": 1,
+        "B": 1,
+        "K": 1024,
+        "KB": 1024,
+        "M": 1024**2,
+        "MB": 1024**2,
+        "G": 1024**3,
+        "GB": 1024**3,
+    }
+    value = text.strip().upper()
+    number = value.rstrip("KMGB")
+    unit = value[len(number) :]
+    if not number.isdigit() or unit not in units or int(number) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"size {text!r} must be a positive integer with an optional unit K, M or G (e.g. 64K)"
+        )
+    return int(number) * units[unit]
+
+
+def _add_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("--collective", default="allgather", choices=("allgather", "allreduce"))
+    parser.add_argument(
+        "--sizes",
+        type=_size,
+        nargs="+",
+        metavar="SIZE",
+        help="message sizes for the algbw curve (default 1K 4K ... 4G)",
+    )
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=None,
+        metavar="US",
+        help="latency (µs) of links whose topology entry gives none (default 1)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
+    from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_methods
+
+    topology = load_topology(args.topo)
+    latency = DEFAULT_LATENCY if args.latency is None else Fraction(str(args.latency))
+    if latency < 0:
+        raise OptCollError(f"--latency must be >= 0, got {args.latency}")
+    sizes = args.sizes or list(SIZES)
+    costs = compare_methods(
+        topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
+    )
+    best = costs[0]
+    rows = []
+    for cost in costs:
+        rows.append(
+            {
+                "method": cost.method,
+                "algbw": round(cost.asymptotic_algbw, 2),
+                "ratio_to_optimal": round(float(best.time_factor / cost.time_factor), 4),
+                "time_factor": _ratio(cost.time_factor),
+                "latency_us": float(cost.alpha),
+                "curve": [{"bytes": m, "algbw": round(bw, 3)} for m, bw in cost.curve(sizes)],
+            }
+        )
+    if args.plot:
+        _plot_curves(costs, sizes, topology, args.collective, args.plot)
+    if args.json:
+        _print_json({"topology": topology.name, "collective": args.collective, "methods": rows})
+        return 0
+    unit = topology.bandwidth_unit
+    print(f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes)")
+    width = max(len(r["method"]) for r in rows)
+    mid = sizes[len(sizes) // 2]
+    print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {f'algbw @ {mid} B':>18}")
+    for row, cost in zip(rows, costs, strict=True):
+        print(
+            f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  "
+            f"{row['ratio_to_optimal']:>6.4f}  {cost.algbw(mid):>13.2f} {unit}"
+        )
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def _plot_curves(costs: Any, sizes: Any, topology: Any, collective: str, path: str) -> None:
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for cost in costs:
+        axes.plot(
+            sizes, [cost.algbw(m) for m in sizes], marker="o", markersize=3, label=cost.method
+        )
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("message size M (bytes)")
+    axes.set_ylabel(f"algbw ({topology.bandwidth_unit})")
+    axes.set_title(f"{collective} on {topology.name}")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(figure)
+
+
+_COMMANDS.append(
+    (
+        "compare",
+        "algbw of the optimal schedule against ring, hierarchical ring and tree baselines",
+        _add_compare,
+        _run_compare,
+    )
+)
+
+
 if __name__ == "__main__":
     sys.exit(main())

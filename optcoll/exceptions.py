@@ -91,6 +91,13 @@ class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
 
 
+# --- export -------------------------------------------------------------------------
+
+
+class ExportError(OptCollError):
+    """A schedule cannot be written in the requested format within its limits."""
+
+
 # --- LP/MILP solving (formulations/) ------------------------------------------------
 
 

@@ -1,0 +1,412 @@
+"""Collectives built from spanning trees: reduce-scatter, allreduce, broadcast, reduce.
+
+An allgather schedule (one set of out-trees per compute root, ForestColl,
+arXiv 2402.06787) turns into the other all-to-all collectives without new
+search:
+
+* **reduce-scatter** runs the same trees in reverse: every tree aggregates its
+  root's chunks from the leaves toward the root. The schedule keeps the trees
+  in broadcast direction (see :mod:`optcoll.schedule`); data flows from each
+  edge's ``dst`` back to its ``src`` along the reversed path.
+* **allreduce** is reduce-scatter followed by allgather on the same trees.
+
+Broadcast and reduce from one chosen root use a separate construction: by
+Edmonds' branching theorem the number of arc-disjoint spanning out-trees from
+``root`` equals the minimum root-to-node cut, so the optimal broadcast bandwidth
+is ``min over compute v of maxflow(root, v)`` (switches relay without copying;
+splitting them off preserves this rooted connectivity, Bang-Jensen, Frank and
+Jackson). The trees come from :func:`optcoll.splitting.split_switches` and
+:func:`optcoll.packing.pack_rooted`.
+
+Time factors (bandwidth model, exact)
+-------------------------------------
+For allgather and reduce-scatter a phase takes ``(M / N) * time_factor`` for an
+``M``-byte result; allreduce is the sum of its two phases; broadcast and reduce
+take ``M * time_factor`` for an ``M``-byte message. :func:`phase_time_factor`
+computes a phase's factor from the exact link loads.
+
+Examples
+--------
+>>> from optcoll.topology import TopologyBuilder
+>>> from optcoll.schedule import Schedule, Tree, TreeEdge
+>>> b = TopologyBuilder("pair")
+>>> b.compute("a"); b.compute("b"); b.switch("sw")
+>>> b.link("a", "sw", 100, bidirectional=True); b.link("b", "sw", 100, bidirectional=True)
+>>> topo = b.build()
+>>> trees = (Tree("a", 1, (TreeEdge("a", "b", ("a", "sw", "b")),)),
+...          Tree("b", 1, (TreeEdge("b", "a", ("b", "sw", "a")),)))
+>>> ag = Schedule("allgather", "pair", ("a", "b"), 1, trees)
+>>> allreduce(ag, topo).time_factor
+Fraction(1, 50)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from fractions import Fraction
+
+from optcoll.exceptions import ScheduleError
+from optcoll.maxflow import FlowNetwork
+from optcoll.schedule import Schedule, Tree
+from optcoll.topology import Link, Topology
+
+__all__ = [
+    "reversed_topology",
+    "is_symmetric",
+    "link_loads",
+    "phase_time_factor",
+    "reduce_scatter",
+    "allreduce",
+    "broadcast_capacity",
+    "broadcast",
+    "reduce",
+    "build_collective",
+]
+
+Arc = tuple[str, str]
+
+
+def reversed_topology(topology: Topology) -> Topology:
+    """The topology with every link reversed (same nodes, bandwidths, latencies).
+
+    A reduction toward a root on ``topology`` is a broadcast from that root on
+    the reversed topology, read backwards.
+
+    Examples
+    --------
+    >>> from optcoll.topology import Node
+    >>> t = Topology("t", [Node("a"), Node("b")], [Link("a", "b", 1), Link("b", "a", 2)])
+    >>> reversed_topology(t).capacity[("a", "b")]
+    Fraction(2, 1)
+    """
+    links = [Link(x.dst, x.src, x.bandwidth, x.latency, x.bidirectional) for x in topology.links]
+    return Topology(
+        f"reverse({topology.name})",
+        topology.nodes,
+        links,
+        bandwidth_unit=topology.bandwidth_unit,
+        description=topology.description,
+    )
+
+
+def is_symmetric(topology: Topology) -> bool:
+    """True when every link ``u -> v`` has a reverse link ``v -> u`` of equal total bandwidth.
+
+    Examples
+    --------
+    >>> from optcoll.topology import Node
+    >>> is_symmetric(Topology("t", [Node("a"), Node("b")], [Link("a", "b", 1, bidirectional=True)]))
+    True
+    """
+    cap = topology.capacity
+    return all(cap.get((v, u)) == c for (u, v), c in cap.items())
+
+
+def link_loads(trees: Iterable[Tree], *, reverse: bool = False) -> dict[Arc, int]:
+    """Chunks carried by every link: ``sum over trees of chunks * uses of the link``.
+
+    With ``reverse=True`` the paths are walked backwards (aggregation toward the
+    root, as in reduce-scatter and reduce).
+
+    Examples
+    --------
+    >>> from optcoll.schedule import TreeEdge
+    >>> t = Tree("a", 2, (TreeEdge("a", "b", ("a", "s", "b")), TreeEdge("b", "c", ("b", "s", "c"))))
+    >>> link_loads([t])[("s", "b")], link_loads([t], reverse=True)[("s", "a")]
+    (2, 2)
+    """
+    loads: dict[Arc, int] = {}
+    for tree in trees:
+        for edge in tree.edges:
+            path = edge.path[::-1] if reverse else edge.path
+            for arc in zip(path, path[1:], strict=False):
+                loads[arc] = loads.get(arc, 0) + tree.chunks
+    return loads
+
+
+def phase_time_factor(
+    topology: Topology, trees: Iterable[Tree], k: int, *, reverse: bool = False
+) -> Fraction:
+    """Exact ``max over links of load / (k * bandwidth)`` for one phase.
+
+    Raises
+    ------
+    ScheduleError
+        A path uses a link the topology does not have (named).
+
+    Examples
+    --------
+    >>> from optcoll.topology import Node
+    >>> from optcoll.schedule import TreeEdge
+    >>> topo = Topology("t", [Node("a"), Node("b")], [Link("a", "b", 4, bidirectional=True)])
+    >>> phase_time_factor(topo, [Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),))], 2)
+    Fraction(1, 8)
+    """
+    capacity = topology.capacity
+    worst = Fraction(0)
+    for arc, load in link_loads(trees, reverse=reverse).items():
+        if arc not in capacity:
+            direction = "reversed " if reverse else ""
+            raise ScheduleError(
+                f"a {direction}tree path uses link {arc[0]} -> {arc[1]}, which topology "
+                f"{topology.name!r} does not have"
+                + (
+                    "; build the trees on reversed_topology(topology) for an asymmetric topology"
+                    if reverse
+                    else ""
+                )
+            )
+        worst = max(worst, Fraction(load) / (k * capacity[arc]))
+    return worst
+
+
+def _require_allgather(schedule: Schedule, what: str) -> None:
+    if schedule.collective != "allgather":
+        raise ScheduleError(
+            f"{what} is built from an allgather schedule, got a {schedule.collective!r} schedule"
+        )
+
+
+def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
+    """Reduce-scatter on the trees of an allgather schedule, run in reverse.
+
+    Every tree aggregates ``chunks`` of its root's shard from the leaves toward
+    the root along the reversed paths. The time factor is computed exactly from
+    the reversed link loads.
+
+    Optimality: for a cut ``S`` with complement ``T``, the compute nodes of
+    ``T`` must receive ``(M / N) * |T ∩ Vc|`` reduced bytes that depend on
+    inputs in ``S``, so reduce-scatter on ``G`` is bounded by the allgather cut
+    ratio of the *reversed* topology. Reversed optimal allgather trees of
+    ``reversed_topology(G)`` therefore give an optimal reduce-scatter on ``G``
+    for every topology. When ``G`` is symmetric (:func:`is_symmetric`) the two
+    coincide and the allgather trees of ``G`` itself are optimal with time factor
+    ``r*``. On an asymmetric topology pass trees built on the reversed topology;
+    trees whose reversed paths leave ``G``'s links raise a ScheduleError.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        An allgather schedule (trees in broadcast direction).
+    topology : Topology
+        The topology the reduce-scatter runs on.
+
+    Examples
+    --------
+    >>> from optcoll.topology import TopologyBuilder
+    >>> from optcoll.schedule import TreeEdge
+    >>> b = TopologyBuilder("pair")
+    >>> b.compute("a"); b.compute("b"); b.link("a", "b", 10); b.link("b", "a", 5)
+    >>> topo = b.build()
+    >>> ag = Schedule("allgather", "pair", ("a", "b"), 1,
+    ...               (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+    ...                Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
+    >>> reduce_scatter(ag, topo).time_factor
+    Fraction(1, 5)
+    """
+    _require_allgather(schedule, "reduce-scatter")
+    factor = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
+    return replace(
+        schedule,
+        collective="reduce_scatter",
+        time_factor=factor,
+        cut_ratio=schedule.cut_ratio if is_symmetric(topology) else None,
+        stats=dict(schedule.stats),
+    )
+
+
+def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
+    """Allreduce as reduce-scatter (trees reversed) then allgather (trees forward).
+
+    The time factor is the exact sum of both phases. On a symmetric topology
+    with an optimal allgather schedule it equals ``2 * r*``: each phase is
+    optimal, so the schedule is optimal among allreduce schedules made of a
+    reduce-scatter followed by an allgather. It is not claimed optimal among all
+    allreduce algorithms (in-network reduction, or schemes that interleave the
+    phases, are outside this bound). The stored ``cut_ratio`` stays the
+    allgather r*.
+
+    Examples
+    --------
+    >>> from optcoll.topology import TopologyBuilder
+    >>> from optcoll.schedule import TreeEdge
+    >>> b = TopologyBuilder("ring3")
+    >>> for n in "abc": b.compute(n)
+    >>> for u, v in ("ab", "bc", "ca"): b.link(u, v, 6, bidirectional=True)
+    >>> topo = b.build()
+    >>> star = lambda r: Tree(r, 1, tuple(TreeEdge(r, v, (r, v)) for v in "abc" if v != r))
+    >>> ag = Schedule("allgather", "ring3", tuple("abc"), 1, tuple(star(r) for r in "abc"))
+    >>> allreduce(ag, topo).time_factor
+    Fraction(1, 3)
+    """
+    _require_allgather(schedule, "allreduce")
+    down = phase_time_factor(topology, schedule.trees, schedule.k)
+    up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
+    return replace(
+        schedule, collective="allreduce", time_factor=up + down, stats=dict(schedule.stats)
+    )
+
+
+def broadcast_capacity(topology: Topology, root: str) -> int:
+    """``K = min over compute v != root of maxflow(root, v)`` in integer capacity units.
+
+    By Edmonds' branching theorem (switches split off as in Bang-Jensen, Frank
+    and Jackson) ``K`` spanning out-trees from ``root`` fit into the integer
+    capacities, and no broadcast from ``root`` is faster than ``M / (K * unit)``.
+    One max-flow per compute node.
+
+    Raises
+    ------
+    UnknownNodeError, ScheduleError
+        ``root`` is not a node, or not a compute node.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> broadcast_capacity(build("dgx-a100:1"), "b0.gpu0")
+    1
+    """
+    _require_compute_root(topology, root)
+    caps, _ = topology.integer_capacities()
+    index = {node: i for i, node in enumerate(topology.node_ids)}
+    arcs = list(caps)
+    network = FlowNetwork(
+        len(index),
+        [index[u] for u, _ in arcs],
+        [index[v] for _, v in arcs],
+        [caps[a] for a in arcs],
+    )
+    return min(
+        network.max_flow(index[root], index[v]).value for v in topology.compute_nodes if v != root
+    )
+
+
+def _require_compute_root(topology: Topology, root: str) -> None:
+    if not topology.is_compute(root):
+        raise ScheduleError(
+            f"root {root!r} is a switch; a broadcast or reduce root must be a compute node"
+        )
+
+
+def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """Optimal broadcast from ``root``: ``K`` spanning out-trees, one chunk each.
+
+    ``K = broadcast_capacity(topology, root)``; the switches are split off with
+    :func:`optcoll.splitting.split_switches` (link capacities = integer
+    capacities, super-source arc of capacity ``K`` into ``root``, requirement
+    ``K``) and :func:`optcoll.packing.pack_rooted` packs the ``K`` trees. The
+    message is cut into ``K`` chunks; the time factor is exactly
+    ``1 / (K * unit)`` (time ``M * time_factor``), which the min-cut bound
+    proves optimal; it is stored as both ``cut_ratio`` (the lower bound) and
+    ``time_factor``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = broadcast(build("dgx-a100:1"), "b0.gpu3")
+    >>> s.k, s.time_factor, s.root
+    (1, Fraction(1, 300), 'b0.gpu3')
+    """
+    # the path realisation step of packing.py (private there; ask to make it public)
+    from optcoll.packing import _realise as realise_paths
+    from optcoll.packing import pack_rooted
+    from optcoll.splitting import split_switches
+
+    k = broadcast_capacity(topology, root)
+    caps, unit = topology.integer_capacities()
+    logical = split_switches(topology, caps, {root: k}, k, progress=progress)
+    trees = realise_paths(logical, pack_rooted(logical, {root: k}, progress=progress))
+    factor = phase_time_factor(topology, trees, k)
+    assert factor == 1 / (k * unit), "packing exceeded the integer capacities"
+    return Schedule(
+        "broadcast",
+        topology.name,
+        topology.compute_nodes,
+        k,
+        tuple(trees),
+        cut_ratio=factor,
+        time_factor=factor,
+        root=root,
+        stats={"trees": len(trees), "min_cut_bandwidth": str(k * unit)},
+    )
+
+
+def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """Optimal reduce toward ``root``: the optimal broadcast of the reversed topology, run backwards.
+
+    The trees are stored in broadcast direction (their paths run along the
+    reversed topology's links) and aggregate toward ``root`` along ``topology``'s
+    links; the time factor ``1 / (K' * unit)`` with ``K'`` the minimum
+    node-to-root cut is optimal by the same cut argument.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = reduce(build("dgx-a100:1"), "b0.gpu0")
+    >>> s.collective, s.time_factor
+    ('reduce', Fraction(1, 300))
+    """
+    forward = broadcast(reversed_topology(topology), root, progress=progress)
+    factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
+    return replace(
+        forward, collective="reduce", topology=topology.name, cut_ratio=factor, time_factor=factor
+    )
+
+
+def build_collective(
+    topology: Topology,
+    collective: str,
+    *,
+    k: int | None = None,
+    root: str | None = None,
+    progress: bool = False,
+) -> Schedule:
+    """The optimal schedule of ``collective`` on ``topology`` (or the best with ``k`` chunks).
+
+    allgather: :func:`optcoll.packing.pack_arborescences`; reduce-scatter: the
+    allgather trees of the reversed topology, run in reverse (the allgather
+    trees of ``topology`` itself when it is symmetric); allreduce: reduce-scatter
+    then allgather on the allgather trees (needs every link's reverse link);
+    broadcast and reduce: :func:`broadcast` and :func:`reduce` from ``root``
+    (default: the first compute node; ``k`` does not apply).
+
+    Raises
+    ------
+    ScheduleError
+        Unknown collective, ``k`` given for broadcast/reduce, or a root that is not a
+        compute node.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> build_collective(build("dgx-a100:1"), "allreduce", k=1).time_factor
+    Fraction(7, 150)
+    """
+    from optcoll.packing import pack_arborescences
+
+    if collective in ("broadcast", "reduce"):
+        if k is not None:
+            raise ScheduleError(
+                f"a {collective} uses the maximum number of trees from its root; -k does not apply"
+            )
+        chosen = root if root is not None else topology.compute_nodes[0]
+        make = broadcast if collective == "broadcast" else reduce
+        return make(topology, chosen, progress=progress)
+    if root is not None:
+        raise ScheduleError(
+            f"a {collective} has no single root; --root applies to broadcast/reduce"
+        )
+    if collective == "allgather":
+        return pack_arborescences(topology, k, progress=progress)
+    if collective == "reduce_scatter":
+        source = topology if is_symmetric(topology) else reversed_topology(topology)
+        schedule = pack_arborescences(source, k, progress=progress)
+        result = reduce_scatter(replace(schedule, topology=topology.name), topology)
+        return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the reversed topology
+    if collective == "allreduce":
+        return allreduce(pack_arborescences(topology, k, progress=progress), topology)
+    raise ScheduleError(
+        f"unknown collective {collective!r}; valid: allgather, reduce_scatter, allreduce, "
+        "broadcast, reduce"
+    )

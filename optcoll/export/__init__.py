@@ -1,0 +1,53 @@
+"""Writers that turn schedules into files other tools run or read.
+
+* ``msccl``: MSCCL algorithm XML (:mod:`optcoll.export.msccl`);
+* ``json``: the optcoll schedule file (:meth:`optcoll.schedule.Schedule.to_dict`).
+
+Examples
+--------
+>>> FORMATS
+('msccl', 'json')
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optcoll.exceptions import ExportError
+from optcoll.export.msccl import MscclLimits, to_msccl_xml
+from optcoll.schedule import Schedule
+
+__all__ = ["FORMATS", "export_text", "export_schedule", "MscclLimits", "to_msccl_xml"]
+
+FORMATS = ("msccl", "json")
+
+
+def export_text(schedule: Schedule, fmt: str, **options: Any) -> str:
+    """The text of ``schedule`` in format ``fmt`` (options go to the format's writer).
+
+    Examples
+    --------
+    >>> from optcoll.schedule import Tree, TreeEdge
+    >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
+    ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+    ...               Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
+    >>> export_text(s, "json").startswith('{\\n  "format": "optcoll-schedule"')
+    True
+    """
+    if fmt == "msccl":
+        return to_msccl_xml(schedule, **options)
+    if fmt == "json":
+        if options:
+            raise ExportError(f"the json format takes no options, got {sorted(options)}")
+        return json.dumps(schedule.to_dict(), indent=2) + "\n"
+    raise ExportError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
+
+
+def export_schedule(schedule: Schedule, fmt: str, path: str | Path, **options: Any) -> None:
+    """Write ``schedule`` to ``path`` in format ``fmt``, creating parent folders."""
+    text = export_text(schedule, fmt, **options)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,524 @@
+"""Cost model for collective schedules and the baselines they are compared with.
+
+Time for an ``M``-byte collective (bandwidths in GB/s, latencies in µs)::
+
+    time(M) = alpha + data(M) * time_factor
+
+* ``time_factor`` is the exact bandwidth term: the max over links of the link's
+  load divided by its bandwidth, loads counted in units of the data each piece
+  carries. ``data(M) = M / N`` for allgather, reduce-scatter and allreduce
+  (``M`` = the full vector) and ``data(M) = M`` for broadcast and reduce.
+* ``alpha`` is the latency term: the per-link latencies (from the topology file;
+  ``default_latency`` for links that declare none) summed along the deepest
+  root-to-leaf path of any tree, once per phase, because chunks are pipelined
+  down the tree (a ring pays its slowest hop once per each of its ``N - 1`` steps).
+
+``algbw(M) = M / time(M)``; as ``M`` grows it tends to ``N / time_factor``
+(allgather family) or ``1 / time_factor`` (broadcast, reduce).
+
+Baselines, all on the same topology and routing model (every logical hop is
+routed on a maximum-bandwidth path, fewest hops breaking ties; intermediate
+nodes only forward; the loads of all hops on a link add up):
+
+* :func:`ring_allgather` - the best ring order over the compute nodes (exact
+  search for ``N <= 8``, otherwise grouped order improved by 2-opt), run in one
+  direction or split over both directions, whichever is faster;
+* :func:`hierarchical_ring_allgather` - NCCL-like: one ring per GPU index of a
+  box, each visiting the boxes (``Node.group``) in turn with a rotated entry GPU,
+  the data split evenly over the rings;
+* :func:`double_binary_tree_allreduce` - NCCL's double binary tree: two binary
+  trees over the ranks (compute nodes in declaration order; the second tree
+  mirrored for even ``N``, shifted for odd ``N``, so the leaves of one are inner
+  nodes of the other), half of the data each, reduce up and broadcast down;
+* the fixed ``k = 1`` optimum from :func:`optcoll.packing.pack_arborescences`.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> cost = ring_allgather(build("dgx-a100:1"))
+>>> cost.time_factor, round(cost.asymptotic_algbw, 3)
+(Fraction(7, 300), 342.857)
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optcoll.collectives import link_loads
+from optcoll.exceptions import SolveError
+from optcoll.schedule import Schedule, Tree
+from optcoll.topology import Topology
+
+__all__ = [
+    "DEFAULT_LATENCY",
+    "SIZES",
+    "Cost",
+    "schedule_cost",
+    "widest_paths",
+    "ring_allgather",
+    "ring_allreduce",
+    "hierarchical_ring_allgather",
+    "double_binary_tree_allreduce",
+    "compare_methods",
+]
+
+Arc = tuple[str, str]
+
+#: Latency (µs) of a link whose topology entry declares none.
+DEFAULT_LATENCY = Fraction(1)
+
+#: Message sizes of the algbw curve: 1 KB to 4 GB, powers of 4 (bytes).
+SIZES = tuple(1024 * 4**i for i in range(12))
+
+_DATA_PER_NODE = ("allgather", "reduce_scatter", "allreduce")
+_EXACT_RING_SEARCH = 8
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The cost of one method: ``time(M) = alpha + data(M) * time_factor``.
+
+    Attributes
+    ----------
+    method : str
+        Display name, e.g. ``"optimal (k=13)"`` or ``"ring"``.
+    collective : str
+    num_compute : int
+    time_factor : Fraction
+        Exact bandwidth term in 1/(bandwidth unit), per ``data(M)``.
+    alpha : Fraction
+        Latency term in µs.
+    """
+
+    method: str
+    collective: str
+    num_compute: int
+    time_factor: Fraction
+    alpha: Fraction
+
+    def seconds(self, size: float) -> float:
+        """Time in seconds for ``size`` bytes (bandwidths read as GB/s)."""
+        data = size / self.num_compute if self.collective in _DATA_PER_NODE else size
+        return float(self.alpha) * 1e-6 + data / 1e9 * float(self.time_factor)
+
+    def algbw(self, size: float) -> float:
+        """Algorithm bandwidth ``size / time`` in GB/s."""
+        return size / self.seconds(size) / 1e9
+
+    @property
+    def asymptotic_algbw(self) -> float:
+        """``lim algbw(M)`` as ``M`` grows: ``N / time_factor`` or ``1 / time_factor``."""
+        scale = self.num_compute if self.collective in _DATA_PER_NODE else 1
+        return float(scale / self.time_factor)
+
+    def curve(self, sizes: Iterable[int] = SIZES) -> list[tuple[int, float]]:
+        """``[(M, algbw(M)), ...]``."""
+        return [(m, self.algbw(m)) for m in sizes]
+
+
+def _latency(topology: Topology, default: Fraction) -> dict[Arc, Fraction]:
+    declared: dict[Arc, Fraction] = {}
+    for link in topology.links:
+        value = default if link.latency is None else Fraction(str(link.latency))
+        for arc in link.arcs():
+            declared[arc] = max(declared.get(arc, Fraction(0)), value)
+    return declared
+
+
+def _path_latency(path: Sequence[str], latency: dict[Arc, Fraction]) -> Fraction:
+    return sum((latency[a] for a in zip(path, path[1:], strict=False)), Fraction(0))
+
+
+def _deepest(trees: Iterable[Tree], latency: dict[Arc, Fraction], *, reverse: bool) -> Fraction:
+    """Largest root-to-node latency over all trees (paths walked backwards if ``reverse``)."""
+    worst = Fraction(0)
+    for tree in trees:
+        reach = {tree.root: Fraction(0)}
+        pending = list(tree.edges)
+        while pending:
+            rest = []
+            for edge in pending:
+                if edge.src in reach:
+                    path = edge.path[::-1] if reverse else edge.path
+                    reach[edge.dst] = reach[edge.src] + _path_latency(path, latency)
+                else:
+                    rest.append(edge)
+            if len(rest) == len(pending):
+                raise SolveError(f"tree rooted at {tree.root!r} is not connected from its root")
+            pending = rest
+        worst = max(worst, max(reach.values()))
+    return worst
+
+
+def schedule_cost(
+    topology: Topology,
+    schedule: Schedule,
+    method: str | None = None,
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Cost:
+    """The cost of a tree schedule: exact link loads, deepest-path latency per phase.
+
+    Examples
+    --------
+    >>> from optcoll.schedule import TreeEdge
+    >>> from optcoll.topology import TopologyBuilder
+    >>> b = TopologyBuilder("pair"); b.compute("a"); b.compute("b")
+    >>> b.link("a", "b", 10, bidirectional=True)
+    >>> topo = b.build()
+    >>> s = Schedule("allreduce", "pair", ("a", "b"), 1, (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+    ...              Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
+    >>> c = schedule_cost(topo, s)
+    >>> c.time_factor, c.alpha
+    (Fraction(1, 5), Fraction(2, 1))
+    """
+    latency = _latency(topology, default_latency)
+    capacity = topology.capacity
+    phases = {
+        "allgather": (False,),
+        "broadcast": (False,),
+        "reduce_scatter": (True,),
+        "reduce": (True,),
+        "allreduce": (True, False),
+    }[schedule.collective]
+    factor, alpha = Fraction(0), Fraction(0)
+    for reverse in phases:
+        loads = link_loads(schedule.trees, reverse=reverse)
+        factor += max(Fraction(load, schedule.k) / capacity[arc] for arc, load in loads.items())
+        alpha += _deepest(schedule.trees, latency, reverse=reverse)
+    name = method or f"optimal (k={schedule.k})"
+    return Cost(name, schedule.collective, len(schedule.compute_nodes), factor, alpha)
+
+
+# --- routing ---------------------------------------------------------------------------
+
+
+def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
+    """Maximum-bandwidth paths from ``source`` to every node (fewest hops, then
+    lexicographically smallest, breaking ties). Deterministic.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> widest_paths(build("dgx-a100:2"), "b0.gpu0")["b1.gpu0"]
+    ('b0.gpu0', 'b0.nic0', 'ib0', 'b1.nic0', 'b1.gpu0')
+    """
+    out: dict[str, list[tuple[str, Fraction]]] = {}
+    for (u, v), c in topology.capacity.items():
+        out.setdefault(u, []).append((v, c))
+    best: dict[str, tuple[str, ...]] = {}
+    heap: list[tuple[Fraction, int, tuple[str, ...]]] = [(Fraction(0), 0, (source,))]
+    while heap:
+        neg_width, hops, path = heapq.heappop(heap)
+        node = path[-1]
+        if node in best:
+            continue
+        best[node] = path
+        width = -neg_width if hops else None
+        for nxt, c in out.get(node, ()):
+            if nxt not in best:
+                w = c if width is None else min(width, c)
+                heapq.heappush(heap, (-w, hops + 1, path + (nxt,)))
+    return best
+
+
+class _Router:
+    """Widest paths between compute nodes, computed once per source."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.paths = {c: widest_paths(topology, c) for c in topology.compute_nodes}
+        self._arcs: dict[tuple[str, str], list[Arc]] = {}
+
+    def arcs(self, a: str, b: str) -> list[Arc]:
+        key = (a, b)
+        if key not in self._arcs:
+            path = self.paths[a][b]
+            self._arcs[key] = list(zip(path, path[1:], strict=False))
+        return self._arcs[key]
+
+    def latency(self, a: str, b: str, latency: dict[Arc, Fraction]) -> Fraction:
+        return _path_latency(self.paths[a][b], latency)
+
+
+def _max_ratio(loads: dict[Arc, Fraction], topology: Topology) -> Fraction:
+    capacity = topology.capacity
+    return max(load / capacity[arc] for arc, load in loads.items())
+
+
+# --- rings ------------------------------------------------------------------------------
+
+
+def _ring_factor(order: Sequence[str], router: _Router, topology: Topology) -> Fraction:
+    """Per-step bandwidth factor of a ring: best of one direction or both halves.
+
+    Loads are counted in integer half-hops against the integer capacities, so the
+    exhaustive search compares integers; the result is the exact Fraction.
+    """
+    caps, unit = topology.integer_capacities()
+    forward: dict[Arc, int] = {}
+    both: dict[Arc, int] = {}
+    for a, b in zip(order, [*order[1:], order[0]], strict=True):
+        for arc in router.arcs(a, b):
+            forward[arc] = forward.get(arc, 0) + 2
+            both[arc] = both.get(arc, 0) + 1
+        for arc in router.arcs(b, a):
+            both[arc] = both.get(arc, 0) + 1
+    best_num, best_den = None, 1
+    for loads in (forward, both):
+        num, den = 0, 1
+        for arc, half_hops in loads.items():
+            if half_hops * den > num * caps[arc]:
+                num, den = half_hops, caps[arc]
+        if best_num is None or num * best_den < best_num * den:
+            best_num, best_den = num, den
+    assert best_num is not None
+    return Fraction(best_num, 2 * best_den) / unit
+
+
+def _best_ring(topology: Topology, router: _Router) -> tuple[str, ...]:
+    nodes = topology.compute_nodes
+    if len(nodes) <= _EXACT_RING_SEARCH:
+        first, rest = nodes[0], nodes[1:]
+        best, best_cost = None, None
+        for perm in itertools.permutations(rest):
+            order = (first, *perm)
+            cost = _ring_factor(order, router, topology)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = order, cost
+        assert best is not None
+        return best
+    groups: dict[str | None, list[str]] = {}
+    for c in nodes:
+        groups.setdefault(topology.node[c].group, []).append(c)
+    order = [c for members in groups.values() for c in members]
+    cost = _ring_factor(order, router, topology)
+    improved = True
+    while improved:
+        improved = False
+        for i in range(1, len(order) - 1):
+            for j in range(i + 1, len(order)):
+                candidate = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
+                c = _ring_factor(candidate, router, topology)
+                if c < cost:
+                    order, cost, improved = candidate, c, True
+    return tuple(order)
+
+
+def _ring_alpha(order: Sequence[str], router: _Router, latency: dict[Arc, Fraction]) -> Fraction:
+    hops = zip(order, [*order[1:], order[0]], strict=True)
+    return max(max(router.latency(a, b, latency), router.latency(b, a, latency)) for a, b in hops)
+
+
+def ring_allgather(topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY) -> Cost:
+    """Ring allgather on the best ring order found (exact for ``N <= 8``).
+
+    ``N - 1`` steps each move one shard over every hop, so the time factor is
+    ``(N - 1) * max over links of (hops through the link) / bandwidth``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> ring_allgather(build("dgx-a100:1")).alpha
+    Fraction(14, 1)
+    """
+    router = _Router(topology)
+    order = _best_ring(topology, router)
+    n = topology.num_compute
+    factor = (n - 1) * _ring_factor(order, router, topology)
+    alpha = (n - 1) * _ring_alpha(order, router, _latency(topology, default_latency))
+    return Cost("ring", "allgather", n, factor, alpha)
+
+
+def ring_allreduce(topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY) -> Cost:
+    """Ring allreduce: ring reduce-scatter then ring allgather (twice the ring allgather)."""
+    ring = ring_allgather(topology, default_latency=default_latency)
+    return Cost("ring", "allreduce", ring.num_compute, 2 * ring.time_factor, 2 * ring.alpha)
+
+
+def _boxes(topology: Topology) -> list[list[str]] | None:
+    groups: dict[str | None, list[str]] = {}
+    for c in topology.compute_nodes:
+        groups.setdefault(topology.node[c].group, []).append(c)
+    boxes = list(groups.values())
+    if None in groups or len(boxes) < 2 or len({len(b) for b in boxes}) != 1:
+        return None
+    return boxes
+
+
+def _exit_gpu(router: _Router, box: list[str], target: str, c: int) -> int:
+    """Index of the GPU of ``box`` (not ``c``) from which a ring entering at ``c`` leaves."""
+    size = len(box)
+
+    def preference(e: int) -> tuple[int, Fraction, bool, int]:
+        path = router.paths[box[e]][target]
+        width = min(router.topology.capacity[a] for a in zip(path, path[1:], strict=False))
+        return (len(path), -width, e != (c - 1) % size, (e - c) % size)
+
+    return min((e for e in range(size) if e != c), key=preference)
+
+
+def hierarchical_ring_allgather(
+    topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY
+) -> Cost | None:
+    """NCCL-like multi-box rings, or None when the topology has fewer than two
+    equal boxes (compute nodes grouped by ``Node.group``).
+
+    Ring ``c`` (one per GPU index) enters every box at its GPU ``c``, visits the
+    box's other GPUs and leaves from the exit GPU with the fewest-hop (then
+    widest) route to GPU ``c`` of the next box, preferring GPU ``c - 1`` (so on a
+    rail-optimised network each ring leaves on the rail it enters by). Each ring
+    carries ``1 / R`` of the data (``R`` GPUs per box).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> round(hierarchical_ring_allgather(build("dgx-a100:2")).asymptotic_algbw, 3)
+    213.333
+    """
+    boxes = _boxes(topology)
+    if boxes is None:
+        return None
+    router = _Router(topology)
+    latency = _latency(topology, default_latency)
+    per_box = len(boxes[0])
+    loads: dict[Arc, Fraction] = {}
+    alpha = Fraction(0)
+    for c in range(per_box):
+        order = []
+        for b, box in enumerate(boxes):
+            exit_ = _exit_gpu(router, box, boxes[(b + 1) % len(boxes)][c], c)
+            middle = [(c + i) % per_box for i in range(1, per_box)]
+            order += [box[c]] + [box[e] for e in middle if e != exit_] + [box[exit_]]
+        for a, b in zip(order, [*order[1:], order[0]], strict=True):
+            for arc in router.arcs(a, b):
+                loads[arc] = loads.get(arc, Fraction(0)) + Fraction(1, per_box)
+        alpha = max(alpha, _ring_alpha(order, router, latency))
+    n = topology.num_compute
+    return Cost(
+        "hierarchical ring",
+        "allgather",
+        n,
+        (n - 1) * _max_ratio(loads, topology),
+        (n - 1) * alpha,
+    )
+
+
+# --- double binary tree -----------------------------------------------------------------
+
+
+def _binary_tree(n: int) -> list[tuple[int, int]]:
+    """(parent, child) edges of NCCL's binary tree over ranks ``0 .. n-1``.
+
+    Rank ``r > 0`` with lowest set bit ``b`` hangs below ``(r ^ b) | 2b``, or below
+    ``r ^ b`` when that is out of range; rank 0 is the root. Odd ranks are leaves.
+
+    >>> _binary_tree(4)
+    [(0, 2), (2, 1), (2, 3)]
+    """
+    edges = []
+    for r in range(1, n):
+        bit = r & -r
+        parent = (r ^ bit) | (bit << 1)
+        edges.append((parent if parent < n else r ^ bit, r))
+    return sorted(edges)
+
+
+def double_binary_tree_allreduce(
+    topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY
+) -> Cost:
+    """NCCL's double binary tree allreduce (reduce up, broadcast down, half the data per tree).
+
+    Each tree edge moves ``M / 2`` toward the root and ``M / 2`` back, so the
+    time factor (per ``M / N``) is ``N / 2 * max over links of uses / bandwidth``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> double_binary_tree_allreduce(build("dgx-a100:1")).time_factor
+    Fraction(4, 75)
+    """
+    nodes = topology.compute_nodes
+    n = len(nodes)
+    router = _Router(topology)
+    latency = _latency(topology, default_latency)
+    tree = _binary_tree(n)
+    relabel = (lambda r: n - 1 - r) if n % 2 == 0 else (lambda r: (r + 1) % n)
+    loads: dict[Arc, Fraction] = {}
+    alpha = Fraction(0)
+    for edges in (tree, [(relabel(p), relabel(c)) for p, c in tree]):
+        children: dict[int, list[int]] = {}
+        for p, c in edges:
+            children.setdefault(p, []).append(c)
+            for a, b in ((nodes[p], nodes[c]), (nodes[c], nodes[p])):
+                for arc in router.arcs(a, b):
+                    loads[arc] = loads.get(arc, Fraction(0)) + 1
+        root = next(r for r in range(n) if all(r != c for _, c in edges))
+        down: dict[int, Fraction] = {root: Fraction(0)}
+        up: dict[int, Fraction] = {root: Fraction(0)}
+        stack = [root]
+        while stack:
+            p = stack.pop()
+            for c in children.get(p, []):
+                down[c] = down[p] + router.latency(nodes[p], nodes[c], latency)
+                up[c] = up[p] + router.latency(nodes[c], nodes[p], latency)
+                stack.append(c)
+        alpha = max(alpha, max(down.values()) + max(up.values()))
+    factor = Fraction(n, 2) * _max_ratio(loads, topology)
+    return Cost("double binary tree", "allreduce", n, factor, alpha)
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+
+def compare_methods(
+    topology: Topology,
+    collective: str = "allgather",
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+    progress: bool = False,
+) -> list[Cost]:
+    """The optimal schedule and every applicable baseline, optimal first.
+
+    allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
+    (multi-box topologies only); allreduce: the same two tree schedules run as
+    reduce-scatter + allgather, ring allreduce and the double binary tree.
+
+    Raises
+    ------
+    SolveError
+        For a collective other than allgather and allreduce.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
+    ['optimal (k=1)', 'fixed k=1', 'ring']
+    """
+    from optcoll.collectives import allreduce
+    from optcoll.packing import pack_arborescences
+
+    if collective not in ("allgather", "allreduce"):
+        raise SolveError(f"compare supports allgather and allreduce, got {collective!r}")
+    lat = {"default_latency": default_latency}
+    optimal = pack_arborescences(topology, progress=progress)
+    single = pack_arborescences(topology, 1, progress=progress)
+    if collective == "allreduce":
+        optimal, single = allreduce(optimal, topology), allreduce(single, topology)
+    costs = [
+        schedule_cost(topology, optimal, **lat),
+        schedule_cost(topology, single, "fixed k=1", **lat),
+    ]
+    if collective == "allgather":
+        costs.append(ring_allgather(topology, **lat))
+        hierarchical = hierarchical_ring_allgather(topology, **lat)
+        if hierarchical is not None:
+            costs.append(hierarchical)
+    else:
+        costs.append(ring_allreduce(topology, **lat))
+        costs.append(double_binary_tree_allreduce(topology, **lat))
+    return costs

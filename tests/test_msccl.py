@@ -1,0 +1,485 @@
+"""MSCCL XML export, checked by an independent structural simulator.
+
+``check_msccl(xml, collective, k, root)`` below re-reads the XML text with no
+help from the exporter and checks, step by step:
+
+* the format's attributes and limits (thread block ids contiguous, one send
+  and one receive peer per thread block, unique (peer, channel) connections,
+  ``cnt < 72``, offsets and counts inside the declared buffers, dependencies
+  pointing at existing steps, ``hasdep`` set exactly on depended-upon steps);
+* sends and receives of every connection match in order and in size;
+* no deadlock even with rendezvous sends (the step graph with every matched
+  send/receive fused into one node is acyclic);
+* no data race: two accesses of one buffer chunk, one of them a write, are
+  ordered by happens-before (thread block order, dependencies, send -> receive);
+* the data: simulating the steps in a topological order, every GPU ends with
+  every chunk exactly once (allgather, broadcast) or with the full reduction
+  of every chunk, each contribution exactly once (allreduce, reduce-scatter, reduce).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+
+from optcoll.exceptions import ExportError
+from optcoll.export import export_text
+from optcoll.export.msccl import MscclLimits, to_msccl_xml
+from optcoll.schedule import Schedule, Tree, TreeEdge
+
+SENDS = {"s", "rcs", "rrs", "rrcs"}
+RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
+READS_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
+WRITES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
+REDUCES = {"rrs", "rrc", "rrcs", "re"}
+
+
+@dataclass(eq=False)
+class _S:
+    gpu: int
+    tb: int
+    s: int
+    type: str
+    src: tuple[str, int]
+    dst: tuple[str, int]
+    cnt: int
+    dep: tuple[int, int]
+    hasdep: int
+    send: int
+    recv: int
+    chan: int
+    preds: list = field(default_factory=list)
+
+
+def check_msccl(text: str, collective: str, k: int, root: int | None = None) -> dict:
+    """Raise AssertionError on any structural or data fault; return final buffers."""
+    algo = ET.fromstring(text)
+    assert algo.tag == "algo"
+    for attr in (
+        "name",
+        "proto",
+        "nchannels",
+        "nchunksperloop",
+        "ngpus",
+        "coll",
+        "inplace",
+        "outofplace",
+        "minBytes",
+        "maxBytes",
+    ):
+        assert attr in algo.attrib, f"algo lacks {attr}"
+    n = int(algo.get("ngpus"))
+    nchannels = int(algo.get("nchannels"))
+    assert algo.get("coll") == collective
+    gpus = algo.findall("gpu")
+    assert sorted(int(g.get("id")) for g in gpus) == list(range(n))
+    sizes, steps, tbs = {}, [], {}
+    for g in gpus:
+        gid = int(g.get("id"))
+        sizes[gid] = {b: int(g.get(f"{b}_chunks")) for b in "ios"}
+        assert max(sizes[gid]["i"], sizes[gid]["o"]) == int(algo.get("nchunksperloop"))
+        ids = [int(tb.get("id")) for tb in g.findall("tb")]
+        assert ids == list(range(len(ids))), "thread block ids must be 0..n-1"
+        send_conn, recv_conn = set(), set()
+        for tb in g.findall("tb"):
+            tid, send, recv, chan = (int(tb.get(a)) for a in ("id", "send", "recv", "chan"))
+            assert 0 <= chan < nchannels
+            assert -1 <= send < n and send != gid and -1 <= recv < n and recv != gid
+            if send >= 0:
+                assert (send, chan) not in send_conn, "two thread blocks send on one connection"
+                send_conn.add((send, chan))
+            if recv >= 0:
+                assert (recv, chan) not in recv_conn, "two thread blocks receive on one connection"
+                recv_conn.add((recv, chan))
+            block = []
+            for i, st in enumerate(tb.findall("step")):
+                assert int(st.get("s")) == i
+                step = _S(
+                    gid,
+                    tid,
+                    i,
+                    st.get("type"),
+                    (st.get("srcbuf"), int(st.get("srcoff"))),
+                    (st.get("dstbuf"), int(st.get("dstoff"))),
+                    int(st.get("cnt")),
+                    (int(st.get("depid")), int(st.get("deps"))),
+                    int(st.get("hasdep")),
+                    send,
+                    recv,
+                    chan,
+                )
+                assert step.type in SENDS | RECVS | READS_SRC | WRITES_DST | {"nop"}
+                assert 1 <= step.cnt < 72
+                if step.type in SENDS:
+                    assert send >= 0
+                if step.type in RECVS:
+                    assert recv >= 0
+                for used, (buf, off) in (
+                    (step.type in READS_SRC, step.src),
+                    (step.type in WRITES_DST, step.dst),
+                ):
+                    if used:
+                        assert buf in "ios" and 0 <= off and off + step.cnt <= sizes[gid][buf], (
+                            f"gpu {gid} tb {tid} step {i}: {buf}[{off}:+{step.cnt}] out of range"
+                        )
+                if block:
+                    step.preds.append(block[-1])
+                block.append(step)
+            tbs[(gid, tid)] = block
+            steps.extend(block)
+    # dependencies and hasdep
+    depended = set()
+    for st in steps:
+        if st.dep[0] >= 0:
+            target = tbs.get((st.gpu, st.dep[0]))
+            assert target is not None and 0 <= st.dep[1] < len(target), "dangling dependency"
+            st.preds.append(target[st.dep[1]])
+            depended.add(target[st.dep[1]])
+    for st in steps:
+        assert st.hasdep == (st in depended), f"hasdep wrong on gpu {st.gpu} tb {st.tb} step {st.s}"
+    # match sends with receives per connection, in order
+    outgoing, incoming = defaultdict(list), defaultdict(list)
+    for st in steps:
+        if st.type in SENDS:
+            outgoing[(st.gpu, st.send, st.chan)].append(st)
+        if st.type in RECVS:
+            incoming[(st.recv, st.gpu, st.chan)].append(st)
+    assert set(outgoing) == set(incoming)
+    partner = {}
+    for conn, sends in outgoing.items():
+        recvs = incoming[conn]
+        assert len(sends) == len(recvs), (
+            f"connection {conn}: {len(sends)} sends, {len(recvs)} recvs"
+        )
+        for a, b in zip(sends, recvs, strict=True):
+            assert a.cnt == b.cnt
+            partner[b] = a
+    order = _deadlock_free_order(steps, partner)
+    _check_races(steps, partner, order)
+    return _simulate(order, partner, sizes, collective, k, n, root)
+
+
+def _deadlock_free_order(steps, partner):
+    """Topological order of the rendezvous graph (send and matching recv fused)."""
+    rep = {st: st for st in steps}
+    for recv, send in partner.items():
+        rep[send] = recv
+    succ, indeg = defaultdict(set), Counter()
+    nodes = {rep[st] for st in steps}
+    for st in steps:
+        for p in st.preds:
+            a, b = rep[p], rep[st]
+            if a is not b and b not in succ[a]:
+                succ[a].add(b)
+                indeg[b] += 1
+    ready = [v for v in nodes if indeg[v] == 0]
+    order = []
+    while ready:
+        v = ready.pop()
+        order.append(v)
+        for w in succ[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    assert len(order) == len(nodes), "deadlock: the step graph has a cycle"
+    return order
+
+
+def _check_races(steps, partner, order):
+    """Happens-before with buffered sends; conflicting accesses must be ordered."""
+    preds = {st: list(st.preds) for st in steps}
+    for recv, send in partner.items():
+        preds[recv].append(send)
+    index = {}
+    flat = []
+    for v in order:  # a send precedes its fused recv in program terms
+        if v in partner:
+            flat.append(partner[v])
+        flat.append(v)
+    for i, st in enumerate(flat):
+        index[st] = i
+    reach = {}
+    for st in flat:
+        bits = 0
+        for p in preds[st]:
+            bits |= reach[p] | (1 << index[p])
+        reach[st] = bits
+    accesses = defaultdict(list)
+    for st in steps:
+        if st.type in READS_SRC:
+            for c in range(st.cnt):
+                accesses[(st.gpu, st.src[0], st.src[1] + c)].append((st, False))
+        if st.type in WRITES_DST:
+            for c in range(st.cnt):
+                accesses[(st.gpu, st.dst[0], st.dst[1] + c)].append((st, True))
+    for where, acc in accesses.items():
+        for i, (a, wa) in enumerate(acc):
+            for b, wb in acc[i + 1 :]:
+                if a is b or not (wa or wb):
+                    continue
+                ordered = (reach[b] >> index[a]) & 1 or (reach[a] >> index[b]) & 1
+                assert ordered, f"data race on {where} between {a.type} and {b.type}"
+
+
+def _simulate(order, partner, sizes, collective, k, n, root):
+    buf = {}
+    writes = Counter()
+    for g in range(n):
+        for j in range(sizes[g]["i"]):
+            buf[(g, "i", j)] = Counter({(g, j): 1})
+    wire = {}
+    mate = {send: recv for recv, send in partner.items()}
+    for v in order:
+        for st in ([partner[v]] if v in partner else []) + [v]:
+            for c in range(st.cnt):
+                src = (st.gpu, st.src[0], st.src[1] + c)
+                dst = (st.gpu, st.dst[0], st.dst[1] + c)
+                incoming = wire.pop((id(st), c), None) if st.type in RECVS else None
+                if st.type in RECVS:
+                    assert incoming is not None
+                if st.type == "cpy":
+                    value = buf[src]
+                elif st.type in REDUCES:
+                    assert src in buf, f"reduce reads unset {src}"
+                    value = buf[src] + incoming
+                elif st.type in RECVS:
+                    value = incoming
+                else:
+                    assert src in buf, f"send reads unset {src}"
+                    value = buf[src]
+                if st.type in WRITES_DST:
+                    buf[dst] = value
+                    writes[dst] += 1
+                if st.type in SENDS:
+                    wire[(id(mate[st]), c)] = value
+    everyone = range(n)
+    for g in everyone:
+        if collective == "allgather":
+            for r in everyone:
+                for j in range(k):
+                    assert buf.get((g, "o", r * k + j)) == Counter({(r, j): 1})
+                    assert writes[(g, "o", r * k + j)] == 1, "a chunk arrived more than once"
+        elif collective == "broadcast":
+            for j in range(k):
+                assert buf.get((g, "o", j)) == Counter({(root, j): 1})
+                assert writes[(g, "o", j)] == 1
+        elif collective == "allreduce":
+            for x in range(n * k):
+                assert buf.get((g, "o", x)) == Counter({(h, x): 1 for h in everyone})
+        elif collective == "reduce_scatter":
+            for j in range(k):
+                assert buf.get((g, "o", j)) == Counter({(h, g * k + j): 1 for h in everyone})
+        elif collective == "reduce" and g == root:
+            for j in range(k):
+                assert buf.get((g, "o", j)) == Counter({(h, j): 1 for h in everyone})
+    return buf
+
+
+# --- hand-made schedules ---------------------------------------------------------------
+
+NODES = ("g0", "g1", "g2", "g3")
+
+
+def _chain(order, chunks=1):
+    return Tree(
+        order[0],
+        chunks,
+        tuple(TreeEdge(a, b, (a, b)) for a, b in zip(order, order[1:], strict=False)),
+    )
+
+
+def _star(root, chunks=1):
+    return Tree(root, chunks, tuple(TreeEdge(root, v, (root, "sw", v)) for v in NODES if v != root))
+
+
+def _binary(root, chunks):
+    rest = [v for v in NODES if v != root]
+    return Tree(
+        root,
+        chunks,
+        (
+            TreeEdge(root, rest[0], (root, rest[0])),
+            TreeEdge(root, rest[1], (root, rest[1])),
+            TreeEdge(rest[0], rest[2], (rest[0], rest[2])),
+        ),
+    )
+
+
+def _ring_schedule(collective):
+    """4 GPUs on a bidirectional ring: per root a chain each way, 2 chunks of k=3 and 1."""
+    trees = []
+    for i in range(4):
+        cw = [NODES[(i + j) % 4] for j in range(4)]
+        ccw = [NODES[(i - j) % 4] for j in range(4)]
+        trees += [_chain(cw, 2), _chain(ccw, 1)]
+    return Schedule(collective, "ring4", NODES, 3, tuple(trees))
+
+
+def _mixed_schedule(collective):
+    trees = []
+    for r in NODES:
+        trees += [_star(r, 1), _binary(r, 3)]
+    return Schedule(collective, "mixed4", NODES, 4, tuple(trees))
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reduce_scatter", "allreduce"])
+@pytest.mark.parametrize("make", [_ring_schedule, _mixed_schedule])
+@pytest.mark.parametrize("channels", [1, 2])
+def test_exported_xml_passes_checker(collective, make, channels):
+    schedule = make(collective)
+    text = to_msccl_xml(schedule, channels=channels)
+    check_msccl(text, collective, schedule.k)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_single_root_collectives(collective):
+    trees = (_chain(("g2", "g0", "g1", "g3"), 2), _binary("g2", 1), _star("g2", 1))
+    schedule = Schedule(collective, "x", NODES, 4, trees, root="g2")
+    check_msccl(to_msccl_xml(schedule), collective, 4, root=2)
+
+
+def test_large_chunk_counts_are_split_below_the_count_cap():
+    schedule = Schedule(
+        "allgather",
+        "ring4",
+        NODES,
+        150,
+        tuple(_chain([NODES[(i + j) % 4] for j in range(4)], 150) for i in range(4)),
+    )
+    text = to_msccl_xml(schedule)
+    counts = {int(s.get("cnt")) for s in ET.fromstring(text).iter("step")}
+    assert max(counts) == 71 and sum(1 for _ in range(0, 150, 71)) == 3
+    check_msccl(text, "allgather", 150)
+
+
+def test_checker_catches_a_missing_chunk():
+    text = to_msccl_xml(_ring_schedule("allgather"))
+    root = ET.fromstring(text)
+    gpu = root.find("gpu")
+    local = next(
+        tb for tb in gpu.findall("tb") if tb.get("send") == "-1" and tb.get("recv") == "-1"
+    )
+    local.remove(local.findall("step")[-1])
+    with pytest.raises(AssertionError):
+        check_msccl(ET.tostring(root, encoding="unicode"), "allgather", 3)
+
+
+def test_checker_catches_a_cyclic_wait():
+    root = ET.fromstring(to_msccl_xml(_ring_schedule("allgather")))
+    gpu = root.findall("gpu")[1]
+    tbs = {tb.get("id"): tb for tb in gpu.findall("tb")}
+    # a forwarding send waits for its receive; make that receive wait for the send too
+    send_tb, send = next(
+        (tb, st) for tb in tbs.values() for st in tb.findall("step") if st.get("depid") != "-1"
+    )
+    recv = tbs[send.get("depid")].findall("step")[int(send.get("deps"))]
+    recv.set("depid", send_tb.get("id"))
+    recv.set("deps", send.get("s"))
+    send.set("hasdep", "1")
+    with pytest.raises(AssertionError, match="deadlock"):
+        check_msccl(ET.tostring(root, encoding="unicode"), "allgather", 3)
+
+
+def test_export_is_deterministic_and_json_roundtrips():
+    schedule = _mixed_schedule("allreduce")
+    assert to_msccl_xml(schedule, channels=2) == to_msccl_xml(schedule, channels=2)
+    import json
+
+    assert Schedule.from_dict(json.loads(export_text(schedule, "json"))) == schedule
+
+
+def test_thread_block_cap_raises_with_suggestion():
+    with pytest.raises(ExportError, match=r"thread blocks.*smaller k"):
+        to_msccl_xml(_mixed_schedule("allgather"), limits=MscclLimits(max_threadblocks=3))
+
+
+def test_step_cap_raises():
+    with pytest.raises(ExportError, match=r"steps, above the cap of 2"):
+        to_msccl_xml(_ring_schedule("allreduce"), limits=MscclLimits(max_steps=2))
+
+
+def test_peers_per_channel_cap_and_bad_inputs():
+    with pytest.raises(ExportError, match="peers on channel 0"):
+        to_msccl_xml(_mixed_schedule("allgather"), limits=MscclLimits(max_peers_per_channel=1))
+    with pytest.raises(ExportError, match="channels must be between"):
+        to_msccl_xml(_mixed_schedule("allgather"), channels=0)
+    with pytest.raises(ExportError, match="unknown export format"):
+        export_text(_mixed_schedule("allgather"), "nccl")
+
+
+def test_checker_catches_a_race_when_a_dependency_is_dropped():
+    root = ET.fromstring(to_msccl_xml(_mixed_schedule("allreduce")))
+    gpu = next(
+        g
+        for g in root.findall("gpu")
+        if any(st.get("type") == "rrc" and st.get("depid") != "-1" for st in g.iter("step"))
+    )
+    chained = next(
+        st for st in gpu.iter("step") if st.get("type") == "rrc" and st.get("depid") != "-1"
+    )
+    chained.set("depid", "-1")
+    chained.set("deps", "-1")
+    targets = {(st.get("depid"), st.get("deps")) for st in gpu.iter("step")}
+    for tb in gpu.findall("tb"):
+        for st in tb.findall("step"):
+            st.set("hasdep", "1" if (tb.get("id"), st.get("s")) in targets else "0")
+    with pytest.raises(AssertionError, match="data race"):
+        check_msccl(ET.tostring(root, encoding="unicode"), "allreduce", 4)
+
+
+# --- built-in families and the CLI ------------------------------------------------------
+
+BUILTIN_CASES = [
+    ("dgx-a100:1", "allgather"),
+    ("dgx-a100:1", "reduce_scatter"),
+    ("dgx-a100:1", "allreduce"),
+    ("mi250:1", "allgather"),
+    ("mi250:1", "reduce_scatter"),
+    ("mi250:1", "allreduce"),
+    pytest.param("dgx-a100:2", "allgather", marks=pytest.mark.slow),
+    pytest.param("dgx-a100:2", "allreduce", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("spec", "collective"), BUILTIN_CASES)
+def test_builtin_schedules_export_to_valid_msccl(spec, collective):
+    from optcoll.collectives import build_collective
+    from optcoll.topologies import build
+
+    schedule = build_collective(build(spec), collective)
+    check_msccl(to_msccl_xml(schedule, channels=2), collective, schedule.k)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_builtin_single_root_export(collective):
+    from optcoll.collectives import build_collective
+    from optcoll.topologies import build
+
+    schedule = build_collective(build("mi250:1"), collective, root="b0.gcd5")
+    check_msccl(to_msccl_xml(schedule), collective, schedule.k, root=5)
+
+
+def test_cli_export_msccl_and_json(tmp_path, capsys):
+    from optcoll.cli import main
+    from optcoll.io import load_schedule
+
+    xml_path, json_path = tmp_path / "ar.xml", tmp_path / "ag.json"
+    assert main(["export", "dgx-a100:1", "--collective", "allreduce", "-o", str(xml_path)]) == 0
+    check_msccl(xml_path.read_text(), "allreduce", 1)
+    assert main(["export", "dgx-a100:1", "--format", "json", "-o", str(json_path)]) == 0
+    assert load_schedule(json_path).collective == "allgather"
+    # a schedule file converts to reduce-scatter using its topology spec
+    rs_path = tmp_path / "rs.xml"
+    assert (
+        main(["export", str(json_path), "--collective", "reduce_scatter", "-o", str(rs_path)]) == 0
+    )
+    check_msccl(rs_path.read_text(), "reduce_scatter", 1)
+    assert "wrote" in capsys.readouterr().out
+    # an allgather schedule cannot become a broadcast; a tiny cap gives a clear one-line error
+    assert main(["export", str(json_path), "--collective", "broadcast", "-o", str(rs_path)]) == 2
+    assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be exported as broadcast" in err and "smaller k" in err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 #: Module names, in the order ``python -m paper_figures`` runs them.
 FIGURES = (
+    "algbw_vs_baselines",
     "optima_table",
     "bottleneck_cut",
     "mi250_tree",

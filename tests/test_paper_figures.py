@@ -109,3 +109,27 @@ def test_main_runs_named_figures_and_rejects_unknown_ones(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_figures(["nope"])
     assert "unknown figure 'nope'" in capsys.readouterr().err
+
+
+def test_no_baseline_beats_the_optimum(outputs):
+    rows = read_csv(outputs["algbw_vs_baselines"][0])
+    limits = [r for r in rows if r["message_bytes"] == ""]
+    assert {(r["topology"], r["method"]) for r in limits} == {
+        ("dgx-a100:1", "optimal (N / r*)"),
+        ("dgx-a100:1", "ring"),
+        ("dgx-a100:2", "optimal (N / r*)"),
+        ("dgx-a100:2", "ring"),
+        ("dgx-a100:2", "hierarchical ring"),
+        ("mi250:1", "optimal (N / r*)"),
+        ("mi250:1", "ring"),
+    }
+    assert all(float(r["ratio_to_optimal"]) <= 1 for r in rows)
+    optimal = {r["topology"]: r["algbw_GBps"] for r in limits if r["method"].startswith("optimal")}
+    assert optimal == {"dgx-a100:1": "342.857", "dgx-a100:2": "346.667", "mi250:1": "342.857"}
+    # one NVSwitch box: a ring is already optimal
+    ring = {r["topology"]: r["ratio_to_optimal"] for r in limits if r["method"] == "ring"}
+    assert ring["dgx-a100:1"] == "1.0" and float(ring["dgx-a100:2"]) < 1
+    curve = [r for r in rows if r["message_bytes"] != ""]
+    assert {r["method"] for r in curve} == {"optimal (k=1)", "ring"}
+    algbw = [float(r["algbw_GBps"]) for r in curve if r["method"] == "optimal (k=1)"]
+    assert algbw == sorted(algbw) and algbw[-1] <= 342.857

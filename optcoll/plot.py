@@ -555,7 +555,7 @@ def plot_tree(
     for e in sorted(tree.edges, key=lambda e: -depth.get(e.dst, height + 1)):
         c = colour.get(depth.get(e.dst, 0), "#bbbbbb")
         for a, b in zip(e.path, e.path[1:], strict=False):
-            ax.add_patch(_arrow(pos[a], pos[b], c, 1.8, 0.95, 2))
+            ax.add_patch(_arrow(pos[a], pos[b], c, 1.8, 0.95, 2, rad=0.1))
     for v, d in depth.items():
         if topology.is_compute(v) and v != tree.root:
             ax.annotate(

@@ -105,36 +105,75 @@ def _as_int(value: Any, what: str) -> int:
 
 
 class _Arcs:
-    """The capacity-independent structure of a flow network."""
+    """The capacity-independent structure of a flow network (built with numpy)."""
 
     def __init__(self, n: int, tails: Sequence[int], heads: Sequence[int]) -> None:
-        tails, heads = list(tails), list(heads)
-        if len(tails) != len(heads):
-            raise SolveError(
-                f"tails and heads must have equal lengths, got {len(tails)} and {len(heads)}"
-            )
-        pair_index: dict[tuple[int, int], int] = {}
-        arc_pair = []
-        for i, (u, v) in enumerate(zip(tails, heads, strict=True)):
-            u, v = _as_int(u, f"tail of arc {i}"), _as_int(v, f"head of arc {i}")
-            if not (0 <= u < n and 0 <= v < n):
-                raise SolveError(f"arc {i} ({u} -> {v}) has a node outside 0..{n - 1}")
-            arc_pair.append(-1 if u == v else pair_index.setdefault((u, v), len(pair_index)))
+        t = _node_array(tails, "tail", n)
+        h = _node_array(heads, "head", n)
+        if len(t) != len(h):
+            raise SolveError(f"tails and heads must have equal lengths, got {len(t)} and {len(h)}")
+        outside = np.flatnonzero((t < 0) | (t >= n) | (h < 0) | (h >= n))
+        if len(outside):
+            i = int(outside[0])
+            raise SolveError(f"arc {i} ({t[i]} -> {h[i]}) has a node outside 0..{n - 1}")
+        # pairs (tail, head) without self-loops, numbered by first appearance
+        proper = t != h
+        sorted_keys, first, inverse = np.unique(
+            (t * n + h)[proper], return_index=True, return_inverse=True
+        )
+        by_appearance = np.argsort(first, kind="stable")
+        pair_of_sorted = np.empty(len(sorted_keys), dtype=np.int64)
+        pair_of_sorted[by_appearance] = np.arange(len(sorted_keys))
         self.n = n
-        self.num_arcs = len(arc_pair)
-        self.arc_pair = np.array(arc_pair, dtype=np.int64)
-        self.pairs = list(pair_index)
-        self.num_pairs = len(self.pairs)
-        self.rows = np.array([u for u, _ in self.pairs], dtype=np.int64)
-        self.cols = np.array([v for _, v in self.pairs], dtype=np.int64)
+        self.num_arcs = len(t)
+        self.arc_pair = np.full(len(t), -1, dtype=np.int64)
+        self.arc_pair[proper] = pair_of_sorted[inverse.reshape(-1)]
+        self.keys = sorted_keys[by_appearance]
+        self.num_pairs = len(self.keys)
+        self.rows = self.keys // n
+        self.cols = self.keys % n
         #: arcs map one-to-one onto pairs (no parallel arcs, no self-loops)
         self.simple = self.num_pairs == self.num_arcs
-        self.reverse = np.array([pair_index.get((v, u), -1) for u, v in self.pairs], dtype=np.int64)
-        self.csr_order = np.lexsort((self.cols, self.rows))
+        # the pair (head, tail) of every pair, or -1
+        self.reverse = np.full(self.num_pairs, -1, dtype=np.int64)
+        if self.num_pairs:
+            reverse_keys = self.cols * n + self.rows
+            pos = np.minimum(np.searchsorted(sorted_keys, reverse_keys), self.num_pairs - 1)
+            found = sorted_keys[pos] == reverse_keys
+            self.reverse[found] = pair_of_sorted[pos[found]]
+        # CSR layout: pairs sorted by (tail, head), i.e. by key
+        self.csr_order = pair_of_sorted
         self.indptr = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(np.bincount(self.rows, minlength=n), out=self.indptr[1:])
         self.indices = self.cols[self.csr_order].astype(np.int32)
-        self.keys = self.rows * n + self.cols
+
+    @cached_property
+    def pairs(self) -> list[tuple[int, int]]:
+        """(tail, head) of every pair, in pair order."""
+        return list(zip(self.rows.tolist(), self.cols.tolist(), strict=True))
+
+
+def _node_array(values: Sequence[int], what: str, n: int) -> np.ndarray:
+    """Arc end points as an int64 array; a non-integer entry is named by its arc."""
+    if isinstance(values, np.ndarray):
+        array = listed = values
+    else:
+        listed = list(values)
+        # numpy would read True as 1: let the per-entry check reject booleans
+        plain = not any(isinstance(v, bool) for v in listed)
+        array = np.asarray(listed) if plain else np.asarray(listed, dtype=object)
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if array.ndim == 1 and array.dtype.kind in "iu":
+        if array.dtype.kind == "u" and array.max() >= n:  # would wrap in int64
+            i = int(np.argmax(array >= n))
+            raise SolveError(f"arc {i} has {what} {int(array[i])} outside 0..{n - 1}")
+        return array.astype(np.int64)
+    checked = [_as_int(v, f"{what} of arc {i}") for i, v in enumerate(listed)]
+    for i, v in enumerate(checked):
+        if not 0 <= v < n:
+            raise SolveError(f"arc {i} has {what} {v} outside 0..{n - 1}")
+    return np.asarray(checked, dtype=np.int64)
 
 
 class FlowNetwork:
@@ -341,6 +380,11 @@ class FlowNetwork:
 
 def _capacity_vector(capacities: Sequence[int], arcs: _Arcs) -> np.ndarray | list[int]:
     """Validated capacities: int64 array when all sums fit in int64, else Python ints."""
+    if not isinstance(capacities, np.ndarray):
+        listed = list(capacities)
+        converted = np.asarray(listed) if listed else np.zeros(0, dtype=np.int64)
+        plain = not any(isinstance(c, bool) for c in listed)
+        capacities = converted if plain and converted.dtype.kind in "iu" else listed
     if isinstance(capacities, np.ndarray) and capacities.dtype.kind in "iu":
         if capacities.shape != (arcs.num_arcs,):
             raise SolveError(

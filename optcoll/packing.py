@@ -46,12 +46,15 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from bisect import bisect_right
 from collections.abc import Mapping
 from fractions import Fraction
 from itertools import pairwise
+
+import numpy as np
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
@@ -107,24 +110,21 @@ class _Packer:
             if m > 0
         ]
         self.done: list[_Bundle] = []
+        self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
+        self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
+        self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
+        self.verified = False  # whether the current state is known to satisfy Edmonds
         self.infinite = sum(self.cap.values()) + sum(root_capacity.values()) + 1
 
     def remaining(self) -> int:
         return sum(b.mu for b in self.pending)
 
-    def check(self) -> None:
-        roots = {}
-        for b in self.pending:
-            roots[b.root] = roots.get(b.root, 0) + b.mu
-        have = min_rooted_connectivity(self.n, self.cap, roots, range(self.n))
-        if have < self.remaining():
-            raise SolveError(
-                f"the logical graph gives rooted connectivity {have} < {self.remaining()} "
-                "arborescences to pack; Edmonds' condition fails"
-            )
+    def network(self, current: _Bundle | None = None, extra=()) -> tuple[FlowNetwork, int]:  # noqa: ANN001
+        """The augmented network (source, bundle nodes, remaining arcs) and its source.
 
-    def admissible(self, current: _Bundle, x: int, y: int) -> int:
-        """The number of copies of ``current`` that can take arc ``(x, y)``."""
+        Bundles that are still a single root feed the root directly; ``current`` always
+        gets its own bundle node ``n + pending.index(current)``.
+        """
         n = self.n
         source = n + len(self.pending)
         tails: list[int] = []
@@ -147,12 +147,132 @@ class _Packer:
                 tails.append(n + j)
                 heads.append(v)
                 caps.append(self.infinite)
-        j = self.pending.index(current)
-        tails += [source, n + j]
-        heads += [x, y]
-        caps += [self.infinite, self.infinite]
-        flow = FlowNetwork(source + 1, tails, heads, caps).max_flow(source, y).value
+        for a, b in extra:
+            tails.append(a)
+            heads.append(b)
+            caps.append(self.infinite)
+        return FlowNetwork(source + 1, tails, heads, caps), source
+
+    def feasible(self) -> bool:
+        """Edmonds' condition: every node receives flow ``remaining()`` in the network.
+
+        A violated set (the sink side of a too-small cut) is remembered in
+        ``self.learned`` so that later greedy trees respect it.
+        """
+        if not self.pending:
+            return True
+        network, source = self.network()
+        need = self.remaining()
+        for v in list(self.sinks):
+            result = network.max_flow(source, v)
+            if result.value < need:
+                side = result.source_side
+                self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
+                self.sinks.remove(v)  # look here first next time
+                self.sinks.insert(0, v)
+                return False
+        return True
+
+    def slack(self, sink_side: frozenset[int]) -> int:
+        """Edmonds' slack of a set: in-capacity minus the bundles that do not meet it."""
+        entering = sum(c for (a, b), c in self.cap.items() if b in sink_side and a not in sink_side)
+        missing = sum(b.mu for b in self.pending if sink_side.isdisjoint(b.nodes))
+        return entering - missing
+
+    def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
+        """Whether adding ``(x, y)`` keeps the slack of every learned set non-negative."""
+        return all(
+            self.slack(side) >= amount
+            for side in self.learned
+            if y in side and x not in side and not side.isdisjoint(bundle.nodes)
+        )
+
+    def exact_network(self, current: _Bundle) -> None:
+        """Fix the arc structure of the admissibility flows while ``current`` grows.
+
+        Nodes: compute nodes, ``B = n`` for ``current``, one node per other partial
+        bundle, the source last. Arcs: the logical arcs, ``s -> v`` and ``B -> v`` for
+        every node ``v``, ``s -> B``, and the other partial bundles' arcs. Only the
+        capacities change from one flow to the next (``FlowNetwork.with_capacities``).
+        """
+        n = self.n
+        others = [b for b in self.pending if b is not current and len(b.nodes) > 1]
+        source = n + 1 + len(others)
+        self.logical_arcs = list(self.cap)
+        tails = [a for a, _ in self.logical_arcs] + [source] * n + [source] + [n] * n
+        heads = [b for _, b in self.logical_arcs] + list(range(n)) + [n] + list(range(n))
+        fixed = []
+        for i, bundle in enumerate(others):
+            tails += [source] + [n + 1 + i] * len(bundle.order)
+            heads += [n + 1 + i] + bundle.order
+            fixed += [bundle.mu] + [self.infinite] * len(bundle.order)
+        self.exact_fixed = np.array(fixed, dtype=np.int64)
+        self.exact_source = source
+        self.exact_base = FlowNetwork(source + 1, tails, heads, [0] * len(tails))
+        self.exact_for = current
+        self.exact_partials = len(others)
+
+    def admissible(self, current: _Bundle, x: int, y: int) -> int:
+        """The number of copies of ``current`` that can take arc ``(x, y)``."""
+        partials = sum(1 for b in self.pending if b is not current and len(b.nodes) > 1)
+        if self.exact_for is not current or self.exact_partials != partials:
+            self.exact_network(current)
+        n, m = self.n, len(self.logical_arcs)
+        roots = [0] * n
+        for bundle in self.pending:
+            if bundle is not current and len(bundle.nodes) == 1:
+                roots[bundle.root] += bundle.mu
+        roots[x] = self.infinite
+        into = [0] * n
+        for v in current.order:
+            into[v] = self.infinite
+        into[y] = self.infinite
+        caps = np.concatenate(
+            (
+                np.array([self.cap.get(arc, 0) for arc in self.logical_arcs], dtype=np.int64),
+                np.array(roots + [current.mu] + into, dtype=np.int64),
+                self.exact_fixed,
+            )
+        )
+        assert len(caps) == m + 2 * n + 1 + len(self.exact_fixed)
+        network = self.exact_base.with_capacities(caps)
+        flow = network.max_flow(self.exact_source, y).value
         return max(0, min(current.mu, self.cap.get((x, y), 0), flow - self.remaining()))
+
+    def greedy(self, bundle: _Bundle) -> bool:
+        """Complete ``bundle`` without any check (the caller verifies afterwards).
+
+        Prim-like: the frontier arc with the most spare capacity (in powers of two of
+        the multiplicity) wins, then the shallowest tail. An arc too small for all
+        copies splits the bundle (the rest waits in ``pending``). Returns False when
+        no arc leaves the bundle.
+        """
+        depth = dict.fromkeys(bundle.nodes, 0)
+        for x, y in bundle.arcs:
+            depth[y] = depth[x] + 1
+        heap: list[tuple[int, int, int, int]] = []
+
+        def push(x: int) -> None:
+            for y in self.succ[x]:
+                c = self.cap.get((x, y), 0)
+                if c and y not in bundle.nodes:
+                    heapq.heappush(heap, (-((c // bundle.mu).bit_length()), depth[x], x, y))
+
+        for x in bundle.order:
+            push(x)
+        while len(bundle.nodes) < self.n:
+            while heap and heap[0][3] in bundle.nodes:
+                heapq.heappop(heap)
+            if not heap:
+                return False
+            _, _, x, y = heapq.heappop(heap)
+            amount = min(bundle.mu, self.cap[(x, y)])
+            if not self.allowed(bundle, x, y, amount):
+                continue
+            self.attach(bundle, x, y, amount)
+            depth[y] = depth[x] + 1
+            push(y)
+        return True
 
     def grow(self, bundle: _Bundle) -> None:
         """Extend ``bundle`` by one arc (splitting off a sibling bundle if needed)."""
@@ -209,21 +329,79 @@ class _Packer:
         bundle.order.append(y)
         bundle.arcs.append((x, y))
 
-    def run(self, progress: bool) -> Packing:
-        total = self.remaining() * (self.n - 1)
+    def exact(self, bundle: _Bundle) -> None:
+        """Complete ``bundle`` arc by arc, each arc checked by one max-flow."""
+        self.exact_for = None
+        while len(bundle.nodes) < self.n:
+            self.grow(bundle)
+
+    def save(self) -> tuple[dict[tuple[int, int], int], list[_Bundle], int]:
+        return dict(self.cap), [b.copy(b.mu) for b in self.pending], len(self.done)
+
+    def restore(self, saved: tuple[dict[tuple[int, int], int], list[_Bundle], int]) -> None:
+        cap, pending, done = saved
+        self.cap = dict(cap)
+        self.pending = [b.copy(b.mu) for b in pending]
+        del self.done[done:]
+
+    def greedy_batch(self, size: int) -> bool:
+        """Complete up to ``size`` bundles greedily and verify; restore on failure."""
+        saved = self.save()
+        for _ in range(size):
+            if not self.pending:
+                break
+            if not self.greedy(self.pending[0]):
+                self.restore(saved)
+                return False
+            self.done.append(self.pending.pop(0))
+        if self.feasible():
+            self.verified = True
+            return True
+        self.restore(saved)
+        return False
+
+    def ensure_verified(self) -> None:
+        """Check Edmonds' condition on the current state once (the initial state)."""
+        if not self.verified:
+            if not self.feasible():
+                raise SolveError(
+                    f"the logical graph cannot carry {self.remaining()} arborescences to "
+                    "every node; Edmonds' condition fails"
+                )
+            self.verified = True
+
+    def run(self, greedy: bool, progress: bool) -> Packing:
+        """Optimistic batches of greedy trees, verified by Edmonds' condition.
+
+        A batch of ``size`` bundles is completed greedily (no max-flow) and then the
+        condition is checked for the rest (one max-flow per node; none when nothing
+        is left, since capacities are respected by construction). The first batch
+        is everything. On success the batch size doubles; on failure the state is
+        restored, the violated cut is learned and the batch is halved; when even a
+        single greedy bundle fails twice, it is completed exactly (one max-flow per
+        arc, always possible).
+        """
+        total = len(self.pending)
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=total, desc="packing", leave=False)
+        size, retried = len(self.pending), False  # first try everything at once
         while self.pending:
-            bundle = self.pending[0]
-            while len(bundle.nodes) < self.n:
-                self.grow(bundle)
-                if bar is not None:
-                    bar.update(bundle.mu)
-            self.pending.pop(0)
-            self.done.append(bundle)
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
+            if greedy and self.greedy_batch(size):
+                size, retried = size * 2, False
+                continue
+            self.ensure_verified()  # a failed batch restored a state that must be feasible
+            if greedy and (size > 1 or not retried):
+                # the failed check taught a cut: try again with half the batch
+                size, retried = max(1, size // 2), size == 1
+            else:
+                self.exact(self.pending[0])
+                self.done.append(self.pending.pop(0))
+                size, retried = 1, False
         if bar is not None:
             bar.close()
         return _merge(
@@ -245,7 +423,11 @@ def _merge(trees) -> Packing:  # noqa: ANN001 - iterable of packing entries
 
 
 def pack_rooted(
-    logical: LogicalGraph, root_capacity: Mapping[str, int], *, progress: bool = False
+    logical: LogicalGraph,
+    root_capacity: Mapping[str, int],
+    *,
+    greedy: bool = True,
+    progress: bool = False,
 ) -> Packing:
     """Pack ``root_capacity[r]`` spanning arborescences rooted at every ``r`` (with multiplicity).
 
@@ -255,6 +437,9 @@ def pack_rooted(
         Switch-free graph on the compute nodes with integer capacities.
     root_capacity : Mapping
         ``root -> number of arborescences`` rooted there.
+    greedy : bool
+        Try greedy trees verified in batches first (default). ``False`` builds every
+        tree arc by arc with one max-flow per arc (slower; same guarantees).
     progress : bool
         Show a tqdm bar.
 
@@ -274,8 +459,10 @@ def pack_rooted(
 
     Notes
     -----
-    One max-flow (on the compute nodes plus one node per partial bundle) per
-    attempted arc; attempts whose cached upper bound is too small are skipped.
+    The exact step costs one max-flow (on the compute nodes plus one node per
+    partial bundle) per attempted arc; attempts whose cached upper bound is too
+    small are skipped. The greedy batches cost one max-flow per node per batch and
+    fall back to the exact step for one bundle whenever a batch fails.
 
     Examples
     --------
@@ -288,9 +475,7 @@ def pack_rooted(
             raise SolveError(f"root_capacity names {r!r}, which is not a compute node")
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
-    packer = _Packer(logical, root_capacity)
-    packer.check()
-    return packer.run(progress)
+    return _Packer(logical, root_capacity).run(greedy, progress)
 
 
 def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:
@@ -447,8 +632,9 @@ def pack_arborescences(
     bound = optimal_cut_ratio(topology)
     caps, unit = topology.integer_capacities()
     if k is None:
-        chunks = bound.k
-        link_capacity = {e: bound.U * c for e, c in caps.items()}
+        scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
+        chunks = scaled.denominator
+        link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
     else:
         chunks = k
         _, link_capacity = fixed_k_capacity(topology, k)
@@ -466,7 +652,6 @@ def pack_arborescences(
     time_factor = _time_factor(topology, chunks, trees)
     heights = _heights(trees)
     stats = {
-        "U": bound.U if k is None else None,
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
@@ -481,8 +666,8 @@ def pack_arborescences(
             packing=packed - split,
             paths=time.perf_counter() - packed,
         )
-    if k is not None:
-        del stats["U"]
+    if k is None:  # U / k = r* in integer capacity units
+        stats = {"U": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

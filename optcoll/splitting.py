@@ -44,9 +44,9 @@ Examples
 >>> caps = {arc: 2 * c for arc, c in topo.integer_capacities()[0].items()}
 >>> g = split_switches(topo, caps, {c: 1 for c in topo.compute_nodes}, 3)
 >>> sorted(g.capacity.items())
-[(('a', 'c'), 2), (('b', 'a'), 2), (('c', 'b'), 2)]
+[(('a', 'b'), 1), (('a', 'c'), 1), (('b', 'a'), 1), (('b', 'c'), 1), (('c', 'a'), 1), (('c', 'b'), 1)]
 >>> g.paths[("a", "c")]
-((('a', 'sw', 'c'), 2),)
+((('a', 'sw', 'c'), 1),)
 """
 
 from __future__ import annotations
@@ -156,6 +156,7 @@ class _Splitter:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.n = len(self.names)
         self.compute = [self.index[c] for c in topology.compute_nodes]
+        self.groups = [topology.node[x].group or "" for x in self.names]
         self.root_capacity = {self.index[c]: r for c, r in root_capacity.items() if r > 0}
         self.requirement = requirement
         self.cap: dict[tuple[int, int], int] = {}
@@ -238,8 +239,35 @@ class _Splitter:
         lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
         return max(0, g - max(0, self.requirement - lowest))
 
-    def remove(self, w: int) -> None:
-        """Split off every arc at switch ``w``."""
+    def kind(self, w: int) -> str:
+        """How switch ``w`` splits: ``"free"`` (no check), ``"uniform"`` or ``"checked"``."""
+        neighbours = self.pred[w] | self.succ[w]
+        symmetric = all(self.cap.get((x, w), 0) == self.cap.get((w, x), 0) for x in neighbours)
+        if len(neighbours) <= 2 and symmetric:
+            return "free"
+        if len(self.pred[w]) == 1 and len(self.succ[w]) == 1 and self.pred[w] != self.succ[w]:
+            return "free"
+        if symmetric and len({self.cap[(x, w)] for x in neighbours}) == 1:
+            return "uniform"
+        return "checked"
+
+    def save(self) -> tuple:
+        return (
+            dict(self.cap),
+            {arc: dict(pool) for arc, pool in self.pool.items()},
+            [set(x) for x in self.succ],
+            [set(x) for x in self.pred],
+        )
+
+    def restore(self, saved: tuple) -> None:
+        cap, pool, succ, pred = saved
+        self.cap = dict(cap)
+        self.pool = {arc: dict(p) for arc, p in pool.items()}
+        self.succ = [set(x) for x in succ]
+        self.pred = [set(x) for x in pred]
+
+    def remove(self, w: int, verify: bool = True) -> None:
+        """Split off every arc at switch ``w`` (a uniform plan unverified if not ``verify``)."""
         inside = sum(self.cap[(u, w)] for u in self.pred[w])
         outside = sum(self.cap[(w, t)] for t in self.succ[w])
         if inside < outside:
@@ -247,15 +275,13 @@ class _Splitter:
                 f"switch {self.names[w]!r} has less capacity in ({inside}) than out ({outside}); "
                 "switch removal by edge splitting needs in-capacity >= out-capacity at every switch"
             )
-        neighbours = self.pred[w] | self.succ[w]
-        symmetric = all(self.cap.get((x, w), 0) == self.cap.get((w, x), 0) for x in neighbours)
-        if len(neighbours) <= 2 and symmetric:
+        kind = self.kind(w)
+        if kind == "free":
             # Two neighbours a, b with c(a,w) = c(w,a), c(b,w) = c(w,b): the new in-capacity
-            # of every set is min(rho(X), rho(X + w)), so the full split is always admissible.
+            # of every set is min(rho(X), rho(X + w)), so the full split is always admissible;
+            # likewise for one in- and one other out-neighbour.
             self._split_free(w)
-        elif len(self.pred[w]) == 1 and len(self.succ[w]) == 1 and self.pred[w] != self.succ[w]:
-            self._split_free(w)
-        else:
+        elif kind == "checked" or not self._split_uniform(w, verify):
             self._split_checked(w)
         for u in sorted(self.pred[w]):
             self.drop(u, w)
@@ -272,6 +298,57 @@ class _Splitter:
                 if (w, t) in self.cap and (u, w) in self.cap:
                     self.split(u, w, t, min(self.cap[(u, w)], self.cap[(w, t)]))
 
+    def _split_uniform(self, w: int, verify: bool = True) -> bool:
+        """Try spreading a uniform symmetric switch evenly over all its neighbour pairs.
+
+        When every neighbour ``u`` has ``c(u, w) = c(w, u) = c``, the neighbours are put
+        in a cyclic order interleaving the topology's groups (e.g. boxes, ``m`` of them)
+        and neighbour ``i`` spreads ``c`` as evenly as possible over the neighbours
+        ``i + o`` for the offsets ``o`` that are not multiples of ``m`` (other groups),
+        using only as many offsets as keep every new arc at least as large as the
+        largest root capacity (so the packing rarely has to split a tree).
+        A circulant plan keeps every in- and out-capacity exact. The
+        complete splitting is checked once (one max-flow per compute node) and applied
+        only if it keeps the condition; otherwise the caller splits pair by pair.
+        """
+        neighbours = sorted(self.pred[w] | self.succ[w])
+        d = len(neighbours)
+        c = self.cap.get((neighbours[0], w), 0)
+        if d < 3 or any(
+            self.cap.get((x, w), 0) != c or self.cap.get((w, x), 0) != c for x in neighbours
+        ):
+            return False
+        rank: dict[str, int] = {}
+        key = {}
+        for x in neighbours:
+            group = self.groups[x]
+            rank[group] = rank.get(group, 0) + 1
+            key[x] = (rank[group], group, x)
+        order = sorted(neighbours, key=key.__getitem__)
+        groups = len(rank)
+        offsets = [o for o in range(1, d) if groups == 1 or o % groups] or list(range(1, d))
+        # arcs of at least the largest root capacity spare the packing from splitting trees
+        offsets = offsets[: max(1, c // max(self.root_capacity.values()))]
+        q, r = divmod(c, len(offsets))
+        plan = [
+            (u, order[(i + offset) % d], q + (j < r))
+            for i, u in enumerate(order)
+            for j, offset in enumerate(offsets)
+            if q + (j < r)
+        ]
+        trial = dict(self.cap)
+        for x in neighbours:
+            del trial[(x, w)], trial[(w, x)]
+        for u, t, gamma in plan:
+            trial[(u, t)] = trial.get((u, t), 0) + gamma
+        if verify:
+            lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
+            if lowest < self.requirement:
+                return False
+        for u, t, gamma in plan:
+            self.split(u, w, t, gamma)
+        return True
+
     def _split_checked(self, w: int) -> None:
         for t in sorted(self.succ[w]):
             # loops (u == t) waste capacity: try them last
@@ -283,10 +360,31 @@ class _Splitter:
                     self.split(u, w, t, gamma)
 
     def run(self, switches: list[int], progress: bool) -> None:
+        """Remove the switches, fewest neighbours first.
+
+        Optimistic first pass: while the next switch is free or uniform, split it
+        without checks, then verify the condition once; on failure the pass is
+        undone and every switch is split with its own checks.
+        """
         remaining = set(switches)
         bar = _progress_bar(len(remaining), "splitting", progress)
+
+        def next_switch() -> int:
+            return min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
+
+        saved = self.save()
+        unchecked = []
+        while remaining and self.kind(w := next_switch()) != "checked":
+            remaining.discard(w)
+            unchecked.append(w)
+            self.remove(w, verify=False)
+        if unchecked and self.connectivity() < self.requirement:
+            self.restore(saved)
+            remaining.update(unchecked)
+        elif bar is not None:
+            bar.update(len(unchecked))
         while remaining:
-            w = min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
+            w = next_switch()
             remaining.discard(w)
             self.remove(w)
             if bar is not None:

@@ -174,6 +174,31 @@ def test_asymmetric_ring_is_limited_by_its_slowest_link():
     assert result.bottleneck_cut == frozenset({"a", "b"})
 
 
+def _ring(n: int, bandwidth: int, bidirectional: bool) -> Topology:
+    nodes = [Node(f"g{i}") for i in range(n)]
+    links = [
+        Link(f"g{i}", f"g{(i + 1) % n}", bandwidth, bidirectional=bidirectional) for i in range(n)
+    ]
+    return Topology(f"ring{n}", nodes, links)
+
+
+@pytest.mark.parametrize("n", [3, 8, 33, 64])
+def test_rings_beyond_brute_force(n):
+    # all nodes but one, behind that node's in-links, is the bottleneck
+    assert optimal_cut_ratio(_ring(n, 100, True)).ratio == Fraction(n - 1, 200)
+    assert optimal_cut_ratio(_ring(n, 100, False)).ratio == Fraction(n - 1, 100)
+
+
+@pytest.mark.parametrize("dimension", [3, 5, 6])
+def test_hypercubes_beyond_brute_force(dimension):
+    n = 2**dimension
+    nodes = [Node(f"h{i}") for i in range(n)]
+    links = [Link(f"h{i}", f"h{i ^ (1 << d)}", 25) for i in range(n) for d in range(dimension)]
+    result = optimal_cut_ratio(Topology(f"cube{dimension}", nodes, links))
+    assert result.ratio == Fraction(n - 1, 25 * dimension)
+    check_certificate(result.topology, result)
+
+
 # --- result object -------------------------------------------------------------------
 
 

@@ -113,6 +113,10 @@ def test_network_reused_for_many_sinks_and_new_capacities():
         ((3, [0], [1], [1.5]), "capacity of arc 0 must be an integer"),
         ((3, [0], [1], [1, 2]), "one entry per arc"),
         ((0, [], [], []), "at least one node"),
+        ((3, [0, True], [1, 2], [1, 1]), "tail of arc 1 must be an integer, got True"),
+        ((3, [0, 1], [1, 2], [1, True]), "capacity of arc 1 must be an integer, got True"),
+        ((3, np.array([0, 2**64 - 1], dtype=np.uint64), [1, 2], [1, 1]), "arc 1 has tail"),
+        ((3, [0, 1], [1, 2.0], [1, 1]), "head of arc 1 must be an integer"),
     ],
 )
 def test_bad_networks_are_rejected(args, message):

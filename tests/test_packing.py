@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from itertools import combinations
 
 import pytest
 from hypothesis import given, settings
-from test_splitting import switched_topologies
+from hypothesis import strategies as st
+from test_splitting import rooted_connectivity, switched_topologies
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.packing import fixed_k_capacity, pack_arborescences, pack_rooted
 from optcoll.schedule import Schedule
-from optcoll.splitting import LogicalGraph
+from optcoll.splitting import LogicalGraph, split_switches
 from optcoll.topologies import build
 from optcoll.topology import Topology
 from optcoll.verify import verify_schedule
@@ -133,6 +135,52 @@ def test_random_topologies_reach_the_brute_force_optimum(topology):
     check(topology, schedule, optimum)
 
 
+@pytest.mark.parametrize("spec", ["dgx-a100:1", "dgx-a100:2", "mi250:1"])
+def test_exact_and_greedy_packings_are_both_valid(spec):
+    """Arc-by-arc packing (no greedy batches) against the default, on the same logical graph."""
+    topology = build(spec)
+    bound = optimal_cut_ratio(topology)
+    caps, unit = topology.integer_capacities()
+    scaled = bound.ratio * unit
+    link = {e: scaled.numerator * c for e, c in caps.items()}
+    roots = dict.fromkeys(topology.compute_nodes, scaled.denominator)
+    logical = split_switches(topology, link, roots, scaled.denominator * topology.num_compute)
+    for greedy in (True, False):
+        packing = pack_rooted(logical, roots, greedy=greedy)
+        check_packing(logical, roots, packing)
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(switched_topologies(), st.integers(1, 3))
+def test_exact_packing_on_random_logical_graphs(topology, k):
+    caps, _ = topology.integer_capacities()
+    compute = topology.compute_nodes
+    roots = dict.fromkeys(compute, k)
+    need = rooted_connectivity(caps, roots, compute)
+    if need < k * len(compute):  # scale the links up until the allgather condition holds
+        caps = {e: c * k * len(compute) for e, c in caps.items()}
+    logical = split_switches(topology, caps, roots, k * len(compute))
+    check_packing(logical, roots, pack_rooted(logical, roots, greedy=False))
+
+
+def check_packing(logical, roots, packing):
+    """Spanning arborescences, per-root multiplicities, capacities: from scratch."""
+    nodes = set(logical.compute_nodes)
+    per_root: dict[str, int] = {}
+    used: dict[tuple[str, str], int] = {}
+    for root, m, arcs in packing:
+        assert m >= 1
+        per_root[root] = per_root.get(root, 0) + m
+        reached = {root}
+        for u, v in arcs:  # parents before children, each node entered once
+            assert u in reached and v not in reached
+            reached.add(v)
+            used[(u, v)] = used.get((u, v), 0) + m
+        assert reached == nodes
+    assert per_root == {r: m for r, m in roots.items() if m}
+    assert all(used[a] <= logical.capacity[a] for a in used)
+
+
 def test_pack_rooted_respects_capacities_and_counts():
     # two nodes joined by 3 units each way; 3 arborescences per root fit exactly
     g = LogicalGraph(("a", "b"), {("a", "b"): 3, ("b", "a"): 3}, {})
@@ -157,3 +205,23 @@ def test_pack_rooted_splits_bundles_when_needed():
         for arc in arcs:
             used[arc] = used.get(arc, 0) + m
     assert all(used[a] <= g.capacity[a] for a in used)
+
+
+@pytest.mark.parametrize(("spec", "k"), [("mi250:1", 1), ("mi250:1", 2), ("dgx-a100:2", 1)])
+def test_fixed_k_optimum_cannot_be_beaten(spec, k):
+    """Any schedule with k chunks per root and time factor T loads link e with at most
+    floor(T * k * bandwidth_e) chunks and is a flow of N * k to every node; at the
+    breakpoint just below the found x no such flow exists (networkx, independently)."""
+    topology = build(spec)
+    x, link = fixed_k_capacity(topology, k)
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    roots = dict.fromkeys(compute, k)
+    assert rooted_connectivity(link, roots, compute) >= k * len(compute)
+    below = max(
+        Fraction(math.ceil(x * c) - 1, c) for c in set(caps.values())
+    )  # the largest breakpoint < x
+    smaller = {e: math.floor(below * c) for e, c in caps.items()}
+    assert rooted_connectivity(smaller, roots, compute) < k * len(compute)
+    schedule = pack_arborescences(topology, k=k)
+    check(topology, schedule, x / (k * unit))

@@ -1,0 +1,134 @@
+"""Benchmark: optimal allgather trees (``optcoll trees``) against the reference timings.
+
+Run from the repository root::
+
+    python -m benchmarks.trees [--repeat 1] [--specs dgx-a100:4 mi250:2 ...] [--no-verify]
+
+Prints, per topology, the median seconds of ``pack_arborescences`` (topology
+construction excluded; the bound, switch splitting, packing and path mapping
+included), the time per phase, the tracemalloc peak and the process's peak RSS,
+the ratio to ``reference_seconds_2core["trees"]``, the tree statistics, and
+whether :func:`optcoll.verify.verify_schedule` confirms the time factor equals
+r* exactly. Targets of issue 4: >= 50x on dgx-a100:4 and mi250:2, dgx-a100:32
+< 60 s, dgx-a100:128 < 600 s and < 8 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import measure, print_table, reference_seconds
+from optcoll.io import load_topology
+from optcoll.packing import pack_arborescences
+from optcoll.verify import verify_schedule
+
+SPECS = [
+    "dgx-a100:1",
+    "dgx-a100:2",
+    "dgx-a100:4",
+    "dgx-a100:8",
+    "dgx-a100:16",
+    "dgx-a100:32",
+    "mi250:1",
+    "mi250:2",
+    "mi250:4",
+]
+
+#: spec -> (minimum speed-up over the reference, maximum seconds, maximum peak MiB)
+TARGETS = {
+    "dgx-a100:4": (50.0, None, None),
+    "mi250:2": (50.0, None, None),
+    "dgx-a100:32": (None, 60.0, None),
+    "dgx-a100:128": (None, 600.0, 8192.0),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per topology")
+    parser.add_argument("--specs", nargs="+", default=SPECS, help="topologies to run")
+    parser.add_argument("--no-memory", action="store_true", help="skip the traced run")
+    parser.add_argument("--no-verify", action="store_true", help="skip verify_schedule")
+    args = parser.parse_args(argv)
+
+    rows = []
+    missed = []
+    for spec in args.specs:
+        topology = load_topology(spec)
+        runs: list[dict[str, float]] = []  # phase seconds of every run; the first is reported
+
+        def run(t=topology, runs=runs):  # noqa: ANN001, ANN202
+            runs.append({})
+            return pack_arborescences(t, timings=runs[-1])
+
+        m = measure(
+            run,
+            repeat=args.repeat,
+            trace_memory=not args.no_memory,
+        )
+        schedule = m.result
+        exact = "-"
+        if not args.no_verify:
+            verdict = verify_schedule(
+                topology, schedule, optimum=schedule.cut_ratio, require_optimal=True
+            )
+            exact = "yes" if verdict.valid and verdict.time_factor == schedule.cut_ratio else "NO"
+        reference = reference_seconds("trees", spec)
+        speedup = reference / m.seconds if reference else None
+        stats = schedule.stats
+        phases = "/".join(f"{runs[0][p]:.2f}" for p in ("bound", "splitting", "packing", "paths"))
+        rows.append(
+            (
+                spec,
+                topology.num_compute,
+                f"{schedule.k}",
+                f"{m.seconds:.2f}",
+                phases,
+                f"{m.peak_mib:.1f}",
+                f"{m.maxrss_mib:.0f}",
+                "-" if reference is None else f"{reference:g}",
+                "-" if speedup is None else f"{speedup:.1f}x",
+                stats["trees"],
+                f"{stats['max_height']}/{stats['mean_height']}",
+                exact,
+            )
+        )
+        target = TARGETS.get(spec)
+        if target is not None:
+            need_speedup, max_seconds, max_mib = target
+            if need_speedup is not None and (speedup is None or speedup < need_speedup):
+                missed.append(f"{spec}: {speedup:.1f}x < {need_speedup:g}x")
+            if max_seconds is not None and m.seconds > max_seconds:
+                missed.append(f"{spec}: {m.seconds:.1f} s > {max_seconds:g} s")
+            if max_mib is not None and m.peak_mib > max_mib:
+                missed.append(f"{spec}: {m.peak_mib:.0f} MiB > {max_mib:g} MiB")
+        print(f"done {spec}", file=sys.stderr, flush=True)
+    print_table(
+        [
+            "topology",
+            "N",
+            "k",
+            "seconds",
+            "bound/split/pack/paths",
+            "peak MiB",
+            "RSS MiB",
+            "ref s",
+            "speed-up",
+            "trees",
+            "height max/mean",
+            "== r*",
+        ],
+        rows,
+    )
+    print()
+    print("targets missed: " + ("; ".join(missed) if missed else "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,9 +68,7 @@ def ratio_text(value: Any) -> str:
 
 
 def optimal_schedule(topology: Any) -> Any:
-    """The throughput-optimal allgather schedule: the best one with the optimal
-    number of chunks per root (ForestColl's k), which reaches r* exactly."""
-    from optcoll.bound import optimal_cut_ratio
+    """The throughput-optimal allgather schedule (ForestColl's k trees per root, time factor r*)."""
     from optcoll.packing import pack_arborescences
 
-    return pack_arborescences(topology, k=optimal_cut_ratio(topology).k)
+    return pack_arborescences(topology)

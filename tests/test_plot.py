@@ -333,3 +333,12 @@ def test_cli_plot_topology_and_schedule(tmp_path, capsys):
         == 2
     )
     assert "leave out --tree" in capsys.readouterr().err
+
+
+def test_cli_plot_cut_and_computed_tree(tmp_path, capsys):
+    out = tmp_path / "cut.png"
+    assert cli.main(["plot", "dgx-a100:1", "--cut", "-o", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert cli.main(["plot", "dgx-a100:1", "--tree", "b0.gpu2", "-o", str(tmp_path / "t.svg")]) == 0
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+    assert capsys.readouterr().out.count("wrote ") == 2

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import (
@@ -358,3 +360,56 @@ def test_readme_examples_of_pictures_and_importers_run():
             doctest.DocTestParser().get_doctest(block, {}, f"README block {i}", "README.md", 0)
         )
     assert runner.summarize(verbose=False) == (0, runner.tries) and runner.tries >= 10
+
+
+# --- property tests: what goes in comes out, exactly ----------------------------------
+
+bandwidths = st.fractions(min_value=Fraction(1, 8), max_value=400, max_denominator=16)
+
+
+@st.composite
+def ring_with_chords(draw):
+    """A strongly connected directed graph: a ring plus random chords, exact bandwidths."""
+    n = draw(st.integers(3, 7))
+    arcs = {(i, (i + 1) % n): draw(bandwidths) for i in range(n)}
+    for _ in range(draw(st.integers(0, 6))):
+        u, v = draw(st.sampled_from([(a, b) for a in range(n) for b in range(n) if a != b]))
+        arcs[(u, v)] = draw(bandwidths)
+    return n, arcs
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(ring_with_chords())
+def test_edgelist_round_trip_is_exact(graph):
+    n, arcs = graph
+    text = "# directed\n" + "".join(f"n{u} n{v} {bw}\n" for (u, v), bw in arcs.items())
+    topo = from_edgelist(text, name="g")
+    assert dict(topo.capacity) == {(f"n{u}", f"n{v}"): bw for (u, v), bw in arcs.items()}
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(ring_with_chords(), st.integers(1, 4))
+def test_msccl_matrix_round_trip_is_exact(graph, multiplier):
+    n, arcs = graph
+    links = [[0] * n for _ in range(n)]
+    for (u, v), bw in arcs.items():
+        links[v][u] = bw.numerator  # destination-first, whole links
+    topo = from_msccl({"links": links}, link_bandwidth=Fraction(25, multiplier))
+    expected = {
+        (f"gpu{u}", f"gpu{v}"): bw.numerator * Fraction(25, multiplier)
+        for (u, v), bw in arcs.items()
+    }
+    assert dict(topo.capacity) == expected
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(ring_with_chords())
+def test_graphml_round_trip_is_exact(tmp_path_factory, graph):
+    n, arcs = graph
+    g = nx.DiGraph()
+    for (u, v), bw in arcs.items():
+        g.add_edge(f"n{u}", f"n{v}", bandwidth=f"{bw.numerator}/{bw.denominator}")
+    path = tmp_path_factory.mktemp("graphml") / "g.graphml"
+    nx.write_graphml(g, path)
+    topo = import_topology(path)
+    assert dict(topo.capacity) == {(f"n{u}", f"n{v}"): bw for (u, v), bw in arcs.items()}

@@ -659,7 +659,7 @@ def plot_cut(
     ax.scatter(
         [pos[v][0] for v in members],
         [pos[v][1] for v in members],
-        s=4.5 * _node_size(topology),
+        s=3.2 * _node_size(topology),
         c=CUT_COLOR,
         alpha=0.22,
         linewidths=0,

@@ -20,13 +20,13 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
     """Write ``bottleneck_cut.csv`` and ``bottleneck_cut.png``."""
     folder = output_folder(out_dir)
     specs = SMALL if small else FULL
-    figure = Figure(figsize=(16, 6.5), layout="constrained")
+    figure = Figure(figsize=(12, 12), layout="constrained")
     rows = []
     for i, spec in enumerate(specs):
         topo = load_topology(spec)
         bound = optimal_cut_ratio(topo)
         side = bound.bottleneck_cut
-        ax = figure.add_subplot(1, len(specs), i + 1)
+        ax = figure.add_subplot(len(specs), 1, i + 1)
         plot_cut(topo, side, ax=ax)
         ax.set_title(f"{spec}: r* = {ratio_text(bound.ratio)}\n{bound.describe_cut()}", fontsize=9)
         for (u, v), c in topo.capacity.items():

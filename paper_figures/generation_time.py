@@ -17,7 +17,7 @@ from paper_figures._common import optimal_schedule, output_folder, reference_sec
 
 FULL = {
     "bound": {"dgx-a100": (1, 2, 4, 8, 16, 32, 64, 128), "mi250": (1, 2, 4, 8)},
-    "trees": {"dgx-a100": (1, 2, 4, 8), "mi250": (1, 2)},
+    "trees": {"dgx-a100": (1, 2, 4, 8, 16, 32), "mi250": (1, 2, 4)},
 }
 SMALL = {"bound": {"dgx-a100": (1, 2), "mi250": (1,)}, "trees": {"dgx-a100": (1,)}}
 

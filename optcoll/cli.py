@@ -14,10 +14,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 from optcoll import __version__
-from optcoll.exceptions import OptCollError
+from optcoll.exceptions import FileFormatError, OptCollError
+from optcoll.topology import plain_number
 
 __all__ = ["main"]
 
@@ -69,10 +71,146 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+# --- foundation: topologies / show / convert -----------------------------------------
+
+
+def _add_topologies(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_topologies(args: argparse.Namespace) -> int:
+    from optcoll.topologies import families
+
+    entries = [
+        {"name": f.name, "aliases": list(f.aliases), "usage": f.usage, "summary": f.summary}
+        for f in families()
+    ]
+    if args.json:
+        _print_json(entries)
+        return 0
+    width = max(len(e["name"]) for e in entries)
+    for e in entries:
+        print(f"{e['name']:<{width}}  {e['summary']}")
+        print(f"{'':<{width}}  usage: {e['usage']}")
+    print("\nTOPO arguments accept any of these specs or a .json/.yaml topology file.")
+    return 0
+
+
+def _number_text(value: Fraction) -> str:
+    """An exact number for people: ``300``, ``12.5`` or ``100/3``."""
+    return str(plain_number(value))
+
+
+def _add_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from optcoll.io import load_topology
+
+    topo = load_topology(args.topo)
+    rows = {
+        kind: [
+            {
+                "id": node_id,
+                "group": topo.node[node_id].group,
+                "ingress": plain_number(topo.in_bandwidth(node_id)),
+                "egress": plain_number(topo.out_bandwidth(node_id)),
+            }
+            for node_id in ids
+        ]
+        for kind, ids in (("compute_nodes", topo.compute_nodes), ("switches", topo.switch_nodes))
+    }
+    summary = {
+        "name": topo.name,
+        "description": topo.description,
+        "bandwidth_unit": topo.bandwidth_unit,
+        "num_compute": topo.num_compute,
+        "num_switches": len(topo.switch_nodes),
+        "num_links": len(topo.capacity),
+        "num_declared_links": len(topo.links),
+        "total_bandwidth": plain_number(sum(topo.capacity.values(), Fraction(0))),
+        **rows,
+    }
+    if args.json:
+        _print_json(summary)
+        return 0
+    print(topo.name + (f": {topo.description}" if topo.description else ""))
+    print(
+        f"{summary['num_compute']} compute nodes, {summary['num_switches']} switches, "
+        f"{summary['num_links']} directed links ({summary['num_declared_links']} declared), "
+        f"total bandwidth {summary['total_bandwidth']} {topo.bandwidth_unit}"
+    )
+    for kind, title in (("compute_nodes", "compute node"), ("switches", "switch")):
+        if not rows[kind]:
+            continue
+        table = [
+            (title, "group", f"ingress {topo.bandwidth_unit}", f"egress {topo.bandwidth_unit}")
+        ]
+        table += [
+            (r["id"], r["group"] or "-", str(r["ingress"]), str(r["egress"])) for r in rows[kind]
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        print()
+        for row in table:
+            print(
+                f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
+                f"{row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}"
+            )
+    return 0
+
+
+def _add_convert(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="IN", help="topology file or built-in spec")
+    parser.add_argument("target", metavar="OUT", help="output file: .json, .yaml or .yml")
+    parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from optcoll.io import load_topology, save_topology
+
+    source, target = Path(args.source), Path(args.target)
+    if source.exists() and target.exists() and source.samefile(target):
+        raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
+    if target.exists() and not args.force:
+        raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")
+    topo = load_topology(args.source)
+    save_topology(topo, target)
+    print(
+        f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
+        f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"
+    )
+    return 0
+
+
 # (name, one-line help, adder, runner), in the order `optcoll --help` lists them.
 _COMMANDS: list[
     tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]]
 ] = []
+
+_COMMANDS += [
+    (
+        "topologies",
+        "list the built-in topology families and their spec syntax",
+        _add_topologies,
+        _run_topologies,
+    ),
+    (
+        "show",
+        "summarise a topology: counts, per-node ingress/egress bandwidth, switches",
+        _add_show,
+        _run_show,
+    ),
+    (
+        "convert",
+        "convert a topology between JSON and YAML (IN may be a built-in spec)",
+        _add_convert,
+        _run_convert,
+    ),
+]
 
 
 # --- bound (issue 3): exact optimal cut ratio -----------------------------------------

@@ -22,7 +22,18 @@ class OptCollError(Exception):
 
 
 class TopologyError(OptCollError):
-    """A topology violates the model (see :mod:`optcoll.topology`)."""
+    """A topology violates the model (see :mod:`optcoll.topology`).
+
+    ``location`` is the path of the offending entry in the file-format
+    dictionary, e.g. ``("links", 3)`` (empty when unknown); :mod:`optcoll.io`
+    turns it into a line number.
+    """
+
+    location: tuple[str | int, ...] = ()
+
+    def __init__(self, message: str, location: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.location = tuple(location)
 
 
 class DuplicateNodeError(TopologyError):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -54,7 +55,15 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 
-__all__ = ["Node", "Link", "Topology", "TopologyBuilder", "exact_number", "NODE_TYPES"]
+__all__ = [
+    "Node",
+    "Link",
+    "Topology",
+    "TopologyBuilder",
+    "exact_number",
+    "plain_number",
+    "NODE_TYPES",
+]
 
 #: The two node types. Compute nodes hold data; switches relay without copying.
 NODE_TYPES = ("compute", "switch")
@@ -66,14 +75,19 @@ _TOP_FIELDS = {"format", "version", "name", "description", "bandwidth_unit", "no
 _NODE_FIELDS = {"id", "type", "group"}
 _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
 
+#: An exact rational written as a string in a file, e.g. ``"100/3"``.
+_FRACTION_TEXT = re.compile(r"\s*[0-9]+\s*/\s*[0-9]+\s*")
+
 
 def exact_number(value: Any, what: str) -> Fraction:
     """Return ``value`` as an exact :class:`~fractions.Fraction`.
 
-    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal` and finite
-    floats are accepted (a float through its shortest decimal repr, so ``0.1``
-    becomes ``1/10``). Booleans, strings, NaN and infinities are rejected with a
-    :class:`ValueError` naming ``what``.
+    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal`, finite
+    floats (through their shortest decimal repr, so ``0.1`` becomes ``1/10``) and
+    strings of the exact form ``"p/q"`` (how files store rationals such as
+    ``100/3`` that no decimal writes exactly) are accepted. Booleans, other
+    strings, NaN and infinities are rejected with a :class:`ValueError` naming
+    ``what``.
 
     Examples
     --------
@@ -81,14 +95,26 @@ def exact_number(value: Any, what: str) -> Fraction:
     Fraction(25, 2)
     >>> exact_number(0.1, "bandwidth")
     Fraction(1, 10)
+    >>> exact_number("100/3", "bandwidth")
+    Fraction(100, 3)
     """
+    if isinstance(value, str) and _FRACTION_TEXT.fullmatch(value):
+        numerator, denominator = (int(part) for part in value.split("/"))
+        if denominator == 0:
+            raise ValueError(f"{what} has a zero denominator: {value!r}")
+        return Fraction(numerator, denominator)
     if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
-        raise ValueError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
-    if isinstance(value, float | Decimal):
-        if not math.isfinite(value):
-            raise ValueError(f"{what} must be finite, got {value!r}")
-        return Fraction(repr(float(value))) if isinstance(value, float) else Fraction(value)
-    return Fraction(value)
+        raise ValueError(
+            f"{what} must be a number (or an exact fraction string such as '100/3'), "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    if isinstance(value, numbers.Rational):
+        return Fraction(int(value.numerator), int(value.denominator))
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    if isinstance(value, Decimal):
+        return Fraction(value)
+    return Fraction(repr(float(value)))
 
 
 @dataclass(frozen=True)
@@ -129,7 +155,7 @@ class Link:
 
 def _describe(index: int, link: Link) -> str:
     arrow = "<->" if link.bidirectional else "->"
-    return f"link {index} ({link.src} {arrow} {link.dst})"
+    return f"links[{index}] ({link.src} {arrow} {link.dst})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,50 +210,73 @@ class Topology:
     # --- validation ------------------------------------------------------------------
 
     def _validate(self) -> tuple[Fraction, ...]:
-        seen: set[str] = set()
-        for node in self.nodes:
+        first_index: dict[str, int] = {}
+        for i, node in enumerate(self.nodes):
+            where = ("nodes", i)
             if not isinstance(node, Node):
-                raise MissingFieldError(f"nodes must be Node objects, got {node!r}")
+                raise MissingFieldError(f"nodes[{i}] must be a Node, got {node!r}", where)
             if not isinstance(node.id, str) or not node.id:
-                raise MissingFieldError(f"node id must be a non-empty string, got {node.id!r}")
-            if node.id in seen:
-                raise DuplicateNodeError(f"duplicate node id {node.id!r}")
+                raise MissingFieldError(
+                    f"nodes[{i}]: node id must be a non-empty string, got {node.id!r}", where
+                )
+            if node.id in first_index:
+                raise DuplicateNodeError(
+                    f"duplicate node id {node.id!r} (nodes[{first_index[node.id]}] and nodes[{i}])",
+                    where,
+                )
             if node.type not in NODE_TYPES:
                 raise NodeTypeError(
                     f"node {node.id!r} has unknown type {node.type!r}; "
-                    f"valid types are 'compute' and 'switch'"
+                    f"valid types are 'compute' and 'switch'",
+                    where,
                 )
-            seen.add(node.id)
+            if node.group is not None and not isinstance(node.group, str):
+                raise MissingFieldError(
+                    f"node {node.id!r}: group must be a string, got {node.group!r}", where
+                )
+            first_index[node.id] = i
         bandwidths = []
         for i, link in enumerate(self.links):
+            where = ("links", i)
             if not isinstance(link, Link):
-                raise MissingFieldError(f"links must be Link objects, got {link!r}")
+                raise MissingFieldError(f"links[{i}] must be a Link, got {link!r}", where)
             for end in (link.src, link.dst):
-                if end not in seen:
-                    raise UnknownNodeError(f"{_describe(i, link)} refers to unknown node {end!r}")
+                if not isinstance(end, str):
+                    raise MissingFieldError(
+                        f"links[{i}]: src and dst must be node id strings, got {end!r}", where
+                    )
+                if end not in first_index:
+                    raise UnknownNodeError(
+                        f"{_describe(i, link)} refers to unknown node {end!r}", where
+                    )
             if link.src == link.dst:
-                raise SelfLoopError(f"{_describe(i, link)} is a self-loop on node {link.src!r}")
+                raise SelfLoopError(
+                    f"{_describe(i, link)} is a self-loop on node {link.src!r}", where
+                )
             try:
                 bw = exact_number(link.bandwidth, "bandwidth")
             except ValueError as err:
-                raise BandwidthError(f"{_describe(i, link)}: {err}") from None
+                raise BandwidthError(f"{_describe(i, link)}: {err}", where) from None
             if bw <= 0:
                 raise BandwidthError(
-                    f"{_describe(i, link)}: bandwidth must be positive, got {link.bandwidth!r}"
+                    f"{_describe(i, link)}: bandwidth must be positive, got {link.bandwidth!r}",
+                    where,
                 )
             if link.latency is not None:
                 try:
                     lat = exact_number(link.latency, "latency")
                 except ValueError as err:
-                    raise LatencyError(f"{_describe(i, link)}: {err}") from None
+                    raise LatencyError(f"{_describe(i, link)}: {err}", where) from None
                 if lat < 0:
                     raise LatencyError(
-                        f"{_describe(i, link)}: latency must be >= 0, got {link.latency!r}"
+                        f"{_describe(i, link)}: latency must be >= 0, got {link.latency!r}",
+                        where,
                     )
             if not isinstance(link.bidirectional, bool):
                 raise MissingFieldError(
                     f"{_describe(i, link)}: bidirectional must be true or false, "
-                    f"got {link.bidirectional!r}"
+                    f"got {link.bidirectional!r}",
+                    where,
                 )
             bandwidths.append(bw)
         compute = [n.id for n in self.nodes if n.is_compute]
@@ -243,14 +292,17 @@ class Topology:
         graph.add_nodes_from(n.id for n in self.nodes)
         for link in self.links:
             graph.add_edges_from(link.arcs())
+        # Every compute node reaches and is reached from the first one iff all
+        # compute nodes are mutually reachable.
         first = compute[0]
         forward = nx.descendants(graph, first)
         backward = nx.ancestors(graph, first)
         for c in compute[1:]:
             if c not in forward:
                 raise NotStronglyConnectedError(
-                    f"compute node {first!r} cannot reach compute node {c!r}; every compute "
-                    f"node must reach every other one"
+                    f"compute node {c!r} cannot be reached from compute node {first!r} "
+                    f"({first!r} cannot reach {c!r}); every compute node must reach every "
+                    f"other one"
                 )
             if c not in backward:
                 raise NotStronglyConnectedError(
@@ -340,15 +392,25 @@ class Topology:
         g = math.gcd(*scaled.values())
         return {arc: v // g for arc, v in scaled.items()}, Fraction(g, denominator)
 
+    @cached_property
+    def _node_bandwidths(self) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+        """(ingress, egress) bandwidth of every node, computed in one pass."""
+        ingress = {n: Fraction(0) for n in self.node_ids}
+        egress = dict(ingress)
+        for (u, v), c in self.capacity.items():
+            egress[u] += c
+            ingress[v] += c
+        return ingress, egress
+
     def out_bandwidth(self, node_id: str) -> Fraction:
-        """Total bandwidth leaving ``node_id``."""
+        """Total bandwidth leaving ``node_id`` (any node, compute or switch)."""
         self.is_compute(node_id)
-        return sum((c for (u, _), c in self.capacity.items() if u == node_id), Fraction(0))
+        return self._node_bandwidths[1][node_id]
 
     def in_bandwidth(self, node_id: str) -> Fraction:
-        """Total bandwidth entering ``node_id``."""
+        """Total bandwidth entering ``node_id`` (any node, compute or switch)."""
         self.is_compute(node_id)
-        return sum((c for (_, v), c in self.capacity.items() if v == node_id), Fraction(0))
+        return self._node_bandwidths[0][node_id]
 
     def cut_bandwidth(self, side: Iterable[str]) -> Fraction:
         """B+(S): exact total bandwidth of links leaving the node set ``side``.
@@ -393,9 +455,9 @@ class Topology:
             nodes.append(entry)
         links = []
         for link in self.links:
-            entry = {"src": link.src, "dst": link.dst, "bandwidth": _plain(link.bandwidth)}
+            entry = {"src": link.src, "dst": link.dst, "bandwidth": plain_number(link.bandwidth)}
             if link.latency is not None:
-                entry["latency"] = _plain(link.latency)
+                entry["latency"] = plain_number(link.latency)
             if link.bidirectional:
                 entry["bidirectional"] = True
             links.append(entry)
@@ -430,51 +492,67 @@ class Topology:
             raise MissingFieldError(
                 f"a topology must be a mapping with 'nodes' and 'links', got {type(data).__name__}"
             )
-        _reject_unknown(data, _TOP_FIELDS, "topology")
+        _reject_unknown(data, _TOP_FIELDS, "topology", ())
         fmt = data.get("format", "optcoll-topology")
         if fmt != "optcoll-topology":
-            raise MissingFieldError(f"field 'format' must be 'optcoll-topology', got {fmt!r}")
-        version = data.get("version", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:
             raise MissingFieldError(
-                f"field 'version' is {version!r}; this optcoll reads version {SCHEMA_VERSION}"
+                f"field 'format' must be 'optcoll-topology', got {fmt!r}", ("format",)
             )
+        version = data.get("version", SCHEMA_VERSION)
+        if isinstance(version, bool) or version != SCHEMA_VERSION:
+            raise MissingFieldError(
+                f"field 'version' is {version!r}; this optcoll reads version {SCHEMA_VERSION}",
+                ("version",),
+            )
+        for key in ("name", "description", "bandwidth_unit"):
+            if key in data and not isinstance(data[key], str):
+                raise MissingFieldError(
+                    f"field {key!r} must be a string, got {data[key]!r}", (key,)
+                )
         for key in ("nodes", "links"):
             if key not in data:
                 raise MissingFieldError(f"topology is missing the required field {key!r}")
             if not isinstance(data[key], list):
                 raise MissingFieldError(
-                    f"field {key!r} must be a list, got {type(data[key]).__name__}"
+                    f"field {key!r} must be a list, got {type(data[key]).__name__}", (key,)
                 )
         nodes = []
         for i, entry in enumerate(data["nodes"]):
-            where = f"nodes[{i}]"
+            where, location = f"nodes[{i}]", ("nodes", i)
             if not isinstance(entry, Mapping):
-                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}")
-            _reject_unknown(entry, _NODE_FIELDS, where)
+                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}", location)
+            _reject_unknown(entry, _NODE_FIELDS, where, location)
             if "id" not in entry:
-                raise MissingFieldError(f"{where} is missing the required field 'id'")
+                raise MissingFieldError(f"{where} is missing the required field 'id'", location)
             if not isinstance(entry["id"], str) or not entry["id"]:
                 raise MissingFieldError(
                     f"{where}: 'id' must be a non-empty string, got {entry['id']!r}"
+                    f"{_quote_hint(entry['id'])}",
+                    location,
                 )
             group = entry.get("group")
             if group is not None and not isinstance(group, str):
-                raise MissingFieldError(f"{where}: 'group' must be a string, got {group!r}")
+                raise MissingFieldError(
+                    f"{where}: 'group' must be a string, got {group!r}", location
+                )
             nodes.append(Node(entry["id"], entry.get("type", "compute"), group))
         links = []
         for i, entry in enumerate(data["links"]):
-            where = f"links[{i}]"
+            where, location = f"links[{i}]", ("links", i)
             if not isinstance(entry, Mapping):
-                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}")
-            _reject_unknown(entry, _LINK_FIELDS, where)
+                raise MissingFieldError(f"{where} must be a mapping, got {entry!r}", location)
+            _reject_unknown(entry, _LINK_FIELDS, where, location)
             for key in ("src", "dst", "bandwidth"):
                 if key not in entry:
-                    raise MissingFieldError(f"{where} is missing the required field {key!r}")
+                    raise MissingFieldError(
+                        f"{where} is missing the required field {key!r}", location
+                    )
             for key in ("src", "dst"):
                 if not isinstance(entry[key], str):
                     raise MissingFieldError(
                         f"{where}: {key!r} must be a node id string, got {entry[key]!r}"
+                        f"{_quote_hint(entry[key])}",
+                        location,
                     )
             links.append(
                 Link(
@@ -508,19 +586,41 @@ class Topology:
         )
 
 
-def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+def _reject_unknown(
+    entry: Mapping[str, Any], allowed: set[str], where: str, location: tuple[str | int, ...]
+) -> None:
     for key in entry:
         if key not in allowed:
             raise UnknownFieldError(
-                f"{where} has unknown field {key!r}; allowed fields are {sorted(allowed)}"
+                f"{where} has unknown field {key!r}; allowed fields are {sorted(allowed)}",
+                (*location, key),
             )
 
 
-def _plain(value: Any) -> Any:
-    """A JSON/YAML-friendly exact number: ints and floats as given, others as int or str."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    frac = Fraction(value)
+def _quote_hint(value: Any) -> str:
+    """Advice for ids that YAML/JSON read as a number, boolean or null."""
+    if value is None or isinstance(value, bool | int | float):
+        return ' (quote it to make it a string, e.g. id: "0" in YAML)'
+    return ""
+
+
+def plain_number(value: Any) -> Any:
+    """A JSON/YAML-friendly form of an exact number that reads back to the same value.
+
+    Ints and floats stay as they are; other numbers become an int, a float when
+    its shortest repr is exact, or else a ``"p/q"`` string.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> plain_number(Fraction(25, 2)), plain_number(Fraction(100, 3)), plain_number(Fraction(4))
+    (12.5, '100/3', 4)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    frac = exact_number(value, "number")
     if frac.denominator == 1:
         return int(frac)
     as_float = float(frac)

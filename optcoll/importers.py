@@ -173,16 +173,26 @@ def import_topology(
             except UnicodeDecodeError:
                 raise ImportFormatError("not a UTF-8 text file") from None
             return from_edgelist(text, name=name or path.stem)
+        if fmt == "optcoll":
+            return _native(path, name)
         data = _read(path)
         if fmt == "msccl":
             return from_msccl(data, name=name, link_bandwidth=link_bandwidth)
-        if fmt == "taccl":
-            return from_taccl(data, name=name, chunk_bytes=chunk_bytes, boxes=boxes)
-        return Topology.from_dict(data, default_name=name or path.stem)
+        return from_taccl(data, name=name, chunk_bytes=chunk_bytes, boxes=boxes)
     except (ImportFormatError, TopologyError) as err:
         if str(err).startswith(f"{path}:"):
             raise
         raise type(err)(f"{path}: {err}") from None
+
+
+def _native(path: Path, name: str | None) -> Topology:
+    """An optcoll file through :func:`optcoll.io.load_topology` (errors with line numbers)."""
+    from optcoll.io import load_topology
+
+    topology = load_topology(path)
+    if name is None:
+        return topology
+    return Topology.from_dict({**topology.to_dict(), "name": name})
 
 
 # --- shared checks --------------------------------------------------------------------

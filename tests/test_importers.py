@@ -341,7 +341,7 @@ def test_import_topology_errors(tmp_path):
             "links": [{"src": "a", "dst": "b", "bandwidth": 0, "bidirectional": True}],
         },
     )
-    with pytest.raises(BandwidthError, match=r"native\.json: link 0"):
+    with pytest.raises(BandwidthError, match=r"native\.json: .*bandwidth must be positive"):
         import_topology(native)
 
 
@@ -413,3 +413,15 @@ def test_graphml_round_trip_is_exact(tmp_path_factory, graph):
     nx.write_graphml(g, path)
     topo = import_topology(path)
     assert dict(topo.capacity) == {(f"n{u}", f"n{v}"): bw for (u, v), bw in arcs.items()}
+
+
+def test_native_files_pass_through_with_an_optional_new_name(tmp_path):
+    from optcoll import load_topology
+    from optcoll.io import save_topology
+
+    path = tmp_path / "mi.yaml"
+    save_topology(load_topology("mi250:1"), path)
+    assert detect_format(path) == "optcoll"
+    assert import_topology(path) == load_topology("mi250:1")
+    renamed = import_topology(path, name="my-box")
+    assert renamed.name == "my-box" and renamed.capacity == load_topology("mi250:1").capacity

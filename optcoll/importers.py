@@ -63,6 +63,7 @@ from optcoll.topology import Link, Node, Topology, exact_number
 __all__ = [
     "FORMATS",
     "detect_format",
+    "is_foreign",
     "import_topology",
     "from_msccl",
     "from_taccl",
@@ -104,6 +105,30 @@ def detect_format(path: str | Path) -> str:
             f"or name the format ({', '.join(FORMATS)})"
         )
     return _document_format(_read(path))
+
+
+def is_foreign(path: str | Path) -> bool:
+    """True if ``path`` is an existing file in another tool's format (msccl-tools,
+    TACCL, GraphML, edge list), i.e. one :func:`optcoll.io.load_topology` should
+    hand to :func:`import_topology`. Never raises: anything else is False.
+
+    Examples
+    --------
+    >>> is_foreign("dgx-a100:2"), is_foreign("no-such-file.graphml")
+    (False, False)
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    suffix = path.suffix.lower()
+    if suffix in _GRAPHML_SUFFIXES | _EDGELIST_SUFFIXES:
+        return True
+    if suffix not in _DOCUMENT_SUFFIXES:
+        return False
+    try:
+        return _document_format(_read(path)) != "optcoll"
+    except FileFormatError:
+        return False
 
 
 def _document_format(data: Any) -> str:

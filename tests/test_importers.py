@@ -19,7 +19,13 @@ from optcoll.exceptions import (
     NodeTypeError,
     NotStronglyConnectedError,
 )
-from optcoll.importers import detect_format, from_edgelist, from_msccl, import_topology
+from optcoll.importers import (
+    detect_format,
+    from_edgelist,
+    from_msccl,
+    import_topology,
+    is_foreign,
+)
 
 DATA = Path(__file__).parent / "data" / "importers"
 
@@ -425,3 +431,14 @@ def test_native_files_pass_through_with_an_optional_new_name(tmp_path):
     assert import_topology(path) == load_topology("mi250:1")
     renamed = import_topology(path, name="my-box")
     assert renamed.name == "my-box" and renamed.capacity == load_topology("mi250:1").capacity
+
+
+def test_is_foreign_tells_load_topology_what_to_hand_over(tmp_path):
+    assert is_foreign(DATA / "msccl_hub4.json") and is_foreign(DATA / "taccl_quad.json")
+    assert is_foreign(DATA / "star.graphml") and is_foreign(DATA / "leafspine.edgelist")
+    native = write(tmp_path, "t.json", {"nodes": [], "links": []})
+    broken = write(tmp_path, "b.json", "{not json")
+    odd = write(tmp_path, "t.topo", "a b 1")
+    assert not any(
+        is_foreign(p) for p in (native, broken, odd, tmp_path / "missing.json", "mi250:1")
+    )

@@ -442,3 +442,14 @@ def test_is_foreign_tells_load_topology_what_to_hand_over(tmp_path):
     assert not any(
         is_foreign(p) for p in (native, broken, odd, tmp_path / "missing.json", "mi250:1")
     )
+
+
+def test_every_command_reads_foreign_files_convert_included(tmp_path, capsys):
+    from optcoll import cli, load_topology
+
+    out = tmp_path / "hub.yaml"
+    assert cli.main(["convert", str(DATA / "msccl_hub4.json"), str(out)]) == 0
+    assert load_topology(out) == import_topology(DATA / "msccl_hub4.json")
+    assert load_topology(DATA / "leafspine.edgelist").switch_nodes == ("leaf0", "leaf1", "spine")
+    assert cli.main(["bound", str(DATA / "star.graphml"), "--json"]) == 0
+    assert '"cut_ratio": "4/25"' in capsys.readouterr().out

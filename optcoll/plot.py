@@ -34,8 +34,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 
+from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection
+from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
@@ -264,9 +267,10 @@ def _short_label(topology: Topology, v: str) -> str:
 
 
 def _node_size(topology: Topology) -> float:
-    per_box = max(len(m) for m in _groups(topology).values()) if _groups(topology) else 0
-    n = max(per_box, len(topology.node_ids) if not per_box else per_box)
-    return max(40.0, min(360.0, 5200.0 / max(n, 1)))
+    """Marker area: smaller when a box (or the whole topology, without boxes) is crowded."""
+    groups = _groups(topology)
+    crowd = max(len(m) for m in groups.values()) if groups else len(topology.node_ids)
+    return max(40.0, min(360.0, 5200.0 / crowd))
 
 
 def _bandwidth_text(value: Fraction, unit: str = "") -> str:
@@ -432,6 +436,16 @@ def _finish(ax: Axes, pos: Mapping[str, Position], title: str) -> Axes:
     return ax
 
 
+def _positions(topology: Topology, layout: Mapping[str, Position] | None) -> dict[str, Position]:
+    """``layout`` (checked to place every node) or :func:`topology_layout`."""
+    if layout is None:
+        return topology_layout(topology)
+    missing = [v for v in topology.node_ids if v not in layout]
+    if missing:
+        raise PlotError(f"the layout gives no position for node {missing[0]!r}")
+    return dict(layout)
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else ("es" if word.endswith("h") else "s"))
 
@@ -483,8 +497,7 @@ def plot_topology(
     >>> ax.get_title()
     'mi250:2: 32 compute nodes, 1 switch'
     """
-    pos = dict(layout) if layout is not None else topology_layout(topology)
-    _check_nodes(topology, (v for v in topology.node_ids if v not in pos), "the layout omits")
+    pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)
     _draw_links(ax, topology, pos)
@@ -543,7 +556,7 @@ def plot_tree(
     """
     for i, e in enumerate(tree.edges):
         _check_nodes(topology, (tree.root, e.src, e.dst, *e.path), f"tree edge {i}")
-    pos = dict(layout) if layout is not None else topology_layout(topology)
+    pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)
     _draw_links(ax, topology, pos, color="#dfe3e8", legend=False)
@@ -607,9 +620,7 @@ def _tree_depths(tree: Tree) -> dict[str, int]:
     return depth
 
 
-def _colormap(name: str):  # noqa: ANN202 - matplotlib Colormap
-    from matplotlib import colormaps
-
+def _colormap(name: str) -> Colormap:
     return colormaps[name]
 
 
@@ -651,7 +662,7 @@ def plot_cut(
             f"{topology.num_compute}"
         )
     bandwidth = topology.cut_bandwidth(inside)
-    pos = dict(layout) if layout is not None else topology_layout(topology)
+    pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)
     _draw_links(ax, topology, pos, color="#cfd5dd", legend=False)
@@ -785,7 +796,7 @@ def plot_link_utilisation(
     peak = max(share.values(), default=Fraction(0))
     if peak == 0:
         raise PlotError("the schedule has no tree edges, so there is no load to draw")
-    pos = dict(layout) if layout is not None else topology_layout(topology)
+    pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)
     _draw_nodes(ax, topology, pos, labels=len(topology.node_ids) <= 40)
@@ -811,9 +822,6 @@ def plot_link_utilisation(
         ax.add_patch(
             _arrow(pos[u], pos[v], cmap(0.1 + 0.9 * level), 0.6 + 2.2 * level, 0.95, 2, rad=0.12)
         )
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-
     mappable = ScalarMappable(norm=Normalize(0, 1), cmap=cmap)
     bar = ax.figure.colorbar(mappable, ax=ax, shrink=0.6, pad=0.01)
     bar.set_label("load / (k · bandwidth), relative to the busiest link", fontsize=8)

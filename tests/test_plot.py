@@ -121,6 +121,14 @@ def test_topology_line_widths_follow_bandwidth():
     assert counts == [16, 20]  # one scatter for GPUs, one for switches
 
 
+def test_explicit_layout_must_place_every_node():
+    topo = ring3()
+    ax = plot_topology(topo, layout={"a": (0, 0), "b": (1, 0), "c": (0, 1)})
+    assert ax.get_xlim() == (-0.7, 1.7)
+    with pytest.raises(PlotError, match="no position for node 'c'"):
+        plot_topology(topo, layout={"a": (0, 0), "b": (1, 0)})
+
+
 def test_one_way_links_are_arrows():
     ax = plot_topology(ring3())
     (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]

@@ -81,8 +81,8 @@ def topology_layout(topology: Topology) -> dict[str, Position]:
 
     Boxes (nodes sharing a ``Node.group``) sit side by side. In a box with
     switches, compute nodes form a row, a switch touching exactly one of them
-    (a NIC) sits right above it and the other box switches (an NVSwitch) below
-    the row; a switch-free box (an xGMI mesh) puts its compute nodes on a
+    (a NIC) sits right above it, the other box switches sit below the row (an
+    NVSwitch) or, when they also link out of the box (a leaf switch), above it; a switch-free box (an xGMI mesh) puts its compute nodes on a
     circle, ordered by a walk along the widest links. Switches without a group
     form a row above the boxes, compute nodes without a group a row below. Without any groups,
     compute nodes form a row and switches are stacked above by hop distance
@@ -146,8 +146,11 @@ def _box_layout(
     for i, v in enumerate(compute):
         pos[v] = (i * _PITCH, 0.0)
     width = (len(compute) - 1) * _PITCH
-    for i, s in enumerate(hubs):
-        pos[s] = (_spread(i, len(hubs), width), -_HUB_DROP)
+    inside = set(members)
+    uplinked = [s for s in hubs if any(u not in inside for u in neighbours[s])]
+    for row, y in (([s for s in hubs if s not in uplinked], -_HUB_DROP), (uplinked, _HUB_DROP)):
+        for i, s in enumerate(row):
+            pos[s] = (_spread(i, len(row), width), y)
     stacked: dict[str, int] = defaultdict(int)
     for s, owner in leaves.items():
         stacked[owner] += 1

@@ -92,6 +92,15 @@ def test_dgx_nic_sits_above_its_gpu_and_nvswitch_below():
             assert pos[f"b{b}.nvswitch"][1] < gpu[1]
 
 
+def test_box_switch_with_uplinks_sits_above_its_hosts():
+    pos = topology_layout(load_topology("leaf-spine:leaves=2,hosts=2,spines=1"))
+    for leaf in (0, 1):
+        hosts = [pos[f"l{leaf}.h{h}"] for h in (0, 1)]
+        assert all(pos[f"leaf{leaf}"][1] > y for _, y in hosts)
+        assert hosts[0][0] < pos[f"leaf{leaf}"][0] < hosts[1][0]
+    assert pos["spine0"][1] > pos["leaf0"][1]
+
+
 def test_layout_without_groups_stacks_switches_by_distance():
     topo = Topology(
         "leafspine",

@@ -8,10 +8,10 @@ the same file.
 
 The node positions come from :func:`topology_layout`: boxes (``Node.group``)
 side by side, each with its GPUs in a row, the NVSwitch below and per-GPU NICs
-above (or its GPUs on a circle when the box is a switch-free mesh); switches
-shared by several boxes in a row above. Topologies without groups are drawn in
-layers: compute nodes in a row, switches above them by hop distance, or, when
-there are no switches, on a circle.
+above (or its GPUs on a circle when they are linked directly, as in an xGMI
+mesh); switches shared by several boxes in a row above. Topologies without
+groups are drawn in layers (compute nodes in a row, switches above them by hop
+distance) or, without switches, by Kamada-Kawai.
 
 Examples
 --------
@@ -79,15 +79,18 @@ _SHARED_ROW = 1.6  # switches shared by boxes: this far above the highest box no
 def topology_layout(topology: Topology) -> dict[str, Position]:
     """Deterministic 2-D positions for every node of ``topology``.
 
-    Boxes (nodes sharing a ``Node.group``) sit side by side. In a box with
-    switches, compute nodes form a row, a switch touching exactly one of them
-    (a NIC) sits right above it, the other box switches sit below the row (an
-    NVSwitch) or, when they also link out of the box (a leaf switch), above it; a switch-free box (an xGMI mesh) puts its compute nodes on a
-    circle, ordered by a walk along the widest links. Switches without a group
-    form a row above the boxes, compute nodes without a group a row below. Without any groups,
-    compute nodes form a row and switches are stacked above by hop distance
-    from the compute nodes (leaf-spine, fat-tree, star); a switch-free
-    topology is drawn on a circle.
+    Boxes (nodes sharing a ``Node.group``) sit side by side. When a box's
+    compute nodes are linked directly (an xGMI or NVLink mesh) they sit on a
+    circle, ordered by a walk along the widest links, with box switches in the
+    middle, per-GPU switches just outside and switches that also link out of
+    the box above. Otherwise the compute nodes form a row, a switch touching
+    exactly one of them (a NIC) sits right above it, the other box switches
+    below the row (an NVSwitch) or, when they also link out of the box (a leaf
+    switch), above it. Switches without a group form a row above the boxes,
+    compute nodes without a group a row below. Without any groups, compute
+    nodes form a row and switches are stacked above by hop distance (leaf-spine,
+    star); a topology with neither groups nor switches (ring, torus) is laid
+    out by Kamada-Kawai, or on a circle beyond 64 nodes.
 
     Examples
     --------
@@ -138,17 +141,28 @@ def _box_layout(
         else:
             hubs.append(s)
     pos: dict[str, Position] = {}
-    if not hubs and not leaves:
+    inside = set(members)
+    uplinked = [s for s in hubs if any(u not in inside for u in neighbours[s])]
+    local = [s for s in hubs if s not in uplinked]
+    meshed = any(u in in_box and v in in_box for u, v in topology.capacity)
+    if meshed:  # direct GPU-GPU links: a circle keeps them apart
         radius = max(1.0, len(compute) * _PITCH / (2 * math.pi))
+        angle = {}
         for i, v in enumerate(_strong_walk(topology, compute)):
-            pos[v] = _polar(0.0, 0.0, radius, math.pi / 2 - 2 * math.pi * i / len(compute))
+            angle[v] = math.pi / 2 - 2 * math.pi * i / len(compute)
+            pos[v] = _polar(0.0, 0.0, radius, angle[v])
+        for i, s in enumerate(local):
+            r = 0.0 if len(local) == 1 else 0.4 * radius
+            pos[s] = _polar(0.0, 0.0, r, math.pi / 2 - 2 * math.pi * i / len(local))
+        for i, s in enumerate(uplinked):
+            pos[s] = (_spread(i, len(uplinked), 2 * radius) - radius, radius + _HUB_DROP)
+        for s, owner in leaves.items():
+            pos[s] = _polar(0.0, 0.0, radius + _LEAF_RISE, angle[owner])
         return pos
     for i, v in enumerate(compute):
         pos[v] = (i * _PITCH, 0.0)
     width = (len(compute) - 1) * _PITCH
-    inside = set(members)
-    uplinked = [s for s in hubs if any(u not in inside for u in neighbours[s])]
-    for row, y in (([s for s in hubs if s not in uplinked], -_HUB_DROP), (uplinked, _HUB_DROP)):
+    for row, y in ((local, -_HUB_DROP), (uplinked, _HUB_DROP)):
         for i, s in enumerate(row):
             pos[s] = (_spread(i, len(row), width), y)
     stacked: dict[str, int] = defaultdict(int)
@@ -205,17 +219,36 @@ def _neighbours(topology: Topology) -> dict[str, list[str]]:
     return result
 
 
-def _layered_layout(topology: Topology) -> dict[str, Position]:
-    compute = topology.compute_nodes
-    if not topology.switch_nodes:
-        n = len(compute)
-        radius = max(1.0, n / (2 * math.pi) * 0.9)
+def _mesh_layout(topology: Topology) -> dict[str, Position]:
+    """Switch-free, box-free topologies (rings, tori, hypercubes): Kamada-Kawai
+    (deterministic: it starts from a circle), scaled to about one unit per link."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(topology.compute_nodes)
+    graph.add_edges_from(topology.capacity)
+    if len(graph) > 64:
+        n = len(graph)
+        radius = n * _PITCH / (2 * math.pi)
         return {
             v: tuple(
                 round(c, 6) for c in _polar(0.0, 0.0, radius, math.pi / 2 - 2 * math.pi * i / n)
             )
-            for i, v in enumerate(compute)
+            for i, v in enumerate(topology.compute_nodes)
         }
+    raw = nx.kamada_kawai_layout(graph)
+    span = max(max(abs(x), abs(y)) for x, y in raw.values()) or 1.0
+    scale = max(1.0, math.sqrt(len(graph)) * 0.6) / span
+    return {
+        v: (round(raw[v][0] * scale, 6), round(raw[v][1] * scale, 6))
+        for v in topology.compute_nodes
+    }
+
+
+def _layered_layout(topology: Topology) -> dict[str, Position]:
+    compute = topology.compute_nodes
+    if not topology.switch_nodes:
+        return _mesh_layout(topology)
     neighbours = _neighbours(topology)
     distance = {v: 0 for v in compute}
     queue = deque(compute)

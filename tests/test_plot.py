@@ -101,6 +101,18 @@ def test_box_switch_with_uplinks_sits_above_its_hosts():
     assert pos["spine0"][1] > pos["leaf0"][1]
 
 
+def test_meshed_box_is_a_circle_with_its_nic_above():
+    topo = load_topology("dgx-v100:2")
+    pos = topology_layout(topo)
+    gpus = [pos[f"b0.gpu{i}"] for i in range(8)]
+    cx = sum(x for x, _ in gpus) / 8
+    cy = sum(y for _, y in gpus) / 8
+    radii = {round(((x - cx) ** 2 + (y - cy) ** 2) ** 0.5, 4) for x, y in gpus}
+    assert len(radii) == 1  # NVLink hybrid cube mesh: the GPUs sit on a circle
+    assert pos["b0.nic"][1] > max(y for _, y in gpus)  # the box NIC links out: above
+    assert pos["ib"][1] > pos["b0.nic"][1]
+
+
 def test_layout_without_groups_stacks_switches_by_distance():
     topo = Topology(
         "leafspine",

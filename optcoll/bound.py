@@ -361,7 +361,7 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     max_flows = skipped = improvements = 0
 
     def local_flow(t: int) -> int:
-        """Value of the arc-disjoint paths s -> t, x -> t and x -> w -> t (x merged)."""
+        """A lower bound on every cut holding s and the merged nodes but not ``t``."""
         value = q
         for w, c in in_arcs[t]:
             if merged[w]:

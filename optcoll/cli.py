@@ -217,13 +217,10 @@ _COMMANDS += [
 
 
 def _add_bound(parser: argparse.ArgumentParser) -> None:
-    from optcoll.bound import METHODS
-
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     parser.add_argument(
         "--method",
         default="combinatorial",
-        choices=METHODS,
         help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -21,7 +21,15 @@ Two engines compute the same thing:
 are allowed (their capacities add up and the flow is split among them in input
 order); self-loops and zero-capacity arcs are allowed and carry no flow.
 :meth:`FlowNetwork.with_capacities` gives the same arcs new capacities without
-redoing the structural work, for algorithms that solve many related flows.
+redoing the structural work, for algorithms that solve many related flows, and
+:meth:`FlowNetwork.min_rooted_cut` / :meth:`FlowNetwork.rooted_violation`
+answer "min over sinks of maxflow(s, v)" and "is every maxflow(s, v) >= k"
+with far fewer and shorter max-flows than one per sink.
+
+Measured (2-core machine, loaded): scipy's compiled Dinic costs about 1-2 ms
+per call on the 2,179-node dgx-a100:128 rooted network, most of it fixed
+wrapper overhead; the pure-Python Dinic 35-40 ms and networkx's default
+(preflow-push) 160-200 ms on the same network.
 
 Examples
 --------
@@ -35,7 +43,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -46,7 +54,7 @@ from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from optcoll.exceptions import SolveError
 
-__all__ = ["FlowNetwork", "MaxFlow", "max_flow", "ENGINES"]
+__all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "max_flow", "ENGINES"]
 
 #: Engine names accepted by :class:`FlowNetwork`.
 ENGINES = ("auto", "scipy", "python")
@@ -96,6 +104,31 @@ class MaxFlow:
     def source_side(self) -> np.ndarray:
         """Nodes reachable from the source in the residual graph (a minimum cut)."""
         return self._network._residual_reach(self._source, self._pair_flow)
+
+
+@dataclass(frozen=True)
+class RootedCut:
+    """A cut separating a source from one of several sinks.
+
+    Attributes
+    ----------
+    value : int
+        Capacity of the cut (in the original network).
+    sink : int
+        A sink on the far side of the cut.
+    source_side : numpy.ndarray
+        Boolean array over the nodes: the side holding the source (computed on
+        first access).
+    """
+
+    value: int
+    sink: int
+    _flow: MaxFlow = field(repr=False, compare=False)
+
+    @property
+    def source_side(self) -> np.ndarray:
+        """Boolean array over the nodes: the side holding the source."""
+        return self._flow.source_side
 
 
 def _as_int(value: Any, what: str) -> int:
@@ -258,6 +291,63 @@ class FlowNetwork:
     def num_arcs(self) -> int:
         """Number of input arcs (parallel arcs and self-loops included)."""
         return self._arcs.num_arcs
+
+    def min_rooted_cut(self, source: int, sinks: Iterable[int]) -> RootedCut:
+        """``min over sinks v of maxflow(source, v)``, with a cut attaining it.
+
+        Hao and Orlin's reduction: the sinks are taken in the given order and
+        each one, once measured, is merged into the source (an arc from the
+        source of capacity larger than the next sink's in-capacity). The
+        minimum over these contracted flows equals the minimum over the sinks,
+        and the contracted flows are short. A sink is skipped when the paths
+        ``x -> t`` and ``x -> w -> t`` from the merged set already certify a
+        flow no smaller than the best value found.
+
+        Examples
+        --------
+        >>> net = FlowNetwork(4, [0, 0, 1, 2, 3], [1, 2, 3, 3, 1], [5, 1, 4, 2, 9])
+        >>> cut = net.min_rooted_cut(0, [1, 2, 3])
+        >>> cut.value, cut.sink
+        (1, 2)
+        >>> min(net.max_flow(0, v).value for v in (1, 2, 3))
+        1
+        """
+        search = _RootedSearch(self, source, sinks)
+        best: RootedCut | None = None
+        for t in search.sinks:
+            if best is None or search.local_flow(t) < best.value:
+                found = search.max_flow(t)
+                if best is None or found.value < best.value:
+                    best = found
+            search.merge(t)
+        assert best is not None, "the first sink is always measured"
+        return best
+
+    def rooted_violation(
+        self, source: int, sinks: Iterable[int], requirement: int
+    ) -> RootedCut | None:
+        """A cut of capacity ``< requirement`` separating ``source`` from a sink, or None.
+
+        None certifies ``maxflow(source, v) >= requirement`` for every sink ``v``.
+        Uses the same merging and local certificates as :meth:`min_rooted_cut`,
+        and stops at the first violation.
+
+        Examples
+        --------
+        >>> net = FlowNetwork(4, [0, 0, 1, 2, 3], [1, 2, 3, 3, 1], [5, 1, 4, 2, 9])
+        >>> net.rooted_violation(0, [1, 3], 5) is None
+        True
+        >>> net.rooted_violation(0, [1, 2, 3], 2).sink
+        2
+        """
+        search = _RootedSearch(self, source, sinks)
+        for t in search.sinks:
+            if search.local_flow(t) < requirement:
+                found = search.max_flow(t)
+                if found.value < requirement:
+                    return found
+            search.merge(t)
+        return None
 
     def with_capacities(self, capacities: Sequence[int]) -> FlowNetwork:
         """The same arcs with new capacities (same engine), sharing the structure.
@@ -475,6 +565,67 @@ class _DinicGraph:
                 e = path.pop()
                 u = head[e ^ 1]
                 pointer[u] += 1
+
+
+class _RootedSearch:
+    """State of a Hao-Orlin style pass over the sinks (see ``min_rooted_cut``)."""
+
+    def __init__(self, network: FlowNetwork, source: int, sinks: Iterable[int]) -> None:
+        n = network.num_nodes
+        s = _as_int(source, "source")
+        if not 0 <= s < n:
+            raise SolveError(f"source {s} is outside 0..{n - 1}")
+        self.sinks = list(dict.fromkeys(_as_int(v, "sink") for v in sinks))
+        if not self.sinks:
+            raise SolveError("at least one sink is needed")
+        for v in self.sinks:
+            if not 0 <= v < n:
+                raise SolveError(f"sink {v} is outside 0..{n - 1}")
+            if v == s:
+                raise SolveError(f"sink {v} is the source")
+        arcs = network._arcs
+        caps = [int(c) for c in network._pair_cap]
+        rows, cols = arcs.rows.tolist(), arcs.cols.tolist()
+        self.n, self.source = n, s
+        self.in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for u, v, c in zip(rows, cols, caps, strict=True):
+            if c:
+                self.in_arcs[v].append((u, c))
+                self.out_arcs[u].append((v, c))
+        self.merged = [False] * n
+        self.merged_in = [0] * n  # capacity entering each node from merged nodes
+        self.merge(s)
+        # pairs plus one arc source -> sink per sink, for merging
+        tails = rows + [s] * len(self.sinks)
+        heads = cols + self.sinks
+        self.network = FlowNetwork(
+            n, tails, heads, caps + [0] * len(self.sinks), engine=network.engine
+        )
+        self.base: Any = self.network._arc_cap
+        self.sink_arcs = np.arange(len(caps), len(caps) + len(self.sinks))
+
+    def merge(self, x: int) -> None:
+        self.merged[x] = True
+        for w, c in self.out_arcs[x]:
+            self.merged_in[w] += c
+
+    def local_flow(self, t: int) -> int:
+        """Capacity every cut holding the merged set and not ``t`` must pay."""
+        return sum(c if self.merged[w] else min(c, self.merged_in[w]) for w, c in self.in_arcs[t])
+
+    def max_flow(self, t: int) -> RootedCut:
+        """The maximum flow from the merged set to ``t``, as a cut of the original network."""
+        big = sum(c for _, c in self.in_arcs[t]) + 1  # more than the cut around t
+        merged = [self.merged[v] for v in self.sinks]
+        if isinstance(self.base, np.ndarray) and big * len(self.base) < _INT64_LIMIT:
+            capacities: Any = self.base.copy()
+            capacities[self.sink_arcs] = np.where(merged, big, 0)
+        else:
+            capacities = [int(c) for c in self.base]
+            capacities[len(capacities) - len(merged) :] = [big if m else 0 for m in merged]
+        result = self.network.with_capacities(capacities).max_flow(self.source, t)
+        return RootedCut(result.value, t, result)
 
 
 def max_flow(

@@ -272,3 +272,12 @@ def test_cli_table_and_errors(capsys):
     assert "15 compute nodes behind 325 GB/s" in out
     assert main(["bound", "dgx-a100:2", "--method", "brute-force"]) == 2
     assert "at most 16 nodes" in capsys.readouterr().err
+    assert main(["bound", "dgx-a100:2", "--method", "simplex"]) == 2
+    assert "valid methods are combinatorial, lp, brute-force" in capsys.readouterr().err
+
+
+def test_results_are_deterministic():
+    topology = load_topology("mi250:2")
+    first, second = optimal_cut_ratio(topology).to_dict(), optimal_cut_ratio(topology).to_dict()
+    first.pop("seconds"), second.pop("seconds")
+    assert first == second

@@ -140,3 +140,40 @@ def test_unreachable_sink_gives_zero_flow_and_source_only_cut():
     result = max_flow(3, [1], [2], [7], 0, 2)
     assert result.value == 0
     assert result.source_side.tolist() == [True, False, False]
+
+
+# --- rooted cuts: min over sinks with merged sinks and local certificates -----------
+
+
+def cut_capacity(side, tails, heads, caps) -> int:
+    return sum(c for u, v, c in zip(tails, heads, caps, strict=True) if side[u] and not side[v])
+
+
+@settings(derandomize=True, max_examples=120, deadline=None)
+@given(flow_problems(), st.randoms(use_true_random=False))
+def test_min_rooted_cut_is_the_minimum_over_sinks(problem, rng):
+    n, tails, heads, caps, source, _ = problem
+    sinks = [v for v in range(n) if v != source]
+    rng.shuffle(sinks)
+    for engine in ("auto", "python"):
+        net = FlowNetwork(n, tails, heads, caps, engine=engine)
+        expected = min(net.max_flow(source, v).value for v in sinks)
+        cut = net.min_rooted_cut(source, sinks)
+        assert cut.value == expected
+        assert cut.source_side[source] and not cut.source_side[cut.sink]
+        assert cut_capacity(cut.source_side, tails, heads, caps) == expected
+        assert net.rooted_violation(source, sinks, expected) is None
+        violation = net.rooted_violation(source, sinks, expected + 1)
+        assert violation is not None and violation.value <= expected
+        assert violation.source_side[source] and not violation.source_side[violation.sink]
+        assert cut_capacity(violation.source_side, tails, heads, caps) == violation.value
+
+
+def test_rooted_cut_arguments_are_checked():
+    net = FlowNetwork(3, [0, 1], [1, 2], [1, 1])
+    with pytest.raises(SolveError, match="sink 0 is the source"):
+        net.min_rooted_cut(0, [1, 0])
+    with pytest.raises(SolveError, match="at least one sink"):
+        net.rooted_violation(0, [], 1)
+    with pytest.raises(SolveError, match="sink 5 is outside"):
+        net.min_rooted_cut(0, [5])

@@ -2,10 +2,49 @@
 
 One module per model; each ``build_*`` function returns a :class:`pulp.LpProblem`
 without side effects, and :func:`formulations.solve.solve` solves any of them
-into a typed result. Floating-point optima are brought back to exact fractions
-by :mod:`formulations.rational` and re-verified exactly.
+into a typed result (status enum, objective, primal values, duals, report).
+Floating-point optima are brought back to exact fractions by
+:mod:`formulations.rational` and re-verified exactly. No graph algorithm lives
+here: pricing uses networkx's Edmonds implementation.
 
-- :mod:`formulations.congestion`: the congestion-bound LP, r* with a certifying cut.
+- :mod:`formulations.congestion`: the congestion-bound LP; r* with a certifying
+  cut (:func:`~formulations.congestion.lp_cut_ratio`).
+- :mod:`formulations.multicast`: per-root capacity vectors (small N); the same r*.
+- :mod:`formulations.tree_packing`: fractional arborescence packing by column
+  generation (:func:`~formulations.tree_packing.fractional_tree_packing`).
+- :mod:`formulations.fixed_k`: the best schedule with exactly K chunks per root (MILP).
 - :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
 - :mod:`formulations.rational`: integer scaling and rational reconstruction.
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> from formulations import lp_cut_ratio
+>>> lp_cut_ratio(load_topology("dgx-a100:1"))[0]
+Fraction(7, 300)
 """
+
+from __future__ import annotations
+
+from formulations.congestion import build_congestion, congestion_bound, lp_cut_ratio
+from formulations.fixed_k import build_fixed_k, fixed_k_optimum
+from formulations.multicast import build_multicast, multicast_bound
+from formulations.solve import LpResult, SolverReport, Status, solve, write_model
+from formulations.tree_packing import build_tree_master, fractional_tree_packing
+
+__all__ = [
+    "build_congestion",
+    "congestion_bound",
+    "lp_cut_ratio",
+    "build_multicast",
+    "multicast_bound",
+    "build_tree_master",
+    "fractional_tree_packing",
+    "build_fixed_k",
+    "fixed_k_optimum",
+    "solve",
+    "write_model",
+    "Status",
+    "LpResult",
+    "SolverReport",
+]

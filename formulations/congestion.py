@@ -9,7 +9,7 @@ set ``S`` missing some compute node, so the optimum is
 
     r* = max_S |S ∩ Vc| / B+(S)
 
-(ForestColl, arXiv 2402.06787, Sec. 4). The model uses the integer-scaled
+(ForestColl, arXiv 2402.06787). The model uses the integer-scaled
 capacities of :meth:`~optcoll.topology.Topology.integer_capacities`, so its
 optimum is ``r* * unit``.
 
@@ -19,7 +19,10 @@ weight is a bottleneck cut. :func:`lp_cut_ratio` evaluates all of them in exact
 arithmetic, keeps the best, and accepts it only if it equals the rational
 reconstruction of the LP optimum (see :mod:`formulations.rational`).
 
-Size: ``N * |A| + 1`` variables and ``N * (|V| + |A|)`` constraints.
+The ``rate`` form (``lam = 1/t``, link capacities as variable bounds) is the
+same LP after a change of variables; it has no capacity rows and is what
+:func:`lp_cut_ratio` solves by default. Size: ``N * |A| + 1`` variables, and
+``N * (|V| + |A|)`` rows (time form) or ``N * |V|`` rows (rate form).
 
 Examples
 --------

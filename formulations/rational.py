@@ -46,6 +46,11 @@ def integer_scaling(capacity: Mapping[K, int | Fraction]) -> tuple[dict[K, int],
     TopologyError
         If the mapping is empty or a capacity is not a positive finite number
         (the message names the arc).
+
+    Examples
+    --------
+    >>> integer_scaling({"ab": 300, "ba": 25})
+    ({'ab': 12, 'ba': 1}, Fraction(25, 1))
     """
     if not capacity:
         raise TopologyError("the capacity mapping is empty; at least one arc is needed")

@@ -171,6 +171,14 @@ def solve(
     ------
     InfeasibleModelError, UnboundedModelError, SolverLimitError, SolverFailureError
         When ``require_optimal`` and the status is not :attr:`Status.OPTIMAL`.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from formulations.congestion import build_congestion
+    >>> result = solve(build_congestion(load_topology("dgx-a100:1")))
+    >>> result.status.value, round(result.objective, 9), result.report.num_constraints
+    ('optimal', 7.0, 200)
     """
     variables = problem.variables()
     is_mip = any(v.cat == pulp.LpInteger for v in variables)
@@ -181,7 +189,13 @@ def solve(
         options["mip_abs_gap"] = float(mip_abs_gap)
     solver = pulp.HiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
     start = time.perf_counter()
-    problem.solve(solver)
+    try:
+        problem.solve(solver)
+    except pulp.PulpError as err:
+        raise SolverFailureError(
+            f"model {problem.name!r}: PuLP could not hand the model to HiGHS ({err}); write it "
+            f"out with `optcoll lp export` to inspect it"
+        ) from None
     seconds = time.perf_counter() - start
     highs = problem.solverModel
     model_status = highs.getModelStatus()
@@ -270,7 +284,7 @@ def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".mps":
-        problem.writeMPS(str(path))
+        problem.writeMPS(str(path), with_objsense=True)  # keeps a maximisation a maximisation
     else:
         problem.writeLP(str(path))
     return path

@@ -119,11 +119,12 @@ class _Packer:
     def remaining(self) -> int:
         return sum(b.mu for b in self.pending)
 
-    def network(self, current: _Bundle | None = None, extra=()) -> tuple[FlowNetwork, int]:  # noqa: ANN001
+    def network(self) -> tuple[FlowNetwork, int]:
         """The augmented network (source, bundle nodes, remaining arcs) and its source.
 
-        Bundles that are still a single root feed the root directly; ``current`` always
-        gets its own bundle node ``n + pending.index(current)``.
+        Bundles that are still a single root feed the root directly; every other
+        pending bundle ``j`` gets a node ``n + j`` with ``s -> n + j`` of capacity
+        ``mu_j`` and infinite arcs to its nodes.
         """
         n = self.n
         source = n + len(self.pending)
@@ -135,7 +136,7 @@ class _Packer:
             heads.append(b)
             caps.append(c)
         for j, bundle in enumerate(self.pending):
-            if len(bundle.nodes) == 1 and bundle is not current:
+            if len(bundle.nodes) == 1:
                 tails.append(source)
                 heads.append(bundle.root)
                 caps.append(bundle.mu)
@@ -147,10 +148,6 @@ class _Packer:
                 tails.append(n + j)
                 heads.append(v)
                 caps.append(self.infinite)
-        for a, b in extra:
-            tails.append(a)
-            heads.append(b)
-            caps.append(self.infinite)
         return FlowNetwork(source + 1, tails, heads, caps), source
 
     def feasible(self) -> bool:

@@ -248,6 +248,7 @@ def _run_bound(args: argparse.Namespace) -> int:
     ]
     for name, text in rows:
         print(f"{name:<15} {text}")
+    return 0
 
 
 _COMMANDS.append(
@@ -292,7 +293,10 @@ def _run_verify(args: argparse.Namespace) -> int:
         if result.reason is not None:
             print(f"reason       {result.reason}")
         if result.time_factor is not None:
-            print(f"time factor  {_ratio(result.time_factor)}")
+            n = topology.num_compute if schedule.collective != "broadcast" else 1
+            algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
+            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            print(f"time factor  {_ratio(result.time_factor)}{shown}")
         if optimum is not None:
             ratio = result.ratio_to_optimum
             shown = "" if ratio is None else f" (ratio {_ratio(ratio)} = {float(ratio):.6f})"
@@ -310,10 +314,7 @@ def _collective_optimum(topology: Any, collective: str) -> Any:
     allgather: r* of the topology; reduce-scatter: r* of the reversed topology
     (data flows the other way); allreduce as reduce-scatter then allgather: their sum.
     """
-    try:
-        from optcoll.bound import optimal_cut_ratio
-    except ImportError:  # branch `bound` not merged yet
-        return None
+    from optcoll.bound import optimal_cut_ratio
     from optcoll.topology import Link, Topology
 
     def reversed_topology() -> Topology:
@@ -413,6 +414,47 @@ def _run_plot(args: argparse.Namespace) -> int:
 
 _COMMANDS.append(
     ("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
+)
+
+
+# --- crosscheck -----------------------------------------------------------------------
+
+
+def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
+    from optcoll.crosscheck import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_crosscheck(args: argparse.Namespace) -> int:
+    from optcoll.crosscheck import crosscheck
+    from optcoll.io import load_topology
+
+    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(f"cross-check of {check.topology}")
+        print(check.table())
+        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
+    return 0 if check.agree else 1
+
+
+_COMMANDS.append(
+    (
+        "crosscheck",
+        "run every method that fits and compare their exact values",
+        _add_crosscheck,
+        _run_crosscheck,
+    )
 )
 
 

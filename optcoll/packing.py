@@ -31,6 +31,17 @@ Edmonds' theorem guarantees an arc with ``mu' >= 1`` for every incomplete bundle
 Admissible amounts only shrink as the packing proceeds, which lets failed
 attempts be cached.
 
+**Greedy batches first.** Checking every arc costs one max-flow per tree edge.
+Instead, whole batches of bundles are first completed greedily (widest arc
+first, then the shallowest tail) within the remaining capacities, and the batch
+is kept if Edmonds' condition still holds for the bundles left (one rooted
+connectivity check; none at all when the batch completes everything, because
+capacities are respected by construction). A failed check restores the state,
+remembers the violated set so that later greedy trees do not overload it, and
+halves the batch; a bundle that fails on its own is completed arc by arc as
+above. The output is therefore exactly as valid as the arc-by-arc method's;
+only the speed depends on the greedy's luck.
+
 **Fixed k.** With exactly ``K`` chunks per root and time factor ``T``, link ``e``
 carries at most ``floor(x * caps_e)`` chunks for ``x = T * K * unit``; the best ``T``
 is the smallest breakpoint ``x = m / caps_e`` at which the rooted connectivity
@@ -60,7 +71,7 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.splitting import LogicalGraph, min_rooted_connectivity, split_switches
+from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
 from optcoll.topology import Topology
 
 __all__ = ["pack_arborescences", "pack_rooted", "fixed_k_capacity", "Packing"]
@@ -101,16 +112,19 @@ class _Packer:
         self.cap: dict[tuple[int, int], int] = {
             (self.index[u], self.index[v]): c for (u, v), c in logical.capacity.items() if c > 0
         }
-        self.succ: list[list[int]] = [[] for _ in range(self.n)]
-        for u, v in sorted(self.cap):
-            self.succ[u].append(v)
+        self.all_arcs = sorted(self.cap)  # every logical arc, also those used up later
+        # out-neighbours over arcs with capacity left (ordered, used-up arcs removed)
+        self.succ: list[dict[int, None]] = [{} for _ in range(self.n)]
+        for u, v in self.all_arcs:
+            self.succ[u][v] = None
         self.pending = [
             _Bundle(self.index[r], m)
             for r, m in sorted(root_capacity.items(), key=lambda item: self.index[item[0]])
             if m > 0
         ]
         self.done: list[_Bundle] = []
-        self.learned: list[frozenset[int]] = []  # sets whose Edmonds condition failed once
+        # sets whose Edmonds condition failed once, with the arcs entering them
+        self.learned: list[tuple[frozenset[int], tuple[tuple[int, int], ...]]] = []
         self.exact_for: _Bundle | None = None  # the bundle the admissibility network serves
         self.sinks = list(range(self.n))  # feasibility order: recently violated sinks first
         self.verified = False  # whether the current state is known to satisfy Edmonds
@@ -159,28 +173,28 @@ class _Packer:
         if not self.pending:
             return True
         network, source = self.network()
-        need = self.remaining()
-        for v in list(self.sinks):
-            result = network.max_flow(source, v)
-            if result.value < need:
-                side = result.source_side
-                self.learned.append(frozenset(u for u in range(self.n) if not side[u]))
-                self.sinks.remove(v)  # look here first next time
-                self.sinks.insert(0, v)
-                return False
-        return True
+        violated = network.rooted_violation(source, self.sinks, self.remaining())
+        if violated is None:
+            return True
+        side = violated.source_side
+        sink_side = frozenset(u for u in range(self.n) if not side[u])
+        entering = tuple((a, b) for a, b in self.all_arcs if b in sink_side and a not in sink_side)
+        self.learned.append((sink_side, entering))
+        self.sinks.remove(violated.sink)  # look here first next time
+        self.sinks.insert(0, violated.sink)
+        return False
 
-    def slack(self, sink_side: frozenset[int]) -> int:
+    def slack(self, sink_side: frozenset[int], entering: tuple[tuple[int, int], ...]) -> int:
         """Edmonds' slack of a set: in-capacity minus the bundles that do not meet it."""
-        entering = sum(c for (a, b), c in self.cap.items() if b in sink_side and a not in sink_side)
+        capacity = sum(self.cap.get(arc, 0) for arc in entering)
         missing = sum(b.mu for b in self.pending if sink_side.isdisjoint(b.nodes))
-        return entering - missing
+        return capacity - missing
 
     def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
         """Whether adding ``(x, y)`` keeps the slack of every learned set non-negative."""
         return all(
-            self.slack(side) >= amount
-            for side in self.learned
+            self.slack(side, entering) >= amount
+            for side, entering in self.learned
             if y in side and x not in side and not side.isdisjoint(bundle.nodes)
         )
 
@@ -322,6 +336,7 @@ class _Packer:
         self.cap[(x, y)] -= mu
         if self.cap[(x, y)] == 0:
             del self.cap[(x, y)]
+            del self.succ[x][y]
         bundle.nodes.add(y)
         bundle.order.append(y)
         bundle.arcs.append((x, y))
@@ -332,13 +347,16 @@ class _Packer:
         while len(bundle.nodes) < self.n:
             self.grow(bundle)
 
-    def save(self) -> tuple[dict[tuple[int, int], int], list[_Bundle], int]:
-        return dict(self.cap), [b.copy(b.mu) for b in self.pending], len(self.done)
+    def save(self) -> tuple:
+        return (
+            dict(self.cap),
+            [dict(d) for d in self.succ],
+            [b.copy(b.mu) for b in self.pending],
+            len(self.done),
+        )
 
-    def restore(self, saved: tuple[dict[tuple[int, int], int], list[_Bundle], int]) -> None:
-        cap, pending, done = saved
-        self.cap = dict(cap)
-        self.pending = [b.copy(b.mu) for b in pending]
+    def restore(self, saved: tuple) -> None:
+        self.cap, self.succ, self.pending, done = saved
         del self.done[done:]
 
     def greedy_batch(self, size: int) -> bool:
@@ -571,7 +589,7 @@ def fixed_k_capacity(topology: Topology, k: int) -> tuple[Fraction, dict[Arc, in
 
     def feasible(x: Fraction) -> bool:
         arcs = {(index[a], index[b]): c for (a, b), c in scaled(x).items()}
-        return min_rooted_connectivity(len(names), arcs, dict.fromkeys(compute, k), compute) >= need
+        return meets_requirement(len(names), arcs, dict.fromkeys(compute, k), compute, need)
 
     lo, hi = 0, len(candidates) - 1  # candidates[hi] = highest is feasible
     while lo < hi:

@@ -25,15 +25,22 @@ with physical paths:
    the LP's ``t`` (in the topology's bandwidth units).
 3. **Bounded mode** (``K`` given): each root's weights times ``K`` are rounded to
    integers summing to ``K`` by largest remainder (ties to the earlier tree),
-   then a local search repairs overloaded links: it moves one chunk between two
-   trees of the same root whenever that lowers the maximum ``load / capacity``,
-   or keeps it and lowers the number of links attaining it, until no such move
-   exists. The result can never beat the best K-chunk schedule
-   (:func:`optcoll.packing.pack_arborescences` with ``k=K``).
+   then a local search repairs overloaded links: it moves one chunk from a tree
+   that uses a bottleneck link to another tree of the same root (from the LP's
+   support) whenever that makes the link ratios ``load / capacity``, sorted
+   largest first, lexicographically smaller (the maximum drops, or it stays and
+   fewer links attain it, and so on down the list). When no tree of the support
+   helps, it re-solves locally: a new tree of that root, built breadth first
+   (switches relay only) over the links that stay below the current maximum
+   after the move, joins the pool. It stops when neither move exists. This is a
+   heuristic: it can stay above the best K-chunk schedule
+   (:func:`optcoll.packing.pack_arborescences` with ``k=K``) and can never beat it.
 
-Complexity: step 1 is linear in the packing size; the local search costs
-``O(moves * L)`` per round for ``L`` links, moves being pairs of trees of one
-root of which the first uses a bottleneck link.
+Complexity: step 1 is linear in the packing size; a round of the local search
+costs ``O(moves * L log L)`` for ``L`` links (moves: pairs of trees of one root of
+which the first uses a bottleneck link) plus one breadth-first search per
+source tree when the pool has no improving move; every round strictly improves
+the objective.
 
 Examples
 --------
@@ -49,18 +56,24 @@ Examples
 >>> exact = round_packing(ring, packing)
 >>> exact.k, len(exact.trees), exact.time_factor
 (2, 6, Fraction(1, 10))
->>> round_packing(ring, packing, K=1).time_factor
-Fraction(1, 5)
+>>> one = round_packing(ring, packing, K=1)  # one chain per root overloads a link;
+>>> one.time_factor                             # the repair swaps in a star
+Fraction(1, 10)
+>>> [[e.src for e in tree.edges] for tree in one.trees]
+[['a', 'c'], ['b', 'b'], ['c', 'a']]
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
+from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
+from optcoll.packing import pack_arborescences
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
@@ -85,7 +98,6 @@ def round_packing(
     K: int | None = None,
     *,
     logical: PathMap | None = None,
-    cut_ratio: Fraction | None = None,
 ) -> Schedule:
     """Integral allgather schedule from a fractional tree packing.
 
@@ -102,14 +114,17 @@ def round_packing(
         Chunks per root. None: exact mode (``k`` = the weights' common denominator).
     logical : LogicalGraph, optional
         The switch-free graph the LP ran on; required when the topology has switches.
-    cut_ratio : Fraction, optional
-        r*, stored in the schedule and used for ``stats["ratio_to_cut_ratio"]``.
 
     Returns
     -------
     Schedule
-        ``collective="allgather"``, with physical paths and the exact achieved
-        ``time_factor``; ``stats`` records the mode, tree count and ratios.
+        ``collective="allgather"``, with physical paths, ``cut_ratio`` = r*
+        (:func:`optcoll.bound.optimal_cut_ratio`) and the exact achieved
+        ``time_factor``. ``stats`` records the mode, the tree count and
+        ``ratio_to_optimum`` (time factor / r*); in bounded mode also
+        ``fixed_k_optimum`` (the time factor of the best K-chunk schedule,
+        :func:`optcoll.packing.pack_arborescences` with ``k=K``) and
+        ``ratio_to_fixed_k_optimum``. Ratios are ``"p/q"`` strings.
 
     Raises
     ------
@@ -138,20 +153,35 @@ def round_packing(
         mode = "exact"
     else:
         k = K
-        chunks = _largest_remainder(topology, physical, K)
-        chunks = _local_search(topology, physical, chunks)
+        shapes, chunks = _local_search(
+            topology, [shape for shape, _ in physical], _largest_remainder(topology, physical, K)
+        )
+        physical = list(zip(shapes, chunks, strict=True))
         mode = f"largest remainder + local search, K = {K}"
+    order = {c: i for i, c in enumerate(topology.compute_nodes)}
     trees = tuple(
-        Tree(root, c, tuple(TreeEdge(a[0], a[1], path) for a, path in edges))
-        for ((root, edges), _), c in zip(physical, chunks, strict=True)
-        if c > 0
+        sorted(
+            (
+                Tree(root, c, tuple(TreeEdge(a[0], a[1], path) for a, path in edges))
+                for ((root, edges), _), c in zip(physical, chunks, strict=True)
+                if c > 0
+            ),
+            key=lambda tree: order[tree.root],
+        )
     )
     time_factor = _time_factor(
         topology, [(shape, c) for (shape, _), c in zip(physical, chunks, strict=True)], k
     )
-    stats: dict[str, object] = {"rounding": mode, "trees": len(trees)}
-    if cut_ratio is not None:
-        stats["ratio_to_cut_ratio"] = float(time_factor / cut_ratio)
+    cut_ratio = optimal_cut_ratio(topology).ratio
+    stats: dict[str, object] = {
+        "rounding": mode,
+        "trees": len(trees),
+        "ratio_to_optimum": _text(time_factor / cut_ratio),
+    }
+    if K is not None:
+        fixed = pack_arborescences(topology, k=K).time_factor
+        stats["fixed_k_optimum"] = _text(fixed)
+        stats["ratio_to_fixed_k_optimum"] = _text(time_factor / fixed)
     return Schedule(
         "allgather",
         topology.name,
@@ -282,52 +312,117 @@ def _uses(shape: _Shape) -> dict[Arc, int]:
     return uses
 
 
-def _objective(topology: Topology, loads: Mapping[Arc, int]) -> tuple[Fraction, int]:
-    """(max load / bandwidth, number of links attaining it): smaller is better."""
-    ratios = [Fraction(load) / topology.capacity[arc] for arc, load in loads.items() if load]
-    worst = max(ratios, default=Fraction(0))
-    return worst, ratios.count(worst)
+def _objective(topology: Topology, loads: Mapping[Arc, int]) -> list[Fraction]:
+    """The link ratios load / bandwidth, largest first; smaller (leximax) is better."""
+    return sorted(
+        (Fraction(load) / topology.capacity[arc] for arc, load in loads.items() if load),
+        reverse=True,
+    ) or [Fraction(0)]
 
 
 def _local_search(
-    topology: Topology, physical: Sequence[tuple[_Shape, Fraction]], chunks: list[int]
-) -> list[int]:
-    """Move single chunks between trees of one root while the objective improves."""
-    chunks = list(chunks)
-    uses = [_uses(shape) for shape, _ in physical]
-    roots = [shape[0] for shape, _ in physical]
+    topology: Topology, shapes: Sequence[_Shape], chunks: Sequence[int]
+) -> tuple[list[_Shape], list[int]]:
+    """Move single chunks off bottleneck links while the leximax objective improves.
+
+    First among the given trees of the same root; when no such move helps, to a
+    new tree of that root built by breadth-first search over the links that
+    would stay below the current maximum (the tree pool grows).
+    """
+    shapes, chunks = list(shapes), list(chunks)
+    uses = [_uses(shape) for shape in shapes]
     loads: dict[Arc, int] = {}
     for u, c in zip(uses, chunks, strict=True):
         for arc, n in u.items():
             loads[arc] = loads.get(arc, 0) + c * n
     current = _objective(topology, loads)
-    improved = True
-    while improved:
-        improved = False
+    while True:
         worst = current[0]
+        capacity = topology.capacity
         bottlenecks = {
-            arc
-            for arc, load in loads.items()
-            if load and Fraction(load) / topology.capacity[arc] == worst
+            arc for arc, load in loads.items() if load and Fraction(load) / capacity[arc] == worst
         }
-        for a, use_a in enumerate(uses):
-            if chunks[a] == 0 or not bottlenecks.intersection(use_a):
-                continue
-            for b, use_b in enumerate(uses):
-                if b == a or roots[b] != roots[a]:
-                    continue
-                _shift(loads, use_a, use_b, 1)
-                candidate = _objective(topology, loads)
-                if candidate < current:
-                    chunks[a] -= 1
-                    chunks[b] += 1
-                    current = candidate
-                    improved = True
-                    break
-                _shift(loads, use_a, use_b, -1)
-            if improved:
+        move = None
+        sources = [a for a, u in enumerate(uses) if chunks[a] and bottlenecks.intersection(u)]
+        for a in sources:
+            for b, shape in enumerate(shapes):
+                if b != a and shape[0] == shapes[a][0]:
+                    candidate = _try_move(topology, loads, uses[a], uses[b], current)
+                    if candidate is not None:
+                        move = (a, b, candidate)
+                        break
+            if move is not None:
                 break
-    return chunks
+        else:
+            for a in sources:
+                shape = _bottleneck_free_tree(topology, loads, uses[a], shapes[a][0], worst)
+                if shape is None or shape in shapes:
+                    continue
+                candidate = _try_move(topology, loads, uses[a], _uses(shape), current)
+                if candidate is not None:
+                    shapes.append(shape)
+                    uses.append(_uses(shape))
+                    chunks.append(0)
+                    move = (a, len(shapes) - 1, candidate)
+                    break
+        if move is None:
+            return shapes, chunks
+        a, b, current = move
+        _shift(loads, uses[a], uses[b], 1)
+        chunks[a] -= 1
+        chunks[b] += 1
+
+
+def _try_move(
+    topology: Topology,
+    loads: dict[Arc, int],
+    source: Mapping[Arc, int],
+    target: Mapping[Arc, int],
+    current: list[Fraction],
+) -> list[Fraction] | None:
+    """The objective after moving one chunk from ``source`` to ``target``, if better."""
+    _shift(loads, source, target, 1)
+    candidate = _objective(topology, loads)
+    _shift(loads, source, target, -1)
+    return candidate if candidate < current else None
+
+
+def _bottleneck_free_tree(
+    topology: Topology,
+    loads: Mapping[Arc, int],
+    removed: Mapping[Arc, int],
+    root: str,
+    worst: Fraction,
+) -> _Shape | None:
+    """A spanning tree of ``root`` (breadth first, switches relay only) over the links
+    that stay below ``worst`` after taking one chunk off the tree using ``removed``
+    and adding one; None when such links do not reach every compute node."""
+    capacity = topology.capacity
+    allowed: dict[str, list[str]] = {}
+    for (u, v), bandwidth in capacity.items():
+        if Fraction(loads.get((u, v), 0) - removed.get((u, v), 0) + 1) / bandwidth < worst:
+            allowed.setdefault(u, []).append(v)
+    compute = set(topology.compute_nodes)
+    previous: dict[str, str | None] = {root: None}
+    queue = deque([root])
+    while queue:
+        node = queue.popleft()
+        for nxt in allowed.get(node, ()):
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    if not compute.issubset(previous):
+        return None
+    edges = []
+    for v in topology.compute_nodes:
+        if v == root:
+            continue
+        path = [v]
+        while path[-1] == v or path[-1] not in compute:
+            path.append(previous[path[-1]])
+        path.reverse()
+        edges.append(((path[0], v), tuple(path)))
+    return root, tuple(edges)
 
 
 def _shift(
@@ -346,3 +441,7 @@ def _time_factor(topology: Topology, trees: Sequence[tuple[_Shape, int]], k: int
         for arc, n in _uses(shape).items():
             loads[arc] = loads.get(arc, 0) + c * n
     return _objective(topology, loads)[0] / k
+
+
+def _text(value: Fraction) -> str:
+    return f"{value.numerator}/{value.denominator}"

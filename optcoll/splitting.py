@@ -58,7 +58,7 @@ from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
 from optcoll.topology import Topology
 
-__all__ = ["LogicalGraph", "split_switches", "min_rooted_connectivity"]
+__all__ = ["LogicalGraph", "split_switches", "min_rooted_connectivity", "meets_requirement"]
 
 Arc = tuple[str, str]
 PathPool = tuple[tuple[tuple[str, ...], int], ...]
@@ -113,7 +113,29 @@ def min_rooted_connectivity(
     3
     """
     network = _network(num_nodes, arcs, root_capacity, extra)
-    return min(network.max_flow(num_nodes, v).value for v in sinks)
+    return network.min_rooted_cut(num_nodes, sinks).value
+
+
+def meets_requirement(
+    num_nodes: int,
+    arcs: Mapping[tuple[int, int], int],
+    root_capacity: Mapping[int, int],
+    sinks: Iterable[int],
+    requirement: int,
+) -> bool:
+    """Whether ``maxflow(s, v) >= requirement`` for every sink (stops at a violation).
+
+    Same network as :func:`min_rooted_connectivity`.
+
+    Examples
+    --------
+    >>> meets_requirement(2, {(0, 1): 3, (1, 0): 1}, {0: 2, 1: 2}, [0, 1], 3)
+    True
+    >>> meets_requirement(2, {(0, 1): 3, (1, 0): 1}, {0: 2, 1: 2}, [0, 1], 4)
+    False
+    """
+    network = _network(num_nodes, arcs, root_capacity)
+    return network.rooted_violation(num_nodes, sinks, requirement) is None
 
 
 def _network(
@@ -228,6 +250,9 @@ class _Splitter:
     def connectivity(self) -> int:
         return min_rooted_connectivity(self.n, self.cap, self.root_capacity, self.compute)
 
+    def holds(self, arcs: Mapping[tuple[int, int], int]) -> bool:
+        return meets_requirement(self.n, arcs, self.root_capacity, self.compute, self.requirement)
+
     def admissible(self, u: int, w: int, t: int) -> int:
         """The largest amount of the pair ``(u, w), (w, t)`` that can be split off."""
         g = min(self.cap[(u, w)], self.cap[(w, t)])
@@ -336,14 +361,13 @@ class _Splitter:
             for j, offset in enumerate(offsets)
             if q + (j < r)
         ]
-        trial = dict(self.cap)
-        for x in neighbours:
-            del trial[(x, w)], trial[(w, x)]
-        for u, t, gamma in plan:
-            trial[(u, t)] = trial.get((u, t), 0) + gamma
         if verify:
-            lowest = min_rooted_connectivity(self.n, trial, self.root_capacity, self.compute)
-            if lowest < self.requirement:
+            trial = dict(self.cap)
+            for x in neighbours:
+                del trial[(x, w)], trial[(w, x)]
+            for u, t, gamma in plan:
+                trial[(u, t)] = trial.get((u, t), 0) + gamma
+            if not self.holds(trial):
                 return False
         for u, t, gamma in plan:
             self.split(u, w, t, gamma)
@@ -378,7 +402,7 @@ class _Splitter:
             remaining.discard(w)
             unchecked.append(w)
             self.remove(w, verify=False)
-        if unchecked and self.connectivity() < self.requirement:
+        if unchecked and not self.holds(self.cap):
             self.restore(saved)
             remaining.update(unchecked)
         elif bar is not None:
@@ -491,8 +515,8 @@ def split_switches(
         if isinstance(c, bool) or not isinstance(c, int) or c < 0:
             raise SolveError(f"root_capacity of {node!r} must be a non-negative int, got {c!r}")
     state = _Splitter(topology, link_capacity, root_capacity, requirement)
-    have = state.connectivity()
-    if have < requirement:
+    if not state.holds(state.cap):
+        have = state.connectivity()
         raise SolveError(
             f"the capacities give rooted connectivity {have} < requirement {requirement}; "
             "raise the link capacities (U) or lower the requirement"

@@ -23,7 +23,8 @@ What is checked, in this order (the first failure is the reported reason):
    and reduce along the reversed links (data flows from ``dst`` back to ``src``),
    for allreduce in both directions;
 7. the exact link loads and time factor; a time factor stated in the schedule
-   must equal the computed one (an overloaded link is named);
+   must equal the computed one (an overloaded link is named), and an allgather
+   must not beat the ``cut_ratio`` it states;
 8. with ``optimum`` given: the time factor must not be below it (a schedule
    cannot beat a lower bound), and with ``require_optimal=True`` it must equal
    it: no link may carry more than ``optimum * k * bandwidth`` chunks (the
@@ -195,14 +196,17 @@ def verify_schedule(
         _check_header(topology, schedule)
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
+        compute = frozenset(topology.compute_nodes)
         for index, tree in enumerate(schedule.trees):
-            _check_arborescence(topology, index, tree)
+            _check_arborescence(topology, compute, index, tree)
             for edge in tree.edges:
-                _check_path(topology, index, tree, edge, phases)
+                _check_path(topology, compute, index, tree, edge, phases)
     except _Invalid as bad:
         return Verification(False, str(bad))
 
-    phase_loads = [_loads(topology, schedule.trees, phase) for phase in phases]
+    forward = _loads(schedule.trees)
+    backward = {(v, u): load for (u, v), load in forward.items()}
+    phase_loads = [forward if phase == "allgather" else backward for phase in phases]
     phase_factors = [_time_factor(topology, loads, schedule.k) for loads in phase_loads]
     time_factor = sum((tf for tf, _ in phase_factors), Fraction(0))
     bottlenecks = {arc for _, arcs in phase_factors for arc in arcs}
@@ -298,34 +302,36 @@ def _check_roots(topology: Topology, schedule: Schedule) -> None:
             )
 
 
-def _check_arborescence(topology: Topology, index: int, tree: Tree) -> None:
-    where = f"tree {index} (root {tree.root!r})"
+def _check_arborescence(
+    topology: Topology, compute: frozenset[str], index: int, tree: Tree
+) -> None:
+    def where() -> str:
+        return f"tree {index} (root {tree.root!r})"
+
     parent: dict[str, str] = {}
     for edge in tree.edges:
-        for end in (edge.src, edge.dst):
-            if end not in topology.node:
-                raise _Invalid(
-                    f"{where}: edge {edge.src!r} -> {edge.dst!r} names unknown node {end!r}"
-                )
-            if not topology.is_compute(end):
-                raise _Invalid(
-                    f"{where}: edge {edge.src!r} -> {edge.dst!r} has switch {end!r} as an end; "
-                    f"tree edges join compute nodes (switches belong inside paths)"
-                )
-        if edge.dst == tree.root:
-            raise _Invalid(f"{where}: edge {edge.src!r} -> {edge.dst!r} enters the root")
-        if edge.dst in parent:
-            if parent[edge.dst] == edge.src:
-                raise _Invalid(f"{where}: edge {edge.src!r} -> {edge.dst!r} appears twice")
-            raise _Invalid(
-                f"{where}: node {edge.dst!r} has two parents, {parent[edge.dst]!r} and {edge.src!r}"
-            )
-        parent[edge.dst] = edge.src
-    missing = [c for c in topology.compute_nodes if c != tree.root and c not in parent]
-    if missing:
+        src, dst = edge.src, edge.dst
+        if src not in compute or dst not in compute:
+            for end in (src, dst):
+                if end not in topology.node:
+                    raise _Invalid(f"{where()}: edge {src!r} -> {dst!r} names unknown node {end!r}")
+                if end not in compute:
+                    raise _Invalid(
+                        f"{where()}: edge {src!r} -> {dst!r} has switch {end!r} as an end; "
+                        f"tree edges join compute nodes (switches belong inside paths)"
+                    )
+        if dst == tree.root:
+            raise _Invalid(f"{where()}: edge {src!r} -> {dst!r} enters the root")
+        if dst in parent:
+            if parent[dst] == src:
+                raise _Invalid(f"{where()}: edge {src!r} -> {dst!r} appears twice")
+            raise _Invalid(f"{where()}: node {dst!r} has two parents, {parent[dst]!r} and {src!r}")
+        parent[dst] = src
+    if len(parent) != len(compute) - 1:
+        missing = [c for c in topology.compute_nodes if c != tree.root and c not in parent]
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise _Invalid(
-            f"{where}: compute node {missing[0]!r}{more} is not spanned (no edge enters it)"
+            f"{where()}: compute node {missing[0]!r}{more} is not spanned (no edge enters it)"
         )
     # Every non-root compute node has exactly one parent: the edges form a tree
     # unless following parents from some node never reaches the root (a cycle).
@@ -342,7 +348,7 @@ def _check_arborescence(topology: Topology, index: int, tree: Tree) -> None:
                 first = min(range(len(cycle)), key=lambda i: order[cycle[i]])
                 cycle = cycle[first:] + cycle[:first]
                 text = " -> ".join(repr(c) for c in [*cycle, cycle[0]])
-                raise _Invalid(f"{where}: the edges form a cycle {text} cut off from the root")
+                raise _Invalid(f"{where()}: the edges form a cycle {text} cut off from the root")
             walk.append(node)
             on_walk.add(node)
             node = parent[node]
@@ -350,33 +356,40 @@ def _check_arborescence(topology: Topology, index: int, tree: Tree) -> None:
 
 
 def _check_path(
-    topology: Topology, index: int, tree: Tree, edge: TreeEdge, phases: Sequence[str]
+    topology: Topology,
+    compute: frozenset[str],
+    index: int,
+    tree: Tree,
+    edge: TreeEdge,
+    phases: Sequence[str],
 ) -> None:
-    where = f"tree {index} (root {tree.root!r}), edge {edge.src!r} -> {edge.dst!r}"
+    def where() -> str:
+        return f"tree {index} (root {tree.root!r}), edge {edge.src!r} -> {edge.dst!r}"
+
     path = edge.path
     if len(path) < 2:
-        raise _Invalid(f"{where}: the path {list(path)} needs at least its two ends")
+        raise _Invalid(f"{where()}: the path {list(path)} needs at least its two ends")
     if path[0] != edge.src:
-        raise _Invalid(f"{where}: the path starts at {path[0]!r}, not at the source {edge.src!r}")
+        raise _Invalid(f"{where()}: the path starts at {path[0]!r}, not at the source {edge.src!r}")
     if path[-1] != edge.dst:
         raise _Invalid(
-            f"{where}: the path ends at {path[-1]!r}, not at the destination {edge.dst!r}"
+            f"{where()}: the path ends at {path[-1]!r}, not at the destination {edge.dst!r}"
         )
     for node in path[1:-1]:
-        if node not in topology.node:
-            raise _Invalid(f"{where}: the path names unknown node {node!r}")
-        if topology.is_compute(node):
+        if node in compute:
             raise _Invalid(
-                f"{where}: the path passes through compute node {node!r}; only switches may "
+                f"{where()}: the path passes through compute node {node!r}; only switches may "
                 f"relay inside a path"
             )
+        if node not in topology.node:
+            raise _Invalid(f"{where()}: the path names unknown node {node!r}")
     capacity = topology.capacity
     for u, v in zip(path, path[1:], strict=False):
         if "allgather" in phases and (u, v) not in capacity:
-            raise _Invalid(f"{where}: the path uses the missing link {u!r} -> {v!r}")
+            raise _Invalid(f"{where()}: the path uses the missing link {u!r} -> {v!r}")
         if "reduce_scatter" in phases and (v, u) not in capacity:
             raise _Invalid(
-                f"{where}: the path runs reversed (aggregation toward the root) over the "
+                f"{where()}: the path runs reversed (aggregation toward the root) over the "
                 f"missing link {v!r} -> {u!r}"
             )
 
@@ -384,15 +397,15 @@ def _check_path(
 # --- loads and time factor ----------------------------------------------------------
 
 
-def _loads(topology: Topology, trees: Sequence[Tree], phase: str) -> dict[Arc, int]:
-    """Chunks per link when the trees run forward (allgather) or reversed (reduce-scatter)."""
+def _loads(trees: Sequence[Tree]) -> dict[Arc, int]:
+    """Chunks per link when the trees run forward (allgather direction)."""
     loads: dict[Arc, int] = {}
     for tree in trees:
+        chunks = tree.chunks
         for edge in tree.edges:
             path = edge.path
-            for u, v in zip(path, path[1:], strict=False):
-                arc = (u, v) if phase == "allgather" else (v, u)
-                loads[arc] = loads.get(arc, 0) + tree.chunks
+            for arc in zip(path, path[1:], strict=False):
+                loads[arc] = loads.get(arc, 0) + chunks
     return loads
 
 
@@ -439,6 +452,12 @@ def _check_claims(
             time_factor,
             claimed,
             "claimed",
+        )
+    own = schedule.cut_ratio
+    if schedule.collective == "allgather" and own is not None and time_factor < own:
+        return (
+            f"the time factor {_text(time_factor)} is below the schedule's own cut_ratio "
+            f"{_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
         )
     if optimum is None:
         return None

@@ -108,7 +108,7 @@ def test_min_rooted_connectivity_against_networkx():
 @st.composite
 def switched_topologies(draw):
     """Small connected topologies with symmetric bidirectional links at the switches."""
-    n_compute = draw(st.integers(2, 4))
+    n_compute = draw(st.integers(2, 5))
     n_switch = draw(st.integers(1, 3))
     b = TopologyBuilder("random")
     compute = [f"c{i}" for i in range(n_compute)]

@@ -272,6 +272,10 @@ def test_better_than_claimed_and_below_the_optimum():
     assert reason(directed_ring(), ring_schedule(time_factor=Fraction(1, 2))) == (
         "the schedule claims time factor 1/2, but its link loads give the better 1/5"
     )
+    assert reason(directed_ring(), ring_schedule(cut_ratio=Fraction(1, 4))) == (
+        "the time factor 1/5 is below the schedule's own cut_ratio 1/4; no allgather can beat "
+        "the cut bound, so that cut_ratio is wrong"
+    )
     assert reason(directed_ring(), ring_schedule(), optimum=Fraction(1, 4)) == (
         "the time factor 1/5 is below the optimum 1/4; no schedule can beat a lower bound, "
         "so that optimum is wrong"
@@ -381,6 +385,7 @@ def test_cli_verify_exit_codes(tmp_path, capsys):
     assert main(["verify", topo, str(good), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["valid"] is True and data["time_factor"] == "1/5"
+    assert data["optimum"] == "1/5" and data["ratio_to_optimum"] == "1"  # r* of the ring
     assert data["link_loads"] == [["a", "b", 2], ["b", "c", 2], ["c", "a", 2]]
 
     bad = tmp_path / "bad.json"
@@ -486,3 +491,22 @@ def test_random_star_schedules(topology):
         f"tree {len(schedule.trees) - 1} (root {tree.root!r}): compute node "
         f"{tree.edges[0].dst!r} is not spanned (no edge enters it)"
     )
+
+
+def test_cli_verifies_a_trees_schedule_and_catches_tampering(tmp_path, capsys):
+    path = tmp_path / "dgx2.json"
+    assert main(["trees", "dgx-a100:2", "-o", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["verify", "dgx-a100:2", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] and data["time_factor"] == data["optimum"] == "3/65"
+    assert data["ratio_to_optimum"] == "1" and data["k"] == 13
+
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["trees"][0]["chunks"] += 1
+    root = document["trees"][0]["root"]
+    total = sum(t["chunks"] for t in document["trees"] if t["root"] == root)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["verify", "dgx-a100:2", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"root {root!r}: the chunks of its trees sum to {total}, expected k = 13" in out

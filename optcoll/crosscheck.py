@@ -1,0 +1,326 @@
+"""Cross-check every method that computes or attains r* on one topology.
+
+The optimal allgather cut ratio r* is reached from independent directions:
+lower bounds certified by a cut (the combinatorial parametric max-flow, the
+congestion LP, brute-force cut enumeration; the multicast LP, whose value is
+reconstructed without a cut) and schedules that attain it (the
+combinatorial spanning-tree packing, the LP tree packing rounded to integral
+trees), each schedule checked by the independent verifier
+:func:`optcoll.verify.verify_schedule`. :func:`crosscheck` runs the methods that
+fit the topology's size and checks that all values are the same Fraction.
+
+A disagreement is explained by a cut: the certificate cut with the largest exact
+ratio (recomputed from the topology, whichever method produced it) shows which
+value is wrong - every schedule's time factor and every correct bound must equal
+the largest ratio over all cuts, so a value below a cut's ratio is refuted by
+that cut, and a value above every certified cut is unsupported.
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> check = crosscheck(load_topology("dgx-a100:1"), methods=("combinatorial", "brute-force"))
+>>> check.agree, check.reference
+(True, Fraction(7, 300))
+>>> [row.method for row in check.results]
+['combinatorial', 'brute-force']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from formulations.congestion import lp_cut_ratio
+from formulations.multicast import MAX_FLOW_VARIABLES, multicast_bound
+from formulations.tree_packing import fractional_tree_packing
+from optcoll.bound import optimal_cut_ratio
+from optcoll.exceptions import MethodError, OptCollError
+from optcoll.packing import pack_arborescences
+from optcoll.rounding import round_packing
+from optcoll.splitting import split_switches
+from optcoll.topology import Topology
+from optcoll.verify import verify_schedule
+
+__all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS"]
+
+#: Size limits (nodes or compute nodes) beyond which a method is not run.
+BRUTE_FORCE_MAX_NODES = 16
+CONGESTION_LP_MAX_NODES = 200
+TREES_MAX_COMPUTE = 256
+PACKING_LP_MAX_COMPUTE = 16
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """One row of the cross-check table.
+
+    Attributes
+    ----------
+    method : str
+    kind : str
+        ``"bound"`` (a value certified by a cut) or ``"schedule"`` (an attained,
+        verified time factor).
+    value : Fraction or None
+        The method's r* (bound) or verified time factor (schedule); None on failure.
+    seconds : float
+    cut : tuple of str or None
+        The certificate cut a bound method returned (node ids in topology order).
+    detail : str
+        Extra facts (k, tree count) or the error / invalid-schedule reason.
+    """
+
+    method: str
+    kind: str
+    value: Fraction | None
+    seconds: float
+    cut: tuple[str, ...] | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """The cross-check of one topology: every row, and whether they agree."""
+
+    topology: str
+    results: tuple[MethodResult, ...]
+    reference: Fraction | None
+    agree: bool
+    disagreement: str | None
+    skipped: tuple[str, ...] = ()
+
+    def table(self) -> str:
+        """The human-readable table (method, exact value, seconds, agreement)."""
+        rows = [("method", "value", "seconds", "agrees", "detail")]
+        for r in self.results:
+            value = "-" if r.value is None else _short(r.value)
+            agrees = "yes" if r.value is not None and r.value == self.reference else "NO"
+            rows.append((r.method, value, f"{r.seconds:.3f}", agrees, r.detail))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=False))
+            + "  "
+            + row[4]
+            for row in rows
+        ]
+        if self.skipped:
+            lines.append(f"skipped (too large for this topology): {', '.join(self.skipped)}")
+        return "\n".join(line.rstrip() for line in lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (exact values as ``"p/q"`` strings)."""
+        return {
+            "topology": self.topology,
+            "reference": None if self.reference is None else _text(self.reference),
+            "agree": self.agree,
+            "disagreement": self.disagreement,
+            "skipped": list(self.skipped),
+            "methods": [
+                {
+                    "method": r.method,
+                    "kind": r.kind,
+                    "value": None if r.value is None else _text(r.value),
+                    "seconds": round(r.seconds, 6),
+                    "cut": None if r.cut is None else list(r.cut),
+                    "detail": r.detail,
+                }
+                for r in self.results
+            ],
+        }
+
+
+# --- the methods ---------------------------------------------------------------------
+
+
+def _combinatorial(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    bound = optimal_cut_ratio(topology)
+    return bound.ratio, bound.bottleneck_cut, f"k = {bound.k}"
+
+
+def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    bound = optimal_cut_ratio(topology, method="brute-force")
+    return bound.ratio, bound.bottleneck_cut, f"{2 ** len(topology.node_ids)} subsets"
+
+
+def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    ratio, cut = lp_cut_ratio(topology)
+    return ratio, cut, "dual cut"
+
+
+def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    result = multicast_bound(topology)
+    return result.cut_ratio, None, "reconstructed, no cut"
+
+
+def _multicast_fits(topology: Topology) -> bool:
+    n = topology.num_compute
+    return n * (n - 1) * len(topology.capacity) <= MAX_FLOW_VARIABLES
+
+
+def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    schedule = pack_arborescences(topology)
+    return _verified(topology, schedule)
+
+
+def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    """Column-generation tree packing, rounded exactly, verified.
+
+    Direct-connect topologies are packed on their links; with switches, on the
+    logical graph of :func:`~optcoll.splitting.split_switches` at r* (ForestColl's
+    ``U * caps`` link capacities, ``k`` per root, requirement ``N * k``).
+    """
+    logical = None
+    capacity: Any = topology.capacity
+    if topology.switch_nodes:
+        caps, unit = topology.integer_capacities()
+        scaled = optimal_cut_ratio(topology).ratio * unit  # U / k in lowest terms
+        U, k = scaled.numerator, scaled.denominator
+        roots = dict.fromkeys(topology.compute_nodes, k)
+        link_capacity = {arc: U * c for arc, c in caps.items()}
+        logical = split_switches(topology, link_capacity, roots, k * topology.num_compute)
+        capacity = logical.capacity
+    result = fractional_tree_packing(topology.compute_nodes, capacity)
+    schedule = round_packing(topology, result.packing, logical=logical)
+    value, _, detail = _verified(topology, schedule)
+    if result.max_overload > 0:  # the LP's rational weights exceed t somewhere
+        detail = f"LP weights overload t by {float(result.max_overload):.2g}, {detail}"
+    return value, None, f"{result.columns} columns, {detail}"
+
+
+def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
+    result = verify_schedule(topology, schedule)
+    if not result.valid:
+        raise _Failed(f"invalid schedule: {result.reason}")
+    k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
+    return result.time_factor, None, f"k = {k}, {len(schedule.trees)} trees, verified"
+
+
+class _Failed(Exception):
+    """Internal: a method ran but produced something unusable (e.g. an invalid schedule)."""
+
+
+_Runner = Callable[[Topology], tuple[Fraction, "frozenset[str] | None", str]]
+
+#: (name, kind, fits(topology), runner) in table order.
+_METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
+    ("combinatorial", "bound", lambda t: True, _combinatorial),
+    ("brute-force", "bound", lambda t: len(t.node_ids) <= BRUTE_FORCE_MAX_NODES, _brute_force),
+    (
+        "congestion LP",
+        "bound",
+        lambda t: len(t.node_ids) <= CONGESTION_LP_MAX_NODES,
+        _congestion_lp,
+    ),
+    ("multicast LP", "bound", _multicast_fits, _multicast_lp),
+    ("trees + verify", "schedule", lambda t: t.num_compute <= TREES_MAX_COMPUTE, _trees),
+    (
+        "LP packing + rounding + verify",
+        "schedule",
+        lambda t: t.num_compute <= PACKING_LP_MAX_COMPUTE,
+        _lp_packing,
+    ),
+)
+
+#: The method names, in table order.
+METHODS = tuple(name for name, *_ in _METHODS)
+
+
+def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> CrossCheck:
+    """Run every method that fits ``topology`` and compare their exact values.
+
+    Parameters
+    ----------
+    topology : Topology
+    methods : sequence of str, optional
+        Restrict to these methods (names from :data:`METHODS`; default all).
+        Methods that do not fit the size (brute force beyond 16 nodes, the LPs
+        and tree packings beyond the limits in this module) are skipped and
+        listed in ``skipped``.
+
+    Returns
+    -------
+    CrossCheck
+        ``agree`` is True when every method ran and all values are equal; the
+        first method's value is the reference. ``disagreement`` explains a
+        mismatch with both values and the separating cut.
+
+    Raises
+    ------
+    MethodError
+        An unknown method name.
+    """
+    if methods is not None:
+        for name in methods:
+            if name not in METHODS:
+                raise MethodError(
+                    f"unknown cross-check method {name!r}; valid: {', '.join(METHODS)}"
+                )
+    results, skipped = [], []
+    for name, kind, fits, run in _METHODS:
+        if methods is not None and name not in methods:
+            continue
+        if not fits(topology):
+            skipped.append(name)
+            continue
+        start = time.perf_counter()
+        try:
+            value, cut, detail = run(topology)
+        except (OptCollError, _Failed) as err:
+            value, cut, detail = None, None, f"failed: {err}"
+        seconds = time.perf_counter() - start
+        if cut is not None:
+            cut = tuple(v for v in topology.node_ids if v in cut)
+        results.append(MethodResult(name, kind, value, seconds, cut, detail))
+    reference = results[0].value if results else None
+    agree = reference is not None and all(r.value == reference for r in results)
+    disagreement = None if agree else _explain(topology, results)
+    return CrossCheck(topology.name, tuple(results), reference, agree, disagreement, tuple(skipped))
+
+
+def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:
+    failed = [r for r in results if r.value is None]
+    if failed:
+        return f"{failed[0].method} {failed[0].detail}"
+    first = results[0]
+    other = next(r for r in results if r.value != first.value)
+    low, high = sorted((first, other), key=lambda r: r.value)
+    text = f"{first.method} gives {_short(first.value)}, {other.method} gives {_short(other.value)}"
+    cuts = [r.cut for r in results if r.cut is not None]
+    if not cuts:
+        return text + "; no method produced a cut"
+    best = max(cuts, key=lambda s: _cut_ratio(topology, s))  # the first of the best
+    ratio = _cut_ratio(topology, best)
+    compute = sum(1 for v in best if topology.is_compute(v))
+    outside = [v for v in topology.node_ids if v not in best]
+    named = f"every node except {outside}" if len(outside) < len(best) else str(list(best))
+    where = (
+        f"the cut S = {named} ({compute} compute nodes, B+(S) = "
+        f"{_text(topology.cut_bandwidth(best))}) has exact ratio {_text(ratio)}"
+    )
+    if ratio > low.value:
+        return f"{text}; {where} > {_short(low.value)}, refuting {low.method}"
+    return f"{text}; {where}, and no cut supports {high.method}'s {_short(high.value)}"
+
+
+def _cut_ratio(topology: Topology, side: Sequence[str]) -> Fraction:
+    compute = sum(1 for v in side if topology.is_compute(v))
+    bandwidth = topology.cut_bandwidth(side)
+    if compute == 0 or compute == topology.num_compute or bandwidth == 0:
+        return Fraction(0)
+    return Fraction(compute) / bandwidth
+
+
+def _text(value: Fraction) -> str:
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
+
+
+def _short(value: Fraction) -> str:
+    """``p/q``, or a float with the size of ``q`` when the exact text would be unreadable."""
+    text = _text(value)
+    if len(text) <= 40:
+        return text
+    return f"~{float(value):.9g} (exact, {len(str(value.denominator))}-digit denominator)"

@@ -244,7 +244,7 @@ def _check_header(topology: Topology, schedule: Schedule) -> None:
         raise _Invalid(f"k must be a positive integer, got {k!r}")
     if schedule.collective in _SINGLE_ROOT:
         if schedule.root is None:
-            raise _Invalid(f"a {schedule.collective} schedule needs a root; none is given")
+            raise _Invalid(f"collective {schedule.collective!r} needs a root; none is given")
         if schedule.root not in topology.node or not topology.is_compute(schedule.root):
             raise _Invalid(
                 f"the {schedule.collective} root {schedule.root!r} is not a compute node "
@@ -252,7 +252,7 @@ def _check_header(topology: Topology, schedule: Schedule) -> None:
             )
     elif schedule.root is not None:
         raise _Invalid(
-            f"an {schedule.collective} schedule has no single root, but root "
+            f"collective {schedule.collective!r} has no single root, but root "
             f"{schedule.root!r} is given"
         )
     listed = list(schedule.compute_nodes)

@@ -112,7 +112,7 @@ def test_random_topologies_agree(topology):
     assert [row.method for row in check.results][:2] == ["combinatorial", "brute-force"]
 
 
-def test_disagreement_names_both_values_and_the_cut(monkeypatch):
+def test_disagreement_names_both_values_and_the_cut(monkeypatch, capsys):
     # Two wrong bounds on dgx-a100:1, whose true r* is 7/300: one above it, one below.
     def high(topology):
         return Fraction(1, 20), None, "too high"
@@ -137,6 +137,8 @@ def test_disagreement_names_both_values_and_the_cut(monkeypatch):
         f"combinatorial gives 7/300, low gives 1/50; {cut} > 1/50, refuting low"
     )
     assert "NO" in check.table().splitlines()[2]
+    assert main(["crosscheck", "dgx-a100:1", "--methods", "combinatorial", "low"]) == 1
+    assert "DISAGREEMENT: combinatorial gives 7/300, low gives 1/50" in capsys.readouterr().out
 
 
 def test_unknown_method_and_cli(capsys):

@@ -178,7 +178,7 @@ def test_broadcast_from_one_root():
     assert result.time_factor == Fraction(7, 300)  # gpu0 -> nvswitch carries 7 chunks
     assert result.bottleneck_links == [(gpus[0], "b0.nvswitch")]
     assert reason(topo, replace(schedule, root=None)) == (
-        "a broadcast schedule needs a root; none is given"
+        "collective 'broadcast' needs a root; none is given"
     )
     assert reason(topo, replace(schedule, root=gpus[1])) == (
         "tree 0 is rooted at 'b0.gpu0', but the broadcast root is 'b0.gpu1'"
@@ -343,7 +343,7 @@ def test_switches_and_node_lists():
         "compute_nodes lists 'sw', which is not a compute node of topology 'pair'"
     )
     assert reason(topo, replace(base, root="a")) == (
-        "an allgather schedule has no single root, but root 'a' is given"
+        "collective 'allgather' has no single root, but root 'a' is given"
     )
     assert reason(topo, replace(base, k=0)) == "k must be a positive integer, got 0"
 

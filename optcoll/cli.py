@@ -575,7 +575,10 @@ def _export_schedule(args: argparse.Namespace) -> Any:
     is_schedule = False
     if path.is_file():
         data = read_document(path)
-        is_schedule = isinstance(data, dict) and data.get("format") == "optcoll-schedule"
+        is_schedule = isinstance(data, dict) and (
+            data.get("format") == "optcoll-schedule"
+            or ("format" not in data and "trees" in data and "nodes" not in data)
+        )
     if not is_schedule:
         topology = load_topology(args.source)
         return build_collective(

@@ -280,8 +280,11 @@ def _ring_factor(order: Sequence[str], router: _Router, topology: Topology) -> F
     return Fraction(best_num, 2 * best_den) / unit
 
 
-def _best_ring(topology: Topology, router: _Router) -> tuple[str, ...]:
-    nodes = topology.compute_nodes
+def _best_ring(
+    topology: Topology, router: _Router, nodes: Sequence[str] | None = None
+) -> tuple[str, ...]:
+    """Best ring order over ``nodes`` (default: all compute nodes)."""
+    nodes = tuple(topology.compute_nodes if nodes is None else nodes)
     if len(nodes) <= _EXACT_RING_SEARCH:
         first, rest = nodes[0], nodes[1:]
         best, best_cost = None, None
@@ -368,8 +371,9 @@ def hierarchical_ring_allgather(
     """NCCL-like multi-box rings, or None when the topology has fewer than two
     equal boxes (compute nodes grouped by ``Node.group``).
 
-    Ring ``c`` (one per GPU index) enters every box at its GPU ``c``, visits the
-    box's other GPUs and leaves from the exit GPU with the fewest-hop (then
+    The GPUs of every box are put in the best ring order of the first box (by
+    index within the box). Ring ``c`` (one per position) enters every box at its
+    ``c``-th GPU, visits the box's other GPUs in ring order and leaves from the exit GPU with the fewest-hop (then
     widest) route to GPU ``c`` of the next box, preferring GPU ``c - 1`` (so on a
     rail-optimised network each ring leaves on the rail it enters by). Each ring
     carries ``1 / R`` of the data (``R`` GPUs per box).
@@ -386,6 +390,8 @@ def hierarchical_ring_allgather(
     router = _Router(topology)
     latency = _latency(topology, default_latency)
     per_box = len(boxes[0])
+    positions = [boxes[0].index(g) for g in _best_ring(topology, router, boxes[0])]
+    boxes = [[box[p] for p in positions] for box in boxes]
     loads: dict[Arc, Fraction] = {}
     alpha = Fraction(0)
     for c in range(per_box):

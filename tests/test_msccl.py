@@ -24,6 +24,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from optcoll.exceptions import ExportError
 from optcoll.export import export_text
@@ -327,11 +329,31 @@ def _mixed_schedule(collective):
 
 @pytest.mark.parametrize("collective", ["allgather", "reduce_scatter", "allreduce"])
 @pytest.mark.parametrize("make", [_ring_schedule, _mixed_schedule])
-@pytest.mark.parametrize("channels", [1, 2])
-def test_exported_xml_passes_checker(collective, make, channels):
+@pytest.mark.parametrize(("channels", "pair_peers"), [(1, False), (2, False), (2, True)])
+def test_exported_xml_passes_checker(collective, make, channels, pair_peers):
     schedule = make(collective)
-    text = to_msccl_xml(schedule, channels=channels)
+    text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
     check_msccl(text, collective, schedule.k)
+    for gpu in ET.fromstring(text).iter("gpu"):
+        blocks = [(tb.get("send"), tb.get("recv"), tb.get("chan")) for tb in gpu.iter("tb")]
+        blocks = [b for b in blocks if b[:2] != ("-1", "-1")]  # local copies
+        one_way = {(s, c) for s, r, c in blocks if r == "-1"} & {
+            (r, c) for s, r, c in blocks if s == "-1"
+        }
+        paired = [b for b in blocks if "-1" not in b[:2]]
+        # paired: no peer is left with separate send and receive blocks on one channel
+        assert (not one_way) if pair_peers else (not paired)
+
+
+def test_thread_blocks_are_paired_automatically_to_fit_the_cap():
+    schedule = _ring_schedule("allreduce")
+    # each GPU talks to 2 peers in both directions: 4 one-way blocks or 2 paired ones
+    assert to_msccl_xml(schedule) == to_msccl_xml(schedule, pair_peers=False)
+    text = to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=2))
+    assert text == to_msccl_xml(schedule, pair_peers=True)
+    check_msccl(text, "allreduce", 3)
+    with pytest.raises(ExportError, match="thread blocks"):
+        to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=1))
 
 
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
@@ -463,6 +485,8 @@ def test_builtin_single_root_export(collective):
 
 
 def test_cli_export_msccl_and_json(tmp_path, capsys):
+    import json
+
     from optcoll.cli import main
     from optcoll.io import load_schedule
 
@@ -471,7 +495,10 @@ def test_cli_export_msccl_and_json(tmp_path, capsys):
     check_msccl(xml_path.read_text(), "allreduce", 1)
     assert main(["export", "dgx-a100:1", "--format", "json", "-o", str(json_path)]) == 0
     assert load_schedule(json_path).collective == "allgather"
-    # a schedule file converts to reduce-scatter using its topology spec
+    # a schedule file (its optional "format" field left out) converts to reduce-scatter
+    data = json.loads(json_path.read_text())
+    del data["format"]
+    json_path.write_text(json.dumps(data))
     rs_path = tmp_path / "rs.xml"
     assert (
         main(["export", str(json_path), "--collective", "reduce_scatter", "-o", str(rs_path)]) == 0
@@ -483,3 +510,50 @@ def test_cli_export_msccl_and_json(tmp_path, capsys):
     assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
     err = capsys.readouterr().err
     assert "cannot be exported as broadcast" in err and "smaller k" in err
+
+
+@hs.composite
+def _random_schedules(draw):
+    """Random arborescences (random parents, random chunk splits) on 2-5 GPUs."""
+    n = draw(hs.integers(2, 5))
+    nodes = tuple(f"g{i}" for i in range(n))
+    collective = draw(
+        hs.sampled_from(["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"])
+    )
+    k = draw(hs.integers(1, 4))
+    roots = [nodes[draw(hs.integers(0, n - 1))]] if collective in ("broadcast", "reduce") else nodes
+    trees = []
+    for root in roots:
+        left = k
+        while left:
+            chunks = draw(hs.integers(1, left))
+            left -= chunks
+            order = [root] + draw(hs.permutations([v for v in nodes if v != root]))
+            edges = []
+            for i, v in enumerate(order[1:], start=1):
+                parent = order[draw(hs.integers(0, i - 1))]
+                edges.append(TreeEdge(parent, v, (parent, v)))
+            trees.append(Tree(root, chunks, tuple(edges)))
+    root = roots[0] if collective in ("broadcast", "reduce") else None
+    return Schedule(collective, "random", nodes, k, tuple(trees), root=root)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(_random_schedules(), hs.integers(1, 3), hs.booleans())
+def test_random_tree_schedules_export_to_valid_msccl(schedule, channels, pair_peers):
+    root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
+    text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
+    check_msccl(text, schedule.collective, schedule.k, root)
+
+
+def test_malformed_schedules_are_refused_with_the_tree_named():
+    good = _ring_schedule("allgather")
+    cyclic = Tree("g0", 2, (TreeEdge("g0", "g1", ("g0", "g1")), TreeEdge("g1", "g0", ("g1", "g0"))))
+    bad = Schedule("allgather", "x", NODES, 3, (cyclic, *good.trees[1:]))
+    with pytest.raises(ExportError, match=r"tree 0 \(root 'g0'\): node 'g0'"):
+        to_msccl_xml(bad)
+    short = Tree("g0", 2, (TreeEdge("g0", "g1", ("g0", "g1")),))
+    with pytest.raises(ExportError, match="unreached: g2, g3"):
+        to_msccl_xml(Schedule("allgather", "x", NODES, 3, (short, *good.trees[1:])))
+    with pytest.raises(ExportError, match="root 'g0': the chunks of its trees sum to 1"):
+        to_msccl_xml(Schedule("allgather", "x", NODES, 3, good.trees[1:]))

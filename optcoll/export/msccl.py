@@ -29,6 +29,11 @@ schedule's ``compute_nodes``):
 * broadcast / reduce: ``i_chunks = o_chunks = k`` (reduce keeps partial sums in
   scratch, ``s_chunks = k``).
 
+Each GPU has one thread block per (peer, direction, channel) - the sends to a
+peer in one, the receives from it in another - plus one for local copies; with
+``pair_peers`` (automatically when a GPU would exceed its thread block cap) the
+sends to and receives from one peer share a thread block.
+
 A tree carrying ``c`` chunks moves them as one step of ``cnt = c`` (split into
 pieces of at most ``max_count`` chunks); pieces are dealt round-robin over the
 channels. Every transfer gets a key (phase, level, tree, piece, sibling) and all
@@ -109,6 +114,7 @@ def to_msccl_xml(
     min_bytes: int = 0,
     max_bytes: int = 0,
     coll_name: str | None = None,
+    pair_peers: bool | None = None,
 ) -> str:
     """The MSCCL XML text of ``schedule`` (deterministic, byte for byte).
 
@@ -124,6 +130,11 @@ def to_msccl_xml(
         Runtime caps; exceeding one raises :class:`ExportError`.
     name, proto, min_bytes, max_bytes, coll_name
         Written to the ``<algo>`` element (``maxBytes = 0`` means no upper limit).
+    pair_peers : bool, optional
+        Put the sends to and the receives from one peer (on one channel) into one
+        thread block (``send = recv = peer``): half the thread blocks, less
+        concurrency. ``None`` (default) pairs only on GPUs that would otherwise
+        exceed ``limits.max_threadblocks``.
 
     Raises
     ------
@@ -150,7 +161,7 @@ def to_msccl_xml(
         raise ExportError(f"channels must be between 1 and {limits.max_channels}, got {channels}")
     builder = _Builder(schedule, channels, limits.max_count)
     builder.build()
-    tbs = _number(builder.steps, builder.ranks, schedule, limits)
+    tbs = _number(builder.steps, schedule, limits, pair_peers)
     return _render(schedule, builder, tbs, channels, name, proto, min_bytes, max_bytes, coll_name)
 
 
@@ -174,7 +185,8 @@ class _Builder:
 
     def build(self) -> None:
         trees = self.schedule.trees
-        shapes = [_shape(t) for t in trees]
+        shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
+        _check_chunks(self.schedule)
         height = max((max(depth.values()) for _, depth in shapes), default=0)
         offsets: dict[str, int] = defaultdict(int)
         piece_number = 0
@@ -281,8 +293,12 @@ class _Builder:
                     received[c] = recv
 
 
-def _shape(tree: Tree) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Children lists (edge order) and depths of a tree."""
+def _shape(
+    index: int, tree: Tree, compute_nodes: tuple[str, ...]
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Children lists (edge order) and depths of a tree; ExportError unless it is a
+    spanning arborescence of the compute nodes."""
+    where = f"tree {index} (root {tree.root!r})"
     children: dict[str, list[str]] = defaultdict(list)
     for edge in tree.edges:
         children[edge.src].append(edge.dst)
@@ -292,38 +308,84 @@ def _shape(tree: Tree) -> tuple[dict[str, list[str]], dict[str, int]]:
         nxt = []
         for v in frontier:
             for c in children[v]:
+                if c in depth:
+                    raise ExportError(f"{where}: node {c!r} has two parents or lies on a cycle")
                 depth[c] = depth[v] + 1
                 nxt.append(c)
         frontier = nxt
+    if set(depth) != set(compute_nodes) or len(tree.edges) != len(compute_nodes) - 1:
+        missing = sorted(set(compute_nodes) - set(depth))
+        extra = sorted(set(depth) - set(compute_nodes))
+        raise ExportError(
+            f"{where} is not a spanning arborescence of the compute nodes"
+            + (f"; unreached: {', '.join(missing)}" if missing else "")
+            + (f"; not compute nodes: {', '.join(extra)}" if extra else "")
+        )
     return children, depth
 
 
-_KIND_ORDER = {"local": 0, "send": 1, "recv": 2}
+def _check_chunks(schedule: Schedule) -> None:
+    """Per root the chunks sum to k (broadcast/reduce: only the schedule's root has trees)."""
+    totals: dict[str, int] = defaultdict(int)
+    for tree in schedule.trees:
+        totals[tree.root] += tree.chunks
+    if schedule.collective in ("broadcast", "reduce"):
+        expected = {schedule.root: schedule.k}
+    else:
+        expected = dict.fromkeys(schedule.compute_nodes, schedule.k)
+    for root in sorted(set(totals) | set(expected), key=str):
+        if totals.get(root, 0) != expected.get(root, 0):
+            raise ExportError(
+                f"root {root!r}: the chunks of its trees sum to {totals.get(root, 0)}, "
+                f"expected {expected.get(root, 0)} (k = {schedule.k})"
+            )
+
+
+_KIND_ORDER = {"local": 0, "pair": 1, "send": 2, "recv": 3}
+_DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv": ("recv",)}
+
+
+def _blocks(steps: list[_Step], *, pair: bool) -> dict[tuple[str, int, int], list[_Step]]:
+    """Thread blocks of one GPU: one per (direction, peer, channel), or with ``pair``
+    one ``("pair", peer, channel)`` block wherever a peer is both sent to and received from."""
+    blocks: dict[tuple[str, int, int], list[_Step]] = defaultdict(list)
+    for step in steps:
+        blocks[step.tb].append(step)
+    if pair:
+        for kind, peer, chan in list(blocks):
+            if kind == "send" and ("recv", peer, chan) in blocks:
+                merged = blocks.pop((kind, peer, chan)) + blocks.pop(("recv", peer, chan))
+                blocks[("pair", peer, chan)] = merged
+    return blocks
 
 
 def _number(
-    steps: dict[int, list[_Step]], ranks: dict[str, int], schedule: Schedule, limits: MscclLimits
+    steps: dict[int, list[_Step]],
+    schedule: Schedule,
+    limits: MscclLimits,
+    pair_peers: bool | None,
 ) -> dict[int, list[tuple[tuple[str, int, int], list[_Step]]]]:
     """Group steps into thread blocks, order them by key, number them, check limits."""
     names = schedule.compute_nodes
     result: dict[int, list[tuple[tuple[str, int, int], list[_Step]]]] = {}
     for gpu in range(len(names)):
-        blocks: dict[tuple[str, int, int], list[_Step]] = defaultdict(list)
-        for step in steps.get(gpu, []):
-            blocks[step.tb].append(step)
+        blocks = _blocks(steps.get(gpu, []), pair=pair_peers is True)
+        if pair_peers is None and len(blocks) > limits.max_threadblocks:
+            blocks = _blocks(steps.get(gpu, []), pair=True)
         order = sorted(blocks, key=lambda tb: (tb[2], _KIND_ORDER[tb[0]], tb[1]))
         if len(order) > limits.max_threadblocks:
             raise ExportError(
-                f"GPU {gpu} ({names[gpu]}) needs {len(order)} thread blocks (one per send peer "
-                f"and per receive peer on each channel), above the cap of "
-                f"{limits.max_threadblocks}; use fewer channels or a smaller k (fewer trees "
-                f"reach fewer peers), or raise max_threadblocks"
+                f"GPU {gpu} ({names[gpu]}) needs {len(order)} thread blocks (one per peer and "
+                f"direction on each channel, send and receive paired where possible), above "
+                f"the cap of {limits.max_threadblocks}; use fewer channels or a smaller k "
+                f"(fewer trees reach fewer peers), or raise max_threadblocks"
             )
         per_channel: dict[tuple[int, str], int] = defaultdict(int)
         for kind, _, chan in order:
-            per_channel[(chan, kind)] += 1
+            for direction in _DIRECTIONS[kind]:
+                per_channel[(chan, direction)] += 1
         for (chan, kind), count in sorted(per_channel.items()):
-            if kind != "local" and count > limits.max_peers_per_channel:
+            if count > limits.max_peers_per_channel:
                 raise ExportError(
                     f"GPU {gpu} ({names[gpu]}) has {count} {kind} peers on channel {chan}, above "
                     f"MSCCL's {limits.max_peers_per_channel} per channel; use more channels or "
@@ -395,8 +457,8 @@ def _render(
                 "tb",
                 {
                     "id": str(tb_id),
-                    "send": str(peer if kind == "send" else -1),
-                    "recv": str(peer if kind == "recv" else -1),
+                    "send": str(peer if kind in ("send", "pair") else -1),
+                    "recv": str(peer if kind in ("recv", "pair") else -1),
                     "chan": str(chan),
                 },
             )
@@ -418,4 +480,5 @@ def _render(
                     },
                 )
     ET.indent(algo, space="  ")
-    return ET.tostring(algo, encoding="unicode") + "\n"
+    # self-closing tags without a space before "/>", as msccl-tools writes them
+    return ET.tostring(algo, encoding="unicode").replace(" />", "/>") + "\n"

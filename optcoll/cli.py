@@ -254,166 +254,8 @@ def _run_bound(args: argparse.Namespace) -> int:
 _COMMANDS.append(
     ("bound", "exact optimal allgather cut ratio r* and its bottleneck cut", _add_bound, _run_bound)
 )
-# --- lp -------------------------------------------------------------------------------
-
-_LP_MODELS = ("congestion", "multicast", "fixed-k", "tree-packing")
 
 
-def _add_lp(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(
-        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
-    )
-    export = actions.add_parser(
-        "export", help="write an LP model as .mps or .lp", description="write an LP model"
-    )
-    solve = actions.add_parser(
-        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
-    )
-    for sub, models in ((export, _LP_MODELS[:3]), (solve, _LP_MODELS)):
-        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
-        sub.add_argument(
-            "--model",
-            choices=models,
-            default="congestion",
-            help="which model (default congestion; fixed-k and tree-packing need a "
-            "switch-free topology)",
-        )
-        sub.add_argument(
-            "--form",
-            choices=("time", "rate"),
-            default=None,
-            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
-        )
-        sub.add_argument(
-            "-k", type=int, default=None, metavar="K", help="chunks per root (fixed-k)"
-        )
-    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
-    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
-    solve.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def _lp_chunks(args: argparse.Namespace) -> int:
-    from optcoll.exceptions import MethodError
-
-    if args.k is None:
-        raise MethodError("--model fixed-k needs -k K, the number of chunks per root")
-    return args.k
-
-
-def _run_lp(args: argparse.Namespace) -> int:
-    from fractions import Fraction
-
-    from optcoll.io import load_topology
-
-    topology = load_topology(args.topo)
-    if args.lp_action == "export":
-        from formulations.solve import write_model
-
-        model = _lp_model(topology, args)
-        path = write_model(model, args.output)
-        rows, cols = len(model.constraints()), len(model.variables())
-        print(f"wrote {path}: {args.model} model of {topology.name}, {cols} variables, {rows} rows")
-        return 0
-    label, value, data, lines = _lp_solve(topology, args)
-    unit = topology.bandwidth_unit
-    algbw = Fraction(topology.num_compute) / value
-    data |= {label.replace(" ", "_"): str(value), "algbw": float(algbw)}
-    if args.json:
-        _print_json(data)
-        return 0
-    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
-    print(f"{label:<12} {value} (1/({unit}))")
-    print(f"algbw        {float(algbw):.3f} {unit}")
-    for line in lines:
-        print(line)
-    return 0
-
-
-def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
-    """The PuLP model ``optcoll lp export`` writes."""
-    if args.model == "congestion":
-        from formulations.congestion import build_congestion
-
-        return build_congestion(topology, args.form or "time")
-    if args.model == "multicast":
-        from formulations.multicast import build_multicast
-
-        return build_multicast(topology)
-    from formulations.fixed_k import build_fixed_k
-    from formulations.rational import integer_scaling
-    from formulations.tree_packing import check_switch_free
-
-    nodes = check_switch_free(topology.compute_nodes, topology.capacity)
-    caps, _ = integer_scaling(topology.capacity)
-    return build_fixed_k(nodes, caps, _lp_chunks(args))
-
-
-def _lp_solve(
-    topology: Any, args: argparse.Namespace
-) -> tuple[str, Any, dict[str, Any], list[str]]:
-    """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
-    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
-    if args.model == "tree-packing":
-        from formulations.tree_packing import fractional_tree_packing
-
-        packing = fractional_tree_packing(
-            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
-        )
-        data |= {
-            "trees": len(packing.packing),
-            "iterations": packing.iterations,
-            "columns": packing.columns,
-            "gap": packing.gap,
-            "max_overload": str(packing.max_overload),
-            "seconds": packing.seconds,
-        }
-        lines = [
-            f"trees        {len(packing.packing)} with positive weight "
-            f"({packing.columns} columns generated in {packing.iterations} rounds)",
-            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
-            f"seconds      {packing.seconds:.2f}",
-        ]
-        return "cut ratio", packing.t, data, lines
-    lines = []
-    if args.model == "congestion":
-        from formulations.congestion import congestion_bound
-
-        result = congestion_bound(topology, form=args.form or "rate", time_limit=args.time_limit)
-        label, value = "cut ratio", result.cut_ratio
-        inside = sum(1 for v in result.cut if topology.is_compute(v))
-        data |= {"form": result.form, "cut": sorted(result.cut, key=topology.node_ids.index)}
-        lines.append(
-            f"cut          {inside} compute nodes, "
-            f"B+(S) = {topology.cut_bandwidth(result.cut)} {topology.bandwidth_unit}"
-        )
-    elif args.model == "multicast":
-        from formulations.multicast import multicast_bound
-
-        result = multicast_bound(topology, time_limit=args.time_limit)
-        label, value = "cut ratio", result.cut_ratio
-    else:
-        from formulations.fixed_k import fixed_k_optimum
-
-        result = fixed_k_optimum(
-            topology.compute_nodes, topology.capacity, _lp_chunks(args), time_limit=args.time_limit
-        )
-        label, value = "time factor", result.t
-        data["k"] = result.K
-        lines.append(f"k            {result.K} chunks per root")
-    report = result.report
-    data["report"] = report.to_dict()
-    lines += [
-        f"size         {report.num_variables} variables, {report.num_constraints} rows, "
-        f"{report.num_nonzeros} nonzeros",
-        f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
-        f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
-    ]
-    return label, value, data, lines
-
-
-_COMMANDS.append(
-    ("lp", "export or solve the LP models (congestion, multicast, ...)", _add_lp, _run_lp)
-)
 # --- verify ---------------------------------------------------------------------------
 
 
@@ -502,6 +344,188 @@ def _ratio(value: Any) -> str:
 
 _COMMANDS.append(
     ("verify", "check a schedule file against a topology (exact)", _add_verify, _run_verify)
+)
+
+# --- plot (workflow helper) ---------------------------------------------------------
+
+
+def _add_plot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", metavar="TOPO", help="topology file or built-in spec")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="picture file (.png, .pdf, .svg)"
+    )
+    p.add_argument(
+        "--schedule", metavar="FILE", help="schedule file: draw its link loads as a heat map"
+    )
+    p.add_argument(
+        "--tree", metavar="ROOT", help="draw the tree rooted at ROOT (from --schedule, or computed)"
+    )
+    p.add_argument(
+        "--cut", action="store_true", help="draw the bottleneck cut S* that certifies the bound"
+    )
+    p.add_argument("--dpi", type=int, default=150, help="resolution of a PNG (default 150)")
+
+
+def _run_plot(args: argparse.Namespace) -> int:
+    from optcoll import plot
+    from optcoll.exceptions import MethodError, ScheduleError
+    from optcoll.io import load_topology, read_document
+    from optcoll.schedule import Schedule
+
+    topology = load_topology(args.topology)
+    if args.cut and (args.tree or args.schedule):
+        raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
+    schedule = None
+    if args.schedule:
+        schedule = Schedule.from_dict(read_document(args.schedule))
+    if args.cut:
+        try:
+            from optcoll.bound import optimal_cut_ratio
+        except ModuleNotFoundError as err:
+            if err.name != "optcoll.bound":
+                raise
+            raise MethodError("--cut needs optcoll.bound, which this installation lacks") from None
+        ax = plot.plot_cut(topology, optimal_cut_ratio(topology).bottleneck_cut)
+    elif args.tree:
+        if schedule is None:
+            try:
+                from optcoll.packing import pack_arborescences
+            except ModuleNotFoundError as err:
+                if err.name != "optcoll.packing":
+                    raise
+                raise MethodError("--tree without --schedule needs optcoll.packing") from None
+            schedule = pack_arborescences(topology)
+        trees = [t for t in schedule.trees if t.root == args.tree]
+        if not trees:
+            roots = sorted({t.root for t in schedule.trees})
+            raise ScheduleError(
+                f"the schedule has no tree rooted at {args.tree!r}; roots are {', '.join(roots)}"
+            )
+        tree = max(trees, key=lambda t: t.chunks)
+        ax = plot.plot_tree(topology, tree, k=schedule.k)
+    elif schedule is not None:
+        ax = plot.plot_link_utilisation(topology, schedule)
+    else:
+        ax = plot.plot_topology(topology)
+    path = plot.save_figure(ax, args.output, dpi=args.dpi)
+    print(f"wrote {path}")
+    return 0
+
+
+_COMMANDS.append(
+    ("plot", "draw a topology, a tree, the bottleneck cut or link loads", _add_plot, _run_plot)
+)
+
+
+# --- crosscheck -----------------------------------------------------------------------
+
+
+def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
+    from optcoll.crosscheck import METHODS
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _run_crosscheck(args: argparse.Namespace) -> int:
+    from optcoll.crosscheck import crosscheck
+    from optcoll.io import load_topology
+
+    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    if args.json:
+        _print_json(check.to_dict())
+    else:
+        print(f"cross-check of {check.topology}")
+        print(check.table())
+        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
+    return 0 if check.agree else 1
+
+
+_COMMANDS.append(
+    (
+        "crosscheck",
+        "run every method that fits and compare their exact values",
+        _add_crosscheck,
+        _run_crosscheck,
+    )
+)
+
+
+# --- trees ----------------------------------------------------------------------------
+
+
+def _add_trees(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="chunks per root (default: the k that reaches the optimum r*)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _run_trees(args: argparse.Namespace) -> int:
+    import time
+
+    from optcoll.io import load_topology, write_document
+    from optcoll.packing import pack_arborescences
+
+    topology = load_topology(args.topo)
+    started = time.perf_counter()
+    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    if args.output:
+        write_document(schedule.to_dict(), args.output)
+    stats = dict(schedule.stats)
+    if args.json:
+        _print_json(
+            {
+                "topology": topology.name,
+                "collective": schedule.collective,
+                "cut_ratio": _ratio(schedule.cut_ratio),
+                "k": schedule.k,
+                "time_factor": _ratio(schedule.time_factor),
+                "algbw": round(schedule.algbw, 3),
+                **stats,
+                "output": args.output,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
+    print(f"r*           {_ratio(schedule.cut_ratio)}")
+    print(f"k            {schedule.k}")
+    print(
+        f"time factor  {_ratio(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
+        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
+    )
+    print(
+        f"trees        {stats['trees']} (height max {stats['max_height']}, "
+        f"mean {stats['mean_height']}), {stats['total_sends']} sends"
+    )
+    if args.output:
+        print(f"schedule     {args.output}")
+    print(f"seconds      {seconds:.2f}")
+    return 0
+
+
+_COMMANDS.append(
+    (
+        "trees",
+        "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)",
+        _add_trees,
+        _run_trees,
+    )
 )
 
 
@@ -771,75 +795,167 @@ _COMMANDS.append(
 )
 
 
-# --- trees ----------------------------------------------------------------------------
+# --- lp -------------------------------------------------------------------------------
+
+_LP_MODELS = ("congestion", "multicast", "fixed-k", "tree-packing")
 
 
-def _add_trees(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
-    parser.add_argument(
-        "-k",
-        type=int,
-        default=None,
-        metavar="K",
-        help="chunks per root (default: the k that reaches the optimum r*)",
+def _add_lp(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(
+        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
     )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
-    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+    export = actions.add_parser(
+        "export", help="write an LP model as .mps or .lp", description="write an LP model"
+    )
+    solve = actions.add_parser(
+        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
+    )
+    for sub, models in ((export, _LP_MODELS[:3]), (solve, _LP_MODELS)):
+        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        sub.add_argument(
+            "--model",
+            choices=models,
+            default="congestion",
+            help="which model (default congestion; fixed-k and tree-packing need a "
+            "switch-free topology)",
+        )
+        sub.add_argument(
+            "--form",
+            choices=("time", "rate"),
+            default=None,
+            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
+        )
+        sub.add_argument(
+            "-k", type=int, default=None, metavar="K", help="chunks per root (fixed-k)"
+        )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
+    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    solve.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _run_trees(args: argparse.Namespace) -> int:
-    import time
+def _lp_chunks(args: argparse.Namespace) -> int:
+    from optcoll.exceptions import MethodError
 
-    from optcoll.io import load_topology, write_document
-    from optcoll.packing import pack_arborescences
+    if args.k is None:
+        raise MethodError("--model fixed-k needs -k K, the number of chunks per root")
+    return args.k
+
+
+def _run_lp(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
 
     topology = load_topology(args.topo)
-    started = time.perf_counter()
-    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
-    seconds = time.perf_counter() - started
-    if args.output:
-        write_document(schedule.to_dict(), args.output)
-    stats = dict(schedule.stats)
-    if args.json:
-        _print_json(
-            {
-                "topology": topology.name,
-                "collective": schedule.collective,
-                "cut_ratio": _ratio(schedule.cut_ratio),
-                "k": schedule.k,
-                "time_factor": _ratio(schedule.time_factor),
-                "algbw": round(schedule.algbw, 3),
-                **stats,
-                "output": args.output,
-                "seconds": round(seconds, 3),
-            }
-        )
+    if args.lp_action == "export":
+        from formulations.solve import write_model
+
+        model = _lp_model(topology, args)
+        path = write_model(model, args.output)
+        rows, cols = len(model.constraints()), len(model.variables())
+        print(f"wrote {path}: {args.model} model of {topology.name}, {cols} variables, {rows} rows")
         return 0
-    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
-    print(f"r*           {_ratio(schedule.cut_ratio)}")
-    print(f"k            {schedule.k}")
-    print(
-        f"time factor  {_ratio(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
-        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
-    )
-    print(
-        f"trees        {stats['trees']} (height max {stats['max_height']}, "
-        f"mean {stats['mean_height']}), {stats['total_sends']} sends"
-    )
-    if args.output:
-        print(f"schedule     {args.output}")
-    print(f"seconds      {seconds:.2f}")
+    label, value, data, lines = _lp_solve(topology, args)
+    unit = topology.bandwidth_unit
+    algbw = Fraction(topology.num_compute) / value
+    data |= {label.replace(" ", "_"): str(value), "algbw": float(algbw)}
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
+    print(f"{label:<12} {value} (1/({unit}))")
+    print(f"algbw        {float(algbw):.3f} {unit}")
+    for line in lines:
+        print(line)
     return 0
 
 
+def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
+    """The PuLP model ``optcoll lp export`` writes."""
+    if args.model == "congestion":
+        from formulations.congestion import build_congestion
+
+        return build_congestion(topology, args.form or "time")
+    if args.model == "multicast":
+        from formulations.multicast import build_multicast
+
+        return build_multicast(topology)
+    from formulations.fixed_k import build_fixed_k
+    from formulations.rational import integer_scaling
+    from formulations.tree_packing import check_switch_free
+
+    nodes = check_switch_free(topology.compute_nodes, topology.capacity)
+    caps, _ = integer_scaling(topology.capacity)
+    return build_fixed_k(nodes, caps, _lp_chunks(args))
+
+
+def _lp_solve(
+    topology: Any, args: argparse.Namespace
+) -> tuple[str, Any, dict[str, Any], list[str]]:
+    """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
+    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    if args.model == "tree-packing":
+        from formulations.tree_packing import fractional_tree_packing
+
+        packing = fractional_tree_packing(
+            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
+        )
+        data |= {
+            "trees": len(packing.packing),
+            "iterations": packing.iterations,
+            "columns": packing.columns,
+            "gap": packing.gap,
+            "max_overload": str(packing.max_overload),
+            "seconds": packing.seconds,
+        }
+        lines = [
+            f"trees        {len(packing.packing)} with positive weight "
+            f"({packing.columns} columns generated in {packing.iterations} rounds)",
+            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
+            f"seconds      {packing.seconds:.2f}",
+        ]
+        return "cut ratio", packing.t, data, lines
+    lines = []
+    if args.model == "congestion":
+        from formulations.congestion import congestion_bound
+
+        result = congestion_bound(topology, form=args.form or "rate", time_limit=args.time_limit)
+        label, value = "cut ratio", result.cut_ratio
+        inside = sum(1 for v in result.cut if topology.is_compute(v))
+        data |= {"form": result.form, "cut": sorted(result.cut, key=topology.node_ids.index)}
+        lines.append(
+            f"cut          {inside} compute nodes, "
+            f"B+(S) = {topology.cut_bandwidth(result.cut)} {topology.bandwidth_unit}"
+        )
+    elif args.model == "multicast":
+        from formulations.multicast import multicast_bound
+
+        result = multicast_bound(topology, time_limit=args.time_limit)
+        label, value = "cut ratio", result.cut_ratio
+    else:
+        from formulations.fixed_k import fixed_k_optimum
+
+        result = fixed_k_optimum(
+            topology.compute_nodes, topology.capacity, _lp_chunks(args), time_limit=args.time_limit
+        )
+        label, value = "time factor", result.t
+        data["k"] = result.K
+        lines.append(f"k            {result.K} chunks per root")
+    report = result.report
+    data["report"] = report.to_dict()
+    lines += [
+        f"size         {report.num_variables} variables, {report.num_constraints} rows, "
+        f"{report.num_nonzeros} nonzeros",
+        f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
+        f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
+    ]
+    return label, value, data, lines
+
+
 _COMMANDS.append(
-    (
-        "trees",
-        "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)",
-        _add_trees,
-        _run_trees,
-    )
+    ("lp", "export or solve the LP models (congestion, multicast, ...)", _add_lp, _run_lp)
 )
+
 
 if __name__ == "__main__":
     sys.exit(main())

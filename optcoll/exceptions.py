@@ -130,3 +130,14 @@ class ReconstructionError(SolveError):
 
 class ExportError(OptCollError):
     """A schedule cannot be written in the requested format within its limits."""
+
+
+# --- pictures and imported formats --------------------------------------------------
+
+
+class PlotError(OptCollError):
+    """A picture cannot be drawn from this input (not a cut, no load, mismatched curve)."""
+
+
+class ImportFormatError(FileFormatError):
+    """A file in another tool's format (msccl-tools, TACCL, GraphML, edge list) is malformed."""

@@ -173,6 +173,10 @@ def load_topology(source: str | Path) -> Topology:
         if not topologies.is_spec(str(source)) and looks_like_path(source):
             raise FileFormatError(f"{source}: file not found")
         return topologies.build(str(source))
+    from optcoll.importers import import_topology, is_foreign
+
+    if is_foreign(path):  # msccl-tools, TACCL, GraphML, edge list
+        return import_topology(path)
     data = read_document(path)
     try:
         return Topology.from_dict(data, default_name=path.stem)

@@ -529,47 +529,6 @@ _COMMANDS.append(
 )
 
 
-# --- crosscheck -----------------------------------------------------------------------
-
-
-def _add_crosscheck(parser: argparse.ArgumentParser) -> None:
-    from optcoll.crosscheck import METHODS
-
-    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
-    parser.add_argument(
-        "--methods",
-        nargs="+",
-        choices=METHODS,
-        metavar="METHOD",
-        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def _run_crosscheck(args: argparse.Namespace) -> int:
-    from optcoll.crosscheck import crosscheck
-    from optcoll.io import load_topology
-
-    check = crosscheck(load_topology(args.topo), methods=args.methods)
-    if args.json:
-        _print_json(check.to_dict())
-    else:
-        print(f"cross-check of {check.topology}")
-        print(check.table())
-        print("all methods agree" if check.agree else f"DISAGREEMENT: {check.disagreement}")
-    return 0 if check.agree else 1
-
-
-_COMMANDS.append(
-    (
-        "crosscheck",
-        "run every method that fits and compare their exact values",
-        _add_crosscheck,
-        _run_crosscheck,
-    )
-)
-
-
 # --- export (collectives branch) ------------------------------------------------------
 
 

@@ -18,13 +18,13 @@ growing set of columns (the restricted master, :func:`build_tree_master`).
 With the master's duals ``mu_r`` (convexity rows) and ``w_a = -pi_a >= 0``
 (capacity rows), the reduced cost of ``T`` is ``w(T) - mu_r``; pricing finds,
 for every root, a minimum-``w`` spanning arborescence rooted at ``r``
-(Edmonds' algorithm, :func:`networkx.minimum_spanning_arborescence` on the
-graph without arcs into ``r``). Since ``w`` scaled by ``1 / sum_a c(a) w_a``
+(Chu-Liu/Edmonds, :func:`optcoll.arborescence.min_cost_arborescence`).
+Since ``w`` scaled by ``1 / sum_a c(a) w_a``
 is dual feasible, ``sum_r min_T w(T) / sum_a c(a) w_a`` is a lower bound; the
 loop stops when the master's ``t`` is within a relative ``tolerance`` of it.
 
-Each pricing round costs ``N`` Edmonds runs, ``O(N |A|)`` each in networkx;
-the number of rounds is small in practice (tens on 16 nodes).
+Each pricing round costs ``N`` Edmonds runs, ``O(N |A|)`` each; the number
+of rounds is small in practice (tens on 16 nodes).
 
 Examples
 --------
@@ -48,6 +48,7 @@ import pulp
 
 from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from formulations.solve import solve
+from optcoll.arborescence import min_cost_arborescence
 from optcoll.exceptions import SolverLimitError, TopologyError
 
 __all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", "check_switch_free"]
@@ -57,6 +58,9 @@ Column = tuple[str, tuple[Arc, ...]]
 
 #: Denominator bounds tried, smallest first, to recover the LP vertex's exact weights.
 _WEIGHT_DENOMINATORS = (10**3, 10**6)
+
+#: Relative weight of the 1/capacity tie-break added to the prices in pricing.
+TIE_BREAK = 1e-12
 
 #: Common denominator of the fallback weights when the vertex is not recovered exactly.
 _WEIGHT_GRID = 2**40
@@ -213,17 +217,23 @@ def fractional_tree_packing(
         priced = sum(c * prices[arc] for arc, c in caps.items())
         lower = 0.0
         new: list[Column] = []
+        # Among equally priced trees prefer wide arcs (many prices are 0): add
+        # scale / c(a) to every price. A tree's perturbed cost exceeds its price by
+        # at most slack, so (perturbed minimum - slack) is still a lower bound.
+        scale = TIE_BREAK * max(prices.values())
+        slack = scale * (len(nodes) - 1) / min(caps.values())
+        tie_broken = {arc: w + scale / caps[arc] for arc, w in prices.items()}
         for i, root in enumerate(nodes):
-            tree = _min_arborescence(nodes, caps, root, prices)
+            tree = _min_arborescence(nodes, caps, root, tie_broken)
             cost = sum(prices[arc] for arc in tree)
-            lower += cost
+            lower += sum(tie_broken[arc] for arc in tree) - slack
             if cost < result.duals[f"convex_{i}"] - tolerance * max(t_scaled, 1.0):
                 column = (root, tree)
                 if column not in known:
                     known.add(column)
                     new.append(column)
         lower = lower / priced if priced > 0 else 0.0
-        gap = t_scaled - lower
+        gap = max(t_scaled - lower, 0.0)  # a negative gap is rounding noise
         iterations += 1
         if gap <= tolerance * max(t_scaled, 1.0) or not new:
             break
@@ -295,13 +305,10 @@ def check_switch_free(
 def _min_arborescence(
     nodes: Sequence[str], caps: Mapping[Arc, int], root: str, price: Mapping[Arc, float]
 ) -> tuple[Arc, ...]:
-    """A minimum-price spanning arborescence rooted at ``root`` (Edmonds' algorithm)."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(nodes)
-    graph.add_weighted_edges_from((u, v, price[(u, v)]) for u, v in caps if v != root)
-    tree = nx.minimum_spanning_arborescence(graph, attr="weight")
+    """A minimum-price spanning arborescence rooted at ``root``, arcs in node order."""
+    tree = min_cost_arborescence(nodes, {arc: price[arc] for arc in caps}, root)
     order = {v: i for i, v in enumerate(nodes)}
-    return tuple(sorted(tree.edges(), key=lambda arc: (order[arc[0]], order[arc[1]])))
+    return tuple(sorted(tree, key=lambda arc: (order[arc[0]], order[arc[1]])))
 
 
 def _exact_weights(

@@ -266,12 +266,13 @@ def _add_verify(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
+    from optcoll.collectives import collective_lower_bound
     from optcoll.io import load_schedule, load_topology
     from optcoll.verify import verify_schedule
 
     topology = load_topology(args.topo)
     schedule = load_schedule(args.schedule)
-    optimum = _collective_optimum(topology, schedule.collective)
+    optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
     result = verify_schedule(topology, schedule, optimum=optimum)
     if args.json:
         data = {
@@ -306,31 +307,6 @@ def _run_verify(args: argparse.Namespace) -> int:
             more = len(result.bottleneck_links) - 6
             print(f"bottlenecks  {links}" + (f" and {more} more" if more > 0 else ""))
     return 0 if result.valid else 1
-
-
-def _collective_optimum(topology: Any, collective: str) -> Any:
-    """The lower bound a schedule of ``collective`` is compared with (None if unknown).
-
-    allgather: r* of the topology; reduce-scatter: r* of the reversed topology
-    (data flows the other way); allreduce as reduce-scatter then allgather: their sum.
-    """
-    from optcoll.bound import optimal_cut_ratio
-    from optcoll.topology import Link, Topology
-
-    def reversed_topology() -> Topology:
-        links = [
-            Link(link.dst, link.src, link.bandwidth, link.latency, link.bidirectional)
-            for link in topology.links
-        ]
-        return Topology(topology.name, topology.nodes, links, topology.bandwidth_unit)
-
-    if collective == "allgather":
-        return optimal_cut_ratio(topology).ratio
-    if collective == "reduce_scatter":
-        return optimal_cut_ratio(reversed_topology()).ratio
-    if collective == "allreduce":
-        return optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology()).ratio
-    return None
 
 
 def _ratio(value: Any) -> str:

@@ -52,6 +52,7 @@ from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Link, Topology
 
 __all__ = [
+    "collective_lower_bound",
     "reversed_topology",
     "is_symmetric",
     "link_loads",
@@ -308,9 +309,7 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     >>> s.k, s.time_factor, s.root
     (1, Fraction(1, 300), 'b0.gpu3')
     """
-    # the path realisation step of packing.py (private there; ask to make it public)
-    from optcoll.packing import _realise as realise_paths
-    from optcoll.packing import pack_rooted
+    from optcoll.packing import pack_rooted, realise_paths
     from optcoll.splitting import split_switches
 
     k = broadcast_capacity(topology, root)
@@ -410,3 +409,40 @@ def build_collective(
         f"unknown collective {collective!r}; valid: allgather, reduce_scatter, allreduce, "
         "broadcast, reduce"
     )
+
+
+def collective_lower_bound(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The exact lower bound on a ``collective`` schedule's time factor.
+
+    allgather: r* of ``topology``; reduce-scatter: r* of the reversed topology
+    (data flows toward the roots); allreduce run as reduce-scatter then
+    allgather: their sum; broadcast from ``root``: ``1 / (K * unit)`` with K the
+    minimum root-to-node cut in integer units (Edmonds); reduce to ``root``: the
+    same on the reversed topology. Returns None for a broadcast/reduce without root.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> collective_lower_bound(build("dgx-a100:2"), "allreduce")
+    Fraction(6, 65)
+    >>> collective_lower_bound(build("dgx-a100:2"), "broadcast", "b0.gpu0")
+    Fraction(1, 200)
+    """
+    from optcoll.bound import optimal_cut_ratio
+
+    if collective == "allgather":
+        return optimal_cut_ratio(topology).ratio
+    if collective == "reduce_scatter":
+        return optimal_cut_ratio(reversed_topology(topology)).ratio
+    if collective == "allreduce":
+        return (
+            optimal_cut_ratio(topology).ratio
+            + optimal_cut_ratio(reversed_topology(topology)).ratio
+        )
+    if collective in ("broadcast", "reduce") and root is not None:
+        graph = topology if collective == "broadcast" else reversed_topology(topology)
+        _, unit = graph.integer_capacities()
+        return 1 / (broadcast_capacity(graph, root) * unit)
+    return None

@@ -74,7 +74,7 @@ from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
 from optcoll.topology import Topology
 
-__all__ = ["pack_arborescences", "pack_rooted", "fixed_k_capacity", "Packing"]
+__all__ = ["pack_arborescences", "pack_rooted", "realise_paths", "fixed_k_capacity", "Packing"]
 
 Arc = tuple[str, str]
 Packing = list[tuple[str, int, tuple[Arc, ...]]]
@@ -493,7 +493,7 @@ def pack_rooted(
     return _Packer(logical, root_capacity).run(greedy, progress)
 
 
-def _realise(logical: LogicalGraph, packing: Packing) -> list[Tree]:
+def realise_paths(logical: LogicalGraph, packing: Packing) -> list[Tree]:
     """Map logical arcs to physical paths, splitting trees across an arc's paths.
 
     Arc ``a``'s capacity is the interval ``[0, capacity[a])`` cut into consecutive
@@ -662,7 +662,7 @@ def pack_arborescences(
     split = time.perf_counter()
     packing = pack_rooted(logical, root_capacity, progress=progress)
     packed = time.perf_counter()
-    trees = _realise(logical, packing)
+    trees = realise_paths(logical, packing)
     trees.sort(key=lambda t: compute.index(t.root))  # stable: keeps packing order per root
     time_factor = _time_factor(topology, chunks, trees)
     heights = _heights(trees)

@@ -111,9 +111,17 @@ class Schedule:
 
     @property
     def algbw(self) -> float | None:
-        """N / time_factor (bandwidth units), or None when the time factor is unknown."""
+        """Message size over time, in bandwidth units; None when the time factor is unknown.
+
+        For allgather, reduce-scatter and allreduce the time for a message of M is
+        ``(M / N) * time_factor`` (each node's shard is M/N), so algbw = N / time_factor.
+        For broadcast and reduce the root's whole message M travels, the time is
+        ``M * time_factor``, and algbw = 1 / time_factor.
+        """
         if self.time_factor is None:
             return None
+        if self.collective in ("broadcast", "reduce"):
+            return float(1 / self.time_factor)
         return float(len(self.compute_nodes) / self.time_factor)
 
     def to_dict(self) -> dict[str, Any]:

@@ -151,6 +151,8 @@ def test_broadcast_on_two_dgx_boxes_is_limited_by_the_nics():
     # 8 NICs of 25 GB/s leave a box: 200 GB/s, so 8 one-chunk trees of 25 GB/s units
     assert bc.k == 8 and bc.time_factor == Fraction(1, 200)
     assert verify_schedule(topo, bc).valid
+    # the root's whole message crosses the 200 GB/s of NICs: algbw is 1 / time factor
+    assert bc.algbw == 200.0
 
 
 def test_bad_roots_and_collectives():

@@ -629,7 +629,12 @@ def _size(text: str) -> int:
 
 def _add_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
-    parser.add_argument("--collective", default="allgather", choices=("allgather", "allreduce"))
+    parser.add_argument(
+        "--collective",
+        default="allgather",
+        choices=("allgather", "allreduce"),
+        help="collective to compare (default: allgather)",
+    )
     parser.add_argument(
         "--sizes",
         type=_size,
@@ -751,8 +756,12 @@ def _add_lp(parser: argparse.ArgumentParser) -> None:
             "--model",
             choices=models,
             default="congestion",
-            help="which model (default congestion; fixed-k and tree-packing need a "
-            "switch-free topology)",
+            help=f"which model: {', '.join(models)} (default congestion"
+            + (
+                "; fixed-k needs a switch-free topology)"
+                if sub is export
+                else "; fixed-k and tree-packing need a switch-free topology)"
+            ),
         )
         sub.add_argument(
             "--form",

@@ -681,8 +681,8 @@ def pack_arborescences(
             packing=packed - split,
             paths=time.perf_counter() - packed,
         )
-    if k is None:  # U / k = r* in integer capacity units
-        stats = {"U": (bound.ratio * unit * chunks).numerator, **stats}
+    if k is None:  # U_scaled / k = r* expressed in integer capacity units
+        stats = {"U_scaled": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

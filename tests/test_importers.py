@@ -351,23 +351,6 @@ def test_import_topology_errors(tmp_path):
         import_topology(native)
 
 
-def test_readme_examples_of_pictures_and_importers_run():
-    import doctest
-    import re
-
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("## Pictures: `optcoll plot`")
-    end = readme.index("## Paper figures")
-    blocks = re.findall(r"```python\n(.*?)```", readme[start:end], re.S)
-    assert len(blocks) == 2
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for i, block in enumerate(blocks):
-        runner.run(
-            doctest.DocTestParser().get_doctest(block, {}, f"README block {i}", "README.md", 0)
-        )
-    assert runner.summarize(verbose=False) == (0, runner.tries) and runner.tries >= 10
-
-
 # --- property tests: what goes in comes out, exactly ----------------------------------
 
 bandwidths = st.fractions(min_value=Fraction(1, 8), max_value=400, max_denominator=16)

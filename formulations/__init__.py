@@ -15,6 +15,8 @@ here: pricing uses networkx's Edmonds implementation.
 - :mod:`formulations.fixed_k`: the best schedule with exactly K chunks per root (MILP).
 - :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
 - :mod:`formulations.rational`: integer scaling and rational reconstruction.
+- :mod:`formulations.linear_system`: exact sparse Gaussian elimination (an LP
+  vertex recovered from its simplex basis).
 
 Examples
 --------

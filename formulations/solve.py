@@ -44,7 +44,16 @@ from optcoll.exceptions import (
     UnboundedModelError,
 )
 
-__all__ = ["Status", "SolverReport", "LpResult", "solve", "write_model", "MODEL_SUFFIXES"]
+__all__ = [
+    "Status",
+    "SolverReport",
+    "LpResult",
+    "solve",
+    "write_model",
+    "MODEL_SUFFIXES",
+    "SimplexBasis",
+    "simplex_basis",
+]
 
 #: File suffixes :func:`write_model` understands.
 MODEL_SUFFIXES = (".mps", ".lp")
@@ -288,3 +297,61 @@ def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
     else:
         problem.writeLP(str(path))
     return path
+
+
+@dataclass(frozen=True)
+class SimplexBasis:
+    """The final simplex basis of a solved LP, by variable and constraint name.
+
+    ``basic_variables`` are the columns in the basis; every other variable sits
+    at a bound (``at_upper`` names those at their upper bound, the rest are at
+    their lower bound). ``basic_constraints`` are the rows whose slack is basic
+    (free to be slack); every other row holds with equality at one of its bounds.
+    """
+
+    basic_variables: frozenset[str]
+    basic_constraints: frozenset[str]
+    at_upper: frozenset[str]
+
+
+def simplex_basis(problem: pulp.LpProblem) -> SimplexBasis | None:
+    """The basis HiGHS ended with on ``problem``, just solved by :func:`solve`.
+
+    Returns ``None`` if HiGHS holds no valid basis (an interior-point solve
+    without crossover, or a MILP). With the basis the vertex can be recovered
+    exactly: nonbasic variables at their bounds, nonbasic rows at theirs, and
+    the basic variables from the square system those equalities leave
+    (:func:`formulations.linear_system.solve_linear_system`).
+
+    Examples
+    --------
+    >>> model = pulp.LpProblem("tiny", pulp.LpMinimize)
+    >>> x = model.add_variable("x", lowBound=0)
+    >>> y = model.add_variable("y", lowBound=0)
+    >>> model.setObjective(pulp.LpAffineExpression([(x, 1.0), (y, 2.0)]))
+    >>> model.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression([(x, 1.0), (y, 1.0)]),
+    ...                                       pulp.LpConstraintGE, rhs=3.0), "demand")
+    >>> result = solve(model)
+    >>> basis = simplex_basis(model)
+    >>> sorted(basis.basic_variables), sorted(basis.basic_constraints)
+    (['x'], [])
+    """
+    highs = problem.solverModel
+    basis = highs.getBasis()
+    if not basis.valid:
+        return None
+    col_status = list(basis.col_status)
+    row_status = list(basis.row_status)
+    basic, upper = set(), set()
+    for variable in problem.variables():  # PuLP numbers the columns it hands HiGHS
+        status = col_status[variable.index]
+        if status == highspy.HighsBasisStatus.kBasic:
+            basic.add(variable.name)
+        elif status == highspy.HighsBasisStatus.kUpper:
+            upper.add(variable.name)
+    rows = {
+        constraint.name
+        for constraint in problem.constraints()
+        if row_status[constraint.index] == highspy.HighsBasisStatus.kBasic
+    }
+    return SimplexBasis(frozenset(basic), frozenset(rows), frozenset(upper))

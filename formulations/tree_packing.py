@@ -26,6 +26,15 @@ loop stops when the master's ``t`` is within a relative ``tolerance`` of it.
 Each pricing round costs ``N`` Edmonds runs, ``O(N |A|)`` each; the number
 of rounds is small in practice (tens on 16 nodes).
 
+The final master's weights are then made exact: small-denominator rational
+approximations when they already give an optimal packing, otherwise the
+vertex itself, solved exactly from HiGHS's final simplex basis
+(:func:`formulations.linear_system.solve_linear_system`) and checked exactly
+(``t`` equal to the reconstructed optimum, weights nonnegative, each root's
+summing to 1, every load at most ``t * c``). If both fail, rounded float
+weights are returned with a positive ``max_overload`` and the reason in
+``weights_source``.
+
 Examples
 --------
 >>> ring = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}
@@ -46,10 +55,11 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
+from formulations.linear_system import solve_linear_system
 from formulations.rational import integer_scaling, reconstruct_cut_ratio
-from formulations.solve import solve
+from formulations.solve import simplex_basis, solve
 from optcoll.arborescence import min_cost_arborescence
-from optcoll.exceptions import SolverLimitError, TopologyError
+from optcoll.exceptions import SingularSystemError, SolverLimitError, TopologyError
 
 __all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", "check_switch_free"]
 
@@ -90,6 +100,11 @@ class TreePackingResult:
         Final ``t_float - lower bound`` (in the units of ``t``).
     seconds : float
         Wall time.
+    weights_source : str
+        How the exact weights were obtained: a rational approximation of the
+        float weights, the exact solution of the final simplex basis, or (when
+        both fail to reach load ``<= t * capacity``) rounded float weights, with
+        the reason the basis failed; ``max_overload`` is then positive.
     """
 
     t: Fraction
@@ -100,6 +115,7 @@ class TreePackingResult:
     columns: int
     gap: float
     seconds: float
+    weights_source: str
 
 
 def build_tree_master(
@@ -247,12 +263,13 @@ def fractional_tree_packing(
         columns.extend(new)
     t_exact = reconstruct_cut_ratio(t_scaled, len(nodes))
     weights = [result.values[f"x_{j}"] for j in range(len(columns))]
-    packing, overload = _exact_weights(nodes, caps, columns, weights, t_exact)
+    packing, overload, source = _exact_weights(nodes, caps, columns, weights, t_exact, master)
     return TreePackingResult(
         t=t_exact / unit,
         t_float=t_scaled / float(unit),
         packing=packing,
         max_overload=overload,  # load - t_s * caps == load - t * capacity: unit-free
+        weights_source=source,
         iterations=iterations,
         columns=len(columns),
         gap=gap / float(unit),
@@ -317,36 +334,111 @@ def _exact_weights(
     columns: Sequence[Column],
     weights: Sequence[float],
     t: Fraction,
-) -> tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction]:
-    """Fractions for the float weights, each root's summing to 1, and their exact overload.
+    master: pulp.LpProblem,
+) -> tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction, str]:
+    """Exact weights for the master's final vertex: ``(packing, overload, source)``.
 
-    First tries to recover the LP vertex exactly (best rational approximations
-    with small denominators, normalised per root) and keeps the first with no
-    overload. Otherwise falls back to weights on the grid ``1 / 2**40`` (the
-    rounding error moved onto each root's largest weight) and keeps whichever
-    candidate overloads least.
+    Tries, in order: best rational approximations of the float weights with
+    small denominators, normalised per root (cheap, exact on small instances);
+    the exact solution of the final simplex basis system
+    (:func:`_basis_vertex`); and, if neither gives a packing with load at most
+    ``t * caps``, weights on the grid ``1 / 2**40`` (the rounding error moved
+    onto each root's largest weight). The last keeps whichever candidate
+    overloads least and says in ``source`` why the basis failed.
     """
     candidates = []
     for bound in _WEIGHT_DENOMINATORS:
         rational = [Fraction(x).limit_denominator(bound) if x > 0 else Fraction(0) for x in weights]
-        candidates.append(_normalised(nodes, columns, rational, divide=True))
+        packing = _normalised(nodes, columns, rational, divide=True)
+        overload = _overload(caps, packing, t)
+        if overload == 0:
+            return packing, overload, f"rational approximation (denominators <= {bound})"
+        candidates.append((packing, overload))
+    vertex = _basis_vertex(nodes, caps, columns, t, master)
+    if isinstance(vertex, tuple):
+        return vertex, Fraction(0), "exact solution of the final simplex basis"
     grid = [
         Fraction(round(x * _WEIGHT_GRID), _WEIGHT_GRID) if x > 0 else Fraction(0) for x in weights
     ]
-    candidates.append(_normalised(nodes, columns, grid, divide=False))
-    best: tuple[tuple[tuple[str, tuple[Arc, ...], Fraction], ...], Fraction] | None = None
-    for packing in candidates:
-        load: dict[Arc, Fraction] = dict.fromkeys(caps, Fraction(0))
-        for _, arcs, w in packing:
-            for arc in arcs:
-                load[arc] += w
-        overload = max(max(load[arc] - t * c for arc, c in caps.items()), Fraction(0))
-        if best is None or overload < best[1]:
-            best = (packing, overload)
-        if overload == 0:
-            break
-    assert best is not None
-    return best
+    packing = _normalised(nodes, columns, grid, divide=False)
+    candidates.append((packing, _overload(caps, packing, t)))
+    packing, overload = min(candidates, key=lambda candidate: candidate[1])
+    return packing, overload, f"rounded float weights ({vertex})"
+
+
+def _overload(
+    caps: Mapping[Arc, int], packing: Sequence[tuple[str, tuple[Arc, ...], Fraction]], t: Fraction
+) -> Fraction:
+    """``max_a (load(a) - t * caps[a])`` clipped at 0, exactly."""
+    load: dict[Arc, Fraction] = dict.fromkeys(caps, Fraction(0))
+    for _, arcs, w in packing:
+        for arc in arcs:
+            load[arc] += w
+    return max(max(load[arc] - t * c for arc, c in caps.items()), Fraction(0))
+
+
+def _basis_vertex(
+    nodes: Sequence[str],
+    caps: Mapping[Arc, int],
+    columns: Sequence[Column],
+    t: Fraction,
+    master: pulp.LpProblem,
+) -> tuple[tuple[str, tuple[Arc, ...], Fraction], ...] | str:
+    """The master's final vertex solved exactly from its simplex basis, or why not.
+
+    Nonbasic variables are 0 and nonbasic rows tight, which leaves a square
+    system for the basic variables (:func:`solve_linear_system`). The result is
+    accepted only if it is an optimal packing for ``t``, checked exactly: its
+    ``t`` equals ``t``, weights are nonnegative, each root's sum to 1 and every
+    arc's load is at most ``t * caps``. Otherwise the reason is returned.
+    """
+    basis = simplex_basis(master)
+    if basis is None:
+        return "HiGHS kept no simplex basis"
+    if basis.at_upper:
+        return f"variable {min(basis.at_upper)} is nonbasic at an upper bound"
+    root_index = {r: i for i, r in enumerate(nodes)}
+    rows: dict[str, dict[str, int]] = {f"convex_{i}": {} for i in range(len(nodes))}
+    rhs: dict[str, int] = dict.fromkeys(rows, 1)
+    arc_row = {arc: f"cap_{a}" for a, arc in enumerate(caps)}
+    for arc, c in caps.items():
+        rows[arc_row[arc]] = {"t": -c}
+        rhs[arc_row[arc]] = 0
+    for j, (root, arcs) in enumerate(columns):
+        rows[f"convex_{root_index[root]}"][f"x_{j}"] = 1
+        for arc in arcs:
+            rows[arc_row[arc]][f"x_{j}"] = 1
+    tight = [name for name in rows if name not in basis.basic_constraints]
+    unknowns = sorted(basis.basic_variables, key=lambda v: (v != "t", len(v), v))
+    basic = set(unknowns)
+    equations = [{v: c for v, c in rows[name].items() if v in basic} for name in tight]
+    try:
+        solution = solve_linear_system(equations, [rhs[name] for name in tight], unknowns)
+    except SingularSystemError as err:
+        return f"basis system not solvable exactly: {err}"
+    t_vertex = solution.get("t", Fraction(0))
+    if t_vertex != t:
+        return f"basis vertex has t = {t_vertex}, not the optimum {t}"
+    weights = [solution.get(f"x_{j}", Fraction(0)) for j in range(len(columns))]
+    negative = next((j for j, w in enumerate(weights) if w < 0), None)
+    if negative is not None:
+        return f"basis vertex gives column x_{negative} weight {weights[negative]} < 0"
+    packing = tuple(  # grouped by root in node order, as _normalised does
+        (root, arcs, w)
+        for r in nodes
+        for (root, arcs), w in zip(columns, weights, strict=True)
+        if root == r and w > 0
+    )
+    totals = dict.fromkeys(nodes, Fraction(0))
+    for root, _, w in packing:
+        totals[root] += w
+    short = next((r for r in nodes if totals[r] != 1), None)
+    if short is not None:
+        return f"basis vertex gives root {short!r} weights summing to {totals[short]}, not 1"
+    overload = _overload(caps, packing, t)
+    if overload > 0:
+        return f"basis vertex overloads an arc by {overload}"
+    return packing
 
 
 def _normalised(

@@ -186,8 +186,11 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     result = fractional_tree_packing(topology.compute_nodes, capacity)
     schedule = round_packing(topology, result.packing, logical=logical)
     value, _, detail = _verified(topology, schedule)
-    if result.max_overload > 0:  # the LP's rational weights exceed t somewhere
-        detail = f"LP weights overload t by {float(result.max_overload):.2g}, {detail}"
+    if result.max_overload > 0:  # the exact vertex was not recovered: say why
+        detail = (
+            f"LP weights overload t by {float(result.max_overload):.2g} "
+            f"({result.weights_source}), {detail}"
+        )
     return value, None, f"{result.columns} columns, {detail}"
 
 

@@ -141,3 +141,10 @@ class PlotError(OptCollError):
 
 class ImportFormatError(FileFormatError):
     """A file in another tool's format (msccl-tools, TACCL, GraphML, edge list) is malformed."""
+
+
+# --- exact linear algebra -----------------------------------------------------------
+
+
+class SingularSystemError(ReconstructionError):
+    """An exact linear system (e.g. an LP basis system) is inconsistent or singular."""

@@ -41,12 +41,8 @@ def test_reference_topologies(spec):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="known LP-layer issue: on the logical graph of dgx-a100:2 the column generation's "
-    "reconstructed weights overload t by ~1e-11, so exact rounding misses 3/65 by that much",
-    strict=False,
-)
 def test_lp_packing_on_dgx_a100_2():
+    # Column generation's weights here need the exact basis solve (no small denominators).
     check = crosscheck(
         load_topology("dgx-a100:2"), methods=("combinatorial", "LP packing + rounding + verify")
     )

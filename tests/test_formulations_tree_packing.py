@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formulations import tree_packing
 from formulations.congestion import lp_cut_ratio
 from formulations.tree_packing import TreePackingResult, build_tree_master, fractional_tree_packing
 from optcoll import load_topology
@@ -121,6 +122,35 @@ def test_random_direct_connect(graph: tuple[list[str], dict[Arc, Fraction]]) -> 
     check_packing(result, nodes, cap)
 
 
+@pytest.mark.parametrize(
+    ("n", "bandwidths", "bidirectional"), [(5, [3, 1, 2], True), (6, [2, 5], False)]
+)
+def test_weights_from_the_simplex_basis(
+    monkeypatch: pytest.MonkeyPatch, n: int, bandwidths: list[int], bidirectional: bool
+) -> None:
+    # Without the small-denominator shortcut the weights come from solving the
+    # final basis system exactly; they must form an exact optimal packing.
+    monkeypatch.setattr(tree_packing, "_WEIGHT_DENOMINATORS", ())
+    cap = ring(n, bandwidths, bidirectional)
+    nodes = [f"v{i}" for i in range(n)]
+    result = fractional_tree_packing(nodes, cap)
+    assert result.weights_source == "exact solution of the final simplex basis"
+    assert result.max_overload == 0
+    assert result.t == optimal_cut_ratio(direct_topology(nodes, cap), "brute-force").ratio
+    check_packing(result, nodes, cap)
+
+
+def test_fallback_says_why_the_basis_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tree_packing, "_WEIGHT_DENOMINATORS", ())
+    monkeypatch.setattr(tree_packing, "simplex_basis", lambda master: None)
+    cap = ring(5, [3, 1, 2], bidirectional=True)
+    nodes = [f"v{i}" for i in range(5)]
+    result = fractional_tree_packing(nodes, cap)
+    assert result.weights_source == "rounded float weights (HiGHS kept no simplex basis)"
+    assert all(w.denominator <= 2**40 for _, _, w in result.packing)
+    check_packing(result, nodes, cap)  # max_overload is the exact overload of these weights
+
+
 def test_master_model_shape() -> None:
     cap = ring(3, [1], bidirectional=True)
     columns = [("v0", (("v0", "v1"), ("v1", "v2"))), ("v1", (("v1", "v2"), ("v2", "v0")))]
@@ -175,6 +205,7 @@ def test_logical_graph_after_switch_removal(spec: str) -> None:
     nodes = list(logical.compute_nodes)
     result = fractional_tree_packing(nodes, logical.capacity)
     assert result.t == Fraction(1, bound.k)
+    assert result.max_overload == 0, result.weights_source  # exact weights, load <= t * c
     check_packing(result, nodes, dict(logical.capacity))
 
 

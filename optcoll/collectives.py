@@ -438,8 +438,7 @@ def collective_lower_bound(
         return optimal_cut_ratio(reversed_topology(topology)).ratio
     if collective == "allreduce":
         return (
-            optimal_cut_ratio(topology).ratio
-            + optimal_cut_ratio(reversed_topology(topology)).ratio
+            optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology(topology)).ratio
         )
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)

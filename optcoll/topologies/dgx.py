@@ -114,6 +114,26 @@ def _nvswitch_boxes(b: TopologyBuilder, boxes: int, gpus: int, bandwidth: int) -
             b.link(f"b{box}.gpu{g}", f"b{box}.nvswitch", bandwidth, bidirectional=True)
 
 
+def _rail_nics(
+    b: TopologyBuilder,
+    boxes: int,
+    gpus_of_nic: dict[int, tuple[int, ...]],
+    gpu_nic_bandwidth: int | float,
+    nic_rail_bandwidth: int | float,
+) -> None:
+    """Rail-optimised fabric: NIC j of every box (a switch node, serving the GPUs
+    ``gpus_of_nic[j]``) joins rail switch ``rail{j}``; all links bidirectional."""
+    for j in gpus_of_nic:
+        b.switch(f"rail{j}")
+    for box in range(boxes):
+        for j, gpus in gpus_of_nic.items():
+            nic = f"b{box}.nic{j}"
+            b.switch(nic, f"box{box}")
+            for g in gpus:
+                b.link(f"b{box}.gpu{g}", nic, gpu_nic_bandwidth, bidirectional=True)
+            b.link(nic, f"rail{j}", nic_rail_bandwidth, bidirectional=True)
+
+
 def dgx_h100(boxes: int = 1) -> Topology:
     """``boxes`` DGX H100 servers on a rail-optimised InfiniBand fabric.
 
@@ -133,14 +153,7 @@ def dgx_h100(boxes: int = 1) -> Topology:
     )
     _nvswitch_boxes(b, boxes, 8, NVSWITCH_H100)
     if boxes > 1:
-        for j in range(8):
-            b.switch(f"rail{j}")
-        for box in range(boxes):
-            for j in range(8):
-                nic = f"b{box}.nic{j}"
-                b.switch(nic, f"box{box}")
-                b.link(f"b{box}.gpu{j}", nic, NIC_H100, bidirectional=True)
-                b.link(nic, f"rail{j}", NIC_H100, bidirectional=True)
+        _rail_nics(b, boxes, {j: (j,) for j in range(8)}, NIC_H100, NIC_H100)
     return b.build()
 
 
@@ -200,15 +213,7 @@ def dgx_2(boxes: int = 1) -> Topology:
     )
     _nvswitch_boxes(b, boxes, 16, NVSWITCH_DGX2)
     if boxes > 1:
-        for j in range(8):
-            b.switch(f"rail{j}")
-        for box in range(boxes):
-            for j in range(8):
-                nic = f"b{box}.nic{j}"
-                b.switch(nic, f"box{box}")
-                for g in (2 * j, 2 * j + 1):
-                    b.link(f"b{box}.gpu{g}", nic, PCIE_GEN3_X16, bidirectional=True)
-                b.link(nic, f"rail{j}", NIC_EDR, bidirectional=True)
+        _rail_nics(b, boxes, {j: (2 * j, 2 * j + 1) for j in range(8)}, PCIE_GEN3_X16, NIC_EDR)
     return b.build()
 
 

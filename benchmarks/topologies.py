@@ -1,7 +1,7 @@
 """Benchmark: building, validating, saving and loading large built-in topologies.
 
 Prints seconds (best of 3) and tracemalloc peak memory per step. The reference
-file (``../shared/reference/reference.json``) holds no timings for topology
+file (``benchmarks/reference.json``) holds no timings for topology
 construction, so the ratio column reads ``n/a``; the target is that every model
 the bound benchmarks use (up to ``dgx-a100:128``) builds in well under a second.
 
@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optcoll.io import load_topology, save_topology  # noqa: E402
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reference.json"
 SPECS = (
     "dgx-a100:128",
     "dgx-h100:128",
@@ -49,8 +48,6 @@ def timed(function: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def main() -> int:
-    if not REFERENCE.exists():
-        print(f"note: reference file not found at {REFERENCE}; it has no topology timings anyway")
     print(f"{'step':<62} {'seconds':>8} {'peak MiB':>9} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as folder:
         for spec in SPECS:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import load_reference as reference
+
 #: Default output folder.
 OUT = Path(__file__).resolve().parent / "out"
-
-#: ``../shared/reference/reference.json`` relative to the repository root.
-REFERENCE_PATH = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reference.json"
 
 
 def output_folder(folder: str | Path | None) -> Path:
@@ -30,17 +27,6 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
         writer.writerow(header)
         writer.writerows(rows)
     return path
-
-
-@cache
-def reference() -> dict[str, Any]:
-    """The reference figures (optima, timings); a clear error when the file is missing."""
-    if not REFERENCE_PATH.exists():
-        raise FileNotFoundError(
-            f"reference figures not found at {REFERENCE_PATH} "
-            "(expected ../shared/reference/reference.json next to the repository)"
-        )
-    return json.loads(REFERENCE_PATH.read_text(encoding="utf-8"))
 
 
 def reference_optimum(family: str, boxes: int) -> dict[str, Any] | None:

@@ -5,25 +5,21 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from itertools import combinations
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks._common import load_reference
 from optcoll.bound import METHODS, CutRatio, optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.exceptions import MethodError
 from optcoll.io import load_topology
 from optcoll.topology import Link, Node, Topology
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "reference.json"
-
 
 def _reference_optima() -> list[dict]:
-    if not REFERENCE.exists():
-        return []
-    return json.loads(REFERENCE.read_text())["optima"]
+    return load_reference()["optima"]
 
 
 def _spec(entry: dict) -> str:
@@ -51,7 +47,7 @@ def check_certificate(topology: Topology, result: CutRatio) -> None:
 
 
 def test_reference_file_is_present():
-    assert _reference_optima(), f"missing {REFERENCE}"
+    assert len(_reference_optima()) >= 12
 
 
 @pytest.mark.parametrize(

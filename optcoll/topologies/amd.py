@@ -1,6 +1,6 @@
 """AMD Instinct systems.
 
-``mi250:n`` follows the model of ``../shared/reference/reference.json``: per box
+``mi250:n`` follows the model of ``benchmarks/reference.json``: per box
 16 MI250 GCDs joined by an xGMI mesh where GCD i -> GCD j carries
 ``XGMI_LINKS[i][j] * 50`` GB/s; with more than one box every GCD joins one shared
 IB switch at 16 GB/s per direction.

@@ -7,7 +7,7 @@ NVSwitch fabric of a box is modelled as one switch node ``b{b}.nvswitch``
 bandwidth). NICs are switch nodes (they relay, never copy). With one box the
 NICs and IB switches are left out, as in the reference models.
 
-``dgx-a100:n`` follows the model of ``../shared/reference/reference.json`` (and
+``dgx-a100:n`` follows the model of ``benchmarks/reference.json`` (and
 ForestColl, arXiv 2402.06787): per box 8 A100 GPUs on one NVSwitch node at
 300 GB/s per direction per GPU (12 NVLink3 links x 25 GB/s); each GPU has its own
 NIC node at 25 GB/s per direction (200 Gb/s HDR InfiniBand); with more than one

@@ -33,9 +33,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from formulations.congestion import lp_cut_ratio
-from formulations.multicast import multicast_bound
-from formulations.tree_packing import fractional_tree_packing
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
 from optcoll.packing import pack_arborescences
@@ -147,11 +144,15 @@ def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, s
 
 
 def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from formulations.congestion import lp_cut_ratio
+
     ratio, cut = lp_cut_ratio(topology)
     return ratio, cut, "dual cut"
 
 
 def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from formulations.multicast import multicast_bound
+
     result = multicast_bound(topology)
     return result.cut_ratio, None, "reconstructed, no cut"
 
@@ -183,6 +184,8 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
         link_capacity = {arc: U * c for arc, c in caps.items()}
         logical = split_switches(topology, link_capacity, roots, k * topology.num_compute)
         capacity = logical.capacity
+    from formulations.tree_packing import fractional_tree_packing
+
     result = fractional_tree_packing(topology.compute_nodes, capacity)
     schedule = round_packing(topology, result.packing, logical=logical)
     value, _, detail = _verified(topology, schedule)

@@ -128,6 +128,10 @@ class ReconstructionError(SolveError):
 # --- export -------------------------------------------------------------------------
 
 
+class OutputError(OptCollError):
+    """An output file cannot or must not be written (exists, is an input, no permission)."""
+
+
 class ExportError(OptCollError):
     """A schedule cannot be written in the requested format within its limits."""
 

@@ -1,0 +1,7 @@
+"""``python -m optcoll.cli``: the ``optcoll`` command."""
+
+import sys
+
+from optcoll.cli import main
+
+sys.exit(main())

@@ -1,0 +1,45 @@
+"""What every ``optcoll`` command shares: the parser class, JSON output, argument types."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["Parser", "print_json", "message_size"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` to standard output as indented JSON."""
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
+_SIZE_UNITS |= {"G": 1024**3, "GB": 1024**3}
+
+
+def message_size(text: str) -> int:
+    """A message size in bytes from ``"4096"``, ``"64K"``, ``"1MB"`` or ``"2G"`` (binary units).
+
+    Examples
+    --------
+    >>> message_size("64K"), message_size("1MB"), message_size("512")
+    (65536, 1048576, 512)
+    """
+    value = text.strip().upper()
+    number = value.rstrip("KMGB")
+    unit = value[len(number) :]
+    if not number.isdigit() or unit not in _SIZE_UNITS or int(number) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"size {text!r} must be a positive integer with an optional unit K, M or G (e.g. 64K)"
+        )
+    return int(number) * _SIZE_UNITS[unit]

@@ -1,0 +1,35 @@
+"""``optcoll convert``: convert a topology between JSON and YAML (IN may be a built-in spec)."""
+
+from __future__ import annotations
+
+import argparse
+
+from optcoll.exceptions import FileFormatError
+
+NAME = "convert"
+HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="IN", help="topology file or built-in spec")
+    parser.add_argument("target", metavar="OUT", help="output file: .json, .yaml or .yml")
+    parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from optcoll.io import load_topology, save_topology
+
+    source, target = Path(args.source), Path(args.target)
+    if source.exists() and target.exists() and source.samefile(target):
+        raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
+    if target.exists() and not args.force:
+        raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")
+    topo = load_topology(args.source)
+    save_topology(topo, target)
+    print(
+        f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
+        f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"
+    )
+    return 0

@@ -1,0 +1,169 @@
+"""``optcoll lp``: export or solve the LP models (congestion, multicast, ...)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from optcoll.cli._core import print_json
+
+NAME = "lp"
+HELP = "export or solve the LP models (congestion, multicast, ...)"
+
+_LP_MODELS = ("congestion", "multicast", "fixed-k", "tree-packing")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(
+        dest="lp_action", metavar="ACTION", required=True, parser_class=type(parser)
+    )
+    export = actions.add_parser(
+        "export", help="write an LP model as .mps or .lp", description="write an LP model"
+    )
+    solve = actions.add_parser(
+        "solve", help="solve an LP model with HiGHS", description="solve an LP model with HiGHS"
+    )
+    for sub, models in ((export, _LP_MODELS[:3]), (solve, _LP_MODELS)):
+        sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        sub.add_argument(
+            "--model",
+            choices=models,
+            default="congestion",
+            help=f"which model: {', '.join(models)} (default congestion"
+            + (
+                "; fixed-k needs a switch-free topology)"
+                if sub is export
+                else "; fixed-k and tree-packing need a switch-free topology)"
+            ),
+        )
+        sub.add_argument(
+            "--form",
+            choices=("time", "rate"),
+            default=None,
+            help="congestion LP form: min t (time, export default) or max 1/t (rate, solve default)",
+        )
+        sub.add_argument(
+            "-k", type=int, default=None, metavar="K", help="chunks per root (fixed-k)"
+        )
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
+    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    solve.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from optcoll.io import load_topology
+
+    topology = load_topology(args.topo)
+    if args.lp_action == "export":
+        from formulations.solve import write_model
+
+        model = _lp_model(topology, args)
+        path = write_model(model, args.output)
+        rows, cols = len(model.constraints()), len(model.variables())
+        print(f"wrote {path}: {args.model} model of {topology.name}, {cols} variables, {rows} rows")
+        return 0
+    label, value, data, lines = _lp_solve(topology, args)
+    unit = topology.bandwidth_unit
+    algbw = Fraction(topology.num_compute) / value
+    data |= {label.replace(" ", "_"): str(value), "algbw": float(algbw)}
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
+    print(f"{label:<12} {value} (1/({unit}))")
+    print(f"algbw        {float(algbw):.3f} {unit}")
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _lp_chunks(args: argparse.Namespace) -> int:
+    from optcoll.exceptions import MethodError
+
+    if args.k is None:
+        raise MethodError("--model fixed-k needs -k K, the number of chunks per root")
+    return args.k
+
+
+def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
+    """The PuLP model ``optcoll lp export`` writes."""
+    if args.model == "congestion":
+        from formulations.congestion import build_congestion
+
+        return build_congestion(topology, args.form or "time")
+    if args.model == "multicast":
+        from formulations.multicast import build_multicast
+
+        return build_multicast(topology)
+    from formulations.fixed_k import build_fixed_k
+    from formulations.rational import integer_scaling
+    from formulations.tree_packing import check_switch_free
+
+    nodes = check_switch_free(topology.compute_nodes, topology.capacity)
+    caps, _ = integer_scaling(topology.capacity)
+    return build_fixed_k(nodes, caps, _lp_chunks(args))
+
+
+def _lp_solve(
+    topology: Any, args: argparse.Namespace
+) -> tuple[str, Any, dict[str, Any], list[str]]:
+    """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
+    data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    if args.model == "tree-packing":
+        from formulations.tree_packing import fractional_tree_packing
+
+        packing = fractional_tree_packing(
+            topology.compute_nodes, topology.capacity, time_limit=args.time_limit
+        )
+        data |= {
+            "trees": len(packing.packing),
+            "iterations": packing.iterations,
+            "columns": packing.columns,
+            "gap": packing.gap,
+            "max_overload": str(packing.max_overload),
+            "seconds": packing.seconds,
+        }
+        lines = [
+            f"trees        {len(packing.packing)} with positive weight "
+            f"({packing.columns} columns generated in {packing.iterations} rounds)",
+            f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
+            f"seconds      {packing.seconds:.2f}",
+        ]
+        return "cut ratio", packing.t, data, lines
+    lines = []
+    if args.model == "congestion":
+        from formulations.congestion import congestion_bound
+
+        result = congestion_bound(topology, form=args.form or "rate", time_limit=args.time_limit)
+        label, value = "cut ratio", result.cut_ratio
+        inside = sum(1 for v in result.cut if topology.is_compute(v))
+        data |= {"form": result.form, "cut": sorted(result.cut, key=topology.node_ids.index)}
+        lines.append(
+            f"cut          {inside} compute nodes, "
+            f"B+(S) = {topology.cut_bandwidth(result.cut)} {topology.bandwidth_unit}"
+        )
+    elif args.model == "multicast":
+        from formulations.multicast import multicast_bound
+
+        result = multicast_bound(topology, time_limit=args.time_limit)
+        label, value = "cut ratio", result.cut_ratio
+    else:
+        from formulations.fixed_k import fixed_k_optimum
+
+        result = fixed_k_optimum(
+            topology.compute_nodes, topology.capacity, _lp_chunks(args), time_limit=args.time_limit
+        )
+        label, value = "time factor", result.t
+        data["k"] = result.K
+        lines.append(f"k            {result.K} chunks per root")
+    report = result.report
+    data["report"] = report.to_dict()
+    lines += [
+        f"size         {report.num_variables} variables, {report.num_constraints} rows, "
+        f"{report.num_nonzeros} nonzeros",
+        f"seconds      build {report.build_seconds:.2f}, solve {report.solve_seconds:.2f} "
+        f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
+    ]
+    return label, value, data, lines

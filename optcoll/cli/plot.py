@@ -1,0 +1,71 @@
+"""``optcoll plot``: draw a topology, a tree, the bottleneck cut or link loads."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "plot"
+HELP = "draw a topology, a tree, the bottleneck cut or link loads"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", metavar="TOPO", help="topology file or built-in spec")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="picture file (.png, .pdf, .svg)"
+    )
+    p.add_argument(
+        "--schedule", metavar="FILE", help="schedule file: draw its link loads as a heat map"
+    )
+    p.add_argument(
+        "--tree", metavar="ROOT", help="draw the tree rooted at ROOT (from --schedule, or computed)"
+    )
+    p.add_argument(
+        "--cut", action="store_true", help="draw the bottleneck cut S* that certifies the bound"
+    )
+    p.add_argument("--dpi", type=int, default=150, help="resolution of a PNG (default 150)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from optcoll import plot
+    from optcoll.exceptions import MethodError, ScheduleError
+    from optcoll.io import load_topology, read_document
+    from optcoll.schedule import Schedule
+
+    topology = load_topology(args.topology)
+    if args.cut and (args.tree or args.schedule):
+        raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
+    schedule = None
+    if args.schedule:
+        schedule = Schedule.from_dict(read_document(args.schedule))
+    if args.cut:
+        try:
+            from optcoll.bound import optimal_cut_ratio
+        except ModuleNotFoundError as err:
+            if err.name != "optcoll.bound":
+                raise
+            raise MethodError("--cut needs optcoll.bound, which this installation lacks") from None
+        ax = plot.plot_cut(topology, optimal_cut_ratio(topology).bottleneck_cut)
+    elif args.tree:
+        if schedule is None:
+            try:
+                from optcoll.packing import pack_arborescences
+            except ModuleNotFoundError as err:
+                if err.name != "optcoll.packing":
+                    raise
+                raise MethodError("--tree without --schedule needs optcoll.packing") from None
+            schedule = pack_arborescences(topology)
+        trees = [t for t in schedule.trees if t.root == args.tree]
+        if not trees:
+            roots = sorted({t.root for t in schedule.trees})
+            raise ScheduleError(
+                f"the schedule has no tree rooted at {args.tree!r}; roots are {', '.join(roots)}"
+            )
+        tree = max(trees, key=lambda t: t.chunks)
+        ax = plot.plot_tree(topology, tree, k=schedule.k)
+    elif schedule is not None:
+        ax = plot.plot_link_utilisation(topology, schedule)
+    else:
+        ax = plot.plot_topology(topology)
+    path = plot.save_figure(ax, args.output, dpi=args.dpi)
+    print(f"wrote {path}")
+    return 0

@@ -1,0 +1,72 @@
+"""``optcoll show``: summarise a topology: counts, per-node ingress/egress bandwidth, switches."""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+
+from optcoll.cli._core import print_json
+from optcoll.topology import plain_number
+
+NAME = "show"
+HELP = "summarise a topology: counts, per-node ingress/egress bandwidth, switches"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from optcoll.io import load_topology
+
+    topo = load_topology(args.topo)
+    rows = {
+        kind: [
+            {
+                "id": node_id,
+                "group": topo.node[node_id].group,
+                "ingress": plain_number(topo.in_bandwidth(node_id)),
+                "egress": plain_number(topo.out_bandwidth(node_id)),
+            }
+            for node_id in ids
+        ]
+        for kind, ids in (("compute_nodes", topo.compute_nodes), ("switches", topo.switch_nodes))
+    }
+    summary = {
+        "name": topo.name,
+        "description": topo.description,
+        "bandwidth_unit": topo.bandwidth_unit,
+        "num_compute": topo.num_compute,
+        "num_switches": len(topo.switch_nodes),
+        "num_links": len(topo.capacity),
+        "num_declared_links": len(topo.links),
+        "total_bandwidth": plain_number(sum(topo.capacity.values(), Fraction(0))),
+        **rows,
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    print(topo.name + (f": {topo.description}" if topo.description else ""))
+    print(
+        f"{summary['num_compute']} compute nodes, {summary['num_switches']} switches, "
+        f"{summary['num_links']} directed links ({summary['num_declared_links']} declared), "
+        f"total bandwidth {summary['total_bandwidth']} {topo.bandwidth_unit}"
+    )
+    for kind, title in (("compute_nodes", "compute node"), ("switches", "switch")):
+        if not rows[kind]:
+            continue
+        table = [
+            (title, "group", f"ingress {topo.bandwidth_unit}", f"egress {topo.bandwidth_unit}")
+        ]
+        table += [
+            (r["id"], r["group"] or "-", str(r["ingress"]), str(r["egress"])) for r in rows[kind]
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        print()
+        for row in table:
+            print(
+                f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
+                f"{row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}"
+            )
+    return 0

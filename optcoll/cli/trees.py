@@ -1,0 +1,70 @@
+"""``optcoll trees``: allgather spanning-tree schedule reaching the optimum (or the best with k chunks)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from optcoll.cli._core import print_json
+from optcoll.rational import fraction_text
+
+NAME = "trees"
+HELP = "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="chunks per root (default: the k that reaches the optimum r*)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from optcoll.io import load_topology, write_document
+    from optcoll.packing import pack_arborescences
+
+    topology = load_topology(args.topo)
+    started = time.perf_counter()
+    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    if args.output:
+        write_document(schedule.to_dict(), args.output)
+    stats = dict(schedule.stats)
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "collective": schedule.collective,
+                "cut_ratio": fraction_text(schedule.cut_ratio),
+                "k": schedule.k,
+                "time_factor": fraction_text(schedule.time_factor),
+                "algbw": round(schedule.algbw, 3),
+                **stats,
+                "output": args.output,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
+    print(f"r*           {fraction_text(schedule.cut_ratio)}")
+    print(f"k            {schedule.k}")
+    print(
+        f"time factor  {fraction_text(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
+        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
+    )
+    print(
+        f"trees        {stats['trees']} (height max {stats['max_height']}, "
+        f"mean {stats['mean_height']}), {stats['total_sends']} sends"
+    )
+    if args.output:
+        print(f"schedule     {args.output}")
+    print(f"seconds      {seconds:.2f}")
+    return 0

@@ -1,0 +1,61 @@
+"""``optcoll verify``: check a schedule file against a topology (exact)."""
+
+from __future__ import annotations
+
+import argparse
+
+from optcoll.cli._core import print_json
+from optcoll.rational import fraction_text
+
+NAME = "verify"
+HELP = "check a schedule file against a topology (exact)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    parser.add_argument("schedule", metavar="SCHEDULE", help="schedule file (JSON or YAML)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from optcoll.collectives import collective_lower_bound
+    from optcoll.io import load_schedule, load_topology
+    from optcoll.verify import verify_schedule
+
+    topology = load_topology(args.topo)
+    schedule = load_schedule(args.schedule)
+    optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
+    result = verify_schedule(topology, schedule, optimum=optimum)
+    if args.json:
+        data = {
+            "topology": topology.name,
+            "schedule": str(args.schedule),
+            "collective": schedule.collective,
+            "k": schedule.k,
+            "trees": len(schedule.trees),
+            "optimum": None if optimum is None else fraction_text(optimum),
+            **result.to_dict(),
+        }
+        print_json(data)
+    else:
+        print(
+            f"schedule     {args.schedule}: {schedule.collective}, k = {schedule.k}, "
+            f"{len(schedule.trees)} trees, on {topology.name}"
+        )
+        print(f"verdict      {'valid' if result.valid else 'INVALID'}")
+        if result.reason is not None:
+            print(f"reason       {result.reason}")
+        if result.time_factor is not None:
+            n = topology.num_compute if schedule.collective != "broadcast" else 1
+            algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
+            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            print(f"time factor  {fraction_text(result.time_factor)}{shown}")
+        if optimum is not None:
+            ratio = result.ratio_to_optimum
+            shown = "" if ratio is None else f" (ratio {fraction_text(ratio)} = {float(ratio):.6f})"
+            print(f"optimum      {fraction_text(optimum)}{shown}")
+        if result.bottleneck_links:
+            links = ", ".join(f"{u} -> {v}" for u, v in result.bottleneck_links[:6])
+            more = len(result.bottleneck_links) - 6
+            print(f"bottlenecks  {links}" + (f" and {more} more" if more > 0 else ""))
+    return 0 if result.valid else 1

@@ -1,0 +1,121 @@
+"""Writing output files safely: never over an input, never over a file without ``force``,
+never half-written.
+
+Every file optcoll writes goes through :func:`write_output`: the bytes go to a temporary
+file in the target's folder, which is renamed over the target only once complete (an
+interrupted run leaves the old file, or none, never a truncated one).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from optcoll.exceptions import OutputError
+
+__all__ = ["write_output", "check_output"]
+
+
+def check_output(
+    path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
+) -> Path:
+    """Refuse ``path`` as an output if it is one of ``inputs`` or exists without ``force``.
+
+    Call it before long work so that a refused output costs nothing.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "topo.json").write_text("{}")
+    2
+    >>> check_output(folder / "topo.json", force=True, inputs=[folder / "topo.json"])
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.OutputError: ... is an input of this command; choose another output file
+    """
+    target = Path(path)
+    for source in inputs:
+        source = Path(source)
+        if source.exists() and target.exists() and source.samefile(target):
+            raise OutputError(f"{target} is an input of this command; choose another output file")
+    if target.is_dir():
+        raise OutputError(f"{target} is a folder; give a file name")
+    if target.exists() and not force:
+        raise OutputError(f"{target} exists; pass --force to overwrite it")
+    return target
+
+
+def write_output(
+    path: str | Path,
+    data: str | bytes,
+    *,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
+) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    Parameters
+    ----------
+    path
+        The file to write; its folder is created if missing.
+    data
+        Text (written as UTF-8) or bytes.
+    force
+        Overwrite an existing file (never one of ``inputs``).
+    inputs
+        Files the command read: writing over any of them is refused.
+
+    Returns
+    -------
+    Path
+        The written path.
+
+    Raises
+    ------
+    OutputError
+        The target exists (without ``force``), is an input, or cannot be written (the
+        message names the file and the system's reason).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out" / "a.txt"
+    >>> write_output(target, "hello\\n").read_text()
+    'hello\\n'
+    >>> write_output(target, "again\\n")
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.OutputError: ... exists; pass --force to overwrite it
+    """
+    target = check_output(path, force=force, inputs=inputs)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+    except OSError as err:
+        raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
+        if force:
+            os.replace(temporary, target)
+        else:
+            os.link(temporary, target)  # atomic: fails if another writer got there first
+    except FileExistsError:
+        raise OutputError(
+            f"{target} appeared while writing; pass --force to overwrite it"
+        ) from None
+    except OSError as err:
+        raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return target

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import settings
+import tempfile
 
-# Hypothesis keeps no example database: test state stays out of the work tree.
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps no example database and caches nothing in the work tree: test state
+# stays out of the repository.
+set_hypothesis_home_dir(tempfile.mkdtemp(prefix="optcoll-hypothesis-"))
 settings.register_profile("optcoll", database=None)
 settings.load_profile("optcoll")

@@ -38,21 +38,13 @@ def run(args: argparse.Namespace) -> int:
     if args.schedule:
         schedule = Schedule.from_dict(read_document(args.schedule))
     if args.cut:
-        try:
-            from optcoll.bound import optimal_cut_ratio
-        except ModuleNotFoundError as err:
-            if err.name != "optcoll.bound":
-                raise
-            raise MethodError("--cut needs optcoll.bound, which this installation lacks") from None
+        from optcoll.bound import optimal_cut_ratio
+
         ax = plot.plot_cut(topology, optimal_cut_ratio(topology).bottleneck_cut)
     elif args.tree:
         if schedule is None:
-            try:
-                from optcoll.packing import pack_arborescences
-            except ModuleNotFoundError as err:
-                if err.name != "optcoll.packing":
-                    raise
-                raise MethodError("--tree without --schedule needs optcoll.packing") from None
+            from optcoll.packing import pack_arborescences
+
             schedule = pack_arborescences(topology)
         trees = [t for t in schedule.trees if t.root == args.tree]
         if not trees:

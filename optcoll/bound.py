@@ -548,11 +548,7 @@ def _brute_force_cut_ratio(topology: Topology) -> _Solved:
 
 def _lp_cut_ratio(topology: Topology) -> _Solved:
     """r* from the congestion LP (:func:`formulations.congestion.lp_cut_ratio`)."""
-    try:
-        from formulations.congestion import lp_cut_ratio
-    except ImportError as err:
-        raise MethodError(
-            f"method 'lp' is not available ({err}); use method 'combinatorial'"
-        ) from None
+    from formulations.congestion import lp_cut_ratio
+
     ratio, cut = lp_cut_ratio(topology)
     return Fraction(ratio), frozenset(cut), {}

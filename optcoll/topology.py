@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -334,8 +335,8 @@ class Topology:
 
     @cached_property
     def node(self) -> Mapping[str, Node]:
-        """Node objects by id."""
-        return {n.id: n for n in self.nodes}
+        """Node objects by id (a read-only view)."""
+        return MappingProxyType({n.id: n for n in self.nodes})
 
     def is_compute(self, node_id: str) -> bool:
         """True if ``node_id`` is a compute node."""
@@ -348,13 +349,14 @@ class Topology:
     def capacity(self) -> Mapping[tuple[str, str], Fraction]:
         """Aggregated exact bandwidth of every ordered pair with at least one link.
 
-        Keys are ``(src, dst)`` in first-declaration order; parallel links add up.
+        Keys are ``(src, dst)`` in first-declaration order; parallel links add up. The
+        mapping is a read-only view (copy it with ``dict(...)`` to edit).
         """
         cap: dict[tuple[str, str], Fraction] = {}
         for link, bw in zip(self.links, self._bandwidths, strict=True):
             for arc in link.arcs():
                 cap[arc] = cap.get(arc, Fraction(0)) + bw
-        return cap
+        return MappingProxyType(cap)
 
     @cached_property
     def latency(self) -> Mapping[tuple[str, str], Fraction]:
@@ -364,15 +366,15 @@ class Topology:
             value = Fraction(0) if link.latency is None else exact_number(link.latency, "latency")
             for arc in link.arcs():
                 lat[arc] = max(lat.get(arc, Fraction(0)), value)
-        return lat
+        return MappingProxyType(lat)
 
-    def integer_capacities(self) -> tuple[dict[tuple[str, str], int], Fraction]:
+    def integer_capacities(self) -> tuple[Mapping[tuple[str, str], int], Fraction]:
         """Capacities scaled exactly to integers with gcd 1.
 
         Returns
         -------
-        caps : dict
-            ``(src, dst) -> int`` for every pair in :attr:`capacity`.
+        caps : Mapping
+            ``(src, dst) -> int`` for every pair in :attr:`capacity` (a read-only view).
         unit : Fraction
             The bandwidth one integer unit stands for: ``capacity == caps * unit``.
 
@@ -380,17 +382,20 @@ class Topology:
         --------
         >>> t = Topology("t", [Node("a"), Node("b")],
         ...              [Link("a", "b", 12.5), Link("b", "a", 25)])
-        >>> t.integer_capacities()
+        >>> caps, unit = t.integer_capacities()
+        >>> dict(caps), unit
         ({('a', 'b'): 1, ('b', 'a'): 2}, Fraction(25, 2))
         """
         return self._integer_scaling
 
     @cached_property
-    def _integer_scaling(self) -> tuple[dict[tuple[str, str], int], Fraction]:
+    def _integer_scaling(self) -> tuple[Mapping[tuple[str, str], int], Fraction]:
         denominator = math.lcm(*(c.denominator for c in self.capacity.values()))
         scaled = {arc: int(c * denominator) for arc, c in self.capacity.items()}
         g = math.gcd(*scaled.values())
-        return {arc: v // g for arc, v in scaled.items()}, Fraction(g, denominator)
+        return MappingProxyType({arc: v // g for arc, v in scaled.items()}), Fraction(
+            g, denominator
+        )
 
     @cached_property
     def _node_bandwidths(self) -> tuple[dict[str, Fraction], dict[str, Fraction]]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optcoll import load_topology
 from optcoll.exceptions import (
     BandwidthError,
     DuplicateNodeError,
@@ -566,3 +567,12 @@ def test_any_malformed_document_raises_a_topology_error(path, value):
     except TopologyError:
         return
     assert topo.num_compute >= 2
+
+
+def test_cached_views_are_read_only():
+    topology = load_topology("dgx-a100:1")
+    caps, _ = topology.integer_capacities()
+    for view in (topology.capacity, topology.latency, topology.node, caps):
+        with pytest.raises(TypeError):
+            view[next(iter(view))] = 0  # type: ignore[index]
+    assert topology.capacity == load_topology("dgx-a100:1").capacity

@@ -13,10 +13,16 @@ here: pricing uses networkx's Edmonds implementation.
 - :mod:`formulations.tree_packing`: fractional arborescence packing by column
   generation (:func:`~formulations.tree_packing.fractional_tree_packing`).
 - :mod:`formulations.fixed_k`: the best schedule with exactly K chunks per root (MILP).
+- :mod:`formulations.multicommodity`: unicast and multicast commodities sharing
+  the links (min t); exact optimum with a length-function or duality certificate.
+- :mod:`formulations.alltoall`: the all-to-all optimum t*
+  (:func:`~formulations.alltoall.alltoall_optimum`), source-aggregated.
 - :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
 - :mod:`formulations.rational`: integer scaling and rational reconstruction.
 - :mod:`formulations.linear_system`: exact sparse Gaussian elimination (an LP
   vertex recovered from its simplex basis).
+- :mod:`formulations.exact_lp`: the exact vertex and duals of the final basis, and
+  the exact LP-duality check that proves them optimal.
 
 Examples
 --------

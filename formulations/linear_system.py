@@ -7,7 +7,8 @@ integers. :func:`solve_linear_system` solves such a system exactly with
 recovered without any rounding.
 
 Equations are sparse rows ``{unknown: coefficient}``. Elimination picks, at
-each step, a pivot that keeps the rows sparse (the row with fewest unknowns,
+each step, a pivot that keeps the rows sparse (the row with fewest unknowns, kept
+in a heap,
 then its unknown occurring in fewest remaining rows: a Markowitz-style rule),
 eliminates it from the remaining rows, and back-substitutes at the end.
 Redundant equations (``0 = 0`` after elimination) are allowed; contradictory
@@ -24,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import TypeVar
@@ -107,8 +109,12 @@ def solve_linear_system(
         if outside:
             raise ValueError(f"an equation uses {next(iter(outside))!r}, not among the unknowns")
     pivots: list[tuple[K, dict[K, Fraction], Fraction]] = []  # (unknown, row, rhs)
-    while rows:
-        i = min(rows, key=lambda r: (len(rows[r]), r))
+    queue = [(len(row), i) for i, row in rows.items()]  # (length, row), stale entries skipped
+    heapq.heapify(queue)
+    while queue:
+        length, i = heapq.heappop(queue)
+        if i not in rows or len(rows[i]) != length:
+            continue
         row = rows.pop(i)
         b = values.pop(i)
         if not row:
@@ -134,6 +140,7 @@ def solve_linear_system(
                     del other[k]
                     occurs[k].discard(j)
             values[j] -= factor * b
+            heapq.heappush(queue, (len(other), j))
         pivots.append((pivot, row, b))
     determined = {pivot for pivot, _, _ in pivots}
     for k in unknowns:

@@ -28,6 +28,9 @@ Examples
 from __future__ import annotations
 
 import enum
+import functools
+import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -139,6 +142,25 @@ class LpResult:
     report: SolverReport
 
 
+@functools.cache
+def _silence_banner() -> None:
+    """Create the process's first HiGHS instance with standard output closed.
+
+    HiGHS prints its copyright banner on standard output once per process, at the
+    first instance, whatever the options; that would corrupt ``--json`` output.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 def solve(
     problem: pulp.LpProblem,
     *,
@@ -189,6 +211,7 @@ def solve(
     >>> result.status.value, round(result.objective, 9), result.report.num_constraints
     ('optimal', 7.0, 200)
     """
+    _silence_banner()
     variables = problem.variables()
     is_mip = any(v.cat == pulp.LpInteger for v in variables)
     options: dict[str, object] = {}

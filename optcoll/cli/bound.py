@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from optcoll.cli._core import print_json
 
 NAME = "bound"
-HELP = "exact optimal allgather cut ratio r* and its bottleneck cut"
+HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="combinatorial",
         help="combinatorial (parametric max-flow, default), lp, or brute-force (<= 16 nodes)",
     )
+    parser.add_argument(
+        "--collective",
+        default="allgather",
+        choices=("allgather", "alltoall"),
+        help="allgather (default: r* and its cut) or alltoall (t* by the exact LP, its "
+        "certificate and the cut bound)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -25,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
 
     topology = load_topology(args.topo)
+    if args.collective == "alltoall":
+        return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)
     if args.json:
         print_json(result.to_dict())
@@ -39,6 +49,41 @@ def run(args: argparse.Namespace) -> int:
         ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
         ("bottleneck cut", result.describe_cut()),
         ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
+    ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+def _alltoall(topology: Any, args: argparse.Namespace) -> int:
+    from optcoll.alltoall import alltoall_bound
+    from optcoll.exceptions import MethodError
+
+    if args.method != "combinatorial":
+        raise MethodError(
+            f"--method {args.method} applies to the allgather cut ratio; the all-to-all "
+            "optimum always comes from its exact LP"
+        )
+    bound = alltoall_bound(topology)
+    data = bound.to_dict()
+    if args.json:
+        print_json(data)
+        return 0
+    unit = topology.bandwidth_unit
+    search = "all sets" if bound.cut_exhaustive else "candidate sets: a lower bound on the best cut"
+    inside = sum(1 for v in bound.cut if topology.is_compute(v))
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("all-to-all t*", f"{data['time_factor']} per {unit} (= {float(bound.time_factor):.6g})"),
+        ("algbw N/t*", f"{bound.algbw:.3f} {unit}"),
+        (
+            "certificate",
+            f"length function on {len(bound.lengths)} link{'s' * (len(bound.lengths) != 1)} "
+            f"proves {data['certificate_bound']}",
+        ),
+        ("cut bound", f"{data['cut_bound']} ({search}; S has {inside} compute nodes)"),
+        ("flow-cut gap", f"{data['flow_cut_gap']} (= {float(bound.flow_cut_gap):.4f})"),
+        ("LP", f"{data['lp_variables']} variables, {bound.seconds:.3f} s"),
     ]
     for name, text in rows:
         print(f"{name:<15} {text}")

@@ -1,0 +1,442 @@
+"""Multi-commodity flow on a capacitated network: the layer under all-to-all and process groups.
+
+Plain data in, plain data out: a list of nodes, a capacity for every arc
+``(u, v)`` (positive integers: scale them with
+:func:`formulations.rational.integer_scaling`), and a list of
+:class:`Commodity`. Nothing here knows about topologies or schedules.
+
+A **commodity** is data leaving one ``source`` for several sinks, each sink
+``d`` asking for ``demands[d]`` units. The nodes other than the source that may
+pass the commodity on are its ``relays`` (``None``: every node). Its flow may use
+arc ``(u, v)`` only if ``u`` is the source or a relay and ``v`` is a sink or a
+relay. Two kinds:
+
+* **unicast** (``copies=False``; all-to-all): the sinks want different data, so
+  the commodity is one flow ``f_k`` that leaves the source with
+  ``sum(demands)`` units and drops ``demands[d]`` at each sink
+  (conservation ``out_k(u) - in_k(u) = supply_k(u)``). Its load is ``f_k(a)``.
+* **multicast** (``copies=True``; process groups, broadcast-like): the sinks
+  want the same data and may copy it. The commodity owns a capacity
+  ``x_k(a)``; for every sink ``d`` a flow ``f_kd`` of ``demands[d]`` units goes
+  from the source to ``d`` inside it (``f_kd(a) <= x_k(a)``); the source and
+  the sinks copy, every other relay ``u`` only forwards:
+  ``sum_out x_k(u) <= sum_in x_k(u)``. Its load is ``x_k(a)``.
+
+The commodities share the arcs. **Time form** (default): minimise ``t`` with
+``sum_k load_k(a) <= t * c(a)`` for every arc; ``t`` is the time, in units of
+data over capacity, for every commodity to be delivered at once. **Rate form**:
+the same LP after ``lam = 1 / t``: maximise ``lam`` with every demand scaled
+by ``lam`` and ``sum_k load_k(a) <= c(a)``.
+
+Names in the model: ``t`` or ``lam``; ``f_K_A`` (unicast flow or multicast
+capacity of commodity ``K`` on arc number ``A``), ``g_K_D_A`` (multicast flow to
+the commodity's sink number ``D``); rows ``node_K_I`` (conservation of a unicast
+commodity at node number ``I``), ``node_K_D_I`` (of a multicast sink flow),
+``share_K_D_A``, ``relay_K_I`` and ``cap_A``.
+
+The **certificate** of a unicast optimum is a length function: for lengths
+``l >= 0`` on the arcs, every routing loads the arcs with total length at least
+``sum_k sum_d demands_k[d] * dist_l^k(source_k, d)`` (each unit travels a path
+at least as long as the shortest usable one), and at most ``t * sum_a c(a) l(a)``,
+so
+
+    t >= sum_k sum_d demands_k[d] * dist_l^k(source_k, d) / sum_a c(a) l(a)
+
+for every ``l`` (:func:`length_bound`); at the optimum the capacity rows' duals
+attain it (LP duality). A multicast optimum is proved by the general exact
+duality check :func:`formulations.exact_lp.check_optimality`.
+
+Examples
+--------
+Two commodities crossing one arc of capacity 1 each way on a 3-node line:
+
+>>> caps = {("a", "b"): 1, ("b", "a"): 1, ("b", "c"): 1, ("c", "b"): 1}
+>>> ks = [Commodity("a", {"c": 1}), Commodity("c", {"a": 1, "b": 1})]
+>>> result = solve_multicommodity(["a", "b", "c"], caps, ks)
+>>> result.time, result.lengths_bound
+(Fraction(2, 1), Fraction(2, 1))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import networkx as nx
+import pulp
+
+from formulations.exact_lp import basis_duals, basis_vertex, check_optimality
+from formulations.solve import SolverReport, solve
+from optcoll.exceptions import MethodError, ReconstructionError
+
+__all__ = [
+    "Commodity",
+    "FORMS",
+    "build_multicommodity",
+    "MulticommodityResult",
+    "solve_multicommodity",
+    "length_bound",
+    "routing_time",
+]
+
+Arc = tuple[str, str]
+
+#: The two equivalent forms of the model.
+FORMS = ("time", "rate")
+
+
+@dataclass(frozen=True)
+class Commodity:
+    """Data from ``source`` to the sinks in ``demands`` (sink -> positive units).
+
+    ``copies``: the sinks want the same data and copy it (multicast) rather than
+    each its own (unicast). ``relays``: the nodes besides the source that may
+    send the commodity on (``None``: all of them).
+    """
+
+    source: str
+    demands: Mapping[str, int]
+    copies: bool = False
+    relays: frozenset[str] | None = None
+
+    def usable(self, arc: Arc) -> bool:
+        """Whether the commodity may travel on ``arc``."""
+        u, v = arc
+        if v == self.source:
+            return False
+        if self.relays is None:
+            return True
+        return (u == self.source or u in self.relays) and (v in self.demands or v in self.relays)
+
+
+def _check(
+    nodes: Sequence[str], capacity: Mapping[Arc, int], commodities: Sequence[Commodity]
+) -> None:
+    known = set(nodes)
+    for arc, c in capacity.items():
+        if arc[0] not in known or arc[1] not in known:
+            raise MethodError(f"arc {arc!r} joins a node outside the node list")
+        if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
+            raise MethodError(
+                f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
+            )
+    if not commodities:
+        raise MethodError("no commodities: nothing to route")
+    for k, commodity in enumerate(commodities):
+        if commodity.source not in known:
+            raise MethodError(f"commodity {k}: source {commodity.source!r} is not a node")
+        if not commodity.demands:
+            raise MethodError(f"commodity {k} (source {commodity.source!r}) has no sinks")
+        for sink, amount in commodity.demands.items():
+            if sink not in known or sink == commodity.source:
+                raise MethodError(
+                    f"commodity {k}: sink {sink!r} is not a node other than the source"
+                )
+            if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+                raise MethodError(f"commodity {k}: demand of {sink!r} must be a positive integer")
+
+
+def build_multicommodity(
+    nodes: Sequence[str],
+    capacity: Mapping[Arc, int],
+    commodities: Sequence[Commodity],
+    form: str = "time",
+) -> pulp.LpProblem:
+    """The multi-commodity LP (no side effects; nothing is solved).
+
+    Arcs are numbered in the order of ``capacity``, nodes in the order of
+    ``nodes``, commodities and their sinks in the order given.
+
+    Raises
+    ------
+    MethodError
+        For an unknown ``form``, an arc or commodity naming an unknown node, a
+        non-integer capacity or demand, or a commodity without sinks.
+
+    Examples
+    --------
+    >>> caps = {("a", "b"): 2, ("b", "a"): 2}
+    >>> model = build_multicommodity(["a", "b"], caps, [Commodity("a", {"b": 1})])
+    >>> sorted(v.name for v in model.variables()), sorted(c.name for c in model.constraints())
+    (['f_0_0', 't'], ['cap_0', 'node_0_0', 'node_0_1'])
+    """
+    if form not in FORMS:
+        raise MethodError(
+            f"unknown multi-commodity LP form {form!r}; valid forms are {list(FORMS)}"
+        )
+    _check(nodes, capacity, commodities)
+    timed = form == "time"
+    problem = pulp.LpProblem(
+        f"multicommodity_{form}", pulp.LpMinimize if timed else pulp.LpMaximize
+    )
+    scale = problem.add_variable("t" if timed else "lam", lowBound=0)
+    problem.setObjective(pulp.LpAffineExpression([(scale, 1.0)]))
+    arcs = list(capacity)
+    index = {u: i for i, u in enumerate(nodes)}
+    load: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in arcs]
+
+    def conserve(name: str, flows: dict[int, pulp.LpVariable], supply: Mapping[str, int]) -> None:
+        terms: dict[str, list[tuple[pulp.LpVariable, float]]] = {}
+        for a, f in flows.items():
+            u, v = arcs[a]
+            terms.setdefault(u, []).append((f, 1.0))
+            terms.setdefault(v, []).append((f, -1.0))
+        for u in nodes:
+            row = terms.get(u, [])
+            b = supply.get(u, 0)
+            if not row and not b:
+                continue
+            if not timed and b:
+                row = [*row, (scale, -float(b))]
+            problem.addConstraint(
+                pulp.LpConstraint(
+                    pulp.LpAffineExpression(row),
+                    pulp.LpConstraintEQ,
+                    rhs=float(b) if timed else 0.0,
+                ),
+                f"{name}_{index[u]}",
+            )
+
+    for k, commodity in enumerate(commodities):
+        usable = [a for a, arc in enumerate(arcs) if commodity.usable(arc)]
+        own = {a: problem.add_variable(f"f_{k}_{a}", lowBound=0) for a in usable}
+        for a, f in own.items():
+            load[a].append((f, 1.0))
+        if not commodity.copies:
+            supply = {sink: -d for sink, d in commodity.demands.items()}
+            supply[commodity.source] = sum(commodity.demands.values())
+            conserve(f"node_{k}", own, supply)
+            continue
+        for d, (sink, amount) in enumerate(commodity.demands.items()):
+            flows = {a: problem.add_variable(f"g_{k}_{d}_{a}", lowBound=0) for a in usable}
+            conserve(f"node_{k}_{d}", flows, {commodity.source: amount, sink: -amount})
+            for a, f in flows.items():
+                problem.addConstraint(
+                    pulp.LpConstraint(
+                        pulp.LpAffineExpression([(f, 1.0), (own[a], -1.0)]),
+                        pulp.LpConstraintLE,
+                        rhs=0.0,
+                    ),
+                    f"share_{k}_{d}_{a}",
+                )
+        members = {commodity.source, *commodity.demands}
+        balance: dict[str, list[tuple[pulp.LpVariable, float]]] = {}
+        for a, x in own.items():
+            u, v = arcs[a]
+            if u not in members:
+                balance.setdefault(u, []).append((x, 1.0))
+            if v not in members:
+                balance.setdefault(v, []).append((x, -1.0))
+        for u in nodes:
+            if u in balance:
+                problem.addConstraint(
+                    pulp.LpConstraint(
+                        pulp.LpAffineExpression(balance[u]), pulp.LpConstraintLE, rhs=0.0
+                    ),
+                    f"relay_{k}_{index[u]}",
+                )
+    for a, arc in enumerate(arcs):
+        row = load[a] if not timed else [*load[a], (scale, -float(capacity[arc]))]
+        if not load[a]:
+            continue
+        problem.addConstraint(
+            pulp.LpConstraint(
+                pulp.LpAffineExpression(row),
+                pulp.LpConstraintLE,
+                rhs=0.0 if timed else float(capacity[arc]),
+            ),
+            f"cap_{a}",
+        )
+    return problem
+
+
+@dataclass(frozen=True)
+class MulticommodityResult:
+    """A solved multi-commodity LP, exact and proved optimal.
+
+    ``time`` is the exact optimum t (for the rate form, ``1 / lam``);
+    ``loads[k]`` commodity ``k``'s exact load on each arc it uses (its flow, or
+    its multicast capacity), scaled to the time form (all demands met at once,
+    ``sum_k loads[k][a] <= time * c(a)``); ``flows[k][d]`` a multicast
+    commodity's exact flow to its sink number ``d`` (empty for unicast);
+    ``lengths`` the exact length function from the capacity rows' duals,
+    normalised to ``sum_a c(a) l(a) = 1``, and ``lengths_bound`` its
+    :func:`length_bound` (equal to ``time`` when every commodity is unicast;
+    ``None`` otherwise, where :func:`~formulations.exact_lp.check_optimality`
+    is the proof). ``lp_time`` is HiGHS's float optimum.
+    """
+
+    time: Fraction
+    loads: tuple[dict[Arc, Fraction], ...]
+    flows: tuple[tuple[dict[Arc, Fraction], ...], ...]
+    lengths: dict[Arc, Fraction]
+    lengths_bound: Fraction | None
+    lp_time: float
+    form: str
+    report: SolverReport
+
+
+def solve_multicommodity(
+    nodes: Sequence[str],
+    capacity: Mapping[Arc, int],
+    commodities: Sequence[Commodity],
+    *,
+    form: str = "time",
+    time_limit: float | None = None,
+) -> MulticommodityResult:
+    """Solve the multi-commodity LP and prove its optimum exactly.
+
+    The vertex and the duals of HiGHS's final basis are recovered exactly
+    (:mod:`formulations.exact_lp`), checked by exact LP duality, and the primal
+    routing is checked once more on its own (:func:`routing_time`); for unicast
+    commodities the duals' length function must give the same value
+    (:func:`length_bound`).
+
+    Raises
+    ------
+    MethodError
+        Bad data (see :func:`build_multicommodity`).
+    InfeasibleModelError
+        Some sink cannot be reached from its source through the allowed relays.
+    ReconstructionError
+        The exact vertex or duals could not be recovered, or fail a check.
+
+    Examples
+    --------
+    A multicast: the source sends once and both sinks copy from a relay that forwards:
+
+    >>> caps = {("s", "r"): 1, ("r", "a"): 1, ("r", "b"): 1, ("a", "s"): 1, ("b", "s"): 1}
+    >>> k = Commodity("s", {"a": 1, "b": 1}, copies=True)
+    >>> solve_multicommodity(["s", "r", "a", "b"], caps, [k]).time
+    Fraction(2, 1)
+    >>> k = Commodity("s", {"a": 1, "b": 1}, copies=True, relays=frozenset({"a"}))
+    >>> caps[("s", "a")] = 1; caps[("a", "b")] = 1
+    >>> solve_multicommodity(["s", "r", "a", "b"], caps, [k]).time
+    Fraction(1, 1)
+    """
+    start = time.perf_counter()
+    problem = build_multicommodity(nodes, capacity, commodities, form)
+    built = time.perf_counter() - start
+    result = solve(problem, time_limit=time_limit, build_seconds=built)
+    where = f"multi-commodity LP ({form} form, {len(commodities)} commodities)"
+    primal = basis_vertex(problem)
+    if isinstance(primal, str):
+        raise ReconstructionError(f"{where}: the exact vertex was not recovered: {primal}")
+    dual = basis_duals(problem)
+    if isinstance(dual, str):
+        raise ReconstructionError(f"{where}: the exact duals were not recovered: {dual}")
+    failure = check_optimality(problem, primal, dual)
+    if failure is not None:
+        raise ReconstructionError(f"{where}: the exact basis solution is not optimal: {failure}")
+    timed = form == "time"
+    value = primal["t" if timed else "lam"]
+    if value <= 0:
+        raise ReconstructionError(f"{where}: the exact optimum {value} is not positive")
+    t = value if timed else 1 / value
+    scale = Fraction(1) if timed else t  # rate-form flows carry lam per unit of demand
+    arcs = list(capacity)
+    loads = tuple(
+        {
+            arcs[a]: primal[f"f_{k}_{a}"] * scale
+            for a in range(len(arcs))
+            if primal.get(f"f_{k}_{a}", Fraction(0)) != 0
+        }
+        for k in range(len(commodities))
+    )
+    flows = tuple(
+        tuple(
+            {
+                arcs[a]: primal[f"g_{k}_{d}_{a}"] * scale
+                for a in range(len(arcs))
+                if primal.get(f"g_{k}_{d}_{a}", Fraction(0)) != 0
+            }
+            for d in range(len(commodity.demands))
+        )
+        if commodity.copies
+        else ()
+        for k, commodity in enumerate(commodities)
+    )
+    raw = {arcs[a]: abs(dual.get(f"cap_{a}", Fraction(0))) for a in range(len(arcs))}
+    norm = sum(capacity[arc] * length for arc, length in raw.items())
+    if norm <= 0:
+        raise ReconstructionError(f"{where}: the capacity rows' duals are all zero")
+    lengths = {arc: length / norm for arc, length in raw.items() if length}
+    routed = routing_time(capacity, [load for load, k in zip(loads, commodities, strict=True)])
+    if routed > t:
+        raise ReconstructionError(f"{where}: the exact routing needs time {routed} > optimum {t}")
+    bound = None
+    if not any(k.copies for k in commodities):
+        bound = length_bound(nodes, capacity, commodities, lengths)
+        if bound != t:
+            raise ReconstructionError(
+                f"{where}: the duals' length function proves {bound}, not the optimum {t}"
+            )
+    return MulticommodityResult(
+        t, loads, flows, lengths, bound, result.objective, form, result.report
+    )
+
+
+def routing_time(capacity: Mapping[Arc, int], loads: Sequence[Mapping[Arc, Fraction]]) -> Fraction:
+    """``max_a sum_k loads[k][a] / c(a)``: the time a routing with these loads needs, exactly.
+
+    Examples
+    --------
+    >>> routing_time({("a", "b"): 2}, [{("a", "b"): Fraction(3)}, {("a", "b"): Fraction(1)}])
+    Fraction(2, 1)
+    """
+    total: dict[Arc, Fraction] = {}
+    for load in loads:
+        for arc, x in load.items():
+            total[arc] = total.get(arc, Fraction(0)) + x
+    return max((x / capacity[arc] for arc, x in total.items()), default=Fraction(0))
+
+
+def length_bound(
+    nodes: Sequence[str],
+    capacity: Mapping[Arc, int],
+    commodities: Sequence[Commodity],
+    lengths: Mapping[Arc, Fraction],
+) -> Fraction:
+    """The lower bound on the time of the unicast ``commodities`` that ``lengths`` proves.
+
+    ``sum_k sum_d demands_k[d] * dist(source_k, d) / sum_a c(a) l(a)``, with
+    shortest distances under ``lengths`` (missing arcs have length 0) over the
+    arcs each commodity may use; exact (networkx's Dijkstra on Fractions).
+
+    Raises
+    ------
+    MethodError
+        If a commodity copies (this bound is for unicast), all lengths are zero,
+        a length is negative, or a sink is unreachable.
+
+    Examples
+    --------
+    >>> caps = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}
+    >>> ks = [Commodity(u, {v: 1 for v in "abc" if v != u}) for u in "abc"]
+    >>> length_bound("abc", caps, ks, {arc: Fraction(1) for arc in caps})
+    Fraction(3, 1)
+    """
+    if any(k.copies for k in commodities):
+        raise MethodError("the length bound holds for unicast commodities only")
+    if any(length < 0 for length in lengths.values()):
+        raise MethodError("lengths must be nonnegative")
+    norm = sum(capacity[arc] * lengths.get(arc, Fraction(0)) for arc in capacity)
+    if norm <= 0:
+        raise MethodError("the lengths are zero on every arc: they prove nothing")
+    total = Fraction(0)
+    for commodity in commodities:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(nodes)
+        graph.add_weighted_edges_from(
+            (u, v, lengths.get((u, v), Fraction(0)))
+            for u, v in capacity
+            if commodity.usable((u, v))
+        )
+        dist = nx.single_source_dijkstra_path_length(graph, commodity.source)
+        for sink, amount in commodity.demands.items():
+            if sink not in dist:
+                raise MethodError(f"sink {sink!r} cannot be reached from {commodity.source!r}")
+            total += amount * Fraction(dist[sink])
+    return total / norm

@@ -36,7 +36,7 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -212,7 +212,7 @@ def lp_cut_ratio(
 
 
 def _best_dual_cut(
-    topology: Topology, caps: dict[tuple[str, str], int], result: LpResult
+    topology: Topology, caps: Mapping[tuple[str, str], int], result: LpResult
 ) -> tuple[int, int, frozenset[str]]:
     """The level set of the sinks' dual potentials with the largest exact cut ratio.
 

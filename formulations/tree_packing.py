@@ -450,7 +450,7 @@ def _normalised(
     for (root, arcs), w in zip(columns, weights, strict=True):
         if w > 0:
             by_root[root].append([arcs, w])
-    packing = []
+    packing: list[tuple[str, tuple[Arc, ...], Fraction]] = []
     for root in nodes:
         trees = by_root[root]
         assert trees, f"root {root!r} lost all its trees in rounding"

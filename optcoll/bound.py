@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from optcoll.exceptions import MethodError, SolveError
-from optcoll.maxflow import FlowNetwork
+from optcoll.maxflow import FlowNetwork, IntVector
 from optcoll.topology import Topology
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
@@ -331,128 +331,168 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     Measured: 128 max-flows for dgx-a100:128 (1024 GPUs), 40 for mi250:8.
     """
     caps, unit = topology.integer_capacities()
-    ids = topology.node_ids
-    index = {v: i for i, v in enumerate(ids)}
-    n = len(ids)
-    source = n
-    compute = [index[v] for v in topology.compute_nodes]
-    num_compute = len(compute)
-    is_compute = [topology.node[v].is_compute for v in ids]
-    link_tails = np.array([index[u] for u, _ in caps], dtype=np.int64)
-    link_heads = np.array([index[v] for _, v in caps], dtype=np.int64)
-    link_caps = list(caps.values())
-    in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for (u, v), c in caps.items():
-        in_arcs[index[v]].append((index[u], c))
-        out_arcs[index[u]].append((index[v], c))
-    tails = np.concatenate([link_tails, np.full(num_compute, source)])
-    heads = np.concatenate([link_heads, np.array(compute, dtype=np.int64)])
-
     best, best_cut = _starting_cut(topology, caps)
-    p, q = best.numerator, best.denominator
-    # p <= N and q <= sum(link_caps), so every capacity and sum stays below this bound
-    fits = num_compute * sum(link_caps) * (len(tails) + 1) < 2**62
-    link_caps_np = np.array(link_caps, dtype=np.int64) if fits else None
-    merged = [False] * n  # compute nodes merged into the source
-    merged_in = [0] * n  # capacity (unscaled) entering each node from merged nodes
-    network: FlowNetwork | None = None
-    built_for: tuple[int, int, int] | None = None
-    max_flows = skipped = improvements = 0
+    search = _ParametricSearch(topology, caps, best)
+    while (sink := search.next_sink()) is not None:
+        while (side := search.violated_cut(sink)) is not None:
+            best_cut = search.improve(side)
+        search.merge(sink)
+    stats = {
+        "max_flows": search.max_flows,
+        "sinks_passed_locally": search.passed_locally,
+        "improvements": search.improvements,
+    }
+    return Fraction(search.p, search.q) / unit, best_cut, stats
 
-    def local_flow(t: int) -> int:
+
+class _ParametricSearch:
+    """State of the pass over the sinks in :func:`_combinatorial_cut_ratio`.
+
+    Nodes are numbered in declaration order and the super source is node ``n``;
+    the candidate ratio is ``p/q`` in integer-capacity units. Compute nodes are
+    *merged* into the source once certified (their source arc grows from ``q``
+    to ``N*q``).
+    """
+
+    def __init__(
+        self, topology: Topology, caps: Mapping[tuple[str, str], int], start: Fraction
+    ) -> None:
+        self.ids = topology.node_ids
+        index = {v: i for i, v in enumerate(self.ids)}
+        self.n = n = len(self.ids)
+        self.compute = [index[v] for v in topology.compute_nodes]
+        self.is_compute = [topology.node[v].is_compute for v in self.ids]
+        self.link_tails = np.array([index[u] for u, _ in caps], dtype=np.int64)
+        self.link_heads = np.array([index[v] for _, v in caps], dtype=np.int64)
+        self.link_caps = list(caps.values())
+        self.in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for (u, v), c in caps.items():
+            self.in_arcs[index[v]].append((index[u], c))
+            self.out_arcs[index[u]].append((index[v], c))
+        num_compute = len(self.compute)
+        self.tails = np.concatenate([self.link_tails, np.full(num_compute, n)])
+        self.heads = np.concatenate([self.link_heads, np.array(self.compute, dtype=np.int64)])
+        self.p, self.q = start.numerator, start.denominator
+        # p <= N and q <= sum(link_caps), so every capacity and sum stays below this bound
+        fits = num_compute * sum(self.link_caps) * (len(self.tails) + 1) < 2**62
+        self.link_caps_np = np.array(self.link_caps, dtype=np.int64) if fits else None
+        self.merged = [False] * n
+        self.merged_in = [0] * n  # capacity (unscaled) entering each node from merged nodes
+        self.network: FlowNetwork | None = None
+        self.built_for: tuple[int, int, int] | None = None
+        # Sink order (any order is correct): first every sink the local paths
+        # certify, then, for a max-flow, a sink with no arc from a merged node (so
+        # that its neighbours are likely to pass locally later), else the next one.
+        self.dirty: deque[int] = deque()  # sinks whose local paths gained capacity
+        self.in_dirty = [False] * n
+        self.adjacent = [False] * n  # some arc enters it from a merged node
+        self.fresh = self.rest = 0  # scan positions in `compute` for the two kinds of sink
+        self.max_flows = self.passed_locally = self.improvements = 0
+
+    def requirement(self) -> int:
+        """``N*q``: the flow every sink needs for the candidate ``p/q`` to be >= r*."""
+        return len(self.compute) * self.q
+
+    def local_flow(self, t: int) -> int:
         """A lower bound on every cut holding s and the merged nodes but not ``t``."""
+        p, q = self.p, self.q
         value = q
-        for w, c in in_arcs[t]:
-            if merged[w]:
+        for w, c in self.in_arcs[t]:
+            if self.merged[w]:
                 value += p * c
             else:
-                value += min(p * c, p * merged_in[w] + (q if is_compute[w] else 0))
+                value += min(p * c, p * self.merged_in[w] + (q if self.is_compute[w] else 0))
         return value
 
-    # Sink order (any order is correct): first every sink the local paths
-    # certify, then, for a max-flow, a sink with no arc from a merged node (so
-    # that its neighbours are likely to pass locally later), else the next one.
-    dirty: deque[int] = deque()  # sinks whose local paths gained capacity
-    in_dirty = [False] * n
-    adjacent = [False] * n  # some arc enters it from a merged node
-    fresh = rest = 0  # scan positions in `compute` for the two kinds of max-flow sink
-
-    def mark_dirty(v: int) -> None:
-        if is_compute[v] and not merged[v] and not in_dirty[v]:
-            in_dirty[v] = True
-            dirty.append(v)
-
-    def merge(x: int) -> None:
-        merged[x] = True
-        for w, c in out_arcs[x]:
-            merged_in[w] += c
-            adjacent[w] = True
-            mark_dirty(w)
+    def merge(self, x: int) -> None:
+        """Merge the certified sink ``x`` into the source and queue whom it may certify."""
+        self.merged[x] = True
+        for w, c in self.out_arcs[x]:
+            self.merged_in[w] += c
+            self.adjacent[w] = True
+            self._mark_dirty(w)
             # a hub's many out-neighbours are not queued (that would cost
             # O(N^2) on a star); they get the local check when picked as sinks
-            if len(out_arcs[w]) <= _HUB_DEGREE:
-                for v, _ in out_arcs[w]:
-                    mark_dirty(v)
+            if len(self.out_arcs[w]) <= _HUB_DEGREE:
+                for v, _ in self.out_arcs[w]:
+                    self._mark_dirty(v)
 
-    for _ in range(num_compute):
-        while dirty:
-            v = dirty.popleft()
-            in_dirty[v] = False
-            if not merged[v] and local_flow(v) >= num_compute * q:
-                skipped += 1
-                merge(v)
-        while fresh < num_compute and (merged[compute[fresh]] or adjacent[compute[fresh]]):
-            fresh += 1
-        while rest < num_compute and merged[compute[rest]]:
-            rest += 1
-        if rest == num_compute:
-            break
-        sink = compute[fresh] if fresh < num_compute else compute[rest]
-        if local_flow(sink) >= num_compute * q:
-            skipped += 1
-            merge(sink)
-            continue
+    def _mark_dirty(self, v: int) -> None:
+        if self.is_compute[v] and not self.merged[v] and not self.in_dirty[v]:
+            self.in_dirty[v] = True
+            self.dirty.append(v)
+
+    def next_sink(self) -> int | None:
+        """Merge every sink the local certificate passes; the next sink needing a
+        max-flow, or None when every sink is merged."""
+        compute, num_compute = self.compute, len(self.compute)
         while True:
-            if built_for != (p, q, sink):
-                merged_sources = [merged[c] for c in compute]
-                if link_caps_np is not None:
-                    source_caps = np.where(merged_sources, num_compute * q, q)
-                    capacities: Any = np.concatenate([p * link_caps_np, source_caps])
-                else:
-                    capacities = [p * c for c in link_caps]
-                    capacities += [num_compute * q if m else q for m in merged_sources]
-                if network is None:
-                    network = FlowNetwork(n + 1, tails, heads, capacities)
-                else:
-                    network = network.with_capacities(capacities)
-                built_for = (p, q, sink)
-            flow = network.max_flow(source, sink)
-            max_flows += 1
-            if flow.value >= num_compute * q:
-                break
-            side = flow.source_side[:n]
-            leaving = side[link_tails] & ~side[link_heads]
-            cut_compute = sum(1 for c in compute if side[c])
-            if link_caps_np is not None:
-                cut_bandwidth = int(link_caps_np[leaving].sum())
+            while self.dirty:
+                v = self.dirty.popleft()
+                self.in_dirty[v] = False
+                if not self.merged[v] and self.local_flow(v) >= self.requirement():
+                    self.passed_locally += 1
+                    self.merge(v)
+            merged, adjacent = self.merged, self.adjacent
+            while self.fresh < num_compute and (
+                merged[compute[self.fresh]] or adjacent[compute[self.fresh]]
+            ):
+                self.fresh += 1
+            while self.rest < num_compute and merged[compute[self.rest]]:
+                self.rest += 1
+            if self.rest == num_compute:
+                return None
+            sink = compute[self.fresh] if self.fresh < num_compute else compute[self.rest]
+            if self.local_flow(sink) < self.requirement():
+                return sink
+            self.passed_locally += 1
+            self.merge(sink)
+
+    def violated_cut(self, sink: int) -> np.ndarray | None:
+        """The source side of a cut to ``sink`` below ``N*q`` (a cut with ratio
+        ``> p/q``), or None when the max-flow certifies the sink."""
+        p, q, n = self.p, self.q, self.n
+        num_compute = len(self.compute)
+        if self.network is None or self.built_for != (p, q, sink):
+            merged_sources = [self.merged[c] for c in self.compute]
+            capacities: IntVector
+            if self.link_caps_np is not None:
+                source_caps = np.where(merged_sources, num_compute * q, q)
+                capacities = np.concatenate([p * self.link_caps_np, source_caps])
             else:
-                cut_bandwidth = sum(
-                    c for c, x in zip(link_caps, leaving.tolist(), strict=True) if x
-                )
-            improved = Fraction(cut_compute, cut_bandwidth)
-            assert improved > Fraction(p, q), "a violated cut must beat the candidate"
-            p, q = improved.numerator, improved.denominator
-            best_cut = frozenset(ids[j] for j in np.flatnonzero(side).tolist())
-            improvements += 1
-        merge(sink)
-    assert all(merged[c] for c in compute), "every sink is certified"
-    stats = {"max_flows": max_flows, "sinks_passed_locally": skipped, "improvements": improvements}
-    return Fraction(p, q) / unit, best_cut, stats
+                capacities = [p * c for c in self.link_caps]
+                capacities += [num_compute * q if m else q for m in merged_sources]
+            if self.network is None:
+                self.network = FlowNetwork(n + 1, self.tails, self.heads, capacities)
+            else:
+                self.network = self.network.with_capacities(capacities)
+            self.built_for = (p, q, sink)
+        flow = self.network.max_flow(n, sink)
+        self.max_flows += 1
+        if flow.value >= self.requirement():
+            return None
+        return flow.source_side[:n]
+
+    def improve(self, side: np.ndarray) -> frozenset[str]:
+        """Make the violated cut ``side`` the candidate (Dinkelbach's step); its node set."""
+        leaving = side[self.link_tails] & ~side[self.link_heads]
+        cut_compute = sum(1 for c in self.compute if side[c])
+        if self.link_caps_np is not None:
+            cut_bandwidth = int(self.link_caps_np[leaving].sum())
+        else:
+            cut_bandwidth = sum(
+                c for c, x in zip(self.link_caps, leaving.tolist(), strict=True) if x
+            )
+        improved = Fraction(cut_compute, cut_bandwidth)
+        assert improved > Fraction(self.p, self.q), "a violated cut must beat the candidate"
+        self.p, self.q = improved.numerator, improved.denominator
+        self.improvements += 1
+        return frozenset(self.ids[j] for j in np.flatnonzero(side).tolist())
 
 
 def _starting_cut(
-    topology: Topology, caps: dict[tuple[str, str], int]
+    topology: Topology, caps: Mapping[tuple[str, str], int]
 ) -> tuple[Fraction, frozenset[str]]:
     """The best (in integer units) of a few cheap cuts, a lower bound on r*.
 

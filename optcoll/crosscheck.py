@@ -199,7 +199,7 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
 
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
     result = verify_schedule(topology, schedule)
-    if not result.valid:
+    if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
     return result.time_factor, None, f"k = {k}, {len(schedule.trees)} trees, verified"
@@ -278,9 +278,8 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
         except (OptCollError, _Failed) as err:
             value, cut, detail = None, None, f"failed: {err}"
         seconds = time.perf_counter() - start
-        if cut is not None:
-            cut = tuple(v for v in topology.node_ids if v in cut)
-        results.append(MethodResult(name, kind, value, seconds, cut, detail))
+        ordered = None if cut is None else tuple(v for v in topology.node_ids if v in cut)
+        results.append(MethodResult(name, kind, value, seconds, ordered, detail))
     reference = results[0].value if results else None
     agree = reference is not None and all(r.value == reference for r in results)
     disagreement = None if agree else _explain(topology, results)
@@ -291,10 +290,14 @@ def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:
     failed = [r for r in results if r.value is None]
     if failed:
         return f"{failed[0].method} {failed[0].detail}"
+    values = {r.method: r.value for r in results if r.value is not None}
     first = results[0]
     other = next(r for r in results if r.value != first.value)
-    low, high = sorted((first, other), key=lambda r: r.value)
-    text = f"{first.method} gives {_short(first.value)}, {other.method} gives {_short(other.value)}"
+    low, high = sorted((first, other), key=lambda r: values[r.method])
+    text = (
+        f"{first.method} gives {_short(values[first.method])}, "
+        f"{other.method} gives {_short(values[other.method])}"
+    )
     cuts = [r.cut for r in results if r.cut is not None]
     if not cuts:
         return text + "; no method produced a cut"
@@ -307,9 +310,9 @@ def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:
         f"the cut S = {named} ({compute} compute nodes, B+(S) = "
         f"{_text(topology.cut_bandwidth(best))}) has exact ratio {_text(ratio)}"
     )
-    if ratio > low.value:
-        return f"{text}; {where} > {_short(low.value)}, refuting {low.method}"
-    return f"{text}; {where}, and no cut supports {high.method}'s {_short(high.value)}"
+    if ratio > values[low.method]:
+        return f"{text}; {where} > {_short(values[low.method])}, refuting {low.method}"
+    return f"{text}; {where}, and no cut supports {high.method}'s {_short(values[high.method])}"
 
 
 def _cut_ratio(topology: Topology, side: Sequence[str]) -> Fraction:

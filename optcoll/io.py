@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -45,8 +45,12 @@ _YAML_SUFFIXES = {".yaml", ".yml"}
 
 # libyaml's parser and emitter when PyYAML was built with them (about 10x faster,
 # same documents and same output), else the pure-Python ones.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+if TYPE_CHECKING:  # the C classes offer the same interface
+    _SafeLoader = yaml.SafeLoader
+    _SafeDumper = yaml.SafeDumper
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 #: File suffixes :func:`save_topology` writes (and :func:`load_topology` reads).
 TOPOLOGY_SUFFIXES = (".json", ".yaml", ".yml")
@@ -197,6 +201,8 @@ def _line_of(path: Path, location: tuple[str | int, ...]) -> int | None:
     try:
         node = yaml.compose(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return None
+    if node is None:  # an empty document
         return None
     last = len(location) - 1
     for depth, step in enumerate(location):

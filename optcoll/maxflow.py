@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 from scipy.sparse import csr_array
@@ -58,6 +58,9 @@ __all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "max_flow", "ENGINES"]
 
 #: Engine names accepted by :class:`FlowNetwork`.
 ENGINES = ("auto", "scipy", "python")
+
+#: Node indices or capacities: a sequence of Python ints or a numpy integer array.
+IntVector: TypeAlias = "Sequence[int] | np.ndarray"
 
 _INT32_MAX = 2**31 - 1
 _INT64_LIMIT = 2**63
@@ -140,7 +143,7 @@ def _as_int(value: Any, what: str) -> int:
 class _Arcs:
     """The capacity-independent structure of a flow network (built with numpy)."""
 
-    def __init__(self, n: int, tails: Sequence[int], heads: Sequence[int]) -> None:
+    def __init__(self, n: int, tails: IntVector, heads: IntVector) -> None:
         t = _node_array(tails, "tail", n)
         h = _node_array(heads, "head", n)
         if len(t) != len(h):
@@ -186,8 +189,9 @@ class _Arcs:
         return list(zip(self.rows.tolist(), self.cols.tolist(), strict=True))
 
 
-def _node_array(values: Sequence[int], what: str, n: int) -> np.ndarray:
+def _node_array(values: IntVector, what: str, n: int) -> np.ndarray:
     """Arc end points as an int64 array; a non-integer entry is named by its arc."""
+    listed: IntVector
     if isinstance(values, np.ndarray):
         array = listed = values
     else:
@@ -243,9 +247,9 @@ class FlowNetwork:
     def __init__(
         self,
         num_nodes: int,
-        tails: Sequence[int],
-        heads: Sequence[int],
-        capacities: Sequence[int],
+        tails: IntVector,
+        heads: IntVector,
+        capacities: IntVector,
         *,
         engine: str = "auto",
     ) -> None:
@@ -254,7 +258,7 @@ class FlowNetwork:
             raise SolveError(f"a flow network needs at least one node, got num_nodes={n}")
         self._init(_Arcs(n, tails, heads), capacities, engine)
 
-    def _init(self, arcs: _Arcs, capacities: Sequence[int], engine: str) -> None:
+    def _init(self, arcs: _Arcs, capacities: IntVector, engine: str) -> None:
         if engine not in ENGINES:
             raise SolveError(f"unknown max-flow engine {engine!r}; valid engines are {ENGINES}")
         self.num_nodes = arcs.n
@@ -263,6 +267,7 @@ class FlowNetwork:
         self._arc_cap = _capacity_vector(capacities, arcs)
         if isinstance(self._arc_cap, np.ndarray):
             valid = arcs.arc_pair >= 0
+            pair_cap: np.ndarray | list[int]
             if arcs.simple:
                 pair_cap = np.empty(arcs.num_pairs, dtype=np.int64)
                 pair_cap[arcs.arc_pair] = self._arc_cap
@@ -273,7 +278,7 @@ class FlowNetwork:
             both = pair_cap + np.where(arcs.reverse >= 0, pair_cap[arcs.reverse], 0)
             self._int32_ok = bool(both.max(initial=0) <= _INT32_MAX)
         else:
-            pair_cap = [0] * arcs.num_pairs
+            pair_cap = [0] * arcs.num_pairs  # Python ints: sums may exceed int64
             for j, c in zip(arcs.arc_pair.tolist(), self._arc_cap, strict=True):
                 if j >= 0:
                     pair_cap[j] += c
@@ -349,7 +354,7 @@ class FlowNetwork:
             search.merge(t)
         return None
 
-    def with_capacities(self, capacities: Sequence[int]) -> FlowNetwork:
+    def with_capacities(self, capacities: IntVector) -> FlowNetwork:
         """The same arcs with new capacities (same engine), sharing the structure.
 
         Cheap when ``capacities`` is a numpy integer array: no Python loop over arcs.
@@ -468,7 +473,7 @@ class FlowNetwork:
         return side
 
 
-def _capacity_vector(capacities: Sequence[int], arcs: _Arcs) -> np.ndarray | list[int]:
+def _capacity_vector(capacities: IntVector, arcs: _Arcs) -> np.ndarray | list[int]:
     """Validated capacities: int64 array when all sums fit in int64, else Python ints."""
     if not isinstance(capacities, np.ndarray):
         listed = list(capacities)
@@ -484,7 +489,7 @@ def _capacity_vector(capacities: Sequence[int], arcs: _Arcs) -> np.ndarray | lis
         if capacities.size and capacities.min() < 0:
             i = int(np.argmin(capacities))
             raise SolveError(f"arc {i} has negative capacity {int(capacities[i])}")
-        values: Sequence[int] = capacities
+        values: IntVector = capacities
         top = int(capacities.max(initial=0))
     else:
         values = [_as_int(c, f"capacity of arc {i}") for i, c in enumerate(capacities)]
@@ -630,9 +635,9 @@ class _RootedSearch:
 
 def max_flow(
     num_nodes: int,
-    tails: Sequence[int],
-    heads: Sequence[int],
-    capacities: Sequence[int],
+    tails: IntVector,
+    heads: IntVector,
+    capacities: IntVector,
     source: int,
     sink: int,
     *,

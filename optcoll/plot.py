@@ -39,7 +39,7 @@ from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection
 from matplotlib.colors import Colormap, Normalize
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FuncFormatter
@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 Position = tuple[float, float]
+#: A matplotlib colour: a name or hex string, or an RGBA tuple (as colormaps return).
+Colour = str | tuple[float, float, float, float]
 
 COMPUTE_COLOR = "#4c72b0"
 SWITCH_COLOR = "#8c8c8c"
@@ -230,12 +232,11 @@ def _mesh_layout(topology: Topology) -> dict[str, Position]:
     if len(graph) > 64:
         n = len(graph)
         radius = n * _PITCH / (2 * math.pi)
-        return {
-            v: tuple(
-                round(c, 6) for c in _polar(0.0, 0.0, radius, math.pi / 2 - 2 * math.pi * i / n)
-            )
+        circle = {
+            v: _polar(0.0, 0.0, radius, math.pi / 2 - 2 * math.pi * i / n)
             for i, v in enumerate(topology.compute_nodes)
         }
+        return {v: (round(x, 6), round(y, 6)) for v, (x, y) in circle.items()}
     raw = nx.kamada_kawai_layout(graph)
     span = max(max(abs(x), abs(y)) for x, y in raw.values()) or 1.0
     scale = max(1.0, math.sqrt(len(graph)) * 0.6) / span
@@ -395,7 +396,7 @@ def _draw_links(
 def _arrow(
     a: Position,
     b: Position,
-    color: str,
+    color: Colour,
     width: float,
     alpha: float,
     zorder: float,
@@ -944,6 +945,8 @@ def save_figure(ax_or_figure: Axes | Figure, path: str | Path, *, dpi: int = 150
     b'\\x89PNG'
     """
     figure = ax_or_figure if isinstance(ax_or_figure, Figure) else ax_or_figure.figure
+    if isinstance(figure, SubFigure):
+        figure = figure.figure  # a subfigure is saved as part of the figure holding it
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()

@@ -86,10 +86,13 @@ _Shape = tuple[str, tuple[tuple[Arc, Path], ...]]
 
 
 class PathMap(Protocol):
-    """What rounding needs of :class:`optcoll.splitting.LogicalGraph`."""
+    """What rounding needs of :class:`optcoll.splitting.LogicalGraph` (read-only)."""
 
-    capacity: Mapping[Arc, int]
-    paths: Mapping[Arc, Sequence[tuple[Path, int]]]
+    @property
+    def capacity(self) -> Mapping[Arc, int]: ...
+
+    @property
+    def paths(self) -> Mapping[Arc, Sequence[tuple[Path, int]]]: ...
 
 
 def round_packing(
@@ -147,31 +150,27 @@ def round_packing(
         raise ScheduleError(f"K (chunks per root) must be a positive integer, got {K!r}")
     _check_packing(topology, packing, logical)
     physical = _physical_trees(topology, packing, logical)
+    shapes = [shape for shape, _ in physical]
     if K is None:
         k = math.lcm(*(w.denominator for _, w in physical))
         chunks = [int(w * k) for _, w in physical]
         mode = "exact"
     else:
         k = K
-        shapes, chunks = _local_search(
-            topology, [shape for shape, _ in physical], _largest_remainder(topology, physical, K)
-        )
-        physical = list(zip(shapes, chunks, strict=True))
+        shapes, chunks = _local_search(topology, shapes, _largest_remainder(topology, physical, K))
         mode = f"largest remainder + local search, K = {K}"
     order = {c: i for i, c in enumerate(topology.compute_nodes)}
     trees = tuple(
         sorted(
             (
                 Tree(root, c, tuple(TreeEdge(a[0], a[1], path) for a, path in edges))
-                for ((root, edges), _), c in zip(physical, chunks, strict=True)
+                for (root, edges), c in zip(shapes, chunks, strict=True)
                 if c > 0
             ),
             key=lambda tree: order[tree.root],
         )
     )
-    time_factor = _time_factor(
-        topology, [(shape, c) for (shape, _), c in zip(physical, chunks, strict=True)], k
-    )
+    time_factor = _time_factor(topology, list(zip(shapes, chunks, strict=True)), k)
     cut_ratio = optimal_cut_ratio(topology).ratio
     stats: dict[str, object] = {
         "rounding": mode,
@@ -180,6 +179,7 @@ def round_packing(
     }
     if K is not None:
         fixed = pack_arborescences(topology, k=K).time_factor
+        assert fixed is not None, "a packing always has its time factor"
         stats["fixed_k_optimum"] = _text(fixed)
         stats["ratio_to_fixed_k_optimum"] = _text(time_factor / fixed)
     return Schedule(
@@ -244,8 +244,8 @@ def _physical_trees(
     offset: dict[tuple[int, Arc], Fraction] = {}
     total: dict[Arc, Fraction] = {}
     for index, (_, arcs, weight) in enumerate(packing):
-        for arc in arcs:
-            arc = tuple(arc)
+        for tail, head in arcs:
+            arc = (tail, head)
             offset[index, arc] = total.get(arc, Fraction(0))
             total[arc] = offset[index, arc] + Fraction(weight)
     # For each arc: path boundaries (cumulative quota ends) and the paths.
@@ -265,7 +265,7 @@ def _physical_trees(
 
     merged: dict[_Shape, Fraction] = {}
     for index, (root, arcs, weight) in enumerate(packing):
-        arcs = [tuple(a) for a in arcs]
+        arcs = [(tail, head) for tail, head in arcs]
         weight = Fraction(weight)
         # Cut points of this tree's interval [0, weight), in tree-local coordinates.
         cuts = {Fraction(0), weight}
@@ -355,13 +355,13 @@ def _local_search(
                 break
         else:
             for a in sources:
-                shape = _bottleneck_free_tree(topology, loads, uses[a], shapes[a][0], worst)
-                if shape is None or shape in shapes:
+                fresh = _bottleneck_free_tree(topology, loads, uses[a], shapes[a][0], worst)
+                if fresh is None or fresh in shapes:
                     continue
-                candidate = _try_move(topology, loads, uses[a], _uses(shape), current)
+                candidate = _try_move(topology, loads, uses[a], _uses(fresh), current)
                 if candidate is not None:
-                    shapes.append(shape)
-                    uses.append(_uses(shape))
+                    shapes.append(fresh)
+                    uses.append(_uses(fresh))
                     chunks.append(0)
                     move = (a, len(shapes) - 1, candidate)
                     break
@@ -403,7 +403,7 @@ def _bottleneck_free_tree(
         if Fraction(loads.get((u, v), 0) - removed.get((u, v), 0) + 1) / bandwidth < worst:
             allowed.setdefault(u, []).append(v)
     compute = set(topology.compute_nodes)
-    previous: dict[str, str | None] = {root: None}
+    previous: dict[str, str] = {root: root}
     queue = deque([root])
     while queue:
         node = queue.popleft()

@@ -140,7 +140,9 @@ class Schedule:
             data["cut_ratio"] = _ratio_text(self.cut_ratio)
         if self.time_factor is not None:
             data["time_factor"] = _ratio_text(self.time_factor)
-            data["algbw"] = round(self.algbw, 3)
+        algbw = self.algbw
+        if algbw is not None:
+            data["algbw"] = round(algbw, 3)
         if self.stats:
             data["stats"] = dict(self.stats)
         data["trees"] = [

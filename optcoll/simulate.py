@@ -298,18 +298,18 @@ def _best_ring(
     groups: dict[str | None, list[str]] = {}
     for c in nodes:
         groups.setdefault(topology.node[c].group, []).append(c)
-    order = [c for members in groups.values() for c in members]
-    cost = _ring_factor(order, router, topology)
+    ring = [c for members in groups.values() for c in members]
+    cost = _ring_factor(ring, router, topology)
     improved = True
     while improved:
         improved = False
-        for i in range(1, len(order) - 1):
-            for j in range(i + 1, len(order)):
-                candidate = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
-                c = _ring_factor(candidate, router, topology)
-                if c < cost:
-                    order, cost, improved = candidate, c, True
-    return tuple(order)
+        for i in range(1, len(ring) - 1):
+            for j in range(i + 1, len(ring)):
+                candidate = ring[:i] + ring[i : j + 1][::-1] + ring[j + 1 :]
+                candidate_cost = _ring_factor(candidate, router, topology)
+                if candidate_cost < cost:
+                    ring, cost, improved = candidate, candidate_cost, True
+    return tuple(ring)
 
 
 def _ring_alpha(order: Sequence[str], router: _Router, latency: dict[Arc, Fraction]) -> Fraction:
@@ -400,8 +400,8 @@ def hierarchical_ring_allgather(
             exit_ = _exit_gpu(router, box, boxes[(b + 1) % len(boxes)][c], c)
             middle = [(c + i) % per_box for i in range(1, per_box)]
             order += [box[c]] + [box[e] for e in middle if e != exit_] + [box[exit_]]
-        for a, b in zip(order, [*order[1:], order[0]], strict=True):
-            for arc in router.arcs(a, b):
+        for u, v in zip(order, [*order[1:], order[0]], strict=True):
+            for arc in router.arcs(u, v):
                 loads[arc] = loads.get(arc, Fraction(0)) + Fraction(1, per_box)
         alpha = max(alpha, _ring_alpha(order, router, latency))
     n = topology.num_compute
@@ -510,21 +510,20 @@ def compare_methods(
 
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather and allreduce, got {collective!r}")
-    lat = {"default_latency": default_latency}
     optimal = pack_arborescences(topology, progress=progress)
     single = pack_arborescences(topology, 1, progress=progress)
     if collective == "allreduce":
         optimal, single = allreduce(optimal, topology), allreduce(single, topology)
     costs = [
-        schedule_cost(topology, optimal, **lat),
-        schedule_cost(topology, single, "fixed k=1", **lat),
+        schedule_cost(topology, optimal, default_latency=default_latency),
+        schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
     ]
     if collective == "allgather":
-        costs.append(ring_allgather(topology, **lat))
-        hierarchical = hierarchical_ring_allgather(topology, **lat)
+        costs.append(ring_allgather(topology, default_latency=default_latency))
+        hierarchical = hierarchical_ring_allgather(topology, default_latency=default_latency)
         if hierarchical is not None:
             costs.append(hierarchical)
     else:
-        costs.append(ring_allreduce(topology, **lat))
-        costs.append(double_binary_tree_allreduce(topology, **lat))
+        costs.append(ring_allreduce(topology, default_latency=default_latency))
+        costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
     return costs

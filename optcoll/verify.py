@@ -293,7 +293,9 @@ def _check_roots(topology: Topology, schedule: Schedule) -> None:
                 f"tree {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
             )
         sums[root] = sums.get(root, 0) + chunks
-    roots = (schedule.root,) if schedule.collective in _SINGLE_ROOT else topology.compute_nodes
+    roots = topology.compute_nodes
+    if schedule.collective in _SINGLE_ROOT and schedule.root is not None:
+        roots = (schedule.root,)  # the header check has required the root
     for root in roots:
         total = sums.get(root, 0)
         if total != schedule.k:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     unit = topology.bandwidth_unit
     print(f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes)")
-    width = max(len(r["method"]) for r in rows)
+    width = max(len(cost.method) for cost in costs)
     mid = sizes[len(sizes) // 2]
     print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {f'algbw @ {mid} B':>18}")
     for row, cost in zip(rows, costs, strict=True):

@@ -136,29 +136,33 @@ def _lp_solve(
     if args.model == "congestion":
         from formulations.congestion import congestion_bound
 
-        result = congestion_bound(topology, form=args.form or "rate", time_limit=args.time_limit)
-        label, value = "cut ratio", result.cut_ratio
-        inside = sum(1 for v in result.cut if topology.is_compute(v))
-        data |= {"form": result.form, "cut": sorted(result.cut, key=topology.node_ids.index)}
+        congestion = congestion_bound(
+            topology, form=args.form or "rate", time_limit=args.time_limit
+        )
+        label, value, report = "cut ratio", congestion.cut_ratio, congestion.report
+        inside = sum(1 for v in congestion.cut if topology.is_compute(v))
+        data |= {
+            "form": congestion.form,
+            "cut": sorted(congestion.cut, key=topology.node_ids.index),
+        }
         lines.append(
             f"cut          {inside} compute nodes, "
-            f"B+(S) = {topology.cut_bandwidth(result.cut)} {topology.bandwidth_unit}"
+            f"B+(S) = {topology.cut_bandwidth(congestion.cut)} {topology.bandwidth_unit}"
         )
     elif args.model == "multicast":
         from formulations.multicast import multicast_bound
 
-        result = multicast_bound(topology, time_limit=args.time_limit)
-        label, value = "cut ratio", result.cut_ratio
+        multicast = multicast_bound(topology, time_limit=args.time_limit)
+        label, value, report = "cut ratio", multicast.cut_ratio, multicast.report
     else:
         from formulations.fixed_k import fixed_k_optimum
 
-        result = fixed_k_optimum(
+        fixed = fixed_k_optimum(
             topology.compute_nodes, topology.capacity, _lp_chunks(args), time_limit=args.time_limit
         )
-        label, value = "time factor", result.t
-        data["k"] = result.K
-        lines.append(f"k            {result.K} chunks per root")
-    report = result.report
+        label, value, report = "time factor", fixed.t, fixed.report
+        data["k"] = fixed.K
+        lines.append(f"k            {fixed.K} chunks per root")
     data["report"] = report.to_dict()
     lines += [
         f"size         {report.num_variables} variables, {report.num_constraints} rows, "

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     bound = optimal_cut_ratio(topology)
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     check = verify_schedule(topology, schedule, optimum=bound.ratio)
-    if not check.valid:
+    if not check.valid or check.time_factor is None:
         raise OptCollError(f"internal error: the schedule failed verification: {check.reason}")
     save_schedule(schedule, schedule_path)
     save_figure(plot_cut(topology, bound.bottleneck_cut), picture_path)

@@ -38,15 +38,19 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_document(schedule.to_dict(), args.output)
     stats = dict(schedule.stats)
+    cut_ratio, time_factor, algbw = schedule.cut_ratio, schedule.time_factor, schedule.algbw
+    assert cut_ratio is not None and time_factor is not None and algbw is not None, (
+        "a packed schedule carries its cut ratio and time factor"
+    )
     if args.json:
         print_json(
             {
                 "topology": topology.name,
                 "collective": schedule.collective,
-                "cut_ratio": fraction_text(schedule.cut_ratio),
+                "cut_ratio": fraction_text(cut_ratio),
                 "k": schedule.k,
-                "time_factor": fraction_text(schedule.time_factor),
-                "algbw": round(schedule.algbw, 3),
+                "time_factor": fraction_text(time_factor),
+                "algbw": round(algbw, 3),
                 **stats,
                 "output": args.output,
                 "seconds": round(seconds, 3),
@@ -54,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
-    print(f"r*           {fraction_text(schedule.cut_ratio)}")
+    print(f"r*           {fraction_text(cut_ratio)}")
     print(f"k            {schedule.k}")
     print(
-        f"time factor  {fraction_text(schedule.time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
-        f"algbw {schedule.algbw:.3f} {topology.bandwidth_unit})"
+        f"time factor  {fraction_text(time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
+        f"algbw {algbw:.3f} {topology.bandwidth_unit})"
     )
     print(
         f"trees        {stats['trees']} (height max {stats['max_height']}, "

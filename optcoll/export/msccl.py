@@ -330,6 +330,8 @@ def _check_chunks(schedule: Schedule) -> None:
     for tree in schedule.trees:
         totals[tree.root] += tree.chunks
     if schedule.collective in ("broadcast", "reduce"):
+        if schedule.root is None:
+            raise ExportError(f"the {schedule.collective} schedule names no root")
         expected = {schedule.root: schedule.k}
     else:
         expected = dict.fromkeys(schedule.compute_nodes, schedule.k)

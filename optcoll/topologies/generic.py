@@ -134,8 +134,11 @@ def _grid(
 ) -> Topology:
     """Torus (``kind == "torus"``) or mesh of shape ``dims``; ``bw`` per dimension."""
     dims = tuple(dims)
-    per_dimension = isinstance(bw, Sequence) and not isinstance(bw, str)
-    bws = tuple(bw) if per_dimension else (bw,) * len(dims)
+    bws: tuple[Fraction | int, ...]
+    if isinstance(bw, Sequence) and not isinstance(bw, str):
+        bws = tuple(bw)
+    else:
+        bws = (bw,) * len(dims)
     if len(bws) == 1:
         bws *= len(dims)
     if len(bws) != len(dims):
@@ -448,7 +451,7 @@ def _family(
 
 
 _BW = {"bw": positive_number}
-_GRID = {"dims": _dims, "bw": _bandwidths}
+_GRID: dict[str, Callable[[str], Any]] = {"dims": _dims, "bw": _bandwidths}
 
 _family(
     "ring",

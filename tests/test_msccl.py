@@ -22,6 +22,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +30,8 @@ from hypothesis import strategies as hs
 
 from optcoll.exceptions import ExportError
 from optcoll.export import export_text
-from optcoll.export.msccl import MscclLimits, to_msccl_xml
+from optcoll.export.msccl import msccl_program, placements, to_msccl_xml
+from optcoll.export.runtimes import runtime_profile
 from optcoll.schedule import Schedule, Tree, TreeEdge
 
 SENDS = {"s", "rcs", "rrs", "rrcs"}
@@ -56,8 +58,33 @@ class _S:
     preds: list = field(default_factory=list)
 
 
-def check_msccl(text: str, collective: str, k: int, root: int | None = None) -> dict:
-    """Raise AssertionError on any structural or data fault; return final buffers."""
+SPELLINGS = {"reduce_scatter": ("reduce_scatter", "reducescatter")}
+
+
+def _alias(collective: str, k: int, inplace: bool):
+    """Where a buffer cell lives when the input is aliased into the output (in place)."""
+
+    def where(gpu, buf, off):
+        if not inplace:
+            return (gpu, buf, off)
+        if collective == "allgather" and buf == "i":
+            return (gpu, "o", gpu * k + off)
+        if collective == "reduce_scatter" and buf == "o":
+            return (gpu, "i", gpu * k + off)
+        if collective in ("allreduce", "broadcast", "reduce") and buf == "i":
+            return (gpu, "o", off)
+        return (gpu, buf, off)
+
+    return where
+
+
+def check_msccl(
+    text: str, collective: str, k: int, root: int | None = None, *, inplace: bool = False
+) -> dict:
+    """Raise AssertionError on any structural or data fault; return final buffers.
+
+    With ``inplace`` the program runs with the input aliased into the output as the
+    runtimes define it, and the file must say ``inplace="1"``."""
     algo = ET.fromstring(text)
     assert algo.tag == "algo"
     for attr in (
@@ -75,7 +102,9 @@ def check_msccl(text: str, collective: str, k: int, root: int | None = None) -> 
         assert attr in algo.attrib, f"algo lacks {attr}"
     n = int(algo.get("ngpus"))
     nchannels = int(algo.get("nchannels"))
-    assert algo.get("coll") == collective
+    assert algo.get("coll") in SPELLINGS.get(collective, (collective,))
+    assert algo.get("inplace" if inplace else "outofplace") == "1"
+    where = _alias(collective, k, inplace)
     gpus = algo.findall("gpu")
     assert sorted(int(g.get("id")) for g in gpus) == list(range(n))
     sizes, steps, tbs = {}, [], {}
@@ -160,8 +189,8 @@ def check_msccl(text: str, collective: str, k: int, root: int | None = None) -> 
             assert a.cnt == b.cnt
             partner[b] = a
     order = _deadlock_free_order(steps, partner)
-    _check_races(steps, partner, order)
-    return _simulate(order, partner, sizes, collective, k, n, root)
+    _check_races(steps, partner, order, where)
+    return _simulate(order, partner, sizes, collective, k, n, root, where)
 
 
 def _deadlock_free_order(steps, partner):
@@ -190,7 +219,7 @@ def _deadlock_free_order(steps, partner):
     return order
 
 
-def _check_races(steps, partner, order):
+def _check_races(steps, partner, order, where):
     """Happens-before with buffered sends; conflicting accesses must be ordered."""
     preds = {st: list(st.preds) for st in steps}
     for recv, send in partner.items():
@@ -213,32 +242,32 @@ def _check_races(steps, partner, order):
     for st in steps:
         if st.type in READS_SRC:
             for c in range(st.cnt):
-                accesses[(st.gpu, st.src[0], st.src[1] + c)].append((st, False))
+                accesses[where(st.gpu, st.src[0], st.src[1] + c)].append((st, False))
         if st.type in WRITES_DST:
             for c in range(st.cnt):
-                accesses[(st.gpu, st.dst[0], st.dst[1] + c)].append((st, True))
-    for where, acc in accesses.items():
+                accesses[where(st.gpu, st.dst[0], st.dst[1] + c)].append((st, True))
+    for cell, acc in accesses.items():
         for i, (a, wa) in enumerate(acc):
             for b, wb in acc[i + 1 :]:
                 if a is b or not (wa or wb):
                     continue
                 ordered = (reach[b] >> index[a]) & 1 or (reach[a] >> index[b]) & 1
-                assert ordered, f"data race on {where} between {a.type} and {b.type}"
+                assert ordered, f"data race on {cell} between {a.type} and {b.type}"
 
 
-def _simulate(order, partner, sizes, collective, k, n, root):
+def _simulate(order, partner, sizes, collective, k, n, root, where):
     buf = {}
     writes = Counter()
     for g in range(n):
         for j in range(sizes[g]["i"]):
-            buf[(g, "i", j)] = Counter({(g, j): 1})
+            buf[where(g, "i", j)] = Counter({(g, j): 1})
     wire = {}
     mate = {send: recv for recv, send in partner.items()}
     for v in order:
         for st in ([partner[v]] if v in partner else []) + [v]:
             for c in range(st.cnt):
-                src = (st.gpu, st.src[0], st.src[1] + c)
-                dst = (st.gpu, st.dst[0], st.dst[1] + c)
+                src = where(st.gpu, st.src[0], st.src[1] + c)
+                dst = where(st.gpu, st.dst[0], st.dst[1] + c)
                 incoming = wire.pop((id(st), c), None) if st.type in RECVS else None
                 if st.type in RECVS:
                     assert incoming is not None
@@ -263,17 +292,18 @@ def _simulate(order, partner, sizes, collective, k, n, root):
             for r in everyone:
                 for j in range(k):
                     assert buf.get((g, "o", r * k + j)) == Counter({(r, j): 1})
-                    assert writes[(g, "o", r * k + j)] == 1, "a chunk arrived more than once"
+                    expected = 0 if (where(g, "i", j) == (g, "o", r * k + j)) else 1
+                    assert writes[(g, "o", r * k + j)] == expected, "a chunk arrived twice"
         elif collective == "broadcast":
             for j in range(k):
                 assert buf.get((g, "o", j)) == Counter({(root, j): 1})
-                assert writes[(g, "o", j)] == 1
+                assert writes[(g, "o", j)] == (0 if g == root and where(g, "i", j)[1] == "o" else 1)
         elif collective == "allreduce":
             for x in range(n * k):
                 assert buf.get((g, "o", x)) == Counter({(h, x): 1 for h in everyone})
         elif collective == "reduce_scatter":
             for j in range(k):
-                assert buf.get((g, "o", j)) == Counter({(h, g * k + j): 1 for h in everyone})
+                assert buf.get(where(g, "o", j)) == Counter({(h, g * k + j): 1 for h in everyone})
         elif collective == "reduce" and g == root:
             for j in range(k):
                 assert buf.get((g, "o", j)) == Counter({(h, j): 1 for h in everyone})
@@ -281,6 +311,14 @@ def _simulate(order, partner, sizes, collective, k, n, root):
 
 
 # --- hand-made schedules ---------------------------------------------------------------
+
+
+def _profile(base="msccl", **changes):
+    """A runtime profile with some limits changed."""
+    from dataclasses import replace
+
+    return replace(runtime_profile(base), **changes)
+
 
 NODES = ("g0", "g1", "g2", "g3")
 
@@ -349,11 +387,11 @@ def test_thread_blocks_are_paired_automatically_to_fit_the_cap():
     schedule = _ring_schedule("allreduce")
     # each GPU talks to 2 peers in both directions: 4 one-way blocks or 2 paired ones
     assert to_msccl_xml(schedule) == to_msccl_xml(schedule, pair_peers=False)
-    text = to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=2))
-    assert text == to_msccl_xml(schedule, pair_peers=True)
+    text = to_msccl_xml(schedule, runtime=_profile(max_threadblocks=2))
+    assert text == to_msccl_xml(schedule, runtime=_profile(), pair_peers=True)
     check_msccl(text, "allreduce", 3)
     with pytest.raises(ExportError, match="thread blocks"):
-        to_msccl_xml(schedule, limits=MscclLimits(max_threadblocks=1))
+        to_msccl_xml(schedule, runtime=_profile(max_threadblocks=1))
 
 
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
@@ -414,20 +452,28 @@ def test_export_is_deterministic_and_json_roundtrips():
 
 
 def test_thread_block_cap_raises_with_suggestion():
-    with pytest.raises(ExportError, match=r"thread blocks.*smaller k"):
-        to_msccl_xml(_mixed_schedule("allgather"), limits=MscclLimits(max_threadblocks=3))
+    with pytest.raises(ExportError, match=r"thread blocks.*msccl_struct.h:18.*smaller -k"):
+        to_msccl_xml(_mixed_schedule("allgather"), runtime=_profile("rccl", max_threadblocks=3))
 
 
-def test_step_cap_raises():
-    with pytest.raises(ExportError, match=r"steps, above the cap of 2"):
-        to_msccl_xml(_ring_schedule("allreduce"), limits=MscclLimits(max_steps=2))
+def test_step_cap_spreads_a_connection_over_channels_or_raises():
+    schedule = _ring_schedule("allreduce")
+    wide = msccl_program(schedule, runtime=_profile(max_steps=2))
+    assert wide.max_steps <= 2 and wide.nchannels > 1
+    check_msccl(wide.text, "allreduce", 3)
+    with pytest.raises(ExportError, match=r"more than 2 steps per thread block.*smaller -k"):
+        to_msccl_xml(schedule, runtime=_profile(max_steps=2, max_channels=1))
 
 
 def test_peers_per_channel_cap_and_bad_inputs():
-    with pytest.raises(ExportError, match="peers on channel 0"):
-        to_msccl_xml(_mixed_schedule("allgather"), limits=MscclLimits(max_peers_per_channel=1))
-    with pytest.raises(ExportError, match="channels must be between"):
+    with pytest.raises(ExportError, match="too many peers: no assignment of the 1 channels"):
+        to_msccl_xml(
+            _mixed_schedule("allgather"), runtime=_profile(max_peers_per_channel=1, max_channels=1)
+        )
+    with pytest.raises(ExportError, match="channels must be a positive integer"):
         to_msccl_xml(_mixed_schedule("allgather"), channels=0)
+    with pytest.raises(ExportError, match="unknown runtime 'nccl'; valid: rccl, msccl"):
+        to_msccl_xml(_mixed_schedule("allgather"), runtime="nccl")
     with pytest.raises(ExportError, match="unknown export format"):
         export_text(_mixed_schedule("allgather"), "nccl")
 
@@ -509,7 +555,7 @@ def test_cli_export_msccl_and_json(tmp_path, capsys):
     assert main(["export", str(json_path), "--collective", "broadcast", "-o", str(rs_path)]) == 2
     assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
     err = capsys.readouterr().err
-    assert "cannot be exported as broadcast" in err and "smaller k" in err
+    assert "cannot be exported as broadcast" in err and "smaller -k" in err
 
 
 @hs.composite
@@ -539,11 +585,27 @@ def _random_schedules(draw):
 
 
 @settings(derandomize=True, max_examples=60, deadline=None)
-@given(_random_schedules(), hs.integers(1, 3), hs.booleans())
-def test_random_tree_schedules_export_to_valid_msccl(schedule, channels, pair_peers):
+@given(
+    _random_schedules(),
+    hs.integers(1, 3),
+    hs.booleans(),
+    hs.sampled_from(["rccl", "msccl", "msccl-executor"]),
+)
+def test_random_tree_schedules_export_to_valid_msccl(schedule, channels, pair_peers, runtime):
     root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
-    text = to_msccl_xml(schedule, channels=channels, pair_peers=pair_peers)
-    check_msccl(text, schedule.collective, schedule.k, root)
+    for placement in placements(schedule.collective, runtime):
+        text = to_msccl_xml(
+            schedule,
+            channels=channels,
+            pair_peers=pair_peers,
+            runtime=runtime,
+            placement=placement,
+            max_bytes=1 << 30,
+        )
+        if placement in ("outofplace", "both"):
+            check_msccl(text, schedule.collective, schedule.k, root)
+        if placement in ("inplace", "both"):
+            check_msccl(text, schedule.collective, schedule.k, root, inplace=True)
 
 
 def test_malformed_schedules_are_refused_with_the_tree_named():
@@ -557,3 +619,182 @@ def test_malformed_schedules_are_refused_with_the_tree_named():
         to_msccl_xml(Schedule("allgather", "x", NODES, 3, (short, *good.trees[1:])))
     with pytest.raises(ExportError, match="root 'g0': the chunks of its trees sum to 1"):
         to_msccl_xml(Schedule("allgather", "x", NODES, 3, good.trees[1:]))
+
+
+# --- runtime profiles, placements, the CLI's deployable export ---------------------------
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reduce_scatter", "allreduce"])
+def test_runtime_spelling_placement_flags_and_size_limits(collective):
+    schedule = _mixed_schedule(collective)
+    rccl = ET.fromstring(to_msccl_xml(schedule, runtime="rccl"))
+    msccl = ET.fromstring(to_msccl_xml(schedule, runtime="msccl", max_bytes=1 << 20))
+    spelt = {"reduce_scatter": ("reducescatter", "reduce_scatter")}
+    assert (rccl.get("coll"), msccl.get("coll")) == spelt.get(collective, (collective,) * 2)
+    # RCCL: 0 = no upper limit, inclusive; microsoft/msccl: nBytes < maxBytes
+    assert (rccl.get("minBytes"), rccl.get("maxBytes")) == ("0", "0")
+    assert msccl.get("maxBytes") == str((1 << 20) + 1)
+    both = collective != "allgather"
+    assert (rccl.get("inplace"), rccl.get("outofplace")) == (("1" if both else "0"), "1")
+    assert msccl.get("inplace") == "0"
+
+
+@pytest.mark.parametrize(
+    "collective", ["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"]
+)
+def test_inplace_programs_are_correct_with_the_input_aliased(collective):
+    if collective in ("broadcast", "reduce"):
+        trees = (_chain(("g2", "g0", "g1", "g3"), 2), _binary("g2", 1), _star("g2", 1))
+        schedule, root = Schedule(collective, "x", NODES, 4, trees, root="g2"), 2
+    else:
+        schedule, root = _mixed_schedule(collective), None
+    for runtime in ("rccl", "msccl"):
+        names = placements(collective, runtime)
+        assert names == (
+            ("both",)
+            if runtime == "rccl" and collective not in ("allgather", "broadcast")
+            else ("outofplace", "inplace")
+        )
+        inplace = to_msccl_xml(schedule, runtime=runtime, placement=names[-1], max_bytes=4096)
+        check_msccl(inplace, collective, schedule.k, root, inplace=True)
+    if collective in ("allgather", "broadcast"):
+        # the out-of-place program copies the input: under aliasing that copy races the sends
+        outofplace = to_msccl_xml(schedule, placement="outofplace")
+        with pytest.raises(AssertionError):
+            check_msccl(
+                outofplace.replace('inplace="0"', 'inplace="1"'),
+                collective,
+                schedule.k,
+                root,
+                inplace=True,
+            )
+        with pytest.raises(ExportError, match="not correct both in place and out of place"):
+            to_msccl_xml(schedule, placement="both")
+
+
+def test_msccl_reduce_scatter_needs_a_finite_max_bytes():
+    with pytest.raises(ExportError, match="allocates.*--max-bytes"):
+        to_msccl_xml(_mixed_schedule("reduce_scatter"), runtime="msccl")
+    text = to_msccl_xml(_mixed_schedule("allgather"), runtime="msccl")
+    assert ET.fromstring(text).get("maxBytes") == str(2**63 - 1)
+
+
+def test_many_peers_are_spread_over_channels_to_meet_the_per_channel_limit():
+    """40 GPUs, every one a star root: 39 send and 39 receive peers per GPU, above the
+    32 per channel of every runtime; channels are chosen per GPU pair, so it fits."""
+    nodes = tuple(f"g{i}" for i in range(40))
+    trees = tuple(
+        Tree(r, 1, tuple(TreeEdge(r, v, (r, "sw", v)) for v in nodes if v != r)) for r in nodes
+    )
+    schedule = Schedule("allgather", "star40", nodes, 1, trees)
+    program = msccl_program(schedule, runtime="rccl")
+    assert program.nchannels == 2 and program.max_peers == 39
+    assert program.max_threadblocks <= 64 and program.max_steps <= 64
+    algo = ET.fromstring(program.text)
+    for gpu in algo.iter("gpu"):
+        for chan in ("0", "1"):
+            tbs = [tb for tb in gpu.iter("tb") if tb.get("chan") == chan]
+            assert sum(tb.get("send") != "-1" for tb in tbs) <= 32
+            assert sum(tb.get("recv") != "-1" for tb in tbs) <= 32
+    check_msccl(program.text, "allgather", 1)
+
+
+def _cli(tmp_path, *argv):
+    from optcoll.cli import main
+
+    return main(["export", *argv])
+
+
+def test_cli_deployable_k_report_and_refusal_to_overwrite(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "ag.xml"
+    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    files = report["files"]
+    assert [f["placement"] for f in files] == ["outofplace", "inplace"]
+    first = files[0]
+    assert first["k"] == 8 and first["ratio_to_optimum"] == "481/480"
+    assert first["nchunksperloop"] == 128 and first["powers_of_two_from"] == 512
+    assert first["steps_per_threadblock"] <= 64 and first["threadblocks_per_gpu"] <= 64
+    assert report["k_tried"] == [[1, "91/90"], [2, "91/90"], [4, "91/90"], [8, "481/480"]]
+    for entry in files:
+        check_msccl(
+            Path(entry["path"]).read_text(), "allgather", 8, inplace=entry["placement"] == "inplace"
+        )
+    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out)) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--force", "-k", "1") == 0
+    assert "k = 1, time factor 7/150 (optimum 3/65, ratio 91/90" in capsys.readouterr().out
+
+
+def test_cli_exact_k_warns_which_sizes_it_serves(tmp_path, capsys):
+    out = tmp_path / "rs.xml"
+    assert (
+        _cli(tmp_path, "dgx-a100:2", "--collective", "reduce_scatter", "--exact", "-o", str(out))
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "k = 13" in captured.out and "ratio 1 " in captured.out
+    assert "multiple of 208 elements: no power-of-two size" in captured.err
+    check_msccl(out.read_text(), "reduce_scatter", 13)
+
+
+def test_cli_broadcast_names_its_root_and_warns(tmp_path, capsys):
+    out = tmp_path / "bc.xml"
+    assert (
+        _cli(tmp_path, "mi250:1", "--collective", "broadcast", "--root", "b0.gcd5", "-o", str(out))
+        == 0
+    )
+    captured = capsys.readouterr()
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["bc.root5.inplace.xml", "bc.root5.outofplace.xml"]
+    assert "does not check the root" in captured.err
+    for name, inplace in (("bc.root5.outofplace.xml", False), ("bc.root5.inplace.xml", True)):
+        check_msccl((tmp_path / name).read_text(), "broadcast", 256, root=5, inplace=inplace)
+
+
+def test_cli_verifies_before_writing(tmp_path, capsys):
+    import json
+
+    from optcoll.collectives import build_collective
+    from optcoll.topologies import build
+
+    schedule = build_collective(build("dgx-a100:1"), "allgather", k=1)
+    data = schedule.to_dict()
+    data["time_factor"] = "1/1000"  # a false claim
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    out = tmp_path / "bad.xml"
+    assert _cli(tmp_path, str(bad), "-o", str(out)) == 2
+    assert "the claimed time factor 1/1000" in capsys.readouterr().err and not out.exists()
+    data["topology"] = "dgx-a100:2"  # a schedule of another topology
+    bad.write_text(json.dumps(data))
+    assert _cli(tmp_path, str(bad), "-o", str(out)) == 2
+    assert "fails verification" in capsys.readouterr().err and not out.exists()
+    assert _cli(tmp_path, str(bad), "-o", str(out), "--unchecked") == 0
+    captured = capsys.readouterr()
+    assert "unverified" in captured.out and "1/1000" not in captured.out
+
+
+def test_cli_bands_tile_the_sizes(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "ar.xml"
+    assert (
+        _cli(
+            tmp_path, "torus:4x4", "--collective", "allreduce", "--bands", "-o", str(out), "--json"
+        )
+        == 0
+    )
+    files = json.loads(capsys.readouterr().out)["files"]
+    edges = [(f["min_bytes"], f["max_bytes"]) for f in files]
+    assert edges[0][0] == 0 and edges[-1][1] is None
+    for (_, high), (low, _) in zip(edges, edges[1:], strict=False):
+        assert low == high + 1
+    for entry in files:
+        text = Path(entry["path"]).read_text()
+        algo = ET.fromstring(text)
+        assert algo.get("minBytes") == str(entry["min_bytes"])
+        assert algo.get("maxBytes") == str(entry["max_bytes"] or 0)
+        check_msccl(text, "allreduce", entry["k"])

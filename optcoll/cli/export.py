@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+from optcoll.cli._core import message_size, print_json
+from optcoll.exceptions import ExportError
 from optcoll.rational import fraction_text
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
 
+_ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES
+
     parser.add_argument(
         "source", metavar="TOPO|SCHEDULE", help="topology file or spec, or a schedule file"
     )
@@ -26,76 +35,359 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format", default="msccl", choices=("msccl", "json"), help="output format"
     )
     parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
-    parser.add_argument("-k", type=int, default=None, metavar="K", help="chunks per root")
+    parser.add_argument(
+        "--runtime",
+        default=DEFAULT_RUNTIME,
+        choices=tuple(RUNTIMES),
+        help=f"MSCCL runtime whose parser and limits the file meets (default {DEFAULT_RUNTIME})",
+    )
+    parser.add_argument(
+        "-k", type=int, default=None, metavar="K", help="chunks per root (default: deployable k)"
+    )
+    parser.add_argument(
+        "--exact", action="store_true", help="keep the optimal k (may serve few sizes)"
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=None,
+        metavar="T",
+        help="accept k whose time factor is within T of the optimum (default 1%%)",
+    )
+    parser.add_argument(
+        "--bands",
+        action="store_true",
+        help="several files (k = 1, 2, 4, ... up to the deployable k) tiling the sizes",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=message_size,
+        default=None,
+        metavar="SIZE",
+        help="largest message the files serve (default: no limit)",
+    )
     parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
     parser.add_argument(
         "--topology",
         metavar="TOPO",
         help="topology of a schedule file (default: its 'topology' field as a spec)",
     )
-    parser.add_argument("--channels", type=int, default=1, help="MSCCL channels (default 1)")
+    parser.add_argument(
+        "--channels", type=int, default=1, help="MSCCL channels per connection (default 1)"
+    )
     parser.add_argument(
         "--max-threadblocks",
         type=int,
         default=None,
         metavar="N",
-        help="MSCCL thread blocks per GPU cap (default 108)",
+        help="thread blocks per GPU cap (default: the runtime's)",
     )
+    parser.add_argument("--force", action="store_true", help="overwrite existing files")
+    parser.add_argument(
+        "--unchecked", action="store_true", help="skip verifying the schedule before writing"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable report")
+
+
+def _tolerance(text: str) -> Fraction:
+    """``"1%"`` or ``"0.01"`` as an exact fraction >= 0."""
+    value = text.strip()
+    scale = Fraction(1, 100) if value.endswith("%") else Fraction(1)
+    try:
+        result = Fraction(value.rstrip("%")) * scale
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(
+            f"tolerance {text!r} must be a number or a percentage (e.g. 0.01 or 1%)"
+        ) from None
+    if result < 0:
+        raise argparse.ArgumentTypeError(f"tolerance {text!r} must be >= 0")
+    return result
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """A schedule to write, with its verified time factor and optimum."""
+
+    schedule: Any
+    time_factor: Fraction | None
+    optimum: Fraction | None
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.export import export_schedule
-    from optcoll.export.msccl import MscclLimits
+    from optcoll.export.runtimes import runtime_profile
 
-    schedule = _export_schedule(args)
-    options: dict[str, Any] = {}
-    if args.format == "msccl":
-        options["channels"] = args.channels
-        if args.max_threadblocks is not None:
-            options["limits"] = MscclLimits(max_threadblocks=args.max_threadblocks)
-    export_schedule(schedule, args.format, args.output, **options)
-    factor = (
-        ""
-        if schedule.time_factor is None
-        else f", time factor {fraction_text(schedule.time_factor)}"
-    )
-    print(
-        f"wrote {args.output}: {schedule.collective} ({args.format}), k = {schedule.k}, "
-        f"{len(schedule.trees)} trees{factor}"
-    )
+    profile = runtime_profile(args.runtime)
+    if args.max_threadblocks is not None:
+        if args.max_threadblocks < 1:
+            raise ExportError(f"--max-threadblocks must be >= 1, got {args.max_threadblocks}")
+        profile = replace(profile, max_threadblocks=args.max_threadblocks)
+    if args.exact and args.k is not None:
+        raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
+    if args.bands and (args.exact or args.k is not None or args.format != "msccl"):
+        raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
+    topology, chosen, tried = _schedules(args)
+    files = _plan(args, profile, topology, chosen)
+    from optcoll.output import check_output, write_output
+
+    inputs = [args.source] if Path(args.source).is_file() else []
+    for path, *_ in files:
+        check_output(path, force=args.force, inputs=inputs)
+    for path, text, _ in files:
+        write_output(path, text, force=args.force, inputs=inputs)
+    _report(args, profile, chosen, files, tried)
     return 0
 
 
-def _export_schedule(args: argparse.Namespace) -> Any:
-    """The schedule to export: read from a schedule file or built for a topology."""
-    from pathlib import Path
+def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
+    """The topology (None if unknown and unchecked) and the verified schedules to write."""
+    from optcoll.collectives import collective_lower_bound
+    from optcoll.export.deploy import DEFAULT_TOLERANCE, deployable_schedule
+    from optcoll.io import load_topology
 
-    from optcoll.collectives import allreduce, build_collective, reduce_scatter
-    from optcoll.exceptions import ScheduleError
-    from optcoll.io import load_schedule, load_topology, read_document
-
-    path = Path(args.source)
-    is_schedule = False
-    if path.is_file():
-        data = read_document(path)
-        is_schedule = isinstance(data, dict) and (
-            data.get("format") == "optcoll-schedule"
-            or ("format" not in data and "trees" in data and "nodes" not in data)
-        )
-    if not is_schedule:
+    tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    schedule_file = _schedule_file(args.source)
+    if schedule_file is None:
         topology = load_topology(args.source)
-        return build_collective(
-            topology, args.collective, k=args.k, root=args.root, progress=sys.stderr.isatty()
+        best = deployable_schedule(
+            topology,
+            args.collective,
+            tolerance=tolerance,
+            k=args.k,
+            exact=args.exact,
+            root=args.root,
         )
+        schedules = [best.schedule]
+        if args.bands:
+            chunks = 1
+            while chunks < best.schedule.k:
+                one = deployable_schedule(topology, args.collective, k=chunks, root=args.root)
+                schedules.insert(len(schedules) - 1, one.schedule)
+                chunks *= 2
+        tried = best.tried
+    else:
+        if args.k is not None or args.exact or args.bands:
+            raise ExportError(
+                f"{args.source} is a schedule file with its own k; -k, --exact and --bands "
+                "apply to a topology"
+            )
+        topology, schedules = _from_file(args, schedule_file)
+        tried = ()
+    chosen = []
+    for schedule in schedules:
+        if args.unchecked:
+            chosen.append(_Chosen(schedule, None, None))
+            continue
+        optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
+        chosen.append(_Chosen(schedule, _verified(topology, schedule, optimum), optimum))
+    return topology, chosen, tried
+
+
+def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
+    """The verifier's exact time factor; ExportError if it rejects the schedule (paths,
+    trees, chunks, or a time factor it claims that its link loads do not give)."""
+    from optcoll.verify import verify_schedule
+
+    verdict = verify_schedule(topology, schedule, optimum=optimum)
+    if not verdict.valid:
+        raise ExportError(
+            f"the {schedule.collective} schedule fails verification on {topology.name!r}: "
+            f"{verdict.reason}; nothing written (--unchecked writes it anyway)"
+        )
+    assert verdict.time_factor is not None  # a valid verdict has its time factor
+    return verdict.time_factor
+
+
+def _schedule_file(source: str) -> Path | None:
+    """``source`` as a path if it holds a schedule (not a topology)."""
+    from optcoll.io import read_document
+
+    path = Path(source)
+    if not path.is_file():
+        return None
+    data = read_document(path)
+    is_schedule = isinstance(data, dict) and (
+        data.get("format") == "optcoll-schedule"
+        or ("format" not in data and "trees" in data and "nodes" not in data)
+    )
+    return path if is_schedule else None
+
+
+def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
+    """A schedule file's topology and the schedule of ``--collective`` built from it."""
+    from optcoll.collectives import allreduce, reduce_scatter
+    from optcoll.exceptions import OptCollError, ScheduleError
+    from optcoll.io import load_schedule, load_topology
+
     schedule = load_schedule(path)
+    try:
+        topology = load_topology(args.topology or schedule.topology)
+    except OptCollError:
+        if not args.unchecked or schedule.collective != args.collective:
+            raise
+        topology = None
     if schedule.collective == args.collective:
-        return schedule
+        return topology, [schedule]
     if schedule.collective != "allgather" or args.collective not in ("reduce_scatter", "allreduce"):
         raise ScheduleError(
             f"{path}: a {schedule.collective} schedule cannot be exported as {args.collective}; "
             "only allgather schedules convert (to reduce_scatter or allreduce) - pass a "
             "topology instead to build it"
         )
-    topology = load_topology(args.topology or schedule.topology)
+    assert topology is not None  # only a schedule of --collective is exported unchecked
     convert = reduce_scatter if args.collective == "reduce_scatter" else allreduce
-    return convert(schedule, topology)
+    return topology, [convert(schedule, topology)]
+
+
+def _plan(
+    args: argparse.Namespace, profile: Any, topology: Any, chosen: list[_Chosen]
+) -> list[tuple[Path, str, dict[str, Any]]]:
+    """Every file to write: (path, text, report entry)."""
+    from optcoll.export import export_text
+    from optcoll.export.deploy import size_bands
+    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.simulate import schedule_cost
+
+    base = Path(args.output)
+    first = chosen[0].schedule
+    root = ""
+    if first.root is not None:
+        root = f".root{first.compute_nodes.index(first.root)}"
+    if args.format == "json":
+        path = base.with_name(f"{base.stem}{root}{base.suffix}")
+        entry = {"path": str(path), "k": first.k, **_factors(chosen[0])}
+        return [(path, export_text(first, "json"), entry)]
+    if len(chosen) > 1:
+        if topology is None:
+            raise ExportError("--bands needs the topology for the cost model")
+        bands = size_bands([schedule_cost(topology, c.schedule) for c in chosen])
+    else:
+        bands = [(0, 0, None)]
+    files = []
+    for index, low, high in bands:
+        if args.max_bytes is not None:
+            if low > args.max_bytes:
+                continue
+            high = args.max_bytes if high is None else min(high, args.max_bytes)
+        choice = chosen[index]
+        schedule = choice.schedule
+        band = f".{low}-{'max' if high is None else high}B" if len(bands) > 1 else ""
+        for placement in placements(schedule.collective, profile):
+            program = msccl_program(
+                schedule,
+                runtime=profile,
+                channels=args.channels,
+                placement=placement,
+                min_bytes=low,
+                max_bytes=high,
+            )
+            where = "" if placement == "both" else f".{placement}"
+            path = base.with_name(f"{base.stem}{root}{band}{where}{base.suffix}")
+            entry = {
+                "path": str(path),
+                "k": schedule.k,
+                **_factors(choice),
+                "placement": placement,
+                "min_bytes": low,
+                "max_bytes": high,
+                "nchunksperloop": program.nchunksperloop,
+                "nchannels": program.nchannels,
+                "steps_per_threadblock": program.max_steps,
+                "threadblocks_per_gpu": program.max_threadblocks,
+                "peers_per_gpu": program.max_peers,
+                "powers_of_two_from": _powers_of_two_from(program.nchunksperloop, low, high),
+            }
+            files.append((path, program.text, entry))
+    return files
+
+
+def _factors(choice: _Chosen) -> dict[str, Any]:
+    if choice.time_factor is None:
+        return {"time_factor": None, "optimum": None, "ratio_to_optimum": None}
+    ratio = None if not choice.optimum else choice.time_factor / choice.optimum
+    return {
+        "time_factor": fraction_text(choice.time_factor),
+        "optimum": None if choice.optimum is None else fraction_text(choice.optimum),
+        "ratio_to_optimum": None if ratio is None else fraction_text(ratio),
+    }
+
+
+def _powers_of_two_from(nchunks: int, low: int, high: int | None) -> int | None:
+    """The smallest power-of-two byte size (4-byte elements) the file serves, if any:
+    every larger one up to ``high`` is served too."""
+    if nchunks & (nchunks - 1):
+        return None
+    size = _ELEMENT_BYTES * nchunks
+    while size < low:
+        size *= 2
+    return size if high is None or size <= high else None
+
+
+def _report(
+    args: argparse.Namespace,
+    profile: Any,
+    chosen: list[_Chosen],
+    files: list[tuple[Path, str, dict[str, Any]]],
+    tried: tuple,
+) -> None:
+    first = chosen[-1].schedule
+    warnings = []
+    if first.root is not None:
+        warnings.append(
+            f"the file is for root {first.root} (rank {first.compute_nodes.index(first.root)}); "
+            f"{profile.name} does not check the root of a {first.collective}: load it only "
+            "where every call uses this root"
+        )
+    for _, _, entry in files:
+        if args.format == "msccl" and entry["powers_of_two_from"] is None:
+            warnings.append(
+                f"{entry['path']} serves only messages of a multiple of "
+                f"{entry['nchunksperloop']} elements: no power-of-two size"
+            )
+    if profile.max_files is not None and len(files) > profile.max_files:
+        warnings.append(
+            f"{len(files)} files, but {profile.name} loads at most {profile.max_files} "
+            f"({profile.sources['max_files']})"
+        )
+    if args.unchecked:
+        warnings.append("not verified (--unchecked): no time factor is reported")
+    if args.json:
+        print_json(
+            {
+                "collective": first.collective,
+                "topology": first.topology,
+                "format": args.format,
+                "runtime": profile.name if args.format == "msccl" else None,
+                "verified": not args.unchecked,
+                "k_tried": [[k, fraction_text(r)] for k, r in tried],
+                "files": [entry for _, _, entry in files],
+                "warnings": warnings,
+            }
+        )
+        return
+    for _, _, entry in files:
+        factor = (
+            "unverified"
+            if entry["time_factor"] is None
+            else f"time factor {entry['time_factor']} (optimum {entry['optimum']}, "
+            f"ratio {entry['ratio_to_optimum']} = "
+            f"{float(Fraction(entry['ratio_to_optimum'])):.4f})"
+        )
+        print(f"wrote {entry['path']}: {first.collective}, k = {entry['k']}, {factor}")
+        if args.format != "msccl":
+            continue
+        top = "no limit" if entry["max_bytes"] is None else f"{entry['max_bytes']} B"
+        powers = entry["powers_of_two_from"]
+        print(
+            f"  {profile.name}, {entry['placement']}: nchunksperloop {entry['nchunksperloop']}, "
+            f"{entry['nchannels']} channel(s), {entry['steps_per_threadblock']} steps per "
+            f"thread block (limit {profile.max_steps}), {entry['threadblocks_per_gpu']} thread "
+            f"blocks per GPU (limit {profile.max_threadblocks}), "
+            f"{entry['peers_per_gpu']} peers per GPU"
+        )
+        print(
+            f"  sizes {entry['min_bytes']} B .. {top}, multiples of {entry['nchunksperloop']} "
+            "elements"
+            + ("" if powers is None else f": every power of two from {powers} B (4-byte elements)")
+        )
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)

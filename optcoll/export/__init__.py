@@ -16,10 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.exceptions import ExportError
-from optcoll.export.msccl import MscclLimits, to_msccl_xml
+from optcoll.export.msccl import MscclProgram, msccl_program, to_msccl_xml
+from optcoll.export.runtimes import RUNTIMES, RuntimeProfile, runtime_profile
+from optcoll.output import write_output
 from optcoll.schedule import Schedule
 
-__all__ = ["FORMATS", "export_text", "export_schedule", "MscclLimits", "to_msccl_xml"]
+__all__ = [
+    "FORMATS",
+    "RUNTIMES",
+    "export_text",
+    "export_schedule",
+    "MscclProgram",
+    "RuntimeProfile",
+    "msccl_program",
+    "runtime_profile",
+    "to_msccl_xml",
+]
 
 FORMATS = ("msccl", "json")
 
@@ -45,9 +57,9 @@ def export_text(schedule: Schedule, fmt: str, **options: Any) -> str:
     raise ExportError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
 
 
-def export_schedule(schedule: Schedule, fmt: str, path: str | Path, **options: Any) -> None:
-    """Write ``schedule`` to ``path`` in format ``fmt``, creating parent folders."""
-    text = export_text(schedule, fmt, **options)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+def export_schedule(
+    schedule: Schedule, fmt: str, path: str | Path, *, force: bool = False, **options: Any
+) -> None:
+    """Write ``schedule`` to ``path`` in format ``fmt`` (atomically; an existing file only
+    with ``force``), creating parent folders."""
+    write_output(path, export_text(schedule, fmt, **options), force=force)

@@ -1,6 +1,7 @@
 """MSCCL algorithm XML from tree schedules.
 
-MSCCL (and RCCL's MSCCL) load a collective algorithm from an XML file::
+MSCCL runtimes (RCCL, microsoft/msccl, msccl-executor; see
+:mod:`optcoll.export.runtimes`) load a collective algorithm from an XML file::
 
     <algo name proto nchannels nchunksperloop ngpus coll inplace outofplace minBytes maxBytes>
       <gpu id i_chunks o_chunks s_chunks>
@@ -11,10 +12,10 @@ Each GPU's input (``i``), output (``o``) and scratch (``s``) buffers are cut
 into chunks; a thread block (``tb``) runs its steps in order, talks to at most
 one send peer and one receive peer on one channel, and a step may wait for one
 step of another thread block of the same GPU (``depid``/``deps``; ``hasdep``
-marks steps that others wait for). Sends on a connection (GPU, peer, channel)
-are matched in order with the receives of the peer's thread block for that
-connection. Step types used here: ``s`` (send), ``r`` (receive), ``rrc``
-(receive, reduce with a local chunk, store) and ``cpy`` (local copy).
+marks steps that others wait for). Sends on a connection (sender, receiver,
+channel) are matched in order with the receives of the receiver's thread block
+for that connection. Step types used here: ``s`` (send), ``r`` (receive),
+``rrc`` (receive, reduce with a local chunk, store) and ``cpy`` (local copy).
 
 Layout, with ``k`` chunks per shard and ``N`` GPUs (rank = position in the
 schedule's ``compute_nodes``):
@@ -29,21 +30,30 @@ schedule's ``compute_nodes``):
 * broadcast / reduce: ``i_chunks = o_chunks = k`` (reduce keeps partial sums in
   scratch, ``s_chunks = k``).
 
-Each GPU has one thread block per (peer, direction, channel) - the sends to a
-peer in one, the receives from it in another - plus one for local copies; with
-``pair_peers`` (automatically when a GPU would exceed its thread block cap) the
-sends to and receives from one peer share a thread block.
+Placement. The runtimes call a collective *in place* when the input is aliased
+into the output: allgather ``i[j] = o[r*k + j]``, reduce_scatter
+``o[j] = i[r*k + j]``, the others ``i = o``. The reduce_scatter, allreduce and
+reduce programs are correct either way (every read of an input chunk happens
+before the write of the output chunk it aliases, through the step order or the
+messages in between), so they are written once with ``inplace="1"
+outofplace="1"``. Allgather and broadcast need two programs: out of place the
+root copies its input into its output and sends from the input; in place there
+is nothing to copy and the root sends from its output.
+
+Thread blocks. Each connection (sender, receiver) gets ``channels`` channels
+(more when its steps exceed the profile's steps per thread block); the
+transfers of a connection are dealt round-robin over them in key order, and the
+channels of each GPU pair are chosen first-fit so that no GPU has more than the
+profile's send (or receive) peers on one channel. Each GPU has one thread block
+per (peer, direction, channel) plus one for local copies; where a GPU would
+exceed its thread block cap (or with ``pair_peers``), the sends to and receives
+from one peer on one channel share a thread block. Every transfer gets a key
+(phase, level, tree, piece, sibling) and all thread blocks list their steps in
+key order; each dependency points to a strictly smaller key, so the steps cannot
+deadlock even when a send waits for its receive (rendezvous).
 
 A tree carrying ``c`` chunks moves them as one step of ``cnt = c`` (split into
-pieces of at most ``max_count`` chunks); pieces are dealt round-robin over the
-channels. Every transfer gets a key (phase, level, tree, piece, sibling) and all
-thread blocks list their steps in key order; each dependency points to a
-strictly smaller key, so the steps cannot deadlock even when a send waits for
-its receive (rendezvous).
-
-``coll`` is written as the schedule's collective name (``reduce_scatter`` as in
-msccl-tools; some MSCCL runtimes spell it ``reducescatter``: pass
-``coll_name``).
+pieces of at most the profile's ``max_count``).
 
 Examples
 --------
@@ -57,91 +67,93 @@ Examples
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from optcoll.exceptions import ExportError
+from optcoll.export.runtimes import DEFAULT_RUNTIME, RuntimeProfile, runtime_profile
 from optcoll.schedule import Schedule, Tree
 
-__all__ = ["MscclLimits", "to_msccl_xml"]
+__all__ = ["PLACEMENTS", "MscclProgram", "placements", "msccl_program", "to_msccl_xml"]
 
 Location = tuple[str, int]
+Block = tuple[str, int, int]  # (kind, peer rank, channel)
 
 _SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
+_PLACEMENT_SENSITIVE = ("allgather", "broadcast")
+
+#: ``outofplace``, ``inplace``, or ``both`` (one program correct either way).
+PLACEMENTS = ("outofplace", "inplace", "both")
+
+
+def placements(collective: str, runtime: RuntimeProfile | str = DEFAULT_RUNTIME) -> tuple[str, ...]:
+    """The programs to write so that ``collective`` is served in place and out of place.
+
+    One program marked ``both`` where it is correct either way and the runtime reads
+    separate ``inplace``/``outofplace`` flags; otherwise one per placement.
+
+    Examples
+    --------
+    >>> placements("allreduce"), placements("allgather"), placements("allreduce", "msccl")
+    (('both',), ('outofplace', 'inplace'), ('outofplace', 'inplace'))
+    """
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    if collective in _PLACEMENT_SENSITIVE or not profile.placement_flags:
+        return ("outofplace", "inplace")
+    return ("both",)
 
 
 @dataclass(frozen=True)
-class MscclLimits:
-    """Capacity limits of the MSCCL runtime the XML must respect.
+class MscclProgram:
+    """One MSCCL XML program and the figures the runtimes bound.
 
-    Defaults follow MSCCL's interpreter: at most 256 steps per thread block,
-    ``cnt < 72`` per step, 32 send and 32 receive peers per channel, 32
-    channels; ``max_threadblocks`` per GPU defaults to 108 (an A100's SM count).
+    Attributes
+    ----------
+    text : str
+        The XML.
+    placement : str
+        ``outofplace``, ``inplace`` or ``both``.
+    nchannels, nchunksperloop : int
+    max_steps : int
+        Most steps in one thread block.
+    max_threadblocks : int
+        Most thread blocks on one GPU.
+    max_peers : int
+        Most distinct peers one GPU sends to or receives from.
     """
 
-    max_threadblocks: int = 108
-    max_channels: int = 32
-    max_peers_per_channel: int = 32
-    max_steps: int = 256
-    max_count: int = 71
+    text: str
+    placement: str
+    nchannels: int
+    nchunksperloop: int
+    max_steps: int
+    max_threadblocks: int
+    max_peers: int
 
 
 @dataclass(eq=False)
 class _Step:
-    """One step before numbering; ``tb`` is (kind, peer rank, channel)."""
+    """One step before numbering; ``link`` is (sender, receiver) for transfers."""
 
     type: str
     src: Location
     dst: Location
     cnt: int
     key: tuple[int, ...]
-    tb: tuple[str, int, int]
+    gpu: int
+    link: tuple[int, int] | None
     dep: _Step | None = None
+    tb: Block = ("local", -1, 0)
     index: int = -1
     tb_id: int = -1
     has_dependent: bool = field(default=False)
 
 
-def to_msccl_xml(
-    schedule: Schedule,
-    *,
-    channels: int = 1,
-    limits: MscclLimits | None = None,
-    name: str | None = None,
-    proto: str = "Simple",
-    min_bytes: int = 0,
-    max_bytes: int = 0,
-    coll_name: str | None = None,
-    pair_peers: bool | None = None,
-) -> str:
-    """The MSCCL XML text of ``schedule`` (deterministic, byte for byte).
-
-    Parameters
-    ----------
-    schedule : Schedule
-        Allgather, reduce_scatter, allreduce, broadcast or reduce schedule; its
-        trees are in broadcast direction (reducing phases run them reversed).
-    channels : int
-        Channels to spread tree pieces over (round-robin), at most
-        ``limits.max_channels``.
-    limits : MscclLimits, optional
-        Runtime caps; exceeding one raises :class:`ExportError`.
-    name, proto, min_bytes, max_bytes, coll_name
-        Written to the ``<algo>`` element (``maxBytes = 0`` means no upper limit).
-    pair_peers : bool, optional
-        Put the sends to and the receives from one peer (on one channel) into one
-        thread block (``send = recv = peer``): half the thread blocks, less
-        concurrency. ``None`` (default) pairs only on GPUs that would otherwise
-        exceed ``limits.max_threadblocks``.
-
-    Raises
-    ------
-    ExportError
-        The schedule needs more thread blocks, peers per channel or steps per
-        thread block than ``limits`` allow (the message names the GPU and suggests
-        fewer channels, more channels or a smaller k), or the collective is unknown.
+def to_msccl_xml(schedule: Schedule, **options: object) -> str:
+    """The MSCCL XML text of ``schedule``: :func:`msccl_program`'s ``text``.
 
     Examples
     --------
@@ -151,27 +163,115 @@ def to_msccl_xml(
     >>> xml.count('type="rrc"'), xml.count('type="s"'), xml.count('type="r"')
     (2, 4, 2)
     """
-    limits = limits or MscclLimits()
-    if schedule.collective not in _SUPPORTED:
+    return msccl_program(schedule, **options).text  # type: ignore[arg-type]
+
+
+def msccl_program(
+    schedule: Schedule,
+    *,
+    runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
+    channels: int = 1,
+    placement: str | None = None,
+    name: str | None = None,
+    proto: str = "Simple",
+    min_bytes: int = 0,
+    max_bytes: int | None = None,
+    pair_peers: bool | None = None,
+) -> MscclProgram:
+    """The MSCCL program of ``schedule`` for ``runtime`` (deterministic, byte for byte).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Allgather, reduce_scatter, allreduce, broadcast or reduce schedule; its
+        trees are in broadcast direction (reducing phases run them reversed).
+    runtime : RuntimeProfile or str
+        The runtime whose parser must accept the file (spelling of ``coll``, limits,
+        ``maxBytes`` semantics, placement flags).
+    channels : int
+        Channels per connection (at least 1; more where a connection's steps exceed
+        the runtime's steps per thread block).
+    placement : str, optional
+        ``outofplace``, ``inplace`` or ``both``; default: the first of
+        :func:`placements`.
+    name, proto
+        Written to the ``<algo>`` element (``name`` defaults to a description).
+    min_bytes, max_bytes : int
+        The smallest and largest message (bytes) the file serves; ``max_bytes=None``
+        means no upper limit (written in the runtime's convention).
+    pair_peers : bool, optional
+        Put the sends to and the receives from one peer on one channel into one
+        thread block. ``None`` (default) pairs only where a GPU would otherwise
+        exceed the runtime's thread blocks.
+
+    Raises
+    ------
+    ExportError
+        The program exceeds a limit of the runtime (the message names the limit, its
+        value and what helps), the placement is not correct for this collective, or
+        the schedule is malformed.
+    """
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    coll = schedule.collective
+    if coll not in _SUPPORTED:
         raise ExportError(
-            f"collective {schedule.collective!r} cannot be exported to MSCCL; "
-            f"valid: {', '.join(_SUPPORTED)}"
+            f"collective {coll!r} cannot be exported to MSCCL; valid: {', '.join(_SUPPORTED)}"
         )
-    if not 1 <= channels <= limits.max_channels:
-        raise ExportError(f"channels must be between 1 and {limits.max_channels}, got {channels}")
-    builder = _Builder(schedule, channels, limits.max_count)
+    placement = placement or placements(coll, profile)[0]
+    if placement not in PLACEMENTS:
+        raise ExportError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if placement == "both" and coll in _PLACEMENT_SENSITIVE:
+        raise ExportError(
+            f"a {coll} program is not correct both in place and out of place; "
+            "write one per placement"
+        )
+    if placement == "both" and not profile.placement_flags:
+        raise ExportError(
+            f"runtime {profile.name!r} reads only 'inplace': a file serves one placement"
+        )
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+        raise ExportError(f"channels must be a positive integer, got {channels!r}")
+    builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace")
     builder.build()
-    tbs = _number(builder.steps, schedule, limits, pair_peers)
-    return _render(schedule, builder, tbs, channels, name, proto, min_bytes, max_bytes, coll_name)
+    nchunks = max(builder.chunks[0], builder.chunks[1])
+    if max(builder.chunks) - 1 > profile.max_offset:
+        raise ExportError(
+            f"the buffers need {max(builder.chunks)} chunks, above the {profile.max_offset + 1} "
+            f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
+            "use a smaller -k"
+        )
+    _assign_channels(builder, schedule, profile, channels)
+    tbs = _number(builder.steps, schedule, profile, pair_peers)
+    text = _render(
+        schedule,
+        builder,
+        tbs,
+        profile,
+        placement,
+        name,
+        proto,
+        min_bytes,
+        profile.max_bytes_value(max_bytes, scratch=builder.chunks[2] > 0),
+    )
+    peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
+    return MscclProgram(
+        text=text,
+        placement=placement,
+        nchannels=1 + max((tb[2] for blocks in tbs.values() for tb, _ in blocks), default=0),
+        nchunksperloop=nchunks,
+        max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
+        max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
+        max_peers=max(peers, default=0),
+    )
 
 
 class _Builder:
     """Turns trees into per-GPU steps with keys and dependencies."""
 
-    def __init__(self, schedule: Schedule, channels: int, max_count: int) -> None:
+    def __init__(self, schedule: Schedule, max_count: int, *, inplace: bool) -> None:
         self.schedule = schedule
-        self.channels = channels
         self.max_count = max_count
+        self.inplace = inplace
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         n, k = len(schedule.compute_nodes), schedule.k
@@ -188,16 +288,21 @@ class _Builder:
         shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
         _check_chunks(self.schedule)
         height = max((max(depth.values()) for _, depth in shapes), default=0)
+        if self.schedule.collective in _PLACEMENT_SENSITIVE and not self.inplace:
+            # out of place, each root first copies its whole shard into its output
+            roots = sorted({t.root for t in trees}, key=self.ranks.__getitem__)
+            for root in roots:
+                for first in range(0, self.schedule.k, self.max_count):
+                    cnt = min(self.max_count, self.schedule.k - first)
+                    src, dst = ("i", first), self._out(root, first)
+                    self._add(_Step("cpy", src, dst, cnt, (1, -1, first), self.ranks[root], None))
         offsets: dict[str, int] = defaultdict(int)
-        piece_number = 0
         for ti, tree in enumerate(trees):
             start = offsets[tree.root]
             offsets[tree.root] += tree.chunks
             for p, first in enumerate(range(start, start + tree.chunks, self.max_count)):
                 cnt = min(self.max_count, start + tree.chunks - first)
-                chan = piece_number % self.channels
-                piece_number += 1
-                self._piece(tree, shapes[ti], height, (ti, p), first, cnt, chan)
+                self._piece(tree, shapes[ti], height, (ti, p), first, cnt)
 
     # --- where a piece lives on each GPU -----------------------------------------
 
@@ -207,7 +312,10 @@ class _Builder:
         return self.ranks[root] * self.schedule.k + offset
 
     def _source(self, root: str, offset: int) -> Location:
-        if self.schedule.collective in ("allgather", "broadcast", "reduce"):
+        coll = self.schedule.collective
+        if coll in _PLACEMENT_SENSITIVE:
+            return ("o", self._slot(root, offset)) if self.inplace else ("i", offset)
+        if coll == "reduce":
             return ("i", offset)
         return ("i", self._slot(root, offset))
 
@@ -222,6 +330,10 @@ class _Builder:
     def _out(self, root: str, offset: int) -> Location:
         return ("o", self._slot(root, offset))
 
+    def _add(self, step: _Step) -> _Step:
+        self.steps[step.gpu].append(step)
+        return step
+
     # --- one piece of one tree -------------------------------------------------
 
     def _piece(
@@ -232,7 +344,6 @@ class _Builder:
         ident: tuple[int, int],
         offset: int,
         cnt: int,
-        chan: int,
     ) -> None:
         children, depth = shape
         coll, root = self.schedule.collective, tree.root
@@ -243,42 +354,16 @@ class _Builder:
                 prev: _Step | None = None
                 for j, c in enumerate(children[v]):
                     key = (0, height - depth[c], *ident, j)
+                    link = (rank[c], rank[v])
                     src = self._acc(v, root, offset) if prev else self._source(root, offset)
-                    rrc = _Step(
-                        "rrc",
-                        src,
-                        self._acc(v, root, offset),
-                        cnt,
-                        key,
-                        ("recv", rank[c], chan),
-                        prev,
-                    )
+                    acc = self._acc(v, root, offset)
+                    rrc = self._add(_Step("rrc", src, acc, cnt, key, rank[v], link, prev))
                     own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
-                    send = _Step(
-                        "s",
-                        own,
-                        self._acc(v, root, offset),
-                        cnt,
-                        key,
-                        ("send", rank[v], chan),
-                        last_up[c],
-                    )
-                    self.steps[rank[v]].append(rrc)
-                    self.steps[rank[c]].append(send)
+                    self._add(_Step("s", own, acc, cnt, key, rank[c], link, last_up[c]))
                     prev = rrc
                 last_up[v] = prev
         if coll in ("allgather", "broadcast", "allreduce"):
             received: dict[str, _Step | None] = {root: last_up.get(root)}
-            if coll != "allreduce":
-                cpy = _Step(
-                    "cpy",
-                    self._source(root, offset),
-                    self._out(root, offset),
-                    cnt,
-                    (1, 0, *ident, -1),
-                    ("local", -1, 0),
-                )
-                self.steps[rank[root]].append(cpy)
             for v in sorted(depth, key=lambda n: (depth[n], rank[n])):
                 own = self._out(root, offset)
                 if v == root and coll != "allreduce":
@@ -286,10 +371,9 @@ class _Builder:
                 for j, c in enumerate(children[v]):
                     key = (1, depth[c], *ident, j)
                     out = self._out(root, offset)
-                    recv = _Step("r", own, out, cnt, key, ("recv", rank[v], chan))
-                    send = _Step("s", own, out, cnt, key, ("send", rank[c], chan), received[v])
-                    self.steps[rank[c]].append(recv)
-                    self.steps[rank[v]].append(send)
+                    link = (rank[v], rank[c])
+                    recv = self._add(_Step("r", own, out, cnt, key, rank[c], link))
+                    self._add(_Step("s", own, out, cnt, key, rank[v], link, received[v]))
                     received[c] = recv
 
 
@@ -326,9 +410,10 @@ def _shape(
 
 def _check_chunks(schedule: Schedule) -> None:
     """Per root the chunks sum to k (broadcast/reduce: only the schedule's root has trees)."""
-    totals: dict[str, int] = defaultdict(int)
+    totals: dict[str | None, int] = defaultdict(int)
     for tree in schedule.trees:
         totals[tree.root] += tree.chunks
+    expected: dict[str | None, int]
     if schedule.collective in ("broadcast", "reduce"):
         if schedule.root is None:
             raise ExportError(f"the {schedule.collective} schedule names no root")
@@ -343,99 +428,200 @@ def _check_chunks(schedule: Schedule) -> None:
             )
 
 
-_KIND_ORDER = {"local": 0, "pair": 1, "send": 2, "recv": 3}
+_KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3}
 _DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv": ("recv",)}
 
 
-def _blocks(steps: list[_Step], *, pair: bool) -> dict[tuple[str, int, int], list[_Step]]:
-    """Thread blocks of one GPU: one per (direction, peer, channel), or with ``pair``
-    one ``("pair", peer, channel)`` block wherever a peer is both sent to and received from."""
-    blocks: dict[tuple[str, int, int], list[_Step]] = defaultdict(list)
+def _assign_channels(
+    builder: _Builder, schedule: Schedule, profile: RuntimeProfile, channels: int
+) -> None:
+    """Give every transfer its thread block (direction, peer, channel).
+
+    Both directions between two GPUs get the same ``w`` channels, ``w`` the larger of
+    ``channels`` and what keeps each connection within ``profile.max_steps``. The
+    channels come from the fewest ids ``0..C-1`` on which no GPU exceeds
+    ``profile.max_peers_per_channel`` send or receive peers: ``C`` starts at the bound
+    ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest first) takes its
+    least-loaded admissible channels, and ``C`` grows until every pair fits. A
+    connection's transfers are dealt round-robin over its channels in key order.
+    """
+    by_link: dict[tuple[int, int], dict[tuple[int, ...], list[_Step]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for gpu_steps in builder.steps.values():
+        for step in gpu_steps:
+            if step.link is not None:
+                by_link[step.link][step.key].append(step)
+    names = schedule.compute_nodes
+    widths = {}
+    for a, b in {(min(link), max(link)) for link in by_link}:
+        links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
+        most = max(len(by_link[link]) for link in links)
+        widths[(a, b)] = (links, max(channels, math.ceil(most / profile.max_steps)), most)
+        if widths[(a, b)][1] > profile.max_channels:
+            raise ExportError(
+                f"GPUs {a} ({names[a]}) and {b} ({names[b]}) exchange {most} steps one way: "
+                f"more than {profile.max_steps} steps per thread block "
+                f"({profile.sources['max_steps']}) on each of the {profile.max_channels} "
+                f"channels of runtime {profile.name!r}; use a smaller -k"
+            )
+    degree: dict[tuple[str, int], int] = defaultdict(int)
+    for links, width, _ in widths.values():
+        for sender, receiver in links:
+            degree[("send", sender)] += width
+            degree[("recv", receiver)] += width
+    limit = profile.max_peers_per_channel
+    order = sorted(widths, key=lambda pair: (-widths[pair][1], -widths[pair][2], pair))
+    for count in range(
+        max(1, math.ceil(max(degree.values(), default=0) / limit)), profile.max_channels + 1
+    ):
+        chosen = _channel_choice(widths, order, count, limit)
+        if chosen is not None:
+            break
+    else:
+        raise ExportError(
+            f"the GPUs talk to too many peers: no assignment of the {profile.max_channels} "
+            f"channels of runtime {profile.name!r} keeps every GPU within {limit} send and "
+            f"{limit} receive peers per channel ({profile.sources['max_peers_per_channel']}; "
+            f"{profile.sources['max_channels']})"
+            + ("; use fewer --channels" if channels > 1 else "")
+        )
+    for pair, (links, width, _) in widths.items():
+        for link in links:
+            for i, key in enumerate(sorted(by_link[link])):
+                chan = chosen[pair][i % width]
+                for step in by_link[link][key]:
+                    sender = step.gpu == link[0]
+                    step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
+
+
+def _channel_choice(
+    widths: dict[tuple[int, int], tuple[tuple[tuple[int, int], ...], int, int]],
+    order: list[tuple[int, int]],
+    count: int,
+    limit: int,
+) -> dict[tuple[int, int], list[int]] | None:
+    """Channels ``0..count-1`` for every GPU pair (least loaded first), or None if a pair
+    finds too few on which both GPUs stay within ``limit`` peers per direction."""
+    load: dict[tuple[str, int, int], int] = defaultdict(int)  # (direction, gpu, channel)
+    chosen = {}
+    for pair in order:
+        links, width, _ = widths[pair]
+        fill = [
+            max(max(load[("send", s, c)], load[("recv", r, c)]) for s, r in links)
+            for c in range(count)
+        ]
+        free = sorted((fill[c], c) for c in range(count) if fill[c] < limit)
+        if len(free) < width:
+            return None
+        chosen[pair] = sorted(c for _, c in free[:width])
+        for c in chosen[pair]:
+            for s, r in links:
+                load[("send", s, c)] += 1
+                load[("recv", r, c)] += 1
+    return chosen
+
+
+def _blocks(
+    steps: list[_Step], limit: int, pair: bool | None, cap: int
+) -> dict[Block, list[_Step]]:
+    """Thread blocks of one GPU: one per (direction, peer, channel); the sends to and
+    receives from one peer on one channel share a ``("pair", peer, channel)`` block where
+    their steps fit in ``limit`` - all such with ``pair``, with ``None`` the smallest
+    first until at most ``cap`` blocks remain."""
+    blocks: dict[Block, list[_Step]] = defaultdict(list)
     for step in steps:
         blocks[step.tb].append(step)
-    if pair:
-        for kind, peer, chan in list(blocks):
-            if kind == "send" and ("recv", peer, chan) in blocks:
-                merged = blocks.pop((kind, peer, chan)) + blocks.pop(("recv", peer, chan))
-                blocks[("pair", peer, chan)] = merged
+    if pair is False:
+        return blocks
+    candidates = sorted(
+        (len(blocks[tb]) + len(blocks[("recv", tb[1], tb[2])]), tb)
+        for tb in blocks
+        if tb[0] == "send" and ("recv", tb[1], tb[2]) in blocks
+    )
+    for size, (_, peer, chan) in candidates:
+        if size > limit or (pair is None and len(blocks) <= cap):
+            break
+        merged = blocks.pop(("send", peer, chan)) + blocks.pop(("recv", peer, chan))
+        blocks[("pair", peer, chan)] = merged
     return blocks
 
 
 def _number(
     steps: dict[int, list[_Step]],
     schedule: Schedule,
-    limits: MscclLimits,
+    profile: RuntimeProfile,
     pair_peers: bool | None,
-) -> dict[int, list[tuple[tuple[str, int, int], list[_Step]]]]:
+) -> dict[int, list[tuple[Block, list[_Step]]]]:
     """Group steps into thread blocks, order them by key, number them, check limits."""
     names = schedule.compute_nodes
-    result: dict[int, list[tuple[tuple[str, int, int], list[_Step]]]] = {}
+    where = f"runtime {profile.name!r}"
+    result: dict[int, list[tuple[Block, list[_Step]]]] = {}
     for gpu in range(len(names)):
-        blocks = _blocks(steps.get(gpu, []), pair=pair_peers is True)
-        if pair_peers is None and len(blocks) > limits.max_threadblocks:
-            blocks = _blocks(steps.get(gpu, []), pair=True)
-        order = sorted(blocks, key=lambda tb: (tb[2], _KIND_ORDER[tb[0]], tb[1]))
-        if len(order) > limits.max_threadblocks:
+        blocks = _blocks(
+            steps.get(gpu, []), profile.max_steps, pair_peers, profile.max_threadblocks
+        )
+        order = sorted(blocks, key=lambda tb: (_KIND_ORDER[tb[0]], tb[2], tb[1]))
+        if len(order) > profile.max_threadblocks:
             raise ExportError(
-                f"GPU {gpu} ({names[gpu]}) needs {len(order)} thread blocks (one per peer and "
-                f"direction on each channel, send and receive paired where possible), above "
-                f"the cap of {limits.max_threadblocks}; use fewer channels or a smaller k "
-                f"(fewer trees reach fewer peers), or raise max_threadblocks"
+                f"GPU {gpu} ({names[gpu]}) needs {len(order)} thread blocks (one per peer, "
+                f"direction and channel; send and receive paired where their steps fit in "
+                f"one), above the {profile.max_threadblocks} of {where} "
+                f"({profile.sources['max_threadblocks']}); use a smaller -k (fewer steps per "
+                f"peer pair more of them) or a runtime with more thread blocks "
+                f"(--runtime msccl-executor)"
             )
-        per_channel: dict[tuple[int, str], int] = defaultdict(int)
-        for kind, _, chan in order:
-            for direction in _DIRECTIONS[kind]:
-                per_channel[(chan, direction)] += 1
-        for (chan, kind), count in sorted(per_channel.items()):
-            if count > limits.max_peers_per_channel:
-                raise ExportError(
-                    f"GPU {gpu} ({names[gpu]}) has {count} {kind} peers on channel {chan}, above "
-                    f"MSCCL's {limits.max_peers_per_channel} per channel; use more channels or "
-                    f"a smaller k"
-                )
         numbered = []
         for tb_id, tb in enumerate(order):
             block = sorted(blocks[tb], key=lambda s: s.key)
-            if len(block) > limits.max_steps:
+            if len(block) > profile.max_steps:
                 raise ExportError(
-                    f"GPU {gpu} ({names[gpu]}): thread block {tb_id} ({tb[0]} peer {tb[1]}, "
-                    f"channel {tb[2]}) needs {len(block)} steps, above the cap of "
-                    f"{limits.max_steps}; use more channels or a smaller k"
+                    f"GPU {gpu} ({names[gpu]}): thread block {tb_id} ({tb[0]}) needs "
+                    f"{len(block)} steps, above the {profile.max_steps} of {where} "
+                    f"({profile.sources['max_steps']}); use a smaller -k"
                 )
             for index, step in enumerate(block):
                 step.index, step.tb_id = index, tb_id
             numbered.append((tb, block))
         result[gpu] = numbered
-    for blocks_of_gpu in result.values():
+    for gpu, blocks_of_gpu in result.items():
         for _, block in blocks_of_gpu:
             for step in block:
-                if step.dep is not None:
-                    step.dep.has_dependent = True
+                if step.dep is None:
+                    continue
+                step.dep.has_dependent = True
+                if step.dep.tb_id > profile.max_depid:
+                    raise ExportError(
+                        f"GPU {gpu} ({names[gpu]}): a step waits for thread block "
+                        f"{step.dep.tb_id}, above the depid range 0..{profile.max_depid} of "
+                        f"{where} ({profile.sources['max_depid']}); use a smaller -k"
+                    )
     return result
 
 
 def _render(
     schedule: Schedule,
     builder: _Builder,
-    tbs: dict[int, list[tuple[tuple[str, int, int], list[_Step]]]],
-    channels: int,
+    tbs: dict[int, list[tuple[Block, list[_Step]]]],
+    profile: RuntimeProfile,
+    placement: str,
     name: str | None,
     proto: str,
     min_bytes: int,
     max_bytes: int,
-    coll_name: str | None,
 ) -> str:
     i_chunks, o_chunks, s_chunks = builder.chunks
     used_channels = 1 + max((tb[2] for blocks in tbs.values() for tb, _ in blocks), default=0)
+    root = f" root={schedule.root}" if schedule.root is not None else ""
     attrs = {
-        "name": name or f"optcoll {schedule.collective} {schedule.topology} k={schedule.k}",
+        "name": name or f"optcoll {schedule.collective} {schedule.topology} k={schedule.k}{root}",
         "proto": proto,
-        "nchannels": str(min(channels, used_channels)),
+        "nchannels": str(used_channels),
         "nchunksperloop": str(max(i_chunks, o_chunks)),
         "ngpus": str(len(schedule.compute_nodes)),
-        "coll": coll_name or schedule.collective,
-        "inplace": "0",
-        "outofplace": "1",
+        "coll": profile.collective_names[schedule.collective],
+        "inplace": "0" if placement == "outofplace" else "1",
+        "outofplace": "0" if placement == "inplace" else "1",
         "minBytes": str(min_bytes),
         "maxBytes": str(max_bytes),
     }

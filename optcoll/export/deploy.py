@@ -1,0 +1,237 @@
+"""Schedules a runtime can use: a deployable chunk count and size bands.
+
+MSCCL runtimes pick an algorithm file only for messages whose element count is a
+multiple of its ``nchunksperloop`` (``N k`` for the all-to-all collectives, ``k``
+for broadcast and reduce; see :mod:`optcoll.export.runtimes`). The optimal ``k``
+(ForestColl's, e.g. 13 on dgx-a100:2) makes that a number no power-of-two size
+is a multiple of. :func:`deployable_schedule` therefore takes the smallest
+``k`` in ``{1, 2, 4, 8, ...}`` whose best ``k``-chunk schedule is within a
+tolerance of the optimum; :func:`size_bands` splits the size axis among several
+such schedules by the cost model of :mod:`optcoll.simulate`.
+
+Broadcast and reduce use ``K`` arc-disjoint trees (``K`` the minimum cut from or
+to the root, :func:`optcoll.collectives.broadcast`); with ``k`` chunks they are
+dealt as evenly as possible over the trees (``ceil(k / K)`` at most per tree),
+which is the best ``k``-chunk split over those trees.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> choice = deployable_schedule(build("dgx-a100:2"), "allgather")
+>>> choice.schedule.k, choice.ratio
+(8, Fraction(481, 480))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from optcoll.exceptions import ExportError
+from optcoll.schedule import Schedule, Tree
+from optcoll.simulate import Cost
+from optcoll.topology import Topology
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "MAX_DEPLOY_K",
+    "Deployment",
+    "deployable_schedule",
+    "redeal",
+    "size_bands",
+]
+
+#: Default tolerance on the time factor: 1 % above the optimum.
+DEFAULT_TOLERANCE = Fraction(1, 100)
+#: Largest power of two tried for k (its buffers stay within int16 offsets for N <= 64).
+MAX_DEPLOY_K = 512
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A schedule chosen for deployment and how it compares with the optimum.
+
+    Attributes
+    ----------
+    schedule : Schedule
+    optimum : Fraction
+        The collective's exact lower bound (r*, its reversed-topology twin, their sum
+        for allreduce, or the broadcast/reduce min-cut bound).
+    ratio : Fraction
+        ``schedule.time_factor / optimum``.
+    tried : tuple of (int, Fraction)
+        Every ``k`` tried and its ratio to the optimum, in order.
+    """
+
+    schedule: Schedule
+    optimum: Fraction
+    ratio: Fraction
+    tried: tuple[tuple[int, Fraction], ...]
+
+
+def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
+    """A broadcast or reduce schedule's trees carrying ``k`` chunks, dealt evenly.
+
+    With ``K`` trees, ``k mod K`` of them carry ``ceil(k / K)`` chunks and the rest
+    ``floor(k / K)`` (trees left with none are dropped); the time factor is computed
+    exactly from the link loads.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.collectives import broadcast
+    >>> topo = build("mi250:1")
+    >>> s = broadcast(topo, "b0.gcd0")
+    >>> s.k, redeal(s, 4, topo).time_factor / s.time_factor
+    (6, Fraction(3, 2))
+    """
+    from optcoll.collectives import phase_time_factor
+
+    if schedule.collective not in ("broadcast", "reduce"):
+        raise ExportError(
+            f"only broadcast and reduce trees are re-dealt, not {schedule.collective}"
+        )
+    count = len(schedule.trees)
+    share, extra = divmod(k, count)
+    trees = tuple(
+        Tree(tree.root, share + (i < extra), tree.edges)
+        for i, tree in enumerate(schedule.trees)
+        if share + (i < extra) > 0
+    )
+    factor = phase_time_factor(topology, trees, k, reverse=schedule.collective == "reduce")
+    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=dict(schedule.stats))
+
+
+def deployable_schedule(
+    topology: Topology,
+    collective: str,
+    *,
+    tolerance: Fraction = DEFAULT_TOLERANCE,
+    k: int | None = None,
+    exact: bool = False,
+    root: str | None = None,
+) -> Deployment:
+    """The schedule to deploy: the smallest power-of-two ``k`` within ``tolerance``.
+
+    Parameters
+    ----------
+    topology : Topology
+    collective : str
+        ``allgather``, ``reduce_scatter``, ``allreduce``, ``broadcast`` or ``reduce``.
+    tolerance : Fraction
+        Accept a time factor up to ``(1 + tolerance) * optimum``.
+    k : int, optional
+        Force this ``k`` (the best ``k``-chunk schedule, whatever its ratio).
+    exact : bool
+        Keep the optimal ``k`` (time factor = optimum; possibly not a power of two).
+    root : str, optional
+        Root of a broadcast or reduce (default: the first compute node).
+
+    Raises
+    ------
+    ExportError
+        No power of two up to :data:`MAX_DEPLOY_K` is within the tolerance (the message
+        gives the best ratio found and the options that help).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> d = deployable_schedule(build("mi250:1"), "broadcast", root="b0.gcd0")
+    >>> d.schedule.k, d.ratio <= Fraction(101, 100)
+    (256, True)
+    """
+    from optcoll.collectives import build_collective, collective_lower_bound
+
+    if tolerance < 0:
+        raise ExportError(f"the tolerance must be >= 0, got {tolerance}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ExportError(f"-k must be a positive integer, got {k!r}")
+    rooted = collective in ("broadcast", "reduce")
+    if rooted:
+        root = root if root is not None else topology.compute_nodes[0]
+    optimum = collective_lower_bound(topology, collective, root)
+    assert optimum is not None  # every collective has a bound once the root is set
+
+    def build(chunks: int | None) -> tuple[Schedule, Fraction]:
+        if rooted:
+            base = build_collective(topology, collective, root=root)
+            schedule = base if chunks is None else redeal(base, chunks, topology)
+        else:
+            schedule = build_collective(topology, collective, k=chunks)
+        assert schedule.time_factor is not None  # built schedules carry their exact factor
+        return schedule, Fraction(schedule.time_factor) / optimum
+
+    if exact or k is not None:
+        schedule, ratio = build(None if exact else k)
+        return Deployment(schedule, optimum, ratio, ((schedule.k, ratio),))
+    tried = []
+    chunks = 1
+    while chunks <= MAX_DEPLOY_K:
+        schedule, ratio = build(chunks)
+        tried.append((chunks, ratio))
+        if ratio <= 1 + tolerance:
+            return Deployment(schedule, optimum, ratio, tuple(tried))
+        chunks *= 2
+    best_k, best = min(tried, key=lambda item: (item[1], item[0]))
+    raise ExportError(
+        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives a {collective} within "
+        f"{float(tolerance):.2%} of the optimum (best: k = {best_k}, "
+        f"{float(best - 1):.3%} above); raise --tolerance, force -k, or keep the optimal k "
+        "with --exact"
+    )
+
+
+def size_bands(costs: Sequence[Cost]) -> list[tuple[int, int, int | None]]:
+    """Tile the message sizes (bytes) among schedules by the cost model.
+
+    Returns ``(index into costs, smallest size, largest size or None)`` per band,
+    in increasing size: each size goes to the cost whose ``seconds(M)`` is smallest
+    (ties to the earlier cost); the lines ``alpha + data(M) * time_factor`` are
+    compared exactly, and a band edge is the last integer size at which the
+    previous cost is still at least as fast.
+
+    Examples
+    --------
+    >>> slow_start = Cost("k=8", "allgather", 16, Fraction(1, 20), Fraction(5))
+    >>> quick_start = Cost("k=1", "allgather", 16, Fraction(1, 10), Fraction(2))
+    >>> size_bands([quick_start, slow_start])
+    [(0, 0, 960000), (1, 960001, None)]
+    """
+    if not costs:
+        raise ExportError("no schedules to split the sizes among")
+
+    def seconds(i: int, size: Fraction) -> Fraction:
+        cost = costs[i]
+        scale = (
+            cost.num_compute
+            if cost.collective in ("allgather", "reduce_scatter", "allreduce")
+            else 1
+        )
+        return cost.alpha * Fraction(1, 10**6) + size / scale / 10**9 * cost.time_factor
+
+    def slope(i: int) -> Fraction:
+        return seconds(i, Fraction(1)) - seconds(i, Fraction(0))
+
+    bands: list[tuple[int, int, int | None]] = []
+    start = 0
+    current = min(range(len(costs)), key=lambda i: (seconds(i, Fraction(0)), slope(i), i))
+    while True:
+        # the next cost to overtake ``current``: a smaller slope, crossing earliest
+        crossings = []
+        for j in range(len(costs)):
+            if slope(j) < slope(current):
+                edge = (seconds(j, Fraction(0)) - seconds(current, Fraction(0))) / (
+                    slope(current) - slope(j)
+                )
+                crossings.append((max(edge, Fraction(start)), slope(j), j))
+        if not crossings:
+            bands.append((current, start, None))
+            return bands
+        edge, _, successor = min(crossings)
+        last = math.floor(edge)
+        if last >= start:
+            bands.append((current, start, last))
+            start = last + 1
+        current = successor

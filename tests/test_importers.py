@@ -19,12 +19,11 @@ from optcoll.exceptions import (
     NodeTypeError,
     NotStronglyConnectedError,
 )
-from optcoll.importers import (
+from optcoll.io import (
     detect_format,
     from_edgelist,
     from_msccl,
     import_topology,
-    is_foreign,
 )
 
 DATA = Path(__file__).parent / "data" / "importers"
@@ -416,15 +415,33 @@ def test_native_files_pass_through_with_an_optional_new_name(tmp_path):
     assert renamed.name == "my-box" and renamed.capacity == load_topology("mi250:1").capacity
 
 
-def test_is_foreign_tells_load_topology_what_to_hand_over(tmp_path):
-    assert is_foreign(DATA / "msccl_hub4.json") and is_foreign(DATA / "taccl_quad.json")
-    assert is_foreign(DATA / "star.graphml") and is_foreign(DATA / "leafspine.edgelist")
-    native = write(tmp_path, "t.json", {"nodes": [], "links": []})
-    broken = write(tmp_path, "b.json", "{not json")
+@pytest.mark.parametrize(
+    "name", ["msccl_hub4.json", "taccl_quad.json", "star.graphml", "leafspine.edgelist"]
+)
+def test_export_reads_every_file_show_reads(tmp_path, name, capsys):
+    from optcoll import cli
+    from optcoll.io import load_schedule
+
+    assert cli.main(["show", str(DATA / name)]) == 0
+    out = tmp_path / "s.json"
+    assert cli.main(["export", str(DATA / name), "--format", "json", "-o", str(out)]) == 0
+    schedule = load_schedule(out)
+    assert set(schedule.compute_nodes) == set(import_topology(DATA / name).compute_nodes)
+
+
+def test_a_file_of_unknown_suffix_is_read_as_json_only_when_it_looks_like_json(tmp_path):
     odd = write(tmp_path, "t.topo", "a b 1")
-    assert not any(
-        is_foreign(p) for p in (native, broken, odd, tmp_path / "missing.json", "mi250:1")
+    with pytest.raises(ImportFormatError, match=r"t\.topo: cannot tell the format"):
+        import_topology(odd)
+    native = write(
+        tmp_path,
+        "t.topo2",
+        {
+            "nodes": [{"id": "a"}, {"id": "b"}],
+            "links": [{"src": "a", "dst": "b", "bandwidth": 1, "bidirectional": True}],
+        },
     )
+    assert detect_format(native) == "optcoll" and import_topology(native).num_compute == 2
 
 
 def test_every_command_reads_foreign_files_convert_included(tmp_path, capsys):

@@ -198,18 +198,11 @@ def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fractio
 
 
 def _schedule_file(source: str) -> Path | None:
-    """``source`` as a path if it holds a schedule (not a topology)."""
-    from optcoll.io import read_document
+    """``source`` as a path if it holds a schedule (not a topology in any format)."""
+    from optcoll.io import is_schedule_file
 
     path = Path(source)
-    if not path.is_file():
-        return None
-    data = read_document(path)
-    is_schedule = isinstance(data, dict) and (
-        data.get("format") == "optcoll-schedule"
-        or ("format" not in data and "trees" in data and "nodes" not in data)
-    )
-    return path if is_schedule else None
+    return path if is_schedule_file(path) else None
 
 
 def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:

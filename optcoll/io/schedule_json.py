@@ -1,0 +1,84 @@
+"""Schedule files (JSON or YAML, the README's "Schedule file format"): reads and writes them.
+
+Examples
+--------
+>>> is_schedule_document({"format": "optcoll-schedule", "trees": []})
+True
+>>> is_schedule_document({"nodes": [], "links": []})
+False
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from optcoll.exceptions import ScheduleError
+from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, write_document
+from optcoll.schedule import Schedule
+
+__all__ = ["load_schedule", "save_schedule", "is_schedule_document", "is_schedule_file"]
+
+
+def is_schedule_document(data: Any) -> bool:
+    """True for a parsed document that is a schedule (its ``format``, or trees and no nodes)."""
+    return isinstance(data, dict) and (
+        data.get("format") == "optcoll-schedule"
+        or ("format" not in data and "trees" in data and "nodes" not in data)
+    )
+
+
+def is_schedule_file(path: str | Path) -> bool:
+    """True if ``path`` is an existing JSON/YAML file holding a schedule.
+
+    Files of other suffixes (GraphML, edge lists, ...) are never read here.
+
+    Raises
+    ------
+    FileFormatError
+        A JSON/YAML file that cannot be parsed.
+
+    Examples
+    --------
+    >>> is_schedule_file("no-such-file.json"), is_schedule_file("ring:4")
+    (False, False)
+    """
+    path = Path(path)
+    return (
+        path.is_file()
+        and path.suffix.lower() in DOCUMENT_SUFFIXES
+        and is_schedule_document(read_document(path))
+    )
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a schedule file (JSON or YAML, the README's "Schedule file format").
+
+    Parse errors raise :class:`FileFormatError` (file, line, column); a
+    malformed schedule raises :class:`ScheduleError` prefixed by the file name.
+    Whether the schedule is valid for a topology is
+    :func:`optcoll.verify.verify_schedule`'s job.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
+    ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+    ...               Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     save_schedule(s, pathlib.Path(d) / "s.json")
+    ...     load_schedule(pathlib.Path(d) / "s.json") == s
+    True
+    """
+    path = Path(path)
+    data = read_document(path)
+    try:
+        return Schedule.from_dict(data)
+    except ScheduleError as err:
+        raise ScheduleError(f"{path}: {err}") from None
+
+
+def save_schedule(schedule: Schedule, path: str | Path) -> None:
+    """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`."""
+    write_document(schedule.to_dict(), path)

@@ -16,8 +16,11 @@ optimum is ``r* * unit``.
 From the duals: the potentials of each sink's conservation rows, cut at any
 level, give sets ``S``; at an optimal dual every such level set with positive
 weight is a bottleneck cut. :func:`lp_cut_ratio` evaluates all of them in exact
-arithmetic, keeps the best, and accepts it only if it equals the rational
-reconstruction of the LP optimum (see :mod:`formulations.rational`).
+arithmetic, keeps the best, and accepts it only if it equals the LP's exact
+optimum: the vertex and duals of HiGHS's final basis, recovered as fractions and
+proved optimal by LP duality (:func:`formulations.exact_lp.solve_proved`). So
+the value is certified from both sides: the flows show it is attained, the cut
+that nothing is better.
 
 The ``rate`` form (``lam = 1/t``, link capacities as variable bounds) is the
 same LP after a change of variables; it has no capacity rows and is what
@@ -42,8 +45,8 @@ from fractions import Fraction
 
 import pulp
 
-from formulations.rational import REL_TOL, reconstruct_cut_ratio
-from formulations.solve import LpResult, SolverReport, solve
+from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
+from formulations.solve import LpResult, SolverReport
 from optcoll.exceptions import MethodError, ReconstructionError
 from optcoll.topology import Topology
 
@@ -162,7 +165,10 @@ def congestion_bound(
     Raises
     ------
     ReconstructionError
-        If the best cut recovered from the duals does not match the LP optimum.
+        If the optimum is not proved exactly, or the best cut recovered from the
+        duals does not match it.
+    MethodError
+        If an integer-scaled capacity exceeds 2**53 (not exact as a float).
     SolveError
         Any other solver failure (see :func:`formulations.solve.solve`).
 
@@ -173,21 +179,27 @@ def congestion_bound(
     >>> result.cut_ratio, result.unit
     (Fraction(7, 300), Fraction(300, 1))
     """
+    caps, unit = topology.integer_capacities()
+    if max(caps.values()) > FLOAT_EXACT_LIMIT:
+        raise MethodError(
+            f"congestion LP of {topology.name!r}: an integer-scaled capacity exceeds 2**53, so "
+            f"the LP's floats would round it and its optimum could not be proved exactly; use "
+            f"the combinatorial method"
+        )
     start = time.perf_counter()
     problem = build_congestion(topology, form)
     built = time.perf_counter() - start
-    result = solve(problem, time_limit=time_limit, build_seconds=built)
-    caps, unit = topology.integer_capacities()
+    where = f"congestion LP ({form} form) on {topology.name!r}"
+    result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
+    value = primal["t"] if form == "time" else 1 / primal["lam"]
     count, bandwidth, cut = _best_dual_cut(topology, caps, result)
-    scaled = result.objective if form == "time" else 1.0 / result.objective
-    reconstructed = reconstruct_cut_ratio(scaled, topology.num_compute)
     best = Fraction(count, bandwidth)
-    if best != reconstructed or abs(float(best) - scaled) > REL_TOL * float(best):
+    if best != value:
         raise ReconstructionError(
-            f"congestion LP ({form} form) on {topology.name!r}: optimum r* * unit ~ {scaled!r} (unit "
-            f"{unit}) reconstructs to {reconstructed}, but the best cut recovered from the duals "
-            f"has ratio {best}; the solve is inaccurate: use the combinatorial method"
+            f"{where}: the exact optimum r* * unit = {value} (unit {unit}, proved by LP "
+            f"duality) is not the ratio {best} of the best cut recovered from the duals"
         )
+    scaled = result.objective if form == "time" else 1.0 / result.objective
     ratio = Fraction(count) / topology.cut_bandwidth(cut)
     assert ratio == best / unit, "scaled and unscaled cut ratios disagree"
     return CongestionResult(ratio, cut, scaled, unit, form, result.report)

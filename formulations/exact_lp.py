@@ -41,10 +41,25 @@ from fractions import Fraction
 import pulp
 
 from formulations.linear_system import solve_linear_system
-from formulations.solve import simplex_basis
-from optcoll.exceptions import SingularSystemError
+from formulations.solve import LpResult, simplex_basis, solve
+from optcoll.exceptions import ReconstructionError, SingularSystemError
 
-__all__ = ["basis_vertex", "basis_duals", "check_optimality", "objective_value"]
+__all__ = [
+    "basis_vertex",
+    "basis_duals",
+    "check_optimality",
+    "objective_value",
+    "proved_solution",
+    "solve_proved",
+    "TIGHT_TOLERANCE",
+    "FLOAT_EXACT_LIMIT",
+]
+
+#: HiGHS's feasibility tolerance for the second attempt of :func:`solve_proved`.
+TIGHT_TOLERANCE = 1e-10
+
+#: Integers up to this size are exact as floats, so a model built from them is exact.
+FLOAT_EXACT_LIMIT = 2**53
 
 
 def _bounds(variable: pulp.LpVariable) -> tuple[Fraction | None, Fraction | None]:
@@ -217,3 +232,97 @@ def check_optimality(
     if primal_objective != dual_objective:
         return f"duality gap: primal objective {primal_objective}, dual objective {dual_objective}"
     return None
+
+
+def proved_solution(
+    problem: pulp.LpProblem, where: str
+) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+    """The exact vertex and duals of ``problem`` (just solved), proved optimal.
+
+    Recovers both from HiGHS's final basis (:func:`basis_vertex`,
+    :func:`basis_duals`) and proves them optimal by :func:`check_optimality`;
+    the objective at the vertex (:func:`objective_value`) is then the exact
+    optimum of the model. ``where`` names the model in the error message.
+
+    Raises
+    ------
+    ReconstructionError
+        If the vertex or the duals are not recovered, or the pair is not
+        proved optimal (the message says which and why).
+
+    Examples
+    --------
+    >>> import pulp
+    >>> from formulations.solve import solve
+    >>> model = pulp.LpProblem("tiny", pulp.LpMaximize)
+    >>> x = model.add_variable("x", lowBound=0, upBound=3)
+    >>> model.setObjective(pulp.LpAffineExpression([(x, 0.5)]))
+    >>> _ = solve(model)
+    >>> primal, dual = proved_solution(model, "tiny")
+    >>> objective_value(model, primal)
+    Fraction(3, 2)
+    """
+    primal = basis_vertex(problem)
+    if isinstance(primal, str):
+        raise ReconstructionError(f"{where}: the exact vertex was not recovered: {primal}")
+    dual = basis_duals(problem)
+    if isinstance(dual, str):
+        raise ReconstructionError(f"{where}: the exact duals were not recovered: {dual}")
+    failure = check_optimality(problem, primal, dual)
+    if failure is not None:
+        raise ReconstructionError(f"{where}: the exact basis solution is not optimal: {failure}")
+    return primal, dual
+
+
+def solve_proved(
+    problem: pulp.LpProblem,
+    where: str,
+    *,
+    time_limit: float | None = None,
+    build_seconds: float | None = None,
+) -> tuple[LpResult, dict[str, Fraction], dict[str, Fraction]]:
+    """Solve ``problem`` with HiGHS and prove its optimum exactly, trying harder once.
+
+    Solves with HiGHS's default tolerances and proves the final basis optimal
+    (:func:`proved_solution`); if that fails (HiGHS stopped at a basis whose
+    exact reduced costs are slightly negative, as badly scaled data can cause),
+    solves again with :data:`TIGHT_TOLERANCE` and proves that basis.
+
+    Returns
+    -------
+    tuple
+        ``(result, primal, dual)``: HiGHS's result of the successful attempt
+        and the exact, proved vertex and duals.
+
+    Raises
+    ------
+    ReconstructionError
+        If neither attempt is proved optimal (the message gives both reasons).
+    SolveError
+        Anything else :func:`formulations.solve.solve` raises.
+
+    Examples
+    --------
+    >>> import pulp
+    >>> model = pulp.LpProblem("tiny", pulp.LpMinimize)
+    >>> x = model.add_variable("x", lowBound=0)
+    >>> model.setObjective(pulp.LpAffineExpression([(x, 1.0)]))
+    >>> model.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression([(x, 3.0)]),
+    ...                                       pulp.LpConstraintGE, rhs=1.0), "need")
+    >>> result, primal, dual = solve_proved(model, "tiny")
+    >>> primal, dual
+    ({'x': Fraction(1, 3)}, {'need': Fraction(1, 3)})
+    """
+    result = solve(problem, time_limit=time_limit, build_seconds=build_seconds)
+    try:
+        return (result, *proved_solution(problem, where))
+    except ReconstructionError as first:
+        result = solve(
+            problem, time_limit=time_limit, build_seconds=build_seconds, tolerance=TIGHT_TOLERANCE
+        )
+        try:
+            return (result, *proved_solution(problem, where))
+        except ReconstructionError as second:
+            raise ReconstructionError(
+                f"{first}; with HiGHS's tolerance {TIGHT_TOLERANCE:g}: {second}"
+            ) from None

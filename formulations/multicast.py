@@ -1,18 +1,27 @@
-"""The multicast LP: each root's fractional tree capacity, for small topologies.
+"""The multicast LP: each root's fractional tree capacity, proved optimal exactly.
 
 Every compute root ``r`` owns a capacity vector ``y_r`` on the links; it must
 carry a flow of value 1 from ``r`` to every other compute node ``w``
 (``f_rw(a) <= y_r(a)``: flows to different destinations share ``y_r``, as
-copies of one message do), and the roots together fit the links:
-``sum_r y_r(a) <= t * c(a)``. Minimise ``t``.
+copies of one message do); a switch only forwards, so at a switch ``y_r``
+leaves at most what enters; and the roots together fit the links:
+``sum_r y_r(a) <= t * c(a)``. Minimise ``t``. This is the allgather instance
+of the multi-commodity LP (:mod:`formulations.multicommodity`, one multicast
+commodity per root whose sinks are the other compute nodes).
 
-By Edmonds' branching theorem a vector ``y_r`` that supports a unit flow to
-every node is a fractional packing of spanning ``r``-arborescences, so ``y_r``
-is root ``r``'s fractional tree capacity and the optimum is the same r* as the
-congestion LP (:mod:`formulations.congestion`): every set ``S`` holding root
-``r`` but missing a compute node needs ``y_r(δ+(S)) >= 1``, so
-``t * B+(S) >= |S ∩ Vc|``, and ForestColl (arXiv 2402.06787) attains it. The
-model is independent of the congestion LP and serves as its cross-check.
+It is the ground truth of the allgather optimum: every schedule of trees
+gives such ``y_r`` (a tree's path through a switch enters and leaves it once),
+and conversely each ``y_r`` is a fractional packing of spanning
+``r``-arborescences through the switches (Bang-Jensen, Frank and Jackson's
+splitting at a switch where ``y_r`` is balanced, then Edmonds' branching
+theorem). When every switch has at least as much capacity in as out the
+optimum is the cut ratio r* = max_S |S ∩ Vc| / B+(S) (ForestColl, arXiv
+2402.06787); otherwise it is r* of the best balanced part of the capacity
+(see :mod:`optcoll.bound`).
+
+The optimum is exact: the vertex and the duals of HiGHS's final basis are
+recovered as fractions and proved optimal by exact LP duality
+(:func:`formulations.exact_lp.proved_solution`); nothing is rounded.
 
 Size: ``N (N - 1) |A| + N |A| + 1`` variables, so it is meant for ``N <= 32``.
 Capacities are the integer-scaled ones, so the optimum is ``r* * unit``.
@@ -26,14 +35,17 @@ Fraction(7, 300)
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
 import pulp
 
-from formulations.rational import reconstruct_cut_ratio
-from formulations.solve import SolverReport, solve
+from formulations.multicommodity import (
+    Commodity,
+    build_multicommodity,
+    solve_multicommodity,
+)
+from formulations.solve import SolverReport
 from optcoll.exceptions import MethodError
 from optcoll.topology import Topology
 
@@ -42,15 +54,31 @@ __all__ = ["build_multicast", "multicast_bound", "MulticastResult", "MAX_FLOW_VA
 #: Largest ``N (N - 1) |A|`` (number of flow variables) the multicast LP accepts.
 MAX_FLOW_VARIABLES = 400_000
 
+Arc = tuple[str, str]
+
+
+def _roots(topology: Topology) -> list[Commodity]:
+    """One multicast commodity per compute root, to every other compute node."""
+    compute = topology.compute_nodes
+    size = len(compute) * (len(compute) - 1) * len(topology.capacity)
+    if size > MAX_FLOW_VARIABLES:
+        raise MethodError(
+            f"the multicast LP of {topology.name!r} would have {size} flow variables "
+            f"(N={len(compute)}, {len(topology.capacity)} arcs; at most {MAX_FLOW_VARIABLES}); "
+            f"use the congestion LP (formulations.congestion) for topologies of this size"
+        )
+    return [Commodity(root, {w: 1 for w in compute if w != root}, copies=True) for root in compute]
+
 
 def build_multicast(topology: Topology) -> pulp.LpProblem:
     """The multicast LP of ``topology`` (no side effects; nothing is solved).
 
-    Variables: ``t``; ``y_R_A`` (root number ``R``'s capacity on arc number
-    ``A``, arcs in the order of ``topology.integer_capacities()``); ``f_R_W_A``
-    (root ``R``'s unit flow to compute node number ``W``). Rows:
-    ``flow_R_W_I`` (conservation at node number ``I``), ``share_R_W_A``
-    (``f_R_W_A <= y_R_A``) and ``cap_A`` (``sum_R y_R_A <= caps[A] * t``).
+    The names are those of :func:`formulations.multicommodity.build_multicommodity`
+    with commodity ``K`` the compute root number ``K``: ``f_K_A`` is ``y`` of that
+    root on arc number ``A`` (arcs in the order of
+    ``topology.integer_capacities()``), ``g_K_D_A`` its flow to its sink number
+    ``D``; rows ``node_K_D_I``, ``share_K_D_A``, ``relay_K_I`` (a switch forwards
+    at most what it receives) and ``cap_A``.
 
     Raises
     ------
@@ -63,91 +91,45 @@ def build_multicast(topology: Topology) -> pulp.LpProblem:
     >>> from optcoll import load_topology
     >>> model = build_multicast(load_topology("dgx-a100:1"))
     >>> len(model.variables()), len(model.constraints())
-    (1025, 1416)
+    (961, 1368)
     """
     caps, _ = topology.integer_capacities()
-    arcs = list(caps)
-    compute = topology.compute_nodes
-    n = len(compute)
-    size = n * (n - 1) * len(arcs)
-    if size > MAX_FLOW_VARIABLES:
-        raise MethodError(
-            f"the multicast LP of {topology.name!r} would have {size} flow variables "
-            f"(N={n}, {len(arcs)} arcs; at most {MAX_FLOW_VARIABLES}); use the congestion LP "
-            f"(formulations.congestion) for topologies of this size"
-        )
-    index = {u: i for i, u in enumerate(topology.node_ids)}
-    problem = pulp.LpProblem("multicast", pulp.LpMinimize)
-    t = problem.add_variable("t", lowBound=0)
-    problem.setObjective(pulp.LpAffineExpression([(t, 1.0)]))
-    load: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in arcs]
-    for r, root in enumerate(compute):
-        share = [problem.add_variable(f"y_{r}_{a}", lowBound=0) for a in range(len(arcs))]
-        for a, y in enumerate(share):
-            load[a].append((y, 1.0))
-        for w, dest in enumerate(compute):
-            if dest == root:
-                continue
-            flows = [problem.add_variable(f"f_{r}_{w}_{a}", lowBound=0) for a in range(len(arcs))]
-            terms: dict[str, list[tuple[pulp.LpVariable, float]]] = {u: [] for u in index}
-            for f, (u, v) in zip(flows, arcs, strict=True):
-                terms[u].append((f, 1.0))
-                terms[v].append((f, -1.0))
-            for u, row in terms.items():
-                if row:
-                    supply = 1.0 if u == root else (-1.0 if u == dest else 0.0)
-                    problem.addConstraint(
-                        pulp.LpConstraint(
-                            pulp.LpAffineExpression(row), pulp.LpConstraintEQ, rhs=supply
-                        ),
-                        f"flow_{r}_{w}_{index[u]}",
-                    )
-            for a, (f, y) in enumerate(zip(flows, share, strict=True)):
-                problem.addConstraint(
-                    pulp.LpConstraint(
-                        pulp.LpAffineExpression([(f, 1.0), (y, -1.0)]), pulp.LpConstraintLE, rhs=0.0
-                    ),
-                    f"share_{r}_{w}_{a}",
-                )
-    for a, arc in enumerate(arcs):
-        problem.addConstraint(
-            pulp.LpConstraint(
-                pulp.LpAffineExpression([*load[a], (t, -float(caps[arc]))]),
-                pulp.LpConstraintLE,
-                rhs=0.0,
-            ),
-            f"cap_{a}",
-        )
-    return problem
+    return build_multicommodity(topology.node_ids, dict(caps), _roots(topology))
 
 
 @dataclass(frozen=True)
 class MulticastResult:
-    """The solved multicast LP.
+    """The solved multicast LP, exact and proved optimal.
 
-    ``cut_ratio`` is r* reconstructed exactly from the float optimum
-    ``scaled_ratio ≈ r* * unit`` (unique among ratios with numerator < N, see
-    :mod:`formulations.rational`). ``root_capacity[r][(u, v)]`` is ``y_r`` on
-    that arc in the model's units (``sum_r y_r(a) <= scaled_ratio * caps[a]``);
-    only nonzero entries are listed.
+    ``cut_ratio`` is the optimum in 1/bandwidth units (r* when no switch has
+    less capacity in than out), ``scaled_ratio`` HiGHS's float optimum
+    ``≈ cut_ratio * unit``. ``root_capacity[r][(u, v)]`` is root ``r``'s exact
+    ``y_r`` on that arc in the model's units
+    (``sum_r y_r(a) <= cut_ratio * unit * caps[a]``); only nonzero entries are
+    listed.
     """
 
     cut_ratio: Fraction
     scaled_ratio: float
     unit: Fraction
-    root_capacity: dict[str, dict[tuple[str, str], float]]
+    root_capacity: dict[str, dict[Arc, Fraction]]
     report: SolverReport
 
 
 def multicast_bound(topology: Topology, *, time_limit: float | None = None) -> MulticastResult:
-    """Build and solve the multicast LP; return r* (exact) and each root's capacity.
+    """Build and solve the multicast LP; return its exact optimum and each root's capacity.
+
+    The rate form is solved (better scaled when bandwidths carry many
+    significant digits); its exact vertex and duals are proved optimal, with a
+    second, tighter HiGHS solve if the first basis is not
+    (:func:`formulations.exact_lp.solve_proved`).
 
     Raises
     ------
     MethodError
         If the topology is too large for this model (see :func:`build_multicast`).
     ReconstructionError
-        If the float optimum does not identify a unique exact ratio.
+        If the exact vertex or duals are not recovered or not proved optimal.
 
     Examples
     --------
@@ -156,19 +138,12 @@ def multicast_bound(topology: Topology, *, time_limit: float | None = None) -> M
     >>> sum(result.root_capacity["b0.gpu0"].values()) > 0
     True
     """
-    start = time.perf_counter()
-    problem = build_multicast(topology)
-    built = time.perf_counter() - start
-    result = solve(problem, time_limit=time_limit, build_seconds=built)
+    roots = _roots(topology)
     caps, unit = topology.integer_capacities()
-    ratio = reconstruct_cut_ratio(result.objective, topology.num_compute)
-    arcs = list(caps)
-    root_capacity = {
-        root: {
-            arc: result.values[f"y_{r}_{a}"]
-            for a, arc in enumerate(arcs)
-            if result.values.get(f"y_{r}_{a}", 0.0) > 0.0
-        }
-        for r, root in enumerate(topology.compute_nodes)
-    }
-    return MulticastResult(ratio / unit, result.objective, unit, root_capacity, result.report)
+    result = solve_multicommodity(
+        topology.node_ids, dict(caps), roots, form="rate", time_limit=time_limit
+    )
+    root_capacity = {k.source: load for k, load in zip(roots, result.loads, strict=True)}
+    return MulticastResult(
+        result.time / unit, 1 / result.lp_time, unit, root_capacity, result.report
+    )

@@ -67,8 +67,8 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
-from formulations.exact_lp import basis_duals, basis_vertex, check_optimality
-from formulations.solve import SolverReport, solve
+from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
+from formulations.solve import SolverReport
 from optcoll.exceptions import MethodError, ReconstructionError
 
 __all__ = [
@@ -121,6 +121,11 @@ def _check(
         if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
             raise MethodError(
                 f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
+            )
+        if c > FLOAT_EXACT_LIMIT:
+            raise MethodError(
+                f"arc {arc!r} has capacity {c}, above 2**53: the LP's floats would round it, "
+                f"so its optimum could not be proved exactly; use the combinatorial method"
             )
     if not commodities:
         raise MethodError("no commodities: nothing to route")
@@ -319,17 +324,8 @@ def solve_multicommodity(
     start = time.perf_counter()
     problem = build_multicommodity(nodes, capacity, commodities, form)
     built = time.perf_counter() - start
-    result = solve(problem, time_limit=time_limit, build_seconds=built)
     where = f"multi-commodity LP ({form} form, {len(commodities)} commodities)"
-    primal = basis_vertex(problem)
-    if isinstance(primal, str):
-        raise ReconstructionError(f"{where}: the exact vertex was not recovered: {primal}")
-    dual = basis_duals(problem)
-    if isinstance(dual, str):
-        raise ReconstructionError(f"{where}: the exact duals were not recovered: {dual}")
-    failure = check_optimality(problem, primal, dual)
-    if failure is not None:
-        raise ReconstructionError(f"{where}: the exact basis solution is not optimal: {failure}")
+    result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
     timed = form == "time"
     value = primal["t" if timed else "lam"]
     if value <= 0:

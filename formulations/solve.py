@@ -168,6 +168,7 @@ def solve(
     threads: int | None = None,
     mip_rel_gap: float | None = None,
     mip_abs_gap: float | None = None,
+    tolerance: float | None = None,
     build_seconds: float | None = None,
     require_optimal: bool = True,
     verbose: bool = False,
@@ -186,6 +187,10 @@ def solve(
     mip_rel_gap, mip_abs_gap : float, optional
         MILP stopping gaps (HiGHS's defaults otherwise; its relative default is
         1e-4, so pass 0 when the exact optimum matters).
+    tolerance : float, optional
+        HiGHS's primal and dual feasibility tolerance (default 1e-7; at least
+        1e-10). A tighter one makes the final basis optimal for badly scaled
+        data, e.g. bandwidths with many significant digits.
     build_seconds : float, optional
         The caller's model-building time, copied into the report.
     require_optimal : bool
@@ -219,6 +224,9 @@ def solve(
         options["mip_rel_gap"] = float(mip_rel_gap)
     if mip_abs_gap is not None:
         options["mip_abs_gap"] = float(mip_abs_gap)
+    if tolerance is not None:
+        options["primal_feasibility_tolerance"] = float(tolerance)
+        options["dual_feasibility_tolerance"] = float(tolerance)
     solver = pulp.HiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
     start = time.perf_counter()
     try:

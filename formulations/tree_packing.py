@@ -59,7 +59,7 @@ from formulations.exact_lp import basis_duals
 from formulations.linear_system import solve_linear_system
 from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from formulations.solve import simplex_basis, solve
-from optcoll.arborescence import min_cost_arborescence
+from optcoll.arborescence import Cost, min_cost_arborescence
 from optcoll.exceptions import SingularSystemError, SolverLimitError, TopologyError
 
 __all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", "check_switch_free"]
@@ -335,7 +335,7 @@ def check_switch_free(
 
 
 def _min_arborescence(
-    nodes: Sequence[str], caps: Mapping[Arc, int], root: str, price: Mapping[Arc, float]
+    nodes: Sequence[str], caps: Mapping[Arc, int], root: str, price: Mapping[Arc, Cost]
 ) -> tuple[Arc, ...]:
     """A minimum-price spanning arborescence rooted at ``root``, arcs in node order."""
     tree = min_cost_arborescence(nodes, {arc: price[arc] for arc in caps}, root)
@@ -398,10 +398,10 @@ def _dual_bound(
     priced = sum(c * prices[arc] for arc, c in caps.items())
     if priced <= 0:
         return None
-    cheapest = sum(
-        sum((prices[arc] for arc in _min_arborescence(nodes, caps, root, prices)), Fraction(0))
-        for root in nodes
-    )
+    cheapest = Fraction(0)
+    for root in nodes:  # exact prices, so the exact cheapest tree
+        for arc in _min_arborescence(nodes, caps, root, prices):
+            cheapest += prices[arc]
     return cheapest / priced
 
 

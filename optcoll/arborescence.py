@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from fractions import Fraction
 from typing import TypeVar
 
 from optcoll.exceptions import NotStronglyConnectedError, UnknownNodeError
@@ -32,11 +33,14 @@ __all__ = ["min_cost_arborescence"]
 
 H = TypeVar("H", bound=Hashable)
 
-_Edge = tuple[int, int, float, int]  # (tail, head, cost, key)
+#: An arc cost: a float, or an exact Fraction (then the whole computation is exact).
+Cost = float | Fraction
+
+_Edge = tuple[int, int, Cost, int]  # (tail, head, cost, key)
 
 
 def min_cost_arborescence(
-    nodes: Sequence[H], cost: Mapping[tuple[H, H], float], root: H
+    nodes: Sequence[H], cost: Mapping[tuple[H, H], Cost], root: H
 ) -> tuple[tuple[H, H], ...]:
     """The cheapest set of arcs forming a spanning arborescence rooted at ``root``.
 
@@ -46,7 +50,8 @@ def min_cost_arborescence(
         All nodes; the result spans them.
     cost : Mapping
         ``(u, v) -> cost`` of every arc (any real numbers; arcs into ``root``
-        and self-loops are ignored).
+        and self-loops are ignored). Costs that are all :class:`~fractions.Fraction`
+        are compared exactly; others as floats.
     root : node
 
     Returns
@@ -76,7 +81,8 @@ def min_cost_arborescence(
             if end not in index:
                 raise UnknownNodeError(f"arc ({u!r}, {v!r}) names {end!r}, which is not a node")
         if u != v and v != root:
-            edges.append((index[u], index[v], float(cost[(u, v)]), key))
+            c = cost[(u, v)]
+            edges.append((index[u], index[v], c if isinstance(c, Fraction) else float(c), key))
     _check_reachable(nodes, edges, index[root])
     chosen = _edmonds(len(nodes), edges, index[root])
     return tuple(
@@ -105,7 +111,7 @@ def _check_reachable(nodes: Sequence[H], edges: list[_Edge], root: int) -> None:
 
 def _edmonds(n: int, edges: list[_Edge], root: int) -> list[_Edge]:
     """Chosen edges of a minimum arborescence on nodes ``0..n-1`` (all reachable)."""
-    best_cost = [math.inf] * n
+    best_cost: list[Cost] = [math.inf] * n
     best: list[_Edge | None] = [None] * n
     for edge in edges:
         _, v, w, _ = edge

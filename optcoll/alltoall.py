@@ -13,7 +13,15 @@ module adds what a user compares it with and what runs it:
   otherwise over candidate sets (level sets of the certificate's distances,
   boxes, single nodes), which gives a valid lower bound on both;
 * the **schedule** (:func:`alltoall_schedule`): the optimal routing split into
-  paths per pair with exact weights, then ``k`` chunks per pair.
+  paths per pair with exact weights (:func:`path_decomposition`), then ``k``
+  chunks per pair. With ``k`` the least common denominator of the weights the
+  chunks reproduce the routing's loads exactly, so the time factor is t*. With
+  a smaller fixed ``k`` each pair's weights are rounded to multiples of ``1/k``
+  (largest remainders); a path's weight moves by less than ``1/k``, and only
+  rounded-up paths add load, so the time factor is at most
+  ``t* + max_a P(a) / (k * bandwidth(a))`` with ``P(a)`` the number of pairs
+  with a rounded-up path on ``a`` (``stats["rounding_bound"]``); the exact
+  value is computed and stated.
 
 Examples
 --------
@@ -26,11 +34,15 @@ Examples
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.exceptions import ScheduleError
 from optcoll.rational import fraction_text
+from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.topology import Topology
 
 __all__ = [
@@ -39,6 +51,8 @@ __all__ = [
     "alltoall_bound",
     "alltoall_cut_bound",
     "pair_demand",
+    "path_decomposition",
+    "alltoall_schedule",
 ]
 
 Arc = tuple[str, str]
@@ -231,4 +245,178 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
         optimum.routing,
         time.perf_counter() - start,
         stats,
+    )
+
+
+Path = tuple[str, ...]
+
+
+def _cancel_cycles(flow: dict[Arc, Fraction]) -> None:
+    """Remove every directed cycle from ``flow`` in place (loads only drop)."""
+    import networkx as nx
+
+    while True:
+        graph = nx.DiGraph(list(flow))
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            return
+        arcs = [(u, v) for u, v, *_ in cycle]
+        amount = min(flow[arc] for arc in arcs)
+        for arc in arcs:
+            flow[arc] -= amount
+            if flow[arc] == 0:
+                del flow[arc]
+
+
+def _find_path(
+    flow: Mapping[Arc, Fraction], order: Mapping[Arc, int], source: str, sink: str
+) -> Path:
+    """A fewest-hop path from ``source`` to ``sink`` on arcs with positive flow (deterministic)."""
+    out: dict[str, list[str]] = {}
+    for u, v in sorted(flow, key=order.__getitem__):
+        out.setdefault(u, []).append(v)
+    parent: dict[str, str | None] = {source: None}
+    frontier = [source]
+    while frontier and sink not in parent:
+        following = []
+        for u in frontier:
+            for v in out.get(u, ()):
+                if v not in parent:
+                    parent[v] = u
+                    following.append(v)
+        frontier = following
+    assert sink in parent, f"the flow from {source!r} does not reach {sink!r}"
+    path = [sink]
+    while path[-1] != source:
+        step = parent[path[-1]]
+        assert step is not None
+        path.append(step)
+    return tuple(reversed(path))
+
+
+def path_decomposition(
+    topology: Topology, routing: Mapping[str, Mapping[Arc, Fraction]]
+) -> dict[tuple[str, str], list[tuple[Path, Fraction]]]:
+    """Each pair's paths with exact weights summing to 1, from per-source flows.
+
+    ``routing[s]`` is source ``s``'s flow (one unit to every other compute
+    node). Cycles are cancelled first; then, sink by sink, a fewest-hop path in
+    the remaining flow carries as much as its smallest arc and the sink's
+    remaining demand allow. Every step empties an arc or a demand, so each
+    source yields at most ``|links| + N`` paths. The paths' loads never exceed
+    the flow's.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from formulations.alltoall import alltoall_optimum
+    >>> topo = load_topology("ring:3,direction=uni,bw=1")
+    >>> paths = path_decomposition(topo, alltoall_optimum(topo).routing)
+    >>> paths[("n0", "n2")]
+    [(('n0', 'n1', 'n2'), Fraction(1, 1))]
+    """
+    order = {arc: i for i, arc in enumerate(topology.capacity)}
+    result: dict[tuple[str, str], list[tuple[Path, Fraction]]] = {}
+    for source, given in routing.items():
+        flow = {arc: Fraction(x) for arc, x in given.items() if x > 0}
+        _cancel_cycles(flow)
+        for sink in topology.compute_nodes:
+            if sink == source:
+                continue
+            need = Fraction(1)
+            paths: list[tuple[Path, Fraction]] = []
+            while need > 0:
+                path = _find_path(flow, order, source, sink)
+                arcs = list(zip(path, path[1:], strict=False))
+                amount = min(need, *(flow[arc] for arc in arcs))
+                for arc in arcs:
+                    flow[arc] -= amount
+                    if flow[arc] == 0:
+                        del flow[arc]
+                need -= amount
+                paths.append((path, amount))
+            result[(source, sink)] = paths
+    return result
+
+
+def _chunks(weights: list[Fraction], k: int) -> list[int]:
+    """Integers summing to ``k`` within 1 of ``k * w`` each (largest remainders, first wins ties)."""
+    scaled = [w * k for w in weights]
+    chunks = [math.floor(x) for x in scaled]
+    left = k - sum(chunks)
+    ranked = sorted(range(len(weights)), key=lambda i: (-(scaled[i] - chunks[i]), i))
+    for i in ranked[:left]:
+        chunks[i] += 1
+    return chunks
+
+
+def alltoall_schedule(
+    topology: Topology, k: int | None = None, *, bound: AlltoallBound | None = None
+) -> Schedule:
+    """An all-to-all schedule from the optimal routing: ``k`` chunks per pair on exact paths.
+
+    ``k=None`` picks the least common denominator of the path weights, and the
+    schedule's time factor is t* exactly; a given ``k`` rounds the weights (see
+    the module docstring for the bound). ``bound`` reuses a computed
+    :func:`alltoall_bound`.
+
+    Raises
+    ------
+    ScheduleError
+        If ``k`` is not a positive integer.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> schedule = alltoall_schedule(load_topology("dgx-a100:2"))
+    >>> schedule.k, schedule.time_factor, len(schedule.routes)
+    (1, Fraction(8, 25), 240)
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ScheduleError(f"k must be a positive integer, got {k!r}")
+    if bound is None:
+        bound = alltoall_bound(topology)
+    paths = path_decomposition(topology, bound.routing)
+    exact_k = math.lcm(*(w.denominator for pieces in paths.values() for _, w in pieces))
+    chosen = exact_k if k is None else k
+    routes = []
+    loads: dict[Arc, int] = {}
+    raised: dict[Arc, int] = {}
+    for (source, sink), pieces in paths.items():
+        counts = _chunks([w for _, w in pieces], chosen)
+        steps = []
+        for (path, weight), chunks in zip(pieces, counts, strict=True):
+            up = chunks > weight * chosen
+            for arc in zip(path, path[1:], strict=False):
+                if chunks:
+                    loads[arc] = loads.get(arc, 0) + chunks
+                if up:
+                    raised[arc] = raised.get(arc, 0) + 1
+            if chunks:
+                steps.append(RoutePath(chunks, path))
+        routes.append(Route(source, sink, tuple(steps)))
+    capacity = topology.capacity
+    factor = max(Fraction(load, chosen) / capacity[arc] for arc, load in loads.items())
+    slack = max(
+        (Fraction(p, chosen) / capacity[arc] for arc, p in raised.items()), default=Fraction(0)
+    )
+    stats = {
+        "routes": len(routes),
+        "paths": sum(len(r.paths) for r in routes),
+        "exact_k": exact_k,
+        "ratio_to_optimum": fraction_text(factor / bound.time_factor),
+        "rounding_bound": fraction_text(bound.time_factor + slack),
+        "cut_bound": fraction_text(bound.cut_bound),
+    }
+    return Schedule(
+        "alltoall",
+        topology.name,
+        topology.compute_nodes,
+        chosen,
+        (),
+        cut_ratio=None,
+        time_factor=factor,
+        stats=stats,
+        routes=tuple(routes),
     )

@@ -367,6 +367,7 @@ def build_collective(
     allgather trees of the reversed topology, run in reverse (the allgather
     trees of ``topology`` itself when it is symmetric); allreduce: reduce-scatter
     then allgather on the allgather trees (needs every link's reverse link);
+    alltoall: :func:`optcoll.alltoall.alltoall_schedule` (routes, not trees);
     broadcast and reduce: :func:`broadcast` and :func:`reduce` from ``root``
     (default: the first compute node; ``k`` does not apply).
 
@@ -405,9 +406,13 @@ def build_collective(
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the reversed topology
     if collective == "allreduce":
         return allreduce(pack_arborescences(topology, k, progress=progress), topology)
+    if collective == "alltoall":
+        from optcoll.alltoall import alltoall_schedule
+
+        return alltoall_schedule(topology, k)
     raise ScheduleError(
         f"unknown collective {collective!r}; valid: allgather, reduce_scatter, allreduce, "
-        "broadcast, reduce"
+        "broadcast, reduce, alltoall"
     )
 
 
@@ -420,7 +425,9 @@ def collective_lower_bound(
     (data flows toward the roots); allreduce run as reduce-scatter then
     allgather: their sum; broadcast from ``root``: ``1 / (K * unit)`` with K the
     minimum root-to-node cut in integer units (Edmonds); reduce to ``root``: the
-    same on the reversed topology. Returns None for a broadcast/reduce without root.
+    same on the reversed topology; all-to-all: t* of its exact LP
+    (:func:`optcoll.alltoall.alltoall_bound`). Returns None for a broadcast/reduce
+    without root.
 
     Examples
     --------
@@ -440,6 +447,10 @@ def collective_lower_bound(
         return (
             optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology(topology)).ratio
         )
+    if collective == "alltoall":
+        from optcoll.alltoall import alltoall_bound
+
+        return alltoall_bound(topology).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)
         _, unit = graph.integer_capacities()

@@ -757,7 +757,7 @@ def plot_cut(
 
 
 def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[str, str], int]:
-    """Chunks carried by each directed link: Σ over trees of ``chunks`` × uses.
+    """Chunks carried by each directed link: Σ over trees (or all-to-all routes) of ``chunks`` × uses.
 
     Trees of ``reduce_scatter`` and ``reduce`` schedules run toward the root, so
     their paths load the reversed links; ``allreduce`` loads both directions.
@@ -786,6 +786,15 @@ def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[st
         "allreduce": (False, True),
     }.get(schedule.collective, (False,))
     loads: dict[tuple[str, str], int] = {}
+    for index, route in enumerate(schedule.routes):
+        for step in route.paths:
+            for link in zip(step.path, step.path[1:], strict=False):
+                if link not in topology.capacity:
+                    raise PlotError(
+                        f"route {index} ({route.src} -> {route.dst}): path step {link[0]} -> "
+                        f"{link[1]} is not a link of topology {topology.name!r}"
+                    )
+                loads[link] = loads.get(link, 0) + step.chunks
     for index, tree in enumerate(schedule.trees):
         for e in tree.edges:
             for a, b in zip(e.path, e.path[1:], strict=False):
@@ -832,7 +841,7 @@ def plot_link_utilisation(
     }
     peak = max(share.values(), default=Fraction(0))
     if peak == 0:
-        raise PlotError("the schedule has no tree edges, so there is no load to draw")
+        raise PlotError("the schedule has no tree edges or routes, so there is no load to draw")
     pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)

@@ -8,6 +8,13 @@ links from ``src`` to ``dst`` with only switches in between. The load of a link
 is the sum over trees of ``chunks`` times the number of the tree's paths that use
 it; the time factor is the max over links of ``load / (k * bandwidth)``.
 
+An **all-to-all** schedule has no trees but ``routes``: one :class:`Route` per
+ordered pair ``(src, dst)`` of distinct compute nodes, whose piece (``M / N``
+bytes) is cut into ``k`` chunks sent along the route's paths (``chunks`` each,
+summing to ``k``); every node on a path may forward. The load of a link is the
+sum of ``chunks`` over the paths that use it, and the time factor is again the
+max over links of ``load / (k * bandwidth)``.
+
 This module only holds and (de)serialises schedules. Checking them is the job
 of :mod:`optcoll.verify`, which shares no code with the builders.
 
@@ -32,10 +39,18 @@ from typing import Any
 
 from optcoll.exceptions import ScheduleError
 
-__all__ = ["TreeEdge", "Tree", "Schedule", "COLLECTIVES", "SCHEDULE_VERSION"]
+__all__ = [
+    "TreeEdge",
+    "Tree",
+    "RoutePath",
+    "Route",
+    "Schedule",
+    "COLLECTIVES",
+    "SCHEDULE_VERSION",
+]
 
 SCHEDULE_VERSION = 1
-COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 
 _TOP_FIELDS = {
     "format",
@@ -49,10 +64,13 @@ _TOP_FIELDS = {
     "algbw",
     "root",
     "trees",
+    "routes",
     "stats",
 }
 _TREE_FIELDS = {"root", "chunks", "edges"}
 _EDGE_FIELDS = {"src", "dst", "path"}
+_ROUTE_FIELDS = {"src", "dst", "paths"}
+_ROUTE_PATH_FIELDS = {"chunks", "path"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,23 @@ class Tree:
     root: str
     chunks: int
     edges: tuple[TreeEdge, ...]
+
+
+@dataclass(frozen=True)
+class RoutePath:
+    """``chunks`` of a pair's ``k`` chunks sent along ``path`` (node ids, source first)."""
+
+    chunks: int
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the all-to-all piece from ``src`` to ``dst`` travels: its ``k`` chunks on ``paths``."""
+
+    src: str
+    dst: str
+    paths: tuple[RoutePath, ...]
 
 
 @dataclass(frozen=True)
@@ -97,6 +132,8 @@ class Schedule:
         The root of a broadcast or reduce.
     stats : dict
         Free-form numbers about the construction (tree count, heights, seconds).
+    routes : tuple of Route
+        The routes of an all-to-all (which has no trees); empty otherwise.
     """
 
     collective: str
@@ -108,6 +145,7 @@ class Schedule:
     time_factor: Fraction | None = None
     root: str | None = None
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    routes: tuple[Route, ...] = ()
 
     @property
     def algbw(self) -> float | None:
@@ -145,6 +183,16 @@ class Schedule:
             data["algbw"] = round(algbw, 3)
         if self.stats:
             data["stats"] = dict(self.stats)
+        if self.collective == "alltoall":
+            data["routes"] = [
+                {
+                    "src": r.src,
+                    "dst": r.dst,
+                    "paths": [{"chunks": p.chunks, "path": list(p.path)} for p in r.paths],
+                }
+                for r in self.routes
+            ]
+            return data
         data["trees"] = [
             {
                 "root": t.root,
@@ -173,22 +221,32 @@ class Schedule:
             raise ScheduleError(
                 f"schedule version {data['version']!r} is not supported (expected {SCHEDULE_VERSION})"
             )
-        for key in ("collective", "topology", "compute_nodes", "k", "trees"):
+        for key in ("collective", "topology", "compute_nodes", "k"):
             if key not in data:
                 raise ScheduleError(f"schedule is missing the required field {key!r}")
         if data["collective"] not in COLLECTIVES:
             raise ScheduleError(
                 f"field 'collective' is {data['collective']!r}; valid: {', '.join(COLLECTIVES)}"
             )
+        body, other = (
+            ("routes", "trees") if data["collective"] == "alltoall" else ("trees", "routes")
+        )
+        if body not in data:
+            raise ScheduleError(
+                f"a {data['collective']} schedule is missing the required field {body!r}"
+            )
+        if other in data:
+            raise ScheduleError(f"a {data['collective']} schedule has {body!r}, not {other!r}")
         k = data["k"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ScheduleError(f"field 'k' must be a positive integer, got {k!r}")
         nodes = data["compute_nodes"]
         if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
             raise ScheduleError("field 'compute_nodes' must be a list of node id strings")
-        if not isinstance(data["trees"], list):
-            raise ScheduleError("field 'trees' must be a list")
-        trees = tuple(_parse_tree(i, t) for i, t in enumerate(data["trees"]))
+        if not isinstance(data[body], list):
+            raise ScheduleError(f"field {body!r} must be a list")
+        trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
+        routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         return cls(
             collective=data["collective"],
             topology=str(data["topology"]),
@@ -199,6 +257,7 @@ class Schedule:
             time_factor=_parse_ratio(data.get("time_factor"), "time_factor"),
             root=data.get("root"),
             stats=dict(data.get("stats", {})),
+            routes=routes,
         )
 
 
@@ -229,6 +288,32 @@ def _parse_tree(index: int, entry: Any) -> Tree:
             raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
         edges.append(TreeEdge(e["src"], e["dst"], tuple(path)))
     return Tree(str(entry["root"]), chunks, tuple(edges))
+
+
+def _parse_route(index: int, entry: Any) -> Route:
+    where = f"routes[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ScheduleError(f"{where} must be a mapping")
+    _reject_unknown(entry, _ROUTE_FIELDS, where)
+    for key in ("src", "dst"):
+        if not isinstance(entry.get(key), str):
+            raise ScheduleError(f"{where}: {key!r} must be a node id string")
+    if not isinstance(entry.get("paths"), list):
+        raise ScheduleError(f"{where}: 'paths' must be a list")
+    paths = []
+    for j, p in enumerate(entry["paths"]):
+        pwhere = f"{where}.paths[{j}]"
+        if not isinstance(p, Mapping):
+            raise ScheduleError(f"{pwhere} must be a mapping")
+        _reject_unknown(p, _ROUTE_PATH_FIELDS, pwhere)
+        chunks = p.get("chunks")
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ScheduleError(f"{pwhere}: 'chunks' must be a positive integer, got {chunks!r}")
+        path = p.get("path")
+        if not isinstance(path, list) or not all(isinstance(v, str) for v in path):
+            raise ScheduleError(f"{pwhere}: 'path' must be a list of node id strings")
+        paths.append(RoutePath(chunks, tuple(path)))
+    return Route(entry["src"], entry["dst"], tuple(paths))
 
 
 def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:

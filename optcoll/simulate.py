@@ -30,7 +30,14 @@ nodes only forward; the loads of all hops on a link add up):
   trees over the ranks (compute nodes in declaration order; the second tree
   mirrored for even ``N``, shifted for odd ``N``, so the leaves of one are inner
   nodes of the other), half of the data each, reduce up and broadcast down;
-* the fixed ``k = 1`` optimum from :func:`optcoll.packing.pack_arborescences`.
+* the fixed ``k = 1`` optimum from :func:`optcoll.packing.pack_arborescences`;
+* all-to-all: :func:`direct_alltoall` - every pair's piece on its widest path,
+  all at once - and :func:`hierarchical_alltoall` - the rail variant: first
+  inside each box, GPU ``i`` hands GPU ``j`` the pieces for every box's GPU
+  ``j``, then GPU ``j`` of each box sends each other box's GPU ``j`` (same rail)
+  the pieces gathered for it; the two phases run one after the other.
+  An all-to-all's pieces all travel at once, so its latency term is the longest
+  path latency (once per phase).
 
 Examples
 --------
@@ -63,6 +70,8 @@ __all__ = [
     "ring_allreduce",
     "hierarchical_ring_allgather",
     "double_binary_tree_allreduce",
+    "direct_alltoall",
+    "hierarchical_alltoall",
     "compare_methods",
 ]
 
@@ -74,7 +83,7 @@ DEFAULT_LATENCY = Fraction(1)
 #: Message sizes of the algbw curve: 1 KB to 4 GB, powers of 4 (bytes).
 SIZES = tuple(1024 * 4**i for i in range(12))
 
-_DATA_PER_NODE = ("allgather", "reduce_scatter", "allreduce")
+_DATA_PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 _EXACT_RING_SEARCH = 8
 
 
@@ -178,6 +187,16 @@ def schedule_cost(
     """
     latency = _latency(topology, default_latency)
     capacity = topology.capacity
+    name = method or f"optimal (k={schedule.k})"
+    if schedule.collective == "alltoall":
+        loads: dict[Arc, int] = {}
+        for route in schedule.routes:
+            for step in route.paths:
+                for arc in zip(step.path, step.path[1:], strict=False):
+                    loads[arc] = loads.get(arc, 0) + step.chunks
+        factor = max(Fraction(load, schedule.k) / capacity[arc] for arc, load in loads.items())
+        alpha = max(_path_latency(p.path, latency) for r in schedule.routes for p in r.paths)
+        return Cost(name, "alltoall", len(schedule.compute_nodes), factor, alpha)
     phases = {
         "allgather": (False,),
         "broadcast": (False,),
@@ -187,10 +206,11 @@ def schedule_cost(
     }[schedule.collective]
     factor, alpha = Fraction(0), Fraction(0)
     for reverse in phases:
-        loads = link_loads(schedule.trees, reverse=reverse)
-        factor += max(Fraction(load, schedule.k) / capacity[arc] for arc, load in loads.items())
+        tree_loads = link_loads(schedule.trees, reverse=reverse)
+        factor += max(
+            Fraction(load, schedule.k) / capacity[arc] for arc, load in tree_loads.items()
+        )
         alpha += _deepest(schedule.trees, latency, reverse=reverse)
-    name = method or f"optimal (k={schedule.k})"
     return Cost(name, schedule.collective, len(schedule.compute_nodes), factor, alpha)
 
 
@@ -414,6 +434,95 @@ def hierarchical_ring_allgather(
     )
 
 
+# --- all-to-all -------------------------------------------------------------------------
+
+
+def _pairs_cost(
+    pairs: Iterable[tuple[str, str, int]], router: _Router, latency: dict[Arc, Fraction]
+) -> tuple[Fraction, Fraction]:
+    """Time factor and latency of sending ``count`` pieces from ``a`` to ``b`` for every
+    ``(a, b, count)`` at once, each on its widest path."""
+    loads: dict[Arc, Fraction] = {}
+    alpha = Fraction(0)
+    for a, b, count in pairs:
+        for arc in router.arcs(a, b):
+            loads[arc] = loads.get(arc, Fraction(0)) + count
+        alpha = max(alpha, router.latency(a, b, latency))
+    return _max_ratio(loads, router.topology), alpha
+
+
+def direct_alltoall(topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY) -> Cost:
+    """Every pair's piece on its widest path, all at once.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> direct_alltoall(build("dgx-a100:2")).time_factor  # t* is 8/25
+    Fraction(4, 5)
+    """
+    router = _Router(topology)
+    compute = topology.compute_nodes
+    factor, alpha = _pairs_cost(
+        ((a, b, 1) for a in compute for b in compute if a != b),
+        router,
+        _latency(topology, default_latency),
+    )
+    return Cost("direct", "alltoall", len(compute), factor, alpha)
+
+
+def hierarchical_alltoall(
+    topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY
+) -> Cost | None:
+    """The rail all-to-all: inside each box, then across boxes on the same rail;
+    None without two or more equal boxes (compute nodes grouped by ``Node.group``).
+
+    With ``B`` boxes of ``R`` GPUs (GPU ``i`` of a box is its ``i``-th compute node),
+    phase 1 sends ``B`` pieces from GPU ``i`` to GPU ``j`` of the same box, phase 2
+    ``R`` pieces from GPU ``j`` of a box to GPU ``j`` of every other box.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> hierarchical_alltoall(build("dgx-a100:2")).time_factor  # t* is 8/25
+    Fraction(11, 30)
+    """
+    boxes = _boxes(topology)
+    if boxes is None:
+        return None
+    router = _Router(topology)
+    latency = _latency(topology, default_latency)
+    count, size = len(boxes), len(boxes[0])
+    inside = _pairs_cost(
+        (
+            (box[i], box[j], count)
+            for box in boxes
+            for i in range(size)
+            for j in range(size)
+            if i != j
+        ),
+        router,
+        latency,
+    )
+    across = _pairs_cost(
+        (
+            (boxes[b][j], boxes[c][j], size)
+            for j in range(size)
+            for b in range(count)
+            for c in range(count)
+            if b != c
+        ),
+        router,
+        latency,
+    )
+    return Cost(
+        "hierarchical (rail)",
+        "alltoall",
+        topology.num_compute,
+        inside[0] + across[0],
+        inside[1] + across[1],
+    )
+
+
 # --- double binary tree -----------------------------------------------------------------
 
 
@@ -492,12 +601,14 @@ def compare_methods(
 
     allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
     (multi-box topologies only); allreduce: the same two tree schedules run as
-    reduce-scatter + allgather, ring allreduce and the double binary tree.
+    reduce-scatter + allgather, ring allreduce and the double binary tree;
+    alltoall: the optimal routes (:func:`optcoll.alltoall.alltoall_schedule`),
+    direct and hierarchical (rail) all-to-all.
 
     Raises
     ------
     SolveError
-        For a collective other than allgather and allreduce.
+        For a collective other than allgather, allreduce and alltoall.
 
     Examples
     --------
@@ -508,8 +619,17 @@ def compare_methods(
     from optcoll.collectives import allreduce
     from optcoll.packing import pack_arborescences
 
+    if collective == "alltoall":
+        from optcoll.alltoall import alltoall_schedule
+
+        costs = [
+            schedule_cost(topology, alltoall_schedule(topology), default_latency=default_latency),
+            direct_alltoall(topology, default_latency=default_latency),
+        ]
+        rail = hierarchical_alltoall(topology, default_latency=default_latency)
+        return costs if rail is None else [*costs, rail]
     if collective not in ("allgather", "allreduce"):
-        raise SolveError(f"compare supports allgather and allreduce, got {collective!r}")
+        raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
     optimal = pack_arborescences(topology, progress=progress)
     single = pack_arborescences(topology, 1, progress=progress)
     if collective == "allreduce":

@@ -30,6 +30,13 @@ What is checked, in this order (the first failure is the reported reason):
    it: no link may carry more than ``optimum * k * bandwidth`` chunks (the
    overloaded link is named; for allreduce the bottleneck of each phase).
 
+An **all-to-all** schedule (``routes`` instead of trees) is checked the same way
+from its own structure: steps 1-2, then every ordered pair of distinct compute
+nodes has exactly one route, each route's paths carry positive chunks summing to
+``k``, and every path starts at the route's source, ends at its destination, runs
+along existing links and visits no node twice (any node may forward); then the
+loads, the time factor and the claims as in steps 7-8.
+
 Loads and time factor
 ---------------------
 Every compute node's shard is split into ``k`` chunks. A tree with ``chunks = c``
@@ -75,7 +82,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from optcoll.schedule import COLLECTIVES, Schedule, Tree, TreeEdge
+from optcoll.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
 __all__ = ["Verification", "verify_schedule"]
@@ -89,6 +96,7 @@ _PHASES: dict[str, tuple[str, ...]] = {
     "reduce_scatter": ("reduce_scatter",),
     "reduce": ("reduce_scatter",),
     "allreduce": ("reduce_scatter", "allgather"),
+    "alltoall": ("allgather",),
 }
 _SINGLE_ROOT = ("broadcast", "reduce")
 
@@ -192,8 +200,12 @@ def verify_schedule(
     >>> verify_schedule(ring, s, optimum=Fraction(1, 10), require_optimal=True).reason
     "link 'a' -> 'b' is overloaded: it carries 2 chunks at bandwidth 10 with k = 1 (time factor 1/5), more than the optimum time factor 1/10 allows (1 chunk)"
     """
+    if schedule.collective == "alltoall":
+        return _verify_alltoall(topology, schedule, optimum, require_optimal)
     try:
         _check_header(topology, schedule)
+        if schedule.routes:
+            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
@@ -229,6 +241,82 @@ def verify_schedule(
         require_optimal,
     )
     return Verification(reason is None, reason, time_factor, link_loads, ordered_bottlenecks, ratio)
+
+
+def _verify_alltoall(
+    topology: Topology, schedule: Schedule, optimum: Fraction | None, require_optimal: bool
+) -> Verification:
+    """The all-to-all branch of :func:`verify_schedule` (routes instead of trees)."""
+    try:
+        _check_header(topology, schedule)
+        if schedule.trees:
+            raise _Invalid("an alltoall schedule has routes, not trees")
+        loads = _route_loads(topology, schedule)
+    except _Invalid as bad:
+        return Verification(False, str(bad))
+    factor = _time_factor(topology, loads, schedule.k)
+    ordered = [arc for arc in topology.capacity if arc in factor[1]]
+    link_loads = {arc: loads[arc] for arc in topology.capacity if arc in loads}
+    ratio = None if optimum is None else Fraction(factor[0]) / Fraction(optimum)
+    reason = _check_claims(
+        topology,
+        schedule,
+        ("allgather",),
+        [loads],
+        [factor],
+        factor[0],
+        None if optimum is None else Fraction(optimum),
+        require_optimal,
+    )
+    return Verification(reason is None, reason, factor[0], link_loads, ordered, ratio)
+
+
+def _route_loads(topology: Topology, schedule: Schedule) -> dict[Arc, int]:
+    """Check every route of an all-to-all and return the chunks on each link."""
+    compute = set(topology.compute_nodes)
+    seen: dict[tuple[str, str], int] = {}
+    loads: dict[Arc, int] = {}
+    for index, route in enumerate(schedule.routes):
+        where = f"route {index} ({route.src!r} -> {route.dst!r})"
+        if route.src not in compute or route.dst not in compute or route.src == route.dst:
+            raise _Invalid(f"{where}: source and destination must be two distinct compute nodes")
+        if (route.src, route.dst) in seen:
+            raise _Invalid(f"{where}: the pair already has route {seen[(route.src, route.dst)]}")
+        seen[(route.src, route.dst)] = index
+        total = 0
+        for j, step in enumerate(route.paths):
+            _check_route_path(topology, where, j, route, step.path)
+            chunks = step.chunks
+            if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+                raise _Invalid(
+                    f"{where}, path {j}: chunks must be a positive integer, got {chunks!r}"
+                )
+            total += chunks
+            for arc in zip(step.path, step.path[1:], strict=False):
+                loads[arc] = loads.get(arc, 0) + chunks
+        if total != schedule.k:
+            raise _Invalid(
+                f"{where}: the chunks of its paths sum to {total}, expected k = {schedule.k}"
+            )
+    for s in topology.compute_nodes:
+        for d in topology.compute_nodes:
+            if s != d and (s, d) not in seen:
+                raise _Invalid(f"no route delivers the piece from {s!r} to {d!r}")
+    return loads
+
+
+def _check_route_path(
+    topology: Topology, where: str, j: int, route: Route, path: tuple[str, ...]
+) -> None:
+    if len(path) < 2 or path[0] != route.src or path[-1] != route.dst:
+        raise _Invalid(
+            f"{where}, path {j}: it must run from {route.src!r} to {route.dst!r}, got {list(path)}"
+        )
+    if len(set(path)) != len(path):
+        raise _Invalid(f"{where}, path {j}: it visits a node twice: {list(path)}")
+    for u, v in zip(path, path[1:], strict=False):
+        if (u, v) not in topology.capacity:
+            raise _Invalid(f"{where}, path {j}: there is no link {u!r} -> {v!r}")
 
 
 # --- structure ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default="allgather",
-        choices=("allgather", "allreduce"),
+        choices=("allgather", "allreduce", "alltoall"),
         help="collective to compare (default: allgather)",
     )
     parser.add_argument(

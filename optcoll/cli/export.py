@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default="allgather",
-        choices=("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"),
+        choices=("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall"),
         help="collective to export (default: allgather)",
     )
     parser.add_argument(

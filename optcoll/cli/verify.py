@@ -33,14 +33,20 @@ def run(args: argparse.Namespace) -> int:
             "collective": schedule.collective,
             "k": schedule.k,
             "trees": len(schedule.trees),
+            "routes": len(schedule.routes),
             "optimum": None if optimum is None else fraction_text(optimum),
             **result.to_dict(),
         }
         print_json(data)
     else:
+        parts = (
+            f"{len(schedule.routes)} routes"
+            if schedule.collective == "alltoall"
+            else f"{len(schedule.trees)} trees"
+        )
         print(
             f"schedule     {args.schedule}: {schedule.collective}, k = {schedule.k}, "
-            f"{len(schedule.trees)} trees, on {topology.name}"
+            f"{parts}, on {topology.name}"
         )
         print(f"verdict      {'valid' if result.valid else 'INVALID'}")
         if result.reason is not None:
@@ -48,7 +54,11 @@ def run(args: argparse.Namespace) -> int:
         if result.time_factor is not None:
             n = topology.num_compute if schedule.collective != "broadcast" else 1
             algbw = f"{float(n / result.time_factor):.3f} {topology.bandwidth_unit}"
-            shown = f" (algbw {algbw})" if schedule.collective in ("allgather", "broadcast") else ""
+            shown = (
+                f" (algbw {algbw})"
+                if schedule.collective in ("allgather", "broadcast", "alltoall")
+                else ""
+            )
             print(f"time factor  {fraction_text(result.time_factor)}{shown}")
         if optimum is not None:
             ratio = result.ratio_to_optimum

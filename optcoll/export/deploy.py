@@ -119,7 +119,8 @@ def deployable_schedule(
     ----------
     topology : Topology
     collective : str
-        ``allgather``, ``reduce_scatter``, ``allreduce``, ``broadcast`` or ``reduce``.
+        ``allgather``, ``reduce_scatter``, ``allreduce``, ``broadcast``, ``reduce`` or
+        ``alltoall`` (``k`` chunks per pair).
     tolerance : Fraction
         Accept a time factor up to ``(1 + tolerance) * optimum``.
     k : int, optional
@@ -206,7 +207,7 @@ def size_bands(costs: Sequence[Cost]) -> list[tuple[int, int, int | None]]:
         cost = costs[i]
         scale = (
             cost.num_compute
-            if cost.collective in ("allgather", "reduce_scatter", "allreduce")
+            if cost.collective in ("allgather", "reduce_scatter", "allreduce", "alltoall")
             else 1
         )
         return cost.alpha * Fraction(1, 10**6) + size / scale / 10**9 * cost.time_factor

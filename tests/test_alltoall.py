@@ -1,0 +1,211 @@
+"""All-to-all schedules: exact paths per pair, chunked schedules that attain t*, the
+independent verifier, the schedule file's all-to-all form, baselines and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_formulations_congestion import small_topologies
+
+from optcoll import load_topology
+from optcoll.alltoall import alltoall_bound, alltoall_schedule, path_decomposition
+from optcoll.cli import main
+from optcoll.exceptions import ScheduleError
+from optcoll.schedule import Route, RoutePath, Schedule
+from optcoll.simulate import compare_methods, direct_alltoall, hierarchical_alltoall
+from optcoll.topology import Topology
+from optcoll.verify import verify_schedule
+
+
+def exact_schedule_checks(topology: Topology) -> None:
+    bound = alltoall_bound(topology)
+    paths = path_decomposition(topology, bound.routing)
+    n = topology.num_compute
+    assert len(paths) == n * (n - 1)
+    load: dict = {}
+    for (s, d), pieces in paths.items():
+        assert sum(w for _, w in pieces) == 1
+        for path, w in pieces:
+            assert path[0] == s and path[-1] == d and w > 0
+            for arc in zip(path, path[1:], strict=False):
+                load[arc] = load.get(arc, 0) + w
+    routed: dict = {}
+    for flow in bound.routing.values():
+        for arc, x in flow.items():
+            routed[arc] = routed.get(arc, 0) + x
+    assert all(load[arc] <= routed[arc] for arc in load)
+    schedule = alltoall_schedule(topology, bound=bound)
+    assert schedule.k == schedule.stats["exact_k"]
+    check = verify_schedule(topology, schedule, optimum=bound.time_factor, require_optimal=True)
+    assert check.valid, check.reason
+    assert check.time_factor == bound.time_factor == schedule.time_factor
+    for k in (1, 3):
+        rounded = alltoall_schedule(topology, k, bound=bound)
+        check = verify_schedule(topology, rounded, optimum=bound.time_factor)
+        assert check.valid, check.reason
+        assert bound.time_factor <= check.time_factor <= Fraction(rounded.stats["rounding_bound"])
+
+
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(small_topologies())
+def test_random_schedules_attain_the_optimum(topology: Topology) -> None:
+    exact_schedule_checks(topology)
+
+
+@pytest.mark.parametrize(
+    "spec", ["dgx-a100:2", "mi250:1", "dgx-v100:1", "torus:3x3", "ring:5,direction=uni"]
+)
+def test_builtin_schedules_attain_the_optimum(spec: str) -> None:
+    exact_schedule_checks(load_topology(spec))
+
+
+def test_fixed_k_rounding_is_stated_exactly() -> None:
+    topology = load_topology("mi250:1")
+    bound = alltoall_bound(topology)
+    exact = alltoall_schedule(topology, bound=bound)
+    assert exact.k == 3 and exact.time_factor == bound.time_factor == Fraction(16, 75)
+    two = alltoall_schedule(topology, 2, bound=bound)
+    assert two.time_factor == Fraction(11, 50)
+    assert two.stats["ratio_to_optimum"] == "33/32"
+    with pytest.raises(ScheduleError, match="positive integer"):
+        alltoall_schedule(topology, 0, bound=bound)
+
+
+def test_schedule_file_round_trip_and_shape_errors() -> None:
+    topology = load_topology("ring:3,direction=uni,bw=1")
+    schedule = alltoall_schedule(topology)
+    data = schedule.to_dict()
+    assert "trees" not in data and len(data["routes"]) == 6
+    assert data["routes"][0] == {
+        "src": "n0",
+        "dst": "n1",
+        "paths": [{"chunks": 1, "path": ["n0", "n1"]}],
+    }
+    assert Schedule.from_dict(data) == schedule
+    with pytest.raises(ScheduleError, match="missing the required field 'routes'"):
+        Schedule.from_dict({k: v for k, v in data.items() if k != "routes"})
+    with pytest.raises(ScheduleError, match="has 'routes', not 'trees'"):
+        Schedule.from_dict({**data, "trees": []})
+    bad = json.loads(json.dumps(data))
+    bad["routes"][0]["paths"][0]["chunks"] = 0
+    with pytest.raises(ScheduleError, match=r"routes\[0\]\.paths\[0\]: 'chunks'"):
+        Schedule.from_dict(bad)
+
+
+def broken(schedule: Schedule, index: int, route: Route | None) -> Schedule:
+    routes = list(schedule.routes)
+    if route is None:
+        del routes[index]
+    else:
+        routes[index] = route
+    return replace(schedule, routes=tuple(routes), time_factor=None)
+
+
+def test_verifier_names_what_is_wrong() -> None:
+    topology = load_topology("ring:3,bw=1")
+    schedule = alltoall_schedule(topology, 2)
+    assert verify_schedule(topology, schedule).valid
+    first = schedule.routes[0]
+    cases = [
+        (broken(schedule, 0, None), "no route delivers the piece from 'n0' to 'n1'"),
+        (broken(schedule, 1, first), "the pair already has route 0"),
+        (
+            broken(schedule, 0, Route("n0", "n1", (RoutePath(1, ("n0", "n1")),))),
+            "sum to 1, expected k = 2",
+        ),
+        (
+            broken(schedule, 0, Route("n0", "n1", (RoutePath(2, ("n0", "n2")),))),
+            "it must run from 'n0' to 'n1'",
+        ),
+        (
+            broken(schedule, 0, Route("n0", "n1", (RoutePath(2, ("n0", "n2", "n0", "n1")),))),
+            "visits a node twice",
+        ),
+        (broken(schedule, 0, Route("n0", "n0", ())), "two distinct compute nodes"),
+    ]
+    for bad, reason in cases:
+        result = verify_schedule(topology, bad)
+        assert not result.valid and reason in result.reason
+    line = load_topology("line:3,bw=1")
+    result = verify_schedule(
+        line,
+        broken(alltoall_schedule(line, 1), 1, Route("n0", "n2", (RoutePath(1, ("n0", "n2")),))),
+    )
+    assert "there is no link 'n0' -> 'n2'" in result.reason
+    lying = replace(schedule, time_factor=schedule.time_factor / 2)
+    reason = verify_schedule(topology, lying).reason
+    assert "is overloaded" in reason and "claimed time factor" in reason
+    too_good = verify_schedule(topology, schedule, optimum=schedule.time_factor * 2)
+    assert "below the optimum" in too_good.reason
+
+
+def test_baselines_never_beat_the_optimum() -> None:
+    topology = load_topology("dgx-a100:2")
+    t = alltoall_bound(topology).time_factor
+    direct, rail = direct_alltoall(topology), hierarchical_alltoall(topology)
+    assert rail is not None
+    assert (t, direct.time_factor, rail.time_factor) == (
+        Fraction(8, 25),
+        Fraction(4, 5),
+        Fraction(11, 30),
+    )
+    assert hierarchical_alltoall(load_topology("ring:4")) is None
+    costs = compare_methods(topology, "alltoall")
+    assert [c.method for c in costs] == ["optimal (k=1)", "direct", "hierarchical (rail)"]
+    assert costs[0].time_factor == t
+
+
+def test_cli_solve_verify_export_plot_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["solve", "mi250:1", "--collective", "alltoall", "-o", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["optimum"] == summary["time_factor"] == "16/75" and summary["k"] == 3
+    path = Path(summary["schedule"])
+    assert Path(summary["picture"]).stat().st_size > 0
+    assert main(["verify", "mi250:1", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] and data["optimum"] == "16/75" and data["routes"] == 240
+    assert main(["solve", "mi250:1", "--collective", "alltoall", "-o", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err
+    exported = tmp_path / "a2a.json"
+    assert (
+        main(
+            [
+                "export",
+                "dgx-a100:1",
+                "--collective",
+                "alltoall",
+                "--format",
+                "json",
+                "-o",
+                str(exported),
+            ]
+        )
+        == 0
+    )
+    assert "56 routes, time factor 7/300" in capsys.readouterr().out
+    document = json.loads(exported.read_text())
+    document["routes"] = document["routes"][1:]
+    exported.write_text(json.dumps(document))
+    assert main(["verify", "dgx-a100:1", str(exported)]) == 1
+    assert "no route delivers" in capsys.readouterr().out
+    picture = tmp_path / "loads.png"
+    assert main(["plot", "mi250:1", "-o", str(picture), "--schedule", str(path)]) == 0
+    assert picture.stat().st_size > 0
+    capsys.readouterr()
+    assert main(["compare", "dgx-a100:2", "--collective", "alltoall", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["methods"]
+    assert [(r["method"], r["time_factor"]) for r in rows] == [
+        ("optimal (k=1)", "8/25"),
+        ("direct", "4/5"),
+        ("hierarchical (rail)", "11/30"),
+    ]

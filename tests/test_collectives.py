@@ -164,7 +164,7 @@ def test_bad_roots_and_collectives():
     with pytest.raises(ScheduleError, match="-k does not apply"):
         build_collective(topo, "broadcast", k=2)
     with pytest.raises(ScheduleError, match="unknown collective"):
-        build_collective(topo, "alltoall")
+        build_collective(topo, "gather")
     bc = broadcast(topo, "b0.gpu1")
     with pytest.raises(ScheduleError, match="from an allgather schedule"):
         allreduce(bc, topo)

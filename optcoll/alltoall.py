@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping
@@ -202,6 +203,9 @@ class AlltoallBound:
 def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> AlltoallBound:
     """t* by the all-to-all LP (exact, certified) and the cut bound beside it.
 
+    The last few results are kept (topologies are immutable), so building
+    schedules for several ``k`` solves the LP once; treat the result as read-only.
+
     Raises
     ------
     SolveError
@@ -215,6 +219,11 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
     >>> bound.time_factor, bound.cut_bound, bound.to_dict()["time_factor"]
     (Fraction(8, 25), Fraction(8, 25), '8/25')
     """
+    return _alltoall_bound(topology, time_limit)
+
+
+@functools.lru_cache(maxsize=4)
+def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBound:
     import time
 
     from formulations.alltoall import alltoall_optimum

@@ -192,7 +192,7 @@ def test_cli_solve_verify_export_plot_compare(
         )
         == 0
     )
-    assert "56 routes, time factor 7/300" in capsys.readouterr().out
+    assert "alltoall, k = 1, time factor 7/300 (optimum 7/300" in capsys.readouterr().out
     document = json.loads(exported.read_text())
     document["routes"] = document["routes"][1:]
     exported.write_text(json.dumps(document))

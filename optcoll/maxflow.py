@@ -462,8 +462,10 @@ class FlowNetwork:
             backward = np.array([f > 0 for f in pair_flow])
         forward = forward.astype(bool).reshape(-1)
         backward = backward.astype(bool).reshape(-1)
-        rows = np.concatenate([arcs.rows[forward], arcs.cols[backward]])
-        cols = np.concatenate([arcs.cols[forward], arcs.rows[backward]])
+        # int32 indices, as for the flow graph: scipy 1.11's traversal reads int64 ones as
+        # nothing at all (an ignored exception) and would report an empty source side
+        rows = np.concatenate([arcs.rows[forward], arcs.cols[backward]]).astype(np.int32)
+        cols = np.concatenate([arcs.cols[forward], arcs.rows[backward]]).astype(np.int32)
         residual = csr_array(
             (np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n), dtype=np.int8
         )

@@ -42,6 +42,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.exceptions import ScheduleError
+from optcoll.loads import routes_time_factor
 from optcoll.rational import fraction_text
 from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.topology import Topology
@@ -390,23 +391,20 @@ def alltoall_schedule(
     exact_k = math.lcm(*(w.denominator for pieces in paths.values() for _, w in pieces))
     chosen = exact_k if k is None else k
     routes = []
-    loads: dict[Arc, int] = {}
     raised: dict[Arc, int] = {}
     for (source, sink), pieces in paths.items():
         counts = _chunks([w for _, w in pieces], chosen)
         steps = []
         for (path, weight), chunks in zip(pieces, counts, strict=True):
             up = chunks > weight * chosen
-            for arc in zip(path, path[1:], strict=False):
-                if chunks:
-                    loads[arc] = loads.get(arc, 0) + chunks
-                if up:
+            if up:
+                for arc in zip(path, path[1:], strict=False):
                     raised[arc] = raised.get(arc, 0) + 1
             if chunks:
                 steps.append(RoutePath(chunks, path))
         routes.append(Route(source, sink, tuple(steps)))
     capacity = topology.capacity
-    factor = max(Fraction(load, chosen) / capacity[arc] for arc, load in loads.items())
+    factor = routes_time_factor(topology, routes, chosen)
     slack = max(
         (Fraction(p, chosen) / capacity[arc] for arc, p in raised.items()), default=Fraction(0)
     )

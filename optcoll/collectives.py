@@ -22,8 +22,9 @@ Time factors (bandwidth model, exact)
 -------------------------------------
 For allgather and reduce-scatter a phase takes ``(M / N) * time_factor`` for an
 ``M``-byte result; allreduce is the sum of its two phases; broadcast and reduce
-take ``M * time_factor`` for an ``M``-byte message. :func:`phase_time_factor`
-computes a phase's factor from the exact link loads.
+take ``M * time_factor`` for an ``M``-byte message.
+:func:`optcoll.loads.phase_time_factor` computes a phase's factor from the exact
+link loads.
 
 Examples
 --------
@@ -42,21 +43,19 @@ Fraction(1, 50)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 
 from optcoll.exceptions import ScheduleError
+from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
-from optcoll.schedule import Schedule, Tree
+from optcoll.schedule import Schedule
 from optcoll.topology import Link, Topology
 
 __all__ = [
     "collective_lower_bound",
     "reversed_topology",
     "is_symmetric",
-    "link_loads",
-    "phase_time_factor",
     "reduce_scatter",
     "allreduce",
     "broadcast_capacity",
@@ -104,64 +103,6 @@ def is_symmetric(topology: Topology) -> bool:
     return all(cap.get((v, u)) == c for (u, v), c in cap.items())
 
 
-def link_loads(trees: Iterable[Tree], *, reverse: bool = False) -> dict[Arc, int]:
-    """Chunks carried by every link: ``sum over trees of chunks * uses of the link``.
-
-    With ``reverse=True`` the paths are walked backwards (aggregation toward the
-    root, as in reduce-scatter and reduce).
-
-    Examples
-    --------
-    >>> from optcoll.schedule import TreeEdge
-    >>> t = Tree("a", 2, (TreeEdge("a", "b", ("a", "s", "b")), TreeEdge("b", "c", ("b", "s", "c"))))
-    >>> link_loads([t])[("s", "b")], link_loads([t], reverse=True)[("s", "a")]
-    (2, 2)
-    """
-    loads: dict[Arc, int] = {}
-    for tree in trees:
-        for edge in tree.edges:
-            path = edge.path[::-1] if reverse else edge.path
-            for arc in zip(path, path[1:], strict=False):
-                loads[arc] = loads.get(arc, 0) + tree.chunks
-    return loads
-
-
-def phase_time_factor(
-    topology: Topology, trees: Iterable[Tree], k: int, *, reverse: bool = False
-) -> Fraction:
-    """Exact ``max over links of load / (k * bandwidth)`` for one phase.
-
-    Raises
-    ------
-    ScheduleError
-        A path uses a link the topology does not have (named).
-
-    Examples
-    --------
-    >>> from optcoll.topology import Node
-    >>> from optcoll.schedule import TreeEdge
-    >>> topo = Topology("t", [Node("a"), Node("b")], [Link("a", "b", 4, bidirectional=True)])
-    >>> phase_time_factor(topo, [Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),))], 2)
-    Fraction(1, 8)
-    """
-    capacity = topology.capacity
-    worst = Fraction(0)
-    for arc, load in link_loads(trees, reverse=reverse).items():
-        if arc not in capacity:
-            direction = "reversed " if reverse else ""
-            raise ScheduleError(
-                f"a {direction}tree path uses link {arc[0]} -> {arc[1]}, which topology "
-                f"{topology.name!r} does not have"
-                + (
-                    "; build the trees on reversed_topology(topology) for an asymmetric topology"
-                    if reverse
-                    else ""
-                )
-            )
-        worst = max(worst, Fraction(load) / (k * capacity[arc]))
-    return worst
-
-
 def _require_allgather(schedule: Schedule, what: str) -> None:
     if schedule.collective != "allgather":
         raise ScheduleError(
@@ -196,7 +137,7 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     Examples
     --------
     >>> from optcoll.topology import TopologyBuilder
-    >>> from optcoll.schedule import TreeEdge
+    >>> from optcoll.schedule import Tree, TreeEdge
     >>> b = TopologyBuilder("pair")
     >>> b.compute("a"); b.compute("b"); b.link("a", "b", 10); b.link("b", "a", 5)
     >>> topo = b.build()
@@ -231,7 +172,7 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     Examples
     --------
     >>> from optcoll.topology import TopologyBuilder
-    >>> from optcoll.schedule import TreeEdge
+    >>> from optcoll.schedule import Tree, TreeEdge
     >>> b = TopologyBuilder("ring3")
     >>> for n in "abc": b.compute(n)
     >>> for u, v in ("ab", "bc", "ca"): b.link(u, v, 6, bidirectional=True)

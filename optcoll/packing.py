@@ -69,6 +69,7 @@ import numpy as np
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
+from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
@@ -532,15 +533,6 @@ def realise_paths(logical: LogicalGraph, packing: Packing) -> list[Tree]:
     return trees
 
 
-def _time_factor(topology: Topology, k: int, trees: list[Tree]) -> Fraction:
-    load: dict[Arc, int] = {}
-    for tree in trees:
-        for edge in tree.edges:
-            for a, b in pairwise(edge.path):
-                load[(a, b)] = load.get((a, b), 0) + tree.chunks
-    return max(Fraction(c) / (k * topology.capacity[e]) for e, c in load.items())
-
-
 def _heights(trees: list[Tree]) -> list[int]:
     result = []
     for tree in trees:
@@ -664,7 +656,7 @@ def pack_arborescences(
     packed = time.perf_counter()
     trees = realise_paths(logical, packing)
     trees.sort(key=lambda t: compute.index(t.root))  # stable: keeps packing order per root
-    time_factor = _time_factor(topology, chunks, trees)
+    time_factor = phase_time_factor(topology, trees, chunks)
     heights = _heights(trees)
     stats = {
         "trees": len(trees),

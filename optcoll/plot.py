@@ -45,6 +45,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from optcoll.exceptions import PlotError, UnknownNodeError
+from optcoll.loads import PHASES, link_loads, route_loads
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
@@ -761,8 +762,8 @@ def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[st
 
     Trees of ``reduce_scatter`` and ``reduce`` schedules run toward the root, so
     their paths load the reversed links; ``allreduce`` loads both directions.
-    Links the schedule does not use are absent. (The verifier computes the same
-    quantity independently; this copy lets broken schedules be drawn too.)
+    Links the schedule does not use are absent. The loads are
+    :func:`optcoll.loads.link_loads` per phase (:data:`optcoll.loads.PHASES`).
 
     Raises
     ------
@@ -780,32 +781,24 @@ def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[st
     >>> schedule_link_loads(t, s)
     {('a', 'b'): 2, ('b', 'a'): 2}
     """
-    directions = {
-        "reduce_scatter": (True,),
-        "reduce": (True,),
-        "allreduce": (False, True),
-    }.get(schedule.collective, (False,))
     loads: dict[tuple[str, str], int] = {}
     for index, route in enumerate(schedule.routes):
-        for step in route.paths:
-            for link in zip(step.path, step.path[1:], strict=False):
+        for link, load in route_loads([route]).items():
+            if link not in topology.capacity:
+                raise PlotError(
+                    f"route {index} ({route.src} -> {route.dst}): path step {link[0]} -> "
+                    f"{link[1]} is not a link of topology {topology.name!r}"
+                )
+            loads[link] = loads.get(link, 0) + load
+    for reverse in PHASES.get(schedule.collective, (False,)):
+        for index, tree in enumerate(schedule.trees):
+            for link, load in link_loads([tree], reverse=reverse).items():
                 if link not in topology.capacity:
                     raise PlotError(
-                        f"route {index} ({route.src} -> {route.dst}): path step {link[0]} -> "
-                        f"{link[1]} is not a link of topology {topology.name!r}"
+                        f"tree {index} (root {tree.root}): path step {link[0]} -> {link[1]} "
+                        f"is not a link of topology {topology.name!r}"
                     )
-                loads[link] = loads.get(link, 0) + step.chunks
-    for index, tree in enumerate(schedule.trees):
-        for e in tree.edges:
-            for a, b in zip(e.path, e.path[1:], strict=False):
-                for reverse in directions:
-                    link = (b, a) if reverse else (a, b)
-                    if link not in topology.capacity:
-                        raise PlotError(
-                            f"tree {index} (root {tree.root}): path step {link[0]} -> {link[1]} "
-                            f"is not a link of topology {topology.name!r}"
-                        )
-                    loads[link] = loads.get(link, 0) + tree.chunks
+                loads[link] = loads.get(link, 0) + load
     return loads
 
 

@@ -73,6 +73,7 @@ from typing import Protocol
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
+from optcoll.loads import phase_time_factor
 from optcoll.packing import pack_arborescences
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
@@ -170,7 +171,7 @@ def round_packing(
             key=lambda tree: order[tree.root],
         )
     )
-    time_factor = _time_factor(topology, list(zip(shapes, chunks, strict=True)), k)
+    time_factor = phase_time_factor(topology, trees, k)
     cut_ratio = optimal_cut_ratio(topology).ratio
     stats: dict[str, object] = {
         "rounding": mode,
@@ -433,14 +434,6 @@ def _shift(
         loads[arc] -= n * m
     for arc, m in target.items():
         loads[arc] = loads.get(arc, 0) + n * m
-
-
-def _time_factor(topology: Topology, trees: Sequence[tuple[_Shape, int]], k: int) -> Fraction:
-    loads: dict[Arc, int] = {}
-    for shape, c in trees:
-        for arc, n in _uses(shape).items():
-            loads[arc] = loads.get(arc, 0) + c * n
-    return _objective(topology, loads)[0] / k
 
 
 def _text(value: Fraction) -> str:

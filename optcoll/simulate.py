@@ -55,8 +55,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optcoll.collectives import link_loads
 from optcoll.exceptions import SolveError
+from optcoll.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
@@ -186,30 +186,14 @@ def schedule_cost(
     (Fraction(1, 5), Fraction(2, 1))
     """
     latency = _latency(topology, default_latency)
-    capacity = topology.capacity
     name = method or f"optimal (k={schedule.k})"
     if schedule.collective == "alltoall":
-        loads: dict[Arc, int] = {}
-        for route in schedule.routes:
-            for step in route.paths:
-                for arc in zip(step.path, step.path[1:], strict=False):
-                    loads[arc] = loads.get(arc, 0) + step.chunks
-        factor = max(Fraction(load, schedule.k) / capacity[arc] for arc, load in loads.items())
+        factor = routes_time_factor(topology, schedule.routes, schedule.k)
         alpha = max(_path_latency(p.path, latency) for r in schedule.routes for p in r.paths)
         return Cost(name, "alltoall", len(schedule.compute_nodes), factor, alpha)
-    phases = {
-        "allgather": (False,),
-        "broadcast": (False,),
-        "reduce_scatter": (True,),
-        "reduce": (True,),
-        "allreduce": (True, False),
-    }[schedule.collective]
     factor, alpha = Fraction(0), Fraction(0)
-    for reverse in phases:
-        tree_loads = link_loads(schedule.trees, reverse=reverse)
-        factor += max(
-            Fraction(load, schedule.k) / capacity[arc] for arc, load in tree_loads.items()
-        )
+    for reverse in PHASES[schedule.collective]:
+        factor += phase_time_factor(topology, schedule.trees, schedule.k, reverse=reverse)
         alpha += _deepest(schedule.trees, latency, reverse=reverse)
     return Cost(name, schedule.collective, len(schedule.compute_nodes), factor, alpha)
 

@@ -87,7 +87,7 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
     >>> s.k, redeal(s, 4, topo).time_factor / s.time_factor
     (6, Fraction(3, 2))
     """
-    from optcoll.collectives import phase_time_factor
+    from optcoll.loads import phase_time_factor
 
     if schedule.collective not in ("broadcast", "reduce"):
         raise ExportError(

@@ -8,7 +8,7 @@ IB switch at 16 GB/s per direction.
 
 from __future__ import annotations
 
-from optcoll.topologies import Family, register, single_count
+from optcoll.topologies.registry import Family, register, single_count
 from optcoll.topology import Topology, TopologyBuilder
 
 XGMI_LINK_GBPS = 50

@@ -39,7 +39,7 @@ Fraction(150, 1)
 
 from __future__ import annotations
 
-from optcoll.topologies import Family, register, single_count
+from optcoll.topologies.registry import Family, register, single_count
 from optcoll.topology import Topology, TopologyBuilder
 
 NVSWITCH_A100 = 300

@@ -37,7 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.exceptions import TopologySpecError
-from optcoll.topologies import (
+from optcoll.topologies.registry import (
     Family,
     choice,
     count,

@@ -62,6 +62,8 @@ __all__ = [
     "Topology",
     "TopologyBuilder",
     "exact_number",
+    "WrittenNumber",
+    "MAX_DECIMAL_EXPONENT",
     "plain_number",
     "NODE_TYPES",
 ]
@@ -80,11 +82,52 @@ _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
 _FRACTION_TEXT = re.compile(r"\s*[0-9]+\s*/\s*[0-9]+\s*")
 
 
+#: Largest decimal exponent accepted in a written number (``1e-400`` is fine; ``1e-99999999``
+#: would need a 100-million-digit denominator).
+MAX_DECIMAL_EXPONENT = 1000
+
+
+class WrittenNumber(float):
+    """A number read from a file that keeps the decimal text it was written as.
+
+    It behaves as a float everywhere, and :func:`exact_number` takes its exact
+    value from ``text``, so digits beyond a float's 17 are not lost.
+
+    Examples
+    --------
+    >>> x = WrittenNumber("0.1000000000000000000001")
+    >>> x == 0.1, exact_number(x, "bandwidth")
+    (True, Fraction(1000000000000000000001, 10000000000000000000000))
+    """
+
+    text: str
+
+    def __new__(cls, text: str) -> WrittenNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+def _exact_decimal(value: Decimal, what: str) -> Fraction:
+    if not value.is_finite():
+        raise ValueError(f"{what} must be finite, got {value}")
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int), "a finite Decimal has an integer exponent"
+    if abs(exponent) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(
+            f"{what} {value} has a decimal exponent beyond +-{MAX_DECIMAL_EXPONENT}; "
+            f"write it with fewer zeros or in another bandwidth unit"
+        )
+    return Fraction(value)
+
+
 def exact_number(value: Any, what: str) -> Fraction:
     """Return ``value`` as an exact :class:`~fractions.Fraction`.
 
-    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal`, finite
-    floats (through their shortest decimal repr, so ``0.1`` becomes ``1/10``) and
+    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal`, numbers
+    read from files (:class:`WrittenNumber`: exactly the decimal written, however
+    many digits), finite floats (through their shortest decimal repr, so ``0.1``
+    becomes ``1/10``) and
     strings of the exact form ``"p/q"`` (how files store rationals such as
     ``100/3`` that no decimal writes exactly) are accepted. Booleans, other
     strings, NaN and infinities are rejected with a :class:`ValueError` naming
@@ -113,8 +156,10 @@ def exact_number(value: Any, what: str) -> Fraction:
         return Fraction(int(value.numerator), int(value.denominator))
     if not math.isfinite(value):
         raise ValueError(f"{what} must be finite, got {value!r}")
+    if isinstance(value, WrittenNumber):
+        return _exact_decimal(Decimal(value.text), what)
     if isinstance(value, Decimal):
-        return Fraction(value)
+        return _exact_decimal(value, what)
     return Fraction(repr(float(value)))
 
 

@@ -18,6 +18,7 @@ from optcoll.exceptions import (
     BandwidthError,
     FileFormatError,
     MissingFieldError,
+    TopologyError,
     TopologySpecError,
     UnknownFieldError,
     UnknownNodeError,
@@ -300,3 +301,61 @@ def test_yaml_ids_read_as_numbers_get_a_quoting_hint(tmp_path):
         match=r"num\.yaml: line 3: nodes\[1\]: 'id' must be a non-empty string, got 0 \(quote it",
     ):
         load_topology(path)
+
+
+def _topology_text(bandwidth: str, suffix: str) -> str:
+    if suffix == ".json":
+        return (
+            '{"name": "t", "nodes": [{"id": "a"}, {"id": "b"}], "links": '
+            f'[{{"src": "a", "dst": "b", "bandwidth": {bandwidth}, "bidirectional": true}}]}}'
+        )
+    return (
+        "name: t\nnodes: [{id: a}, {id: b}]\n"
+        f"links:\n  - {{src: a, dst: b, bandwidth: {bandwidth}, bidirectional: true}}\n"
+    )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.parametrize(
+    ("written", "exact"),
+    [
+        ("100.000000000000000000001", Fraction(100000000000000000000001, 10**21)),
+        ("0.12345678901234567890123", Fraction(12345678901234567890123, 10**23)),
+        ("1.5e+2", Fraction(150)),
+        ("1.0e-400", Fraction(1, 10**400)),
+        ("42", Fraction(42)),
+    ],
+)
+def test_bandwidths_are_exact_decimals_as_written(tmp_path, suffix, written, exact):
+    path = tmp_path / f"t{suffix}"
+    path.write_text(_topology_text(written, suffix))
+    assert load_topology(path).capacity[("a", "b")] == exact
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["1:30", "010", "0x10", "0b11", "1_000", "190:20:30.15"],
+)
+def test_yaml_1_1_numbers_are_not_read_as_other_numbers(tmp_path, written):
+    # YAML 1.1 reads 1:30 as 90 (base 60), 010 as 8, 0x10 as 16: none is a bandwidth.
+    path = tmp_path / "t.yaml"
+    path.write_text(_topology_text(written, ".yaml"))
+    with pytest.raises(TopologyError, match=f"bandwidth must be a number.*got '{written}'"):
+        load_topology(path)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_huge_decimal_exponent_is_an_error_not_a_hang(tmp_path, suffix):
+    path = tmp_path / f"t{suffix}"
+    path.write_text(_topology_text("1.0e-99999999", suffix))
+    with pytest.raises(TopologyError, match="decimal exponent beyond"):
+        load_topology(path)
+
+
+def test_yaml_ids_that_look_like_base_60_stay_text(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "name: t\nnodes: [{id: 1:30}, {id: b}]\n"
+        "links:\n  - {src: 1:30, dst: b, bandwidth: 1, bidirectional: true}\n"
+    )
+    assert load_topology(path).node_ids == ("1:30", "b")

@@ -15,12 +15,14 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from optcoll.exceptions import FileFormatError
+from optcoll.topology import WrittenNumber
 
 __all__ = [
     "read_document",
@@ -47,8 +49,40 @@ else:
     _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+#: Plain decimal integers only: YAML 1.1 also reads ``1:30`` as 90 (base 60),
+#: ``010`` as 8 (octal), ``0x10``, ``0b10`` and ``1_000``, none of which is the
+#: number a reader sees; such scalars stay strings (and are refused as numbers).
+_DECIMAL_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
+
+#: Decimal fractions (``12.5``, ``.5``, ``1.5e+2``), infinity and NaN: YAML 1.1's floats
+#: without base 60 and ``_`` (the dumper quotes every string these match).
+_DECIMAL_FLOAT = re.compile(
+    r"^(?:[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
 class _StrictLoader(_SafeLoader):
-    """PyYAML's safe loader, refusing duplicate keys instead of keeping the last."""
+    """PyYAML's safe loader, refusing duplicate keys instead of keeping the last.
+
+    Numbers are read as written: integers only in plain decimal, and decimal
+    fractions as :class:`~optcoll.topology.WrittenNumber` (a float that keeps
+    its text, so :func:`~optcoll.topology.exact_number` gets every digit).
+    """
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
+        for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        text = str(self.construct_scalar(node))
+        if text.lstrip("+-").lower() in (".inf", ".nan"):
+            return super().construct_yaml_float(node)
+        return WrittenNumber(text)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
@@ -64,6 +98,11 @@ class _StrictLoader(_SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_StrictLoader.add_implicit_resolver(_INT_TAG, _DECIMAL_INT, list("-+0123456789"))
+_StrictLoader.add_implicit_resolver(_FLOAT_TAG, _DECIMAL_FLOAT, list("-+0123456789."))
+_StrictLoader.add_constructor(_FLOAT_TAG, _StrictLoader.construct_yaml_float)
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
@@ -75,6 +114,11 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file (YAML for ``.yaml``/``.yml``, else JSON).
+
+    Numbers with a fraction or an exponent come back as
+    :class:`~optcoll.topology.WrittenNumber` (floats that keep the digits as
+    written); YAML integers are plain decimal only (``1:30``, ``010``, ``0x10``
+    stay strings rather than becoming 90, 8 and 16).
 
     Raises
     ------
@@ -95,7 +139,7 @@ def read_document(path: str | Path) -> Any:
             problem = getattr(err, "problem", None) or str(err).splitlines()[0]
             raise FileFormatError(f"{path}:{where} invalid YAML: {problem}") from None
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber)
     except json.JSONDecodeError as err:
         raise FileFormatError(
             f"{path}: line {err.lineno}, column {err.colno}: invalid JSON: {err.msg}"

@@ -198,7 +198,10 @@ def test_taccl_without_chunk_size_uses_chunks_per_microsecond():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"gpus_per_node": 1}, r"'gpus_per_node' must be an integer >= 2, got 1"),
+        (
+            {"gpus_per_node": 1},
+            r"'gpus_per_node' must be an integer >= 2 \(or 1 with boxes >= 2\), got 1",
+        ),
         ({"betas": [[0, 40], [40, 0]]}, r"field 'betas' has 2 rows; expected 4"),
         (
             {"betas": [[0, 0, 40, 40], [40, 0, 40, 40], [40, 40, 0, 40], [40, 40, 40, 0]]},
@@ -214,11 +217,13 @@ def test_taccl_malformed_profiles(tmp_path, change, message):
         import_topology(write(tmp_path, "p.json", data))
 
 
-def test_taccl_profile_of_a_builtin_box_is_refused_with_advice():
-    with pytest.raises(
-        ImportFormatError, match="taccl_ndv2_builtin.json: the TACCL profile has no 'links' matrix"
-    ):
-        import_topology(DATA / "taccl_ndv2_builtin.json")
+def test_taccl_builtin_profile_without_a_box_name_asks_for_the_box(tmp_path):
+    data = json.loads((DATA / "taccl_ndv2_builtin.json").read_text())
+    data["name"] = "my-box"
+    path = write(tmp_path, "p.json", data)
+    with pytest.raises(ImportFormatError, match=r"p\.json: .*pass the option box= one of NDv2"):
+        import_topology(path)
+    assert import_topology(path, box="ndv2").num_compute == 8
 
 
 def test_taccl_multi_box_needs_the_remote_profile(tmp_path):
@@ -310,7 +315,7 @@ def test_edgelist_directed_directive():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("a b\n", r"line 1: link a b has no bandwidth"),
+        ("a b\n", r"line 1: link a b has no 'bandwidth'"),
         ("a b 1\nb c x\n", r"line 2: bandwidth must be a number, got 'x'"),
         ("a b 1 2 3\n", r"line 1: expected SRC DST BANDWIDTH \[LATENCY\], got 5 fields"),
         ("a b speed=3\n", r"line 1: unknown attribute 'speed'"),
@@ -319,6 +324,8 @@ def test_edgelist_directed_directive():
         ("# only comments\n", r"the edge list holds no links"),
         ("# switches: sw\na b 1\n", r"'# switches:' names 'sw', which no link uses"),
         ("a {'bandwidth': 1}\n", r"line 1: expected SRC DST before the attributes"),
+        ("a b 1\nb c 1\n", r"does not say whether its links are directed"),
+        ("# directed\n# bidirectional\na b 1\n", r"says both '# directed and # bidirectional'"),
     ],
 )
 def test_edgelist_errors_name_the_line(tmp_path, text, message):

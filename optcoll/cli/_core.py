@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["Parser", "print_json", "message_size"]
+__all__ = ["Parser", "print_json", "message_size", "add_reader_options", "reader_options"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,3 +43,48 @@ def message_size(text: str) -> int:
             f"size {text!r} must be a positive integer with an optional unit K, M or G (e.g. 64K)"
         )
     return int(number) * _SIZE_UNITS[unit]
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"option {text!r} must be KEY=VALUE (e.g. boxes=4)")
+    return key.strip(), value.strip()
+
+
+def add_reader_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command that reads a TOPO file takes (one scheme for every format)."""
+    group = parser.add_argument_group("reading a topology file")
+    group.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        type=_key_value,
+        dest="reader_options",
+        metavar="KEY=VALUE",
+        help="option of the file's reader, repeatable (e.g. chunk_bytes=1048576, boxes=4); "
+        "see the README's table of formats",
+    )
+    group.add_argument(
+        "--bandwidth-attr", metavar="NAME", help="GraphML/edge list: the bandwidth attribute"
+    )
+    group.add_argument(
+        "--latency-attr", metavar="NAME", help="GraphML/edge list: the latency attribute"
+    )
+
+
+def reader_options(args: argparse.Namespace) -> dict[str, str]:
+    """The reader options of ``args`` as keyword arguments of ``load_topology``.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_reader_options(parser)
+    >>> reader_options(parser.parse_args(["--option", "boxes=2", "--bandwidth-attr", "cap"]))
+    {'boxes': '2', 'bandwidth_attr': 'cap'}
+    """
+    options = dict(args.reader_options)
+    for key in ("bandwidth_attr", "latency_attr"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    return options

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 
 NAME = "bound"
 HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
@@ -13,6 +13,7 @@ HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument(
         "--method",
         default="combinatorial",
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.bound import optimal_cut_ratio
     from optcoll.io import load_topology
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)

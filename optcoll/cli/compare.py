@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import message_size, print_json
+from optcoll.cli._core import add_reader_options, message_size, print_json, reader_options
 from optcoll.exceptions import OptCollError
 from optcoll.rational import fraction_text
 
@@ -16,6 +16,7 @@ HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree b
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument(
         "--collective",
         default="allgather",
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
     from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_methods
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     latency = DEFAULT_LATENCY if args.latency is None else Fraction(str(args.latency))
     if latency < 0:
         raise OptCollError(f"--latency must be >= 0, got {args.latency}")

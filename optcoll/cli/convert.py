@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from optcoll.cli._core import add_reader_options, reader_options
 from optcoll.exceptions import FileFormatError
 
 NAME = "convert"
@@ -12,6 +13,7 @@ HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="IN", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument("target", metavar="OUT", help="output file: .json, .yaml or .yml")
     parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
 
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
     if target.exists() and not args.force:
         raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")
-    topo = load_topology(args.source)
+    topo = load_topology(args.source, **reader_options(args))
     save_topology(topo, target)
     print(
         f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "

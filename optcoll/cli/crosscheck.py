@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 
 NAME = "crosscheck"
 HELP = "run every method that fits and compare their exact values"
@@ -14,6 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from optcoll.crosscheck import METHODS
 
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument(
         "--methods",
         nargs="+",
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.crosscheck import crosscheck
     from optcoll.io import load_topology
 
-    check = crosscheck(load_topology(args.topo), methods=args.methods)
+    check = crosscheck(load_topology(args.topo, **reader_options(args)), methods=args.methods)
     if args.json:
         print_json(check.to_dict())
     else:

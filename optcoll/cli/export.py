@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from optcoll.cli._core import message_size, print_json
+from optcoll.cli._core import add_reader_options, message_size, print_json, reader_options
 from optcoll.exceptions import ExportError
 from optcoll.rational import fraction_text
 
@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "source", metavar="TOPO|SCHEDULE", help="topology file or spec, or a schedule file"
     )
+    add_reader_options(parser)
     parser.add_argument(
         "--collective",
         default="allgather",
@@ -147,7 +148,7 @@ def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     schedule_file = _schedule_file(args.source)
     if schedule_file is None:
-        topology = load_topology(args.source)
+        topology = load_topology(args.source, **reader_options(args))
         best = deployable_schedule(
             topology,
             args.collective,
@@ -213,7 +214,7 @@ def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
 
     schedule = load_schedule(path)
     try:
-        topology = load_topology(args.topology or schedule.topology)
+        topology = load_topology(args.topology or schedule.topology, **reader_options(args))
     except OptCollError:
         if not args.unchecked or schedule.collective != args.collective:
             raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for sub, models in ((export, _LP_MODELS[:3]), (solve, _LP_MODELS)):
         sub.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+        add_reader_options(sub)
         sub.add_argument(
             "--model",
             choices=models,
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     from optcoll.io import load_topology
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     if args.lp_action == "export":
         from formulations.solve import write_model
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from optcoll.cli._core import add_reader_options, reader_options
+
 NAME = "plot"
 HELP = "draw a topology, a tree, the bottleneck cut or link loads"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(p)
     p.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="picture file (.png, .pdf, .svg)"
     )
@@ -31,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology, read_document
     from optcoll.schedule import Schedule
 
-    topology = load_topology(args.topology)
+    topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
     schedule = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 from optcoll.topology import plain_number
 
 NAME = "show"
@@ -14,13 +14,14 @@ HELP = "summarise a topology: counts, per-node ingress/egress bandwidth, switche
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
 
-    topo = load_topology(args.topo)
+    topo = load_topology(args.topo, **reader_options(args))
     rows = {
         kind: [
             {

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 from optcoll.exceptions import OptCollError
 from optcoll.rational import fraction_text
 
@@ -16,6 +16,7 @@ HELP = "the main job: optimal bound, trees, verification, schedule file and pict
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument(
         "-o",
         "--out-dir",
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.plot import plot_cut, save_figure
     from optcoll.verify import verify_schedule
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     stem = topology.name.replace(":", "_").replace("/", "_").replace(",", "_").replace("=", "-")
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / f"{stem}.alltoall", args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 from optcoll.rational import fraction_text
 
 NAME = "trees"
@@ -14,6 +14,7 @@ HELP = "allgather spanning-tree schedule reaching the optimum (or the best with 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument(
         "-k",
         type=int,
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology, write_document
     from optcoll.packing import pack_arborescences
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     started = time.perf_counter()
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import add_reader_options, print_json, reader_options
 from optcoll.rational import fraction_text
 
 NAME = "verify"
@@ -13,6 +13,7 @@ HELP = "check a schedule file against a topology (exact)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
     parser.add_argument("schedule", metavar="SCHEDULE", help="schedule file (JSON or YAML)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_schedule, load_topology
     from optcoll.verify import verify_schedule
 
-    topology = load_topology(args.topo)
+    topology = load_topology(args.topo, **reader_options(args))
     schedule = load_schedule(args.schedule)
     optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
     result = verify_schedule(topology, schedule, optimum=optimum)

@@ -1,8 +1,13 @@
-"""GraphML (as written by networkx): reads a graph whose edges carry ``bandwidth``.
+"""GraphML (as written by networkx, Topology Zoo, ...): reads it. Writes nothing.
 
-Node attributes ``type`` (``compute`` | ``switch``, default compute) and
-``group`` are optional, edge attribute ``latency`` too. An undirected graph
-stands for links in both directions. Writes nothing.
+Every edge carries its bandwidth in the attribute ``bandwidth`` (or the one
+named by the option ``bandwidth_attr``, e.g. ``capacity`` or Topology Zoo's
+``LinkSpeedRaw``); its latency (µs) is the attribute ``latency_attr`` if given,
+else ``latency``, else ``delay``, else none. Node attributes ``type``
+(``compute`` | ``switch``, default compute) and ``group`` are optional. The
+file says whether it is directed (``edgedefault``): an undirected graph stands
+for links in both directions, a directed one for exactly the links listed
+(parallel edges add their bandwidths).
 """
 
 from __future__ import annotations
@@ -14,10 +19,16 @@ from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
 from optcoll.topology import Link, Node, Topology
 
-__all__ = ["from_graphml"]
+__all__ = ["from_graphml", "from_networkx"]
 
 
-def from_graphml(path: str | Path, *, name: str | None = None) -> Topology:
+def from_graphml(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    bandwidth_attr: str = "bandwidth",
+    latency_attr: str | None = None,
+) -> Topology:
     """Topology from a GraphML file whose edges carry a ``bandwidth`` attribute.
 
     Examples
@@ -42,10 +53,29 @@ def from_graphml(path: str | Path, *, name: str | None = None) -> Topology:
         graph = nx.read_graphml(path)
     except (ElementTree.ParseError, nx.NetworkXError, ValueError, KeyError) as err:
         raise ImportFormatError(f"{path}: not a readable GraphML file ({err})") from None
-    return _from_networkx(graph, name or graph.graph.get("name") or path.stem)
+    return from_networkx(
+        graph,
+        name or graph.graph.get("name") or path.stem,
+        bandwidth_attr=bandwidth_attr,
+        latency_attr=latency_attr,
+    )
 
 
-def _from_networkx(graph: Any, name: str) -> Topology:
+def from_networkx(
+    graph: Any, name: str, *, bandwidth_attr: str = "bandwidth", latency_attr: str | None = None
+) -> Topology:
+    """Topology from a networkx graph (directed: the arcs; undirected: both ways).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> g = nx.DiGraph()
+    >>> g.add_edge("a", "b", capacity=10, delay=2)
+    >>> g.add_edge("b", "a", capacity=5)
+    >>> t = from_networkx(g, "pair", bandwidth_attr="capacity")
+    >>> t.capacity[("a", "b")], t.capacity[("b", "a")], t.latency[("a", "b")]
+    (Fraction(10, 1), Fraction(5, 1), Fraction(2, 1))
+    """
     nodes = []
     for v, attrs in graph.nodes(data=True):
         kind = attrs.get("type", "compute")
@@ -55,11 +85,18 @@ def _from_networkx(graph: Any, name: str) -> Topology:
     directed = graph.is_directed()
     for u, v, attrs in graph.edges(data=True):
         where = f"edge {u} -> {v}" if directed else f"edge {u} -- {v}"
-        if "bandwidth" not in attrs:
-            raise ImportFormatError(f"{where} has no 'bandwidth' attribute")
-        bandwidth = number(attrs["bandwidth"], f"{where}: bandwidth", positive=True)
-        latency = attrs.get("latency")
-        if latency is not None:
-            latency = number(latency, f"{where}: latency")
+        if bandwidth_attr not in attrs:
+            known = ", ".join(sorted(map(str, attrs))) or "none"
+            raise ImportFormatError(
+                f"{where} has no {bandwidth_attr!r} attribute (it has: {known}); name the "
+                "bandwidth attribute with the option bandwidth_attr (--bandwidth-attr NAME)"
+            )
+        bandwidth = number(attrs[bandwidth_attr], f"{where}: {bandwidth_attr}", positive=True)
+        key = latency_attr or next((k for k in ("latency", "delay") if k in attrs), None)
+        latency = None
+        if key is not None:
+            if key not in attrs:
+                raise ImportFormatError(f"{where} has no {key!r} attribute (--latency-attr)")
+            latency = number(attrs[key], f"{where}: {key}")
         links.append(Link(str(u), str(v), bandwidth, latency, not directed))
     return Topology(name, nodes, links, description="imported from a networkx graph")

@@ -75,11 +75,11 @@ def _read_taccl(path: Path, name: str | None, options: dict[str, Any]) -> Topolo
 
 
 def _read_graphml(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
-    return from_graphml(path, name=name)
+    return from_graphml(path, name=name, **options)
 
 
 def _read_edgelist(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
-    return from_edgelist(read_text(path), name=name or path.stem)
+    return from_edgelist(read_text(path), name=name or path.stem, **options)
 
 
 def _read_native(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
@@ -93,7 +93,7 @@ REGISTRY: tuple[TopologyFormat, ...] = (
         "TACCL topology profile JSON",
         _read_taccl,
         claims=is_taccl,
-        options=("chunk_bytes", "boxes"),
+        options=("chunk_bytes", "boxes", "box"),
     ),
     TopologyFormat(
         "msccl",
@@ -103,13 +103,18 @@ REGISTRY: tuple[TopologyFormat, ...] = (
         options=("link_bandwidth",),
     ),
     TopologyFormat(
-        "graphml", "GraphML (networkx)", _read_graphml, suffixes=frozenset({".graphml"})
+        "graphml",
+        "GraphML (networkx)",
+        _read_graphml,
+        suffixes=frozenset({".graphml"}),
+        options=("bandwidth_attr", "latency_attr"),
     ),
     TopologyFormat(
         "edgelist",
         "edge list text",
         _read_edgelist,
         suffixes=frozenset({".edgelist", ".edges", ".txt", ".tsv"}),
+        options=("directed", "bandwidth_attr", "latency_attr"),
     ),
     TopologyFormat("optcoll", "optcoll topology JSON/YAML", _read_native, claims=lambda _: True),
 )
@@ -169,12 +174,16 @@ def import_topology(
     name : str, optional
         Name of the topology (default: the file's, else its stem).
     **options
-        The format's own options: msccl-tools ``link_bandwidth`` (the bandwidth
-        of one link, GB/s; without it bandwidths stay in unit ``"link"``);
-        TACCL ``chunk_bytes`` (the chunk size the betas were measured for;
-        bandwidths are then GB/s, else chunks per µs) and ``boxes`` (copies of
-        the profiled box joined by one IB switch). An option the format does
-        not take is ignored.
+        The format's own options (:attr:`TopologyFormat.options`; values may
+        be strings, as given on the command line): msccl-tools
+        ``link_bandwidth`` (the bandwidth of one link, GB/s; without it
+        bandwidths stay in unit ``"link"``); TACCL ``chunk_bytes`` (the chunk
+        size the betas were measured for; bandwidths are then GB/s, else chunks
+        per µs), ``boxes`` (copies of the profiled box joined by one IB switch)
+        and ``box`` (which of TACCL's boxes a built-in profile describes);
+        GraphML and edge lists ``bandwidth_attr`` and ``latency_attr``; edge
+        lists ``directed``. ``None`` values are left out; an option the format
+        does not take is an error.
 
     Raises
     ------
@@ -191,8 +200,14 @@ def import_topology(
     if path.is_dir():
         raise FileFormatError(f"{path}: cannot read file (it is a directory)")
     fmt = _BY_NAME[detect_format(path) if format is None else format]
-    taken = {k: v for k, v in options.items() if k in fmt.options and v is not None}
+    taken = {k: v for k, v in options.items() if v is not None}
     try:
+        for key in taken:
+            if key not in fmt.options:
+                takes = ", ".join(fmt.options) or "none"
+                raise ImportFormatError(
+                    f"the {fmt.name} reader takes no option {key!r} (its options: {takes})"
+                )
         return fmt.read(path, name, taken)
     except (ImportFormatError, TopologyError) as err:
         if str(err).startswith(f"{path}:"):
@@ -240,4 +255,10 @@ def load_topology(source: str | Path, **options: Any) -> Topology:
         return import_topology(path, **options)
     if not topologies.is_spec(str(source)) and looks_like_path(source):
         raise FileFormatError(f"{source}: file not found")
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise ImportFormatError(
+            f"{source}: reader options ({', '.join(given)}) apply to topology files, "
+            "not to a built-in spec"
+        )
     return topologies.build(str(source))

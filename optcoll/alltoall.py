@@ -424,6 +424,7 @@ def alltoall_schedule(
         (),
         cut_ratio=None,
         time_factor=factor,
+        topology_hash=topology.content_hash,
         stats=stats,
         routes=tuple(routes),
     )

@@ -45,11 +45,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcoll.exceptions import ScheduleError
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
-from optcoll.schedule import Schedule
+from optcoll.schedule import Schedule, canonical_collective
+
+if TYPE_CHECKING:
+    from optcoll.bound import CutRatio
 from optcoll.topology import Link, Topology
 
 __all__ = [
@@ -62,6 +66,7 @@ __all__ = [
     "broadcast",
     "reduce",
     "build_collective",
+    "packing_topology",
 ]
 
 Arc = tuple[str, str]
@@ -268,6 +273,7 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
         cut_ratio=factor,
         time_factor=factor,
         root=root,
+        topology_hash=topology.content_hash,
         stats={"trees": len(trees), "min_cut_bandwidth": str(k * unit)},
     )
 
@@ -290,7 +296,12 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     forward = broadcast(reversed_topology(topology), root, progress=progress)
     factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
     return replace(
-        forward, collective="reduce", topology=topology.name, cut_ratio=factor, time_factor=factor
+        forward,
+        collective="reduce",
+        topology=topology.name,
+        topology_hash=topology.content_hash,
+        cut_ratio=factor,
+        time_factor=factor,
     )
 
 
@@ -301,6 +312,7 @@ def build_collective(
     k: int | None = None,
     root: str | None = None,
     progress: bool = False,
+    bound: CutRatio | None = None,
 ) -> Schedule:
     """The optimal schedule of ``collective`` on ``topology`` (or the best with ``k`` chunks).
 
@@ -310,7 +322,10 @@ def build_collective(
     then allgather on the allgather trees (needs every link's reverse link);
     alltoall: :func:`optcoll.alltoall.alltoall_schedule` (routes, not trees);
     broadcast and reduce: :func:`broadcast` and :func:`reduce` from ``root``
-    (default: the first compute node; ``k`` does not apply).
+    (default: the first compute node; ``k`` does not apply). ``collective`` may be
+    spelled ``reduce-scatter``. ``bound`` is the allgather cut ratio of the topology
+    whose trees are packed (``topology``, or its reversal for an asymmetric
+    reduce-scatter) when the caller has it (see :func:`packing_topology`).
 
     Raises
     ------
@@ -326,6 +341,7 @@ def build_collective(
     """
     from optcoll.packing import pack_arborescences
 
+    collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
@@ -338,23 +354,38 @@ def build_collective(
         raise ScheduleError(
             f"a {collective} has no single root; --root applies to broadcast/reduce"
         )
-    if collective == "allgather":
-        return pack_arborescences(topology, k, progress=progress)
-    if collective == "reduce_scatter":
-        source = topology if is_symmetric(topology) else reversed_topology(topology)
-        schedule = pack_arborescences(source, k, progress=progress)
-        result = reduce_scatter(replace(schedule, topology=topology.name), topology)
-        return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the reversed topology
-    if collective == "allreduce":
-        return allreduce(pack_arborescences(topology, k, progress=progress), topology)
     if collective == "alltoall":
         from optcoll.alltoall import alltoall_schedule
 
         return alltoall_schedule(topology, k)
-    raise ScheduleError(
-        f"unknown collective {collective!r}; valid: allgather, reduce_scatter, allreduce, "
-        "broadcast, reduce, alltoall"
+    schedule = pack_arborescences(
+        packing_topology(topology, collective), k, progress=progress, bound=bound
     )
+    if collective == "allgather":
+        return schedule
+    if collective == "reduce_scatter":
+        own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
+        result = reduce_scatter(own, topology)
+        return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
+    return allreduce(schedule, topology)
+
+
+def packing_topology(topology: Topology, collective: str) -> Topology:
+    """The topology whose allgather trees :func:`build_collective` packs for ``collective``.
+
+    ``topology`` itself, except for reduce-scatter on an asymmetric topology: its
+    reversal (the reduction runs the trees backwards).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> packing_topology(build("ring:4"), "reduce-scatter").name
+    'ring:4'
+    """
+    collective = canonical_collective(collective)
+    if collective == "reduce_scatter" and not is_symmetric(topology):
+        return reversed_topology(topology)
+    return topology
 
 
 def collective_lower_bound(
@@ -380,6 +411,7 @@ def collective_lower_bound(
     """
     from optcoll.bound import optimal_cut_ratio
 
+    collective = canonical_collective(collective)
     if collective == "allgather":
         return optimal_cut_ratio(topology).ratio
     if collective == "reduce_scatter":

@@ -102,6 +102,10 @@ class ScheduleError(OptCollError):
     """A schedule file or object is malformed."""
 
 
+class TopologyMismatchError(ScheduleError):
+    """A schedule is used with a topology other than the one it was built for."""
+
+
 # --- LP/MILP solving (formulations/) ------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from optcoll.exceptions import OutputError
 
-__all__ = ["write_output", "check_output"]
+__all__ = ["write_output", "check_output", "require_suffix"]
 
 
 def check_output(
@@ -118,4 +118,28 @@ def write_output(
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+    return target
+
+
+def require_suffix(path: str | Path, suffixes: Iterable[str], what: str) -> Path:
+    """Refuse an output ``path`` whose suffix is not one of ``suffixes`` (case-insensitive).
+
+    Call it before any work, so that a typo costs nothing and no file is written
+    under a name its content does not match.
+
+    Examples
+    --------
+    >>> require_suffix("cut.PNG", (".png", ".svg"), "a picture").name
+    'cut.PNG'
+    >>> require_suffix("cut.jpg", (".png", ".svg"), "a picture")
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.OutputError: cut.jpg: a picture is written as .png or .svg; got suffix '.jpg'
+    """
+    target = Path(path)
+    allowed = tuple(suffixes)
+    if target.suffix.lower() not in allowed:
+        names = ", ".join(allowed[:-1]) + " or " + allowed[-1] if len(allowed) > 1 else allowed[0]
+        got = f"suffix {target.suffix!r}" if target.suffix else "no suffix"
+        raise OutputError(f"{target}: {what} is written as {names}; got {got}")
     return target

@@ -67,7 +67,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
@@ -543,13 +543,16 @@ def _heights(trees: list[Tree]) -> list[int]:
     return result
 
 
-def fixed_k_capacity(topology: Topology, k: int) -> tuple[Fraction, dict[Arc, int]]:
+def fixed_k_capacity(
+    topology: Topology, k: int, *, ratio: Fraction | None = None
+) -> tuple[Fraction, dict[Arc, int]]:
     """The best link capacities (in chunks) for a schedule with exactly ``k`` chunks per root.
 
     Returns the smallest ``x`` such that link capacities ``floor(x * caps_e)`` (with
     ``caps, unit = topology.integer_capacities()``) satisfy the rooted connectivity
     condition with ``k`` per compute node, and those capacities. The best time factor
-    with ``k`` chunks per root is ``x / (k * unit)``.
+    with ``k`` chunks per root is ``x / (k * unit)``. ``ratio`` is r* of ``topology``
+    when the caller knows it already.
 
     Examples
     --------
@@ -561,7 +564,8 @@ def fixed_k_capacity(topology: Topology, k: int) -> tuple[Fraction, dict[Arc, in
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise SolveError(f"k must be a positive integer, got {k!r}")
     caps, unit = topology.integer_capacities()
-    ratio = optimal_cut_ratio(topology).ratio
+    if ratio is None:
+        ratio = optimal_cut_ratio(topology).ratio
     lowest = ratio * unit * k
     highest = math.ceil(lowest)
     candidates = sorted(
@@ -599,6 +603,7 @@ def pack_arborescences(
     *,
     progress: bool = False,
     timings: dict[str, float] | None = None,
+    bound: CutRatio | None = None,
 ) -> Schedule:
     """An allgather schedule of spanning arborescences: optimal, or best with ``k`` chunks.
 
@@ -614,6 +619,9 @@ def pack_arborescences(
     timings : dict, optional
         If given, receives the seconds spent in each phase (``bound``, ``splitting``,
         ``packing``, ``paths``); timings stay out of the schedule, which is deterministic.
+    bound : CutRatio, optional
+        :func:`optcoll.bound.optimal_cut_ratio` of ``topology`` when the caller has
+        it already (it is not computed again).
 
     Returns
     -------
@@ -636,7 +644,8 @@ def pack_arborescences(
     (2, Fraction(7, 300), '1')
     """
     started = time.perf_counter()
-    bound = optimal_cut_ratio(topology)
+    if bound is None:
+        bound = optimal_cut_ratio(topology)
     caps, unit = topology.integer_capacities()
     if k is None:
         scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
@@ -644,7 +653,7 @@ def pack_arborescences(
         link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
     else:
         chunks = k
-        _, link_capacity = fixed_k_capacity(topology, k)
+        _, link_capacity = fixed_k_capacity(topology, k, ratio=bound.ratio)
     compute = topology.compute_nodes
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
@@ -683,5 +692,6 @@ def pack_arborescences(
         tuple(trees),
         cut_ratio=bound.ratio,
         time_factor=time_factor,
+        topology_hash=topology.content_hash,
         stats=stats,
     )

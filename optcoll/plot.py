@@ -46,10 +46,12 @@ from matplotlib.ticker import FuncFormatter
 
 from optcoll.exceptions import PlotError, UnknownNodeError
 from optcoll.loads import PHASES, link_loads, route_loads
+from optcoll.output import require_suffix
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
 __all__ = [
+    "PICTURE_SUFFIXES",
     "topology_layout",
     "plot_topology",
     "plot_tree",
@@ -63,6 +65,9 @@ __all__ = [
 Position = tuple[float, float]
 #: A matplotlib colour: a name or hex string, or an RGBA tuple (as colormaps return).
 Colour = str | tuple[float, float, float, float]
+
+#: Picture files :func:`save_figure` writes.
+PICTURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 COMPUTE_COLOR = "#4c72b0"
 SWITCH_COLOR = "#8c8c8c"
@@ -936,7 +941,8 @@ def save_figure(ax_or_figure: Axes | Figure, path: str | Path, *, dpi: int = 150
     """Write the figure holding ``ax_or_figure`` as PNG (or by suffix: PDF, SVG).
 
     No time stamp or software tag is embedded, so equal figures give equal
-    files. Parent folders are created.
+    files. Parent folders are created. Another suffix than those of
+    :data:`PICTURE_SUFFIXES` raises :class:`~optcoll.exceptions.OutputError`.
 
     Examples
     --------
@@ -946,10 +952,10 @@ def save_figure(ax_or_figure: Axes | Figure, path: str | Path, *, dpi: int = 150
     >>> out.read_bytes()[:4]
     b'\\x89PNG'
     """
+    path = require_suffix(path, PICTURE_SUFFIXES, "a picture")
     figure = ax_or_figure if isinstance(ax_or_figure, Figure) else ax_or_figure.figure
     if isinstance(figure, SubFigure):
         figure = figure.figure  # a subfigure is saved as part of the figure holding it
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
     metadata = {"Software": None} if suffix == ".png" else {}

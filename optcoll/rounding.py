@@ -191,6 +191,7 @@ def round_packing(
         trees,
         cut_ratio=cut_ratio,
         time_factor=time_factor,
+        topology_hash=topology.content_hash,
         stats=stats,
     )
 

@@ -35,9 +35,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import ScheduleError, TopologyMismatchError
+
+if TYPE_CHECKING:
+    from optcoll.topology import Topology
 
 __all__ = [
     "TreeEdge",
@@ -47,10 +50,38 @@ __all__ = [
     "Schedule",
     "COLLECTIVES",
     "SCHEDULE_VERSION",
+    "canonical_collective",
+    "check_schedule_topology",
 ]
 
 SCHEDULE_VERSION = 1
+#: The collectives, in their canonical spelling (``reduce-scatter`` is accepted as well).
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
+
+
+def canonical_collective(name: str) -> str:
+    """The canonical spelling of a collective's name: ``reduce-scatter`` -> ``reduce_scatter``.
+
+    Case, hyphens and underscores do not matter (``Reduce-Scatter``, ``reduce_scatter``).
+
+    Raises
+    ------
+    ScheduleError
+        An unknown collective (the valid names are listed).
+
+    Examples
+    --------
+    >>> canonical_collective("reduce-scatter"), canonical_collective("AllReduce")
+    ('reduce_scatter', 'allreduce')
+    """
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in COLLECTIVES:
+        raise ScheduleError(
+            f"unknown collective {name!r}; valid: allgather, reduce-scatter (or reduce_scatter), "
+            "allreduce, broadcast, reduce, alltoall"
+        )
+    return key
+
 
 _TOP_FIELDS = {
     "format",
@@ -63,6 +94,7 @@ _TOP_FIELDS = {
     "time_factor",
     "algbw",
     "root",
+    "topology_hash",
     "trees",
     "routes",
     "stats",
@@ -130,6 +162,9 @@ class Schedule:
         The schedule's achieved time factor (equals ``cut_ratio`` when optimal).
     root : str, optional
         The root of a broadcast or reduce.
+    topology_hash : str, optional
+        :attr:`Topology.content_hash` of the topology the schedule was built for;
+        :func:`check_schedule_topology` refuses another topology.
     stats : dict
         Free-form numbers about the construction (tree count, heights, seconds).
     routes : tuple of Route
@@ -144,8 +179,22 @@ class Schedule:
     cut_ratio: Fraction | None = None
     time_factor: Fraction | None = None
     root: str | None = None
+    topology_hash: str | None = field(default=None, compare=False)
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
     routes: tuple[Route, ...] = ()
+
+    def __repr__(self) -> str:
+        factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
+        root = "" if self.root is None else f" from {self.root}"
+        parts = f"{len(self.routes)} routes" if self.routes else f"{len(self.trees)} trees"
+        return (
+            f"Schedule({self.collective}{root} on {self.topology!r}: k = {self.k}, {parts}{factor})"
+        )
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<code>{escape(repr(self))}</code>"
 
     @property
     def algbw(self) -> float | None:
@@ -169,6 +218,7 @@ class Schedule:
             "version": SCHEDULE_VERSION,
             "collective": self.collective,
             "topology": self.topology,
+            **({} if self.topology_hash is None else {"topology_hash": self.topology_hash}),
             "compute_nodes": list(self.compute_nodes),
             "k": self.k,
         }
@@ -224,19 +274,15 @@ class Schedule:
         for key in ("collective", "topology", "compute_nodes", "k"):
             if key not in data:
                 raise ScheduleError(f"schedule is missing the required field {key!r}")
-        if data["collective"] not in COLLECTIVES:
-            raise ScheduleError(
-                f"field 'collective' is {data['collective']!r}; valid: {', '.join(COLLECTIVES)}"
-            )
-        body, other = (
-            ("routes", "trees") if data["collective"] == "alltoall" else ("trees", "routes")
-        )
+        collective = canonical_collective(data["collective"])
+        topology_hash = data.get("topology_hash")
+        if topology_hash is not None and not isinstance(topology_hash, str):
+            raise ScheduleError(f"field 'topology_hash' must be a string, got {topology_hash!r}")
+        body, other = ("routes", "trees") if collective == "alltoall" else ("trees", "routes")
         if body not in data:
-            raise ScheduleError(
-                f"a {data['collective']} schedule is missing the required field {body!r}"
-            )
+            raise ScheduleError(f"a {collective} schedule is missing the required field {body!r}")
         if other in data:
-            raise ScheduleError(f"a {data['collective']} schedule has {body!r}, not {other!r}")
+            raise ScheduleError(f"a {collective} schedule has {body!r}, not {other!r}")
         k = data["k"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ScheduleError(f"field 'k' must be a positive integer, got {k!r}")
@@ -248,7 +294,7 @@ class Schedule:
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         return cls(
-            collective=data["collective"],
+            collective=collective,
             topology=str(data["topology"]),
             compute_nodes=tuple(nodes),
             k=k,
@@ -256,9 +302,43 @@ class Schedule:
             cut_ratio=_parse_ratio(data.get("cut_ratio"), "cut_ratio"),
             time_factor=_parse_ratio(data.get("time_factor"), "time_factor"),
             root=data.get("root"),
+            topology_hash=topology_hash,
             stats=dict(data.get("stats", {})),
             routes=routes,
         )
+
+
+def check_schedule_topology(schedule: Schedule, topology: Topology, source: str = "") -> None:
+    """Refuse ``topology`` if ``schedule`` records another topology's content hash.
+
+    A schedule written by optcoll records :attr:`Topology.content_hash` of the
+    topology it was built for; a schedule without it (written by hand or by an
+    older optcoll) is accepted.
+
+    Raises
+    ------
+    TopologyMismatchError
+        The hashes differ; the message names both topologies and ``source``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = Schedule("allgather", "ring:4", (), 1, (), topology_hash=build("ring:4").content_hash)
+    >>> check_schedule_topology(s, build("ring:4"))
+    >>> check_schedule_topology(s, build("ring:5"))
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.TopologyMismatchError: the schedule was built for topology 'ring:4' ...
+    """
+    if schedule.topology_hash is None or schedule.topology_hash == topology.content_hash:
+        return
+    what = f"schedule {source}" if source else "the schedule"
+    raise TopologyMismatchError(
+        f"{what} was built for topology {schedule.topology!r} (content hash "
+        f"{schedule.topology_hash}), but topology {topology.name!r} has content hash "
+        f"{topology.content_hash}: its nodes or link bandwidths differ; give the topology "
+        "the schedule was built for"
+    )
 
 
 def _parse_tree(index: int, entry: Any) -> Tree:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -70,6 +70,9 @@ __all__ = [
 
 #: The two node types. Compute nodes hold data; switches relay without copying.
 NODE_TYPES = ("compute", "switch")
+
+#: Appended to the name of an edited topology (:meth:`Topology.with_link` and friends).
+EDITED_SUFFIX = "~edited"
 
 #: Version of the topology file schema written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -479,6 +482,176 @@ class Topology:
             (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
             Fraction(0),
         )
+
+    @cached_property
+    def content_hash(self) -> str:
+        """A short hash of what a schedule depends on: nodes, types, link capacities, unit.
+
+        The name, description, groups, latencies and the order or splitting of link
+        declarations do not enter it, so a renamed or re-saved topology keeps its hash
+        and an edited one (a link removed, a bandwidth changed) gets another. Schedules
+        record it (:func:`optcoll.schedule.check_schedule_topology`).
+
+        Examples
+        --------
+        >>> t = Topology("t", [Node("a"), Node("b")], [Link("a", "b", 1, bidirectional=True)])
+        >>> t.content_hash == t.with_name("other").content_hash
+        True
+        >>> t.content_hash == t.scale_links(lambda link: True, 2).content_hash
+        False
+        """
+        import hashlib
+        import json
+
+        content = {
+            "bandwidth_unit": self.bandwidth_unit,
+            "nodes": sorted([n.id, n.type] for n in self.nodes),
+            "capacity": sorted([u, v, str(c)] for (u, v), c in self.capacity.items()),
+        }
+        text = json.dumps(content, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    # --- editing: every edit returns a new, validated topology ------------------------
+
+    def with_name(self, name: str, description: str | None = None) -> Topology:
+        """The same topology under another name (and description).
+
+        Examples
+        --------
+        >>> from optcoll.topologies import build
+        >>> build("ring:4").with_name("my-ring").name
+        'my-ring'
+        """
+        return Topology(
+            name,
+            self.nodes,
+            self.links,
+            self.bandwidth_unit,
+            self.description if description is None else description,
+        )
+
+    def _edited(self, links: Iterable[Link], change: str, name: str | None) -> Topology:
+        base = self.name if self.name.endswith(EDITED_SUFFIX) else self.name + EDITED_SUFFIX
+        description = f"{self.description}; {change}" if self.description else change
+        return Topology(name or base, self.nodes, links, self.bandwidth_unit, description)
+
+    def with_link(
+        self,
+        src: str,
+        dst: str,
+        bandwidth: Any,
+        *,
+        latency: Any = None,
+        bidirectional: bool = False,
+        name: str | None = None,
+    ) -> Topology:
+        """A copy with one more link ``src -> dst`` (parallel links add their bandwidth).
+
+        The copy is named ``name`` (default: this name followed by ``~edited``), so an
+        edited built-in never passes for the original.
+
+        Examples
+        --------
+        >>> from optcoll.topologies import build
+        >>> t = build("ring:4").with_link("n0", "n2", 50, bidirectional=True)
+        >>> t.name, t.capacity[("n2", "n0")]
+        ('ring:4~edited', Fraction(50, 1))
+        """
+        link = Link(src, dst, bandwidth, latency, bidirectional)
+        arrow = "<->" if bidirectional else "->"
+        change = f"added link {src} {arrow} {dst} ({bandwidth} {self.bandwidth_unit})"
+        return self._edited([*self.links, link], change, name)
+
+    def without_link(
+        self, src: str, dst: str, *, bidirectional: bool = False, name: str | None = None
+    ) -> Topology:
+        """A copy without any link ``src -> dst`` (and ``dst -> src`` if ``bidirectional``).
+
+        Every declaration of the pair goes; a bidirectional declaration keeps its other
+        direction unless that is removed too.
+
+        Raises
+        ------
+        UnknownNodeError
+            There is no link ``src -> dst`` (or ``dst -> src``).
+        NotStronglyConnectedError
+            The compute nodes would no longer reach each other.
+
+        Examples
+        --------
+        >>> from optcoll.topologies import build
+        >>> t = build("ring:4").without_link("n0", "n1")
+        >>> ("n0", "n1") in t.capacity, ("n1", "n0") in t.capacity
+        (False, True)
+        """
+        gone = {(src, dst), (dst, src)} if bidirectional else {(src, dst)}
+        for u, v in gone:
+            if (u, v) not in self.capacity:
+                raise UnknownNodeError(f"topology {self.name!r} has no link {u} -> {v}")
+        links = []
+        for link in self.links:
+            kept = [arc for arc in link.arcs() if arc not in gone]
+            if len(kept) == 2:
+                links.append(link)
+            elif kept:
+                links.append(Link(*kept[0], link.bandwidth, link.latency))
+        arrow = "<->" if bidirectional else "->"
+        return self._edited(links, f"removed link {src} {arrow} {dst}", name)
+
+    def scale_links(
+        self, selector: str | Callable[[Link], bool], factor: Any, *, name: str | None = None
+    ) -> Topology:
+        """A copy whose selected links have their bandwidth multiplied by ``factor``.
+
+        Parameters
+        ----------
+        selector : str or callable
+            A node id (every link that starts or ends there) or a predicate on
+            :class:`Link` declarations.
+        factor : number
+            A positive factor (exact: ``0.5`` is ``1/2``).
+
+        Raises
+        ------
+        UnknownNodeError
+            The selector is a node id that does not exist, or selects no link.
+        BandwidthError
+            The factor is not a positive finite number.
+
+        Examples
+        --------
+        >>> from optcoll.topologies import build
+        >>> t = build("dgx-a100:2").scale_links(lambda link: "nic" in link.src + link.dst, 0.5)
+        >>> t.capacity[("b0.gpu0", "b0.nic0")], t.capacity[("b0.gpu0", "b0.nvswitch")]
+        (Fraction(25, 2), Fraction(300, 1))
+        """
+        try:
+            scale = exact_number(factor, "scale factor")
+        except ValueError as err:
+            raise BandwidthError(str(err)) from None
+        if scale <= 0:
+            raise BandwidthError(f"scale factor must be positive, got {factor!r}")
+        chosen: Callable[[Link], bool]
+        if isinstance(selector, str):
+            self.is_compute(selector)
+            node = selector
+            chosen, what = (lambda link: node in (link.src, link.dst)), f"links at {node}"
+        else:
+            chosen, what = selector, "selected links"
+        links, count = [], 0
+        for link, bandwidth in zip(self.links, self._bandwidths, strict=True):
+            if chosen(link):
+                count += 1
+                link = Link(link.src, link.dst, bandwidth * scale, link.latency, link.bidirectional)
+            links.append(link)
+        if not count:
+            raise UnknownNodeError(f"the selector matches no link of topology {self.name!r}")
+        return self._edited(links, f"{what} scaled by {scale}", name)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<code>{escape(repr(self))}</code>"
 
     def to_networkx(self) -> nx.DiGraph:
         """A networkx ``DiGraph``: node attribute ``type`` (and ``group``), edge

@@ -359,3 +359,18 @@ def test_yaml_ids_that_look_like_base_60_stay_text(tmp_path):
         "links:\n  - {src: 1:30, dst: b, bandwidth: 1, bidirectional: true}\n"
     )
     assert load_topology(path).node_ids == ("1:30", "b")
+
+
+def test_an_edited_builtin_file_is_named_by_its_file(tmp_path):
+    from optcoll.topologies import build
+
+    path = tmp_path / "healthy.json"
+    save_topology(build("dgx-h100:2"), path)
+    assert load_topology(path).name == "dgx-h100:2"  # unedited: still the built-in
+    data = json.loads(path.read_text())
+    data["links"].pop(0)
+    edited = tmp_path / "broken.json"
+    edited.write_text(json.dumps(data))
+    topology = load_topology(edited)
+    assert topology.name == "broken"
+    assert "edited from built-in dgx-h100:2 (file broken.json)" in topology.description

@@ -771,6 +771,10 @@ def test_cli_verifies_before_writing(tmp_path, capsys):
     data["topology"] = "dgx-a100:2"  # a schedule of another topology
     bad.write_text(json.dumps(data))
     assert _cli(tmp_path, str(bad), "-o", str(out)) == 2
+    assert "content hash" in capsys.readouterr().err and not out.exists()
+    del data["topology_hash"]  # without the hash, the verifier finds it out
+    bad.write_text(json.dumps(data))
+    assert _cli(tmp_path, str(bad), "-o", str(out)) == 2
     assert "fails verification" in capsys.readouterr().err and not out.exists()
     assert _cli(tmp_path, str(bad), "-o", str(out), "--unchecked") == 0
     captured = capsys.readouterr()

@@ -576,3 +576,56 @@ def test_cached_views_are_read_only():
         with pytest.raises(TypeError):
             view[next(iter(view))] = 0  # type: ignore[index]
     assert topology.capacity == load_topology("dgx-a100:1").capacity
+
+
+# --- editing API and content hash ----------------------------------------------------
+
+
+def test_edits_return_renamed_validated_copies():
+
+    from optcoll.topologies import build
+
+    ring = build("ring:4")
+    added = ring.with_link("n0", "n2", 50, bidirectional=True)
+    assert added.name == "ring:4~edited" and added.capacity[("n2", "n0")] == 50
+    assert "added link n0 <-> n2" in added.description
+    removed = added.without_link("n0", "n2", bidirectional=True, name="back")
+    assert removed.name == "back" and removed.content_hash == ring.content_hash
+    one_way = ring.without_link("n0", "n1")
+    assert ("n0", "n1") not in one_way.capacity and one_way.capacity[("n1", "n0")] == 100
+    with pytest.raises(UnknownNodeError, match="no link n0 -> n2"):
+        ring.without_link("n0", "n2")
+    with pytest.raises(NotStronglyConnectedError):
+        ring.without_link("n0", "n1", bidirectional=True).without_link(
+            "n2", "n3", bidirectional=True
+        )
+
+
+def test_scale_links_by_node_and_by_predicate():
+
+    from optcoll.topologies import build
+
+    ring = build("ring:4")
+    slow = ring.scale_links("n0", 0.5)
+    assert slow.capacity[("n0", "n1")] == 50 and slow.capacity[("n3", "n0")] == 50
+    assert slow.capacity[("n1", "n2")] == 100 and slow.name == "ring:4~edited"
+    assert slow.scale_links("n0", 2).content_hash == ring.content_hash
+    with pytest.raises(UnknownNodeError, match="matches no link"):
+        ring.scale_links(lambda link: False, 2)
+    with pytest.raises(BandwidthError):
+        ring.scale_links("n0", 0)
+    with pytest.raises(UnknownNodeError):
+        ring.scale_links("n9", 2)
+
+
+def test_content_hash_ignores_name_and_declaration_split():
+    from optcoll.topologies import build
+
+    ring = build("ring:4")
+    split = Topology(
+        "other",
+        ring.nodes,
+        [Link(u, v, c) for (u, v), c in reversed(list(ring.capacity.items()))],
+    )
+    assert split.content_hash == ring.content_hash
+    assert ring.with_name("x").content_hash == ring.content_hash

@@ -7,7 +7,14 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["Parser", "print_json", "message_size", "add_reader_options", "reader_options"]
+__all__ = [
+    "Parser",
+    "print_json",
+    "message_size",
+    "add_reader_options",
+    "reader_options",
+    "collective_name",
+]
 
 
 class Parser(argparse.ArgumentParser):
@@ -88,3 +95,20 @@ def reader_options(args: argparse.Namespace) -> dict[str, str]:
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
     return options
+
+
+def collective_name(text: str) -> str:
+    """A ``--collective`` value in canonical spelling (``reduce-scatter`` -> ``reduce_scatter``).
+
+    Examples
+    --------
+    >>> collective_name("reduce-scatter")
+    'reduce_scatter'
+    """
+    from optcoll.exceptions import ScheduleError
+    from optcoll.schedule import canonical_collective
+
+    try:
+        return canonical_collective(text)
+    except ScheduleError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, message_size, print_json, reader_options
+from optcoll.cli._core import (
+    add_reader_options,
+    collective_name,
+    message_size,
+    print_json,
+    reader_options,
+)
 from optcoll.exceptions import OptCollError
 from optcoll.rational import fraction_text
 
@@ -20,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default="allgather",
-        choices=("allgather", "allreduce", "alltoall"),
-        help="collective to compare (default: allgather)",
+        type=collective_name,
+        metavar="C",
+        help="allgather (default), allreduce or alltoall",
     )
     parser.add_argument(
         "--sizes",
@@ -45,8 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from optcoll.io import load_topology
+    from optcoll.output import require_suffix
+    from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_methods
 
+    if args.plot:
+        require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
     topology = load_topology(args.topo, **reader_options(args))
     latency = DEFAULT_LATENCY if args.latency is None else Fraction(str(args.latency))
     if latency < 0:
@@ -89,12 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plot_curves(costs: Any, sizes: Any, topology: Any, collective: str, path: str) -> None:
-    from pathlib import Path
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from optcoll.plot import save_figure
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for cost in costs:
@@ -108,6 +119,5 @@ def _plot_curves(costs: Any, sizes: Any, topology: Any, collective: str, path: s
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120, metadata={"Software": None})
+    save_figure(figure, path, dpi=120)
     plt.close(figure)

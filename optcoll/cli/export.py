@@ -9,7 +9,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, message_size, print_json, reader_options
+from optcoll.cli._core import (
+    add_reader_options,
+    collective_name,
+    message_size,
+    print_json,
+    reader_options,
+)
 from optcoll.exceptions import ExportError
 from optcoll.rational import fraction_text
 
@@ -29,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default="allgather",
-        choices=("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall"),
-        help="collective to export (default: allgather)",
+        type=collective_name,
+        metavar="C",
+        help="allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
     )
     parser.add_argument(
         "--format", default="msccl", choices=("msccl", "json"), help="output format"
@@ -116,7 +123,13 @@ class _Chosen:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
+    from optcoll.io import TOPOLOGY_SUFFIXES
+    from optcoll.output import require_suffix
 
+    if args.format == "msccl":
+        require_suffix(args.output, (".xml",), "an MSCCL program")
+    else:
+        require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
     profile = runtime_profile(args.runtime)
     if args.max_threadblocks is not None:
         if args.max_threadblocks < 1:
@@ -210,11 +223,11 @@ def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
     """A schedule file's topology and the schedule of ``--collective`` built from it."""
     from optcoll.collectives import allreduce, reduce_scatter
     from optcoll.exceptions import OptCollError, ScheduleError
-    from optcoll.io import load_schedule, load_topology
+    from optcoll.io import load_schedule
 
     schedule = load_schedule(path)
     try:
-        topology = load_topology(args.topology or schedule.topology, **reader_options(args))
+        topology = _topology_of(args.topology, schedule, path, reader_options(args))
     except OptCollError:
         if not args.unchecked or schedule.collective != args.collective:
             raise
@@ -230,6 +243,28 @@ def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
     assert topology is not None  # only a schedule of --collective is exported unchecked
     convert = reduce_scatter if args.collective == "reduce_scatter" else allreduce
     return topology, [convert(schedule, topology)]
+
+
+def _topology_of(source: str | None, schedule: Any, path: Path, options: dict[str, str]) -> Any:
+    """The topology of a schedule file: ``--topology``, or its ``topology`` field as a
+    built-in spec; either must have the content hash the schedule records."""
+    from optcoll import topologies
+    from optcoll.exceptions import ScheduleError, TopologySpecError
+    from optcoll.io import load_topology
+    from optcoll.schedule import check_schedule_topology
+
+    if source is not None:
+        topology = load_topology(source, **options)
+    else:
+        try:
+            topology = topologies.build(schedule.topology)
+        except TopologySpecError:
+            raise ScheduleError(
+                f"{path} was built for topology {schedule.topology!r}, which is not a "
+                "built-in spec; pass its file with --topology FILE"
+            ) from None
+    check_schedule_topology(schedule, topology, str(path))
+    return topology
 
 
 def _plan(

@@ -32,8 +32,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll import plot
     from optcoll.exceptions import MethodError, ScheduleError
     from optcoll.io import load_topology, read_document
+    from optcoll.output import require_suffix
     from optcoll.schedule import Schedule
 
+    require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
     topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")

@@ -1,4 +1,4 @@
-"""``optcoll solve``: the main job: optimal bound, trees, verification, schedule file and picture."""
+"""``optcoll solve``: the main job: optimal bound, schedule, verification, schedule file and picture."""
 
 from __future__ import annotations
 
@@ -6,17 +6,24 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
-from optcoll.exceptions import OptCollError
+from optcoll.cli._core import add_reader_options, collective_name, print_json, reader_options
+from optcoll.exceptions import OptCollError, OutputError
 from optcoll.rational import fraction_text
 
 NAME = "solve"
-HELP = "the main job: optimal bound, trees, verification, schedule file and picture"
+HELP = "the main job: optimal bound, schedule, verification, schedule file and picture"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
+    parser.add_argument(
+        "--collective",
+        type=collective_name,
+        default="allreduce",
+        metavar="C",
+        help="allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
+    )
     parser.add_argument(
         "-o",
         "--out-dir",
@@ -25,87 +32,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder for the schedule file and the picture (default: optcoll-out)",
     )
     parser.add_argument(
-        "--collective",
-        default="allgather",
-        choices=("allgather", "alltoall"),
-        help="allgather (default: trees and the bottleneck cut picture) or alltoall (exact "
-        "LP optimum, routes, and a link-load picture)",
-    )
-    parser.add_argument(
         "-k",
         type=int,
         default=None,
         metavar="K",
         help="fixed chunks per root (alltoall: per pair)",
     )
+    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
     parser.add_argument(
         "--force", action="store_true", help="overwrite existing output files in DIR"
     )
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
+def file_stem(name: str) -> str:
+    """A file-name stem for a topology name: ``dgx-a100:2`` -> ``dgx-a100_2``.
+
+    Examples
+    --------
+    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50")
+    ('dgx-a100_2', 'torus_4x4_bw-50')
+    """
+    for old, new in ((":", "_"), ("/", "_"), (",", "_"), ("=", "-"), (" ", "_")):
+        name = name.replace(old, new)
+    return name
+
+
 def run(args: argparse.Namespace) -> int:
-    import time
     from pathlib import Path
 
-    from optcoll.bound import optimal_cut_ratio
     from optcoll.io import load_topology, save_schedule
-    from optcoll.packing import pack_arborescences
     from optcoll.plot import plot_cut, save_figure
-    from optcoll.verify import verify_schedule
+    from optcoll.solution import solve
 
     topology = load_topology(args.topo, **reader_options(args))
-    stem = topology.name.replace(":", "_").replace("/", "_").replace(",", "_").replace("=", "-")
+    stem = f"{file_stem(topology.name)}.{args.collective}"
     if args.collective == "alltoall":
-        return _alltoall(topology, Path(args.out_dir) / f"{stem}.alltoall", args)
+        return _alltoall(topology, Path(args.out_dir) / stem, args)
     out_dir = Path(args.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"{out_dir} is a file; -o names the folder for the output files")
     schedule_path = out_dir / f"{stem}.schedule.json"
     picture_path = out_dir / f"{stem}.cut.png"
-    for path in (schedule_path, picture_path):
+    rooted = args.collective in ("broadcast", "reduce")
+    outputs = (schedule_path,) if rooted else (schedule_path, picture_path)
+    for path in outputs:
         if path.exists() and not args.force:
             raise OptCollError(f"{path} exists; pass --force to overwrite it or choose -o DIR")
-    started = time.perf_counter()
-    bound = optimal_cut_ratio(topology)
-    schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
-    check = verify_schedule(topology, schedule, optimum=bound.ratio)
-    if not check.valid or check.time_factor is None:
-        raise OptCollError(f"internal error: the schedule failed verification: {check.reason}")
-    save_schedule(schedule, schedule_path)
-    save_figure(plot_cut(topology, bound.bottleneck_cut), picture_path)
-    seconds = time.perf_counter() - started
-    unit = topology.bandwidth_unit
-    summary = {
-        "topology": topology.name,
-        "num_compute": topology.num_compute,
-        "cut_ratio": fraction_text(bound.ratio),
-        "algbw": round(bound.algbw, 3),
-        "bottleneck_cut": bound.describe_cut(),
-        "k": schedule.k,
-        "time_factor": fraction_text(check.time_factor),
-        "schedule_algbw": round(float(topology.num_compute / check.time_factor), 3),
-        "verified": check.valid,
-        "trees": schedule.stats.get("trees", len(schedule.trees)),
-        "schedule": str(schedule_path),
-        "picture": str(picture_path),
-        "seconds": round(seconds, 3),
-    }
+    solution = solve(
+        topology, args.collective, k=args.k, root=args.root, progress=sys.stderr.isatty()
+    )
+    save_schedule(solution.schedule, schedule_path)
+    if solution.bound is not None:
+        save_figure(plot_cut(solution.bound.topology, solution.bound.bottleneck_cut), picture_path)
     if args.json:
-        print_json(summary)
+        print_json(solution.to_dict() | {"files": [str(path) for path in outputs]})
         return 0
-    optimal = check.time_factor == bound.ratio
-    print(f"topology        {topology.name} ({topology.num_compute} compute nodes)")
-    print(
-        f"optimal algbw   {bound.algbw:.3f} {unit}  (r* = {fraction_text(bound.ratio)} per {unit})"
-    )
-    print(f"bottleneck cut  {bound.describe_cut()}")
-    print(
-        f"schedule        {summary['trees']} trees, k = {schedule.k}, time factor "
-        f"{summary['time_factor']} ({'optimal' if optimal else 'best with this k'}), "
-        f"verified independently"
-    )
-    print(f"wrote           {schedule_path}")
-    print(f"                {picture_path}")
-    print(f"seconds         {seconds:.2f}")
+    rows = solution.report_rows()
+    rows.append(("wrote", "\n                ".join(str(path) for path in outputs)))
+    rows.append(("seconds", f"{solution.seconds:.2f}"))
+    for label, text in rows:
+        print(f"{label:<15} {text}")
     return 0
 
 

@@ -29,9 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from optcoll.io import load_topology, write_document
+    from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, write_document
+    from optcoll.output import require_suffix
     from optcoll.packing import pack_arborescences
 
+    if args.output:
+        require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
     topology = load_topology(args.topo, **reader_options(args))
     started = time.perf_counter()
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())

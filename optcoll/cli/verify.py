@@ -21,10 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from optcoll.collectives import collective_lower_bound
     from optcoll.io import load_schedule, load_topology
+    from optcoll.schedule import check_schedule_topology
     from optcoll.verify import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
     schedule = load_schedule(args.schedule)
+    check_schedule_topology(schedule, topology, str(args.schedule))
     optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
     result = verify_schedule(topology, schedule, optimum=optimum)
     if args.json:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from optcoll.exceptions import FileFormatError, TopologyError
+from optcoll import topologies
+from optcoll.exceptions import FileFormatError, OptCollError, TopologyError
 from optcoll.io.document import line_of, read_document, write_document
 from optcoll.topology import Topology
 
@@ -32,6 +33,11 @@ TOPOLOGY_SUFFIXES = (".json", ".yaml", ".yml")
 
 def read_native(path: str | Path, *, name: str | None = None) -> Topology:
     """Read an optcoll topology file; ``name`` replaces the file's ``name``.
+
+    Without ``name`` the topology is named by the file's ``name`` field, else by the
+    file name without suffix; a file whose ``name`` is a built-in spec but whose
+    nodes or links differ from that built-in is named by the file (the description
+    says it was edited).
 
     Raises
     ------
@@ -49,9 +55,29 @@ def read_native(path: str | Path, *, name: str | None = None) -> Topology:
         line = line_of(path, err.location)
         where = f" line {line}:" if line else ""
         raise type(err)(f"{path}:{where} {err}", err.location) from None
-    if name is None:
+    if name is not None:
+        return topology.with_name(name)
+    return _edited_builtin_renamed(topology, path)
+
+
+def _edited_builtin_renamed(topology: Topology, path: Path) -> Topology:
+    """A file that names itself after a built-in but holds other links is named by the file.
+
+    ``optcoll convert dgx-h100:4 my.json`` writes the name ``dgx-h100:4``; once the
+    file is edited, keeping that name would make reports, schedules and exports
+    pass it off as the built-in.
+    """
+    if not topologies.is_spec(topology.name):
         return topology
-    return Topology.from_dict({**topology.to_dict(), "name": name})
+    try:
+        original = topologies.build(topology.name)
+    except OptCollError:
+        return topology
+    if original.content_hash == topology.content_hash:
+        return topology
+    note = f"edited from built-in {topology.name} (file {path.name})"
+    description = f"{topology.description}; {note}" if topology.description else note
+    return topology.with_name(path.stem, description)
 
 
 def save_topology(topology: Topology, path: str | Path) -> None:

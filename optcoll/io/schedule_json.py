@@ -15,6 +15,7 @@ from typing import Any
 
 from optcoll.exceptions import ScheduleError
 from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, write_document
+from optcoll.output import require_suffix
 from optcoll.schedule import Schedule
 
 __all__ = ["load_schedule", "save_schedule", "is_schedule_document", "is_schedule_file"]
@@ -80,5 +81,12 @@ def load_schedule(path: str | Path) -> Schedule:
 
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
-    """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`."""
+    """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`.
+
+    Raises
+    ------
+    OutputError
+        The suffix is not one of :data:`DOCUMENT_SUFFIXES`.
+    """
+    require_suffix(path, sorted(DOCUMENT_SUFFIXES), "a schedule file")
     write_document(schedule.to_dict(), path)

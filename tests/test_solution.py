@@ -1,0 +1,140 @@
+"""``optcoll.solve`` and ``optcoll solve``: every collective, its bound, its claim, its files."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+import optcoll
+from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.collectives import collective_lower_bound, reversed_topology
+from optcoll.exceptions import ScheduleError
+from optcoll.io import load_schedule
+from optcoll.topologies import build
+from optcoll.verify import verify_schedule
+
+COLLECTIVES = ("allgather", "reduce-scatter", "allreduce", "broadcast", "reduce", "alltoall")
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_every_collective_reaches_its_independent_bound(collective):
+    topology = build("dgx-a100:2")
+    solution = optcoll.solve(topology, collective=collective)
+    canonical = collective.replace("-", "_")
+    assert solution.collective == canonical == solution.schedule.collective
+    # the bound computed once inside solve equals the one computed on its own
+    assert solution.lower_bound == collective_lower_bound(
+        topology, canonical, solution.schedule.root
+    )
+    assert solution.optimal and solution.time_factor == solution.lower_bound
+    again = verify_schedule(topology, solution.schedule, optimum=solution.lower_bound)
+    assert again.valid and again.time_factor == solution.time_factor
+    assert solution.schedule.topology_hash == topology.content_hash
+
+
+def test_known_optima_of_dgx_a100_2():
+    r = Fraction(3, 65)
+    assert optcoll.solve("dgx-a100:2", collective="allgather").time_factor == r
+    allreduce = optcoll.solve("dgx-a100:2")
+    assert allreduce.collective == "allreduce" and allreduce.time_factor == 2 * r
+    assert allreduce.claim == "optimal among reduce-scatter + allgather schedules"
+    assert round(allreduce.algbw, 3) == 173.333
+
+
+def test_asymmetric_reduce_scatter_uses_the_reversed_bound():
+    b = optcoll.topology.TopologyBuilder("skew")
+    for n in "abc":
+        b.compute(n)
+    b.link("a", "b", 10)
+    b.link("b", "c", 10)
+    b.link("c", "a", 10)
+    b.link("b", "a", 4)
+    topo = b.build()
+    solution = optcoll.solve(topo, collective="reduce_scatter")
+    assert solution.lower_bound == optimal_cut_ratio(reversed_topology(topo)).ratio
+    assert solution.optimal and "reversed" in solution.describe_bound()
+
+
+def test_fixed_k_is_the_best_with_that_k_and_says_so():
+    solution = optcoll.solve("mi250:2", collective="allgather", k=1)
+    assert solution.time_factor == Fraction(1, 10) and solution.algbw == 320.0
+    assert solution.lower_bound == Fraction(15, 166) and not solution.optimal
+    assert solution.claim == "best with k = 1 chunk per root"
+    assert repr(solution) == (
+        "Solution(allgather on mi250:2: algbw 320.000 GB/s, best with k = 1 chunk per root, "
+        "32 trees, verified)"
+    )
+
+
+def test_short_reprs():
+    solution = optcoll.solve("dgx-a100:2", collective="allgather")
+    assert len(repr(solution.schedule)) < 120 and len(repr(solution.topology)) < 120
+    assert repr(solution.schedule) == (
+        "Schedule(allgather on 'dgx-a100:2': k = 13, 34 trees, time factor 3/65)"
+    )
+    assert "<table>" in solution._repr_html_() and "34 trees" in solution._repr_html_()
+    assert solution.topology._repr_html_().startswith("<code>Topology(")
+
+
+def test_unknown_collective_is_named():
+    with pytest.raises(ScheduleError, match="unknown collective .gather."):
+        optcoll.solve("ring:4", collective="gather")
+
+
+def test_cli_solve_names_its_collective_and_writes_its_files(tmp_path, capsys):
+    status = main(["solve", "ring:4", "--collective", "reduce-scatter", "-o", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert status == 0 and err == ""
+    assert out.splitlines()[0].split() == ["collective", "reduce-scatter"]
+    schedule = load_schedule(tmp_path / "ring_4.reduce_scatter.schedule.json")
+    assert schedule.collective == "reduce_scatter"
+    assert (tmp_path / "ring_4.reduce_scatter.cut.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_solve_json_uses_the_bound_vocabulary(tmp_path, capsys):
+    assert main(["solve", "dgx-a100:2", "-k", "1", "--json", "-o", str(tmp_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    bound = json.loads(_bound_json(capsys))
+    assert data["collective"] == "allreduce" and data["k"] == 1 and data["optimal"] is False
+    assert data["time_factor"] == "7/75" and data["lower_bound"] == "6/65"
+    for key in ("cut_ratio", "bottleneck_cut", "cut_compute", "cut_bandwidth"):
+        assert data[key] == bound[key]
+
+
+def _bound_json(capsys) -> str:
+    assert main(["bound", "dgx-a100:2", "--json"]) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_solve_broadcast_writes_no_cut_picture(tmp_path, capsys):
+    argv = ["solve", "ring:4", "--collective", "broadcast", "--root", "n2", "-o", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "min cut from root n2: 200 GB/s" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ring_4.broadcast.schedule.json"]
+
+
+def test_verify_and_export_refuse_a_schedule_of_another_topology(tmp_path, capsys):
+    from optcoll.io import save_topology
+
+    edited = tmp_path / "edited.json"
+    save_topology(build("ring:4").without_link("n0", "n1"), edited)
+    assert main(["solve", "ring:4", "--collective", "allgather", "-o", str(tmp_path)]) == 0
+    assert main(["solve", str(edited), "--collective", "allgather", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    healthy = str(tmp_path / "ring_4.allgather.schedule.json")
+    mine = str(tmp_path / "ring_4~edited.allgather.schedule.json")
+    assert main(["verify", str(edited), healthy]) == 2
+    err = capsys.readouterr().err
+    assert "was built for topology 'ring:4'" in err and "content hash" in err
+    out = str(tmp_path / "x.xml")
+    assert main(["export", mine, "--collective", "allreduce", "-o", out]) == 2
+    assert "pass its file with --topology FILE" in capsys.readouterr().err
+    assert (
+        main(["export", mine, "--collective", "allreduce", "--topology", "ring:4", "-o", out]) == 2
+    )
+    assert "content hash" in capsys.readouterr().err
+    assert main(["verify", str(edited), mine]) == 0

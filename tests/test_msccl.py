@@ -22,6 +22,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -802,3 +803,35 @@ def test_cli_bands_tile_the_sizes(tmp_path, capsys):
         assert algo.get("minBytes") == str(entry["min_bytes"])
         assert algo.get("maxBytes") == str(entry["max_bytes"] or 0)
         check_msccl(text, "allreduce", entry["k"])
+
+
+DEPLOYED = [
+    ("torus:4x4", 4, 4),
+    ("dgx-h100:2", 2, 8),
+    pytest.param("mi250:1", 32, 256, marks=pytest.mark.slow),
+    pytest.param("dgx-a100:2", 8, 8, marks=pytest.mark.slow),
+    pytest.param("mi250:2", 16, 128, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("spec", "k", "rooted_k"), DEPLOYED)
+def test_default_rccl_exports_of_the_builtin_families_run_correctly(spec, k, rooted_k):
+    """Every collective's default export: a power-of-two k within 1 % of the optimum,
+    RCCL's limits met, every placement correct under the structural simulator."""
+    from optcoll.export.deploy import deployable_schedule
+    from optcoll.topologies import build
+
+    topology = build(spec)
+    for collective in ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"):
+        chosen = deployable_schedule(topology, collective)
+        schedule = chosen.schedule
+        assert chosen.ratio <= Fraction(101, 100)
+        assert schedule.k == (rooted_k if schedule.root else k)
+        root = None if schedule.root is None else schedule.compute_nodes.index(schedule.root)
+        for placement in placements(collective, "rccl"):
+            program = msccl_program(schedule, placement=placement)
+            assert program.max_steps <= 64 and program.max_threadblocks <= 64
+            if placement != "inplace":
+                check_msccl(program.text, collective, schedule.k, root)
+            if placement != "outofplace":
+                check_msccl(program.text, collective, schedule.k, root, inplace=True)

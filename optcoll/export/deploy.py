@@ -10,9 +10,11 @@ tolerance of the optimum; :func:`size_bands` splits the size axis among several
 such schedules by the cost model of :mod:`optcoll.simulate`.
 
 Broadcast and reduce use ``K`` arc-disjoint trees (``K`` the minimum cut from or
-to the root, :func:`optcoll.collectives.broadcast`); with ``k`` chunks they are
-dealt as evenly as possible over the trees (``ceil(k / K)`` at most per tree),
-which is the best ``k``-chunk split over those trees.
+to the root, :func:`optcoll.collectives.broadcast`; identical trees merged, so a
+tree may carry several of the ``K`` chunks); with ``k`` chunks each tree gets its
+proportional share (:func:`redeal`). That split is exact when ``K`` divides ``k``;
+otherwise it is a good split over these trees, not claimed the best ``k``-chunk
+schedule.
 
 Examples
 --------
@@ -72,11 +74,12 @@ class Deployment:
 
 
 def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
-    """A broadcast or reduce schedule's trees carrying ``k`` chunks, dealt evenly.
+    """A broadcast or reduce schedule's trees carrying ``k`` chunks in proportion.
 
-    With ``K`` trees, ``k mod K`` of them carry ``ceil(k / K)`` chunks and the rest
-    ``floor(k / K)`` (trees left with none are dropped); the time factor is computed
-    exactly from the link loads.
+    A tree carrying ``c`` of the ``K`` chunks gets ``floor(k c / K)`` of the ``k``, and
+    the chunks left over go one each to the trees with the largest remainders (ties:
+    first tree); trees left with none are dropped. The time factor is computed exactly
+    from the link loads.
 
     Examples
     --------
@@ -90,15 +93,16 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
     from optcoll.loads import phase_time_factor
 
     if schedule.collective not in ("broadcast", "reduce"):
-        raise ExportError(
-            f"only broadcast and reduce trees are re-dealt, not {schedule.collective}"
-        )
-    count = len(schedule.trees)
-    share, extra = divmod(k, count)
+        raise ExportError(f"only broadcast and reduce trees are re-dealt, not {schedule.collective}")
+    shares = [Fraction(k * tree.chunks, schedule.k) for tree in schedule.trees]
+    counts = [math.floor(share) for share in shares]
+    by_remainder = sorted(range(len(shares)), key=lambda i: (counts[i] - shares[i], i))
+    for i in by_remainder[: k - sum(counts)]:
+        counts[i] += 1
     trees = tuple(
-        Tree(tree.root, share + (i < extra), tree.edges)
-        for i, tree in enumerate(schedule.trees)
-        if share + (i < extra) > 0
+        Tree(tree.root, count, tree.edges)
+        for tree, count in zip(schedule.trees, counts, strict=True)
+        if count > 0
     )
     factor = phase_time_factor(topology, trees, k, reverse=schedule.collective == "reduce")
     return replace(schedule, k=k, trees=trees, time_factor=factor, stats=dict(schedule.stats))

@@ -835,3 +835,36 @@ def test_default_rccl_exports_of_the_builtin_families_run_correctly(spec, k, roo
                 check_msccl(program.text, collective, schedule.k, root)
             if placement != "outofplace":
                 check_msccl(program.text, collective, schedule.k, root, inplace=True)
+
+
+@pytest.mark.parametrize("spec", ["ring:5,direction=uni", "random:n=6,seed=3"])
+def test_allreduce_on_asymmetric_topologies_composes_reduce_scatter_and_allgather(spec):
+    """A link without its reverse, or unequal directions: the reduce-scatter trees come
+    from the reversed topology, the allgather trees from the topology itself."""
+    from optcoll.collectives import collective_lower_bound
+    from optcoll.export.deploy import deployable_schedule
+    from optcoll.topologies import build
+
+    topology = build(spec)
+    for exact in (False, True):
+        chosen = deployable_schedule(topology, "allreduce", exact=exact)
+        assert chosen.schedule.collective == "reduce_scatter" and chosen.allgather is not None
+        assert chosen.time_factor == chosen.schedule.time_factor + chosen.allgather.time_factor
+        assert chosen.optimum == collective_lower_bound(topology, "allreduce")
+        assert chosen.ratio == 1 if exact else chosen.ratio <= Fraction(101, 100)
+        program = msccl_program(chosen.schedule, allgather=chosen.allgather)
+        check_msccl(program.text, "allreduce", chosen.schedule.k)
+        check_msccl(program.text, "allreduce", chosen.schedule.k, inplace=True)
+    with pytest.raises(ExportError, match="composed of a reduce_scatter schedule"):
+        msccl_program(chosen.allgather, allgather=chosen.schedule)
+
+
+def test_cli_exports_a_composed_allreduce_but_not_as_one_schedule_file(tmp_path, capsys):
+    out = tmp_path / "ar.xml"
+    assert _cli(tmp_path, "ring:5,direction=uni", "--collective", "allreduce", "-o", str(out)) == 0
+    assert "reduce-scatter trees, then allgather trees" in capsys.readouterr().out
+    check_msccl(out.read_text(), "allreduce", 1)
+    json_out = tmp_path / "ar.json"
+    args = ("ring:5,direction=uni", "--collective", "allreduce", "--format", "json")
+    assert _cli(tmp_path, *args, "-o", str(json_out)) == 2
+    assert "one schedule file cannot hold" in capsys.readouterr().err and not json_out.exists()

@@ -114,11 +114,13 @@ def _tolerance(text: str) -> Fraction:
 
 @dataclass(frozen=True)
 class _Chosen:
-    """A schedule to write, with its verified time factor and optimum."""
+    """A schedule to write, with its verified time factor and optimum (``allgather``:
+    the second phase of an allreduce composed of two tree sets)."""
 
     schedule: Any
     time_factor: Fraction | None
     optimum: Fraction | None
+    allgather: Any = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,12 +172,12 @@ def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
             exact=args.exact,
             root=args.root,
         )
-        schedules = [best.schedule]
+        phases = [(best.schedule, best.allgather)]
         if args.bands:
             chunks = 1
             while chunks < best.schedule.k:
                 one = deployable_schedule(topology, args.collective, k=chunks, root=args.root)
-                schedules.insert(len(schedules) - 1, one.schedule)
+                phases.insert(len(phases) - 1, (one.schedule, one.allgather))
                 chunks *= 2
         tried = best.tried
     else:
@@ -185,14 +187,21 @@ def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
                 "apply to a topology"
             )
         topology, schedules = _from_file(args, schedule_file)
+        phases = [(schedule, None) for schedule in schedules]
         tried = ()
     chosen = []
-    for schedule in schedules:
+    for schedule, allgather in phases:
         if args.unchecked:
-            chosen.append(_Chosen(schedule, None, None))
+            chosen.append(_Chosen(schedule, None, None, allgather))
             continue
-        optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
-        chosen.append(_Chosen(schedule, _verified(topology, schedule, optimum), optimum))
+        factor, optimum = Fraction(0), Fraction(0)
+        for phase in (schedule, allgather):
+            if phase is not None:
+                bound = collective_lower_bound(topology, phase.collective, phase.root)
+                assert bound is not None  # every schedule here names its root if it needs one
+                factor += _verified(topology, phase, bound)
+                optimum += bound
+        chosen.append(_Chosen(schedule, factor, optimum, allgather))
     return topology, chosen, tried
 
 
@@ -282,13 +291,19 @@ def _plan(
     if first.root is not None:
         root = f".root{first.compute_nodes.index(first.root)}"
     if args.format == "json":
+        if chosen[0].allgather is not None:
+            raise ExportError(
+                "this allreduce runs its reduce-scatter and allgather on different trees (the "
+                "topology is not symmetric), which one schedule file cannot hold: export "
+                "--collective reduce_scatter and --collective allgather as JSON instead"
+            )
         path = base.with_name(f"{base.stem}{root}{base.suffix}")
         entry = {"path": str(path), "k": first.k, **_factors(chosen[0])}
         return [(path, export_text(first, "json"), entry)]
     if len(chosen) > 1:
         if topology is None:
             raise ExportError("--bands needs the topology for the cost model")
-        bands = size_bands([schedule_cost(topology, c.schedule) for c in chosen])
+        bands = size_bands([_cost(topology, c, schedule_cost) for c in chosen])
     else:
         bands = [(0, 0, None)]
     files = []
@@ -308,6 +323,7 @@ def _plan(
                 placement=placement,
                 min_bytes=low,
                 max_bytes=high,
+                allgather=choice.allgather,
             )
             where = "" if placement == "both" else f".{placement}"
             path = base.with_name(f"{base.stem}{root}{band}{where}{base.suffix}")
@@ -327,6 +343,23 @@ def _plan(
             }
             files.append((path, program.text, entry))
     return files
+
+
+def _cost(topology: Any, choice: _Chosen, schedule_cost: Any) -> Any:
+    """The cost model's figures of a choice (a composed allreduce: both phases summed)."""
+    from optcoll.simulate import Cost
+
+    cost = schedule_cost(topology, choice.schedule)
+    if choice.allgather is None:
+        return cost
+    down = schedule_cost(topology, choice.allgather)
+    return Cost(
+        cost.method,
+        "allreduce",
+        cost.num_compute,
+        cost.time_factor + down.time_factor,
+        cost.alpha + down.alpha,
+    )
 
 
 def _factors(choice: _Chosen) -> dict[str, Any]:
@@ -359,6 +392,7 @@ def _report(
     tried: tuple,
 ) -> None:
     first = chosen[-1].schedule
+    collective = "allreduce" if chosen[-1].allgather is not None else first.collective
     warnings = []
     if first.root is not None:
         warnings.append(
@@ -382,7 +416,8 @@ def _report(
     if args.json:
         print_json(
             {
-                "collective": first.collective,
+                "collective": collective,
+                "composed": chosen[-1].allgather is not None,
                 "topology": first.topology,
                 "format": args.format,
                 "runtime": profile.name if args.format == "msccl" else None,
@@ -401,7 +436,8 @@ def _report(
             f"ratio {entry['ratio_to_optimum']} = "
             f"{float(Fraction(entry['ratio_to_optimum'])):.4f})"
         )
-        print(f"wrote {entry['path']}: {first.collective}, k = {entry['k']}, {factor}")
+        how = " (reduce-scatter trees, then allgather trees)" if chosen[-1].allgather else ""
+        print(f"wrote {entry['path']}: {collective}{how}, k = {entry['k']}, {factor}")
         if args.format != "msccl":
             continue
         top = "no limit" if entry["max_bytes"] is None else f"{entry['max_bytes']} B"

@@ -65,12 +65,22 @@ class Deployment:
         ``schedule.time_factor / optimum``.
     tried : tuple of (int, Fraction)
         Every ``k`` tried and its ratio to the optimum, in order.
+    allgather : Schedule or None
+        For an allreduce on a topology that is not symmetric: the allgather phase,
+        ``schedule`` being the reduce-scatter phase (built on the reversed topology);
+        the allreduce's time factor is the sum of theirs.
     """
 
     schedule: Schedule
     optimum: Fraction
     ratio: Fraction
     tried: tuple[tuple[int, Fraction], ...]
+    allgather: Schedule | None = None
+
+    @property
+    def time_factor(self) -> Fraction:
+        """The exact time factor of the deployed collective (both phases if composed)."""
+        return self.ratio * self.optimum
 
 
 def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
@@ -93,7 +103,9 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
     from optcoll.loads import phase_time_factor
 
     if schedule.collective not in ("broadcast", "reduce"):
-        raise ExportError(f"only broadcast and reduce trees are re-dealt, not {schedule.collective}")
+        raise ExportError(
+            f"only broadcast and reduce trees are re-dealt, not {schedule.collective}"
+        )
     shares = [Fraction(k * tree.chunks, schedule.k) for tree in schedule.trees]
     counts = [math.floor(share) for share in shares]
     by_remainder = sorted(range(len(shares)), key=lambda i: (counts[i] - shares[i], i))
@@ -147,7 +159,7 @@ def deployable_schedule(
     >>> d.schedule.k, d.ratio <= Fraction(101, 100)
     (256, True)
     """
-    from optcoll.collectives import build_collective, collective_lower_bound
+    from optcoll.collectives import build_collective, collective_lower_bound, is_symmetric
 
     if tolerance < 0:
         raise ExportError(f"the tolerance must be >= 0, got {tolerance}")
@@ -158,26 +170,35 @@ def deployable_schedule(
         root = root if root is not None else topology.compute_nodes[0]
     optimum = collective_lower_bound(topology, collective, root)
     assert optimum is not None  # every collective has a bound once the root is set
+    composed = collective == "allreduce" and not is_symmetric(topology)
 
-    def build(chunks: int | None) -> tuple[Schedule, Fraction]:
+    def build(chunks: int | None) -> Deployment:
+        down = None
         if rooted:
             base = build_collective(topology, collective, root=root)
             schedule = base if chunks is None else redeal(base, chunks, topology)
+        elif composed:
+            if chunks is None:  # both phases reach their optimum at a common multiple
+                rs_k = build_collective(topology, "reduce_scatter").k
+                chunks = math.lcm(rs_k, build_collective(topology, "allgather").k)
+            schedule = build_collective(topology, "reduce_scatter", k=chunks)
+            down = build_collective(topology, "allgather", k=chunks)
         else:
             schedule = build_collective(topology, collective, k=chunks)
-        assert schedule.time_factor is not None  # built schedules carry their exact factor
-        return schedule, Fraction(schedule.time_factor) / optimum
+        factors = [s.time_factor for s in (schedule, down) if s is not None]
+        assert None not in factors  # built schedules carry their exact factor
+        ratio = sum((Fraction(f) for f in factors if f is not None), Fraction(0)) / optimum
+        return Deployment(schedule, optimum, ratio, ((schedule.k, ratio),), down)
 
     if exact or k is not None:
-        schedule, ratio = build(None if exact else k)
-        return Deployment(schedule, optimum, ratio, ((schedule.k, ratio),))
+        return build(None if exact else k)
     tried = []
     chunks = 1
     while chunks <= MAX_DEPLOY_K:
-        schedule, ratio = build(chunks)
-        tried.append((chunks, ratio))
-        if ratio <= 1 + tolerance:
-            return Deployment(schedule, optimum, ratio, tuple(tried))
+        chosen = build(chunks)
+        tried.append((chunks, chosen.ratio))
+        if chosen.ratio <= 1 + tolerance:
+            return replace(chosen, tried=tuple(tried))
         chunks *= 2
     best_k, best = min(tried, key=lambda item: (item[1], item[0]))
     raise ExportError(

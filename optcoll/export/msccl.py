@@ -177,6 +177,7 @@ def msccl_program(
     min_bytes: int = 0,
     max_bytes: int | None = None,
     pair_peers: bool | None = None,
+    allgather: Schedule | None = None,
 ) -> MscclProgram:
     """The MSCCL program of ``schedule`` for ``runtime`` (deterministic, byte for byte).
 
@@ -203,6 +204,12 @@ def msccl_program(
         Put the sends to and the receives from one peer on one channel into one
         thread block. ``None`` (default) pairs only where a GPU would otherwise
         exceed the runtime's thread blocks.
+    allgather : Schedule, optional
+        With a reduce_scatter ``schedule``: an allgather schedule (same compute nodes
+        and ``k``) whose trees run after the reduce-scatter's, making an allreduce
+        program. This composes an allreduce where the reduce-scatter trees must differ
+        from the allgather trees (a topology whose links lack reverses or have
+        asymmetric bandwidths).
 
     Raises
     ------
@@ -213,6 +220,9 @@ def msccl_program(
     """
     profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
     coll = schedule.collective
+    if allgather is not None:
+        _check_composable(schedule, allgather)
+        coll = "allreduce"
     if coll not in _SUPPORTED:
         raise ExportError(
             f"collective {coll!r} cannot be exported to MSCCL; valid: {', '.join(_SUPPORTED)}"
@@ -231,7 +241,7 @@ def msccl_program(
         )
     if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
         raise ExportError(f"channels must be a positive integer, got {channels!r}")
-    builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace")
+    builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
     builder.build()
     nchunks = max(builder.chunks[0], builder.chunks[1])
     if max(builder.chunks) - 1 > profile.max_offset:
@@ -268,8 +278,12 @@ def msccl_program(
 class _Builder:
     """Turns trees into per-GPU steps with keys and dependencies."""
 
-    def __init__(self, schedule: Schedule, max_count: int, *, inplace: bool) -> None:
+    def __init__(
+        self, schedule: Schedule, max_count: int, *, inplace: bool, down: Schedule | None = None
+    ) -> None:
         self.schedule = schedule
+        self.down = down
+        self.collective = "allreduce" if down is not None else schedule.collective
         self.max_count = max_count
         self.inplace = inplace
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
@@ -281,14 +295,17 @@ class _Builder:
             "allreduce": (n * k, n * k, 0),
             "broadcast": (k, k, 0),
             "reduce": (k, k, k),
-        }[schedule.collective]
+        }[self.collective]
 
     def build(self) -> None:
         trees = self.schedule.trees
         shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
         _check_chunks(self.schedule)
         height = max((max(depth.values()) for _, depth in shapes), default=0)
-        if self.schedule.collective in _PLACEMENT_SENSITIVE and not self.inplace:
+        if self.down is not None:
+            self._composed(shapes, height)
+            return
+        if self.collective in _PLACEMENT_SENSITIVE and not self.inplace:
             # out of place, each root first copies its whole shard into its output
             roots = sorted({t.root for t in trees}, key=self.ranks.__getitem__)
             for root in roots:
@@ -302,17 +319,47 @@ class _Builder:
             offsets[tree.root] += tree.chunks
             for p, first in enumerate(range(start, start + tree.chunks, self.max_count)):
                 cnt = min(self.max_count, start + tree.chunks - first)
-                self._piece(tree, shapes[ti], height, (ti, p), first, cnt)
+                ident = (ti, p)
+                last = self._reduce(tree, shapes[ti], height, ident, first, cnt)
+                self._broadcast(tree, shapes[ti], ident, first, cnt, last)
+
+    def _composed(
+        self, up_shapes: list[tuple[dict[str, list[str]], dict[str, int]]], height: int
+    ) -> None:
+        """Allreduce on two tree sets: the reduce-scatter trees up, then the allgather
+        trees down. Each root's chunk range is cut at the ends of both sets' trees, so
+        every segment lies in one tree of each; a segment's broadcast waits for its
+        reduction at the root."""
+        assert self.down is not None
+        down = self.down.trees
+        _check_chunks(self.down)
+        down_shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(down)]
+        height = max([height] + [max(depth.values()) for _, depth in down_shapes])
+        segment = 0
+        for root in self.schedule.compute_nodes:
+            up_ranges = _ranges(self.schedule.trees, root)
+            down_ranges = _ranges(down, root)
+            cuts = sorted({lo for _, lo, _ in up_ranges + down_ranges} | {self.schedule.k})
+            for lo, hi in zip(cuts, cuts[1:], strict=False):
+                ui = next(i for i, a, b in up_ranges if a <= lo < b)
+                di = next(i for i, a, b in down_ranges if a <= lo < b)
+                for p, first in enumerate(range(lo, hi, self.max_count)):
+                    cnt = min(self.max_count, hi - first)
+                    ident = (segment, p)
+                    up_tree, down_tree = self.schedule.trees[ui], down[di]
+                    last = self._reduce(up_tree, up_shapes[ui], height, ident, first, cnt)
+                    self._broadcast(down_tree, down_shapes[di], ident, first, cnt, last)
+                segment += 1
 
     # --- where a piece lives on each GPU -----------------------------------------
 
     def _slot(self, root: str, offset: int) -> int:
-        if self.schedule.collective in ("broadcast", "reduce"):
+        if self.collective in ("broadcast", "reduce"):
             return offset
         return self.ranks[root] * self.schedule.k + offset
 
     def _source(self, root: str, offset: int) -> Location:
-        coll = self.schedule.collective
+        coll = self.collective
         if coll in _PLACEMENT_SENSITIVE:
             return ("o", self._slot(root, offset)) if self.inplace else ("i", offset)
         if coll == "reduce":
@@ -320,7 +367,7 @@ class _Builder:
         return ("i", self._slot(root, offset))
 
     def _acc(self, v: str, root: str, offset: int) -> Location:
-        coll = self.schedule.collective
+        coll = self.collective
         if coll == "allreduce":
             return ("o", self._slot(root, offset))
         if v == root:
@@ -336,7 +383,7 @@ class _Builder:
 
     # --- one piece of one tree -------------------------------------------------
 
-    def _piece(
+    def _reduce(
         self,
         tree: Tree,
         shape: tuple[dict[str, list[str]], dict[str, int]],
@@ -344,37 +391,80 @@ class _Builder:
         ident: tuple[int, int],
         offset: int,
         cnt: int,
-    ) -> None:
+    ) -> _Step | None:
+        """The reducing phase of one piece (none for allgather and broadcast); returns
+        the root's last reduction step."""
+        if self.collective not in _REDUCING:
+            return None
         children, depth = shape
-        coll, root = self.schedule.collective, tree.root
-        rank = self.ranks
+        root, rank = tree.root, self.ranks
         last_up: dict[str, _Step | None] = {}
-        if coll in _REDUCING:
-            for v in sorted(depth, key=lambda n: (-depth[n], rank[n])):
-                prev: _Step | None = None
-                for j, c in enumerate(children[v]):
-                    key = (0, height - depth[c], *ident, j)
-                    link = (rank[c], rank[v])
-                    src = self._acc(v, root, offset) if prev else self._source(root, offset)
-                    acc = self._acc(v, root, offset)
-                    rrc = self._add(_Step("rrc", src, acc, cnt, key, rank[v], link, prev))
-                    own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
-                    self._add(_Step("s", own, acc, cnt, key, rank[c], link, last_up[c]))
-                    prev = rrc
-                last_up[v] = prev
-        if coll in ("allgather", "broadcast", "allreduce"):
-            received: dict[str, _Step | None] = {root: last_up.get(root)}
-            for v in sorted(depth, key=lambda n: (depth[n], rank[n])):
-                own = self._out(root, offset)
-                if v == root and coll != "allreduce":
-                    own = self._source(root, offset)
-                for j, c in enumerate(children[v]):
-                    key = (1, depth[c], *ident, j)
-                    out = self._out(root, offset)
-                    link = (rank[v], rank[c])
-                    recv = self._add(_Step("r", own, out, cnt, key, rank[c], link))
-                    self._add(_Step("s", own, out, cnt, key, rank[v], link, received[v]))
-                    received[c] = recv
+        for v in sorted(depth, key=lambda n: (-depth[n], rank[n])):
+            prev: _Step | None = None
+            for j, c in enumerate(children[v]):
+                key = (0, height - depth[c], *ident, j)
+                link = (rank[c], rank[v])
+                src = self._acc(v, root, offset) if prev else self._source(root, offset)
+                acc = self._acc(v, root, offset)
+                rrc = self._add(_Step("rrc", src, acc, cnt, key, rank[v], link, prev))
+                own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
+                self._add(_Step("s", own, acc, cnt, key, rank[c], link, last_up[c]))
+                prev = rrc
+            last_up[v] = prev
+        return last_up[root]
+
+    def _broadcast(
+        self,
+        tree: Tree,
+        shape: tuple[dict[str, list[str]], dict[str, int]],
+        ident: tuple[int, int],
+        offset: int,
+        cnt: int,
+        after: _Step | None,
+    ) -> None:
+        """The broadcasting phase of one piece (none for reduce-scatter and reduce);
+        the root's sends wait for ``after``."""
+        coll = self.collective
+        if coll not in ("allgather", "broadcast", "allreduce"):
+            return
+        children, depth = shape
+        root, rank = tree.root, self.ranks
+        received: dict[str, _Step | None] = {root: after}
+        for v in sorted(depth, key=lambda n: (depth[n], rank[n])):
+            own = self._out(root, offset)
+            if v == root and coll != "allreduce":
+                own = self._source(root, offset)
+            for j, c in enumerate(children[v]):
+                key = (1, depth[c], *ident, j)
+                out = self._out(root, offset)
+                link = (rank[v], rank[c])
+                recv = self._add(_Step("r", own, out, cnt, key, rank[c], link))
+                self._add(_Step("s", own, out, cnt, key, rank[v], link, received[v]))
+                received[c] = recv
+
+
+def _ranges(trees: tuple[Tree, ...], root: str) -> list[tuple[int, int, int]]:
+    """``(tree index, first chunk, end)`` of ``root``'s trees, in order."""
+    result, start = [], 0
+    for i, tree in enumerate(trees):
+        if tree.root == root:
+            result.append((i, start, start + tree.chunks))
+            start += tree.chunks
+    return result
+
+
+def _check_composable(reducing: Schedule, allgather: Schedule) -> None:
+    """A reduce-scatter and an allgather schedule that make one allreduce program."""
+    if reducing.collective != "reduce_scatter" or allgather.collective != "allgather":
+        raise ExportError(
+            "an allreduce is composed of a reduce_scatter schedule and an allgather "
+            f"schedule, got {reducing.collective} and {allgather.collective}"
+        )
+    if reducing.compute_nodes != allgather.compute_nodes or reducing.k != allgather.k:
+        raise ExportError(
+            "the reduce_scatter and allgather schedules of a composed allreduce need the "
+            f"same compute nodes and k (k = {reducing.k} and {allgather.k})"
+        )
 
 
 def _shape(
@@ -614,18 +704,18 @@ def _render(
     used_channels = 1 + max((tb[2] for blocks in tbs.values() for tb, _ in blocks), default=0)
     root = f" root={schedule.root}" if schedule.root is not None else ""
     attrs = {
-        "name": name or f"optcoll {schedule.collective} {schedule.topology} k={schedule.k}{root}",
+        "name": name or f"optcoll {builder.collective} {schedule.topology} k={schedule.k}{root}",
         "proto": proto,
         "nchannels": str(used_channels),
         "nchunksperloop": str(max(i_chunks, o_chunks)),
         "ngpus": str(len(schedule.compute_nodes)),
-        "coll": profile.collective_names[schedule.collective],
+        "coll": profile.collective_names[builder.collective],
         "inplace": "0" if placement == "outofplace" else "1",
         "outofplace": "0" if placement == "inplace" else "1",
         "minBytes": str(min_bytes),
         "maxBytes": str(max_bytes),
     }
-    if schedule.collective in _REDUCING:
+    if builder.collective in _REDUCING:
         attrs["redop"] = "sum"
     algo = ET.Element("algo", attrs)
     for gpu in range(len(schedule.compute_nodes)):

@@ -31,8 +31,9 @@ import enum
 import functools
 import os
 import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from optcoll.exceptions import (
     SolverLimitError,
     UnboundedModelError,
 )
+from optcoll.output import check_output, write_output
 
 __all__ = [
     "Status",
@@ -295,10 +297,18 @@ def _raise_for(status: Status, name: str, report: SolverReport, time_limit: floa
     )
 
 
-def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
+def write_model(
+    problem: pulp.LpProblem,
+    path: str | Path,
+    *,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
+) -> Path:
     """Write ``problem`` as MPS or CPLEX-LP, chosen by the suffix of ``path``.
 
-    Parent folders are created. Returns the path written.
+    Written by :func:`optcoll.output.write_output`: never over an existing file
+    without ``force``, never over one of ``inputs``, never half-written; parent
+    folders are created. Returns the path written.
 
     Raises
     ------
@@ -322,12 +332,15 @@ def write_model(problem: pulp.LpProblem, path: str | Path) -> Path:
         raise FileFormatError(
             f"{path}: unknown model file suffix {path.suffix!r}; use one of {list(MODEL_SUFFIXES)}"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".mps":
-        problem.writeMPS(str(path), with_objsense=True)  # keeps a maximisation a maximisation
-    else:
-        problem.writeLP(str(path))
-    return path
+    check_output(path, force=force, inputs=inputs)
+    with tempfile.TemporaryDirectory() as folder:  # PuLP writes only to a named file
+        draft = Path(folder) / f"model{suffix}"
+        if suffix == ".mps":
+            problem.writeMPS(str(draft), with_objsense=True)  # a maximisation stays one
+        else:
+            problem.writeLP(str(draft))
+        text = draft.read_bytes()
+    return write_output(path, text, force=force, inputs=inputs)
 
 
 @dataclass(frozen=True)

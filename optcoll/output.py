@@ -15,7 +15,7 @@ from pathlib import Path
 
 from optcoll.exceptions import OutputError
 
-__all__ = ["write_output", "check_output", "require_suffix"]
+__all__ = ["write_output", "check_output", "require_suffix", "input_files"]
 
 
 def check_output(
@@ -143,3 +143,28 @@ def require_suffix(path: str | Path, suffixes: Iterable[str], what: str) -> Path
         got = f"suffix {target.suffix!r}" if target.suffix else "no suffix"
         raise OutputError(f"{target}: {what} is written as {names}; got {got}")
     return target
+
+
+def input_files(*sources: str | Path | None) -> list[Path]:
+    """The ``sources`` that name existing files (not built-in specs, not ``None``).
+
+    An output must not be written over any of them.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> topo = pathlib.Path(tempfile.mkdtemp()) / "topo.json"
+    >>> _ = topo.write_text("{}")
+    >>> input_files(str(topo), "dgx-a100:2", None) == [topo]
+    True
+    """
+    found = []
+    for source in sources:
+        if source is None:
+            continue
+        try:
+            if Path(source).is_file():
+                found.append(Path(source))
+        except (OSError, ValueError):  # a name too long, or with a NUL: not a file
+            continue
+    return found

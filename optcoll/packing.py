@@ -567,18 +567,11 @@ def fixed_k_capacity(
     if ratio is None:
         ratio = optimal_cut_ratio(topology).ratio
     lowest = ratio * unit * k
-    highest = math.ceil(lowest)
-    candidates = sorted(
-        {
-            Fraction(m, c)
-            for c in set(caps.values())
-            for m in range(math.ceil(lowest * c), highest * c + 1)
-        }
-    )
     names = topology.node_ids
     index = {name: i for i, name in enumerate(names)}
     compute = [index[c] for c in topology.compute_nodes]
     need = k * len(compute)
+    distinct = sorted(set(caps.values()))
 
     def scaled(x: Fraction) -> dict[Arc, int]:
         return {e: math.floor(x * c) for e, c in caps.items()}
@@ -587,14 +580,36 @@ def fixed_k_capacity(
         arcs = {(index[a], index[b]): c for (a, b), c in scaled(x).items()}
         return meets_requirement(len(names), arcs, dict.fromkeys(compute, k), compute, need)
 
-    lo, hi = 0, len(candidates) - 1  # candidates[hi] = highest is feasible
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if feasible(candidates[mid]):
-            hi = mid
+    def breakpoint_below(x: Fraction) -> Fraction:
+        # the smallest y with floor(y * c) == floor(x * c) for every capacity c
+        return max(Fraction(math.floor(x * c), c) for c in distinct)
+
+    # Feasibility is monotone in x and changes only at breakpoints m / c. With
+    # 7-decimal bandwidths there are billions of them, so bisect on x first (snapping
+    # each feasible x down to its breakpoint) until the interval is shorter than
+    # 1 / max(c): then it holds at most one breakpoint per capacity, listed and
+    # bisected exactly. Every feasible x is >= lowest.
+    if feasible(lowest):
+        return breakpoint_below(lowest), scaled(lowest)
+    lo, hi = lowest, breakpoint_below(Fraction(math.ceil(lowest)))  # infeasible, feasible
+    while (hi - lo) * distinct[-1] >= 1:
+        mid = (lo + hi) / 2
+        if feasible(mid):
+            hi = breakpoint_below(mid)
         else:
-            lo = mid + 1
-    return candidates[lo], scaled(candidates[lo])
+            lo = mid
+    candidates = sorted(
+        {Fraction(math.floor(lo * c) + 1, c) for c in distinct if math.floor(lo * c) + 1 <= hi * c}
+        | {hi}
+    )
+    first, last = 0, len(candidates) - 1  # candidates[last] = hi is feasible
+    while first < last:
+        middle = (first + last) // 2
+        if feasible(candidates[middle]):
+            last = middle
+        else:
+            first = middle + 1
+    return candidates[first], scaled(candidates[first])
 
 
 def pack_arborescences(

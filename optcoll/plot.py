@@ -3,8 +3,8 @@
 Every drawing function takes an optional matplotlib ``Axes`` (a new figure is
 made when it is omitted), returns the ``Axes`` it drew on, and never touches
 pyplot's global state, so it works headless (Agg) and inside notebooks alike.
-:func:`save_figure` writes a PNG without time stamps, so the same input gives
-the same file.
+:func:`save_figure` writes PNG, PDF or SVG without time stamps or random ids,
+so the same input gives the same bytes.
 
 The node positions come from :func:`topology_layout`: boxes (``Node.group``)
 side by side, each with its GPUs in a row, the NVSwitch below and per-GPU NICs
@@ -28,12 +28,14 @@ Examples
 
 from __future__ import annotations
 
+import io
 import math
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 
+import matplotlib
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
@@ -46,7 +48,7 @@ from matplotlib.ticker import FuncFormatter
 
 from optcoll.exceptions import PlotError, UnknownNodeError
 from optcoll.loads import PHASES, link_loads, route_loads
-from optcoll.output import require_suffix
+from optcoll.output import check_output, require_suffix, write_output
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
@@ -60,6 +62,7 @@ __all__ = [
     "plot_algbw_curves",
     "schedule_link_loads",
     "save_figure",
+    "MAX_DPI",
 ]
 
 Position = tuple[float, float]
@@ -68,6 +71,9 @@ Colour = str | tuple[float, float, float, float]
 
 #: Picture files :func:`save_figure` writes.
 PICTURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+#: Largest resolution :func:`save_figure` accepts (a larger one asks gigabytes of pixels).
+MAX_DPI = 1200
 
 COMPUTE_COLOR = "#4c72b0"
 SWITCH_COLOR = "#8c8c8c"
@@ -937,12 +943,28 @@ def _bytes_text(x: float) -> str:
     return f"{x:g}"
 
 
-def save_figure(ax_or_figure: Axes | Figure, path: str | Path, *, dpi: int = 150) -> Path:
+def save_figure(
+    ax_or_figure: Axes | Figure,
+    path: str | Path,
+    *,
+    dpi: int = 150,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
+) -> Path:
     """Write the figure holding ``ax_or_figure`` as PNG (or by suffix: PDF, SVG).
 
-    No time stamp or software tag is embedded, so equal figures give equal
-    files. Parent folders are created. Another suffix than those of
+    No time stamp, software tag or random id is embedded, so equal figures give
+    equal bytes. The file is written by :func:`optcoll.output.write_output`: never
+    over an existing file without ``force``, never over one of ``inputs``, never
+    half-written; parent folders are created. Another suffix than those of
     :data:`PICTURE_SUFFIXES` raises :class:`~optcoll.exceptions.OutputError`.
+
+    Raises
+    ------
+    PlotError
+        ``dpi`` is not a positive integer.
+    OutputError
+        The file exists (without ``force``), is an input, or cannot be written.
 
     Examples
     --------
@@ -952,16 +974,20 @@ def save_figure(ax_or_figure: Axes | Figure, path: str | Path, *, dpi: int = 150
     >>> out.read_bytes()[:4]
     b'\\x89PNG'
     """
-    path = require_suffix(path, PICTURE_SUFFIXES, "a picture")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 1 <= dpi <= MAX_DPI:
+        raise PlotError(f"dpi must be an integer between 1 and {MAX_DPI}, got {dpi!r}")
     figure = ax_or_figure if isinstance(ax_or_figure, Figure) else ax_or_figure.figure
     if isinstance(figure, SubFigure):
         figure = figure.figure  # a subfigure is saved as part of the figure holding it
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = require_suffix(path, PICTURE_SUFFIXES, "a picture")
+    check_output(path, force=force, inputs=inputs)  # before the (slow) drawing
     suffix = path.suffix.lower()
-    metadata = {"Software": None} if suffix == ".png" else {}
+    metadata: dict[str, None] = {"Software": None} if suffix == ".png" else {}
     if suffix == ".svg":
         metadata = {"Date": None}
     elif suffix == ".pdf":
         metadata = {"CreationDate": None, "ModDate": None}
-    figure.savefig(path, dpi=dpi, metadata=metadata)
-    return path
+    picture = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "optcoll"}):  # fixed ids in SVG
+        figure.savefig(picture, format=suffix.lstrip(".") or None, dpi=dpi, metadata=metadata)
+    return write_output(path, picture.getvalue(), force=force, inputs=inputs)

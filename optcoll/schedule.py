@@ -38,6 +38,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from optcoll.exceptions import ScheduleError, TopologyMismatchError
+from optcoll.rational import parse_fraction
 
 if TYPE_CHECKING:
     from optcoll.topology import Topology
@@ -410,8 +411,8 @@ def _parse_ratio(text: Any, what: str) -> Fraction | None:
     if text is None:
         return None
     try:
-        value = Fraction(str(text))
-    except (ValueError, ZeroDivisionError):
+        value = parse_fraction(str(text))
+    except ValueError:
         raise ScheduleError(
             f"field {what!r} must be an exact ratio such as '3/65', got {text!r}"
         ) from None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from fractions import Fraction
 from typing import Any
 
 __all__ = [
@@ -14,6 +16,9 @@ __all__ = [
     "add_reader_options",
     "reader_options",
     "collective_name",
+    "resolution",
+    "latency_us",
+    "time_limit",
 ]
 
 
@@ -112,3 +117,60 @@ def collective_name(text: str) -> str:
         return canonical_collective(text)
     except ScheduleError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def resolution(text: str) -> int:
+    """A ``--dpi`` value: a positive integer (:func:`optcoll.plot.save_figure` caps it).
+
+    Examples
+    --------
+    >>> resolution("300")
+    300
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"dpi {text!r} must be a positive integer")
+    return value
+
+
+def latency_us(text: str) -> Fraction:
+    """A ``--latency`` in microseconds: an exact finite number >= 0.
+
+    Examples
+    --------
+    >>> latency_us("0.5")
+    Fraction(1, 2)
+    """
+    from optcoll.rational import parse_fraction
+
+    try:
+        value = parse_fraction(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"latency {text!r} must be a finite number of microseconds >= 0 (e.g. 1 or 0.5)"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"latency {text!r} must be >= 0")
+    return value
+
+
+def time_limit(text: str) -> float:
+    """A ``--time-limit`` in seconds: a finite number > 0.
+
+    Examples
+    --------
+    >>> time_limit("30")
+    30.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"time limit {text!r} must be a finite number of seconds > 0"
+        )
+    return value

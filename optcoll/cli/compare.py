@@ -9,11 +9,11 @@ from typing import Any
 from optcoll.cli._core import (
     add_reader_options,
     collective_name,
+    latency_us,
     message_size,
     print_json,
     reader_options,
 )
-from optcoll.exceptions import OptCollError
 from optcoll.rational import fraction_text
 
 NAME = "compare"
@@ -39,29 +39,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--latency",
-        type=float,
+        type=latency_us,
         default=None,
         metavar="US",
         help="latency (µs) of links whose topology entry gives none (default 1)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
 
 
 def run(args: argparse.Namespace) -> int:
-    from fractions import Fraction
 
     from optcoll.io import load_topology
-    from optcoll.output import require_suffix
+    from optcoll.output import check_output, input_files, require_suffix
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_methods
 
+    inputs = input_files(args.topo)
     if args.plot:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
+        check_output(args.plot, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
-    latency = DEFAULT_LATENCY if args.latency is None else Fraction(str(args.latency))
-    if latency < 0:
-        raise OptCollError(f"--latency must be >= 0, got {args.latency}")
+    latency = DEFAULT_LATENCY if args.latency is None else args.latency
     sizes = args.sizes or list(SIZES)
     costs = compare_methods(
         topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     if args.plot:
-        _plot_curves(costs, sizes, topology, args.collective, args.plot)
+        _plot_curves(costs, sizes, topology, args.collective, args)
     if args.json:
         print_json({"topology": topology.name, "collective": args.collective, "methods": rows})
         return 0
@@ -99,12 +99,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plot_curves(costs: Any, sizes: Any, topology: Any, collective: str, path: str) -> None:
+def _plot_curves(
+    costs: Any, sizes: Any, topology: Any, collective: str, args: argparse.Namespace
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from optcoll.output import input_files
     from optcoll.plot import save_figure
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -119,5 +122,7 @@ def _plot_curves(costs: Any, sizes: Any, topology: Any, collective: str, path: s
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    save_figure(figure, path, dpi=120)
-    plt.close(figure)
+    try:
+        save_figure(figure, args.plot, dpi=120, force=args.force, inputs=input_files(args.topo))
+    finally:
+        plt.close(figure)

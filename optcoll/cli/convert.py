@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from optcoll.cli._core import add_reader_options, reader_options
-from optcoll.exceptions import FileFormatError
 
 NAME = "convert"
 HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
@@ -19,17 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from optcoll.io import load_topology, save_topology
+    from optcoll.output import check_output, input_files
 
-    source, target = Path(args.source), Path(args.target)
-    if source.exists() and target.exists() and source.samefile(target):
-        raise FileFormatError(f"{target}: refusing to overwrite the input file; choose another OUT")
-    if target.exists() and not args.force:
-        raise FileFormatError(f"{target}: file exists; pass --force to overwrite it")
+    inputs = input_files(args.source)
+    target = check_output(args.target, force=args.force, inputs=inputs)
     topo = load_topology(args.source, **reader_options(args))
-    save_topology(topo, target)
+    save_topology(topo, target, force=args.force, inputs=inputs)
     print(
         f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
         f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import add_reader_options, print_json, reader_options, time_limit
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "-k", type=int, default=None, metavar="K", help="chunks per root (fixed-k)"
         )
     export.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.mps or FILE.lp")
-    solve.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds")
+    export.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    solve.add_argument("--time-limit", type=time_limit, default=None, metavar="S", help="seconds")
     solve.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -55,13 +56,17 @@ def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from optcoll.io import load_topology
+    from optcoll.output import check_output, input_files
 
+    inputs = input_files(args.topo)
+    if args.lp_action == "export":
+        check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
     if args.lp_action == "export":
         from formulations.solve import write_model
 
         model = _lp_model(topology, args)
-        path = write_model(model, args.output)
+        path = write_model(model, args.output, force=args.force, inputs=inputs)
         rows, cols = len(model.constraints()), len(model.variables())
         print(f"wrote {path}: {args.model} model of {topology.name}, {cols} variables, {rows} rows")
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import add_reader_options, reader_options
+from optcoll.cli._core import add_reader_options, reader_options, resolution
 
 NAME = "plot"
 HELP = "draw a topology, a tree, the bottleneck cut or link loads"
@@ -25,17 +25,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cut", action="store_true", help="draw the bottleneck cut S* that certifies the bound"
     )
-    p.add_argument("--dpi", type=int, default=150, help="resolution of a PNG (default 150)")
+    p.add_argument("--dpi", type=resolution, default=150, help="resolution of a PNG (default 150)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing OUT")
 
 
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
     from optcoll.exceptions import MethodError, ScheduleError
     from optcoll.io import load_topology, read_document
-    from optcoll.output import require_suffix
+    from optcoll.output import check_output, input_files, require_suffix
     from optcoll.schedule import Schedule
 
     require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
+    inputs = input_files(args.topology, args.schedule)
+    check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
@@ -63,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
         ax = plot.plot_link_utilisation(topology, schedule)
     else:
         ax = plot.plot_topology(topology)
-    path = plot.save_figure(ax, args.output, dpi=args.dpi)
+    path = plot.save_figure(ax, args.output, dpi=args.dpi, force=args.force, inputs=inputs)
     print(f"wrote {path}")
     return 0

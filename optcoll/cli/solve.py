@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from optcoll.io import load_topology, save_schedule
+    from optcoll.output import check_output, input_files
     from optcoll.plot import plot_cut, save_figure
     from optcoll.solution import solve
 
@@ -76,15 +77,20 @@ def run(args: argparse.Namespace) -> int:
     picture_path = out_dir / f"{stem}.cut.png"
     rooted = args.collective in ("broadcast", "reduce")
     outputs = (schedule_path,) if rooted else (schedule_path, picture_path)
+    inputs = input_files(args.topo)
     for path in outputs:
-        if path.exists() and not args.force:
-            raise OptCollError(f"{path} exists; pass --force to overwrite it or choose -o DIR")
+        check_output(path, force=args.force, inputs=inputs)
     solution = solve(
         topology, args.collective, k=args.k, root=args.root, progress=sys.stderr.isatty()
     )
-    save_schedule(solution.schedule, schedule_path)
+    save_schedule(solution.schedule, schedule_path, force=args.force, inputs=inputs)
     if solution.bound is not None:
-        save_figure(plot_cut(solution.bound.topology, solution.bound.bottleneck_cut), picture_path)
+        save_figure(
+            plot_cut(solution.bound.topology, solution.bound.bottleneck_cut),
+            picture_path,
+            force=args.force,
+            inputs=inputs,
+        )
     if args.json:
         print_json(solution.to_dict() | {"files": [str(path) for path in outputs]})
         return 0
@@ -102,12 +108,17 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
 
     from optcoll.alltoall import alltoall_bound, alltoall_schedule
     from optcoll.io import save_schedule
-    from optcoll.output import check_output
+    from optcoll.output import check_output, input_files
     from optcoll.plot import plot_link_utilisation, save_figure
     from optcoll.verify import verify_schedule
 
-    schedule_path = check_output(stem.with_name(stem.name + ".schedule.json"), force=args.force)
-    picture_path = check_output(stem.with_name(stem.name + ".loads.png"), force=args.force)
+    inputs = input_files(args.topo)
+    schedule_path = check_output(
+        stem.with_name(stem.name + ".schedule.json"), force=args.force, inputs=inputs
+    )
+    picture_path = check_output(
+        stem.with_name(stem.name + ".loads.png"), force=args.force, inputs=inputs
+    )
     started = time.perf_counter()
     bound = alltoall_bound(topology)
     schedule = alltoall_schedule(topology, args.k, bound=bound)
@@ -116,8 +127,10 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
     )
     if not check.valid or check.time_factor is None:
         raise OptCollError(f"internal error: the schedule failed verification: {check.reason}")
-    save_schedule(schedule, schedule_path)
-    save_figure(plot_link_utilisation(topology, schedule), picture_path)
+    save_schedule(schedule, schedule_path, force=args.force, inputs=inputs)
+    save_figure(
+        plot_link_utilisation(topology, schedule), picture_path, force=args.force, inputs=inputs
+    )
     seconds = time.perf_counter() - started
     summary = {
         "topology": topology.name,

@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="chunks per root (default: the k that reaches the optimum r*)",
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
@@ -30,17 +31,19 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, write_document
-    from optcoll.output import require_suffix
+    from optcoll.output import check_output, input_files, require_suffix
     from optcoll.packing import pack_arborescences
 
+    inputs = input_files(args.topo)
     if args.output:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
+        check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
     started = time.perf_counter()
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
     if args.output:
-        write_document(schedule.to_dict(), args.output)
+        write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)
     stats = dict(schedule.stats)
     cut_ratio, time_factor, algbw = schedule.cut_ratio, schedule.time_factor, schedule.algbw
     assert cut_ratio is not None and time_factor is not None and algbw is not None, (

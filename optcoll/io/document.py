@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from optcoll.exceptions import FileFormatError
+from optcoll.output import write_output
 from optcoll.topology import WrittenNumber
 
 __all__ = [
@@ -160,17 +162,22 @@ def read_text(path: Path) -> str:
         raise FileFormatError(f"{path}: not a UTF-8 text file") from None
 
 
-def write_document(data: Any, path: str | Path) -> None:
-    """Write ``data`` as JSON or YAML (by suffix), creating parent folders."""
+def write_document(
+    data: Any, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
+) -> None:
+    """Write ``data`` as JSON or YAML (by suffix) with :func:`optcoll.output.write_output`.
+
+    Never over an existing file without ``force``, never over one of ``inputs``,
+    never half-written; parent folders are created.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() in YAML_SUFFIXES:
         text = yaml.dump(
             data, Dumper=_SafeDumper, sort_keys=False, default_flow_style=None, width=100
         )
     else:
         text = json.dumps(data, indent=2) + "\n"
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, force=force, inputs=inputs)
 
 
 def line_of(path: Path, location: tuple[str | int, ...]) -> int | None:

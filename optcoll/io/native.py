@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from optcoll import topologies
@@ -80,8 +81,13 @@ def _edited_builtin_renamed(topology: Topology, path: Path) -> Topology:
     return topology.with_name(path.stem, description)
 
 
-def save_topology(topology: Topology, path: str | Path) -> None:
+def save_topology(
+    topology: Topology, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
+) -> None:
     """Write ``topology`` as JSON or YAML (by suffix); lossless with :func:`read_native`.
+
+    Written by :func:`~optcoll.io.document.write_document` (``force`` and ``inputs``
+    as there).
 
     Raises
     ------
@@ -93,4 +99,4 @@ def save_topology(topology: Topology, path: str | Path) -> None:
             f"{path}: unknown topology file type {Path(path).suffix!r}; "
             f"use one of {', '.join(TOPOLOGY_SUFFIXES)}"
         )
-    write_document(topology.to_dict(), path)
+    write_document(topology.to_dict(), path, force=force, inputs=inputs)

@@ -10,6 +10,7 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,13 @@ def load_schedule(path: str | Path) -> Schedule:
         raise ScheduleError(f"{path}: {err}") from None
 
 
-def save_schedule(schedule: Schedule, path: str | Path) -> None:
+def save_schedule(
+    schedule: Schedule, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
+) -> None:
     """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`.
+
+    Written by :func:`~optcoll.io.document.write_document` (``force`` and ``inputs``
+    as there).
 
     Raises
     ------
@@ -89,4 +95,4 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
         The suffix is not one of :data:`DOCUMENT_SUFFIXES`.
     """
     require_suffix(path, sorted(DOCUMENT_SUFFIXES), "a schedule file")
-    write_document(schedule.to_dict(), path)
+    write_document(schedule.to_dict(), path, force=force, inputs=inputs)

@@ -20,12 +20,26 @@ Examples
 from optcoll.topologies import amd, dgx, generic  # noqa: F401
 from optcoll.topologies.registry import (
     FAMILIES,
+    MAX_LINKS,
+    MAX_NODES,
     Family,
     build,
+    check_size,
     families,
     is_spec,
     parse_params,
     register,
 )
 
-__all__ = ["Family", "FAMILIES", "register", "build", "is_spec", "families", "parse_params"]
+__all__ = [
+    "Family",
+    "FAMILIES",
+    "register",
+    "build",
+    "is_spec",
+    "families",
+    "parse_params",
+    "check_size",
+    "MAX_NODES",
+    "MAX_LINKS",
+]

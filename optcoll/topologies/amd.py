@@ -8,7 +8,7 @@ IB switch at 16 GB/s per direction.
 
 from __future__ import annotations
 
-from optcoll.topologies.registry import Family, register, single_count
+from optcoll.topologies.registry import Family, check_size, register, single_count
 from optcoll.topology import Topology, TopologyBuilder
 
 XGMI_LINK_GBPS = 50
@@ -44,6 +44,7 @@ def mi250(boxes: int = 1) -> Topology:
     >>> t.num_compute, t.switch_nodes
     (32, ('ib',))
     """
+    check_size(f"mi250:{boxes}", 16 * boxes + 1, 88 * boxes)
     b = TopologyBuilder(
         f"mi250:{boxes}",
         f"{boxes} MI250 box(es): 16 GCDs on an xGMI mesh (50 GB/s per link), "

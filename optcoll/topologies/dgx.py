@@ -39,7 +39,7 @@ Fraction(150, 1)
 
 from __future__ import annotations
 
-from optcoll.topologies.registry import Family, register, single_count
+from optcoll.topologies.registry import Family, check_size, register, single_count
 from optcoll.topology import Topology, TopologyBuilder
 
 NVSWITCH_A100 = 300
@@ -76,6 +76,7 @@ def dgx_a100(boxes: int = 1) -> Topology:
     >>> t.num_compute, len(t.switch_nodes)
     (16, 20)
     """
+    check_size(f"dgx-a100:{boxes}", 17 * boxes + 2, 48 * boxes)
     b = TopologyBuilder(
         f"dgx-a100:{boxes}",
         f"{boxes} DGX A100 box(es): 8 GPUs on NVSwitch (300 GB/s), one 25 GB/s NIC per GPU, "
@@ -146,6 +147,7 @@ def dgx_h100(boxes: int = 1) -> Topology:
     >>> t.num_compute, t.switch_nodes
     (8, ('b0.nvswitch',))
     """
+    check_size(f"dgx-h100:{boxes}", 17 * boxes + 8, 48 * boxes)
     b = TopologyBuilder(
         f"dgx-h100:{boxes}",
         f"{boxes} DGX H100 box(es): 8 GPUs on NVSwitch (450 GB/s), one 50 GB/s NIC per GPU, "
@@ -170,6 +172,7 @@ def dgx_v100(boxes: int = 1) -> Topology:
     >>> t.cut_bandwidth([f"b0.gpu{g}" for g in range(8)] + ["b0.nic"])
     Fraction(25, 2)
     """
+    check_size(f"dgx-v100:{boxes}", 9 * boxes + 1, 50 * boxes)
     b = TopologyBuilder(
         f"dgx-v100:{boxes}",
         f"{boxes} DGX-1V/NDv2 box(es): 8 V100 in a hybrid cube-mesh (NVLink2 25 GB/s per link), "
@@ -206,6 +209,7 @@ def dgx_2(boxes: int = 1) -> Topology:
     >>> t.num_compute, t.in_bandwidth("b0.nvswitch")
     (16, Fraction(2400, 1))
     """
+    check_size(f"dgx-2:{boxes}", 25 * boxes + 8, 80 * boxes)
     b = TopologyBuilder(
         f"dgx-2:{boxes}",
         f"{boxes} DGX-2 box(es): 16 V100 on NVSwitch (150 GB/s), 8 EDR NICs (12.5 GB/s) "

@@ -37,8 +37,10 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.exceptions import TopologySpecError
+from optcoll.rational import parse_fraction
 from optcoll.topologies.registry import (
     Family,
+    check_size,
     choice,
     count,
     parse_params,
@@ -98,6 +100,7 @@ def ring(n: int, bw: Fraction | int = DEFAULT_BW, direction: str = "bi") -> Topo
     if direction not in ("bi", "uni"):
         raise TopologySpecError(f"ring: direction must be 'bi' or 'uni', got {direction!r}")
     bidirectional = direction == "bi"
+    check_size(f"ring:{n}", n, 2 * n)
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     suffix += "" if bidirectional else ",direction=uni"
     b = TopologyBuilder(
@@ -120,6 +123,7 @@ def line(n: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
     >>> line(4).cut_bandwidth(["n0", "n1"])
     Fraction(100, 1)
     """
+    check_size(f"line:{n}", n, 2 * n)
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(f"line:{n}{suffix}", f"line of {n} nodes, {_fmt(bw)} GB/s per link")
     for i in range(n):
@@ -146,6 +150,7 @@ def _grid(
             f"{kind}: {len(bws)} bandwidths given for {len(dims)} dimensions {dims}"
         )
     shape = "x".join(map(str, dims))
+    check_size(f"{kind}:{shape}", math.prod(dims), 2 * len(dims) * math.prod(dims))
     suffix = "" if all(x == DEFAULT_BW for x in bws) else ",bw=" + "/".join(map(_fmt, bws))
     b = TopologyBuilder(
         f"{kind}:{shape}{suffix}",
@@ -218,6 +223,8 @@ def hypercube(d: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
     >>> t.num_compute, len(t.capacity)
     (8, 24)
     """
+    nodes = 2 ** min(d, 4096)  # refused either way; 2**d of a huge d takes long to compute
+    check_size(f"hypercube:{d}", nodes, d * nodes)
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(
         f"hypercube:{d}{suffix}", f"{d}-dimensional hypercube, {_fmt(bw)} GB/s per link"
@@ -240,6 +247,7 @@ def fully_connected(n: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
     >>> len(fully_connected(4).capacity)
     12
     """
+    check_size(f"fully-connected:{n}", n, n * (n - 1))
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(
         f"fully-connected:{n}{suffix}", f"{n} fully connected nodes, {_fmt(bw)} GB/s per link"
@@ -260,6 +268,7 @@ def star(n: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
     >>> t.switch_nodes, t.in_bandwidth("hub")
     (('hub',), Fraction(400, 1))
     """
+    check_size(f"star:{n}", n + 1, 2 * n)
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(
         f"star:{n}{suffix}", f"{n} hosts around one switch, {_fmt(bw)} GB/s per link"
@@ -303,6 +312,11 @@ def leaf_spine(
             f"leaves={leaves}, hosts={hosts}, spines={spines}, oversub={oversub}"
         )
     uplink = Fraction(hosts) * exact_number(bw, "bw") / (spines * exact_number(oversub, "oversub"))
+    check_size(
+        f"leaf-spine:leaves={leaves},hosts={hosts},spines={spines}",
+        leaves * (hosts + 1) + spines,
+        2 * leaves * (hosts + spines),
+    )
     suffix = "" if oversub == 1 else f",oversub={_fmt(oversub)}"
     suffix += "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
     b = TopologyBuilder(
@@ -349,6 +363,8 @@ def random_topology(
     True
     """
     p = exact_number(p, "p")
+    nodes = n + switches
+    check_size(f"random:n={n},switches={switches}", nodes, nodes + math.ceil(p * nodes * nodes))
     threshold = float(p)  # comparing floats keeps this O(n^2) loop fast
     rng = _random.Random(seed)
     compute = [f"c{i}" for i in range(n)]
@@ -407,8 +423,8 @@ def _bandwidths(text: str) -> tuple[Fraction, ...]:
 
 def _probability(text: str) -> Fraction:
     try:
-        value = Fraction(text)
-    except (ValueError, ZeroDivisionError):
+        value = parse_fraction(text)
+    except ValueError:
         raise ValueError(f"expected a probability between 0 and 1, got {text!r}") from None
     if not 0 <= value <= 1:
         raise ValueError(f"expected a probability between 0 and 1, got {text!r}")

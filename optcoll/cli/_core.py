@@ -19,6 +19,7 @@ __all__ = [
     "resolution",
     "latency_us",
     "time_limit",
+    "exact_amount",
 ]
 
 
@@ -136,6 +137,27 @@ def resolution(text: str) -> int:
     return value
 
 
+def exact_amount(text: str, what: str, example: str) -> Fraction:
+    """An exact finite number >= 0 from an option's text, or an argparse error naming ``what``.
+
+    Examples
+    --------
+    >>> exact_amount("0.5", "latency", "1 or 0.5")
+    Fraction(1, 2)
+    """
+    from optcoll.rational import parse_fraction
+
+    try:
+        value = parse_fraction(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"{what} {text!r} is not a finite number >= 0 ({err}); e.g. {example}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{what} {text!r} must be >= 0")
+    return value
+
+
 def latency_us(text: str) -> Fraction:
     """A ``--latency`` in microseconds: an exact finite number >= 0.
 
@@ -144,17 +166,7 @@ def latency_us(text: str) -> Fraction:
     >>> latency_us("0.5")
     Fraction(1, 2)
     """
-    from optcoll.rational import parse_fraction
-
-    try:
-        value = parse_fraction(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"latency {text!r} must be a finite number of microseconds >= 0 (e.g. 1 or 0.5)"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"latency {text!r} must be >= 0")
-    return value
+    return exact_amount(text, "latency (microseconds)", "1 or 0.5")
 
 
 def time_limit(text: str) -> float:

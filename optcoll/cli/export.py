@@ -12,6 +12,7 @@ from typing import Any
 from optcoll.cli._core import (
     add_reader_options,
     collective_name,
+    exact_amount,
     message_size,
     print_json,
     reader_options,
@@ -101,15 +102,7 @@ def _tolerance(text: str) -> Fraction:
     """``"1%"`` or ``"0.01"`` as an exact fraction >= 0."""
     value = text.strip()
     scale = Fraction(1, 100) if value.endswith("%") else Fraction(1)
-    try:
-        result = Fraction(value.rstrip("%")) * scale
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(
-            f"tolerance {text!r} must be a number or a percentage (e.g. 0.01 or 1%)"
-        ) from None
-    if result < 0:
-        raise argparse.ArgumentTypeError(f"tolerance {text!r} must be >= 0")
-    return result
+    return exact_amount(value.rstrip("%"), "tolerance", "0.01 or 1%") * scale
 
 
 @dataclass(frozen=True)

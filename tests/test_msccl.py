@@ -556,7 +556,7 @@ def test_cli_export_msccl_and_json(tmp_path, capsys):
     assert main(["export", str(json_path), "--collective", "broadcast", "-o", str(rs_path)]) == 2
     assert main(["export", "dgx-a100:1", "--max-threadblocks", "1", "-o", str(rs_path)]) == 2
     err = capsys.readouterr().err
-    assert "cannot be exported as broadcast" in err and "smaller -k" in err
+    assert "cannot be exported as broadcast" in err and "try --runtime msccl" in err
 
 
 @hs.composite
@@ -868,3 +868,22 @@ def test_cli_exports_a_composed_allreduce_but_not_as_one_schedule_file(tmp_path,
     args = ("ring:5,direction=uni", "--collective", "allreduce", "--format", "json")
     assert _cli(tmp_path, *args, "-o", str(json_out)) == 2
     assert "one schedule file cannot hold" in capsys.readouterr().err and not json_out.exists()
+
+
+def test_too_many_peers_for_rccl_names_the_runtimes_that_fit_and_they_do():
+    """70 star roots: 69 peers per GPU need 69 paired thread blocks, above RCCL's 64;
+    k = 1 so a smaller k is not offered; the runtimes named instead really fit."""
+    nodes = tuple(f"g{i}" for i in range(70))
+    trees = tuple(
+        Tree(r, 1, tuple(TreeEdge(r, v, (r, "sw", v)) for v in nodes if v != r)) for r in nodes
+    )
+    schedule = Schedule("allgather", "star70", nodes, 1, trees)
+    with pytest.raises(ExportError, match="needs 69 thread blocks") as refused:
+        msccl_program(schedule, runtime="rccl", placement="inplace")
+    message = str(refused.value)
+    assert "smaller -k" not in message
+    assert "try --runtime msccl or --runtime msccl-executor" in message
+    for runtime in ("msccl", "msccl-executor"):
+        program = msccl_program(schedule, runtime=runtime, placement="inplace")
+        assert 69 <= program.max_threadblocks <= runtime_profile(runtime).max_threadblocks
+    check_msccl(program.text, "allgather", 1, inplace=True)

@@ -657,9 +657,8 @@ def _number(
                 f"GPU {gpu} ({names[gpu]}) needs {len(order)} thread blocks (one per peer, "
                 f"direction and channel; send and receive paired where their steps fit in "
                 f"one), above the {profile.max_threadblocks} of {where} "
-                f"({profile.sources['max_threadblocks']}); use a smaller -k (fewer steps per "
-                f"peer pair more of them) or a runtime with more thread blocks "
-                f"(--runtime msccl-executor)"
+                f"({profile.sources['max_threadblocks']})"
+                + _more_blocks_hint(schedule, profile, len(order))
             )
         numbered = []
         for tb_id, tb in enumerate(order):
@@ -687,6 +686,20 @@ def _number(
                         f"{where} ({profile.sources['max_depid']}); use a smaller -k"
                     )
     return result
+
+
+def _more_blocks_hint(schedule: Schedule, profile: RuntimeProfile, needed: int) -> str:
+    """What helps a GPU that needs ``needed`` thread blocks: fewer steps per peer (a
+    smaller k, so more send/receive pairs share a block) while k > 1, and the runtimes
+    whose cap is large enough."""
+    from optcoll.export.runtimes import RUNTIMES
+
+    hints = ["a smaller -k (fewer steps per peer let more of them pair)"] if schedule.k > 1 else []
+    roomier = [name for name, other in RUNTIMES.items() if other.max_threadblocks >= needed]
+    hints += [f"--runtime {name}" for name in roomier if name != profile.name]
+    if not hints:
+        return "; no runtime allows that many: this GPU talks to too many peers"
+    return "; try " + " or ".join(hints)
 
 
 def _render(

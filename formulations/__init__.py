@@ -17,6 +17,8 @@ here: pricing uses networkx's Edmonds implementation.
   the links (min t); exact optimum with a length-function or duality certificate.
 - :mod:`formulations.alltoall`: the all-to-all optimum t*
   (:func:`~formulations.alltoall.alltoall_optimum`), source-aggregated.
+- :mod:`formulations.path_flow`: the same concurrent-flow optimum over paths, by
+  column generation with shortest-path pricing (the independent second method).
 - :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
 - :mod:`formulations.rational`: integer scaling and rational reconstruction.
 - :mod:`formulations.linear_system`: exact sparse Gaussian elimination (an LP

@@ -83,8 +83,8 @@ def alltoall_cut_bound(
 
     Exhaustive over all sets for at most :data:`EXHAUSTIVE_CUT_NODES` nodes;
     otherwise the maximum over ``candidates`` plus every single compute node and
-    every box (compute nodes sharing a ``group``, with the switches only they
-    reach) and its complement. Exact arithmetic throughout.
+    every box (the nodes sharing a ``group``), each with its complement. Exact
+    arithmetic throughout.
 
     Examples
     --------
@@ -112,10 +112,10 @@ def alltoall_cut_bound(
         assert best is not None
         return best[0], best[1], True
     groups: dict[str, set[str]] = {}
-    for c in topology.compute_nodes:
-        group = topology.node[c].group
+    for v in topology.node_ids:
+        group = topology.node[v].group
         if group is not None:
-            groups.setdefault(group, set()).add(c)
+            groups.setdefault(group, set()).add(v)
     sets = [frozenset({c}) for c in topology.compute_nodes] + [
         frozenset(g) for g in groups.values()
     ]

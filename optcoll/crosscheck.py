@@ -15,6 +15,14 @@ value is wrong - every schedule's time factor and every correct bound must equal
 the largest ratio over all cuts, so a value below a cut's ratio is refuted by
 that cut, and a value above every certified cut is unsupported.
 
+With ``collective="alltoall"`` the all-to-all optimum t* is reached by two
+independent LPs - the source-aggregated edge LP (:mod:`formulations.alltoall`)
+and the path LP by column generation (:mod:`formulations.path_flow`), each
+proved exactly by its own length function - and attained by the routes of
+:func:`optcoll.alltoall.alltoall_schedule`, verified. The cut bound
+``max_S |S ∩ Vc| |Vc \\ S| / B+(S)`` is reported beside them with the flow-cut
+gap; it is a lower bound, not a method that must agree.
+
 Examples
 --------
 >>> from optcoll import load_topology
@@ -41,7 +49,7 @@ from optcoll.splitting import split_switches
 from optcoll.topology import Topology
 from optcoll.verify import verify_schedule
 
-__all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS"]
+__all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS", "ALLTOALL_METHODS"]
 
 #: Size limits (nodes or compute nodes) beyond which a method is not run.
 BRUTE_FORCE_MAX_NODES = 16
@@ -50,6 +58,8 @@ TREES_MAX_COMPUTE = 256
 PACKING_LP_MAX_COMPUTE = 16
 #: N (N - 1) |links| flow variables: mi250:1 (~13k) takes seconds, dgx-a100:4 (~190k) many minutes.
 MULTICAST_MAX_FLOW_VARIABLES = 30_000
+#: Compute nodes up to which the all-to-all path LP (column generation) runs.
+PATH_LP_MAX_COMPUTE = 32
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,8 @@ class CrossCheck:
     agree: bool
     disagreement: str | None
     skipped: tuple[str, ...] = ()
+    cut_bound: Fraction | None = None
+    cut_exhaustive: bool | None = None
 
     def table(self) -> str:
         """The human-readable table (method, exact value, seconds, agreement)."""
@@ -106,6 +118,14 @@ class CrossCheck:
         ]
         if self.skipped:
             lines.append(f"skipped (too large for this topology): {', '.join(self.skipped)}")
+        if self.cut_bound is not None:
+            search = "every node set" if self.cut_exhaustive else "candidate sets"
+            gap = (
+                ""
+                if self.reference is None
+                else f", flow-cut gap {_short(self.reference / self.cut_bound)}"
+            )
+            lines.append(f"cut bound {_short(self.cut_bound)} (a lower bound, {search}){gap}")
         return "\n".join(line.rstrip() for line in lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +136,17 @@ class CrossCheck:
             "agree": self.agree,
             "disagreement": self.disagreement,
             "skipped": list(self.skipped),
+            **(
+                {}
+                if self.cut_bound is None
+                else {
+                    "cut_bound": _text(self.cut_bound),
+                    "cut_exhaustive": self.cut_exhaustive,
+                    "flow_cut_gap": None
+                    if self.reference is None
+                    else _text(self.reference / self.cut_bound),
+                }
+            ),
             "methods": [
                 {
                     "method": r.method,
@@ -197,6 +228,44 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     return value, None, f"{result.columns} columns, {detail}"
 
 
+def _alltoall_edge_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from formulations.alltoall import alltoall_optimum
+
+    result = alltoall_optimum(topology)
+    return (
+        result.time_factor,
+        None,
+        (f"{result.report.num_variables} variables, proved by LP duality and its length function"),
+    )
+
+
+def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from formulations.path_flow import path_concurrent_flow
+
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    pairs = {(s, d): 1 for s in compute for d in compute if s != d}
+    result = path_concurrent_flow(topology.node_ids, caps, pairs)
+    return (
+        result.time / unit,
+        None,
+        (
+            f"{result.columns} paths, {result.rounds[0]} + {result.rounds[1]} pricing rounds "
+            "(float + exact), proved by its length function"
+        ),
+    )
+
+
+def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from optcoll.alltoall import alltoall_schedule
+
+    schedule = alltoall_schedule(topology)
+    result = verify_schedule(topology, schedule)
+    if not result.valid or result.time_factor is None:
+        raise _Failed(f"invalid schedule: {result.reason}")
+    return result.time_factor, None, f"k = {schedule.k}, {schedule.stats['paths']} paths, verified"
+
+
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
     result = verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
@@ -234,15 +303,35 @@ _METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
 #: The method names, in table order.
 METHODS = tuple(name for name, *_ in _METHODS)
 
+#: The all-to-all table: (name, kind, fits(topology), runner).
+_ALLTOALL_METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
+    ("source-aggregated LP", "bound", lambda t: True, _alltoall_edge_lp),
+    (
+        "path LP (column generation)",
+        "bound",
+        lambda t: t.num_compute <= PATH_LP_MAX_COMPUTE,
+        _alltoall_path_lp,
+    ),
+    ("routes + verify", "schedule", lambda t: True, _alltoall_routes),
+)
 
-def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> CrossCheck:
+#: The all-to-all method names, in table order.
+ALLTOALL_METHODS = tuple(name for name, *_ in _ALLTOALL_METHODS)
+
+
+def crosscheck(
+    topology: Topology, *, methods: Sequence[str] | None = None, collective: str = "allgather"
+) -> CrossCheck:
     """Run every method that fits ``topology`` and compare their exact values.
 
     Parameters
     ----------
     topology : Topology
     methods : sequence of str, optional
-        Restrict to these methods (names from :data:`METHODS`; default all).
+        Restrict to these methods (names from :data:`METHODS`, or
+        :data:`ALLTOALL_METHODS` for the all-to-all; default all).
+    collective : str
+        ``allgather`` (r*) or ``alltoall`` (t*, with the cut bound beside it).
         Methods that do not fit the size (brute force beyond 16 nodes, the LPs
         and tree packings beyond the limits in this module) are skipped and
         listed in ``skipped``.
@@ -257,16 +346,20 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
     Raises
     ------
     MethodError
-        An unknown method name.
+        An unknown method name or collective.
     """
+    if collective not in ("allgather", "alltoall"):
+        raise MethodError(f"crosscheck covers allgather and alltoall, got {collective!r}")
+    table = _METHODS if collective == "allgather" else _ALLTOALL_METHODS
+    names = tuple(name for name, *_ in table)
     if methods is not None:
         for name in methods:
-            if name not in METHODS:
+            if name not in names:
                 raise MethodError(
-                    f"unknown cross-check method {name!r}; valid: {', '.join(METHODS)}"
+                    f"unknown {collective} cross-check method {name!r}; valid: {', '.join(names)}"
                 )
     results, skipped = [], []
-    for name, kind, fits, run in _METHODS:
+    for name, kind, fits, run in table:
         if methods is not None and name not in methods:
             continue
         if not fits(topology):
@@ -283,7 +376,25 @@ def crosscheck(topology: Topology, *, methods: Sequence[str] | None = None) -> C
     reference = results[0].value if results else None
     agree = reference is not None and all(r.value == reference for r in results)
     disagreement = None if agree else _explain(topology, results)
-    return CrossCheck(topology.name, tuple(results), reference, agree, disagreement, tuple(skipped))
+    cut_bound = cut_exhaustive = None
+    if collective == "alltoall":
+        from optcoll.alltoall import alltoall_bound
+
+        try:
+            bound = alltoall_bound(topology)
+            cut_bound, cut_exhaustive = bound.cut_bound, bound.cut_exhaustive
+        except OptCollError:  # the LP row above already says why
+            pass
+    return CrossCheck(
+        topology.name,
+        tuple(results),
+        reference,
+        agree,
+        disagreement,
+        tuple(skipped),
+        cut_bound,
+        cut_exhaustive,
+    )
 
 
 def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:

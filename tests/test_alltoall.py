@@ -12,9 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_formulations_congestion import small_topologies
 
+from formulations.alltoall import alltoall_optimum
+from formulations.path_flow import path_concurrent_flow
 from optcoll import load_topology
 from optcoll.alltoall import alltoall_bound, alltoall_schedule, path_decomposition
 from optcoll.cli import main
+from optcoll.crosscheck import ALLTOALL_METHODS, crosscheck
 from optcoll.exceptions import ScheduleError
 from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.simulate import compare_methods, direct_alltoall, hierarchical_alltoall
@@ -209,3 +212,64 @@ def test_cli_solve_verify_export_plot_compare(
         ("direct", "4/5"),
         ("hierarchical (rail)", "11/30"),
     ]
+
+
+FAMILIES = [
+    "mi250:1",
+    "dgx-a100:1",
+    "dgx-h100:1",
+    "dgx-v100:1",
+    "dgx-2:1",
+    "ring:5",
+    "ring:4,direction=uni",
+    "line:4",
+    "torus:3x3",
+    "mesh:2x3",
+    "hypercube:3",
+    "fully-connected:4",
+    "star:5",
+    "leaf-spine:leaves=2,hosts=2,spines=2,oversub=2",
+    "random:n=6,switches=2,seed=2",
+]
+
+
+@pytest.mark.parametrize("spec", FAMILIES)
+def test_two_lps_and_the_routes_agree_on_every_family(spec: str) -> None:
+    topology = load_topology(spec)
+    check = crosscheck(topology, collective="alltoall")
+    assert [r.method for r in check.results] == list(ALLTOALL_METHODS)
+    assert check.agree, check.disagreement
+    assert check.reference == alltoall_bound(topology).time_factor
+    assert check.cut_bound is not None and check.cut_bound <= check.reference
+
+
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(small_topologies())
+def test_path_lp_equals_edge_lp_on_random_topologies(topology: Topology) -> None:
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    pairs = {(s, d): 1 for s in compute for d in compute if s != d}
+    paths = path_concurrent_flow(topology.node_ids, caps, pairs)
+    assert paths.time / unit == alltoall_optimum(topology).time_factor
+    for pair, pieces in paths.paths.items():
+        assert sum(w for _, w in pieces) == 1
+        assert all(p[0] == pair[0] and p[-1] == pair[1] for p, _ in pieces)
+
+
+def test_cli_crosscheck_alltoall(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["crosscheck", "ring:4,direction=uni,bw=1", "--collective", "alltoall", "--json"]) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert (data["reference"], data["cut_bound"], data["flow_cut_gap"]) == ("6", "4", "3/2")
+    assert data["agree"] and data["cut_exhaustive"]
+    assert main(["crosscheck", "dgx-a100:1", "--collective", "alltoall"]) == 0
+    out = capsys.readouterr().out
+    assert "path LP (column generation)  7/300" in out and "all methods agree" in out
+    code = main(
+        ["crosscheck", "dgx-a100:1", "--collective", "alltoall", "--methods", "brute-force"]
+    )
+    assert code == 2
+    assert "unknown alltoall cross-check method 'brute-force'" in capsys.readouterr().err

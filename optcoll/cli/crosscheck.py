@@ -11,16 +11,24 @@ HELP = "run every method that fits and compare their exact values"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from optcoll.crosscheck import METHODS
+    from optcoll.crosscheck import ALLTOALL_METHODS, METHODS
 
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
     parser.add_argument(
+        "--collective",
+        default="allgather",
+        choices=("allgather", "alltoall"),
+        help="allgather (r*, default) or alltoall (t* by two LPs and verified routes, with "
+        "the cut bound beside it)",
+    )
+    parser.add_argument(
         "--methods",
         nargs="+",
-        choices=METHODS,
+        choices=METHODS + ALLTOALL_METHODS,
         metavar="METHOD",
-        help=f"run only these methods ({', '.join(METHODS)}); default: all that fit the size",
+        help=f"run only these methods (allgather: {', '.join(METHODS)}; alltoall: "
+        f"{', '.join(ALLTOALL_METHODS)}); default: all that fit the size",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -29,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.crosscheck import crosscheck
     from optcoll.io import load_topology
 
-    check = crosscheck(load_topology(args.topo, **reader_options(args)), methods=args.methods)
+    check = crosscheck(
+        load_topology(args.topo, **reader_options(args)),
+        methods=args.methods,
+        collective=args.collective,
+    )
     if args.json:
         print_json(check.to_dict())
     else:

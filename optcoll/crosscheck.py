@@ -356,7 +356,7 @@ def crosscheck(
         for name in methods:
             if name not in names:
                 raise MethodError(
-                    f"unknown {collective} cross-check method {name!r}; valid: {', '.join(names)}"
+                    f"unknown cross-check method {name!r} for {collective}; valid: {', '.join(names)}"
                 )
     results, skipped = [], []
     for name, kind, fits, run in table:

@@ -272,4 +272,4 @@ def test_cli_crosscheck_alltoall(capsys: pytest.CaptureFixture[str]) -> None:
         ["crosscheck", "dgx-a100:1", "--collective", "alltoall", "--methods", "brute-force"]
     )
     assert code == 2
-    assert "unknown alltoall cross-check method 'brute-force'" in capsys.readouterr().err
+    assert "unknown cross-check method 'brute-force' for alltoall" in capsys.readouterr().err

@@ -49,6 +49,7 @@ import numpy as np
 
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.maxflow import FlowNetwork, IntVector
+from optcoll.rational import fraction_text
 from optcoll.topology import Topology
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
@@ -81,10 +82,6 @@ _BYTES_PER_SECOND = {
 }
 
 
-def _ratio_text(value: Fraction) -> str:
-    return f"{value.numerator}/{value.denominator}"
-
-
 def _number_text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
@@ -100,7 +97,8 @@ class CutRatio:
     ratio : Fraction
         r*, in 1/``topology.bandwidth_unit``.
     k : int
-        Trees per compute root of ForestColl's integral construction: the
+        Chunks per compute root of ForestColl's integral construction (each root's
+        shard is cut into k chunks, carried by trees of several chunks each): the
         denominator of r* expressed in the topology's integer capacity units
         (:meth:`Topology.integer_capacities`).
     bottleneck_cut : frozenset of str
@@ -218,13 +216,13 @@ class CutRatio:
             "topology": self.topology.name,
             "num_compute": self.num_compute,
             "bandwidth_unit": self.topology.bandwidth_unit,
-            "cut_ratio": _ratio_text(self.ratio),
-            "algbw": self.algbw,
-            "U": _ratio_text(self.U),
+            "cut_ratio": fraction_text(self.ratio),
+            "algbw": round(self.algbw, 3),
+            "U": fraction_text(self.U),
             "k": self.k,
             "bottleneck_cut": sorted(self.bottleneck_cut, key=order.__getitem__),
             "cut_compute": self.cut_compute,
-            "cut_bandwidth": _ratio_text(self.cut_bandwidth),
+            "cut_bandwidth": fraction_text(self.cut_bandwidth),
             "cut_description": self.describe_cut(),
             "method": self.method,
             "seconds": self.seconds,

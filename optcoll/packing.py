@@ -64,6 +64,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from fractions import Fraction
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,7 @@ class _Bundle:
 class _Packer:
     def __init__(self, logical: LogicalGraph, root_capacity: Mapping[str, int]) -> None:
         self.names = logical.compute_nodes
+        self.bar: Any = None  # a tqdm progress bar while run(progress=True) works
         self.index = {name: i for i, name in enumerate(self.names)}
         self.n = len(self.names)
         self.cap: dict[tuple[int, int], int] = {
@@ -370,11 +372,19 @@ class _Packer:
                 self.restore(saved)
                 return False
             self.done.append(self.pending.pop(0))
+            self.show_progress()
         if self.feasible():
             self.verified = True
             return True
         self.restore(saved)
+        self.show_progress()
         return False
+
+    def show_progress(self) -> None:
+        """Move the progress bar (if any) to the number of completed bundles."""
+        if self.bar is not None:
+            self.bar.total = len(self.done) + len(self.pending)  # bundles may split
+            self.bar.update(len(self.done) - self.bar.n)
 
     def ensure_verified(self) -> None:
         """Check Edmonds' condition on the current state once (the initial state)."""
@@ -397,16 +407,13 @@ class _Packer:
         single greedy bundle fails twice, it is completed exactly (one max-flow per
         arc, always possible).
         """
-        total = len(self.pending)
-        bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=total, desc="packing", leave=False)
+            self.bar = tqdm(total=len(self.pending), desc="packing", leave=False)
         size, retried = len(self.pending), False  # first try everything at once
         while self.pending:
-            if bar is not None:
-                bar.update(len(self.done) - bar.n)
+            self.show_progress()
             if greedy and self.greedy_batch(size):
                 size, retried = size * 2, False
                 continue
@@ -418,8 +425,8 @@ class _Packer:
                 self.exact(self.pending[0])
                 self.done.append(self.pending.pop(0))
                 size, retried = 1, False
-        if bar is not None:
-            bar.close()
+        if self.bar is not None:
+            self.bar.close()
         return _merge(
             (self.names[b.root], b.mu, tuple((self.names[x], self.names[y]) for x, y in b.arcs))
             for b in self.done

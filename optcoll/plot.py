@@ -49,6 +49,7 @@ from matplotlib.ticker import FuncFormatter
 from optcoll.exceptions import PlotError, UnknownNodeError
 from optcoll.loads import PHASES, link_loads, route_loads
 from optcoll.output import check_output, require_suffix, write_output
+from optcoll.rational import fraction_text
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
@@ -763,7 +764,7 @@ def plot_cut(
         title = (
             f"cut S: {_plural(count, 'compute node')}, B+(S) = "
             f"{_bandwidth_text(bandwidth, topology.bandwidth_unit)}, ratio "
-            f"{ratio.numerator}/{ratio.denominator} per {topology.bandwidth_unit}"
+            f"{fraction_text(ratio)} per {topology.bandwidth_unit}"
         )
     return _finish(ax, pos, title)
 
@@ -879,7 +880,7 @@ def plot_link_utilisation(
     if title is None:
         title = (
             f"{schedule.collective} on {topology.name}, k={schedule.k}: time factor "
-            f"{peak.numerator}/{peak.denominator} per {topology.bandwidth_unit}, "
+            f"{fraction_text(peak)} per {topology.bandwidth_unit}, "
             f"{bottlenecks} of {len(topology.capacity)} links at the bottleneck"
         )
     return _finish(ax, pos, title)

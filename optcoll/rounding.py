@@ -75,6 +75,7 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
 from optcoll.loads import phase_time_factor
 from optcoll.packing import pack_arborescences
+from optcoll.rational import fraction_text
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
@@ -176,13 +177,13 @@ def round_packing(
     stats: dict[str, object] = {
         "rounding": mode,
         "trees": len(trees),
-        "ratio_to_optimum": _text(time_factor / cut_ratio),
+        "ratio_to_optimum": fraction_text(time_factor / cut_ratio),
     }
     if K is not None:
         fixed = pack_arborescences(topology, k=K).time_factor
         assert fixed is not None, "a packing always has its time factor"
-        stats["fixed_k_optimum"] = _text(fixed)
-        stats["ratio_to_fixed_k_optimum"] = _text(time_factor / fixed)
+        stats["fixed_k_optimum"] = fraction_text(fixed)
+        stats["ratio_to_fixed_k_optimum"] = fraction_text(time_factor / fixed)
     return Schedule(
         "allgather",
         topology.name,
@@ -435,7 +436,3 @@ def _shift(
         loads[arc] -= n * m
     for arc, m in target.items():
         loads[arc] = loads.get(arc, 0) + n * m
-
-
-def _text(value: Fraction) -> str:
-    return f"{value.numerator}/{value.denominator}"

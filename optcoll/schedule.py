@@ -38,7 +38,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from optcoll.exceptions import ScheduleError, TopologyMismatchError
-from optcoll.rational import parse_fraction
+from optcoll.rational import fraction_text, parse_fraction
 
 if TYPE_CHECKING:
     from optcoll.topology import Topology
@@ -226,9 +226,9 @@ class Schedule:
         if self.root is not None:
             data["root"] = self.root
         if self.cut_ratio is not None:
-            data["cut_ratio"] = _ratio_text(self.cut_ratio)
+            data["cut_ratio"] = fraction_text(self.cut_ratio)
         if self.time_factor is not None:
-            data["time_factor"] = _ratio_text(self.time_factor)
+            data["time_factor"] = fraction_text(self.time_factor)
         algbw = self.algbw
         if algbw is not None:
             data["algbw"] = round(algbw, 3)
@@ -401,10 +401,6 @@ def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> 
     for key in entry:
         if key not in allowed:
             raise ScheduleError(f"{where} has unknown field {key!r}; allowed: {sorted(allowed)}")
-
-
-def _ratio_text(value: Fraction) -> str:
-    return f"{value.numerator}/{value.denominator}"
 
 
 def _parse_ratio(text: Any, what: str) -> Fraction | None:

@@ -258,7 +258,7 @@ def test_cli_json(capsys):
 def test_cli_table_and_errors(capsys):
     assert main(["bound", "dgx-a100:2"]) == 0
     out = capsys.readouterr().out
-    assert "3/65 per GB/s" in out and "13 trees per root" in out
+    assert "3/65 per GB/s" in out and "k = 13 chunks per root" in out
     assert "15 compute nodes behind 325 GB/s" in out
     assert main(["bound", "dgx-a100:2", "--method", "brute-force"]) == 2
     assert "at most 16 nodes" in capsys.readouterr().err

@@ -68,7 +68,7 @@ def test_exact_rounding_of_an_optimal_packing():
     assert result.valid, result.reason
     assert schedule.k == 2 and len(schedule.trees) == 6
     assert schedule.time_factor == result.time_factor == Fraction(1, 10)
-    assert schedule.cut_ratio == Fraction(1, 10) and schedule.stats["ratio_to_optimum"] == "1/1"
+    assert schedule.cut_ratio == Fraction(1, 10) and schedule.stats["ratio_to_optimum"] == "1"
 
 
 def test_bounded_rounding_is_valid_and_repaired():

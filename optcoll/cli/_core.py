@@ -20,6 +20,7 @@ __all__ = [
     "latency_us",
     "time_limit",
     "exact_amount",
+    "size_text",
 ]
 
 
@@ -186,3 +187,17 @@ def time_limit(text: str) -> float:
             f"time limit {text!r} must be a finite number of seconds > 0"
         )
     return value
+
+
+def size_text(size: int) -> str:
+    """A message size in the binary units :func:`message_size` reads (``4194304`` -> ``4M``).
+
+    Examples
+    --------
+    >>> size_text(4194304), size_text(1536), size_text(1024**3)
+    ('4M', '1536', '1G')
+    """
+    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)

@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
-        ("U, k", f"{data['U']}, {result.k} tree{'s' * (result.k != 1)} per root"),
+        (
+            "k, U",
+            f"k = {result.k} chunk{'s' * (result.k != 1)} per root, U = k r* = {data['U']} per {unit}",
+        ),
         ("bottleneck cut", result.describe_cut()),
         ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
     ]

@@ -13,6 +13,7 @@ from optcoll.cli._core import (
     message_size,
     print_json,
     reader_options,
+    size_text,
 )
 from optcoll.rational import fraction_text
 
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes)")
     width = max(len(cost.method) for cost in costs)
     mid = sizes[len(sizes) // 2]
-    print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {f'algbw @ {mid} B':>18}")
+    at_mid = f"algbw at M = {size_text(mid)}"
+    print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {at_mid:>18}")
     for row, cost in zip(rows, costs, strict=True):
         print(
             f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  "

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from optcoll.cli._core import add_reader_options, print_json, reader_options, time_limit
+from optcoll.rational import fraction_text
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
@@ -73,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
     label, value, data, lines = _lp_solve(topology, args)
     unit = topology.bandwidth_unit
     algbw = Fraction(topology.num_compute) / value
-    data |= {label.replace(" ", "_"): str(value), "algbw": float(algbw)}
+    data |= {label.replace(" ", "_"): fraction_text(value), "algbw": round(float(algbw), 3)}
     if args.json:
         print_json(data)
         return 0
     print(f"topology     {topology.name} ({topology.num_compute} compute nodes)")
-    print(f"{label:<12} {value} (1/({unit}))")
+    print(f"{label:<12} {value} per {unit}")
     print(f"algbw        {float(algbw):.3f} {unit}")
     for line in lines:
         print(line)

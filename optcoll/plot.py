@@ -86,6 +86,8 @@ _BOX_GAP = 1.0  # horizontal gap between boxes
 _HUB_DROP = 1.4  # box switches serving several compute nodes sit this far below them
 _LEAF_RISE = 0.8  # a switch serving one compute node (a NIC) sits this far above it
 _SHARED_ROW = 1.6  # switches shared by boxes: this far above the highest box node
+_BOXES_PER_ROW = 4  # more boxes wrap into rows (about as many rows as boxes per row)
+_ROW_GAP = 1.4  # vertical gap between rows of boxes
 
 
 # --- layout -----------------------------------------------------------------------
@@ -94,7 +96,9 @@ _SHARED_ROW = 1.6  # switches shared by boxes: this far above the highest box no
 def topology_layout(topology: Topology) -> dict[str, Position]:
     """Deterministic 2-D positions for every node of ``topology``.
 
-    Boxes (nodes sharing a ``Node.group``) sit side by side. When a box's
+    Boxes (nodes sharing a ``Node.group``) sit side by side, in rows of
+    ``max(4, ceil(sqrt(boxes)))`` so that many boxes make a rectangle, not a
+    strip. When a box's
     compute nodes are linked directly (an xGMI or NVLink mesh) they sit on a
     circle, ordered by a walk along the widest links, with box switches in the
     middle, per-GPU switches just outside and switches that also link out of
@@ -120,18 +124,22 @@ def topology_layout(topology: Topology) -> dict[str, Position]:
     if not groups:
         return _layered_layout(topology)
     neighbours = _neighbours(topology)
+    boxes = [_box_layout(topology, members, neighbours) for members in groups.values()]
+    span = max(max(y for _, y in b.values()) - min(y for _, y in b.values()) for b in boxes)
+    per_row = max(_BOXES_PER_ROW, math.ceil(math.sqrt(len(boxes))))
     pos: dict[str, Position] = {}
-    left = 0.0
-    top = 0.0
-    for members in groups.values():
-        local = _box_layout(topology, members, neighbours)
-        x_min = min(x for x, _ in local.values())
-        x_max = max(x for x, _ in local.values())
-        for v, (x, y) in local.items():
-            pos[v] = (left + x - x_min, y)
-        top = max(top, max(y for _, y in local.values()))
-        left += x_max - x_min + _BOX_GAP
-    width = left - _BOX_GAP
+    width = 0.0
+    for first in range(0, len(boxes), per_row):
+        left = 0.0
+        drop = (first // per_row) * (span + _ROW_GAP)
+        for local in boxes[first : first + per_row]:
+            x_min = min(x for x, _ in local.values())
+            x_max = max(x for x, _ in local.values())
+            for v, (x, y) in local.items():
+                pos[v] = (left + x - x_min, y - drop)
+            left += x_max - x_min + _BOX_GAP
+        width = max(width, left - _BOX_GAP)
+    top = max(0.0, max(y for _, y in pos.values()))
     shared = [v for v in topology.switch_nodes if topology.node[v].group is None]
     loose = [v for v in topology.compute_nodes if topology.node[v].group is None]
     bottom = min(y for _, y in pos.values())
@@ -482,7 +490,7 @@ def _finish(ax: Axes, pos: Mapping[str, Position], title: str) -> Axes:
     ax.set_ylim(min(ys) - margin, max(ys) + margin)
     ax.set_aspect("equal")
     ax.set_axis_off()
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, wrap=True)  # a long title wraps at the figure's edge
     return ax
 
 
@@ -573,7 +581,8 @@ def plot_tree(
 
     Every logical tree edge ``src -> dst`` is drawn along its physical path;
     its colour is the depth of ``dst`` in the tree (1 = a child of the root).
-    The root is a red star, each compute node shows its depth.
+    The root is a red star; each compute node shows its name below (up to 80
+    nodes) and its depth above.
 
     Parameters
     ----------
@@ -619,6 +628,19 @@ def plot_tree(
         c = colour.get(depth.get(e.dst, 0), "#bbbbbb")
         for a, b in zip(e.path, e.path[1:], strict=False):
             ax.add_patch(_arrow(pos[a], pos[b], c, 1.8, 0.95, 2, rad=0.1))
+    if len(topology.node_ids) <= 80:
+        for v in topology.compute_nodes:
+            ax.annotate(
+                _short_label(topology, v),
+                pos[v],
+                xytext=(0, -11),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontsize=7,
+                color="#222222",
+                zorder=5,
+            )
     for v, d in depth.items():
         if topology.is_compute(v) and v != tree.root:
             ax.annotate(

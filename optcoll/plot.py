@@ -628,28 +628,19 @@ def plot_tree(
         c = colour.get(depth.get(e.dst, 0), "#bbbbbb")
         for a, b in zip(e.path, e.path[1:], strict=False):
             ax.add_patch(_arrow(pos[a], pos[b], c, 1.8, 0.95, 2, rad=0.1))
-    if len(topology.node_ids) <= 80:
-        for v in topology.compute_nodes:
+    named = len(topology.node_ids) <= 80
+    for v in topology.compute_nodes:
+        notes = [(_short_label(topology, v), -11, "top")] if named else []
+        if v in depth and v != tree.root:
+            notes.append((str(depth[v]), 8, "bottom"))  # the depth above the node
+        for text, dy, va in notes:
             ax.annotate(
-                _short_label(topology, v),
+                text,
                 pos[v],
-                xytext=(0, -11),
+                xytext=(0, dy),
                 textcoords="offset points",
                 ha="center",
-                va="top",
-                fontsize=7,
-                color="#222222",
-                zorder=5,
-            )
-    for v, d in depth.items():
-        if topology.is_compute(v) and v != tree.root:
-            ax.annotate(
-                str(d),
-                pos[v],
-                xytext=(0, 8),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
+                va=va,
                 fontsize=7,
                 color="#222222",
                 zorder=5,

@@ -53,7 +53,9 @@ __all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS", "ALLTOALL_METH
 
 #: Size limits (nodes or compute nodes) beyond which a method is not run.
 BRUTE_FORCE_MAX_NODES = 16
-CONGESTION_LP_MAX_NODES = 200
+#: N |links| flow variables: dgx-a100:16 (~98k) builds in seconds, random:n=200 (~2.4M)
+#: would take many minutes.
+CONGESTION_LP_MAX_VARIABLES = 200_000
 TREES_MAX_COMPUTE = 256
 PACKING_LP_MAX_COMPUTE = 16
 #: N (N - 1) |links| flow variables: mi250:1 (~13k) takes seconds, dgx-a100:4 (~190k) many minutes.
@@ -287,7 +289,7 @@ _METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
     (
         "congestion LP",
         "bound",
-        lambda t: len(t.node_ids) <= CONGESTION_LP_MAX_NODES,
+        lambda t: t.num_compute * len(t.capacity) <= CONGESTION_LP_MAX_VARIABLES,
         _congestion_lp,
     ),
     ("multicast LP", "bound", _multicast_fits, _multicast_lp),
@@ -373,7 +375,13 @@ def crosscheck(
         seconds = time.perf_counter() - start
         ordered = None if cut is None else tuple(v for v in topology.node_ids if v in cut)
         results.append(MethodResult(name, kind, value, seconds, ordered, detail))
-    reference = results[0].value if results else None
+    if not results:
+        raise MethodError(
+            f"{', '.join(skipped)} cannot run on {topology.name} ({len(topology.node_ids)} nodes, "
+            f"{len(topology.capacity)} links): too large for "
+            f"{'it' if len(skipped) == 1 else 'them'}; choose other --methods"
+        )
+    reference = results[0].value
     agree = reference is not None and all(r.value == reference for r in results)
     disagreement = None if agree else _explain(topology, results)
     cut_bound = cut_exhaustive = None

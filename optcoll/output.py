@@ -15,7 +15,7 @@ from pathlib import Path
 
 from optcoll.exceptions import OutputError
 
-__all__ = ["write_output", "check_output", "require_suffix", "input_files"]
+__all__ = ["write_output", "check_output", "require_suffix", "input_files", "exists"]
 
 
 def check_output(
@@ -39,11 +39,11 @@ def check_output(
     target = Path(path)
     for source in inputs:
         source = Path(source)
-        if source.exists() and target.exists() and source.samefile(target):
+        if exists(source) and exists(target) and source.samefile(target):
             raise OutputError(f"{target} is an input of this command; choose another output file")
-    if target.is_dir():
+    if exists(target) and target.is_dir():
         raise OutputError(f"{target} is a folder; give a file name")
-    if target.exists() and not force:
+    if exists(target) and not force:
         raise OutputError(f"{target} exists; pass --force to overwrite it")
     return target
 
@@ -158,13 +158,20 @@ def input_files(*sources: str | Path | None) -> list[Path]:
     >>> input_files(str(topo), "dgx-a100:2", None) == [topo]
     True
     """
-    found = []
-    for source in sources:
-        if source is None:
-            continue
-        try:
-            if Path(source).is_file():
-                found.append(Path(source))
-        except (OSError, ValueError):  # a name too long, or with a NUL: not a file
-            continue
-    return found
+    return [Path(s) for s in sources if s is not None and exists(s) and Path(s).is_file()]
+
+
+def exists(path: str | Path) -> bool:
+    """True if ``path`` names something on disk; False also for names no file can have.
+
+    :meth:`pathlib.Path.exists` raises on a name over 255 bytes or with a NUL byte.
+
+    Examples
+    --------
+    >>> exists("/"), exists("x" * 300), exists("a\\0b")
+    (True, False, False)
+    """
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False

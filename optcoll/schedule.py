@@ -292,6 +292,10 @@ class Schedule:
             raise ScheduleError("field 'compute_nodes' must be a list of node id strings")
         if not isinstance(data[body], list):
             raise ScheduleError(f"field {body!r} must be a list")
+        if not isinstance(data.get("stats", {}), Mapping):
+            raise ScheduleError(f"field 'stats' must be a mapping, got {data['stats']!r}")
+        if data.get("root") is not None and not isinstance(data["root"], str):
+            raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         return cls(

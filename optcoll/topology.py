@@ -62,6 +62,7 @@ __all__ = [
     "Topology",
     "TopologyBuilder",
     "exact_number",
+    "BANDWIDTH_RANGE",
     "WrittenNumber",
     "MAX_DECIMAL_EXPONENT",
     "plain_number",
@@ -122,6 +123,11 @@ def _exact_decimal(value: Decimal, what: str) -> Fraction:
             f"write it with fewer zeros or in another bandwidth unit"
         )
     return Fraction(value)
+
+
+#: Bandwidths optcoll accepts: every ratio N / bandwidth and every algbw then stays a
+#: finite float (1e-320 GB/s would make r* overflow one).
+BANDWIDTH_RANGE = (Fraction(1, 10**300), Fraction(10**300))
 
 
 def exact_number(value: Any, what: str) -> Fraction:
@@ -268,6 +274,12 @@ class Topology:
                 raise MissingFieldError(
                     f"nodes[{i}]: node id must be a non-empty string, got {node.id!r}", where
                 )
+            if not node.id.isprintable():
+                raise MissingFieldError(
+                    f"nodes[{i}]: node id {node.id!r} contains a control character or a lone "
+                    "surrogate; ids are printable text",
+                    where,
+                )
             if node.id in first_index:
                 raise DuplicateNodeError(
                     f"duplicate node id {node.id!r} (nodes[{first_index[node.id]}] and nodes[{i}])",
@@ -309,6 +321,13 @@ class Topology:
             if bw <= 0:
                 raise BandwidthError(
                     f"{_describe(i, link)}: bandwidth must be positive, got {link.bandwidth!r}",
+                    where,
+                )
+            if not BANDWIDTH_RANGE[0] <= bw <= BANDWIDTH_RANGE[1]:
+                raise BandwidthError(
+                    f"{_describe(i, link)}: bandwidth {float(bw):.3g} is outside "
+                    f"[1e-300, 1e300], where ratios and algbw stay within floating point; "
+                    "use another bandwidth_unit",
                     where,
                 )
             if link.latency is not None:

@@ -136,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     topology, chosen, tried = _schedules(args)
     files = _plan(args, profile, topology, chosen)
-    from optcoll.output import check_output, write_output
+    from optcoll.output import check_output, input_files, write_output
 
-    inputs = [args.source] if Path(args.source).is_file() else []
+    inputs = input_files(args.source)
     for path, *_ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text, _ in files:

@@ -242,14 +242,14 @@ def msccl_program(
     if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
         raise ExportError(f"channels must be a positive integer, got {channels!r}")
     builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
-    builder.build()
-    nchunks = max(builder.chunks[0], builder.chunks[1])
-    if max(builder.chunks) - 1 > profile.max_offset:
+    if max(builder.chunks) - 1 > profile.max_offset:  # before building k steps per tree
         raise ExportError(
             f"the buffers need {max(builder.chunks)} chunks, above the {profile.max_offset + 1} "
             f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
             "use a smaller -k"
         )
+    builder.build()
+    nchunks = max(builder.chunks[0], builder.chunks[1])
     _assign_channels(builder, schedule, profile, channels)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
     text = _render(

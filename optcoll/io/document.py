@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,13 @@ _DECIMAL_FLOAT = re.compile(
     r"^(?:[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?|\.[0-9]+(?:[eE][-+][0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
+
+
+#: Largest file read (a 1,024-GPU schedule is about 12 MB).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Most entries (lists, mappings and scalars, shared ones counted each time they are
+#: reached) a YAML document may expand to through its aliases.
+MAX_DOCUMENT_ENTRIES = 10_000_000
 
 
 class _StrictLoader(_SafeLoader):
@@ -134,14 +142,20 @@ def read_document(path: str | Path) -> Any:
         raise FileFormatError(f"{path}: the file is empty")
     if path.suffix.lower() in YAML_SUFFIXES:
         try:
-            return yaml.load(text, Loader=_StrictLoader)  # a safe loader subclass
+            data = yaml.load(text, Loader=_StrictLoader)  # a safe loader subclass
+        except RecursionError:
+            raise FileFormatError(f"{path}: invalid YAML: nested too deeply") from None
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
             problem = getattr(err, "problem", None) or str(err).splitlines()[0]
             raise FileFormatError(f"{path}:{where} invalid YAML: {problem}") from None
+        _check_expansion(data, path)
+        return data
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber)
+    except RecursionError:
+        raise FileFormatError(f"{path}: invalid JSON: nested too deeply") from None
     except json.JSONDecodeError as err:
         raise FileFormatError(
             f"{path}: line {err.lineno}, column {err.colno}: invalid JSON: {err.msg}"
@@ -151,15 +165,72 @@ def read_document(path: str | Path) -> Any:
 
 
 def read_text(path: Path) -> str:
-    """The file's text (UTF-8), or a :class:`FileFormatError` naming the file."""
-    if not path.exists():
-        raise FileFormatError(f"{path}: file not found")
+    """The file's text (UTF-8), or a :class:`FileFormatError` naming the file.
+
+    Only regular files of at most :data:`MAX_FILE_BYTES` are read: a FIFO would
+    block forever and ``/dev/zero`` never ends.
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        status = path.stat()
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: file not found") from None
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise FileFormatError(f"{_shown(path)}: cannot read file ({reason})") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise FileFormatError(f"{path}: is a folder; give a file")
+    if not stat.S_ISREG(status.st_mode):
+        raise FileFormatError(f"{path}: not a regular file (a pipe or a device); give a file")
+    if status.st_size > MAX_FILE_BYTES:
+        raise FileFormatError(
+            f"{path}: {status.st_size} bytes, more than the {MAX_FILE_BYTES} a topology or "
+            "schedule file may have"
+        )
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise FileFormatError(f"{path}: cannot read file ({err.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise FileFormatError(f"{path}: more than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise FileFormatError(f"{path}: not a UTF-8 text file") from None
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a message, cut to 80 characters."""
+    text = str(path)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_expansion(data: Any, path: Path) -> None:
+    """Refuse a document whose aliases expand it beyond :data:`MAX_DOCUMENT_ENTRIES`.
+
+    YAML aliases share one object, so a few hundred bytes can stand for billions of
+    entries that any later walk would visit; count them (each shared object once)
+    before anything walks the document.
+    """
+    size: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        item, done = stack.pop()
+        if not isinstance(item, list | dict) or (id(item) in size and not done):
+            continue
+        children = list(item.values()) if isinstance(item, dict) else item
+        if not done:
+            stack.append((item, True))
+            stack.extend((child, False) for child in children)
+            continue
+        size[id(item)] = 1 + sum(
+            size.get(id(child), 1) if isinstance(child, list | dict) else 1 for child in children
+        )
+        if size[id(item)] > MAX_DOCUMENT_ENTRIES:
+            raise FileFormatError(
+                f"{path}: its YAML aliases expand to more than {MAX_DOCUMENT_ENTRIES} entries; "
+                "write the entries out"
+            )
 
 
 def write_document(

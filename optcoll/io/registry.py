@@ -35,6 +35,7 @@ from optcoll.io.graphml import from_graphml
 from optcoll.io.msccl_tools import from_msccl, is_msccl
 from optcoll.io.native import read_native
 from optcoll.io.taccl import from_taccl, is_taccl
+from optcoll.output import exists
 from optcoll.topology import Topology
 
 __all__ = [
@@ -195,7 +196,7 @@ def import_topology(
         raise ImportFormatError(
             f"unknown format {format!r}; known formats are {', '.join(FORMATS)}"
         )
-    if not path.exists():
+    if not exists(path):
         raise FileFormatError(f"{path}: file not found")
     if path.is_dir():
         raise FileFormatError(f"{path}: cannot read file (it is a directory)")
@@ -251,7 +252,7 @@ def load_topology(source: str | Path, **options: Any) -> Topology:
     16
     """
     path = Path(source)
-    if path.exists():
+    if exists(path):
         return import_topology(path, **options)
     if not topologies.is_spec(str(source)) and looks_like_path(source):
         raise FileFormatError(f"{source}: file not found")

@@ -16,7 +16,7 @@ from typing import Any
 
 from optcoll.exceptions import ScheduleError
 from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, write_document
-from optcoll.output import require_suffix
+from optcoll.output import exists, require_suffix
 from optcoll.schedule import Schedule
 
 __all__ = ["load_schedule", "save_schedule", "is_schedule_document", "is_schedule_file"]
@@ -47,7 +47,8 @@ def is_schedule_file(path: str | Path) -> bool:
     """
     path = Path(path)
     return (
-        path.is_file()
+        exists(path)
+        and path.is_file()
         and path.suffix.lower() in DOCUMENT_SUFFIXES
         and is_schedule_document(read_document(path))
     )

@@ -71,6 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(err).split("\n"))
         print(f"optcoll: error: {message}", file=sys.stderr)
         return 2
+    except OverflowError as err:
+        # Exact values are fine; only their float display or an LP coefficient overflowed.
+        print(
+            f"optcoll: error: a value is beyond floating-point range ({err}); give bandwidths "
+            "in another bandwidth_unit so that they lie within about 1e-300 to 1e300",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:
         # The reader of our output went away (e.g. ``| head``): say so once, quietly end.
         devnull = os.open(os.devnull, os.O_WRONLY)

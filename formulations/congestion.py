@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import pulp
@@ -48,7 +48,8 @@ import pulp
 from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
 from formulations.solve import LpResult, SolverReport
 from optcoll.exceptions import MethodError, ReconstructionError
-from optcoll.topology import Topology
+from optcoll.forwardable import short_switches
+from optcoll.topology import Link, Topology
 
 __all__ = ["build_congestion", "congestion_bound", "lp_cut_ratio", "CongestionResult", "FORMS"]
 
@@ -76,6 +77,13 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
     rows are ``flow_K_I`` (conservation at node number ``I`` of
     ``topology.node_ids``) and, in the time form, ``cap_K_A``.
 
+    When a switch has less bandwidth in than out (what it cannot receive it
+    cannot forward), the flows share a forwardable capacity ``g_A`` instead of
+    ``caps``: ``f_K_A <= g_A`` (rows ``cap_K_A``), ``g_A <= caps[A] * t`` (rows
+    ``gcap_A``; in the rate form the bound ``g_A <= caps[A]``) and, at switch
+    number ``I`` of ``topology.switch_nodes``, ``out_g - in_g <= 0`` (rows
+    ``switch_I``). The optimum is then r* of :mod:`optcoll.forwardable`.
+
     Raises
     ------
     MethodError
@@ -102,9 +110,16 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
     problem = pulp.LpProblem(f"congestion_{form}", sense)
     scale = problem.add_variable("t" if timed else "lam", lowBound=0)
     problem.setObjective(pulp.LpAffineExpression([(scale, 1.0)]))
+    shared = (
+        _forwardable_capacity(problem, topology, arcs, caps, scale)
+        if short_switches(topology)
+        else None
+    )
     for k, sink in enumerate(topology.compute_nodes):
         flows = [
-            problem.add_variable(f"f_{k}_{a}", lowBound=0, upBound=None if timed else caps[arc])
+            problem.add_variable(
+                f"f_{k}_{a}", lowBound=0, upBound=None if timed or shared else caps[arc]
+            )
             for a, arc in enumerate(arcs)
         ]
         terms: dict[str, list[tuple[pulp.LpVariable, float]]] = {u: [] for u in index}
@@ -125,18 +140,51 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
                 ),
                 _flow_row(k, index[u]),
             )
-        if not timed:
+        if not timed and shared is None:
             continue
         for a, (f, arc) in enumerate(zip(flows, arcs, strict=True)):
+            limit = (shared[a], -1.0) if shared else (scale, -float(caps[arc]))
             problem.addConstraint(
                 pulp.LpConstraint(
-                    pulp.LpAffineExpression([(f, 1.0), (scale, -float(caps[arc]))]),
-                    pulp.LpConstraintLE,
-                    rhs=0.0,
+                    pulp.LpAffineExpression([(f, 1.0), limit]), pulp.LpConstraintLE, rhs=0.0
                 ),
                 f"cap_{k}_{a}",
             )
     return problem
+
+
+def _forwardable_capacity(
+    problem: pulp.LpProblem,
+    topology: Topology,
+    arcs: list[tuple[str, str]],
+    caps: Mapping[tuple[str, str], int],
+    scale: pulp.LpVariable,
+) -> list[pulp.LpVariable]:
+    """Add the forwardable capacity ``g`` (variables ``g_A``, rows ``gcap_A``, ``switch_I``)."""
+    timed = problem.sense == pulp.LpMinimize
+    g = [
+        problem.add_variable(f"g_{a}", lowBound=0, upBound=None if timed else caps[arc])
+        for a, arc in enumerate(arcs)
+    ]
+    if timed:
+        for a, arc in enumerate(arcs):
+            problem.addConstraint(
+                pulp.LpConstraint(
+                    pulp.LpAffineExpression([(g[a], 1.0), (scale, -float(caps[arc]))]),
+                    pulp.LpConstraintLE,
+                    rhs=0.0,
+                ),
+                f"gcap_{a}",
+            )
+    for i, w in enumerate(topology.switch_nodes):
+        row = [(g[a], 1.0) for a, (u, _) in enumerate(arcs) if u == w]
+        row += [(g[a], -1.0) for a, (_, v) in enumerate(arcs) if v == w]
+        if row:
+            problem.addConstraint(
+                pulp.LpConstraint(pulp.LpAffineExpression(row), pulp.LpConstraintLE, rhs=0.0),
+                f"switch_{i}",
+            )
+    return g
 
 
 @dataclass(frozen=True)
@@ -146,7 +194,9 @@ class CongestionResult:
     ``cut_ratio`` is r* (in 1/bandwidth units), ``cut`` the node set S that
     certifies it (``|S ∩ Vc| / topology.cut_bandwidth(S) == cut_ratio``),
     ``scaled_ratio`` the LP's float value of ``r* * unit`` (the optimum of the
-    time form, the inverse optimum of the rate form).
+    time form, the inverse optimum of the rate form). ``usable`` is the
+    topology whose bandwidths the cut is measured in: ``topology`` itself, or
+    the LP's exact forwardable capacity when a switch is short of in-capacity.
     """
 
     cut_ratio: Fraction
@@ -155,6 +205,7 @@ class CongestionResult:
     unit: Fraction
     form: str
     report: SolverReport
+    usable: Topology = field(repr=False)
 
 
 def congestion_bound(
@@ -192,7 +243,19 @@ def congestion_bound(
     where = f"congestion LP ({form} form) on {topology.name!r}"
     result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
     value = primal["t"] if form == "time" else 1 / primal["lam"]
-    count, bandwidth, cut = _best_dual_cut(topology, caps, result)
+    usable = topology
+    capacity: Mapping[tuple[str, str], int | Fraction] = caps
+    if short_switches(topology):  # the cut is a bottleneck of the LP's forwardable capacity
+        per = value if form == "time" else Fraction(1)
+        capacity = {arc: primal.get(f"g_{a}", Fraction(0)) / per for a, arc in enumerate(caps)}
+        usable = Topology(
+            topology.name,
+            topology.nodes,
+            [Link(u, v, c * unit) for (u, v), c in capacity.items() if c > 0],
+            topology.bandwidth_unit,
+            topology.description,
+        )
+    count, bandwidth, cut = _best_dual_cut(topology, capacity, result)
     best = Fraction(count, bandwidth)
     if best != value:
         raise ReconstructionError(
@@ -200,9 +263,9 @@ def congestion_bound(
             f"duality) is not the ratio {best} of the best cut recovered from the duals"
         )
     scaled = result.objective if form == "time" else 1.0 / result.objective
-    ratio = Fraction(count) / topology.cut_bandwidth(cut)
+    ratio = Fraction(count) / usable.cut_bandwidth(cut)
     assert ratio == best / unit, "scaled and unscaled cut ratios disagree"
-    return CongestionResult(ratio, cut, scaled, unit, form, result.report)
+    return CongestionResult(ratio, cut, scaled, unit, form, result.report, usable)
 
 
 def lp_cut_ratio(
@@ -224,21 +287,21 @@ def lp_cut_ratio(
 
 
 def _best_dual_cut(
-    topology: Topology, caps: Mapping[tuple[str, str], int], result: LpResult
-) -> tuple[int, int, frozenset[str]]:
+    topology: Topology, caps: Mapping[tuple[str, str], int | Fraction], result: LpResult
+) -> tuple[int, int | Fraction, frozenset[str]]:
     """The level set of the sinks' dual potentials with the largest exact cut ratio.
 
     Returns ``(|S ∩ Vc|, scaled B+(S), S)``; the first best set in a fixed
     enumeration order wins, so the answer is deterministic.
     """
-    out_arcs: dict[str, list[tuple[str, int]]] = {u: [] for u in topology.node_ids}
-    in_arcs: dict[str, list[tuple[str, int]]] = {u: [] for u in topology.node_ids}
+    out_arcs: dict[str, list[tuple[str, int | Fraction]]] = {u: [] for u in topology.node_ids}
+    in_arcs: dict[str, list[tuple[str, int | Fraction]]] = {u: [] for u in topology.node_ids}
     for (u, v), c in caps.items():
         out_arcs[u].append((v, c))
         in_arcs[v].append((u, c))
     compute = set(topology.compute_nodes)
     n = topology.num_compute
-    best: tuple[int, int, frozenset[str]] | None = None
+    best: tuple[int, int | Fraction, frozenset[str]] | None = None
     for k in range(n):
         potential = {
             u: result.duals.get(_flow_row(k, i), 0.0) for i, u in enumerate(topology.node_ids)
@@ -255,14 +318,14 @@ def _best_dual_cut(
 
 def _prefix_cuts(
     order: Sequence[str],
-    out_arcs: dict[str, list[tuple[str, int]]],
-    in_arcs: dict[str, list[tuple[str, int]]],
+    out_arcs: dict[str, list[tuple[str, int | Fraction]]],
+    in_arcs: dict[str, list[tuple[str, int | Fraction]]],
     compute: set[str],
-) -> Iterable[tuple[int, int, int]]:
+) -> Iterable[tuple[int, int | Fraction, int]]:
     """``(|S ∩ Vc|, B+(S), len(S))`` for every proper prefix S of ``order``, in O(|A|) total."""
     inside: set[str] = set()
     count = 0
-    bandwidth = 0
+    bandwidth: int | Fraction = 0
     for u in order[:-1]:
         inside.add(u)
         count += u in compute

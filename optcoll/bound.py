@@ -12,16 +12,24 @@ such bound is achieved. So the optimum is fixed by the **cut ratio**
 :class:`~fractions.Fraction`, together with a bottleneck cut ``S*`` attaining it,
 which is re-checked against the topology before returning.
 
+A switch relays without copying, so what it cannot receive it cannot send:
+when a switch has less bandwidth in than out, ``B+(S)`` counts only the
+*forwardable* capacity ``g <= c`` (no switch sending more than it receives)
+that serves best, r* = min_g max_S |S ∩ Vc| / g(δ+(S)), and ``S*`` is a
+bottleneck cut of that ``g`` (:mod:`optcoll.forwardable`; the returned
+``usable`` topology carries ``g``). Otherwise ``g = c``.
+
 Methods
 -------
 ``"combinatorial"`` (default)
     Parametric max-flow (a Dinkelbach/Newton iteration) on integers; see
     :func:`_combinatorial_cut_ratio`.
 ``"brute-force"``
-    Enumerates every node subset; topologies with at most 16 nodes. A test oracle.
+    Enumerates every node subset; topologies with at most 16 nodes and no
+    switch short of in-capacity. A test oracle.
 ``"lp"``
-    The congestion LP of :mod:`formulations.congestion`, rationalised and
-    re-verified there.
+    The congestion LP of :mod:`formulations.congestion` (with a forwardable
+    capacity when a switch is short of in-capacity), proved exactly there.
 
 Examples
 --------
@@ -48,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from optcoll.exceptions import MethodError, SolveError
+from optcoll.forwardable import forwardable_topology, short_switches
 from optcoll.maxflow import FlowNetwork, IntVector
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
@@ -65,7 +74,7 @@ BRUTE_FORCE_MAX_NODES = 16
 _HUB_DEGREE = 64
 
 #: What a method returns: r* (in 1/bandwidth_unit), a cut attaining it, work counters.
-_Solved = tuple[Fraction, frozenset[str], dict[str, int]]
+_Solved = tuple[Fraction, frozenset[str], dict[str, int], Topology]
 
 #: Bytes per second in one unit of the bandwidth units optcoll knows.
 _BYTES_PER_SECOND = {
@@ -106,13 +115,18 @@ class CutRatio:
     cut_compute : int
         ``|S* ∩ Vc|``.
     cut_bandwidth : Fraction
-        ``B+(S*)``, the bandwidth leaving S*.
+        ``B+(S*)``, the bandwidth leaving S* (in ``usable``).
     method : str
         The method that computed it.
     seconds : float
         Wall-clock time of the computation, certificate check included.
     stats : mapping
         Work counters of the method (e.g. ``max_flows`` for the combinatorial one).
+    usable : Topology
+        The capacity r* is the cut ratio of: ``topology`` itself, or, when a
+        switch has less bandwidth in than out, its optimal forwardable part
+        (same nodes, bandwidths ``g <= c``, no switch sending more than it
+        receives; :mod:`optcoll.forwardable`). Schedules are built on it.
     """
 
     topology: Topology = field(repr=False, compare=False)
@@ -124,6 +138,11 @@ class CutRatio:
     method: str
     seconds: float = field(compare=False)
     stats: Mapping[str, int] = field(default_factory=dict, compare=False)
+    usable: Topology = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.usable is None:
+            object.__setattr__(self, "usable", self.topology)
 
     @property
     def num_compute(self) -> int:
@@ -260,7 +279,7 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     True
     """
     solvers: dict[str, Callable[[Topology], _Solved]] = {
-        "combinatorial": _combinatorial_cut_ratio,
+        "combinatorial": _forwardable(_combinatorial_cut_ratio),
         "lp": _lp_cut_ratio,
         "brute-force": _brute_force_cut_ratio,
     }
@@ -269,9 +288,11 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
             f"unknown bound method {method!r}; valid methods are {', '.join(METHODS)}"
         )
     start = time.perf_counter()
-    ratio, cut, stats = solvers[method](topology)
+    ratio, cut, stats, usable = solvers[method](topology)
+    if usable is not topology:
+        _check_forwardable(topology, usable)
     cut_compute = sum(1 for v in cut if topology.is_compute(v))
-    cut_bandwidth = topology.cut_bandwidth(cut)
+    cut_bandwidth = usable.cut_bandwidth(cut)
     if not (0 < cut_compute < topology.num_compute and cut_bandwidth > 0):
         raise SolveError(f"internal error: method {method!r} returned an invalid cut {cut}")
     if Fraction(cut_compute) / cut_bandwidth != ratio:
@@ -279,10 +300,38 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
             f"internal error: method {method!r} claims r* = {ratio} but its cut has ratio "
             f"{Fraction(cut_compute) / cut_bandwidth}"
         )
-    _, unit = topology.integer_capacities()
+    _, unit = usable.integer_capacities()
     k = (ratio * unit).denominator
     seconds = time.perf_counter() - start
-    return CutRatio(topology, ratio, k, cut, cut_compute, cut_bandwidth, method, seconds, stats)
+    return CutRatio(
+        topology, ratio, k, cut, cut_compute, cut_bandwidth, method, seconds, stats, usable
+    )
+
+
+def _check_forwardable(topology: Topology, usable: Topology) -> None:
+    """``usable`` has ``topology``'s nodes, bandwidths at most its, and no switch sending
+    more than it receives."""
+    if usable.nodes != topology.nodes or any(
+        c > topology.capacity.get(arc, 0) for arc, c in usable.capacity.items()
+    ):
+        raise SolveError("internal error: the usable capacity exceeds the topology's")
+    if short_switches(usable):
+        raise SolveError(
+            f"internal error: switch {short_switches(usable)[0]!r} sends more than it receives"
+        )
+
+
+def _forwardable(solver: Callable[[Topology], _Solved]) -> Callable[[Topology], _Solved]:
+    """``solver`` run on the optimal forwardable part of the topology's capacity."""
+
+    def run(topology: Topology) -> _Solved:
+        usable, rounds = forwardable_topology(topology, lambda t: solver(t)[:2])
+        ratio, cut, stats, _ = solver(usable)
+        if rounds:
+            stats = {**stats, "cutting_plane_rounds": rounds}
+        return ratio, cut, stats, usable
+
+    return run
 
 
 # --- combinatorial: parametric max-flow --------------------------------------------
@@ -340,7 +389,7 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
         "sinks_passed_locally": search.passed_locally,
         "improvements": search.improvements,
     }
-    return Fraction(search.p, search.q) / unit, best_cut, stats
+    return Fraction(search.p, search.q) / unit, best_cut, stats, topology
 
 
 class _ParametricSearch:
@@ -554,6 +603,12 @@ def _brute_force_cut_ratio(topology: Topology) -> _Solved:
             f"{BRUTE_FORCE_MAX_NODES} nodes; topology {topology.name!r} has {n}. "
             "Use method 'combinatorial'."
         )
+    if short_switches(topology):
+        raise MethodError(
+            f"method 'brute-force' enumerates cuts of the full link bandwidths, but switch "
+            f"{short_switches(topology)[0]!r} of {topology.name!r} has less bandwidth in than "
+            f"out (what it cannot receive it cannot forward); use method 'combinatorial' or 'lp'"
+        )
     caps, unit = topology.integer_capacities()
     index = {v: i for i, v in enumerate(ids)}
     masks = np.arange(1 << n, dtype=np.int64)
@@ -578,15 +633,16 @@ def _brute_force_cut_ratio(topology: Topology) -> _Solved:
             best_count, best_bandwidth, best_mask = count, bw, mask
     assert best_mask >= 0 and best_mask & compute_mask, "some cut holds a compute node"
     cut = frozenset(ids[i] for i in range(n) if best_mask >> i & 1)
-    return Fraction(best_count, best_bandwidth) / unit, cut, {"cuts_enumerated": 1 << n}
+    stats = {"cuts_enumerated": 1 << n}
+    return Fraction(best_count, best_bandwidth) / unit, cut, stats, topology
 
 
 # --- LP ------------------------------------------------------------------------------
 
 
 def _lp_cut_ratio(topology: Topology) -> _Solved:
-    """r* from the congestion LP (:func:`formulations.congestion.lp_cut_ratio`)."""
-    from formulations.congestion import lp_cut_ratio
+    """r* from the congestion LP (:func:`formulations.congestion.congestion_bound`)."""
+    from formulations.congestion import congestion_bound
 
-    ratio, cut = lp_cut_ratio(topology)
-    return Fraction(ratio), frozenset(cut), {}
+    result = congestion_bound(topology)
+    return result.cut_ratio, frozenset(result.cut), {}, result.usable

@@ -43,6 +43,7 @@ from typing import Any
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
+from optcoll.forwardable import short_switches
 from optcoll.packing import pack_arborescences
 from optcoll.rounding import round_packing
 from optcoll.splitting import split_switches
@@ -119,7 +120,9 @@ class CrossCheck:
             for row in rows
         ]
         if self.skipped:
-            lines.append(f"skipped (too large for this topology): {', '.join(self.skipped)}")
+            lines.append(
+                f"skipped (too large, or not for this topology): {', '.join(self.skipped)}"
+            )
         if self.cut_bound is not None:
             search = "every node set" if self.cut_exhaustive else "candidate sets"
             gap = (
@@ -210,12 +213,13 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical = None
     capacity: Any = topology.capacity
     if topology.switch_nodes:
-        caps, unit = topology.integer_capacities()
-        scaled = optimal_cut_ratio(topology).ratio * unit  # U / k in lowest terms
+        bound = optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
+        caps, unit = bound.usable.integer_capacities()
+        scaled = bound.ratio * unit  # U / k in lowest terms
         U, k = scaled.numerator, scaled.denominator
         roots = dict.fromkeys(topology.compute_nodes, k)
         link_capacity = {arc: U * c for arc, c in caps.items()}
-        logical = split_switches(topology, link_capacity, roots, k * topology.num_compute)
+        logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
         capacity = logical.capacity
     from formulations.tree_packing import fractional_tree_packing
 
@@ -285,7 +289,12 @@ _Runner = Callable[[Topology], tuple[Fraction, "frozenset[str] | None", str]]
 #: (name, kind, fits(topology), runner) in table order.
 _METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
     ("combinatorial", "bound", lambda t: True, _combinatorial),
-    ("brute-force", "bound", lambda t: len(t.node_ids) <= BRUTE_FORCE_MAX_NODES, _brute_force),
+    (
+        "brute-force",
+        "bound",
+        lambda t: len(t.node_ids) <= BRUTE_FORCE_MAX_NODES and not short_switches(t),
+        _brute_force,
+    ),
     (
         "congestion LP",
         "bound",
@@ -336,7 +345,8 @@ def crosscheck(
         ``allgather`` (r*) or ``alltoall`` (t*, with the cut bound beside it).
         Methods that do not fit the size (brute force beyond 16 nodes, the LPs
         and tree packings beyond the limits in this module) are skipped and
-        listed in ``skipped``.
+        listed in ``skipped``; so is brute force when a switch has less
+        bandwidth in than out (it enumerates cuts of the full bandwidths).
 
     Returns
     -------

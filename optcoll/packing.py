@@ -668,7 +668,8 @@ def pack_arborescences(
     started = time.perf_counter()
     if bound is None:
         bound = optimal_cut_ratio(topology)
-    caps, unit = topology.integer_capacities()
+    usable = bound.usable  # the forwardable capacity when a switch is short of input
+    caps, unit = usable.integer_capacities()
     if k is None:
         scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
         chunks = scaled.denominator
@@ -680,7 +681,7 @@ def pack_arborescences(
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
     logical = split_switches(
-        topology, link_capacity, root_capacity, chunks * len(compute), progress=progress
+        usable, link_capacity, root_capacity, chunks * len(compute), progress=progress
     )
     split = time.perf_counter()
     packing = pack_rooted(logical, root_capacity, progress=progress)

@@ -1,0 +1,142 @@
+"""The capacity a schedule can use when a switch could send more than it receives.
+
+A switch relays but never copies: what leaves it must have entered it. Where a
+switch ``w`` has less bandwidth in than out, the excess out-capacity carries
+nothing, and the cut ratio of the raw topology overstates what any schedule
+reaches. Which out-links lose the excess is a choice, and several cuts compete
+for it, so the right trimming is found by optimisation (see
+:mod:`formulations.usable_capacity` for the mathematics):
+
+    r* = min over forwardable g <= c of max_S |S ∩ Vc| / g(δ+(S))
+
+(``g`` forwardable: ``out_g(w) <= in_g(w)`` at every switch). When every switch
+has in >= out this is the ordinary cut ratio of ``c`` itself.
+
+:func:`forwardable_topology` computes an optimal ``g`` exactly by cutting
+planes: the master LP over a family of cuts (exact, proved by LP duality) gives
+an upper bound ``lam`` on ``1/r*`` and a candidate ``g``; the exact parametric
+max-flow of :mod:`optcoll.bound` computes the cut ratio of ``g`` and its
+bottleneck cut; if that cut is violated (ratio above ``1/lam``) it joins the
+family, else ``g`` is optimal: its cut ratio (attained by a schedule on ``g``)
+equals the master's bound. Each round adds a new cut, so the loop ends.
+
+Examples
+--------
+Two GPUs and a switch that receives 100 from ``a`` but could send 200 to ``b``:
+
+>>> from optcoll.topology import TopologyBuilder
+>>> b = TopologyBuilder("short-switch")
+>>> b.compute("a"); b.compute("b"); b.switch("w")
+>>> b.link("a", "w", 100); b.link("w", "b", 200); b.link("b", "a", 100)
+>>> from optcoll.bound import optimal_cut_ratio
+>>> def separate(t):
+...     bound = optimal_cut_ratio(t)
+...     return bound.ratio, bound.bottleneck_cut
+>>> usable, rounds = forwardable_topology(b.build(), separate)
+>>> usable.capacity[("w", "b")], rounds
+(Fraction(100, 1), 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+from optcoll.exceptions import SolveError
+from optcoll.topology import Link, Topology
+
+__all__ = ["short_switches", "forwardable_topology", "MAX_ROUNDS"]
+
+#: Cutting-plane rounds before giving up (each adds one cut; tens suffice in practice).
+MAX_ROUNDS = 500
+
+
+def short_switches(topology: Topology) -> list[str]:
+    """The switches with less bandwidth in than out, in declaration order.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> short_switches(build("dgx-a100:2"))
+    []
+    """
+    return [
+        w for w in topology.switch_nodes if topology.in_bandwidth(w) < topology.out_bandwidth(w)
+    ]
+
+
+def forwardable_topology(
+    topology: Topology, separate: Callable[[Topology], tuple[Fraction, frozenset[str]]]
+) -> tuple[Topology, int]:
+    """An optimal forwardable part of ``topology``'s capacity, as a topology.
+
+    ``separate(t)`` returns the exact cut ratio of a topology ``t`` without
+    short switches and a bottleneck cut (the combinatorial method of
+    :mod:`optcoll.bound`).
+
+    Returns ``(usable, rounds)``: ``usable`` has the same nodes and a subset of
+    the links with bandwidth ``g <= c``, no switch sends more than it receives,
+    and its cut ratio is the optimum r* of ``topology`` (proved: the master
+    LP's exact dual bound equals it). ``topology`` itself is returned when no
+    switch is short of in-capacity.
+
+    Raises
+    ------
+    SolveError
+        If the cutting planes do not close within :data:`MAX_ROUNDS` rounds.
+    ReconstructionError
+        If a master LP's optimum is not proved exactly.
+    """
+    if not short_switches(topology):
+        return topology, 0
+    from formulations.usable_capacity import best_forwardable_capacity
+
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    everything = frozenset(topology.node_ids)
+    cuts: list[frozenset[str]] = []
+    for v in compute:
+        cuts += [frozenset({v}), everything - {v}]
+    for rounds in range(1, MAX_ROUNDS + 1):
+        lam, g = best_forwardable_capacity(compute, topology.switch_nodes, caps, cuts)
+        positive = {arc: x * unit for arc, x in g.items() if x > 0}
+        cut = _unreachable_cut(compute, positive)
+        if cut is None:
+            links = [Link(u, v, c) for (u, v), c in positive.items()]
+            usable = Topology(
+                topology.name, topology.nodes, links, topology.bandwidth_unit, topology.description
+            )
+            ratio, bottleneck = separate(usable)
+            if ratio * unit * lam == 1:
+                return usable, rounds
+            cut = bottleneck
+        if cut in cuts:
+            raise SolveError(
+                f"internal error: the forwardable-capacity cutting planes on {topology.name!r} "
+                f"found no new cut in round {rounds}"
+            )
+        cuts.append(cut)
+    raise SolveError(
+        f"the forwardable capacity of {topology.name!r} did not converge in {MAX_ROUNDS} "
+        f"cutting-plane rounds"
+    )
+
+
+def _unreachable_cut(
+    compute: tuple[str, ...], capacity: dict[tuple[str, str], Fraction]
+) -> frozenset[str] | None:
+    """The nodes some compute node reaches over ``capacity``'s arcs, if they miss a compute node."""
+    out: dict[str, list[str]] = {}
+    for u, v in capacity:
+        out.setdefault(u, []).append(v)
+    for v in compute:
+        seen = {v}
+        stack = [v]
+        while stack:
+            for x in out.get(stack.pop(), []):
+                if x not in seen:
+                    seen.add(x)
+                    stack.append(x)
+        if any(c not in seen for c in compute):
+            return frozenset(seen)
+    return None

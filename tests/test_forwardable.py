@@ -1,0 +1,146 @@
+"""Switches with less bandwidth in than out: r* counts only what a switch can forward.
+
+The ground truth is the multicast LP (one capacity vector per root, a switch
+forwards at most what it receives; exact, proved by LP duality). The
+combinatorial method (cutting planes over exact parametric max-flow), the
+congestion LP with a forwardable capacity, the schedule of trees (verified on
+the original topology) and the cross-check must all give it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulations.multicast import multicast_bound
+from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.crosscheck import crosscheck
+from optcoll.forwardable import short_switches
+from optcoll.packing import pack_arborescences
+from optcoll.topologies import build
+from optcoll.topology import Link, Topology, TopologyBuilder
+from optcoll.verify import verify_schedule
+
+
+def _check_everything(topology: Topology) -> Fraction:
+    """Every method's value on ``topology``; returns the agreed r*."""
+    truth = multicast_bound(topology).cut_ratio
+    bound = optimal_cut_ratio(topology)
+    assert bound.ratio == truth
+    assert optimal_cut_ratio(topology, method="lp").ratio == truth
+    schedule = pack_arborescences(topology)
+    result = verify_schedule(topology, schedule)
+    assert result.valid, result.reason
+    assert result.time_factor == truth == schedule.time_factor
+    return truth
+
+
+@st.composite
+def short_switch_topologies(draw):
+    """3-4 GPUs on a ring plus 1-2 switches with random links, some switch short of input."""
+    n = draw(st.integers(3, 4))
+    m = draw(st.integers(1, 2))
+    builder = TopologyBuilder("random-short-switch")
+    gpus = [f"g{i}" for i in range(n)]
+    switches = [f"w{j}" for j in range(m)]
+    for v in gpus:
+        builder.compute(v)
+    for w in switches:
+        builder.switch(w)
+    for i, v in enumerate(gpus):
+        builder.link(v, gpus[(i + 1) % n], draw(st.integers(1, 4)))
+    for w in switches:
+        for v in gpus + [x for x in switches if x != w]:
+            if draw(st.booleans()):
+                builder.link(v, w, draw(st.integers(1, 4)))
+            if draw(st.booleans()):
+                builder.link(w, v, draw(st.integers(1, 6)))
+    return builder.build()
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(short_switch_topologies())
+def test_random_short_switches_agree_with_the_multicast_lp(topology):
+    truth = _check_everything(topology)
+    check = crosscheck(topology)
+    assert check.agree, check.disagreement
+    assert check.reference == truth
+    assert ("brute-force" in check.skipped) == bool(short_switches(topology))
+
+
+def _raw_cut_ratio(topology: Topology) -> Fraction:
+    """max |S ∩ Vc| / B+(S) over all node sets, switches counted at full capacity."""
+    nodes = topology.node_ids
+    best = Fraction(0)
+    for mask in range(1, 2 ** len(nodes) - 1):
+        inside = {v for i, v in enumerate(nodes) if mask >> i & 1}
+        count = sum(topology.is_compute(v) for v in inside)
+        if 0 < count < topology.num_compute:
+            best = max(best, Fraction(count) / topology.cut_bandwidth(inside))
+    return best
+
+
+def test_a_switch_with_100_in_and_200_out():
+    builder = TopologyBuilder("short")
+    for v in ("a", "b", "c"):
+        builder.compute(v)
+    builder.switch("w")
+    builder.link("a", "w", 100)
+    builder.link("w", "b", 200)
+    builder.link("w", "c", 200)
+    builder.link("b", "a", 100)
+    builder.link("c", "a", 100)
+    builder.link("b", "c", 10, bidirectional=True)
+    topology = builder.build()
+    assert short_switches(topology) == ["w"]
+    # w forwards at most the 100 it receives, x to b and 100 - x to c: {a, w, b} sends
+    # 2 shards over 100 - x + 10 and {a, w, c} over x + 10, so x = 50 and r* = 2/60
+    assert _check_everything(topology) == Fraction(1, 30)
+    assert _raw_cut_ratio(topology) == Fraction(2, 110)  # {a, b}: a -> w and b -> c
+
+
+def test_competing_cuts_need_more_than_one_trimming():
+    # w gets 1 from a and could send 1 to b and 1 to c: the cuts {a, w, b} and
+    # {a, w, c} each want w's whole output, but w forwards 1 in total, so no
+    # single trimming serves both: the optimum splits it, r* = 2 / (1 + 1/2).
+    builder = TopologyBuilder("competing")
+    for v in ("a", "b", "c"):
+        builder.compute(v)
+    builder.switch("w")
+    builder.link("a", "w", 1)
+    builder.link("w", "b", 1)
+    builder.link("w", "c", 1)
+    for u, v in (("b", "a"), ("c", "a"), ("b", "c"), ("c", "b")):
+        builder.link(u, v, 1)
+    topology = builder.build()
+    assert _check_everything(topology) == Fraction(4, 3)
+    # the raw cut ratio, and the best single cut with w trimmed for that cut alone, say 1
+    assert _raw_cut_ratio(topology) == 1
+    usable = optimal_cut_ratio(topology).usable
+    assert usable.out_bandwidth("w") <= usable.in_bandwidth("w") == 1
+
+
+def _degraded_dgx_h100_4(bandwidth: int) -> Topology:
+    """dgx-h100:4 with the GPU -> NIC direction of b0.gpu0's NIC degraded to ``bandwidth``."""
+    healthy = build("dgx-h100:4")
+    links = [
+        Link(u, v, bandwidth if (u, v) == ("b0.gpu0", "b0.nic0") else c)
+        for (u, v), c in healthy.capacity.items()
+    ]
+    return Topology("dgx-h100:4-nic-degraded", healthy.nodes, links, healthy.bandwidth_unit)
+
+
+@pytest.mark.slow
+def test_dgx_h100_4_with_a_one_direction_nic_degradation(tmp_path, capsys):
+    topology = _degraded_dgx_h100_4(25)
+    assert short_switches(topology) == ["b0.nic0"]
+    bound = optimal_cut_ratio(topology)
+    assert bound.algbw_exact == Fraction(15800, 31)  # 509.677 GB/s; the raw cut ratio says 516.129
+    assert optimal_cut_ratio(topology, method="lp").ratio == bound.ratio
+    check = crosscheck(topology, methods=("combinatorial", "congestion LP", "trees + verify"))
+    assert check.agree, check.disagreement
+    assert check.reference == bound.ratio

@@ -61,7 +61,7 @@ import heapq
 import math
 import time
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from itertools import pairwise
 from typing import Any
@@ -70,13 +70,21 @@ import numpy as np
 
 from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.exceptions import SolveError
+from optcoll.forwardable import short_switches
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
 from optcoll.topology import Topology
 
-__all__ = ["pack_arborescences", "pack_rooted", "realise_paths", "fixed_k_capacity", "Packing"]
+__all__ = [
+    "pack_arborescences",
+    "pack_rooted",
+    "realise_paths",
+    "fixed_k_capacity",
+    "forwardable_floor",
+    "Packing",
+]
 
 Arc = tuple[str, str]
 Packing = list[tuple[str, int, tuple[Arc, ...]]]
@@ -555,11 +563,18 @@ def fixed_k_capacity(
 ) -> tuple[Fraction, dict[Arc, int]]:
     """The best link capacities (in chunks) for a schedule with exactly ``k`` chunks per root.
 
-    Returns the smallest ``x`` such that link capacities ``floor(x * caps_e)`` (with
-    ``caps, unit = topology.integer_capacities()``) satisfy the rooted connectivity
-    condition with ``k`` per compute node, and those capacities. The best time factor
-    with ``k`` chunks per root is ``x / (k * unit)``. ``ratio`` is r* of ``topology``
-    when the caller knows it already.
+    Works on the usable capacity of :func:`~optcoll.bound.optimal_cut_ratio`
+    (the topology's own, or its forwardable part when a switch is short of
+    input), in its integer units ``caps``: the smallest ``y`` such that link
+    capacities ``floor(y * caps_e)``, made forwardable again (rounding down an
+    in-link can leave a switch able to send more than it receives; its largest
+    out-links then give up the difference, :func:`forwardable_floor`), satisfy
+    the rooted connectivity condition with ``k`` per compute node.
+
+    Returns ``(x, capacities)`` with ``x`` in the units of
+    ``topology.integer_capacities()``: the best time factor with ``k`` chunks
+    per root is ``x / (k * unit)`` for that ``unit``. ``ratio`` is r* of
+    ``topology`` when the caller knows it already.
 
     Examples
     --------
@@ -570,18 +585,22 @@ def fixed_k_capacity(
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise SolveError(f"k must be a positive integer, got {k!r}")
-    caps, unit = topology.integer_capacities()
-    if ratio is None:
-        ratio = optimal_cut_ratio(topology).ratio
+    usable = topology
+    if ratio is None or short_switches(topology):
+        bound = optimal_cut_ratio(topology)
+        ratio, usable = bound.ratio, bound.usable
+    caps, unit = usable.integer_capacities()
+    _, topology_unit = topology.integer_capacities()
     lowest = ratio * unit * k
     names = topology.node_ids
     index = {name: i for i, name in enumerate(names)}
     compute = [index[c] for c in topology.compute_nodes]
     need = k * len(compute)
     distinct = sorted(set(caps.values()))
+    switches = topology.switch_nodes
 
     def scaled(x: Fraction) -> dict[Arc, int]:
-        return {e: math.floor(x * c) for e, c in caps.items()}
+        return forwardable_floor({e: math.floor(x * c) for e, c in caps.items()}, switches)
 
     def feasible(x: Fraction) -> bool:
         arcs = {(index[a], index[b]): c for (a, b), c in scaled(x).items()}
@@ -597,7 +616,7 @@ def fixed_k_capacity(
     # 1 / max(c): then it holds at most one breakpoint per capacity, listed and
     # bisected exactly. Every feasible x is >= lowest.
     if feasible(lowest):
-        return breakpoint_below(lowest), scaled(lowest)
+        return breakpoint_below(lowest) * topology_unit / unit, scaled(lowest)
     lo, hi = lowest, breakpoint_below(Fraction(math.ceil(lowest)))  # infeasible, feasible
     while (hi - lo) * distinct[-1] >= 1:
         mid = (lo + hi) / 2
@@ -616,7 +635,38 @@ def fixed_k_capacity(
             last = middle
         else:
             first = middle + 1
-    return candidates[first], scaled(candidates[first])
+    return candidates[first] * topology_unit / unit, scaled(candidates[first])
+
+
+def forwardable_floor(capacity: Mapping[Arc, int], switches: Sequence[str]) -> dict[Arc, int]:
+    """``capacity`` with no switch sending more than it receives: each switch short of
+    input lowers its largest out-links one unit at a time (ties: the first in order),
+    repeated until no switch is short (lowering a link into a switch can make it short).
+
+    Examples
+    --------
+    >>> forwardable_floor({("a", "w"): 1, ("w", "b"): 2, ("w", "c"): 2}, ["w"])
+    {('a', 'w'): 1, ('w', 'b'): 0, ('w', 'c'): 1}
+    """
+    result = dict(capacity)
+    out_links: dict[str, list[Arc]] = {w: [] for w in switches}
+    in_links: dict[str, list[Arc]] = {w: [] for w in switches}
+    for u, v in result:
+        if u in out_links:
+            out_links[u].append((u, v))
+        if v in in_links:
+            in_links[v].append((u, v))
+    short = list(switches)
+    while short:
+        w = short.pop()
+        deficit = sum(result[e] for e in out_links[w]) - sum(result[e] for e in in_links[w])
+        while deficit > 0:
+            largest = max(out_links[w], key=lambda e: result[e])  # first of the largest
+            result[largest] -= 1
+            deficit -= 1
+            if largest[1] in out_links and largest[1] not in short:
+                short.append(largest[1])
+    return result
 
 
 def pack_arborescences(
@@ -656,7 +706,7 @@ def pack_arborescences(
     Raises
     ------
     SolveError
-        If a switch has less in- than out-capacity, or ``k`` is not a positive integer.
+        If ``k`` is not a positive integer.
 
     Examples
     --------

@@ -9,6 +9,7 @@ the original topology) and the cross-check must all give it.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
@@ -20,6 +21,7 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.crosscheck import crosscheck
 from optcoll.forwardable import short_switches
+from optcoll.io import save_topology
 from optcoll.packing import pack_arborescences
 from optcoll.topologies import build
 from optcoll.topology import Link, Topology, TopologyBuilder
@@ -84,7 +86,7 @@ def _raw_cut_ratio(topology: Topology) -> Fraction:
     return best
 
 
-def test_a_switch_with_100_in_and_200_out():
+def test_a_switch_with_100_in_and_200_out(tmp_path, capsys):
     builder = TopologyBuilder("short")
     for v in ("a", "b", "c"):
         builder.compute(v)
@@ -101,6 +103,12 @@ def test_a_switch_with_100_in_and_200_out():
     # 2 shards over 100 - x + 10 and {a, w, c} over x + 10, so x = 50 and r* = 2/60
     assert _check_everything(topology) == Fraction(1, 30)
     assert _raw_cut_ratio(topology) == Fraction(2, 110)  # {a, b}: a -> w and b -> c
+    path = tmp_path / "short.json"
+    save_topology(topology, path)
+    assert main(["solve", str(path), "-o", str(tmp_path / "out"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cut_ratio"] == "1/30" and data["verified"] is True
+    assert data["time_factor"] == "1/30"
 
 
 def test_competing_cuts_need_more_than_one_trimming():

@@ -47,6 +47,7 @@ import pulp
 
 from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
 from formulations.solve import LpResult, SolverReport
+from formulations.usable_capacity import add_forwarding_rows
 from optcoll.exceptions import MethodError, ReconstructionError
 from optcoll.forwardable import short_switches
 from optcoll.topology import Link, Topology
@@ -176,14 +177,7 @@ def _forwardable_capacity(
                 ),
                 f"gcap_{a}",
             )
-    for i, w in enumerate(topology.switch_nodes):
-        row = [(g[a], 1.0) for a, (u, _) in enumerate(arcs) if u == w]
-        row += [(g[a], -1.0) for a, (_, v) in enumerate(arcs) if v == w]
-        if row:
-            problem.addConstraint(
-                pulp.LpConstraint(pulp.LpAffineExpression(row), pulp.LpConstraintLE, rhs=0.0),
-                f"switch_{i}",
-            )
+    add_forwarding_rows(problem, g, arcs, topology.switch_nodes)
     return g
 
 

@@ -40,7 +40,7 @@ import pulp
 from formulations.exact_lp import solve_proved
 from optcoll.exceptions import MethodError
 
-__all__ = ["build_forwardable_master", "best_forwardable_capacity"]
+__all__ = ["build_forwardable_master", "best_forwardable_capacity", "add_forwarding_rows"]
 
 Arc = tuple[str, str]
 
@@ -94,6 +94,17 @@ def build_forwardable_master(
             ),
             f"cut_{j}",
         )
+    add_forwarding_rows(problem, g, arcs, switches)
+    return problem
+
+
+def add_forwarding_rows(
+    problem: pulp.LpProblem,
+    g: Sequence[pulp.LpVariable],
+    arcs: Sequence[Arc],
+    switches: Collection[str],
+) -> None:
+    """Rows ``switch_I``: switch number ``I`` sends at most what it receives under ``g``."""
     for i, w in enumerate(switches):
         row = [(g[a], 1.0) for a, (u, _) in enumerate(arcs) if u == w]
         row += [(g[a], -1.0) for a, (_, v) in enumerate(arcs) if v == w]
@@ -102,7 +113,6 @@ def build_forwardable_master(
                 pulp.LpConstraint(pulp.LpAffineExpression(row), pulp.LpConstraintLE, rhs=0.0),
                 f"switch_{i}",
             )
-    return problem
 
 
 def best_forwardable_capacity(

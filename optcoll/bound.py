@@ -243,6 +243,7 @@ class CutRatio:
             "cut_compute": self.cut_compute,
             "cut_bandwidth": fraction_text(self.cut_bandwidth),
             "cut_description": self.describe_cut(),
+            "short_switches": short_switches(self.topology),
             "method": self.method,
             "seconds": self.seconds,
             "stats": dict(self.stats),

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formulations.multicast import multicast_bound
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import (
     BandwidthError,
@@ -105,7 +106,12 @@ def test_msccl_blocking_star_gets_one_switch_per_direction():
     assert topo.capacity[("gpu3", "from_points")] == 1
     assert topo.capacity[("from_points", "gpu0")] == 1
     assert ("gpu0", "gpu1") not in topo.capacity
-    assert optimal_cut_ratio(topo).ratio == 3  # gpu0 receives 3 shards through 1 link
+    # to_points receives 1 (from gpu0) but could send 3: it cannot copy, so gpu0's
+    # shard (3 copies) and each other shard (2 copies, relayed by gpu0) all cross
+    # gpu0 -> to_points: 9 units on 1, the multicast LP's optimum too (the cut
+    # ratio of the raw links, 3, would need the switch to copy)
+    assert optimal_cut_ratio(topo).ratio == 9
+    assert multicast_bound(topo).cut_ratio == 9
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,15 @@ def run(args: argparse.Namespace) -> int:
         ("bottleneck cut", result.describe_cut()),
         ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
     ]
+    if data["short_switches"]:
+        rows.insert(
+            5,
+            (
+                "forwardable",
+                f"switch {', '.join(data['short_switches'])} can send more than it receives; "
+                f"only what it can forward counts (the cut bandwidth too)",
+            ),
+        )
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0

@@ -3,7 +3,7 @@
 The optimal allgather cut ratio r* is reached from independent directions:
 lower bounds certified by a cut (the combinatorial parametric max-flow, the
 congestion LP, brute-force cut enumeration; the multicast LP, whose value is
-reconstructed without a cut) and schedules that attain it (the
+proved by exact LP duality without a cut) and schedules that attain it (the
 combinatorial spanning-tree packing, the LP tree packing rounded to integral
 trees), each schedule checked by the independent verifier
 :func:`optcoll.verify.verify_schedule`. :func:`crosscheck` runs the methods that

@@ -12,9 +12,17 @@ import pytest
 from optcoll import cli
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ImportFormatError
-from optcoll.io import import_topology, load_topology
+from optcoll.io import detect_format, import_topology, load_topology
 
 DATA = Path(__file__).parent / "data"
+
+
+def check_counts_and_optimum(topo, expected) -> None:
+    """(compute nodes, switches, directed links, r* or None); r* agrees with the LP."""
+    assert (topo.num_compute, len(topo.switch_nodes), len(topo.capacity)) == expected[:3]
+    if expected[3] is not None:
+        assert optimal_cut_ratio(topo).ratio == expected[3] == optimal_cut_ratio(topo, "lp").ratio
+
 
 # --- TACCL: every profile of examples/topo/ --------------------------------------------
 
@@ -38,10 +46,9 @@ TACCL = {
 @pytest.mark.parametrize(("key", "expected"), TACCL.items(), ids=lambda x: str(x))
 def test_every_taccl_example_profile_imports_with_its_optimum(key, expected):
     name, chunk, boxes = key
-    topo = import_topology(DATA / "taccl" / name, chunk_bytes=chunk, boxes=boxes)
-    computed = (topo.num_compute, len(topo.switch_nodes), len(topo.capacity))
-    assert computed == expected[:3]
-    assert optimal_cut_ratio(topo).ratio == expected[3] == optimal_cut_ratio(topo, "lp").ratio
+    check_counts_and_optimum(
+        import_topology(DATA / "taccl" / name, chunk_bytes=chunk, boxes=boxes), expected
+    )
 
 
 def test_taccl_ndv2_bandwidths_are_chunk_over_beta():
@@ -146,3 +153,126 @@ def test_graphml_bandwidth_attribute_is_named_and_delay_becomes_latency(tmp_path
     assert topo.capacity[("c", "b")] == 20 and topo.latency[("a", "b")] == 3
     assert cli.main(["bound", str(path), "--bandwidth-attr", "capacity", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cut_ratio"] == "1/10"
+
+
+# --- NCCL topology XML ----------------------------------------------------------------
+
+#: (file, boxes, fabric) -> (GPUs, switches, directed links, r*). Counts from the file:
+#: DGX A100 has 2 CPUs, 4 PCIe switches, 8 NICs and one NVSwitch node (NCCL merges the six);
+#: DGX H100 2 CPUs, 8 PCIe switches, 8 NICs, one NVSwitch node; per box the links are
+#: GPU-NVSwitch, GPU-PCIe, NIC-PCIe, PCIe-CPU (both ways) and CPU-CPU; a rail cluster adds one
+#: rail switch per NIC and a NIC-rail link both ways. r* is checked against the LP below.
+NCCL = {
+    ("dgx-a100.xml", 1, "rails"): (8, 15, 2 * (8 + 8 + 8 + 4 + 1), Fraction(7, 264)),
+    ("dgx-a100.xml", 4, "rails"): (32, 4 * 15 + 8, 4 * 58 + 4 * 8 * 2, Fraction(1, 8)),
+    ("dgx-h100.xml", 1, "rails"): (8, 19, 2 * (8 + 8 + 8 + 8 + 1), Fraction(35, 2094)),
+    ("dgx-h100.xml", 4, "rails"): (32, 4 * 19 + 8, 4 * 66 + 4 * 8 * 2, Fraction(155, 2094)),
+    ("dgx-h100.xml", 4, "leaf-spine"): (32, 4 * 19 + 4 + 2, 4 * 66 + 4 * 8 * 2 + 4 * 2 * 2, None),
+    ("ibm-hgx-h100-vm.xml", 1, "rails"): (8, 19, 66, Fraction(560, 29679)),
+    ("ibm-hgx-h100-vm.xml", 4, "switch"): (32, 4 * 19 + 1, 328, Fraction(3, 25)),
+    ("azure-ncv4.xml", 1, "rails"): (4, 5, 26, Fraction(1, 12)),
+}
+
+
+@pytest.mark.parametrize(("key", "expected"), NCCL.items(), ids=lambda x: str(x))
+def test_nccl_dumps_import_with_their_optimum(key, expected):
+    name, boxes, fabric = key
+    check_counts_and_optimum(
+        import_topology(DATA / "nccl" / name, boxes=boxes, fabric=fabric), expected
+    )
+
+
+def test_nccl_bandwidths_come_from_nccls_tables():
+    a100 = import_topology(DATA / "nccl" / "dgx-a100.xml")
+    assert a100.capacity[("b0.gpu0", "b0.nvswitch")] == 12 * 20  # 12 NVLink3 x SM80_NVLINK_BW
+    assert a100.capacity[("b0.nic0", "b0.pci0000:0f:00.0")] == 24  # Gen4 x16: 16 * 120 / 80
+    assert a100.capacity[("b0.cpu0", "b0.cpu1")] == 16  # AMD_BW
+    h100 = import_topology(DATA / "nccl" / "dgx-h100.xml", boxes=2)
+    assert h100.capacity[("b0.gpu0", "b0.nvswitch")] == 18 * Fraction("20.6")  # SM90_NVLINK_BW
+    assert h100.capacity[("b0.cpu0", "b0.cpu1")] == 22  # SRP_QPI_BW (Sapphire Rapids)
+    assert h100.capacity[("b1.nic0", "rail0")] == 50  # 400000 Mb/s / 8000
+    vm = import_topology(DATA / "nccl" / "ibm-hgx-h100-vm.xml")
+    assert vm.capacity[("b0.pci0000:a1:00.0", "b0.cpu0")] == Fraction(3, 16)  # x1 at 2.5 GT/s
+    assert vm.capacity[("b0.gpu0", "b0.pci0000:a1:00.0")] == 48  # width 0 reads as 16, Gen5
+    ncv4 = import_topology(DATA / "nccl" / "azure-ncv4.xml")
+    assert ncv4.capacity[("b0.gpu0", "b0.gpu1")] == 240  # GPU-GPU NVLink bridge, 12 links
+    assert ncv4.capacity[("b0.gpu0", "b0.cpu0")] == 12  # no link_speed: NCCL's Gen3 default
+
+
+def test_nccl_leaf_spine_oversubscription():
+    topo = import_topology(
+        DATA / "nccl" / "dgx-h100.xml", boxes=4, fabric="leaf-spine", spines=2, oversub=2
+    )
+    assert topo.capacity[("leaf0", "spine1")] == 8 * 50 / 2 / 2  # box NIC bandwidth / O / S
+    # the data of 24 GPUs enters a box through its leaf's 2 x 100 GB/s of uplink
+    assert optimal_cut_ratio(topo).ratio == Fraction(3, 25) == optimal_cut_ratio(topo, "lp").ratio
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('count="2"', 'count="x"'), r"<nvlink> of gpu0: count='x' is not an integer"),
+        (('sm="80" ', ""), r"<gpu> of <pci busid=0000:07:00.0> has no 'sm' attribute"),
+        (('tclass="0x068000"', 'tclass="0x0b4000"'), r"tclass '0x0b4000' is none of"),
+        (("</system>", ""), r"not well-formed XML"),
+        (
+            (
+                'link_speed="16.0 GT/s PCIe" link_width="16">\n      <pci busid="0000:07',
+                '>\n      <pci busid="0000:07',
+            ),
+            r"<pci busid=0000:0f:00.0> has no 'link_speed'",
+        ),
+    ],
+)
+def test_malformed_nccl_dumps_name_the_element(tmp_path, edit, message, capsys):
+    text = (DATA / "nccl" / "dgx-a100.xml").read_text()
+    assert edit[0] in text
+    path = tmp_path / "bad.xml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ImportFormatError, match=message) as caught:
+        import_topology(path)
+    assert str(caught.value).startswith(f"{path}: ")
+    assert cli.main(["show", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_nccl_real_broken_and_partial_files_are_refused(tmp_path):
+    with pytest.raises(ImportFormatError, match=r"target '0001:00:00.0' is the GPU itself"):
+        import_topology(DATA / "nccl" / "azure-ncv4-selfloop.xml")
+    partial = tmp_path / "partial.xml"  # an NCCL_TOPO_FILE that leaves the GPUs to NCCL
+    partial.write_text(
+        '<system version="1"><cpu numaid="0" arch="x86_64">'
+        '<pci busid="0001:00:00.0" class="0x030200" link_speed="16 GT/s" '
+        'link_width="16"/></cpu></system>'
+    )
+    with pytest.raises(ImportFormatError, match="holds no <gpu>"):
+        import_topology(partial)
+    with pytest.raises(ImportFormatError, match="has no NIC, so its copies cannot be joined"):
+        text = (DATA / "nccl" / "dgx-a100.xml").read_text()
+        nic_free = tmp_path / "nonic.xml"
+        nic_free.write_text(
+            text.replace('class="0x020700"', 'class="0x010802"')
+            .replace("<nic>", "<nvme>")
+            .replace("</nic>", "</nvme>")
+        )
+        import_topology(nic_free, boxes=2)
+
+
+def test_export_reads_an_nccl_dump(tmp_path):
+    out = tmp_path / "a100.json"
+    argv = ["export", str(DATA / "nccl" / "azure-ncv4.xml"), "--format", "json", "-o", str(out)]
+    assert cli.main(argv) == 0
+    assert len(json.loads(out.read_text())["compute_nodes"]) == 4
+
+
+def test_xml_files_are_told_apart_by_their_root(tmp_path):
+    graph = nx.Graph()
+    graph.add_edge("a", "b", bandwidth=10)
+    path = tmp_path / "g.xml"
+    nx.write_graphml(graph, path)
+    assert detect_format(path) == "graphml"
+    assert detect_format(DATA / "nccl" / "dgx-a100.xml") == "nccl"
+    other = tmp_path / "other.xml"
+    other.write_text("<html></html>")
+    with pytest.raises(ImportFormatError, match="neither an NCCL topology"):
+        detect_format(other)

@@ -34,6 +34,7 @@ from optcoll.io.edgelist import from_edgelist
 from optcoll.io.graphml import from_graphml
 from optcoll.io.msccl_tools import from_msccl
 from optcoll.io.native import TOPOLOGY_SUFFIXES, save_topology
+from optcoll.io.nccl_xml import from_nccl_xml
 from optcoll.io.registry import (
     FORMATS,
     REGISTRY,
@@ -69,4 +70,5 @@ __all__ = [
     "from_taccl",
     "from_graphml",
     "from_edgelist",
+    "from_nccl_xml",
 ]

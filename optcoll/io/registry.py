@@ -34,6 +34,7 @@ from optcoll.io.edgelist import from_edgelist
 from optcoll.io.graphml import from_graphml
 from optcoll.io.msccl_tools import from_msccl, is_msccl
 from optcoll.io.native import read_native
+from optcoll.io.nccl_xml import from_nccl_xml, is_nccl_xml
 from optcoll.io.taccl import from_taccl, is_taccl
 from optcoll.output import exists
 from optcoll.topology import Topology
@@ -55,8 +56,10 @@ class TopologyFormat:
 
     ``suffixes`` select the format outright; a format with ``claims`` is a
     JSON/YAML document recognised by that test of its parsed content.
-    ``read(path, name, options)`` returns the topology; ``options`` are the
-    keyword options the reader takes (see :func:`import_topology`).
+    A format with ``sniff`` is an XML file (suffix ``.xml``) recognised by
+    that test of its text. ``read(path, name, options)`` returns the topology;
+    ``options`` are the keyword options the reader takes (see
+    :func:`import_topology`).
     """
 
     name: str
@@ -64,6 +67,7 @@ class TopologyFormat:
     read: Callable[[Path, str | None, dict[str, Any]], Topology]
     suffixes: frozenset[str] = frozenset()
     claims: Callable[[Any], bool] | None = None
+    sniff: Callable[[str], bool] | None = None
     options: tuple[str, ...] = ()
 
 
@@ -81,6 +85,14 @@ def _read_graphml(path: Path, name: str | None, options: dict[str, Any]) -> Topo
 
 def _read_edgelist(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
     return from_edgelist(read_text(path), name=name or path.stem, **options)
+
+
+def _read_nccl(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
+    return from_nccl_xml(read_text(path), name=name or path.stem, **options)
+
+
+def _is_graphml(text: str) -> bool:
+    return "<graphml" in text[:2000]
 
 
 def _read_native(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
@@ -108,7 +120,15 @@ REGISTRY: tuple[TopologyFormat, ...] = (
         "GraphML (networkx)",
         _read_graphml,
         suffixes=frozenset({".graphml"}),
+        sniff=_is_graphml,
         options=("bandwidth_attr", "latency_attr"),
+    ),
+    TopologyFormat(
+        "nccl",
+        "NCCL topology XML (NCCL_TOPO_DUMP_FILE)",
+        _read_nccl,
+        sniff=is_nccl_xml,
+        options=("boxes", "fabric", "spines", "oversub"),
     ),
     TopologyFormat(
         "edgelist",
@@ -130,7 +150,9 @@ def detect_format(path: str | Path) -> str:
     """The format of the file at ``path``: one of :data:`FORMATS`.
 
     A suffix that belongs to one format selects it (``.graphml``;
-    ``.edgelist``, ``.edges``, ``.txt``, ``.tsv``); a JSON/YAML document
+    ``.edgelist``, ``.edges``, ``.txt``, ``.tsv``); an XML file (``.xml``, or
+    text starting with ``<``) is NCCL's topology when its root is ``<system>``
+    and GraphML when it holds ``<graphml``; a JSON/YAML document
     (``.json``, ``.yaml``, ``.yml``, or any other suffix when the text starts
     with ``{``) goes to the first format whose content test accepts it:
     TACCL's when it has ``gpus_per_node``, msccl-tools' when it has
@@ -148,11 +170,19 @@ def detect_format(path: str | Path) -> str:
     for fmt in REGISTRY:
         if suffix in fmt.suffixes:
             return fmt.name
-    if suffix not in DOCUMENT_SUFFIXES and not read_text(path).lstrip().startswith("{"):
+    text = "" if suffix in DOCUMENT_SUFFIXES else read_text(path)
+    if suffix == ".xml" or text.lstrip().startswith("<"):
+        for fmt in REGISTRY:
+            if fmt.sniff is not None and fmt.sniff(text):
+                return fmt.name
+        raise ImportFormatError(
+            f"{path}: an XML file that is neither an NCCL topology (<system>) nor GraphML"
+        )
+    if suffix not in DOCUMENT_SUFFIXES and not text.lstrip().startswith("{"):
         raise ImportFormatError(
             f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}; use "
-            f".json/.yaml (optcoll, msccl-tools, TACCL), .graphml, or .edgelist/.edges/.txt, "
-            f"or name the format ({', '.join(FORMATS)})"
+            f".json/.yaml (optcoll, msccl-tools, TACCL), .xml (NCCL), .graphml, or "
+            f".edgelist/.edges/.txt, or name the format ({', '.join(FORMATS)})"
         )
     data = read_document(path)
     return next(f.name for f in REGISTRY if f.claims is not None and f.claims(data))

@@ -15,6 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     parser.add_argument("target", metavar="OUT", help="output file: .json, .yaml or .yml")
     parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    parser.add_argument(
+        "--format",
+        choices=("optcoll", "astra-sim"),
+        default="optcoll",
+        help="optcoll topology file (default), or an ASTRA-sim analytical network config "
+        "(YAML) where the topology has that shape",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,6 +31,17 @@ def run(args: argparse.Namespace) -> int:
     inputs = input_files(args.source)
     target = check_output(args.target, force=args.force, inputs=inputs)
     topo = load_topology(args.source, **reader_options(args))
+    if args.format == "astra-sim":
+        import yaml
+
+        from optcoll.io.astra_sim import to_astra_network
+        from optcoll.output import write_output
+
+        config = to_astra_network(topo)
+        text = yaml.safe_dump(config, sort_keys=False, default_flow_style=None)
+        write_output(target, text, force=args.force, inputs=inputs)
+        print(f"wrote {target}: ASTRA-sim network {config['topology']} x {config['npus_count']}")
+        return 0
     save_topology(topo, target, force=args.force, inputs=inputs)
     print(
         f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "

@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+from optcoll.io.astra_sim import from_astra_network, to_astra_network
 from optcoll.io.document import read_document, write_document
 from optcoll.io.edgelist import from_edgelist
 from optcoll.io.graphml import from_graphml
@@ -71,4 +72,6 @@ __all__ = [
     "from_graphml",
     "from_edgelist",
     "from_nccl_xml",
+    "from_astra_network",
+    "to_astra_network",
 ]

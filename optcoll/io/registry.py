@@ -29,6 +29,7 @@ from typing import Any
 
 from optcoll import topologies
 from optcoll.exceptions import FileFormatError, ImportFormatError, TopologyError
+from optcoll.io.astra_sim import from_astra_network, is_astra_network
 from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, read_text
 from optcoll.io.edgelist import from_edgelist
 from optcoll.io.graphml import from_graphml
@@ -87,6 +88,10 @@ def _read_edgelist(path: Path, name: str | None, options: dict[str, Any]) -> Top
     return from_edgelist(read_text(path), name=name or path.stem, **options)
 
 
+def _read_astra(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
+    return from_astra_network(read_document(path), name=name or path.stem)
+
+
 def _read_nccl(path: Path, name: str | None, options: dict[str, Any]) -> Topology:
     return from_nccl_xml(read_text(path), name=name or path.stem, **options)
 
@@ -114,6 +119,12 @@ REGISTRY: tuple[TopologyFormat, ...] = (
         _read_msccl,
         claims=is_msccl,
         options=("link_bandwidth",),
+    ),
+    TopologyFormat(
+        "astra-sim",
+        "ASTRA-sim analytical network config (YAML)",
+        _read_astra,
+        claims=is_astra_network,
     ),
     TopologyFormat(
         "graphml",
@@ -156,7 +167,8 @@ def detect_format(path: str | Path) -> str:
     (``.json``, ``.yaml``, ``.yml``, or any other suffix when the text starts
     with ``{``) goes to the first format whose content test accepts it:
     TACCL's when it has ``gpus_per_node``, msccl-tools' when it has
-    ``msccl_type`` or a ``links`` matrix, optcoll's otherwise.
+    ``msccl_type`` or a ``links`` matrix, ASTRA-sim's when it has ``topology``
+    and ``npus_count`` lists, optcoll's otherwise.
 
     Raises
     ------

@@ -87,6 +87,10 @@ class TopologySpecError(OptCollError):
     """A built-in topology spec such as ``dgx-a100:4`` is unknown or malformed."""
 
 
+class GroupError(OptCollError):
+    """Process groups (``--groups``) that the topology cannot run: bad member, spec or file."""
+
+
 # --- algorithms ---------------------------------------------------------------------
 
 

@@ -26,6 +26,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allgather (default: r* and its cut) or alltoall (t* by the exact LP, its "
         "certificate and the cut bound)",
     )
+    parser.add_argument(
+        "--groups",
+        metavar="GROUPS",
+        help="process groups running the allgather at once: blocks:T (consecutive groups of T "
+        "compute nodes in rank order = the order of compute nodes in the topology, box by box "
+        "for built-ins), strided:T (groups of T taking every (N/T)-th compute node) or a "
+        "JSON/YAML file (a list of groups of compute-node ids, or {groups: [...], relay: ...})",
+    )
+    parser.add_argument(
+        "--relay",
+        choices=("members", "any"),
+        help="with --groups: which nodes carry a group's data: members (default: its members "
+        "and switches) or any (other compute nodes forward without copying)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -34,6 +48,12 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
 
     topology = load_topology(args.topo, **reader_options(args))
+    if args.groups is not None:
+        return _groups(topology, args)
+    if args.relay is not None:
+        from optcoll.exceptions import GroupError
+
+        raise GroupError("--relay applies to process groups: give --groups too")
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)
@@ -98,6 +118,43 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
         ("flow-cut gap", f"{data['flow_cut_gap']} (= {float(bound.flow_cut_gap):.4f})"),
         ("LP", f"{data['lp_variables']} variables, {bound.seconds:.3f} s"),
     ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+def _groups(topology: Any, args: argparse.Namespace) -> int:
+    from optcoll.exceptions import MethodError
+    from optcoll.groups import groups_bound, parse_groups
+
+    if args.collective != "allgather" or args.method != "combinatorial":
+        raise MethodError(
+            "--groups computes the allgather of concurrent groups (each group by the "
+            "combinatorial method, several at once by their exact LP); drop "
+            + ("--collective" if args.collective != "allgather" else "--method")
+        )
+    bound = groups_bound(parse_groups(topology, args.groups, args.relay))
+    data = bound.to_dict()
+    if args.json:
+        print_json(data)
+        return 0
+    unit = topology.bandwidth_unit
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("groups", f"{data['num_groups']} (relay {data['relay']})"),
+        ("time factor t*", f"{data['time_factor']} per {unit} (= {float(bound.time_factor):.6g})"),
+    ]
+    for i, group in enumerate(data["groups"]):
+        rows.append(
+            (
+                f"group {i}",
+                f"{len(group['members'])} members, alone {group['optimum']}, "
+                f"slowdown {group['slowdown']}",
+            )
+        )
+    links = data["certificate"]["binding_links"]
+    rows.append(("certificate", f"{data['certificate']['kind']}: {len(links)} binding links"))
+    rows.append(("method", f"{bound.method}, {bound.seconds:.3f} s"))
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0

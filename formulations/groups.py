@@ -1,0 +1,178 @@
+"""Concurrent process groups: the exact optimal time of several groups' allgathers at once.
+
+Groups ``g`` (disjoint sets of compute nodes, :mod:`optcoll.groups`) run an
+allgather each, at the same time, on one network; each member's shard is one
+unit. The optimal time t* is the optimum of the LP
+
+    minimise t  subject to, for every group g, root r in g, destination d in g - {r}:
+        f_grd a unit flow from r to d,      f_grd(e) <= x_gr(e)  (r's data on e, shared by
+                                                                   the destinations: copies)
+        at every node u outside g:          sum_out x_gr(u) <= sum_in x_gr(u)  (forward only)
+        x_gr(e) = 0 on links the relaying forbids (relay ``members``: only members and
+                                                   switches carry g's data)
+        sum over g, r of x_gr(e) <= t * bw(e)   for every link e.
+
+It is one multicast commodity per ``(g, r)`` of the multi-commodity layer
+(:mod:`formulations.multicommodity`: source r, sinks g - {r}, relays the nodes
+the relaying allows), solved on the integer-scaled capacities and proved
+exactly there: the vertex and duals of HiGHS's final basis are recovered as
+fractions and checked by exact LP duality, and the routing's time is recomputed.
+
+**Lower bound.** Every schedule in which members copy and other nodes only
+forward gives such ``x`` (the data of root r on each link, divided by the
+time), so no such schedule beats t*.
+
+**Attained.** Let ``c_g(e) = sum_r x_gr(e) / t*``. Every node outside g has
+in >= out in each ``x_gr``, hence in ``c_g``; every set S holding some but not
+all members has, for a member d outside S and each root r in S, a unit of
+f_grd leaving S, so ``t* c_g(δ+(S)) >= sum_{r in S ∩ g} x_gr(δ+(S)) >= |S ∩ g|``.
+So on capacities ``c_g`` the group's cut ratio is at most t* with every relay
+balanced, and the single-group construction (edge splitting, then Edmonds'
+branchings; :mod:`formulations.multicast`) gives trees for g within time t*;
+the union of all groups' trees loads link e with at most
+``t* sum_g c_g(e) <= t* bw(e)``. The optimum is optimal *among* fractional
+schedules in which members copy and every other node forwards without copying
+(time = largest link load over bandwidth).
+
+**Certificate.** The capacity rows' duals, normalised to ``sum_e bw(e) l(e) = 1``
+(in integer capacity units), are nonzero only on links that are full at t*
+(complementary slackness): those are the binding links, reported with the
+groups whose data crosses them.
+
+Size: ``sum_g |g| (|g| - 1)`` flows, each over the links its relays allow.
+
+Examples
+--------
+Two groups of two on a 4-ring, each wanting the other's pair of links:
+
+>>> from optcoll import load_topology
+>>> from optcoll.groups import make_groups
+>>> topo = load_topology("ring:4,bw=1")
+>>> groups = make_groups(topo, [["n0", "n2"], ["n1", "n3"]], relay="any")
+>>> concurrent_optimum(groups, [0, 1]).time_factor
+Fraction(1, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from formulations.multicast import MAX_FLOW_VARIABLES
+from formulations.multicommodity import Commodity, solve_multicommodity
+from optcoll.exceptions import MethodError
+from optcoll.rational import fraction_text
+
+if TYPE_CHECKING:
+    from optcoll.groups import ProcessGroups
+
+__all__ = ["group_commodities", "ConcurrentGroups", "concurrent_optimum"]
+
+Arc = tuple[str, str]
+
+
+def group_commodities(groups: ProcessGroups, indices: Iterable[int]) -> list[tuple[int, Commodity]]:
+    """One multicast commodity per root of each group in ``indices``, with its group's index.
+
+    Raises
+    ------
+    MethodError
+        If the LP would have more than
+        :data:`formulations.multicast.MAX_FLOW_VARIABLES` flow variables.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> groups = make_groups(load_topology("ring:4"), [["n0", "n1"]])
+    >>> [(g, k.source, dict(k.demands), sorted(k.relays)) for g, k in group_commodities(groups, [0])]
+    [(0, 'n0', {'n1': 1}, ['n0', 'n1']), (0, 'n1', {'n0': 1}, ['n0', 'n1'])]
+    """
+    out = []
+    arcs = list(groups.topology.capacity)
+    size = 0
+    for g in indices:
+        members = groups.groups[g]
+        relays = groups.relays(g)
+        for root in members:
+            commodity = Commodity(root, {d: 1 for d in members if d != root}, True, relays)
+            size += (len(members) - 1) * sum(1 for arc in arcs if commodity.usable(arc))
+            out.append((g, commodity))
+    if size > MAX_FLOW_VARIABLES:
+        raise MethodError(
+            f"the concurrent-groups LP of {groups.topology.name!r} would have {size} flow "
+            f"variables (at most {MAX_FLOW_VARIABLES})"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class ConcurrentGroups:
+    """The solved concurrent-groups LP, exact and proved optimal.
+
+    ``time_factor`` is t* in 1/bandwidth units; ``loads[g][e]`` group g's
+    exact data on link e, ``sum_r x_gr(e)`` in unit shards
+    (``sum_g loads[g][e] <= t* bw(e)``); ``lengths[e]`` the normalised dual of
+    link e's capacity row (nonzero only on binding links).
+    """
+
+    groups: ProcessGroups
+    time_factor: Fraction
+    loads: dict[int, dict[Arc, Fraction]]
+    lengths: dict[Arc, Fraction]
+
+    def binding_links(self) -> tuple[dict[str, Any], ...]:
+        """The links with nonzero duals, each with its dual and the groups' shares of it.
+
+        A group's ``share`` is its load on the link over ``t* bw``; the shares
+        of a binding link add up to 1.
+        """
+        bandwidth = self.groups.topology.capacity
+        full = self.time_factor
+        rows = []
+        for arc, length in self.lengths.items():
+            shares = {
+                g: load[arc] / (full * bandwidth[arc])
+                for g, load in sorted(self.loads.items())
+                if load.get(arc)
+            }
+            rows.append(
+                {
+                    "src": arc[0],
+                    "dst": arc[1],
+                    "bandwidth": fraction_text(bandwidth[arc]),
+                    "dual": fraction_text(length),
+                    "groups": list(shares),
+                    "shares": [fraction_text(s) for s in shares.values()],
+                }
+            )
+        return tuple(rows)
+
+
+def concurrent_optimum(
+    groups: ProcessGroups, indices: Iterable[int], *, time_limit: float | None = None
+) -> ConcurrentGroups:
+    """Solve the LP for the groups numbered ``indices`` running at once; exact and proved.
+
+    Raises
+    ------
+    MethodError
+        If the model is too large (see :func:`group_commodities`).
+    ReconstructionError
+        If the exact vertex or duals are not recovered or not proved optimal.
+    """
+    topo = groups.topology
+    pairs = group_commodities(groups, indices)
+    caps, unit = topo.integer_capacities()
+    result = solve_multicommodity(
+        topo.node_ids, dict(caps), [k for _, k in pairs], time_limit=time_limit
+    )
+    loads: dict[int, dict[Arc, Fraction]] = {}
+    for (g, _), load in zip(pairs, result.loads, strict=True):
+        share = loads.setdefault(g, {})
+        for arc, x in load.items():
+            share[arc] = share.get(arc, Fraction(0)) + x
+    lengths = {arc: length for arc, length in result.lengths.items() if length}
+    return ConcurrentGroups(groups, result.time / unit, loads, lengths)

@@ -1,0 +1,436 @@
+"""Process groups: collectives in which only some compute nodes take part.
+
+A **group** is a set of two or more compute nodes running one collective; several
+disjoint groups may run it at the same time (**concurrent groups**), sharing
+every link. Each member's shard is one unit of data. **Relaying** says which
+other nodes may carry a group's data:
+
+``members`` (default)
+    only the group's members and the switches, as an NCCL/MSCCL communicator
+    does; for one group this is the topology with the non-member compute nodes
+    removed.
+``any``
+    every node: compute nodes outside the group forward its data without
+    copying it, like a switch (PXN-style); for one group this is the topology
+    with the non-members retyped as switches.
+
+In both cases members copy and nothing else does.
+
+**One group.** Its optimum is the cut ratio of the group on that graph,
+``r*_g = max |S ∩ g| / B+(S)`` over node sets ``S`` holding some but not all
+members: the allgather optimum of :mod:`optcoll.bound` with the group as the
+compute nodes. That bound is attained when every relay has at least as much
+capacity in as out (:mod:`formulations.multicast`); when some relay has less
+(for instance a non-member GPU with more bandwidth out than in, retyped as a
+switch), the group's optimum is taken from the exact multicast LP instead, and
+the cut ratio is a lower bound only.
+
+**Concurrent groups.** The optimal time is the exact optimum of the LP of
+:mod:`formulations.groups` (proved by LP duality); its duals name the binding
+links and the groups that share them.
+
+GROUPS, on the command line and in :func:`parse_groups`, is a JSON/YAML file
+holding a list of groups (each a list of compute-node ids) or an object
+``{"groups": [...], "relay": "members" | "any"}``, or a spec over the
+**rank order** (the order of the compute nodes in the topology; for built-ins,
+box by box): ``blocks:T`` (consecutive groups of ``T`` ranks, tensor-parallel
+style) or ``strided:T`` (``N / T`` groups of ``T`` ranks, group ``j`` holding
+ranks ``j, j + N/T, j + 2N/T, ...``: data-parallel style).
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> topo = load_topology("dgx-a100:2")
+>>> groups = parse_groups(topo, "strided:2", relay="members")
+>>> groups.groups[0]
+('b0.gpu0', 'b1.gpu0')
+>>> group_optimum(groups, 0).ratio
+Fraction(1, 25)
+>>> group_optimum(parse_groups(topo, "strided:2", relay="any"), 0).ratio
+Fraction(1, 200)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from optcoll.bound import optimal_cut_ratio
+from optcoll.exceptions import GroupError
+from optcoll.rational import fraction_text
+from optcoll.topology import Link, Node, Topology
+
+__all__ = [
+    "RELAYS",
+    "ProcessGroups",
+    "parse_groups",
+    "make_groups",
+    "GroupOptimum",
+    "group_optimum",
+    "GroupsBound",
+    "groups_bound",
+]
+
+#: The relaying modes, default first.
+RELAYS = ("members", "any")
+
+_SPEC = re.compile(r"^(blocks|strided):(.*)$")
+
+
+@dataclass(frozen=True)
+class ProcessGroups:
+    """Disjoint groups of compute nodes of ``topology`` and how their data may be relayed.
+
+    Build it with :func:`make_groups` or :func:`parse_groups`, which check it.
+    """
+
+    topology: Topology = field(repr=False)
+    groups: tuple[tuple[str, ...], ...]
+    relay: str
+
+    def relays(self, index: int) -> frozenset[str] | None:
+        """The nodes that may forward group ``index``'s data (``None``: every node).
+
+        Examples
+        --------
+        >>> from optcoll import load_topology
+        >>> groups = make_groups(load_topology("ring:4"), [["n0", "n1"]])
+        >>> sorted(groups.relays(0))
+        ['n0', 'n1']
+        """
+        if self.relay == "any":
+            return None
+        return frozenset(self.groups[index]) | frozenset(self.topology.switch_nodes)
+
+    def group_topology(self, index: int) -> Topology:
+        """The topology group ``index`` sees alone: its members are the compute nodes.
+
+        Non-members are retyped as switches (relay ``any``) or, if compute
+        nodes, removed with their links (relay ``members``).
+
+        Examples
+        --------
+        >>> from optcoll import load_topology
+        >>> groups = make_groups(load_topology("ring:4"), [["n0", "n2"]], relay="any")
+        >>> groups.group_topology(0).switch_nodes
+        ('n1', 'n3')
+        """
+        topo, members = self.topology, set(self.groups[index])
+        if self.relay == "any":
+            nodes = [
+                node
+                if node.id in members or not node.is_compute
+                else Node(node.id, "switch", node.group)
+                for node in topo.nodes
+            ]
+            links: Iterable[Link] = topo.links
+        else:
+            gone = {v for v in topo.compute_nodes if v not in members}
+            nodes = [node for node in topo.nodes if node.id not in gone]
+            links = [link for link in topo.links if link.src not in gone and link.dst not in gone]
+        return Topology(
+            f"{topo.name} group {index}",
+            nodes,
+            links,
+            topo.bandwidth_unit,
+            f"group {index} of {topo.name} (relay {self.relay})",
+        )
+
+
+def make_groups(
+    topology: Topology, groups: Sequence[Sequence[Any]], relay: str = "members"
+) -> ProcessGroups:
+    """Check ``groups`` (lists of compute-node ids) against ``topology`` and ``relay``.
+
+    Raises
+    ------
+    GroupError
+        An unknown relay mode, no groups, a group that is not a list, a member
+        that is not a node or not a compute node, a node named twice, a group
+        of fewer than two members, or members that cannot reach each other
+        through the nodes the relay mode allows.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> make_groups(load_topology("ring:4"), [["n0", "n0"]])
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.GroupError: group 0 names node 'n0' twice
+    """
+    if relay not in RELAYS:
+        raise GroupError(f"unknown relay mode {relay!r}; valid modes are {', '.join(RELAYS)}")
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
+        raise GroupError("groups must be a non-empty list of groups (lists of compute-node ids)")
+    seen: dict[str, int] = {}
+    checked = []
+    for index, group in enumerate(groups):
+        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+            raise GroupError(f"group {index} must be a list of compute-node ids, got {group!r}")
+        for member in group:
+            if not isinstance(member, str) or member not in topology.node:
+                raise GroupError(
+                    f"group {index}: {member!r} is not a node of topology {topology.name!r}"
+                )
+            if not topology.is_compute(member):
+                raise GroupError(
+                    f"group {index}: {member!r} is a switch, not a compute node of "
+                    f"topology {topology.name!r}"
+                )
+            if member in seen:
+                where = "twice" if seen[member] == index else f"and group {seen[member]} too"
+                raise GroupError(f"group {index} names node {member!r} {where}")
+            seen[member] = index
+        if len(group) < 2:
+            raise GroupError(
+                f"group {index} has {len(group)} member{'s' * (len(group) != 1)}; "
+                f"a group needs at least two compute nodes"
+            )
+        checked.append(tuple(group))
+    result = ProcessGroups(topology, tuple(checked), relay)
+    for index in range(len(result.groups)):
+        _check_reachable(result, index)
+    return result
+
+
+def _check_reachable(groups: ProcessGroups, index: int) -> None:
+    topo, members = groups.topology, groups.groups[index]
+    allowed = groups.relays(index)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(members)
+    graph.add_edges_from(
+        arc for arc in topo.capacity if allowed is None or (arc[0] in allowed and arc[1] in allowed)
+    )
+    first = members[0]
+    forward, backward = nx.descendants(graph, first), nx.ancestors(graph, first)
+    for member in members[1:]:
+        if member not in forward or member not in backward:
+            a, b = (first, member) if member not in forward else (member, first)
+            raise GroupError(
+                f"group {index}: {a!r} cannot reach {b!r} through "
+                + (
+                    "members and switches (try --relay any)"
+                    if groups.relay == "members"
+                    else "the network"
+                )
+            )
+
+
+def parse_groups(topology: Topology, text: str, relay: str | None = None) -> ProcessGroups:
+    """ProcessGroups from GROUPS: ``blocks:T``, ``strided:T`` or a JSON/YAML file.
+
+    ``relay`` (``None``: the file's ``"relay"``, else ``members``) must agree
+    with a ``"relay"`` the file states.
+
+    Raises
+    ------
+    GroupError
+        A spec whose ``T`` is not an integer >= 2 dividing N, a file that does
+        not exist or holds something other than groups, or a relay that
+        contradicts the file's; and every error of :func:`make_groups`.
+    FileFormatError
+        A file that is not valid JSON/YAML.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> [len(g) for g in parse_groups(load_topology("dgx-a100:2"), "blocks:8").groups]
+    [8, 8]
+    >>> parse_groups(load_topology("dgx-a100:2"), "blocks:3")
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.GroupError: blocks:3: 3 does not divide the 16 compute nodes of dgx-a100:2
+    """
+    match = _SPEC.match(text)
+    if match is not None:
+        return make_groups(
+            topology, _spec_groups(topology, text, *match.groups()), relay or "members"
+        )
+    from optcoll.io.document import read_document
+
+    path = Path(text)
+    if not path.is_file():
+        raise GroupError(
+            f"GROUPS {text!r} is neither blocks:T, strided:T nor an existing JSON/YAML file"
+        )
+    data = read_document(path)
+    stated = None
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"groups", "relay"})
+        if unknown or "groups" not in data:
+            raise GroupError(
+                f"{path}: a groups object has the fields 'groups' and optionally 'relay'"
+                + (f", not {', '.join(map(repr, unknown))}" if unknown else "")
+            )
+        stated = data.get("relay")
+        data = data["groups"]
+    if stated is not None and relay is not None and stated != relay:
+        raise GroupError(f"{path} says relay {stated!r} but --relay {relay} was given")
+    if not isinstance(data, list):
+        raise GroupError(f"{path}: expected a list of groups (lists of compute-node ids)")
+    try:
+        return make_groups(topology, data, relay or stated or "members")
+    except GroupError as err:
+        raise GroupError(f"{path}: {err}") from None
+
+
+def _spec_groups(topology: Topology, text: str, kind: str, size_text: str) -> list[list[str]]:
+    ranks = topology.compute_nodes
+    n = len(ranks)
+    if not size_text.isdigit() or int(size_text) < 2:
+        raise GroupError(f"{text}: the group size must be an integer >= 2, got {size_text!r}")
+    size = int(size_text)
+    if n % size:
+        raise GroupError(f"{text}: {size} does not divide the {n} compute nodes of {topology.name}")
+    if kind == "blocks":
+        return [list(ranks[i : i + size]) for i in range(0, n, size)]
+    stride = n // size
+    return [list(ranks[j::stride]) for j in range(stride)]
+
+
+@dataclass(frozen=True)
+class GroupOptimum:
+    """One group's optimum alone: ``ratio`` r*_g (time per unit shard, 1/bandwidth units).
+
+    ``cut`` is a node set with ``cut_members / cut_bandwidth`` = the cut
+    ratio; ``exact_by`` is ``"cut"`` when that ratio is the optimum (every
+    relay has in >= out) and ``"lp"`` when the optimum came from the exact
+    multicast LP (the cut ratio then only bounds it from below).
+    """
+
+    members: tuple[str, ...]
+    ratio: Fraction
+    cut: frozenset[str]
+    cut_members: int
+    cut_bandwidth: Fraction
+    exact_by: str
+
+    def to_dict(self, order: dict[str, int]) -> dict[str, Any]:
+        """JSON-ready (exact numbers as ``"p/q"``), the cut in topology order."""
+        return {
+            "members": list(self.members),
+            "optimum": fraction_text(self.ratio),
+            "bottleneck_cut": sorted(self.cut, key=order.__getitem__),
+            "cut_members": self.cut_members,
+            "cut_bandwidth": fraction_text(self.cut_bandwidth),
+            "exact_by": self.exact_by,
+        }
+
+
+def _balanced(topology: Topology) -> bool:
+    return all(topology.in_bandwidth(v) >= topology.out_bandwidth(v) for v in topology.switch_nodes)
+
+
+def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
+    """Group ``index``'s exact optimum alone, with its bottleneck cut.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> topo = load_topology("dgx-a100:1")
+    >>> alone = group_optimum(make_groups(topo, [list(topo.compute_nodes)]), 0)
+    >>> alone.ratio == optimal_cut_ratio(topo).ratio, alone.exact_by
+    (True, 'cut')
+    """
+    view = groups.group_topology(index)
+    cut = optimal_cut_ratio(view)
+    ratio, exact_by = cut.ratio, "cut"
+    if not _balanced(view):
+        from formulations.groups import concurrent_optimum
+
+        ratio, exact_by = concurrent_optimum(groups, [index]).time_factor, "lp"
+    return GroupOptimum(
+        groups.groups[index],
+        ratio,
+        cut.bottleneck_cut,
+        cut.cut_compute,
+        cut.cut_bandwidth,
+        exact_by,
+    )
+
+
+@dataclass(frozen=True)
+class GroupsBound:
+    """The concurrent groups' exact optimal time and its certificate.
+
+    ``time_factor`` is t*, the time per unit shard with every group running at
+    once (1/bandwidth units); ``alone[i]`` group i's optimum alone, so its
+    slowdown from sharing is ``time_factor / alone[i].ratio``. ``binding``
+    lists the links whose capacity rows have nonzero duals (each, by
+    complementary slackness, full at t*) with their dual length and the loads
+    of the groups that share them; empty for a single group, whose certificate
+    is its bottleneck cut.
+    """
+
+    groups: ProcessGroups = field(repr=False)
+    time_factor: Fraction
+    alone: tuple[GroupOptimum, ...]
+    binding: tuple[dict[str, Any], ...]
+    method: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (exact numbers as ``"p/q"`` strings)."""
+        topo = self.groups.topology
+        order = {v: i for i, v in enumerate(topo.node_ids)}
+        return {
+            "topology": topo.name,
+            "bandwidth_unit": topo.bandwidth_unit,
+            "relay": self.groups.relay,
+            "num_groups": len(self.groups.groups),
+            "time_factor": fraction_text(self.time_factor),
+            "groups": [
+                {
+                    **alone.to_dict(order),
+                    "slowdown": fraction_text(self.time_factor / alone.ratio),
+                }
+                for alone in self.alone
+            ],
+            "certificate": {
+                "kind": "bottleneck cut" if len(self.alone) == 1 else "capacity duals",
+                "binding_links": list(self.binding),
+            },
+            "method": self.method,
+            "seconds": self.seconds,
+        }
+
+
+def groups_bound(groups: ProcessGroups) -> GroupsBound:
+    """The exact optimal time of ``groups`` running at once, each group alone, the certificate.
+
+    One group alone needs no LP (its optimum is :func:`group_optimum`); several
+    take the LP of :mod:`formulations.groups`.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> bound = groups_bound(parse_groups(load_topology("dgx-a100:2"), "strided:2"))
+    >>> bound.time_factor, bound.alone[0].ratio
+    (Fraction(1, 25), Fraction(1, 25))
+    """
+    start = time.perf_counter()
+    alone = tuple(group_optimum(groups, i) for i in range(len(groups.groups)))
+    if len(alone) == 1:
+        t = alone[0].ratio
+        leaving = [
+            arc
+            for arc in groups.group_topology(0).capacity
+            if arc[0] in alone[0].cut and arc[1] not in alone[0].cut
+        ]
+        binding: tuple[dict[str, Any], ...] = tuple(
+            {"src": u, "dst": v, "groups": [0]} for u, v in leaving
+        )
+        method = "combinatorial" if alone[0].exact_by == "cut" else "lp"
+    else:
+        from formulations.groups import concurrent_optimum
+
+        result = concurrent_optimum(groups, range(len(groups.groups)))
+        t, binding, method = result.time_factor, result.binding_links(), "lp"
+    return GroupsBound(groups, t, alone, binding, method, time.perf_counter() - start)

@@ -35,6 +35,7 @@ COMMANDS = (
     "crosscheck",
     "trees",
     "export",
+    "check_xml",
     "compare",
     "lp",
 )

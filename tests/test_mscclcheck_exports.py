@@ -1,16 +1,18 @@
 """``optcoll check-xml`` on what ``optcoll export`` writes: every built-in family at a small
 size, every collective, one and two channels.
 
-Two questions, kept apart: does the program run correctly (no deadlock at depths 1, 2 and 8,
-every output chunk right, no race, no unmatched transfer), and does the default runtime's
-parser accept it (attributes, spellings, limits)? Known exporter defects are strict xfails
-whose reason says what fails, so that a fix shows as an unexpected pass.
+Every file an export writes (in place and out of place where they differ) must run correctly
+(no deadlock at depths 1, 2 and 8, every output chunk right, no race, no unmatched transfer)
+and be accepted by the parser of the runtime it was written for (attributes, spellings,
+limits). A known exporter defect is a strict xfail whose reason says what fails, so that a
+fix shows as an unexpected pass.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 
 import pytest
 
@@ -34,21 +36,15 @@ FAMILIES = (
     "mi250:1",
 )
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
-RUNTIME_RULES = ("limit", "spelling")
 
 ASYMMETRIC_ALLREDUCE = pytest.mark.xfail(
     strict=True,
     reason="export refuses allreduce on a topology with a link whose reverse is missing "
     "(random:n=5,seed=1): 'a reversed tree path uses link c1 -> c0'",
 )
-RCCL_SPELLING = pytest.mark.xfail(
-    strict=True,
-    reason="export writes coll='reduce_scatter'; RCCL's parser reads only 'reducescatter' "
-    "(msccl_parser.cc:347) and refuses the file",
-)
 
 
-def _cases(rule_marks: bool) -> list:
+def _cases() -> list:
     cases = []
     for family in FAMILIES:
         for collective in COLLECTIVES:
@@ -56,8 +52,6 @@ def _cases(rule_marks: bool) -> list:
                 marks = []
                 if family.startswith("random") and collective == "allreduce":
                     marks.append(ASYMMETRIC_ALLREDUCE)
-                elif rule_marks and collective == "reduce_scatter":
-                    marks.append(RCCL_SPELLING)
                 cases.append(pytest.param(family, collective, channels, marks=marks))
     return cases
 
@@ -65,36 +59,20 @@ def _cases(rule_marks: bool) -> list:
 _REPORTS: dict = {}
 
 
-@pytest.fixture
-def export(tmp_path_factory):
-    """Export (once per case) and check the file; the report."""
-
-    def run(family: str, collective: str, channels: int):
-        key = (family, collective, channels)
-        if key not in _REPORTS:
-            path = tmp_path_factory.mktemp("export") / "program.xml"
-            args = ["export", family, "--collective", collective, "-o", str(path)]
-            err = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-                status = main([*args, "--channels", str(channels)])
-            assert status == 0, err.getvalue()
-            _REPORTS[key] = check_file(path)
-        return _REPORTS[key]
-
-    return run
-
-
-@pytest.mark.parametrize("family,collective,channels", _cases(rule_marks=False))
-def test_every_export_runs_correctly(export, family, collective, channels):
-    report = export(family, collective, channels)
-    assert report.executed and report.depths == (1, 2, 8)
-    wrong = [f for f in report.findings if f.kind not in RUNTIME_RULES]
-    assert not wrong, wrong
-    assert report.pair_load and all(load > 0 for load in report.pair_load.values())
-
-
-@pytest.mark.parametrize("family,collective,channels", _cases(rule_marks=True))
-def test_every_export_passes_the_rccl_parser(export, family, collective, channels):
-    report = export(family, collective, channels)
-    refused = [f for f in report.findings if f.kind in RUNTIME_RULES]
-    assert not refused, refused
+@pytest.mark.parametrize("family,collective,channels", _cases())
+def test_every_export_passes_check_xml(tmp_path, family, collective, channels):
+    args = ["export", family, "--collective", collective, "-o", str(tmp_path / "program.xml")]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([*args, "--channels", str(channels), "--runtime", "rccl", "--json"])
+    assert status == 0, err.getvalue()
+    files = json.loads(out.getvalue())["files"]
+    placements = set()
+    for written in files:
+        report = check_file(written["path"], runtime="rccl")
+        assert report.ok, report.findings
+        assert report.executed and report.depths == (1, 2, 8)
+        assert report.pair_load and all(load > 0 for load in report.pair_load.values())
+        placements.update(report.placements)
+    # every export serves both placements, in one file or two
+    assert placements == {"in place", "out of place"}

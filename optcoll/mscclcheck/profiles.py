@@ -14,7 +14,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["RuntimeProfile", "PROFILES", "SOURCES", "DEFAULT_RUNTIME", "runtime_profile"]
 
@@ -131,77 +131,50 @@ _RCCL_SOURCES = {
     "selection": "src/misc/msccl/msccl_lifecycle.cc:313-338 (in-place test per collective)",
 }
 
+_RCCL = RuntimeProfile(
+    name="rccl",
+    collectives=_RCCL_COLLECTIVES,
+    max_steps=64,
+    max_threadblocks=64,
+    max_channel=128,
+    max_peers_per_channel=32,
+    max_count=72,
+    min_count=0,
+    max_depid=127,
+    max_offset=32767,
+    max_xml_nodes=4096,
+    max_value_length=254,
+    step_types=("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
+    protocols=("Simple", "LL128", "LL"),
+    required={
+        "algo": (
+            "nchunksperloop",
+            "nchannels",
+            "ngpus",
+            "proto",
+            "coll",
+            "minBytes",
+            "maxBytes",
+            "inplace",
+            "outofplace",
+        ),
+        "gpu": _GPU_ATTRIBUTES,
+        "tb": _TB_ATTRIBUTES,
+        "step": _STEP_ATTRIBUTES,
+    },
+    has_outofplace=True,
+    max_bytes_zero_unbounded=True,
+    chunks_match_loop=False,
+    sources=_RCCL_SOURCES,
+)
+
 PROFILES: dict[str, RuntimeProfile] = {
-    "rccl": RuntimeProfile(
-        name="rccl",
-        collectives=_RCCL_COLLECTIVES,
-        max_steps=64,
-        max_threadblocks=64,
-        max_channel=128,
-        max_peers_per_channel=32,
-        max_count=72,
-        min_count=0,
-        max_depid=127,
-        max_offset=32767,
-        max_xml_nodes=4096,
-        max_value_length=254,
-        step_types=("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
-        protocols=("Simple", "LL128", "LL"),
-        required={
-            "algo": (
-                "nchunksperloop",
-                "nchannels",
-                "ngpus",
-                "proto",
-                "coll",
-                "minBytes",
-                "maxBytes",
-                "inplace",
-                "outofplace",
-            ),  # fmt: skip
-            "gpu": _GPU_ATTRIBUTES,
-            "tb": _TB_ATTRIBUTES,
-            "step": _STEP_ATTRIBUTES,
-        },
-        has_outofplace=True,
-        max_bytes_zero_unbounded=True,
-        chunks_match_loop=False,
-        sources=_RCCL_SOURCES,
-    ),
-    "msccl-executor": RuntimeProfile(
+    "rccl": _RCCL,
+    "msccl-executor": replace(
+        _RCCL,
         name="msccl-executor",
-        collectives=_RCCL_COLLECTIVES,
-        max_steps=64,
         max_threadblocks=32 * 32,
         max_channel=32,
-        max_peers_per_channel=32,
-        max_count=72,
-        min_count=0,
-        max_depid=127,
-        max_offset=32767,
-        max_xml_nodes=4096,
-        max_value_length=254,
-        step_types=("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
-        protocols=("Simple", "LL128", "LL"),
-        required={
-            "algo": (
-                "nchunksperloop",
-                "nchannels",
-                "ngpus",
-                "proto",
-                "coll",
-                "minBytes",
-                "maxBytes",
-                "inplace",
-                "outofplace",
-            ),  # fmt: skip
-            "gpu": _GPU_ATTRIBUTES,
-            "tb": _TB_ATTRIBUTES,
-            "step": _STEP_ATTRIBUTES,
-        },
-        has_outofplace=True,
-        max_bytes_zero_unbounded=True,
-        chunks_match_loop=False,
         sources={
             "max_steps": "makefiles/common.mk:19 (MSCCL_MAX_NUM_STEPS ?= 64)",
             "max_threadblocks": "src/include/msccl/msccl_struct.h:17-18 (32 per channel x "

@@ -322,7 +322,8 @@ def test_count_mismatch_is_reported():
     ]  # fmt: skip
     report = check_text(program("allgather", gpus, loop=4, chunks=(2, 4)))
     mismatch = messages(report, "count-mismatch")
-    assert mismatch and "GPU 1 tb 0 step 0 (r, line 12) receives chunk 0 of 1" in mismatch[0]
+    assert len(mismatch) == 1  # found at every depth, reported once
+    assert "GPU 1 tb 0 step 0 (r, line 12) receives chunk 0 of 1" in mismatch[0]
     assert "delivers chunk 0 of 2 from GPU 0 tb 0 step 0 (s, line 4)" in mismatch[0]
 
 
@@ -387,6 +388,15 @@ def test_data_race_between_unordered_thread_blocks():
     assert check_text(program("broadcast", gpus, loop=1, chunks=(1, 1))).ok
 
 
+def test_unknown_collective_runs_but_its_output_is_not_judged():
+    text = ring_allgather(2).replace('coll="allgather"', 'coll="gather"')
+    report = check_text(text)
+    assert report.ok and report.executed
+    assert report.notes == [
+        "coll='gather': the checker does not know its result; output not judged"
+    ]
+
+
 def test_deadlock_only_at_depth_one():
     # both GPUs send two chunks before receiving: needs two chunks of buffering
     gpus = [
@@ -415,7 +425,7 @@ def test_cli_exit_statuses_and_json(tmp_path, capsys):
     bad.write_text(ring_allgather(3).replace('cnt="1"', 'cnt="2"', 1))
     assert main(["check-xml", str(bad), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["ok"] is False and data["runtime"] == "rccl"
+    assert data["ok"] is False and data["runtime"] == "rccl" and data["notes"] == []
     assert {"src": 0, "dst": 1, "load": "1"} in data["pair_load"]  # 3 chunks of 3
     assert main(["check-xml", str(good), "--runtime", "msccl"]) == 1
     capsys.readouterr()

@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
             f"pair load    {len(report.pair_load)} GPU pairs send; the most, GPU {src} -> "
             f"GPU {dst}, carries {fraction_text(top)} bytes per message byte"
         )
+    for note in report.notes:
+        print(f"note         {note}")
     print(f"verdict      {'correct' if report.ok else 'WRONG'}")
     for finding in report.findings:
         print(f"  {finding.kind:<14} {finding.message}")

@@ -42,7 +42,8 @@ _MAX_REPORTED = 12
 class CheckReport:
     """What :func:`check_program` found.
 
-    ``findings`` empty means the program is correct (``ok``). ``pair_load`` maps
+    ``findings`` empty means the program is correct (``ok``); ``notes`` say what was not
+    judged (the output of a collective the checker does not know). ``pair_load`` maps
     (sender rank, receiver rank) to the bytes that pair carries per byte of message
     (the message being the ``count * sizeMultiplier`` bytes the runtime sizes chunks by).
     """
@@ -58,6 +59,7 @@ class CheckReport:
     findings: list[Finding]
     pair_load: dict[tuple[int, int], Fraction] = field(default_factory=dict)
     executed: bool = False
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +87,7 @@ class CheckReport:
             "depths": list(self.depths),
             "root": self.root,
             "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
             "max_pair_load": fraction_text(self.max_pair_load),
             "pair_load": [
                 {"src": s, "dst": d, "load": fraction_text(v)}
@@ -142,12 +145,14 @@ def check_program(
         inplace = placement == "in place"
         for n, depth in enumerate(sorted(depths, reverse=True)):
             run = execute(algo, inplace=inplace, depth=depth, values=n == 0, races=races and n == 0)
-            new = [f for f in run.findings + run.races if f not in findings]
-            for f in new:
-                findings.append(Finding(f.kind, f"{placement}: {f.message}"))
+            found = run.findings + run.races
             if n == 0 and run.completed:
-                report.root, wrong = _judge(algo, run.memory, inplace)
-                findings += [Finding(f.kind, f"{placement}: {f.message}") for f in wrong]
+                report.root, wrong = _judge(algo, run.memory, inplace, report.notes)
+                found += wrong
+            for f in found:
+                placed = Finding(f.kind, f"{placement}: {f.message}")
+                if placed not in findings:
+                    findings.append(placed)
     report.findings = _shorten(findings)
     return report
 
@@ -221,13 +226,16 @@ def _check_topology(
     return findings
 
 
-def _judge(algo: Algo, memory, inplace: bool) -> tuple[int | None, list[Finding]]:
+def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | None, list[Finding]]:
     """The root (broadcast and reduce, found from the data) and the wrong output chunks."""
     root = _infer_root(algo, memory, inplace)
     expected = expected_outputs(algo, root)
     findings: list[Finding] = []
     if expected is None:
-        return root, [Finding("unchecked", f"coll={algo.coll!r}: output data not checked")]
+        note = f"coll={algo.coll!r}: the checker does not know its result; output not judged"
+        if note not in notes:
+            notes.append(note)
+        return root, []
     if algo.collective in ("broadcast", "reduce") and root is None:
         return None, [Finding("wrong-data", f"no rank ends with a complete {algo.collective}")]
     out = "i" if inplace and algo.collective == "reduce_scatter" else "o"

@@ -24,6 +24,7 @@ RUNS = {
     "crosscheck": ["crosscheck", "ring:4", "--methods", "combinatorial"],
     "trees": ["trees", "ring:4"],
     "export": ["export", "ring:4", "-o", "{tmp}/ring.xml"],
+    "check_xml": ["check-xml", "{tmp}/program.xml"],
     "compare": ["compare", "ring:4", "--sizes", "1M"],
     "lp": ["lp", "solve", "ring:4"],
 }
@@ -50,11 +51,13 @@ def _argv(template: list[str], tmp) -> list[str]:
 @pytest.fixture
 def schedule_file(tmp_path):
     assert main(["trees", "ring:4", "-o", str(tmp_path / "schedule.json")]) == 0
+    program = ["export", "ring:4", "--collective", "allreduce", "-o", str(tmp_path / "program.xml")]
+    assert main(program) == 0  # one file serving both placements
     return tmp_path
 
 
 def test_every_command_is_exercised():
-    without_output_file = {"topologies", "show", "bound", "verify", "crosscheck"}
+    without_output_file = {"topologies", "show", "bound", "verify", "crosscheck", "check_xml"}
     assert set(RUNS) == set(COMMANDS)
     assert {argv[0] for argv in BAD_SUFFIX.values()} == set(COMMANDS) - without_output_file
 

@@ -5,7 +5,9 @@ thread block ``depid`` of its GPU has finished a step at or after ``deps`` that 
 ``hasdep`` (the runtime's flag holds the index of the last such step, ``msccl_kernel_impl.h``
 lines 269-282 and 377-378). A step of ``cnt`` chunks then moves them one at a time: a send
 puts a chunk on the connection (sender, receiver, channel), which holds at most ``depth``
-chunks (2 for the Simple protocol, 8 for LL/LL128); a receive takes the oldest chunk off
+chunks (the runtimes hold 2 messages for the Simple protocol, 8 for LL/LL128, and a
+message is one chunk once chunks are as large as a protocol step); a receive takes the
+oldest chunk off
 the connection from its peer. Values are sets of contributions ``(rank, input chunk)``
 (a reduction is their disjoint union), so the final buffers say exactly what every output
 chunk holds.

@@ -30,6 +30,8 @@ DEFAULT_RUNTIME = "rccl"
 _STEP_ATTRIBUTES = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps",
                     "hasdep")  # fmt: skip
 _TB_ATTRIBUTES = ("id", "send", "recv", "chan")
+_STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+_PROTOCOLS = ("Simple", "LL128", "LL")
 _GPU_ATTRIBUTES = ("id", "i_chunks", "o_chunks", "s_chunks")
 # RCCL's and msccl-executor's parser: one spelling per collective (the checker's name on the right)
 _RCCL_COLLECTIVES = {
@@ -144,8 +146,8 @@ _RCCL = RuntimeProfile(
     max_offset=32767,
     max_xml_nodes=4096,
     max_value_length=254,
-    step_types=("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
-    protocols=("Simple", "LL128", "LL"),
+    step_types=_STEP_TYPES,
+    protocols=_PROTOCOLS,
     required={
         "algo": (
             "nchunksperloop",
@@ -208,8 +210,8 @@ PROFILES: dict[str, RuntimeProfile] = {
         max_offset=32767,
         max_xml_nodes=4096,
         max_value_length=254,
-        step_types=("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"),
-        protocols=("Simple", "LL128", "LL"),
+        step_types=_STEP_TYPES,
+        protocols=_PROTOCOLS,
         required={
             "algo": ("name", "ngpus", "nchunksperloop", "nchannels", "proto", "coll", "inplace"),
             "gpu": _GPU_ATTRIBUTES,

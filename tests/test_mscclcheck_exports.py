@@ -4,8 +4,7 @@ size, every collective, one and two channels.
 Every file an export writes (in place and out of place where they differ) must run correctly
 (no deadlock at depths 1, 2 and 8, every output chunk right, no race, no unmatched transfer)
 and be accepted by the parser of the runtime it was written for (attributes, spellings,
-limits). A known exporter defect is a strict xfail whose reason says what fails, so that a
-fix shows as an unexpected pass.
+limits).
 """
 
 from __future__ import annotations
@@ -37,29 +36,10 @@ FAMILIES = (
 )
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 
-ASYMMETRIC_ALLREDUCE = pytest.mark.xfail(
-    strict=True,
-    reason="export refuses allreduce on a topology with a link whose reverse is missing "
-    "(random:n=5,seed=1): 'a reversed tree path uses link c1 -> c0'",
-)
+CASES = [(f, c, ch) for f in FAMILIES for c in COLLECTIVES for ch in (1, 2)]
 
 
-def _cases() -> list:
-    cases = []
-    for family in FAMILIES:
-        for collective in COLLECTIVES:
-            for channels in (1, 2):
-                marks = []
-                if family.startswith("random") and collective == "allreduce":
-                    marks.append(ASYMMETRIC_ALLREDUCE)
-                cases.append(pytest.param(family, collective, channels, marks=marks))
-    return cases
-
-
-_REPORTS: dict = {}
-
-
-@pytest.mark.parametrize("family,collective,channels", _cases())
+@pytest.mark.parametrize("family,collective,channels", CASES)
 def test_every_export_passes_check_xml(tmp_path, family, collective, channels):
     args = ["export", family, "--collective", collective, "-o", str(tmp_path / "program.xml")]
     out, err = io.StringIO(), io.StringIO()

@@ -182,6 +182,30 @@ def test_bad_yaml_names_file_line_and_column(tmp_path):
         load_topology(path)
 
 
+def _nested_mappings(depth: int) -> str:
+    return "".join(" " * level + "a:\n" for level in range(depth - 1)) + " " * (depth - 1) + "a: 1\n"
+
+
+@pytest.mark.parametrize("pure_python", [False, True])
+def test_yaml_nesting_is_limited_before_pyyaml_recurses(tmp_path, monkeypatch, pure_python):
+    """PyYAML composes nodes recursively (in C with libyaml, where no RecursionError
+    comes): a deep file once killed CI with a segfault. The depth is checked first."""
+    from optcoll.io import document
+
+    if pure_python:  # the other PyYAML build (with or without libyaml) than this one's
+        monkeypatch.setattr(document, "_SafeLoader", yaml.SafeLoader)
+    limit = document.MAX_YAML_DEPTH
+    assert read_document(write(tmp_path, "ok.yaml", _nested_mappings(limit)))["a"]["a"]
+    deep = write(tmp_path, "deep.yaml", _nested_mappings(limit + 1))
+    with pytest.raises(
+        FileFormatError, match=rf"deep\.yaml: line {limit + 1}: invalid YAML: nested more than"
+    ):
+        read_document(deep)
+    huge = write(tmp_path, "huge.yaml", _nested_mappings(20_000))
+    with pytest.raises(FileFormatError, match=r"huge\.yaml: line \d+: invalid YAML: nested"):
+        read_document(huge)
+
+
 @pytest.mark.parametrize(
     "name, text",
     [("dup.json", '{"name": "x", "name": "y"}'), ("dup.yaml", "name: x\nnodes: []\nname: y\n")],

@@ -73,6 +73,11 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Most entries (lists, mappings and scalars, shared ones counted each time they are
 #: reached) a YAML document may expand to through its aliases.
 MAX_DOCUMENT_ENTRIES = 10_000_000
+#: Deepest nesting of lists and mappings a YAML document may have. PyYAML builds
+#: nodes recursively (in C with libyaml), so a deeper file could overflow the C
+#: stack and kill the process instead of raising; the depth is checked first on
+#: the parser's flat event stream.
+MAX_YAML_DEPTH = 100
 
 
 class _StrictLoader(_SafeLoader):
@@ -142,6 +147,7 @@ def read_document(path: str | Path) -> Any:
         raise FileFormatError(f"{path}: the file is empty")
     if path.suffix.lower() in YAML_SUFFIXES:
         try:
+            _check_yaml_depth(text, path)
             data = yaml.load(text, Loader=_StrictLoader)  # a safe loader subclass
         except RecursionError:
             raise FileFormatError(f"{path}: invalid YAML: nested too deeply") from None
@@ -162,6 +168,30 @@ def read_document(path: str | Path) -> Any:
         ) from None
     except ValueError as err:  # a duplicate key
         raise FileFormatError(f"{path}: invalid JSON: {err}") from None
+
+
+def _check_yaml_depth(text: str, path: Path) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_YAML_DEPTH`, without recursing.
+
+    Raises
+    ------
+    FileFormatError
+        Naming the file and the line where the limit is passed.
+    yaml.YAMLError
+        The text is not YAML (the caller reports it).
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise FileFormatError(
+                    f"{path}: line {line}: invalid YAML: nested more than "
+                    f"{MAX_YAML_DEPTH} lists/mappings deep"
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def read_text(path: Path) -> str:
@@ -260,8 +290,10 @@ def line_of(path: Path, location: tuple[str | int, ...]) -> int | None:
     if not location:
         return None
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=_SafeLoader)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        text = path.read_text(encoding="utf-8")
+        _check_yaml_depth(text, path)
+        node = yaml.compose(text, Loader=_SafeLoader)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError, FileFormatError):
         return None
     if node is None:  # an empty document
         return None

@@ -229,7 +229,8 @@ class CutRatio:
         return f"{what}: {behind}"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (exact numbers as ``"p/q"`` strings)."""
+        """JSON-ready summary (exact numbers as
+        :func:`~optcoll.rational.fraction_text` strings: ``"p/q"``, an integer as ``"p"``)."""
         order = {v: i for i, v in enumerate(self.topology.node_ids)}
         return {
             "topology": self.topology.name,

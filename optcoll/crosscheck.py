@@ -45,6 +45,7 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
 from optcoll.forwardable import short_switches
 from optcoll.packing import pack_arborescences
+from optcoll.rational import fraction_text
 from optcoll.rounding import round_packing
 from optcoll.splitting import split_switches
 from optcoll.topology import Topology
@@ -137,7 +138,7 @@ class CrossCheck:
         """JSON-ready summary (exact values as ``"p/q"`` strings)."""
         return {
             "topology": self.topology,
-            "reference": None if self.reference is None else _text(self.reference),
+            "reference": None if self.reference is None else fraction_text(self.reference),
             "agree": self.agree,
             "disagreement": self.disagreement,
             "skipped": list(self.skipped),
@@ -156,7 +157,7 @@ class CrossCheck:
                 {
                     "method": r.method,
                     "kind": r.kind,
-                    "value": None if r.value is None else _text(r.value),
+                    "value": None if r.value is None else fraction_text(r.value),
                     "seconds": round(r.seconds, 6),
                     "cut": None if r.cut is None else list(r.cut),
                     "detail": r.detail,
@@ -437,7 +438,7 @@ def _explain(topology: Topology, results: Sequence[MethodResult]) -> str:
     named = f"every node except {outside}" if len(outside) < len(best) else str(list(best))
     where = (
         f"the cut S = {named} ({compute} compute nodes, B+(S) = "
-        f"{_text(topology.cut_bandwidth(best))}) has exact ratio {_text(ratio)}"
+        f"{fraction_text(topology.cut_bandwidth(best))}) has exact ratio {fraction_text(ratio)}"
     )
     if ratio > values[low.method]:
         return f"{text}; {where} > {_short(values[low.method])}, refuting {low.method}"
@@ -452,15 +453,9 @@ def _cut_ratio(topology: Topology, side: Sequence[str]) -> Fraction:
     return Fraction(compute) / bandwidth
 
 
-def _text(value: Fraction) -> str:
-    return (
-        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    )
-
-
 def _short(value: Fraction) -> str:
     """``p/q``, or a float with the size of ``q`` when the exact text would be unreadable."""
-    text = _text(value)
+    text = fraction_text(value)
     if len(text) <= 40:
         return text
     return f"~{float(value):.9g} (exact, {len(str(value.denominator))}-digit denominator)"

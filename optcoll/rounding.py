@@ -129,7 +129,8 @@ def round_packing(
         ``ratio_to_optimum`` (time factor / r*); in bounded mode also
         ``fixed_k_optimum`` (the time factor of the best K-chunk schedule,
         :func:`optcoll.packing.pack_arborescences` with ``k=K``) and
-        ``ratio_to_fixed_k_optimum``. Ratios are ``"p/q"`` strings.
+        ``ratio_to_fixed_k_optimum``. Ratios are :func:`~optcoll.rational.fraction_text`
+        strings (``"p/q"``, an integer as ``"p"``).
 
     Raises
     ------

@@ -213,7 +213,8 @@ class Schedule:
         return float(len(self.compute_nodes) / self.time_factor)
 
     def to_dict(self) -> dict[str, Any]:
-        """The schedule-file dictionary (JSON-ready, exact ratios as ``"p/q"`` strings)."""
+        """The schedule-file dictionary (JSON-ready, exact ratios as
+        :func:`~optcoll.rational.fraction_text` strings: ``"p/q"``, an integer as ``"p"``)."""
         data: dict[str, Any] = {
             "format": "optcoll-schedule",
             "version": SCHEDULE_VERSION,

@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from optcoll.rational import fraction_text
 from optcoll.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
@@ -143,8 +144,10 @@ class Verification:
         return {
             "valid": self.valid,
             "reason": self.reason,
-            "time_factor": _text(self.time_factor),
-            "ratio_to_optimum": _text(self.ratio_to_optimum),
+            "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
+            "ratio_to_optimum": (
+                None if self.ratio_to_optimum is None else fraction_text(self.ratio_to_optimum)
+            ),
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
         }
@@ -530,8 +533,8 @@ def _check_claims(
     if claimed is not None and claimed != time_factor:
         if time_factor < claimed:
             return (
-                f"the schedule claims time factor {_text(claimed)}, but its link loads give "
-                f"the better {_text(time_factor)}"
+                f"the schedule claims time factor {fraction_text(claimed)}, but its link loads give "
+                f"the better {fraction_text(time_factor)}"
             )
         return _excess(
             topology,
@@ -546,14 +549,14 @@ def _check_claims(
     own = schedule.cut_ratio
     if schedule.collective == "allgather" and own is not None and time_factor < own:
         return (
-            f"the time factor {_text(time_factor)} is below the schedule's own cut_ratio "
-            f"{_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
+            f"the time factor {fraction_text(time_factor)} is below the schedule's own cut_ratio "
+            f"{fraction_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
         )
     if optimum is None:
         return None
     if time_factor < optimum:
         return (
-            f"the time factor {_text(time_factor)} is below the optimum {_text(optimum)}; "
+            f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
             f"no schedule can beat a lower bound, so that optimum is wrong"
         )
     if require_optimal and time_factor > optimum:
@@ -587,29 +590,20 @@ def _excess(
         bandwidth = topology.capacity[arc]
         return (
             f"link {arc[0]!r} -> {arc[1]!r} is overloaded: it carries {_chunks(load)} at "
-            f"bandwidth {_text(bandwidth)} with k = {k} (time factor "
-            f"{_text(Fraction(load) / (k * bandwidth))}), more than the {what} time factor "
-            f"{_text(limit)} allows ({_chunks(limit * k * bandwidth)})"
+            f"bandwidth {fraction_text(bandwidth)} with k = {k} (time factor "
+            f"{fraction_text(Fraction(load) / (k * bandwidth))}), more than the {what} time factor "
+            f"{fraction_text(limit)} allows ({_chunks(limit * k * bandwidth)})"
         )
     parts = []
     for phase, (tf, arcs) in zip(phases, phase_factors, strict=True):
         u, v = _first_bottleneck(topology, arcs)
-        parts.append(f"{phase.replace('_', '-')} {_text(tf)} on link {u!r} -> {v!r}")
+        parts.append(f"{phase.replace('_', '-')} {fraction_text(tf)} on link {u!r} -> {v!r}")
     return (
-        f"the link loads give time factor {_text(time_factor)} ({' + '.join(parts)}), "
-        f"more than the {what} {_text(limit)}"
+        f"the link loads give time factor {fraction_text(time_factor)} ({' + '.join(parts)}), "
+        f"more than the {what} {fraction_text(limit)}"
     )
 
 
 def _chunks(amount: Fraction | int) -> str:
     value = Fraction(amount)
-    return f"{_text(value)} chunk" + ("" if value == 1 else "s")
-
-
-def _text(value: Fraction | int | None) -> str | None:
-    if value is None:
-        return None
-    value = Fraction(value)
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{value.numerator}/{value.denominator}"
+    return f"{fraction_text(value)} chunk" + ("" if value == 1 else "s")

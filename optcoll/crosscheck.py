@@ -44,7 +44,7 @@ from typing import Any
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
 from optcoll.forwardable import short_switches
-from optcoll.packing import pack_arborescences
+from optcoll.packing import chunk_capacities, pack_arborescences
 from optcoll.rational import fraction_text
 from optcoll.rounding import round_packing
 from optcoll.splitting import split_switches
@@ -215,11 +215,8 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     capacity: Any = topology.capacity
     if topology.switch_nodes:
         bound = optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
-        caps, unit = bound.usable.integer_capacities()
-        scaled = bound.ratio * unit  # U / k in lowest terms
-        U, k = scaled.numerator, scaled.denominator
+        k, link_capacity = chunk_capacities(topology, bound=bound)
         roots = dict.fromkeys(topology.compute_nodes, k)
-        link_capacity = {arc: U * c for arc, c in caps.items()}
         logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
         capacity = logical.capacity
     from formulations.tree_packing import fractional_tree_packing

@@ -73,6 +73,7 @@ from optcoll.exceptions import SolveError
 from optcoll.forwardable import short_switches
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
+from optcoll.rational import fraction_text
 from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
 from optcoll.topology import Topology
@@ -81,6 +82,7 @@ __all__ = [
     "pack_arborescences",
     "pack_rooted",
     "realise_paths",
+    "chunk_capacities",
     "fixed_k_capacity",
     "forwardable_floor",
     "Packing",
@@ -558,6 +560,43 @@ def _heights(trees: list[Tree]) -> list[int]:
     return result
 
 
+def chunk_capacities(
+    topology: Topology, k: int | None = None, *, bound: CutRatio | None = None
+) -> tuple[int, dict[Arc, int]]:
+    """ForestColl's ``(U, k)`` set-up: chunks per root and every link's capacity in chunks.
+
+    With ``caps, unit = bound.usable.integer_capacities()`` (the forwardable capacity
+    when a switch is short of input, else the topology's own) and ``k=None``: r* in
+    integer units is ``U / k`` in lowest terms, and link ``e`` carries ``U * caps[e]`` chunks;
+    ``k`` trees per root then fit exactly (Theorem 3 of ForestColl, arXiv 2402.06787).
+    For a given ``k``: the capacities of :func:`fixed_k_capacity`. Either way the
+    rooted connectivity to every compute node is at least ``k * N``, which is what
+    :func:`optcoll.splitting.split_switches` and :func:`pack_rooted` need.
+
+    Parameters
+    ----------
+    topology : Topology
+    k : int, optional
+        Chunks per root; None for the optimal ``k``.
+    bound : CutRatio, optional
+        ``optimal_cut_ratio(topology)`` when already computed.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> k, capacity = chunk_capacities(build("dgx-a100:1"))  # r* = 1/(7 * 300 GB/s)
+    >>> k, capacity[("b0.gpu0", "b0.nvswitch")]
+    (1, 7)
+    """
+    if k is not None:
+        return k, fixed_k_capacity(topology, k, ratio=bound and bound.ratio)[1]
+    if bound is None:
+        bound = optimal_cut_ratio(topology)
+    caps, unit = bound.usable.integer_capacities()
+    scaled = bound.ratio * unit  # U / k in lowest terms
+    return scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()}
+
+
 def fixed_k_capacity(
     topology: Topology, k: int, *, ratio: Fraction | None = None
 ) -> tuple[Fraction, dict[Arc, int]]:
@@ -719,14 +758,7 @@ def pack_arborescences(
     if bound is None:
         bound = optimal_cut_ratio(topology)
     usable = bound.usable  # the forwardable capacity when a switch is short of input
-    caps, unit = usable.integer_capacities()
-    if k is None:
-        scaled = bound.ratio * unit  # r* in integer capacity units: U / k in lowest terms
-        chunks = scaled.denominator
-        link_capacity = {e: scaled.numerator * c for e, c in caps.items()}
-    else:
-        chunks = k
-        _, link_capacity = fixed_k_capacity(topology, k, ratio=bound.ratio)
+    chunks, link_capacity = chunk_capacities(topology, k, bound=bound)
     compute = topology.compute_nodes
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
@@ -746,7 +778,7 @@ def pack_arborescences(
         "mean_height": round(sum(heights) / len(heights), 3),
         "total_sends": sum(len(t.edges) for t in trees),
         "logical_arcs": len(logical.capacity),
-        "ratio_to_optimum": str(time_factor / bound.ratio),
+        "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
     }
     if timings is not None:
         timings.update(
@@ -756,6 +788,7 @@ def pack_arborescences(
             paths=time.perf_counter() - packed,
         )
     if k is None:  # U_scaled / k = r* expressed in integer capacity units
+        unit = usable.integer_capacities()[1]
         stats = {"U_scaled": (bound.ratio * unit * chunks).numerator, **stats}
     return Schedule(
         "allgather",

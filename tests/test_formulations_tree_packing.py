@@ -185,14 +185,13 @@ def test_iteration_limit_is_reported() -> None:
 
 def logical_graph(spec: str):  # noqa: ANN201 - optcoll.splitting.LogicalGraph
     """The switch-free graph left by edge splitting at ForestColl's (U, k)."""
+    from optcoll.packing import chunk_capacities
     from optcoll.splitting import split_switches
 
     topo = load_topology(spec)
     bound = optimal_cut_ratio(topo)
-    caps, unit = topo.integer_capacities()
-    scaled_u = bound.ratio * unit * bound.k  # U in integer-capacity units
-    assert scaled_u.denominator == 1
-    link_capacity = {arc: int(scaled_u) * c for arc, c in caps.items()}
+    k, link_capacity = chunk_capacities(topo, bound=bound)
+    assert k == bound.k
     roots = dict.fromkeys(topo.compute_nodes, bound.k)
     return bound, split_switches(topo, link_capacity, roots, bound.k * topo.num_compute)
 

@@ -13,7 +13,7 @@ from test_splitting import rooted_connectivity, switched_topologies
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
-from optcoll.packing import fixed_k_capacity, pack_arborescences, pack_rooted
+from optcoll.packing import chunk_capacities, fixed_k_capacity, pack_arborescences, pack_rooted
 from optcoll.schedule import Schedule
 from optcoll.splitting import LogicalGraph, split_switches
 from optcoll.topologies import build
@@ -139,12 +139,10 @@ def test_random_topologies_reach_the_brute_force_optimum(topology):
 def test_exact_and_greedy_packings_are_both_valid(spec):
     """Arc-by-arc packing (no greedy batches) against the default, on the same logical graph."""
     topology = build(spec)
-    bound = optimal_cut_ratio(topology)
-    caps, unit = topology.integer_capacities()
-    scaled = bound.ratio * unit
-    link = {e: scaled.numerator * c for e, c in caps.items()}
-    roots = dict.fromkeys(topology.compute_nodes, scaled.denominator)
-    logical = split_switches(topology, link, roots, scaled.denominator * topology.num_compute)
+    k, link = chunk_capacities(topology)
+    assert k == optimal_cut_ratio(topology).k
+    roots = dict.fromkeys(topology.compute_nodes, k)
+    logical = split_switches(topology, link, roots, k * topology.num_compute)
     for greedy in (True, False):
         packing = pack_rooted(logical, roots, greedy=greedy)
         check_packing(logical, roots, packing)

@@ -4,7 +4,7 @@ One module per model; each ``build_*`` function returns a :class:`pulp.LpProblem
 without side effects, and :func:`formulations.solve.solve` solves any of them
 into a typed result (status enum, objective, primal values, duals, report).
 Floating-point optima are brought back to exact fractions by
-:mod:`formulations.rational` and re-verified exactly. No graph algorithm lives
+:mod:`optcoll.rational` and :mod:`optcoll.linear_system` and re-verified exactly. No graph algorithm lives
 here: pricing uses networkx's Edmonds implementation.
 
 - :mod:`formulations.congestion`: the congestion-bound LP; r* with a certifying
@@ -20,9 +20,6 @@ here: pricing uses networkx's Edmonds implementation.
 - :mod:`formulations.path_flow`: the same concurrent-flow optimum over paths, by
   column generation with shortest-path pricing (the independent second method).
 - :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
-- :mod:`formulations.rational`: integer scaling and rational reconstruction.
-- :mod:`formulations.linear_system`: exact sparse Gaussian elimination (an LP
-  vertex recovered from its simplex basis).
 - :mod:`formulations.exact_lp`: the exact vertex and duals of the final basis, and
   the exact LP-duality check that proves them optimal.
 

@@ -6,7 +6,7 @@ the basic variables from the square system that leaves (``B x_B = b - N x_N``).
 The dual is the solution of the transposed system (``B^T y = c_B``, with ``y = 0``
 on basic rows). For a model whose coefficients and bounds are integers (or any
 floats that are exact binary fractions) both systems are solved exactly by
-:func:`formulations.linear_system.solve_linear_system`.
+:func:`optcoll.linear_system.solve_linear_system`.
 
 :func:`check_optimality` then proves optimality by LP duality, in exact
 arithmetic and without trusting the solver: every row and bound holds for ``x``
@@ -40,9 +40,9 @@ from fractions import Fraction
 
 import pulp
 
-from formulations.linear_system import solve_linear_system
 from formulations.solve import LpResult, simplex_basis, solve
 from optcoll.exceptions import ReconstructionError, SingularSystemError
+from optcoll.linear_system import solve_linear_system
 
 __all__ = [
     "basis_vertex",

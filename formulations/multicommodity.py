@@ -2,7 +2,7 @@
 
 Plain data in, plain data out: a list of nodes, a capacity for every arc
 ``(u, v)`` (positive integers: scale them with
-:func:`formulations.rational.integer_scaling`), and a list of
+:func:`optcoll.rational.integer_scaling`), and a list of
 :class:`Commodity`. Nothing here knows about topologies or schedules.
 
 A **commodity** is data leaving one ``source`` for several sinks, each sink

@@ -365,7 +365,7 @@ def simplex_basis(problem: pulp.LpProblem) -> SimplexBasis | None:
     without crossover, or a MILP). With the basis the vertex can be recovered
     exactly: nonbasic variables at their bounds, nonbasic rows at theirs, and
     the basic variables from the square system those equalities leave
-    (:func:`formulations.linear_system.solve_linear_system`).
+    (:func:`optcoll.linear_system.solve_linear_system`).
 
     Examples
     --------

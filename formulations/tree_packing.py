@@ -29,7 +29,7 @@ of rounds is small in practice (tens on 16 nodes).
 The final master's weights are then made exact: small-denominator rational
 approximations when they already give an optimal packing, otherwise the
 vertex itself, solved exactly from HiGHS's final simplex basis
-(:func:`formulations.linear_system.solve_linear_system`) and checked exactly
+(:func:`optcoll.linear_system.solve_linear_system`) and checked exactly
 (``t`` equal to the reconstructed optimum, weights nonnegative, each root's
 summing to 1, every load at most ``t * c``). If both fail, rounded float
 weights are returned with a positive ``max_overload`` and the reason in
@@ -56,11 +56,11 @@ import networkx as nx
 import pulp
 
 from formulations.exact_lp import basis_duals
-from formulations.linear_system import solve_linear_system
-from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from formulations.solve import simplex_basis, solve
 from optcoll.arborescence import Cost, min_cost_arborescence
 from optcoll.exceptions import SingularSystemError, SolverLimitError, TopologyError
+from optcoll.linear_system import solve_linear_system
+from optcoll.rational import integer_scaling, reconstruct_cut_ratio
 
 __all__ = ["fractional_tree_packing", "build_tree_master", "TreePackingResult", "check_switch_free"]
 

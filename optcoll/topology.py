@@ -30,13 +30,11 @@ Fraction(100, 1)
 
 from __future__ import annotations
 
-import math
-import numbers
-import re
+import hashlib
+import json
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
@@ -56,15 +54,13 @@ from optcoll.exceptions import (
     UnknownFieldError,
     UnknownNodeError,
 )
+from optcoll.rational import exact_number, integer_scaling
 
 __all__ = [
     "Node",
     "Link",
     "Topology",
     "TopologyBuilder",
-    "exact_number",
-    "WrittenNumber",
-    "MAX_DECIMAL_EXPONENT",
     "plain_number",
     "NODE_TYPES",
 ]
@@ -81,90 +77,6 @@ SCHEMA_VERSION = 1
 _TOP_FIELDS = {"format", "version", "name", "description", "bandwidth_unit", "nodes", "links"}
 _NODE_FIELDS = {"id", "type", "group"}
 _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
-
-#: An exact rational written as a string in a file, e.g. ``"100/3"``.
-_FRACTION_TEXT = re.compile(r"\s*[0-9]+\s*/\s*[0-9]+\s*")
-
-
-#: Largest decimal exponent accepted in a written number (``1e-400`` is fine; ``1e-99999999``
-#: would need a 100-million-digit denominator).
-MAX_DECIMAL_EXPONENT = 1000
-
-
-class WrittenNumber(float):
-    """A number read from a file that keeps the decimal text it was written as.
-
-    It behaves as a float everywhere, and :func:`exact_number` takes its exact
-    value from ``text``, so digits beyond a float's 17 are not lost.
-
-    Examples
-    --------
-    >>> x = WrittenNumber("0.1000000000000000000001")
-    >>> x == 0.1, exact_number(x, "bandwidth")
-    (True, Fraction(1000000000000000000001, 10000000000000000000000))
-    """
-
-    text: str
-
-    def __new__(cls, text: str) -> WrittenNumber:
-        number = super().__new__(cls, text)
-        number.text = text
-        return number
-
-
-def _exact_decimal(value: Decimal, what: str) -> Fraction:
-    if not value.is_finite():
-        raise ValueError(f"{what} must be finite, got {value}")
-    exponent = value.as_tuple().exponent
-    assert isinstance(exponent, int), "a finite Decimal has an integer exponent"
-    if abs(exponent) > MAX_DECIMAL_EXPONENT:
-        raise ValueError(
-            f"{what} {value} has a decimal exponent beyond +-{MAX_DECIMAL_EXPONENT}; "
-            f"write it with fewer zeros or in another bandwidth unit"
-        )
-    return Fraction(value)
-
-
-def exact_number(value: Any, what: str) -> Fraction:
-    """Return ``value`` as an exact :class:`~fractions.Fraction`.
-
-    Integers, :class:`~fractions.Fraction`, :class:`~decimal.Decimal`, numbers
-    read from files (:class:`WrittenNumber`: exactly the decimal written, however
-    many digits), finite floats (through their shortest decimal repr, so ``0.1``
-    becomes ``1/10``) and
-    strings of the exact form ``"p/q"`` (how files store rationals such as
-    ``100/3`` that no decimal writes exactly) are accepted. Booleans, other
-    strings, NaN and infinities are rejected with a :class:`ValueError` naming
-    ``what``.
-
-    Examples
-    --------
-    >>> exact_number(12.5, "bandwidth")
-    Fraction(25, 2)
-    >>> exact_number(0.1, "bandwidth")
-    Fraction(1, 10)
-    >>> exact_number("100/3", "bandwidth")
-    Fraction(100, 3)
-    """
-    if isinstance(value, str) and _FRACTION_TEXT.fullmatch(value):
-        numerator, denominator = (int(part) for part in value.split("/"))
-        if denominator == 0:
-            raise ValueError(f"{what} has a zero denominator: {value!r}")
-        return Fraction(numerator, denominator)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
-        raise ValueError(
-            f"{what} must be a number (or an exact fraction string such as '100/3'), "
-            f"got {value!r} ({type(value).__name__})"
-        )
-    if isinstance(value, numbers.Rational):
-        return Fraction(int(value.numerator), int(value.denominator))
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, got {value!r}")
-    if isinstance(value, WrittenNumber):
-        return _exact_decimal(Decimal(value.text), what)
-    if isinstance(value, Decimal):
-        return _exact_decimal(value, what)
-    return Fraction(repr(float(value)))
 
 
 @dataclass(frozen=True)
@@ -445,12 +357,10 @@ class Topology:
 
     @cached_property
     def _integer_scaling(self) -> tuple[Mapping[tuple[str, str], int], Fraction]:
-        denominator = math.lcm(*(c.denominator for c in self.capacity.values()))
-        scaled = {arc: int(c * denominator) for arc, c in self.capacity.items()}
-        g = math.gcd(*scaled.values())
-        return MappingProxyType({arc: v // g for arc, v in scaled.items()}), Fraction(
-            g, denominator
-        )
+        if not self.capacity:
+            return MappingProxyType({}), Fraction(0)
+        caps, unit = integer_scaling(self.capacity)
+        return MappingProxyType(caps), unit
 
     @cached_property
     def _node_bandwidths(self) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
@@ -507,8 +417,6 @@ class Topology:
         >>> t.content_hash == t.scale_links(lambda link: True, 2).content_hash
         False
         """
-        import hashlib
-        import json
 
         content = {
             "bandwidth_unit": self.bandwidth_unit,

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from formulations.congestion import FORMS, build_congestion, congestion_bound, lp_cut_ratio
 from formulations.multicast import build_multicast, multicast_bound
-from formulations.rational import integer_scaling, reconstruct_cut_ratio
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, ReconstructionError, TopologyError
+from optcoll.rational import integer_scaling, reconstruct_cut_ratio
 from optcoll.topology import Link, Node, Topology
 
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))

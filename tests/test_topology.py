@@ -28,7 +28,8 @@ from optcoll.exceptions import (
     UnknownFieldError,
     UnknownNodeError,
 )
-from optcoll.topology import Link, Node, Topology, TopologyBuilder, exact_number, plain_number
+from optcoll.rational import exact_number
+from optcoll.topology import Link, Node, Topology, TopologyBuilder, plain_number
 
 PAIR = [Node("a"), Node("b")]
 

@@ -105,8 +105,8 @@ def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
 
         return build_multicast(topology)
     from formulations.fixed_k import build_fixed_k
-    from formulations.rational import integer_scaling
     from formulations.tree_packing import check_switch_free
+    from optcoll.rational import integer_scaling
 
     nodes = check_switch_free(topology.compute_nodes, topology.capacity)
     caps, _ = integer_scaling(topology.capacity)

@@ -25,7 +25,7 @@ import yaml
 
 from optcoll.exceptions import FileFormatError
 from optcoll.output import write_output
-from optcoll.topology import WrittenNumber
+from optcoll.rational import WrittenNumber
 
 __all__ = [
     "read_document",
@@ -84,8 +84,8 @@ class _StrictLoader(_SafeLoader):
     """PyYAML's safe loader, refusing duplicate keys instead of keeping the last.
 
     Numbers are read as written: integers only in plain decimal, and decimal
-    fractions as :class:`~optcoll.topology.WrittenNumber` (a float that keeps
-    its text, so :func:`~optcoll.topology.exact_number` gets every digit).
+    fractions as :class:`~optcoll.rational.WrittenNumber` (a float that keeps
+    its text, so :func:`~optcoll.rational.exact_number` gets every digit).
     """
 
     yaml_implicit_resolvers = {
@@ -131,7 +131,7 @@ def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file (YAML for ``.yaml``/``.yml``, else JSON).
 
     Numbers with a fraction or an exponent come back as
-    :class:`~optcoll.topology.WrittenNumber` (floats that keep the digits as
+    :class:`~optcoll.rational.WrittenNumber` (floats that keep the digits as
     written); YAML integers are plain decimal only (``1:30``, ``010``, ``0x10``
     stay strings rather than becoming 90, 8 and 16).
 

@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.exceptions import ImportFormatError
-from optcoll.topology import exact_number
+from optcoll.rational import exact_number
 
 __all__ = ["field", "number", "matrix"]
 

@@ -37,7 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.exceptions import TopologySpecError
-from optcoll.rational import parse_fraction
+from optcoll.rational import exact_number, parse_fraction
 from optcoll.topologies.registry import (
     Family,
     check_size,
@@ -47,7 +47,7 @@ from optcoll.topologies.registry import (
     positive_number,
     register,
 )
-from optcoll.topology import Topology, TopologyBuilder, exact_number
+from optcoll.topology import Topology, TopologyBuilder
 
 __all__ = [
     "ring",

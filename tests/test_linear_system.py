@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.linear_system import solve_linear_system
 from optcoll.exceptions import ReconstructionError, SingularSystemError
+from optcoll.linear_system import solve_linear_system
 
 
 def residuals(equations, rhs, solution):

@@ -201,7 +201,9 @@ def broadcast_capacity(topology: Topology, root: str) -> int:
     By Edmonds' branching theorem (switches split off as in Bang-Jensen, Frank
     and Jackson) ``K`` spanning out-trees from ``root`` fit into the integer
     capacities, and no broadcast from ``root`` is faster than ``M / (K * unit)``.
-    One max-flow per compute node.
+    Computed by Hao and Orlin's rooted search
+    (:meth:`optcoll.maxflow.FlowNetwork.min_rooted_cut`): measured sinks merge into
+    the root and local certificates replace most of the ``N - 1`` max-flows.
 
     Raises
     ------
@@ -224,9 +226,8 @@ def broadcast_capacity(topology: Topology, root: str) -> int:
         [index[v] for _, v in arcs],
         [caps[a] for a in arcs],
     )
-    return min(
-        network.max_flow(index[root], index[v]).value for v in topology.compute_nodes if v != root
-    )
+    sinks = [index[v] for v in topology.compute_nodes if v != root]
+    return network.min_rooted_cut(index[root], sinks).value
 
 
 def _require_compute_root(topology: Topology, root: str) -> None:

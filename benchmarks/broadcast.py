@@ -46,12 +46,14 @@ def separate_max_flows(topology: Topology, root: str) -> int:
     )
 
 
-def timed(function: Callable[[], int], repeat: int) -> tuple[float, float, int]:
+def timed(
+    function: Callable[[Topology, str], int], topology: Topology, root: str, repeat: int
+) -> tuple[float, float, int]:
     """Median wall-clock and CPU seconds of ``repeat`` runs, and the result."""
     walls, cpus, result = [], [], 0
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
-        result = function()
+        result = function(topology, root)
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
     return statistics.median(walls), statistics.median(cpus), result
@@ -66,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.specs:
         topology = load_topology(spec)
         root = topology.compute_nodes[0]
-        old_wall, old_cpu, old = timed(lambda: separate_max_flows(topology, root), args.repeat)
-        new_wall, new_cpu, new = timed(lambda: broadcast_capacity(topology, root), args.repeat)
+        old_wall, old_cpu, old = timed(separate_max_flows, topology, root, args.repeat)
+        new_wall, new_cpu, new = timed(broadcast_capacity, topology, root, args.repeat)
         if new != old:
             raise SystemExit(f"{spec}: rooted search gives K = {new}, separate max-flows {old}")
         rows.append(

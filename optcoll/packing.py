@@ -589,7 +589,7 @@ def chunk_capacities(
     (1, 7)
     """
     if k is not None:
-        return k, fixed_k_capacity(topology, k, ratio=bound and bound.ratio)[1]
+        return k, fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
     if bound is None:
         bound = optimal_cut_ratio(topology)
     caps, unit = bound.usable.integer_capacities()

@@ -1,14 +1,111 @@
-"""Test-suite settings shared by every test module."""
+"""Test-suite settings and random-topology strategies shared by every test module.
+
+Test modules import the strategies with ``from conftest import random_topologies``.
+"""
 
 from __future__ import annotations
 
 import tempfile
+from fractions import Fraction
 
+import networkx as nx
 from hypothesis import settings
+from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+
+from formulations import solve as _solve
+from optcoll.topology import Link, Node, Topology, TopologyBuilder
 
 # Hypothesis keeps no example database and caches nothing in the work tree: test state
 # stays out of the repository.
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="optcoll-hypothesis-"))
 settings.register_profile("optcoll", database=None)
 settings.load_profile("optcoll")
+
+# HiGHS runs on one thread in tests: timings stay steady on a loaded machine.
+_solve.DEFAULT_THREADS = 1
+
+
+#: Exact, decimal and awkward bandwidths for random topologies.
+BANDWIDTHS = (1, 2, 3, 7, 25, 50, 300, 12.5, 0.1, Fraction(1, 3), 2.75)
+
+
+@st.composite
+def random_topologies(draw, max_compute=5, max_switches=3, bandwidths=BANDWIDTHS):
+    """Small random topologies: switches or not, asymmetric and parallel links.
+
+    A random cycle through the compute nodes (some hops relayed by a switch)
+    makes them mutually reachable; extra random links are added on top.
+    """
+    num_compute = draw(st.integers(2, max_compute))
+    num_switches = draw(st.integers(0, max_switches))
+    compute = [f"c{i}" for i in range(num_compute)]
+    switches = [f"s{i}" for i in range(num_switches)]
+    groups = draw(
+        st.lists(
+            st.sampled_from([None, "box0", "box1"]),
+            min_size=num_compute + num_switches,
+            max_size=num_compute + num_switches,
+        )
+    )
+    nodes = [Node(v, "compute", g) for v, g in zip(compute, groups, strict=False)]
+    nodes += [Node(v, "switch", g) for v, g in zip(switches, groups[num_compute:], strict=True)]
+    bandwidth = st.sampled_from(bandwidths)
+    links = []
+    order = draw(st.permutations(compute))
+    for a, b in zip(order, order[1:] + order[:1], strict=True):
+        via = draw(st.sampled_from([None, *switches]))
+        both = draw(st.booleans())
+        if via is None:
+            links.append(Link(a, b, draw(bandwidth), bidirectional=both))
+        else:
+            links.append(Link(a, via, draw(bandwidth), bidirectional=both))
+            links.append(Link(via, b, draw(bandwidth), bidirectional=both))
+    everything = compute + switches
+    pairs = st.tuples(st.sampled_from(everything), st.sampled_from(everything)).filter(
+        lambda pair: pair[0] != pair[1]
+    )
+    for a, b in draw(st.lists(pairs, max_size=8)):
+        links.append(Link(a, b, draw(bandwidth), bidirectional=draw(st.booleans())))
+    return Topology("random", nodes, links)
+
+
+@st.composite
+def switched_topologies(draw, min_switches=1, max_switches=3, bandwidths=(1, 2, 3)):
+    """Small connected topologies with symmetric bidirectional links at the switches
+    (what switch removal needs) and a few one-way links between compute nodes."""
+    n_compute = draw(st.integers(2, 5))
+    n_switch = draw(st.integers(min_switches, max_switches))
+    b = TopologyBuilder("random")
+    compute = [f"c{i}" for i in range(n_compute)]
+    switches = [f"s{i}" for i in range(n_switch)]
+    for c in compute:
+        b.compute(c)
+    for s in switches:
+        b.switch(s)
+    nodes = compute + switches
+    pairs = set()
+    for i in range(1, len(nodes)):  # a spanning tree keeps everything connected
+        j = draw(st.integers(0, i - 1))
+        pairs.add((nodes[j], nodes[i]))
+    extra = draw(st.lists(st.tuples(st.sampled_from(nodes), st.sampled_from(nodes)), max_size=5))
+    pairs |= {(u, v) for u, v in extra if u != v and (v, u) not in pairs}
+    for u, v in sorted(pairs):
+        b.link(u, v, draw(st.sampled_from(bandwidths)), bidirectional=True)
+    # one-way links between compute nodes do not bother the switches
+    for u, v in draw(
+        st.lists(st.tuples(st.sampled_from(compute), st.sampled_from(compute)), max_size=2)
+    ):
+        if u != v:
+            b.link(u, v, draw(st.sampled_from(bandwidths)))
+    return b.build()
+
+
+def rooted_connectivity(capacity, root_capacity, sinks):
+    """min over sinks of maxflow(s, v), by networkx (independent of optcoll.maxflow)."""
+    g = nx.DiGraph()
+    for (u, v), c in capacity.items():
+        g.add_edge(u, v, capacity=c)
+    for r, c in root_capacity.items():
+        g.add_edge("__source__", r, capacity=c)
+    return min(nx.maximum_flow_value(g, "__source__", v) for v in sinks)

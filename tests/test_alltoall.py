@@ -9,8 +9,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
-from test_formulations_congestion import small_topologies
 
 from formulations.alltoall import alltoall_optimum
 from formulations.path_flow import path_concurrent_flow
@@ -57,7 +57,7 @@ def exact_schedule_checks(topology: Topology) -> None:
 @settings(
     max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(small_topologies())
+@given(random_topologies(bandwidths=(1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))))
 def test_random_schedules_attain_the_optimum(topology: Topology) -> None:
     exact_schedule_checks(topology)
 

@@ -7,8 +7,8 @@ from fractions import Fraction
 from itertools import combinations
 
 import pytest
+from conftest import random_topologies
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from benchmarks._common import load_reference
 from optcoll.bound import METHODS, CutRatio, optimal_cut_ratio
@@ -86,51 +86,9 @@ def test_forestcoll_pairs_from_the_issue():
 
 # --- random topologies: combinatorial == brute force ---------------------------------
 
-BANDWIDTHS = [1, 2, 3, 7, 25, 50, 300, 12.5, 0.1, Fraction(1, 3), 2.75]
-
-
-@st.composite
-def topologies(draw, max_compute=5, max_switches=3, bandwidths=BANDWIDTHS):
-    """Small random topologies: switches or not, asymmetric and parallel links.
-
-    A random cycle through the compute nodes (some hops relayed by a switch)
-    makes them mutually reachable; extra random links are added on top.
-    """
-    num_compute = draw(st.integers(2, max_compute))
-    num_switches = draw(st.integers(0, max_switches))
-    compute = [f"c{i}" for i in range(num_compute)]
-    switches = [f"s{i}" for i in range(num_switches)]
-    groups = draw(
-        st.lists(
-            st.sampled_from([None, "box0", "box1"]),
-            min_size=num_compute + num_switches,
-            max_size=num_compute + num_switches,
-        )
-    )
-    nodes = [Node(v, "compute", g) for v, g in zip(compute, groups, strict=False)]
-    nodes += [Node(v, "switch", g) for v, g in zip(switches, groups[num_compute:], strict=True)]
-    bandwidth = st.sampled_from(bandwidths)
-    links = []
-    order = draw(st.permutations(compute))
-    for a, b in zip(order, order[1:] + order[:1], strict=True):
-        via = draw(st.sampled_from([None, *switches]))
-        both = draw(st.booleans())
-        if via is None:
-            links.append(Link(a, b, draw(bandwidth), bidirectional=both))
-        else:
-            links.append(Link(a, via, draw(bandwidth), bidirectional=both))
-            links.append(Link(via, b, draw(bandwidth), bidirectional=both))
-    everything = compute + switches
-    pairs = st.tuples(st.sampled_from(everything), st.sampled_from(everything)).filter(
-        lambda pair: pair[0] != pair[1]
-    )
-    for a, b in draw(st.lists(pairs, max_size=8)):
-        links.append(Link(a, b, draw(bandwidth), bidirectional=draw(st.booleans())))
-    return Topology("random", nodes, links)
-
 
 @settings(derandomize=True, max_examples=200, deadline=None)
-@given(topologies())
+@given(random_topologies())
 def test_combinatorial_equals_brute_force(topology):
     # with a switch short of input, brute force checks the cut ratio of the usable
     # capacity (test_forwardable checks that capacity against the multicast LP)
@@ -143,7 +101,7 @@ def test_combinatorial_equals_brute_force(topology):
 
 
 @settings(derandomize=True, max_examples=40, deadline=None)
-@given(topologies(max_compute=4, max_switches=2, bandwidths=[1, 10**12 + 1, Fraction(1, 7)]))
+@given(random_topologies(max_compute=4, max_switches=2, bandwidths=[1, 10**12 + 1, Fraction(1, 7)]))
 def test_huge_capacity_ratios_use_exact_arithmetic(topology):
     # integer capacities beyond int32: the max-flow falls back to Python ints
     fast = optimal_cut_ratio(topology)
@@ -151,7 +109,7 @@ def test_huge_capacity_ratios_use_exact_arithmetic(topology):
 
 
 @settings(derandomize=True, max_examples=30, deadline=None)
-@given(topologies(max_compute=4, max_switches=2))
+@given(random_topologies(max_compute=4, max_switches=2))
 def test_no_cut_beats_the_optimum(topology):
     r_star = optimal_cut_ratio(topology).ratio
     ids = topology.node_ids

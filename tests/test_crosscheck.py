@@ -6,8 +6,8 @@ import json
 from fractions import Fraction
 
 import pytest
+from conftest import switched_topologies
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from optcoll import crosscheck as harness
 from optcoll.bound import optimal_cut_ratio
@@ -15,7 +15,6 @@ from optcoll.cli import main
 from optcoll.crosscheck import METHODS, crosscheck
 from optcoll.exceptions import MethodError
 from optcoll.io import load_topology
-from optcoll.topology import TopologyBuilder
 
 REFERENCE = {
     "dgx-a100:1": Fraction(7, 300),
@@ -71,37 +70,8 @@ def test_builtin_families_at_small_sizes(spec):
     assert len(check.results) >= 3
 
 
-@st.composite
-def topologies(draw):
-    """Random small topologies: switches on symmetric (possibly parallel) links,
-    compute-to-compute links asymmetric and parallel, decimal bandwidths."""
-    n_compute = draw(st.integers(2, 5))
-    n_switch = draw(st.integers(0, 2))
-    b = TopologyBuilder("random")
-    gpus = [f"g{i}" for i in range(n_compute)]
-    switches = [f"s{i}" for i in range(n_switch)]
-    for g in gpus:
-        b.compute(g)
-    for s in switches:
-        b.switch(s)
-    bandwidth = st.sampled_from([2.5, 5, 10, 12.5, 25])
-    for s in switches:  # every switch reaches at least two GPUs
-        for g in draw(st.lists(st.sampled_from(gpus), min_size=2, max_size=4, unique=True)):
-            for _ in range(draw(st.integers(1, 2))):
-                b.link(g, s, draw(bandwidth), bidirectional=True)
-    ring = gpus + gpus[:1]
-    for u, v in zip(ring, ring[1:], strict=False):  # a one-way ring keeps GPUs connected
-        if u != v:
-            b.link(u, v, draw(bandwidth))
-    pairs = st.tuples(st.sampled_from(gpus), st.sampled_from(gpus))
-    for u, v in draw(st.lists(pairs, max_size=4)):
-        if u != v:
-            b.link(u, v, draw(bandwidth))
-    return b.build()
-
-
 @settings(derandomize=True, max_examples=30, deadline=None)
-@given(topologies())
+@given(switched_topologies(min_switches=0, max_switches=2, bandwidths=(2.5, 5, 10, 12.5, 25)))
 def test_random_topologies_agree(topology):
     check = crosscheck(topology)
     assert check.agree, check.disagreement

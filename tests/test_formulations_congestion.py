@@ -5,8 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from formulations.congestion import FORMS, build_congestion, congestion_bound, lp_cut_ratio
 from formulations.multicast import build_multicast, multicast_bound
@@ -14,7 +14,7 @@ from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, ReconstructionError, TopologyError
 from optcoll.rational import integer_scaling, reconstruct_cut_ratio
-from optcoll.topology import Link, Node, Topology
+from optcoll.topology import Topology
 
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
 
@@ -24,29 +24,6 @@ def cut_ratio_of(topology: Topology, cut: frozenset[str]) -> Fraction:
     inside = sum(1 for v in cut if topology.is_compute(v))
     assert 0 < inside < topology.num_compute
     return Fraction(inside) / topology.cut_bandwidth(cut)
-
-
-@st.composite
-def small_topologies(draw: st.DrawFn) -> Topology:
-    """Strongly connected (a random ring through every node) plus random extra
-    directed links: asymmetric bandwidths, parallel links, 0-3 switches."""
-    n_compute = draw(st.integers(2, 5))
-    n_switch = draw(st.integers(0, 3))
-    nodes = [Node(f"c{i}") for i in range(n_compute)]
-    nodes += [Node(f"s{i}", "switch") for i in range(n_switch)]
-    ids = [n.id for n in nodes]
-    order = draw(st.permutations(ids))
-    links = [
-        Link(u, v, draw(st.sampled_from(BANDWIDTHS)))
-        for u, v in zip(order, order[1:] + order[:1], strict=True)
-    ]
-    pairs = [(u, v) for u in ids for v in ids if u != v]
-    extra = draw(st.lists(st.sampled_from(pairs), max_size=8))
-    for u, v in extra:
-        links.append(
-            Link(u, v, draw(st.sampled_from(BANDWIDTHS)), bidirectional=draw(st.booleans()))
-        )
-    return Topology("random", nodes, links)
 
 
 @pytest.mark.parametrize("spec", ["dgx-a100:1", "mi250:1", "dgx-a100:2"])
@@ -116,7 +93,7 @@ def test_multicast_matches_congestion_with_switches() -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(small_topologies())
+@given(random_topologies(bandwidths=BANDWIDTHS))
 def test_random_topologies_all_methods_agree(topo: Topology) -> None:
     # the multicast LP is the ground truth; brute force enumerates the cuts of the
     # usable capacity (a switch short of input forwards only what it receives)

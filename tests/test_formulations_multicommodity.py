@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse
+from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
-from test_formulations_congestion import small_topologies
 
 from formulations.alltoall import alltoall_optimum
 from formulations.exact_lp import check_optimality
@@ -99,7 +99,7 @@ def check_routing(topology: Topology, routing: dict, t: Fraction) -> None:
 @settings(
     max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(small_topologies())
+@given(random_topologies(bandwidths=(1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))))
 def test_alltoall_exact_equals_independent_lp(topology: Topology) -> None:
     result = alltoall_optimum(topology)
     assert abs(float(result.time_factor) - pair_lp(topology)) <= 1e-7 * float(result.time_factor)

@@ -7,9 +7,9 @@ from fractions import Fraction
 from itertools import combinations
 
 import pytest
+from conftest import rooted_connectivity, switched_topologies
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_splitting import rooted_connectivity, switched_topologies
 
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import networkx as nx
 import pytest
+from conftest import rooted_connectivity, switched_topologies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,16 +11,6 @@ from optcoll.exceptions import SolveError
 from optcoll.splitting import LogicalGraph, min_rooted_connectivity, split_switches
 from optcoll.topologies import build
 from optcoll.topology import Topology, TopologyBuilder
-
-
-def rooted_connectivity(capacity, root_capacity, sinks):
-    """min over sinks of maxflow(s, v), by networkx (independent of optcoll.maxflow)."""
-    g = nx.DiGraph()
-    for (u, v), c in capacity.items():
-        g.add_edge(u, v, capacity=c)
-    for r, c in root_capacity.items():
-        g.add_edge("__source__", r, capacity=c)
-    return min(nx.maximum_flow_value(g, "__source__", v) for v in sinks)
 
 
 def check_logical(topology: Topology, link_capacity, root_capacity, requirement, g: LogicalGraph):
@@ -103,36 +93,6 @@ def test_min_rooted_connectivity_against_networkx():
     assert min_rooted_connectivity(3, arcs, roots, [0, 1, 2]) == rooted_connectivity(
         names, roots, [0, 1, 2]
     )
-
-
-@st.composite
-def switched_topologies(draw):
-    """Small connected topologies with symmetric bidirectional links at the switches."""
-    n_compute = draw(st.integers(2, 5))
-    n_switch = draw(st.integers(1, 3))
-    b = TopologyBuilder("random")
-    compute = [f"c{i}" for i in range(n_compute)]
-    switches = [f"s{i}" for i in range(n_switch)]
-    for c in compute:
-        b.compute(c)
-    for s in switches:
-        b.switch(s)
-    nodes = compute + switches
-    pairs = set()
-    for i in range(1, len(nodes)):  # a spanning tree keeps everything connected
-        j = draw(st.integers(0, i - 1))
-        pairs.add((nodes[j], nodes[i]))
-    extra = draw(st.lists(st.tuples(st.sampled_from(nodes), st.sampled_from(nodes)), max_size=5))
-    pairs |= {(u, v) for u, v in extra if u != v and (v, u) not in pairs}
-    for u, v in sorted(pairs):
-        b.link(u, v, draw(st.integers(1, 3)), bidirectional=True)
-    # one-way links between compute nodes do not bother the switches
-    for u, v in draw(
-        st.lists(st.tuples(st.sampled_from(compute), st.sampled_from(compute)), max_size=2)
-    ):
-        if u != v:
-            b.link(u, v, draw(st.integers(1, 3)))
-    return b.build()
 
 
 @settings(derandomize=True, max_examples=40, deadline=None)

@@ -256,8 +256,8 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     >>> s.k, s.time_factor, s.root
     (1, Fraction(1, 300), 'b0.gpu3')
     """
-    from optcoll.packing import pack_rooted, realise_paths
-    from optcoll.splitting import split_switches
+    from optcoll.packing import pack_rooted
+    from optcoll.splitting import realise_paths, split_switches
 
     k = broadcast_capacity(topology, root)
     caps, unit = topology.integer_capacities()

@@ -60,10 +60,8 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -74,14 +72,13 @@ from optcoll.forwardable import short_switches
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.rational import fraction_text
-from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.splitting import LogicalGraph, meets_requirement, split_switches
+from optcoll.schedule import Schedule, Tree
+from optcoll.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.topology import Topology
 
 __all__ = [
     "pack_arborescences",
     "pack_rooted",
-    "realise_paths",
     "chunk_capacities",
     "fixed_k_capacity",
     "forwardable_floor",
@@ -509,45 +506,6 @@ def pack_rooted(
         if isinstance(m, bool) or not isinstance(m, int) or m < 0:
             raise SolveError(f"root_capacity of {r!r} must be a non-negative int, got {m!r}")
     return _Packer(logical, root_capacity).run(greedy, progress)
-
-
-def realise_paths(logical: LogicalGraph, packing: Packing) -> list[Tree]:
-    """Map logical arcs to physical paths, splitting trees across an arc's paths.
-
-    Arc ``a``'s capacity is the interval ``[0, capacity[a])`` cut into consecutive
-    pieces, one per path; the trees using ``a`` take consecutive sub-intervals of
-    their multiplicity's length. A tree is cut at every point where one of its
-    arcs changes path.
-    """
-    boundaries: dict[Arc, tuple[list[int], list[tuple[str, ...]]]] = {}
-    for arc, pool in logical.paths.items():
-        ends, paths, total = [], [], 0
-        for path, c in pool:
-            total += c
-            ends.append(total)
-            paths.append(path)
-        boundaries[arc] = (ends, paths)
-    offset: dict[Arc, int] = {}
-    trees: list[Tree] = []
-    for root, mu, arcs in packing:
-        starts = []
-        cuts = {0, mu}
-        for arc in arcs:
-            start = offset.get(arc, 0)
-            offset[arc] = start + mu
-            assert offset[arc] <= logical.capacity[arc], f"arc {arc} over capacity"
-            starts.append(start)
-            for end in boundaries[arc][0]:
-                if start < end < start + mu:
-                    cuts.add(end - start)
-        points = sorted(cuts)
-        for lo, hi in pairwise(points):
-            edges = []
-            for arc, start in zip(arcs, starts, strict=True):
-                ends, paths = boundaries[arc]
-                edges.append(TreeEdge(arc[0], arc[1], paths[bisect_right(ends, start + lo)]))
-            trees.append(Tree(root, hi - lo, tuple(edges)))
-    return trees
 
 
 def _heights(trees: list[Tree]) -> list[int]:

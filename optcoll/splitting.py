@@ -51,14 +51,23 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from optcoll.exceptions import SolveError
 from optcoll.maxflow import FlowNetwork
+from optcoll.schedule import Tree, TreeEdge
 from optcoll.topology import Topology
 
-__all__ = ["LogicalGraph", "split_switches", "min_rooted_connectivity", "meets_requirement"]
+__all__ = [
+    "LogicalGraph",
+    "split_switches",
+    "realise_paths",
+    "min_rooted_connectivity",
+    "meets_requirement",
+]
 
 Arc = tuple[str, str]
 PathPool = tuple[tuple[tuple[str, ...], int], ...]
@@ -523,3 +532,82 @@ def split_switches(
         )
     state.run([state.index[w] for w in topology.switch_nodes], progress)
     return state.logical()
+
+
+def realise_paths(
+    logical: LogicalGraph, packing: Iterable[tuple[str, int, Sequence[Arc]]]
+) -> list[Tree]:
+    """Map a packing's logical arcs to physical paths, splitting trees across an arc's paths.
+
+    Arc ``a``'s capacity is the interval ``[0, capacity[a])`` cut into consecutive
+    pieces, one per path; the trees using ``a`` take consecutive sub-intervals of
+    their multiplicity's length. A tree is cut at every point where one of its
+    arcs changes path. ``O(sum of tree sizes * paths per arc)``.
+
+    Parameters
+    ----------
+    logical : LogicalGraph
+        The graph :func:`split_switches` returned.
+    packing : iterable of (root, multiplicity, arcs)
+        Trees on ``logical`` (as :func:`optcoll.packing.pack_rooted` returns them);
+        together they may use each arc at most its capacity.
+
+    Returns
+    -------
+    list of Tree
+        Physical trees, ``chunks`` summing to each packed tree's multiplicity.
+
+    Raises
+    ------
+    SolveError
+        A multiplicity below 1, an arc that is not in ``logical``, or an arc used
+        beyond its capacity (each named).
+
+    Examples
+    --------
+    >>> g = LogicalGraph(("a", "b"), {("a", "b"): 2},
+    ...                  {("a", "b"): ((("a", "s", "b"), 1), (("a", "t", "b"), 1))})
+    >>> [(t.chunks, t.edges[0].path) for t in realise_paths(g, [("a", 2, [("a", "b")])])]
+    [(1, ('a', 's', 'b')), (1, ('a', 't', 'b'))]
+    """
+    boundaries: dict[Arc, tuple[list[int], list[tuple[str, ...]]]] = {}
+    for arc, pool in logical.paths.items():
+        ends, paths, total = [], [], 0
+        for path, c in pool:
+            total += c
+            ends.append(total)
+            paths.append(path)
+        boundaries[arc] = (ends, paths)
+    offset: dict[Arc, int] = {}
+    trees: list[Tree] = []
+    for index, (root, mu, arcs) in enumerate(packing):
+        if isinstance(mu, bool) or not isinstance(mu, int) or mu < 1:
+            raise SolveError(
+                f"packed tree {index} (root {root!r}): multiplicity {mu!r} is not >= 1"
+            )
+        starts = []
+        cuts = {0, mu}
+        for arc in arcs:
+            if arc not in boundaries:
+                raise SolveError(
+                    f"packed tree {index} (root {root!r}) uses {arc[0]} -> {arc[1]}, "
+                    "which is not an arc of the logical graph"
+                )
+            start = offset.get(arc, 0)
+            offset[arc] = start + mu
+            if offset[arc] > logical.capacity[arc]:
+                raise SolveError(
+                    f"the packed trees use arc {arc[0]} -> {arc[1]} {offset[arc]} times, "
+                    f"beyond its capacity {logical.capacity[arc]} (at tree {index}, root {root!r})"
+                )
+            starts.append(start)
+            for end in boundaries[arc][0]:
+                if start < end < start + mu:
+                    cuts.add(end - start)
+        for lo, hi in pairwise(sorted(cuts)):
+            edges = []
+            for arc, start in zip(arcs, starts, strict=True):
+                ends, paths = boundaries[arc]
+                edges.append(TreeEdge(arc[0], arc[1], paths[bisect_right(ends, start + lo)]))
+            trees.append(Tree(root, hi - lo, tuple(edges)))
+    return trees

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.exceptions import SolveError
-from optcoll.splitting import LogicalGraph, min_rooted_connectivity, split_switches
+from optcoll.splitting import LogicalGraph, min_rooted_connectivity, realise_paths, split_switches
 from optcoll.topologies import build
 from optcoll.topology import Topology, TopologyBuilder
 
@@ -106,3 +106,20 @@ def test_random_topologies_keep_rooted_connectivity(topology, k):
     roots = dict.fromkeys(compute, k)
     g = split_switches(topology, caps, roots, requirement)
     check_logical(topology, caps, roots, requirement, g)
+
+
+def test_realise_paths_refuses_bad_packings_by_name():
+    logical = LogicalGraph(
+        ("a", "b"), {("a", "b"): 2}, {("a", "b"): ((("a", "s", "b"), 1), (("a", "t", "b"), 1))}
+    )
+    trees = realise_paths(logical, [("a", 2, [("a", "b")])])
+    assert [(t.chunks, t.edges[0].path) for t in trees] == [
+        (1, ("a", "s", "b")),
+        (1, ("a", "t", "b")),
+    ]
+    with pytest.raises(SolveError, match=r"arc a -> b 3 times, beyond its capacity 2"):
+        realise_paths(logical, [("a", 2, [("a", "b")]), ("b", 1, [("a", "b")])])
+    with pytest.raises(SolveError, match=r"uses b -> a, which is not an arc of the logical graph"):
+        realise_paths(logical, [("b", 1, [("b", "a")])])
+    with pytest.raises(SolveError, match=r"multiplicity 0 is not >= 1"):
+        realise_paths(logical, [("a", 0, [("a", "b")])])

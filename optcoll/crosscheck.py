@@ -146,11 +146,11 @@ class CrossCheck:
                 {}
                 if self.cut_bound is None
                 else {
-                    "cut_bound": _text(self.cut_bound),
+                    "cut_bound": fraction_text(self.cut_bound),
                     "cut_exhaustive": self.cut_exhaustive,
                     "flow_cut_gap": None
                     if self.reference is None
-                    else _text(self.reference / self.cut_bound),
+                    else fraction_text(self.reference / self.cut_bound),
                 }
             ),
             "methods": [

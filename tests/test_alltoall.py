@@ -246,7 +246,7 @@ def test_two_lps_and_the_routes_agree_on_every_family(spec: str) -> None:
 @settings(
     max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(small_topologies())
+@given(random_topologies(bandwidths=(1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))))
 def test_path_lp_equals_edge_lp_on_random_topologies(topology: Topology) -> None:
     caps, unit = topology.integer_capacities()
     compute = topology.compute_nodes

@@ -2,7 +2,8 @@
 
 The import graph is read from the source with :mod:`ast` (every ``import`` and
 ``from ... import``, those inside functions included), so a lazy import that closes a
-cycle counts as much as a top-level one.
+cycle counts as much as a top-level one. Imports under ``if TYPE_CHECKING:`` are never
+executed and only name types for annotations, so they are left out.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ def _import_graph() -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_only = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -93,6 +103,8 @@ def test_the_graph_sees_lazy_and_package_imports():
     assert "optcoll.packing" in graph["optcoll.collectives"]  # imported inside a function
     assert "optcoll.topologies.registry" in graph["optcoll.topologies.dgx"]
     assert "formulations.congestion" in graph["optcoll.bound"]
+    assert "formulations.multicommodity" in graph["formulations.groups"]
+    assert "optcoll.groups" not in graph["formulations.groups"]  # under TYPE_CHECKING only
 
 
 def test_the_cycle_finder_finds_a_cycle():

@@ -9,10 +9,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from conftest import random_topologies
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_alltoall import FAMILIES
-from test_formulations_congestion import small_topologies
 
 from formulations.groups import concurrent_optimum
 from optcoll import load_topology
@@ -21,6 +21,9 @@ from optcoll.cli import main
 from optcoll.exceptions import GroupError
 from optcoll.groups import group_optimum, groups_bound, make_groups, parse_groups
 from optcoll.topology import Node, Topology
+
+#: The bandwidths of the random topologies (exact, decimal-free, awkward ratios).
+BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
 
 # One small instance of every built-in family.
 SMALL = [
@@ -107,7 +110,7 @@ def test_tp_groups_in_separate_boxes_do_not_interact() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(topo=small_topologies(), data=st.data())
+@given(topo=random_topologies(bandwidths=BANDWIDTHS), data=st.data())
 def test_lp_and_combinatorial_agree_on_single_groups(topo: Topology, data: st.DataObject) -> None:
     compute = list(topo.compute_nodes)
     members = data.draw(st.lists(st.sampled_from(compute), min_size=2, unique=True))

@@ -47,7 +47,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, canonical_collective
@@ -59,6 +59,7 @@ from optcoll.topology import Link, Topology
 __all__ = [
     "collective_lower_bound",
     "reversed_topology",
+    "bidirectional_core",
     "is_symmetric",
     "reduce_scatter",
     "allreduce",
@@ -93,6 +94,44 @@ def reversed_topology(topology: Topology) -> Topology:
         bandwidth_unit=topology.bandwidth_unit,
         description=topology.description,
     )
+
+
+def bidirectional_core(topology: Topology) -> Topology:
+    """The links usable in both directions: ``u <-> v`` with the smaller of the two bandwidths.
+
+    Allreduce runs one set of trees forward (allgather) and backward
+    (reduce-scatter), so every tree edge needs a link each way; trees packed on the
+    core fit both phases. A pair joined in one direction only is dropped.
+
+    Examples
+    --------
+    >>> from optcoll.topology import Node
+    >>> t = Topology("t", [Node("a"), Node("b"), Node("c")],
+    ...              [Link("a", "b", 4), Link("b", "a", 1), Link("b", "c", 2), Link("c", "a", 2)])
+    >>> sorted(bidirectional_core(t).capacity.items())
+    [(('a', 'b'), Fraction(1, 1)), (('b', 'a'), Fraction(1, 1))]
+    """
+    cap = topology.capacity
+    links = [
+        Link(u, v, min(c, cap[(v, u)]), bidirectional=True)
+        for (u, v), c in sorted(cap.items())
+        if u < v and (v, u) in cap
+    ]
+    try:
+        return Topology(
+            f"core({topology.name})",
+            topology.nodes,
+            links,
+            bandwidth_unit=topology.bandwidth_unit,
+            description=topology.description,
+        )
+    except NotStronglyConnectedError as err:
+        raise ScheduleError(
+            f"an allreduce on {topology.name!r} runs one set of trees both ways, but its links "
+            f"usable in both directions do not connect the compute nodes ({err}); run "
+            "--collective reduce-scatter and --collective allgather separately, or export "
+            "--collective allreduce, which composes the two"
+        ) from None
 
 
 def is_symmetric(topology: Topology) -> bool:
@@ -375,7 +414,10 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
     """The topology whose allgather trees :func:`build_collective` packs for ``collective``.
 
     ``topology`` itself, except for reduce-scatter on an asymmetric topology: its
-    reversal (the reduction runs the trees backwards).
+    reversal (the reduction runs the trees backwards); and for allreduce on a
+    topology with a link whose reverse is missing: its :func:`bidirectional_core`
+    (one set of trees runs both ways; such a schedule is verified but in general
+    not optimal).
 
     Examples
     --------
@@ -386,6 +428,10 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
     collective = canonical_collective(collective)
     if collective == "reduce_scatter" and not is_symmetric(topology):
         return reversed_topology(topology)
+    if collective == "allreduce":
+        cap = topology.capacity
+        if any((v, u) not in cap for u, v in cap):
+            return bidirectional_core(topology)
     return topology
 
 

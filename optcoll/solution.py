@@ -322,13 +322,16 @@ def solve(
         lower = rooted_lower
     else:
         packed = packing_topology(topo, collective)
-        bound = optimal_cut_ratio(packed)
-        lower = bound.ratio
+        packed_bound = optimal_cut_ratio(packed)
+        bound = packed_bound
         if collective == "allreduce":
+            bound = packed_bound if packed is topo else optimal_cut_ratio(topo)
             reverse = bound if is_symmetric(topo) else optimal_cut_ratio(reversed_topology(topo))
-            lower += reverse.ratio
+            lower = bound.ratio + reverse.ratio
+        else:
+            lower = bound.ratio
         schedule = build_collective(
-            topo, collective, k=k, root=root, progress=progress, bound=bound
+            topo, collective, k=k, root=root, progress=progress, bound=packed_bound
         )
     check = verify_schedule(topo, schedule, optimum=lower)
     if not check.valid:

@@ -10,7 +10,7 @@ import pytest
 import optcoll
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
-from optcoll.collectives import collective_lower_bound, reversed_topology
+from optcoll.collectives import bidirectional_core, collective_lower_bound, reversed_topology
 from optcoll.exceptions import ScheduleError
 from optcoll.io import load_schedule
 from optcoll.topologies import build
@@ -56,6 +56,49 @@ def test_asymmetric_reduce_scatter_uses_the_reversed_bound():
     solution = optcoll.solve(topo, collective="reduce_scatter")
     assert solution.lower_bound == optimal_cut_ratio(reversed_topology(topo)).ratio
     assert solution.optimal and "reversed" in solution.describe_bound()
+
+
+def _triangle_with_a_one_way_link():
+    # a, b, c joined both ways with unequal bandwidths, d joined to a both ways, b -> d one way
+    b = optcoll.topology.TopologyBuilder("one-way")
+    for n in "abcd":
+        b.compute(n)
+    for src, dst, bw in (("a", "b", 10), ("b", "a", 4), ("b", "c", 10), ("c", "b", 3)):
+        b.link(src, dst, bw)
+    for src, dst, bw in (("c", "a", 10), ("a", "c", 5), ("a", "d", 6), ("d", "a", 6)):
+        b.link(src, dst, bw)
+    b.link("b", "d", 8)
+    return b.build()
+
+
+def test_allreduce_with_one_way_links_packs_the_bidirectional_core():
+    topo = _triangle_with_a_one_way_link()
+    solution = optcoll.solve(topo)  # allreduce, the default
+    # the lower bound stays the topology's own: r*(G) + r*(reverse G)
+    assert solution.lower_bound == collective_lower_bound(topo, "allreduce")
+    assert solution.lower_bound == (
+        optimal_cut_ratio(topo).ratio + optimal_cut_ratio(reversed_topology(topo)).ratio
+    )
+    # the trees run both ways, so they are packed on the core: the smaller bandwidth
+    # of each pair joined both ways, b -> d dropped
+    core = bidirectional_core(topo)
+    assert dict(core.capacity) == {
+        **{("a", "b"): 4, ("b", "a"): 4, ("b", "c"): 3, ("c", "b"): 3},
+        **{("a", "c"): 5, ("c", "a"): 5, ("a", "d"): 6, ("d", "a"): 6},
+    }
+    assert all((e.src, e.dst) in core.capacity for t in solution.schedule.trees for e in t.edges)
+    # each phase takes at most the core's r* (G has at least the core's bandwidth each way)
+    assert solution.time_factor <= 2 * optimal_cut_ratio(core).ratio
+    assert verify_schedule(topo, solution.schedule, optimum=solution.lower_bound).valid
+    assert solution.time_factor > solution.lower_bound and solution.claim == "not optimal"
+
+
+def test_allreduce_whose_two_way_links_do_not_connect_says_what_to_run(capsys):
+    with pytest.raises(ScheduleError, match="reduce-scatter and --collective allgather"):
+        optcoll.solve(build("ring:4,direction=uni"))
+    assert main(["solve", "ring:4,direction=uni", "-o", "unused"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "composes the two" in err
 
 
 def test_fixed_k_is_the_best_with_that_k_and_says_so():

@@ -107,9 +107,16 @@ def bidirectional_core(topology: Topology) -> Topology:
     --------
     >>> from optcoll.topology import Node
     >>> t = Topology("t", [Node("a"), Node("b"), Node("c")],
-    ...              [Link("a", "b", 4), Link("b", "a", 1), Link("b", "c", 2), Link("c", "a", 2)])
-    >>> sorted(bidirectional_core(t).capacity.items())
-    [(('a', 'b'), Fraction(1, 1)), (('b', 'a'), Fraction(1, 1))]
+    ...              [Link("a", "b", 4), Link("b", "a", 1), Link("b", "c", 2, bidirectional=True),
+    ...               Link("c", "a", 2)])
+    >>> sorted(bidirectional_core(t).capacity.items())  # doctest: +NORMALIZE_WHITESPACE
+    [(('a', 'b'), Fraction(1, 1)), (('b', 'a'), Fraction(1, 1)),
+     (('b', 'c'), Fraction(2, 1)), (('c', 'b'), Fraction(2, 1))]
+
+    Raises
+    ------
+    ScheduleError
+        The links usable both ways do not connect the compute nodes.
     """
     cap = topology.capacity
     links = [

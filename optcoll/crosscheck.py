@@ -41,15 +41,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, OptCollError
 from optcoll.forwardable import short_switches
-from optcoll.packing import chunk_capacities, pack_arborescences
 from optcoll.rational import fraction_text
-from optcoll.rounding import round_packing
-from optcoll.splitting import split_switches
 from optcoll.topology import Topology
-from optcoll.verify import verify_schedule
 
 __all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS", "ALLTOALL_METHODS"]
 
@@ -171,11 +166,15 @@ class CrossCheck:
 
 
 def _combinatorial(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from optcoll.bound import optimal_cut_ratio
+
     bound = optimal_cut_ratio(topology)
     return bound.ratio, bound.bottleneck_cut, f"k = {bound.k}"
 
 
 def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from optcoll.bound import optimal_cut_ratio
+
     bound = optimal_cut_ratio(topology, method="brute-force")
     return bound.ratio, bound.bottleneck_cut, f"{2 ** len(topology.node_ids)} subsets"
 
@@ -200,6 +199,8 @@ def _multicast_fits(topology: Topology) -> bool:
 
 
 def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+    from optcoll.packing import pack_arborescences
+
     schedule = pack_arborescences(topology)
     return _verified(topology, schedule)
 
@@ -211,6 +212,12 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical graph of :func:`~optcoll.splitting.split_switches` at r* (ForestColl's
     ``U * caps`` link capacities, ``k`` per root, requirement ``N * k``).
     """
+    from formulations.tree_packing import fractional_tree_packing
+    from optcoll.bound import optimal_cut_ratio
+    from optcoll.packing import chunk_capacities
+    from optcoll.rounding import round_packing
+    from optcoll.splitting import split_switches
+
     logical = None
     capacity: Any = topology.capacity
     if topology.switch_nodes:
@@ -219,8 +226,6 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
         roots = dict.fromkeys(topology.compute_nodes, k)
         logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
         capacity = logical.capacity
-    from formulations.tree_packing import fractional_tree_packing
-
     result = fractional_tree_packing(topology.compute_nodes, capacity)
     schedule = round_packing(topology, result.packing, logical=logical)
     value, _, detail = _verified(topology, schedule)
@@ -262,6 +267,7 @@ def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | No
 
 def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
     from optcoll.alltoall import alltoall_schedule
+    from optcoll.verify import verify_schedule
 
     schedule = alltoall_schedule(topology)
     result = verify_schedule(topology, schedule)
@@ -271,6 +277,8 @@ def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | Non
 
 
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
+    from optcoll.verify import verify_schedule
+
     result = verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")

@@ -38,9 +38,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from optcoll.exceptions import (
     BandwidthError,
@@ -55,6 +53,9 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 from optcoll.rational import exact_number, integer_scaling
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "Node",
@@ -118,6 +119,22 @@ class Link:
 def _describe(index: int, link: Link) -> str:
     arrow = "<->" if link.bidirectional else "->"
     return f"links[{index}] ({link.src} {arrow} {link.dst})"
+
+
+def _reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
+    """Nodes reachable from ``start`` (itself included) along ``adjacency``.
+
+    >>> sorted(_reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
+    ['a', 'b']
+    """
+    seen = {start}
+    stack = [start]
+    while stack:
+        for v in adjacency[stack.pop()]:
+            if v not in seen:
+                seen.add(v)
+                stack.append(v)
+    return seen
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,15 +273,17 @@ class Topology:
         return tuple(bandwidths)
 
     def _check_reachability(self, compute: list[str]) -> None:
-        graph = nx.DiGraph()
-        graph.add_nodes_from(n.id for n in self.nodes)
+        successors: dict[str, list[str]] = {n.id: [] for n in self.nodes}
+        predecessors: dict[str, list[str]] = {n.id: [] for n in self.nodes}
         for link in self.links:
-            graph.add_edges_from(link.arcs())
+            for u, v in link.arcs():
+                successors[u].append(v)
+                predecessors[v].append(u)
         # Every compute node reaches and is reached from the first one iff all
         # compute nodes are mutually reachable.
         first = compute[0]
-        forward = nx.descendants(graph, first)
-        backward = nx.ancestors(graph, first)
+        forward = _reachable(successors, first)
+        backward = _reachable(predecessors, first)
         for c in compute[1:]:
             if c not in forward:
                 raise NotStronglyConnectedError(
@@ -571,6 +590,8 @@ class Topology:
     def to_networkx(self) -> nx.DiGraph:
         """A networkx ``DiGraph``: node attribute ``type`` (and ``group``), edge
         attribute ``bandwidth`` (aggregated, exact Fraction)."""
+        import networkx as nx
+
         graph = nx.DiGraph(name=self.name)
         for n in self.nodes:
             attrs = {"type": n.type}

@@ -23,7 +23,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.mscclcheck.execute import describe_value, execute, expected_outputs
 from optcoll.mscclcheck.limits import STEP_SEMANTICS, Algo, Finding, decode
 from optcoll.mscclcheck.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.mscclcheck.program import Program, parse_program, read_program
@@ -122,6 +121,8 @@ def check_program(
         Look for data races (vector clocks; memory grows with the square of the number of
         thread blocks).
     """
+    from optcoll.mscclcheck.execute import execute  # numpy: imported when a file is run
+
     profile = runtime_profile(runtime)
     algo, findings = decode(program, profile)
     report = CheckReport(
@@ -228,6 +229,8 @@ def _check_topology(
 
 def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | None, list[Finding]]:
     """The root (broadcast and reduce, found from the data) and the wrong output chunks."""
+    from optcoll.mscclcheck.execute import describe_value, expected_outputs
+
     root = _infer_root(algo, memory, inplace)
     expected = expected_outputs(algo, root)
     findings: list[Finding] = []

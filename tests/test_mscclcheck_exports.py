@@ -1,5 +1,5 @@
 """``optcoll check-xml`` on what ``optcoll export`` writes: every built-in family at a small
-size, every collective, one and two channels.
+size, every collective (all-to-all included), one and two channels.
 
 Every file an export writes (in place and out of place where they differ) must run correctly
 (no deadlock at depths 1, 2 and 8, every output chunk right, no race, no unmatched transfer)
@@ -34,7 +34,7 @@ FAMILIES = (
     "dgx-2:1",
     "mi250:1",
 )
-COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 
 CASES = [(f, c, ch) for f in FAMILIES for c in COLLECTIVES for ch in (1, 2)]
 

@@ -291,7 +291,7 @@ def _plan(
                 "--collective reduce_scatter and --collective allgather as JSON instead"
             )
         path = base.with_name(f"{base.stem}{root}{base.suffix}")
-        entry = {"path": str(path), "k": first.k, **_factors(chosen[0])}
+        entry = {"path": str(path), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
         return [(path, export_text(first, "json"), entry)]
     if len(chosen) > 1:
         if topology is None:
@@ -324,6 +324,7 @@ def _plan(
                 "path": str(path),
                 "k": schedule.k,
                 **_factors(choice),
+                **_rounding(schedule),
                 "placement": placement,
                 "min_bytes": low,
                 "max_bytes": high,
@@ -366,6 +367,13 @@ def _factors(choice: _Chosen) -> dict[str, Any]:
     }
 
 
+def _rounding(schedule: Any) -> dict[str, Any]:
+    """An all-to-all's ``rounding_bound``: the time factor its ``k`` is proved within
+    (t* plus the rounding slack, :func:`optcoll.alltoall.alltoall_schedule`)."""
+    bound = schedule.stats.get("rounding_bound") if schedule.collective == "alltoall" else None
+    return {} if bound is None else {"rounding_bound": bound}
+
+
 def _powers_of_two_from(nchunks: int, low: int, high: int | None) -> int | None:
     """The smallest power-of-two byte size (4-byte elements) the file serves, if any:
     every larger one up to ``high`` is served too."""
@@ -399,6 +407,11 @@ def _report(
                 f"{entry['path']} serves only messages of a multiple of "
                 f"{entry['nchunksperloop']} elements: no power-of-two size"
             )
+    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+        warnings.append(
+            f"no in-place program: {profile.name} refuses in-place all-to-all calls "
+            f"({profile.sources['inplace_alltoall']})"
+        )
     if profile.max_files is not None and len(files) > profile.max_files:
         warnings.append(
             f"{len(files)} files, but {profile.name} loads at most {profile.max_files} "
@@ -430,6 +443,9 @@ def _report(
             f"{float(Fraction(entry['ratio_to_optimum'])):.4f})"
         )
         how = " (reduce-scatter trees, then allgather trees)" if chosen[-1].allgather else ""
+        bound = entry.get("rounding_bound")
+        if bound is not None:
+            factor += f", within its rounding bound {bound}"
         print(f"wrote {entry['path']}: {collective}{how}, k = {entry['k']}, {factor}")
         if args.format != "msccl":
             continue

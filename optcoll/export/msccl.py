@@ -28,7 +28,13 @@ schedule's ``compute_nodes``):
   reduces offsets ``r*k + j`` up toward ``r`` (``rrc`` steps chained through
   dependencies) and then broadcasts the result down;
 * broadcast / reduce: ``i_chunks = o_chunks = k`` (reduce keeps partial sums in
-  scratch, ``s_chunks = k``).
+  scratch, ``s_chunks = k``);
+* alltoall (MSCCL's convention, as msccl-tools' ``AllToAll``): ``i_chunks =
+  o_chunks = N*k``; chunk ``j`` of the piece rank ``s`` sends to rank ``d`` is
+  input chunk ``d*k + j`` of ``s`` and lands at output chunk ``s*k + j`` of
+  ``d``. Each path of a route carries its chunks hop by hop through the compute
+  nodes on it (switches are inside a connection); a relay receives them into
+  its own scratch chunks and sends them on (a dependency on the receive).
 
 Placement. The runtimes call a collective *in place* when the input is aliased
 into the output: allgather ``i[j] = o[r*k + j]``, reduce_scatter
@@ -38,7 +44,13 @@ before the write of the output chunk it aliases, through the step order or the
 messages in between), so they are written once with ``inplace="1"
 outofplace="1"``. Allgather and broadcast need two programs: out of place the
 root copies its input into its output and sends from the input; in place there
-is nothing to copy and the root sends from its output.
+is nothing to copy and the root sends from its output. All-to-all needs two as
+well: in place, a piece arriving at output chunk ``s*k + j`` would overwrite the
+input chunk for rank ``s`` before it is sent, so the in-place program first
+copies the whole input into scratch chunks ``0..N*k-1``, sends from there, and
+every receive into the output waits for that copy. Out of place it sends from
+the input and copies its own piece. microsoft/msccl refuses in-place all-to-all
+calls outright, so it only gets the out-of-place program.
 
 Thread blocks. Each connection (sender, receiver) gets ``channels`` channels
 (more when its steps exceed the profile's steps per thread block); the
@@ -81,9 +93,9 @@ __all__ = ["PLACEMENTS", "MscclProgram", "placements", "msccl_program", "to_mscc
 Location = tuple[str, int]
 Block = tuple[str, int, int]  # (kind, peer rank, channel)
 
-_SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+_SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
-_PLACEMENT_SENSITIVE = ("allgather", "broadcast")
+_PLACEMENT_SENSITIVE = ("allgather", "broadcast", "alltoall")
 
 #: ``outofplace``, ``inplace``, or ``both`` (one program correct either way).
 PLACEMENTS = ("outofplace", "inplace", "both")
@@ -99,8 +111,12 @@ def placements(collective: str, runtime: RuntimeProfile | str = DEFAULT_RUNTIME)
     --------
     >>> placements("allreduce"), placements("allgather"), placements("allreduce", "msccl")
     (('both',), ('outofplace', 'inplace'), ('outofplace', 'inplace'))
+    >>> placements("alltoall", "msccl")
+    ('outofplace',)
     """
     profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    if collective == "alltoall" and not profile.inplace_alltoall:
+        return ("outofplace",)
     if collective in _PLACEMENT_SENSITIVE or not profile.placement_flags:
         return ("outofplace", "inplace")
     return ("both",)
@@ -239,6 +255,12 @@ def msccl_program(
         raise ExportError(
             f"runtime {profile.name!r} reads only 'inplace': a file serves one placement"
         )
+    if coll == "alltoall" and placement == "inplace" and not profile.inplace_alltoall:
+        raise ExportError(
+            f"runtime {profile.name!r} refuses in-place all-to-all calls before it looks for "
+            f"an algorithm ({profile.sources['inplace_alltoall']}); write the out-of-place "
+            "program, or use --runtime rccl or msccl-executor"
+        )
     if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
         raise ExportError(f"channels must be a positive integer, got {channels!r}")
     builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
@@ -289,6 +311,11 @@ class _Builder:
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         n, k = len(schedule.compute_nodes), schedule.k
+        if self.collective == "alltoall":
+            self.hops = _route_hops(schedule, self.ranks)
+            self.relay, relayed = _relay_slots(self.hops, n * k if inplace else 0)
+            self.chunks = (n * k, n * k, relayed)
+            return
         self.chunks = {
             "allgather": (k, n * k, 0),
             "reduce_scatter": (n * k, k, n * k),
@@ -298,6 +325,9 @@ class _Builder:
         }[self.collective]
 
     def build(self) -> None:
+        if self.collective == "alltoall":
+            self._alltoall()
+            return
         trees = self.schedule.trees
         shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
         _check_chunks(self.schedule)
@@ -350,6 +380,39 @@ class _Builder:
                     last = self._reduce(up_tree, up_shapes[ui], height, ident, first, cnt)
                     self._broadcast(down_tree, down_shapes[di], ident, first, cnt, last)
                 segment += 1
+
+    def _alltoall(self) -> None:
+        """Every route's chunks hop by hop (see the module docstring for the layout)."""
+        n, k, most = len(self.ranks), self.schedule.k, self.max_count
+        ready: dict[int, _Step | None] = dict.fromkeys(range(n))
+        for rank in range(n):
+            # in place: the whole input into scratch first; out of place: the own piece
+            first, end = (0, n * k) if self.inplace else (rank * k, rank * k + k)
+            for p, lo in enumerate(range(first, end, most)):
+                cnt = min(most, end - lo)
+                dst = ("s", lo) if self.inplace else ("o", lo)
+                copy = self._add(_Step("cpy", ("i", lo), dst, cnt, (0, p), rank, None))
+                if self.inplace:  # sends and receives into the output wait for the copy
+                    ready[rank] = copy
+        for ri, pi, first, chunks, hops in self.hops:
+            source, sink = hops[0], hops[-1]
+            for p, lo in enumerate(range(first, first + chunks, most)):
+                cnt = min(most, first + chunks - lo)
+                offset = lo - first
+                sent: Location = ("s" if self.inplace else "i", sink * k + lo)
+                received: _Step | None = ready[source]
+                for h, (a, b) in enumerate(zip(hops, hops[1:], strict=False)):
+                    key = (1, h, ri, pi, p)
+                    last = h == len(hops) - 2
+                    into = (
+                        ("o", source * k + lo)
+                        if last
+                        else ("s", self.relay[(ri, pi, h + 1)] + offset)
+                    )
+                    self._add(_Step("s", sent, into, cnt, key, a, (a, b), received))
+                    wait = ready[b] if last else None
+                    received = self._add(_Step("r", sent, into, cnt, key, b, (a, b), wait))
+                    sent = into
 
     # --- where a piece lives on each GPU -----------------------------------------
 
@@ -441,6 +504,56 @@ class _Builder:
                 recv = self._add(_Step("r", own, out, cnt, key, rank[c], link))
                 self._add(_Step("s", own, out, cnt, key, rank[v], link, received[v]))
                 received[c] = recv
+
+
+Hops = tuple[int, int, int, int, tuple[int, ...]]
+
+
+def _route_hops(schedule: Schedule, ranks: dict[str, int]) -> list[Hops]:
+    """``(route, path, first chunk, chunks, ranks on the path)`` of every route path;
+    ExportError unless each ordered pair of compute nodes has one route whose paths
+    run from its source to its sink, visit each compute node once and carry ``k``
+    chunks in all."""
+    k = schedule.k
+    seen: set[tuple[str, str]] = set()
+    result: list[Hops] = []
+    for ri, route in enumerate(schedule.routes):
+        where = f"route {ri} ({route.src} -> {route.dst})"
+        if route.src not in ranks or route.dst not in ranks or route.src == route.dst:
+            raise ExportError(f"{where}: source and sink must be two compute nodes")
+        if (route.src, route.dst) in seen:
+            raise ExportError(f"{where}: a second route for this pair")
+        seen.add((route.src, route.dst))
+        first = 0
+        for pi, path in enumerate(route.paths):
+            hops = tuple(ranks[v] for v in path.path if v in ranks)
+            if path.chunks < 1 or path.path[:1] != (route.src,) or path.path[-1:] != (route.dst,):
+                raise ExportError(
+                    f"{where}, path {pi}: needs at least one chunk and must run from "
+                    f"{route.src} to {route.dst}"
+                )
+            if len(set(hops)) != len(hops):
+                raise ExportError(f"{where}, path {pi}: visits a compute node twice")
+            result.append((ri, pi, first, path.chunks, hops))
+            first += path.chunks
+        if first != k:
+            raise ExportError(f"{where}: its paths carry {first} chunks, expected k = {k}")
+    missing = len(ranks) * (len(ranks) - 1) - len(seen)
+    if missing:
+        raise ExportError(f"the alltoall schedule has no route for {missing} ordered pair(s)")
+    return result
+
+
+def _relay_slots(hops: list[Hops], base: int) -> tuple[dict[tuple[int, int, int], int], int]:
+    """Scratch chunk of each relay (route, path, hop position), allotted from ``base``
+    on each GPU, and the scratch chunks the busiest GPU needs."""
+    used: dict[int, int] = defaultdict(lambda: base)
+    slots = {}
+    for ri, pi, _, chunks, ranks in hops:
+        for h in range(1, len(ranks) - 1):
+            slots[(ri, pi, h)] = used[ranks[h]]
+            used[ranks[h]] += chunks
+    return slots, max(used.values(), default=base)
 
 
 def _ranges(trees: tuple[Tree, ...], root: str) -> list[tuple[int, int, int]]:

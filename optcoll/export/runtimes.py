@@ -77,6 +77,9 @@ class RuntimeProfile:
     placement_flags : bool
         True: ``inplace`` and ``outofplace`` are separate flags (one file may serve both);
         False: only ``inplace`` is read and must equal the call's placement.
+    inplace_alltoall : bool
+        False when the runtime refuses an in-place all-to-all call before it looks for
+        an algorithm (no in-place all-to-all file is ever used).
     required_attributes : tuple of str
         ``<algo>`` attributes the parser reads without a default.
     environment : tuple of str
@@ -98,6 +101,7 @@ class RuntimeProfile:
     max_bytes_inclusive: bool
     unlimited_max_bytes: int | None
     placement_flags: bool
+    inplace_alltoall: bool
     required_attributes: tuple[str, ...]
     environment: tuple[str, ...]
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -168,6 +172,7 @@ _RCCL_SPELLING = {
     "allreduce": "allreduce",
     "broadcast": "broadcast",
     "reduce": "reduce",
+    "alltoall": "alltoall",
 }
 _RCCL_REQUIRED = (
     "nchunksperloop",
@@ -196,6 +201,7 @@ RUNTIMES: dict[str, RuntimeProfile] = {
         max_bytes_inclusive=True,
         unlimited_max_bytes=0,
         placement_flags=True,
+        inplace_alltoall=True,
         required_attributes=_RCCL_REQUIRED,
         environment=("MSCCL_ALGO_DIR", "RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE"),
         sources={
@@ -213,6 +219,7 @@ RUNTIMES: dict[str, RuntimeProfile] = {
             "(maxBytes == 0 || nBytes <= maxBytes))",
             "unlimited_max_bytes": f"{_RCCL_LIFE}:334 (maxBytes == 0)",
             "placement_flags": f"{_RCCL_PARSER}:383-389, {_RCCL_LIFE}:338",
+            "inplace_alltoall": f"{_RCCL_LIFE}:317-319 (alltoall in place: sendBuff == recvBuff)",
             "required_attributes": f"{_RCCL_PARSER}:314-389 (mscclXmlGetAttr* without default)",
             "environment": f"{_RCCL_LIFE}:29-30,112 (MSCCL_ALGO_DIR; RCCL_PARAM adds 'RCCL_')",
         },
@@ -231,6 +238,7 @@ RUNTIMES: dict[str, RuntimeProfile] = {
         max_bytes_inclusive=False,
         unlimited_max_bytes=None,
         placement_flags=False,
+        inplace_alltoall=False,
         required_attributes=("name", "ngpus", "nchunksperloop", "nchannels", "proto", "coll"),
         environment=("MSCCL_XML_FILES", "MSCCL_CONFIG"),
         sources={
@@ -248,6 +256,8 @@ RUNTIMES: dict[str, RuntimeProfile] = {
             "unlimited_max_bytes": f"{_MS_PARSER}:799-806 (missing maxBytes = 128 MB); "
             "microsoft/msccl src/init.cc:814 (scratch = maxBytes * s_chunks / nchunksperloop)",
             "placement_flags": f"{_MS_PARSER}:847-853, {_MS_TUNING}:356,368 (inPlace == call's)",
+            "inplace_alltoall": "microsoft/msccl src/collectives/all_to_all.cc:49-51 ('In-place "
+            "alltoall is not possible currently': ncclInvalidUsage)",
             "required_attributes": f"{_MS_PARSER}:770-788,823,848",
             "environment": "microsoft/msccl src/init.cc:783-790 (MSCCL_XML_FILES, ':'-separated;"
             " MSCCL_CONFIG)",
@@ -267,6 +277,7 @@ RUNTIMES: dict[str, RuntimeProfile] = {
         max_bytes_inclusive=True,
         unlimited_max_bytes=0,
         placement_flags=True,
+        inplace_alltoall=True,
         required_attributes=_RCCL_REQUIRED,
         environment=("MSCCL_ALGO_DIR", "NCCL_MSCCL_ENABLE"),
         sources={
@@ -283,6 +294,7 @@ RUNTIMES: dict[str, RuntimeProfile] = {
             "max_bytes_inclusive": f"{_EX_LIFE}:333-335 (as RCCL)",
             "unlimited_max_bytes": f"{_EX_LIFE}:335 (maxBytes == 0)",
             "placement_flags": f"{_EX_LIFE}:339",
+            "inplace_alltoall": f"{_EX_LIFE}:319-320 (alltoall in place: sendBuff == recvBuff)",
             "required_attributes": f"{_EX_PARSER}:314-389",
             "environment": f"{_EX_LIFE}:27,79 (MSCCL_ALGO_DIR; NCCL_PARAM adds 'NCCL_')",
         },

@@ -207,6 +207,14 @@ def decode(program: Program, profile: RuntimeProfile) -> tuple[Algo | None, list
                 + f" ({profile.sources.get('collectives', '')})",
             )
     _check_selection(r, profile, inplace, outofplace, min_bytes, max_bytes)
+    if inplace and collective in profile.never_in_place:
+        r.add(
+            "limit",
+            f"<algo>: inplace={inplace} but {profile.name} refuses every in-place "
+            f"{collective} call before it looks for an algorithm, so "
+            + ("the in-place flag serves nothing" if outofplace else "never uses this file")
+            + f" ({profile.sources.get('never_in_place', '')})",
+        )
     if ngpus is not None and ngpus > 1024:
         r.add("limit", f"<algo>: ngpus={ngpus} is above the 1024 children an element may have")
     gpus: dict[int, dict[int, ThreadBlock]] = {}
@@ -349,12 +357,13 @@ def _sizes(
     if loop <= 0 or ngpus <= 0:
         r.add("limit", f"<algo>: nchunksperloop={loop} and ngpus={ngpus} must be positive")
         return None
-    per_rank = collective in ("allgather", "reduce_scatter")
+    per_rank = collective in ("allgather", "reduce_scatter", "alltoall")
     if per_rank and loop % ngpus:
+        part = "piece for each rank" if collective == "alltoall" else "own part"
         r.add(
             "limit",
             f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: a {collective} "
-            f"rank's own part is not a whole number of chunks",
+            f"rank's {part} is not a whole number of chunks",
         )
         return None
     input_chunks = loop // ngpus if collective == "allgather" else loop

@@ -90,6 +90,9 @@ class RuntimeProfile:
     chunks_match_loop : bool
         The parser requires ``i_chunks`` and ``o_chunks`` (when non-zero) to match
         ``nchunksperloop`` for the collective.
+    never_in_place : tuple
+        Collectives (checker names) the runtime refuses to run in place, before it
+        looks for an algorithm: a file of theirs claiming ``inplace`` is never used.
     sources : dict
         Field name -> source file and line the value comes from.
     """
@@ -112,6 +115,7 @@ class RuntimeProfile:
     has_outofplace: bool
     max_bytes_zero_unbounded: bool
     chunks_match_loop: bool
+    never_in_place: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
 
 
@@ -221,6 +225,7 @@ PROFILES: dict[str, RuntimeProfile] = {
         has_outofplace=False,
         max_bytes_zero_unbounded=False,
         chunks_match_loop=True,
+        never_in_place=("alltoall",),
         sources={
             "collectives": "src/graph/topo.cc:826-845",
             "max_steps": "src/include/msccl.h:6, src/graph/topo.cc:972",
@@ -236,6 +241,8 @@ PROFILES: dict[str, RuntimeProfile] = {
             "max_bytes_zero_unbounded": "src/graph/tuning.cc:353,369 (nBytes < maxBytes; "
             "absent maxBytes = 128 MB, topo.cc:805)",
             "chunks_match_loop": "src/graph/topo.cc:886",
+            "never_in_place": "src/collectives/all_to_all.cc:49-51 (in-place alltoall: "
+            "ncclInvalidUsage)",
             "selection": "src/graph/tuning.cc:312-369 (inPlace must equal the file's)",
         },
     ),

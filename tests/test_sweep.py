@@ -1,0 +1,249 @@
+"""Sweeps: exact values per point, the same on every engine, resumable without loss."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import polars as pl
+import pytest
+
+import optcoll.sweep as sweep_module
+from optcoll import load_topology
+from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.exceptions import OutputError
+from optcoll.sweep import (
+    SweepSpecError,
+    journal_path,
+    load_sweep_spec,
+    metadata_path,
+    parse_sweep_spec,
+    run_sweep,
+    sweep_points,
+)
+
+TORUS = {
+    "base": "torus:{n}x{n}",
+    "grid": {"n": [3, 4, 5]},
+    "quantities": ["cut_ratio", "algbw", "k"],
+}
+
+
+def _spec(data=None):
+    return parse_sweep_spec(data or TORUS)
+
+
+def test_the_issue_spec_gives_exact_values_of_the_bound():
+    rows = run_sweep(_spec(), workers=1)
+    assert [row["topology"] for row in rows] == ["torus:3x3", "torus:4x4", "torus:5x5"]
+    assert [(row["n"], row["cut_ratio"], row["k"]) for row in rows] == [
+        (3, "1/50", 1),
+        (4, "3/80", 4),
+        (5, "3/50", 1),
+    ]
+    for row in rows:
+        bound = optimal_cut_ratio(load_topology(row["topology"]))
+        assert Fraction(row["cut_ratio"]) == bound.ratio
+        assert row["algbw"] == round(bound.algbw, 3) and row["k"] == bound.k
+        assert row["error"] == ""
+
+
+def test_small_points_agree_with_brute_force():
+    spec = _spec(
+        {
+            "base": "ring:{n},bw={bw}",
+            "grid": {"n": [3, 5], "bw": [10, 12.5]},
+            "quantities": ["cut_ratio", "U"],
+        }
+    )
+    rows = run_sweep(spec, workers=1)
+    assert [(row["n"], row["bw"]) for row in rows] == [(3, 10), (3, 12.5), (5, 10), (5, 12.5)]
+    for row in rows:
+        brute = optimal_cut_ratio(load_topology(row["topology"]), "brute-force")
+        assert Fraction(row["cut_ratio"]) == brute.ratio and Fraction(row["U"]) == brute.U
+
+
+def test_scale_perturbation_matches_the_edited_topology():
+    spec = _spec(
+        {
+            "base": "dgx-a100:2",
+            "grid": {"nic": [0.5, 2]},
+            "scale": [{"links": "nic", "factor": "{nic}"}],
+            "quantities": ["cut_ratio"],
+        }
+    )
+    rows = run_sweep(spec, workers=1)
+    for row, factor in zip(rows, (Fraction(1, 2), Fraction(2)), strict=True):
+        edited = load_topology("dgx-a100:2").scale_links(
+            lambda link: "nic" in link.src or "nic" in link.dst, factor
+        )
+        assert Fraction(row["cut_ratio"]) == optimal_cut_ratio(edited).ratio
+    assert rows[0]["cut_ratio"] != rows[1]["cut_ratio"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"grid": {}, "quantities": ["k"]}, "'base' is missing"),
+        (
+            {"base": "ring:{n}", "grid": {"n": [4]}, "quantities": ["speed"]},
+            "unknown quantity 'speed'",
+        ),
+        ({"base": "ring:{n}", "grid": {"m": [4]}, "quantities": ["k"]}, "no key 'n'"),
+        ({"base": "ring:4", "grid": {"n": [4]}, "quantities": ["k"]}, "grid key 'n' is used by no"),
+        (
+            {"base": "ring:{n}", "grid": {"n": []}, "quantities": ["k"]},
+            "grid.n must be a non-empty",
+        ),
+        ({"base": "ring:{n}", "grid": {"n": [4, 4]}, "quantities": ["k"]}, "repeats a value"),
+        ({"base": "ring:{k}", "grid": {"k": [4]}, "quantities": ["k"]}, "also a column name"),
+        ({"base": "ring:4", "quantities": ["k"], "output": "x.csv"}, "unknown key 'output'"),
+        ({"base": "ring:{n}", "grid": {"n": [True]}, "quantities": ["k"]}, "numbers or strings"),
+    ],
+)
+def test_bad_specs_name_the_key(data, message):
+    with pytest.raises(SweepSpecError, match=message):
+        parse_sweep_spec(data)
+
+
+def test_a_bad_point_names_its_grid_values():
+    with pytest.raises(Exception, match="sweep point n=1"):
+        sweep_points(_spec({"base": "ring:{n}", "grid": {"n": [4, 1]}, "quantities": ["k"]}))
+
+
+def test_the_local_pool_gives_the_serial_values():
+    assert run_sweep(_spec(), workers=2) == run_sweep(_spec(), workers=1)
+
+
+def test_a_dask_local_cluster_gives_exactly_the_serial_values():
+    distributed = pytest.importorskip("distributed")
+    serial = run_sweep(_spec(), workers=1)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        assert run_sweep(_spec(), dask=client) == serial
+        # an address is connected to and closed again
+        assert run_sweep(_spec(), dask=cluster.scheduler_address) == serial
+
+
+def test_a_failed_point_is_recorded_and_the_rest_computed(monkeypatch):
+    real = sweep_module.evaluate_point
+
+    def flaky(task):
+        if task[0]["name"] == "torus:4x4":
+            raise RuntimeError("worker lost")
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "evaluate_point", flaky)
+    rows = run_sweep(_spec(), workers=1)
+    assert [row["error"] for row in rows] == ["", "RuntimeError: worker lost", ""]
+    assert rows[1]["cut_ratio"] is None and rows[2]["cut_ratio"] == "3/50"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_interruption_and_resume_lose_nothing(tmp_path, monkeypatch, suffix):
+    out = tmp_path / f"results{suffix}"
+    spec = _spec(
+        {
+            "base": "ring:{n}",
+            "grid": {"n": [3, 4, 5, 6, 7]},
+            "quantities": ["cut_ratio", "algbw", "k", "cut_description"],
+        }
+    )
+    reference = run_sweep(spec, workers=1)
+    real = sweep_module.evaluate_point
+    calls = []
+
+    def interrupted(task):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(task[0]["name"])
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "evaluate_point", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, output=out, workers=1)
+    assert not out.exists() and journal_path(out).exists()
+    with pytest.raises(OutputError, match="--resume to continue it"):
+        run_sweep(spec, output=out, workers=1)
+
+    calls.clear()
+
+    def counted(task):
+        calls.append(task[0]["name"])
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "evaluate_point", counted)
+    assert run_sweep(spec, output=out, resume=True, workers=1) == reference
+    assert calls == ["ring:5", "ring:6", "ring:7"]  # only the unfinished points
+    assert not journal_path(out).exists()
+    table = pl.read_parquet(out) if suffix == ".parquet" else pl.read_csv(out)
+    assert table.columns == [
+        "n",
+        "topology",
+        "cut_ratio",
+        "algbw",
+        "k",
+        "cut_description",
+        "error",
+        "key",
+    ]
+    assert table["cut_ratio"].to_list() == [row["cut_ratio"] for row in reference]
+    calls.clear()
+    assert run_sweep(spec, output=out, resume=True, workers=1) == reference
+    assert calls == []  # everything reused from the table
+    with pytest.raises(OutputError, match="--resume to reuse"):
+        run_sweep(spec, output=out, workers=1)
+    run_sweep(spec, output=out, force=True, workers=1)
+    assert calls == ["ring:3", "ring:4", "ring:5", "ring:6", "ring:7"]
+
+
+def test_resume_recomputes_failed_points_and_changed_quantities(tmp_path, monkeypatch):
+    out = tmp_path / "results.csv"
+    real = sweep_module.evaluate_point
+    monkeypatch.setattr(
+        sweep_module,
+        "evaluate_point",
+        lambda task: (
+            (_ for _ in ()).throw(RuntimeError("x")) if "4x4" in task[0]["name"] else real(task)
+        ),
+    )
+    run_sweep(_spec(), output=out, workers=1)
+    calls = []
+    monkeypatch.setattr(
+        sweep_module, "evaluate_point", lambda task: calls.append(task[0]["name"]) or real(task)
+    )
+    rows = run_sweep(_spec(), output=out, resume=True, workers=1)
+    assert calls == ["torus:4x4"] and all(row["error"] == "" for row in rows)
+    with pytest.raises(OutputError, match="no column 'U'"):
+        run_sweep(_spec({**TORUS, "quantities": ["U"]}), output=out, resume=True, workers=1)
+
+
+def test_cli_sweep_writes_table_metadata_and_plot(tmp_path, capsys):
+    spec_file = tmp_path / "torus.yaml"
+    spec_file.write_text(
+        'base: "torus:{n}x{n}"\ngrid: {n: [3, 4, 5]}\nquantities: [cut_ratio, algbw, k]\n'
+    )
+    out, picture = tmp_path / "results.csv", tmp_path / "r.png"
+    assert (
+        main(["sweep", str(spec_file), "-o", str(out), "--plot", str(picture), "--workers", "1"])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0] == "n,topology,cut_ratio,algbw,k,error"
+    assert "4,torus:4x4,3/80,426.667,4," in printed
+    assert pl.read_csv(out)["k"].to_list() == [1, 4, 1]
+    meta = json.loads(metadata_path(out).read_text())
+    assert meta["spec"] == load_sweep_spec(spec_file).source and meta["points"] == 3
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    assert main(["sweep", str(spec_file), "-o", str(out), "--workers", "1"]) == 2
+    assert "exists; pass --resume" in capsys.readouterr().err
+    assert main(["sweep", str(spec_file), "-o", str(out), "--resume", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["cut_ratio"] for row in data["rows"]] == ["1/50", "3/80", "3/50"]
+    assert main(["sweep", str(spec_file), "-o", str(tmp_path / "r.txt")]) == 2
+    assert "written as .csv or .parquet" in capsys.readouterr().err

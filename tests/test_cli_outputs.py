@@ -27,6 +27,7 @@ RUNS = {
     "check_xml": ["check-xml", "{tmp}/program.xml"],
     "compare": ["compare", "ring:4", "--sizes", "1M"],
     "lp": ["lp", "solve", "ring:4"],
+    "sweep": ["sweep", "{tmp}/sweep.yaml", "--workers", "1"],
 }
 
 #: Runs that name an output file of a kind the command does not write.
@@ -41,6 +42,7 @@ BAD_SUFFIX = {
     "export-json": ["export", "ring:4", "--format", "json", "-o", "{tmp}/ring.xml"],
     "compare": ["compare", "ring:4", "--plot", "{tmp}/curve.jpg"],
     "lp": ["lp", "export", "ring:4", "-o", "{tmp}/model.txt"],
+    "sweep": ["sweep", "{tmp}/sweep.yaml", "-o", "{tmp}/table.txt"],
 }
 
 
@@ -53,6 +55,7 @@ def schedule_file(tmp_path):
     assert main(["trees", "ring:4", "-o", str(tmp_path / "schedule.json")]) == 0
     program = ["export", "ring:4", "--collective", "allreduce", "-o", str(tmp_path / "program.xml")]
     assert main(program) == 0  # one file serving both placements
+    (tmp_path / "sweep.yaml").write_text("base: ring:{n}\ngrid: {n: [3, 4]}\nquantities: [k]\n")
     return tmp_path
 
 
@@ -92,13 +95,14 @@ def test_closed_output_pipe(command, schedule_file, capsys, monkeypatch):
 @pytest.mark.parametrize("case", sorted(BAD_SUFFIX))
 def test_bad_output_suffix(case, tmp_path, capsys):
     (tmp_path / "a-file.txt").write_text("not a folder\n")
+    (tmp_path / "sweep.yaml").write_text("base: ring:{n}\ngrid: {n: [3, 4]}\nquantities: [k]\n")
     status = main(_argv(BAD_SUFFIX[case], tmp_path))
     out, err = capsys.readouterr()
     line = _one_error_line(err)
     assert status == 2 and out == ""
     assert str(tmp_path) in line
     written = {p.name for p in tmp_path.iterdir()}
-    assert written == {"a-file.txt"}, "nothing may be written under a wrong name"
+    assert written == {"a-file.txt", "sweep.yaml"}, "nothing may be written under a wrong name"
 
 
 def test_closed_pipe_in_a_real_process(tmp_path):

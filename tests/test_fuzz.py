@@ -148,6 +148,7 @@ def _commands(topo: str, out: Path, schedule: str) -> dict[str, list[str]]:
         "solve": ["solve", topo, "-o", str(out / "solve")],
         "convert": ["convert", topo, str(out / "c.yaml")],
         "verify": ["verify", topo, schedule],
+        "sweep": ["sweep", topo, "-o", str(out / "t.csv"), "--workers", "1"],
     }
 
 

@@ -49,13 +49,15 @@ def _workers(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.sweep import load_sweep_spec, plot_values, run_sweep, sweep_table
+    from optcoll.sweep import TABLE_SUFFIXES, load_sweep_spec, plot_values, run_sweep, sweep_table
 
-    spec = load_sweep_spec(args.spec)
     if args.output is not None:
+        require_suffix(args.output, TABLE_SUFFIXES, "a sweep table")
         check_output(args.output, force=True, inputs=input_files(args.spec))
+    spec = load_sweep_spec(args.spec)
     if args.plot is not None:
+        from optcoll.plot import PICTURE_SUFFIXES
+
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=input_files(args.spec))
         plot_values([], spec)  # a spec that cannot be plotted fails before the work

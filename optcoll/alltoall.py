@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.exceptions import ScheduleError
+from optcoll.arguments import count_argument, instance_argument, topology_argument
 from optcoll.loads import routes_time_factor
 from optcoll.rational import fraction_text
 from optcoll.schedule import Route, RoutePath, Schedule
@@ -220,6 +220,7 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
     >>> bound.time_factor, bound.cut_bound, bound.to_dict()["time_factor"]
     (Fraction(8, 25), Fraction(8, 25), '8/25')
     """
+    topology_argument(topology)
     return _alltoall_bound(topology, time_limit)
 
 
@@ -383,8 +384,10 @@ def alltoall_schedule(
     >>> schedule.k, schedule.time_factor, len(schedule.routes)
     (1, Fraction(8, 25), 240)
     """
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ScheduleError(f"k must be a positive integer, got {k!r}")
+    topology_argument(topology)
+    k = None if k is None else count_argument(k, "k")
+    if bound is not None:
+        instance_argument(bound, AlltoallBound, "bound", "optcoll.alltoall.alltoall_bound")
     if bound is None:
         bound = alltoall_bound(topology)
     paths = path_decomposition(topology, bound.routing)

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from optcoll.arguments import text_argument, topology_argument
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.forwardable import forwardable_topology, short_switches
 from optcoll.maxflow import FlowNetwork, IntVector
@@ -280,6 +281,8 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     >>> optimal_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
     True
     """
+    topology_argument(topology)
+    text_argument(method, "method")
     solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _forwardable(_combinatorial_cut_ratio),
         "lp": _lp_cut_ratio,

@@ -47,6 +47,13 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from optcoll.arguments import (
+    collective_argument,
+    count_argument,
+    node_argument,
+    schedule_argument,
+    topology_argument,
+)
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
@@ -198,6 +205,8 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     >>> reduce_scatter(ag, topo).time_factor
     Fraction(1, 5)
     """
+    schedule_argument(schedule)
+    topology_argument(topology)
     _require_allgather(schedule, "reduce-scatter")
     factor = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
@@ -233,6 +242,8 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     >>> allreduce(ag, topo).time_factor
     Fraction(1, 3)
     """
+    schedule_argument(schedule)
+    topology_argument(topology)
     _require_allgather(schedule, "allreduce")
     down = phase_time_factor(topology, schedule.trees, schedule.k)
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
@@ -302,6 +313,8 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     >>> s.k, s.time_factor, s.root
     (1, Fraction(1, 300), 'b0.gpu3')
     """
+    topology_argument(topology)
+    node_argument(topology, root, "root")
     from optcoll.packing import pack_rooted
     from optcoll.splitting import realise_paths, split_switches
 
@@ -340,6 +353,8 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     >>> s.collective, s.time_factor
     ('reduce', Fraction(1, 300))
     """
+    topology_argument(topology)
+    node_argument(topology, root, "root")
     forward = broadcast(reversed_topology(topology), root, progress=progress)
     factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
     return replace(
@@ -386,6 +401,11 @@ def build_collective(
     >>> build_collective(build("dgx-a100:1"), "allreduce", k=1).time_factor
     Fraction(7, 150)
     """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    k = None if k is None else count_argument(k, "k")
+    if root is not None:
+        node_argument(topology, root, "root")
     from optcoll.packing import pack_arborescences
 
     collective = canonical_collective(collective)
@@ -463,6 +483,10 @@ def collective_lower_bound(
     >>> collective_lower_bound(build("dgx-a100:2"), "broadcast", "b0.gpu0")
     Fraction(1, 200)
     """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    if root is not None:
+        node_argument(topology, root, "root")
     from optcoll.bound import optimal_cut_ratio
 
     collective = canonical_collective(collective)

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.exceptions import MethodError, OptCollError
+from optcoll.arguments import collective_argument, topology_argument
+from optcoll.exceptions import ArgumentError, MethodError, OptCollError
 from optcoll.forwardable import short_switches
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
@@ -366,6 +367,10 @@ def crosscheck(
     MethodError
         An unknown method name or collective.
     """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    if methods is not None and (isinstance(methods, str) or not isinstance(methods, Sequence)):
+        raise ArgumentError(f"methods must be a list of method names, got {methods!r}")
     if collective not in ("allgather", "alltoall"):
         raise MethodError(f"crosscheck covers allgather and alltoall, got {collective!r}")
     table = _METHODS if collective == "allgather" else _ALLTOALL_METHODS

@@ -91,6 +91,14 @@ class GroupError(OptCollError):
     """Process groups (``--groups``) that the topology cannot run: bad member, spec or file."""
 
 
+class ArgumentError(OptCollError, TypeError, ValueError):
+    """A public function was called with an argument of the wrong type or value.
+
+    The message names the function's argument and what it accepts. It is also a
+    ``TypeError`` and a ``ValueError``, so callers catching either keep working.
+    """
+
+
 # --- algorithms ---------------------------------------------------------------------
 
 

@@ -62,8 +62,9 @@ from typing import Any
 
 import networkx as nx
 
+from optcoll.arguments import choice_argument, instance_argument, text_argument, topology_argument
 from optcoll.bound import optimal_cut_ratio
-from optcoll.exceptions import GroupError
+from optcoll.exceptions import ArgumentError, GroupError
 from optcoll.rational import fraction_text
 from optcoll.topology import Link, Node, Topology
 
@@ -165,6 +166,12 @@ def make_groups(
     ...
     optcoll.exceptions.GroupError: group 0 names node 'n0' twice
     """
+    topology_argument(topology)
+    choice_argument(relay, RELAYS, "relay")
+    if isinstance(groups, str | bytes) or not isinstance(groups, Sequence):
+        raise ArgumentError(
+            f"groups must be a list of groups (lists of compute-node ids), got {groups!r}"
+        )
     if relay not in RELAYS:
         raise GroupError(f"unknown relay mode {relay!r}; valid modes are {', '.join(RELAYS)}")
     if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
@@ -248,6 +255,10 @@ def parse_groups(topology: Topology, text: str, relay: str | None = None) -> Pro
     ...
     optcoll.exceptions.GroupError: blocks:3: 3 does not divide the 16 compute nodes of dgx-a100:2
     """
+    topology_argument(topology)
+    text_argument(text, "text")
+    if relay is not None:
+        choice_argument(relay, RELAYS, "relay")
     match = _SPEC.match(text)
     if match is not None:
         return make_groups(
@@ -415,6 +426,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
     >>> bound.time_factor, bound.alone[0].ratio
     (Fraction(1, 25), Fraction(1, 25))
     """
+    instance_argument(groups, ProcessGroups, "groups", "optcoll.groups.parse_groups or make_groups")
     start = time.perf_counter()
     alone = tuple(group_optimum(groups, i) for i in range(len(groups.groups)))
     if len(alone) == 1:

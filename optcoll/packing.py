@@ -66,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from optcoll.arguments import count_argument, instance_argument, topology_argument
 from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.exceptions import SolveError
 from optcoll.forwardable import short_switches
@@ -580,8 +581,8 @@ def fixed_k_capacity(
     >>> x, 32 / (x / 2)  # x, and the algbw N / time factor in GB/s
     (Fraction(1, 5), Fraction(320, 1))
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise SolveError(f"k must be a positive integer, got {k!r}")
+    topology_argument(topology)
+    k = count_argument(k, "k")
     usable = topology
     if ratio is None or short_switches(topology):
         bound = optimal_cut_ratio(topology)
@@ -702,7 +703,7 @@ def pack_arborescences(
 
     Raises
     ------
-    SolveError
+    ArgumentError
         If ``k`` is not a positive integer.
 
     Examples
@@ -712,6 +713,10 @@ def pack_arborescences(
     >>> s.k, s.time_factor, s.stats["ratio_to_optimum"]
     (2, Fraction(7, 300), '1')
     """
+    topology_argument(topology)
+    k = None if k is None else count_argument(k, "k")
+    if bound is not None:
+        instance_argument(bound, CutRatio, "bound", "optcoll.bound.optimal_cut_ratio")
     started = time.perf_counter()
     if bound is None:
         bound = optimal_cut_ratio(topology)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import math
+import numbers
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
@@ -46,7 +47,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from optcoll.exceptions import PlotError, UnknownNodeError
+from optcoll.arguments import instance_argument, schedule_argument, topology_argument
+from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
 from optcoll.loads import PHASES, link_loads, route_loads
 from optcoll.output import check_output, require_suffix, write_output
 from optcoll.rational import fraction_text
@@ -498,9 +500,20 @@ def _positions(topology: Topology, layout: Mapping[str, Position] | None) -> dic
     """``layout`` (checked to place every node) or :func:`topology_layout`."""
     if layout is None:
         return topology_layout(topology)
+    instance_argument(layout, Mapping, "layout", "node id -> (x, y)")  # type: ignore[type-abstract]
     missing = [v for v in topology.node_ids if v not in layout]
     if missing:
         raise PlotError(f"the layout gives no position for node {missing[0]!r}")
+    for node in topology.node_ids:
+        position = layout[node]
+        if not (
+            isinstance(position, Sequence)
+            and len(position) == 2
+            and all(isinstance(x, numbers.Real) for x in position)
+        ):
+            raise ArgumentError(
+                f"layout gives node {node!r} the position {position!r}; expected (x, y)"
+            )
     return dict(layout)
 
 
@@ -509,6 +522,8 @@ def _plural(count: int, word: str) -> str:
 
 
 def _check_nodes(topology: Topology, nodes: Iterable[str], what: str) -> None:
+    if isinstance(nodes, str) or not isinstance(nodes, Iterable):
+        raise ArgumentError(f"{what} must be a collection of node ids, got {nodes!r}")
     for v in nodes:
         if v not in topology.node:
             raise UnknownNodeError(
@@ -555,6 +570,7 @@ def plot_topology(
     >>> ax.get_title()
     'mi250:2: 32 compute nodes, 1 switch'
     """
+    topology_argument(topology)
     pos = _positions(topology, layout)
     ax = _axes(ax, pos)
     _draw_boxes(ax, topology, pos)
@@ -613,6 +629,7 @@ def plot_tree(
     >>> plot_tree(topo, Tree("b0.gpu0", 1, tuple(edges)), k=1).get_title()
     'tree rooted at b0.gpu0 (1/1 of its shard), height 1'
     """
+    topology_argument(topology)
     for i, e in enumerate(tree.edges):
         _check_nodes(topology, (tree.root, e.src, e.dst, *e.path), f"tree edge {i}")
     pos = _positions(topology, layout)
@@ -716,8 +733,9 @@ def plot_cut(
     >>> plot_cut(topo, side).get_title()
     'cut S: 15 compute nodes, B+(S) = 325 GB/s, ratio 3/65 per GB/s'
     """
+    topology_argument(topology)
+    _check_nodes(topology, side, "side (the cut)")
     inside = set(side)
-    _check_nodes(topology, sorted(inside), "the cut")
     count = sum(1 for v in topology.compute_nodes if v in inside)
     if count in (0, topology.num_compute):
         raise PlotError(
@@ -852,6 +870,8 @@ def plot_link_utilisation(
     >>> plot_link_utilisation(t, s).get_title()
     'allgather on pair, k=1: time factor 1/10 per GB/s, 2 of 2 links at the bottleneck'
     """
+    topology_argument(topology)
+    schedule_argument(schedule)
     loads = schedule_link_loads(topology, schedule)
     share = {
         link: Fraction(load) / (schedule.k * topology.capacity[link])

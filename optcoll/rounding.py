@@ -71,6 +71,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
+from optcoll.arguments import count_argument
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ScheduleError
 from optcoll.loads import phase_time_factor
@@ -149,8 +150,7 @@ def round_packing(
     >>> s.k, s.time_factor, s.trees[0].edges[0].path
     (1, Fraction(1, 5), ('a', 'b'))
     """
-    if K is not None and (isinstance(K, bool) or not isinstance(K, int) or K < 1):
-        raise ScheduleError(f"K (chunks per root) must be a positive integer, got {K!r}")
+    K = None if K is None else count_argument(K, "K (chunks per root)")
     _check_packing(topology, packing, logical)
     physical = _physical_trees(topology, packing, logical)
     shapes = [shape for shape, _ in physical]

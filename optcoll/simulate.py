@@ -55,6 +55,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.arguments import (
+    collective_argument,
+    number_argument,
+    schedule_argument,
+    topology_argument,
+)
 from optcoll.exceptions import SolveError
 from optcoll.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.schedule import Schedule, Tree
@@ -185,6 +191,9 @@ def schedule_cost(
     >>> c.time_factor, c.alpha
     (Fraction(1, 5), Fraction(2, 1))
     """
+    topology_argument(topology)
+    schedule_argument(schedule)
+    default_latency = number_argument(default_latency, "default_latency")
     latency = _latency(topology, default_latency)
     name = method or f"optimal (k={schedule.k})"
     if schedule.collective == "alltoall":
@@ -600,6 +609,9 @@ def compare_methods(
     >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
     ['optimal (k=1)', 'fixed k=1', 'ring']
     """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    default_latency = number_argument(default_latency, "default_latency")
     from optcoll.collectives import allreduce
     from optcoll.packing import pack_arborescences
 

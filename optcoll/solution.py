@@ -36,6 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optcoll.arguments import collective_argument, count_argument, node_argument, path_argument
 from optcoll.exceptions import SolveError
 from optcoll.rational import fraction_text
 from optcoll.schedule import canonical_collective
@@ -306,8 +307,14 @@ def solve(
     from optcoll.verify import verify_schedule
 
     started = time.perf_counter()
-    topo = topology if isinstance(topology, Topology) else load_topology(topology)
-    collective = canonical_collective(collective)
+    topo = (
+        topology
+        if isinstance(topology, Topology)
+        else load_topology(path_argument(topology, "topology"))
+    )
+    collective = collective_argument(collective)
+    k = None if k is None else count_argument(k, "k")
+    root = None if root is None else node_argument(topo, root, "root")
     bound = None
     if collective == "alltoall":
         from optcoll.alltoall import alltoall_bound, alltoall_schedule

@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from optcoll.arguments import number_argument, schedule_argument, topology_argument
 from optcoll.rational import fraction_text
 from optcoll.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
@@ -203,6 +204,10 @@ def verify_schedule(
     >>> verify_schedule(ring, s, optimum=Fraction(1, 10), require_optimal=True).reason
     "link 'a' -> 'b' is overloaded: it carries 2 chunks at bandwidth 10 with k = 1 (time factor 1/5), more than the optimum time factor 1/10 allows (1 chunk)"
     """
+    topology_argument(topology)
+    schedule_argument(schedule)
+    if optimum is not None:
+        optimum = number_argument(optimum, "optimum")
     if schedule.collective == "alltoall":
         return _verify_alltoall(topology, schedule, optimum, require_optimal)
     try:

@@ -18,7 +18,7 @@ from optcoll import load_topology
 from optcoll.alltoall import alltoall_bound, alltoall_schedule, path_decomposition
 from optcoll.cli import main
 from optcoll.crosscheck import ALLTOALL_METHODS, crosscheck
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.simulate import compare_methods, direct_alltoall, hierarchical_alltoall
 from optcoll.topology import Topology
@@ -77,7 +77,7 @@ def test_fixed_k_rounding_is_stated_exactly() -> None:
     two = alltoall_schedule(topology, 2, bound=bound)
     assert two.time_factor == Fraction(11, 50)
     assert two.stats["ratio_to_optimum"] == "33/32"
-    with pytest.raises(ScheduleError, match="positive integer"):
+    with pytest.raises(ArgumentError, match="k must be a positive integer"):
         alltoall_schedule(topology, 0, bound=bound)
 
 

@@ -183,7 +183,9 @@ def test_bad_yaml_names_file_line_and_column(tmp_path):
 
 
 def _nested_mappings(depth: int) -> str:
-    return "".join(" " * level + "a:\n" for level in range(depth - 1)) + " " * (depth - 1) + "a: 1\n"
+    return (
+        "".join(" " * level + "a:\n" for level in range(depth - 1)) + " " * (depth - 1) + "a: 1\n"
+    )
 
 
 @pytest.mark.parametrize("pure_python", [False, True])

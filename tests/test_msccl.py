@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from optcoll.exceptions import ExportError
+from optcoll.exceptions import ArgumentError, ExportError
 from optcoll.export import export_text
 from optcoll.export.msccl import msccl_program, placements, to_msccl_xml
 from optcoll.export.runtimes import runtime_profile
@@ -471,7 +471,7 @@ def test_peers_per_channel_cap_and_bad_inputs():
         to_msccl_xml(
             _mixed_schedule("allgather"), runtime=_profile(max_peers_per_channel=1, max_channels=1)
         )
-    with pytest.raises(ExportError, match="channels must be a positive integer"):
+    with pytest.raises(ArgumentError, match="channels must be a positive integer"):
         to_msccl_xml(_mixed_schedule("allgather"), channels=0)
     with pytest.raises(ExportError, match="unknown runtime 'nccl'; valid: rccl, msccl"):
         to_msccl_xml(_mixed_schedule("allgather"), runtime="nccl")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from formulations.tree_packing import fractional_tree_packing
 from optcoll.bound import optimal_cut_ratio
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.io import load_topology
 from optcoll.packing import pack_arborescences
 from optcoll.rounding import round_packing
@@ -106,7 +106,7 @@ def test_bad_packings_are_named():
     bad_arc = [("a", (("a", "z"),), Fraction(1))]
     with pytest.raises(ScheduleError, match="arc 'a' -> 'z' is not a link of the topology"):
         round_packing(topo, bad_arc)
-    with pytest.raises(ScheduleError, match="K .chunks per root. must be a positive integer"):
+    with pytest.raises(ArgumentError, match="K .chunks per root. must be a positive integer"):
         round_packing(topo, chains_packing(), K=0)
     switched, _ = two_switches()
     with pytest.raises(ScheduleError, match="has switches: pass the logical graph"):

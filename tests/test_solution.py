@@ -11,7 +11,7 @@ import optcoll
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.collectives import bidirectional_core, collective_lower_bound, reversed_topology
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.io import load_schedule
 from optcoll.topologies import build
 from optcoll.verify import verify_schedule
@@ -123,7 +123,7 @@ def test_short_reprs():
 
 
 def test_unknown_collective_is_named():
-    with pytest.raises(ScheduleError, match="unknown collective .gather."):
+    with pytest.raises(ArgumentError, match="unknown collective .gather."):
         optcoll.solve("ring:4", collective="gather")
 
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, write_document
+    from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, save_schedule
     from optcoll.output import check_output, input_files, require_suffix
     from optcoll.packing import pack_arborescences
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
     if args.output:
-        write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)
+        save_schedule(schedule, args.output, force=args.force, inputs=inputs)
     stats = dict(schedule.stats)
     cut_ratio, time_factor, algbw = schedule.cut_ratio, schedule.time_factor, schedule.algbw
     assert cut_ratio is not None and time_factor is not None and algbw is not None, (

@@ -11,13 +11,14 @@ Examples
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from optcoll.arguments import path_argument, schedule_argument, text_argument
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import MscclProgram, msccl_program, to_msccl_xml
 from optcoll.export.runtimes import RUNTIMES, RuntimeProfile, runtime_profile
+from optcoll.io import schedule_text
 from optcoll.output import write_output
 from optcoll.schedule import Schedule
 
@@ -48,12 +49,14 @@ def export_text(schedule: Schedule, fmt: str, **options: Any) -> str:
     >>> export_text(s, "json").startswith('{\\n  "format": "optcoll-schedule"')
     True
     """
+    schedule_argument(schedule)
+    text_argument(fmt, "fmt (the export format)")
     if fmt == "msccl":
         return to_msccl_xml(schedule, **options)
     if fmt == "json":
         if options:
             raise ExportError(f"the json format takes no options, got {sorted(options)}")
-        return json.dumps(schedule.to_dict(), indent=2) + "\n"
+        return schedule_text(schedule)
     raise ExportError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
 
 
@@ -62,4 +65,7 @@ def export_schedule(
 ) -> None:
     """Write ``schedule`` to ``path`` in format ``fmt`` (atomically; an existing file only
     with ``force``), creating parent folders."""
+    schedule_argument(schedule)
+    text_argument(fmt, "fmt (the export format)")
+    path = path_argument(path)
     write_output(path, export_text(schedule, fmt, **options), force=force)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from optcoll.arguments import count_argument
 from optcoll.exceptions import ExportError
 from optcoll.schedule import Schedule, Tree
 from optcoll.simulate import Cost
@@ -163,8 +164,7 @@ def deployable_schedule(
 
     if tolerance < 0:
         raise ExportError(f"the tolerance must be >= 0, got {tolerance}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ExportError(f"-k must be a positive integer, got {k!r}")
+    k = None if k is None else count_argument(k, "k")
     rooted = collective in ("broadcast", "reduce")
     if rooted:
         root = root if root is not None else topology.compute_nodes[0]

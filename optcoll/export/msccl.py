@@ -84,6 +84,13 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from optcoll.arguments import (
+    choice_argument,
+    count_argument,
+    schedule_argument,
+    size_argument,
+    text_argument,
+)
 from optcoll.exceptions import ExportError
 from optcoll.export.runtimes import DEFAULT_RUNTIME, RuntimeProfile, runtime_profile
 from optcoll.schedule import Schedule, Tree
@@ -96,6 +103,10 @@ Block = tuple[str, int, int]  # (kind, peer rank, channel)
 _SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
 _PLACEMENT_SENSITIVE = ("allgather", "broadcast", "alltoall")
+
+#: The runtimes' protocols (the ``proto`` attribute): MSCCL's and RCCL's XML readers
+#: accept these three names.
+PROTOCOLS = ("Simple", "LL128", "LL")
 
 #: ``outofplace``, ``inplace``, or ``both`` (one program correct either way).
 PLACEMENTS = ("outofplace", "inplace", "both")
@@ -234,7 +245,15 @@ def msccl_program(
         value and what helps), the placement is not correct for this collective, or
         the schedule is malformed.
     """
-    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    schedule_argument(schedule)
+    count_argument(channels, "channels")
+    if not isinstance(runtime, RuntimeProfile):
+        runtime = runtime_profile(text_argument(runtime, "runtime"))
+    profile = runtime
+    choice_argument(proto, PROTOCOLS, "proto")
+    size_argument(min_bytes, "min_bytes")
+    if max_bytes is not None:
+        size_argument(max_bytes, "max_bytes")
     coll = schedule.collective
     if allgather is not None:
         _check_composable(schedule, allgather)
@@ -261,8 +280,6 @@ def msccl_program(
             f"an algorithm ({profile.sources['inplace_alltoall']}); write the out-of-place "
             "program, or use --runtime rccl or msccl-executor"
         )
-    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-        raise ExportError(f"channels must be a positive integer, got {channels!r}")
     builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
     if max(builder.chunks) - 1 > profile.max_offset:  # before building k steps per tree
         raise ExportError(

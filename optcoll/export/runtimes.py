@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from optcoll.arguments import text_argument
 from optcoll.exceptions import ExportError
 
 __all__ = ["RUNTIMES", "DEFAULT_RUNTIME", "SOURCE_COMMITS", "RuntimeProfile", "runtime_profile"]
@@ -317,6 +318,7 @@ def runtime_profile(name: str) -> RuntimeProfile:
     >>> runtime_profile("msccl-executor").max_threadblocks
     1024
     """
+    text_argument(name, "name (a runtime)")
     try:
         return RUNTIMES[name]
     except KeyError:

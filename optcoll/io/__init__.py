@@ -49,6 +49,7 @@ from optcoll.io.schedule_json import (
     is_schedule_file,
     load_schedule,
     save_schedule,
+    schedule_text,
 )
 from optcoll.io.taccl import from_taccl
 
@@ -62,6 +63,7 @@ __all__ = [
     "TOPOLOGY_SUFFIXES",
     "load_schedule",
     "save_schedule",
+    "schedule_text",
     "is_schedule_document",
     "is_schedule_file",
     "read_document",

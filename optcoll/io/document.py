@@ -30,6 +30,7 @@ from optcoll.rational import WrittenNumber
 __all__ = [
     "read_document",
     "write_document",
+    "document_text",
     "read_text",
     "line_of",
     "YAML_SUFFIXES",
@@ -272,13 +273,29 @@ def write_document(
     never half-written; parent folders are created.
     """
     path = Path(path)
-    if path.suffix.lower() in YAML_SUFFIXES:
-        text = yaml.dump(
+    write_output(path, document_text(data, path.suffix), force=force, inputs=inputs)
+
+
+def document_text(data: Any, suffix: str = ".json") -> str:
+    """The text :func:`write_document` writes for ``data`` into a file with ``suffix``.
+
+    Examples
+    --------
+    >>> print(document_text({"a": [1, 2]}), end="")
+    {
+      "a": [
+        1,
+        2
+      ]
+    }
+    >>> print(document_text({"a": [1, 2]}, ".yaml"), end="")
+    a: [1, 2]
+    """
+    if suffix.lower() in YAML_SUFFIXES:
+        return yaml.dump(
             data, Dumper=_SafeDumper, sort_keys=False, default_flow_style=None, width=100
         )
-    else:
-        text = json.dumps(data, indent=2) + "\n"
-    write_output(path, text, force=force, inputs=inputs)
+    return json.dumps(data, indent=2) + "\n"
 
 
 def line_of(path: Path, location: tuple[str | int, ...]) -> int | None:

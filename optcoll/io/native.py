@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from optcoll import topologies
+from optcoll.arguments import path_argument, topology_argument
 from optcoll.exceptions import FileFormatError, OptCollError, TopologyError
 from optcoll.io.document import line_of, read_document, write_document
 from optcoll.topology import Topology
@@ -94,6 +95,8 @@ def save_topology(
     FileFormatError
         The suffix is not one of :data:`TOPOLOGY_SUFFIXES`.
     """
+    topology_argument(topology)
+    path = path_argument(path)
     if Path(path).suffix.lower() not in TOPOLOGY_SUFFIXES:
         raise FileFormatError(
             f"{path}: unknown topology file type {Path(path).suffix!r}; "

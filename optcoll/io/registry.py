@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from optcoll import topologies
+from optcoll.arguments import path_argument, text_argument
 from optcoll.exceptions import FileFormatError, ImportFormatError, TopologyError
 from optcoll.io.astra_sim import from_astra_network, is_astra_network
 from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, read_text
@@ -233,6 +234,9 @@ def import_topology(
     ImportFormatError, FileFormatError, TopologyError
         With the file name and the field, row or line at fault.
     """
+    path = path_argument(path)
+    if format is not None:
+        text_argument(format, "format")
     path = Path(path)
     if format is not None and format not in _BY_NAME:
         raise ImportFormatError(
@@ -293,6 +297,7 @@ def load_topology(source: str | Path, **options: Any) -> Topology:
     >>> load_topology("mi250:1").num_compute
     16
     """
+    source = path_argument(source, "source")
     path = Path(source)
     if exists(path):
         return import_topology(path, **options)

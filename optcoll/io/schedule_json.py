@@ -14,12 +14,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from optcoll.arguments import path_argument, schedule_argument
 from optcoll.exceptions import ScheduleError
-from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, write_document
+from optcoll.io.document import DOCUMENT_SUFFIXES, document_text, read_document, write_document
 from optcoll.output import exists, require_suffix
 from optcoll.schedule import Schedule
 
-__all__ = ["load_schedule", "save_schedule", "is_schedule_document", "is_schedule_file"]
+__all__ = [
+    "load_schedule",
+    "save_schedule",
+    "schedule_text",
+    "is_schedule_document",
+    "is_schedule_file",
+]
 
 
 def is_schedule_document(data: Any) -> bool:
@@ -74,6 +81,7 @@ def load_schedule(path: str | Path) -> Schedule:
     ...     load_schedule(pathlib.Path(d) / "s.json") == s
     True
     """
+    path = path_argument(path)
     path = Path(path)
     data = read_document(path)
     try:
@@ -95,5 +103,12 @@ def save_schedule(
     OutputError
         The suffix is not one of :data:`DOCUMENT_SUFFIXES`.
     """
+    schedule_argument(schedule)
+    path = path_argument(path)
     require_suffix(path, sorted(DOCUMENT_SUFFIXES), "a schedule file")
     write_document(schedule.to_dict(), path, force=force, inputs=inputs)
+
+
+def schedule_text(schedule: Schedule, suffix: str = ".json") -> str:
+    """The text :func:`save_schedule` writes for ``schedule`` into a file with ``suffix``."""
+    return document_text(schedule_argument(schedule).to_dict(), suffix)

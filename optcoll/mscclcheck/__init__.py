@@ -23,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optcoll.arguments import path_argument, text_argument
 from optcoll.mscclcheck.limits import STEP_SEMANTICS, Algo, Finding, decode
 from optcoll.mscclcheck.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.mscclcheck.program import Program, parse_program, read_program
@@ -160,11 +161,13 @@ def check_program(
 
 def check_text(text: str, **options: Any) -> CheckReport:
     """:func:`check_program` of MSCCL XML ``text``."""
+    text_argument(text, "text")
     return check_program(parse_program(text), **options)
 
 
 def check_file(path: str | Path, **options: Any) -> CheckReport:
     """:func:`check_program` of the MSCCL XML file at ``path``."""
+    path = path_argument(path)
     return check_program(read_program(path), **options)
 
 

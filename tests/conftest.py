@@ -9,6 +9,7 @@ import tempfile
 from fractions import Fraction
 
 import networkx as nx
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -24,6 +25,29 @@ settings.load_profile("optcoll")
 
 # HiGHS runs on one thread in tests: timings stay steady on a loaded machine.
 _solve.DEFAULT_THREADS = 1
+
+
+#: Column-generation packings computed in this session, by (nodes, capacities, options).
+_PACKINGS: dict[tuple, object] = {}
+
+
+@pytest.fixture
+def shared_tree_packing(monkeypatch):
+    """``fractional_tree_packing`` with each result kept for the session (and put in
+    place of the real one for the test): the column generation on dgx-a100:2's logical
+    graph (~20 s) runs once for the tests that check it, from either end."""
+    import formulations.tree_packing as module
+
+    compute = module.fractional_tree_packing
+
+    def packing(compute_nodes, capacity, **options):
+        key = (frozenset(compute_nodes), frozenset(capacity.items()), frozenset(options.items()))
+        if key not in _PACKINGS:
+            _PACKINGS[key] = compute(compute_nodes, capacity, **options)
+        return _PACKINGS[key]
+
+    monkeypatch.setattr(module, "fractional_tree_packing", packing)
+    return packing
 
 
 #: Exact, decimal and awkward bandwidths for random topologies.

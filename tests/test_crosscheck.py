@@ -40,8 +40,9 @@ def test_reference_topologies(spec):
 
 
 @pytest.mark.slow
-def test_lp_packing_on_dgx_a100_2():
-    # Column generation's weights here need the exact basis solve (no small denominators).
+def test_lp_packing_on_dgx_a100_2(shared_tree_packing):
+    # Column generation's weights here need the exact basis solve (no small denominators);
+    # the packing is shared with test_formulations_tree_packing's check of the same graph.
     check = crosscheck(
         load_topology("dgx-a100:2"), methods=("combinatorial", "LP packing + rounding + verify")
     )

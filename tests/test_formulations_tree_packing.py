@@ -197,12 +197,13 @@ def logical_graph(spec: str):  # noqa: ANN201 - optcoll.splitting.LogicalGraph
 
 
 @pytest.mark.parametrize("spec", ["dgx-a100:1", pytest.param("dgx-a100:2", marks=pytest.mark.slow)])
-def test_logical_graph_after_switch_removal(spec: str) -> None:
+def test_logical_graph_after_switch_removal(spec: str, shared_tree_packing) -> None:
     # The logical graph holds k trees per root and splitting never widens a cut, so its
-    # fractional packing optimum is exactly 1/k (loads in logical-capacity units).
+    # fractional packing optimum is exactly 1/k (loads in logical-capacity units). The
+    # packing is shared with test_crosscheck's rounding of the same graph.
     bound, logical = logical_graph(spec)
     nodes = list(logical.compute_nodes)
-    result = fractional_tree_packing(nodes, logical.capacity)
+    result = shared_tree_packing(nodes, logical.capacity)
     assert result.t == Fraction(1, bound.k)
     assert result.max_overload == 0, result.weights_source  # exact weights, load <= t * c
     check_packing(result, nodes, dict(logical.capacity))

@@ -1,9 +1,11 @@
 """Writing output files safely: never over an input, never over a file without ``force``,
 never half-written.
 
-Every file optcoll writes goes through :func:`write_output`: the bytes go to a temporary
-file in the target's folder, which is renamed over the target only once complete (an
-interrupted run leaves the old file, or none, never a truncated one).
+Every file optcoll writes goes through :func:`write_output`: the bytes go to a file with
+no name yet in the target's folder (Linux ``O_TMPFILE``; elsewhere a hidden temporary
+file), which becomes the target only once complete. An interrupted run leaves the old
+file, or none, never a truncated one; on Linux a killed run leaves no temporary file
+either.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def write_output(
     force: bool = False,
     inputs: Iterable[str | Path] = (),
 ) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename).
+    """Write ``data`` to ``path`` atomically (complete before it takes the name).
 
     Parameters
     ----------
@@ -94,31 +96,84 @@ def write_output(
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-        )
     except OSError as err:
         raise OutputError(f"{target}: cannot write ({err.strerror})") from None
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        if force:
-            os.replace(temporary, target)
-        else:
-            os.link(temporary, target)  # atomic: fails if another writer got there first
+        if not _write_anonymous(target, payload, force):
+            _write_named(target, payload, force)
     except FileExistsError:
         raise OutputError(
             f"{target} appeared while writing; pass --force to overwrite it"
         ) from None
     except OSError as err:
         raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    return target
+
+
+def _write_anonymous(target: Path, payload: bytes, force: bool) -> bool:
+    """Write through a file with no name until it is complete (Linux ``O_TMPFILE``).
+
+    A run killed at any moment before the final link leaves nothing behind. False
+    when the system or file system has no anonymous files (the caller falls back).
+    """
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):
+        return False
+    try:
+        handle = os.open(target.parent, flag | os.O_WRONLY, 0o644)
+    except OSError:  # EOPNOTSUPP, EISDIR (kernel without it), ...
+        return False
+    try:
+        _write_all(handle, payload)
+        os.fchmod(handle, 0o644)
+        # linkat(AT_SYMLINK_FOLLOW) through /proc names the anonymous file (os.link takes
+        # that path only with a directory handle; plain link() would not follow it)
+        descriptors = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if not force:  # fails if the target appeared meanwhile
+                os.link(str(handle), target, src_dir_fd=descriptors, follow_symlinks=True)
+                return True
+            # a name only for the instant between link and rename (no atomic link-over exists)
+            name = target.parent / f".{target.name}.{os.getpid()}.{handle}.tmp"
+            os.link(str(handle), name, src_dir_fd=descriptors, follow_symlinks=True)
+        finally:
+            os.close(descriptors)
+        try:
+            os.replace(name, target)
+        finally:
+            if os.path.lexists(name):
+                os.unlink(name)
+        return True
+    finally:
+        os.close(handle)
+
+
+def _write_named(target: Path, payload: bytes, force: bool) -> None:
+    """Write to a hidden temporary file beside ``target``, then rename it into place."""
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        try:
+            _write_all(handle, payload)
+        finally:
+            os.close(handle)
+        os.chmod(temporary, 0o644)
+        if force:
+            os.replace(temporary, target)
+        else:
+            os.link(temporary, target)  # atomic: fails if another writer got there first
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-    return target
+
+
+def _write_all(handle: int, payload: bytes) -> None:
+    """Every byte of ``payload`` to the open file ``handle``, flushed to the disk."""
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(handle, view) :]
+    os.fsync(handle)
 
 
 def require_suffix(path: str | Path, suffixes: Iterable[str], what: str) -> Path:

@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optcoll.cli import main
+from optcoll.exceptions import OutputError
 from optcoll.io import load_schedule, load_topology
 from optcoll.verify import verify_schedule
 
@@ -385,6 +386,27 @@ def test_interrupted_writes_leave_the_old_file_or_the_new_one(tmp_path):
         now = target.read_bytes()
         assert now == old or json.loads(now)["k"] == 2, "a truncated schedule"
         json.loads(now)
+        if sys.platform == "linux":  # the bytes had no name until complete
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
+
+
+@pytest.mark.parametrize("anonymous", [True, False])
+def test_write_output_with_and_without_anonymous_files(tmp_path, monkeypatch, anonymous):
+    from optcoll import output
+
+    if not anonymous:
+        monkeypatch.delattr(output.os, "O_TMPFILE", raising=False)
+    elif not hasattr(output.os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE on this system")
+    target = tmp_path / "deep" / "out.json"
+    output.write_output(target, "one\n")
+    with pytest.raises(OutputError, match="exists; pass --force"):
+        output.write_output(target, "two\n")
+    output.write_output(target, b"two\n", force=True)
+    assert target.read_bytes() == b"two\n" and target.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in target.parent.iterdir()] == ["out.json"]
+    if anonymous and sys.platform == "linux":
+        assert output._write_anonymous(tmp_path / "x", b"x", force=False)  # the path used
 
 
 @pytest.mark.slow

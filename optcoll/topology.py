@@ -204,6 +204,13 @@ class Topology:
                     "file or terminal can hold",
                     where,
                 )
+            control = next((ch for ch in node.id if unicodedata.category(ch) == "Cc"), None)
+            if control is not None:  # a newline or tab would break one-line messages, XML
+                raise MissingFieldError(
+                    f"nodes[{i}]: node id {node.id!r} contains the control character "
+                    f"U+{ord(control):04X}; ids are names on one line",
+                    where,
+                )
             if node.id in first_index:
                 raise DuplicateNodeError(
                     f"duplicate node id {node.id!r} (nodes[{first_index[node.id]}] and nodes[{i}])",

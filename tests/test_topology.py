@@ -630,3 +630,12 @@ def test_content_hash_ignores_name_and_declaration_split():
     )
     assert split.content_hash == ring.content_hash
     assert ring.with_name("x").content_hash == ring.content_hash
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "tab\there", "bell\x07", "del\x7f", "nul\x00"])
+def test_node_ids_with_control_characters_are_refused(bad):
+    nodes = [Node(bad), Node("b")]
+    links = [Link(bad, "b", 1), Link("b", bad, 1)]
+    code = next(ch for ch in bad if ord(ch) < 32 or ord(ch) == 127)
+    with pytest.raises(MissingFieldError, match=rf"nodes\[0\]: .*U\+{ord(code):04X}"):
+        Topology("t", nodes, links)

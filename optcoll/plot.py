@@ -63,6 +63,7 @@ __all__ = [
     "plot_cut",
     "plot_link_utilisation",
     "plot_algbw_curves",
+    "plot_failure_drops",
     "schedule_link_loads",
     "save_figure",
     "MAX_DPI",
@@ -916,6 +917,72 @@ def plot_link_utilisation(
             f"{fraction_text(peak)} per {topology.bandwidth_unit}, "
             f"{bottlenecks} of {len(topology.capacity)} links at the bottleneck"
         )
+    return _finish(ax, pos, title)
+
+
+def plot_failure_drops(
+    topology: Topology,
+    drops: Mapping[str | tuple[str, str], float | None],
+    *,
+    ax: Axes | None = None,
+    layout: Mapping[str, Position] | None = None,
+    title: str | None = None,
+) -> Axes:
+    """The topology coloured by what each failure costs (``optcoll resilience --plot``).
+
+    ``drops`` maps a link (a node pair) or a node to the share of the optimal algbw it
+    takes away when it fails (0: nothing, 1: all), or None when its failure disconnects
+    the compute nodes (drawn black). Links and nodes not in ``drops`` stay grey.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> topo = load_topology("ring:4")
+    >>> ax = plot_failure_drops(topo, {("n0", "n1"): 0.25, "n2": None})
+    >>> ax.get_title()
+    'ring:4: algbw lost by each failure (worst 25%; 1 disconnects)'
+    """
+    _check_nodes(
+        topology, [v for e in drops for v in ((e,) if isinstance(e, str) else e)], "a failure"
+    )
+    pos = _positions(topology, layout)
+    ax = _axes(ax, pos)
+    _draw_boxes(ax, topology, pos)
+    _draw_links(ax, topology, pos, color="#d9dde3", legend=False)
+    _draw_nodes(ax, topology, pos, alpha=0.35, labels=len(topology.node_ids) <= 40)
+    cmap = _colormap("YlOrRd")
+    known = [d for d in drops.values() if d is not None]
+    worst = max(known, default=0.0)
+
+    def colour(drop: float | None) -> Colour:
+        return "black" if drop is None else cmap(0.15 + 0.85 * min(max(drop, 0.0), 1.0))
+
+    for element, drop in sorted(drops.items(), key=lambda item: -1 if item[1] is None else item[1]):
+        if isinstance(element, str):
+            ax.scatter(
+                [pos[element][0]],
+                [pos[element][1]],
+                s=_node_size(topology),
+                marker="o" if topology.is_compute(element) else "s",
+                c=[colour(drop)],
+                edgecolors="white",
+                zorder=4,
+            )
+        else:
+            u, v = element
+            width = 1.2 + 2.4 * (1.0 if drop is None else min(max(drop, 0.0), 1.0))
+            ax.add_collection(
+                LineCollection(
+                    [[pos[u], pos[v]]], linewidths=width, colors=[colour(drop)], zorder=2
+                )
+            )
+    mappable = ScalarMappable(norm=Normalize(0, 100), cmap=cmap)
+    bar = ax.figure.colorbar(mappable, ax=ax, shrink=0.6, pad=0.01)
+    bar.set_label("algbw lost by the failure (%; black: disconnects)", fontsize=8)
+    if title is None:
+        cut_off = sum(1 for d in drops.values() if d is None)
+        title = f"{topology.name}: algbw lost by each failure (worst {100 * worst:.0f}%"
+        title += f"; {cut_off} disconnect{'s' * (cut_off == 1)})" if cut_off else ")"
     return _finish(ax, pos, title)
 
 

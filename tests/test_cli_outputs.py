@@ -28,6 +28,7 @@ RUNS = {
     "compare": ["compare", "ring:4", "--sizes", "1M"],
     "lp": ["lp", "solve", "ring:4"],
     "sweep": ["sweep", "{tmp}/sweep.yaml", "--workers", "1"],
+    "resilience": ["resilience", "ring:4", "--workers", "1"],
 }
 
 #: Runs that name an output file of a kind the command does not write.
@@ -43,6 +44,7 @@ BAD_SUFFIX = {
     "compare": ["compare", "ring:4", "--plot", "{tmp}/curve.jpg"],
     "lp": ["lp", "export", "ring:4", "-o", "{tmp}/model.txt"],
     "sweep": ["sweep", "{tmp}/sweep.yaml", "-o", "{tmp}/table.txt"],
+    "resilience": ["resilience", "ring:4", "--plot", "{tmp}/drops.jpg"],
 }
 
 

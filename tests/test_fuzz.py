@@ -150,6 +150,7 @@ def _commands(topo: str, out: Path, schedule: str) -> dict[str, list[str]]:
         "convert": ["convert", topo, str(out / "c.yaml")],
         "verify": ["verify", topo, schedule],
         "sweep": ["sweep", topo, "-o", str(out / "t.csv"), "--workers", "1"],
+        "resilience": ["resilience", topo, "--random", "1", "--workers", "1"],
     }
 
 

@@ -39,6 +39,7 @@ COMMANDS = (
     "compare",
     "lp",
     "sweep",
+    "resilience",
 )
 
 

@@ -50,12 +50,15 @@ def build_forwardable_master(
     switches: Collection[str],
     capacity: Mapping[Arc, int],
     cuts: Sequence[Collection[str]],
+    weights: Sequence[int] | None = None,
 ) -> pulp.LpProblem:
     """The master LP over ``cuts`` (no side effects; nothing is solved).
 
     Variables ``lam`` and ``g_A`` (arc number ``A`` of ``capacity``'s order,
-    bounds ``0..capacity``); rows ``cut_J`` (``g(δ+(S_J)) - lam |S_J ∩ Vc| >= 0``)
-    and ``switch_I`` (switch number ``I``: ``out_g - in_g <= 0``).
+    bounds ``0..capacity``); rows ``cut_J`` (``g(δ+(S_J)) - lam w_J >= 0``, the weight
+    ``w_J`` being ``weights[J]``, by default ``|S_J ∩ Vc|`` as for the cut ratio; a
+    broadcast's cuts all weigh 1) and ``switch_I`` (switch number ``I``:
+    ``out_g - in_g <= 0``).
 
     Raises
     ------
@@ -84,9 +87,9 @@ def build_forwardable_master(
     compute_set = set(compute)
     for j, cut in enumerate(cuts):
         inside = set(cut)
-        count = len(inside & compute_set)
-        if count == 0:
-            raise MethodError(f"cut {j} holds no compute node")
+        count = len(inside & compute_set) if weights is None else weights[j]
+        if count <= 0:
+            raise MethodError(f"cut {j} holds no compute node (or has no positive weight)")
         row = [(g[a], 1.0) for a, (u, v) in enumerate(arcs) if u in inside and v not in inside]
         problem.addConstraint(
             pulp.LpConstraint(
@@ -120,12 +123,14 @@ def best_forwardable_capacity(
     switches: Collection[str],
     capacity: Mapping[Arc, int],
     cuts: Sequence[Collection[str]],
+    weights: Sequence[int] | None = None,
 ) -> tuple[Fraction, dict[Arc, Fraction]]:
     """The master's exact optimum ``lam`` and its forwardable capacity ``g``.
 
     ``lam`` is proved optimal by exact LP duality; an arc in no row keeps its
     whole capacity; every cut in ``cuts`` has
-    ``g(δ+(S)) >= lam |S ∩ Vc|``, ``0 <= g <= capacity`` and no switch sends
+    ``g(δ+(S)) >= lam w_S`` (``w_S = |S ∩ Vc|`` unless ``weights`` are given),
+    ``0 <= g <= capacity`` and no switch sends
     more than it receives under ``g``, all exactly.
 
     Raises
@@ -141,7 +146,7 @@ def best_forwardable_capacity(
     >>> best_forwardable_capacity(["a", "b"], [], caps, [{"a"}, {"b"}])
     (Fraction(1, 1), {('a', 'b'): Fraction(2, 1), ('b', 'a'): Fraction(1, 1)})
     """
-    problem = build_forwardable_master(compute, switches, capacity, cuts)
+    problem = build_forwardable_master(compute, switches, capacity, cuts, weights)
     _, primal, _ = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts")
     # an arc in no row is free: it keeps its whole capacity
     g = {arc: primal.get(f"g_{a}", Fraction(c)) for a, (arc, c) in enumerate(capacity.items())}

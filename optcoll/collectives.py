@@ -55,6 +55,7 @@ from optcoll.arguments import (
     topology_argument,
 )
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
+from optcoll.forwardable import forwardable_topology, short_switches
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, canonical_collective
@@ -71,6 +72,7 @@ __all__ = [
     "reduce_scatter",
     "allreduce",
     "broadcast_capacity",
+    "broadcast_usable",
     "broadcast",
     "reduce",
     "build_collective",
@@ -274,6 +276,11 @@ def broadcast_capacity(topology: Topology, root: str) -> int:
     1
     """
     _require_compute_root(topology, root)
+    return _min_rooted_cut(topology, root)[0]
+
+
+def _min_rooted_cut(topology: Topology, root: str) -> tuple[int, frozenset[str]]:
+    """The minimum root-to-compute-node cut in integer capacity units, and its root side."""
     caps, _ = topology.integer_capacities()
     index = {node: i for i, node in enumerate(topology.node_ids)}
     arcs = list(caps)
@@ -284,7 +291,36 @@ def broadcast_capacity(topology: Topology, root: str) -> int:
         [caps[a] for a in arcs],
     )
     sinks = [index[v] for v in topology.compute_nodes if v != root]
-    return network.min_rooted_cut(index[root], sinks).value
+    cut = network.min_rooted_cut(index[root], sinks)
+    side = frozenset(topology.node_ids[i] for i in cut.source_side.nonzero()[0].tolist())
+    return cut.value, side
+
+
+def broadcast_usable(topology: Topology, root: str) -> Topology:
+    """The capacity a broadcast from ``root`` can use: ``topology`` itself unless a
+    switch could send more than it receives (switches never copy), then the best
+    forwardable part of it for this root (:func:`optcoll.forwardable.forwardable_topology`,
+    exact and proved by LP duality).
+
+    Examples
+    --------
+    >>> from optcoll.topology import TopologyBuilder
+    >>> b = TopologyBuilder("short")
+    >>> b.compute("a"); b.compute("b"); b.compute("c"); b.switch("w")
+    >>> b.link("a", "w", 100); b.link("w", "b", 100); b.link("w", "c", 100)
+    >>> b.link("b", "a", 100); b.link("c", "a", 100); b.link("b", "c", 10, bidirectional=True)
+    >>> usable = broadcast_usable(b.build(), "a")
+    >>> 1 / collective_lower_bound(usable, "broadcast", "a")  # w splits its 100 in two
+    Fraction(60, 1)
+    """
+    if not short_switches(topology):
+        return topology
+
+    def separate(candidate: Topology) -> tuple[Fraction, frozenset[str]]:
+        value, side = _min_rooted_cut(candidate, root)
+        return 1 / (value * candidate.integer_capacities()[1]), side
+
+    return forwardable_topology(topology, separate, root=root)[0]
 
 
 def _require_compute_root(topology: Topology, root: str) -> None:
@@ -318,9 +354,10 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     from optcoll.packing import pack_rooted
     from optcoll.splitting import realise_paths, split_switches
 
-    k = broadcast_capacity(topology, root)
-    caps, unit = topology.integer_capacities()
-    logical = split_switches(topology, caps, {root: k}, k, progress=progress)
+    usable = broadcast_usable(topology, root)
+    k = broadcast_capacity(usable, root)
+    caps, unit = usable.integer_capacities()
+    logical = split_switches(usable, caps, {root: k}, k, progress=progress)
     trees = realise_paths(logical, pack_rooted(logical, {root: k}, progress=progress))
     factor = phase_time_factor(topology, trees, k)
     assert factor == 1 / (k * unit), "packing exceeded the integer capacities"
@@ -504,6 +541,6 @@ def collective_lower_bound(
         return alltoall_bound(topology).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)
-        _, unit = graph.integer_capacities()
-        return 1 / (broadcast_capacity(graph, root) * unit)
+        usable = broadcast_usable(graph, root)
+        return 1 / (broadcast_capacity(usable, root) * usable.integer_capacities()[1])
     return None

@@ -66,13 +66,19 @@ def short_switches(topology: Topology) -> list[str]:
 
 
 def forwardable_topology(
-    topology: Topology, separate: Callable[[Topology], tuple[Fraction, frozenset[str]]]
+    topology: Topology,
+    separate: Callable[[Topology], tuple[Fraction, frozenset[str]]],
+    *,
+    root: str | None = None,
 ) -> tuple[Topology, int]:
     """An optimal forwardable part of ``topology``'s capacity, as a topology.
 
     ``separate(t)`` returns the exact cut ratio of a topology ``t`` without
     short switches and a bottleneck cut (the combinatorial method of
-    :mod:`optcoll.bound`).
+    :mod:`optcoll.bound`). With a ``root``, the objective is a broadcast from
+    it instead: ``separate(t)`` returns ``1 / B`` for the minimum root-to-node
+    cut ``B`` of ``t`` (bandwidth units) and that cut's root side, every cut
+    weighs 1 in the master LP, and only the root must reach every compute node.
 
     Returns ``(usable, rounds)``: ``usable`` has the same nodes and a subset of
     the links with bandwidth ``g <= c``, no switch sends more than it receives,
@@ -95,12 +101,17 @@ def forwardable_topology(
     compute = topology.compute_nodes
     everything = frozenset(topology.node_ids)
     cuts: list[frozenset[str]] = []
-    for v in compute:
-        cuts += [frozenset({v}), everything - {v}]
+    if root is None:
+        for v in compute:
+            cuts += [frozenset({v}), everything - {v}]
+    else:
+        cuts += [frozenset({root})] + [everything - {v} for v in compute if v != root]
+    sources = compute if root is None else (root,)
     for rounds in range(1, MAX_ROUNDS + 1):
-        lam, g = best_forwardable_capacity(compute, topology.switch_nodes, caps, cuts)
+        weights = None if root is None else [1] * len(cuts)
+        lam, g = best_forwardable_capacity(compute, topology.switch_nodes, caps, cuts, weights)
         positive = {arc: x * unit for arc, x in g.items() if x > 0}
-        cut = _unreachable_cut(compute, positive)
+        cut = _unreachable_cut(sources, compute, positive)
         if cut is None:
             links = [Link(u, v, c) for (u, v), c in positive.items()]
             usable = Topology(
@@ -123,13 +134,13 @@ def forwardable_topology(
 
 
 def _unreachable_cut(
-    compute: tuple[str, ...], capacity: dict[tuple[str, str], Fraction]
+    sources: tuple[str, ...], compute: tuple[str, ...], capacity: dict[tuple[str, str], Fraction]
 ) -> frozenset[str] | None:
-    """The nodes some compute node reaches over ``capacity``'s arcs, if they miss a compute node."""
+    """The nodes one of ``sources`` reaches over ``capacity``'s arcs, if they miss a compute node."""
     out: dict[str, list[str]] = {}
     for u, v in capacity:
         out.setdefault(u, []).append(v)
-    for v in compute:
+    for v in sources:
         seen = {v}
         stack = [v]
         while stack:

@@ -16,9 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import optcoll
 from formulations.multicast import multicast_bound
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.collectives import broadcast, collective_lower_bound
 from optcoll.crosscheck import crosscheck
 from optcoll.forwardable import short_switches
 from optcoll.io import save_topology
@@ -153,3 +155,77 @@ def test_dgx_h100_4_with_a_one_direction_nic_degradation(tmp_path, capsys):
     check = crosscheck(topology, methods=("combinatorial", "congestion LP", "trees + verify"))
     assert check.agree, check.disagreement
     assert check.reference == bound.ratio
+
+
+def _broadcast_lp(topology: Topology, root: str) -> float:
+    """max rate from ``root`` to every compute node when switches never copy, by a
+    float LP written here (scipy, nothing of optcoll's models): one flow per sink
+    within a shared forwardable capacity g <= c (out_g <= in_g at every switch)."""
+    from scipy.optimize import linprog
+
+    arcs = list(topology.capacity)
+    sinks = [v for v in topology.compute_nodes if v != root]
+    m = len(arcs)
+    size = 1 + m + m * len(sinks)  # lam, g, a flow per sink
+    g = lambda a: 1 + a  # noqa: E731
+    f = lambda s, a: 1 + m + s * m + a  # noqa: E731
+    upper, upper_rhs, equal, equal_rhs = [], [], [], []
+    for s, sink in enumerate(sinks):
+        for a in range(m):  # f_s <= g
+            row = [0.0] * size
+            row[f(s, a)], row[g(a)] = 1.0, -1.0
+            upper.append(row)
+            upper_rhs.append(0.0)
+        for v in topology.node_ids:  # conservation; lam leaves the root, reaches the sink
+            row = [0.0] * size
+            for a, (x, y) in enumerate(arcs):
+                row[f(s, a)] += (x == v) - (y == v)
+            row[0] = -1.0 if v == root else 1.0 if v == sink else 0.0
+            equal.append(row)
+            equal_rhs.append(0.0)
+    for w in topology.switch_nodes:
+        row = [0.0] * size
+        for a, (x, y) in enumerate(arcs):
+            row[g(a)] += (x == w) - (y == w)
+        upper.append(row)
+        upper_rhs.append(0.0)
+    bounds = [(0, None)] + [(0, float(topology.capacity[arc])) for arc in arcs]
+    bounds += [(0, None)] * (m * len(sinks))
+    objective = [-1.0] + [0.0] * (size - 1)
+    result = linprog(objective, upper, upper_rhs, equal, equal_rhs, bounds, method="highs")
+    assert result.status == 0
+    return -result.fun
+
+
+def test_broadcast_and_reduce_through_a_short_switch():
+    builder = TopologyBuilder("short")
+    for v in ("a", "b", "c"):
+        builder.compute(v)
+    builder.switch("w")
+    builder.link("a", "w", 100)
+    builder.link("w", "b", 200)
+    builder.link("w", "c", 200)
+    builder.link("b", "a", 100)
+    builder.link("c", "a", 100)
+    builder.link("b", "c", 10, bidirectional=True)
+    topology = builder.build()
+    # from a: w forwards x to b and 100 - x to c, b and c swap 10: min(x + 10, 110 - x) = 60
+    # (the raw min cut, a's own 100 out, is not reachable)
+    solution = optcoll.solve(topology, "broadcast", root="a")
+    assert solution.schedule.time_factor == Fraction(1, 60) == solution.lower_bound
+    assert verify_schedule(topology, solution.schedule).valid
+    assert solution.algbw == 60
+    reduce = optcoll.solve(topology, "reduce", root="a")
+    assert reduce.schedule.time_factor == Fraction(1, 110)  # b -> a and c -> a, 10 across
+
+
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(short_switch_topologies(), st.integers(0, 3))
+def test_random_short_switch_broadcasts_match_an_independent_lp(topology, pick):
+    root = topology.compute_nodes[pick % topology.num_compute]
+    schedule = broadcast(topology, root)
+    result = verify_schedule(topology, schedule)
+    assert result.valid, result.reason
+    rate = 1 / schedule.time_factor
+    assert rate == 1 / collective_lower_bound(topology, "broadcast", root)
+    assert abs(float(rate) - _broadcast_lp(topology, root)) <= 1e-6 * float(rate)

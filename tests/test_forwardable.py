@@ -88,7 +88,8 @@ def _raw_cut_ratio(topology: Topology) -> Fraction:
     return best
 
 
-def test_a_switch_with_100_in_and_200_out(tmp_path, capsys):
+def _switch_with_100_in_and_200_out() -> Topology:
+    """a -> w 100, w -> b and w -> c 200 each, b and c back to a, b <-> c 10."""
     builder = TopologyBuilder("short")
     for v in ("a", "b", "c"):
         builder.compute(v)
@@ -99,7 +100,11 @@ def test_a_switch_with_100_in_and_200_out(tmp_path, capsys):
     builder.link("b", "a", 100)
     builder.link("c", "a", 100)
     builder.link("b", "c", 10, bidirectional=True)
-    topology = builder.build()
+    return builder.build()
+
+
+def test_a_switch_with_100_in_and_200_out(tmp_path, capsys):
+    topology = _switch_with_100_in_and_200_out()
     assert short_switches(topology) == ["w"]
     # w forwards at most the 100 it receives, x to b and 100 - x to c: {a, w, b} sends
     # 2 shards over 100 - x + 10 and {a, w, c} over x + 10, so x = 50 and r* = 2/60
@@ -198,17 +203,7 @@ def _broadcast_lp(topology: Topology, root: str) -> float:
 
 
 def test_broadcast_and_reduce_through_a_short_switch():
-    builder = TopologyBuilder("short")
-    for v in ("a", "b", "c"):
-        builder.compute(v)
-    builder.switch("w")
-    builder.link("a", "w", 100)
-    builder.link("w", "b", 200)
-    builder.link("w", "c", 200)
-    builder.link("b", "a", 100)
-    builder.link("c", "a", 100)
-    builder.link("b", "c", 10, bidirectional=True)
-    topology = builder.build()
+    topology = _switch_with_100_in_and_200_out()
     # from a: w forwards x to b and 100 - x to c, b and c swap 10: min(x + 10, 110 - x) = 60
     # (the raw min cut, a's own 100 out, is not reachable)
     solution = optcoll.solve(topology, "broadcast", root="a")

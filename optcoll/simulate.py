@@ -63,7 +63,7 @@ from optcoll.arguments import (
 )
 from optcoll.exceptions import SolveError
 from optcoll.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.schedule import Schedule, Tree
+from optcoll.schedule import Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
 __all__ = [
@@ -72,6 +72,10 @@ __all__ = [
     "Cost",
     "schedule_cost",
     "widest_paths",
+    "link_latencies",
+    "ring_schedule",
+    "hierarchical_ring_schedule",
+    "double_binary_trees",
     "ring_allgather",
     "ring_allreduce",
     "hierarchical_ring_allgather",
@@ -135,7 +139,16 @@ class Cost:
         return [(m, self.algbw(m)) for m in sizes]
 
 
-def _latency(topology: Topology, default: Fraction) -> dict[Arc, Fraction]:
+def link_latencies(topology: Topology, default: Fraction = DEFAULT_LATENCY) -> dict[Arc, Fraction]:
+    """Latency (µs) of every directed link: the largest its parallel links declare, ``default``
+    for a link that declares none.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> link_latencies(build("dgx-a100:1"))[("b0.gpu0", "b0.nvswitch")]
+    Fraction(1, 1)
+    """
     declared: dict[Arc, Fraction] = {}
     for link in topology.links:
         value = default if link.latency is None else Fraction(str(link.latency))
@@ -194,7 +207,7 @@ def schedule_cost(
     topology_argument(topology)
     schedule_argument(schedule)
     default_latency = number_argument(default_latency, "default_latency")
-    latency = _latency(topology, default_latency)
+    latency = link_latencies(topology, default_latency)
     name = method or f"optimal (k={schedule.k})"
     if schedule.collective == "alltoall":
         factor = routes_time_factor(topology, schedule.routes, schedule.k)
@@ -346,7 +359,7 @@ def ring_allgather(topology: Topology, *, default_latency: Fraction = DEFAULT_LA
     order = _best_ring(topology, router)
     n = topology.num_compute
     factor = (n - 1) * _ring_factor(order, router, topology)
-    alpha = (n - 1) * _ring_alpha(order, router, _latency(topology, default_latency))
+    alpha = (n - 1) * _ring_alpha(order, router, link_latencies(topology, default_latency))
     return Cost("ring", "allgather", n, factor, alpha)
 
 
@@ -354,6 +367,78 @@ def ring_allreduce(topology: Topology, *, default_latency: Fraction = DEFAULT_LA
     """Ring allreduce: ring reduce-scatter then ring allgather (twice the ring allgather)."""
     ring = ring_allgather(topology, default_latency=default_latency)
     return Cost("ring", "allreduce", ring.num_compute, 2 * ring.time_factor, 2 * ring.alpha)
+
+
+def _chain(order: Sequence[str], chunks: int, router: _Router) -> Tree:
+    """The tree that passes ``order[0]``'s chunks along ``order`` (each hop on its widest path)."""
+    return Tree(
+        order[0],
+        chunks,
+        tuple(TreeEdge(a, b, router.paths[a][b]) for a, b in zip(order, order[1:], strict=False)),
+    )
+
+
+def _chain_schedule(
+    topology: Topology, rings: Sequence[Sequence[str]], router: _Router, name: str
+) -> Schedule:
+    """Every root's chunks passed around each ring in ``rings`` (one chunk per ring)."""
+    trees = []
+    for root in topology.compute_nodes:
+        for ring in rings:
+            i = list(ring).index(root)
+            trees.append(_chain([*ring[i:], *ring[:i]], 1, router))
+    factor = phase_time_factor(topology, trees, len(rings))
+    return Schedule(
+        "allgather",
+        topology.name,
+        topology.compute_nodes,
+        len(rings),
+        tuple(trees),
+        time_factor=factor,
+        topology_hash=topology.content_hash,
+        stats={"method": name},
+    )
+
+
+def ring_schedule(topology: Topology) -> Schedule:
+    """The ring allgather of :func:`ring_allgather` as a tree schedule: every root's shard
+    is passed along the ring (a chain), in one direction (``k = 1``) or half each way
+    (``k = 2``), whichever has the smaller time factor (ties: one direction).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("ring:4")
+    >>> s = ring_schedule(topo)
+    >>> s.k, s.time_factor == ring_allgather(topo).time_factor
+    (2, True)
+    """
+    router = _Router(topology)
+    order = _best_ring(topology, router)
+    one_way = _chain_schedule(topology, [order], router, "ring")
+    both = _chain_schedule(topology, [order, order[:1] + order[1:][::-1]], router, "ring")
+    assert one_way.time_factor is not None and both.time_factor is not None
+    return both if both.time_factor < one_way.time_factor else one_way
+
+
+def hierarchical_ring_schedule(topology: Topology) -> Schedule | None:
+    """The rings of :func:`hierarchical_ring_allgather` as a tree schedule (``k = R`` chunks,
+    one per ring); None without two or more equal boxes.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("dgx-a100:2")
+    >>> hierarchical_ring_schedule(topo).time_factor == hierarchical_ring_allgather(topo).time_factor
+    True
+    """
+    boxes = _boxes(topology)
+    if boxes is None:
+        return None
+    router = _Router(topology)
+    return _chain_schedule(
+        topology, _hierarchical_rings(boxes, router), router, "hierarchical ring"
+    )
 
 
 def _boxes(topology: Topology) -> list[list[str]] | None:
@@ -376,6 +461,22 @@ def _exit_gpu(router: _Router, box: list[str], target: str, c: int) -> int:
         return (len(path), -width, e != (c - 1) % size, (e - c) % size)
 
     return min((e for e in range(size) if e != c), key=preference)
+
+
+def _hierarchical_rings(boxes: list[list[str]], router: _Router) -> list[list[str]]:
+    """The ``R`` rings of :func:`hierarchical_ring_allgather`, one per GPU position."""
+    per_box = len(boxes[0])
+    positions = [boxes[0].index(g) for g in _best_ring(router.topology, router, boxes[0])]
+    boxes = [[box[p] for p in positions] for box in boxes]
+    rings = []
+    for c in range(per_box):
+        order = []
+        for b, box in enumerate(boxes):
+            exit_ = _exit_gpu(router, box, boxes[(b + 1) % len(boxes)][c], c)
+            middle = [(c + i) % per_box for i in range(1, per_box)]
+            order += [box[c]] + [box[e] for e in middle if e != exit_] + [box[exit_]]
+        rings.append(order)
+    return rings
 
 
 def hierarchical_ring_allgather(
@@ -401,18 +502,11 @@ def hierarchical_ring_allgather(
     if boxes is None:
         return None
     router = _Router(topology)
-    latency = _latency(topology, default_latency)
+    latency = link_latencies(topology, default_latency)
     per_box = len(boxes[0])
-    positions = [boxes[0].index(g) for g in _best_ring(topology, router, boxes[0])]
-    boxes = [[box[p] for p in positions] for box in boxes]
     loads: dict[Arc, Fraction] = {}
     alpha = Fraction(0)
-    for c in range(per_box):
-        order = []
-        for b, box in enumerate(boxes):
-            exit_ = _exit_gpu(router, box, boxes[(b + 1) % len(boxes)][c], c)
-            middle = [(c + i) % per_box for i in range(1, per_box)]
-            order += [box[c]] + [box[e] for e in middle if e != exit_] + [box[exit_]]
+    for order in _hierarchical_rings(boxes, router):
         for u, v in zip(order, [*order[1:], order[0]], strict=True):
             for arc in router.arcs(u, v):
                 loads[arc] = loads.get(arc, Fraction(0)) + Fraction(1, per_box)
@@ -458,7 +552,7 @@ def direct_alltoall(topology: Topology, *, default_latency: Fraction = DEFAULT_L
     factor, alpha = _pairs_cost(
         ((a, b, 1) for a in compute for b in compute if a != b),
         router,
-        _latency(topology, default_latency),
+        link_latencies(topology, default_latency),
     )
     return Cost("direct", "alltoall", len(compute), factor, alpha)
 
@@ -483,7 +577,7 @@ def hierarchical_alltoall(
     if boxes is None:
         return None
     router = _Router(topology)
-    latency = _latency(topology, default_latency)
+    latency = link_latencies(topology, default_latency)
     count, size = len(boxes), len(boxes[0])
     inside = _pairs_cost(
         (
@@ -536,6 +630,40 @@ def _binary_tree(n: int) -> list[tuple[int, int]]:
     return sorted(edges)
 
 
+def _double_binary_tree_edges(n: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """NCCL's two binary trees over ranks ``0 .. n-1``: the second mirrored (even ``n``) or
+    shifted by one (odd ``n``)."""
+    tree = _binary_tree(n)
+    relabel = (lambda r: n - 1 - r) if n % 2 == 0 else (lambda r: (r + 1) % n)
+    return tree, [(relabel(p), relabel(c)) for p, c in tree]
+
+
+def double_binary_trees(topology: Topology) -> tuple[Tree, Tree]:
+    """The two trees of :func:`double_binary_tree_allreduce` over the compute nodes (each
+    edge on its widest path), each to carry half of the message.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [t.root for t in double_binary_trees(build("dgx-a100:1"))]
+    ['b0.gpu0', 'b0.gpu7']
+    """
+    nodes = topology.compute_nodes
+    router = _Router(topology)
+    trees = []
+    for edges in _double_binary_tree_edges(len(nodes)):
+        root = next(r for r in range(len(nodes)) if all(r != c for _, c in edges))
+        by_parent = sorted(edges)
+        reached, ordered = {root}, list[TreeEdge]()
+        while len(ordered) < len(edges):  # parents before children
+            for p, c in by_parent:
+                if p in reached and c not in reached:
+                    reached.add(c)
+                    ordered.append(TreeEdge(nodes[p], nodes[c], router.paths[nodes[p]][nodes[c]]))
+        trees.append(Tree(nodes[root], 1, tuple(ordered)))
+    return trees[0], trees[1]
+
+
 def double_binary_tree_allreduce(
     topology: Topology, *, default_latency: Fraction = DEFAULT_LATENCY
 ) -> Cost:
@@ -553,12 +681,10 @@ def double_binary_tree_allreduce(
     nodes = topology.compute_nodes
     n = len(nodes)
     router = _Router(topology)
-    latency = _latency(topology, default_latency)
-    tree = _binary_tree(n)
-    relabel = (lambda r: n - 1 - r) if n % 2 == 0 else (lambda r: (r + 1) % n)
+    latency = link_latencies(topology, default_latency)
     loads: dict[Arc, Fraction] = {}
     alpha = Fraction(0)
-    for edges in (tree, [(relabel(p), relabel(c)) for p, c in tree]):
+    for edges in _double_binary_tree_edges(n):
         children: dict[int, list[int]] = {}
         for p, c in edges:
             children.setdefault(p, []).append(c)

@@ -37,6 +37,7 @@ COMMANDS = (
     "export",
     "check_xml",
     "compare",
+    "simulate",
     "lp",
     "sweep",
     "resilience",

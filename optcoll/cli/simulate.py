@@ -1,0 +1,181 @@
+"""``optcoll simulate``: execute a schedule file or an MSCCL XML program, chunk by chunk."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from optcoll.cli._core import (
+    add_reader_options,
+    exact_amount,
+    latency_us,
+    message_size,
+    print_json,
+    reader_options,
+    size_text,
+)
+
+NAME = "simulate"
+HELP = "simulate a schedule or MSCCL XML on the topology: time, algbw and link use per size"
+
+
+def overhead_us(text: str) -> float:
+    """A ``--overhead`` in microseconds: an exact finite number >= 0.
+
+    Examples
+    --------
+    >>> overhead_us("0.5")
+    0.5
+    """
+    return float(exact_amount(text, "overhead (microseconds)", "1 or 0.5"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
+    parser.add_argument(
+        "source", metavar="SCHEDULE|XML", help="schedule file (JSON/YAML) or MSCCL XML program"
+    )
+    parser.add_argument(
+        "--sizes",
+        type=message_size,
+        nargs="+",
+        metavar="SIZE",
+        help="message sizes (default 1K 4K ... 4G)",
+    )
+    parser.add_argument(
+        "--overhead",
+        type=overhead_us,
+        default=None,
+        metavar="US",
+        help="per-step overhead of a connection in µs (default 1)",
+    )
+    parser.add_argument(
+        "--latency",
+        type=latency_us,
+        default=None,
+        metavar="US",
+        help="latency (µs) of links whose topology entry gives none (default 1)",
+    )
+    parser.add_argument(
+        "--slice",
+        type=message_size,
+        default=None,
+        metavar="SIZE",
+        help="largest piece a chunk is sent in (default 512K, NCCL's Simple protocol step)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from optcoll.io import load_schedule, load_topology
+    from optcoll.simulate import DEFAULT_LATENCY, SIZES
+    from optcoll.simulator import (
+        DEFAULT_OVERHEAD,
+        DEFAULT_SLICE,
+        Network,
+        data_bytes,
+        msccl_tasks,
+        read_msccl,
+        schedule_tasks,
+        simulate,
+    )
+
+    topology = load_topology(args.topo, **reader_options(args))
+    latency = DEFAULT_LATENCY if args.latency is None else args.latency
+    overhead = DEFAULT_OVERHEAD if args.overhead is None else args.overhead
+    slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
+    sizes = args.sizes or list(SIZES)
+    network = Network.of(topology, latency)
+    if _is_xml(args.source):
+        algo = read_msccl(args.source)
+        collective, root = algo.collective or algo.coll, None
+
+        def graph(size: int) -> Any:
+            return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    else:
+        schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
+        collective, root = schedule.collective, schedule.root
+
+        def graph(size: int) -> Any:
+            return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
+
+    bound = _lower_bound(topology, collective, root)
+    progress = sys.stderr.isatty()
+    rows = []
+    for size in sizes:
+        run_ = simulate(graph(size), network, size, overhead=overhead, progress=progress)
+        lower = (
+            None
+            if bound is None
+            else float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
+        )
+        row = run_.to_dict()
+        row["lower_bound_us"] = None if lower is None else round(lower, 4)
+        row["ratio"] = None if lower is None or lower == 0 else round(run_.time_us / lower, 6)
+        rows.append(row)
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "source": str(args.source),
+                "collective": collective,
+                "overhead_us": overhead,
+                "slice_bytes": slice_bytes,
+                "results": rows,
+            }
+        )
+        return 0
+    unit = topology.bandwidth_unit
+    print(
+        f"{collective} on {topology.name} ({topology.num_compute} compute nodes): {args.source}; "
+        f"overhead {overhead:g} µs per step, slices up to {size_text(slice_bytes)}"
+    )
+    print(f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bound (µs)':>12}  {'ratio':>8}")
+    for row in rows:
+        shown = "-" if row["lower_bound_us"] is None else f"{row['lower_bound_us']:.3f}"
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
+        print(
+            f"{size_text(row['bytes']):>6}  {row['time_us']:>12.3f}  "
+            f"{row['algbw']:>9.3f} {unit}  {shown:>12}  {ratio:>8}"
+        )
+    last = rows[-1]
+    print(f"busiest links at {size_text(last['bytes'])} (utilisation; over time in 10 bins):")
+    for link in last["links"][:5]:
+        timeline = " ".join(f"{u:.2f}" for u in link["timeline"])
+        print(f"  {link['link']:<32} {link['utilisation']:.3f}  [{timeline}]")
+    return 0
+
+
+def _is_xml(path: str) -> bool:
+    """An MSCCL program (``.xml``, or a file whose first character is ``<``)."""
+    if str(path).lower().endswith(".xml"):
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(64).lstrip().startswith(b"<")
+    except OSError:
+        return False
+
+
+def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
+    """``schedule`` if it is valid on ``topology`` (the independent verifier), else an error."""
+    from optcoll.exceptions import ScheduleError
+    from optcoll.schedule import check_schedule_topology
+    from optcoll.verify import verify_schedule
+
+    check_schedule_topology(schedule, topology, source)
+    result = verify_schedule(topology, schedule)
+    if not result.valid:
+        raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
+    return schedule
+
+
+def _lower_bound(topology: Any, collective: str | None, root: str | None) -> Any:
+    from optcoll.collectives import collective_lower_bound
+    from optcoll.schedule import COLLECTIVES
+
+    if collective not in COLLECTIVES:
+        return None
+    return collective_lower_bound(topology, collective, root)

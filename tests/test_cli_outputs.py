@@ -26,6 +26,7 @@ RUNS = {
     "export": ["export", "ring:4", "-o", "{tmp}/ring.xml"],
     "check_xml": ["check-xml", "{tmp}/program.xml"],
     "compare": ["compare", "ring:4", "--sizes", "1M"],
+    "simulate": ["simulate", "ring:4", "{tmp}/schedule.json", "--sizes", "1M"],
     "lp": ["lp", "solve", "ring:4"],
     "sweep": ["sweep", "{tmp}/sweep.yaml", "--workers", "1"],
     "resilience": ["resilience", "ring:4", "--workers", "1"],
@@ -62,7 +63,9 @@ def schedule_file(tmp_path):
 
 
 def test_every_command_is_exercised():
-    without_output_file = {"topologies", "show", "bound", "verify", "crosscheck", "check_xml"}
+    without_output_file = {
+        "topologies", "show", "bound", "verify", "crosscheck", "check_xml", "simulate"
+    }  # fmt: skip
     assert set(RUNS) == set(COMMANDS)
     assert {argv[0] for argv in BAD_SUFFIX.values()} == set(COMMANDS) - without_output_file
 

@@ -18,6 +18,7 @@ __all__ = [
     "collective_name",
     "resolution",
     "latency_us",
+    "add_latency_option",
     "time_limit",
     "exact_amount",
     "size_text",
@@ -168,6 +169,17 @@ def latency_us(text: str) -> Fraction:
     Fraction(1, 2)
     """
     return exact_amount(text, "latency (microseconds)", "1 or 0.5")
+
+
+def add_latency_option(parser: argparse.ArgumentParser) -> None:
+    """``--latency US``: the latency of links whose topology entry gives none (default 1 µs)."""
+    parser.add_argument(
+        "--latency",
+        type=latency_us,
+        default=None,
+        metavar="US",
+        help="latency (µs) of links whose topology entry gives none (default 1)",
+    )
 
 
 def time_limit(text: str) -> float:

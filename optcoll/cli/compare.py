@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from optcoll.cli._core import (
+    add_latency_option,
     add_reader_options,
     collective_name,
-    latency_us,
     message_size,
     print_json,
     reader_options,
@@ -38,13 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="message sizes for the algbw curve (default 1K 4K ... 4G)",
     )
-    parser.add_argument(
-        "--latency",
-        type=latency_us,
-        default=None,
-        metavar="US",
-        help="latency (µs) of links whose topology entry gives none (default 1)",
-    )
+    add_latency_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")

@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from optcoll.cli._core import (
+    add_latency_option,
     add_reader_options,
     exact_amount,
-    latency_us,
     message_size,
     print_json,
     reader_options,
@@ -51,13 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="US",
         help="per-step overhead of a connection in µs (default 1)",
     )
-    parser.add_argument(
-        "--latency",
-        type=latency_us,
-        default=None,
-        metavar="US",
-        help="latency (µs) of links whose topology entry gives none (default 1)",
-    )
+    add_latency_option(parser)
     parser.add_argument(
         "--slice",
         type=message_size,

@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu = min(r["cpu"] for r in runs[: max(args.repeat, 1)])
         cpu_speedup = reference / cpu if reference else None
         stats = schedule.stats
-        phases = "/".join(f"{runs[0][p]:.2f}" for p in ("bound", "splitting", "packing", "paths"))
+        phases = "/".join(
+            f"{runs[0][p]:.2f}" for p in ("bound", "splitting", "packing", "shape", "paths")
+        )
         rows.append(
             (
                 spec,
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             "k",
             "seconds",
             "cpu s",
-            "bound/split/pack/paths",
+            "bound/split/pack/shape/paths",
             "peak MiB",
             "RSS MiB",
             "ref s",

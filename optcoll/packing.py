@@ -76,6 +76,7 @@ from optcoll.rational import fraction_text
 from optcoll.schedule import Schedule, Tree
 from optcoll.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.topology import Topology
+from optcoll.tree_shape import shorten_trees
 
 __all__ = [
     "pack_arborescences",
@@ -674,6 +675,7 @@ def pack_arborescences(
     progress: bool = False,
     timings: dict[str, float] | None = None,
     bound: CutRatio | None = None,
+    shape: bool = True,
 ) -> Schedule:
     """An allgather schedule of spanning arborescences: optimal, or best with ``k`` chunks.
 
@@ -688,10 +690,13 @@ def pack_arborescences(
         Show tqdm bars.
     timings : dict, optional
         If given, receives the seconds spent in each phase (``bound``, ``splitting``,
-        ``packing``, ``paths``); timings stay out of the schedule, which is deterministic.
+        ``packing``, ``shape``, ``paths``); timings stay out of the schedule, which is deterministic.
     bound : CutRatio, optional
         :func:`optcoll.bound.optimal_cut_ratio` of ``topology`` when the caller has
         it already (it is not computed again).
+    shape : bool
+        Lower the trees and their peers at the same time factor
+        (:func:`optcoll.tree_shape.shorten_trees`); ``False`` keeps the packer's trees.
 
     Returns
     -------
@@ -731,6 +736,9 @@ def pack_arborescences(
     split = time.perf_counter()
     packing = pack_rooted(logical, root_capacity, progress=progress)
     packed = time.perf_counter()
+    if shape:
+        packing = shorten_trees(logical, packing)
+    shaped = time.perf_counter()
     trees = realise_paths(logical, packing)
     trees.sort(key=lambda t: compute.index(t.root))  # stable: keeps packing order per root
     time_factor = phase_time_factor(topology, trees, chunks)
@@ -748,7 +756,8 @@ def pack_arborescences(
             bound=bounded - started,
             splitting=split - bounded,
             packing=packed - split,
-            paths=time.perf_counter() - packed,
+            shape=shaped - packed,
+            paths=time.perf_counter() - shaped,
         )
     if k is None:  # U_scaled / k = r* expressed in integer capacity units
         unit = usable.integer_capacities()[1]

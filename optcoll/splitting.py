@@ -339,10 +339,10 @@ class _Splitter:
         in a cyclic order interleaving the topology's groups (e.g. boxes, ``m`` of them)
         and neighbour ``i`` spreads ``c`` as evenly as possible over the neighbours
         ``i + o`` for the offsets ``o`` that are not multiples of ``m`` (other groups),
-        using only as many offsets as keep every new arc at least as large as the
-        largest root capacity (so the packing rarely has to split a tree).
-        A circulant plan keeps every in- and out-capacity exact. The
-        complete splitting is checked once (one max-flow per compute node) and applied
+        each with its negative (:func:`circulant_offsets`), using only as many offsets
+        as keep every new arc at least as large as the largest root capacity (so the
+        packing rarely has to split a tree). A circulant plan keeps every in- and
+        out-capacity exact. The complete splitting is checked once (one max-flow per compute node) and applied
         only if it keeps the condition; otherwise the caller splits pair by pair.
         """
         neighbours = sorted(self.pred[w] | self.succ[w])
@@ -360,9 +360,10 @@ class _Splitter:
             key[x] = (rank[group], group, x)
         order = sorted(neighbours, key=key.__getitem__)
         groups = len(rank)
-        offsets = [o for o in range(1, d) if groups == 1 or o % groups] or list(range(1, d))
         # arcs of at least the largest root capacity spare the packing from splitting trees
-        offsets = offsets[: max(1, c // max(self.root_capacity.values(), default=1))]
+        offsets = circulant_offsets(
+            d, groups, max(1, c // max(self.root_capacity.values(), default=1))
+        )
         q, r = divmod(c, len(offsets))
         plan = [
             (u, order[(i + offset) % d], q + (j < r))
@@ -440,6 +441,29 @@ class _Splitter:
             capacity,
             paths,
         )
+
+
+def circulant_offsets(d: int, groups: int, most: int) -> list[int]:
+    """The offsets of a uniform switch's circulant plan: ``1, -1, 2, -2, ...`` (mod ``d``).
+
+    Taking each offset together with its negative makes a neighbour's send peers
+    its receive peers as well, which halves the distinct peers a GPU talks to
+    through the switch (the runtimes need a thread block per peer) at the same
+    capacities. Offsets that are multiples of ``groups`` (same group, e.g. the same
+    box) are skipped unless ``groups == 1`` (offset 1 always remains); at most
+    ``most`` offsets are taken.
+
+    Examples
+    --------
+    >>> circulant_offsets(8, 1, 100), circulant_offsets(8, 2, 100), circulant_offsets(8, 2, 3)
+    ([1, 7, 2, 6, 3, 5, 4], [1, 7, 3, 5], [1, 7, 3])
+    """
+    chosen: list[int] = []
+    for o in range(1, d // 2 + 1):
+        for offset in (o, d - o):
+            if (groups == 1 or offset % groups) and offset not in chosen:
+                chosen.append(offset)
+    return chosen[:most]
 
 
 def _progress_bar(total: int, what: str, enabled: bool):  # noqa: ANN202 - tqdm type

@@ -248,6 +248,7 @@ def congestion_bound(
             [Link(u, v, c * unit) for (u, v), c in capacity.items() if c > 0],
             topology.bandwidth_unit,
             topology.description,
+            topology.rank_order,
         )
     count, bandwidth, cut = _best_dual_cut(topology, capacity, result)
     best = Fraction(count, bandwidth)

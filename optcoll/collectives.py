@@ -102,6 +102,7 @@ def reversed_topology(topology: Topology) -> Topology:
         links,
         bandwidth_unit=topology.bandwidth_unit,
         description=topology.description,
+        rank_order=topology.rank_order,
     )
 
 
@@ -140,6 +141,7 @@ def bidirectional_core(topology: Topology) -> Topology:
             links,
             bandwidth_unit=topology.bandwidth_unit,
             description=topology.description,
+            rank_order=topology.rank_order,
         )
     except NotStronglyConnectedError as err:
         raise ScheduleError(

@@ -115,7 +115,12 @@ def forwardable_topology(
         if cut is None:
             links = [Link(u, v, c) for (u, v), c in positive.items()]
             usable = Topology(
-                topology.name, topology.nodes, links, topology.bandwidth_unit, topology.description
+                topology.name,
+                topology.nodes,
+                links,
+                topology.bandwidth_unit,
+                topology.description,
+                topology.rank_order,
             )
             ratio, bottleneck = separate(usable)
             if ratio * unit * lam == 1:

@@ -142,6 +142,7 @@ class ProcessGroups:
             links,
             topo.bandwidth_unit,
             f"group {index} of {topo.name} (relay {self.relay})",
+            [v for v in topo.compute_nodes if v in members],
         )
 
 

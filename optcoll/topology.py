@@ -75,7 +75,16 @@ EDITED_SUFFIX = "~edited"
 #: Version of the topology file schema written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
 
-_TOP_FIELDS = {"format", "version", "name", "description", "bandwidth_unit", "nodes", "links"}
+_TOP_FIELDS = {
+    "format",
+    "version",
+    "name",
+    "description",
+    "bandwidth_unit",
+    "nodes",
+    "links",
+    "rank_order",
+}
 _NODE_FIELDS = {"id", "type", "group"}
 _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
 
@@ -153,14 +162,26 @@ class Topology:
         Unit of every bandwidth (default ``"GB/s"``).
     description : str
         Free text (shown by ``optcoll show``).
+    rank_order : iterable of str, optional
+        The compute node ids in rank order: rank ``r`` (MSCCL's GPU ``id``, the
+        communicator's rank) is the ``r``-th. Default: declaration order. It is
+        what :attr:`compute_nodes` returns, so schedules and exports follow it.
 
     Raises
     ------
     TopologyError
         A subclass naming the culprit when the topology is invalid: duplicate
         node, unknown node in a link, self-loop, invalid bandwidth or latency,
-        unknown node type, fewer than two compute nodes, or compute nodes that
-        are not mutually reachable.
+        unknown node type, fewer than two compute nodes, compute nodes that
+        are not mutually reachable, or a rank order that is not a permutation of
+        the compute nodes.
+
+    Examples
+    --------
+    >>> t = Topology("pair", [Node("a"), Node("b")], [Link("a", "b", 1, bidirectional=True)],
+    ...              rank_order=["b", "a"])
+    >>> t.compute_nodes, t.to_dict()["rank_order"]
+    (('b', 'a'), ['b', 'a'])
     """
 
     name: str
@@ -168,6 +189,7 @@ class Topology:
     links: tuple[Link, ...]
     bandwidth_unit: str = "GB/s"
     description: str = ""
+    rank_order: tuple[str, ...] = ()
     _bandwidths: tuple[Fraction, ...] = field(init=False, repr=False)
 
     def __init__(
@@ -177,6 +199,7 @@ class Topology:
         links: Iterable[Link],
         bandwidth_unit: str = "GB/s",
         description: str = "",
+        rank_order: Iterable[str] | None = None,
     ) -> None:
         set_ = object.__setattr__
         set_(self, "name", str(name))
@@ -185,6 +208,32 @@ class Topology:
         set_(self, "bandwidth_unit", str(bandwidth_unit))
         set_(self, "description", str(description))
         set_(self, "_bandwidths", self._validate())
+        set_(self, "rank_order", self._ranks(rank_order))
+
+    def _ranks(self, rank_order: Iterable[str] | None) -> tuple[str, ...]:
+        declared = tuple(n.id for n in self.nodes if n.is_compute)
+        if rank_order is None:
+            return declared
+        if isinstance(rank_order, str | bytes | Mapping) or not isinstance(rank_order, Iterable):
+            raise MissingFieldError(
+                f"rank_order must be a list of compute node ids, got {rank_order!r}",
+                ("rank_order",),
+            )
+        order = tuple(rank_order)
+        for i, v in enumerate(order):
+            if not isinstance(v, str) or v not in self.node or not self.node[v].is_compute:
+                raise UnknownNodeError(
+                    f"rank_order[{i}] = {v!r} is not a compute node of {self.name!r}",
+                    ("rank_order", i),
+                )
+        if len(set(order)) != len(order) or len(order) != len(declared):
+            missing = sorted(set(declared) - set(order))
+            raise MissingFieldError(
+                f"rank_order must list each of the {len(declared)} compute nodes once"
+                + (f"; missing: {', '.join(missing[:5])}" if missing else "; a node twice"),
+                ("rank_order",),
+            )
+        return order
 
     # --- validation ------------------------------------------------------------------
 
@@ -311,10 +360,10 @@ class Topology:
         """All node ids in declaration order."""
         return tuple(n.id for n in self.nodes)
 
-    @cached_property
+    @property
     def compute_nodes(self) -> tuple[str, ...]:
-        """Compute node ids in declaration order."""
-        return tuple(n.id for n in self.nodes if n.is_compute)
+        """Compute node ids in rank order (:attr:`rank_order`; default: declaration order)."""
+        return self.rank_order
 
     @cached_property
     def switch_nodes(self) -> tuple[str, ...]:
@@ -469,12 +518,15 @@ class Topology:
             self.links,
             self.bandwidth_unit,
             self.description if description is None else description,
+            self.rank_order,
         )
 
     def _edited(self, links: Iterable[Link], change: str, name: str | None) -> Topology:
         base = self.name if self.name.endswith(EDITED_SUFFIX) else self.name + EDITED_SUFFIX
         description = f"{self.description}; {change}" if self.description else change
-        return Topology(name or base, self.nodes, links, self.bandwidth_unit, description)
+        return Topology(
+            name or base, self.nodes, links, self.bandwidth_unit, description, self.rank_order
+        )
 
     def with_link(
         self,
@@ -635,6 +687,8 @@ class Topology:
         if self.description:
             data["description"] = self.description
         data.update({"bandwidth_unit": self.bandwidth_unit, "nodes": nodes, "links": links})
+        if self.rank_order != tuple(n.id for n in self.nodes if n.is_compute):
+            data["rank_order"] = list(self.rank_order)
         return data
 
     @classmethod
@@ -729,12 +783,19 @@ class Topology:
                     entry.get("bidirectional", False),
                 )
             )
+        rank_order = data.get("rank_order")
+        if rank_order is not None and not isinstance(rank_order, list):
+            raise MissingFieldError(
+                f"field 'rank_order' must be a list of compute node ids, got {rank_order!r}",
+                ("rank_order",),
+            )
         return cls(
             data.get("name", default_name),
             nodes,
             links,
             bandwidth_unit=data.get("bandwidth_unit", "GB/s"),
             description=data.get("description", ""),
+            rank_order=rank_order,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -429,6 +429,7 @@ def _report(
                 "runtime": profile.name if args.format == "msccl" else None,
                 "verified": not args.unchecked,
                 "k_tried": [[k, fraction_text(r)] for k, r in tried],
+                "rank_order": list(first.compute_nodes),
                 "files": [entry for _, _, entry in files],
                 "warnings": warnings,
             }

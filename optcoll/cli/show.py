@@ -1,4 +1,5 @@
-"""``optcoll show``: summarise a topology: counts, per-node ingress/egress bandwidth, switches."""
+"""``optcoll show``: summarise a topology: counts, rank order, per-node ingress/egress bandwidth,
+switches."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         "num_links": len(topo.capacity),
         "num_declared_links": len(topo.links),
         "total_bandwidth": plain_number(sum(topo.capacity.values(), Fraction(0))),
+        "rank_order": list(topo.compute_nodes),
         **rows,
     }
     if args.json:
@@ -57,17 +59,22 @@ def run(args: argparse.Namespace) -> int:
     for kind, title in (("compute_nodes", "compute node"), ("switches", "switch")):
         if not rows[kind]:
             continue
-        table = [
-            (title, "group", f"ingress {topo.bandwidth_unit}", f"egress {topo.bandwidth_unit}")
-        ]
+        ranked = kind == "compute_nodes"  # rows in rank order: MSCCL's GPU id, the comm rank
+        head = (title, "group", f"ingress {topo.bandwidth_unit}", f"egress {topo.bandwidth_unit}")
+        table = [("rank", *head) if ranked else head]
         table += [
-            (r["id"], r["group"] or "-", str(r["ingress"]), str(r["egress"])) for r in rows[kind]
+            ((str(i),) if ranked else ())
+            + (r["id"], r["group"] or "-", str(r["ingress"]), str(r["egress"]))
+            for i, r in enumerate(rows[kind])
         ]
-        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         print()
         for row in table:
-            print(
-                f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
-                f"{row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}"
-            )
+            cells = [
+                f"{cell:>{width}}"
+                if i >= len(row) - 2 or (ranked and i == 0)
+                else f"{cell:<{width}}"
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
+            print("  ".join(cells).rstrip())
     return 0

@@ -73,12 +73,13 @@ Examples
 >>> trees = (Tree("a", 1, (TreeEdge("a", "b", ("a", "sw", "b")),)),
 ...          Tree("b", 1, (TreeEdge("b", "a", ("b", "sw", "a")),)))
 >>> xml = to_msccl_xml(Schedule("allgather", "pair", ("a", "b"), 1, trees))
->>> print(xml.splitlines()[1])
+>>> print(xml.splitlines()[2])
   <gpu id="0" i_chunks="1" o_chunks="2" s_chunks="0">
 """
 
 from __future__ import annotations
 
+import json
 import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -95,7 +96,14 @@ from optcoll.exceptions import ExportError
 from optcoll.export.runtimes import DEFAULT_RUNTIME, RuntimeProfile, runtime_profile
 from optcoll.schedule import Schedule, Tree
 
-__all__ = ["PLACEMENTS", "MscclProgram", "placements", "msccl_program", "to_msccl_xml"]
+__all__ = [
+    "PLACEMENTS",
+    "MscclProgram",
+    "placements",
+    "msccl_program",
+    "rank_order_comment",
+    "to_msccl_xml",
+]
 
 Location = tuple[str, int]
 Block = tuple[str, int, int]  # (kind, peer rank, channel)
@@ -902,4 +910,24 @@ def _render(
                 )
     ET.indent(algo, space="  ")
     # self-closing tags without a space before "/>", as msccl-tools writes them
-    return ET.tostring(algo, encoding="unicode").replace(" />", "/>") + "\n"
+    text = ET.tostring(algo, encoding="unicode").replace(" />", "/>") + "\n"
+    return rank_order_comment(schedule.compute_nodes) + "\n" + text
+
+
+def rank_order_comment(compute_nodes: tuple[str, ...]) -> str:
+    """The XML comment naming the compute node of every rank (GPU ``id``), first in the file.
+
+    The list is JSON with ``<``, ``>`` and the second ``-`` of ``--`` escaped, so that
+    no node id can end the comment; the runtimes' readers skip ``<!-- ... -->``
+    (``msccl_parser.cc`` ``mscclXmlSkipComment``, microsoft/msccl ``xml.cc``).
+
+    Examples
+    --------
+    >>> print(rank_order_comment(("b0.gpu0", "x--y")))
+    <!-- rank order (GPU id r is entry r): ["b0.gpu0", "x-\\u002dy"] -->
+    """
+    text = json.dumps(list(compute_nodes), ensure_ascii=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    while "--" in text:
+        text = text.replace("--", "-\\u002d")
+    return f"<!-- rank order (GPU id r is entry r): {text} -->"

@@ -5,7 +5,9 @@ A dump describes one server the way NCCL sees it (``src/graph/topo.cc`` and
 follows; values in GB/s per direction):
 
 - ``<gpu>`` (inside a ``<pci>``) is a compute node ``b{box}.gpu{rank}`` (``rank``
-  attribute, else ``dev``). Its ``<nvlink count=C tclass=...>`` children give
+  attribute, else ``dev``). The rank order is box by box, by that number within a
+  box (whatever order the PCI tree lists the GPUs in); the description names each
+  GPU's ``dev`` and PCI ``busid``. Its ``<nvlink count=C tclass=...>`` children give
   ``C`` x the per-link bandwidth of the GPU's generation (``sm``,
   :func:`nvlink_bandwidth`, NCCL's ``ncclTopoNVLinkBw``): to an NVSwitch
   (``tclass`` 0x068000) a link both ways between the GPU and the box's one
@@ -191,6 +193,7 @@ class _Box:
         self.cpus: list[tuple[str, dict[str, str]]] = []
         self.nic_count = 0
         self.port_dev: list[int] = []
+        self.gpus: list[tuple[int, str, str]] = []  # (rank, node, "dev D at busid B")
 
     def node(self, name: str, kind: str) -> str:
         full = self.prefix + name
@@ -240,6 +243,7 @@ def _walk_pci(box: _Box, elem: Any, parent: str, cpu: str) -> None:
         if name in box.cpu_of:
             raise ImportFormatError(f"<gpu> of {where}: rank {rank} appears twice")
         sm = _int(gattrs, "sm", f"<gpu> of {where}")
+        box.gpus.append((rank, name, f"dev {gattrs.get('dev', '?')} at {busid}"))
         box.gpu_by_bus[busid.lower()] = name
         box.cpu_of[name] = cpu
         box.link(name, parent, bandwidth)
@@ -361,7 +365,13 @@ def from_nccl_xml(
         nodes += fabric_nodes
         links += fabric_links
     title = name if count == 1 else f"{name}:{count}"
-    return Topology(title, nodes, links, description="imported from an NCCL topology dump")
+    order = [node for box in built for _, node, _ in sorted(box.gpus)]
+    devices = ", ".join(
+        f"{node.removeprefix(built[0].prefix)} = {device}"
+        for _, node, device in sorted(built[0].gpus)
+    )
+    description = f"imported from an NCCL topology dump; GPUs by rank: {devices}"
+    return Topology(title, nodes, links, description=description, rank_order=order)
 
 
 def _fabric(

@@ -47,8 +47,9 @@ def test_show_human(capsys):
         lines[1]
         == "3 compute nodes, 1 switches, 6 directed links (3 declared), total bandwidth 75 GB/s"
     )
-    assert lines[3].split() == ["compute", "node", "group", "ingress", "GB/s", "egress", "GB/s"]
-    assert lines[4].split() == ["h0", "-", "12.5", "12.5"]
+    head = ["rank", "compute", "node", "group", "ingress", "GB/s", "egress", "GB/s"]
+    assert lines[3].split() == head
+    assert lines[4].split() == ["0", "h0", "-", "12.5", "12.5"]
     assert lines[-1].split() == ["hub", "-", "37.5", "37.5"]
 
 

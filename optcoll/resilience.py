@@ -213,6 +213,7 @@ def failed_topology(topology: Topology, failed: Sequence[Element]) -> Topology:
         links,
         topology.bandwidth_unit,
         f"{topology.description}; failed: {described}" if topology.description else described,
+        [v for v in topology.compute_nodes if v not in nodes],
     )
 
 

@@ -33,11 +33,35 @@ Fraction(7, 300)
 
 from __future__ import annotations
 
-from formulations.congestion import build_congestion, congestion_bound, lp_cut_ratio
-from formulations.fixed_k import build_fixed_k, fixed_k_optimum
-from formulations.multicast import build_multicast, multicast_bound
-from formulations.solve import LpResult, SolverReport, Status, solve, write_model
-from formulations.tree_packing import build_tree_master, fractional_tree_packing
+import importlib
+from typing import Any
+
+#: Where each name of the package's front door lives. They are imported on first use
+#: (PEP 562), so that ``import formulations.errors`` (which :mod:`optcoll.exceptions`
+#: does) loads neither PuLP nor HiGHS. ``formulations.solve`` is the module (its
+#: function is ``formulations.solve.solve``).
+_HOMES = {
+    "build_congestion": "congestion",
+    "congestion_bound": "congestion",
+    "lp_cut_ratio": "congestion",
+    "build_multicast": "multicast",
+    "multicast_bound": "multicast",
+    "build_tree_master": "tree_packing",
+    "fractional_tree_packing": "tree_packing",
+    "build_fixed_k": "fixed_k",
+    "fixed_k_optimum": "fixed_k",
+    "model_text": "solve",
+    "Status": "solve",
+    "LpResult": "solve",
+    "SolverReport": "solve",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'formulations' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"formulations.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "build_congestion",
@@ -49,8 +73,7 @@ __all__ = [
     "fractional_tree_packing",
     "build_fixed_k",
     "fixed_k_optimum",
-    "solve",
-    "write_model",
+    "model_text",
     "Status",
     "LpResult",
     "SolverReport",

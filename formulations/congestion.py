@@ -45,10 +45,10 @@ from fractions import Fraction
 
 import pulp
 
+from formulations.errors import MethodError, ReconstructionError
 from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
 from formulations.solve import LpResult, SolverReport
 from formulations.usable_capacity import add_forwarding_rows
-from optcoll.exceptions import MethodError, ReconstructionError
 from optcoll.forwardable import short_switches
 from optcoll.topology import Link, Topology
 

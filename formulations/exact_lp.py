@@ -40,8 +40,8 @@ from fractions import Fraction
 
 import pulp
 
+from formulations.errors import ReconstructionError, SingularSystemError
 from formulations.solve import LpResult, simplex_basis, solve
-from optcoll.exceptions import ReconstructionError, SingularSystemError
 from optcoll.linear_system import solve_linear_system
 
 __all__ = [

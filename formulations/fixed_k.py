@@ -38,9 +38,9 @@ from fractions import Fraction
 
 import pulp
 
+from formulations.errors import MethodError, SolveError, SolverLimitError
 from formulations.solve import SolverReport, solve
 from formulations.tree_packing import check_switch_free
-from optcoll.exceptions import MethodError, SolveError, SolverLimitError
 from optcoll.rational import integer_scaling
 
 __all__ = ["build_fixed_k", "fixed_k_optimum", "FixedKResult", "MAX_FLOW_VARIABLES"]

@@ -60,9 +60,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from formulations.errors import MethodError
 from formulations.multicast import MAX_FLOW_VARIABLES
 from formulations.multicommodity import Commodity, solve_multicommodity
-from optcoll.exceptions import MethodError
 from optcoll.rational import fraction_text
 
 if TYPE_CHECKING:

@@ -40,13 +40,13 @@ from fractions import Fraction
 
 import pulp
 
+from formulations.errors import MethodError
 from formulations.multicommodity import (
     Commodity,
     build_multicommodity,
     solve_multicommodity,
 )
 from formulations.solve import SolverReport
-from optcoll.exceptions import MethodError
 from optcoll.topology import Topology
 
 __all__ = ["build_multicast", "multicast_bound", "MulticastResult", "MAX_FLOW_VARIABLES"]

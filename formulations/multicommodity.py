@@ -67,9 +67,9 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
+from formulations.errors import MethodError, ReconstructionError
 from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
 from formulations.solve import SolverReport
-from optcoll.exceptions import MethodError, ReconstructionError
 
 __all__ = [
     "Commodity",

@@ -40,10 +40,10 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
+from formulations.errors import InfeasibleModelError, MethodError, ReconstructionError
 from formulations.exact_lp import objective_value, solve_proved
 from formulations.multicommodity import Commodity, length_bound
 from formulations.solve import solve
-from optcoll.exceptions import InfeasibleModelError, MethodError, ReconstructionError
 
 __all__ = ["PathFlowResult", "path_concurrent_flow", "build_path_master"]
 

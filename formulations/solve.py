@@ -6,10 +6,10 @@
 mapping reports a time limit as "optimal", so it is not used), the objective,
 primal values and duals by name, and a :class:`SolverReport` with sizes,
 seconds and iteration counts. Anything but a proven optimum raises a
-:class:`~optcoll.exceptions.SolveError` subclass that says what to try.
+:class:`~formulations.errors.SolveError` subclass that says what to try.
 
-:func:`write_model` saves any model as ``.mps`` or ``.lp`` so that it can be
-inspected or solved elsewhere.
+:func:`model_text` gives any model as ``.mps`` or ``.lp`` text so that it can be
+inspected or solved elsewhere (:func:`optcoll.output.write_model` writes it).
 
 Examples
 --------
@@ -33,28 +33,27 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import highspy
 import pulp
 
-from optcoll.exceptions import (
-    FileFormatError,
+from formulations.errors import (
     InfeasibleModelError,
+    MethodError,
     SolverFailureError,
     SolverLimitError,
     UnboundedModelError,
 )
-from optcoll.output import check_output, write_output
 
 __all__ = [
     "Status",
     "SolverReport",
     "LpResult",
     "solve",
-    "write_model",
+    "model_text",
     "MODEL_SUFFIXES",
     "SimplexBasis",
     "simplex_basis",
@@ -64,7 +63,7 @@ __all__ = [
 #: sets 1 so that solve times stay steady on a shared machine).
 DEFAULT_THREADS: int | None = None
 
-#: File suffixes :func:`write_model` understands.
+#: File suffixes :func:`model_text` understands.
 MODEL_SUFFIXES = (".mps", ".lp")
 
 
@@ -303,50 +302,36 @@ def _raise_for(status: Status, name: str, report: SolverReport, time_limit: floa
     )
 
 
-def write_model(
-    problem: pulp.LpProblem,
-    path: str | Path,
-    *,
-    force: bool = False,
-    inputs: Iterable[str | Path] = (),
-) -> Path:
-    """Write ``problem`` as MPS or CPLEX-LP, chosen by the suffix of ``path``.
+def model_text(problem: pulp.LpProblem, suffix: str) -> bytes:
+    """``problem`` as the text of an MPS (``".mps"``) or CPLEX-LP (``".lp"``) file.
 
-    Written by :func:`optcoll.output.write_output`: never over an existing file
-    without ``force``, never over one of ``inputs``, never half-written; parent
-    folders are created. Returns the path written.
+    A maximisation stays one in MPS (``OBJSENSE`` is written). Writing the file
+    safely is the caller's part (:func:`optcoll.output.write_model`).
 
     Raises
     ------
-    FileFormatError
-        If the suffix is neither ``.mps`` nor ``.lp``.
+    MethodError
+        If ``suffix`` is not one of :data:`MODEL_SUFFIXES`.
 
     Examples
     --------
-    >>> import pulp, tempfile, pathlib
     >>> model = pulp.LpProblem("tiny", pulp.LpMinimize)
     >>> x = model.add_variable("x", lowBound=1)
     >>> model.setObjective(pulp.LpAffineExpression([(x, 1.0)]))
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     out = write_model(model, pathlib.Path(tmp) / "tiny.mps")
-    ...     out.stat().st_size > 0
-    True
+    >>> model_text(model, ".lp").decode().splitlines()[1:3]
+    ['Minimize', 'OBJ: x']
     """
-    path = Path(path)
-    suffix = path.suffix.lower()
     if suffix not in MODEL_SUFFIXES:
-        raise FileFormatError(
-            f"{path}: unknown model file suffix {path.suffix!r}; use one of {list(MODEL_SUFFIXES)}"
+        raise MethodError(
+            f"unknown model file suffix {suffix!r}; use one of {list(MODEL_SUFFIXES)}"
         )
-    check_output(path, force=force, inputs=inputs)
     with tempfile.TemporaryDirectory() as folder:  # PuLP writes only to a named file
         draft = Path(folder) / f"model{suffix}"
         if suffix == ".mps":
-            problem.writeMPS(str(draft), with_objsense=True)  # a maximisation stays one
+            problem.writeMPS(str(draft), with_objsense=True)
         else:
             problem.writeLP(str(draft))
-        text = draft.read_bytes()
-    return write_output(path, text, force=force, inputs=inputs)
+        return draft.read_bytes()
 
 
 @dataclass(frozen=True)

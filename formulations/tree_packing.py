@@ -55,10 +55,10 @@ from fractions import Fraction
 import networkx as nx
 import pulp
 
+from formulations.errors import SingularSystemError, SolverLimitError, TopologyError
 from formulations.exact_lp import basis_duals
 from formulations.solve import simplex_basis, solve
 from optcoll.arborescence import Cost, min_cost_arborescence
-from optcoll.exceptions import SingularSystemError, SolverLimitError, TopologyError
 from optcoll.linear_system import solve_linear_system
 from optcoll.rational import integer_scaling, reconstruct_cut_ratio
 

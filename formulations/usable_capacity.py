@@ -37,8 +37,8 @@ from fractions import Fraction
 
 import pulp
 
+from formulations.errors import MethodError
 from formulations.exact_lp import solve_proved
-from optcoll.exceptions import MethodError
 
 __all__ = ["build_forwardable_master", "best_forwardable_capacity", "add_forwarding_rows"]
 

@@ -4,6 +4,13 @@ Every error a user can cause is an :class:`OptCollError` subclass whose message
 names the node, link, field or file at fault and says what would be valid. The
 CLI prints ``str(error)`` on one line and exits with status 2.
 
+:class:`OptCollError` itself, :class:`TopologyError` and the solver errors
+(:class:`SolveError`, :class:`MethodError`, :class:`ReconstructionError`, ...)
+are defined in :mod:`formulations.errors` and re-exported here. The model layer
+raises them and imports nothing of optcoll, and ``except OptCollError`` only
+catches real subclasses, so the base class lives at that lowest layer; this
+module is where everyone else imports every error from.
+
 Examples
 --------
 >>> from optcoll.exceptions import OptCollError, BandwidthError
@@ -13,27 +20,53 @@ True
 
 from __future__ import annotations
 
+from formulations.errors import (
+    InfeasibleModelError,
+    MethodError,
+    OptCollError,
+    ReconstructionError,
+    SingularSystemError,
+    SolveError,
+    SolverFailureError,
+    SolverLimitError,
+    TopologyError,
+    UnboundedModelError,
+)
 
-class OptCollError(Exception):
-    """Base class of every error optcoll raises on bad input or unsolvable problems."""
-
+__all__ = [
+    "OptCollError",
+    "TopologyError",
+    "SolveError",
+    "MethodError",
+    "InfeasibleModelError",
+    "UnboundedModelError",
+    "SolverLimitError",
+    "SolverFailureError",
+    "ReconstructionError",
+    "SingularSystemError",
+    "DuplicateNodeError",
+    "UnknownNodeError",
+    "SelfLoopError",
+    "BandwidthError",
+    "LatencyError",
+    "NodeTypeError",
+    "UnknownFieldError",
+    "MissingFieldError",
+    "TooFewComputeNodesError",
+    "NotStronglyConnectedError",
+    "FileFormatError",
+    "TopologySpecError",
+    "GroupError",
+    "ArgumentError",
+    "ScheduleError",
+    "TopologyMismatchError",
+    "OutputError",
+    "ExportError",
+    "PlotError",
+    "ImportFormatError",
+]
 
 # --- topology model -----------------------------------------------------------------
-
-
-class TopologyError(OptCollError):
-    """A topology violates the model (see :mod:`optcoll.topology`).
-
-    ``location`` is the path of the offending entry in the file-format
-    dictionary, e.g. ``("links", 3)`` (empty when unknown); :mod:`optcoll.io`
-    turns it into a line number.
-    """
-
-    location: tuple[str | int, ...] = ()
-
-    def __init__(self, message: str, location: tuple[str | int, ...] = ()) -> None:
-        super().__init__(message)
-        self.location = tuple(location)
 
 
 class DuplicateNodeError(TopologyError):
@@ -99,15 +132,7 @@ class ArgumentError(OptCollError, TypeError, ValueError):
     """
 
 
-# --- algorithms ---------------------------------------------------------------------
-
-
-class SolveError(OptCollError):
-    """A computation cannot be carried out on this input (the message says what to try)."""
-
-
-class MethodError(OptCollError):
-    """An unknown method name, or a method that does not fit the input's size."""
+# --- schedules ----------------------------------------------------------------------
 
 
 class ScheduleError(OptCollError):
@@ -116,29 +141,6 @@ class ScheduleError(OptCollError):
 
 class TopologyMismatchError(ScheduleError):
     """A schedule is used with a topology other than the one it was built for."""
-
-
-# --- LP/MILP solving (formulations/) ------------------------------------------------
-
-
-class InfeasibleModelError(SolveError):
-    """The solver proved an LP/MILP model infeasible (or infeasible-or-unbounded)."""
-
-
-class UnboundedModelError(SolveError):
-    """The solver proved an LP/MILP model unbounded."""
-
-
-class SolverLimitError(SolveError):
-    """The solver stopped at a time, iteration or other limit before proving optimality."""
-
-
-class SolverFailureError(SolveError):
-    """The solver reported an internal error (load, presolve, solve or postsolve)."""
-
-
-class ReconstructionError(SolveError):
-    """A floating-point optimum could not be reconciled with an exact rational value."""
 
 
 # --- export -------------------------------------------------------------------------
@@ -161,10 +163,3 @@ class PlotError(OptCollError):
 
 class ImportFormatError(FileFormatError):
     """A file in another tool's format (msccl-tools, TACCL, GraphML, edge list) is malformed."""
-
-
-# --- exact linear algebra -----------------------------------------------------------
-
-
-class SingularSystemError(ReconstructionError):
-    """An exact linear system (e.g. an LP basis system) is inconsistent or singular."""

@@ -14,7 +14,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from formulations import solve as _solve
+import formulations.solve as _solve
 from optcoll.topology import Link, Node, Topology, TopologyBuilder
 
 # Hypothesis keeps no example database and caches nothing in the work tree: test state

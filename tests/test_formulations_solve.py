@@ -11,7 +11,7 @@ import pytest
 from formulations.congestion import build_congestion
 from formulations.fixed_k import build_fixed_k
 from formulations.multicast import build_multicast
-from formulations.solve import _HIGHS_STATUS, Status, solve, write_model
+from formulations.solve import _HIGHS_STATUS, Status, solve
 from optcoll import load_topology
 from optcoll.exceptions import (
     FileFormatError,
@@ -19,6 +19,7 @@ from optcoll.exceptions import (
     SolverLimitError,
     UnboundedModelError,
 )
+from optcoll.output import write_model
 
 
 def one_variable(name: str, bound: float | None, rhs: float) -> pulp.LpProblem:

@@ -57,15 +57,13 @@ def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
     from optcoll.io import load_topology
-    from optcoll.output import check_output, input_files
+    from optcoll.output import check_output, input_files, write_model
 
     inputs = input_files(args.topo)
     if args.lp_action == "export":
         check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
     if args.lp_action == "export":
-        from formulations.solve import write_model
-
         model = _lp_model(topology, args)
         path = write_model(model, args.output, force=args.force, inputs=inputs)
         rows, cols = len(model.constraints()), len(model.variables())

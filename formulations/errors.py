@@ -1,0 +1,74 @@
+"""The errors the models raise, and :class:`OptCollError`, the base of every optcoll error.
+
+The model layer imports nothing of :mod:`optcoll` (data flows one way: optcoll
+calls the models), yet every error a model raises must be an
+:class:`OptCollError` so that ``except OptCollError`` catches it and the CLI
+prints it on one line. Python's ``except`` matches by real subclassing, so the
+base class has to live at the lowest layer that raises it: here.
+:mod:`optcoll.exceptions` imports these classes and re-exports them, so
+``from optcoll.exceptions import SolveError`` names the very same class, and
+defines the rest of the hierarchy (file, schedule and export errors, the
+particular topology errors) on top.
+
+Examples
+--------
+>>> from formulations.errors import OptCollError, SolverLimitError
+>>> issubclass(SolverLimitError, OptCollError)
+True
+>>> import optcoll.exceptions
+>>> optcoll.exceptions.SolverLimitError is SolverLimitError
+True
+"""
+
+from __future__ import annotations
+
+
+class OptCollError(Exception):
+    """Base class of every error optcoll raises on bad input or unsolvable problems."""
+
+
+class TopologyError(OptCollError):
+    """A network (a topology, or a model's node list and capacity map) violates the model.
+
+    ``location`` is the path of the offending entry in the file-format
+    dictionary, e.g. ``("links", 3)`` (empty when unknown); :mod:`optcoll.io`
+    turns it into a line number.
+    """
+
+    location: tuple[str | int, ...] = ()
+
+    def __init__(self, message: str, location: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.location = tuple(location)
+
+
+class SolveError(OptCollError):
+    """A computation cannot be carried out on this input (the message says what to try)."""
+
+
+class MethodError(OptCollError):
+    """An unknown method name, or a method that does not fit the input's size."""
+
+
+class InfeasibleModelError(SolveError):
+    """The solver proved an LP/MILP model infeasible (or infeasible-or-unbounded)."""
+
+
+class UnboundedModelError(SolveError):
+    """The solver proved an LP/MILP model unbounded."""
+
+
+class SolverLimitError(SolveError):
+    """The solver stopped at a time, iteration or other limit before proving optimality."""
+
+
+class SolverFailureError(SolveError):
+    """The solver reported an internal error (load, presolve, solve or postsolve)."""
+
+
+class ReconstructionError(SolveError):
+    """A floating-point optimum could not be reconciled with an exact rational value."""
+
+
+class SingularSystemError(ReconstructionError):
+    """An exact linear system (e.g. an LP basis system) is inconsistent or singular."""

@@ -8,7 +8,9 @@ base class has to live at the lowest layer that raises it: here.
 :mod:`optcoll.exceptions` imports these classes and re-exports them, so
 ``from optcoll.exceptions import SolveError`` names the very same class, and
 defines the rest of the hierarchy (file, schedule and export errors, the
-particular topology errors) on top.
+particular topology errors) on top. That module stays the errors' public home:
+each class here gives it as its ``__module__``, so tracebacks and pickles name
+``optcoll.exceptions.SolveError`` as before.
 
 Examples
 --------
@@ -18,6 +20,8 @@ True
 >>> import optcoll.exceptions
 >>> optcoll.exceptions.SolverLimitError is SolverLimitError
 True
+>>> SolverLimitError.__module__
+'optcoll.exceptions'
 """
 
 from __future__ import annotations
@@ -72,3 +76,18 @@ class ReconstructionError(SolveError):
 
 class SingularSystemError(ReconstructionError):
     """An exact linear system (e.g. an LP basis system) is inconsistent or singular."""
+
+
+for _error in (
+    OptCollError,
+    TopologyError,
+    SolveError,
+    MethodError,
+    InfeasibleModelError,
+    UnboundedModelError,
+    SolverLimitError,
+    SolverFailureError,
+    ReconstructionError,
+    SingularSystemError,
+):
+    _error.__module__ = "optcoll.exceptions"

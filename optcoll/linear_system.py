@@ -81,11 +81,11 @@ def solve_linear_system(
     >>> solve_linear_system([{"a": 1}, {"a": 2}], [1, 1])
     Traceback (most recent call last):
     ...
-    formulations.errors.SingularSystemError: the linear system is inconsistent: equation 1 reduces to 0 = -1
+    optcoll.exceptions.SingularSystemError: the linear system is inconsistent: equation 1 reduces to 0 = -1
     >>> solve_linear_system([{"a": 1, "b": 1}], [1])
     Traceback (most recent call last):
     ...
-    formulations.errors.SingularSystemError: the linear system does not determine unknown 'b' (1 independent equations for 2 unknowns)
+    optcoll.exceptions.SingularSystemError: the linear system does not determine unknown 'b' (1 independent equations for 2 unknowns)
     """
     if len(equations) != len(rhs):
         raise ValueError(f"{len(equations)} equations but {len(rhs)} right-hand sides")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from formulations.multicast import multicast_bound
 from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
 from optcoll.exceptions import (
     BandwidthError,
     FileFormatError,
@@ -122,7 +124,8 @@ def test_msccl_blocking_star_gets_one_switch_per_direction():
         ({"links": [[1, 1], [1, 0]]}, r"links\[0\]\[0\] links rank 0 to itself"),
         ({"links": [[0, "x"], [1, 0]]}, r"links\[0\]\[1\] must be a number, got 'x'"),
         ({"links": "nope"}, r"field 'links' must be a non-empty list of rows"),
-        ({"msccl_type": "algorithm"}, r"only 'topology' objects hold a topology"),
+        ({"msccl_type": "algorithm"}, r"field 'topology' of the msccl-tools algorithm must be"),
+        ({"msccl_type": "instance"}, r"only 'topology' and 'algorithm' objects hold a topology"),
         ({"switches": [[[0], [1], 1]]}, r"switches\[0\] must be \[srcs, dsts, bandwidth, name\]"),
         ({"switches": [[[0], [5], 1, "s"]]}, r"switches\[0\]: dsts holds 5, not a rank in 0\.\.2"),
         ({"switches": [[[0], [1], 0, "s"]]}, r"switches\[0\] bandwidth must be positive"),
@@ -165,6 +168,125 @@ def test_msccl_disconnected_matrix_is_a_topology_error(tmp_path):
     path = write(tmp_path, "cut.json", {"links": [[0, 1, 0], [1, 0, 0], [0, 0, 0]]})
     with pytest.raises(NotStronglyConnectedError, match="gpu2"):
         import_topology(path)
+
+
+# --- msccl-tools: DistributedHubAndSpoke and algorithm files --------------------------
+
+
+def _msccl_model_max_flow(data, sources, sinks):
+    """Max flow from ``sources`` to ``sinks`` in msccl-tools' own model, by an LP: a flow
+    on every linked pair (``links[dst][src]`` wide), conserved at the other ranks, each
+    ``switches`` entry capping the sum over its (src, dst) pairs (scipy's HiGHS, floats)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    links = data["links"]
+    n = len(links)
+    pairs = [(s, d) for d in range(n) for s in range(n) if links[d][s] > 0]
+    index = {p: i for i, p in enumerate(pairs)}
+    gain = np.array([float((d in sinks) - (s in sinks)) for s, d in pairs])
+    caps = []
+    for srcs, dsts, _, _ in data["switches"]:
+        row = np.zeros(len(pairs))
+        for p in ((s, d) for s in srcs for d in dsts if (s, d) in index):
+            row[index[p]] = 1
+        caps.append(row)
+    balance = [
+        np.array([float((d == v) - (s == v)) for s, d in pairs])
+        for v in range(n)
+        if v not in sources and v not in sinks
+    ]
+    result = linprog(
+        -gain,
+        A_ub=np.array(caps) if caps else None,
+        b_ub=[bw for _, _, bw, _ in data["switches"]] or None,
+        A_eq=np.array(balance) if balance else None,
+        b_eq=np.zeros(len(balance)) if balance else None,
+        bounds=[(0, links[d][s]) for s, d in pairs],
+        method="highs",
+    )
+    assert result.status == 0
+    return -result.fun
+
+
+@pytest.mark.parametrize(
+    ("name", "blocks", "r_star"),
+    [
+        # HubAndSpoke(3) x 2 copies, remote bandwidth 1
+        ("msccl_distributed_hub6.json", [{0, 1, 2}, {3, 4, 5}], Fraction(15, 4)),
+        # FullyConnected(2) x 3 copies, remote bandwidth 2
+        ("msccl_distributed_fc6.json", [{0, 1}, {2, 3}, {4, 5}], Fraction(5, 2)),
+    ],
+)
+def test_msccl_distributed_hub_and_spoke_is_exact(name, blocks, r_star):
+    data = json.loads((DATA / name).read_text())
+    topo = import_topology(DATA / name)
+    n = len(data["links"])
+    assert topo.name == data["name"] and topo.compute_nodes == tuple(f"gpu{r}" for r in range(n))
+    remote = data["switches"][-1][2]
+    for a, block in enumerate(blocks):
+        assert topo.capacity[(f"block{a}.out", f"block{a}.up")] == remote
+        for b, other in enumerate(blocks):
+            if a != b:
+                assert topo.capacity[(f"block{a}.up", f"block{b}.down")] == remote
+                assert not any(
+                    (f"gpu{s}", f"gpu{d}") in topo.capacity for s in block for d in other
+                )
+    # between any two sets of ranks the graph carries what msccl-tools' own constraints
+    # allow (an LP max flow over its links and switch caps, no optcoll code)
+    graph = nx.DiGraph()
+    for (u, v), c in topo.capacity.items():
+        graph.add_edge(u, v, capacity=c)
+    for size in range(1, n):
+        for inside in itertools.combinations(range(n), size):
+            outside = set(range(n)) - set(inside)
+            for sinks in (set(inside), {inside[0]}):
+                graph.add_edges_from(("SOURCE", f"gpu{s}") for s in outside)
+                graph.add_edges_from((f"gpu{d}", "SINK") for d in sinks)
+                flow = nx.maximum_flow_value(graph, "SOURCE", "SINK")
+                graph.remove_nodes_from(["SOURCE", "SINK"])
+                assert flow == pytest.approx(_msccl_model_max_flow(data, outside, sinks)), (
+                    outside,
+                    sinks,
+                )
+    # switches cannot copy (nor can msccl-tools' switch caps): the optimum is the
+    # forwardable cut ratio, which the multicast LP confirms
+    assert optimal_cut_ratio(topo).ratio == multicast_bound(topo).cut_ratio == r_star
+
+
+def test_msccl_algorithm_file_is_read_through_its_topology():
+    topo = import_topology(DATA / "msccl_algorithm_ring4.json", link_bandwidth=25)
+    assert topo.name == "allgather-ring-4"
+    assert "of msccl-tools algorithm 'allgather-ring-4'" in topo.description
+    assert topo.capacity == import_topology(DATA / "msccl_ring4.json", link_bandwidth=25).capacity
+    status = main(["show", str(DATA / "msccl_algorithm_ring4.json")])
+    assert status == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"topology": None}, "field 'topology' of the msccl-tools algorithm must be a topology"),
+        ({"topology": {"msccl_type": "instance"}}, "must be a topology object"),
+    ],
+)
+def test_msccl_algorithm_without_a_topology_is_refused(tmp_path, change, message):
+    data = json.loads((DATA / "msccl_algorithm_ring4.json").read_text())
+    data.update(change)
+    path = write(tmp_path, "algo.json", data)
+    with pytest.raises(ImportFormatError, match=message):
+        import_topology(path)
+
+
+def test_msccl_block_caps_that_are_not_blocks_are_refused():
+    data = json.loads((DATA / "msccl_distributed_fc6.json").read_text())
+    data["switches"][-1][0] = [0, 1, 2]  # copy 2's ingress cap: not from whole blocks
+    with pytest.raises(ImportFormatError, match=r"a block's caps to and from all other blocks"):
+        from_msccl(data)
+    data = json.loads((DATA / "msccl_distributed_fc6.json").read_text())
+    data["links"][2][0] = 1  # rank 0 -> rank 2 narrower than the block caps (2)
+    with pytest.raises(ImportFormatError, match=r"rank 0 -> rank 2 \(1 link units\) is narrower"):
+        from_msccl(data)
 
 
 # --- TACCL ------------------------------------------------------------------------

@@ -1,11 +1,14 @@
-"""msccl-tools' serialised topology (JSON): reads ``{"msccl_type": "topology", ...}``.
+"""msccl-tools' serialised topology (JSON): reads ``{"msccl_type": "topology", ...}`` and
+the topology inside an algorithm file of ``msccl solve`` (``{"msccl_type": "algorithm",
+..., "topology": {...}}``, ``msccl/serialization.py``).
 
 ``links[dst][src]`` is the number of links from rank ``src`` to rank ``dst``;
 each becomes a link of ``link_bandwidth`` (default 1, in the unit "link"). A
 ``switches`` entry ``[srcs, dsts, bw, name]`` caps the total traffic from
 ``srcs`` to ``dsts`` at ``bw`` links; entries with one source (an egress cap)
-or one destination (an ingress cap) become switch nodes, exactly (see
-:func:`from_msccl`). Writes nothing.
+or one destination (an ingress cap) become switch nodes, and so do the per-copy
+caps of ``DistributedHubAndSpoke`` (a block of ranks to every other rank, and
+back), exactly (see :func:`from_msccl`). Writes nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def is_msccl(data: Any) -> bool:
 
 
 def from_msccl(data: Any, *, name: str | None = None, link_bandwidth: Any = None) -> Topology:
-    """Topology from msccl-tools' serialised topology dictionary.
+    """Topology from msccl-tools' serialised topology dictionary (or an algorithm's).
 
     Compute nodes are ``gpu0 .. gpu{n-1}`` (the ranks). Without switches,
     ``links[dst][src]`` links of ``link_bandwidth`` each join ``src`` to
@@ -48,9 +51,23 @@ def from_msccl(data: Any, *, name: str | None = None, link_bandwidth: Any = None
     its direct links into the group), likewise ``W -> dst``, and the group's
     direct links are replaced by ``W``. This is exact when every pair of
     the group is linked and no direct link is narrower than what ``W`` lets
-    through; otherwise (and for entries with several sources *and* several
-    destinations) an :class:`ImportFormatError` says which entry cannot be
+    through; otherwise an :class:`ImportFormatError` says which entry cannot be
     expressed.
+
+    Entries with several sources *and* several destinations are read when they
+    cap whole blocks, as ``DistributedHubAndSpoke`` writes them: the ranks they
+    name fall into blocks (ranks named by the same entries), and each entry
+    caps one block to all other blocks (``O_a``) or all other blocks to one
+    (``I_b``). Block ``a`` then gets switches ``block{a}.out -> block{a}.up``
+    (one link: ``O_a``) and ``block{a}.down -> block{a}.in`` (``I_a``); its ranks
+    link to ``block{a}.out`` and from ``block{a}.in``, and ``block{a}.up ->
+    block{b}.down`` carries ``min(O_a, I_b)``, replacing the direct links
+    between the blocks. That is exact when every such pair of ranks is linked
+    at least that wide (the caps then imply the per-link limits); a missing cap
+    reads as the sum of the links it would cover.
+
+    An algorithm object (``msccl_type`` ``algorithm``) is read through its
+    ``topology`` field, named after the algorithm.
 
     Examples
     --------
@@ -68,9 +85,25 @@ def from_msccl(data: Any, *, name: str | None = None, link_bandwidth: Any = None
         raise ImportFormatError(
             f"an msccl-tools topology must be a JSON object, got {type(data).__name__}"
         )
-    if data.get("msccl_type", "topology") != "topology":
+    kind = data.get("msccl_type", "topology")
+    if kind == "algorithm":
+        inner = data.get("topology")
+        if not isinstance(inner, Mapping) or inner.get("msccl_type", "topology") != "topology":
+            raise ImportFormatError(
+                "field 'topology' of the msccl-tools algorithm must be a topology object "
+                '({"msccl_type": "topology", "links": ...})'
+            )
+        algorithm = str(data.get("name", "msccl-algorithm"))
+        topology = from_msccl(inner, name=name or algorithm, link_bandwidth=link_bandwidth)
+        description = (
+            f"imported from the topology {inner.get('name', '')!r} of msccl-tools algorithm "
+            f"{algorithm!r}"
+        )
+        return topology.with_name(topology.name, description)
+    if kind != "topology":
         raise ImportFormatError(
-            f"field 'msccl_type' is {data['msccl_type']!r}; only 'topology' objects hold a topology"
+            f"field 'msccl_type' is {kind!r}; only 'topology' and 'algorithm' objects hold a "
+            "topology"
         )
     links = matrix(data, "links", None, "the msccl-tools topology")
     n = len(links)
@@ -93,12 +126,20 @@ def from_msccl(data: Any, *, name: str | None = None, link_bandwidth: Any = None
     if not isinstance(switches, list):
         raise ImportFormatError("field 'switches' must be a list of [srcs, dsts, bw, name] entries")
     entries = [_msccl_switch(i, e, n, unit_bandwidth) for i, e in enumerate(switches)]
+    multi = [(i, e) for i, e in enumerate(entries) if len(e[0]) > 1 and len(e[1]) > 1]
+    single = [e for e in entries if len(e[0]) == 1 or len(e[1]) == 1]
     nodes = [Node(r) for r in ranks]
-    arcs: dict[tuple[str, str], Fraction] = {}
-    covered: set[tuple[int, int]] = set()
-    for index, group in enumerate(_switch_groups(entries, direct)):
+    block_nodes, arcs, covered = _block_caps(multi, direct, ranks)
+    nodes += block_nodes
+    for index, group in enumerate(_switch_groups(single, direct)):
         label = group[0][3] if len(group) == 1 else f"switch{index}"
         ingress, egress, pairs = _switch_caps(group, direct)
+        if pairs & covered:
+            s, d = min(pairs & covered)
+            raise ImportFormatError(
+                f"switch entry {group[0][3]!r} caps rank {s} -> rank {d}, which a block cap "
+                "covers too; optcoll cannot express both"
+            )
         covered |= pairs
         switch = label if label not in ranks else f"switch{index}"
         nodes.append(Node(switch, "switch"))
@@ -133,18 +174,92 @@ def _msccl_switch(index: int, entry: Any, n: int, unit_bandwidth: Fraction) -> _
         for r in ranks:
             if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < n:
                 raise ImportFormatError(f"{where}: {key} holds {r!r}, not a rank in 0..{n - 1}")
-    if len(srcs) > 1 and len(dsts) > 1:
-        raise ImportFormatError(
-            f"{where} ({label!r}) caps {len(srcs)} sources and {len(dsts)} destinations "
-            "together; optcoll imports per-rank caps only (one source or one destination "
-            "per entry)"
-        )
     return (
         tuple(srcs),
         tuple(dsts),
         number(bw, f"{where} bandwidth", positive=True) * (unit_bandwidth),
         str(label),
     )
+
+
+def _block_caps(
+    multi: list[tuple[int, _Entry]], direct: Mapping[tuple[int, int], Fraction], ranks: list[str]
+) -> tuple[list[Node], dict[tuple[str, str], Fraction], set[tuple[int, int]]]:
+    """Switches and links of the block caps (see :func:`from_msccl`) and the rank pairs
+    they cover; ImportFormatError naming the entry that is not a block cap."""
+    if not multi:
+        return [], {}, set()
+    universe = frozenset(r for _, (srcs, dsts, _, _) in multi for r in srcs + dsts)
+    signature = {
+        r: tuple((r in srcs, r in dsts) for _, (srcs, dsts, _, _) in multi) for r in universe
+    }
+    atoms: dict[tuple[tuple[bool, bool], ...], list[int]] = {}
+    for r in sorted(universe):
+        atoms.setdefault(signature[r], []).append(r)
+    blocks = [frozenset(members) for members in atoms.values()]
+    block_of = {r: b for b, members in enumerate(blocks) for r in members}
+    out_cap: dict[int, Fraction] = {}
+    in_cap: dict[int, Fraction] = {}
+    for index, (srcs, dsts, bw, label) in multi:
+        sources, targets = frozenset(srcs), frozenset(dsts)
+        if sources == blocks[block_of[srcs[0]]] and targets == universe - sources:
+            out_cap[block_of[srcs[0]]] = min(bw, out_cap.get(block_of[srcs[0]], bw))
+        elif targets == blocks[block_of[dsts[0]]] and sources == universe - targets:
+            in_cap[block_of[dsts[0]]] = min(bw, in_cap.get(block_of[dsts[0]], bw))
+        else:
+            raise ImportFormatError(
+                f"switches[{index}] ({label!r}) caps {len(srcs)} sources and {len(dsts)} "
+                "destinations together; optcoll imports per-rank caps and a block's caps to "
+                "and from all other blocks (DistributedHubAndSpoke's), not this one"
+            )
+    bound: dict[tuple[int, int], Fraction] = {}
+    for a in range(len(blocks)):
+        for b in range(len(blocks)):
+            caps = [c for c in (out_cap.get(a), in_cap.get(b)) if c is not None]
+            if a != b and caps:
+                bound[(a, b)] = min(caps)
+    covered = set()
+    for (a, b), cap in bound.items():
+        for s in sorted(blocks[a]):
+            for d in sorted(blocks[b]):
+                width = direct.get((s, d))
+                if width is None:
+                    raise ImportFormatError(
+                        f"a block cap covers rank {s} -> rank {d}, which has no link; optcoll "
+                        "cannot add a route that msccl-tools does not have"
+                    )
+                if width < cap:
+                    raise ImportFormatError(
+                        f"the link rank {s} -> rank {d} ({width} link units) is narrower than "
+                        f"the block caps let through ({cap}); optcoll cannot express both"
+                    )
+                covered.add((s, d))
+
+    def total(pairs: set[tuple[int, int]]) -> Fraction:
+        return sum((direct[p] for p in pairs), Fraction(0))
+
+    nodes: list[Node] = []
+    arcs: dict[tuple[str, str], Fraction] = {}
+    for a, members in enumerate(blocks):
+        leaving = {(s, d) for s, d in covered if s in members}
+        arriving = {(s, d) for s, d in covered if d in members}
+        if leaving:
+            out, up = f"block{a}.out", f"block{a}.up"
+            nodes += [Node(out, "switch"), Node(up, "switch")]
+            cap = out_cap.get(a, total(leaving))
+            arcs[(out, up)] = cap
+            for s in sorted({s for s, _ in leaving}):
+                arcs[(ranks[s], out)] = cap
+        if arriving:
+            down, into = f"block{a}.down", f"block{a}.in"
+            nodes += [Node(down, "switch"), Node(into, "switch")]
+            cap = in_cap.get(a, total(arriving))
+            arcs[(down, into)] = cap
+            for d in sorted({d for _, d in arriving}):
+                arcs[(into, ranks[d])] = cap
+    for (a, b), cap in bound.items():
+        arcs[(f"block{a}.up", f"block{b}.down")] = cap
+    return nodes, arcs, covered
 
 
 def _switch_groups(

@@ -241,22 +241,18 @@ def _block_caps(
     nodes: list[Node] = []
     arcs: dict[tuple[str, str], Fraction] = {}
     for a, members in enumerate(blocks):
-        leaving = {(s, d) for s, d in covered if s in members}
-        arriving = {(s, d) for s, d in covered if d in members}
-        if leaving:
-            out, up = f"block{a}.out", f"block{a}.up"
-            nodes += [Node(out, "switch"), Node(up, "switch")]
-            cap = out_cap.get(a, total(leaving))
-            arcs[(out, up)] = cap
-            for s in sorted({s for s, _ in leaving}):
-                arcs[(ranks[s], out)] = cap
-        if arriving:
-            down, into = f"block{a}.down", f"block{a}.in"
-            nodes += [Node(down, "switch"), Node(into, "switch")]
-            cap = in_cap.get(a, total(arriving))
-            arcs[(down, into)] = cap
-            for d in sorted({d for _, d in arriving}):
-                arcs[(into, ranks[d])] = cap
+        for egress in (True, False):  # ranks -> out -> up, and down -> in -> ranks
+            pairs = {(s, d) for s, d in covered if (s if egress else d) in members}
+            if not pairs:
+                continue
+            near, far = (
+                (f"block{a}.out", f"block{a}.up") if egress else (f"block{a}.in", f"block{a}.down")
+            )
+            nodes += [Node(near, "switch"), Node(far, "switch")]
+            cap = (out_cap if egress else in_cap).get(a, total(pairs))
+            arcs[(near, far) if egress else (far, near)] = cap
+            for r in sorted({s if egress else d for s, d in pairs}):
+                arcs[(ranks[r], near) if egress else (near, ranks[r])] = cap
     for (a, b), cap in bound.items():
         arcs[(f"block{a}.up", f"block{b}.down")] = cap
     return nodes, arcs, covered

@@ -86,7 +86,7 @@ def dask_client(address: str) -> Any:
         raise OptCollError("--dask needs Dask distributed: pip install 'optcoll[sweep]'") from None
     try:
         return Client(address, timeout="10s")
-    except (OSError, TimeoutError) as err:
+    except (OSError, TimeoutError, ValueError, TypeError) as err:
         raise OptCollError(f"no Dask scheduler answers at {address!r} ({err})") from None
 
 

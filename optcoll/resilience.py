@@ -44,11 +44,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.arguments import choice_argument, count_argument, topology_argument
 from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.engines import TaskError, run_tasks
 from optcoll.exceptions import OptCollError, SolveError
 from optcoll.rational import fraction_text
-from optcoll.topology import Link, Topology
+from optcoll.topology import Link, Topology, _reachable
 
 __all__ = [
     "FAILURE_KINDS",
@@ -124,14 +125,15 @@ class FailureStudy:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"base_cut_ratio": "p/q", "failures": [...]}`` (and the counts), failures ranked."""
+        """``{"base_cut_ratio": "p/q", "failures": [...]}``, failures ranked, then ``topology``,
+        ``fail``, ``base_algbw`` and ``solves``."""
         return {
+            "base_cut_ratio": fraction_text(self.base.ratio),
+            "failures": [f.to_dict() for f in self.ranked()],
             "topology": self.topology.name,
             "fail": self.kind,
-            "base_cut_ratio": fraction_text(self.base.ratio),
             "base_algbw": round(self.base.algbw, 3),
             "solves": self.solves,
-            "failures": [f.to_dict() for f in self.ranked()],
         }
 
 
@@ -239,22 +241,13 @@ def _disconnecting_set(
         out[u].append(v)
         into[v].append(u)
 
-    def reach(start: str, step: Mapping[str, list[str]]) -> set[str]:
-        seen, stack = {start}, [start]
-        while stack:
-            for w in step[stack.pop()]:
-                if w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-        return seen
-
     if len(compute) < 2:
         return None
-    forward = reach(compute[0], out)
+    forward = _reachable(out, compute[0])
     if any(c not in forward for c in compute):
         side = forward
     else:
-        backward = reach(compute[0], into)
+        backward = _reachable(into, compute[0])
         if all(c in backward for c in compute):
             return None
         side = set(out) - backward
@@ -382,20 +375,27 @@ def failure_study(
 
     Raises
     ------
+    ArgumentError
+        An argument of the wrong type or value (the message names it).
     OptCollError
-        Unknown kind, no element of that kind, more random failures than elements.
+        No element of that kind, more random failures than elements.
     SolveError
         A failure's solve failed on a worker (the message says which).
     """
+    topology = topology_argument(topology)
+    kind = choice_argument(kind, FAILURE_KINDS, "kind")
+    if random_failures is not None:
+        random_failures = count_argument(random_failures, "random_failures")
+    trials = count_argument(trials, "trials")
+    if workers is not None:
+        workers = count_argument(workers, "workers")
     elements = failure_elements(topology, kind)
     if random_failures is not None:
-        if not 1 <= random_failures <= len(elements):
+        if random_failures > len(elements):
             raise OptCollError(
                 f"--random {random_failures}: topology {topology.name!r} has "
                 f"{len(elements)} {kind}; choose 1 to {len(elements)}"
             )
-        if trials < 1:
-            raise OptCollError(f"--trials {trials} must be at least 1")
         generator = random.Random(seed)
         scenarios = [tuple(generator.sample(elements, random_failures)) for _ in range(trials)]
         plan: list[tuple[tuple[Element, ...], tuple[Element, ...], Mapping[str, str]]] = [

@@ -48,6 +48,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from optcoll.arguments import count_argument, instance_argument, path_argument
 from optcoll.engines import TaskError, run_tasks
 from optcoll.exceptions import OptCollError, OutputError
 from optcoll.output import check_output, exists, require_suffix, write_output
@@ -477,9 +478,19 @@ def run_sweep(
 
     Raises
     ------
+    ArgumentError
+        An argument of the wrong type (the message names it).
     OutputError
-        ``output`` or its journal exists without ``resume`` or ``force``.
+        ``output`` or its journal exists without ``resume`` or ``force``, or ``resume``
+        without ``output``.
     """
+    spec = instance_argument(spec, SweepSpec, "spec", " (parse_sweep_spec makes one)")
+    if output is not None:
+        output = path_argument(output, "output")
+    if workers is not None:
+        workers = count_argument(workers, "workers")
+    if resume and output is None:
+        raise OutputError("--resume continues the sweep written to an output: give -o OUT")
     points = sweep_points(spec)
     finished: dict[str, dict[str, Any]] = {}
     journal = None

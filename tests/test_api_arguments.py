@@ -27,7 +27,9 @@ from optcoll import (
     mscclcheck,
     packing,
     plot,
+    resilience,
     simulate,
+    sweep,
     verify,
 )
 from optcoll.exceptions import ArgumentError, OptCollError
@@ -35,6 +37,7 @@ from optcoll.exceptions import ArgumentError, OptCollError
 TOPO = optcoll.load_topology("ring:4")
 SCHEDULE = optcoll.solve(TOPO, "allgather").schedule
 GROUPS = groups.parse_groups(TOPO, "blocks:2")
+SPEC = sweep.parse_sweep_spec({"base": "ring:{n}", "grid": {"n": [3]}, "quantities": ["k"]})
 
 #: Wrong for any argument that wants a topology, schedule, name, count or path.
 NOT_A_TOPOLOGY = [None, 3, [], {"nodes": []}, SCHEDULE]
@@ -211,6 +214,26 @@ def _cases() -> list[tuple[str, Callable[..., Any], dict[str, Any], str, Any]]:
             plot.plot_link_utilisation,
             {"topology": TOPO, "schedule": SCHEDULE},
             {"topology": NOT_A_TOPOLOGY, "schedule": NOT_A_SCHEDULE},
+        ),
+        (
+            resilience.failure_study,
+            {"topology": TOPO, "kind": "links", "workers": 1},
+            {
+                "topology": NOT_A_TOPOLOGY,
+                "kind": [*NOT_A_NAME, "cables"],
+                "random_failures": NOT_A_COUNT,
+                "trials": NOT_A_COUNT,
+                "workers": NOT_A_COUNT,
+            },
+        ),
+        (
+            sweep.run_sweep,
+            {"spec": SPEC, "workers": 1},
+            {
+                "spec": [None, 3, {"base": "ring:4"}],
+                "output": NOT_A_PATH[1:],
+                "workers": NOT_A_COUNT,
+            },
         ),
     ]
     cases = []

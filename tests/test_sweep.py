@@ -247,3 +247,7 @@ def test_cli_sweep_writes_table_metadata_and_plot(tmp_path, capsys):
     assert [row["cut_ratio"] for row in data["rows"]] == ["1/50", "3/80", "3/50"]
     assert main(["sweep", str(spec_file), "-o", str(tmp_path / "r.txt")]) == 2
     assert "written as .csv or .parquet" in capsys.readouterr().err
+    assert main(["sweep", str(spec_file), "--dask", "not an address"]) == 2
+    assert "no Dask scheduler answers at 'not an address'" in capsys.readouterr().err
+    assert main(["sweep", str(spec_file), "--resume"]) == 2
+    assert "give -o OUT" in capsys.readouterr().err

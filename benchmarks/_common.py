@@ -94,6 +94,13 @@ def maxrss_mib() -> float:
     return rss / 2**20 if sys.platform == "darwin" else rss / 2**10
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its child processes that have ended (a process
+    pool's workers, once it is shut down)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def growth_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
     """Least-squares slope of log(seconds) against log(size): cost ~ size**slope."""
     xs = [math.log(s) for s in sizes]

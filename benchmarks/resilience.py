@@ -16,7 +16,6 @@ the comparable figure).
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
@@ -24,18 +23,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table
+from benchmarks._common import cpu_seconds, print_table
 from optcoll.engines import default_workers
 from optcoll.io import load_topology
 from optcoll.resilience import failure_study
 
 SPECS = ["dgx-a100:16"]
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its children that have ended."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,6 @@ is a wall-clock ratio and only means something on an idle machine.
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
@@ -29,14 +28,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table
+from benchmarks._common import cpu_seconds, print_table
 from optcoll.sweep import parse_sweep_spec, run_sweep
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its children that have ended."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _process_cpu() -> float:

@@ -108,13 +108,15 @@ class Failure:
 
 @dataclass(frozen=True)
 class FailureStudy:
-    """The base r* and the failures studied (in the order of :func:`failure_elements`)."""
+    """The base r* and the failures studied (in the order of :func:`failure_elements`, or of
+    the draws); ``draws`` records ``{"failures": K, "seed": S, "trials": T}`` of random ones."""
 
     topology: Topology
     kind: str
     base: CutRatio
     failures: tuple[Failure, ...]
     solves: int
+    draws: Mapping[str, int] | None = None
 
     def ranked(self) -> list[Failure]:
         """The failures, most critical first: disconnections, then by r* (largest first)."""
@@ -126,7 +128,8 @@ class FailureStudy:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"base_cut_ratio": "p/q", "failures": [...]}``, failures ranked, then ``topology``,
-        ``fail``, ``base_algbw`` and ``solves``."""
+        ``fail``, ``base_algbw``, ``solves`` and, for random failures, ``random``
+        (``{"failures": K, "seed": S, "trials": T}``)."""
         return {
             "base_cut_ratio": fraction_text(self.base.ratio),
             "failures": [f.to_dict() for f in self.ranked()],
@@ -134,6 +137,7 @@ class FailureStudy:
             "fail": self.kind,
             "base_algbw": round(self.base.algbw, 3),
             "solves": self.solves,
+            **({} if self.draws is None else {"random": dict(self.draws)}),
         }
 
 
@@ -427,7 +431,10 @@ def failure_study(
         _certified(topology, failed, solved, swap, outcomes[solved])
         for failed, solved, swap in plan
     ]
-    return FailureStudy(topology, kind, base, tuple(failures), len(unique))
+    draws = None
+    if random_failures is not None:
+        draws = {"failures": random_failures, "seed": seed, "trials": trials}
+    return FailureStudy(topology, kind, base, tuple(failures), len(unique), draws)
 
 
 def _certified(

@@ -42,6 +42,7 @@ import hashlib
 import itertools
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -620,15 +621,19 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
             return [plain(v) for v in value]
         return value
 
+    versions = {
+        "optcoll": __version__,
+        "python": platform.python_version(),
+        "polars": polars().__version__,
+    }
+    for engine in ("dask", "distributed"):  # recorded when this run used Dask
+        if engine in sys.modules:
+            versions[engine] = sys.modules[engine].__version__
     return {
         "spec": plain(spec.source),
         "points": len(rows),
         "failed": sum(1 for row in rows if row["error"]),
-        "versions": {
-            "optcoll": __version__,
-            "python": platform.python_version(),
-            "polars": polars().__version__,
-        },
+        "versions": versions,
     }
 
 
@@ -639,7 +644,7 @@ def write_sweep(
 
     The metadata (:func:`metadata_path`) records the spec as given (seeds of random
     topologies are in it), the number of points and of failed points, and the versions
-    of optcoll, Python and polars.
+    of optcoll, Python, polars and (when this process used it) Dask.
     """
     import io
 

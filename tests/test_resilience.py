@@ -101,6 +101,8 @@ def test_random_failures_are_reproducible_and_exact():
     for failure in one.failures:
         _check_certificate(topology, failure)
         assert failure.ratio == optimal_cut_ratio(failed_topology(topology, failure.failed)).ratio
+    assert one.to_dict()["random"] == {"failures": 3, "seed": 5, "trials": 4}
+    assert "random" not in failure_study(load_topology("ring:3"), workers=1).to_dict()
     with pytest.raises(OptCollError, match="choose 1 to 48"):
         failure_study(topology, "links", random_failures=49)
 

@@ -82,6 +82,27 @@ def test_scale_perturbation_matches_the_edited_topology():
     assert rows[0]["cut_ratio"] != rows[1]["cut_ratio"]
 
 
+def test_a_topology_file_base_is_read_beside_the_spec(tmp_path):
+    from optcoll.io import save_topology
+
+    (tmp_path / "fabric").mkdir()
+    for boxes in (1, 2):
+        save_topology(load_topology(f"dgx-a100:{boxes}"), tmp_path / "fabric" / f"a{boxes}.yaml")
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        "base: fabric/a{boxes}.yaml\ngrid: {boxes: [1, 2], nvlink: [1, 0.5]}\n"
+        "scale: [{links: nvswitch, factor: '{nvlink}'}]\nquantities: [cut_ratio, num_compute]\n"
+    )
+    rows = run_sweep(load_sweep_spec(spec_file), workers=1)
+    assert [row["topology"] for row in rows] == ["fabric/a1.yaml"] * 2 + ["fabric/a2.yaml"] * 2
+    assert [row["num_compute"] for row in rows] == [8, 8, 16, 16]
+    for row in rows:
+        topology = load_topology(f"dgx-a100:{row['boxes']}").scale_links(
+            lambda link: "nvswitch" in link.src + link.dst, Fraction(str(row["nvlink"]))
+        )
+        assert Fraction(row["cut_ratio"]) == optimal_cut_ratio(topology).ratio
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -200,6 +221,53 @@ def test_interruption_and_resume_lose_nothing(tmp_path, monkeypatch, suffix):
         run_sweep(spec, output=out, workers=1)
     run_sweep(spec, output=out, force=True, workers=1)
     assert calls == ["ring:3", "ring:4", "ring:5", "ring:6", "ring:7"]
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_process_resumes_without_loss(tmp_path):
+    """SIGKILL after the first finished point: the journal holds what finished, the resumed
+    table equals an uninterrupted run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        "base: dgx-a100:{boxes}\ngrid: {boxes: [1, 2, 3, 4]}\nquantities: [cut_ratio, alltoall]\n"
+    )
+    out = tmp_path / "table.parquet"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "optcoll",
+            "sweep",
+            str(spec_file),
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    journal = journal_path(out)
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_text().count("\n") >= 1):
+        assert child.poll() is None and time.monotonic() < deadline, "no point finished"
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    assert not out.exists()
+    done = journal.read_text().count("\n")
+    assert 1 <= done <= 3
+    spec = load_sweep_spec(spec_file)
+    resumed = run_sweep(spec, output=out, resume=True, workers=1)
+    assert resumed == run_sweep(spec, workers=1)
+    # t* of dgx-a100:2 and dgx-a100:4 as the README's all-to-all table gives them
+    assert (resumed[1]["alltoall"], resumed[3]["alltoall"]) == ("8/25", "24/25")
+    assert not journal.exists()
 
 
 def test_resume_recomputes_failed_points_and_changed_quantities(tmp_path, monkeypatch):

@@ -9,7 +9,9 @@ unit. The optimal time t* is the optimum of the LP
                                                                    the destinations: copies)
         at every node u outside g:          sum_out x_gr(u) <= sum_in x_gr(u)  (forward only)
         x_gr(e) = 0 on links the relaying forbids (relay ``members``: only members and
-                                                   switches carry g's data)
+                                                   switches carry g's data) and on
+                                                   links g cannot use
+                                                   (ProcessGroups.useful_arcs)
         sum over g, r of x_gr(e) <= t * bw(e)   for every link e.
 
 It is one multicast commodity per ``(g, r)`` of the multi-commodity layer
@@ -39,7 +41,12 @@ schedules in which members copy and every other node forwards without copying
 (complementary slackness): those are the binding links, reported with the
 groups whose data crosses them.
 
-Size: ``sum_g |g| (|g| - 1)`` flows, each over the links its relays allow.
+Dropping the links a group cannot use leaves t* unchanged: the trees above
+can be taken with every edge a simple path from a member to another member
+through non-members, which :attr:`~optcoll.groups.ProcessGroups.useful_arcs`
+keeps.
+
+Size: ``sum_g |g| (|g| - 1)`` flows, each over the group's useful links.
 
 Examples
 --------
@@ -89,15 +96,17 @@ def group_commodities(groups: ProcessGroups, indices: Iterable[int]) -> list[tup
     >>> groups = make_groups(load_topology("ring:4"), [["n0", "n1"]])
     >>> [(g, k.source, dict(k.demands), sorted(k.relays)) for g, k in group_commodities(groups, [0])]
     [(0, 'n0', {'n1': 1}, ['n0', 'n1']), (0, 'n1', {'n0': 1}, ['n0', 'n1'])]
+    >>> sorted(group_commodities(groups, [0])[0][1].arcs)
+    [('n0', 'n1'), ('n1', 'n0')]
     """
     out = []
     arcs = list(groups.topology.capacity)
     size = 0
     for g in indices:
         members = groups.groups[g]
-        relays = groups.relays(g)
+        relays, useful = groups.relays(g), groups.useful_arcs[g]
         for root in members:
-            commodity = Commodity(root, {d: 1 for d in members if d != root}, True, relays)
+            commodity = Commodity(root, {d: 1 for d in members if d != root}, True, relays, useful)
             size += (len(members) - 1) * sum(1 for arc in arcs if commodity.usable(arc))
             out.append((g, commodity))
     if size > MAX_FLOW_VARIABLES:

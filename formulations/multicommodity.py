@@ -93,18 +93,20 @@ class Commodity:
 
     ``copies``: the sinks want the same data and copy it (multicast) rather than
     each its own (unicast). ``relays``: the nodes besides the source that may
-    send the commodity on (``None``: all of them).
+    send the commodity on (``None``: all of them). ``arcs``: the only arcs it
+    may use besides (``None``: every arc the relays allow).
     """
 
     source: str
     demands: Mapping[str, int]
     copies: bool = False
     relays: frozenset[str] | None = None
+    arcs: frozenset[Arc] | None = None
 
     def usable(self, arc: Arc) -> bool:
         """Whether the commodity may travel on ``arc``."""
         u, v = arc
-        if v == self.source:
+        if v == self.source or (self.arcs is not None and arc not in self.arcs):
             return False
         if self.relays is None:
             return True

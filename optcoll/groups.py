@@ -57,6 +57,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,101 @@ class ProcessGroups:
             return None
         return frozenset(self.groups[index]) | frozenset(self.topology.switch_nodes)
 
+    @cached_property
+    def useful_arcs(self) -> tuple[frozenset[tuple[str, str]], ...]:
+        """For each group, the links its data can use to any purpose: the rest may be dropped.
+
+        Every link on a simple path from a member to a *different* member whose
+        inner nodes are non-members that may relay the group's data is kept.
+        Dropping the others leaves the group's optimum, alone or among
+        concurrent groups, unchanged: the optimum is attained by trees for each
+        group (:mod:`formulations.groups`) whose edges are paths from one member
+        to another through non-members; cutting the cycles out of such a path
+        leaves a simple path of that kind, which loads no link more.
+
+        Two rules, applied until neither drops anything, find links on no such
+        path: a link ``(u, v)`` into a non-member ``v`` whose only kept links
+        out go back to ``u`` (or out of a non-member ``u`` whose only kept links
+        in come from ``v``): a simple path cannot turn back; and a link no walk
+        ``a -> ... -> u -> v -> ... -> b`` between members ``a != b`` through
+        non-members uses (a box's NVSwitch for a rail group, which could only
+        lead back to the GPU that sent). Each relay records at most two members
+        reaching it and two it reaches: two suffice to decide ``a != b``.
+
+        Examples
+        --------
+        A rail group of dgx-a100:2 uses only its own NICs and their IB switch:
+
+        >>> from optcoll import load_topology
+        >>> groups = make_groups(load_topology("dgx-a100:2"), [["b0.gpu0", "b1.gpu0"]])
+        >>> sorted(groups.useful_arcs[0])  # doctest: +NORMALIZE_WHITESPACE
+        [('b0.gpu0', 'b0.nic0'), ('b0.nic0', 'b0.gpu0'), ('b0.nic0', 'ib0'),
+         ('b1.gpu0', 'b1.nic0'), ('b1.nic0', 'b1.gpu0'), ('b1.nic0', 'ib0'),
+         ('ib0', 'b0.nic0'), ('ib0', 'b1.nic0')]
+        """
+        return tuple(self._useful(index) for index in range(len(self.groups)))
+
+    def _useful(self, index: int) -> frozenset[tuple[str, str]]:
+        members = frozenset(self.groups[index])
+        allowed = self.relays(index)
+        arcs = {
+            (u, v)
+            for u, v in self.topology.capacity
+            if allowed is None or (u in allowed and v in allowed)
+        }
+        while True:
+            arcs = _without_turning_back(members, arcs)
+            reached_from = _two_labels(members, arcs)
+            reaching = _two_labels(members, {(v, u) for u, v in arcs})
+
+            def ends(node: str, labels: dict[str, frozenset[str]]) -> frozenset[str]:
+                return frozenset({node}) if node in members else labels.get(node, frozenset())
+
+            kept = set()
+            for u, v in arcs:
+                first, last = ends(u, reached_from), ends(v, reaching)
+                if first and last and (len(first) > 1 or len(last) > 1 or first != last):
+                    kept.add((u, v))
+            if kept == arcs:
+                return frozenset(arcs)
+            arcs = kept
+
+    def sharing_components(self) -> tuple[tuple[int, ...], ...]:
+        """The groups in classes that share useful links (:attr:`useful_arcs`), transitively.
+
+        Groups of different classes never load the same link, so each class
+        can be solved on its own.
+
+        Examples
+        --------
+        Rail groups of dgx-a100:2 use their own NICs only; with ``any`` every
+        NIC of the box carries every rail:
+
+        >>> from optcoll import load_topology
+        >>> topo = load_topology("dgx-a100:2")
+        >>> len(parse_groups(topo, "strided:2").sharing_components())
+        8
+        >>> parse_groups(topo, "strided:2", relay="any").sharing_components()
+        ((0, 1, 2, 3, 4, 5, 6, 7),)
+        """
+        parent = list(range(len(self.groups)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        owner: dict[tuple[str, str], int] = {}
+        for index, arcs in enumerate(self.useful_arcs):
+            for arc in arcs:
+                other = owner.setdefault(arc, index)
+                parent[find(index)] = find(other)
+        classes: dict[int, list[int]] = {}
+        for index in range(len(self.groups)):
+            classes.setdefault(find(index), []).append(index)
+        return tuple(tuple(c) for c in classes.values())
+
     def group_topology(self, index: int) -> Topology:
         """The topology group ``index`` sees alone: its members are the compute nodes.
 
@@ -144,6 +240,71 @@ class ProcessGroups:
             f"group {index} of {topo.name} (relay {self.relay})",
             [v for v in topo.compute_nodes if v in members],
         )
+
+
+def _without_turning_back(
+    members: frozenset[str], arcs: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """``arcs`` without those no simple path through non-members can use, to a fixed point.
+
+    ``(u, v)`` goes when ``v`` is a non-member whose only arcs out lead to
+    ``u``, or ``u`` a non-member whose only arcs in come from ``v``.
+    """
+    outs: dict[str, set[str]] = {}
+    ins: dict[str, set[str]] = {}
+    for u, v in arcs:
+        outs.setdefault(u, set()).add(v)
+        ins.setdefault(v, set()).add(u)
+
+    def dead(u: str, v: str) -> bool:
+        return (v not in members and outs.get(v, set()) <= {u}) or (
+            u not in members and ins.get(u, set()) <= {v}
+        )
+
+    queue = [arc for arc in arcs if dead(*arc)]
+    kept = set(arcs)
+    while queue:
+        u, v = queue.pop()
+        if (u, v) not in kept or not dead(u, v):
+            continue
+        kept.discard((u, v))
+        outs[u].discard(v)
+        ins[v].discard(u)
+        queue.extend((x, u) for x in ins.get(u, ()))
+        queue.extend((v, y) for y in outs.get(v, ()))
+    return kept
+
+
+def _two_labels(
+    members: frozenset[str], arcs: Iterable[tuple[str, str]]
+) -> dict[str, frozenset[str]]:
+    """For every non-member, up to two members from which it is reached through non-members.
+
+    Along ``arcs``; a member passes its own name to its successors, a
+    non-member passes on what it holds. Each node's set grows at most twice,
+    so the search is linear in the arcs.
+    """
+    successors: dict[str, list[str]] = {}
+    for u, v in arcs:
+        if v not in members:
+            successors.setdefault(u, []).append(v)
+    labels: dict[str, frozenset[str]] = {}
+    queue: list[str] = []
+    for member in sorted(members):
+        for v in successors.get(member, ()):
+            held = labels.get(v, frozenset())
+            if member not in held and len(held) < 2:
+                labels[v] = held | {member}
+                queue.append(v)
+    while queue:
+        u = queue.pop()
+        for v in successors.get(u, ()):
+            held = labels.get(v, frozenset())
+            grown = held | set(sorted(labels[u] - held)[: 2 - len(held)])
+            if len(grown) > len(held):
+                labels[v] = grown
+                queue.append(v)
+    return labels
 
 
 def make_groups(
@@ -374,16 +535,19 @@ class GroupsBound:
 
     ``time_factor`` is t*, the time per unit shard with every group running at
     once (1/bandwidth units); ``alone[i]`` group i's optimum alone, so its
-    slowdown from sharing is ``time_factor / alone[i].ratio``. ``binding``
-    lists the links whose capacity rows have nonzero duals (each, by
-    complementary slackness, full at t*) with their dual length and the loads
-    of the groups that share them; empty for a single group, whose certificate
-    is its bottleneck cut.
+    slowdown from sharing is ``time_factor / alone[i].ratio``.
+    ``binding_groups`` is the class of groups sharing links
+    (:meth:`ProcessGroups.sharing_components`) that needs t*; ``binding``
+    its certificate: for a class of several groups the links whose capacity
+    rows have nonzero duals (each, by complementary slackness, full at t*)
+    with their dual length and the shares of the groups on them; for a class
+    of one group the links leaving its bottleneck cut.
     """
 
     groups: ProcessGroups = field(repr=False)
     time_factor: Fraction
     alone: tuple[GroupOptimum, ...]
+    binding_groups: tuple[int, ...]
     binding: tuple[dict[str, Any], ...]
     method: str
     seconds: float
@@ -406,7 +570,8 @@ class GroupsBound:
                 for alone in self.alone
             ],
             "certificate": {
-                "kind": "bottleneck cut" if len(self.alone) == 1 else "capacity duals",
+                "kind": "bottleneck cut" if len(self.binding_groups) == 1 else "capacity duals",
+                "groups": list(self.binding_groups),
                 "binding_links": list(self.binding),
             },
             "method": self.method,
@@ -417,33 +582,49 @@ class GroupsBound:
 def groups_bound(groups: ProcessGroups) -> GroupsBound:
     """The exact optimal time of ``groups`` running at once, each group alone, the certificate.
 
-    One group alone needs no LP (its optimum is :func:`group_optimum`); several
-    take the LP of :mod:`formulations.groups`.
+    The groups fall into classes that share no useful link
+    (:meth:`ProcessGroups.sharing_components`); t* is the largest of the
+    classes' optima. A class of one group needs no LP (its optimum is
+    :func:`group_optimum`); a larger class takes the LP of
+    :mod:`formulations.groups` on its groups alone. No schedule beats the
+    class that needs longest (its groups alone need that much), and each
+    class's optimal schedule uses only its own useful links, so running all of
+    them at once loads no link beyond t* times its bandwidth. The certificate
+    is that class's: its bottleneck cut or its capacity duals.
 
     Examples
     --------
     >>> from optcoll import load_topology
     >>> bound = groups_bound(parse_groups(load_topology("dgx-a100:2"), "strided:2"))
-    >>> bound.time_factor, bound.alone[0].ratio
-    (Fraction(1, 25), Fraction(1, 25))
+    >>> bound.time_factor, bound.alone[0].ratio, bound.binding_groups
+    (Fraction(1, 25), Fraction(1, 25), (0,))
     """
     instance_argument(groups, ProcessGroups, "groups", "optcoll.groups.parse_groups or make_groups")
     start = time.perf_counter()
     alone = tuple(group_optimum(groups, i) for i in range(len(groups.groups)))
-    if len(alone) == 1:
-        t = alone[0].ratio
-        leaving = [
-            arc
-            for arc in groups.group_topology(0).capacity
-            if arc[0] in alone[0].cut and arc[1] not in alone[0].cut
-        ]
-        binding: tuple[dict[str, Any], ...] = tuple(
-            {"src": u, "dst": v, "groups": [0]} for u, v in leaving
-        )
-        method = "combinatorial" if alone[0].exact_by == "cut" else "lp"
-    else:
-        from formulations.groups import concurrent_optimum
+    worst: tuple[Fraction, tuple[int, ...]] | None = None
+    solved: dict[tuple[int, ...], Any] = {}
+    for component in groups.sharing_components():
+        if len(component) == 1:
+            t = alone[component[0]].ratio
+        else:
+            from formulations.groups import concurrent_optimum
 
-        result = concurrent_optimum(groups, range(len(groups.groups)))
-        t, binding, method = result.time_factor, result.binding_links(), "lp"
-    return GroupsBound(groups, t, alone, binding, method, time.perf_counter() - start)
+            solved[component] = concurrent_optimum(groups, component)
+            t = solved[component].time_factor
+        if worst is None or t > worst[0]:
+            worst = (t, component)
+    assert worst is not None
+    t, component = worst
+    if component in solved:
+        binding, method = solved[component].binding_links(), "lp"
+    else:
+        (index,) = component
+        cut = alone[index].cut
+        binding = tuple(
+            {"src": u, "dst": v, "groups": [index]}
+            for u, v in groups.group_topology(index).capacity
+            if u in cut and v not in cut
+        )
+        method = "combinatorial" if alone[index].exact_by == "cut" else "lp"
+    return GroupsBound(groups, t, alone, component, binding, method, time.perf_counter() - start)

@@ -4,6 +4,8 @@ hand-checked optima."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -14,12 +16,19 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_alltoall import FAMILIES
 
-from formulations.groups import concurrent_optimum
+from formulations.groups import concurrent_optimum, group_commodities
+from formulations.multicommodity import solve_multicommodity
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.exceptions import GroupError
-from optcoll.groups import group_optimum, groups_bound, make_groups, parse_groups
+from optcoll.groups import (
+    ProcessGroups,
+    group_optimum,
+    groups_bound,
+    make_groups,
+    parse_groups,
+)
 from optcoll.topology import Node, Topology
 
 #: The bandwidths of the random topologies (exact, decimal-free, awkward ratios).
@@ -127,6 +136,75 @@ def test_lp_and_combinatorial_agree_on_single_groups(topo: Topology, data: st.Da
     assert group_optimum(groups, 0).ratio == lp
     if all(view.in_bandwidth(v) >= view.out_bandwidth(v) for v in view.switch_nodes):
         assert lp == cut
+
+
+def unpruned_optimum(groups: ProcessGroups) -> Fraction:
+    """The concurrent LP over every group at once on every link the relaying allows."""
+    topo = groups.topology
+    caps, unit = topo.integer_capacities()
+    commodities = [
+        dataclasses.replace(k, arcs=None)
+        for _, k in group_commodities(groups, range(len(groups.groups)))
+    ]
+    return solve_multicommodity(topo.node_ids, dict(caps), commodities).time / unit
+
+
+@st.composite
+def concurrent_groups(draw: st.DrawFn) -> ProcessGroups:
+    """Two or three disjoint random groups on a small random topology, either relaying."""
+    topo = draw(random_topologies(max_compute=6, bandwidths=BANDWIDTHS))
+    compute = list(draw(st.permutations(topo.compute_nodes)))
+    assume(len(compute) >= 4)
+    cuts = sorted(draw(st.sets(st.integers(2, len(compute) - 2), min_size=1, max_size=2)))
+    bounds = [0, *cuts, len(compute)]
+    parts = [compute[a:b] for a, b in itertools.pairwise(bounds)]
+    assume(all(len(part) >= 2 for part in parts))
+    relay = draw(st.sampled_from(["members", "any"]))
+    try:
+        return make_groups(topo, parts, relay=relay)
+    except GroupError:
+        assume(False)
+        raise
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups=concurrent_groups())
+def test_pruning_and_splitting_keep_the_optimum(groups: ProcessGroups) -> None:
+    # groups_bound drops the links no group can use and solves the classes of groups
+    # sharing links apart; the LP over all groups on all allowed links is the oracle.
+    bound = groups_bound(groups)
+    assert bound.time_factor == unpruned_optimum(groups)
+    assert bound.time_factor == max(
+        concurrent_optimum(groups, c).time_factor for c in groups.sharing_components()
+    )
+    allowed = [groups.relays(i) for i in range(len(groups.groups))]
+    for arcs, relays in zip(groups.useful_arcs, allowed, strict=True):
+        assert all(relays is None or (u in relays and v in relays) for u, v in arcs)
+    shared = [
+        set(groups.useful_arcs[a]) & set(groups.useful_arcs[b])
+        for c, d in itertools.combinations(groups.sharing_components(), 2)
+        for a in c
+        for b in d
+    ]
+    assert not any(shared)
+
+
+def test_rails_of_dgx_a100_share_nothing_unless_relayed() -> None:
+    # strided:16 on dgx-a100:16: a rail's GPUs meet only through their own NICs and the
+    # IB switch (no link of another rail), so the 8 rails are 8 classes and t* is one
+    # rail's optimum: each GPU receives 15 units through its 25 GB/s NIC.
+    topo = load_topology("dgx-a100:16")
+    groups = parse_groups(topo, "strided:16")
+    assert groups.sharing_components() == tuple((i,) for i in range(8))
+    assert {len(arcs) for arcs in groups.useful_arcs} == {64}
+    bound = groups_bound(groups)
+    assert bound.time_factor == Fraction(15, 25) == bound.alone[0].ratio
+    assert bound.method == "combinatorial" and len(bound.binding_groups) == 1
+    # blocks:8: each box's GPUs reach each other through the NVSwitch and through their
+    # NICs and the IB switch; no box uses another box's links.
+    blocks = parse_groups(topo, "blocks:8")
+    assert len(blocks.sharing_components()) == 16
+    assert groups_bound(blocks).time_factor == Fraction(7, 325)
 
 
 def test_specs_follow_the_rank_order() -> None:

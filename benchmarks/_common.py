@@ -18,6 +18,7 @@ import json
 import math
 import resource
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -124,3 +125,26 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         )
         if j == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def run_child(code: str, args: Sequence[str], limit: float) -> dict[str, Any] | None:
+    """Run ``code`` in a fresh interpreter with ``args``; the JSON of its last output line.
+
+    A fresh process makes the peak memory the run's own. None if it does not
+    finish within ``limit`` seconds; a failure raises with the child's last
+    error line.
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            cwd=Path(__file__).resolve().parents[1],
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip().splitlines()[-1]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -19,8 +19,6 @@ with a 600 s limit) to find the largest that finishes in 10 minutes.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table
+from benchmarks._common import print_table, run_child
 
 SPECS = ["dgx-a100:2", "dgx-a100:4", "dgx-h100:4", "mi250:2", "dgx-h100:8"]
 TARGETS = {"dgx-a100:4": 10.0, "dgx-h100:8": 60.0}
@@ -70,20 +68,9 @@ print(json.dumps(out))
 def run_one(spec: str, form: str, schedule: bool, limit: float = LIMIT) -> dict | None:
     """One spec in a fresh interpreter; None if it does not finish within ``limit`` seconds."""
     start = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, spec, form, "1" if schedule else "0"],
-            capture_output=True,
-            text=True,
-            timeout=limit,
-            cwd=Path(__file__).resolve().parents[1],
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    result = run_child(_CHILD, [spec, form, "1" if schedule else "0"], limit)
+    if result is None:
         return None
-    if done.returncode != 0:
-        raise RuntimeError(f"{spec}: {done.stderr.strip().splitlines()[-1]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     result["process_wall"] = time.perf_counter() - start
     return result
 

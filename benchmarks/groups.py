@@ -26,8 +26,6 @@ finishes in 10 minutes.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +33,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table
+from benchmarks._common import print_table, run_child
 
 CASES = [
     "dgx-a100:16/blocks:8/members",
@@ -79,21 +77,7 @@ print(json.dumps(out))
 
 def run_one(case: str, method: str, limit: float = LIMIT) -> dict | None:
     """One case in a fresh interpreter; None if it does not finish within ``limit`` seconds."""
-    spec, text, relay = case.rsplit("/", 2)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, spec, text, relay, method],
-            capture_output=True,
-            text=True,
-            timeout=limit,
-            cwd=Path(__file__).resolve().parents[1],
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None
-    if done.returncode != 0:
-        raise RuntimeError(f"{case} ({method}): {done.stderr.strip().splitlines()[-1]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, [*case.rsplit("/", 2), method], limit)
 
 
 def main(argv: list[str] | None = None) -> int:

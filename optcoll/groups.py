@@ -188,23 +188,12 @@ class ProcessGroups:
         >>> parse_groups(topo, "strided:2", relay="any").sharing_components()
         ((0, 1, 2, 3, 4, 5, 6, 7),)
         """
-        parent = list(range(len(self.groups)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
+        classes = nx.utils.UnionFind(range(len(self.groups)))
         owner: dict[tuple[str, str], int] = {}
         for index, arcs in enumerate(self.useful_arcs):
             for arc in arcs:
-                other = owner.setdefault(arc, index)
-                parent[find(index)] = find(other)
-        classes: dict[int, list[int]] = {}
-        for index in range(len(self.groups)):
-            classes.setdefault(find(index), []).append(index)
-        return tuple(tuple(c) for c in classes.values())
+                classes.union(index, owner.setdefault(arc, index))
+        return tuple(sorted(tuple(sorted(c)) for c in classes.to_sets()))
 
     def group_topology(self, index: int) -> Topology:
         """The topology group ``index`` sees alone: its members are the compute nodes.

@@ -41,6 +41,7 @@ from optcoll.exceptions import ScheduleError, TopologyMismatchError
 from optcoll.rational import fraction_text, parse_fraction
 
 if TYPE_CHECKING:
+    from optcoll.group_schedule import GroupsSchedule
     from optcoll.topology import Topology
 
 __all__ = [
@@ -314,7 +315,9 @@ class Schedule:
         )
 
 
-def check_schedule_topology(schedule: Schedule, topology: Topology, source: str = "") -> None:
+def check_schedule_topology(
+    schedule: Schedule | GroupsSchedule, topology: Topology, source: str = ""
+) -> None:
     """Refuse ``topology`` if ``schedule`` records another topology's content hash.
 
     A schedule written by optcoll records :attr:`Topology.content_hash` of the

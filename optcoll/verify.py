@@ -80,14 +80,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.arguments import number_argument, schedule_argument, topology_argument
 from optcoll.rational import fraction_text
 from optcoll.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
 
-__all__ = ["Verification", "verify_schedule"]
+if TYPE_CHECKING:
+    from optcoll.group_schedule import GroupsSchedule
+
+__all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
 
 Arc = tuple[str, str]
 
@@ -249,6 +252,107 @@ def verify_schedule(
         require_optimal,
     )
     return Verification(reason is None, reason, time_factor, link_loads, ordered_bottlenecks, ratio)
+
+
+def verify_groups_schedule(
+    topology: Topology,
+    schedule: GroupsSchedule,
+    *,
+    optimum: Fraction | None = None,
+    require_optimal: bool = False,
+) -> Verification:
+    """Check a concurrent groups' schedule on ``topology`` and compute its exact time factor.
+
+    The groups must be disjoint sets of two or more compute nodes and the relay
+    mode known (:func:`optcoll.groups.make_groups`); each group's trees must
+    pass :func:`verify_schedule` on the graph the group sees (its members as
+    the compute nodes, the nodes the relaying allows as switches: so every
+    tree spans the group's members and its paths relay only where allowed).
+    The loads of all groups are then summed in shards (group g's chunks over
+    its ``k_g``) per link and phase; the time factor is the sum over phases of
+    the largest load over bandwidth. A stated ``time_factor`` must equal it;
+    with ``optimum`` (the groups' concurrent optimum t*) given it may not be
+    below it, and with ``require_optimal`` not above it either.
+
+    ``link_loads`` stays empty (the loads are fractions of shards);
+    ``bottleneck_links`` are the links that attain the maximum in a phase.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.group_schedule import GroupsSchedule
+    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> ring = load_topology("ring:4,bw=1")
+    >>> def pair(a, b, k=1):
+    ...     trees = (Tree(a, k, (TreeEdge(a, b, (a, "n1" if a == "n0" else "n3", b)),)),
+    ...              Tree(b, k, (TreeEdge(b, a, (b, "n3" if b == "n2" else "n1", a)),)))
+    ...     return Schedule("allgather", "ring:4,bw=1", (a, b), k, trees)
+    >>> s = GroupsSchedule("allgather", "ring:4,bw=1", "any", (pair("n0", "n2"),))
+    >>> v = verify_groups_schedule(ring, s)
+    >>> v.valid, v.time_factor
+    (True, Fraction(1, 1))
+    >>> verify_groups_schedule(ring, s, optimum=Fraction(1, 2), require_optimal=True).reason
+    'the time factor 1 is above the optimum 1/2'
+    >>> s = GroupsSchedule("allgather", "ring:4,bw=1", "members", (pair("n0", "n2"),))
+    >>> verify_groups_schedule(ring, s).reason
+    "group 0: 'n0' cannot reach 'n2' through members and switches (try --relay any)"
+    """
+    from optcoll.exceptions import GroupError
+    from optcoll.groups import make_groups
+
+    try:
+        groups = make_groups(topology, [s.compute_nodes for s in schedule.groups], schedule.relay)
+    except GroupError as bad:
+        return Verification(False, str(bad))
+    phases = _PHASES.get(schedule.collective)
+    if phases is None or schedule.collective in _SINGLE_ROOT or schedule.collective == "alltoall":
+        return Verification(
+            False,
+            f"collective {schedule.collective!r} is not one groups run here; valid: allgather, "
+            f"reduce_scatter, allreduce",
+        )
+    totals: list[dict[Arc, Fraction]] = [{} for _ in phases]
+    for index, group in enumerate(schedule.groups):
+        if group.collective != schedule.collective:
+            return Verification(
+                False, f"group {index} runs {group.collective}, not {schedule.collective}"
+            )
+        alone = verify_schedule(groups.group_topology(index), group)
+        if not alone.valid:
+            return Verification(False, f"group {index}: {alone.reason}")
+        forward = _loads(group.trees)
+        for phase, total in zip(phases, totals, strict=True):
+            for (u, v), load in forward.items():
+                arc = (u, v) if phase == "allgather" else (v, u)
+                total[arc] = total.get(arc, Fraction(0)) + Fraction(load, group.k)
+    time_factor = Fraction(0)
+    bottlenecks: set[Arc] = set()
+    for total in totals:
+        worst = max(load / topology.capacity[arc] for arc, load in total.items())
+        time_factor += worst
+        bottlenecks |= {
+            arc for arc, load in total.items() if load / topology.capacity[arc] == worst
+        }
+    ordered = [arc for arc in topology.capacity if arc in bottlenecks]
+    ratio = None if optimum is None else time_factor / optimum
+    reason = None
+    claimed = schedule.time_factor
+    if claimed is not None and claimed != time_factor:
+        reason = (
+            f"the schedule claims time factor {fraction_text(claimed)}, but the summed loads "
+            f"of its groups give {fraction_text(time_factor)}"
+        )
+    elif optimum is not None and (
+        time_factor < optimum or (require_optimal and time_factor > optimum)
+    ):
+        side = "below" if time_factor < optimum else "above"
+        reason = (
+            f"the time factor {fraction_text(time_factor)} is {side} the optimum "
+            f"{fraction_text(optimum)}"
+        )
+        if side == "below":
+            reason += "; no schedule can beat a lower bound, so that optimum is wrong"
+    return Verification(reason is None, reason, time_factor, {}, ordered, ratio)
 
 
 def _verify_alltoall(

@@ -88,6 +88,24 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_group_options(parser: argparse.ArgumentParser) -> None:
+    """``--groups`` and ``--relay``: the process groups that run the collective at once."""
+    parser.add_argument(
+        "--groups",
+        metavar="GROUPS",
+        help="process groups running the allgather at once: blocks:T (consecutive groups of T "
+        "compute nodes in rank order = the order of compute nodes in the topology, box by box "
+        "for built-ins), strided:T (groups of T taking every (N/T)-th compute node) or a "
+        "JSON/YAML file (a list of groups of compute-node ids, or {groups: [...], relay: ...})",
+    )
+    parser.add_argument(
+        "--relay",
+        choices=("members", "any"),
+        help="with --groups: which nodes carry a group's data: members (default: its members "
+        "and switches) or any (other compute nodes forward without copying)",
+    )
+
+
 def reader_options(args: argparse.Namespace) -> dict[str, str]:
     """The reader options of ``args`` as keyword arguments of ``load_topology``.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import add_group_options, add_reader_options, print_json, reader_options
 
 NAME = "bound"
 HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
@@ -26,20 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allgather (default: r* and its cut) or alltoall (t* by the exact LP, its "
         "certificate and the cut bound)",
     )
-    parser.add_argument(
-        "--groups",
-        metavar="GROUPS",
-        help="process groups running the allgather at once: blocks:T (consecutive groups of T "
-        "compute nodes in rank order = the order of compute nodes in the topology, box by box "
-        "for built-ins), strided:T (groups of T taking every (N/T)-th compute node) or a "
-        "JSON/YAML file (a list of groups of compute-node ids, or {groups: [...], relay: ...})",
-    )
-    parser.add_argument(
-        "--relay",
-        choices=("members", "any"),
-        help="with --groups: which nodes carry a group's data: members (default: its members "
-        "and switches) or any (other compute nodes forward without copying)",
-    )
+    add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import add_group_options, add_reader_options, print_json, reader_options
 from optcoll.rational import fraction_text
 
 NAME = "trees"
@@ -24,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
@@ -39,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
         check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
+    if args.groups is not None:
+        return _groups(topology, args, inputs)
+    if args.relay is not None:
+        from optcoll.exceptions import GroupError
+
+        raise GroupError("--relay applies to process groups: give --groups too")
     started = time.perf_counter()
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
@@ -74,6 +82,54 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"trees        {stats['trees']} (height max {stats['max_height']}, "
         f"mean {stats['mean_height']}), {stats['total_sends']} sends"
+    )
+    if args.output:
+        print(f"schedule     {args.output}")
+    print(f"seconds      {seconds:.2f}")
+    return 0
+
+
+def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
+    import time
+
+    from optcoll.exceptions import MethodError
+    from optcoll.group_schedule import groups_schedule
+    from optcoll.groups import parse_groups
+    from optcoll.io import write_document
+
+    if args.k is not None:
+        raise MethodError(
+            "-k does not apply with --groups: each group takes the k that reaches the "
+            "concurrent optimum t*; drop -k"
+        )
+    started = time.perf_counter()
+    schedule = groups_schedule(parse_groups(topology, args.groups, args.relay))
+    seconds = time.perf_counter() - started
+    if args.output:
+        write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)
+    assert schedule.time_factor is not None, "a built groups schedule states its time factor"
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "collective": schedule.collective,
+                "relay": schedule.relay,
+                "time_factor": fraction_text(schedule.time_factor),
+                "groups": [
+                    {"members": list(s.compute_nodes), "k": s.k, "trees": len(s.trees)}
+                    for s in schedule.groups
+                ],
+                "output": args.output,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
+    print(f"groups       {len(schedule.groups)} (relay {schedule.relay})")
+    print(f"time factor  {fraction_text(schedule.time_factor)} (the concurrent optimum t*)")
+    print(
+        f"trees        {sum(len(s.trees) for s in schedule.groups)}, "
+        f"k per group {sorted({s.k for s in schedule.groups})}"
     )
     if args.output:
         print(f"schedule     {args.output}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from optcoll.cli._core import add_reader_options, print_json, reader_options
 from optcoll.rational import fraction_text
@@ -20,13 +21,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.collectives import collective_lower_bound
-    from optcoll.io import load_schedule, load_topology
-    from optcoll.schedule import check_schedule_topology
+    from optcoll.io import load_topology
+    from optcoll.io.schedule_json import load_any_schedule
+    from optcoll.schedule import Schedule, check_schedule_topology
     from optcoll.verify import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
-    schedule = load_schedule(args.schedule)
-    check_schedule_topology(schedule, topology, str(args.schedule))
+    loaded = load_any_schedule(args.schedule)
+    check_schedule_topology(loaded, topology, str(args.schedule))
+    if not isinstance(loaded, Schedule):
+        return _groups(topology, loaded, args)
+    schedule = loaded
     optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
     result = verify_schedule(topology, schedule, optimum=optimum)
     if args.json:
@@ -71,4 +76,44 @@ def run(args: argparse.Namespace) -> int:
             links = ", ".join(f"{u} -> {v}" for u, v in result.bottleneck_links[:6])
             more = len(result.bottleneck_links) - 6
             print(f"bottlenecks  {links}" + (f" and {more} more" if more > 0 else ""))
+    return 0 if result.valid else 1
+
+
+def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
+    from optcoll.exceptions import GroupError
+    from optcoll.groups import groups_bound, make_groups
+    from optcoll.verify import verify_groups_schedule
+
+    try:  # well-formed groups have a concurrent optimum to compare with
+        members = [s.compute_nodes for s in schedule.groups]
+        groups = make_groups(topology, members, schedule.relay)
+        optimum = groups_bound(groups).time_factor
+    except GroupError:
+        optimum = None  # the verdict names what is wrong with the groups
+    result = verify_groups_schedule(topology, schedule, optimum=optimum)
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "schedule": str(args.schedule),
+                "collective": schedule.collective,
+                "relay": schedule.relay,
+                "groups": len(schedule.groups),
+                "trees": sum(len(s.trees) for s in schedule.groups),
+                "optimum": None if optimum is None else fraction_text(optimum),
+                **result.to_dict(),
+            }
+        )
+        return 0 if result.valid else 1
+    print(
+        f"schedule     {args.schedule}: {schedule.collective} of {len(schedule.groups)} groups "
+        f"(relay {schedule.relay}), on {topology.name}"
+    )
+    print(f"verdict      {'valid' if result.valid else 'INVALID'}")
+    if result.reason is not None:
+        print(f"reason       {result.reason}")
+    if result.time_factor is not None:
+        print(f"time factor  {fraction_text(result.time_factor)}")
+    if optimum is not None:
+        print(f"optimum      {fraction_text(optimum)} (the groups' concurrent optimum t*)")
     return 0 if result.valid else 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.arguments import path_argument, schedule_argument
 from optcoll.exceptions import ScheduleError
@@ -20,8 +20,12 @@ from optcoll.io.document import DOCUMENT_SUFFIXES, document_text, read_document,
 from optcoll.output import exists, require_suffix
 from optcoll.schedule import Schedule
 
+if TYPE_CHECKING:
+    from optcoll.group_schedule import GroupsSchedule
+
 __all__ = [
     "load_schedule",
+    "load_any_schedule",
     "save_schedule",
     "schedule_text",
     "is_schedule_document",
@@ -81,10 +85,31 @@ def load_schedule(path: str | Path) -> Schedule:
     ...     load_schedule(pathlib.Path(d) / "s.json") == s
     True
     """
+    schedule = load_any_schedule(path)
+    if not isinstance(schedule, Schedule):
+        raise ScheduleError(
+            f"{path} holds the schedules of concurrent process groups (field 'groups'); "
+            f"only `optcoll verify` reads those so far"
+        )
+    return schedule
+
+
+def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule:
+    """Read a schedule file: one collective's, or concurrent groups' (a top-level ``groups``).
+
+    Raises
+    ------
+    FileFormatError, ScheduleError
+        As :func:`load_schedule`.
+    """
+    from optcoll.group_schedule import GroupsSchedule
+
     path = path_argument(path)
     path = Path(path)
     data = read_document(path)
     try:
+        if isinstance(data, dict) and "groups" in data:
+            return GroupsSchedule.from_dict(data)
         return Schedule.from_dict(data)
     except ScheduleError as err:
         raise ScheduleError(f"{path}: {err}") from None

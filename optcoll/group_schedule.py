@@ -1,0 +1,284 @@
+"""Schedules of concurrent process groups: trees per group, sharing the links at the LP's rates.
+
+Every group runs the allgather of :mod:`optcoll.groups` on its own spanning
+arborescences (its members are the tree nodes; paths between them pass only
+through non-members the relaying allows), all groups at once. Group g's trees
+are built by the single-group construction (edge splitting, then Edmonds'
+branchings: :func:`optcoll.packing.pack_arborescences`) on a topology of its
+own:
+
+* a group alone in its class of link-sharing groups
+  (:meth:`~optcoll.groups.ProcessGroups.sharing_components`) whose optimum is
+  its cut ratio uses the graph it sees
+  (:meth:`~optcoll.groups.ProcessGroups.group_topology`): its trees take
+  r*_g <= t*, and no other group uses its useful links;
+* the groups of a larger class (or a group whose optimum needed the LP) use
+  their **shares** ``c_g(e) = x_g(e) / t_c`` of the class's LP optimum t_c
+  (:func:`formulations.groups.concurrent_optimum`): every relay has in >= out in
+  ``c_g`` and every member cut has ``t_c c_g(δ+(S)) >= |S ∩ g|`` (the proof is
+  in :mod:`formulations.groups`), so the group's trees on ``c_g`` take at most
+  t_c, loading each link with at most ``t_c c_g(e)``, and the class's groups
+  together at most ``t_c bw(e)``.
+
+So the union of all groups' trees has time factor t* exactly (no schedule
+beats t*). :func:`optcoll.verify.verify_groups_schedule` checks that on its
+own: each group's trees span its members with allowed relays, and the summed
+loads of all groups give the stated time factor.
+
+The file form (``to_dict``) keeps the schedule file's header and has, instead
+of ``compute_nodes``, ``k`` and ``trees``, a list ``groups`` of
+``{"members": [...], "k": K, "trees": [...]}`` (trees as in a schedule file),
+with ``relay`` and ``time_factor`` at the top level. Group g's shard is cut in
+its own ``k_g`` chunks; a link's load is ``sum_g chunks_g(e) / k_g`` shards and
+the time factor the largest load over bandwidth.
+
+Examples
+--------
+>>> from optcoll import load_topology
+>>> from optcoll.groups import make_groups
+>>> topo = load_topology("ring:4,bw=1")
+>>> s = groups_schedule(make_groups(topo, [["n0", "n2"], ["n1", "n3"]], relay="any"))
+>>> s.time_factor, [len(g.trees) for g in s.groups]
+(Fraction(1, 1), [4, 4])
+>>> GroupsSchedule.from_dict(s.to_dict()) == s
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from optcoll.exceptions import ScheduleError, SolveError
+from optcoll.rational import fraction_text, parse_fraction
+from optcoll.schedule import SCHEDULE_VERSION, Schedule
+from optcoll.topology import Link, Node, Topology
+
+if TYPE_CHECKING:
+    from optcoll.groups import GroupsBound, ProcessGroups
+
+__all__ = ["GroupsSchedule", "groups_schedule", "share_topology"]
+
+_FIELDS = {
+    "format",
+    "version",
+    "collective",
+    "topology",
+    "topology_hash",
+    "relay",
+    "time_factor",
+    "groups",
+    "stats",
+}
+_GROUP_FIELDS = {"members", "k", "trees"}
+
+
+@dataclass(frozen=True)
+class GroupsSchedule:
+    """Concurrent groups' allgather schedules on one topology.
+
+    ``groups[i]`` is group i's schedule (its ``compute_nodes`` are the
+    members, its ``k`` and ``trees`` its own); ``time_factor`` the claimed
+    time of all groups at once per unit shard (1/bandwidth units).
+    """
+
+    collective: str
+    topology: str
+    relay: str
+    groups: tuple[Schedule, ...]
+    time_factor: Fraction | None = None
+    topology_hash: str | None = field(default=None, compare=False)
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __repr__(self) -> str:
+        factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
+        return (
+            f"GroupsSchedule({self.collective} of {len(self.groups)} groups on "
+            f"{self.topology!r}, relay {self.relay}{factor})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schedule-file dictionary (exact ratios as ``"p/q"`` strings)."""
+        data: dict[str, Any] = {
+            "format": "optcoll-schedule",
+            "version": SCHEDULE_VERSION,
+            "collective": self.collective,
+            "topology": self.topology,
+            **({} if self.topology_hash is None else {"topology_hash": self.topology_hash}),
+            "relay": self.relay,
+        }
+        if self.time_factor is not None:
+            data["time_factor"] = fraction_text(self.time_factor)
+        data["groups"] = [
+            {"members": list(s.compute_nodes), "k": s.k, "trees": s.to_dict()["trees"]}
+            for s in self.groups
+        ]
+        if self.stats:
+            data["stats"] = dict(self.stats)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GroupsSchedule:
+        """Parse a groups schedule dictionary; structural problems raise :class:`ScheduleError`.
+
+        Only the shape is checked (each group's trees as in a schedule file);
+        whether it is valid is :func:`optcoll.verify.verify_groups_schedule`'s job.
+        """
+        if not isinstance(data, Mapping):
+            raise ScheduleError(f"a schedule must be a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - _FIELDS)
+        if unknown:
+            raise ScheduleError(
+                f"a groups schedule has unknown field(s) {', '.join(map(repr, unknown))}; "
+                f"valid: {', '.join(sorted(_FIELDS))}"
+            )
+        for key in ("collective", "topology", "relay", "groups"):
+            if key not in data:
+                raise ScheduleError(f"a groups schedule is missing the required field {key!r}")
+        if not isinstance(data["relay"], str):
+            raise ScheduleError(f"field 'relay' must be a string, got {data['relay']!r}")
+        entries = data["groups"]
+        if not isinstance(entries, list) or not entries:
+            raise ScheduleError("field 'groups' must be a non-empty list")
+        header = {
+            key: data[key] for key in ("format", "version", "collective", "topology") if key in data
+        }
+        schedules = []
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                raise ScheduleError(f"group {index} must be a mapping with {sorted(_GROUP_FIELDS)}")
+            extra = sorted(set(entry) - _GROUP_FIELDS)
+            missing = sorted(_GROUP_FIELDS - set(entry))
+            if extra or missing:
+                raise ScheduleError(
+                    f"group {index} has the fields members, k and trees"
+                    + (f"; unknown: {', '.join(map(repr, extra))}" if extra else "")
+                    + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
+                )
+            try:
+                schedules.append(
+                    Schedule.from_dict(
+                        {
+                            **header,
+                            "compute_nodes": entry["members"],
+                            "k": entry["k"],
+                            "trees": entry["trees"],
+                        }
+                    )
+                )
+            except ScheduleError as err:
+                raise ScheduleError(f"group {index}: {err}") from None
+        factor = data.get("time_factor")
+        if factor is not None and not isinstance(factor, (str, int)):
+            raise ScheduleError(f"field 'time_factor' must be a ratio string, got {factor!r}")
+        topology_hash = data.get("topology_hash")
+        if topology_hash is not None and not isinstance(topology_hash, str):
+            raise ScheduleError(f"field 'topology_hash' must be a string, got {topology_hash!r}")
+        stats = data.get("stats", {})
+        if not isinstance(stats, Mapping):
+            raise ScheduleError(f"field 'stats' must be a mapping, got {stats!r}")
+        return cls(
+            collective=schedules[0].collective,
+            topology=str(data["topology"]),
+            relay=data["relay"],
+            groups=tuple(schedules),
+            time_factor=None if factor is None else _ratio(factor),
+            topology_hash=topology_hash,
+            stats=dict(stats),
+        )
+
+
+def _ratio(text: str | int) -> Fraction:
+    try:
+        value = parse_fraction(str(text))
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value <= 0:
+        raise ScheduleError(f"field 'time_factor' must be a positive ratio 'p/q', got {text!r}")
+    return value
+
+
+def share_topology(
+    groups: ProcessGroups, index: int, loads: Mapping[tuple[str, str], Fraction], time: Fraction
+) -> Topology:
+    """Group ``index``'s share of the links: bandwidth ``loads[e] / time`` on every used link.
+
+    Its compute nodes are the group's members; every other node a used link
+    touches is a switch (it forwards, it does not copy).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"]], relay="any")
+    >>> half = {("n0", "n1"): Fraction(1), ("n1", "n2"): Fraction(1),
+    ...         ("n2", "n3"): Fraction(1), ("n3", "n0"): Fraction(1)}
+    >>> share_topology(groups, 0, half, Fraction(2)).capacity[("n0", "n1")]
+    Fraction(1, 2)
+    """
+    topo, members = groups.topology, set(groups.groups[index])
+    used = [(arc, load / time) for arc, load in loads.items() if load]
+    touched = {v for arc, _ in used for v in arc}
+    nodes = [
+        node if node.id in members else Node(node.id, "switch", node.group)
+        for node in topo.nodes
+        if node.id in touched or node.id in members
+    ]
+    return Topology(
+        f"{topo.name} group {index} share",
+        nodes,
+        [Link(u, v, c) for (u, v), c in used],
+        topo.bandwidth_unit,
+        f"group {index}'s share of {topo.name} at the concurrent optimum",
+    )
+
+
+def groups_schedule(groups: ProcessGroups, bound: GroupsBound | None = None) -> GroupsSchedule:
+    """Trees for every group, together attaining the concurrent optimum t*; verified.
+
+    ``bound`` is :func:`optcoll.groups.groups_bound` of ``groups`` when the
+    caller has it.
+
+    Raises
+    ------
+    SolveError
+        If the schedule fails :func:`optcoll.verify.verify_groups_schedule`
+        against t* (an internal error).
+    """
+    from formulations.groups import concurrent_optimum
+    from optcoll.groups import groups_bound
+    from optcoll.packing import pack_arborescences
+    from optcoll.verify import verify_groups_schedule
+
+    if bound is None:
+        bound = groups_bound(groups)
+    topo = groups.topology
+    views: dict[int, Topology] = {}
+    for component in groups.sharing_components():
+        if len(component) == 1 and bound.alone[component[0]].exact_by == "cut":
+            views[component[0]] = groups.group_topology(component[0])
+            continue
+        solved = concurrent_optimum(groups, component)
+        for g in component:
+            views[g] = share_topology(groups, g, solved.loads[g], solved.time_factor)
+    schedules = []
+    for g, members in enumerate(groups.groups):
+        packed = pack_arborescences(views[g])
+        schedules.append(Schedule("allgather", topo.name, members, packed.k, packed.trees))
+    schedule = GroupsSchedule(
+        "allgather",
+        topo.name,
+        groups.relay,
+        tuple(schedules),
+        bound.time_factor,
+        topo.content_hash,
+        {"trees": sum(len(s.trees) for s in schedules), "k": [s.k for s in schedules]},
+    )
+    verdict = verify_groups_schedule(
+        topo, schedule, optimum=bound.time_factor, require_optimal=True
+    )
+    if not verdict.valid:
+        raise SolveError(f"the concurrent groups' schedule failed verification: {verdict.reason}")
+    return schedule

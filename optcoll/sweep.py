@@ -423,7 +423,7 @@ def read_finished(output: str | Path, quantities: Sequence[str]) -> dict[str, di
             if output.suffix.lower() == ".parquet":
                 frame = pl.read_parquet(output).cast(pl.String)
             else:
-                frame = pl.read_csv(output, infer_schema=False)
+                frame = pl.read_csv(output, infer_schema_length=0)  # every column as text
         except Exception as err:  # polars raises many types for a damaged file
             raise OutputError(f"{output}: cannot be read as a sweep table ({err})") from None
         missing = [c for c in ("key", "error", *quantities) if c not in frame.columns]

@@ -10,9 +10,9 @@ schedule with :func:`optcoll.packing.pack_arborescences` twice in one run, with
 :func:`optcoll.tree_shape.shorten_trees`), and prints the CPU seconds of each
 (``time.process_time``, best of ``--repeat``), the max/mean tree height, the most
 distinct peers of one GPU, the deepest root-to-node latency of the schedule
-(µs, :func:`optcoll.simulate.schedule_cost`, undeclared links at
-``DEFAULT_LATENCY``) and the latency lower bound
-(:func:`optcoll.tree_shape.latency_lower_bound`). It fails unless both time
+(µs, :func:`optcoll.simulate.schedule_cost`) and the latency lower bound
+(:func:`optcoll.tree_shape.latency_lower_bound` on the same
+:func:`optcoll.simulate.link_latencies`). It fails unless both time
 factors are exactly equal and both schedules pass
 :func:`optcoll.verify.verify_schedule` at that factor.
 """
@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import print_table
 from optcoll.io import load_topology
 from optcoll.packing import pack_arborescences
-from optcoll.simulate import DEFAULT_LATENCY, schedule_cost
+from optcoll.simulate import link_latencies, schedule_cost
 from optcoll.tree_shape import latency_lower_bound, peer_counts
 from optcoll.verify import verify_schedule
 
@@ -47,10 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         name, _, chunks = spec.partition("@")
         topology = load_topology(name)
         k = int(chunks) if chunks else None
-        latency = {
-            arc: DEFAULT_LATENCY if value == 0 else value for arc, value in topology.latency.items()
-        }
-        bound = latency_lower_bound(topology, latency)
+        bound = latency_lower_bound(topology, link_latencies(topology))
         results = {}
         for shape in (False, True):
             seconds = []

@@ -16,11 +16,12 @@ same bound: ``r*`` for the optimal ``k``, the best fixed-``k`` factor otherwise
   no node gets deeper and the tree's height never grows. Among the parents at
   the least depth, a node keeps a peer it already talks to (in any tree),
   then its old parent, then the arc with the most capacity left.
-* **Parent exchanges.** Two trees with the same multiplicity that give one node
-  different parents may swap those parents when neither parent lies below the
-  node in the other tree: every arc then carries exactly what it carried before.
-  A swap is made when it lowers the taller tree of the pair (or keeps it and
-  lowers the other), so the sorted list of heights only decreases.
+* **Parent exchanges.** Two trees that give one node different parents may
+  swap those parents when neither parent lies below the node in the other tree.
+  With equal multiplicities every arc then carries exactly what it carried
+  before; otherwise the arc that gains the difference must have it spare. A swap
+  is made when it lowers the taller tree of the pair (or keeps it and lowers the
+  other), so the sorted list of heights only decreases.
 
 Both moves keep every arc within capacity, and both are repeated until nothing
 changes or the round limit is reached.
@@ -208,7 +209,7 @@ class _Shaper:
             frontier: dict[str, list[str]] = defaultdict(list)
             for u in level:
                 for v in self.succ[u]:
-                    if v not in reached and self.capacity[(u, v)] - self.load[(u, v)] >= mu:
+                    if v not in reached and self.spare((u, v)) >= mu:
                         frontier[v].append(u)
             for v, candidates in frontier.items():
                 parent[v] = max(candidates, key=partial(self.preference, v=v, old=old))
@@ -223,10 +224,12 @@ class _Shaper:
         self.take(t, +1)
         return better
 
+    def spare(self, arc: Arc) -> int:
+        return self.capacity[arc] - self.load[arc]
+
     def preference(self, u: str, v: str, old: dict[str, str]) -> tuple[bool, bool, int]:
         """Rank parent ``u`` of ``v``: a pair already talking, the old parent, spare capacity."""
-        spare = self.capacity[(u, v)] - self.load[(u, v)]
-        return self.pairs[frozenset((u, v))] > 0, old.get(v) == u, spare
+        return self.pairs[frozenset((u, v))] > 0, old.get(v) == u, self.spare((u, v))
 
     def fewer_pairs(self, new: dict[str, str], old: dict[str, str]) -> bool:
         """Whether ``new`` parents use fewer node pairs that no other tree uses."""
@@ -250,10 +253,11 @@ class _Shaper:
                 pa = self.parent[a][x]
                 for b in candidates:
                     pb = self.parent[b].get(x)
-                    if pb is None or pb == pa or self.mu[b] != self.mu[a]:
-                        continue
-                    if depth_a[pb] >= depth_a[pa]:
+                    if pb is None or pb == pa or depth_a[pb] >= depth_a[pa]:
                         continue  # x would not get higher in a
+                    extra = self.mu[a] - self.mu[b]  # what (pb, x) gains and (pa, x) loses
+                    if extra and self.spare((pb, x) if extra > 0 else (pa, x)) < abs(extra):
+                        continue
                     depth_b, shape_b, below_b = self.measure(b)
                     if depth_b[pa] + 1 + below_b[x] > shape_a[0]:
                         continue  # b would grow taller than a is
@@ -264,6 +268,8 @@ class _Shaper:
                     self.cache[a] = self.cache[b] = None
                     new = sorted((self.shape(a), self.shape(b)), reverse=True)
                     if new < sorted((shape_a, shape_b), reverse=True):
+                        self.load[(pb, x)] += extra
+                        self.load[(pa, x)] -= extra
                         return True
                     self.parent[a][x], self.parent[b][x] = pa, pb
                     self.cache[a], self.cache[b] = saved
@@ -303,7 +309,7 @@ def shorten_trees(
     -----
     A regrowth costs ``O(sum of in-degrees)`` per level; an exchange attempt
     ``O(n)``. The exchanges are tried only on the nodes of a tallest tree's
-    deepest paths, against the trees with the same multiplicity.
+    deepest paths, against every other tree.
     """
     state = _Shaper(logical, packing)
     trees = range(len(packing))
@@ -319,8 +325,8 @@ def shorten_trees(
         tallest = sorted(trees, key=state.shape, reverse=True)
         above = [t for t in tallest if state.shape(t)[0] > floor[state.roots[t]][0]]
         for t in above[: max(1, len(tallest) // 4)]:
-            same = [b for b in tallest if b != t and state.mu[b] == state.mu[t]]
-            while state.exchange(t, same):
+            others = [b for b in tallest if b != t]
+            while state.exchange(t, others):
                 changed = True
         if not changed:
             break

@@ -34,6 +34,7 @@ def shaped_and_plain(spec, k=None):
         ("dgx-a100:2", 8, (8, 4.71), (8, 4.258)),
         ("dgx-a100:16", 1, (4, 2.055), (2, 2.0)),
         ("mi250:2", None, (18, 10.267), (17, 10.16)),
+        ("mi250:4", None, (13, 7.987), (11, 7.625)),
     ],
 )
 def test_shaped_trees_are_lower_at_exactly_the_same_time_factor(spec, k, before, after):
@@ -85,6 +86,19 @@ def test_exchanges_swap_parents_without_spare_capacity():
     assert tree_heights([first, second]) == [3, 3] and tree_heights(shaped) == [2, 2]
     assert loads(shaped) == loads([first, second])
     assert shaped[0][2] == (("r", "a"), ("a", "b"), ("a", "c"))
+
+
+def test_exchanges_between_multiplicities_use_only_spare_capacity():
+    """Swapping c's parents moves one more chunk onto (a, c): allowed only with it spare."""
+    first = ("r", 2, (("r", "a"), ("a", "b"), ("b", "c")))
+    second = ("r", 1, (("r", "b"), ("b", "a"), ("a", "c")))
+    tight = {**dict.fromkeys(first[2], 2), **dict.fromkeys(second[2], 1)}
+    for spare, heights in ((0, [3, 3]), (1, [2, 2])):
+        arcs = {**tight, ("a", "c"): 1 + spare}
+        shaped = shorten_trees(LogicalGraph(tuple("rabc"), arcs, {}), [first, second])
+        assert tree_heights(shaped) == heights
+        assert all(load <= arcs[arc] for arc, load in loads(shaped).items())
+    assert loads(shaped)[("a", "c")] == 2 and loads(shaped)[("b", "c")] == 1
 
 
 def loads(packing):

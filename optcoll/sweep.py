@@ -106,8 +106,15 @@ def _alltoall_optimum(topology: Topology) -> str:
     return fraction_text(alltoall_bound(topology).time_factor)
 
 
+def _time_factor_k1(topology: Topology) -> str:
+    from optcoll.packing import pack_arborescences
+
+    return fraction_text(pack_arborescences(topology, k=1, shape=False).time_factor)
+
+
 #: Every quantity a sweep computes: name -> column type and computation. ``cut_ratio``
-#: (r*), ``U`` and ``alltoall`` (t*) are exact ``"p/q"`` strings.
+#: (r*), ``U``, ``time_factor_k1`` (the best allgather with one chunk per root) and
+#: ``alltoall`` (t*) are exact ``"p/q"`` strings.
 QUANTITIES: dict[str, _Quantity] = {
     "cut_ratio": _Quantity("text", "bound", lambda b: fraction_text(b.ratio)),
     "algbw": _Quantity("float", "bound", lambda b: round(b.algbw, 3)),
@@ -115,6 +122,7 @@ QUANTITIES: dict[str, _Quantity] = {
     "U": _Quantity("text", "bound", lambda b: fraction_text(b.U)),
     "cut_description": _Quantity("text", "bound", lambda b: b.describe_cut()),
     "num_compute": _Quantity("int", "topology", lambda t: t.num_compute),
+    "time_factor_k1": _Quantity("text", "topology", _time_factor_k1),
     "alltoall": _Quantity("text", "topology", _alltoall_optimum),
 }
 

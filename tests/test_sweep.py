@@ -64,6 +64,21 @@ def test_small_points_agree_with_brute_force():
         assert Fraction(row["cut_ratio"]) == brute.ratio and Fraction(row["U"]) == brute.U
 
 
+def test_fixed_k_and_alltoall_quantities_match_the_documented_values():
+    spec = _spec(
+        {
+            "base": "{t}",
+            "grid": {"t": ["mi250:2", "dgx-a100:2"]},
+            "quantities": ["cut_ratio", "time_factor_k1", "alltoall"],
+        }
+    )
+    rows = run_sweep(spec, workers=1)
+    # the README's Python API (best with k = 1 on mi250:2) and all-to-all table (dgx-a100:2)
+    assert (rows[0]["time_factor_k1"], rows[0]["cut_ratio"]) == ("1/10", "15/166")
+    assert rows[1]["alltoall"] == "8/25"
+    assert Fraction(rows[1]["time_factor_k1"]) >= Fraction(rows[1]["cut_ratio"])
+
+
 def test_scale_perturbation_matches_the_edited_topology():
     spec = _spec(
         {

@@ -89,6 +89,13 @@ def measure(function: Callable[[], Any], repeat: int = 3, trace_memory: bool = T
     return Measurement(statistics.median(times), tuple(times), peak, maxrss_mib(), result)
 
 
+def timed(function: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``function()``'s result, wall seconds and CPU seconds (``time.process_time``)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def maxrss_mib() -> float:
     """Peak resident set size of this process in MiB (Linux reports KiB)."""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -20,24 +20,17 @@ import io
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import maxrss_mib, print_table
+from benchmarks._common import maxrss_mib, print_table, timed
 from optcoll.cli import main as optcoll
 from optcoll.mscclcheck import check_file
 
 SPECS = ["dgx-a100:16", "mi250:8"]
 COLLECTIVES = ["allgather", "allreduce"]
-
-
-def _timed(function):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                 command = ["export", spec, "--collective", collective, "-o", str(target)]
                 out, err = io.StringIO(), io.StringIO()
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    status, wall, cpu = _timed(lambda c=command: optcoll([*c, "--json"]))
+                    status, wall, cpu = timed(lambda c=command: optcoll([*c, "--json"]))
                 if status:
                     rows.append([spec, collective, "-", f"{wall:.1f}", f"{cpu:.1f}", "-", "-",
                                  "-", "-", err.getvalue().strip()[:60], ""])  # fmt: skip
@@ -61,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 for written in json.loads(out.getvalue())["files"]:
                     path = written["path"]
                     text = Path(path).read_text()
-                    report, check_wall, check_cpu = _timed(lambda p=path: check_file(p))
+                    report, check_wall, check_cpu = timed(lambda p=path: check_file(p))
                     rows.append(
                         [
                             spec,

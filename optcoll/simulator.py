@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_OVERHEAD",
     "DEFAULT_SLICE",
+    "MAX_TASKS",
     "Simulation",
     "Network",
     "TaskGraph",
@@ -98,6 +99,8 @@ Arc = tuple[str, str]
 DEFAULT_OVERHEAD = 1.0
 #: Largest slice (bytes) a chunk is sent in: NCCL's Simple-protocol step (4 MiB / 8).
 DEFAULT_SLICE = 512 * 1024
+#: Most steps and transfers one simulation builds (about 0.6 KiB of memory each).
+MAX_TASKS = 2_000_000
 #: Time bins of the per-link utilisation timeline.
 TIMELINE_BINS = 10
 
@@ -382,6 +385,16 @@ def _slices(chunk: float, slice_bytes: int | None) -> tuple[int, float]:
     return count, chunk / count
 
 
+def _check_size(tasks: int, count: int) -> None:
+    """Refuse a task graph beyond :data:`MAX_TASKS` (it would not fit in memory)."""
+    if tasks > MAX_TASKS:
+        raise ScheduleError(
+            f"simulating this needs {tasks:,} steps ({count} slices per chunk), above the "
+            f"limit of {MAX_TASKS:,}: use a schedule with fewer chunks (optcoll trees -k), "
+            "a larger --slice or a smaller size"
+        )
+
+
 def _progress(number: int, chunks: int, count: int) -> float:
     """Where piece ``number`` (chunk-major: slice ``number % count`` of chunk
     ``number // count``) lies in order of sending, slice by slice across the chunks, as a
@@ -409,6 +422,9 @@ def tree_tasks(
     arrived); a later phase starts per slice where the earlier one ended at the root.
     """
     count, piece = _slices(chunk, slice_bytes)
+    _check_size(
+        len(graph) + count * len(phases) * sum(t.chunks * len(t.edges) for t in trees), count
+    )
     up, down = any(phases), not all(phases)
     for tree in trees:
         forward = [(e.src, e.dst, network.path(e.path)) for e in tree.edges] if down else []
@@ -453,6 +469,7 @@ def schedule_tasks(
     chunk = data / schedule.k
     if schedule.collective == "alltoall":
         count, piece = _slices(chunk, slice_bytes)
+        _check_size(count * sum(p.chunks for r in schedule.routes for p in r.paths), count)
         for route in schedule.routes:
             for p in route.paths:
                 arcs = network.path(p.path)
@@ -542,6 +559,7 @@ def msccl_tasks(
         return routes[(src, dst)]
 
     blocks = [(g, tb) for g, tbs in sorted(algo.gpus.items()) for _, tb in sorted(tbs.items())]
+    _check_size(2 * count * sum(len(tb.steps) for _, tb in blocks), count)
     graph = TaskGraph()
     last: dict[tuple[int, int], list[int]] = {}  # each thread block's latest step
     for loop in range(count):

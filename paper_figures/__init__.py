@@ -16,4 +16,5 @@ FIGURES = (
     "mi250_tree",
     "fixed_k",
     "generation_time",
+    "plan_algbw",
 )

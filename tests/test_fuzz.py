@@ -152,6 +152,7 @@ def _commands(topo: str, out: Path, schedule: str) -> dict[str, list[str]]:
         "sweep": ["sweep", topo, "-o", str(out / "t.csv"), "--workers", "1"],
         "resilience": ["resilience", topo, "--random", "1", "--workers", "1"],
         "simulate": ["simulate", topo, schedule, "--sizes", "1K", "1M"],
+        "plan": ["plan", topo, "--sizes", "1K", "1M"],
     }
 
 

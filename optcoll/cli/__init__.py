@@ -38,6 +38,7 @@ COMMANDS = (
     "check_xml",
     "compare",
     "simulate",
+    "plan",
     "lp",
     "sweep",
     "resilience",

@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="message sizes (default 1K 4K ... 4G)",
     )
+    add_simulator_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_simulator_options(parser: argparse.ArgumentParser) -> None:
+    """The simulator's runtime parameters: ``--overhead``, ``--latency`` and ``--slice``."""
     parser.add_argument(
         "--overhead",
         type=overhead_us,
@@ -59,7 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="largest piece a chunk is sent in (default 512K, NCCL's Simple protocol step)",
     )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,179 @@
+"""``optcoll plan``: the fastest schedule at every message size, with its gap to the bound."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from optcoll.cli._core import (
+    add_reader_options,
+    collective_name,
+    message_size,
+    print_json,
+    reader_options,
+    size_text,
+)
+from optcoll.cli.simulate import add_simulator_options
+
+NAME = "plan"
+HELP = "the fastest schedule at every message size under the simulator, and its gap to the bound"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES
+
+    parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
+    add_reader_options(parser)
+    parser.add_argument(
+        "--collective",
+        default="allgather",
+        type=collective_name,
+        metavar="C",
+        help="allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=message_size,
+        nargs="+",
+        metavar="SIZE",
+        help="message sizes (default 1K 4K ... 4G)",
+    )
+    parser.add_argument(
+        "--runtime",
+        default=DEFAULT_RUNTIME,
+        choices=tuple(RUNTIMES),
+        help=f"MSCCL runtime the --export files are for (default {DEFAULT_RUNTIME})",
+    )
+    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
+    add_simulator_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="PNG", help="draw time and algbw vs message size")
+    parser.add_argument(
+        "--export", metavar="DIR", help="write the MSCCL file of each size band into DIR"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite existing output files")
+
+
+def run(args: argparse.Namespace) -> int:
+    from optcoll.io import load_topology
+    from optcoll.output import check_output, input_files, require_suffix
+    from optcoll.plan import candidates, plan
+    from optcoll.plot import PICTURE_SUFFIXES
+    from optcoll.simulate import DEFAULT_LATENCY, SIZES
+    from optcoll.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+
+    inputs = input_files(args.topo)
+    if args.plot:
+        require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
+        check_output(args.plot, force=args.force, inputs=inputs)
+    topology = load_topology(args.topo, **reader_options(args))
+    if args.root is not None and args.root not in topology.compute_nodes:
+        from optcoll.exceptions import ScheduleError
+
+        raise ScheduleError(f"--root {args.root!r} is not a compute node of {topology.name}")
+    sizes = sorted(set(args.sizes or SIZES))
+    options = candidates(topology, args.collective, root=args.root)
+    rows = plan(
+        topology,
+        args.collective,
+        sizes,
+        root=args.root,
+        overhead=DEFAULT_OVERHEAD if args.overhead is None else args.overhead,
+        slice_bytes=DEFAULT_SLICE if args.slice is None else args.slice,
+        default_latency=DEFAULT_LATENCY if args.latency is None else args.latency,
+        progress=sys.stderr.isatty(),
+        options=options,
+    )
+    files = _export(args, options, rows, inputs) if args.export else []
+    if args.plot:
+        _plot(args, topology, rows, inputs)
+    if args.json:
+        print_json({"sizes": [row.to_dict() for row in rows]})
+        return 0
+    _table(args, topology, rows)
+    for path in files:
+        print(f"wrote {path}")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
+    methods = [m for m, _ in rows[0].candidates]
+    print(
+        f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
+        "simulated time (µs) of every candidate, * the fastest"
+    )
+    width = max(12, *(len(m) + 1 for m in methods))
+    print(
+        f"{'size':>6}  "
+        + "".join(f"{m:>{width}}" for m in methods)
+        + f"  {'bound (µs)':>12}  {'ratio':>8}"
+    )
+    for row in rows:
+        cells = "".join(
+            f"{'-' if t is None else f'{t:.3f}' + ('*' if m == row.method else ' '):>{width}}"
+            for m, t in row.candidates
+        )
+        print(f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>12.3f}  {row.ratio:>8.4f}")
+
+
+def _export(
+    args: argparse.Namespace, options: list[Any], rows: list[Any], inputs: list[Path]
+) -> list[Path]:
+    """The MSCCL file of every size band among the candidates that are schedules."""
+    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.runtimes import runtime_profile
+    from optcoll.output import check_output, write_output
+    from optcoll.plan import size_bands
+
+    profile = runtime_profile(args.runtime)
+    schedules = {o.method: o.schedule for o in options if o.schedule is not None}
+    files = []
+    for method, low, high in size_bands(rows, list(schedules)):
+        schedule = schedules[method]
+        stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
+        band = f"{low}-{'max' if high is None else high}B"
+        for placement in placements(schedule.collective, profile):
+            program = msccl_program(
+                schedule, runtime=profile, placement=placement, min_bytes=low, max_bytes=high
+            )
+            where = "" if placement == "both" else f".{placement}"
+            path = Path(args.export) / f"{args.collective}.{band}.{stem}{where}.xml"
+            files.append((path, program.text))
+    for path, _ in files:
+        check_output(path, force=args.force, inputs=inputs)
+    for path, text in files:
+        write_output(path, text, force=args.force, inputs=inputs)
+    return [path for path, _ in files]
+
+
+def _plot(args: argparse.Namespace, topology: Any, rows: list[Any], inputs: list[Path]) -> None:
+    from matplotlib.figure import Figure
+
+    from optcoll.plot import plot_algbw_curves, save_figure
+
+    sizes = [row.size for row in rows]
+    times = {
+        m: [math.nan if row.candidates[i][1] is None else row.candidates[i][1] for row in rows]
+        for i, (m, _) in enumerate(rows[0].candidates)
+    }
+    times["lower bound"] = [row.lower_bound_us for row in rows]
+    figure = Figure(figsize=(11, 4.5), layout="constrained")
+    left, right = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
+    plot_algbw_curves(
+        {m: (sizes, t) for m, t in times.items()},
+        ax=left, ylabel="time (µs)", logy=True, title=f"{args.collective} on {topology.name}",
+    )  # fmt: skip
+    plot_algbw_curves(
+        {m: (sizes, [s / u / 1000 for s, u in zip(sizes, t, strict=True)]) for m, t in times.items()},
+        ax=right, ylabel=f"algbw ({topology.bandwidth_unit})", title="simulated, with the lower bound",
+    )  # fmt: skip
+    for axes in (left, right):
+        axes.get_lines()[-1].set_linestyle("--")
+        axes.get_lines()[-1].set_color("black")
+        axes.legend(fontsize=8)
+    save_figure(figure, args.plot, dpi=120, force=args.force, inputs=inputs)

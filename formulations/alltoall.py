@@ -48,21 +48,22 @@ Examples
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import pulp
 
 from formulations.multicommodity import Commodity, build_multicommodity, solve_multicommodity
+from formulations.network import Network
 from formulations.solve import SolverReport
-from optcoll.topology import Topology
 
 __all__ = ["alltoall_commodities", "build_alltoall", "AlltoallResult", "alltoall_optimum"]
 
 Arc = tuple[str, str]
 
 
-def alltoall_commodities(compute_nodes: tuple[str, ...]) -> list[Commodity]:
+def alltoall_commodities(compute_nodes: Sequence[str]) -> list[Commodity]:
     """One unicast commodity per compute source, one unit to every other compute node.
 
     Examples
@@ -73,7 +74,7 @@ def alltoall_commodities(compute_nodes: tuple[str, ...]) -> list[Commodity]:
     return [Commodity(s, {d: 1 for d in compute_nodes if d != s}) for s in compute_nodes]
 
 
-def build_alltoall(topology: Topology, form: str = "time") -> pulp.LpProblem:
+def build_alltoall(topology: Network, form: str = "time") -> pulp.LpProblem:
     """The source-aggregated all-to-all LP of ``topology`` (nothing is solved).
 
     Variables ``t`` (or ``lam`` in the rate form) and ``f_K_A`` (flow of compute
@@ -120,7 +121,7 @@ class AlltoallResult:
 
 
 def alltoall_optimum(
-    topology: Topology, *, form: str = "time", time_limit: float | None = None
+    topology: Network, *, form: str = "time", time_limit: float | None = None
 ) -> AlltoallResult:
     """Solve the all-to-all LP of ``topology`` and return t* exactly with its certificate.
 

@@ -10,7 +10,8 @@ set ``S`` missing some compute node, so the optimum is
     r* = max_S |S ∩ Vc| / B+(S)
 
 (ForestColl, arXiv 2402.06787). The model uses the integer-scaled
-capacities of :meth:`~optcoll.topology.Topology.integer_capacities`, so its
+capacities of the network's ``integer_capacities()``
+(:class:`~formulations.network.Network`), so its
 optimum is ``r* * unit``.
 
 From the duals: the potentials of each sink's conservation rows, cut at any
@@ -47,10 +48,9 @@ import pulp
 
 from formulations.errors import MethodError, ReconstructionError
 from formulations.exact_lp import FLOAT_EXACT_LIMIT, solve_proved
+from formulations.network import Arc, Network
 from formulations.solve import LpResult, SolverReport
 from formulations.usable_capacity import add_forwarding_rows
-from optcoll.forwardable import short_switches
-from optcoll.topology import Link, Topology
 
 __all__ = ["build_congestion", "congestion_bound", "lp_cut_ratio", "CongestionResult", "FORMS"]
 
@@ -63,7 +63,7 @@ def _flow_row(sink: int, node: int) -> str:
 FORMS = ("time", "rate")
 
 
-def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
+def build_congestion(topology: Network, form: str = "time") -> pulp.LpProblem:
     """The congestion LP of ``topology`` (no side effects; nothing is solved).
 
     ``form="time"`` (default) is the model as stated: minimise ``t`` with
@@ -105,7 +105,7 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
     arcs = list(caps)
     index = {u: i for i, u in enumerate(topology.node_ids)}
     compute = set(topology.compute_nodes)
-    n = topology.num_compute
+    n = len(topology.compute_nodes)
     timed = form == "time"
     sense = pulp.LpMinimize if timed else pulp.LpMaximize
     problem = pulp.LpProblem(f"congestion_{form}", sense)
@@ -113,7 +113,7 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
     problem.setObjective(pulp.LpAffineExpression([(scale, 1.0)]))
     shared = (
         _forwardable_capacity(problem, topology, arcs, caps, scale)
-        if short_switches(topology)
+        if topology.short_switches()
         else None
     )
     for k, sink in enumerate(topology.compute_nodes):
@@ -156,7 +156,7 @@ def build_congestion(topology: Topology, form: str = "time") -> pulp.LpProblem:
 
 def _forwardable_capacity(
     problem: pulp.LpProblem,
-    topology: Topology,
+    topology: Network,
     arcs: list[tuple[str, str]],
     caps: Mapping[tuple[str, str], int],
     scale: pulp.LpVariable,
@@ -189,8 +189,10 @@ class CongestionResult:
     certifies it (``|S ∩ Vc| / topology.cut_bandwidth(S) == cut_ratio``),
     ``scaled_ratio`` the LP's float value of ``r* * unit`` (the optimum of the
     time form, the inverse optimum of the rate form). ``usable`` is the
-    topology whose bandwidths the cut is measured in: ``topology`` itself, or
-    the LP's exact forwardable capacity when a switch is short of in-capacity.
+    bandwidth (exact, positive arcs only) the cut is measured in: the network's
+    own, or the LP's exact forwardable capacity when a switch is short of
+    in-capacity (:meth:`optcoll.topology.Topology.with_capacity` makes it a
+    topology).
     """
 
     cut_ratio: Fraction
@@ -199,11 +201,11 @@ class CongestionResult:
     unit: Fraction
     form: str
     report: SolverReport
-    usable: Topology = field(repr=False)
+    usable: Mapping[Arc, Fraction] = field(repr=False)
 
 
 def congestion_bound(
-    topology: Topology, *, form: str = "rate", time_limit: float | None = None
+    topology: Network, *, form: str = "rate", time_limit: float | None = None
 ) -> CongestionResult:
     """Build and solve the congestion LP; return r* exactly with its certifying cut.
 
@@ -237,19 +239,11 @@ def congestion_bound(
     where = f"congestion LP ({form} form) on {topology.name!r}"
     result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
     value = primal["t"] if form == "time" else 1 / primal["lam"]
-    usable = topology
     capacity: Mapping[tuple[str, str], int | Fraction] = caps
-    if short_switches(topology):  # the cut is a bottleneck of the LP's forwardable capacity
+    if topology.short_switches():  # the cut is a bottleneck of the LP's forwardable capacity
         per = value if form == "time" else Fraction(1)
         capacity = {arc: primal.get(f"g_{a}", Fraction(0)) / per for a, arc in enumerate(caps)}
-        usable = Topology(
-            topology.name,
-            topology.nodes,
-            [Link(u, v, c * unit) for (u, v), c in capacity.items() if c > 0],
-            topology.bandwidth_unit,
-            topology.description,
-            topology.rank_order,
-        )
+    usable = {arc: c * unit for arc, c in capacity.items() if c > 0}
     count, bandwidth, cut = _best_dual_cut(topology, capacity, result)
     best = Fraction(count, bandwidth)
     if best != value:
@@ -258,13 +252,11 @@ def congestion_bound(
             f"duality) is not the ratio {best} of the best cut recovered from the duals"
         )
     scaled = result.objective if form == "time" else 1.0 / result.objective
-    ratio = Fraction(count) / usable.cut_bandwidth(cut)
-    assert ratio == best / unit, "scaled and unscaled cut ratios disagree"
-    return CongestionResult(ratio, cut, scaled, unit, form, result.report, usable)
+    return CongestionResult(best / unit, cut, scaled, unit, form, result.report, usable)
 
 
 def lp_cut_ratio(
-    topology: Topology, *, form: str = "rate", time_limit: float | None = None
+    topology: Network, *, form: str = "rate", time_limit: float | None = None
 ) -> tuple[Fraction, frozenset[str]]:
     """r* of ``topology`` by the congestion LP, exact, with a bottleneck cut S.
 
@@ -282,7 +274,7 @@ def lp_cut_ratio(
 
 
 def _best_dual_cut(
-    topology: Topology, caps: Mapping[tuple[str, str], int | Fraction], result: LpResult
+    topology: Network, caps: Mapping[tuple[str, str], int | Fraction], result: LpResult
 ) -> tuple[int, int | Fraction, frozenset[str]]:
     """The level set of the sinks' dual potentials with the largest exact cut ratio.
 
@@ -295,7 +287,7 @@ def _best_dual_cut(
         out_arcs[u].append((v, c))
         in_arcs[v].append((u, c))
     compute = set(topology.compute_nodes)
-    n = topology.num_compute
+    n = len(compute)
     best: tuple[int, int | Fraction, frozenset[str]] | None = None
     for k in range(n):
         potential = {

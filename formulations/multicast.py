@@ -46,8 +46,8 @@ from formulations.multicommodity import (
     build_multicommodity,
     solve_multicommodity,
 )
+from formulations.network import Network
 from formulations.solve import SolverReport
-from optcoll.topology import Topology
 
 __all__ = ["build_multicast", "multicast_bound", "MulticastResult", "MAX_FLOW_VARIABLES"]
 
@@ -57,20 +57,21 @@ MAX_FLOW_VARIABLES = 400_000
 Arc = tuple[str, str]
 
 
-def _roots(topology: Topology) -> list[Commodity]:
+def _roots(topology: Network) -> list[Commodity]:
     """One multicast commodity per compute root, to every other compute node."""
     compute = topology.compute_nodes
-    size = len(compute) * (len(compute) - 1) * len(topology.capacity)
+    arcs = len(topology.integer_capacities()[0])
+    size = len(compute) * (len(compute) - 1) * arcs
     if size > MAX_FLOW_VARIABLES:
         raise MethodError(
             f"the multicast LP of {topology.name!r} would have {size} flow variables "
-            f"(N={len(compute)}, {len(topology.capacity)} arcs; at most {MAX_FLOW_VARIABLES}); "
+            f"(N={len(compute)}, {arcs} arcs; at most {MAX_FLOW_VARIABLES}); "
             f"use the congestion LP (formulations.congestion) for topologies of this size"
         )
     return [Commodity(root, {w: 1 for w in compute if w != root}, copies=True) for root in compute]
 
 
-def build_multicast(topology: Topology) -> pulp.LpProblem:
+def build_multicast(topology: Network) -> pulp.LpProblem:
     """The multicast LP of ``topology`` (no side effects; nothing is solved).
 
     The names are those of :func:`formulations.multicommodity.build_multicommodity`
@@ -116,7 +117,7 @@ class MulticastResult:
     report: SolverReport
 
 
-def multicast_bound(topology: Topology, *, time_limit: float | None = None) -> MulticastResult:
+def multicast_bound(topology: Network, *, time_limit: float | None = None) -> MulticastResult:
     """Build and solve the multicast LP; return its exact optimum and each root's capacity.
 
     The rate form is solved (better scaled when bandwidths carry many

@@ -57,7 +57,7 @@ import numpy as np
 
 from optcoll.arguments import text_argument, topology_argument
 from optcoll.exceptions import MethodError, SolveError
-from optcoll.forwardable import forwardable_topology, short_switches
+from optcoll.forwardable import forwardable_topology
 from optcoll.maxflow import FlowNetwork, IntVector
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
@@ -245,7 +245,7 @@ class CutRatio:
             "cut_compute": self.cut_compute,
             "cut_bandwidth": fraction_text(self.cut_bandwidth),
             "cut_description": self.describe_cut(),
-            "short_switches": short_switches(self.topology),
+            "short_switches": self.topology.short_switches(),
             "method": self.method,
             "seconds": self.seconds,
             "stats": dict(self.stats),
@@ -320,9 +320,9 @@ def _check_forwardable(topology: Topology, usable: Topology) -> None:
         c > topology.capacity.get(arc, 0) for arc, c in usable.capacity.items()
     ):
         raise SolveError("internal error: the usable capacity exceeds the topology's")
-    if short_switches(usable):
+    if usable.short_switches():
         raise SolveError(
-            f"internal error: switch {short_switches(usable)[0]!r} sends more than it receives"
+            f"internal error: switch {usable.short_switches()[0]!r} sends more than it receives"
         )
 
 
@@ -608,10 +608,10 @@ def _brute_force_cut_ratio(topology: Topology) -> _Solved:
             f"{BRUTE_FORCE_MAX_NODES} nodes; topology {topology.name!r} has {n}. "
             "Use method 'combinatorial'."
         )
-    if short_switches(topology):
+    if topology.short_switches():
         raise MethodError(
             f"method 'brute-force' enumerates cuts of the full link bandwidths, but switch "
-            f"{short_switches(topology)[0]!r} of {topology.name!r} has less bandwidth in than "
+            f"{topology.short_switches()[0]!r} of {topology.name!r} has less bandwidth in than "
             f"out (what it cannot receive it cannot forward); use method 'combinatorial' or 'lp'"
         )
     caps, unit = topology.integer_capacities()
@@ -650,4 +650,5 @@ def _lp_cut_ratio(topology: Topology) -> _Solved:
     from formulations.congestion import congestion_bound
 
     result = congestion_bound(topology)
-    return result.cut_ratio, frozenset(result.cut), {}, result.usable
+    usable = topology.with_capacity(result.usable) if topology.short_switches() else topology
+    return result.cut_ratio, frozenset(result.cut), {}, usable

@@ -55,7 +55,7 @@ from optcoll.arguments import (
     topology_argument,
 )
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
-from optcoll.forwardable import forwardable_topology, short_switches
+from optcoll.forwardable import forwardable_topology
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.schedule import Schedule, canonical_collective
@@ -315,7 +315,7 @@ def broadcast_usable(topology: Topology, root: str) -> Topology:
     >>> 1 / collective_lower_bound(usable, "broadcast", "a")  # w splits its 100 in two
     Fraction(60, 1)
     """
-    if not short_switches(topology):
+    if not topology.short_switches():
         return topology
 
     def separate(candidate: Topology) -> tuple[Fraction, frozenset[str]]:

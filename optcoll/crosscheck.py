@@ -43,7 +43,6 @@ from typing import Any
 
 from optcoll.arguments import collective_argument, topology_argument
 from optcoll.exceptions import ArgumentError, MethodError, OptCollError
-from optcoll.forwardable import short_switches
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
 
@@ -299,7 +298,7 @@ _METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
     (
         "brute-force",
         "bound",
-        lambda t: len(t.node_ids) <= BRUTE_FORCE_MAX_NODES and not short_switches(t),
+        lambda t: len(t.node_ids) <= BRUTE_FORCE_MAX_NODES and not t.short_switches(),
         _brute_force,
     ),
     (

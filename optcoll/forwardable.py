@@ -43,26 +43,12 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from optcoll.exceptions import SolveError
-from optcoll.topology import Link, Topology
+from optcoll.topology import Topology
 
-__all__ = ["short_switches", "forwardable_topology", "MAX_ROUNDS"]
+__all__ = ["forwardable_topology", "MAX_ROUNDS"]
 
 #: Cutting-plane rounds before giving up (each adds one cut; tens suffice in practice).
 MAX_ROUNDS = 500
-
-
-def short_switches(topology: Topology) -> list[str]:
-    """The switches with less bandwidth in than out, in declaration order.
-
-    Examples
-    --------
-    >>> from optcoll.topologies import build
-    >>> short_switches(build("dgx-a100:2"))
-    []
-    """
-    return [
-        w for w in topology.switch_nodes if topology.in_bandwidth(w) < topology.out_bandwidth(w)
-    ]
 
 
 def forwardable_topology(
@@ -93,7 +79,7 @@ def forwardable_topology(
     ReconstructionError
         If a master LP's optimum is not proved exactly.
     """
-    if not short_switches(topology):
+    if not topology.short_switches():
         return topology, 0
     from formulations.usable_capacity import best_forwardable_capacity
 
@@ -113,15 +99,7 @@ def forwardable_topology(
         positive = {arc: x * unit for arc, x in g.items() if x > 0}
         cut = _unreachable_cut(sources, compute, positive)
         if cut is None:
-            links = [Link(u, v, c) for (u, v), c in positive.items()]
-            usable = Topology(
-                topology.name,
-                topology.nodes,
-                links,
-                topology.bandwidth_unit,
-                topology.description,
-                topology.rank_order,
-            )
+            usable = topology.with_capacity(positive)
             ratio, bottleneck = separate(usable)
             if ratio * unit * lam == 1:
                 return usable, rounds

@@ -69,7 +69,6 @@ import numpy as np
 from optcoll.arguments import count_argument, instance_argument, topology_argument
 from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.exceptions import SolveError
-from optcoll.forwardable import short_switches
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.rational import fraction_text
@@ -585,7 +584,7 @@ def fixed_k_capacity(
     topology_argument(topology)
     k = count_argument(k, "k")
     usable = topology
-    if ratio is None or short_switches(topology):
+    if ratio is None or topology.short_switches():
         bound = optimal_cut_ratio(topology)
         ratio, usable = bound.ratio, bound.usable
     caps, unit = usable.integer_capacities()

@@ -475,6 +475,46 @@ class Topology:
             Fraction(0),
         )
 
+    def short_switches(self) -> list[str]:
+        """The switches with less bandwidth in than out, in declaration order.
+
+        What such a switch cannot receive it cannot forward (see :mod:`optcoll.forwardable`).
+
+        Examples
+        --------
+        >>> t = Topology("t", [Node("a"), Node("b"), Node("w", "switch")],
+        ...              [Link("a", "w", 1), Link("w", "b", 2), Link("b", "a", 1)])
+        >>> t.short_switches()
+        ['w']
+        """
+        ingress, egress = self._node_bandwidths
+        return [w for w in self.switch_nodes if ingress[w] < egress[w]]
+
+    def with_capacity(self, capacity: Mapping[tuple[str, str], Fraction | int]) -> Topology:
+        """This topology's nodes with one link per arc of positive ``capacity`` instead.
+
+        Name, bandwidth unit, description and rank order are kept; latencies are
+        not. Used for the part of the capacity a schedule can use
+        (:func:`optcoll.forwardable.forwardable_topology`).
+
+        Examples
+        --------
+        >>> t = Topology("t", [Node("a"), Node("b"), Node("w", "switch")],
+        ...              [Link("a", "w", 1), Link("w", "b", 2), Link("b", "a", 1)])
+        >>> usable = t.with_capacity({("a", "w"): 1, ("w", "b"): 1, ("b", "a"): 1})
+        >>> usable.capacity[("w", "b")], usable.short_switches()
+        (Fraction(1, 1), [])
+        """
+        links = [Link(u, v, c) for (u, v), c in capacity.items() if c > 0]
+        return Topology(
+            self.name,
+            self.nodes,
+            links,
+            self.bandwidth_unit,
+            self.description,
+            self.rank_order,
+        )
+
     @cached_property
     def content_hash(self) -> str:
         """A short hash of what a schedule depends on: nodes, types, link capacities, unit.

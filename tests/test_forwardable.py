@@ -22,7 +22,6 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.collectives import broadcast, collective_lower_bound
 from optcoll.crosscheck import crosscheck
-from optcoll.forwardable import short_switches
 from optcoll.io import save_topology
 from optcoll.packing import pack_arborescences
 from optcoll.topologies import build
@@ -73,7 +72,7 @@ def test_random_short_switches_agree_with_the_multicast_lp(topology):
     check = crosscheck(topology)
     assert check.agree, check.disagreement
     assert check.reference == truth
-    assert ("brute-force" in check.skipped) == bool(short_switches(topology))
+    assert ("brute-force" in check.skipped) == bool(topology.short_switches())
 
 
 def _raw_cut_ratio(topology: Topology) -> Fraction:
@@ -105,7 +104,7 @@ def _switch_with_100_in_and_200_out() -> Topology:
 
 def test_a_switch_with_100_in_and_200_out(tmp_path, capsys):
     topology = _switch_with_100_in_and_200_out()
-    assert short_switches(topology) == ["w"]
+    assert topology.short_switches() == ["w"]
     # w forwards at most the 100 it receives, x to b and 100 - x to c: {a, w, b} sends
     # 2 shards over 100 - x + 10 and {a, w, c} over x + 10, so x = 50 and r* = 2/60
     assert _check_everything(topology) == Fraction(1, 30)
@@ -153,7 +152,7 @@ def _degraded_dgx_h100_4(bandwidth: int) -> Topology:
 @pytest.mark.slow
 def test_dgx_h100_4_with_a_one_direction_nic_degradation(tmp_path, capsys):
     topology = _degraded_dgx_h100_4(25)
-    assert short_switches(topology) == ["b0.nic0"]
+    assert topology.short_switches() == ["b0.nic0"]
     bound = optimal_cut_ratio(topology)
     assert bound.algbw_exact == Fraction(15800, 31)  # 509.677 GB/s; the raw cut ratio says 516.129
     assert optimal_cut_ratio(topology, method="lp").ratio == bound.ratio

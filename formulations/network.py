@@ -1,0 +1,59 @@
+"""What the models read of a network: a structural type, so they import no topology class.
+
+:class:`optcoll.topology.Topology` satisfies :class:`Network` as it is (``typing``
+matches members, not base classes); any object with these members does. The
+models read node ids and the integer-scaled capacities, nothing else, and raise
+their own errors naming ``name``.
+
+Examples
+--------
+>>> from fractions import Fraction
+>>> class Pair:
+...     name = "pair"
+...     node_ids = compute_nodes = ("a", "b")
+...     switch_nodes = ()
+...     def integer_capacities(self):
+...         return {("a", "b"): 1, ("b", "a"): 1}, Fraction(25)
+...     def short_switches(self):
+...         return []
+>>> from formulations.congestion import lp_cut_ratio
+>>> lp_cut_ratio(Pair())
+(Fraction(1, 25), frozenset({'a'}))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Protocol
+
+__all__ = ["Network", "Arc"]
+
+#: A directed arc ``(tail, head)`` between two node ids.
+Arc = tuple[str, str]
+
+
+class Network(Protocol):
+    """A network as the models see it (:class:`optcoll.topology.Topology` is one).
+
+    ``node_ids`` lists every node, ``compute_nodes`` the compute nodes (in rank
+    order) and ``switch_nodes`` the rest; ``integer_capacities()`` gives every
+    arc's capacity as an integer and the bandwidth one integer unit stands for;
+    ``short_switches()`` the switches with less capacity in than out.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def node_ids(self) -> Sequence[str]: ...
+
+    @property
+    def compute_nodes(self) -> Sequence[str]: ...
+
+    @property
+    def switch_nodes(self) -> Sequence[str]: ...
+
+    def integer_capacities(self) -> tuple[Mapping[Arc, int], Fraction]: ...
+
+    def short_switches(self) -> Sequence[str]: ...

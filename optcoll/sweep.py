@@ -109,7 +109,9 @@ def _alltoall_optimum(topology: Topology) -> str:
 def _time_factor_k1(topology: Topology) -> str:
     from optcoll.packing import pack_arborescences
 
-    return fraction_text(pack_arborescences(topology, k=1, shape=False).time_factor)
+    schedule = pack_arborescences(topology, k=1, shape=False)
+    assert schedule.time_factor is not None, "a packed schedule knows its time factor"
+    return fraction_text(schedule.time_factor)
 
 
 #: Every quantity a sweep computes: name -> column type and computation. ``cut_ratio``

@@ -232,6 +232,7 @@ def share_topology(
         [Link(u, v, c) for (u, v), c in used],
         topo.bandwidth_unit,
         f"group {index}'s share of {topo.name} at the concurrent optimum",
+        [v for v in topo.compute_nodes if v in members],
     )
 
 

@@ -116,3 +116,18 @@ def test_exports_write_the_rank_order_and_follow_it(tmp_path, collective):
                            "-o", str(tmp_path / "s.json")])  # fmt: skip
     assert status == 0, err
     assert json.loads((tmp_path / "s.json").read_text())["compute_nodes"] == order
+
+
+def test_views_of_a_topology_keep_its_rank_order(tmp_path):
+    from fractions import Fraction
+
+    from optcoll.group_schedule import share_topology
+    from optcoll.groups import make_groups
+    from optcoll.resilience import failed_topology
+
+    topo = load_topology(str(_ring_file(tmp_path, ["n3", "n2", "n1", "n0"])))
+    groups = make_groups(topo, [["n0", "n2"]], relay="any")
+    assert groups.group_topology(0).compute_nodes == ("n2", "n0")
+    loads = {arc: Fraction(1) for arc in topo.capacity}
+    assert share_topology(groups, 0, loads, Fraction(1)).compute_nodes == ("n2", "n0")
+    assert failed_topology(topo, ["n1"]).compute_nodes == ("n3", "n2", "n0")

@@ -3,9 +3,11 @@
 One module per model; each ``build_*`` function returns a :class:`pulp.LpProblem`
 without side effects, and :func:`formulations.solve.solve` solves any of them
 into a typed result (status enum, objective, primal values, duals, report).
-Floating-point optima are brought back to exact fractions by
-:mod:`optcoll.rational` and :mod:`optcoll.linear_system` and re-verified exactly. No graph algorithm lives
-here: pricing uses networkx's Edmonds implementation.
+Floating-point optima are brought back to exact fractions (the exact basis
+solve of :mod:`optcoll.linear_system`) and re-verified exactly. The models read
+plain data (node lists, capacity maps) or a :class:`~formulations.network.Network`
+(which :class:`optcoll.topology.Topology` satisfies) and raise the errors of
+:mod:`formulations.errors`.
 
 - :mod:`formulations.congestion`: the congestion-bound LP; r* with a certifying
   cut (:func:`~formulations.congestion.lp_cut_ratio`).
@@ -19,7 +21,9 @@ here: pricing uses networkx's Edmonds implementation.
   (:func:`~formulations.alltoall.alltoall_optimum`), source-aggregated.
 - :mod:`formulations.path_flow`: the same concurrent-flow optimum over paths, by
   column generation with shortest-path pricing (the independent second method).
-- :mod:`formulations.solve`: the solver front door and model export (``.mps``/``.lp``).
+- :mod:`formulations.solve`: the solver front door and model text (``.mps``/``.lp``).
+- :mod:`formulations.network`: what the models read of a network (a Protocol).
+- :mod:`formulations.errors`: the errors the models raise, :class:`OptCollError` first.
 - :mod:`formulations.exact_lp`: the exact vertex and duals of the final basis, and
   the exact LP-duality check that proves them optimal.
 

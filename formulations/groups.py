@@ -65,12 +65,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formulations.errors import MethodError
 from formulations.multicast import MAX_FLOW_VARIABLES
 from formulations.multicommodity import Commodity, solve_multicommodity
-from optcoll.rational import fraction_text
 
 if TYPE_CHECKING:
     from optcoll.groups import ProcessGroups
@@ -131,33 +130,6 @@ class ConcurrentGroups:
     time_factor: Fraction
     loads: dict[int, dict[Arc, Fraction]]
     lengths: dict[Arc, Fraction]
-
-    def binding_links(self) -> tuple[dict[str, Any], ...]:
-        """The links with nonzero duals, each with its dual and the groups' shares of it.
-
-        A group's ``share`` is its load on the link over ``t* bw``; the shares
-        of a binding link add up to 1.
-        """
-        bandwidth = self.groups.topology.capacity
-        full = self.time_factor
-        rows = []
-        for arc, length in self.lengths.items():
-            shares = {
-                g: load[arc] / (full * bandwidth[arc])
-                for g, load in sorted(self.loads.items())
-                if load.get(arc)
-            }
-            rows.append(
-                {
-                    "src": arc[0],
-                    "dst": arc[1],
-                    "bandwidth": fraction_text(bandwidth[arc]),
-                    "dual": fraction_text(length),
-                    "groups": list(shares),
-                    "shares": [fraction_text(s) for s in shares.values()],
-                }
-            )
-        return tuple(rows)
 
 
 def concurrent_optimum(

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -68,6 +68,9 @@ from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ArgumentError, GroupError
 from optcoll.rational import fraction_text
 from optcoll.topology import Link, Node, Topology
+
+if TYPE_CHECKING:
+    from formulations.groups import ConcurrentGroups
 
 __all__ = [
     "RELAYS",
@@ -606,7 +609,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
     assert worst is not None
     t, component = worst
     if component in solved:
-        binding, method = solved[component].binding_links(), "lp"
+        binding, method = _binding_links(solved[component]), "lp"
     else:
         (index,) = component
         cut = alone[index].cut
@@ -617,3 +620,30 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
         )
         method = "combinatorial" if alone[index].exact_by == "cut" else "lp"
     return GroupsBound(groups, t, alone, component, binding, method, time.perf_counter() - start)
+
+
+def _binding_links(solved: ConcurrentGroups) -> tuple[dict[str, Any], ...]:
+    """The links with nonzero duals, each with its dual and the groups' shares of it.
+
+    A group's ``share`` is its load on the link over ``t* bw``; the shares of a
+    binding link add up to 1.
+    """
+    bandwidth = solved.groups.topology.capacity
+    rows = []
+    for arc, length in solved.lengths.items():
+        shares = {
+            g: load[arc] / (solved.time_factor * bandwidth[arc])
+            for g, load in sorted(solved.loads.items())
+            if load.get(arc)
+        }
+        rows.append(
+            {
+                "src": arc[0],
+                "dst": arc[1],
+                "bandwidth": fraction_text(bandwidth[arc]),
+                "dual": fraction_text(length),
+                "groups": list(shares),
+                "shares": [fraction_text(s) for s in shares.values()],
+            }
+        )
+    return tuple(rows)

@@ -114,18 +114,16 @@ def test_no_import_cycle_among_modules():
     assert _cycles(_import_graph()) == []
 
 
-#: What the model layer (formulations) may use of optcoll: the data model, exact
-#: arithmetic, errors, safe output, and two graph routines its models need (the pricing
-#: arborescence and the short-switch test). Everything above them (bound, packing,
-#: schedules, export, CLI) calls formulations, never the reverse.
+#: What the model layer (formulations) still uses of optcoll: exact arithmetic
+#: (integer_scaling, reconstruct_cut_ratio, the exact basis solve) and the pricing
+#: arborescence, which the exact LP step (formulations.exact_lp) and the tree-packing
+#: column generation need. Errors (formulations.errors), the network the models read
+#: (formulations.network, a Protocol Topology satisfies), model files and the
+#: short-switch test no longer come from optcoll; nothing may be added here.
 FORMULATIONS_MAY_IMPORT = {
-    "optcoll.exceptions",
-    "optcoll.topology",
     "optcoll.rational",
     "optcoll.linear_system",
-    "optcoll.output",
     "optcoll.arborescence",
-    "optcoll.forwardable",
 }
 
 

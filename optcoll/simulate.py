@@ -2,7 +2,8 @@
 
 Time for an ``M``-byte collective (bandwidths in GB/s, latencies in µs)::
 
-    time(M) = alpha + data(M) * time_factor
+    time(M) = max(alpha + depth * o + max(data(M) * time_factor, (c * L + depth - 1) * s / b),
+                  steps * L * o)
 
 * ``time_factor`` is the exact bandwidth term: the max over links of the link's
   load divided by its bandwidth, loads counted in units of the data each piece
@@ -12,6 +13,16 @@ Time for an ``M``-byte collective (bandwidths in GB/s, latencies in µs)::
   ``default_latency`` for links that declare none) summed along the deepest
   root-to-leaf path of any tree, once per phase, because chunks are pipelined
   down the tree (a ring pays its slowest hop once per each of its ``N - 1`` steps).
+
+* the chunking terms (tree schedules; a baseline given only by its loads keeps
+  ``alpha + data(M) * time_factor``): a chunk of ``data(M) / k`` bytes goes in ``L``
+  slices of ``s`` bytes (at most ``slice_bytes``, the simulator's rule); ``depth`` is the
+  most tree edges on a root-to-leaf path (per phase, added), ``o`` the per-step overhead,
+  ``c`` the most chunks one tree carries, ``b`` the smallest bandwidth a tree uses, and
+  ``steps`` the most chunks one connection (sender, receiver) sends per slice. The first
+  slice pays ``o`` per edge on the way down, then the busiest link or the deepest
+  pipeline sets the pace, unless the busiest connection's steps alone take longer. This
+  is exact on a one-way ring, a pipelined chain and a star (the simulator's closed forms).
 
 ``algbw(M) = M / time(M)``; as ``M`` grows it tends to ``N / time_factor``
 (allgather family) or ``1 / time_factor`` (broadcast, reduce).
@@ -51,9 +62,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from optcoll.arguments import (
     collective_argument,
@@ -99,7 +112,7 @@ _EXACT_RING_SEARCH = 8
 
 @dataclass(frozen=True)
 class Cost:
-    """The cost of one method: ``time(M) = alpha + data(M) * time_factor``.
+    """The cost of one method (see the module docstring for the terms).
 
     Attributes
     ----------
@@ -111,6 +124,10 @@ class Cost:
         Exact bandwidth term in 1/(bandwidth unit), per ``data(M)``.
     alpha : Fraction
         Latency term in µs.
+    k, depth, max_chunks, slowest, steps
+        The chunking terms of a tree schedule (``depth = 0``: none): chunks per root,
+        most tree edges root to leaf (phases added), most chunks of one tree, 1 / the
+        smallest bandwidth used, most chunks one connection sends (phases added).
     """
 
     method: str
@@ -118,15 +135,36 @@ class Cost:
     num_compute: int
     time_factor: Fraction
     alpha: Fraction
+    k: int = 1
+    depth: int = 0
+    max_chunks: int = 1
+    slowest: Fraction = Fraction(0)
+    steps: int = 0
 
-    def seconds(self, size: float) -> float:
-        """Time in seconds for ``size`` bytes (bandwidths read as GB/s)."""
+    def seconds(
+        self,
+        size: float,
+        *,
+        overhead: float = 0.0,
+        slice_bytes: int | None = None,
+    ) -> float:
+        """Time in seconds for ``size`` bytes (bandwidths read as GB/s), with ``overhead``
+        µs per step and chunks sent in slices of at most ``slice_bytes`` (None: whole)."""
         data = size / self.num_compute if self.collective in _DATA_PER_NODE else size
-        return float(self.alpha) * 1e-6 + data / 1e9 * float(self.time_factor)
+        bandwidth = data / 1e9 * float(self.time_factor)
+        if self.depth == 0:
+            return float(self.alpha) * 1e-6 + bandwidth
+        chunk = data / self.k
+        count = 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
+        piece = chunk / count
+        pipeline = (self.max_chunks * count + self.depth - 1) * piece / 1e9 * float(self.slowest)
+        stepping = self.steps * count * overhead * 1e-6
+        start = (float(self.alpha) + self.depth * overhead) * 1e-6
+        return max(start + max(bandwidth, pipeline), stepping)
 
-    def algbw(self, size: float) -> float:
-        """Algorithm bandwidth ``size / time`` in GB/s."""
-        return size / self.seconds(size) / 1e9
+    def algbw(self, size: float, **runtime: Any) -> float:
+        """Algorithm bandwidth ``size / time`` in GB/s (``runtime``: see :meth:`seconds`)."""
+        return size / self.seconds(size, **runtime) / 1e9
 
     @property
     def asymptotic_algbw(self) -> float:
@@ -134,9 +172,9 @@ class Cost:
         scale = self.num_compute if self.collective in _DATA_PER_NODE else 1
         return float(scale / self.time_factor)
 
-    def curve(self, sizes: Iterable[int] = SIZES) -> list[tuple[int, float]]:
+    def curve(self, sizes: Iterable[int] = SIZES, **runtime: Any) -> list[tuple[int, float]]:
         """``[(M, algbw(M)), ...]``."""
-        return [(m, self.algbw(m)) for m in sizes]
+        return [(m, self.algbw(m, **runtime)) for m in sizes]
 
 
 def link_latencies(topology: Topology, default: Fraction = DEFAULT_LATENCY) -> dict[Arc, Fraction]:
@@ -214,10 +252,48 @@ def schedule_cost(
         alpha = max(_path_latency(p.path, latency) for r in schedule.routes for p in r.paths)
         return Cost(name, "alltoall", len(schedule.compute_nodes), factor, alpha)
     factor, alpha = Fraction(0), Fraction(0)
+    depth = steps = 0
     for reverse in PHASES[schedule.collective]:
         factor += phase_time_factor(topology, schedule.trees, schedule.k, reverse=reverse)
         alpha += _deepest(schedule.trees, latency, reverse=reverse)
-    return Cost(name, schedule.collective, len(schedule.compute_nodes), factor, alpha)
+        depth += max(_height(tree) for tree in schedule.trees)
+        sent: dict[tuple[str, str], int] = {}
+        for tree in schedule.trees:
+            for edge in tree.edges:
+                pair = (edge.dst, edge.src) if reverse else (edge.src, edge.dst)
+                sent[pair] = sent.get(pair, 0) + tree.chunks
+        steps += max(sent.values())
+    used = {
+        a for t in schedule.trees for e in t.edges for a in zip(e.path, e.path[1:], strict=False)
+    }
+    slowest = max(1 / topology.capacity[a] for a in used)
+    return Cost(
+        name,
+        schedule.collective,
+        len(schedule.compute_nodes),
+        factor,
+        alpha,
+        schedule.k,
+        depth,
+        max(t.chunks for t in schedule.trees),
+        slowest,
+        steps,
+    )
+
+
+def _height(tree: Tree) -> int:
+    """Most edges on a root-to-node path of ``tree``."""
+    level = {tree.root: 0}
+    pending = list(tree.edges)
+    while pending:
+        rest = [e for e in pending if e.src not in level]
+        for e in pending:
+            if e.src in level:
+                level[e.dst] = level[e.src] + 1
+        if len(rest) == len(pending):
+            raise SolveError(f"tree rooted at {tree.root!r} is not connected from its root")
+        pending = rest
+    return max(level.values())
 
 
 # --- routing ---------------------------------------------------------------------------
@@ -760,12 +836,13 @@ def compare_methods(
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
     ]
-    if collective == "allgather":
-        costs.append(ring_allgather(topology, default_latency=default_latency))
-        hierarchical = hierarchical_ring_allgather(topology, default_latency=default_latency)
-        if hierarchical is not None:
-            costs.append(hierarchical)
-    else:
-        costs.append(ring_allreduce(topology, default_latency=default_latency))
+    for ring in (ring_schedule(topology), hierarchical_ring_schedule(topology)):
+        if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
+            continue
+        if collective == "allreduce":
+            ring = allreduce(ring, topology)
+        method = str(ring.stats["method"])
+        costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
+    if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
     return costs

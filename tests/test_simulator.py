@@ -257,3 +257,28 @@ def test_cli_simulate_json_text_and_errors(tmp_path, capsys):
     bad.write_text("<algo")
     assert main(["simulate", "ring:4", str(bad)]) == 2
     assert "not well-formed" in capsys.readouterr().err
+
+
+def test_cost_model_with_chunking_is_exact_on_the_closed_forms():
+    """schedule_cost's chunked model agrees with the simulator on ring, chain and star."""
+    from optcoll.simulate import schedule_cost
+
+    ring = _ring(5, bandwidth=10, latency=2)
+    nodes = [f"g{i}" for i in range(5)]
+    chain = _uniform("chain", nodes, zip(nodes, nodes[1:], strict=False), 20, 0.5)
+    path = Tree(
+        "g0", 1, tuple(TreeEdge(a, b, (a, b)) for a, b in zip(nodes, nodes[1:], strict=False))
+    )
+    leaves = [f"g{i}" for i in range(6)]
+    star = _uniform("star", leaves, [(v, "sw") for v in leaves], 50, 0.25, switch="sw")
+    fan = Tree("g0", 1, tuple(TreeEdge("g0", v, ("g0", "sw", v)) for v in leaves[1:]))
+    cases = [
+        (ring, ring_schedule(ring), 3 * MiB, None),
+        (ring, ring_schedule(ring), 3 * MiB, 128 * 1024),
+        (chain, Schedule("broadcast", "c", tuple(nodes), 1, (path,), root="g0"), 4 * MiB, MiB // 4),
+        (star, Schedule("broadcast", "s", tuple(leaves), 1, (fan,), root="g0"), 4 * MiB, MiB // 2),
+    ]
+    for topo, schedule, size, piece in cases:
+        model = schedule_cost(topo, schedule).seconds(size, overhead=1.0, slice_bytes=piece) * 1e6
+        run = simulate_schedule(topo, schedule, size, overhead=1.0, slice_bytes=piece)
+        assert model == pytest.approx(run.time_us, rel=1e-12), schedule.topology

@@ -44,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
 
 
+def _runtime() -> dict[str, Any]:
+    """The simulator's default per-step overhead and slice, which the curves use too."""
+    from optcoll.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+
+    return {"overhead": DEFAULT_OVERHEAD, "slice_bytes": DEFAULT_SLICE}
+
+
 def run(args: argparse.Namespace) -> int:
 
     from optcoll.io import load_topology
@@ -71,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
                 "ratio_to_optimal": round(float(best.time_factor / cost.time_factor), 4),
                 "time_factor": fraction_text(cost.time_factor),
                 "latency_us": float(cost.alpha),
-                "curve": [{"bytes": m, "algbw": round(bw, 3)} for m, bw in cost.curve(sizes)],
+                "curve": [
+                    {"bytes": m, "algbw": round(bw, 3)} for m, bw in cost.curve(sizes, **_runtime())
+                ],
             }
         )
     if args.plot:
@@ -88,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     for row, cost in zip(rows, costs, strict=True):
         print(
             f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  "
-            f"{row['ratio_to_optimal']:>6.4f}  {cost.algbw(mid):>13.2f} {unit}"
+            f"{row['ratio_to_optimal']:>6.4f}  {cost.algbw(mid, **_runtime()):>13.2f} {unit}"
         )
     if args.plot:
         print(f"plot: {args.plot}")
@@ -109,7 +118,11 @@ def _plot_curves(
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for cost in costs:
         axes.plot(
-            sizes, [cost.algbw(m) for m in sizes], marker="o", markersize=3, label=cost.method
+            sizes,
+            [cost.algbw(m, **_runtime()) for m in sizes],
+            marker="o",
+            markersize=3,
+            label=cost.method,
         )
     axes.set_xscale("log", base=2)
     axes.set_xlabel("message size M (bytes)")

@@ -46,7 +46,22 @@ can be taken with every edge a simple path from a member to another member
 through non-members, which :attr:`~optcoll.groups.ProcessGroups.useful_arcs`
 keeps.
 
-Size: ``sum_g |g| (|g| - 1)`` flows, each over the group's useful links.
+**Symmetry.** Let σ_j be automorphisms of the topology (types, links and
+bandwidths kept) that map the groups onto the groups, the first group of the
+class onto group j. The LP with only the first group's variables ``x`` and
+group j's data taken as ``σ_j(x)`` (its flows mapped link by link; the
+capacity rows count every image) is the full LP restricted to such solutions,
+so its optimum is at least t*. It is at most t*: averaging an optimal solution
+over the group G the σ_j generate (``x̄_g = mean over τ in G of
+τ(x_{τ⁻¹ g})``) keeps every row (G permutes the links, the groups and their
+useful links) and the time, and gives ``x̄_{σ_j g} = σ_j(x̄_g)``. The reduced
+LP is proved exactly like the full one, the maps are checked link by link and
+group by group (:meth:`~optcoll.groups.ProcessGroups.automorphism`), and the
+expanded loads are rechecked against ``t* bw``; a schedule built from them is
+verified independently (:func:`optcoll.verify.verify_groups_schedule`).
+
+Size: ``sum_g |g| (|g| - 1)`` flows, each over the group's useful links (one
+group's with symmetry).
 
 Examples
 --------
@@ -79,8 +94,15 @@ __all__ = ["group_commodities", "ConcurrentGroups", "concurrent_optimum"]
 Arc = tuple[str, str]
 
 
-def group_commodities(groups: ProcessGroups, indices: Iterable[int]) -> list[tuple[int, Commodity]]:
+def group_commodities(
+    groups: ProcessGroups,
+    indices: Iterable[int],
+    images: tuple[dict[Arc, Arc], ...] = (),
+) -> list[tuple[int, Commodity]]:
     """One multicast commodity per root of each group in ``indices``, with its group's index.
+
+    ``images``: arc maps under which each commodity stands for copies of itself
+    (:class:`~formulations.multicommodity.Commodity`).
 
     Raises
     ------
@@ -105,7 +127,9 @@ def group_commodities(groups: ProcessGroups, indices: Iterable[int]) -> list[tup
         members = groups.groups[g]
         relays, useful = groups.relays(g), groups.useful_arcs[g]
         for root in members:
-            commodity = Commodity(root, {d: 1 for d in members if d != root}, True, relays, useful)
+            commodity = Commodity(
+                root, {d: 1 for d in members if d != root}, True, relays, useful, images
+            )
             size += (len(members) - 1) * sum(1 for arc in arcs if commodity.usable(arc))
             out.append((g, commodity))
     if size > MAX_FLOW_VARIABLES:
@@ -123,19 +147,30 @@ class ConcurrentGroups:
     ``time_factor`` is t* in 1/bandwidth units; ``loads[g][e]`` group g's
     exact data on link e, ``sum_r x_gr(e)`` in unit shards
     (``sum_g loads[g][e] <= t* bw(e)``); ``lengths[e]`` the normalised dual of
-    link e's capacity row (nonzero only on binding links).
+    link e's capacity row (nonzero only on binding links); ``symmetric``:
+    solved for one group and its images under automorphisms.
     """
 
     groups: ProcessGroups
     time_factor: Fraction
     loads: dict[int, dict[Arc, Fraction]]
     lengths: dict[Arc, Fraction]
+    symmetric: bool = False
 
 
 def concurrent_optimum(
-    groups: ProcessGroups, indices: Iterable[int], *, time_limit: float | None = None
+    groups: ProcessGroups,
+    indices: Iterable[int],
+    *,
+    time_limit: float | None = None,
+    symmetric: bool = True,
 ) -> ConcurrentGroups:
     """Solve the LP for the groups numbered ``indices`` running at once; exact and proved.
+
+    With ``symmetric`` (default), when the topology has automorphisms
+    (:meth:`~optcoll.groups.ProcessGroups.automorphism`) mapping the first
+    group onto each of the others, only the first group's flows are solved,
+    each standing for its images (see the module docstring).
 
     Raises
     ------
@@ -145,15 +180,22 @@ def concurrent_optimum(
         If the exact vertex or duals are not recovered or not proved optimal.
     """
     topo = groups.topology
-    pairs = group_commodities(groups, indices)
+    indices = list(indices)
     caps, unit = topo.integer_capacities()
+    sigmas = [groups.automorphism(indices[0], j) for j in indices] if symmetric else []
+    maps: tuple[dict[Arc, Arc], ...] = ()
+    if len(indices) > 1 and sigmas and all(sigma is not None for sigma in sigmas):
+        maps = tuple({(u, v): (s[u], s[v]) for u, v in caps} for s in sigmas if s is not None)
+    pairs = group_commodities(groups, indices[:1] if maps else indices, maps)
     result = solve_multicommodity(
         topo.node_ids, dict(caps), [k for _, k in pairs], time_limit=time_limit
     )
     loads: dict[int, dict[Arc, Fraction]] = {}
     for (g, _), load in zip(pairs, result.loads, strict=True):
-        share = loads.setdefault(g, {})
-        for arc, x in load.items():
-            share[arc] = share.get(arc, Fraction(0)) + x
+        for j, image in zip(indices, maps, strict=True) if maps else [(g, None)]:
+            share = loads.setdefault(j, {})
+            for arc, x in load.items():
+                target = arc if image is None else image[arc]
+                share[target] = share.get(target, Fraction(0)) + x
     lengths = {arc: length for arc, length in result.lengths.items() if length}
-    return ConcurrentGroups(groups, result.time / unit, loads, lengths)
+    return ConcurrentGroups(groups, result.time / unit, loads, lengths, len(maps) > 0)

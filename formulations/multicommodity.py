@@ -94,7 +94,10 @@ class Commodity:
     ``copies``: the sinks want the same data and copy it (multicast) rather than
     each its own (unicast). ``relays``: the nodes besides the source that may
     send the commodity on (``None``: all of them). ``arcs``: the only arcs it
-    may use besides (``None``: every arc the relays allow).
+    may use besides (``None``: every arc the relays allow). ``images``: maps
+    of the arcs (symmetries of the network) under which the commodity stands
+    for copies of itself: its load on arc ``a`` takes capacity on ``m[a]`` for
+    every map ``m`` (the identity counts only if listed; empty: on ``a``).
     """
 
     source: str
@@ -102,6 +105,11 @@ class Commodity:
     copies: bool = False
     relays: frozenset[str] | None = None
     arcs: frozenset[Arc] | None = None
+    images: tuple[Mapping[Arc, Arc], ...] = ()
+
+    def counted_on(self, arc: Arc) -> tuple[Arc, ...]:
+        """The arcs whose capacity the commodity's load on ``arc`` takes (with repeats)."""
+        return tuple(m[arc] for m in self.images) if self.images else (arc,)
 
     def usable(self, arc: Arc) -> bool:
         """Whether the commodity may travel on ``arc``."""
@@ -182,7 +190,8 @@ def build_multicommodity(
     problem.setObjective(pulp.LpAffineExpression([(scale, 1.0)]))
     arcs = list(capacity)
     index = {u: i for i, u in enumerate(nodes)}
-    load: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in arcs]
+    arc_index = {arc: a for a, arc in enumerate(arcs)}
+    load: list[dict[pulp.LpVariable, float]] = [{} for _ in arcs]
 
     def conserve(name: str, flows: dict[int, pulp.LpVariable], supply: Mapping[str, int]) -> None:
         terms: dict[str, list[tuple[pulp.LpVariable, float]]] = {}
@@ -210,7 +219,9 @@ def build_multicommodity(
         usable = [a for a, arc in enumerate(arcs) if commodity.usable(arc)]
         own = {a: problem.add_variable(f"f_{k}_{a}", lowBound=0) for a in usable}
         for a, f in own.items():
-            load[a].append((f, 1.0))
+            for image in commodity.counted_on(arcs[a]):
+                taken = load[arc_index[image]]
+                taken[f] = taken.get(f, 0.0) + 1.0
         if not commodity.copies:
             supply = {sink: -d for sink, d in commodity.demands.items()}
             supply[commodity.source] = sum(commodity.demands.values())
@@ -245,9 +256,11 @@ def build_multicommodity(
                     f"relay_{k}_{index[u]}",
                 )
     for a, arc in enumerate(arcs):
-        row = load[a] if not timed else [*load[a], (scale, -float(capacity[arc]))]
         if not load[a]:
             continue
+        row = list(load[a].items())
+        if timed:
+            row.append((scale, -float(capacity[arc])))
         problem.addConstraint(
             pulp.LpConstraint(
                 pulp.LpAffineExpression(row),
@@ -361,7 +374,8 @@ def solve_multicommodity(
     if norm <= 0:
         raise ReconstructionError(f"{where}: the capacity rows' duals are all zero")
     lengths = {arc: length / norm for arc, length in raw.items() if length}
-    routed = routing_time(capacity, [load for load, k in zip(loads, commodities, strict=True)])
+    counted = [_counted(load, k) for load, k in zip(loads, commodities, strict=True)]
+    routed = routing_time(capacity, counted)
     if routed > t:
         raise ReconstructionError(f"{where}: the exact routing needs time {routed} > optimum {t}")
     bound = None
@@ -374,6 +388,15 @@ def solve_multicommodity(
     return MulticommodityResult(
         t, loads, flows, lengths, bound, result.objective, form, result.report
     )
+
+
+def _counted(load: Mapping[Arc, Fraction], commodity: Commodity) -> dict[Arc, Fraction]:
+    """The capacity ``load`` takes on each arc, its images counted."""
+    total: dict[Arc, Fraction] = {}
+    for arc, x in load.items():
+        for image in commodity.counted_on(arc):
+            total[image] = total.get(image, Fraction(0)) + x
+    return total
 
 
 def routing_time(capacity: Mapping[Arc, int], loads: Sequence[Mapping[Arc, Fraction]]) -> Fraction:

@@ -207,6 +207,53 @@ def test_rails_of_dgx_a100_share_nothing_unless_relayed() -> None:
     assert groups_bound(blocks).time_factor == Fraction(7, 325)
 
 
+@pytest.mark.parametrize(
+    ("spec", "text", "optimum"),
+    [
+        ("ring:4,bw=1", "blocks:2", Fraction(1)),
+        ("dgx-a100:2", "strided:2", Fraction(8, 200)),
+        pytest.param("torus:4x4", "blocks:4", Fraction(3, 200), marks=pytest.mark.slow),
+    ],
+)
+def test_symmetric_lp_equals_the_full_lp(spec: str, text: str, optimum: Fraction) -> None:
+    # relay any: every group shares links with every other (one class); the topology's
+    # automorphisms map group 0 onto each group, so one group's flows are solved.
+    groups = parse_groups(load_topology(spec), text, relay="any")
+    indices = list(range(len(groups.groups)))
+    reduced = concurrent_optimum(groups, indices)
+    full = concurrent_optimum(groups, indices, symmetric=False)
+    assert reduced.symmetric and not full.symmetric
+    assert reduced.time_factor == full.time_factor == unpruned_optimum(groups) == optimum
+    bandwidth = groups.topology.capacity
+    for arc, bw in bandwidth.items():  # the expanded loads fit in t* bw
+        assert sum(load.get(arc, 0) for load in reduced.loads.values()) <= optimum * bw
+    for g, members in enumerate(groups.groups):  # each group receives its data
+        into = {v: sum(x for (_, w), x in reduced.loads[g].items() if w == v) for v in members}
+        assert all(received >= len(members) - 1 for received in into.values())
+
+
+def test_automorphisms_are_checked() -> None:
+    topo = load_topology("ring:6,bw=1")
+    sizes = make_groups(topo, [["n0", "n1"], ["n2", "n3", "n4"]], relay="any")
+    assert sizes.automorphism(0, 1) is None
+    turn = make_groups(topo, [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]], relay="any")
+    sigma = turn.automorphism(0, 1)
+    assert sigma is not None and [sigma[f"n{i}"] for i in range(6)] == [
+        "n2",
+        "n3",
+        "n4",
+        "n5",
+        "n0",
+        "n1",
+    ]
+    # one link twice as wide: no automorphism takes group 0 onto group 1, the full LP runs
+    heavy = topo.scale_links(lambda link: (link.src, link.dst) == ("n0", "n1"), 2)
+    uneven = make_groups(heavy, [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]], relay="any")
+    assert uneven.automorphism(0, 1) is None
+    solved = concurrent_optimum(uneven, [0, 1, 2])
+    assert not solved.symmetric and solved.time_factor == unpruned_optimum(uneven)
+
+
 def test_specs_follow_the_rank_order() -> None:
     topo = load_topology("dgx-a100:2")
     strided = parse_groups(topo, "strided:2").groups

@@ -361,6 +361,11 @@ def simulate(
             f"{len(graph) - done} of {len(graph)} steps never became ready (a dependency cycle: "
             "the program deadlocks; optcoll check-xml finds where)"
         )
+    if not math.isfinite(end):
+        raise ScheduleError(
+            "the simulated time is beyond floating-point range; give bandwidths in another "
+            "bandwidth_unit so that they lie within about 1e-300 to 1e300"
+        )
     busy = {network.arcs[a]: sum(s[2] for s in spans[a]) for a in range(len(spans)) if spans[a]}
     timeline = {network.arcs[a]: _timeline(spans[a], end) for a in range(len(spans)) if spans[a]}
     return Simulation(size, end, busy, timeline, len(graph))

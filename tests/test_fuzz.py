@@ -208,6 +208,7 @@ _TOPOS = [*FILE_CLASSES, *SPEC_CLASSES]
 _COMMANDS = list(_commands("T", Path("o"), "S"))
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a warning is a line the user sees
 @pytest.mark.parametrize("command", _COMMANDS)
 @pytest.mark.parametrize("topo", _TOPOS)
 def test_every_command_on_every_input_class(corpus, tmp_path, capsys, topo, command):

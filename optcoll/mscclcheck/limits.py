@@ -265,7 +265,12 @@ def _check_selection(
         )
     if min_bytes is not None and min_bytes < 0 or max_bytes is not None and max_bytes < -1:
         r.add("limit", "<algo>: minBytes and maxBytes must not be negative")
-    elif min_bytes is not None and max_bytes not in (None, -1, 0) and min_bytes > max_bytes:
+    elif (
+        min_bytes is not None
+        and max_bytes is not None
+        and max_bytes not in (-1, 0)
+        and min_bytes > max_bytes
+    ):
         r.add("limit", f"<algo>: minBytes={min_bytes} above maxBytes={max_bytes}: never selected")
 
 

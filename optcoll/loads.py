@@ -54,12 +54,17 @@ def link_loads(trees: Iterable[Tree], *, reverse: bool = False) -> dict[Arc, int
     >>> link_loads([t])[("s", "b")], link_loads([t], reverse=True)[("s", "a")]
     (2, 2)
     """
-    loads: dict[Arc, int] = {}
+    per_path: dict[tuple[str, ...], int] = {}  # trees share paths: walk each one once
     for tree in trees:
+        chunks = tree.chunks
         for edge in tree.edges:
-            path = edge.path[::-1] if reverse else edge.path
-            for arc in zip(path, path[1:], strict=False):
-                loads[arc] = loads.get(arc, 0) + tree.chunks
+            per_path[edge.path] = per_path.get(edge.path, 0) + chunks
+    loads: dict[Arc, int] = {}
+    for path, chunks in per_path.items():
+        if reverse:
+            path = path[::-1]
+        for arc in zip(path, path[1:], strict=False):
+            loads[arc] = loads.get(arc, 0) + chunks
     return loads
 
 

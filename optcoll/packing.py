@@ -60,6 +60,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from bisect import insort
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -126,8 +127,11 @@ class _Packer:
         self.all_arcs = sorted(self.cap)  # every logical arc, also those used up later
         # out-neighbours over arcs with capacity left (ordered, used-up arcs removed)
         self.succ: list[dict[int, None]] = [{} for _ in range(self.n)]
+        # the same arcs by the bit length of their capacity: level -> heads, ascending
+        self.levels: list[dict[int, list[int]]] = [{} for _ in range(self.n)]
         for u, v in self.all_arcs:
             self.succ[u][v] = None
+            self.levels[u].setdefault(self.cap[(u, v)].bit_length(), []).append(v)
         self.pending = [
             _Bundle(self.index[r], m)
             for r, m in sorted(root_capacity.items(), key=lambda item: self.index[item[0]])
@@ -264,36 +268,89 @@ class _Packer:
     def greedy(self, bundle: _Bundle) -> bool:
         """Complete ``bundle`` without any check (the caller verifies afterwards).
 
-        Prim-like: the frontier arc with the most spare capacity (in powers of two of
-        the multiplicity) wins, then the shallowest tail. An arc too small for all
-        copies splits the bundle (the rest waits in ``pending``). Returns False when
-        no arc leaves the bundle.
+        Prim-like: the frontier arc with the most spare capacity wins (in powers of
+        two; arcs too small for all copies last), then the shallowest tail, then the
+        smallest tail and head. An arc too small for all copies splits the bundle
+        (the rest waits in ``pending``). Returns False when no arc leaves the bundle.
+
+        Organised by capacity level rather than by arc: one heap per level holds
+        the attached nodes with arcs at that level by ``(depth, node)``, and the
+        node on top attaches the heads of its arcs at that level in order until
+        they run out or a newly attached node has a higher level. That is the
+        same order as a heap of all frontier arcs, at about one heap operation per
+        node instead of one per arc leaving the tree.
         """
-        depth = dict.fromkeys(bundle.nodes, 0)
+        nodes, levels, cap = bundle.nodes, self.levels, self.cap
+        mu = bundle.mu  # levels are measured against the multiplicity at the start
+        lowest = mu.bit_length()
+        short = mu & (mu - 1) != 0  # some arcs of level `lowest` may carry fewer than mu
+        depth = dict.fromkeys(nodes, 0)
         for x, y in bundle.arcs:
             depth[y] = depth[x] + 1
-        heap: list[tuple[int, int, int, int]] = []
+        heaps: dict[int, list[tuple[int, int]]] = {}
+        order: list[int] = []  # the levels of `heaps`, highest first
+        cursors: dict[tuple[int, int], list] = {}
+        push = heapq.heappush
 
-        def push(x: int) -> None:
-            for y in self.succ[x]:
-                c = self.cap.get((x, y), 0)
-                if c and y not in bundle.nodes:
-                    heapq.heappush(heap, (-((c // bundle.mu).bit_length()), depth[x], x, y))
+        def enter(x: int) -> int:
+            """Offer ``x``'s arcs; return its highest level (0: only arcs below mu)."""
+            own = levels[x].keys()
+            if lowest > 1:
+                own = {level if level >= lowest else 0 for level in own}
+                if short and lowest in levels[x]:
+                    own.add(0)
+            top = -1
+            for level in own:
+                heap = heaps.get(level)
+                if heap is None:
+                    heap = heaps[level] = []
+                    order.append(level)
+                    order.sort(reverse=True)
+                push(heap, (depth[x], x))
+                if level > top:
+                    top = level
+            return top
 
         for x in bundle.order:
-            push(x)
-        while len(bundle.nodes) < self.n:
-            while heap and heap[0][3] in bundle.nodes:
-                heapq.heappop(heap)
-            if not heap:
+            enter(x)
+        count, n, learned = len(nodes), self.n, self.learned
+        while count < n:
+            for level in order:
+                heap = heaps[level]
+                if heap:
+                    break
+            else:
                 return False
-            _, _, x, y = heapq.heappop(heap)
-            amount = min(bundle.mu, self.cap[(x, y)])
-            if not self.allowed(bundle, x, y, amount):
-                continue
-            self.attach(bundle, x, y, amount)
-            depth[y] = depth[x] + 1
-            push(y)
+            d, x = heap[0]
+            cursor = cursors.get((x, level))
+            if cursor is None:
+                if level:
+                    heads: Sequence[int] = tuple(levels[x].get(level, ()))
+                else:
+                    heads = sorted(y for lv, ys in levels[x].items() if lv <= lowest for y in ys)
+                cursor = cursors[(x, level)] = [heads, 0]
+            heads, i = cursor
+            higher = False
+            while i < len(heads):
+                y = heads[i]
+                i += 1
+                if y in nodes:
+                    continue
+                c = cap[(x, y)]
+                if (c < mu) != (level == 0):  # the arc belongs to the other list
+                    continue
+                amount = bundle.mu if c >= bundle.mu else c
+                if learned and not self.allowed(bundle, x, y, amount):
+                    continue
+                self.attach(bundle, x, y, amount)
+                count += 1
+                depth[y] = d + 1
+                if enter(y) > level:
+                    higher = True
+                    break
+            cursor[1] = i
+            if not higher:
+                heapq.heappop(heap)
         return True
 
     def grow(self, bundle: _Bundle) -> None:
@@ -344,8 +401,20 @@ class _Packer:
             sibling = bundle.copy(bundle.mu - mu)
             bundle.mu = mu
             self.pending.append(sibling)
-        self.cap[(x, y)] -= mu
-        if self.cap[(x, y)] == 0:
+        before = self.cap[(x, y)]
+        after = before - mu
+        level = before.bit_length()
+        if after >> (level - 1) == 0:  # a lower level (or none) now
+            levels = self.levels[x]
+            heads = levels[level]
+            heads.remove(y)
+            if not heads:
+                del levels[level]
+            if after:
+                insort(levels.setdefault(after.bit_length(), []), y)
+        if after:
+            self.cap[(x, y)] = after
+        else:
             del self.cap[(x, y)]
             del self.succ[x][y]
         bundle.nodes.add(y)
@@ -362,12 +431,13 @@ class _Packer:
         return (
             dict(self.cap),
             [dict(d) for d in self.succ],
+            [{level: list(heads) for level, heads in d.items()} for d in self.levels],
             [b.copy(b.mu) for b in self.pending],
             len(self.done),
         )
 
     def restore(self, saved: tuple) -> None:
-        self.cap, self.succ, self.pending, done = saved
+        self.cap, self.succ, self.levels, self.pending, done = saved
         del self.done[done:]
 
     def greedy_batch(self, size: int) -> bool:

@@ -594,14 +594,16 @@ def realise_paths(
     >>> [(t.chunks, t.edges[0].path) for t in realise_paths(g, [("a", 2, [("a", "b")])])]
     [(1, ('a', 's', 'b')), (1, ('a', 't', 'b'))]
     """
-    boundaries: dict[Arc, tuple[list[int], list[tuple[str, ...]]]] = {}
+    # per arc: the ends of its paths' intervals and one shared TreeEdge per path
+    boundaries: dict[Arc, tuple[list[int], list[TreeEdge]]] = {}
     for arc, pool in logical.paths.items():
-        ends, paths, total = [], [], 0
+        ends, edges, total = [], [], 0
         for path, c in pool:
             total += c
             ends.append(total)
-            paths.append(path)
-        boundaries[arc] = (ends, paths)
+            edges.append(TreeEdge(arc[0], arc[1], path))
+        boundaries[arc] = (ends, edges)
+    capacity = logical.capacity
     offset: dict[Arc, int] = {}
     trees: list[Tree] = []
     for index, (root, mu, arcs) in enumerate(packing):
@@ -609,29 +611,32 @@ def realise_paths(
             raise SolveError(
                 f"packed tree {index} (root {root!r}): multiplicity {mu!r} is not >= 1"
             )
-        starts = []
+        used = []
         cuts = {0, mu}
         for arc in arcs:
-            if arc not in boundaries:
+            entry = boundaries.get(arc)
+            if entry is None:
                 raise SolveError(
                     f"packed tree {index} (root {root!r}) uses {arc[0]} -> {arc[1]}, "
                     "which is not an arc of the logical graph"
                 )
             start = offset.get(arc, 0)
-            offset[arc] = start + mu
-            if offset[arc] > logical.capacity[arc]:
+            stop = offset[arc] = start + mu
+            if stop > capacity[arc]:
                 raise SolveError(
-                    f"the packed trees use arc {arc[0]} -> {arc[1]} {offset[arc]} times, "
-                    f"beyond its capacity {logical.capacity[arc]} (at tree {index}, root {root!r})"
+                    f"the packed trees use arc {arc[0]} -> {arc[1]} {stop} times, "
+                    f"beyond its capacity {capacity[arc]} (at tree {index}, root {root!r})"
                 )
-            starts.append(start)
-            for end in boundaries[arc][0]:
-                if start < end < start + mu:
-                    cuts.add(end - start)
+            ends = entry[0]
+            used.append((ends, entry[1], start))
+            if len(ends) > 1:
+                for end in ends:
+                    if start < end < stop:
+                        cuts.add(end - start)
         for lo, hi in pairwise(sorted(cuts)):
-            edges = []
-            for arc, start in zip(arcs, starts, strict=True):
-                ends, paths = boundaries[arc]
-                edges.append(TreeEdge(arc[0], arc[1], paths[bisect_right(ends, start + lo)]))
-            trees.append(Tree(root, hi - lo, tuple(edges)))
+            edges = tuple(
+                edges[0] if len(ends) == 1 else edges[bisect_right(ends, start + lo)]
+                for ends, edges, start in used
+            )
+            trees.append(Tree(root, hi - lo, edges))
     return trees

@@ -61,7 +61,7 @@ import heapq
 import math
 import time
 from bisect import insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -294,11 +294,12 @@ class _Packer:
 
         def enter(x: int) -> int:
             """Offer ``x``'s arcs; return its highest level (0: only arcs below mu)."""
-            own = levels[x].keys()
+            own: Iterable[int] = levels[x].keys()
             if lowest > 1:
-                own = {level if level >= lowest else 0 for level in own}
+                reduced = {level if level >= lowest else 0 for level in levels[x]}
                 if short and lowest in levels[x]:
-                    own.add(0)
+                    reduced.add(0)
+                own = reduced
             top = -1
             for level in own:
                 heap = heaps.get(level)

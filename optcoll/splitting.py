@@ -634,9 +634,9 @@ def realise_paths(
                     if start < end < stop:
                         cuts.add(end - start)
         for lo, hi in pairwise(sorted(cuts)):
-            edges = tuple(
+            piece = tuple(
                 edges[0] if len(ends) == 1 else edges[bisect_right(ends, start + lo)]
                 for ends, edges, start in used
             )
-            trees.append(Tree(root, hi - lo, edges))
+            trees.append(Tree(root, hi - lo, piece))
     return trees

@@ -315,7 +315,10 @@ class _Splitter:
             # of every set is min(rho(X), rho(X + w)), so the full split is always admissible;
             # likewise for one in- and one other out-neighbour.
             self._split_free(w)
-        elif kind == "checked" or not self._split_uniform(w, verify):
+        elif kind == "checked":
+            self._split_spread(w)
+            self._split_checked(w)  # what the plan left, or all of it when it failed
+        elif not self._split_uniform(w, verify):
             self._split_checked(w)
         for u in sorted(self.pred[w]):
             self.drop(u, w)
@@ -352,18 +355,7 @@ class _Splitter:
             self.cap.get((x, w), 0) != c or self.cap.get((w, x), 0) != c for x in neighbours
         ):
             return False
-        rank: dict[str, int] = {}
-        key = {}
-        for x in neighbours:
-            group = self.groups[x]
-            rank[group] = rank.get(group, 0) + 1
-            key[x] = (rank[group], group, x)
-        order = sorted(neighbours, key=key.__getitem__)
-        groups = len(rank)
-        # arcs of at least the largest root capacity spare the packing from splitting trees
-        offsets = circulant_offsets(
-            d, groups, max(1, c // max(self.root_capacity.values(), default=1))
-        )
+        order, offsets = self._circulant(neighbours, c)
         q, r = divmod(c, len(offsets))
         plan = [
             (u, order[(i + offset) % d], q + (j < r))
@@ -383,7 +375,118 @@ class _Splitter:
             self.split(u, w, t, gamma)
         return True
 
+    def _circulant(self, neighbours: list[int], smallest: int) -> tuple[list[int], list[int]]:
+        """A cyclic order of ``neighbours`` interleaving the groups, and the offsets
+        (:func:`circulant_offsets`) over which each neighbour spreads: as many as keep arcs
+        of ``smallest`` capacity spread into pieces no smaller than the largest root
+        capacity (so the packing rarely has to split a tree)."""
+        rank: dict[str, int] = {}
+        key = {}
+        for x in neighbours:
+            group = self.groups[x]
+            rank[group] = rank.get(group, 0) + 1
+            key[x] = (rank[group], group, x)
+        order = sorted(neighbours, key=key.__getitem__)
+        most = max(1, smallest // max(self.root_capacity.values(), default=1))
+        return order, circulant_offsets(len(order), len(rank), most)
+
+    def _split_spread(self, w: int) -> None:
+        """Split most of switch ``w`` by one plan, checked once (kept only if it holds).
+
+        The circulant plan of :meth:`_split_uniform` for unequal capacities: in the
+        cyclic order, every neighbour's in- and out-capacity is cut into one part
+        per offset, and for offset ``o`` the in-parts, laid end to end, meet the
+        out-parts laid end to end from neighbour ``o`` on (so with equal
+        capacities neighbour ``i`` meets ``i + o``, as in the uniform plan). Pieces
+        that would be loops, and in-capacity beyond the out-capacity, stay at the
+        switch for :meth:`_split_checked`.
+        """
+        neighbours = sorted(self.pred[w] | self.succ[w])
+        d = len(neighbours)
+        inside = [self.cap.get((x, w), 0) for x in neighbours]
+        outside = [self.cap.get((w, x), 0) for x in neighbours]
+        positive = [c for c in inside + outside if c]
+        if d < 3 or not positive:
+            return
+        order, offsets = self._circulant(neighbours, min(positive))
+        position = {x: i for i, x in enumerate(neighbours)}
+        a = [inside[position[x]] for x in order]
+        b = [outside[position[x]] for x in order]
+        m = len(offsets)
+        plan: dict[tuple[int, int], int] = {}
+        for j, offset in enumerate(offsets):
+            ins = [c // m + (j < c % m) for c in a]
+            outs = [c // m + (j < c % m) for c in b]
+            i, t = 0, offset % d
+            left_in, left_out = ins[0], outs[t]
+            while True:  # each step moves on to the next part or uses one up
+                if left_in == 0:
+                    i += 1
+                    if i == d:
+                        break
+                    left_in = ins[i]
+                    continue
+                if left_out == 0:
+                    t = (t + 1) % d
+                    if t == offset % d:
+                        break
+                    left_out = outs[t]
+                    continue
+                amount = min(left_in, left_out)
+                if order[i] != order[t]:
+                    pair = (order[i], order[t])
+                    plan[pair] = plan.get(pair, 0) + amount
+                left_in -= amount
+                left_out -= amount
+        self._split_pieces(w, list(plan.items()))
+
+    def _split_pieces(self, w: int, pieces: list[tuple[tuple[int, int], int]]) -> None:
+        """Split ``pieces`` (``((u, t), amount)`` at ``w``) in order, as much as the condition
+        allows: runs of pieces that keep it are found by bisection (one check each step),
+        and a piece that breaks it gets its admissible amount."""
+        start = 0
+        while start < len(pieces):
+            # the longest run of pieces from `start` that keeps the condition (bisection)
+            good, bad = start, len(pieces) + 1
+            if self._holds_after(w, pieces[start:]):
+                good = len(pieces)
+            while bad - good > 1 and good < len(pieces):
+                middle = (good + bad) // 2
+                if self._holds_after(w, pieces[start:middle]):
+                    good = middle
+                else:
+                    bad = middle
+            for (u, t), gamma in pieces[start:good]:
+                self.split(u, w, t, gamma)
+            if good < len(pieces):  # pieces[good] breaks it: split what is admissible of it
+                (u, t), gamma = pieces[good]
+                amount = min(gamma, self.admissible(u, w, t))
+                if amount:
+                    self.split(u, w, t, amount)
+            start = good + 1
+
+    def _holds_after(self, w: int, pieces: list[tuple[tuple[int, int], int]]) -> bool:
+        """Whether splitting ``pieces`` (``((u, t), amount)`` at ``w``) keeps the condition."""
+        trial = dict(self.cap)
+        for (u, t), gamma in pieces:
+            trial[(u, w)] -= gamma
+            trial[(w, t)] -= gamma
+            trial[(u, t)] = trial.get((u, t), 0) + gamma
+        return self.holds(trial)
+
     def _split_checked(self, w: int) -> None:
+        # first the pairs in the order below with whole amounts, checked in runs
+        inside = {u: self.cap[(u, w)] for u in self.pred[w]}
+        outside = {t: self.cap[(w, t)] for t in self.succ[w]}
+        pieces = []
+        for t in sorted(outside):
+            for u in sorted(inside):
+                gamma = min(inside[u], outside[t])
+                if u != t and gamma:
+                    pieces.append(((u, t), gamma))
+                    inside[u] -= gamma
+                    outside[t] -= gamma
+        self._split_pieces(w, pieces)
         for t in sorted(self.succ[w]):
             # loops (u == t) waste capacity: try them last
             for u in sorted(self.pred[w], key=lambda x: (x == t, x)):
@@ -394,7 +497,8 @@ class _Splitter:
                     self.split(u, w, t, gamma)
 
     def run(self, switches: list[int], progress: bool) -> None:
-        """Remove the switches, fewest neighbours first.
+        """Remove the switches from the edge inwards: those with a compute neighbour
+        first (a fabric's leaves before its spines), fewest neighbours first.
 
         Optimistic first pass: while the next switch is free or uniform, split it
         without checks, then verify the condition once; on failure the pass is
@@ -404,7 +508,11 @@ class _Splitter:
         bar = _progress_bar(len(remaining), "splitting", progress)
 
         def next_switch() -> int:
-            return min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
+            return min(remaining, key=order)
+
+        def order(x: int) -> tuple[bool, int, int]:
+            neighbours = self.pred[x] | self.succ[x]
+            return neighbours <= remaining, len(neighbours), x
 
         saved = self.save()
         unchecked = []
@@ -517,10 +625,14 @@ def split_switches(
     Notes
     -----
     Switches with at most two neighbours and symmetric capacities, or with one
-    in- and one (other) out-neighbour, are split without any check. Every other
-    pair attempt costs one max-flow per compute node; each successful attempt
-    exhausts an arc, so a switch of degree ``d`` costs ``O(d^2 N)`` max-flows in
-    the worst case and ``O(d N)`` when most pairs split fully.
+    in- and one (other) out-neighbour, are split without any check. Switches are
+    taken from the edge inwards (those with a compute neighbour first, then the
+    fewest neighbours). Every other switch is split by a planned list of pairs
+    (a circulant spreading each neighbour over many others) whose runs that keep
+    the condition are found by bisection, one rooted connectivity check (at most
+    one max-flow per compute node) per step; a pair that breaks it gets its
+    admissible amount, and what is left is split pair by pair, one check per
+    attempt (``O(d^2)`` checks for a switch of degree ``d`` in the worst case).
 
     Examples
     --------

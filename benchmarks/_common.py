@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
@@ -107,6 +108,49 @@ def cpu_seconds() -> float:
     pool's workers, once it is shut down)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime
+
+
+#: What ``--baseline`` times in the other checkout, per benchmark kind.
+_BASELINE_CALLS = {
+    "trees": "from optcoll.packing import pack_arborescences as call",
+    "bound": "from optcoll.bound import optimal_cut_ratio as call",
+}
+
+
+def baseline_cpu(checkout: str | Path, kind: str, spec: str, timeout: float) -> float | None:
+    """CPU seconds of the same call on the code of another checkout (e.g. a git worktree of
+    an older commit: ``git worktree add --detach ../old COMMIT``), in a fresh process.
+
+    The topology is built before the clock starts, as in the benchmarks; None when the
+    run fails or takes longer than ``timeout`` wall-clock seconds.
+    """
+    script = "\n".join(
+        [
+            "import sys, time",
+            _BASELINE_CALLS[kind],
+            "from optcoll.io import load_topology",
+            "topology = load_topology(sys.argv[1])",
+            "started = time.process_time()",
+            "call(topology)",
+            "print(time.process_time() - started)",
+        ]
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script, spec],
+            cwd=checkout,  # `python -c` puts the working directory first on sys.path
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        return None
+    return float(done.stdout.split()[-1])
 
 
 def growth_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:

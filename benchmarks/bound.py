@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.bound [--repeat 3] [--specs dgx-a100:2 mi250:8 ...]
+    python -m benchmarks.bound [--repeat 3] [--specs dgx-a100:2 mi250:8 ...] [--baseline DIR]
 
 Prints, per topology, the median seconds of ``optimal_cut_ratio`` (topology
 construction excluded, as in the reference), the tracemalloc peak, the number
@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import (
+    baseline_cpu,
     growth_exponent,
     measure,
     print_table,
@@ -49,6 +50,7 @@ TARGETS = {
     "dgx-a100:16": (100.0, None, None),
     "mi250:8": (100.0, None, None),
     "dgx-a100:128": (None, 3.0, 1024.0),
+    "dgx-a100:2048": (None, 30.0, None),
 }
 
 
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per topology")
     parser.add_argument("--specs", nargs="+", default=SPECS, help="topologies to run")
+    parser.add_argument("--baseline", help="another checkout whose code runs beside ours")
     args = parser.parse_args(argv)
 
     rows, growth, failures = [], {}, []
@@ -63,7 +66,18 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         topology = load_topology(spec)
         build = time.perf_counter() - start
+        started = time.process_time()
+        optimal_cut_ratio(topology)
+        cpu = time.process_time() - started
         m = measure(lambda topology=topology: optimal_cut_ratio(topology), repeat=args.repeat)
+        old = "-", "-"
+        if args.baseline:
+            old_cpu = baseline_cpu(args.baseline, "bound", spec, 600.0)
+            old = (
+                ("> 600 wall", "-")
+                if old_cpu is None
+                else (f"{old_cpu:.3f}", f"{old_cpu / cpu:.1f}x")
+            )
         result = m.result
         expected = reference_optimum(spec)
         correct = expected is None or result.to_dict()["cut_ratio"] == expected["cut_ratio"]
@@ -76,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result.ratio.numerator}/{result.ratio.denominator}"
                 + ("" if correct else " WRONG"),
                 f"{m.seconds:.4f}",
+                f"{cpu:.4f}",
+                *old,
                 f"{build:.3f}",
                 f"{m.peak_mib:.1f}",
                 result.stats.get("max_flows", "-"),
@@ -95,7 +111,20 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"{spec}: peak {m.peak_mib:.0f} MiB > {max_mib:.0f} MiB")
 
     print_table(
-        ["topology", "N", "r*", "seconds", "build s", "peak MiB", "max-flows", "ref s", "speed-up"],
+        [
+            "topology",
+            "N",
+            "r*",
+            "seconds",
+            "cpu s",
+            "old cpu s",
+            "old/new",
+            "build s",
+            "peak MiB",
+            "max-flows",
+            "ref s",
+            "speed-up",
+        ],
         rows,
     )
     print(f"\nprocess max RSS {m.maxrss_mib:.0f} MiB")

@@ -17,7 +17,10 @@ Two engines compute the same thing:
     Dinic's algorithm (Dinitz 1970) in pure Python on Python ints, ``O(V^2 E)``,
     exact for capacities of any size; the fallback when int32 does not suffice.
 
-``engine="auto"`` (the default) picks scipy whenever it is exact. Parallel arcs
+``engine="auto"`` (the default) picks scipy whenever it is exact, except on
+networks of at most :data:`SMALL_NETWORK_PAIRS` arcs, where the pure-Python run
+costs less than scipy's fixed per-call overhead (and small commands such as
+``optcoll bound dgx-a100:2`` never import scipy). Parallel arcs
 are allowed (their capacities add up and the flow is split among them in input
 order); self-loops and zero-capacity arcs are allowed and carry no flow.
 :meth:`FlowNetwork.with_capacities` gives the same arcs new capacities without
@@ -46,18 +49,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from optcoll.exceptions import SolveError
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_array
 
 __all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "max_flow", "ENGINES"]
 
 #: Engine names accepted by :class:`FlowNetwork`.
 ENGINES = ("auto", "scipy", "python")
+
+#: Under ``engine="auto"``, networks with at most this many (tail, head) pairs use the
+#: pure-Python engine. Measured per max-flow (2-core machine, loaded, certificate
+#: included): dgx-a100:1's 16 arcs 0.17 ms vs scipy's 0.39 ms, dgx-a100:2's 96 arcs
+#: 0.26 vs 0.41 ms, dgx-a100:4's 192 arcs 0.35 vs 0.42 ms, mi250:2's 176 arcs 0.62 vs 0.44 ms.
+SMALL_NETWORK_PAIRS = 128
 
 #: Node indices or capacities: a sequence of Python ints or a numpy integer array.
 IntVector: TypeAlias = "Sequence[int] | np.ndarray"
@@ -388,7 +398,11 @@ class FlowNetwork:
                 f"engine 'scipy': flow bound {bound} from {s} to {t} exceeds int32; "
                 "use engine 'auto' or 'python'"
             )
-        if self.engine != "python" and self._int32_ok and bound <= _INT32_MAX:
+        small = self.engine == "auto" and self._arcs.num_pairs <= SMALL_NETWORK_PAIRS
+        if self.engine != "python" and not small and self._int32_ok and bound <= _INT32_MAX:
+            from scipy.sparse import csr_array
+            from scipy.sparse.csgraph import maximum_flow
+
             if self._csr is None:
                 arcs = self._arcs
                 data = np.asarray(self._pair_cap, dtype=np.int32)[arcs.csr_order]
@@ -454,6 +468,25 @@ class FlowNetwork:
 
     def _residual_reach(self, s: int, pair_flow: np.ndarray | list[int]) -> np.ndarray:
         arcs, n = self._arcs, self.num_nodes
+        side = np.zeros(n, dtype=bool)
+        if isinstance(pair_flow, list):  # the pure-Python engine's flow: search in Python
+            residual: list[list[int]] = [[] for _ in range(n)]
+            for (u, v), f, c in zip(arcs.pairs, pair_flow, self._pair_cap, strict=True):
+                if f < c:
+                    residual[u].append(v)
+                if f > 0:
+                    residual[v].append(u)
+            side[s] = True
+            stack = [s]
+            while stack:
+                for v in residual[stack.pop()]:
+                    if not side[v]:
+                        side[v] = True
+                        stack.append(v)
+            return side
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import breadth_first_order
+
         if isinstance(pair_flow, np.ndarray) and isinstance(self._pair_cap, np.ndarray):
             forward = pair_flow < self._pair_cap
             backward = pair_flow > 0
@@ -470,7 +503,6 @@ class FlowNetwork:
             (np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n), dtype=np.int8
         )
         order = breadth_first_order(residual, s, directed=True, return_predecessors=False)
-        side = np.zeros(n, dtype=bool)
         side[order] = True
         return side
 

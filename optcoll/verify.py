@@ -220,10 +220,14 @@ def verify_schedule(
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
+        checked: set[tuple[str, str, tuple[str, ...]]] = set()  # trees share edges: once each
         for index, tree in enumerate(schedule.trees):
             _check_arborescence(topology, compute, index, tree)
             for edge in tree.edges:
-                _check_path(topology, compute, index, tree, edge, phases)
+                key = (edge.src, edge.dst, edge.path)
+                if key not in checked:
+                    _check_path(topology, compute, index, tree, edge, phases)
+                    checked.add(key)
     except _Invalid as bad:
         return Verification(False, str(bad))
 
@@ -601,13 +605,15 @@ def _check_path(
 
 def _loads(trees: Sequence[Tree]) -> dict[Arc, int]:
     """Chunks per link when the trees run forward (allgather direction)."""
-    loads: dict[Arc, int] = {}
+    chunks_on: dict[tuple[str, ...], int] = {}  # per distinct path first: trees share paths
     for tree in trees:
         chunks = tree.chunks
         for edge in tree.edges:
-            path = edge.path
-            for arc in zip(path, path[1:], strict=False):
-                loads[arc] = loads.get(arc, 0) + chunks
+            chunks_on[edge.path] = chunks_on.get(edge.path, 0) + chunks
+    loads: dict[Arc, int] = {}
+    for path, chunks in chunks_on.items():
+        for arc in zip(path, path[1:], strict=False):
+            loads[arc] = loads.get(arc, 0) + chunks
     return loads
 
 

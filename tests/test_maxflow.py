@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.exceptions import SolveError
-from optcoll.maxflow import FlowNetwork, MaxFlow, max_flow
+from optcoll.maxflow import SMALL_NETWORK_PAIRS, FlowNetwork, MaxFlow, max_flow
 
 
 @st.composite
@@ -79,9 +79,14 @@ def test_huge_capacities_fall_back_to_exact_python(problem):
     check_certificate(result, *problem)
 
 
-def test_auto_engine_switches_at_int32():
-    small = max_flow(2, [0], [1], [2**31 - 1], 0, 1)
+def test_auto_engine_switches_at_int32_and_on_small_networks():
+    assert max_flow(2, [0], [1], [5], 0, 1).engine == "python"  # small: no scipy call
+    # a path of SMALL_NETWORK_PAIRS + 1 arcs, the last one at the int32 limit
+    n = SMALL_NETWORK_PAIRS + 2
+    caps = [2**31 - 1] * (n - 1)
+    small = max_flow(n, list(range(n - 1)), list(range(1, n)), caps, 0, n - 1)
     assert small.engine == "scipy" and small.value == 2**31 - 1
+    assert small.source_side.tolist() == [True] + [False] * (n - 1)
     # two parallel arcs: each fits in int32, their sum does not
     big = max_flow(3, [0, 0, 1], [1, 1, 2], [2**30, 2**30, 2**31], 0, 2)
     assert big.engine == "python" and big.value == 2**31

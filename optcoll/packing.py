@@ -61,7 +61,7 @@ import heapq
 import math
 import time
 from bisect import insort
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -268,10 +268,53 @@ class _Packer:
     def greedy(self, bundle: _Bundle) -> bool:
         """Complete ``bundle`` without any check (the caller verifies afterwards).
 
-        Prim-like: the frontier arc with the most spare capacity wins (in powers of
-        two; arcs too small for all copies last), then the shallowest tail, then the
-        smallest tail and head. An arc too small for all copies splits the bundle
-        (the rest waits in ``pending``). Returns False when no arc leaves the bundle.
+        Prim-like: the frontier arc with the most spare capacity (in powers of two of
+        the multiplicity) wins, then the shallowest tail, then the smallest tail and
+        head. A single copy (``mu == 1``, every bundle when ``k = 1``) grows by
+        :meth:`greedy_levels`, several by :meth:`greedy_arcs`; both follow this order.
+        """
+        return self.greedy_levels(bundle) if bundle.mu == 1 else self.greedy_arcs(bundle)
+
+    def greedy_arcs(self, bundle: _Bundle) -> bool:
+        """Complete ``bundle`` without any check (the caller verifies afterwards).
+
+        Prim-like: the frontier arc with the most spare capacity (in powers of two of
+        the multiplicity) wins, then the shallowest tail. An arc too small for all
+        copies splits the bundle (the rest waits in ``pending``). Returns False when
+        no arc leaves the bundle.
+        """
+        depth = dict.fromkeys(bundle.nodes, 0)
+        for x, y in bundle.arcs:
+            depth[y] = depth[x] + 1
+        heap: list[tuple[int, int, int, int]] = []
+
+        def push(x: int) -> None:
+            for y in self.succ[x]:
+                c = self.cap.get((x, y), 0)
+                if c and y not in bundle.nodes:
+                    heapq.heappush(heap, (-((c // bundle.mu).bit_length()), depth[x], x, y))
+
+        for x in bundle.order:
+            push(x)
+        while len(bundle.nodes) < self.n:
+            while heap and heap[0][3] in bundle.nodes:
+                heapq.heappop(heap)
+            if not heap:
+                return False
+            _, _, x, y = heapq.heappop(heap)
+            amount = min(bundle.mu, self.cap[(x, y)])
+            if not self.allowed(bundle, x, y, amount):
+                continue
+            self.attach(bundle, x, y, amount)
+            depth[y] = depth[x] + 1
+            push(y)
+        return True
+
+    def greedy_levels(self, bundle: _Bundle) -> bool:
+        """Complete a single-copy ``bundle`` in the order of :meth:`greedy`.
+
+        Capacity levels are bit lengths; ties go to the shallowest tail, then the
+        smallest tail and head. Returns False when no arc leaves the bundle.
 
         Organised by capacity level rather than by arc: one heap per level holds
         the attached nodes with arcs at that level by ``(depth, node)``, and the
@@ -280,10 +323,7 @@ class _Packer:
         same order as a heap of all frontier arcs, at about one heap operation per
         node instead of one per arc leaving the tree.
         """
-        nodes, levels, cap = bundle.nodes, self.levels, self.cap
-        mu = bundle.mu  # levels are measured against the multiplicity at the start
-        lowest = mu.bit_length()
-        short = mu & (mu - 1) != 0  # some arcs of level `lowest` may carry fewer than mu
+        nodes, levels = bundle.nodes, self.levels
         depth = dict.fromkeys(nodes, 0)
         for x, y in bundle.arcs:
             depth[y] = depth[x] + 1
@@ -293,15 +333,9 @@ class _Packer:
         push = heapq.heappush
 
         def enter(x: int) -> int:
-            """Offer ``x``'s arcs; return its highest level (0: only arcs below mu)."""
-            own: Iterable[int] = levels[x].keys()
-            if lowest > 1:
-                reduced = {level if level >= lowest else 0 for level in levels[x]}
-                if short and lowest in levels[x]:
-                    reduced.add(0)
-                own = reduced
+            """Offer ``x``'s arcs; return its highest level (-1 without arcs)."""
             top = -1
-            for level in own:
+            for level in levels[x]:
                 heap = heaps.get(level)
                 if heap is None:
                     heap = heaps[level] = []
@@ -325,25 +359,15 @@ class _Packer:
             d, x = heap[0]
             cursor = cursors.get((x, level))
             if cursor is None:
-                if level:
-                    heads: Sequence[int] = tuple(levels[x].get(level, ()))
-                else:
-                    heads = sorted(y for lv, ys in levels[x].items() if lv <= lowest for y in ys)
-                cursor = cursors[(x, level)] = [heads, 0]
+                cursor = cursors[(x, level)] = [tuple(levels[x].get(level, ())), 0]
             heads, i = cursor
             higher = False
             while i < len(heads):
                 y = heads[i]
                 i += 1
-                if y in nodes:
+                if y in nodes or (learned and not self.allowed(bundle, x, y, 1)):
                     continue
-                c = cap[(x, y)]
-                if (c < mu) != (level == 0):  # the arc belongs to the other list
-                    continue
-                amount = bundle.mu if c >= bundle.mu else c
-                if learned and not self.allowed(bundle, x, y, amount):
-                    continue
-                self.attach(bundle, x, y, amount)
+                self.attach(bundle, x, y, 1)
                 count += 1
                 depth[y] = d + 1
                 if enter(y) > level:

@@ -497,8 +497,7 @@ class _Splitter:
                     self.split(u, w, t, gamma)
 
     def run(self, switches: list[int], progress: bool) -> None:
-        """Remove the switches from the edge inwards: those with a compute neighbour
-        first (a fabric's leaves before its spines), fewest neighbours first.
+        """Remove the switches, fewest neighbours first.
 
         Optimistic first pass: while the next switch is free or uniform, split it
         without checks, then verify the condition once; on failure the pass is
@@ -508,11 +507,7 @@ class _Splitter:
         bar = _progress_bar(len(remaining), "splitting", progress)
 
         def next_switch() -> int:
-            return min(remaining, key=order)
-
-        def order(x: int) -> tuple[bool, int, int]:
-            neighbours = self.pred[x] | self.succ[x]
-            return neighbours <= remaining, len(neighbours), x
+            return min(remaining, key=lambda x: (len(self.pred[x] | self.succ[x]), x))
 
         saved = self.save()
         unchecked = []
@@ -625,9 +620,8 @@ def split_switches(
     Notes
     -----
     Switches with at most two neighbours and symmetric capacities, or with one
-    in- and one (other) out-neighbour, are split without any check. Switches are
-    taken from the edge inwards (those with a compute neighbour first, then the
-    fewest neighbours). Every other switch is split by a planned list of pairs
+    in- and one (other) out-neighbour, are split without any check; switches go
+    fewest neighbours first. Every other switch is split by a planned list of pairs
     (a circulant spreading each neighbour over many others) whose runs that keep
     the condition are found by bisection, one rooted connectivity check (at most
     one max-flow per compute node) per step; a pair that breaks it gets its

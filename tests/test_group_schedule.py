@@ -22,7 +22,11 @@ from optcoll.schedule import Tree, TreeEdge
 from optcoll.verify import verify_groups_schedule
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(groups=concurrent_groups())
 def test_schedules_attain_the_concurrent_optimum(groups: ProcessGroups) -> None:
     optimum = unpruned_optimum(groups)  # one LP over all groups and all allowed links

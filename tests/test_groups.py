@@ -120,7 +120,12 @@ def test_tp_groups_in_separate_boxes_do_not_interact() -> None:
     assert all(a.ratio == Fraction(7, 325) for a in bound.alone)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(topo=random_topologies(bandwidths=BANDWIDTHS), data=st.data())
 def test_lp_and_combinatorial_agree_on_single_groups(topo: Topology, data: st.DataObject) -> None:
     compute = list(topo.compute_nodes)
@@ -169,7 +174,12 @@ def concurrent_groups(draw: st.DrawFn) -> ProcessGroups:
         raise
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(groups=concurrent_groups())
 def test_pruning_and_splitting_keep_the_optimum(groups: ProcessGroups) -> None:
     # groups_bound drops the links no group can use and solves the classes of groups

@@ -19,6 +19,8 @@ __all__ = [
     "resolution",
     "latency_us",
     "add_latency_option",
+    "add_collective_option",
+    "add_sizes_option",
     "time_limit",
     "exact_amount",
     "size_text",
@@ -198,6 +200,22 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
         metavar="US",
         help="latency (µs) of links whose topology entry gives none (default 1)",
     )
+
+
+def add_collective_option(
+    parser: argparse.ArgumentParser, help_text: str, default: str = "allgather"
+) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help."""
+    parser.add_argument(
+        "--collective", default=default, type=collective_name, metavar="C", help=help_text
+    )
+
+
+def add_sizes_option(
+    parser: argparse.ArgumentParser, help_text: str = "message sizes (default 1K 4K ... 4G)"
+) -> None:
+    """``--sizes SIZE ...``: message sizes with an optional unit K, M or G."""
+    parser.add_argument("--sizes", type=message_size, nargs="+", metavar="SIZE", help=help_text)
 
 
 def time_limit(text: str) -> float:

@@ -7,10 +7,10 @@ import sys
 from typing import Any
 
 from optcoll.cli._core import (
+    add_collective_option,
     add_latency_option,
     add_reader_options,
-    collective_name,
-    message_size,
+    add_sizes_option,
     print_json,
     reader_options,
     size_text,
@@ -24,20 +24,8 @@ HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree b
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
-    parser.add_argument(
-        "--collective",
-        default="allgather",
-        type=collective_name,
-        metavar="C",
-        help="allgather (default), allreduce or alltoall",
-    )
-    parser.add_argument(
-        "--sizes",
-        type=message_size,
-        nargs="+",
-        metavar="SIZE",
-        help="message sizes for the algbw curve (default 1K 4K ... 4G)",
-    )
+    add_collective_option(parser, "allgather (default), allreduce or alltoall")
+    add_sizes_option(parser, "message sizes for the algbw curve (default 1K 4K ... 4G)")
     add_latency_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")

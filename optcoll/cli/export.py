@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.cli._core import (
+    add_collective_option,
     add_reader_options,
-    collective_name,
     exact_amount,
     message_size,
     print_json,
@@ -33,12 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "source", metavar="TOPO|SCHEDULE", help="topology file or spec, or a schedule file"
     )
     add_reader_options(parser)
-    parser.add_argument(
-        "--collective",
-        default="allgather",
-        type=collective_name,
-        metavar="C",
-        help="allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
+    add_collective_option(
+        parser, "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall"
     )
     parser.add_argument(
         "--format", default="msccl", choices=("msccl", "json"), help="output format"

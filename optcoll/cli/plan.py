@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.cli._core import (
+    add_collective_option,
     add_reader_options,
-    collective_name,
-    message_size,
+    add_sizes_option,
     print_json,
     reader_options,
     size_text,
@@ -27,20 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
-    parser.add_argument(
-        "--collective",
-        default="allgather",
-        type=collective_name,
-        metavar="C",
-        help="allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
+    add_collective_option(
+        parser, "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall"
     )
-    parser.add_argument(
-        "--sizes",
-        type=message_size,
-        nargs="+",
-        metavar="SIZE",
-        help="message sizes (default 1K 4K ... 4G)",
-    )
+    add_sizes_option(parser)
     parser.add_argument(
         "--runtime",
         default=DEFAULT_RUNTIME,

@@ -9,6 +9,7 @@ from typing import Any
 from optcoll.cli._core import (
     add_latency_option,
     add_reader_options,
+    add_sizes_option,
     exact_amount,
     message_size,
     print_json,
@@ -37,13 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "source", metavar="SCHEDULE|XML", help="schedule file (JSON/YAML) or MSCCL XML program"
     )
-    parser.add_argument(
-        "--sizes",
-        type=message_size,
-        nargs="+",
-        metavar="SIZE",
-        help="message sizes (default 1K 4K ... 4G)",
-    )
+    add_sizes_option(parser)
     add_simulator_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 

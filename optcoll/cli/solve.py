@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, collective_name, print_json, reader_options
+from optcoll.cli._core import add_collective_option, add_reader_options, print_json, reader_options
 from optcoll.exceptions import OptCollError, OutputError
 from optcoll.rational import fraction_text
 
@@ -17,12 +17,10 @@ HELP = "the main job: optimal bound, schedule, verification, schedule file and p
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
-    parser.add_argument(
-        "--collective",
-        type=collective_name,
+    add_collective_option(
+        parser,
+        "allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
         default="allreduce",
-        metavar="C",
-        help="allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
     )
     parser.add_argument(
         "-o",

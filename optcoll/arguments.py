@@ -156,12 +156,12 @@ def path_argument(value: Any, name: str = "path") -> Path:
     return Path(value)
 
 
-def node_argument(topology: Topology, value: Any, name: str, *, compute: bool = True) -> str:
-    """``value`` if it names a node (a compute node when ``compute``) of ``topology``."""
+def node_argument(topology: Topology, value: Any, name: str) -> str:
+    """``value`` if it names a compute node of ``topology``."""
     text = text_argument(value, name)
     if text not in topology.node:
         raise ArgumentError(f"{name} {text!r} is not a node of {topology.name}")
-    if compute and text not in topology.compute_nodes:
+    if text not in topology.compute_nodes:
         raise ArgumentError(f"{name} {text!r} is a switch, not a compute node of {topology.name}")
     return text
 

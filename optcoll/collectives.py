@@ -447,7 +447,6 @@ def build_collective(
         node_argument(topology, root, "root")
     from optcoll.packing import pack_arborescences
 
-    collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
@@ -528,7 +527,6 @@ def collective_lower_bound(
         node_argument(topology, root, "root")
     from optcoll.bound import optimal_cut_ratio
 
-    collective = canonical_collective(collective)
     if collective == "allgather":
         return optimal_cut_ratio(topology).ratio
     if collective == "reduce_scatter":

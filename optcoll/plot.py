@@ -522,11 +522,9 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else ("es" if word.endswith("h") else "s"))
 
 
-def _check_nodes(topology: Topology, nodes: Iterable[str], what: str) -> None:
-    if isinstance(nodes, str) or not isinstance(nodes, Iterable):
-        raise ArgumentError(f"{what} must be a collection of node ids, got {nodes!r}")
+def _check_nodes(topology: Topology, nodes: Iterable[object], what: str) -> None:
     for v in nodes:
-        if v not in topology.node:
+        if not isinstance(v, str) or v not in topology.node:
             raise UnknownNodeError(
                 f"{what} names node {v!r}, which is not in topology {topology.name!r}"
             )
@@ -735,8 +733,11 @@ def plot_cut(
     'cut S: 15 compute nodes, B+(S) = 325 GB/s, ratio 3/65 per GB/s'
     """
     topology_argument(topology)
-    _check_nodes(topology, side, "side (the cut)")
-    inside = set(side)
+    if isinstance(side, str) or not isinstance(side, Iterable):
+        raise ArgumentError(f"side (the cut) must be a collection of node ids, got {side!r}")
+    nodes = list(side)  # once: side may be an iterator
+    _check_nodes(topology, sorted(nodes, key=str), "side (the cut)")
+    inside = set(nodes)
     count = sum(1 for v in topology.compute_nodes if v in inside)
     if count in (0, topology.num_compute):
         raise PlotError(

@@ -208,7 +208,7 @@ def _cases() -> list[tuple[str, Callable[..., Any], dict[str, Any], str, Any]]:
         (
             plot.plot_cut,
             {"topology": TOPO, "side": ["n0"]},
-            {"topology": NOT_A_TOPOLOGY, "side": [None, 3, ["nope"]]},
+            {"topology": NOT_A_TOPOLOGY, "side": [None, 3, ["nope"], [["n0"]], [1, "n0"]]},
         ),
         (
             plot.plot_link_utilisation,
@@ -280,3 +280,8 @@ def test_the_valid_calls_of_the_table_work(tmp_path, monkeypatch):
     assert bound.optimal_cut_ratio(TOPO).ratio == Fraction(3, 200)  # 3 GPUs, 2 links of 100
     assert verify.verify_schedule(TOPO, SCHEDULE).valid
     assert export.runtime_profile("rccl").name == "rccl"
+    # an iterator is read once: the cut it names is the same as the list's
+    assert (
+        plot.plot_cut(TOPO, iter(["n0", "n1"])).get_title()
+        == plot.plot_cut(TOPO, ["n0", "n1"]).get_title()
+    )

@@ -94,6 +94,11 @@ class SizePlan:
         """``time_us / lower_bound_us`` (>= 1: the certified gap)."""
         return self.time_us / self.lower_bound_us
 
+    @property
+    def algbw(self) -> float:
+        """``size / time`` in GB/s, as :attr:`optcoll.simulator.Simulation.algbw`."""
+        return self.size / self.time_us / 1000.0
+
     def to_dict(self) -> dict[str, object]:
         """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates":
         [{"method", "time_us"}, ...]}`` (``time_us`` None: too many steps to simulate)."""

@@ -13,15 +13,21 @@ A sweep spec (a YAML/JSON file, or the same mapping in Python) names
     perturbations of the topology: a list of ``{links: TEXT, factor: NUMBER}``, each
     multiplying the bandwidth of every link with ``TEXT`` in its source or destination id
     (placeholders allowed: ``{links: nic, factor: "{nic_speed}"}``);
+``plan`` (needed by the ``plan_*`` quantities)
+    the message sizes and collective of :func:`optcoll.plan.plan`:
+    ``{sizes: [1K, 1M, 1G], collective: allreduce}`` (``collective`` defaults to
+    ``allgather``); each ``plan_*`` quantity gets one column per size, ``NAME@SIZE``
+    (``plan_ratio@1M``);
 ``plot`` (optional)
-    the quantity ``optcoll sweep --plot`` draws (default: the first numeric one).
+    the column ``optcoll sweep --plot`` draws (default: the first numeric one).
 
 The table has one row per point: a column per grid key, ``topology`` (the resolved
 spec), a column per quantity (exact values as ``"p/q"`` strings, ``algbw`` a float
 rounded to 3 decimals), then ``error`` (empty, or why the point failed) and ``key``.
 
 Every point is keyed by a content hash of its resolved topology text, the topology's
-content (:attr:`Topology.content_hash`), the quantities and the optcoll version: a
+content (:attr:`Topology.content_hash`), the columns, the plan's collective and the
+optcoll version: a
 rerun with ``resume`` reuses every finished point of the output (and of the journal an
 interrupted run leaves beside it) and computes only the rest.
 
@@ -51,7 +57,7 @@ from typing import Any
 
 from optcoll.arguments import count_argument, instance_argument, path_argument
 from optcoll.engines import TaskError, run_tasks
-from optcoll.exceptions import OptCollError, OutputError
+from optcoll.exceptions import OptCollError, OutputError, ScheduleError
 from optcoll.output import check_output, exists, require_suffix, write_output
 from optcoll.rational import WrittenNumber, exact_number, fraction_text, parse_fraction
 from optcoll.topology import Link, Topology
@@ -79,12 +85,14 @@ __all__ = [
 TABLE_SUFFIXES = (".csv", ".parquet")
 
 #: The spec's keys.
-SPEC_KEYS = ("base", "grid", "quantities", "scale", "plot")
+SPEC_KEYS = ("base", "grid", "quantities", "scale", "plan", "plot")
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Columns after the quantities.
 _TRAILING = ("error", "key")
+#: Quantities whose values are words, not numbers (``--plot`` cannot draw them).
+_WORDS = ("cut_description", "plan_method")
 
 
 class SweepSpecError(OptCollError):
@@ -96,7 +104,7 @@ class _Quantity:
     """A quantity of a point: its column type and how it is computed."""
 
     kind: str  # "text", "float" or "int"
-    needs: str  # "bound" (from the cut ratio) or "topology"
+    needs: str  # "bound" (from the cut ratio), "topology" or "plan" (a SizePlan per size)
     compute: Callable[[Any], Any]
 
 
@@ -116,7 +124,9 @@ def _time_factor_k1(topology: Topology) -> str:
 
 #: Every quantity a sweep computes: name -> column type and computation. ``cut_ratio``
 #: (r*), ``U``, ``time_factor_k1`` (the best allgather with one chunk per root) and
-#: ``alltoall`` (t*) are exact ``"p/q"`` strings.
+#: ``alltoall`` (t*) are exact ``"p/q"`` strings. The ``plan_*`` quantities are the plan
+#: at each of the spec's sizes: the fastest method, its simulated time and algbw, and its
+#: certified gap to the lower bound (:class:`optcoll.plan.SizePlan`).
 QUANTITIES: dict[str, _Quantity] = {
     "cut_ratio": _Quantity("text", "bound", lambda b: fraction_text(b.ratio)),
     "algbw": _Quantity("float", "bound", lambda b: round(b.algbw, 3)),
@@ -126,6 +136,10 @@ QUANTITIES: dict[str, _Quantity] = {
     "num_compute": _Quantity("int", "topology", lambda t: t.num_compute),
     "time_factor_k1": _Quantity("text", "topology", _time_factor_k1),
     "alltoall": _Quantity("text", "topology", _alltoall_optimum),
+    "plan_method": _Quantity("text", "plan", lambda row: row.method),
+    "plan_time_us": _Quantity("float", "plan", lambda row: round(row.time_us, 4)),
+    "plan_algbw": _Quantity("float", "plan", lambda row: round(row.algbw, 3)),
+    "plan_ratio": _Quantity("float", "plan", lambda row: round(row.ratio, 6)),
 }
 
 
@@ -140,6 +154,29 @@ class SweepSpec:
     plot: str | None = None
     folder: Path = field(default=Path("."), compare=False)
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    plan_sizes: tuple[int, ...] = ()
+    plan_collective: str = "allgather"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The quantity columns, in table order (``plan_*`` ones once per planned size).
+
+        Examples
+        --------
+        >>> spec = parse_sweep_spec({"base": "ring:4", "quantities": ["k", "plan_ratio"],
+        ...                          "plan": {"sizes": ["1K", 1048576]}})
+        >>> spec.columns
+        ('k', 'plan_ratio@1K', 'plan_ratio@1M')
+        """
+        from optcoll.sizes import size_text
+
+        columns: list[str] = []
+        for name in self.quantities:
+            if QUANTITIES[name].needs == "plan":
+                columns += [f"{name}@{size_text(size)}" for size in self.plan_sizes]
+            else:
+                columns.append(name)
+        return tuple(columns)
 
 
 @dataclass(frozen=True)
@@ -257,10 +294,66 @@ def parse_sweep_spec(
     for name in grid:
         if name not in used:
             raise _fail(f"{where}: grid key {name!r} is used by no placeholder of base or scale")
+    sizes, collective = _plan_options(data.get("plan"), quantities, where)
+    spec = SweepSpec(
+        base,
+        grid,
+        tuple(quantities),
+        tuple(scale),
+        None,
+        Path(folder),
+        dict(data),
+        sizes,
+        collective,
+    )
     plot = data.get("plot")
-    if plot is not None and plot not in quantities:
-        raise _fail(f"{where}: plot must be one of the quantities ({', '.join(quantities)})")
-    return SweepSpec(base, grid, tuple(quantities), tuple(scale), plot, Path(folder), dict(data))
+    if plot is not None and plot not in spec.columns:
+        raise _fail(f"{where}: plot must be one of the columns ({', '.join(spec.columns)})")
+    return SweepSpec(
+        base,
+        grid,
+        tuple(quantities),
+        tuple(scale),
+        plot,
+        Path(folder),
+        dict(data),
+        sizes,
+        collective,
+    )
+
+
+def _plan_options(data: Any, quantities: Sequence[str], where: str) -> tuple[tuple[int, ...], str]:
+    """The spec's ``plan`` key as (sizes in bytes, canonical collective)."""
+    from optcoll.schedule import canonical_collective
+    from optcoll.sizes import parse_size
+
+    wanted = [q for q in quantities if QUANTITIES[q].needs == "plan"]
+    if data is None:
+        if wanted:
+            raise _fail(f"{where}: quantity {wanted[0]!r} needs a plan key: {{sizes: [1K, 1M]}}")
+        return (), "allgather"
+    if not wanted:
+        raise _fail(f"{where}: plan is used only by the plan_* quantities; none is asked for")
+    if not isinstance(data, Mapping) or "sizes" not in data or set(data) - {"sizes", "collective"}:
+        raise _fail(f"{where}: plan must be a mapping with sizes (and optionally collective)")
+    values = data["sizes"]
+    if not isinstance(values, list) or not values:
+        raise _fail(f"{where}: plan.sizes must be a non-empty list of sizes (1024, 64K, 1M, ...)")
+    sizes = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise _fail(f"{where}: plan.sizes holds {value!r}; a size is bytes or 64K, 1M, 1G")
+        try:
+            sizes.append(parse_size(str(value)))
+        except ValueError as err:
+            raise _fail(f"{where}: plan.sizes: {err}") from None
+    if len(set(sizes)) != len(sizes):
+        raise _fail(f"{where}: plan.sizes repeats a size")
+    try:
+        collective = canonical_collective(data.get("collective", "allgather"))
+    except ScheduleError as err:
+        raise _fail(f"{where}: plan.collective: {err}") from None
+    return tuple(sizes), collective
 
 
 def load_sweep_spec(path: str | Path) -> SweepSpec:
@@ -324,10 +417,12 @@ def polars() -> Any:
     return polars
 
 
-def _point_key(text: str, topology: Topology, quantities: Sequence[str]) -> str:
+def _point_key(text: str, topology: Topology, spec: SweepSpec) -> str:
     from optcoll import __version__
 
-    content = [text, topology.content_hash, list(quantities), __version__]
+    content = [text, topology.content_hash, list(spec.columns), __version__]
+    if spec.plan_sizes:
+        content.append(spec.plan_collective)
     return hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:16]
 
 
@@ -349,21 +444,24 @@ def sweep_points(spec: SweepSpec) -> list[Point]:
         except OptCollError as err:
             where = ", ".join(f"{k}={_value_text(v)}" for k, v in params.items())
             raise type(err)(f"sweep point {where or text}: {err}") from None
-        points.append(Point(params, text, topology, _point_key(text, topology, spec.quantities)))
+        points.append(Point(params, text, topology, _point_key(text, topology, spec)))
     return points
 
 
-def evaluate_point(task: tuple[dict[str, Any], tuple[str, ...]]) -> dict[str, Any]:
-    """The quantities of one point (runs on a worker): ``{quantity: value}``.
+def evaluate_point(task: tuple[dict[str, Any], SweepSpec]) -> dict[str, Any]:
+    """The quantities of one point (runs on a worker): ``{column: value}``.
 
     ``task`` is the topology's file-format dictionary (:meth:`Topology.to_dict`, which
-    pickles where a topology does not) and the quantity names.
+    pickles where a topology does not) and the spec (its quantities and plan options).
     """
-    data, quantities = task
+    from optcoll.sizes import size_text
+
+    data, spec = task
     topology = Topology.from_dict(data)
     bound = None
+    rows = None
     values = {}
-    for name in quantities:
+    for name in spec.quantities:
         quantity = QUANTITIES[name]
         if quantity.needs == "bound":
             if bound is None:
@@ -371,6 +469,13 @@ def evaluate_point(task: tuple[dict[str, Any], tuple[str, ...]]) -> dict[str, An
 
                 bound = optimal_cut_ratio(topology)
             values[name] = quantity.compute(bound)
+        elif quantity.needs == "plan":
+            if rows is None:
+                from optcoll.plan import plan
+
+                rows = plan(topology, spec.plan_collective, spec.plan_sizes)
+            for row in rows:
+                values[f"{name}@{size_text(row.size)}"] = quantity.compute(row)
         else:
             values[name] = quantity.compute(topology)
     return values
@@ -400,11 +505,16 @@ def metadata_path(output: str | Path) -> Path:
     return path.with_name(path.name + ".meta.json")
 
 
-def _typed(name: str, value: Any) -> Any:
+def _kind(column: str) -> str:
+    """The type of a quantity column: ``"text"``, ``"float"`` or ``"int"``."""
+    return QUANTITIES[column.partition("@")[0]].kind
+
+
+def _typed(column: str, value: Any) -> Any:
     """A quantity value read back from a table or journal, in its column type."""
     if value is None or value == "":
         return None
-    kind = QUANTITIES[name].kind
+    kind = _kind(column)
     if kind == "int":
         return int(value)
     if kind == "float":
@@ -412,8 +522,8 @@ def _typed(name: str, value: Any) -> Any:
     return str(value)
 
 
-def read_finished(output: str | Path, quantities: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Finished points of an earlier run: ``{key: {quantity: value}}``.
+def read_finished(output: str | Path, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Finished points of an earlier run: ``{key: {column: value}}``.
 
     Read from the table ``output`` and the journal an interrupted run left beside it
     (:func:`journal_path`); points that failed (a non-empty ``error``) are not
@@ -422,7 +532,7 @@ def read_finished(output: str | Path, quantities: Sequence[str]) -> dict[str, di
     Raises
     ------
     OutputError
-        ``output`` exists but is not a sweep table of these quantities.
+        ``output`` exists but is not a sweep table of these quantity columns.
     """
     output = Path(output)
     finished: dict[str, dict[str, Any]] = {}
@@ -436,15 +546,15 @@ def read_finished(output: str | Path, quantities: Sequence[str]) -> dict[str, di
                 frame = pl.read_csv(output, infer_schema_length=0)  # every column as text
         except Exception as err:  # polars raises many types for a damaged file
             raise OutputError(f"{output}: cannot be read as a sweep table ({err})") from None
-        missing = [c for c in ("key", "error", *quantities) if c not in frame.columns]
+        missing = [c for c in ("key", "error", *columns) if c not in frame.columns]
         if missing:
             raise OutputError(
-                f"{output}: not a sweep table of quantities {', '.join(quantities)} "
+                f"{output}: not a sweep table of quantities {', '.join(columns)} "
                 f"(no column {missing[0]!r}); choose another output or pass --force"
             )
         for row in frame.iter_rows(named=True):
             if not row["error"]:
-                finished[row["key"]] = {q: _typed(q, row[q]) for q in quantities}
+                finished[row["key"]] = {c: _typed(c, row[c]) for c in columns}
     journal = journal_path(output)
     if exists(journal):
         for line in journal.read_text(encoding="utf-8").splitlines():
@@ -454,8 +564,8 @@ def read_finished(output: str | Path, quantities: Sequence[str]) -> dict[str, di
                 continue  # the line being written when the run stopped
             if isinstance(entry, dict) and not entry.get("error") and "key" in entry:
                 values = entry.get("values", {})
-                if all(q in values for q in quantities):
-                    finished[entry["key"]] = {q: _typed(q, values[q]) for q in quantities}
+                if all(c in values for c in columns):
+                    finished[entry["key"]] = {c: _typed(c, values[c]) for c in columns}
     return finished
 
 
@@ -509,7 +619,7 @@ def run_sweep(
         output = require_suffix(output, TABLE_SUFFIXES, "a sweep table")
         journal = journal_path(output)
         if resume:
-            finished = read_finished(output, spec.quantities)
+            finished = read_finished(output, spec.columns)
         else:
             if exists(journal) and not force:
                 raise OutputError(
@@ -530,7 +640,7 @@ def run_sweep(
     }
     todo = [p for p in points if p.key not in results]
     todo = list({p.key: p for p in todo}.values())  # equal points are computed once
-    tasks = [(p.built.to_dict(), spec.quantities) for p in todo]
+    tasks = [(p.built.to_dict(), spec) for p in todo]
     with _Journal(journal) as log:
         for index, outcome in run_tasks(
             evaluate_point, tasks, workers=workers, dask=dask, progress=progress
@@ -546,7 +656,7 @@ def run_sweep(
         values, error = results[point.key]
         row: dict[str, Any] = dict(point.params)
         row["topology"] = point.topology
-        row.update({q: values.get(q) for q in spec.quantities})
+        row.update({c: values.get(c) for c in spec.columns})
         row.update({"error": error, "key": point.key})
         rows.append(row)
     if output is not None:
@@ -585,8 +695,9 @@ class _Journal:
 def sweep_table(rows: Iterable[Mapping[str, Any]], spec: SweepSpec) -> Any:
     """The rows as a :class:`polars.DataFrame` with the columns in table order.
 
-    Columns: the grid keys, ``topology``, the quantities (``algbw`` Float64, ``k`` and
-    ``num_compute`` Int64, the others text), ``error``, ``key``.
+    Columns: the grid keys, ``topology``, the quantity columns (``algbw`` and the plan's
+    times, algbw and ratios Float64, ``k`` and ``num_compute`` Int64, the others text),
+    ``error``, ``key``.
     """
     pl = polars()
     kinds = {"text": pl.String, "float": pl.Float64, "int": pl.Int64}
@@ -600,8 +711,8 @@ def sweep_table(rows: Iterable[Mapping[str, Any]], spec: SweepSpec) -> Any:
         else:
             schema[name] = pl.String
     schema["topology"] = pl.String
-    for name in spec.quantities:
-        schema[name] = kinds[QUANTITIES[name].kind]
+    for name in spec.columns:
+        schema[name] = kinds[_kind(name)]
     schema["error"] = pl.String
     schema["key"] = pl.String
     columns = {
@@ -686,10 +797,12 @@ def plot_values(
     keys = list(spec.grid)
     if not keys:
         raise _fail("--plot draws a quantity against a grid key; the spec has no grid")
-    numeric = [q for q in spec.quantities if q != "cut_description"]
+    numeric = [c for c in spec.columns if c.partition("@")[0] not in _WORDS]
     quantity = spec.plot or (numeric[0] if numeric else None)
-    if quantity is None or quantity == "cut_description":
-        raise _fail("--plot needs a numeric quantity (cut_ratio, algbw, k, U, ...)")
+    if quantity is None or quantity not in numeric:
+        raise _fail(
+            "--plot needs a numeric quantity (cut_ratio, algbw, k, U, plan_ratio@SIZE, ...)"
+        )
     x_key, others = keys[0], keys[1:]
     if not all(isinstance(v, int | float) for v in spec.grid[x_key]):
         raise _fail(

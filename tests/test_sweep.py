@@ -136,6 +136,47 @@ def test_a_topology_file_base_is_read_beside_the_spec(tmp_path):
         ({"base": "ring:{k}", "grid": {"k": [4]}, "quantities": ["k"]}, "also a column name"),
         ({"base": "ring:4", "quantities": ["k"], "output": "x.csv"}, "unknown key 'output'"),
         ({"base": "ring:{n}", "grid": {"n": [True]}, "quantities": ["k"]}, "numbers or strings"),
+        (
+            {"base": "ring:4", "quantities": ["plan_ratio"]},
+            "quantity 'plan_ratio' needs a plan key",
+        ),
+        (
+            {"base": "ring:4", "quantities": ["k"], "plan": {"sizes": [1024]}},
+            "plan is used only by the plan_",
+        ),
+        (
+            {"base": "ring:4", "quantities": ["plan_ratio"], "plan": {"sizes": ["1.5M"]}},
+            "plan.sizes: size '1.5M' must be a positive integer",
+        ),
+        (
+            {"base": "ring:4", "quantities": ["plan_ratio"], "plan": {"sizes": [1024, "1K"]}},
+            "plan.sizes repeats a size",
+        ),
+        (
+            {"base": "ring:4", "quantities": ["plan_ratio"], "plan": {"sizes": [True]}},
+            "plan.sizes holds True",
+        ),
+        (
+            {"base": "ring:4", "quantities": ["plan_ratio"], "plan": {"size": [1024]}},
+            "plan must be a mapping with sizes",
+        ),
+        (
+            {
+                "base": "ring:4",
+                "quantities": ["plan_ratio"],
+                "plan": {"sizes": [1024], "collective": "gather"},
+            },
+            "plan.collective: unknown collective 'gather'",
+        ),
+        (
+            {
+                "base": "ring:4",
+                "quantities": ["plan_ratio"],
+                "plan": {"sizes": [1024]},
+                "plot": "plan_ratio@1M",
+            },
+            r"plot must be one of the columns \(plan_ratio@1K\)",
+        ),
     ],
 )
 def test_bad_specs_name_the_key(data, message):
@@ -334,3 +375,52 @@ def test_cli_sweep_writes_table_metadata_and_plot(tmp_path, capsys):
     assert "no Dask scheduler answers at 'not an address'" in capsys.readouterr().err
     assert main(["sweep", str(spec_file), "--resume"]) == 2
     assert "give -o OUT" in capsys.readouterr().err
+
+
+PLANNED = {
+    "base": "ring:{n}",
+    "grid": {"n": [4, 6]},
+    "quantities": ["cut_ratio", "plan_method", "plan_time_us", "plan_algbw", "plan_ratio"],
+    "plan": {"sizes": ["4K", "1G"], "collective": "allgather"},
+    "plot": "plan_algbw@1G",
+}
+
+
+def test_plan_quantities_are_the_plan_at_each_size(tmp_path, monkeypatch):
+    from optcoll.plan import candidates, plan
+
+    spec = _spec(PLANNED)
+    assert spec.columns[1:3] == ("plan_method@4K", "plan_method@1G")
+    out = tmp_path / "planned.csv"
+    rows = run_sweep(spec, output=out, workers=1)
+    for row in rows:
+        topology = load_topology(row["topology"])
+        planned = {p.size: p for p in plan(topology, "allgather", [4096, 2**30])}
+        methods = {c.method for c in candidates(topology)}
+        r_star = Fraction(row["cut_ratio"])
+        for text, size in (("4K", 4096), ("1G", 2**30)):
+            assert row[f"plan_method@{text}"] == planned[size].method
+            assert row[f"plan_method@{text}"] in methods
+            time_us = row[f"plan_time_us@{text}"]
+            assert time_us == round(planned[size].time_us, 4)
+            assert row[f"plan_algbw@{text}"] == pytest.approx(size / time_us / 1000, abs=1e-3)
+            assert row[f"plan_ratio@{text}"] >= 1
+        # at 1 GiB the bandwidth term (M/N) r* is the lower bound: the gap is time over it
+        width_us = float(Fraction(2**30, topology.num_compute) * r_star) / 1000
+        assert row["plan_ratio@1G"] == pytest.approx(row["plan_time_us@1G"] / width_us, rel=1e-5)
+        assert row["plan_ratio@1G"] < 1.05  # the optimal trees at a large size
+    table = pl.read_csv(out)
+    assert table["plan_method@1G"].to_list() == [row["plan_method@1G"] for row in rows]
+    assert table.schema["plan_ratio@4K"] == pl.Float64
+    assert sweep_module.plot_values(rows, spec)[1]["plan_algbw@1G"][1] == [
+        row["plan_algbw@1G"] for row in rows
+    ]
+    calls = []
+    real = sweep_module.evaluate_point
+    monkeypatch.setattr(
+        sweep_module, "evaluate_point", lambda task: calls.append(task[0]["name"]) or real(task)
+    )
+    assert run_sweep(spec, output=out, resume=True, workers=1) == rows
+    assert calls == []  # the plan columns are read back in their types
+    other = _spec({**PLANNED, "plan": {"sizes": ["4K", "1G"], "collective": "allreduce"}})
+    assert [p.key for p in sweep_points(other)] != [row["key"] for row in rows]

@@ -9,6 +9,8 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from optcoll.sizes import size_text
+
 __all__ = [
     "Parser",
     "print_json",
@@ -40,26 +42,20 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-_SIZE_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
-_SIZE_UNITS |= {"G": 1024**3, "GB": 1024**3}
-
-
 def message_size(text: str) -> int:
-    """A message size in bytes from ``"4096"``, ``"64K"``, ``"1MB"`` or ``"2G"`` (binary units).
+    """A ``--sizes`` value in bytes (:func:`optcoll.sizes.parse_size`); a usage error if bad.
 
     Examples
     --------
     >>> message_size("64K"), message_size("1MB"), message_size("512")
     (65536, 1048576, 512)
     """
-    value = text.strip().upper()
-    number = value.rstrip("KMGB")
-    unit = value[len(number) :]
-    if not number.isdigit() or unit not in _SIZE_UNITS or int(number) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"size {text!r} must be a positive integer with an optional unit K, M or G (e.g. 64K)"
-        )
-    return int(number) * _SIZE_UNITS[unit]
+    from optcoll.sizes import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -235,17 +231,3 @@ def time_limit(text: str) -> float:
             f"time limit {text!r} must be a finite number of seconds > 0"
         )
     return value
-
-
-def size_text(size: int) -> str:
-    """A message size in the binary units :func:`message_size` reads (``4194304`` -> ``4M``).
-
-    Examples
-    --------
-    >>> size_text(4194304), size_text(1536), size_text(1024**3)
-    ('4M', '1536', '1G')
-    """
-    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)

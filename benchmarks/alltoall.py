@@ -37,7 +37,7 @@ import json, resource, sys, time
 from optcoll.io import load_topology
 from optcoll.alltoall import alltoall_bound, alltoall_schedule
 from optcoll.verify import verify_schedule
-from formulations.alltoall import alltoall_optimum
+from optcoll.alltoall import alltoall_optimum
 spec, form, schedule = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()

@@ -49,8 +49,8 @@ import dataclasses, json, resource, sys, time
 from optcoll.io import load_topology
 from optcoll.groups import groups_bound, parse_groups
 from optcoll.exceptions import MethodError
-from formulations.groups import group_commodities
-from formulations.multicommodity import solve_multicommodity
+from optcoll.concurrent_groups import group_commodities
+from optcoll.multicommodity import solve_multicommodity
 spec, text, relay, method = sys.argv[1:5]
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()

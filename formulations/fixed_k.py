@@ -21,10 +21,13 @@ instances; it is the cross-check of the combinatorial fixed-k mode
 (:func:`optcoll.packing.fixed_k_capacity`). With ``K`` = ForestColl's ``k``
 its optimum is r*; with any ``K`` it is at least r*.
 
+The model reads integer capacities; :func:`optcoll.fixed_k.fixed_k_optimum`
+checks a graph, scales its capacities to integers and calls :func:`solve_fixed_k`.
+
 Examples
 --------
 >>> ring = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1, ("b", "a"): 1}
->>> fixed_k_optimum(["a", "b", "c"], ring, 1).t
+>>> solve_fixed_k(["a", "b", "c"], ring, 1).t
 Fraction(2, 1)
 """
 
@@ -39,13 +42,10 @@ from fractions import Fraction
 import pulp
 
 from formulations.errors import MethodError, SolveError, SolverLimitError
+from formulations.network import Arc
 from formulations.solve import SolverReport, solve
-from formulations.tree_packing import check_switch_free
-from optcoll.rational import integer_scaling
 
-__all__ = ["build_fixed_k", "fixed_k_optimum", "FixedKResult", "MAX_FLOW_VARIABLES"]
-
-Arc = tuple[str, str]
+__all__ = ["build_fixed_k", "solve_fixed_k", "FixedKResult", "MAX_FLOW_VARIABLES"]
 
 #: Largest number of flow variables (``N (N - 1) |A|``) the fixed-k model accepts.
 MAX_FLOW_VARIABLES = 60_000
@@ -64,7 +64,9 @@ def build_fixed_k(
     Raises
     ------
     MethodError
-        If ``K`` is not a positive integer or the model would be too large.
+        If ``K`` is not a positive integer, an arc joins a node outside
+        ``compute_nodes``, a capacity is not a positive integer, or the model
+        would be too large.
 
     Examples
     --------
@@ -76,6 +78,14 @@ def build_fixed_k(
         raise MethodError(f"K (chunks per root) must be a positive integer, got {K!r}")
     nodes = list(compute_nodes)
     arcs = list(capacity)
+    known = set(nodes)
+    for arc, c in capacity.items():
+        if arc[0] not in known or arc[1] not in known:
+            raise MethodError(f"arc {arc!r} joins a node outside the node list")
+        if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
+            raise MethodError(
+                f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
+            )
     n = len(nodes)
     size = n * (n - 1) * len(arcs)
     if size > MAX_FLOW_VARIABLES:
@@ -159,35 +169,36 @@ class FixedKResult:
     report: SolverReport
 
 
-def fixed_k_optimum(
+def solve_fixed_k(
     compute_nodes: Sequence[str],
-    capacity: Mapping[Arc, int | Fraction],
+    capacity: Mapping[Arc, int],
     K: int,
     *,
     time_limit: float | None = None,
 ) -> FixedKResult:
-    """Solve the fixed-k MILP on a switch-free graph (tiny instances).
+    """Solve the fixed-k MILP on integer ``capacity`` (tiny instances).
+
+    ``t`` is in the units of ``capacity``, recomputed exactly from the integer
+    solution. The graph should be switch-free and strongly connected
+    (:func:`optcoll.tree_packing.check_switch_free`); otherwise the model is
+    infeasible.
 
     Raises
     ------
-    TopologyError
-        If the graph is not switch-free and strongly connected (see
-        :func:`formulations.tree_packing.fractional_tree_packing`).
     MethodError
-        If ``K`` is invalid or the model too large.
+        If ``K`` or a capacity is invalid or the model too large.
     SolveError
         If HiGHS fails or hits ``time_limit``.
 
     Examples
     --------
     >>> pair = {("a", "b"): 2, ("b", "a"): 1}
-    >>> fixed_k_optimum(["a", "b"], pair, 3).t
+    >>> solve_fixed_k(["a", "b"], pair, 3).t
     Fraction(1, 1)
     """
-    nodes = check_switch_free(compute_nodes, capacity)
-    caps, unit = integer_scaling(capacity)
+    nodes = list(compute_nodes)
     start = time.perf_counter()
-    problem = build_fixed_k(nodes, caps, K)
+    problem = build_fixed_k(nodes, capacity, K)
     built = time.perf_counter() - start
     try:
         result = solve(
@@ -198,7 +209,7 @@ def fixed_k_optimum(
             f"{err}; for K={K} on {len(nodes)} nodes the exact combinatorial search "
             f"optcoll.packing.fixed_k_capacity is much faster"
         ) from None
-    arcs = list(caps)
+    arcs = list(capacity)
     multiplicity: dict[str, dict[Arc, int]] = {}
     load = dict.fromkeys(arcs, 0)
     for r, root in enumerate(nodes):
@@ -216,10 +227,10 @@ def fixed_k_optimum(
                 counts[arc] = count
                 load[arc] += count
         multiplicity[root] = counts
-    t_scaled = max(Fraction(load[arc], K * caps[arc]) for arc in arcs)
-    if not math.isclose(float(t_scaled), result.objective, rel_tol=1e-6, abs_tol=1e-9):
+    t = max(Fraction(load[arc], K * capacity[arc]) for arc in arcs)
+    if not math.isclose(float(t), result.objective, rel_tol=1e-6, abs_tol=1e-9):
         raise SolveError(
             f"fixed-k MILP objective {result.objective} disagrees with the exact time factor "
-            f"{t_scaled} of its own integer solution"
+            f"{t} of its own integer solution"
         )
-    return FixedKResult(t_scaled / unit, K, multiplicity, result.report)
+    return FixedKResult(t, K, multiplicity, result.report)

@@ -1,4 +1,4 @@
-"""The multicast LP: each root's fractional tree capacity, proved optimal exactly.
+"""The multicast LP: each root's fractional tree capacity.
 
 Every compute root ``r`` owns a capacity vector ``y_r`` on the links; it must
 carry a flow of value 1 from ``r`` to every other compute node ``w``
@@ -19,45 +19,32 @@ optimum is the cut ratio r* = max_S |S ∩ Vc| / B+(S) (ForestColl, arXiv
 2402.06787); otherwise it is r* of the best balanced part of the capacity
 (see :mod:`optcoll.bound`).
 
-The optimum is exact: the vertex and the duals of HiGHS's final basis are
-recovered as fractions and proved optimal by exact LP duality
-(:func:`formulations.exact_lp.proved_solution`); nothing is rounded.
-
 Size: ``N (N - 1) |A| + N |A| + 1`` variables, so it is meant for ``N <= 32``.
-Capacities are the integer-scaled ones, so the optimum is ``r* * unit``.
+Capacities are the integer-scaled ones, so the optimum is ``r* * unit``; its
+exact value is :func:`optcoll.multicast.multicast_bound`.
 
 Examples
 --------
 >>> from optcoll import load_topology
->>> multicast_bound(load_topology("dgx-a100:1")).cut_ratio
-Fraction(7, 300)
+>>> len(root_commodities(load_topology("dgx-a100:1")))
+8
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fractions import Fraction
-
 import pulp
 
 from formulations.errors import MethodError
-from formulations.multicommodity import (
-    Commodity,
-    build_multicommodity,
-    solve_multicommodity,
-)
+from formulations.multicommodity import Commodity, build_multicommodity
 from formulations.network import Network
-from formulations.solve import SolverReport
 
-__all__ = ["build_multicast", "multicast_bound", "MulticastResult", "MAX_FLOW_VARIABLES"]
+__all__ = ["build_multicast", "root_commodities", "MAX_FLOW_VARIABLES"]
 
 #: Largest ``N (N - 1) |A|`` (number of flow variables) the multicast LP accepts.
 MAX_FLOW_VARIABLES = 400_000
 
-Arc = tuple[str, str]
 
-
-def _roots(topology: Network) -> list[Commodity]:
+def root_commodities(topology: Network) -> list[Commodity]:
     """One multicast commodity per compute root, to every other compute node."""
     compute = topology.compute_nodes
     arcs = len(topology.integer_capacities()[0])
@@ -95,56 +82,4 @@ def build_multicast(topology: Network) -> pulp.LpProblem:
     (961, 1368)
     """
     caps, _ = topology.integer_capacities()
-    return build_multicommodity(topology.node_ids, dict(caps), _roots(topology))
-
-
-@dataclass(frozen=True)
-class MulticastResult:
-    """The solved multicast LP, exact and proved optimal.
-
-    ``cut_ratio`` is the optimum in 1/bandwidth units (r* when no switch has
-    less capacity in than out), ``scaled_ratio`` HiGHS's float optimum
-    ``≈ cut_ratio * unit``. ``root_capacity[r][(u, v)]`` is root ``r``'s exact
-    ``y_r`` on that arc in the model's units
-    (``sum_r y_r(a) <= cut_ratio * unit * caps[a]``); only nonzero entries are
-    listed.
-    """
-
-    cut_ratio: Fraction
-    scaled_ratio: float
-    unit: Fraction
-    root_capacity: dict[str, dict[Arc, Fraction]]
-    report: SolverReport
-
-
-def multicast_bound(topology: Network, *, time_limit: float | None = None) -> MulticastResult:
-    """Build and solve the multicast LP; return its exact optimum and each root's capacity.
-
-    The rate form is solved (better scaled when bandwidths carry many
-    significant digits); its exact vertex and duals are proved optimal, with a
-    second, tighter HiGHS solve if the first basis is not
-    (:func:`formulations.exact_lp.solve_proved`).
-
-    Raises
-    ------
-    MethodError
-        If the topology is too large for this model (see :func:`build_multicast`).
-    ReconstructionError
-        If the exact vertex or duals are not recovered or not proved optimal.
-
-    Examples
-    --------
-    >>> from optcoll import load_topology
-    >>> result = multicast_bound(load_topology("dgx-a100:1"))
-    >>> sum(result.root_capacity["b0.gpu0"].values()) > 0
-    True
-    """
-    roots = _roots(topology)
-    caps, unit = topology.integer_capacities()
-    result = solve_multicommodity(
-        topology.node_ids, dict(caps), roots, form="rate", time_limit=time_limit
-    )
-    root_capacity = {k.source: load for k, load in zip(roots, result.loads, strict=True)}
-    return MulticastResult(
-        result.time / unit, 1 / result.lp_time, unit, root_capacity, result.report
-    )
+    return build_multicommodity(topology.node_ids, dict(caps), root_commodities(topology))

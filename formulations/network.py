@@ -16,7 +16,7 @@ Examples
 ...         return {("a", "b"): 1, ("b", "a"): 1}, Fraction(25)
 ...     def short_switches(self):
 ...         return []
->>> from formulations.congestion import lp_cut_ratio
+>>> from optcoll.congestion import lp_cut_ratio
 >>> lp_cut_ratio(Pair())
 (Fraction(1, 25), frozenset({'a'}))
 """

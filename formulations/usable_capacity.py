@@ -13,36 +13,34 @@ which equals the plain cut ratio when every switch has ``in >= out``, and in
 general is not the cut ratio of any one fixed trimming of ``c`` chosen cut by
 cut (several cuts may compete for the same switch's traffic).
 
-:func:`best_forwardable_capacity` solves the *master* problem over a finite
+:func:`build_forwardable_master` is the *master* problem over a finite
 family of cuts: maximise ``lam`` subject to ``g(δ+(S)) >= lam |S ∩ Vc|`` for
 every ``S`` in the family, ``0 <= g <= c`` and ``out_g(w) <= in_g(w)``. Its
-optimum, proved exactly by LP duality (:func:`formulations.exact_lp.solve_proved`),
-is an upper bound on ``1 / r*`` (fewer cuts, fewer constraints); the bound module
-adds violated cuts found by exact parametric max-flow until ``g`` attains it.
+optimum is an upper bound on ``1 / r*`` (fewer cuts, fewer constraints);
+:func:`optcoll.forwardable.best_forwardable_capacity` proves it exactly and
+:func:`optcoll.forwardable.forwardable_topology` adds violated cuts found by
+exact parametric max-flow until ``g`` attains it.
 
 Examples
 --------
 A switch ``w`` that receives 1 from ``a`` and could send 2 on to ``b``:
 
 >>> caps = {("a", "w"): 1, ("w", "b"): 2, ("b", "a"): 3}
->>> lam, g = best_forwardable_capacity(["a", "b"], ["w"], caps, [{"a"}, {"a", "w"}])
->>> lam, g[("w", "b")]
-(Fraction(1, 1), Fraction(1, 1))
+>>> model = build_forwardable_master(["a", "b"], ["w"], caps, [{"a"}, {"a", "w"}])
+>>> sorted(c.name for c in model.constraints())
+['cut_0', 'cut_1', 'switch_0']
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from fractions import Fraction
 
 import pulp
 
 from formulations.errors import MethodError
-from formulations.exact_lp import solve_proved
+from formulations.network import Arc
 
-__all__ = ["build_forwardable_master", "best_forwardable_capacity", "add_forwarding_rows"]
-
-Arc = tuple[str, str]
+__all__ = ["build_forwardable_master", "add_forwarding_rows"]
 
 
 def build_forwardable_master(
@@ -116,38 +114,3 @@ def add_forwarding_rows(
                 pulp.LpConstraint(pulp.LpAffineExpression(row), pulp.LpConstraintLE, rhs=0.0),
                 f"switch_{i}",
             )
-
-
-def best_forwardable_capacity(
-    compute: Collection[str],
-    switches: Collection[str],
-    capacity: Mapping[Arc, int],
-    cuts: Sequence[Collection[str]],
-    weights: Sequence[int] | None = None,
-) -> tuple[Fraction, dict[Arc, Fraction]]:
-    """The master's exact optimum ``lam`` and its forwardable capacity ``g``.
-
-    ``lam`` is proved optimal by exact LP duality; an arc in no row keeps its
-    whole capacity; every cut in ``cuts`` has
-    ``g(δ+(S)) >= lam w_S`` (``w_S = |S ∩ Vc|`` unless ``weights`` are given),
-    ``0 <= g <= capacity`` and no switch sends
-    more than it receives under ``g``, all exactly.
-
-    Raises
-    ------
-    MethodError
-        Bad data (see :func:`build_forwardable_master`).
-    ReconstructionError
-        If the optimum is not proved exactly.
-
-    Examples
-    --------
-    >>> caps = {("a", "b"): 2, ("b", "a"): 1}
-    >>> best_forwardable_capacity(["a", "b"], [], caps, [{"a"}, {"b"}])
-    (Fraction(1, 1), {('a', 'b'): Fraction(2, 1), ('b', 'a'): Fraction(1, 1)})
-    """
-    problem = build_forwardable_master(compute, switches, capacity, cuts, weights)
-    _, primal, _ = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts")
-    # an arc in no row is free: it keeps its whole capacity
-    g = {arc: primal.get(f"g_{a}", Fraction(c)) for a, (arc, c) in enumerate(capacity.items())}
-    return primal["lam"], g

@@ -1,8 +1,8 @@
 """All-to-all: the exact optimum t*, the cut bound beside it, and schedules that attain it.
 
-The optimum t* is the max-concurrent-flow LP of
-:mod:`formulations.alltoall` (exact, with a length-function certificate). This
-module adds what a user compares it with and what runs it:
+The optimum t* is the max-concurrent-flow LP of :mod:`formulations.alltoall`,
+solved exactly with a length-function certificate (:func:`alltoall_optimum`).
+This module adds what a user compares it with and what runs it:
 
 * the **cut bound** ``max over S of d(S) / B+(S)``, with ``d(S) = |S ∩ Vc| *
   |Vc \\ S|`` the pieces that must leave ``S``: a lower bound on t*, often
@@ -36,10 +36,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.arguments import count_argument, instance_argument, topology_argument
 from optcoll.loads import routes_time_factor
@@ -47,8 +48,13 @@ from optcoll.rational import fraction_text
 from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.topology import Topology
 
+if TYPE_CHECKING:
+    from formulations.solve import SolverReport
+
 __all__ = [
     "EXHAUSTIVE_CUT_NODES",
+    "AlltoallResult",
+    "alltoall_optimum",
     "AlltoallBound",
     "alltoall_bound",
     "alltoall_cut_bound",
@@ -148,6 +154,99 @@ def _distance_level_sets(topology: Topology, lengths: dict[Arc, Fraction]) -> li
 
 
 @dataclass(frozen=True)
+class AlltoallResult:
+    """The exact all-to-all optimum with its primal routing and dual certificate.
+
+    ``time_factor`` is t* (time per unit piece, in 1/bandwidth units: an
+    ``M``-byte all-to-all takes ``(M / N) * time_factor``); ``routing[s]`` source
+    ``s``'s exact flow on each arc, in pieces; ``lengths`` the certifying length
+    function on the arcs (normalised so that ``sum_a bandwidth(a) * l(a) = 1``)
+    and ``certificate_bound`` the lower bound it proves, equal to
+    ``time_factor``; ``seconds`` the wall time of build, solve and exact checks.
+    """
+
+    time_factor: Fraction
+    routing: dict[str, dict[Arc, Fraction]]
+    lengths: dict[Arc, Fraction]
+    certificate_bound: Fraction
+    lp_time_factor: float
+    form: str
+    report: SolverReport
+    seconds: float
+
+    @property
+    def algbw(self) -> float:
+        """``M / time`` for large ``M``: ``N / t*`` in bandwidth units (N from the routing)."""
+        return float(len(self.routing) / self.time_factor)
+
+
+def alltoall_optimum(
+    topology: Topology, *, form: str = "time", time_limit: float | None = None
+) -> AlltoallResult:
+    """Solve the all-to-all LP of ``topology`` and return t* exactly with its certificate.
+
+    The LP is :func:`formulations.alltoall.build_alltoall`, on the integer-scaled
+    capacities ``c = bandwidth / unit``; t* in 1/bandwidth units is its optimum
+    divided by ``unit``.
+
+    **Exactness.** HiGHS solves the LP in floating point. The vertex and the duals
+    of its final simplex basis are then solved exactly over the rationals (the
+    rational reconstruction of t*, and of the whole routing), and re-verified in
+    exact arithmetic by LP duality (:func:`optcoll.exact_lp.check_optimality`).
+
+    **Certificate.** The capacity rows' duals give a length function ``l >= 0``
+    on the links. Any routing sends each piece ``(s, d)`` along a path at least
+    ``dist_l(s, d)`` long, so it loads the links with total length at least
+    ``D(l) = sum over pairs of dist_l(s, d)``; a routing of time ``t`` loads them
+    with at most ``t * sum_a c(a) l(a)``. Hence no routing is faster than
+    ``D(l) / sum_a c(a) l(a)`` (:func:`optcoll.multicommodity.length_bound`),
+    and the optimal duals make that ratio equal the routing's time: the pair
+    (routing, ``l``) proves t* without reference to the LP. The bound is optimal
+    *among* all fractional routings in which nodes forward without copying or
+    combining data (the bandwidth model: time = max link load / bandwidth).
+
+    Raises
+    ------
+    ReconstructionError
+        If the exact vertex or its duals cannot be recovered from the solve or do
+        not prove optimality (the message says which check failed).
+    SolveError
+        Any other solver failure (see :func:`formulations.solve.solve`).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> result = alltoall_optimum(load_topology("dgx-a100:1"))
+    >>> result.time_factor, result.certificate_bound == result.time_factor
+    (Fraction(7, 300), True)
+    """
+    from formulations.alltoall import alltoall_commodities
+    from optcoll.multicommodity import solve_multicommodity
+
+    start = time.perf_counter()
+    caps, unit = topology.integer_capacities()
+    compute = topology.compute_nodes
+    solved = solve_multicommodity(
+        topology.node_ids, caps, alltoall_commodities(compute), form=form, time_limit=time_limit
+    )
+    assert solved.lengths_bound is not None, "unicast commodities always have a length bound"
+    routing = {s: dict(load) for s, load in zip(compute, solved.loads, strict=True)}
+    # In bandwidth units: c(a) = bandwidth(a) / unit, so times divide by unit and
+    # lengths normalised against c(a) are normalised against bandwidth after dividing by unit.
+    lengths = {arc: length / unit for arc, length in solved.lengths.items()}
+    return AlltoallResult(
+        solved.time / unit,
+        routing,
+        lengths,
+        solved.lengths_bound / unit,
+        solved.lp_time / float(unit),
+        form,
+        solved.report,
+        time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
 class AlltoallBound:
     """The exact all-to-all optimum t* beside the cut bound.
 
@@ -211,7 +310,7 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
     ------
     SolveError
         If the LP cannot be solved or its exact optimum not proved (see
-        :func:`formulations.alltoall.alltoall_optimum`).
+        :func:`alltoall_optimum`).
 
     Examples
     --------
@@ -226,10 +325,6 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
 
 @functools.lru_cache(maxsize=4)
 def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBound:
-    import time
-
-    from formulations.alltoall import alltoall_optimum
-
     start = time.perf_counter()
     optimum = alltoall_optimum(topology, time_limit=time_limit)
     candidates = None
@@ -321,7 +416,6 @@ def path_decomposition(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from formulations.alltoall import alltoall_optimum
     >>> topo = load_topology("ring:3,direction=uni,bw=1")
     >>> paths = path_decomposition(topo, alltoall_optimum(topo).routing)
     >>> paths[("n0", "n2")]

@@ -646,8 +646,8 @@ def _brute_force_cut_ratio(topology: Topology) -> _Solved:
 
 
 def _lp_cut_ratio(topology: Topology) -> _Solved:
-    """r* from the congestion LP (:func:`formulations.congestion.congestion_bound`)."""
-    from formulations.congestion import congestion_bound
+    """r* from the congestion LP (:func:`optcoll.congestion.congestion_bound`)."""
+    from optcoll.congestion import congestion_bound
 
     result = congestion_bound(topology)
     usable = topology.with_capacity(result.usable) if topology.short_switches() else topology

@@ -180,14 +180,14 @@ def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, s
 
 
 def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from formulations.congestion import lp_cut_ratio
+    from optcoll.congestion import lp_cut_ratio
 
     ratio, cut = lp_cut_ratio(topology)
     return ratio, cut, "dual cut, proved by LP duality"
 
 
 def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from formulations.multicast import multicast_bound
+    from optcoll.multicast import multicast_bound
 
     result = multicast_bound(topology)
     return result.cut_ratio, None, "exact vertex and duals, proved by LP duality"
@@ -212,11 +212,11 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical graph of :func:`~optcoll.splitting.split_switches` at r* (ForestColl's
     ``U * caps`` link capacities, ``k`` per root, requirement ``N * k``).
     """
-    from formulations.tree_packing import fractional_tree_packing
     from optcoll.bound import optimal_cut_ratio
     from optcoll.packing import chunk_capacities
     from optcoll.rounding import round_packing
     from optcoll.splitting import split_switches
+    from optcoll.tree_packing import fractional_tree_packing
 
     logical = None
     capacity: Any = topology.capacity
@@ -238,7 +238,7 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
 
 
 def _alltoall_edge_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from formulations.alltoall import alltoall_optimum
+    from optcoll.alltoall import alltoall_optimum
 
     result = alltoall_optimum(topology)
     return (
@@ -249,7 +249,7 @@ def _alltoall_edge_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | No
 
 
 def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from formulations.path_flow import path_concurrent_flow
+    from optcoll.path_flow import path_concurrent_flow
 
     caps, unit = topology.integer_capacities()
     compute = topology.compute_nodes

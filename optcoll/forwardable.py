@@ -5,7 +5,7 @@ switch ``w`` has less bandwidth in than out, the excess out-capacity carries
 nothing, and the cut ratio of the raw topology overstates what any schedule
 reaches. Which out-links lose the excess is a choice, and several cuts compete
 for it, so the right trimming is found by optimisation (see
-:mod:`formulations.usable_capacity` for the mathematics):
+:mod:`formulations.usable_capacity` for the mathematics and the master LP):
 
     r* = min over forwardable g <= c of max_S |S ∩ Vc| / g(δ+(S))
 
@@ -39,13 +39,15 @@ Two GPUs and a switch that receives 100 from ``a`` but could send 200 to ``b``:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from fractions import Fraction
 
 from optcoll.exceptions import SolveError
 from optcoll.topology import Topology
 
-__all__ = ["forwardable_topology", "MAX_ROUNDS"]
+__all__ = ["forwardable_topology", "best_forwardable_capacity", "MAX_ROUNDS"]
+
+Arc = tuple[str, str]
 
 #: Cutting-plane rounds before giving up (each adds one cut; tens suffice in practice).
 MAX_ROUNDS = 500
@@ -81,8 +83,6 @@ def forwardable_topology(
     """
     if not topology.short_switches():
         return topology, 0
-    from formulations.usable_capacity import best_forwardable_capacity
-
     caps, unit = topology.integer_capacities()
     compute = topology.compute_nodes
     everything = frozenset(topology.node_ids)
@@ -114,6 +114,50 @@ def forwardable_topology(
         f"the forwardable capacity of {topology.name!r} did not converge in {MAX_ROUNDS} "
         f"cutting-plane rounds"
     )
+
+
+def best_forwardable_capacity(
+    compute: Collection[str],
+    switches: Collection[str],
+    capacity: Mapping[Arc, int],
+    cuts: Sequence[Collection[str]],
+    weights: Sequence[int] | None = None,
+) -> tuple[Fraction, dict[Arc, Fraction]]:
+    """The master's exact optimum ``lam`` and its forwardable capacity ``g``.
+
+    ``lam`` is proved optimal by exact LP duality; an arc in no row keeps its
+    whole capacity; every cut in ``cuts`` has
+    ``g(δ+(S)) >= lam w_S`` (``w_S = |S ∩ Vc|`` unless ``weights`` are given),
+    ``0 <= g <= capacity`` and no switch sends
+    more than it receives under ``g``, all exactly.
+
+    Raises
+    ------
+    MethodError
+        Bad data (see :func:`formulations.usable_capacity.build_forwardable_master`).
+    ReconstructionError
+        If the optimum is not proved exactly.
+
+    Examples
+    --------
+    A switch ``w`` that receives 1 from ``a`` and could send 2 on to ``b``:
+
+    >>> caps = {("a", "w"): 1, ("w", "b"): 2, ("b", "a"): 3}
+    >>> lam, g = best_forwardable_capacity(["a", "b"], ["w"], caps, [{"a"}, {"a", "w"}])
+    >>> lam, g[("w", "b")]
+    (Fraction(1, 1), Fraction(1, 1))
+    >>> caps = {("a", "b"): 2, ("b", "a"): 1}
+    >>> best_forwardable_capacity(["a", "b"], [], caps, [{"a"}, {"b"}])
+    (Fraction(1, 1), {('a', 'b'): Fraction(2, 1), ('b', 'a'): Fraction(1, 1)})
+    """
+    from formulations.usable_capacity import build_forwardable_master
+    from optcoll.exact_lp import solve_proved
+
+    problem = build_forwardable_master(compute, switches, capacity, cuts, weights)
+    _, primal, _ = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts")
+    # an arc in no row is free: it keeps its whole capacity
+    g = {arc: primal.get(f"g_{a}", Fraction(c)) for a, (arc, c) in enumerate(capacity.items())}
+    return primal["lam"], g
 
 
 def _unreachable_cut(

@@ -14,9 +14,9 @@ own:
   r*_g <= t*, and no other group uses its useful links;
 * the groups of a larger class (or a group whose optimum needed the LP) use
   their **shares** ``c_g(e) = x_g(e) / t_c`` of the class's LP optimum t_c
-  (:func:`formulations.groups.concurrent_optimum`): every relay has in >= out in
+  (:func:`optcoll.concurrent_groups.concurrent_optimum`): every relay has in >= out in
   ``c_g`` and every member cut has ``t_c c_g(δ+(S)) >= |S ∩ g|`` (the proof is
-  in :mod:`formulations.groups`), so the group's trees on ``c_g`` take at most
+  in :mod:`optcoll.concurrent_groups`), so the group's trees on ``c_g`` take at most
   t_c, loading each link with at most ``t_c c_g(e)``, and the class's groups
   together at most ``t_c bw(e)``.
 
@@ -248,7 +248,7 @@ def groups_schedule(groups: ProcessGroups, bound: GroupsBound | None = None) -> 
         If the schedule fails :func:`optcoll.verify.verify_groups_schedule`
         against t* (an internal error).
     """
-    from formulations.groups import concurrent_optimum
+    from optcoll.concurrent_groups import concurrent_optimum
     from optcoll.groups import groups_bound
     from optcoll.packing import pack_arborescences
     from optcoll.verify import verify_groups_schedule

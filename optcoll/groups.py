@@ -26,7 +26,7 @@ switch), the group's optimum is taken from the exact multicast LP instead, and
 the cut ratio is a lower bound only.
 
 **Concurrent groups.** The optimal time is the exact optimum of the LP of
-:mod:`formulations.groups` (proved by LP duality); its duals name the binding
+:mod:`optcoll.concurrent_groups` (proved by LP duality); its duals name the binding
 links and the groups that share them.
 
 GROUPS, on the command line and in :func:`parse_groups`, is a JSON/YAML file
@@ -70,7 +70,7 @@ from optcoll.rational import fraction_text
 from optcoll.topology import Link, Node, Topology
 
 if TYPE_CHECKING:
-    from formulations.groups import ConcurrentGroups
+    from optcoll.concurrent_groups import ConcurrentGroups
 
 __all__ = [
     "RELAYS",
@@ -122,7 +122,7 @@ class ProcessGroups:
         inner nodes are non-members that may relay the group's data is kept.
         Dropping the others leaves the group's optimum, alone or among
         concurrent groups, unchanged: the optimum is attained by trees for each
-        group (:mod:`formulations.groups`) whose edges are paths from one member
+        group (:mod:`optcoll.concurrent_groups`) whose edges are paths from one member
         to another through non-members; cutting the cycles out of such a path
         leaves a simple path of that kind, which loads no link more.
 
@@ -602,7 +602,7 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     cut = optimal_cut_ratio(view)
     ratio, exact_by = cut.ratio, "cut"
     if not _balanced(view):
-        from formulations.groups import concurrent_optimum
+        from optcoll.concurrent_groups import concurrent_optimum
 
         ratio, exact_by = concurrent_optimum(groups, [index]).time_factor, "lp"
     return GroupOptimum(
@@ -672,7 +672,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
     (:meth:`ProcessGroups.sharing_components`); t* is the largest of the
     classes' optima. A class of one group needs no LP (its optimum is
     :func:`group_optimum`); a larger class takes the LP of
-    :mod:`formulations.groups` on its groups alone. No schedule beats the
+    :mod:`optcoll.concurrent_groups` on its groups alone. No schedule beats the
     class that needs longest (its groups alone need that much), and each
     class's optimal schedule uses only its own useful links, so running all of
     them at once loads no link beyond t* times its bandwidth. The certificate
@@ -694,7 +694,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
         if len(component) == 1:
             t = alone[component[0]].ratio
         else:
-            from formulations.groups import concurrent_optimum
+            from optcoll.concurrent_groups import concurrent_optimum
 
             solved[component] = concurrent_optimum(groups, component)
             t = solved[component].time_factor

@@ -38,7 +38,7 @@ def shared_tree_packing(monkeypatch):
     """``fractional_tree_packing`` with each result kept for the session (and put in
     place of the real one for the test): the column generation on dgx-a100:2's logical
     graph (~20 s) runs once for the tests that check it, from either end."""
-    import formulations.tree_packing as module
+    import optcoll.tree_packing as module
 
     compute = module.fractional_tree_packing
 

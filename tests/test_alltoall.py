@@ -12,13 +12,12 @@ import pytest
 from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
 
-from formulations.alltoall import alltoall_optimum
-from formulations.path_flow import path_concurrent_flow
 from optcoll import load_topology
-from optcoll.alltoall import alltoall_bound, alltoall_schedule, path_decomposition
+from optcoll.alltoall import alltoall_bound, alltoall_optimum, alltoall_schedule, path_decomposition
 from optcoll.cli import main
 from optcoll.crosscheck import ALLTOALL_METHODS, crosscheck
 from optcoll.exceptions import ArgumentError, ScheduleError
+from optcoll.path_flow import path_concurrent_flow
 from optcoll.schedule import Route, RoutePath, Schedule
 from optcoll.simulate import compare_methods, direct_alltoall, hierarchical_alltoall
 from optcoll.topology import Topology

@@ -8,11 +8,13 @@ import pytest
 from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
 
-from formulations.congestion import FORMS, build_congestion, congestion_bound, lp_cut_ratio
-from formulations.multicast import build_multicast, multicast_bound
+from formulations.congestion import FORMS, build_congestion
+from formulations.multicast import build_multicast
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
+from optcoll.congestion import congestion_bound, lp_cut_ratio
 from optcoll.exceptions import MethodError, ReconstructionError, TopologyError
+from optcoll.multicast import multicast_bound
 from optcoll.rational import integer_scaling, reconstruct_cut_ratio
 from optcoll.topology import Topology
 

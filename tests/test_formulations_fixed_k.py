@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.fixed_k import FixedKResult, build_fixed_k, fixed_k_optimum
+from formulations.fixed_k import FixedKResult, build_fixed_k
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import MethodError, SolverLimitError, TopologyError
+from optcoll.fixed_k import fixed_k_optimum
 from optcoll.packing import fixed_k_capacity
 from optcoll.topology import Link, Node, Topology
 

@@ -14,19 +14,13 @@ import scipy.sparse
 from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
 
-from formulations.alltoall import alltoall_optimum
-from formulations.exact_lp import check_optimality
-from formulations.multicommodity import (
-    Commodity,
-    build_multicommodity,
-    length_bound,
-    routing_time,
-    solve_multicommodity,
-)
+from formulations.multicommodity import Commodity, build_multicommodity
 from optcoll import load_topology
-from optcoll.alltoall import alltoall_bound, alltoall_cut_bound, pair_demand
+from optcoll.alltoall import alltoall_bound, alltoall_cut_bound, alltoall_optimum, pair_demand
 from optcoll.cli import main
+from optcoll.exact_lp import check_optimality
 from optcoll.exceptions import MethodError
+from optcoll.multicommodity import length_bound, routing_time, solve_multicommodity
 from optcoll.topology import Topology
 
 

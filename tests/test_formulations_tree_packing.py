@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations import tree_packing
-from formulations.congestion import lp_cut_ratio
-from formulations.tree_packing import TreePackingResult, build_tree_master, fractional_tree_packing
-from optcoll import load_topology
+from formulations.tree_packing import build_tree_master
+from optcoll import load_topology, tree_packing
 from optcoll.bound import optimal_cut_ratio
+from optcoll.congestion import lp_cut_ratio
 from optcoll.exceptions import SolverLimitError, TopologyError
 from optcoll.topology import Link, Node, Topology
+from optcoll.tree_packing import TreePackingResult, fractional_tree_packing
 
 Arc = tuple[str, str]
 

@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcoll
-from formulations.multicast import multicast_bound
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.collectives import broadcast, collective_lower_bound
 from optcoll.crosscheck import crosscheck
 from optcoll.io import save_topology
+from optcoll.multicast import multicast_bound
 from optcoll.packing import pack_arborescences
 from optcoll.topologies import build
 from optcoll.topology import Link, Topology, TopologyBuilder

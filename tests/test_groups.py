@@ -16,11 +16,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_alltoall import FAMILIES
 
-from formulations.groups import concurrent_optimum, group_commodities
-from formulations.multicommodity import solve_multicommodity
 from optcoll import load_topology
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.concurrent_groups import concurrent_optimum, group_commodities
 from optcoll.exceptions import GroupError
 from optcoll.groups import (
     ProcessGroups,
@@ -29,6 +28,7 @@ from optcoll.groups import (
     make_groups,
     parse_groups,
 )
+from optcoll.multicommodity import solve_multicommodity
 from optcoll.topology import Node, Topology
 
 #: The bandwidths of the random topologies (exact, decimal-free, awkward ratios).

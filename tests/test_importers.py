@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.multicast import multicast_bound
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.exceptions import (
@@ -28,6 +27,7 @@ from optcoll.io import (
     from_msccl,
     import_topology,
 )
+from optcoll.multicast import multicast_bound
 
 DATA = Path(__file__).parent / "data" / "importers"
 

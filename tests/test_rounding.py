@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.tree_packing import fractional_tree_packing
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.io import load_topology
@@ -18,6 +17,7 @@ from optcoll.packing import pack_arborescences
 from optcoll.rounding import round_packing
 from optcoll.splitting import split_switches
 from optcoll.topology import Topology, TopologyBuilder
+from optcoll.tree_packing import fractional_tree_packing
 from optcoll.verify import verify_schedule
 
 HALF = Fraction(1, 2)

@@ -103,8 +103,8 @@ def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
 
         return build_multicast(topology)
     from formulations.fixed_k import build_fixed_k
-    from formulations.tree_packing import check_switch_free
     from optcoll.rational import integer_scaling
+    from optcoll.tree_packing import check_switch_free
 
     nodes = check_switch_free(topology.compute_nodes, topology.capacity)
     caps, _ = integer_scaling(topology.capacity)
@@ -117,7 +117,7 @@ def _lp_solve(
     """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
     data: dict[str, Any] = {"topology": topology.name, "model": args.model}
     if args.model == "tree-packing":
-        from formulations.tree_packing import fractional_tree_packing
+        from optcoll.tree_packing import fractional_tree_packing
 
         packing = fractional_tree_packing(
             topology.compute_nodes, topology.capacity, time_limit=args.time_limit
@@ -150,7 +150,7 @@ def _lp_solve(
     lines = []
     try:
         if args.model == "congestion":
-            from formulations.congestion import congestion_bound
+            from optcoll.congestion import congestion_bound
 
             congestion = congestion_bound(
                 topology, form=args.form or "rate", time_limit=args.time_limit
@@ -166,12 +166,12 @@ def _lp_solve(
                 f"B+(S) = {topology.cut_bandwidth(congestion.cut)} {topology.bandwidth_unit}"
             )
         elif args.model == "multicast":
-            from formulations.multicast import multicast_bound
+            from optcoll.multicast import multicast_bound
 
             multicast = multicast_bound(topology, time_limit=args.time_limit)
             label, value, report = "cut ratio", multicast.cut_ratio, multicast.report
         else:
-            from formulations.fixed_k import fixed_k_optimum
+            from optcoll.fixed_k import fixed_k_optimum
 
             fixed = fixed_k_optimum(
                 topology.compute_nodes,

@@ -14,10 +14,10 @@ unit. The optimal time t* is the optimum of the LP
                                                    (ProcessGroups.useful_arcs)
         sum over g, r of x_gr(e) <= t * bw(e)   for every link e.
 
-It is one multicast commodity per ``(g, r)`` of the multi-commodity layer
+It is one multicast commodity per ``(g, r)`` of the multi-commodity LP
 (:mod:`formulations.multicommodity`: source r, sinks g - {r}, relays the nodes
 the relaying allows), solved on the integer-scaled capacities and proved
-exactly there: the vertex and duals of HiGHS's final basis are recovered as
+exactly (:func:`optcoll.multicommodity.solve_multicommodity`): the vertex and duals of HiGHS's final basis are recovered as
 fractions and checked by exact LP duality, and the routing's time is recomputed.
 
 **Lower bound.** Every schedule in which members copy and other nodes only
@@ -82,9 +82,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from formulations.errors import MethodError
 from formulations.multicast import MAX_FLOW_VARIABLES
-from formulations.multicommodity import Commodity, solve_multicommodity
+from formulations.multicommodity import Commodity
+from optcoll.exceptions import MethodError
+from optcoll.multicommodity import solve_multicommodity
 
 if TYPE_CHECKING:
     from optcoll.groups import ProcessGroups

@@ -1,5 +1,9 @@
 """An LP's optimal vertex and its dual, exactly, and the exact proof that they are optimal.
 
+The models of :mod:`formulations` are solved in floating point; this module
+brings their optimum back to fractions and proves it, so that every LP-based
+optimum optcoll reports is exact.
+
 HiGHS reports a vertex in floating point, but the vertex is the unique solution
 of its basis: nonbasic variables at a bound, nonbasic rows at their bound, and
 the basic variables from the square system that leaves (``B x_B = b - N x_N``).
@@ -40,8 +44,8 @@ from fractions import Fraction
 
 import pulp
 
-from formulations.errors import ReconstructionError, SingularSystemError
 from formulations.solve import LpResult, simplex_basis, solve
+from optcoll.exceptions import ReconstructionError, SingularSystemError
 from optcoll.linear_system import solve_linear_system
 
 __all__ = [
@@ -52,14 +56,10 @@ __all__ = [
     "proved_solution",
     "solve_proved",
     "TIGHT_TOLERANCE",
-    "FLOAT_EXACT_LIMIT",
 ]
 
 #: HiGHS's feasibility tolerance for the second attempt of :func:`solve_proved`.
 TIGHT_TOLERANCE = 1e-10
-
-#: Integers up to this size are exact as floats, so a model built from them is exact.
-FLOAT_EXACT_LIMIT = 2**53
 
 
 def _bounds(variable: pulp.LpVariable) -> tuple[Fraction | None, Fraction | None]:

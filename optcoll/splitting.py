@@ -26,6 +26,10 @@ out capacity keeps its out-arcs split off completely and loses the surplus of
 in-capacity (which no flow could leave through). A switch with less in than out
 capacity is rejected.
 
+A leaf-spine fabric needs no checks at all: :func:`two_level_split` gives its
+logical graph in closed form (complete graphs inside the leaves, rails between
+them) together with the arborescences that certify it.
+
 Every logical arc remembers the physical paths (with capacities summing to its
 capacity) that realise it; splitting composes paths, so a logical arc ``(u, t)``
 created at a switch ``w`` whose neighbour ``u`` is itself a switch removed
@@ -64,6 +68,7 @@ from optcoll.topology import Topology
 __all__ = [
     "LogicalGraph",
     "split_switches",
+    "two_level_split",
     "realise_paths",
     "min_rooted_connectivity",
     "meets_requirement",
@@ -619,7 +624,10 @@ def split_switches(
 
     Notes
     -----
-    Switches with at most two neighbours and symmetric capacities, or with one
+    A two-level Clos (leaf-spine) fabric under an allgather requirement is split at
+    once by the closed form of :func:`two_level_split` (no max-flow; ``O(N^2)`` for
+    ``N`` hosts, the size of its logical graph). Otherwise, switches
+    with at most two neighbours and symmetric capacities, or with one
     in- and one (other) out-neighbour, are split without any check; switches go
     fewest neighbours first. Every other switch is split by a planned list of pairs
     (a circulant spreading each neighbour over many others) whose runs that keep
@@ -653,6 +661,9 @@ def split_switches(
             raise SolveError(f"root_capacity names {node!r}, which is not a compute node")
         if isinstance(c, bool) or not isinstance(c, int) or c < 0:
             raise SolveError(f"root_capacity of {node!r} must be a non-negative int, got {c!r}")
+    clos = two_level_split(topology, link_capacity, root_capacity, requirement)
+    if clos is not None:
+        return clos
     state = _Splitter(topology, link_capacity, root_capacity, requirement)
     if not state.holds(state.cap):
         have = state.connectivity()
@@ -662,6 +673,115 @@ def split_switches(
         )
     state.run([state.index[w] for w in topology.switch_nodes], progress)
     return state.logical()
+
+
+def two_level_split(
+    topology: Topology,
+    link_capacity: Mapping[Arc, int],
+    root_capacity: Mapping[str, int],
+    requirement: int,
+) -> LogicalGraph | None:
+    """Remove the switches of a two-level Clos (leaf-spine) fabric at once, in closed form.
+
+    Applies to an allgather (every compute node has root capacity ``k``, the
+    requirement is ``N * k``) on a fabric where every compute node (*host*) has
+    a single neighbour, its *leaf* switch, every leaf has the same number ``H``
+    of hosts, and every other switch (*spine*) links both ways to every leaf and
+    to nothing else. With ``L`` leaves, the logical graph is
+
+    - inside a leaf, ``a -> b`` of capacity ``k * L`` for every two hosts, on the
+      path ``a, leaf, b``;
+    - the *rails*: ``(l', j) -> (l, j)`` of capacity ``k`` from the ``j``-th host
+      of every leaf to the ``j``-th host of every other leaf, through a spine. The
+      ``(L - 1) * H * k`` units leaving a leaf are numbered with the leaf
+      distance first (``m = ((d - 1) * H + j) * k + i`` for ``d = l - l' mod L``)
+      and unit ``m`` crosses spine ``m mod S``, so every leaf-spine link in either
+      direction carries the floor or the ceiling of ``(L - 1) * H * k / S``.
+
+    It holds ``k`` two-level arborescences per root: the root sends to every
+    host of its own leaf and along its rails; the rail head ``(l, j)`` forwards
+    to the other hosts of leaf ``l``. Host ``(l, j)`` so sends on ``a -> b``
+    inside its leaf ``k`` for its own trees and ``k`` for each of the ``L - 1``
+    rails entering it: ``k * L`` in all, the arc's capacity. These ``N * k``
+    arborescences give every compute node flow ``N * k`` from the super source,
+    so the rooted connectivity condition holds without any max-flow. The
+    construction is used only when every physical link carries at most its
+    capacity: a host link carries ``k * ((H - 1) * L + L - 1) = k * (N - 1)``.
+
+    Returns None when the fabric or the requirement is of another shape, or a
+    link is too small; :func:`split_switches` then splits switch by switch.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> t = build("leaf-spine:leaves=2,hosts=2,spines=1")
+    >>> caps = {arc: 3 * c for arc, c in t.integer_capacities()[0].items()}
+    >>> g = two_level_split(t, caps, dict.fromkeys(t.compute_nodes, 1), 4)
+    >>> g.capacity[("l0.h0", "l0.h1")], g.paths[("l0.h0", "l1.h0")]
+    (2, ((('l0.h0', 'leaf0', 'spine0', 'leaf1', 'l1.h0'), 1),))
+    """
+    compute = topology.compute_nodes
+    k = root_capacity.get(compute[0], 0)
+    if k < 1 or requirement != k * len(compute):
+        return None
+    if any(root_capacity.get(v, 0) != k for v in compute):
+        return None
+    neighbours: dict[str, set[str]] = {}
+    for (u, v), c in link_capacity.items():
+        if c > 0:
+            neighbours.setdefault(u, set()).add(v)
+            neighbours.setdefault(v, set()).add(u)
+    hosts: dict[str, list[str]] = {}  # leaf -> its hosts, in the topology's order
+    for v in compute:
+        around = neighbours.get(v, set())
+        if len(around) != 1:
+            return None
+        (leaf,) = around
+        if topology.is_compute(leaf):
+            return None
+        hosts.setdefault(leaf, []).append(v)
+    leaves = list(hosts)
+    spines = [w for w in topology.switch_nodes if w not in hosts and w in neighbours]
+    size = len(hosts[leaves[0]])
+    if any(len(group) != size for group in hosts.values()):
+        return None
+    if any(neighbours[w] != set(leaves) for w in spines):
+        return None
+    if any(neighbours[leaf] != set(hosts[leaf]) | set(spines) for leaf in leaves):
+        return None
+    if len(leaves) > 1 and not spines:
+        return None
+    n_leaves = len(leaves)
+    capacity: dict[Arc, int] = {}
+    paths: dict[Arc, PathPool] = {}
+    load: dict[Arc, int] = {}
+    for leaf in leaves:
+        for a in hosts[leaf]:
+            for b in hosts[leaf]:
+                if a != b:
+                    capacity[(a, b)] = k * n_leaves
+                    paths[(a, b)] = (((a, leaf, b), k * n_leaves),)
+    width = len(spines)
+    for index, leaf in enumerate(leaves):
+        for j, a in enumerate(hosts[leaf]):
+            for d in range(1, n_leaves):
+                other = leaves[(index + d) % n_leaves]
+                b = hosts[other][j]
+                # units first, first + 1, ..., first + k - 1 cross spines unit mod S
+                first = ((d - 1) * size + j) * k
+                q, r = divmod(k, width)
+                capacity[(a, b)] = k
+                paths[(a, b)] = tuple(
+                    ((a, leaf, spines[(first + t) % width], other, b), q + (t < r))
+                    for t in range(min(k, width))
+                )
+    for routes in paths.values():
+        for route, c in routes:
+            for link in pairwise(route):
+                load[link] = load.get(link, 0) + c
+    if any(c > link_capacity.get(link, 0) for link, c in load.items()):
+        return None
+    return LogicalGraph(compute, dict(sorted(capacity.items())), paths)
 
 
 def realise_paths(

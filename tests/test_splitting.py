@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from conftest import rooted_connectivity, switched_topologies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import SolveError
-from optcoll.splitting import LogicalGraph, min_rooted_connectivity, realise_paths, split_switches
+from optcoll.packing import chunk_capacities, pack_arborescences
+from optcoll.splitting import (
+    LogicalGraph,
+    min_rooted_connectivity,
+    realise_paths,
+    split_switches,
+    two_level_split,
+)
 from optcoll.topologies import build
+from optcoll.topologies.generic import leaf_spine
 from optcoll.topology import Topology, TopologyBuilder
+from optcoll.verify import verify_schedule
 
 
 def check_logical(topology: Topology, link_capacity, root_capacity, requirement, g: LogicalGraph):
@@ -123,3 +135,97 @@ def test_realise_paths_refuses_bad_packings_by_name():
         realise_paths(logical, [("b", 1, [("b", "a")])])
     with pytest.raises(SolveError, match=r"multiplicity 0 is not >= 1"):
         realise_paths(logical, [("a", 0, [("a", "b")])])
+
+
+def cut_ratio_of(capacity, compute) -> Fraction:
+    """r* of a network whose link bandwidths are the given integer capacities."""
+    b = TopologyBuilder("capacities")
+    nodes = {x for arc in capacity for x in arc}
+    for x in compute:
+        b.compute(x)
+    for x in sorted(nodes - set(compute)):
+        b.switch(x)
+    for (u, v), c in sorted(capacity.items()):
+        if c:
+            b.link(u, v, c)
+    return optimal_cut_ratio(b.build()).ratio
+
+
+def optimal_input(topology):
+    """The allgather's splitting input at r* (capacities U * caps, k per root)."""
+    k, capacity = chunk_capacities(topology)
+    return (
+        topology,
+        capacity,
+        dict.fromkeys(topology.compute_nodes, k),
+        k * len(topology.compute_nodes),
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.sampled_from([Fraction(1), Fraction(2), Fraction(3, 2), Fraction(1, 2), Fraction(8)]),
+    st.sampled_from([100, 25, 7]),
+)
+def test_two_level_split_keeps_the_cut_ratio_of_random_leaf_spines(
+    leaves, hosts, spines, oversub, bw
+):
+    if leaves * hosts < 2:
+        return
+    topology = leaf_spine(leaves, hosts, spines, oversub=oversub, bw=bw)
+    topology, *args = optimal_input(topology)
+    g = two_level_split(topology, *args)
+    assert g is not None  # every leaf-spine fabric takes the closed form at r*
+    check_logical(topology, *args, g)
+    capacity, root_capacity, requirement = args
+    k = requirement // len(topology.compute_nodes)
+    # the condition holds with equality (the host links are full or a leaf's uplinks are) ...
+    assert rooted_connectivity(g.capacity, root_capacity, topology.compute_nodes) == requirement
+    # ... so splitting keeps the optimal cut ratio: 1/k in chunk units, on both graphs
+    assert cut_ratio_of(g.capacity, topology.compute_nodes) == Fraction(1, k)
+    assert cut_ratio_of(capacity, topology.compute_nodes) == Fraction(1, k)
+    assert split_switches(topology, *args) == g
+
+
+def test_two_level_split_needs_the_capacity_and_the_shape():
+    topology, capacity, roots, requirement = optimal_input(leaf_spine(4, 3, 2))
+    assert two_level_split(topology, capacity, roots, requirement) is not None
+    # one chunk more per root: the host links are too small (and no splitting can help)
+    k = requirement // 12
+    more = dict.fromkeys(roots, k + 1)
+    assert two_level_split(topology, capacity, more, 12 * (k + 1)) is None
+    with pytest.raises(SolveError, match="rooted connectivity"):
+        split_switches(topology, capacity, more, 12 * (k + 1))
+    # a broadcast requirement is of another shape
+    root = topology.compute_nodes[0]
+    assert two_level_split(topology, capacity, {root: k}, k) is None
+    # leaves with different numbers of hosts: switch by switch, still valid
+    b = TopologyBuilder("uneven")
+    for name, leaf in (("a0", "x"), ("a1", "x"), ("b0", "y")):
+        b.compute(name, leaf)
+    b.switch("x")
+    b.switch("y")
+    b.switch("top")
+    for name, leaf in (("a0", "x"), ("a1", "x"), ("b0", "y")):
+        b.link(name, leaf, 2, bidirectional=True)
+    b.link("x", "top", 2, bidirectional=True)
+    b.link("y", "top", 2, bidirectional=True)
+    uneven = b.build()
+    _, *args = optimal_input(uneven)
+    assert two_level_split(uneven, *args) is None
+    check_logical(uneven, *args, split_switches(uneven, *args))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["leaf-spine:leaves=4,hosts=4,spines=2", "leaf-spine:leaves=4,hosts=4,spines=1,oversub=2"],
+)
+def test_leaf_spine_trees_verify_at_height_two(spec):
+    topology = build(spec)
+    schedule = pack_arborescences(topology)
+    verdict = verify_schedule(topology, schedule, optimum=schedule.cut_ratio, require_optimal=True)
+    assert verdict.valid and verdict.time_factor == schedule.cut_ratio
+    assert schedule.stats["max_height"] == 2

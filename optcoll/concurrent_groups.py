@@ -77,7 +77,7 @@ Fraction(1, 1)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -99,11 +99,14 @@ def group_commodities(
     groups: ProcessGroups,
     indices: Iterable[int],
     images: tuple[dict[Arc, Arc], ...] = (),
+    roots: Sequence[str] | None = None,
 ) -> list[tuple[int, Commodity]]:
     """One multicast commodity per root of each group in ``indices``, with its group's index.
 
     ``images``: arc maps under which each commodity stands for copies of itself
-    (:class:`~formulations.multicommodity.Commodity`).
+    (:class:`~formulations.multicommodity.Commodity`). ``roots`` (one member
+    per group, indexed like ``groups.groups``): group g broadcasts from
+    ``roots[g]`` only (default: every member is a root, the allgather).
 
     Raises
     ------
@@ -120,6 +123,8 @@ def group_commodities(
     [(0, 'n0', {'n1': 1}, ['n0', 'n1']), (0, 'n1', {'n0': 1}, ['n0', 'n1'])]
     >>> sorted(group_commodities(groups, [0])[0][1].arcs)
     [('n0', 'n1'), ('n1', 'n0')]
+    >>> [k.source for _, k in group_commodities(groups, [0], roots=["n1"])]
+    ['n1']
     """
     out = []
     arcs = list(groups.topology.capacity)
@@ -127,7 +132,7 @@ def group_commodities(
     for g in indices:
         members = groups.groups[g]
         relays, useful = groups.relays(g), groups.useful_arcs[g]
-        for root in members:
+        for root in members if roots is None else (roots[g],):
             commodity = Commodity(
                 root, {d: 1 for d in members if d != root}, True, relays, useful, images
             )
@@ -165,13 +170,19 @@ def concurrent_optimum(
     *,
     time_limit: float | None = None,
     symmetric: bool = True,
+    roots: Sequence[str] | None = None,
 ) -> ConcurrentGroups:
     """Solve the LP for the groups numbered ``indices`` running at once; exact and proved.
 
     With ``symmetric`` (default), when the topology has automorphisms
     (:meth:`~optcoll.groups.ProcessGroups.automorphism`) mapping the first
     group onto each of the others, only the first group's flows are solved,
-    each standing for its images (see the module docstring).
+    each standing for its images (see the module docstring). With ``roots``
+    (one member per group, indexed like ``groups.groups``) each group
+    broadcasts from its root instead: the same LP with only the commodities
+    ``(g, roots[g])``; it is the concurrent broadcasts' optimum by the same
+    proof (one root per group), and symmetry applies only when every map
+    takes root to root.
 
     Raises
     ------
@@ -185,9 +196,20 @@ def concurrent_optimum(
     caps, unit = topo.integer_capacities()
     sigmas = [groups.automorphism(indices[0], j) for j in indices] if symmetric else []
     maps: tuple[dict[Arc, Arc], ...] = ()
-    if len(indices) > 1 and sigmas and all(sigma is not None for sigma in sigmas):
+    if (
+        len(indices) > 1
+        and sigmas
+        and all(sigma is not None for sigma in sigmas)
+        and (
+            roots is None
+            or all(
+                s is not None and s[roots[indices[0]]] == roots[j]
+                for s, j in zip(sigmas, indices, strict=True)
+            )
+        )
+    ):
         maps = tuple({(u, v): (s[u], s[v]) for u, v in caps} for s in sigmas if s is not None)
-    pairs = group_commodities(groups, indices[:1] if maps else indices, maps)
+    pairs = group_commodities(groups, indices[:1] if maps else indices, maps, roots)
     result = solve_multicommodity(
         topo.node_ids, dict(caps), [k for _, k in pairs], time_limit=time_limit
     )

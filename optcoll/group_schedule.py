@@ -25,10 +25,36 @@ beats t*). :func:`optcoll.verify.verify_groups_schedule` checks that on its
 own: each group's trees span its members with allowed relays, and the summed
 loads of all groups give the stated time factor.
 
+The other collectives (:func:`groups_collective`, :data:`GROUP_COLLECTIVES`):
+
+* **reduce-scatter** runs each group's allgather trees of the *reversed*
+  network backwards (the topology's own trees when it is symmetric): its time
+  factor is the reversed network's concurrent optimum, optimal among
+  reduce-scatters that are allgathers of the reversed network run backwards
+  (every tree reduction is one);
+* **allreduce** is reduce-scatter then allgather on the same trees of each
+  group; on a symmetric topology each phase takes t*, so ``2 t*`` is optimal
+  among schedules made of a reduce-scatter followed by an allgather (not
+  among all allreduce algorithms). When a link lacks its reverse the trees
+  are packed on the links usable both ways
+  (:func:`optcoll.collectives.bidirectional_core`) and the verified time
+  factor is reported without an optimality claim;
+* **broadcast** from each group's **root, its first member** (the order of
+  GROUPS: for ``blocks:T`` and ``strided:T`` the lowest rank), all groups at
+  once: the LP of :mod:`formulations.groups` with one commodity per group
+  (:func:`rooted_optimum`), attained by Edmonds' branchings on each group's
+  share (one root: the same proof as for the allgather);
+* **reduce** toward each group's first member: the broadcasts of the
+  reversed network run backwards, optimal by the same reversal.
+
+Every schedule is checked by :func:`optcoll.verify.verify_groups_schedule`
+against :func:`groups_lower_bound` before it is returned.
+
 The file form (``to_dict``) keeps the schedule file's header and has, instead
 of ``compute_nodes``, ``k`` and ``trees``, a list ``groups`` of
 ``{"members": [...], "k": K, "trees": [...]}`` (trees as in a schedule file),
-with ``relay`` and ``time_factor`` at the top level. Group g's shard is cut in
+with ``relay`` and ``time_factor`` at the top level. A broadcast or reduce group has
+a ``"root"`` too. Group g's shard (for broadcast and reduce its message) is cut in
 its own ``k_g`` chunks; a link's load is ``sum_g chunks_g(e) / k_g`` shards and
 the time factor the largest load over bandwidth.
 
@@ -59,7 +85,20 @@ from optcoll.topology import Link, Node, Topology
 if TYPE_CHECKING:
     from optcoll.groups import GroupsBound, ProcessGroups
 
-__all__ = ["GroupsSchedule", "groups_schedule", "share_topology"]
+__all__ = [
+    "GROUP_COLLECTIVES",
+    "GroupsSchedule",
+    "groups_schedule",
+    "share_topology",
+    "group_roots",
+    "reversed_groups",
+    "rooted_optimum",
+    "groups_lower_bound",
+    "groups_collective",
+]
+
+#: The collectives concurrent groups run (canonical spellings).
+GROUP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 
 _FIELDS = {
     "format",
@@ -73,6 +112,7 @@ _FIELDS = {
     "stats",
 }
 _GROUP_FIELDS = {"members", "k", "trees"}
+_ROOTED = ("broadcast", "reduce")
 
 
 @dataclass(frozen=True)
@@ -112,7 +152,12 @@ class GroupsSchedule:
         if self.time_factor is not None:
             data["time_factor"] = fraction_text(self.time_factor)
         data["groups"] = [
-            {"members": list(s.compute_nodes), "k": s.k, "trees": s.to_dict()["trees"]}
+            {
+                "members": list(s.compute_nodes),
+                **({} if s.root is None else {"root": s.root}),
+                "k": s.k,
+                "trees": s.to_dict()["trees"],
+            }
             for s in self.groups
         ]
         if self.stats:
@@ -149,11 +194,12 @@ class GroupsSchedule:
         for index, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
                 raise ScheduleError(f"group {index} must be a mapping with {sorted(_GROUP_FIELDS)}")
-            extra = sorted(set(entry) - _GROUP_FIELDS)
+            extra = sorted(set(entry) - _GROUP_FIELDS - {"root"})
             missing = sorted(_GROUP_FIELDS - set(entry))
             if extra or missing:
                 raise ScheduleError(
-                    f"group {index} has the fields members, k and trees"
+                    f"group {index} has the fields members, k, trees (and root for "
+                    "broadcast and reduce)"
                     + (f"; unknown: {', '.join(map(repr, extra))}" if extra else "")
                     + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
                 )
@@ -165,6 +211,7 @@ class GroupsSchedule:
                             "compute_nodes": entry["members"],
                             "k": entry["k"],
                             "trees": entry["trees"],
+                            **({"root": entry["root"]} if "root" in entry else {}),
                         }
                     )
                 )
@@ -283,3 +330,233 @@ def groups_schedule(groups: ProcessGroups, bound: GroupsBound | None = None) -> 
     if not verdict.valid:
         raise SolveError(f"the concurrent groups' schedule failed verification: {verdict.reason}")
     return schedule
+
+
+def group_roots(groups: ProcessGroups) -> tuple[str, ...]:
+    """The broadcast/reduce root of every group: its first member.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import parse_groups
+    >>> group_roots(parse_groups(load_topology("dgx-a100:2"), "strided:8"))
+    ('b0.gpu0', 'b0.gpu1')
+    """
+    return tuple(members[0] for members in groups.groups)
+
+
+def reversed_groups(groups: ProcessGroups) -> ProcessGroups:
+    """The same groups and relaying on the reversed topology (data toward the roots).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> reversed_groups(make_groups(load_topology("ring:4"), [["n0", "n1"]])).topology.name
+    'reverse(ring:4)'
+    """
+    from optcoll.collectives import reversed_topology
+    from optcoll.groups import make_groups
+
+    return make_groups(reversed_topology(groups.topology), groups.groups, groups.relay)
+
+
+def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
+    """The exact optimal time of every group broadcasting from ``roots[g]`` at once.
+
+    Per class of link-sharing groups
+    (:meth:`~optcoll.groups.ProcessGroups.sharing_components`): a group alone
+    takes its broadcast optimum on the graph it sees
+    (:func:`optcoll.collectives.collective_lower_bound`: Edmonds' min-cut,
+    non-copying relays that could send more than they receive counted by what
+    they can forward); a larger class the LP of :mod:`formulations.groups`
+    with one commodity per group. The largest is t*.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]],
+    ...                      relay="any")
+    >>> rooted_optimum(groups, ("n0", "n1"))  # alone 1/2 each, but they cross on n1 -> n2
+    Fraction(1, 1)
+    """
+    from formulations.groups import concurrent_optimum
+    from optcoll.collectives import collective_lower_bound
+
+    worst = Fraction(0)
+    for component in groups.sharing_components():
+        if len(component) == 1:
+            (g,) = component
+            t = collective_lower_bound(groups.group_topology(g), "broadcast", roots[g])
+            assert t is not None, "a broadcast with a root has a bound"
+        else:
+            t = concurrent_optimum(groups, component, roots=roots).time_factor
+        worst = max(worst, t)
+    return worst
+
+
+def _reduction_groups(groups: ProcessGroups) -> ProcessGroups:
+    """The groups whose forward trees, run backwards, reduce on ``groups``' topology."""
+    from optcoll.collectives import is_symmetric
+
+    return groups if is_symmetric(groups.topology) else reversed_groups(groups)
+
+
+def groups_lower_bound(
+    groups: ProcessGroups, collective: str, roots: tuple[str, ...] | None = None
+) -> Fraction:
+    """The exact lower bound on the time factor of ``collective`` run by all groups at once.
+
+    allgather: t* (:func:`optcoll.groups.groups_bound`); reduce-scatter: t* of
+    the reversed network; allreduce (reduce-scatter then allgather): their
+    sum; broadcast and reduce from ``roots`` (default :func:`group_roots`):
+    :func:`rooted_optimum` of the network, or of its reversal for reduce.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import parse_groups
+    >>> groups = parse_groups(load_topology("dgx-a100:2"), "strided:2")
+    >>> [groups_lower_bound(groups, c) for c in ("allgather", "allreduce", "broadcast")]
+    [Fraction(1, 25), Fraction(2, 25), Fraction(1, 25)]
+    """
+    from optcoll.groups import groups_bound
+
+    collective = _group_collective(collective)
+    if roots is None:
+        roots = group_roots(groups)
+    if collective == "allgather":
+        return groups_bound(groups).time_factor
+    if collective == "reduce_scatter":
+        return groups_bound(_reduction_groups(groups)).time_factor
+    if collective == "allreduce":
+        return groups_lower_bound(groups, "allgather") + groups_lower_bound(
+            groups, "reduce_scatter"
+        )
+    if collective == "broadcast":
+        return rooted_optimum(groups, roots)
+    return rooted_optimum(_reduction_groups(groups), roots)
+
+
+def _group_collective(collective: str) -> str:
+    from optcoll.schedule import canonical_collective
+
+    name = canonical_collective(collective)
+    if name not in GROUP_COLLECTIVES:
+        raise ScheduleError(
+            f"process groups run {', '.join(GROUP_COLLECTIVES)}; not {collective!r}"
+        )
+    return name
+
+
+def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Schedule]:
+    """Every group's broadcast trees from ``roots[g]``, together within :func:`rooted_optimum`.
+
+    A group alone in its class takes the optimal broadcast on the graph it
+    sees (:func:`optcoll.collectives.broadcast`). The groups of a larger class
+    pack on their LP loads ``x_g`` (in messages): with ``D`` the common
+    denominator, integer capacities ``D x_g(e)`` give every member cut at least
+    ``D`` (a unit of the root's data crosses it), every relay in >= out, so
+    edge splitting and Edmonds' branchings give ``D`` trees of one chunk each
+    (k = D), loading link e with at most ``x_g(e)`` messages.
+    """
+    from math import lcm
+
+    from formulations.groups import concurrent_optimum
+    from optcoll.collectives import broadcast
+    from optcoll.packing import pack_rooted
+    from optcoll.splitting import realise_paths, split_switches
+
+    topo = groups.topology
+    schedules: dict[int, Schedule] = {}
+    for component in groups.sharing_components():
+        if len(component) == 1:
+            (g,) = component
+            alone = broadcast(groups.group_topology(g), roots[g])
+            schedules[g] = Schedule(
+                "broadcast", topo.name, groups.groups[g], alone.k, alone.trees, root=roots[g]
+            )
+            continue
+        solved = concurrent_optimum(groups, component, roots=roots)
+        for g in component:
+            loads = {arc: x for arc, x in solved.loads[g].items() if x}
+            chunks = lcm(*(x.denominator for x in loads.values()))
+            caps = {arc: int(x * chunks) for arc, x in loads.items()}
+            view = groups.group_topology(g)
+            logical = split_switches(view, caps, {roots[g]: chunks}, chunks)
+            trees = realise_paths(logical, pack_rooted(logical, {roots[g]: chunks}))
+            schedules[g] = Schedule(
+                "broadcast", topo.name, groups.groups[g], chunks, tuple(trees), root=roots[g]
+            )
+    return [schedules[g] for g in range(len(groups.groups))]
+
+
+def groups_collective(
+    groups: ProcessGroups, collective: str = "allgather", bound: GroupsBound | None = None
+) -> GroupsSchedule:
+    """``collective`` for every group at once, attaining :func:`groups_lower_bound`; verified.
+
+    See the module docstring for each collective; broadcast and reduce use each
+    group's first member as root (:func:`group_roots`). ``bound``
+    (:func:`optcoll.groups.groups_bound` of ``groups``) is reused for allgather
+    when the caller has it.
+
+    Raises
+    ------
+    ScheduleError
+        ``collective`` is not one of :data:`GROUP_COLLECTIVES`.
+    SolveError
+        If the schedule fails :func:`optcoll.verify.verify_groups_schedule`
+        (an internal error).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]],
+    ...                      relay="any")
+    >>> [groups_collective(groups, c).time_factor for c in ("allreduce", "broadcast")]
+    [Fraction(2, 1), Fraction(1, 1)]
+    """
+    from dataclasses import replace
+
+    from optcoll.collectives import bidirectional_core, is_symmetric
+    from optcoll.groups import make_groups
+    from optcoll.verify import verify_groups_schedule
+
+    collective = _group_collective(collective)
+    if collective == "allgather":
+        return groups_schedule(groups, bound)
+    topo = groups.topology
+    roots = group_roots(groups)
+    optimum: Fraction | None = groups_lower_bound(groups, collective, roots)
+    if collective in _ROOTED:
+        base = groups if collective == "broadcast" else _reduction_groups(groups)
+        parts = _rooted_schedule(base, roots)
+    else:
+        if collective == "reduce_scatter":
+            base = _reduction_groups(groups)
+        elif is_symmetric(topo):
+            base = groups
+        else:
+            base = make_groups(bidirectional_core(topo), groups.groups, groups.relay)
+            optimum = None  # one set of trees both ways: verified, not claimed optimal
+        parts = list(groups_schedule(base).groups)
+    schedule = GroupsSchedule(
+        collective,
+        topo.name,
+        groups.relay,
+        tuple(replace(s, collective=collective, topology=topo.name) for s in parts),
+        optimum,
+        topo.content_hash,
+        {"trees": sum(len(s.trees) for s in parts), "k": [s.k for s in parts]},
+    )
+    verdict = verify_groups_schedule(
+        topo, schedule, optimum=optimum, require_optimal=optimum is not None
+    )
+    if not verdict.valid or verdict.time_factor is None:
+        raise SolveError(
+            f"the concurrent groups' {collective} failed verification: {verdict.reason}"
+        )
+    return replace(schedule, time_factor=verdict.time_factor)

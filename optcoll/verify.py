@@ -271,9 +271,10 @@ def verify_groups_schedule(
     mode known (:func:`optcoll.groups.make_groups`); each group's trees must
     pass :func:`verify_schedule` on the graph the group sees (its members as
     the compute nodes, the nodes the relaying allows as switches: so every
-    tree spans the group's members and its paths relay only where allowed).
+    tree spans the group's members and its paths relay only where allowed; a
+    broadcast or reduce group's trees all start at its ``root``, a member).
     The loads of all groups are then summed in shards (group g's chunks over
-    its ``k_g``) per link and phase; the time factor is the sum over phases of
+    its ``k_g``; for broadcast and reduce in messages) per link and phase; the time factor is the sum over phases of
     the largest load over bandwidth. A stated ``time_factor`` must equal it;
     with ``optimum`` (the groups' concurrent optimum t*) given it may not be
     below it, and with ``require_optimal`` not above it either.
@@ -309,11 +310,11 @@ def verify_groups_schedule(
     except GroupError as bad:
         return Verification(False, str(bad))
     phases = _PHASES.get(schedule.collective)
-    if phases is None or schedule.collective in _SINGLE_ROOT or schedule.collective == "alltoall":
+    if phases is None or schedule.collective == "alltoall":
         return Verification(
             False,
             f"collective {schedule.collective!r} is not one groups run here; valid: allgather, "
-            f"reduce_scatter, allreduce",
+            f"reduce_scatter, allreduce, broadcast, reduce",
         )
     totals: list[dict[Arc, Fraction]] = [{} for _ in phases]
     for index, group in enumerate(schedule.groups):

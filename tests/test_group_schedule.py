@@ -10,12 +10,24 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_groups import concurrent_groups, unpruned_optimum
 
+from formulations.groups import group_commodities
+from formulations.multicommodity import solve_multicommodity
 from optcoll import load_topology
 from optcoll.cli import main
-from optcoll.exceptions import ScheduleError
-from optcoll.group_schedule import GroupsSchedule, groups_schedule
+from optcoll.collectives import is_symmetric
+from optcoll.exceptions import OptCollError, ScheduleError
+from optcoll.group_schedule import (
+    GroupsSchedule,
+    group_roots,
+    groups_collective,
+    groups_lower_bound,
+    groups_schedule,
+    reversed_groups,
+    rooted_optimum,
+)
 from optcoll.groups import ProcessGroups, groups_bound, make_groups, parse_groups
 from optcoll.io import load_schedule
 from optcoll.schedule import Tree, TreeEdge
@@ -166,3 +178,101 @@ def test_malformed_files_name_the_field(
     data = {**ring_schedule.to_dict(), **change}
     with pytest.raises(ScheduleError, match=message.replace("(", r"\(").replace(")", r"\)")):
         GroupsSchedule.from_dict(data)
+
+
+def unpruned_rooted(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
+    """The concurrent broadcasts' LP over every group on every link the relaying allows."""
+    topo = groups.topology
+    caps, unit = topo.integer_capacities()
+    commodities = [
+        dataclasses.replace(k, arcs=None)
+        for _, k in group_commodities(groups, range(len(groups.groups)), roots=roots)
+    ]
+    return solve_multicommodity(topo.node_ids, dict(caps), commodities).time / unit
+
+
+@settings(
+    max_examples=16,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    groups=concurrent_groups(),
+    collective=st.sampled_from(["reduce_scatter", "allreduce", "broadcast", "reduce"]),
+)
+def test_other_collectives_attain_their_bound(groups: ProcessGroups, collective: str) -> None:
+    # the oracle: unpruned LPs over all groups, on the reversed network for reductions
+    roots = group_roots(groups)
+    backward = reversed_groups(groups)
+    symmetric = is_symmetric(groups.topology)
+    optimum = {
+        "reduce_scatter": lambda: unpruned_optimum(backward),
+        "allreduce": lambda: unpruned_optimum(groups) + unpruned_optimum(backward),
+        "broadcast": lambda: unpruned_rooted(groups, roots),
+        "reduce": lambda: unpruned_rooted(backward, roots),
+    }[collective]()
+    assert groups_lower_bound(groups, collective) == optimum
+    try:
+        schedule = groups_collective(groups, collective)
+    except OptCollError as err:  # allreduce needs links usable both ways
+        assert collective == "allreduce" and not symmetric, err
+        return
+    verdict = verify_groups_schedule(groups.topology, schedule, optimum=optimum)
+    assert verdict.valid, verdict.reason
+    assert schedule.time_factor == verdict.time_factor
+    if collective != "allreduce" or symmetric:
+        assert schedule.time_factor == optimum
+    assert [s.compute_nodes for s in schedule.groups] == list(groups.groups)
+    if collective in ("broadcast", "reduce"):
+        assert [s.root for s in schedule.groups] == [g[0] for g in groups.groups]
+    assert GroupsSchedule.from_dict(json.loads(json.dumps(schedule.to_dict()))) == schedule
+
+
+@pytest.mark.parametrize(
+    ("collective", "optimum", "k"),
+    [
+        # each pair of GPUs on rail j: one 25 GB/s NIC each way, one unit to move
+        ("reduce-scatter", Fraction(1, 25), 1),
+        ("allreduce", Fraction(2, 25), 1),
+        ("broadcast", Fraction(1, 25), 1),
+        ("reduce", Fraction(1, 25), 1),
+    ],
+)
+def test_rail_pairs_run_every_collective(collective: str, optimum: Fraction, k: int) -> None:
+    groups = parse_groups(load_topology("dgx-a100:2"), "strided:2")
+    schedule = groups_collective(groups, collective)
+    assert schedule.time_factor == optimum and {s.k for s in schedule.groups} == {k}
+    verdict = verify_groups_schedule(
+        groups.topology, schedule, optimum=optimum, require_optimal=True
+    )
+    assert verdict.valid, verdict.reason
+
+
+def test_rooted_groups_name_their_root(ring_schedule: GroupsSchedule) -> None:
+    ring = load_topology("ring:4,bw=1")
+    groups = make_groups(ring, [["n0", "n2"], ["n1", "n3"]], relay="any")
+    schedule = groups_collective(groups, "broadcast")
+    # the two broadcasts cross on n1 -> n2 (or n0 -> n3): 1, not 1/2 each alone
+    assert schedule.time_factor == 1 == rooted_optimum(groups, ("n0", "n1"))
+    data = schedule.to_dict()
+    assert [g["root"] for g in data["groups"]] == ["n0", "n1"]
+    # a root that is not a member, and a broadcast group without a root, are named
+    moved = replace_group(schedule, 0, root="n1")
+    assert "root" in str(verify_groups_schedule(ring, moved).reason)
+    rootless = replace_group(schedule, 1, root=None)
+    assert "needs a root" in str(verify_groups_schedule(ring, rootless).reason)
+    with pytest.raises(ScheduleError, match="not 'alltoall'"):
+        groups_collective(groups, "alltoall")
+
+
+def test_cli_trees_other_collectives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for collective, factor in (("reduce", "1/100"), ("allreduce", "2/25")):
+        out = tmp_path / f"{collective}.json"
+        args = ["trees", "dgx-a100:2", "--groups", "strided:8", "--collective", collective]
+        assert main([*args, "-o", str(out), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["time_factor"] == factor
+        assert main(["verify", "dgx-a100:2", str(out), "--json"]) == 0
+        verdict = json.loads(capsys.readouterr().out)
+        assert verdict["valid"] and verdict["optimum"] == verdict["time_factor"] == factor
+    assert main(["trees", "dgx-a100:2", "--collective", "reduce"]) == 2
+    assert "applies with --groups" in capsys.readouterr().err

@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import add_group_options, add_reader_options, print_json, reader_options
+from optcoll.cli._core import (
+    add_collective_option,
+    add_group_options,
+    add_reader_options,
+    print_json,
+    reader_options,
+)
 from optcoll.rational import fraction_text
 
 NAME = "trees"
@@ -26,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule (JSON or YAML)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_group_options(parser)
+    add_collective_option(
+        parser,
+        "with --groups: allgather (default), reduce-scatter, allreduce, broadcast or reduce "
+        "(root: each group's first member); without --groups only allgather (see solve)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
@@ -47,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.exceptions import GroupError
 
         raise GroupError("--relay applies to process groups: give --groups too")
+    if args.collective != "allgather":
+        from optcoll.exceptions import MethodError
+
+        raise MethodError(
+            f"trees builds the allgather; --collective {args.collective} applies with --groups "
+            "(optcoll solve builds every collective)"
+        )
     started = time.perf_counter()
     schedule = pack_arborescences(topology, args.k, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - started
@@ -93,7 +111,7 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
     import time
 
     from optcoll.exceptions import MethodError
-    from optcoll.group_schedule import groups_schedule
+    from optcoll.group_schedule import groups_collective
     from optcoll.groups import parse_groups
     from optcoll.io import write_document
 
@@ -103,7 +121,7 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
             "concurrent optimum t*; drop -k"
         )
     started = time.perf_counter()
-    schedule = groups_schedule(parse_groups(topology, args.groups, args.relay))
+    schedule = groups_collective(parse_groups(topology, args.groups, args.relay), args.collective)
     seconds = time.perf_counter() - started
     if args.output:
         write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)
@@ -116,7 +134,12 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
                 "relay": schedule.relay,
                 "time_factor": fraction_text(schedule.time_factor),
                 "groups": [
-                    {"members": list(s.compute_nodes), "k": s.k, "trees": len(s.trees)}
+                    {
+                        "members": list(s.compute_nodes),
+                        **({} if s.root is None else {"root": s.root}),
+                        "k": s.k,
+                        "trees": len(s.trees),
+                    }
                     for s in schedule.groups
                 ],
                 "output": args.output,
@@ -125,8 +148,8 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
         )
         return 0
     print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
-    print(f"groups       {len(schedule.groups)} (relay {schedule.relay})")
-    print(f"time factor  {fraction_text(schedule.time_factor)} (the concurrent optimum t*)")
+    print(f"groups       {len(schedule.groups)} (relay {schedule.relay}), {schedule.collective}")
+    print(f"time factor  {fraction_text(schedule.time_factor)} ({_claim(schedule.collective)})")
     print(
         f"trees        {sum(len(s.trees) for s in schedule.groups)}, "
         f"k per group {sorted({s.k for s in schedule.groups})}"
@@ -135,3 +158,14 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
         print(f"schedule     {args.output}")
     print(f"seconds      {seconds:.2f}")
     return 0
+
+
+def _claim(collective: str) -> str:
+    """What a groups schedule's time factor is optimal among (see optcoll.group_schedule)."""
+    return {
+        "allgather": "the concurrent optimum t*",
+        "reduce_scatter": "t* of the reversed network",
+        "allreduce": "optimal among reduce-scatter + allgather schedules on symmetric networks",
+        "broadcast": "the concurrent broadcasts' optimum from each group's first member",
+        "reduce": "the concurrent reduces' optimum toward each group's first member",
+    }[collective]

@@ -80,15 +80,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
-    from optcoll.exceptions import GroupError
-    from optcoll.groups import groups_bound, make_groups
+    from optcoll.exceptions import GroupError, ScheduleError
+    from optcoll.group_schedule import groups_lower_bound
+    from optcoll.groups import make_groups
     from optcoll.verify import verify_groups_schedule
 
     try:  # well-formed groups have a concurrent optimum to compare with
         members = [s.compute_nodes for s in schedule.groups]
         groups = make_groups(topology, members, schedule.relay)
-        optimum = groups_bound(groups).time_factor
-    except GroupError:
+        roots = tuple(s.root or s.compute_nodes[0] for s in schedule.groups)
+        if schedule.collective in ("broadcast", "reduce") and any(
+            s.root not in s.compute_nodes for s in schedule.groups
+        ):
+            optimum = None  # the verdict names the root that is not a member
+        else:
+            optimum = groups_lower_bound(groups, schedule.collective, roots)
+    except (GroupError, ScheduleError):
         optimum = None  # the verdict names what is wrong with the groups
     result = verify_groups_schedule(topology, schedule, optimum=optimum)
     if args.json:
@@ -115,5 +122,5 @@ def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
     if result.time_factor is not None:
         print(f"time factor  {fraction_text(result.time_factor)}")
     if optimum is not None:
-        print(f"optimum      {fraction_text(optimum)} (the groups' concurrent optimum t*)")
+        print(f"optimum      {fraction_text(optimum)} (the groups' concurrent optimum)")
     return 0 if result.valid else 1

@@ -512,12 +512,13 @@ def groups_collective(
 
     Examples
     --------
+    Even GPUs and odd GPUs of dgx-a100:2, each group reducing toward its first member:
+
     >>> from optcoll import load_topology
-    >>> from optcoll.groups import make_groups
-    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]],
-    ...                      relay="any")
-    >>> [groups_collective(groups, c).time_factor for c in ("allreduce", "broadcast")]
-    [Fraction(2, 1), Fraction(1, 1)]
+    >>> from optcoll.groups import parse_groups
+    >>> reduce = groups_collective(parse_groups(load_topology("dgx-a100:2"), "strided:8"), "reduce")
+    >>> reduce.time_factor, [s.root for s in reduce.groups]
+    (Fraction(1, 100), ['b0.gpu0', 'b0.gpu1'])
     """
     from dataclasses import replace
 

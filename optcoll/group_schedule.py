@@ -366,11 +366,11 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
 
     Per class of link-sharing groups
     (:meth:`~optcoll.groups.ProcessGroups.sharing_components`): a group alone
-    takes its broadcast optimum on the graph it sees
-    (:func:`optcoll.collectives.collective_lower_bound`: Edmonds' min-cut,
-    non-copying relays that could send more than they receive counted by what
-    they can forward); a larger class the LP of :mod:`formulations.groups`
-    with one commodity per group. The largest is t*.
+    whose relays all have at least as much bandwidth in as out takes its
+    broadcast optimum on the graph it sees
+    (:func:`optcoll.collectives.collective_lower_bound`: Edmonds' min cut);
+    any other class the LP of :mod:`formulations.groups` with one commodity
+    per group. The largest is t*.
 
     Examples
     --------
@@ -386,7 +386,7 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
 
     worst = Fraction(0)
     for component in groups.sharing_components():
-        if len(component) == 1:
+        if _balanced_alone(groups, component):
             (g,) = component
             t = collective_lower_bound(groups.group_topology(g), "broadcast", roots[g])
             assert t is not None, "a broadcast with a root has a bound"
@@ -394,6 +394,11 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
             t = concurrent_optimum(groups, component, roots=roots).time_factor
         worst = max(worst, t)
     return worst
+
+
+def _balanced_alone(groups: ProcessGroups, component: tuple[int, ...]) -> bool:
+    """True for a class of one group whose relays all have in >= out on the graph it sees."""
+    return len(component) == 1 and not groups.group_topology(component[0]).short_switches()
 
 
 def _reduction_groups(groups: ProcessGroups) -> ProcessGroups:
@@ -453,9 +458,9 @@ def _group_collective(collective: str) -> str:
 def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Schedule]:
     """Every group's broadcast trees from ``roots[g]``, together within :func:`rooted_optimum`.
 
-    A group alone in its class takes the optimal broadcast on the graph it
-    sees (:func:`optcoll.collectives.broadcast`). The groups of a larger class
-    pack on their LP loads ``x_g`` (in messages): with ``D`` the common
+    A group alone in its class with balanced relays takes the optimal
+    broadcast on the graph it sees (:func:`optcoll.collectives.broadcast`).
+    The groups of any other class pack on their LP loads ``x_g`` (in messages): with ``D`` the common
     denominator, integer capacities ``D x_g(e)`` give every member cut at least
     ``D`` (a unit of the root's data crosses it), every relay in >= out, so
     edge splitting and Edmonds' branchings give ``D`` trees of one chunk each
@@ -471,7 +476,7 @@ def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Sche
     topo = groups.topology
     schedules: dict[int, Schedule] = {}
     for component in groups.sharing_components():
-        if len(component) == 1:
+        if _balanced_alone(groups, component):
             (g,) = component
             alone = broadcast(groups.group_topology(g), roots[g])
             schedules[g] = Schedule(

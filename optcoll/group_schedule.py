@@ -41,7 +41,7 @@ The other collectives (:func:`groups_collective`, :data:`GROUP_COLLECTIVES`):
   factor is reported without an optimality claim;
 * **broadcast** from each group's **root, its first member** (the order of
   GROUPS: for ``blocks:T`` and ``strided:T`` the lowest rank), all groups at
-  once: the LP of :mod:`formulations.groups` with one commodity per group
+  once: the LP of :mod:`optcoll.concurrent_groups` with one commodity per group
   (:func:`rooted_optimum`), attained by Edmonds' branchings on each group's
   share (one root: the same proof as for the allgather);
 * **reduce** toward each group's first member: the broadcasts of the
@@ -369,7 +369,7 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
     whose relays all have at least as much bandwidth in as out takes its
     broadcast optimum on the graph it sees
     (:func:`optcoll.collectives.collective_lower_bound`: Edmonds' min cut);
-    any other class the LP of :mod:`formulations.groups` with one commodity
+    any other class the LP of :mod:`optcoll.concurrent_groups` with one commodity
     per group. The largest is t*.
 
     Examples
@@ -381,8 +381,8 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
     >>> rooted_optimum(groups, ("n0", "n1"))  # alone 1/2 each, but they cross on n1 -> n2
     Fraction(1, 1)
     """
-    from formulations.groups import concurrent_optimum
     from optcoll.collectives import collective_lower_bound
+    from optcoll.concurrent_groups import concurrent_optimum
 
     worst = Fraction(0)
     for component in groups.sharing_components():
@@ -468,8 +468,8 @@ def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Sche
     """
     from math import lcm
 
-    from formulations.groups import concurrent_optimum
     from optcoll.collectives import broadcast
+    from optcoll.concurrent_groups import concurrent_optimum
     from optcoll.packing import pack_rooted
     from optcoll.splitting import realise_paths, split_switches
 

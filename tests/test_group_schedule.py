@@ -13,11 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_groups import concurrent_groups, unpruned_optimum
 
-from formulations.groups import group_commodities
-from formulations.multicommodity import solve_multicommodity
 from optcoll import load_topology
 from optcoll.cli import main
 from optcoll.collectives import is_symmetric
+from optcoll.concurrent_groups import group_commodities
 from optcoll.exceptions import OptCollError, ScheduleError
 from optcoll.group_schedule import (
     GroupsSchedule,
@@ -30,6 +29,7 @@ from optcoll.group_schedule import (
 )
 from optcoll.groups import ProcessGroups, groups_bound, make_groups, parse_groups
 from optcoll.io import load_schedule
+from optcoll.multicommodity import solve_multicommodity
 from optcoll.schedule import Tree, TreeEdge
 from optcoll.verify import verify_groups_schedule
 

@@ -56,7 +56,15 @@ from optcoll.simulator import (
 )
 from optcoll.topology import Topology
 
-__all__ = ["Candidate", "SizePlan", "candidates", "latency_bound", "plan", "size_bands"]
+__all__ = [
+    "Candidate",
+    "SizePlan",
+    "candidates",
+    "latency_bound",
+    "plan",
+    "size_bands",
+    "schedule_bands",
+]
 
 
 @dataclass(frozen=True)
@@ -116,9 +124,15 @@ class SizePlan:
 
 
 def candidates(
-    topology: Topology, collective: str = "allgather", *, root: str | None = None
+    topology: Topology,
+    collective: str = "allgather",
+    *,
+    root: str | None = None,
+    tolerance: Fraction | None = None,
 ) -> list[Candidate]:
-    """Every candidate that applies to ``collective`` on ``topology`` (see the module doc).
+    """Every candidate that applies to ``collective`` on ``topology`` (see the module doc);
+    the power-of-two ``k``'s go up to the first within ``tolerance`` of the optimum
+    (default :data:`optcoll.export.deploy.DEFAULT_TOLERANCE`).
 
     Examples
     --------
@@ -127,7 +141,7 @@ def candidates(
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=8', 'ring', 'hierarchical ring']
     """
     from optcoll.collectives import allreduce, build_collective, reduce_scatter
-    from optcoll.export.deploy import deployable_schedule
+    from optcoll.export.deploy import DEFAULT_TOLERANCE, deployable_schedule
     from optcoll.simulate import (
         double_binary_trees,
         hierarchical_ring_schedule,
@@ -140,7 +154,9 @@ def candidates(
     optimal = build_collective(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
-        tried = [k for k, _ in deployable_schedule(topology, collective, root=root).tried]
+        tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+        deployable = deployable_schedule(topology, collective, tolerance=tolerance, root=root)
+        tried = [k for k, _ in deployable.tried]
     except ExportError:  # no power of two within the tolerance: the first few
         tried = [1, 2, 4, 8]
     for k in tried:
@@ -312,3 +328,23 @@ def size_bands(
             bands[-1] = (method, low, row.size - 1)
         bands.append((winner, 0 if not bands else row.size, None))
     return bands
+
+
+def schedule_bands(
+    rows: Sequence[SizePlan], options: Sequence[Candidate]
+) -> list[tuple[Candidate, int, int | None]]:
+    """The size bands of the ``options`` that are schedules (what ``optcoll plan --export``
+    and ``optcoll export --bands`` write): :func:`size_bands` among them, each band as
+    ``(candidate, smallest, largest or None)``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("dgx-a100:2")
+    >>> options = candidates(topo)
+    >>> rows = plan(topo, "allgather", [1024, 2**20, 2**30], options=options)
+    >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
+    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('k=8', 1073741824, None)]
+    """
+    schedules = {o.method: o for o in options if o.schedule is not None}
+    return [(schedules[m], low, high) for m, low, high in size_bands(rows, list(schedules))]

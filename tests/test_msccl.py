@@ -788,8 +788,19 @@ def test_cli_bands_tile_the_sizes(tmp_path, capsys):
     out = tmp_path / "ar.xml"
     assert (
         _cli(
-            tmp_path, "torus:4x4", "--collective", "allreduce", "--bands", "-o", str(out), "--json"
-        )
+            tmp_path,
+            "torus:4x4",
+            "--collective",
+            "allreduce",
+            "--bands",
+            "-o",
+            str(out),
+            "--sizes",
+            "1K",
+            "1M",
+            "64M",
+            "--json",
+        )  # fmt: skip
         == 0
     )
     files = json.loads(capsys.readouterr().out)["files"]

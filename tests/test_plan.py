@@ -112,3 +112,25 @@ def test_a_candidate_too_large_to_simulate_gets_no_time():
     assert row.to_dict()["candidates"][0] == {"method": "optimal (k=62374632)", "time_us": None}
     with pytest.raises(ScheduleError, match="above the limit"):
         simulate_schedule(topo, pack_arborescences(topo), KiB)
+
+
+def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
+    """export --bands plans the bands as plan --export does: the same programs, byte for byte,
+    each band's k the one plan finds fastest at the sizes in it."""
+    sizes = ["--sizes", "1K", "1M", "64M"]
+    assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
+    planned_rows = json.loads(capsys.readouterr().out)["sizes"]
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "-o", str(tmp_path / "bands" / "ag.xml")]
+    (tmp_path / "bands").mkdir()
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    planned = sorted(p.read_text() for p in (tmp_path / "plan").iterdir())
+    banded = sorted(p.read_text() for p in (tmp_path / "bands").iterdir())
+    assert len(planned) >= 2 and planned == banded
+    bands = sorted({(f["min_bytes"], f["max_bytes"], f["k"]) for f in report["files"]})
+    assert len(bands) >= 2 and bands[0][0] == 0 and bands[-1][1] is None
+    for row in planned_rows:
+        ((k,),) = {(k,) for low, high, k in bands if low <= row["bytes"] <= (high or row["bytes"])}
+        assert row["method"].rstrip(")").endswith(f"k={k}")
+    assert main(["export", "dgx-a100:2", *sizes, "-o", str(tmp_path / "x.xml")]) == 2
+    assert "--sizes plans the size bands: it needs --bands" in capsys.readouterr().err

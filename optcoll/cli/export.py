@@ -12,6 +12,7 @@ from typing import Any
 from optcoll.cli._core import (
     add_collective_option,
     add_reader_options,
+    add_sizes_option,
     exact_amount,
     message_size,
     print_json,
@@ -62,7 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bands",
         action="store_true",
-        help="several files (k = 1, 2, 4, ... up to the deployable k) tiling the sizes",
+        help="one file per size band: the fastest of plan's candidates under the simulator",
+    )
+    add_sizes_option(
+        parser, "with --bands: the sizes the bands are planned at (default 1K 4K ... 4G)"
     )
     parser.add_argument(
         "--max-bytes",
@@ -130,8 +134,10 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
     if args.bands and (args.exact or args.k is not None or args.format != "msccl"):
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
-    topology, chosen, tried = _schedules(args)
-    files = _plan(args, profile, topology, chosen)
+    if args.sizes and not args.bands:
+        raise ExportError("--sizes plans the size bands: it needs --bands")
+    topology, chosen, tried, edges = _schedules(args)
+    files = _plan(args, profile, chosen, edges)
     from optcoll.output import check_output, input_files, write_output
 
     inputs = input_files(args.source)
@@ -143,14 +149,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
-    """The topology (None if unknown and unchecked) and the verified schedules to write."""
+def _schedules(
+    args: argparse.Namespace,
+) -> tuple[Any, list[_Chosen], tuple, list[tuple[int, int | None]] | None]:
+    """The topology (None if unknown and unchecked), the verified schedules to write and,
+    with ``--bands``, the size band of each (``(smallest, largest or None)``)."""
     from optcoll.collectives import collective_lower_bound
     from optcoll.export.deploy import DEFAULT_TOLERANCE, deployable_schedule
     from optcoll.io import load_topology
 
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     schedule_file = _schedule_file(args.source)
+    edges = None
     if schedule_file is None:
         topology = load_topology(args.source, **reader_options(args))
         best = deployable_schedule(
@@ -163,11 +173,9 @@ def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
         )
         phases = [(best.schedule, best.allgather)]
         if args.bands:
-            chunks = 1
-            while chunks < best.schedule.k:
-                one = deployable_schedule(topology, args.collective, k=chunks, root=args.root)
-                phases.insert(len(phases) - 1, (one.schedule, one.allgather))
-                chunks *= 2
+            bands = _bands(args, topology, tolerance)
+            phases = [(option.schedule, None) for option, _, _ in bands]
+            edges = [(low, high) for _, low, high in bands]
         tried = best.tried
     else:
         if args.k is not None or args.exact or args.bands:
@@ -191,7 +199,25 @@ def _schedules(args: argparse.Namespace) -> tuple[Any, list[_Chosen], tuple]:
                 factor += _verified(topology, phase, bound)
                 optimum += bound
         chosen.append(_Chosen(schedule, factor, optimum, allgather))
-    return topology, chosen, tried
+    return topology, chosen, tried, edges
+
+
+def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list[Any]:
+    """``optcoll plan``'s size bands (:func:`optcoll.plan.schedule_bands`) at ``--sizes``."""
+    from optcoll.plan import candidates, plan, schedule_bands
+    from optcoll.simulate import SIZES
+
+    options = candidates(topology, args.collective, root=args.root, tolerance=tolerance)
+    sizes = sorted(set(args.sizes or SIZES))
+    rows = plan(
+        topology,
+        args.collective,
+        sizes,
+        root=args.root,
+        progress=sys.stderr.isatty(),
+        options=options,
+    )
+    return schedule_bands(rows, options)
 
 
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
@@ -266,13 +292,14 @@ def _topology_of(source: str | None, schedule: Any, path: Path, options: dict[st
 
 
 def _plan(
-    args: argparse.Namespace, profile: Any, topology: Any, chosen: list[_Chosen]
+    args: argparse.Namespace,
+    profile: Any,
+    chosen: list[_Chosen],
+    edges: list[tuple[int, int | None]] | None,
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """Every file to write: (path, text, report entry)."""
     from optcoll.export import export_text
-    from optcoll.export.deploy import size_bands
     from optcoll.export.msccl import msccl_program, placements
-    from optcoll.simulate import schedule_cost
 
     base = Path(args.output)
     first = chosen[0].schedule
@@ -289,12 +316,7 @@ def _plan(
         path = base.with_name(f"{base.stem}{root}{base.suffix}")
         entry = {"path": str(path), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
         return [(path, export_text(first, "json"), entry)]
-    if len(chosen) > 1:
-        if topology is None:
-            raise ExportError("--bands needs the topology for the cost model")
-        bands = size_bands([_cost(topology, c, schedule_cost) for c in chosen])
-    else:
-        bands = [(0, 0, None)]
+    bands = [(i, low, high) for i, (low, high) in enumerate(edges or [(0, None)])]
     files = []
     for index, low, high in bands:
         if args.max_bytes is not None:
@@ -333,23 +355,6 @@ def _plan(
             }
             files.append((path, program.text, entry))
     return files
-
-
-def _cost(topology: Any, choice: _Chosen, schedule_cost: Any) -> Any:
-    """The cost model's figures of a choice (a composed allreduce: both phases summed)."""
-    from optcoll.simulate import Cost
-
-    cost = schedule_cost(topology, choice.schedule)
-    if choice.allgather is None:
-        return cost
-    down = schedule_cost(topology, choice.allgather)
-    return Cost(
-        cost.method,
-        "allreduce",
-        cost.num_compute,
-        cost.time_factor + down.time_factor,
-        cost.alpha + down.alpha,
-    )
 
 
 def _factors(choice: _Chosen) -> dict[str, Any]:

@@ -118,13 +118,13 @@ def _export(
     from optcoll.export.msccl import msccl_program, placements
     from optcoll.export.runtimes import runtime_profile
     from optcoll.output import check_output, write_output
-    from optcoll.plan import size_bands
+    from optcoll.plan import schedule_bands
 
     profile = runtime_profile(args.runtime)
-    schedules = {o.method: o.schedule for o in options if o.schedule is not None}
     files = []
-    for method, low, high in size_bands(rows, list(schedules)):
-        schedule = schedules[method]
+    for option, low, high in schedule_bands(rows, options):
+        schedule, method = option.schedule, option.method
+        assert schedule is not None  # schedule_bands keeps the candidates that are schedules
         stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
         band = f"{low}-{'max' if high is None else high}B"
         for placement in placements(schedule.collective, profile):

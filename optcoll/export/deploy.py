@@ -6,8 +6,8 @@ for broadcast and reduce; see :mod:`optcoll.export.runtimes`). The optimal ``k``
 (ForestColl's, e.g. 13 on dgx-a100:2) makes that a number no power-of-two size
 is a multiple of. :func:`deployable_schedule` therefore takes the smallest
 ``k`` in ``{1, 2, 4, 8, ...}`` whose best ``k``-chunk schedule is within a
-tolerance of the optimum; :func:`size_bands` splits the size axis among several
-such schedules by the cost model of :mod:`optcoll.simulate`.
+tolerance of the optimum (:func:`optcoll.plan.schedule_bands` splits the size axis
+among such schedules and the other candidates by the simulator).
 
 Broadcast and reduce use ``K`` arc-disjoint trees (``K`` the minimum cut from or
 to the root, :func:`optcoll.collectives.broadcast`; identical trees merged, so a
@@ -27,14 +27,12 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optcoll.arguments import count_argument
 from optcoll.exceptions import ExportError
 from optcoll.schedule import Schedule, Tree
-from optcoll.simulate import Cost
 from optcoll.topology import Topology
 
 __all__ = [
@@ -43,7 +41,6 @@ __all__ = [
     "Deployment",
     "deployable_schedule",
     "redeal",
-    "size_bands",
 ]
 
 #: Default tolerance on the time factor: 1 % above the optimum.
@@ -207,57 +204,3 @@ def deployable_schedule(
         f"{float(best - 1):.3%} above); raise --tolerance, force -k, or keep the optimal k "
         "with --exact"
     )
-
-
-def size_bands(costs: Sequence[Cost]) -> list[tuple[int, int, int | None]]:
-    """Tile the message sizes (bytes) among schedules by the cost model.
-
-    Returns ``(index into costs, smallest size, largest size or None)`` per band,
-    in increasing size: each size goes to the cost whose ``seconds(M)`` is smallest
-    (ties to the earlier cost); the lines ``alpha + data(M) * time_factor`` are
-    compared exactly, and a band edge is the last integer size at which the
-    previous cost is still at least as fast.
-
-    Examples
-    --------
-    >>> slow_start = Cost("k=8", "allgather", 16, Fraction(1, 20), Fraction(5))
-    >>> quick_start = Cost("k=1", "allgather", 16, Fraction(1, 10), Fraction(2))
-    >>> size_bands([quick_start, slow_start])
-    [(0, 0, 960000), (1, 960001, None)]
-    """
-    if not costs:
-        raise ExportError("no schedules to split the sizes among")
-
-    def seconds(i: int, size: Fraction) -> Fraction:
-        cost = costs[i]
-        scale = (
-            cost.num_compute
-            if cost.collective in ("allgather", "reduce_scatter", "allreduce", "alltoall")
-            else 1
-        )
-        return cost.alpha * Fraction(1, 10**6) + size / scale / 10**9 * cost.time_factor
-
-    def slope(i: int) -> Fraction:
-        return seconds(i, Fraction(1)) - seconds(i, Fraction(0))
-
-    bands: list[tuple[int, int, int | None]] = []
-    start = 0
-    current = min(range(len(costs)), key=lambda i: (seconds(i, Fraction(0)), slope(i), i))
-    while True:
-        # the next cost to overtake ``current``: a smaller slope, crossing earliest
-        crossings = []
-        for j in range(len(costs)):
-            if slope(j) < slope(current):
-                edge = (seconds(j, Fraction(0)) - seconds(current, Fraction(0))) / (
-                    slope(current) - slope(j)
-                )
-                crossings.append((max(edge, Fraction(start)), slope(j), j))
-        if not crossings:
-            bands.append((current, start, None))
-            return bands
-        edge, _, successor = min(crossings)
-        last = math.floor(edge)
-        if last >= start:
-            bands.append((current, start, last))
-            start = last + 1
-        current = successor

@@ -1,26 +1,27 @@
-"""Benchmark: the optimal time of concurrent process groups (``bound --groups``) against its targets.
+"""Benchmark: the optimal time of concurrent process groups (``bound --groups``), both LP forms.
 
 Run from the repository root::
 
-    python -m benchmarks.groups [--cases dgx-a100:16/blocks:8/members ...] [--no-previous]
-                                [--largest dgx-h100:32/blocks:8/members ...]
+    python -m benchmarks.groups [--cases dgx-a100:16/blocks:8/members ...]
+                                [--forms columns edge] [--largest dgx-h100:16/strided:16/any ...]
 
-Every case (``SPEC/GROUPS/RELAY``) runs in a fresh interpreter (so that peak
-memory is its own), twice, side by side:
+Every case (``SPEC/GROUPS/RELAY``) runs :func:`optcoll.groups.groups_bound`
+once per LP form, each in a fresh interpreter (so that peak memory is its own),
+side by side:
 
-* **previous**: one LP over every group at once on every link the relaying
-  allows (the concurrent-groups LP before useful-link pruning and the split
-  into classes of groups sharing links), refused above the LP's 400,000 flow
-  variables as before;
-* **current**: :func:`optcoll.groups.groups_bound` (useful links only, each
-  class of link-sharing groups solved apart, one-group classes by the exact
-  combinatorial bound).
+* **columns**: the tree-column form (:mod:`optcoll.group_columns`, column
+  generation over trees of paths, exact pricing by shortest paths and Edmonds);
+* **edge**: the edge form (:mod:`formulations.groups`, one flow per group, root
+  and member).
 
-Both values are exact; the table shows them, wall and CPU seconds and peak
-resident memory, and the ratio previous / current. Targets: dgx-a100:16 with
-``blocks:8`` and with ``strided:16`` under 30 s each. ``--largest`` runs
-bigger cases (current only, 600 s limit each) to find the largest that
-finishes in 10 minutes.
+Both use the useful-link pruning, the split into classes of link-sharing groups
+(a class of one group needs no LP at all) and symmetry, and both are exact: the
+run fails if their t* differ. The table shows t*, the classes and the largest,
+wall and CPU seconds, peak resident memory and the CPU ratio edge / columns.
+Targets: dgx-a100:16 with ``blocks:8`` and with ``strided:16`` under 30 s each;
+dgx-h100:128 with 128 TP groups (``blocks:8``) and 8 DP groups of 128
+(``strided:128``) under 10 minutes. ``--largest`` runs bigger cases (columns
+only, 600 s limit each) in the order given until one does not finish.
 """
 
 from __future__ import annotations
@@ -38,93 +39,86 @@ from benchmarks._common import print_table, run_child
 CASES = [
     "dgx-a100:16/blocks:8/members",
     "dgx-a100:16/strided:16/members",
+    "dgx-a100:16/blocks:8/any",
+    "dgx-a100:16/strided:16/any",
     "dgx-a100:4/strided:4/any",
+    "dgx-a100:8/strided:8/any",
     "fat-tree:leaves=4,hosts=4,spines=2,oversub=2/strided:4/members",
+    "dgx-h100:128/blocks:8/members",
+    "dgx-h100:128/strided:128/members",
 ]
-TARGETS = {"dgx-a100:16/blocks:8/members": 30.0, "dgx-a100:16/strided:16/members": 30.0}
+TARGETS = {
+    "dgx-a100:16/blocks:8/members": 30.0,
+    "dgx-a100:16/strided:16/members": 30.0,
+    "dgx-h100:128/blocks:8/members": 600.0,
+    "dgx-h100:128/strided:128/members": 600.0,
+}
+FORMS = ("columns", "edge")
 LIMIT = 600.0
 
 _CHILD = """
-import dataclasses, json, resource, sys, time
+import json, resource, sys, time
 from optcoll.io import load_topology
 from optcoll.groups import groups_bound, parse_groups
-from optcoll.exceptions import MethodError
-from optcoll.concurrent_groups import group_commodities
-from optcoll.multicommodity import solve_multicommodity
-spec, text, relay, method = sys.argv[1:5]
+spec, text, relay, form = sys.argv[1:5]
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()
 groups = parse_groups(topology, text, relay)
-out = {"groups": len(groups.groups)}
-if method == "current":
-    bound = groups_bound(groups)
-    out.update(t=str(bound.time_factor), classes=len(groups.sharing_components()),
-               binding=len(bound.binding_groups), by=bound.method)
-else:
-    caps, unit = topology.integer_capacities()
-    ks = [dataclasses.replace(k, arcs=None) for _, k in group_commodities(groups, range(len(groups.groups)))]
-    size = sum(len(k.demands) * sum(1 for a in caps if k.usable(a)) for k in ks)
-    out["flow_variables"] = size
-    if size > 400_000:
-        out["t"] = None
-    else:
-        out["t"] = str(solve_multicommodity(topology.node_ids, dict(caps), ks).time / unit)
+bound = groups_bound(groups, form=form)
+classes = groups.sharing_components()
+out = {"groups": len(groups.groups), "t": str(bound.time_factor), "classes": len(classes),
+       "largest": max(len(c) for c in classes), "by": bound.method}
 out["wall"], out["cpu"] = time.perf_counter() - wall, time.process_time() - cpu
 out["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
 
 
-def run_one(case: str, method: str, limit: float = LIMIT) -> dict | None:
+def run_one(case: str, form: str, limit: float = LIMIT) -> dict | None:
     """One case in a fresh interpreter; None if it does not finish within ``limit`` seconds."""
-    return run_child(_CHILD, [*case.rsplit("/", 2), method], limit)
+    return run_child(_CHILD, [*case.rsplit("/", 2), form], limit)
+
+
+def _cell(result: dict | None) -> str:
+    if result is None:
+        return f"over {LIMIT:.0f} s"
+    return f"{result['wall']:.1f} / {result['cpu']:.2f} / {result['maxrss_mib']:.0f}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=CASES)
-    parser.add_argument("--no-previous", action="store_true")
+    parser.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
     parser.add_argument("--largest", nargs="*", default=[])
     args = parser.parse_args(argv)
     rows, failures = [], []
     for case in args.cases:
         start = time.perf_counter()
-        now = run_one(case, "current")
-        assert now is not None
-        before = None if args.no_previous else run_one(case, "previous")
-        target = TARGETS.get(case)
-        ok = target is None or now["wall"] < target
-        if before is not None and before["t"] is not None and before["t"] != now["t"]:
-            ok = False
-        if not ok:
+        results = {form: run_one(case, form) for form in args.forms}
+        done = [r for r in results.values() if r is not None]
+        if not done:
             failures.append(case)
-        if before is None:
-            previous = "-"
-        elif before["t"] is None:
-            previous = f"refused ({before['flow_variables']} variables)"
-        else:
-            previous = (
-                f"{before['t']}: {before['wall']:.1f} s, CPU {before['cpu']:.1f} s, "
-                f"{before['maxrss_mib']:.0f} MiB"
-            )
-        ratio = (
-            f"{before['cpu'] / now['cpu']:.1f}x"
-            if before is not None and before["t"] is not None
-            else "-"
-        )
+            rows.append([case, "-", "-", "-", "-", *map(_cell, results.values()), "-", "-"])
+            continue
+        first = done[0]
+        agree = len({r["t"] for r in done}) == 1
+        target = TARGETS.get(case)
+        columns = results.get("columns")
+        met = target is None or (columns is not None and columns["wall"] < target)
+        if not agree or not met:
+            failures.append(case)
+        edge = results.get("edge")
+        ratio = f"{edge['cpu'] / columns['cpu']:.1f}x" if edge and columns else "-"
         rows.append(
             [
                 case,
-                now["groups"],
-                now["classes"],
-                now["t"],
-                now["by"],
-                f"{now['wall']:.2f}",
-                f"{now['cpu']:.2f}",
-                f"{now['maxrss_mib']:.0f}",
-                previous,
+                first["groups"],
+                f"{first['classes']} (largest {first['largest']})",
+                first["t"] if agree else "DIFFER: " + ", ".join(r["t"] for r in done),
+                first["by"],
+                *map(_cell, results.values()),
                 ratio,
-                "-" if target is None else f"< {target:.0f} s: {'ok' if ok else 'MISSED'}",
+                "-" if target is None else f"< {target:.0f} s: {'ok' if met else 'MISSED'}",
             ]
         )
         print(f"{case}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -135,23 +129,21 @@ def main(argv: list[str] | None = None) -> int:
             "classes",
             "t*",
             "by",
-            "wall s",
-            "CPU s",
-            "peak MiB",
-            "previous (one LP, all allowed links)",
-            "CPU ratio",
-            "target",
+            *(f"{form}: wall s / CPU s / MiB" for form in args.forms),
+            "CPU edge/columns",
+            "target (columns wall)",
         ],
         rows,
     )
     for case in args.largest:
-        r = run_one(case, "current")
+        r = run_one(case, "columns")
         if r is None:
             print(f"{case}: did not finish in {LIMIT:.0f} s")
             break
         print(
-            f"{case}: {r['groups']} groups in {r['classes']} classes, t* = {r['t']} ({r['by']}), "
-            f"wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, peak {r['maxrss_mib']:.0f} MiB"
+            f"{case}: {r['groups']} groups in {r['classes']} classes (largest {r['largest']}), "
+            f"t* = {r['t']} ({r['by']}), wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, "
+            f"peak {r['maxrss_mib']:.0f} MiB"
         )
     return 1 if failures else 0
 

@@ -90,7 +90,7 @@ from optcoll.multicommodity import solve_multicommodity
 if TYPE_CHECKING:
     from optcoll.groups import ProcessGroups
 
-__all__ = ["group_commodities", "ConcurrentGroups", "concurrent_optimum"]
+__all__ = ["group_commodities", "ConcurrentGroups", "symmetry_images", "concurrent_optimum"]
 
 Arc = tuple[str, str]
 
@@ -164,6 +164,41 @@ class ConcurrentGroups:
     symmetric: bool = False
 
 
+def symmetry_images(
+    groups: ProcessGroups, indices: Sequence[int], roots: Sequence[str] | None = None
+) -> tuple[dict[Arc, Arc], ...]:
+    """The link maps σ_j taking the first group of ``indices`` onto each of them, in order.
+
+    Empty when there is one group or some σ_j is not found
+    (:meth:`~optcoll.groups.ProcessGroups.automorphism`), or, with ``roots``
+    (one member per group, indexed like ``groups.groups``), when some σ_j does
+    not take the first group's root to group j's; the first map is the
+    identity's (or another automorphism fixing the first group).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import make_groups
+    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n1"], ["n2", "n3"]], "any")
+    >>> [m[("n0", "n1")] for m in symmetry_images(groups, [0, 1])]
+    [('n0', 'n1'), ('n2', 'n3')]
+    >>> symmetry_images(groups, [0, 1], roots=("n0", "n3"))
+    ()
+    """
+    if len(indices) < 2:
+        return ()
+    sigmas = [groups.automorphism(indices[0], j) for j in indices]
+    found = [s for s in sigmas if s is not None]
+    if len(found) < len(sigmas):
+        return ()
+    if roots is not None and any(
+        s[roots[indices[0]]] != roots[j] for s, j in zip(found, indices, strict=True)
+    ):
+        return ()
+    arcs = groups.topology.capacity
+    return tuple({(u, v): (s[u], s[v]) for u, v in arcs} for s in found)
+
+
 def concurrent_optimum(
     groups: ProcessGroups,
     indices: Iterable[int],
@@ -194,21 +229,7 @@ def concurrent_optimum(
     topo = groups.topology
     indices = list(indices)
     caps, unit = topo.integer_capacities()
-    sigmas = [groups.automorphism(indices[0], j) for j in indices] if symmetric else []
-    maps: tuple[dict[Arc, Arc], ...] = ()
-    if (
-        len(indices) > 1
-        and sigmas
-        and all(sigma is not None for sigma in sigmas)
-        and (
-            roots is None
-            or all(
-                s is not None and s[roots[indices[0]]] == roots[j]
-                for s, j in zip(sigmas, indices, strict=True)
-            )
-        )
-    ):
-        maps = tuple({(u, v): (s[u], s[v]) for u, v in caps} for s in sigmas if s is not None)
+    maps = symmetry_images(groups, indices, roots) if symmetric else ()
     pairs = group_commodities(groups, indices[:1] if maps else indices, maps, roots)
     result = solve_multicommodity(
         topo.node_ids, dict(caps), [k for _, k in pairs], time_limit=time_limit

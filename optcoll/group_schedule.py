@@ -283,11 +283,14 @@ def share_topology(
     )
 
 
-def groups_schedule(groups: ProcessGroups, bound: GroupsBound | None = None) -> GroupsSchedule:
+def groups_schedule(
+    groups: ProcessGroups, bound: GroupsBound | None = None, *, form: str | None = None
+) -> GroupsSchedule:
     """Trees for every group, together attaining the concurrent optimum t*; verified.
 
     ``bound`` is :func:`optcoll.groups.groups_bound` of ``groups`` when the
-    caller has it.
+    caller has it (its solved classes are reused); otherwise it is computed with
+    the LP ``form`` (:data:`optcoll.groups.FORMS`, default the first).
 
     Raises
     ------
@@ -295,20 +298,21 @@ def groups_schedule(groups: ProcessGroups, bound: GroupsBound | None = None) -> 
         If the schedule fails :func:`optcoll.verify.verify_groups_schedule`
         against t* (an internal error).
     """
-    from optcoll.concurrent_groups import concurrent_optimum
-    from optcoll.groups import groups_bound
+    from optcoll.groups import FORMS, concurrent_groups_optimum, groups_bound
     from optcoll.packing import pack_arborescences
     from optcoll.verify import verify_groups_schedule
 
     if bound is None:
-        bound = groups_bound(groups)
+        bound = groups_bound(groups, form=form or FORMS[0])
     topo = groups.topology
     views: dict[int, Topology] = {}
     for component in groups.sharing_components():
         if len(component) == 1 and bound.alone[component[0]].exact_by == "cut":
             views[component[0]] = groups.group_topology(component[0])
             continue
-        solved = concurrent_optimum(groups, component)
+        solved = bound.solved.get(component) or concurrent_groups_optimum(
+            groups, component, bound.form
+        )
         for g in component:
             views[g] = share_topology(groups, g, solved.loads[g], solved.time_factor)
     schedules = []
@@ -409,7 +413,11 @@ def _reduction_groups(groups: ProcessGroups) -> ProcessGroups:
 
 
 def groups_lower_bound(
-    groups: ProcessGroups, collective: str, roots: tuple[str, ...] | None = None
+    groups: ProcessGroups,
+    collective: str,
+    roots: tuple[str, ...] | None = None,
+    *,
+    form: str | None = None,
 ) -> Fraction:
     """The exact lower bound on the time factor of ``collective`` run by all groups at once.
 
@@ -417,6 +425,7 @@ def groups_lower_bound(
     the reversed network; allreduce (reduce-scatter then allgather): their
     sum; broadcast and reduce from ``roots`` (default :func:`group_roots`):
     :func:`rooted_optimum` of the network, or of its reversal for reduce.
+    ``form``: the LP form of :func:`~optcoll.groups.groups_bound` (default its default).
 
     Examples
     --------
@@ -426,18 +435,19 @@ def groups_lower_bound(
     >>> [groups_lower_bound(groups, c) for c in ("allgather", "allreduce", "broadcast")]
     [Fraction(1, 25), Fraction(2, 25), Fraction(1, 25)]
     """
-    from optcoll.groups import groups_bound
+    from optcoll.groups import FORMS, groups_bound
 
     collective = _group_collective(collective)
     if roots is None:
         roots = group_roots(groups)
+    form = form or FORMS[0]
     if collective == "allgather":
-        return groups_bound(groups).time_factor
+        return groups_bound(groups, form=form).time_factor
     if collective == "reduce_scatter":
-        return groups_bound(_reduction_groups(groups)).time_factor
+        return groups_bound(_reduction_groups(groups), form=form).time_factor
     if collective == "allreduce":
-        return groups_lower_bound(groups, "allgather") + groups_lower_bound(
-            groups, "reduce_scatter"
+        return groups_lower_bound(groups, "allgather", form=form) + groups_lower_bound(
+            groups, "reduce_scatter", form=form
         )
     if collective == "broadcast":
         return rooted_optimum(groups, roots)
@@ -498,14 +508,19 @@ def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Sche
 
 
 def groups_collective(
-    groups: ProcessGroups, collective: str = "allgather", bound: GroupsBound | None = None
+    groups: ProcessGroups,
+    collective: str = "allgather",
+    bound: GroupsBound | None = None,
+    *,
+    form: str | None = None,
 ) -> GroupsSchedule:
     """``collective`` for every group at once, attaining :func:`groups_lower_bound`; verified.
 
     See the module docstring for each collective; broadcast and reduce use each
     group's first member as root (:func:`group_roots`). ``bound``
     (:func:`optcoll.groups.groups_bound` of ``groups``) is reused for allgather
-    when the caller has it.
+    when the caller has it; ``form`` is the LP form of the concurrent optima
+    (:data:`optcoll.groups.FORMS`; default the first).
 
     Raises
     ------
@@ -533,10 +548,10 @@ def groups_collective(
 
     collective = _group_collective(collective)
     if collective == "allgather":
-        return groups_schedule(groups, bound)
+        return groups_schedule(groups, bound, form=form)
     topo = groups.topology
     roots = group_roots(groups)
-    optimum: Fraction | None = groups_lower_bound(groups, collective, roots)
+    optimum: Fraction | None = groups_lower_bound(groups, collective, roots, form=form)
     if collective in _ROOTED:
         base = groups if collective == "broadcast" else _reduction_groups(groups)
         parts = _rooted_schedule(base, roots)
@@ -548,7 +563,7 @@ def groups_collective(
         else:
             base = make_groups(bidirectional_core(topo), groups.groups, groups.relay)
             optimum = None  # one set of trees both ways: verified, not claimed optimal
-        parts = list(groups_schedule(base).groups)
+        parts = list(groups_schedule(base, form=form).groups)
     schedule = GroupsSchedule(
         collective,
         topo.name,

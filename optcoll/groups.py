@@ -25,9 +25,12 @@ capacity in as out (:mod:`formulations.multicast`); when some relay has less
 switch), the group's optimum is taken from the exact multicast LP instead, and
 the cut ratio is a lower bound only.
 
-**Concurrent groups.** The optimal time is the exact optimum of the LP of
-:mod:`optcoll.concurrent_groups` (proved by LP duality); its duals name the binding
-links and the groups that share them.
+**Concurrent groups.** The optimal time is the exact optimum of an LP with two
+exact forms (:data:`FORMS`, :func:`concurrent_groups_optimum`): the tree-column
+form of :mod:`optcoll.group_columns` (default: faster on every class measured,
+``benchmarks/groups.py``) and the edge form of :mod:`optcoll.concurrent_groups`; both
+are proved by exact LP duality, and their duals name the binding links and the
+groups that share them.
 
 GROUPS, on the command line and in :func:`parse_groups`, is a JSON/YAML file
 holding a list of groups (each a list of compute-node ids) or an object
@@ -74,6 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RELAYS",
+    "FORMS",
+    "concurrent_groups_optimum",
     "ProcessGroups",
     "parse_groups",
     "make_groups",
@@ -85,6 +90,10 @@ __all__ = [
 
 #: The relaying modes, default first.
 RELAYS = ("members", "any")
+
+#: The exact forms of the concurrent-groups LP, default first: tree columns
+#: (:mod:`optcoll.group_columns`) and edges (:mod:`optcoll.concurrent_groups`).
+FORMS = ("columns", "edge")
 
 _SPEC = re.compile(r"^(blocks|strided):(.*)$")
 
@@ -229,35 +238,48 @@ class ProcessGroups:
         where = {v: i for i, group in enumerate(self.groups) for v in group}
         order = {v: i for i, v in enumerate(nodes)}
 
-        def start(numbered: int) -> dict[str, Hashable]:
-            position = {v: i for i, v in enumerate(self.groups[numbered])}
-            return {v: (topo.node[v].type, v in where, position.get(v, -1)) for v in nodes}
+        initial: dict[Hashable, int] = {}
 
+        def start(numbered: int) -> dict[str, int]:
+            position = {v: i for i, v in enumerate(self.groups[numbered])}
+            return {
+                v: initial.setdefault(
+                    (topo.node[v].type, v in where, position.get(v, -1)), len(initial)
+                )
+                for v in nodes
+            }
+
+        # Colours are integers (individualised nodes get negative ones) and capacities
+        # the integer-scaled ones: signatures hash and sort fast.
         colours = [start(source), start(target)]
-        outs: dict[str, list[tuple[str, Fraction]]] = {v: [] for v in nodes}
-        ins: dict[str, list[tuple[str, Fraction]]] = {v: [] for v in nodes}
-        for (u, v), c in topo.capacity.items():
+        outs: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
+        ins: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
+        for (u, v), c in topo.integer_capacities()[0].items():
             outs[u].append((v, c))
             ins[v].append((u, c))
         fresh = 0
         while True:
             while True:  # refine both copies with one shared naming of colours
                 names: dict[Hashable, int] = {}
-                refined: list[dict[str, Hashable]] = []
+                refined: list[dict[str, int]] = []
                 for colour in colours:
-                    signature = {
-                        v: (
-                            colour[v],
-                            tuple(sorted((str(colour[w]), c) for w, c in outs[v])),
-                            tuple(sorted((str(colour[w]), c) for w, c in ins[v])),
-                        )
-                        for v in nodes
-                    }
-                    refined.append({v: names.setdefault(signature[v], len(names)) for v in nodes})
+                    refined.append(
+                        {
+                            v: names.setdefault(
+                                (
+                                    colour[v],
+                                    tuple(sorted([(colour[w], c) for w, c in outs[v]])),
+                                    tuple(sorted([(colour[w], c) for w, c in ins[v]])),
+                                ),
+                                len(names),
+                            )
+                            for v in nodes
+                        }
+                    )
                 if len(names) == len(set(colours[0].values()) | set(colours[1].values())):
                     break
                 colours = refined
-            classes: list[dict[Hashable, list[str]]] = [{}, {}]
+            classes: list[dict[int, list[str]]] = [{}, {}]
             for side in (0, 1):
                 for v in nodes:
                     classes[side].setdefault(colours[side][v], []).append(v)
@@ -270,8 +292,8 @@ class ProcessGroups:
                 break
             key = min(crowded, key=lambda k: order[classes[0][k][0]])
             fresh += 1
-            colours[0] = {**colours[0], classes[0][key][0]: ("individual", fresh)}
-            colours[1] = {**colours[1], classes[1][key][0]: ("individual", fresh)}
+            colours[0] = {**colours[0], classes[0][key][0]: -fresh}
+            colours[1] = {**colours[1], classes[1][key][0]: -fresh}
         image = {classes[0][k][0]: classes[1][k][0] for k in classes[0]}
         return image if _is_group_automorphism(self, image, source, target) else None
 
@@ -615,6 +637,33 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     )
 
 
+def concurrent_groups_optimum(
+    groups: ProcessGroups, indices: Iterable[int], form: str = FORMS[0]
+) -> ConcurrentGroups:
+    """The exact, proved optimum of the groups numbered ``indices`` running at once.
+
+    ``form`` picks the LP (:data:`FORMS`): ``columns``, the tree-column form
+    (:func:`optcoll.group_columns.tree_column_optimum`), or ``edge``, the edge
+    form (:func:`optcoll.concurrent_groups.concurrent_optimum`); both use the
+    topology's symmetry and give the same optimum.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]], "any")
+    >>> [concurrent_groups_optimum(groups, [0, 1], form).time_factor for form in FORMS]
+    [Fraction(1, 1), Fraction(1, 1)]
+    """
+    choice_argument(form, FORMS, "form")
+    if form == "edge":
+        from optcoll.concurrent_groups import concurrent_optimum
+
+        return concurrent_optimum(groups, indices)
+    from optcoll.group_columns import tree_column_optimum
+
+    return tree_column_optimum(groups, indices)
+
+
 @dataclass(frozen=True)
 class GroupsBound:
     """The concurrent groups' exact optimal time and its certificate.
@@ -627,7 +676,10 @@ class GroupsBound:
     its certificate: for a class of several groups the links whose capacity
     rows have nonzero duals (each, by complementary slackness, full at t*)
     with their dual length and the shares of the groups on them; for a class
-    of one group the links leaving its bottleneck cut.
+    of one group the links leaving its bottleneck cut. ``form`` is the LP form
+    classes of several groups were solved by (:data:`FORMS`), ``solved`` those
+    classes' solutions (each class's tuple of group numbers ->
+    :class:`~optcoll.concurrent_groups.ConcurrentGroups`).
     """
 
     groups: ProcessGroups = field(repr=False)
@@ -637,6 +689,10 @@ class GroupsBound:
     binding: tuple[dict[str, Any], ...]
     method: str
     seconds: float
+    form: str = FORMS[0]
+    solved: dict[tuple[int, ...], ConcurrentGroups] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (exact numbers as ``"p/q"`` strings)."""
@@ -661,18 +717,19 @@ class GroupsBound:
                 "binding_links": list(self.binding),
             },
             "method": self.method,
+            "form": self.form if self.solved else None,
             "seconds": self.seconds,
         }
 
 
-def groups_bound(groups: ProcessGroups) -> GroupsBound:
+def groups_bound(groups: ProcessGroups, *, form: str = FORMS[0]) -> GroupsBound:
     """The exact optimal time of ``groups`` running at once, each group alone, the certificate.
 
     The groups fall into classes that share no useful link
     (:meth:`ProcessGroups.sharing_components`); t* is the largest of the
     classes' optima. A class of one group needs no LP (its optimum is
-    :func:`group_optimum`); a larger class takes the LP of
-    :mod:`optcoll.concurrent_groups` on its groups alone. No schedule beats the
+    :func:`group_optimum`); a larger class takes the concurrent LP in the
+    given ``form`` (:func:`concurrent_groups_optimum`) on its groups alone. No schedule beats the
     class that needs longest (its groups alone need that much), and each
     class's optimal schedule uses only its own useful links, so running all of
     them at once loads no link beyond t* times its bandwidth. The certificate
@@ -686,6 +743,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
     (Fraction(1, 25), Fraction(1, 25), (0,))
     """
     instance_argument(groups, ProcessGroups, "groups", "optcoll.groups.parse_groups or make_groups")
+    choice_argument(form, FORMS, "form")
     start = time.perf_counter()
     alone = tuple(group_optimum(groups, i) for i in range(len(groups.groups)))
     worst: tuple[Fraction, tuple[int, ...]] | None = None
@@ -694,9 +752,7 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
         if len(component) == 1:
             t = alone[component[0]].ratio
         else:
-            from optcoll.concurrent_groups import concurrent_optimum
-
-            solved[component] = concurrent_optimum(groups, component)
+            solved[component] = concurrent_groups_optimum(groups, component, form)
             t = solved[component].time_factor
         if worst is None or t > worst[0]:
             worst = (t, component)
@@ -713,7 +769,8 @@ def groups_bound(groups: ProcessGroups) -> GroupsBound:
             if u in cut and v not in cut
         )
         method = "combinatorial" if alone[index].exact_by == "cut" else "lp"
-    return GroupsBound(groups, t, alone, component, binding, method, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return GroupsBound(groups, t, alone, component, binding, method, seconds, form, solved)
 
 
 def _binding_links(solved: ConcurrentGroups) -> tuple[dict[str, Any], ...]:

@@ -102,6 +102,12 @@ def add_group_options(parser: argparse.ArgumentParser) -> None:
         help="with --groups: which nodes carry a group's data: members (default: its members "
         "and switches) or any (other compute nodes forward without copying)",
     )
+    parser.add_argument(
+        "--group-form",
+        choices=("columns", "edge"),
+        help="with --groups: the exact LP for groups that share links: columns (default: "
+        "column generation over trees of paths) or edge (one flow per group, root and member)",
+    )
 
 
 def reader_options(args: argparse.Namespace) -> dict[str, str]:

@@ -37,10 +37,11 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topo, **reader_options(args))
     if args.groups is not None:
         return _groups(topology, args)
-    if args.relay is not None:
+    if args.relay is not None or args.group_form is not None:
         from optcoll.exceptions import GroupError
 
-        raise GroupError("--relay applies to process groups: give --groups too")
+        flag = "--relay" if args.relay is not None else "--group-form"
+        raise GroupError(f"{flag} applies to process groups: give --groups too")
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)
@@ -112,7 +113,7 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
 
 def _groups(topology: Any, args: argparse.Namespace) -> int:
     from optcoll.exceptions import MethodError
-    from optcoll.groups import groups_bound, parse_groups
+    from optcoll.groups import FORMS, groups_bound, parse_groups
 
     if args.collective != "allgather" or args.method != "combinatorial":
         raise MethodError(
@@ -120,7 +121,9 @@ def _groups(topology: Any, args: argparse.Namespace) -> int:
             "combinatorial method, several at once by their exact LP); drop "
             + ("--collective" if args.collective != "allgather" else "--method")
         )
-    bound = groups_bound(parse_groups(topology, args.groups, args.relay))
+    bound = groups_bound(
+        parse_groups(topology, args.groups, args.relay), form=args.group_form or FORMS[0]
+    )
     data = bound.to_dict()
     if args.json:
         print_json(data)
@@ -141,7 +144,8 @@ def _groups(topology: Any, args: argparse.Namespace) -> int:
         )
     links = data["certificate"]["binding_links"]
     rows.append(("certificate", f"{data['certificate']['kind']}: {len(links)} binding links"))
-    rows.append(("method", f"{bound.method}, {bound.seconds:.3f} s"))
+    form = f" ({data['form']} form)" if data["form"] else ""
+    rows.append(("method", f"{bound.method}{form}, {bound.seconds:.3f} s"))
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0

@@ -54,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topo, **reader_options(args))
     if args.groups is not None:
         return _groups(topology, args, inputs)
-    if args.relay is not None:
+    if args.relay is not None or args.group_form is not None:
         from optcoll.exceptions import GroupError
 
-        raise GroupError("--relay applies to process groups: give --groups too")
+        flag = "--relay" if args.relay is not None else "--group-form"
+        raise GroupError(f"{flag} applies to process groups: give --groups too")
     if args.collective != "allgather":
         from optcoll.exceptions import MethodError
 
@@ -112,7 +113,7 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
 
     from optcoll.exceptions import MethodError
     from optcoll.group_schedule import groups_collective
-    from optcoll.groups import parse_groups
+    from optcoll.groups import FORMS, parse_groups
     from optcoll.io import write_document
 
     if args.k is not None:
@@ -121,7 +122,11 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
             "concurrent optimum t*; drop -k"
         )
     started = time.perf_counter()
-    schedule = groups_collective(parse_groups(topology, args.groups, args.relay), args.collective)
+    schedule = groups_collective(
+        parse_groups(topology, args.groups, args.relay),
+        args.collective,
+        form=args.group_form or FORMS[0],
+    )
     seconds = time.perf_counter() - started
     if args.output:
         write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)

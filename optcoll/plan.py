@@ -23,8 +23,9 @@ power-of-two ``k``'s :func:`optcoll.export.deploy.deployable_schedule` tries (1,
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
 (one tree per root, as :func:`optcoll.packing.pack_arborescences` builds it); the ring and
 the hierarchical ring (as tree schedules, :func:`optcoll.simulate.ring_schedule`); NCCL's
-double binary tree (allreduce); for all-to-all the optimal routes and ``direct`` (every
-pair on its widest path).
+double binary tree (allreduce); for all-to-all the optimal routes, ``direct`` (every
+pair on its widest path) and ``hierarchical (rail)``
+(:func:`optcoll.simulate.hierarchical_alltoall_schedule`).
 
 Examples
 --------
@@ -42,8 +43,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from optcoll.exceptions import ExportError, ScheduleError
-from optcoll.schedule import Route, RoutePath, Schedule, Tree, canonical_collective
-from optcoll.simulate import DEFAULT_LATENCY, SIZES, link_latencies, widest_paths
+from optcoll.schedule import Schedule, Tree, canonical_collective
+from optcoll.simulate import DEFAULT_LATENCY, SIZES, link_latencies
 from optcoll.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -143,7 +144,9 @@ def candidates(
     from optcoll.collectives import allreduce, build_collective, reduce_scatter
     from optcoll.export.deploy import DEFAULT_TOLERANCE, deployable_schedule
     from optcoll.simulate import (
+        direct_alltoall_schedule,
         double_binary_trees,
+        hierarchical_alltoall_schedule,
         hierarchical_ring_schedule,
         ring_schedule,
     )
@@ -165,7 +168,10 @@ def candidates(
             if deployed.allgather is None:  # one schedule (not two phases on two topologies)
                 found.append(Candidate(f"k={k}", deployed.schedule))
     if collective == "alltoall":
-        found.append(Candidate("direct", _direct_alltoall(topology)))
+        found.append(Candidate("direct", direct_alltoall_schedule(topology)))
+        rail = hierarchical_alltoall_schedule(topology)
+        if rail is not None:
+            found.append(Candidate(str(rail.stats["method"]), rail))
         return found
     if collective in ("allgather", "reduce_scatter", "allreduce"):
         for ring in (ring_schedule(topology), hierarchical_ring_schedule(topology)):
@@ -181,16 +187,6 @@ def candidates(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
     return found
-
-
-def _direct_alltoall(topology: Topology) -> Schedule:
-    """Every pair's piece on its widest path (one chunk)."""
-    compute = topology.compute_nodes
-    routes = []
-    for a in compute:
-        paths = widest_paths(topology, a)
-        routes += [Route(a, b, (RoutePath(1, paths[b]),)) for b in compute if b != a]
-    return Schedule("alltoall", topology.name, compute, 1, (), routes=tuple(routes))
 
 
 def latency_bound(

@@ -19,7 +19,13 @@ from optcoll.crosscheck import ALLTOALL_METHODS, crosscheck
 from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.path_flow import path_concurrent_flow
 from optcoll.schedule import Route, RoutePath, Schedule
-from optcoll.simulate import compare_methods, direct_alltoall, hierarchical_alltoall
+from optcoll.simulate import (
+    compare_methods,
+    direct_alltoall,
+    direct_alltoall_schedule,
+    hierarchical_alltoall,
+    hierarchical_alltoall_schedule,
+)
 from optcoll.topology import Topology
 from optcoll.verify import verify_schedule
 
@@ -272,3 +278,40 @@ def test_cli_crosscheck_alltoall(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 2
     assert "unknown cross-check method 'brute-force' for alltoall" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "rail_factor"),
+    [
+        ("dgx-a100:2", Fraction(8, 25)),
+        ("dgx-h100:4", Fraction(12, 25)),
+        ("mi250:2", Fraction(29, 25)),
+    ],
+)
+def test_hierarchical_routes_verify_and_stay_within_the_phases_sum(
+    spec: str, rail_factor: Fraction
+) -> None:
+    """The rail routes (relayed at the GPU on the destination's rail) are a valid schedule:
+    the verifier recomputes the stated factor, never below t*, at most the two phases' sum;
+    on dgx-a100:2 and dgx-h100:4 they attain t* exactly (require_optimal)."""
+    topology = load_topology(spec)
+    t = alltoall_bound(topology).time_factor
+    rail = hierarchical_alltoall_schedule(topology)
+    phases = hierarchical_alltoall(topology)
+    assert rail is not None and phases is not None
+    verdict = verify_schedule(topology, rail, optimum=t, require_optimal=rail_factor == t)
+    assert verdict.valid, verdict.reason
+    assert verdict.time_factor == rail.time_factor == rail_factor
+    assert t <= rail_factor <= phases.time_factor
+    boxes: dict[str | None, list[str]] = {}
+    for node in topology.compute_nodes:
+        boxes.setdefault(topology.node[node].group, []).append(node)
+    position = {n: (g, box.index(n)) for g, box in boxes.items() for n in box}
+    for route in rail.routes:  # across boxes: through the source box's GPU on the rail
+        (box_a, _), (box_b, j) = position[route.src], position[route.dst]
+        (path,) = route.paths
+        if box_a != box_b and position[route.src][1] != j:
+            assert boxes[box_a][j] in path.path[1:-1]
+    assert hierarchical_alltoall_schedule(load_topology("ring:4")) is None
+    direct = direct_alltoall_schedule(topology)
+    assert verify_schedule(topology, direct).time_factor == direct_alltoall(topology).time_factor

@@ -134,3 +134,14 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
         assert row["method"].rstrip(")").endswith(f"k={k}")
     assert main(["export", "dgx-a100:2", *sizes, "-o", str(tmp_path / "x.xml")]) == 2
     assert "--sizes plans the size bands: it needs --bands" in capsys.readouterr().err
+
+
+def test_alltoall_plan_simulates_the_hierarchical_routes():
+    """dgx-a100:2: optimal routes, direct and the rail routes; the simulator runs each, none
+    beats the bound, and at 1 MiB the rail routes are the fastest."""
+    topo = build("dgx-a100:2")
+    options = candidates(topo, "alltoall")
+    assert [o.method for o in options] == ["optimal (k=1)", "direct", "hierarchical (rail)"]
+    rows = plan(topo, "alltoall", [KiB, MiB], options=options)
+    assert all(t is not None and t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+    assert rows[1].method == "hierarchical (rail)"

@@ -153,6 +153,21 @@ def baseline_cpu(checkout: str | Path, kind: str, spec: str, timeout: float) -> 
     return float(done.stdout.split()[-1])
 
 
+def extract_revision(revision: str, folder: Path) -> Path:
+    """``optcoll`` and ``formulations`` of git ``revision`` of this repository, extracted
+    into ``folder / "previous"`` (put it first on ``sys.path`` to run that code)."""
+    tree = folder / "previous"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(Path(__file__).resolve().parents[1]), "archive", revision]
+        + ["optcoll", "formulations"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
 def growth_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float:
     """Least-squares slope of log(seconds) against log(size): cost ~ size**slope."""
     xs = [math.log(s) for s in sizes]

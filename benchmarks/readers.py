@@ -37,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import extract_revision  # noqa: E402
 
 
 def _write_files(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -143,19 +147,6 @@ def _time_loads(cases: list[Any], repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _extract(revision: str, folder: Path) -> Path:
-    """``optcoll`` and ``formulations`` of git ``revision``, extracted under ``folder``."""
-    tree = folder / "previous"
-    tree.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "optcoll", "formulations"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
-
-
 def _in_process(tree: Path, cases: list[Any], repeat: int, folder: Path) -> list[dict[str, Any]]:
     """The loads with the ``optcoll`` found in ``tree``, in a fresh process."""
     (folder / "cases.json").write_text(json.dumps(cases))
@@ -191,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         cases = _write_files(folder)
-        trees = [ROOT] + ([_extract(args.against, folder)] if args.against else [])
+        trees = [ROOT] + ([extract_revision(args.against, folder)] if args.against else [])
         best: list[list[dict[str, Any]] | None] = [None] * len(trees)
         for _ in range(max(args.rounds, 1)):
             for t, tree in enumerate(trees):
@@ -226,6 +217,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a script: make the repository importable
-        sys.path.insert(0, str(ROOT))
     raise SystemExit(main())

@@ -82,7 +82,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="topology of a schedule file (default: its 'topology' field as a spec)",
     )
     parser.add_argument(
-        "--channels", type=int, default=1, help="MSCCL channels per connection (default 1)"
+        "--channels",
+        type=int,
+        default=None,
+        help="MSCCL channels per GPU pair (default: as many as fit in 64 thread blocks per GPU)",
     )
     parser.add_argument(
         "--max-threadblocks",

@@ -52,20 +52,26 @@ every receive into the output waits for that copy. Out of place it sends from
 the input and copies its own piece. microsoft/msccl refuses in-place all-to-all
 calls outright, so it only gets the out-of-place program.
 
-Thread blocks. Each connection (sender, receiver) gets ``channels`` channels
-(more when its steps exceed the profile's steps per thread block); the
-transfers of a connection are dealt round-robin over them in key order, and the
-channels of each GPU pair are chosen first-fit so that no GPU has more than the
-profile's send (or receive) peers on one channel. Each GPU has one thread block
-per (peer, direction, channel) plus one for local copies; where a GPU would
-exceed its thread block cap (or with ``pair_peers``), the sends to and receives
-from one peer on one channel share a thread block. Every transfer gets a key
-(phase, level, tree, piece, sibling) and all thread blocks list their steps in
-key order; each dependency points to a strictly smaller key, so the steps cannot
-deadlock even when a send waits for its receive (rendezvous).
-
-A tree carrying ``c`` chunks moves them as one step of ``cnt = c`` (split into
-pieces of at most the profile's ``max_count``).
+Thread blocks. A thread block runs its steps in program order, once per loop of
+the buffer, so the order decides how much of the trees' pipelining survives. Every
+transfer moves one chunk (``cnt = 1``): a relay forwards chunk ``j`` of a tree while
+chunk ``j + 1`` arrives, where a step of ``cnt = c`` would make it wait for all
+``c``. Every transfer gets a key (phase, level, tree, chunk, sibling): the level is
+the receiver's depth in a broadcasting phase and, in a reducing phase, the height of
+the sender's subtree (when its partial sum can be ready); a node reduces its
+children in order of that height. Each GPU pair gets ``channels`` channels (by
+default one per level the pair carries, as far as 64 thread blocks per GPU and the
+runtime allow; more when its steps exceed the profile's steps per thread block); a
+connection's transfers, in key order, are cut into consecutive runs, one per
+channel, so a thread block holds transfers of neighbouring levels and a step waiting
+for deep data does not hold up the next loop's shallow steps behind it. The channels
+of each GPU pair are chosen first-fit so that no GPU has more than the profile's
+send (or receive) peers on one channel. Each GPU has one thread block per (peer,
+direction, channel) plus one for local copies; where a GPU would exceed its thread
+block cap (or with ``pair_peers``), the sends to and receives from one peer on one
+channel share a thread block. All thread blocks list their steps in key order; each
+dependency points to a strictly smaller key, so the steps cannot deadlock even when
+a send waits for its receive (rendezvous).
 
 Examples
 --------
@@ -205,7 +211,7 @@ def msccl_program(
     schedule: Schedule,
     *,
     runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
-    channels: int = 1,
+    channels: int | None = None,
     placement: str | None = None,
     name: str | None = None,
     proto: str = "Simple",
@@ -224,9 +230,12 @@ def msccl_program(
     runtime : RuntimeProfile or str
         The runtime whose parser must accept the file (spelling of ``coll``, limits,
         ``maxBytes`` semantics, placement flags).
-    channels : int
-        Channels per connection (at least 1; more where a connection's steps exceed
-        the runtime's steps per thread block).
+    channels : int, optional
+        Channels per GPU pair (at least 1; more where a connection's steps exceed
+        the runtime's steps per thread block). ``None`` (default): the most that keep
+        every GPU within the runtime's thread blocks and 64 (see
+        :data:`WIDEST_THREADBLOCKS`); more channels mean more thread blocks, each
+        holding steps of fewer tree levels.
     placement : str, optional
         ``outofplace``, ``inplace`` or ``both``; default: the first of
         :func:`placements`.
@@ -254,7 +263,8 @@ def msccl_program(
         the schedule is malformed.
     """
     schedule_argument(schedule)
-    count_argument(channels, "channels")
+    if channels is not None:
+        count_argument(channels, "channels")
     if not isinstance(runtime, RuntimeProfile):
         runtime = runtime_profile(text_argument(runtime, "runtime"))
     profile = runtime
@@ -356,9 +366,8 @@ class _Builder:
         trees = self.schedule.trees
         shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(trees)]
         _check_chunks(self.schedule)
-        height = max((max(depth.values()) for _, depth in shapes), default=0)
         if self.down is not None:
-            self._composed(shapes, height)
+            self._composed(shapes)
             return
         if self.collective in _PLACEMENT_SENSITIVE and not self.inplace:
             # out of place, each root first copies its whole shard into its output
@@ -372,15 +381,11 @@ class _Builder:
         for ti, tree in enumerate(trees):
             start = offsets[tree.root]
             offsets[tree.root] += tree.chunks
-            for p, first in enumerate(range(start, start + tree.chunks, self.max_count)):
-                cnt = min(self.max_count, start + tree.chunks - first)
-                ident = (ti, p)
-                last = self._reduce(tree, shapes[ti], height, ident, first, cnt)
-                self._broadcast(tree, shapes[ti], ident, first, cnt, last)
+            for p in range(tree.chunks):
+                last = self._reduce(tree, shapes[ti], (ti, p), start + p)
+                self._broadcast(tree, shapes[ti], (ti, p), start + p, last)
 
-    def _composed(
-        self, up_shapes: list[tuple[dict[str, list[str]], dict[str, int]]], height: int
-    ) -> None:
+    def _composed(self, up_shapes: list[tuple[dict[str, list[str]], dict[str, int]]]) -> None:
         """Allreduce on two tree sets: the reduce-scatter trees up, then the allgather
         trees down. Each root's chunk range is cut at the ends of both sets' trees, so
         every segment lies in one tree of each; a segment's broadcast waits for its
@@ -389,7 +394,6 @@ class _Builder:
         down = self.down.trees
         _check_chunks(self.down)
         down_shapes = [_shape(i, t, self.schedule.compute_nodes) for i, t in enumerate(down)]
-        height = max([height] + [max(depth.values()) for _, depth in down_shapes])
         segment = 0
         for root in self.schedule.compute_nodes:
             up_ranges = _ranges(self.schedule.trees, root)
@@ -398,12 +402,10 @@ class _Builder:
             for lo, hi in zip(cuts, cuts[1:], strict=False):
                 ui = next(i for i, a, b in up_ranges if a <= lo < b)
                 di = next(i for i, a, b in down_ranges if a <= lo < b)
-                for p, first in enumerate(range(lo, hi, self.max_count)):
-                    cnt = min(self.max_count, hi - first)
-                    ident = (segment, p)
-                    up_tree, down_tree = self.schedule.trees[ui], down[di]
-                    last = self._reduce(up_tree, up_shapes[ui], height, ident, first, cnt)
-                    self._broadcast(down_tree, down_shapes[di], ident, first, cnt, last)
+                up_tree, down_tree = self.schedule.trees[ui], down[di]
+                for p in range(hi - lo):
+                    last = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
+                    self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last)
                 segment += 1
 
     def _alltoall(self) -> None:
@@ -475,10 +477,8 @@ class _Builder:
         self,
         tree: Tree,
         shape: tuple[dict[str, list[str]], dict[str, int]],
-        height: int,
         ident: tuple[int, int],
         offset: int,
-        cnt: int,
     ) -> _Step | None:
         """The reducing phase of one piece (none for allgather and broadcast); returns
         the root's last reduction step."""
@@ -487,16 +487,18 @@ class _Builder:
         children, depth = shape
         root, rank = tree.root, self.ranks
         last_up: dict[str, _Step | None] = {}
+        below: dict[str, int] = {}
         for v in sorted(depth, key=lambda n: (-depth[n], rank[n])):
             prev: _Step | None = None
-            for j, c in enumerate(children[v]):
-                key = (0, height - depth[c], *ident, j)
+            below[v] = 1 + max((below[c] for c in children[v]), default=-1)
+            for j, c in enumerate(sorted(children[v], key=below.__getitem__)):
+                key = (0, below[c], *ident, j)
                 link = (rank[c], rank[v])
                 src = self._acc(v, root, offset) if prev else self._source(root, offset)
                 acc = self._acc(v, root, offset)
-                rrc = self._add(_Step("rrc", src, acc, cnt, key, rank[v], link, prev))
+                rrc = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
                 own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
-                self._add(_Step("s", own, acc, cnt, key, rank[c], link, last_up[c]))
+                self._add(_Step("s", own, acc, 1, key, rank[c], link, last_up[c]))
                 prev = rrc
             last_up[v] = prev
         return last_up[root]
@@ -507,7 +509,6 @@ class _Builder:
         shape: tuple[dict[str, list[str]], dict[str, int]],
         ident: tuple[int, int],
         offset: int,
-        cnt: int,
         after: _Step | None,
     ) -> None:
         """The broadcasting phase of one piece (none for reduce-scatter and reduce);
@@ -526,8 +527,8 @@ class _Builder:
                 key = (1, depth[c], *ident, j)
                 out = self._out(root, offset)
                 link = (rank[v], rank[c])
-                recv = self._add(_Step("r", own, out, cnt, key, rank[c], link))
-                self._add(_Step("s", own, out, cnt, key, rank[v], link, received[v]))
+                recv = self._add(_Step("r", own, out, 1, key, rank[c], link))
+                self._add(_Step("s", own, out, 1, key, rank[v], link, received[v]))
                 received[c] = recv
 
 
@@ -661,17 +662,20 @@ _DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv":
 
 
 def _assign_channels(
-    builder: _Builder, schedule: Schedule, profile: RuntimeProfile, channels: int
+    builder: _Builder, schedule: Schedule, profile: RuntimeProfile, channels: int | None
 ) -> None:
     """Give every transfer its thread block (direction, peer, channel).
 
     Both directions between two GPUs get the same ``w`` channels, ``w`` the larger of
-    ``channels`` and what keeps each connection within ``profile.max_steps``. The
-    channels come from the fewest ids ``0..C-1`` on which no GPU exceeds
-    ``profile.max_peers_per_channel`` send or receive peers: ``C`` starts at the bound
-    ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest first) takes its
-    least-loaded admissible channels, and ``C`` grows until every pair fits. A
-    connection's transfers are dealt round-robin over its channels in key order.
+    ``channels`` (``None``: :func:`_widest_channels`) and what keeps each connection
+    within ``profile.max_steps``. The channels come from the fewest ids ``0..C-1`` on
+    which no GPU exceeds ``profile.max_peers_per_channel`` send or receive peers: ``C``
+    starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
+    first) takes its least-loaded admissible channels, and ``C`` grows until every pair
+    fits. A connection's transfers, in key order, are cut into ``w`` consecutive runs,
+    one per channel: each thread block holds transfers of neighbouring levels, whose
+    data is ready at about the same time, so a step waiting for deep data does not hold
+    up the next loop's shallow steps behind it.
     """
     by_link: dict[tuple[int, int], dict[tuple[int, ...], list[_Step]]] = defaultdict(
         lambda: defaultdict(list)
@@ -681,11 +685,17 @@ def _assign_channels(
             if step.link is not None:
                 by_link[step.link][step.key].append(step)
     names = schedule.compute_nodes
+    widest = None
+    if channels is None:
+        widest = _widest_channels({link: len(keys) for link, keys in by_link.items()}, profile)
     widths = {}
     for a, b in {(min(link), max(link)) for link in by_link}:
         links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
         most = max(len(by_link[link]) for link in links)
-        widths[(a, b)] = (links, max(channels, math.ceil(most / profile.max_steps)), most)
+        wanted = channels
+        if widest is not None:  # one channel per tree level, as far as the blocks allow
+            wanted = min(widest, max(len({key[:2] for key in by_link[link]}) for link in links))
+        widths[(a, b)] = (links, max(wanted, math.ceil(most / profile.max_steps)), most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
                 f"GPUs {a} ({names[a]}) and {b} ({names[b]}) exchange {most} steps one way: "
@@ -712,15 +722,51 @@ def _assign_channels(
             f"channels of runtime {profile.name!r} keeps every GPU within {limit} send and "
             f"{limit} receive peers per channel ({profile.sources['max_peers_per_channel']}; "
             f"{profile.sources['max_channels']})"
-            + ("; use fewer --channels" if channels > 1 else "")
+            + ("; use fewer --channels" if channels is not None and channels > 1 else "")
         )
     for pair, (links, width, _) in widths.items():
         for link in links:
-            for i, key in enumerate(sorted(by_link[link])):
-                chan = chosen[pair][i % width]
+            keys = sorted(by_link[link])
+            for i, key in enumerate(keys):
+                chan = chosen[pair][i * width // len(keys)]
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
+
+
+#: Most thread blocks per GPU the default channel count fills (where the runtime allows
+#: that many): a thread block occupies a streaming multiprocessor while the collective
+#: runs, and 64 is half of an A100's 108 or an H100's 132, and RCCL's cap.
+WIDEST_THREADBLOCKS = 64
+
+
+def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:
+    """The most channels per GPU pair that keep every GPU within
+    ``min(profile.max_threadblocks, WIDEST_THREADBLOCKS)`` thread blocks (one per
+    direction, peer and channel, plus one for local copies), counting the channels a
+    connection needs for ``profile.max_steps``; at least 1.
+
+    ``transfers`` holds the transfers of each connection (sender, receiver).
+
+    Examples
+    --------
+    >>> from optcoll.export.runtimes import runtime_profile
+    >>> _widest_channels({(0, 1): 3, (1, 0): 3}, runtime_profile("rccl"))  # 2 blocks a channel
+    31
+    """
+    cap = min(profile.max_threadblocks, WIDEST_THREADBLOCKS) - 1
+    need = {}
+    for (a, b), count in transfers.items():
+        pair = (min(a, b), max(a, b))
+        need[pair] = max(need.get(pair, 1), math.ceil(count / profile.max_steps))
+    slots: dict[int, list[int]] = defaultdict(list)  # per GPU, the needs of its blocks
+    for a, b in transfers:
+        slots[a].append(need[(min(a, b), max(a, b))])
+        slots[b].append(need[(min(a, b), max(a, b))])
+    for width in range(min(profile.max_channels, cap), 1, -1):
+        if all(sum(max(width, n) for n in gpu) <= cap for gpu in slots.values()):
+            return width
+    return 1
 
 
 def _channel_choice(

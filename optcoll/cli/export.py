@@ -85,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--channels",
         type=int,
         default=None,
-        help="MSCCL channels per GPU pair (default: as many as fit in 64 thread blocks per GPU)",
+        help="MSCCL channels per GPU pair (default: one per tree level, within 64 thread blocks)",
     )
     parser.add_argument(
         "--max-threadblocks",

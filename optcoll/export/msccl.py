@@ -685,16 +685,18 @@ def _assign_channels(
             if step.link is not None:
                 by_link[step.link][step.key].append(step)
     names = schedule.compute_nodes
-    widest = None
+    widest = 1
     if channels is None:
         widest = _widest_channels({link: len(keys) for link, keys in by_link.items()}, profile)
     widths = {}
     for a, b in {(min(link), max(link)) for link in by_link}:
         links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
         most = max(len(by_link[link]) for link in links)
-        wanted = channels
-        if widest is not None:  # one channel per tree level, as far as the blocks allow
-            wanted = min(widest, max(len({key[:2] for key in by_link[link]}) for link in links))
+        if channels is not None:
+            wanted = channels
+        else:  # one channel per tree level, as far as the thread blocks allow
+            levels = max(len({key[:2] for key in by_link[link]}) for link in links)
+            wanted = min(widest, levels)
         widths[(a, b)] = (links, max(wanted, math.ceil(most / profile.max_steps)), most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
@@ -755,7 +757,7 @@ def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProf
     31
     """
     cap = min(profile.max_threadblocks, WIDEST_THREADBLOCKS) - 1
-    need = {}
+    need: dict[tuple[int, int], int] = {}
     for (a, b), count in transfers.items():
         pair = (min(a, b), max(a, b))
         need[pair] = max(need.get(pair, 1), math.ceil(count / profile.max_steps))

@@ -50,7 +50,7 @@ def build_master(
 
     Variables ``t`` and ``x_J`` (column number ``J``); rows ``block_B`` (block
     ``B``'s weights sum to 1) and ``cap_A`` (arc number ``A`` in ``capacity``'s
-    order: ``sum_J m_J(A) x_J <= capacity[A] * t``). Arcs no column loads get no row.
+    order: ``sum_J m_J(A) x_J <= capacity[A] * t``), one per arc.
 
     Examples
     --------
@@ -76,13 +76,10 @@ def build_master(
             f"block_{b}",
         )
     for a, c in enumerate(capacity.values()):
-        if load[a]:
-            problem.addConstraint(
-                pulp.LpConstraint(
-                    pulp.LpAffineExpression([*load[a], (t, -float(c))]),
-                    pulp.LpConstraintLE,
-                    rhs=0.0,
-                ),
-                f"cap_{a}",
-            )
+        problem.addConstraint(
+            pulp.LpConstraint(
+                pulp.LpAffineExpression([*load[a], (t, -float(c))]), pulp.LpConstraintLE, rhs=0.0
+            ),
+            f"cap_{a}",
+        )
     return problem

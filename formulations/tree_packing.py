@@ -18,7 +18,7 @@ Examples
 >>> master = build_tree_master(["a", "b"], {("a", "b"): 1, ("b", "a"): 1},
 ...                            [("a", (("a", "b"),)), ("b", (("b", "a"),))])
 >>> sorted(c.name for c in master.constraints())
-['cap_0', 'cap_1', 'convex_0', 'convex_1']
+['block_0', 'block_1', 'cap_0', 'cap_1']
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 
 import pulp
 
+from formulations.column_generation import Column as GenericColumn
+from formulations.column_generation import build_master
 from formulations.network import Arc
 
 __all__ = ["build_tree_master", "Column"]
@@ -42,9 +44,11 @@ def build_tree_master(
 ) -> pulp.LpProblem:
     """The restricted master LP over ``columns`` (no side effects).
 
-    Variables ``t`` and ``x_J`` (column number ``J``); rows ``convex_R``
-    (root number ``R``'s weights sum to 1) and ``cap_A`` (arc number ``A`` of
-    ``capacity``'s order: ``sum_{J ∋ A} x_J <= capacity[A] * t``).
+    The packing master of :func:`formulations.column_generation.build_master`
+    with root number ``R`` as block ``R`` and each arc loaded once: variables
+    ``t`` and ``x_J`` (column number ``J``); rows ``block_R`` (root number
+    ``R``'s weights sum to 1) and ``cap_A`` (arc number ``A`` of ``capacity``'s
+    order: ``sum_{J ∋ A} x_J <= capacity[A] * t``).
 
     Examples
     --------
@@ -53,28 +57,9 @@ def build_tree_master(
     >>> len(master.variables()), len(master.constraints())
     (3, 4)
     """
-    problem = pulp.LpProblem("tree_master", pulp.LpMinimize)
-    t = problem.add_variable("t", lowBound=0)
-    problem.setObjective(pulp.LpAffineExpression([(t, 1.0)]))
-    arc_index = {arc: a for a, arc in enumerate(capacity)}
-    root_index = {r: i for i, r in enumerate(roots)}
-    convex: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in roots]
-    load: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in capacity]
-    for j, (root, arcs) in enumerate(columns):
-        x = problem.add_variable(f"x_{j}", lowBound=0)
-        convex[root_index[root]].append((x, 1.0))
-        for arc in arcs:
-            load[arc_index[arc]].append((x, 1.0))
-    for i, row in enumerate(convex):
-        problem.addConstraint(
-            pulp.LpConstraint(pulp.LpAffineExpression(row), pulp.LpConstraintEQ, rhs=1.0),
-            f"convex_{i}",
-        )
-    for a, c in enumerate(capacity.values()):
-        problem.addConstraint(
-            pulp.LpConstraint(
-                pulp.LpAffineExpression([*load[a], (t, -float(c))]), pulp.LpConstraintLE, rhs=0.0
-            ),
-            f"cap_{a}",
-        )
-    return problem
+    index = {r: i for i, r in enumerate(roots)}
+    return build_master(
+        len(roots),
+        capacity,
+        [GenericColumn(index[root], tuple((arc, 1) for arc in arcs)) for root, arcs in columns],
+    )

@@ -61,11 +61,18 @@ from fractions import Fraction
 import pulp
 
 from formulations.column_generation import Column, build_master
-from formulations.solve import FLOAT_EXACT_LIMIT, solve
+from formulations.solve import FLOAT_EXACT_LIMIT, LpResult, solve
 from optcoll.exact_lp import proved_solution, solve_proved
 from optcoll.exceptions import MethodError, ReconstructionError, SolverLimitError
 
-__all__ = ["Pricing", "ColumnPacking", "column_generation", "column_cost"]
+__all__ = [
+    "Pricing",
+    "ColumnPacking",
+    "column_generation",
+    "Generation",
+    "generate_columns",
+    "column_cost",
+]
 
 Arc = tuple[str, str]
 
@@ -166,12 +173,94 @@ def column_generation(
         If the final master's exact vertex or duals are not recovered and proved.
     """
     start = time.perf_counter()
+    columns: list[Column] = []
+    while True:
+        run = generate_columns(
+            blocks,
+            capacity,
+            price,
+            columns,
+            tolerance=tolerance,
+            max_iterations=max_iterations,
+            time_limit=time_limit,
+            where=where,
+        )
+        proof = _exact_finish(blocks, capacity, run.columns, run.master, run.cheapest, where)
+        if isinstance(proof, ColumnPacking):
+            return ColumnPacking(
+                proof.t,
+                proof.weights,
+                proof.prices,
+                proof.lower_bound,
+                run.t_float,
+                run.iterations,
+                len(run.columns),
+                time.perf_counter() - start,
+            )
+        fresh = [column for column in proof if column not in set(run.columns)]
+        if not fresh:
+            raise ReconstructionError(
+                f"{where}: the exact prices show a cheaper column that is already in the master"
+            )
+        columns = [*run.columns, *fresh]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The float column generation's end: the last master (just solved) and its columns.
+
+    ``result`` is HiGHS's solve of ``master``; ``lower`` the Lagrangian bound of its
+    float prices over the oracle's columns, ``t_float - lower`` the final gap;
+    ``cheapest`` the checked oracle (one column per block).
+    """
+
+    columns: list[Column]
+    master: pulp.LpProblem
+    result: LpResult
+    t_float: float
+    lower: float
+    iterations: int
+    cheapest: Pricing
+
+
+def generate_columns(
+    blocks: int,
+    capacity: Mapping[Arc, int],
+    price: Pricing,
+    columns: Sequence[Column] = (),
+    *,
+    tolerance: float = 1e-9,
+    max_iterations: int = 1000,
+    time_limit: float | None = None,
+    where: str = "column generation",
+) -> Generation:
+    """The float rounds of :func:`column_generation`, from ``columns`` (default none).
+
+    Without starting columns the oracle is first called with ``1 / c(a)``. Each
+    round solves the master and adds the oracle's columns with reduced cost below
+    ``-tolerance * max(t, 1)``; it stops when there is none or the master's ``t`` is
+    within that of the Lagrangian bound. Nothing is exact yet: callers finish with
+    the exact vertex and duals of :attr:`Generation.master`.
+
+    Raises
+    ------
+    MethodError, SolverLimitError
+        As :func:`column_generation`.
+
+    Examples
+    --------
+    >>> from formulations.column_generation import Column
+    >>> run = generate_columns(1, {("a", "b"): 4}, lambda w: [Column(0, ((("a", "b"), 1),))])
+    >>> run.t_float, run.iterations, len(run.columns)
+    (0.25, 1, 1)
+    """
+    start = time.perf_counter()
     for arc, c in capacity.items():
         if isinstance(c, bool) or not isinstance(c, int) or not 0 < c <= FLOAT_EXACT_LIMIT:
             raise MethodError(
                 f"{where}: arc {arc!r} has capacity {c!r}; need an integer in 1..2**53"
             )
-    columns: list[Column] = []
+    pool: list[Column] = []
     known: set[Column] = set()
 
     def cheapest(prices: Mapping[Arc, float | Fraction]) -> Sequence[Column]:
@@ -190,48 +279,30 @@ def column_generation(
                 raise MethodError(f"{where}: column {column!r} names an unknown block or arc")
             if column not in known:
                 known.add(column)
-                columns.append(column)
+                pool.append(column)
                 added += 1
         return added
 
-    add(cheapest({arc: 1 / c for arc, c in capacity.items()}))
+    add(columns if columns else cheapest({arc: 1 / c for arc, c in capacity.items()}))
     iterations = 0
     while True:
         iterations += 1
-        master = build_master(blocks, capacity, columns)
+        master = build_master(blocks, capacity, pool)
         result = solve(master)
         t_float = result.objective
-        prices = {
-            arc: max(0.0, -result.duals.get(f"cap_{a}", 0.0)) for a, arc in enumerate(capacity)
-        }
+        prices = {arc: max(0.0, -result.duals[f"cap_{a}"]) for a, arc in enumerate(capacity)}
         priced = sum(c * prices[arc] for arc, c in capacity.items())
         best = cheapest(prices)
-        reduced = [
-            float(column_cost(column, prices)) - result.duals[f"block_{column.block}"]
-            for column in best
-        ]
-        lower = (
-            sum(float(column_cost(column, prices)) for column in best) / priced if priced else 0.0
-        )
+        costs = [float(column_cost(column, prices)) for column in best]
+        lower = sum(costs) / priced if priced else 0.0
         slack = tolerance * max(t_float, 1.0)
-        negative = [column for column, r in zip(best, reduced, strict=True) if r < -slack]
-        if (not negative or t_float - lower <= slack) or not add(negative):
-            proof = _exact_finish(blocks, capacity, columns, master, cheapest, where)
-            if isinstance(proof, ColumnPacking):
-                return ColumnPacking(
-                    proof.t,
-                    proof.weights,
-                    proof.prices,
-                    proof.lower_bound,
-                    t_float,
-                    iterations,
-                    len(columns),
-                    time.perf_counter() - start,
-                )
-            if not add(proof):
-                raise ReconstructionError(
-                    f"{where}: the exact prices show a cheaper column that is already in the master"
-                )
+        negative = [
+            column
+            for column, cost in zip(best, costs, strict=True)
+            if cost - result.duals[f"block_{column.block}"] < -slack
+        ]
+        if not negative or t_float - lower <= slack or not add(negative):
+            return Generation(pool, master, result, t_float, lower, iterations, cheapest)
         elapsed = time.perf_counter() - start
         if iterations >= max_iterations or (time_limit is not None and elapsed > time_limit):
             raise SolverLimitError(

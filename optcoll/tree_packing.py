@@ -15,7 +15,10 @@ shard down tree ``T``.
 
 There are exponentially many arborescences, so the LP is solved over a
 growing set of columns (the restricted master,
-:func:`formulations.tree_packing.build_tree_master`).
+:func:`formulations.tree_packing.build_tree_master`) by the column-generation
+layer that the process groups' tree-column form shares
+(:func:`optcoll.column_generation.generate_columns`; this module gives it the
+pricing and makes the weights exact its own way).
 With the master's duals ``mu_r`` (convexity rows) and ``w_a = -pi_a >= 0``
 (capacity rows), the reduced cost of ``T`` is ``w(T) - mu_r``; pricing finds,
 for every root, a minimum-``w`` spanning arborescence rooted at ``r``
@@ -52,16 +55,19 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import networkx as nx
 import pulp
 
+from formulations.column_generation import Column as GenericColumn
 from formulations.network import Arc
-from formulations.solve import simplex_basis, solve
-from formulations.tree_packing import Column, build_tree_master
+from formulations.solve import simplex_basis
+from formulations.tree_packing import Column
 from optcoll.arborescence import Cost, min_cost_arborescence
+from optcoll.column_generation import generate_columns
 from optcoll.exact_lp import basis_duals
-from optcoll.exceptions import SingularSystemError, SolverLimitError, TopologyError
+from optcoll.exceptions import SingularSystemError, TopologyError
 from optcoll.linear_system import solve_linear_system
 from optcoll.rational import integer_scaling, reconstruct_cut_ratio
 
@@ -187,48 +193,32 @@ def fractional_tree_packing(
     start = time.perf_counter()
     nodes = check_switch_free(compute_nodes, capacity)
     caps, unit = integer_scaling(capacity)
-    columns: list[Column] = [
-        (root, _min_arborescence(nodes, caps, root, {a: 1 / c for a, c in caps.items()}))
-        for root in nodes
-    ]
-    known = set(columns)
-    iterations = 0
-    while True:
-        master = build_tree_master(nodes, caps, columns)
-        result = solve(master)
-        t_scaled = result.objective
-        prices = {arc: max(0.0, -result.duals[f"cap_{a}"]) for a, arc in enumerate(caps)}
-        priced = sum(c * prices[arc] for arc, c in caps.items())
-        lower = 0.0
-        new: list[Column] = []
+
+    def price(prices: Mapping[Arc, float | Fraction]) -> list[GenericColumn]:
         # Among equally priced trees prefer wide arcs (many prices are 0): add
-        # scale / c(a) to every price. A tree's perturbed cost exceeds its price by
-        # at most slack, so (perturbed minimum - slack) is still a lower bound.
-        scale = TIE_BREAK * max(prices.values())
-        slack = scale * (len(nodes) - 1) / min(caps.values())
-        tie_broken = {arc: w + scale / caps[arc] for arc, w in prices.items()}
-        for i, root in enumerate(nodes):
-            tree = _min_arborescence(nodes, caps, root, tie_broken)
-            cost = sum(prices[arc] for arc in tree)
-            lower += sum(tie_broken[arc] for arc in tree) - slack
-            if cost < result.duals[f"convex_{i}"] - tolerance * max(t_scaled, 1.0):
-                column = (root, tree)
-                if column not in known:
-                    known.add(column)
-                    new.append(column)
-        lower = lower / priced if priced > 0 else 0.0
-        gap = max(t_scaled - lower, 0.0)  # a negative gap is rounding noise
-        iterations += 1
-        if gap <= tolerance * max(t_scaled, 1.0) or not new:
-            break
-        elapsed = time.perf_counter() - start
-        if iterations >= max_iterations or (time_limit is not None and elapsed > time_limit):
-            raise SolverLimitError(
-                f"tree-packing column generation stopped after {iterations} rounds and "
-                f"{elapsed:.1f} s with relative gap {gap / t_scaled:.2e} (t = {t_scaled / float(unit)}); "
-                f"raise max_iterations or time_limit, or loosen tolerance"
-            )
-        columns.extend(new)
+        # scale / c(a) to every (float) price; the loop's bound is then off by at most
+        # scale * (N - 1) / min c, far below its tolerance (the exact bound below is not).
+        scale = TIE_BREAK * float(max(prices.values()))
+        tie_broken = {arc: float(w) + scale / caps[arc] for arc, w in prices.items()}
+        trees = [_min_arborescence(nodes, caps, root, tie_broken) for root in nodes]
+        return [
+            GenericColumn(i, tuple((arc, 1) for arc in tree), (root, tree))
+            for i, (root, tree) in enumerate(zip(nodes, trees, strict=True))
+        ]
+
+    run = generate_columns(
+        len(nodes),
+        caps,
+        price,
+        tolerance=tolerance,
+        max_iterations=max_iterations,
+        time_limit=time_limit,
+        where="tree-packing column generation",
+    )
+    t_scaled, master, iterations = run.t_float, run.master, run.iterations
+    columns: list[Column] = [cast(Column, column.payload) for column in run.columns]
+    gap = max(t_scaled - run.lower, 0.0)  # a negative gap is rounding noise
+    result = run.result
     t_exact = reconstruct_cut_ratio(t_scaled, len(nodes))
     weights = [result.values[f"x_{j}"] for j in range(len(columns))]
     packing, overload, source = _exact_weights(nodes, caps, columns, weights, t_exact, master)
@@ -392,14 +382,14 @@ def _basis_vertex(
     if basis.at_upper:
         return f"variable {min(basis.at_upper)} is nonbasic at an upper bound"
     root_index = {r: i for i, r in enumerate(nodes)}
-    rows: dict[str, dict[str, int]] = {f"convex_{i}": {} for i in range(len(nodes))}
+    rows: dict[str, dict[str, int]] = {f"block_{i}": {} for i in range(len(nodes))}
     rhs: dict[str, int] = dict.fromkeys(rows, 1)
     arc_row = {arc: f"cap_{a}" for a, arc in enumerate(caps)}
     for arc, c in caps.items():
         rows[arc_row[arc]] = {"t": -c}
         rhs[arc_row[arc]] = 0
     for j, (root, arcs) in enumerate(columns):
-        rows[f"convex_{root_index[root]}"][f"x_{j}"] = 1
+        rows[f"block_{root_index[root]}"][f"x_{j}"] = 1
         for arc in arcs:
             rows[arc_row[arc]][f"x_{j}"] = 1
     tight = [name for name in rows if name not in basis.basic_constraints]

@@ -4,6 +4,7 @@ certificate and loads checked exactly."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
@@ -126,3 +127,22 @@ def test_tree_bound_refuses_lengths_that_prove_nothing() -> None:
         groups, [0], dict.fromkeys(groups.topology.capacity, Fraction(1))
     ) == Fraction(1, 2)
     assert tree_column_optimum(groups, [0]).time_factor == Fraction(1, 2)
+
+
+def test_cli_group_form(capsys: pytest.CaptureFixture[str]) -> None:
+    from optcoll.cli import main
+
+    printed = {}
+    for form in ("columns", "edge"):
+        args = ["bound", "dgx-a100:2", "--groups", "strided:2", "--relay", "any", "--json"]
+        assert main([*args, "--group-form", form]) == 0
+        printed[form] = json.loads(capsys.readouterr().out)
+    assert printed["columns"]["time_factor"] == printed["edge"]["time_factor"] == "1/25"
+    assert [printed[f]["form"] for f in ("columns", "edge")] == ["columns", "edge"]
+    for data in printed.values():  # each form's binding links are full at t*
+        for link in data["certificate"]["binding_links"]:
+            assert sum(Fraction(share) for share in link["shares"]) == 1
+    assert main(["bound", "dgx-a100:2", "--groups", "blocks:8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["form"] is None  # classes of one: no LP
+    assert main(["bound", "dgx-a100:2", "--group-form", "edge"]) == 2
+    assert "--group-form applies to process groups" in capsys.readouterr().err

@@ -110,10 +110,20 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-#: What ``--baseline`` times in the other checkout, per benchmark kind.
+#: What ``--baseline`` times in the other checkout, per benchmark kind: ``call(topology)``,
+#: or the function ``prepare(topology, *arguments)`` returns (its own work untimed).
 _BASELINE_CALLS = {
     "trees": "from optcoll.packing import pack_arborescences as call",
     "bound": "from optcoll.bound import optimal_cut_ratio as call",
+    "simulate": "\n".join(
+        [
+            "from optcoll.packing import pack_arborescences",
+            "from optcoll.simulator import simulate_schedule",
+            "def prepare(topology, size):",
+            "    schedule = pack_arborescences(topology)",
+            "    return lambda: simulate_schedule(topology, schedule, int(size))",
+        ]
+    ),
 }
 
 
@@ -124,21 +134,31 @@ def baseline_cpu(checkout: str | Path, kind: str, spec: str, timeout: float) -> 
     The topology is built before the clock starts, as in the benchmarks; None when the
     run fails or takes longer than ``timeout`` wall-clock seconds.
     """
+    seconds = baseline_seconds(checkout, kind, spec, timeout)
+    return None if seconds is None else seconds[0]
+
+
+def baseline_seconds(
+    checkout: str | Path, kind: str, spec: str, timeout: float, *arguments: str
+) -> tuple[float, float] | None:
+    """CPU and wall seconds of the call :func:`baseline_cpu` runs (``arguments`` go to the
+    kind's ``prepare``)."""
     script = "\n".join(
         [
             "import sys, time",
             _BASELINE_CALLS[kind],
             "from optcoll.io import load_topology",
             "topology = load_topology(sys.argv[1])",
-            "started = time.process_time()",
-            "call(topology)",
-            "print(time.process_time() - started)",
+            "run = prepare(topology, *sys.argv[2:]) if 'prepare' in globals() else None",
+            "started, wall = time.process_time(), time.perf_counter()",
+            "run() if run is not None else call(topology)",
+            "print(time.process_time() - started, time.perf_counter() - wall)",
         ]
     )
     env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", script, spec],
+            [sys.executable, "-c", script, spec, *arguments],
             cwd=checkout,  # `python -c` puts the working directory first on sys.path
             env=env,
             capture_output=True,
@@ -150,7 +170,8 @@ def baseline_cpu(checkout: str | Path, kind: str, spec: str, timeout: float) -> 
         return None
     if done.returncode != 0:
         return None
-    return float(done.stdout.split()[-1])
+    cpu, wall = done.stdout.split()[-2:]
+    return float(cpu), float(wall)
 
 
 def extract_revision(revision: str, folder: Path) -> Path:

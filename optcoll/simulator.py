@@ -276,7 +276,11 @@ def simulate(
     link_busy = [False] * len(network.arcs)
     queued: list[list[tuple[float, int, int, int]]] = [[] for _ in network.arcs]
     tail = [0.0] * len(graph)
-    spans: list[list[tuple[float, float, float]]] = [[] for _ in network.arcs]
+    # every link's busy spans, one entry per slice and hop: arc, begin, end, sending time
+    span_arc: list[int] = []
+    span_begin: list[float] = []
+    span_end: list[float] = []
+    span_sending: list[float] = []
     heap: list[tuple[float, int, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     counter = 0
@@ -302,7 +306,10 @@ def simulate(
         if hop and tail[i] > finish:
             finish = tail[i]
         link_busy[arc] = True
-        spans[arc].append((begin, finish, sending))
+        span_arc.append(arc)
+        span_begin.append(begin)
+        span_end.append(finish)
+        span_sending.append(sending)
         tail[i] = finish + latency[arc]
         counter += 3
         push(heap, (finish, counter, arc, _FREE))
@@ -366,22 +373,37 @@ def simulate(
             "the simulated time is beyond floating-point range; give bandwidths in another "
             "bandwidth_unit so that they lie within about 1e-300 to 1e300"
         )
-    busy = {network.arcs[a]: sum(s[2] for s in spans[a]) for a in range(len(spans)) if spans[a]}
-    timeline = {network.arcs[a]: _timeline(spans[a], end) for a in range(len(spans)) if spans[a]}
+    busy, timeline = _link_usage(network, (span_arc, span_begin, span_end, span_sending), end)
     return Simulation(size, end, busy, timeline, len(graph))
 
 
-def _timeline(spans: list[tuple[float, float, float]], end: float) -> list[float]:
-    """Utilisation per time bin, each span's sending time spread evenly over the span."""
+def _link_usage(
+    network: Network,
+    spans: tuple[list[int], list[float], list[float], list[float]],
+    end: float,
+) -> tuple[dict[Arc, float], dict[Arc, list[float]]]:
+    """Per link used, its busy time and its utilisation per time bin (each span's sending
+    time spread evenly over the span), from the spans of every link at once."""
     import numpy as np
 
-    data = np.array(spans)
-    begin, finish, sending = data[:, 0], data[:, 1], data[:, 2]
-    edges = np.linspace(0.0, end, TIMELINE_BINS + 1)
+    arc = np.array(spans[0], dtype=np.intp)
+    begin, finish, sending = (np.array(column, dtype=float) for column in spans[1:])
+    links = len(network.arcs)
+    busy = np.bincount(arc, weights=sending, minlength=links)
     width = np.maximum(finish - begin, 1e-300)
-    done = sending[:, None] * np.clip((edges[None, :] - begin[:, None]) / width[:, None], 0, 1)
-    per_bin = np.diff(done.sum(axis=0))
-    return [float(u) for u in per_bin / (end / TIMELINE_BINS)] if end > 0 else [0.0] * TIMELINE_BINS
+    edges = np.linspace(0.0, end, TIMELINE_BINS + 1)
+    done = np.stack(
+        [
+            np.bincount(arc, weights=sending * np.clip((e - begin) / width, 0, 1), minlength=links)
+            for e in edges
+        ]
+    )
+    per_bin = np.diff(done, axis=0) / (end / TIMELINE_BINS) if end > 0 else done[1:] * 0.0
+    used = np.unique(arc)
+    return (
+        {network.arcs[a]: float(busy[a]) for a in used},
+        {network.arcs[a]: [float(u) for u in per_bin[:, a]] for a in used},
+    )
 
 
 def _slices(chunk: float, slice_bytes: int | None) -> tuple[int, float]:

@@ -42,7 +42,7 @@ from fractions import Fraction
 import pulp
 
 from formulations.errors import MethodError, SolveError, SolverLimitError
-from formulations.network import Arc
+from formulations.network import Arc, check_capacity
 from formulations.solve import SolverReport, solve
 
 __all__ = ["build_fixed_k", "solve_fixed_k", "FixedKResult", "MAX_FLOW_VARIABLES"]
@@ -78,14 +78,7 @@ def build_fixed_k(
         raise MethodError(f"K (chunks per root) must be a positive integer, got {K!r}")
     nodes = list(compute_nodes)
     arcs = list(capacity)
-    known = set(nodes)
-    for arc, c in capacity.items():
-        if arc[0] not in known or arc[1] not in known:
-            raise MethodError(f"arc {arc!r} joins a node outside the node list")
-        if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
-            raise MethodError(
-                f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
-            )
+    check_capacity(nodes, capacity)
     n = len(nodes)
     size = n * (n - 1) * len(arcs)
     if size > MAX_FLOW_VARIABLES:

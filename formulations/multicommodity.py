@@ -54,8 +54,7 @@ from dataclasses import dataclass
 import pulp
 
 from formulations.errors import MethodError
-from formulations.network import Arc
-from formulations.solve import FLOAT_EXACT_LIMIT
+from formulations.network import Arc, check_capacity
 
 __all__ = ["Commodity", "FORMS", "build_multicommodity"]
 
@@ -100,19 +99,8 @@ class Commodity:
 def _check(
     nodes: Sequence[str], capacity: Mapping[Arc, int], commodities: Sequence[Commodity]
 ) -> None:
+    check_capacity(nodes, capacity)
     known = set(nodes)
-    for arc, c in capacity.items():
-        if arc[0] not in known or arc[1] not in known:
-            raise MethodError(f"arc {arc!r} joins a node outside the node list")
-        if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
-            raise MethodError(
-                f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
-            )
-        if c > FLOAT_EXACT_LIMIT:
-            raise MethodError(
-                f"arc {arc!r} has capacity {c}, above 2**53: the LP's floats would round it, "
-                f"so its optimum could not be proved exactly; use the combinatorial method"
-            )
     if not commodities:
         raise MethodError("no commodities: nothing to route")
     for k, commodity in enumerate(commodities):

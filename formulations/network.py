@@ -27,10 +27,47 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
-__all__ = ["Network", "Arc"]
+from formulations.errors import MethodError
+
+__all__ = ["Network", "Arc", "check_capacity", "FLOAT_EXACT_LIMIT"]
 
 #: A directed arc ``(tail, head)`` between two node ids.
 Arc = tuple[str, str]
+
+#: Integers up to this size are exact as floats, so a model built from them is exact
+#: (and its optimum can be recovered and proved exactly, :mod:`optcoll.exact_lp`).
+FLOAT_EXACT_LIMIT = 2**53
+
+
+def check_capacity(nodes: Sequence[str], capacity: Mapping[Arc, int]) -> None:
+    """Check that every arc joins two of ``nodes`` with a positive integer capacity
+    exact as a float (at most :data:`FLOAT_EXACT_LIMIT`).
+
+    Raises
+    ------
+    MethodError
+        Naming the first arc at fault.
+
+    Examples
+    --------
+    >>> check_capacity(["a", "b"], {("a", "b"): 2})
+    >>> check_capacity(["a", "b"], {("a", "c"): 2})
+    Traceback (most recent call last):
+    formulations.errors.MethodError: arc ('a', 'c') joins a node outside the node list
+    """
+    known = set(nodes)
+    for arc, c in capacity.items():
+        if arc[0] not in known or arc[1] not in known:
+            raise MethodError(f"arc {arc!r} joins a node outside the node list")
+        if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
+            raise MethodError(
+                f"arc {arc!r} has capacity {c!r}; capacities must be positive integers"
+            )
+        if c > FLOAT_EXACT_LIMIT:
+            raise MethodError(
+                f"arc {arc!r} has capacity {c}, above 2**53: the LP's floats would round it, "
+                f"so its optimum could not be proved exactly; use the combinatorial method"
+            )
 
 
 class Network(Protocol):

@@ -57,12 +57,7 @@ __all__ = [
     "MODEL_SUFFIXES",
     "SimplexBasis",
     "simplex_basis",
-    "FLOAT_EXACT_LIMIT",
 ]
-
-#: Integers up to this size are exact as floats, so a model built from them is exact
-#: (and its optimum can be recovered and proved exactly, :mod:`optcoll.exact_lp`).
-FLOAT_EXACT_LIMIT = 2**53
 
 #: HiGHS threads when :func:`solve` is given none (None: HiGHS decides; the test suite
 #: sets 1 so that solve times stay steady on a shared machine).

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from formulations.congestion import build_congestion, flow_row
-from formulations.network import Arc, Network
-from formulations.solve import FLOAT_EXACT_LIMIT, LpResult, SolverReport
+from formulations.network import FLOAT_EXACT_LIMIT, Arc, Network
+from formulations.solve import LpResult, SolverReport
 from optcoll.exact_lp import solve_proved
 from optcoll.exceptions import MethodError, ReconstructionError
 

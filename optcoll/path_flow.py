@@ -1,11 +1,8 @@
 """Concurrent flow over paths by column generation: the second, independent all-to-all LP.
 
-For pairs ``(s, d)`` with demands ``D_sd`` on a network with integer capacities
-``c``, the path form has one variable ``x_P >= 0`` per path ``P`` of each pair:
-
-    minimise t  subject to  sum_{P of (s, d)} x_P = D_sd       for every pair   (dual mu_sd)
-                            sum_{P ∋ a} x_P <= t * c(a)          for every arc    (dual -w_a)
-
+The path form of the concurrent-flow LP (:mod:`formulations.path_flow`: one
+variable per path of each pair, rows ``pair_I`` with duals ``mu_sd`` and
+``cap_A`` with duals ``-w_a``).
 It is the same optimum as the edge form of :mod:`formulations.multicommodity`
 (every flow splits into paths), but shares no model with it. There are
 exponentially many paths, so the LP is solved over a growing set

@@ -38,8 +38,12 @@ from optcoll.exceptions import OutputError
 from optcoll.io import load_schedule, load_topology
 from optcoll.verify import verify_schedule
 
-#: Seconds one in-process command may take before it counts as a hang.
+#: CPU seconds one in-process command may use before it counts as a hang (CPU time,
+#: not wall time: a loaded machine slows a command down without making it loop).
 RUN_SECONDS = 60
+
+#: Wall seconds before a command that uses no CPU (blocked, e.g. on a FIFO) counts as hung.
+BLOCKED_SECONDS = 600
 
 
 def _topology(links, name="t", switches=()):
@@ -161,27 +165,53 @@ class _Hang(Exception):
 
 
 def _alarm(signum, frame):
-    raise _Hang
+    raise _Hang(
+        f"used {RUN_SECONDS} CPU s"
+        if signum == signal.SIGPROF
+        else f"ran {BLOCKED_SECONDS} s (wall clock)"
+    )
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str, float]:
-    """``optcoll argv`` in-process under an alarm: (status, stdout, stderr, seconds)."""
+    """``optcoll argv`` in-process under two alarms, :data:`RUN_SECONDS` of the process's
+    CPU time (``ITIMER_PROF``) and :data:`BLOCKED_SECONDS` of wall time: (status, stdout,
+    stderr, seconds)."""
     capsys.readouterr()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(RUN_SECONDS)
+    previous = {sig: signal.signal(sig, _alarm) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, RUN_SECONDS)
+    signal.alarm(BLOCKED_SECONDS)
     started = time.perf_counter()
     try:
         try:
             status = main(argv)
         except SystemExit as exit_:  # argparse
             status = exit_.code if isinstance(exit_.code, int) else 2
-        except _Hang:
-            pytest.fail(f"optcoll {' '.join(argv)[:200]} ran past {RUN_SECONDS} s")
+        except _Hang as hang:
+            pytest.fail(f"optcoll {' '.join(argv)[:200]} {hang}: a hang")
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     out, err = capsys.readouterr()
     return status, out, err, time.perf_counter() - started
+
+
+def test_run_fails_a_command_that_spins_or_blocks(capsys, monkeypatch):
+    module = sys.modules[__name__]
+
+    def spin(argv):
+        while True:
+            pass
+
+    monkeypatch.setattr(module, "RUN_SECONDS", 0.2)
+    monkeypatch.setattr(module, "main", spin)
+    with pytest.raises(pytest.fail.Exception, match="used 0.2 CPU s: a hang"):
+        run(["spin"], capsys)
+    monkeypatch.setattr(module, "BLOCKED_SECONDS", 1)
+    monkeypatch.setattr(module, "main", lambda argv: time.sleep(30))
+    with pytest.raises(pytest.fail.Exception, match=r"ran 1 s \(wall clock\): a hang"):
+        run(["sleep"], capsys)
 
 
 def check_outcome(argv, status, out, err, out_dir: Path) -> None:

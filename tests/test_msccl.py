@@ -737,8 +737,22 @@ def test_cli_exact_k_warns_which_sizes_it_serves(tmp_path, capsys):
     )
     captured = capsys.readouterr()
     assert "k = 13" in captured.out and "ratio 1 " in captured.out
-    assert "multiple of 208 elements: no power-of-two size" in captured.err
+    assert "multiples of 208: no power-of-two size" in captured.err
     check_msccl(out.read_text(), "reduce_scatter", 13)
+
+
+def test_cli_size_warning_is_true_when_n_is_not_a_power_of_two(tmp_path, capsys):
+    # N = 6: nchunksperloop = 6 k, so no total element count is a power of two, but a
+    # per-rank count (the allgather's count) that is a power of two from k is served.
+    assert _cli(tmp_path, "ring:6", "-o", str(tmp_path / "ag.xml")) == 0
+    err = capsys.readouterr().err
+    assert "multiples of 12 (count * N with N = 6, not a power of two)" in err
+    assert "per-rank counts that are powers of two from 2 elements are served" in err
+    assert (
+        _cli(tmp_path, "ring:6", "--collective", "allreduce", "-o", str(tmp_path / "ar.xml")) == 0
+    )
+    err = capsys.readouterr().err
+    assert "multiples of 12: no power-of-two size" in err and "per-rank" not in err
 
 
 def test_cli_broadcast_names_its_root_and_warns(tmp_path, capsys):

@@ -389,6 +389,25 @@ def _powers_of_two_from(nchunks: int, low: int, high: int | None) -> int | None:
     return size if high is None or size <= high else None
 
 
+def _sizes_warning(entry: dict[str, Any], collective: str, n: int) -> str:
+    """Why a file serves no power-of-two size. For an allgather or reduce-scatter the
+    element count is ``count * N``: with ``N`` not a power of two no total is a power of
+    two, but per-rank counts (multiples of ``k``) may be."""
+    nchunks, k = entry["nchunksperloop"], entry["k"]
+    served = f"{entry['path']} serves only element counts that are multiples of {nchunks}"
+    if n & (n - 1) == 0 or collective not in ("allgather", "reduce_scatter") or nchunks != n * k:
+        return f"{served}: no power-of-two size"
+    per_rank = (
+        f"per-rank counts that are powers of two from {k} elements are served"
+        if k & (k - 1) == 0
+        else f"per-rank counts must be multiples of {k}: no power of two"
+    )
+    return (
+        f"{served} (count * N with N = {n}, not a power of two): no power-of-two total "
+        f"size; {per_rank}"
+    )
+
+
 def _report(
     args: argparse.Namespace,
     profile: Any,
@@ -407,10 +426,7 @@ def _report(
         )
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
-            warnings.append(
-                f"{entry['path']} serves only messages of a multiple of "
-                f"{entry['nchunksperloop']} elements: no power-of-two size"
-            )
+            warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
     if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "

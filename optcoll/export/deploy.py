@@ -45,7 +45,10 @@ __all__ = [
 
 #: Default tolerance on the time factor: 1 % above the optimum.
 DEFAULT_TOLERANCE = Fraction(1, 100)
-#: Largest power of two tried for k (its buffers stay within int16 offsets for N <= 64).
+#: Largest k :func:`deployable_schedule` tries (1, 2, 4, ..., this); if none of them is
+#: within the tolerance it raises :class:`~optcoll.exceptions.ExportError`. The k is not
+#: capped by the runtime's offsets here: :func:`optcoll.export.msccl.msccl_program`
+#: refuses buffers of more than 32768 chunks (``N k`` for allgather: k = 512 fits N <= 64).
 MAX_DEPLOY_K = 512
 
 

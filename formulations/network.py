@@ -51,9 +51,11 @@ def check_capacity(nodes: Sequence[str], capacity: Mapping[Arc, int]) -> None:
     Examples
     --------
     >>> check_capacity(["a", "b"], {("a", "b"): 2})
-    >>> check_capacity(["a", "b"], {("a", "c"): 2})
-    Traceback (most recent call last):
-    formulations.errors.MethodError: arc ('a', 'c') joins a node outside the node list
+    >>> try:
+    ...     check_capacity(["a", "b"], {("a", "c"): 2})
+    ... except MethodError as err:
+    ...     print(err)
+    arc ('a', 'c') joins a node outside the node list
     """
     known = set(nodes)
     for arc, c in capacity.items():

@@ -47,7 +47,6 @@ Examples
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -58,7 +57,7 @@ import numpy as np
 from optcoll.arguments import text_argument, topology_argument
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.forwardable import forwardable_topology
-from optcoll.maxflow import FlowNetwork, IntVector
+from optcoll.maxflow import FlowNetwork, IntVector, RootedSearch
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
 
@@ -69,10 +68,6 @@ METHODS = ("combinatorial", "lp", "brute-force")
 
 #: Largest topology (in nodes, switches included) the brute-force method accepts.
 BRUTE_FORCE_MAX_NODES = 16
-
-#: Out-degree above which the combinatorial method does not queue a node's
-#: out-neighbours for the local check (see :func:`_combinatorial_cut_ratio`).
-_HUB_DEGREE = 64
 
 #: What a method returns: r* (in 1/bandwidth_unit), a cut attaining it, work counters.
 _Solved = tuple[Fraction, frozenset[str], dict[str, int], Topology]
@@ -360,7 +355,7 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     * The condition is monotone in ``p/q``, so a sink that passed stays passed
       when the candidate grows: one pass over the sinks suffices.
     * As in Hao and Orlin's minimum-cut algorithm, sinks already passed are
-      merged into the source (their source arc gets capacity ``N*q``): a
+      merged into the source (:class:`~optcoll.maxflow.RootedSearch`): a
       violated cut that excludes the i-th sink either contains every earlier
       sink or was already found at the first earlier sink it excludes.
     * A local certificate often replaces the max-flow to sink ``t``: every cut
@@ -385,25 +380,28 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     caps, unit = topology.integer_capacities()
     best, best_cut = _starting_cut(topology, caps)
     search = _ParametricSearch(topology, caps, best)
-    while (sink := search.next_sink()) is not None:
+    rooted = search.rooted
+    while (sink := rooted.next_sink(search.requirement())) is not None:
         while (side := search.violated_cut(sink)) is not None:
             best_cut = search.improve(side)
-        search.merge(sink)
+        rooted.merge(sink)
     stats = {
-        "max_flows": search.max_flows,
-        "sinks_passed_locally": search.passed_locally,
+        "max_flows": rooted.max_flows,
+        "sinks_passed_locally": rooted.passed_locally,
         "improvements": search.improvements,
     }
     return Fraction(search.p, search.q) / unit, best_cut, stats, topology
 
 
 class _ParametricSearch:
-    """State of the pass over the sinks in :func:`_combinatorial_cut_ratio`.
+    """The candidate ratio of :func:`_combinatorial_cut_ratio` and its rooted search.
 
     Nodes are numbered in declaration order and the super source is node ``n``;
-    the candidate ratio is ``p/q`` in integer-capacity units. Compute nodes are
-    *merged* into the source once certified (their source arc grows from ``q``
-    to ``N*q``).
+    the candidate ratio is ``p/q`` in integer-capacity units, link ``e`` has
+    capacity ``p*c(e)`` and the source arc to each compute node ``q``. The pass over
+    the sinks is :class:`~optcoll.maxflow.RootedSearch`'s (merging, local
+    certificates, sink order); an improvement changes the capacities and keeps the
+    merged sinks (the condition is monotone in ``p/q``).
     """
 
     def __init__(
@@ -413,118 +411,41 @@ class _ParametricSearch:
         index = {v: i for i, v in enumerate(self.ids)}
         self.n = n = len(self.ids)
         self.compute = [index[v] for v in topology.compute_nodes]
-        self.is_compute = [topology.node[v].is_compute for v in self.ids]
         self.link_tails = np.array([index[u] for u, _ in caps], dtype=np.int64)
         self.link_heads = np.array([index[v] for _, v in caps], dtype=np.int64)
         self.link_caps = list(caps.values())
-        self.in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        self.out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        for (u, v), c in caps.items():
-            self.in_arcs[index[v]].append((index[u], c))
-            self.out_arcs[index[u]].append((index[v], c))
-        num_compute = len(self.compute)
-        self.tails = np.concatenate([self.link_tails, np.full(num_compute, n)])
-        self.heads = np.concatenate([self.link_heads, np.array(self.compute, dtype=np.int64)])
         self.p, self.q = start.numerator, start.denominator
         # p <= N and q <= sum(link_caps), so every capacity and sum stays below this bound
-        fits = num_compute * sum(self.link_caps) * (len(self.tails) + 1) < 2**62
+        num_compute = len(self.compute)
+        fits = num_compute * sum(self.link_caps) * (len(self.link_caps) + num_compute + 1) < 2**62
         self.link_caps_np = np.array(self.link_caps, dtype=np.int64) if fits else None
-        self.merged = [False] * n
-        self.merged_in = [0] * n  # capacity (unscaled) entering each node from merged nodes
-        self.network: FlowNetwork | None = None
-        self.built_for: tuple[int, int, int] | None = None
-        # Sink order (any order is correct): first every sink the local paths
-        # certify, then, for a max-flow, a sink with no arc from a merged node (so
-        # that its neighbours are likely to pass locally later), else the next one.
-        self.dirty: deque[int] = deque()  # sinks whose local paths gained capacity
-        self.in_dirty = [False] * n
-        self.adjacent = [False] * n  # some arc enters it from a merged node
-        self.fresh = self.rest = 0  # scan positions in `compute` for the two kinds of sink
-        self.max_flows = self.passed_locally = self.improvements = 0
+        network = FlowNetwork(
+            n + 1,
+            np.concatenate([self.link_tails, np.full(num_compute, n)]),
+            np.concatenate([self.link_heads, np.array(self.compute, dtype=np.int64)]),
+            self._capacities(),
+        )
+        self.rooted = RootedSearch(network, n, self.compute, ordered=True)
+        self.improvements = 0
+
+    def _capacities(self) -> IntVector:
+        """``p*c`` on the links, then ``q`` on every source arc."""
+        p, q = self.p, self.q
+        if self.link_caps_np is not None:
+            return np.concatenate([p * self.link_caps_np, np.full(len(self.compute), q)])
+        return [p * c for c in self.link_caps] + [q] * len(self.compute)
 
     def requirement(self) -> int:
         """``N*q``: the flow every sink needs for the candidate ``p/q`` to be >= r*."""
         return len(self.compute) * self.q
 
-    def local_flow(self, t: int) -> int:
-        """A lower bound on every cut holding s and the merged nodes but not ``t``."""
-        p, q = self.p, self.q
-        value = q
-        for w, c in self.in_arcs[t]:
-            if self.merged[w]:
-                value += p * c
-            else:
-                value += min(p * c, p * self.merged_in[w] + (q if self.is_compute[w] else 0))
-        return value
-
-    def merge(self, x: int) -> None:
-        """Merge the certified sink ``x`` into the source and queue whom it may certify."""
-        self.merged[x] = True
-        for w, c in self.out_arcs[x]:
-            self.merged_in[w] += c
-            self.adjacent[w] = True
-            self._mark_dirty(w)
-            # a hub's many out-neighbours are not queued (that would cost
-            # O(N^2) on a star); they get the local check when picked as sinks
-            if len(self.out_arcs[w]) <= _HUB_DEGREE:
-                for v, _ in self.out_arcs[w]:
-                    self._mark_dirty(v)
-
-    def _mark_dirty(self, v: int) -> None:
-        if self.is_compute[v] and not self.merged[v] and not self.in_dirty[v]:
-            self.in_dirty[v] = True
-            self.dirty.append(v)
-
-    def next_sink(self) -> int | None:
-        """Merge every sink the local certificate passes; the next sink needing a
-        max-flow, or None when every sink is merged."""
-        compute, num_compute = self.compute, len(self.compute)
-        while True:
-            while self.dirty:
-                v = self.dirty.popleft()
-                self.in_dirty[v] = False
-                if not self.merged[v] and self.local_flow(v) >= self.requirement():
-                    self.passed_locally += 1
-                    self.merge(v)
-            merged, adjacent = self.merged, self.adjacent
-            while self.fresh < num_compute and (
-                merged[compute[self.fresh]] or adjacent[compute[self.fresh]]
-            ):
-                self.fresh += 1
-            while self.rest < num_compute and merged[compute[self.rest]]:
-                self.rest += 1
-            if self.rest == num_compute:
-                return None
-            sink = compute[self.fresh] if self.fresh < num_compute else compute[self.rest]
-            if self.local_flow(sink) < self.requirement():
-                return sink
-            self.passed_locally += 1
-            self.merge(sink)
-
     def violated_cut(self, sink: int) -> np.ndarray | None:
         """The source side of a cut to ``sink`` below ``N*q`` (a cut with ratio
         ``> p/q``), or None when the max-flow certifies the sink."""
-        p, q, n = self.p, self.q, self.n
-        num_compute = len(self.compute)
-        if self.network is None or self.built_for != (p, q, sink):
-            merged_sources = [self.merged[c] for c in self.compute]
-            capacities: IntVector
-            if self.link_caps_np is not None:
-                source_caps = np.where(merged_sources, num_compute * q, q)
-                capacities = np.concatenate([p * self.link_caps_np, source_caps])
-            else:
-                capacities = [p * c for c in self.link_caps]
-                capacities += [num_compute * q if m else q for m in merged_sources]
-            if self.network is None:
-                self.network = FlowNetwork(n + 1, self.tails, self.heads, capacities)
-            else:
-                self.network = self.network.with_capacities(capacities)
-            self.built_for = (p, q, sink)
-        flow = self.network.max_flow(n, sink)
-        self.max_flows += 1
-        if flow.value >= self.requirement():
+        cut = self.rooted.max_flow(sink)
+        if cut.value >= self.requirement():
             return None
-        return flow.source_side[:n]
+        return cut.source_side[: self.n]
 
     def improve(self, side: np.ndarray) -> frozenset[str]:
         """Make the violated cut ``side`` the candidate (Dinkelbach's step); its node set."""
@@ -540,6 +461,7 @@ class _ParametricSearch:
         assert improved > Fraction(self.p, self.q), "a violated cut must beat the candidate"
         self.p, self.q = improved.numerator, improved.denominator
         self.improvements += 1
+        self.rooted.reweigh(self._capacities())
         return frozenset(self.ids[j] for j in np.flatnonzero(side).tolist())
 
 

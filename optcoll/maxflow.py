@@ -46,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -58,7 +59,7 @@ from optcoll.exceptions import SolveError
 if TYPE_CHECKING:
     from scipy.sparse import csr_array
 
-__all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "max_flow", "ENGINES"]
+__all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "RootedSearch", "max_flow", "ENGINES"]
 
 #: Engine names accepted by :class:`FlowNetwork`.
 ENGINES = ("auto", "scipy", "python")
@@ -74,6 +75,10 @@ IntVector: TypeAlias = "Sequence[int] | np.ndarray"
 
 _INT32_MAX = 2**31 - 1
 _INT64_LIMIT = 2**63
+
+#: Out-degree above which an ordered rooted pass does not queue a node's out-neighbours
+#: for the local check when one of its in-neighbours is merged.
+_HUB_DEGREE = 64
 
 
 @dataclass(frozen=True)
@@ -327,7 +332,7 @@ class FlowNetwork:
         >>> min(net.max_flow(0, v).value for v in (1, 2, 3))
         1
         """
-        search = _RootedSearch(self, source, sinks)
+        search = RootedSearch(self, source, sinks)
         best: RootedCut | None = None
         for t in search.sinks:
             if best is None or search.local_flow(t) < best.value:
@@ -355,7 +360,7 @@ class FlowNetwork:
         >>> net.rooted_violation(0, [1, 2, 3], 2).sink
         2
         """
-        search = _RootedSearch(self, source, sinks)
+        search = RootedSearch(self, source, sinks)
         for t in search.sinks:
             if search.local_flow(t) < requirement:
                 found = search.max_flow(t)
@@ -606,10 +611,40 @@ class _DinicGraph:
                 pointer[u] += 1
 
 
-class _RootedSearch:
-    """State of a Hao-Orlin style pass over the sinks (see ``min_rooted_cut``)."""
+class RootedSearch:
+    """Hao and Orlin's pass over the sinks of ``source``, with capacities that may change.
 
-    def __init__(self, network: FlowNetwork, source: int, sinks: Iterable[int]) -> None:
+    The state of a pass: the *merged* set (the source and the sinks already
+    measured, all kept on the source side of every cut considered), the capacity
+    entering each node from it, and max-flows from it to one sink at a time. A
+    sink is certified without a max-flow when the paths ``x -> t`` and
+    ``x -> w -> t`` from the merged set carry at least a requirement
+    (:meth:`local_flow`). :meth:`FlowNetwork.min_rooted_cut` and
+    :meth:`FlowNetwork.rooted_violation` run it over fixed capacities; a
+    parametric search (the optimal cut ratio, :mod:`optcoll.bound`) changes the
+    capacities with its candidate (:meth:`reweigh`) and keeps the merged set, which
+    is valid whenever a sink certified stays certified (a requirement met under the
+    old capacities is met under the new ones).
+
+    With ``ordered``, :meth:`next_sink` chooses the order: first every sink the
+    local paths certify, then for a max-flow a sink no merged node has an arc into
+    (its neighbours are then likely to pass locally), else the next in ``sinks``.
+
+    Examples
+    --------
+    >>> net = FlowNetwork(4, [0, 0, 1, 2, 3], [1, 2, 3, 3, 1], [5, 1, 4, 2, 9])
+    >>> search = RootedSearch(net, 0, [1, 2, 3], ordered=True)
+    >>> sink = search.next_sink(2)
+    >>> sink, search.max_flow(sink).value
+    (2, 1)
+    >>> search.reweigh([10, 2, 8, 4, 18])
+    >>> search.max_flow(sink).value, search.local_flow(sink)
+    (2, 2)
+    """
+
+    def __init__(
+        self, network: FlowNetwork, source: int, sinks: Iterable[int], *, ordered: bool = False
+    ) -> None:
         n = network.num_nodes
         s = _as_int(source, "source")
         if not 0 <= s < n:
@@ -623,47 +658,136 @@ class _RootedSearch:
             if v == s:
                 raise SolveError(f"sink {v} is the source")
         arcs = network._arcs
-        caps = [int(c) for c in network._pair_cap]
-        rows, cols = arcs.rows.tolist(), arcs.cols.tolist()
-        self.n, self.source = n, s
+        self._rows, self._cols = arcs.rows.tolist(), arcs.cols.tolist()
+        self.n, self.source, self.ordered = n, s, ordered
+        self._base = network
+        self.merged = [False] * n
+        self.merged[s] = True
+        self._set_arc_capacities(network._pair_cap)
+        # merging sink v raises the arc source -> v: the pair's, or one added for it
+        # (the network stays free of parallel arcs)
+        from_source = np.flatnonzero(arcs.rows == s).tolist()
+        pair_to = {self._cols[j]: j for j in from_source}
+        added = [v for v in self.sinks if v not in pair_to]
+        for j, v in enumerate(added):
+            pair_to[v] = len(self._rows) + j
+        self._added = len(added)
+        self.merge_arcs = np.array([pair_to[v] for v in self.sinks], dtype=np.int64)
+        if arcs.simple and not added:  # its arcs are the pairs, in order: use it as it is
+            self.network = network
+        else:
+            self.network = FlowNetwork(
+                n,
+                self._rows + [s] * len(added),
+                self._cols + added,
+                self._extended(network._pair_cap),
+                engine=network.engine,
+            )
+        self.max_flows = self.passed_locally = 0
+        # the ordered pass: sinks whose local paths gained capacity, and which sinks
+        # some arc enters from a merged node other than the source
+        self.is_sink = [False] * n
+        for v in self.sinks:
+            self.is_sink[v] = True
+        self.dirty: deque[int] = deque()
+        self.in_dirty = [False] * n
+        self.adjacent = [False] * n
+        self.fresh = self.rest = 0  # scan positions in `sinks` for the two kinds of sink
+
+    def _set_arc_capacities(self, pair_cap: np.ndarray | list[int]) -> None:
+        """Arc lists and the capacity from the merged set, for ``pair_cap``."""
+        n = self.n
         self.in_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.out_arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        for u, v, c in zip(rows, cols, caps, strict=True):
+        self.merged_in = [0] * n  # capacity entering each node from merged nodes
+        merged = self.merged
+        caps = pair_cap.tolist() if isinstance(pair_cap, np.ndarray) else pair_cap
+        self._top = max(caps, default=0)
+        for u, v, c in zip(self._rows, self._cols, caps, strict=True):
             if c:
                 self.in_arcs[v].append((u, c))
                 self.out_arcs[u].append((v, c))
-        self.merged = [False] * n
-        self.merged_in = [0] * n  # capacity entering each node from merged nodes
-        self.merge(s)
-        # pairs plus one arc source -> sink per sink, for merging
-        tails = rows + [s] * len(self.sinks)
-        heads = cols + self.sinks
-        self.network = FlowNetwork(
-            n, tails, heads, caps + [0] * len(self.sinks), engine=network.engine
-        )
-        self.base: Any = self.network._arc_cap
-        self.sink_arcs = np.arange(len(caps), len(caps) + len(self.sinks))
+                if merged[u]:
+                    self.merged_in[v] += c
+
+    def _extended(self, pair_cap: np.ndarray | list[int]) -> Any:
+        """``pair_cap`` followed by a zero for every source -> sink arc added."""
+        if isinstance(pair_cap, np.ndarray):
+            return np.concatenate([pair_cap, np.zeros(self._added, dtype=np.int64)])
+        return [int(c) for c in pair_cap] + [0] * self._added
+
+    def reweigh(self, capacities: IntVector) -> None:
+        """New capacities for the same arcs (one per arc of the network the search
+        was made from); the merged set is kept."""
+        self._base = self._base.with_capacities(capacities)
+        self._set_arc_capacities(self._base._pair_cap)
+        self.network = self.network.with_capacities(self._extended(self._base._pair_cap))
 
     def merge(self, x: int) -> None:
+        """Put sink ``x`` on the source side of every later cut."""
         self.merged[x] = True
+        merged_in = self.merged_in
         for w, c in self.out_arcs[x]:
-            self.merged_in[w] += c
+            merged_in[w] += c
+        if not self.ordered:
+            return
+        out_arcs, adjacent, mark = self.out_arcs, self.adjacent, self._mark_dirty
+        for w, _ in out_arcs[x]:
+            adjacent[w] = True
+            mark(w)
+            # a hub's many out-neighbours are not queued (that would cost O(N^2) on
+            # a star); they get the local check when picked as sinks
+            if len(out_arcs[w]) <= _HUB_DEGREE:
+                for v, _ in out_arcs[w]:
+                    mark(v)
+
+    def _mark_dirty(self, v: int) -> None:
+        if self.is_sink[v] and not self.merged[v] and not self.in_dirty[v]:
+            self.in_dirty[v] = True
+            self.dirty.append(v)
 
     def local_flow(self, t: int) -> int:
         """Capacity every cut holding the merged set and not ``t`` must pay."""
         return sum(c if self.merged[w] else min(c, self.merged_in[w]) for w, c in self.in_arcs[t])
 
+    def next_sink(self, requirement: int) -> int | None:
+        """Merge every sink whose local paths carry ``requirement``; the next sink that
+        needs a max-flow, or None when every sink is merged (``ordered`` passes only)."""
+        sinks, count = self.sinks, len(self.sinks)
+        while True:
+            while self.dirty:
+                v = self.dirty.popleft()
+                self.in_dirty[v] = False
+                if not self.merged[v] and self.local_flow(v) >= requirement:
+                    self.passed_locally += 1
+                    self.merge(v)
+            merged, adjacent = self.merged, self.adjacent
+            while self.fresh < count and (merged[sinks[self.fresh]] or adjacent[sinks[self.fresh]]):
+                self.fresh += 1
+            while self.rest < count and merged[sinks[self.rest]]:
+                self.rest += 1
+            if self.rest == count:
+                return None
+            sink = sinks[self.fresh] if self.fresh < count else sinks[self.rest]
+            if self.local_flow(sink) < requirement:
+                return sink
+            self.passed_locally += 1
+            self.merge(sink)
+
     def max_flow(self, t: int) -> RootedCut:
         """The maximum flow from the merged set to ``t``, as a cut of the original network."""
         big = sum(c for _, c in self.in_arcs[t]) + 1  # more than the cut around t
         merged = [self.merged[v] for v in self.sinks]
-        if isinstance(self.base, np.ndarray) and big * len(self.base) < _INT64_LIMIT:
-            capacities: Any = self.base.copy()
-            capacities[self.sink_arcs] = np.where(merged, big, 0)
+        base = self.network._arc_cap
+        if isinstance(base, np.ndarray) and (self._top + big) * len(base) < _INT64_LIMIT:
+            capacities: Any = base.copy()
+            capacities[self.merge_arcs] += np.where(merged, big, 0)
         else:
-            capacities = [int(c) for c in self.base]
-            capacities[len(capacities) - len(merged) :] = [big if m else 0 for m in merged]
+            capacities = [int(c) for c in base]
+            for a, m in zip(self.merge_arcs.tolist(), merged, strict=True):
+                capacities[a] += big if m else 0
         result = self.network.with_capacities(capacities).max_flow(self.source, t)
+        self.max_flows += 1
         return RootedCut(result.value, t, result)
 
 

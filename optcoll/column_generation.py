@@ -61,7 +61,8 @@ from fractions import Fraction
 import pulp
 
 from formulations.column_generation import Column, build_master
-from formulations.solve import FLOAT_EXACT_LIMIT, LpResult, solve
+from formulations.network import FLOAT_EXACT_LIMIT
+from formulations.solve import LpResult, solve
 from optcoll.exact_lp import proved_solution, solve_proved
 from optcoll.exceptions import MethodError, ReconstructionError, SolverLimitError
 

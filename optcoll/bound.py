@@ -58,7 +58,7 @@ from optcoll.arguments import text_argument, topology_argument
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.forwardable import forwardable_topology
 from optcoll.maxflow import FlowNetwork, IntVector, RootedSearch
-from optcoll.rational import fraction_text
+from optcoll.rational import fraction_text, rounded_text
 from optcoll.topology import Topology
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
@@ -85,10 +85,6 @@ _BYTES_PER_SECOND = {
     "Mb/s": 125 * 10**3,
     "Gb/s": 125 * 10**6,
 }
-
-
-def _number_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
 
 @dataclass(frozen=True)
@@ -193,7 +189,7 @@ class CutRatio:
         plural = "s" * (self.cut_compute != 1)
         behind = (
             f"{self.cut_compute} compute node{plural} behind "
-            f"{_number_text(self.cut_bandwidth)} {topo.bandwidth_unit}"
+            f"{rounded_text(self.cut_bandwidth)} {topo.bandwidth_unit}"
         )
         if len(outside) <= 2:
             return f"every node except {' and '.join(outside)}: {behind}"

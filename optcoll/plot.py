@@ -51,7 +51,7 @@ from optcoll.arguments import instance_argument, schedule_argument, topology_arg
 from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
 from optcoll.loads import PHASES, link_loads, route_loads
 from optcoll.output import check_output, require_suffix, write_output
-from optcoll.rational import fraction_text
+from optcoll.rational import fraction_text, rounded_text
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
@@ -335,7 +335,7 @@ def _node_size(topology: Topology) -> float:
 
 
 def _bandwidth_text(value: Fraction, unit: str = "") -> str:
-    number = str(value.numerator) if value.denominator == 1 else f"{float(value):.4g}"
+    number = rounded_text(value, 4)
     return f"{number} {unit}" if unit else number
 
 

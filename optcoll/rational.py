@@ -46,6 +46,7 @@ __all__ = [
     "WrittenNumber",
     "MAX_DECIMAL_EXPONENT",
     "fraction_text",
+    "rounded_text",
     "integer_scaling",
     "reconstruct_cut_ratio",
     "REL_TOL",
@@ -152,6 +153,18 @@ def fraction_text(value: Fraction | int | str) -> str:
     True
     """
     return str(Fraction(value))
+
+
+def rounded_text(value: Fraction, digits: int = 6) -> str:
+    """``value`` for reading, not for computing: an integer exactly, else ``digits``
+    significant digits (``fraction_text`` is the exact text).
+
+    Examples
+    --------
+    >>> rounded_text(Fraction(300)), rounded_text(Fraction(1, 3)), rounded_text(Fraction(1, 3), 4)
+    ('300', '0.333333', '0.3333')
+    """
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):.{digits}g}"
 
 
 def parse_fraction(text: str) -> Fraction:

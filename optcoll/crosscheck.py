@@ -15,6 +15,14 @@ value is wrong - every schedule's time factor and every correct bound must equal
 the largest ratio over all cuts, so a value below a cut's ratio is refuted by
 that cut, and a value above every certified cut is unsupported.
 
+With ``groups`` (:func:`crosscheck_groups`) the concurrent process groups'
+optimal time t* is compared: the combinatorial bound of each group alone
+(when every group shares no link with another and its relays have in >= out,
+t* is the largest group's cut ratio; a method independent of every LP), one
+edge-form LP over all groups at once (no classes, no symmetry), the
+production path (:func:`optcoll.groups.groups_bound`: classes of groups
+sharing links, symmetry), and the groups' trees, verified.
+
 With ``collective="alltoall"`` the all-to-all optimum t* is reached by two
 independent LPs - the source-aggregated edge LP (:mod:`formulations.alltoall`)
 and the path LP by column generation (:mod:`formulations.path_flow`), each
@@ -39,14 +47,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optcoll.arguments import collective_argument, topology_argument
+from optcoll.arguments import collective_argument, instance_argument, topology_argument
 from optcoll.exceptions import ArgumentError, MethodError, OptCollError
 from optcoll.rational import fraction_text
 from optcoll.topology import Topology
 
-__all__ = ["MethodResult", "CrossCheck", "crosscheck", "METHODS", "ALLTOALL_METHODS"]
+if TYPE_CHECKING:
+    from optcoll.groups import ProcessGroups
+
+__all__ = [
+    "MethodResult",
+    "CrossCheck",
+    "crosscheck",
+    "crosscheck_groups",
+    "METHODS",
+    "ALLTOALL_METHODS",
+    "GROUP_METHODS",
+]
 
 #: Size limits (nodes or compute nodes) beyond which a method is not run.
 BRUTE_FORCE_MAX_NODES = 16
@@ -57,6 +76,8 @@ TREES_MAX_COMPUTE = 256
 PACKING_LP_MAX_COMPUTE = 16
 #: N (N - 1) |links| flow variables: mi250:1 (~13k) takes seconds, dgx-a100:4 (~190k) many minutes.
 MULTICAST_MAX_FLOW_VARIABLES = 30_000
+#: Flow variables up to which the concurrent groups' one LP over all groups runs.
+GROUPS_LP_MAX_FLOW_VARIABLES = 300_000
 #: Compute nodes up to which the all-to-all path LP (column generation) runs.
 PATH_LP_MAX_COMPUTE = 32
 
@@ -373,34 +394,7 @@ def crosscheck(
     if collective not in ("allgather", "alltoall"):
         raise MethodError(f"crosscheck covers allgather and alltoall, got {collective!r}")
     table = _METHODS if collective == "allgather" else _ALLTOALL_METHODS
-    names = tuple(name for name, *_ in table)
-    if methods is not None:
-        for name in methods:
-            if name not in names:
-                raise MethodError(
-                    f"unknown cross-check method {name!r} for {collective}; valid: {', '.join(names)}"
-                )
-    results, skipped = [], []
-    for name, kind, fits, run in table:
-        if methods is not None and name not in methods:
-            continue
-        if not fits(topology):
-            skipped.append(name)
-            continue
-        start = time.perf_counter()
-        try:
-            value, cut, detail = run(topology)
-        except (OptCollError, _Failed) as err:
-            value, cut, detail = None, None, f"failed: {err}"
-        seconds = time.perf_counter() - start
-        ordered = None if cut is None else tuple(v for v in topology.node_ids if v in cut)
-        results.append(MethodResult(name, kind, value, seconds, ordered, detail))
-    if not results:
-        raise MethodError(
-            f"{', '.join(skipped)} cannot run on {topology.name} ({len(topology.node_ids)} nodes, "
-            f"{len(topology.capacity)} links): too large for "
-            f"{'it' if len(skipped) == 1 else 'them'}; choose other --methods"
-        )
+    results, skipped = _run(table, topology, topology, methods, collective)
     reference = results[0].value
     agree = reference is not None and all(r.value == reference for r in results)
     disagreement = None if agree else _explain(topology, results)
@@ -422,6 +416,157 @@ def crosscheck(
         tuple(skipped),
         cut_bound,
         cut_exhaustive,
+    )
+
+
+def _run(
+    table: Sequence[tuple[str, str, Callable[[Any], bool], Callable[[Any], Any]]],
+    subject: Any,
+    topology: Topology,
+    methods: Sequence[str] | None,
+    what: str,
+) -> tuple[list[MethodResult], list[str]]:
+    """Run the methods of ``table`` (all, or those named in ``methods``) on ``subject``."""
+    names = tuple(name for name, *_ in table)
+    if methods is not None:
+        for name in methods:
+            if name not in names:
+                raise MethodError(
+                    f"unknown cross-check method {name!r} for {what}; valid: {', '.join(names)}"
+                )
+    results, skipped = [], []
+    for name, kind, fits, run in table:
+        if methods is not None and name not in methods:
+            continue
+        if not fits(subject):
+            skipped.append(name)
+            continue
+        start = time.perf_counter()
+        try:
+            value, cut, detail = run(subject)
+        except (OptCollError, _Failed) as err:
+            value, cut, detail = None, None, f"failed: {err}"
+        seconds = time.perf_counter() - start
+        ordered = None if cut is None else tuple(v for v in topology.node_ids if v in cut)
+        results.append(MethodResult(name, kind, value, seconds, ordered, detail))
+    if not results:
+        raise MethodError(
+            f"{', '.join(skipped)} cannot run on {topology.name} ({len(topology.node_ids)} nodes, "
+            f"{len(topology.capacity)} links): too large for "
+            f"{'it' if len(skipped) == 1 else 'them'}; choose other --methods"
+        )
+    return results, skipped
+
+
+def _groups_combinatorial(groups: ProcessGroups) -> tuple[Fraction, None, str]:
+    from optcoll.bound import optimal_cut_ratio
+
+    ratios = [optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
+    worst = max(range(len(ratios)), key=ratios.__getitem__)
+    return ratios[worst], None, f"group {worst}'s cut ratio, on the graph it sees"
+
+
+def _groups_alone_balanced(groups: ProcessGroups) -> bool:
+    """Every group alone in its class of link-sharing groups, its relays in >= out."""
+    return len(groups.sharing_components()) == len(groups.groups) and not any(
+        groups.group_topology(g).short_switches() for g in range(len(groups.groups))
+    )
+
+
+def _groups_flow_variables(groups: ProcessGroups) -> int:
+    return sum(
+        len(members) * (len(members) - 1) * len(arcs)
+        for members, arcs in zip(groups.groups, groups.useful_arcs, strict=True)
+    )
+
+
+def _groups_edge_lp(groups: ProcessGroups) -> tuple[Fraction, None, str]:
+    from optcoll.concurrent_groups import concurrent_optimum
+
+    solved = concurrent_optimum(groups, range(len(groups.groups)), symmetric=False)
+    return solved.time_factor, None, "one LP over all groups, proved by LP duality"
+
+
+def _groups_classes(groups: ProcessGroups, form: str) -> tuple[Fraction, None, str]:
+    from optcoll.groups import groups_bound
+
+    bound = groups_bound(groups, form=form)
+    classes = len(groups.sharing_components())
+    return bound.time_factor, None, f"{classes} class{'es' * (classes != 1)}, {bound.method}"
+
+
+def _groups_trees(groups: ProcessGroups) -> tuple[Fraction, None, str]:
+    from optcoll.group_schedule import groups_schedule
+    from optcoll.verify import verify_groups_schedule
+
+    schedule = groups_schedule(groups)
+    result = verify_groups_schedule(groups.topology, schedule)
+    if not result.valid or result.time_factor is None:
+        raise _Failed(f"invalid schedule: {result.reason}")
+    trees = sum(len(s.trees) for s in schedule.groups)
+    return result.time_factor, None, f"{trees} trees, verified"
+
+
+#: The concurrent groups' table: (name, kind, fits(groups), runner).
+_GROUP_METHODS: tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any], Any]], ...] = (
+    ("combinatorial (each group alone)", "bound", _groups_alone_balanced, _groups_combinatorial),
+    (
+        "edge LP (all groups at once)",
+        "bound",
+        lambda g: _groups_flow_variables(g) <= GROUPS_LP_MAX_FLOW_VARIABLES,
+        _groups_edge_lp,
+    ),
+    (
+        "edge LP (classes, symmetry)",
+        "bound",
+        lambda g: True,
+        lambda g: _groups_classes(g, "edge"),
+    ),
+    (
+        "tree-column LP (classes, symmetry)",
+        "bound",
+        lambda g: True,
+        lambda g: _groups_classes(g, "columns"),
+    ),
+    ("trees + verify", "schedule", lambda g: True, _groups_trees),
+)
+
+#: The concurrent groups' method names, in table order.
+GROUP_METHODS = tuple(name for name, *_ in _GROUP_METHODS)
+
+
+def crosscheck_groups(groups: ProcessGroups, *, methods: Sequence[str] | None = None) -> CrossCheck:
+    """Compare every method for the concurrent groups' optimal time t* (allgather).
+
+    The methods are :data:`GROUP_METHODS` (see the module docstring); the
+    combinatorial row runs only when no two groups share a link and every
+    relay has in >= out (where t* is the largest group's cut ratio), the
+    one-LP row only up to :data:`GROUPS_LP_MAX_FLOW_VARIABLES` flow variables.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.groups import parse_groups
+    >>> check = crosscheck_groups(parse_groups(load_topology("dgx-a100:2"), "strided:8"))
+    >>> check.agree, check.reference, check.skipped
+    (True, Fraction(1, 25), ())
+    """
+    from optcoll.groups import ProcessGroups
+
+    instance_argument(groups, ProcessGroups, "groups", "optcoll.groups.parse_groups")
+    if methods is not None and (isinstance(methods, str) or not isinstance(methods, Sequence)):
+        raise ArgumentError(f"methods must be a list of method names, got {methods!r}")
+    topology = groups.topology
+    results, skipped = _run(_GROUP_METHODS, groups, topology, methods, "process groups")
+    reference = results[0].value
+    agree = reference is not None and all(r.value == reference for r in results)
+    return CrossCheck(
+        f"{topology.name}, {len(groups.groups)} groups (relay {groups.relay})",
+        tuple(results),
+        reference,
+        agree,
+        None if agree else _explain(topology, results),
+        tuple(skipped),
     )
 
 

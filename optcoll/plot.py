@@ -35,6 +35,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 from matplotlib import colormaps
@@ -55,6 +56,9 @@ from optcoll.rational import fraction_text, rounded_text
 from optcoll.schedule import Schedule, Tree
 from optcoll.topology import Topology
 
+if TYPE_CHECKING:
+    from optcoll.group_schedule import GroupsSchedule
+
 __all__ = [
     "PICTURE_SUFFIXES",
     "topology_layout",
@@ -64,6 +68,7 @@ __all__ = [
     "plot_link_utilisation",
     "plot_algbw_curves",
     "plot_failure_drops",
+    "plot_group_links",
     "schedule_link_loads",
     "save_figure",
     "MAX_DPI",
@@ -485,6 +490,29 @@ def _draw_nodes(
             )
 
 
+def _draw_unused(
+    ax: Axes, topology: Topology, pos: Mapping[str, Position], used: Iterable[tuple[str, str]]
+) -> None:
+    """The links not in ``used`` as dotted grey curves (a load picture's background)."""
+    busy = set(used)
+    for u, v in topology.capacity:
+        if (u, v) not in busy:
+            ax.add_patch(
+                FancyArrowPatch(
+                    pos[u],
+                    pos[v],
+                    arrowstyle="-",
+                    linestyle=":",
+                    linewidth=0.6,
+                    color="#c8c8c8",
+                    shrinkA=6,
+                    shrinkB=6,
+                    zorder=1,
+                    connectionstyle="arc3,rad=0.12",
+                )
+            )
+
+
 def _finish(ax: Axes, pos: Mapping[str, Position], title: str) -> Axes:
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
@@ -887,22 +915,7 @@ def plot_link_utilisation(
     _draw_boxes(ax, topology, pos)
     _draw_nodes(ax, topology, pos, labels=len(topology.node_ids) <= 40)
     cmap = _colormap("plasma_r")
-    for u, v in topology.capacity:
-        if (u, v) not in share:
-            ax.add_patch(
-                FancyArrowPatch(
-                    pos[u],
-                    pos[v],
-                    arrowstyle="-",
-                    linestyle=":",
-                    linewidth=0.6,
-                    color="#c8c8c8",
-                    shrinkA=6,
-                    shrinkB=6,
-                    zorder=1,
-                    connectionstyle="arc3,rad=0.12",
-                )
-            )
+    _draw_unused(ax, topology, pos, share)
     for (u, v), s in sorted(share.items(), key=lambda item: item[1]):
         level = float(s / peak)
         ax.add_patch(
@@ -917,6 +930,88 @@ def plot_link_utilisation(
             f"{schedule.collective} on {topology.name}, k={schedule.k}: time factor "
             f"{fraction_text(peak)} per {topology.bandwidth_unit}, "
             f"{bottlenecks} of {len(topology.capacity)} links at the bottleneck"
+        )
+    return _finish(ax, pos, title)
+
+
+def plot_group_links(
+    topology: Topology,
+    schedule: GroupsSchedule,
+    *,
+    ax: Axes | None = None,
+    layout: Mapping[str, Position] | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Which links each process group uses: concurrent groups' schedule drawn over the topology.
+
+    Every member is drawn in its group's colour; every link a group's trees use
+    is an arrow in that group's colour, black where several groups share it,
+    as wide as its load over ``time factor · bandwidth`` (full width: the link
+    is busy for the whole collective); unused links are dotted grey. Loads are
+    summed per phase as :func:`schedule_link_loads` sums them, each group's in
+    shards (its chunks over its ``k``).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.group_schedule import groups_schedule
+    >>> from optcoll.groups import parse_groups
+    >>> topo = load_topology("dgx-a100:2")
+    >>> plot_group_links(topo, groups_schedule(parse_groups(topo, "strided:2"))).get_title()
+    'allgather of 8 groups on dgx-a100:2 (relay members): 64 links used, 0 shared'
+    """
+    from optcoll.group_schedule import GroupsSchedule
+
+    topology_argument(topology)
+    instance_argument(schedule, GroupsSchedule, "schedule", "optcoll.group_schedule.GroupsSchedule")
+    users: dict[tuple[str, str], dict[int, Fraction]] = defaultdict(dict)
+    for index, group in enumerate(schedule.groups):
+        for arc, load in schedule_link_loads(topology, group).items():
+            users[arc][index] = Fraction(load, group.k)
+    if not users:
+        raise PlotError("the schedule has no tree edges, so there is no link to draw")
+    share = {arc: sum(by.values()) / topology.capacity[arc] for arc, by in users.items()}
+    peak = max(share.values())
+    pos = _positions(topology, layout)
+    ax = _axes(ax, pos)
+    _draw_boxes(ax, topology, pos)
+    _draw_nodes(ax, topology, pos, labels=len(topology.node_ids) <= 40)
+    cmap = _colormap("tab10" if len(schedule.groups) <= 10 else "turbo")
+    count = max(len(schedule.groups) - 1, 1)
+
+    def colour(index: int) -> Colour:
+        return cmap(index % 10) if len(schedule.groups) <= 10 else cmap(index / count)
+
+    for index, group in enumerate(schedule.groups):
+        ax.scatter(
+            [pos[v][0] for v in group.compute_nodes],
+            [pos[v][1] for v in group.compute_nodes],
+            s=_node_size(topology),
+            c=[colour(index)],
+            edgecolors="white",
+            linewidths=0.8,
+            zorder=3.5,
+        )
+    _draw_unused(ax, topology, pos, users)
+    shared = 0
+    for (u, v), by in users.items():
+        shared += len(by) > 1
+        tint = "black" if len(by) > 1 else colour(next(iter(by)))
+        level = float(share[(u, v)] / peak)
+        ax.add_patch(_arrow(pos[u], pos[v], tint, 0.6 + 2.2 * level, 0.9, 2, rad=0.12))
+    shown = list(range(min(len(schedule.groups), 10)))
+    handles = [Line2D([], [], color=colour(i), linewidth=2.5) for i in shown]
+    labels = [f"group {i}" for i in shown]
+    if len(schedule.groups) > len(shown):
+        handles.append(Line2D([], [], color="white"))
+        labels.append(f"... {len(schedule.groups)} groups")
+    handles.append(Line2D([], [], color="black", linewidth=2.5))
+    labels.append("shared")
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    if title is None:
+        title = (
+            f"{schedule.collective} of {len(schedule.groups)} groups on {topology.name} "
+            f"(relay {schedule.relay}): {len(users)} links used, {shared} shared"
         )
     return _finish(ax, pos, title)
 

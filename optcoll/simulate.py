@@ -69,7 +69,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.arguments import (
     collective_argument,
@@ -81,6 +81,9 @@ from optcoll.exceptions import SolveError
 from optcoll.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.topology import Topology
+
+if TYPE_CHECKING:
+    from optcoll.groups import ProcessGroups
 
 __all__ = [
     "DEFAULT_LATENCY",
@@ -101,6 +104,7 @@ __all__ = [
     "direct_alltoall_schedule",
     "hierarchical_alltoall_schedule",
     "compare_methods",
+    "compare_group_methods",
 ]
 
 Arc = tuple[str, str]
@@ -941,4 +945,71 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
+    return costs
+
+
+def compare_group_methods(
+    groups: ProcessGroups,
+    collective: str = "allgather",
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+    form: str | None = None,
+) -> list[Cost]:
+    """Concurrent process groups: the optimal schedule and a ring in every group, optimal first.
+
+    Each method gives every group a schedule on the graph the group sees
+    (:meth:`~optcoll.groups.ProcessGroups.group_topology`): ``optimal`` the
+    trees of :func:`optcoll.group_schedule.groups_collective` (t*), ``ring``
+    :func:`ring_schedule` of each group (run as reduce-scatter + allgather for
+    allreduce). All groups run at once, so the bandwidth term is the exact time
+    factor of their summed loads (:func:`optcoll.verify.verify_groups_schedule`,
+    which also checks every schedule; ``form``: the LP form of the optimum,
+    :data:`optcoll.groups.FORMS`); the latency and chunking terms are one
+    group's (:func:`schedule_cost` on its graph): the group whose cost has the
+    lowest asymptotic algbw, the first of those on a tie.
+
+    Raises
+    ------
+    SolveError
+        For a collective other than allgather and allreduce.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.groups import parse_groups
+    >>> costs = compare_group_methods(parse_groups(build("dgx-a100:2"), "strided:8"))
+    >>> [(c.method, c.time_factor) for c in costs]
+    [('optimal (k=1)', Fraction(1, 25)), ('ring', Fraction(7, 50))]
+    """
+    from dataclasses import replace
+
+    from optcoll.collectives import allreduce
+    from optcoll.group_schedule import GroupsSchedule, groups_collective
+    from optcoll.verify import verify_groups_schedule
+
+    collective = collective_argument(collective)
+    default_latency = number_argument(default_latency, "default_latency")
+    if collective not in ("allgather", "allreduce"):
+        raise SolveError(f"compare --groups supports allgather and allreduce, got {collective!r}")
+    topology = groups.topology
+    views = [groups.group_topology(g) for g in range(len(groups.groups))]
+    optimal = groups_collective(groups, collective, form=form)
+    rings = []
+    for view in views:
+        ring = ring_schedule(view)
+        rings.append(allreduce(ring, view) if collective == "allreduce" else ring)
+    ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
+    costs = []
+    for method, schedule in ((None, optimal), ("ring", ringed)):
+        verdict = verify_groups_schedule(topology, schedule)
+        if not verdict.valid or verdict.time_factor is None:
+            raise SolveError(f"the groups' {method or 'optimal'} schedule fails: {verdict.reason}")
+        each = [
+            replace(
+                schedule_cost(view, part, method, default_latency=default_latency),
+                time_factor=verdict.time_factor,
+            )
+            for view, part in zip(views, schedule.groups, strict=True)
+        ]
+        costs.append(min(each, key=lambda cost: cost.asymptotic_algbw))
     return costs

@@ -21,6 +21,8 @@ __all__ = [
     "resolution",
     "latency_us",
     "add_latency_option",
+    "add_group_options",
+    "process_groups",
     "add_collective_option",
     "add_sizes_option",
     "time_limit",
@@ -87,27 +89,61 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_group_options(parser: argparse.ArgumentParser) -> None:
-    """``--groups`` and ``--relay``: the process groups that run the collective at once."""
-    parser.add_argument(
+    """``--groups``, ``--relay`` and ``--group-form``: the process groups that run the
+    collective at once, and the LP form of their optimum."""
+    group = parser.add_argument_group("process groups")
+    group.add_argument(
         "--groups",
         metavar="GROUPS",
-        help="process groups running the allgather at once: blocks:T (consecutive groups of T "
+        help="process groups running the collective at once: blocks:T (consecutive groups of T "
         "compute nodes in rank order = the order of compute nodes in the topology, box by box "
         "for built-ins), strided:T (groups of T taking every (N/T)-th compute node) or a "
-        "JSON/YAML file (a list of groups of compute-node ids, or {groups: [...], relay: ...})",
+        "JSON/YAML file (a list of groups of compute-node ids, or {groups: [...], relay: ...}); "
+        "a broadcast or reduce is rooted at each group's first member",
     )
-    parser.add_argument(
+    group.add_argument(
         "--relay",
         choices=("members", "any"),
         help="with --groups: which nodes carry a group's data: members (default: its members "
         "and switches) or any (other compute nodes forward without copying)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--group-form",
         choices=("columns", "edge"),
         help="with --groups: the exact LP for groups that share links: columns (default: "
         "column generation over trees of paths) or edge (one flow per group, root and member)",
     )
+
+
+def process_groups(topology: Any, args: argparse.Namespace) -> Any:
+    """The :class:`~optcoll.groups.ProcessGroups` of ``--groups``/``--relay``, or None.
+
+    Raises
+    ------
+    GroupError
+        ``--relay`` or ``--group-form`` without ``--groups``, and every error of
+        :func:`optcoll.groups.parse_groups` (one line, exit 2).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> parser = argparse.ArgumentParser()
+    >>> add_group_options(parser)
+    >>> groups = process_groups(load_topology("ring:4"), parser.parse_args(["--groups", "blocks:2"]))
+    >>> groups.groups, groups.relay
+    ((('n0', 'n1'), ('n2', 'n3')), 'members')
+    >>> process_groups(load_topology("ring:4"), parser.parse_args([])) is None
+    True
+    """
+    from optcoll.exceptions import GroupError
+    from optcoll.groups import parse_groups
+
+    if args.groups is None:
+        for flag, value in (("--relay", args.relay), ("--group-form", args.group_form)):
+            if value is not None:
+                raise GroupError(f"{flag} applies to process groups: give --groups too")
+        return None
+    return parse_groups(topology, args.groups, args.relay)
 
 
 def reader_options(args: argparse.Namespace) -> dict[str, str]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import add_group_options, add_reader_options, print_json, reader_options
+from optcoll.cli._core import (
+    add_group_options,
+    add_reader_options,
+    print_json,
+    process_groups,
+    reader_options,
+)
 
 NAME = "bound"
 HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
@@ -35,13 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
 
     topology = load_topology(args.topo, **reader_options(args))
-    if args.groups is not None:
-        return _groups(topology, args)
-    if args.relay is not None or args.group_form is not None:
-        from optcoll.exceptions import GroupError
-
-        flag = "--relay" if args.relay is not None else "--group-form"
-        raise GroupError(f"{flag} applies to process groups: give --groups too")
+    groups = process_groups(topology, args)
+    if groups is not None:
+        return _groups(groups, args)
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)
@@ -111,9 +113,9 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _groups(topology: Any, args: argparse.Namespace) -> int:
+def _groups(groups: Any, args: argparse.Namespace) -> int:
     from optcoll.exceptions import MethodError
-    from optcoll.groups import FORMS, groups_bound, parse_groups
+    from optcoll.groups import FORMS, groups_bound
 
     if args.collective != "allgather" or args.method != "combinatorial":
         raise MethodError(
@@ -121,9 +123,8 @@ def _groups(topology: Any, args: argparse.Namespace) -> int:
             "combinatorial method, several at once by their exact LP); drop "
             + ("--collective" if args.collective != "allgather" else "--method")
         )
-    bound = groups_bound(
-        parse_groups(topology, args.groups, args.relay), form=args.group_form or FORMS[0]
-    )
+    topology = groups.topology
+    bound = groups_bound(groups, form=args.group_form or FORMS[0])
     data = bound.to_dict()
     if args.json:
         print_json(data)

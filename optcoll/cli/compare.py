@@ -8,10 +8,12 @@ from typing import Any
 
 from optcoll.cli._core import (
     add_collective_option,
+    add_group_options,
     add_latency_option,
     add_reader_options,
     add_sizes_option,
     print_json,
+    process_groups,
     reader_options,
     size_text,
 )
@@ -27,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_collective_option(parser, "allgather (default), allreduce or alltoall")
     add_sizes_option(parser, "message sizes for the algbw curve (default 1K 4K ... 4G)")
     add_latency_option(parser)
+    add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
     from optcoll.output import check_output, input_files, require_suffix
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_methods
+    from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_group_methods, compare_methods
 
     inputs = input_files(args.topo)
     if args.plot:
@@ -53,9 +56,15 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topo, **reader_options(args))
     latency = DEFAULT_LATENCY if args.latency is None else args.latency
     sizes = args.sizes or list(SIZES)
-    costs = compare_methods(
-        topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
-    )
+    groups = process_groups(topology, args)
+    if groups is None:
+        costs = compare_methods(
+            topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
+        )
+    else:
+        costs = compare_group_methods(
+            groups, args.collective, default_latency=latency, form=args.group_form
+        )
     best = costs[0]
     rows = []
     for cost in costs:
@@ -73,11 +82,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.plot:
         _plot_curves(costs, sizes, topology, args.collective, args)
+    scope = {} if groups is None else {"relay": groups.relay, "num_groups": len(groups.groups)}
     if args.json:
-        print_json({"topology": topology.name, "collective": args.collective, "methods": rows})
+        print_json(
+            {"topology": topology.name, "collective": args.collective, **scope, "methods": rows}
+        )
         return 0
     unit = topology.bandwidth_unit
     print(f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes)")
+    if groups is not None:
+        print(
+            f"{len(groups.groups)} groups at once (relay {groups.relay}); algbw per group "
+            "(the slowest group's)"
+        )
     width = max(len(cost.method) for cost in costs)
     mid = sizes[len(sizes) // 2]
     at_mid = f"algbw at M = {size_text(mid)}"

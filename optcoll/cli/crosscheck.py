@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import (
+    add_group_options,
+    add_reader_options,
+    print_json,
+    process_groups,
+    reader_options,
+)
 
 NAME = "crosscheck"
 HELP = "run every method that fits and compare their exact values"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from optcoll.crosscheck import ALLTOALL_METHODS, METHODS
+    from optcoll.crosscheck import ALLTOALL_METHODS, GROUP_METHODS, METHODS
 
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
@@ -25,23 +31,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--methods",
         nargs="+",
-        choices=METHODS + ALLTOALL_METHODS,
+        choices=METHODS + ALLTOALL_METHODS + GROUP_METHODS,
         metavar="METHOD",
         help=f"run only these methods (allgather: {', '.join(METHODS)}; alltoall: "
-        f"{', '.join(ALLTOALL_METHODS)}); default: all that fit the size",
+        f"{', '.join(ALLTOALL_METHODS)}; --groups: {', '.join(GROUP_METHODS)}); default: all "
+        "that fit the size",
     )
+    add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.crosscheck import crosscheck
+    from optcoll.crosscheck import crosscheck, crosscheck_groups
+    from optcoll.exceptions import MethodError
     from optcoll.io import load_topology
 
-    check = crosscheck(
-        load_topology(args.topo, **reader_options(args)),
-        methods=args.methods,
-        collective=args.collective,
-    )
+    topology = load_topology(args.topo, **reader_options(args))
+    groups = process_groups(topology, args)
+    if groups is None:
+        check = crosscheck(topology, methods=args.methods, collective=args.collective)
+    elif args.group_form is not None:
+        raise MethodError("crosscheck --groups runs both LP forms; drop --group-form")
+    elif args.collective != "allgather":
+        raise MethodError("crosscheck --groups compares the groups' allgather optimum t*")
+    else:
+        check = crosscheck_groups(groups, methods=args.methods)
     if args.json:
         print_json(check.to_dict())
     else:

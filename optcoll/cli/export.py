@@ -11,11 +11,13 @@ from typing import Any
 
 from optcoll.cli._core import (
     add_collective_option,
+    add_group_options,
     add_reader_options,
     add_sizes_option,
     exact_amount,
     message_size,
     print_json,
+    process_groups,
     reader_options,
 )
 from optcoll.exceptions import ExportError
@@ -94,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="thread blocks per GPU cap (default: the runtime's)",
     )
+    add_group_options(parser)
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     parser.add_argument(
         "--unchecked", action="store_true", help="skip verifying the schedule before writing"
@@ -139,9 +142,20 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
+    from optcoll.output import check_output, input_files, write_output
+
+    grouped = _groups_schedule(args)
+    if grouped is not None:
+        files = _plan_groups(args, profile, *grouped)
+        inputs = input_files(args.source)
+        for path, *_ in files:
+            check_output(path, force=args.force, inputs=inputs)
+        for path, text, _ in files:
+            write_output(path, text, force=args.force, inputs=inputs)
+        _report_groups(args, profile, grouped[1], files)
+        return 0
     topology, chosen, tried, edges = _schedules(args)
     files = _plan(args, profile, chosen, edges)
-    from optcoll.output import check_output, input_files, write_output
 
     inputs = input_files(args.source)
     for path, *_ in files:
@@ -150,6 +164,166 @@ def run(args: argparse.Namespace) -> int:
         write_output(path, text, force=args.force, inputs=inputs)
     _report(args, profile, chosen, files, tried)
     return 0
+
+
+def _groups_schedule(args: argparse.Namespace) -> tuple[Any, Any, Fraction | None] | None:
+    """With ``--groups`` or a groups schedule file: the topology, the verified concurrent
+    groups' schedule and its exact bound; else None."""
+    from optcoll.group_schedule import GroupsSchedule, groups_collective, groups_lower_bound
+    from optcoll.groups import make_groups
+    from optcoll.io import load_topology
+    from optcoll.io.schedule_json import load_any_schedule
+    from optcoll.verify import verify_groups_schedule
+
+    path = _schedule_file(args.source)
+    loaded = None if path is None else load_any_schedule(path)
+    if not isinstance(loaded, GroupsSchedule) and args.groups is None:
+        if args.relay is not None or args.group_form is not None:
+            process_groups(None, args)  # without --groups: its one-line error
+        return None
+    if args.k is not None or args.exact or args.bands or args.root or args.tolerance:
+        raise ExportError(
+            "process groups are exported with each group's own k, rooted at its first member: "
+            "drop -k, --exact, --bands, --tolerance and --root"
+        )
+    if loaded is None:
+        topology = load_topology(args.source, **reader_options(args))
+        groups = process_groups(topology, args)
+        schedule = groups_collective(groups, args.collective, form=args.group_form)
+    else:
+        assert path is not None and isinstance(loaded, GroupsSchedule)
+        if args.groups is not None or args.relay is not None:
+            raise ExportError(f"{path} holds its own groups and relay: drop --groups and --relay")
+        if loaded.collective != args.collective:
+            raise ExportError(
+                f"{path} holds a {loaded.collective} of process groups; give --collective "
+                f"{loaded.collective} (a groups file is exported as it is)"
+            )
+        topology = _topology_of(args.topology, loaded, path, reader_options(args))
+        schedule = loaded
+        groups = make_groups(topology, [s.compute_nodes for s in schedule.groups], schedule.relay)
+    if args.unchecked:
+        return topology, schedule, None
+    roots = tuple(s.root or s.compute_nodes[0] for s in schedule.groups)
+    optimum = groups_lower_bound(groups, schedule.collective, roots, form=args.group_form)
+    verdict = verify_groups_schedule(topology, schedule, optimum=optimum)
+    if not verdict.valid:
+        raise ExportError(
+            f"the groups' {schedule.collective} fails verification on {topology.name!r}: "
+            f"{verdict.reason}; nothing written (--unchecked writes it anyway)"
+        )
+    return topology, schedule, optimum
+
+
+def _plan_groups(
+    args: argparse.Namespace, profile: Any, topology: Any, schedule: Any, optimum: Any
+) -> list[tuple[Path, str, dict[str, Any]]]:
+    """One MSCCL program per group (per communicator) and a manifest, or one JSON file.
+
+    Group i's programs are ``STEM.group<i>[.placement].xml``; rank r of a program is the
+    group's r-th member (its rank-order comment and the manifest ``STEM.groups.json``
+    list them).
+    """
+    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.io.document import document_text
+
+    base = Path(args.output)
+    factor = schedule.time_factor
+    summary = {
+        "topology": topology.name,
+        "collective": schedule.collective,
+        "relay": schedule.relay,
+        "time_factor": None if factor is None else fraction_text(factor),
+        "optimum": None if optimum is None else fraction_text(optimum),
+    }
+    if args.format == "json":
+        return [(base, document_text(schedule.to_dict(), base.suffix), {"path": str(base)})]
+    files: list[tuple[Path, str, dict[str, Any]]] = []
+    groups = []
+    for index, part in enumerate(schedule.groups):
+        entries = []
+        for placement in placements(schedule.collective, profile):
+            program = msccl_program(
+                part,
+                runtime=profile,
+                channels=args.channels,
+                placement=placement,
+                name=f"{schedule.collective} group {index} of {len(schedule.groups)} on "
+                f"{topology.name}",
+                max_bytes=args.max_bytes,
+            )
+            where = "" if placement == "both" else f".{placement}"
+            path = base.with_name(f"{base.stem}.group{index}{where}{base.suffix}")
+            entry = {
+                "path": str(path),
+                "group": index,
+                "placement": placement,
+                "nchunksperloop": program.nchunksperloop,
+                "nchannels": program.nchannels,
+                "threadblocks_per_gpu": program.max_threadblocks,
+            }
+            entries.append(entry)
+            files.append((path, program.text, entry))
+        groups.append(
+            {
+                "members": list(part.compute_nodes),
+                **({} if part.root is None else {"root": part.root}),
+                "k": part.k,
+                "files": [entry["path"] for entry in entries],
+            }
+        )
+    manifest = base.with_name(f"{base.stem}.groups.json")
+    text = {
+        "format": "optcoll-msccl-groups",
+        **summary,
+        "runtime": profile.name,
+        "ranks": "rank r of a group's programs is its r-th member",
+        "channels": (
+            f"{args.channels} channel(s) per connection in every program; the groups' capacity "
+            "shares are carried by their trees (each link's chunks), not by channels"
+        ),
+        "groups": groups,
+    }
+    files.append((manifest, document_text(text), {"path": str(manifest)}))
+    return files
+
+
+def _report_groups(
+    args: argparse.Namespace,
+    profile: Any,
+    schedule: Any,
+    files: list[tuple[Path, str, dict[str, Any]]],
+) -> None:
+    factor = schedule.time_factor
+    shown = "unverified" if args.unchecked else f"time factor {fraction_text(factor)}"
+    if args.json:
+        print_json(
+            {
+                "collective": schedule.collective,
+                "topology": schedule.topology,
+                "relay": schedule.relay,
+                "num_groups": len(schedule.groups),
+                "format": args.format,
+                "runtime": profile.name if args.format == "msccl" else None,
+                "verified": not args.unchecked,
+                "time_factor": None if args.unchecked else fraction_text(factor),
+                "files": [entry for _, _, entry in files],
+            }
+        )
+        return
+    print(
+        f"{schedule.collective} of {len(schedule.groups)} groups on {schedule.topology} "
+        f"(relay {schedule.relay}), all at once: {shown}"
+    )
+    for _, _, entry in files:
+        if "group" in entry:
+            print(
+                f"wrote {entry['path']}: group {entry['group']}, {entry['placement']}, "
+                f"nchunksperloop {entry['nchunksperloop']}, {entry['nchannels']} channel(s), "
+                f"{entry['threadblocks_per_gpu']} thread blocks per GPU"
+            )
+        else:
+            print(f"wrote {entry['path']}")
 
 
 def _schedules(

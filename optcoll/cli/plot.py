@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import add_reader_options, reader_options, resolution
+from optcoll.cli._core import (
+    add_group_options,
+    add_reader_options,
+    process_groups,
+    reader_options,
+    resolution,
+)
 
 NAME = "plot"
 HELP = "draw a topology, a tree, the bottleneck cut or link loads"
@@ -25,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cut", action="store_true", help="draw the bottleneck cut S* that certifies the bound"
     )
+    add_group_options(p)
     p.add_argument("--dpi", type=resolution, default=150, help="resolution of a PNG (default 150)")
     p.add_argument("--force", action="store_true", help="overwrite an existing OUT")
 
@@ -32,9 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
     from optcoll.exceptions import MethodError, ScheduleError
-    from optcoll.io import load_topology, read_document
+    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.io import load_topology
+    from optcoll.io.schedule_json import load_any_schedule
     from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.schedule import Schedule
+    from optcoll.schedule import check_schedule_topology
 
     require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
     inputs = input_files(args.topology, args.schedule)
@@ -42,10 +51,23 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
+    groups = process_groups(topology, args)
     schedule = None
     if args.schedule:
-        schedule = Schedule.from_dict(read_document(args.schedule))
-    if args.cut:
+        schedule = load_any_schedule(args.schedule)
+        check_schedule_topology(schedule, topology, str(args.schedule))
+    if groups is not None or isinstance(schedule, GroupsSchedule):
+        if args.cut or args.tree or (groups is not None and schedule is not None):
+            raise MethodError(
+                "process groups are drawn link by link (which links each group uses): give "
+                "--groups or a groups --schedule file, without --cut or --tree"
+            )
+        if not isinstance(schedule, GroupsSchedule):
+            from optcoll.group_schedule import groups_schedule
+
+            schedule = groups_schedule(groups, form=args.group_form)
+        ax = plot.plot_group_links(topology, schedule)
+    elif args.cut:
         from optcoll.bound import optimal_cut_ratio
 
         ax = plot.plot_cut(topology, optimal_cut_ratio(topology).bottleneck_cut)

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from optcoll.cli._core import add_collective_option, add_reader_options, print_json, reader_options
+from optcoll.cli._core import (
+    add_collective_option,
+    add_group_options,
+    add_reader_options,
+    print_json,
+    process_groups,
+    reader_options,
+)
 from optcoll.exceptions import OptCollError, OutputError
 from optcoll.rational import fraction_text
 
@@ -37,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fixed chunks per root (alltoall: per pair)",
     )
     parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
+    add_group_options(parser)
     parser.add_argument(
         "--force", action="store_true", help="overwrite existing output files in DIR"
     )
@@ -66,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
     topology = load_topology(args.topo, **reader_options(args))
     stem = f"{file_stem(topology.name)}.{args.collective}"
+    groups = process_groups(topology, args)
+    if groups is not None:
+        return _groups(groups, Path(args.out_dir) / f"{stem}.groups", args)
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / stem, args)
     out_dir = Path(args.out_dir)
@@ -106,17 +117,12 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
 
     from optcoll.alltoall import alltoall_bound, alltoall_schedule
     from optcoll.io import save_schedule
-    from optcoll.output import check_output, input_files
+    from optcoll.output import input_files
     from optcoll.plot import plot_link_utilisation, save_figure
     from optcoll.verify import verify_schedule
 
     inputs = input_files(args.topo)
-    schedule_path = check_output(
-        stem.with_name(stem.name + ".schedule.json"), force=args.force, inputs=inputs
-    )
-    picture_path = check_output(
-        stem.with_name(stem.name + ".loads.png"), force=args.force, inputs=inputs
-    )
+    schedule_path, picture_path = _outputs(stem, "loads", args, inputs)
     started = time.perf_counter()
     bound = alltoall_bound(topology)
     schedule = alltoall_schedule(topology, args.k, bound=bound)
@@ -167,3 +173,79 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
     print(f"                {picture_path}")
     print(f"seconds         {seconds:.2f}")
     return 0
+
+
+def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
+    """``solve --groups``: the groups' bound, schedule, verification, file and link picture."""
+    import time
+
+    from optcoll.exceptions import MethodError
+    from optcoll.group_schedule import groups_collective
+    from optcoll.io import write_document
+    from optcoll.output import input_files
+    from optcoll.plot import plot_group_links, save_figure
+    from optcoll.verify import verify_groups_schedule
+
+    if args.k is not None or args.root is not None:
+        raise MethodError(
+            "-k and --root do not apply with --groups: each group takes the k that reaches "
+            "the optimum, and a broadcast or reduce is rooted at each group's first member"
+        )
+    topology = groups.topology
+    inputs = input_files(args.topo)
+    schedule_path, picture_path = _outputs(stem, "links", args, inputs)
+    started = time.perf_counter()
+    schedule = groups_collective(groups, args.collective, form=args.group_form)
+    check = verify_groups_schedule(topology, schedule)  # independent: every load recomputed
+    if not check.valid or check.time_factor is None or check.time_factor != schedule.time_factor:
+        raise OptCollError(f"internal error: the schedule failed verification: {check.reason}")
+    write_document(schedule.to_dict(), schedule_path, force=args.force, inputs=inputs)
+    save_figure(plot_group_links(topology, schedule), picture_path, force=args.force, inputs=inputs)
+    seconds = time.perf_counter() - started
+    summary = {
+        "topology": topology.name,
+        "collective": schedule.collective,
+        "relay": schedule.relay,
+        "num_groups": len(schedule.groups),
+        "time_factor": fraction_text(check.time_factor),
+        "groups": [
+            {
+                "members": list(s.compute_nodes),
+                **({} if s.root is None else {"root": s.root}),
+                "k": s.k,
+                "trees": len(s.trees),
+            }
+            for s in schedule.groups
+        ],
+        "verified": check.valid,
+        "files": [str(schedule_path), str(picture_path)],
+        "seconds": round(seconds, 3),
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    unit = topology.bandwidth_unit
+    sizes = sorted({len(s.compute_nodes) for s in schedule.groups})
+    print(f"topology        {topology.name} ({topology.num_compute} compute nodes)")
+    print(
+        f"groups          {len(schedule.groups)} of {', '.join(map(str, sizes))} "
+        f"(relay {schedule.relay})"
+    )
+    print(
+        f"{schedule.collective:<15} time factor {summary['time_factor']} per {unit}, all groups "
+        f"at once, verified independently"
+    )
+    print(f"wrote           {schedule_path}")
+    print(f"                {picture_path}")
+    print(f"seconds         {seconds:.2f}")
+    return 0
+
+
+def _outputs(stem: Any, picture: str, args: argparse.Namespace, inputs: Any) -> tuple[Any, Any]:
+    """``STEM.schedule.json`` and ``STEM.PICTURE.png``, each checked writable (``--force``)."""
+    from optcoll.output import check_output
+
+    return tuple(  # type: ignore[return-value]
+        check_output(stem.with_name(f"{stem.name}.{end}"), force=args.force, inputs=inputs)
+        for end in ("schedule.json", f"{picture}.png")
+    )

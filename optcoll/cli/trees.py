@@ -11,6 +11,7 @@ from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
     print_json,
+    process_groups,
     reader_options,
 )
 from optcoll.rational import fraction_text
@@ -52,13 +53,9 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
         check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
-    if args.groups is not None:
-        return _groups(topology, args, inputs)
-    if args.relay is not None or args.group_form is not None:
-        from optcoll.exceptions import GroupError
-
-        flag = "--relay" if args.relay is not None else "--group-form"
-        raise GroupError(f"{flag} applies to process groups: give --groups too")
+    groups = process_groups(topology, args)
+    if groups is not None:
+        return _groups(groups, args, inputs)
     if args.collective != "allgather":
         from optcoll.exceptions import MethodError
 
@@ -108,12 +105,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
+def _groups(groups: Any, args: argparse.Namespace, inputs: Any) -> int:
     import time
 
     from optcoll.exceptions import MethodError
     from optcoll.group_schedule import groups_collective
-    from optcoll.groups import FORMS, parse_groups
     from optcoll.io import write_document
 
     if args.k is not None:
@@ -122,11 +118,8 @@ def _groups(topology: Any, args: argparse.Namespace, inputs: Any) -> int:
             "concurrent optimum t*; drop -k"
         )
     started = time.perf_counter()
-    schedule = groups_collective(
-        parse_groups(topology, args.groups, args.relay),
-        args.collective,
-        form=args.group_form or FORMS[0],
-    )
+    topology = groups.topology
+    schedule = groups_collective(groups, args.collective, form=args.group_form)
     seconds = time.perf_counter() - started
     if args.output:
         write_document(schedule.to_dict(), args.output, force=args.force, inputs=inputs)

@@ -1,0 +1,184 @@
+"""Process groups on every command that plans a collective: solve, export (MSCCL programs per
+group, checked and executed), plot, compare, crosscheck; and bad groups refused in one line."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from optcoll import load_topology
+from optcoll.cli import main
+from optcoll.group_schedule import groups_lower_bound
+from optcoll.groups import make_groups, parse_groups
+from optcoll.io.schedule_json import load_any_schedule
+from optcoll.mscclcheck import check_file
+from optcoll.simulator import data_bytes, simulate_msccl
+from optcoll.verify import verify_groups_schedule
+
+#: Every command that takes --groups, with the arguments that make it write into DIR.
+COMMANDS = {
+    "bound": lambda d: [],
+    "trees": lambda d: ["-o", str(d / "s.json")],
+    "solve": lambda d: ["-o", str(d / "out")],
+    "export": lambda d: ["-o", str(d / "p.xml")],
+    "plot": lambda d: ["-o", str(d / "p.png")],
+    "compare": lambda d: [],
+    "crosscheck": lambda d: [],
+}
+
+BAD = {
+    "switch": ("dgx-a100:1", [["b0.gpu0", "b0.nvswitch"]], "is a switch"),
+    "unknown id": ("dgx-a100:1", [["b0.gpu0", "b9.gpu0"]], "is not a node"),
+    "duplicate": ("dgx-a100:1", [["b0.gpu0", "b0.gpu0"]], "twice"),
+    "in two groups": ("dgx-a100:1", [["b0.gpu0", "b0.gpu1"], ["b0.gpu1", "b0.gpu2"]], "too"),
+    "group of one": ("dgx-a100:1", [["b0.gpu0"]], "at least two"),
+    "spec not dividing N": ("dgx-a100:1", "blocks:3", "does not divide"),
+    "unreachable": ("ring:4", [["n0", "n2"]], "cannot reach"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_groups_one_line_exit_2(
+    command: str, case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topo, groups, message = BAD[case]
+    if isinstance(groups, str):
+        spec = groups
+    else:
+        spec = str(tmp_path / "groups.json")
+        Path(spec).write_text(json.dumps(groups))
+    assert main([command, topo, *COMMANDS[command](tmp_path), "--groups", spec]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["groups.json"] if spec != groups else [])
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_relay_needs_groups(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "ring:4", *COMMANDS[command](tmp_path), "--relay", "any"]) == 2
+    err = capsys.readouterr().err
+    assert "give --groups too" in err and err.count("\n") == 1
+
+
+def test_solve_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ["solve", "dgx-a100:2", "--groups", "strided:2", "-o", str(out), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # allreduce of 8 rail pairs: each pair moves one unit each way through its 25 GB/s NICs
+    assert summary["collective"] == "allreduce" and summary["time_factor"] == "2/25"
+    schedule_path, picture = (Path(p) for p in summary["files"])
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    schedule = load_any_schedule(schedule_path)
+    topo = load_topology("dgx-a100:2")
+    verdict = verify_groups_schedule(topo, schedule)
+    assert verdict.valid and verdict.time_factor == Fraction(2, 25)
+    assert main(args) == 2  # the files exist: refused without --force
+    assert "exists" in capsys.readouterr().err
+    assert main([*args, "--root", "b0.gpu0"]) == 2
+
+
+def test_plot_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "s.json"
+    assert main(["trees", "dgx-a100:2", "--groups", "blocks:8", "-o", str(schedule)]) == 0
+    for extra, name in (
+        (["--schedule", str(schedule)], "a.png"),
+        (["--groups", "strided:2"], "b.png"),
+    ):
+        assert main(["plot", "dgx-a100:2", *extra, "-o", str(tmp_path / name)]) == 0
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+    assert (
+        main(
+            ["plot", "dgx-a100:2", "--groups", "strided:2", "--cut", "-o", str(tmp_path / "c.png")]
+        )
+        == 2
+    )
+    capsys.readouterr()
+
+
+def test_compare_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "dgx-a100:2", "--groups", "strided:8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["num_groups"] == 2 and data["relay"] == "members"
+    optimal, ring = data["methods"]
+    # t* = 1/25: box 0's four members send their 4 units out through four 25 GB/s NICs
+    assert optimal["time_factor"] == "1/25" and optimal["algbw"] == 200.0
+    assert ring["method"] == "ring" and Fraction(ring["time_factor"]) > Fraction(1, 25)
+
+
+@pytest.mark.parametrize(
+    ("spec", "groups", "relay", "rows"),
+    [
+        ("dgx-a100:2", "strided:2", "members", 5),  # classes of one: the cut bound runs too
+        ("dgx-a100:2", [["b0.gpu0", "b1.gpu3"]], "any", 5),  # one group: LPs vs cut
+        ("ring:6", "blocks:3", "any", 4),  # sharing groups: edge form vs tree columns
+    ],
+)
+def test_crosscheck_groups(
+    spec: str,
+    groups: object,
+    relay: str,
+    rows: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = groups
+    if not isinstance(groups, str):
+        text = str(tmp_path / "g.json")
+        Path(text).write_text(json.dumps(groups))
+    assert main(["crosscheck", spec, "--groups", str(text), "--relay", relay, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["agree"] and len(data["methods"]) == rows
+    assert data["reference"] == [m["value"] for m in data["methods"]][0]
+    topo = load_topology(spec)
+    parsed = parse_groups(topo, str(text), relay)
+    assert Fraction(data["reference"]) == groups_lower_bound(parsed, "allgather")
+
+
+@pytest.mark.parametrize(
+    ("groups", "relay", "collective"),
+    [
+        ("blocks:8", "members", "allreduce"),
+        ("strided:2", "any", "broadcast"),
+        ("strided:8", "members", "reduce-scatter"),
+    ],
+)
+def test_export_groups_programs_check_and_run(
+    groups: str, relay: str, collective: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "g.xml"
+    canonical = collective.replace("-", "_")
+    args = ["export", "dgx-a100:2", "--groups", groups, "--relay", relay]
+    assert main([*args, "--collective", collective, "-o", str(out)]) == 0
+    capsys.readouterr()
+    manifest = json.loads((tmp_path / "g.groups.json").read_text())
+    topo = load_topology("dgx-a100:2")
+    parsed = parse_groups(topo, groups, relay)
+    assert [g["members"] for g in manifest["groups"]] == [list(g) for g in parsed.groups]
+    for index, entry in enumerate(manifest["groups"]):
+        view = parsed.group_topology(index)  # rank r is the group's r-th member
+        alone = groups_lower_bound(make_groups(topo, [entry["members"]], relay), collective)
+        for path in entry["files"]:
+            report = check_file(path, topology=view)  # the runtime's rules, then executed
+            assert report.ok and report.ngpus == len(entry["members"]), report.findings
+            size = 64 * 1024 * 1024
+            run = simulate_msccl(path, view, size)
+            data = data_bytes(canonical, size, len(entry["members"]))
+            assert run.time_us >= float(alone) * data / 1000  # GB/s = 1000 bytes/µs
+    # a groups schedule file exports the same way
+    schedule = tmp_path / "s.json"
+    assert main([*args, "--collective", collective, "--format", "json", "-o", str(schedule)]) == 0
+    again = tmp_path / "again.xml"
+    assert main(["export", str(schedule), "--collective", canonical, "-o", str(again)]) == 0
+    first = sorted(p.name for p in tmp_path.glob("g.group*.xml"))
+    second = sorted(p.name for p in tmp_path.glob("again.group*.xml"))
+    assert [n.replace("g.", "again.", 1) for n in first] == second
+    for a, b in zip(first, second, strict=True):  # the same programs
+        assert (tmp_path / a).read_text() == (tmp_path / b).read_text()
+    capsys.readouterr()

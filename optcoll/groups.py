@@ -300,9 +300,6 @@ class ProcessGroups:
     def group_topology(self, index: int) -> Topology:
         """The topology group ``index`` sees alone: its members are the compute nodes.
 
-        Their rank order is the group's order (rank r of the group's
-        communicator is its r-th member).
-
         Non-members are retyped as switches (relay ``any``) or, if compute
         nodes, removed with their links (relay ``members``).
 
@@ -332,7 +329,7 @@ class ProcessGroups:
             links,
             topo.bandwidth_unit,
             f"group {index} of {topo.name} (relay {self.relay})",
-            self.groups[index],
+            [v for v in topo.compute_nodes if v in members],
         )
 
 

@@ -162,7 +162,7 @@ def test_export_groups_programs_check_and_run(
     parsed = parse_groups(topo, groups, relay)
     assert [g["members"] for g in manifest["groups"]] == [list(g) for g in parsed.groups]
     for index, entry in enumerate(manifest["groups"]):
-        view = parsed.group_topology(index)  # rank r is the group's r-th member
+        view = parsed.group_topology(index)  # spec groups: rank r is the r-th member
         alone = groups_lower_bound(make_groups(topo, [entry["members"]], relay), collective)
         for path in entry["files"]:
             report = check_file(path, topology=view)  # the runtime's rules, then executed

@@ -57,11 +57,12 @@ def test_bad_groups_one_line_exit_2(
     assert sorted(p.name for p in tmp_path.iterdir()) == (["groups.json"] if spec != groups else [])
 
 
+@pytest.mark.parametrize("flag", [["--relay", "any"], ["--group-form", "edge"]])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_relay_needs_groups(
-    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: str, flag: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([command, "ring:4", *COMMANDS[command](tmp_path), "--relay", "any"]) == 2
+    assert main([command, "ring:4", *COMMANDS[command](tmp_path), *flag]) == 2
     err = capsys.readouterr().err
     assert "give --groups too" in err and err.count("\n") == 1
 

@@ -70,6 +70,7 @@ from optcoll.arguments import choice_argument, instance_argument, text_argument,
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ArgumentError, GroupError
 from optcoll.rational import fraction_text
+from optcoll.symmetry import preserves_capacity
 from optcoll.topology import Link, Node, Topology
 
 if TYPE_CHECKING:
@@ -407,7 +408,7 @@ def _is_group_automorphism(
     if any(topo.node[v].type != topo.node[image[v]].type for v in image):
         return False
     capacity = topo.capacity
-    if any(capacity.get((image[u], image[v])) != c for (u, v), c in capacity.items()):
+    if not preserves_capacity(capacity, image):
         return False
     sets = {frozenset(group) for group in groups.groups}
     if any(frozenset(image[v] for v in group) not in sets for group in groups.groups):

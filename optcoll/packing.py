@@ -75,12 +75,15 @@ from optcoll.maxflow import FlowNetwork
 from optcoll.rational import fraction_text
 from optcoll.schedule import Schedule, Tree
 from optcoll.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
+from optcoll.symmetry import RootSymmetry, root_symmetry
 from optcoll.topology import Topology
 from optcoll.tree_shape import shorten_trees
 
 __all__ = [
     "pack_arborescences",
     "pack_rooted",
+    "pack_symmetric",
+    "expand_packing",
     "chunk_capacities",
     "fixed_k_capacity",
     "forwardable_floor",
@@ -205,6 +208,10 @@ class _Packer:
         missing = sum(b.mu for b in self.pending if sink_side.isdisjoint(b.nodes))
         return capacity - missing
 
+    def checks_arcs(self) -> bool:
+        """Whether a greedy tree must ask :meth:`allowed` before taking an arc."""
+        return bool(self.learned)
+
     def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
         """Whether adding ``(x, y)`` keeps the slack of every learned set non-negative."""
         return all(
@@ -302,8 +309,8 @@ class _Packer:
             if not heap:
                 return False
             _, _, x, y = heapq.heappop(heap)
-            amount = min(bundle.mu, self.cap[(x, y)])
-            if not self.allowed(bundle, x, y, amount):
+            amount = min(bundle.mu, self.cap.get((x, y), 0))
+            if not amount or not self.allowed(bundle, x, y, amount):
                 continue
             self.attach(bundle, x, y, amount)
             depth[y] = depth[x] + 1
@@ -348,7 +355,7 @@ class _Packer:
 
         for x in bundle.order:
             enter(x)
-        count, n, learned = len(nodes), self.n, self.learned
+        count, n, checked = len(nodes), self.n, self.checks_arcs()
         while count < n:
             for level in order:
                 heap = heaps[level]
@@ -365,7 +372,7 @@ class _Packer:
             while i < len(heads):
                 y = heads[i]
                 i += 1
-                if y in nodes or (learned and not self.allowed(bundle, x, y, 1)):
+                if y in nodes or (checked and not self.allowed(bundle, x, y, 1)):
                     continue
                 self.attach(bundle, x, y, 1)
                 count += 1
@@ -422,12 +429,27 @@ class _Packer:
         self.attach(bundle, *best)
 
     def attach(self, bundle: _Bundle, x: int, y: int, mu: int) -> None:
+        self.divide(bundle, mu)
+        before = self.cap[(x, y)]
+        after = before - mu
+        self.lower(x, y, before, after)
+        if after:
+            self.cap[(x, y)] = after
+        else:
+            del self.cap[(x, y)]
+        bundle.nodes.add(y)
+        bundle.order.append(y)
+        bundle.arcs.append((x, y))
+
+    def divide(self, bundle: _Bundle, mu: int) -> None:
+        """Keep ``mu`` copies in ``bundle``; the others wait in a sibling bundle."""
         if mu < bundle.mu:
             sibling = bundle.copy(bundle.mu - mu)
             bundle.mu = mu
             self.pending.append(sibling)
-        before = self.cap[(x, y)]
-        after = before - mu
+
+    def lower(self, x: int, y: int, before: int, after: int) -> None:
+        """Move arc ``(x, y)`` to the level of capacity ``after`` (gone at 0)."""
         level = before.bit_length()
         if after >> (level - 1) == 0:  # a lower level (or none) now
             levels = self.levels[x]
@@ -437,14 +459,8 @@ class _Packer:
                 del levels[level]
             if after:
                 insort(levels.setdefault(after.bit_length(), []), y)
-        if after:
-            self.cap[(x, y)] = after
-        else:
-            del self.cap[(x, y)]
+        if not after:
             del self.succ[x][y]
-        bundle.nodes.add(y)
-        bundle.order.append(y)
-        bundle.arcs.append((x, y))
 
     def exact(self, bundle: _Bundle) -> None:
         """Complete ``bundle`` arc by arc, each arc checked by one max-flow."""
@@ -534,6 +550,121 @@ class _Packer:
             (self.names[b.root], b.mu, tuple((self.names[x], self.names[y]) for x, y in b.arcs))
             for b in self.done
         )
+
+
+class _OrbitPacker(_Packer):
+    """Greedy trees of the representative roots, each arc orbit within ``c(O)`` in total.
+
+    The orbit capacities and the images of the trees are those of
+    :mod:`optcoll.symmetry`: whatever the greedy completes is a valid packing once
+    mapped by the group, so no Edmonds check is made; a greedy tree that gets
+    stuck makes :meth:`run_orbits` give up (``None``).
+    """
+
+    def __init__(
+        self, logical: LogicalGraph, root_capacity: Mapping[str, int], symmetry: RootSymmetry
+    ) -> None:
+        index = {name: i for i, name in enumerate(logical.compute_nodes)}
+        arcs = {(index[u], index[v]): c for (u, v), c in logical.capacity.items()}
+        self.orbit_cap = symmetry.orbit_capacity(arcs)
+        shared = {
+            (u, v): left
+            for u, v in logical.capacity
+            if (left := self.orbit_cap[symmetry.arc_orbit(index[u], index[v])]) > 0
+        }
+        names = logical.compute_nodes
+        chosen = {names[r]: root_capacity.get(names[r], 0) for r in symmetry.representatives}
+        super().__init__(LogicalGraph(names, shared, {}), chosen)
+        self.symmetry = symmetry
+        self.cap = _OrbitView(symmetry, self.orbit_cap)  # type: ignore[assignment]  # read only
+
+    def checks_arcs(self) -> bool:
+        return True  # two arcs of one orbit may meet in one tree
+
+    def allowed(self, bundle: _Bundle, x: int, y: int, amount: int) -> bool:
+        return amount >= 1 and self.cap[(x, y)] >= amount
+
+    def attach(self, bundle: _Bundle, x: int, y: int, mu: int) -> None:
+        self.divide(bundle, mu)
+        key = self.symmetry.arc_orbit(x, y)
+        before = self.orbit_cap[key]
+        after = self.orbit_cap[key] = before - mu
+        if after >> (before.bit_length() - 1) == 0:  # every arc of the orbit moves level
+            image = self.symmetry.image
+            for i in range(self.symmetry.order):
+                self.lower(image(i, x), image(i, y), before, after)
+        bundle.nodes.add(y)
+        bundle.order.append(y)
+        bundle.arcs.append((x, y))
+
+    def run_orbits(self) -> Packing | None:
+        """The representatives' trees (``None`` when a greedy tree gets stuck)."""
+        while self.pending:
+            if not self.greedy(self.pending[0]):
+                return None
+            self.done.append(self.pending.pop(0))
+        return _merge(
+            (self.names[b.root], b.mu, tuple((self.names[x], self.names[y]) for x, y in b.arcs))
+            for b in self.done
+        )
+
+
+class _OrbitView:
+    """Read-only ``arc -> capacity left in its orbit`` (the packer's ``cap``)."""
+
+    def __init__(self, symmetry: RootSymmetry, orbit_cap: dict[Any, int]) -> None:
+        self.key = symmetry.arc_orbit
+        self.orbit_cap = orbit_cap
+
+    def __getitem__(self, arc: tuple[int, int]) -> int:
+        return self.orbit_cap[self.key(*arc)]
+
+    def get(self, arc: tuple[int, int], default: int = 0) -> int:
+        return self.orbit_cap.get(self.key(*arc), default)
+
+
+def pack_symmetric(
+    logical: LogicalGraph, root_capacity: Mapping[str, int], symmetry: RootSymmetry
+) -> Packing | None:
+    """Greedy trees of ``symmetry``'s representative roots, sharing each arc orbit's capacity.
+
+    Mapped by the group (:func:`expand_packing`) they form a packing of ``logical``
+    with ``root_capacity`` trees per root, provided ``root_capacity`` is constant on
+    every orbit (proof: :mod:`optcoll.symmetry`); ``None`` when a greedy tree gets
+    stuck (the caller then packs every root, :func:`pack_rooted`).
+
+    Examples
+    --------
+    >>> from optcoll.symmetry import root_symmetry
+    >>> g = LogicalGraph(("a", "b", "c"), {("a", "b"): 2, ("b", "c"): 2, ("c", "a"): 2}, {})
+    >>> sym = root_symmetry(g, {})
+    >>> reps = pack_symmetric(g, dict.fromkeys("abc", 1), sym)
+    >>> reps, expand_packing(g, reps, sym) == pack_rooted(g, dict.fromkeys("abc", 1))
+    ([('a', 1, (('a', 'b'), ('b', 'c')))], True)
+    """
+    return _OrbitPacker(logical, root_capacity, symmetry).run_orbits()
+
+
+def expand_packing(logical: LogicalGraph, packing: Packing, symmetry: RootSymmetry) -> Packing:
+    """Every tree of ``packing`` under ``rho^0 .. rho^(m-1)``, grouped by image.
+
+    Examples
+    --------
+    >>> from optcoll.symmetry import RootSymmetry
+    >>> g = LogicalGraph(("a", "b"), {("a", "b"): 1, ("b", "a"): 1}, {})
+    >>> expand_packing(g, [("a", 1, (("a", "b"),))], RootSymmetry.generated_by([1, 0]))
+    [('a', 1, (('a', 'b'),)), ('b', 1, (('b', 'a'),))]
+    """
+    names = logical.compute_nodes
+    index = {name: i for i, name in enumerate(names)}
+    image = symmetry.image
+    result: Packing = []
+    for i in range(symmetry.order):
+        rename = [names[image(i, v)] for v in range(len(names))]
+        for root, mu, arcs in packing:
+            mapped = tuple((rename[index[u]], rename[index[v]]) for u, v in arcs)
+            result.append((rename[index[root]], mu, mapped))
+    return result
 
 
 def _merge(trees) -> Packing:  # noqa: ANN001 - iterable of packing entries
@@ -770,6 +901,7 @@ def pack_arborescences(
     timings: dict[str, float] | None = None,
     bound: CutRatio | None = None,
     shape: bool = True,
+    symmetry: bool = True,
 ) -> Schedule:
     """An allgather schedule of spanning arborescences: optimal, or best with ``k`` chunks.
 
@@ -791,6 +923,12 @@ def pack_arborescences(
     shape : bool
         Lower the trees and their peers at the same time factor
         (:func:`optcoll.tree_shape.shorten_trees`); ``False`` keeps the packer's trees.
+    symmetry : bool
+        For the optimal ``k``: when a rotation of the topology's groups (boxes)
+        preserves the logical graph (:func:`optcoll.symmetry.root_symmetry`), pack
+        and shape only one root per orbit and map the trees to the others
+        (:func:`pack_symmetric`); used only if the result's time factor is exactly
+        ``r*``, else every root is packed. ``False`` always packs every root.
 
     Returns
     -------
@@ -798,7 +936,8 @@ def pack_arborescences(
         ``collective="allgather"``; ``cut_ratio`` is ``r*`` and ``time_factor`` the
         schedule's exact time factor (``== r*`` for the default ``k``). ``stats`` holds
         ``U``, the tree count, max/mean tree height, total sends (tree edges), logical
-        arcs and ``ratio_to_optimum`` (time factor / r*, as a ratio string).
+        arcs, ``ratio_to_optimum`` (time factor / r*, as a ratio string) and
+        ``packed_roots``, the roots whose trees were packed (the others' are images).
 
     Raises
     ------
@@ -828,14 +967,30 @@ def pack_arborescences(
         usable, link_capacity, root_capacity, chunks * len(compute), progress=progress
     )
     split = time.perf_counter()
-    packing = pack_rooted(logical, root_capacity, progress=progress)
-    packed = time.perf_counter()
-    if shape:
-        packing = shorten_trees(logical, packing)
-    shaped = time.perf_counter()
-    trees = realise_paths(logical, packing)
-    trees.sort(key=lambda t: compute.index(t.root))  # stable: keeps packing order per root
-    time_factor = phase_time_factor(topology, trees, chunks)
+    groups = {v: topology.node[v].group for v in compute}
+    orbits = root_symmetry(logical, groups) if symmetry and k is None else None
+    packing = None if orbits is None else pack_symmetric(logical, root_capacity, orbits)
+    if packing is not None and orbits is not None:
+        packed_roots = len(orbits.representatives)
+        packed = time.perf_counter()
+        if shape:
+            packing = shorten_trees(logical, packing, symmetry=orbits)
+        shaped = time.perf_counter()
+        trees = realise_paths(logical, expand_packing(logical, packing, orbits))
+        time_factor = phase_time_factor(topology, trees, chunks)
+        if time_factor != bound.ratio:  # never a worse answer: pack every root instead
+            packing = None
+    if packing is None:
+        packed_roots = len(compute)
+        packing = pack_rooted(logical, root_capacity, progress=progress)
+        packed = time.perf_counter()
+        if shape:
+            packing = shorten_trees(logical, packing)
+        shaped = time.perf_counter()
+        trees = realise_paths(logical, packing)
+        time_factor = phase_time_factor(topology, trees, chunks)
+    position = {v: i for i, v in enumerate(compute)}
+    trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
     heights = _heights(trees)
     stats = {
         "trees": len(trees),
@@ -844,6 +999,7 @@ def pack_arborescences(
         "total_sends": sum(len(t.edges) for t in trees),
         "logical_arcs": len(logical.capacity),
         "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
+        "packed_roots": packed_roots,
     }
     if timings is not None:
         timings.update(

@@ -49,6 +49,7 @@ from optcoll.bound import CutRatio, optimal_cut_ratio
 from optcoll.engines import TaskError, run_tasks
 from optcoll.exceptions import OptCollError, SolveError
 from optcoll.rational import fraction_text
+from optcoll.symmetry import preserves_capacity
 from optcoll.topology import Link, Topology, _reachable
 
 __all__ = [
@@ -310,10 +311,7 @@ def group_swaps(topology: Topology) -> dict[str, dict[str, str]]:
             ):
                 continue
             swap = dict(zip(rep_ids, ids, strict=True)) | dict(zip(ids, rep_ids, strict=True))
-            if all(
-                capacity.get((swap.get(u, u), swap.get(v, v))) == c
-                for (u, v), c in capacity.items()
-            ):
+            if preserves_capacity(capacity, swap):
                 swaps[group] = swap
                 break
         else:

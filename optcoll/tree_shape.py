@@ -26,6 +26,14 @@ same bound: ``r*`` for the optimal ``k``, the best fixed-``k`` factor otherwise
 Both moves keep every arc within capacity, and both are repeated until nothing
 changes or the round limit is reached.
 
+**Representatives only.** Given a :class:`~optcoll.symmetry.RootSymmetry`, the
+packing holds the representative roots' trees of
+:func:`optcoll.packing.pack_symmetric`, which share the capacity ``c(O)`` of each
+arc orbit ``O``: loads are then counted per orbit, a regrowth charges every arc
+as it takes it (two arcs of one orbit may meet in one tree) and keeps the new tree
+only if it spans and is lower, so the images under the group stay a valid packing
+(proof in :mod:`optcoll.symmetry`).
+
 Examples
 --------
 >>> from optcoll.splitting import LogicalGraph
@@ -41,11 +49,12 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from functools import partial
 
 from optcoll.splitting import LogicalGraph
+from optcoll.symmetry import RootSymmetry
 from optcoll.topology import Topology
 
 __all__ = ["shorten_trees", "tree_heights", "peer_counts", "latency_lower_bound", "DEFAULT_ROUNDS"]
@@ -129,9 +138,19 @@ def latency_lower_bound(topology: Topology, latency: Mapping[Arc, Fraction]) -> 
 class _Shaper:
     """Mutable packing: parents per tree, arc loads, pair multiplicities."""
 
-    def __init__(self, logical: LogicalGraph, packing: Packing) -> None:
+    def __init__(
+        self, logical: LogicalGraph, packing: Packing, symmetry: RootSymmetry | None = None
+    ) -> None:
         self.nodes = logical.compute_nodes
-        self.capacity = logical.capacity
+        self.capacity: Mapping = logical.capacity
+        self.key: Callable[[Arc], Hashable] = _same  # the arc (or its orbit) that counts
+        if symmetry is not None:
+            index = {v: i for i, v in enumerate(self.nodes)}
+            orbit = symmetry.arc_orbit
+            self.key = lambda arc: orbit(index[arc[0]], index[arc[1]])
+            self.capacity = symmetry.orbit_capacity(
+                {(index[u], index[v]): c for (u, v), c in logical.capacity.items()}
+            )
         self.succ: dict[str, list[str]] = defaultdict(list)
         for u, v in sorted(logical.capacity):
             self.succ[u].append(v)
@@ -140,7 +159,7 @@ class _Shaper:
         self.parent: list[dict[str, str]] = [{v: u for u, v in arcs} for _, _, arcs in packing]
         self.cache: list[tuple[dict[str, int], tuple[int, int], dict[str, int]] | None]
         self.cache = [None] * len(packing)
-        self.load: dict[Arc, int] = defaultdict(int)
+        self.load: dict[Hashable, int] = defaultdict(int)
         self.pairs: dict[frozenset[str], int] = defaultdict(int)  # tree edges per node pair
         for t in range(len(packing)):
             self.take(t, +1)
@@ -163,7 +182,7 @@ class _Shaper:
     def take(self, t: int, sign: int) -> None:
         """Add (``sign = 1``) or remove (``-1``) tree ``t``'s arcs from the loads."""
         for v, u in self.parent[t].items():
-            self.load[(u, v)] += sign * self.mu[t]
+            self.load[self.key((u, v))] += sign * self.mu[t]
             self.pairs[frozenset((u, v))] += sign
 
     def measure(self, t: int) -> tuple[dict[str, int], tuple[int, int], dict[str, int]]:
@@ -212,20 +231,26 @@ class _Shaper:
                     if v not in reached and self.spare((u, v)) >= mu:
                         frontier[v].append(u)
             for v, candidates in frontier.items():
-                parent[v] = max(candidates, key=partial(self.preference, v=v, old=old))
-            reached.update(frontier)
-            level = sorted(frontier)
-        assert len(reached) == len(self.nodes), "the tree's own arcs always span"
+                usable = [u for u in candidates if self.spare((u, v)) >= mu]
+                if usable:  # (only arcs of one orbit compete for one capacity)
+                    parent[v] = max(usable, key=partial(self.preference, v=v, old=old))
+                    self.load[self.key((parent[v], v))] += mu
+            reached.update(parent)
+            level = sorted(v for v in frontier if v in parent)
+        for v, u in parent.items():
+            self.load[self.key((u, v))] -= mu
+        spans = len(parent) == len(self.nodes) - 1  # always without symmetry: old arcs span
         self.set_parents(t, parent)
-        after = self.shape(t)
-        better = after < before
-        if not better and (after != before or not self.fewer_pairs(parent, old)):
+        after = self.shape(t) if spans else before
+        better = spans and after < before
+        if not better and (after != before or not spans or not self.fewer_pairs(parent, old)):
             self.parent[t], self.cache[t] = old, old_cache
         self.take(t, +1)
         return better
 
     def spare(self, arc: Arc) -> int:
-        return self.capacity[arc] - self.load[arc]
+        key = self.key(arc)
+        return self.capacity[key] - self.load[key]
 
     def preference(self, u: str, v: str, old: dict[str, str]) -> tuple[bool, bool, int]:
         """Rank parent ``u`` of ``v``: a pair already talking, the old parent, spare capacity."""
@@ -268,8 +293,8 @@ class _Shaper:
                     self.cache[a] = self.cache[b] = None
                     new = sorted((self.shape(a), self.shape(b)), reverse=True)
                     if new < sorted((shape_a, shape_b), reverse=True):
-                        self.load[(pb, x)] += extra
-                        self.load[(pa, x)] -= extra
+                        self.load[self.key((pb, x))] += extra
+                        self.load[self.key((pa, x))] -= extra
                         return True
                     self.parent[a][x], self.parent[b][x] = pa, pb
                     self.cache[a], self.cache[b] = saved
@@ -285,8 +310,16 @@ class _Shaper:
         return result
 
 
+def _same(arc: Arc) -> Arc:
+    return arc
+
+
 def shorten_trees(
-    logical: LogicalGraph, packing: Packing, *, rounds: int = DEFAULT_ROUNDS
+    logical: LogicalGraph,
+    packing: Packing,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    symmetry: RootSymmetry | None = None,
 ) -> Packing:
     """The packing with lower trees and fewer peers, every arc still within capacity.
 
@@ -298,6 +331,10 @@ def shorten_trees(
         Arborescences as :func:`optcoll.packing.pack_rooted` returns them.
     rounds : int
         Passes of breadth-first regrowth and parent exchanges at most.
+    symmetry : RootSymmetry, optional
+        ``packing`` holds only the representatives' trees of
+        :func:`optcoll.packing.pack_symmetric` (loads count per arc orbit); the
+        result's images under the group are a valid packing.
 
     Returns
     -------
@@ -311,7 +348,7 @@ def shorten_trees(
     ``O(n)``. The exchanges are tried only on the nodes of a tallest tree's
     deepest paths, against every other tree.
     """
-    state = _Shaper(logical, packing)
+    state = _Shaper(logical, packing, symmetry)
     trees = range(len(packing))
     floor = {root: state.least_shape(root) for root in set(state.roots)}
 

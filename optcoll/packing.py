@@ -73,9 +73,9 @@ from optcoll.exceptions import SolveError
 from optcoll.loads import phase_time_factor
 from optcoll.maxflow import FlowNetwork
 from optcoll.rational import fraction_text
-from optcoll.schedule import Schedule, Tree
+from optcoll.schedule import Rotation, Schedule, Tree
 from optcoll.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
-from optcoll.symmetry import RootSymmetry, root_symmetry
+from optcoll.symmetry import RootSymmetry, path_rotation, root_symmetry
 from optcoll.topology import Topology
 from optcoll.tree_shape import shorten_trees
 
@@ -967,6 +967,7 @@ def pack_arborescences(
         usable, link_capacity, root_capacity, chunks * len(compute), progress=progress
     )
     split = time.perf_counter()
+    rotation = None
     groups = {v: topology.node[v].group for v in compute}
     orbits = root_symmetry(logical, groups) if symmetry and k is None else None
     packing = None if orbits is None else pack_symmetric(logical, root_capacity, orbits)
@@ -976,10 +977,18 @@ def pack_arborescences(
         if shape:
             packing = shorten_trees(logical, packing, symmetry=orbits)
         shaped = time.perf_counter()
-        trees = realise_paths(logical, expand_packing(logical, packing, orbits))
+        images = path_rotation(logical, orbits)
+        if images is None:
+            trees = realise_paths(logical, expand_packing(logical, packing, orbits))
+        else:
+            rotation = Rotation(orbits.order, images)
+            shared = realise_paths(
+                logical, packing, share=orbits.named_arc_orbit(logical.compute_nodes)
+            )
+            trees = list(rotation.expand(shared, compute))
         time_factor = phase_time_factor(topology, trees, chunks)
         if time_factor != bound.ratio:  # never a worse answer: pack every root instead
-            packing = None
+            packing, rotation = None, None
     if packing is None:
         packed_roots = len(compute)
         packing = pack_rooted(logical, root_capacity, progress=progress)
@@ -1022,4 +1031,5 @@ def pack_arborescences(
         time_factor=time_factor,
         topology_hash=topology.content_hash,
         stats=stats,
+        rotation=rotation,
     )

@@ -15,6 +15,11 @@ summing to ``k``); every node on a path may forward. The load of a link is the
 sum of ``chunks`` over the paths that use it, and the time factor is again the
 max over links of ``load / (k * bandwidth)``.
 
+A schedule whose trees are the images of a few *representative* trees under the
+powers of one node permutation (:class:`Rotation`, from
+:func:`optcoll.packing.pack_arborescences` on clusters of identical boxes) is
+written compactly: the representatives and the permutation, expanded on reading.
+
 This module only holds and (de)serialises schedules. Checking them is the job
 of :mod:`optcoll.verify`, which shares no code with the builders.
 
@@ -32,7 +37,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -47,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TreeEdge",
     "Tree",
+    "Rotation",
     "RoutePath",
     "Route",
     "Schedule",
@@ -86,6 +92,7 @@ def canonical_collective(name: str) -> str:
 
 
 _TOP_FIELDS = {
+    "rotation",
     "format",
     "version",
     "collective",
@@ -123,6 +130,104 @@ class Tree:
     root: str
     chunks: int
     edges: tuple[TreeEdge, ...]
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """A permutation of node ids and its order: trees are representatives' images.
+
+    Attributes
+    ----------
+    order : int
+        ``m``: the permutation's ``m``-th power is the identity, and it has a cycle of
+        length ``m``.
+    images : Mapping
+        ``node -> image`` for the nodes it moves (every other node stays).
+
+    Examples
+    --------
+    >>> r = Rotation(2, {"a": "b", "b": "a", "s": "t", "t": "s"})
+    >>> r.expand([Tree("a", 1, (TreeEdge("a", "b", ("a", "s", "b")),))], ("a", "b"))[1]
+    Tree(root='b', chunks=1, edges=(TreeEdge(src='b', dst='a', path=('b', 't', 'a')),))
+    """
+
+    order: int
+    images: Mapping[str, str]
+
+    @classmethod
+    def checked(cls, order: Any, images: Any) -> Rotation:
+        """A rotation from untrusted values: a permutation whose order is ``order``.
+
+        Raises
+        ------
+        ScheduleError
+            Naming what is wrong (a non-bijection, a cycle whose length does not
+            divide ``order``, no cycle of length ``order``).
+        """
+        if not isinstance(images, Mapping) or not all(
+            isinstance(a, str) and isinstance(b, str) for a, b in images.items()
+        ):
+            raise ScheduleError("rotation 'images' must map node id strings to node id strings")
+        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+            raise ScheduleError(f"rotation 'order' must be a positive integer, got {order!r}")
+        if set(images.values()) != set(images) or len(set(images.values())) != len(images):
+            raise ScheduleError("rotation 'images' is not a permutation of the nodes it names")
+        lengths = set()
+        seen: set[str] = set()
+        for start in images:
+            if start not in seen:
+                cycle = cls._cycle(images, start)
+                seen.update(cycle)
+                lengths.add(len(cycle))
+        if any(order % length for length in lengths) or (images and order not in lengths):
+            raise ScheduleError(
+                f"rotation 'order' {order} is not the permutation's order (cycle lengths "
+                f"{sorted(lengths)})"
+            )
+        return cls(order, dict(images))
+
+    @staticmethod
+    def _cycle(images: Mapping[str, str], start: str) -> list[str]:
+        cycle = [start]
+        while (node := images[cycle[-1]]) != start:
+            cycle.append(node)
+        return cycle
+
+    def representatives(self, compute_nodes: tuple[str, ...]) -> frozenset[str]:
+        """The compute nodes that come first (in ``compute_nodes``) among their orbit."""
+        seen: set[str] = set()
+        first = set()
+        for v in compute_nodes:
+            if v not in seen:
+                first.add(v)
+                seen.update(self._cycle(self.images, v) if v in self.images else (v,))
+        return frozenset(first)
+
+    def expand(self, trees: Sequence[Tree], compute_nodes: Sequence[str]) -> tuple[Tree, ...]:
+        """``trees`` under the powers ``0 .. order - 1``, ordered by root (stably).
+
+        Image edges with equal ends and path are one shared object.
+        """
+        images = self.images
+        shared: dict[tuple[str, str, tuple[str, ...]], TreeEdge] = {}
+        power = {v: v for v in images}
+        result = []
+        for _ in range(self.order):
+            get = power.get
+            for tree in trees:
+                edges = []
+                for edge in tree.edges:
+                    path = tuple(get(x, x) for x in edge.path)
+                    key = (get(edge.src, edge.src), get(edge.dst, edge.dst), path)
+                    image = shared.get(key)
+                    if image is None:
+                        image = shared[key] = TreeEdge(*key)
+                    edges.append(image)
+                result.append(Tree(get(tree.root, tree.root), tree.chunks, tuple(edges)))
+            power = {v: images[w] for v, w in power.items()}
+        position = {v: i for i, v in enumerate(compute_nodes)}
+        result.sort(key=lambda t: position.get(t.root, -1))
+        return tuple(result)
 
 
 @dataclass(frozen=True)
@@ -171,6 +276,10 @@ class Schedule:
         Free-form numbers about the construction (tree count, heights, seconds).
     routes : tuple of Route
         The routes of an all-to-all (which has no trees); empty otherwise.
+    rotation : Rotation, optional
+        When the trees are the images of the representatives' (the trees rooted at
+        :meth:`Rotation.representatives`) under the rotation's powers: the file
+        holds only those and the rotation (written so only if it checks out).
     """
 
     collective: str
@@ -184,6 +293,7 @@ class Schedule:
     topology_hash: str | None = field(default=None, compare=False)
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
     routes: tuple[Route, ...] = ()
+    rotation: Rotation | None = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
@@ -246,13 +356,21 @@ class Schedule:
                 for r in self.routes
             ]
             return data
+        trees = self.trees
+        if self.rotation is not None:
+            first = self.rotation.representatives(self.compute_nodes)
+            representatives = [t for t in trees if t.root in first]
+            if self.rotation.expand(representatives, self.compute_nodes) == trees:
+                images = self.rotation.images
+                data["rotation"] = {"order": self.rotation.order, "images": dict(images)}
+                trees = tuple(representatives)
         data["trees"] = [
             {
                 "root": t.root,
                 "chunks": t.chunks,
                 "edges": [{"src": e.src, "dst": e.dst, "path": list(e.path)} for e in t.edges],
             }
-            for t in self.trees
+            for t in trees
         ]
         return data
 
@@ -299,6 +417,18 @@ class Schedule:
         if data.get("root") is not None and not isinstance(data["root"], str):
             raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
+        rotation = None
+        if "rotation" in data:
+            entry = data["rotation"]
+            if not isinstance(entry, Mapping):
+                raise ScheduleError("field 'rotation' must be a mapping with 'order' and 'images'")
+            _reject_unknown(entry, {"order", "images"}, "rotation")
+            rotation = Rotation.checked(entry.get("order"), entry.get("images"))
+            if rotation.order > len(nodes):  # a free action on the compute nodes is no longer
+                raise ScheduleError(
+                    f"rotation 'order' {rotation.order} exceeds the {len(nodes)} compute nodes"
+                )
+            trees = rotation.expand(trees, tuple(nodes))
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         return cls(
             collective=collective,
@@ -312,6 +442,7 @@ class Schedule:
             topology_hash=topology_hash,
             stats=dict(data.get("stats", {})),
             routes=routes,
+            rotation=rotation,
         )
 
 

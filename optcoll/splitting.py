@@ -56,7 +56,7 @@ Examples
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -785,7 +785,9 @@ def two_level_split(
 
 
 def realise_paths(
-    logical: LogicalGraph, packing: Iterable[tuple[str, int, Sequence[Arc]]]
+    logical: LogicalGraph,
+    packing: Iterable[tuple[str, int, Sequence[Arc]]],
+    share: Callable[[Arc], Hashable] | None = None,
 ) -> list[Tree]:
     """Map a packing's logical arcs to physical paths, splitting trees across an arc's paths.
 
@@ -801,6 +803,11 @@ def realise_paths(
     packing : iterable of (root, multiplicity, arcs)
         Trees on ``logical`` (as :func:`optcoll.packing.pack_rooted` returns them);
         together they may use each arc at most its capacity.
+    share : callable, optional
+        ``arc -> key``: arcs with one key take their sub-intervals from one shared
+        count (the orbits of :func:`optcoll.packing.pack_symmetric`, whose uses of
+        an orbit add up to at most each of its arcs' capacity), so the trees'
+        images under the symmetry take disjoint sub-intervals of every arc.
 
     Returns
     -------
@@ -830,7 +837,7 @@ def realise_paths(
             edges.append(TreeEdge(arc[0], arc[1], path))
         boundaries[arc] = (ends, edges)
     capacity = logical.capacity
-    offset: dict[Arc, int] = {}
+    offset: dict[Hashable, int] = {}
     trees: list[Tree] = []
     for index, (root, mu, arcs) in enumerate(packing):
         if isinstance(mu, bool) or not isinstance(mu, int) or mu < 1:
@@ -846,8 +853,9 @@ def realise_paths(
                     f"packed tree {index} (root {root!r}) uses {arc[0]} -> {arc[1]}, "
                     "which is not an arc of the logical graph"
                 )
-            start = offset.get(arc, 0)
-            stop = offset[arc] = start + mu
+            key = arc if share is None else share(arc)
+            start = offset.get(key, 0)
+            stop = offset[key] = start + mu
             if stop > capacity[arc]:
                 raise SolveError(
                     f"the packed trees use arc {arc[0]} -> {arc[1]} {stop} times, "

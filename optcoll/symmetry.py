@@ -34,6 +34,21 @@ is re-checked exactly afterwards (its time factor must equal ``r*``, else the
 caller packs without symmetry), and :func:`optcoll.verify.verify_schedule`
 checks the expanded schedule independently.
 
+**Physical paths.** Every logical arc ``a`` carries a list of physical paths
+with capacities (its pool). When a permutation ``sigma`` of *all* nodes extends
+``rho`` and maps the pool of every arc ``a`` position by position onto the pool of
+``rho(a)`` (:func:`path_rotation`, checked exactly), the trees can be realised
+once, for the representatives: the uses of one arc orbit take consecutive
+sub-intervals of ``[0, c(O))`` (:func:`optcoll.splitting.realise_paths` with
+``share``), a use of ``a`` on interval ``I`` takes the paths of ``a``'s pool over
+``I``, and its image under ``rho^i`` takes ``sigma^i`` of those paths, which are
+the paths of ``rho^i(a)``'s pool over the same ``I``. The images' uses of an arc
+``b`` are the uses of its orbit, on disjoint intervals, so every path of ``b``'s
+pool carries at most its capacity and every link at most what the splitting
+allowed: the physical trees are ``sigma^i`` of the representatives' physical
+trees (:class:`optcoll.schedule.Rotation`), and a schedule file need only hold
+those and ``sigma``.
+
 **Finding ``rho``.** The compute nodes' groups (:attr:`Node.group`, the boxes)
 in order of first appearance, all of the same size ``g``: ``rho_s`` maps member
 ``j`` of group ``p`` to member ``j`` of group ``p + 1``, and member ``j`` of the
@@ -54,14 +69,14 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from math import gcd
 from typing import Any
 
 from optcoll.splitting import LogicalGraph
 
-__all__ = ["RootSymmetry", "root_symmetry", "preserves_capacity"]
+__all__ = ["RootSymmetry", "root_symmetry", "path_rotation", "preserves_capacity"]
 
 
 def preserves_capacity(capacity: Mapping[tuple[Any, Any], Any], image: Mapping[Any, Any]) -> bool:
@@ -142,6 +157,14 @@ class RootSymmetry:
         """A key shared exactly by the arcs of ``(u, v)``'s orbit."""
         return self.orbit[u], self.orbit[v], (self.position[v] - self.position[u]) % self.order
 
+    def named_arc_orbit(
+        self, compute_nodes: Sequence[str]
+    ) -> Callable[[tuple[str, str]], tuple[int, int, int]]:
+        """:meth:`arc_orbit` for arcs named by ``compute_nodes[index]``."""
+        index = {name: i for i, name in enumerate(compute_nodes)}
+        orbit = self.arc_orbit
+        return lambda arc: orbit(index[arc[0]], index[arc[1]])
+
     def orbit_capacity(self, capacity: Mapping[tuple[int, int], int]) -> dict[Hashable, int]:
         """``c(O)``: the least capacity of the arcs of every orbit meeting ``capacity``
         (0 when one of its pairs is no arc).
@@ -212,3 +235,35 @@ def root_symmetry(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Ro
         if symmetry is not None and preserves_capacity(arcs, dict(enumerate(rho))):
             return symmetry
     return None
+
+
+def path_rotation(logical: LogicalGraph, symmetry: RootSymmetry) -> dict[str, str] | None:
+    """``sigma``: the permutation of all nodes that extends ``rho`` and maps every arc's
+    pool of paths, position by position, onto its image's pool (module docstring).
+
+    Returns the nodes ``sigma`` moves with their images, or ``None`` when no such
+    permutation exists (pools that differ in length, capacity or path length, a
+    node sent to two images, or two nodes to one). ``O(total path length)``.
+
+    Examples
+    --------
+    >>> paths = {("a", "b"): ((("a", "s", "b"), 1),), ("b", "a"): ((("b", "t", "a"), 1),)}
+    >>> g = LogicalGraph(("a", "b"), {("a", "b"): 1, ("b", "a"): 1}, paths)
+    >>> path_rotation(g, RootSymmetry.generated_by([1, 0]))
+    {'a': 'b', 'b': 'a', 's': 't', 't': 's'}
+    """
+    names = logical.compute_nodes
+    images = {names[v]: names[symmetry.image(1, v)] for v in range(len(names))}
+    for (u, v), pool in logical.paths.items():
+        other = logical.paths.get((images[u], images[v]))
+        if other is None or len(other) != len(pool):
+            return None
+        for (path, c), (target, d) in zip(pool, other, strict=True):
+            if c != d or len(path) != len(target):
+                return None
+            for x, y in zip(path, target, strict=True):
+                if images.setdefault(x, y) != y:
+                    return None
+    if len(set(images.values())) != len(images) or set(images.values()) != set(images):
+        return None
+    return {x: y for x, y in images.items() if x != y}

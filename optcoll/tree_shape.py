@@ -145,9 +145,8 @@ class _Shaper:
         self.capacity: Mapping = logical.capacity
         self.key: Callable[[Arc], Hashable] = _same  # the arc (or its orbit) that counts
         if symmetry is not None:
+            self.key = symmetry.named_arc_orbit(self.nodes)
             index = {v: i for i, v in enumerate(self.nodes)}
-            orbit = symmetry.arc_orbit
-            self.key = lambda arc: orbit(index[arc[0]], index[arc[1]])
             self.capacity = symmetry.orbit_capacity(
                 {(index[u], index[v]): c for (u, v), c in logical.capacity.items()}
             )

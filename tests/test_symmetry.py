@@ -3,19 +3,24 @@ used only when exactly optimal, checked by the independent verifier."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from optcoll.bound import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.exceptions import ScheduleError
 from optcoll.packing import (
     chunk_capacities,
     expand_packing,
     pack_arborescences,
     pack_symmetric,
 )
+from optcoll.schedule import Schedule
 from optcoll.splitting import LogicalGraph, split_switches
 from optcoll.symmetry import RootSymmetry, preserves_capacity, root_symmetry
 from optcoll.topologies import build
@@ -126,3 +131,50 @@ def test_shaping_the_representatives_lowers_every_image():
     star = shorten_trees(logical, chain, symmetry=symmetry)
     assert tree_heights(star) == [1]
     check_expansion(logical, star, symmetry, 1)
+
+
+def test_compact_files_hold_the_representatives_and_expand_to_the_same_schedule(tmp_path):
+    topology = build("dgx-a100:16")
+    schedule = pack_arborescences(topology)
+    data = schedule.to_dict()
+    assert data["rotation"]["order"] == 64 and len(data["rotation"]["images"]) > 128
+    assert sorted({tree["root"] for tree in data["trees"]}) == ["b0.gpu0", "b0.gpu1"]
+    back = Schedule.from_dict(json.loads(json.dumps(data)))
+    assert back == schedule and back.trees == schedule.trees
+    full = pack_arborescences(topology, symmetry=False).to_dict()
+    assert "rotation" not in full and len(json.dumps(data)) * 40 < len(json.dumps(full))
+    out = tmp_path / "s.json"
+    assert main(["trees", "dgx-a100:16", "-o", str(out)]) == 0
+    assert main(["verify", "dgx-a100:16", str(out)]) == 0
+
+
+def test_trees_that_are_not_the_images_are_written_in_full():
+    schedule = pack_arborescences(build("dgx-a100:4"))
+    first, *rest = schedule.trees
+    edited = replace(schedule, trees=(replace(first, edges=first.edges[::-1]), *rest))
+    data = edited.to_dict()
+    assert "rotation" not in data and len(data["trees"]) == 32
+    assert Schedule.from_dict(data) == edited
+
+
+@pytest.mark.parametrize(
+    ("rotation", "message"),
+    [
+        ({"order": 2, "images": {"a": "b"}}, "not a permutation"),
+        ({"order": 3, "images": {"a": "b", "b": "a"}}, "is not the permutation's order"),
+        ({"order": 2, "images": {"a": 1}}, "must map node id strings"),
+        ({"order": 2, "images": {"a": "b", "b": "a"}, "extra": 1}, "unknown field 'extra'"),
+        ({"order": 4, "images": {"a": "b", "b": "c", "c": "d", "d": "a"}}, "exceeds the 2"),
+    ],
+)
+def test_a_bad_rotation_is_refused_naming_the_fault(rotation, message):
+    data = {
+        "collective": "allgather",
+        "topology": "t",
+        "compute_nodes": ["a", "b"],
+        "k": 1,
+        "trees": [{"root": "a", "chunks": 1, "edges": [{"src": "a", "dst": "b"}]}],
+        "rotation": rotation,
+    }
+    with pytest.raises(ScheduleError, match=message):
+        Schedule.from_dict(data)

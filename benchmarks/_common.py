@@ -127,25 +127,28 @@ _BASELINE_CALLS = {
 }
 
 
-def baseline_cpu(checkout: str | Path, kind: str, spec: str, timeout: float) -> float | None:
-    """CPU seconds of the same call on the code of another checkout (e.g. a git worktree of
-    an older commit: ``git worktree add --detach ../old COMMIT``), in a fresh process.
+def baseline_cpu(
+    checkout: str | Path, kind: str, spec: str, timeout: float
+) -> tuple[float, float] | None:
+    """CPU seconds and peak resident MiB of the same call on the code of another checkout
+    (e.g. a git worktree of an older commit: ``git worktree add --detach ../old COMMIT``),
+    in a fresh process.
 
     The topology is built before the clock starts, as in the benchmarks; None when the
     run fails or takes longer than ``timeout`` wall-clock seconds.
     """
     seconds = baseline_seconds(checkout, kind, spec, timeout)
-    return None if seconds is None else seconds[0]
+    return None if seconds is None else (seconds[0], seconds[2])
 
 
 def baseline_seconds(
     checkout: str | Path, kind: str, spec: str, timeout: float, *arguments: str
-) -> tuple[float, float] | None:
-    """CPU and wall seconds of the call :func:`baseline_cpu` runs (``arguments`` go to the
-    kind's ``prepare``)."""
+) -> tuple[float, float, float] | None:
+    """CPU and wall seconds and the peak resident MiB of the process of the call
+    :func:`baseline_cpu` runs (``arguments`` go to the kind's ``prepare``)."""
     script = "\n".join(
         [
-            "import sys, time",
+            "import resource, sys, time",
             _BASELINE_CALLS[kind],
             "from optcoll.io import load_topology",
             "topology = load_topology(sys.argv[1])",
@@ -153,6 +156,7 @@ def baseline_seconds(
             "started, wall = time.process_time(), time.perf_counter()",
             "run() if run is not None else call(topology)",
             "print(time.process_time() - started, time.perf_counter() - wall)",
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)",
         ]
     )
     env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
@@ -170,8 +174,8 @@ def baseline_seconds(
         return None
     if done.returncode != 0:
         return None
-    cpu, wall = done.stdout.split()[-2:]
-    return float(cpu), float(wall)
+    cpu, wall, rss = done.stdout.split()[-3:]
+    return float(cpu), float(wall), float(rss)
 
 
 def extract_revision(revision: str, folder: Path) -> Path:

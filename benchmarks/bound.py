@@ -72,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         m = measure(lambda topology=topology: optimal_cut_ratio(topology), repeat=args.repeat)
         old = "-", "-"
         if args.baseline:
-            old_cpu = baseline_cpu(args.baseline, "bound", spec, 600.0)
+            old_run = baseline_cpu(args.baseline, "bound", spec, 600.0)
             old = (
                 ("> 600 wall", "-")
-                if old_cpu is None
-                else (f"{old_cpu:.3f}", f"{old_cpu / cpu:.1f}x")
+                if old_run is None
+                else (f"{old_run[0]:.3f}", f"{old_run[0] / cpu:.1f}x")
             )
         result = m.result
         expected = reference_optimum(spec)

@@ -15,7 +15,10 @@ whether :func:`optcoll.verify.verify_schedule` confirms the time factor equals
 r* exactly, and how long that verification took. With ``--baseline DIR`` every
 topology is also run on the code of another checkout (a git worktree of an older
 commit) in a fresh process, and its CPU seconds and the ratio are printed beside
-ours. Last, per family, how the CPU seconds grow with N (N >= 64).
+ours, with its peak resident set. Last, per family (and for the old code), how the
+CPU seconds and the peak resident set grow with N (least squares, N >= 64); the
+peak RSS of our code is the benchmark process's, which only grows from one
+topology to the next: run one spec per process to measure each alone.
 Targets: >= 50x on dgx-a100:4 and mi250:2; dgx-a100:128 < 15 s; dgx-h100:256 < 60 s
 and < 4 GB; leaf-spine with 1,024 hosts < 60 s (full bisection and 2:1).
 """
@@ -108,16 +111,22 @@ def main(argv: list[str] | None = None) -> int:
         speedup = reference / m.seconds if reference else None
         cpu = min(r["cpu"] for r in runs[: max(args.repeat, 1)])
         cpu_speedup = reference / cpu if reference else None
-        old = "-", "-"
+        old = "-", "-", "-"
+        old_run = None
         if args.baseline:
-            old_cpu = baseline_cpu(args.baseline, "trees", spec, args.baseline_timeout)
+            old_run = baseline_cpu(args.baseline, "trees", spec, args.baseline_timeout)
             old = (
-                (f"> {args.baseline_timeout:g} wall", "-")
-                if old_cpu is None
-                else (f"{old_cpu:.2f}", f"{old_cpu / cpu:.1f}x")
+                (f"> {args.baseline_timeout:g} wall", "-", "-")
+                if old_run is None
+                else (f"{old_run[0]:.2f}", f"{old_run[0] / cpu:.1f}x", f"{old_run[1]:.0f}")
             )
         if topology.num_compute >= 64:
-            growth.setdefault(spec.partition(":")[0], []).append((topology.num_compute, cpu))
+            family = spec.partition(":")[0]
+            growth.setdefault(family, []).append((topology.num_compute, cpu, m.maxrss_mib))
+            if old_run is not None:
+                growth.setdefault(f"{family} (old code)", []).append(
+                    (topology.num_compute, *old_run)
+                )
         stats = schedule.stats
         phases = "/".join(
             f"{runs[0][p]:.2f}" for p in ("bound", "splitting", "packing", "shape", "paths")
@@ -161,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpu s",
             "old cpu s",
             "old/new",
+            "old RSS MiB",
             "bound/split/pack/shape/paths",
             "peak MiB",
             "RSS MiB",
@@ -177,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for family, points in growth.items():
         if len(points) >= 2:
-            sizes, seconds = zip(*points, strict=True)
-            exponent = growth_exponent(sizes, seconds)
+            sizes, seconds, resident = zip(*points, strict=True)
             print(
-                f"{family}: CPU seconds grow like N^{exponent:.2f} over N = {sizes[0]}..{sizes[-1]}"
+                f"{family}: CPU seconds grow like N^{growth_exponent(sizes, seconds):.2f}, "
+                f"peak RSS like N^{growth_exponent(sizes, resident):.2f} "
+                f"(least squares over N = {', '.join(map(str, sizes))})"
             )
     print("targets missed: " + ("; ".join(missed) if missed else "none"))
     return 0

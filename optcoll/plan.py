@@ -31,8 +31,8 @@ Examples
 --------
 >>> from optcoll.topologies import build
 >>> rows = plan(build("dgx-a100:1"), "allgather", [1024, 2**30])
->>> [(r.method, round(r.ratio, 3)) for r in rows]  # one NVSwitch: the ring is optimal too
-[('optimal (k=1)', 1.002), ('ring', 1.001)]
+>>> [(r.method, round(r.ratio, 3)) for r in rows]  # one NVSwitch: a star from every GPU
+[('optimal (k=1)', 1.001), ('optimal (k=1)', 1.001)]
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class Rotation:
                 cycle = cls._cycle(images, start)
                 seen.update(cycle)
                 lengths.add(len(cycle))
-        if any(order % length for length in lengths) or (images and order not in lengths):
+        if any(order % length for length in lengths) or order != max(lengths, default=1):
             raise ScheduleError(
                 f"rotation 'order' {order} is not the permutation's order (cycle lengths "
                 f"{sorted(lengths)})"

@@ -162,6 +162,7 @@ def test_trees_that_are_not_the_images_are_written_in_full():
     [
         ({"order": 2, "images": {"a": "b"}}, "not a permutation"),
         ({"order": 3, "images": {"a": "b", "b": "a"}}, "is not the permutation's order"),
+        ({"order": 2, "images": {}}, "is not the permutation's order"),
         ({"order": 2, "images": {"a": 1}}, "must map node id strings"),
         ({"order": 2, "images": {"a": "b", "b": "a"}, "extra": 1}, "unknown field 'extra'"),
         ({"order": 4, "images": {"a": "b", "b": "c", "c": "d", "d": "a"}}, "exceeds the 2"),

@@ -194,7 +194,7 @@ class Solution:
         optimum         266.667 GB/s  (lower bound 3/200 per GB/s)
         optimality      optimal
         bottleneck cut  every node except n0: 3 compute nodes behind 200 GB/s
-        schedule        6 trees, k = 2 chunks per root, verified independently
+        schedule        8 trees, k = 2 chunks per root, verified independently
         """
         unit = self.topology.bandwidth_unit
         n = self.topology.num_compute

@@ -1,5 +1,6 @@
 """Process groups on every command that plans a collective: solve, export (MSCCL programs per
-group, checked and executed), plot, compare, crosscheck; and bad groups refused in one line."""
+group, checked and executed), plot, compare, crosscheck, verify; and bad groups refused in one
+line."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ COMMANDS = {
     "plot": lambda d: ["-o", str(d / "p.png")],
     "compare": lambda d: [],
     "crosscheck": lambda d: [],
+    "verify": lambda d: [str(d / "unread.json")],  # groups are checked before the file is read
 }
 
 BAD = {
@@ -183,3 +185,23 @@ def test_export_groups_programs_check_and_run(
     for a, b in zip(first, second, strict=True):  # the same programs
         assert (tmp_path / a).read_text() == (tmp_path / b).read_text()
     capsys.readouterr()
+
+
+def test_verify_checks_the_schedule_plans_the_given_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    groups_file, single = tmp_path / "g.json", tmp_path / "s.json"
+    assert main(["trees", "dgx-a100:2", "--groups", "strided:8", "-o", str(groups_file)]) == 0
+    assert main(["trees", "dgx-a100:2", "-o", str(single)]) == 0
+    capsys.readouterr()
+    assert main(["verify", "dgx-a100:2", str(groups_file), "--groups", "strided:8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] and data["time_factor"] == data["optimum"] == "1/25"
+    assert main(["verify", "dgx-a100:2", str(groups_file), "--groups", "blocks:8", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert not data["valid"] and "--groups has the group ['b0.gpu0'," in data["reason"]
+    args = ["verify", "dgx-a100:2", str(groups_file), "--groups", "strided:8", "--relay", "any"]
+    assert main(args) == 1
+    assert "the schedule relays 'members', --relay asks for 'any'" in capsys.readouterr().out
+    assert main(["verify", "dgx-a100:2", str(single), "--groups", "strided:8"]) == 2
+    assert "not process groups" in capsys.readouterr().err

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import (
+    add_group_options,
+    add_reader_options,
+    print_json,
+    process_groups,
+    reader_options,
+)
 from optcoll.rational import fraction_text
 
 NAME = "verify"
@@ -16,21 +22,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
     parser.add_argument("schedule", metavar="SCHEDULE", help="schedule file (JSON or YAML)")
+    add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.collectives import collective_lower_bound
+    from optcoll.exceptions import ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
     from optcoll.schedule import Schedule, check_schedule_topology
     from optcoll.verify import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
+    expected = process_groups(topology, args)
     loaded = load_any_schedule(args.schedule)
     check_schedule_topology(loaded, topology, str(args.schedule))
     if not isinstance(loaded, Schedule):
-        return _groups(topology, loaded, args)
+        return _groups(topology, loaded, args, expected)
+    if expected is not None:
+        raise ScheduleError(
+            f"{args.schedule}: plans one collective over every compute node, not process "
+            "groups; --groups checks a schedule written by trees --groups"
+        )
     schedule = loaded
     optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
     result = verify_schedule(topology, schedule, optimum=optimum)
@@ -79,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.valid else 1
 
 
-def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
+def _groups(topology: Any, schedule: Any, args: argparse.Namespace, expected: Any) -> int:
     from optcoll.exceptions import GroupError, ScheduleError
     from optcoll.group_schedule import groups_lower_bound
     from optcoll.groups import make_groups
-    from optcoll.verify import verify_groups_schedule
+    from optcoll.verify import Verification, verify_groups_schedule
 
     try:  # well-formed groups have a concurrent optimum to compare with
         members = [s.compute_nodes for s in schedule.groups]
@@ -97,7 +111,11 @@ def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
             optimum = groups_lower_bound(groups, schedule.collective, roots)
     except (GroupError, ScheduleError):
         optimum = None  # the verdict names what is wrong with the groups
-    result = verify_groups_schedule(topology, schedule, optimum=optimum)
+    mismatch = None if expected is None else _other_groups(schedule, expected, args.relay)
+    if mismatch is not None:
+        result = Verification(False, mismatch)
+    else:
+        result = verify_groups_schedule(topology, schedule, optimum=optimum)
     if args.json:
         print_json(
             {
@@ -124,3 +142,20 @@ def _groups(topology: Any, schedule: Any, args: argparse.Namespace) -> int:
     if optimum is not None:
         print(f"optimum      {fraction_text(optimum)} (the groups' concurrent optimum)")
     return 0 if result.valid else 1
+
+
+def _other_groups(schedule: Any, expected: Any, relay: str | None) -> str | None:
+    """Why ``schedule`` does not plan the groups of ``--groups`` (and ``--relay``, when
+    given), or None. The order of the groups and of their members does not matter."""
+    planned = [tuple(s.compute_nodes) for s in schedule.groups]
+    if relay is not None and schedule.relay != expected.relay:
+        return f"the schedule relays {schedule.relay!r}, --relay asks for {expected.relay!r}"
+    if sorted(map(sorted, planned)) != sorted(map(sorted, expected.groups)):
+        for members in expected.groups:
+            if sorted(members) not in map(sorted, planned):
+                return (
+                    f"--groups has the group {list(members)}, which the schedule does not plan "
+                    f"(it plans {len(planned)} groups)"
+                )
+        return f"the schedule plans {len(planned)} groups, --groups gives {len(expected.groups)}"
+    return None

@@ -61,7 +61,7 @@ from fractions import Fraction
 import pulp
 
 from formulations.column_generation import Column, build_master
-from formulations.network import FLOAT_EXACT_LIMIT
+from formulations.network import check_capacity
 from formulations.solve import LpResult, solve
 from optcoll.exact_lp import proved_solution, solve_proved
 from optcoll.exceptions import MethodError, ReconstructionError, SolverLimitError
@@ -256,11 +256,10 @@ def generate_columns(
     (0.25, 1, 1)
     """
     start = time.perf_counter()
-    for arc, c in capacity.items():
-        if isinstance(c, bool) or not isinstance(c, int) or not 0 < c <= FLOAT_EXACT_LIMIT:
-            raise MethodError(
-                f"{where}: arc {arc!r} has capacity {c!r}; need an integer in 1..2**53"
-            )
+    try:
+        check_capacity({node for arc in capacity for node in arc}, capacity)
+    except MethodError as err:
+        raise MethodError(f"{where}: {err}") from None
     pool: list[Column] = []
     known: set[Column] = set()
 

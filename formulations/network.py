@@ -23,7 +23,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
@@ -39,7 +39,7 @@ Arc = tuple[str, str]
 FLOAT_EXACT_LIMIT = 2**53
 
 
-def check_capacity(nodes: Sequence[str], capacity: Mapping[Arc, int]) -> None:
+def check_capacity(nodes: Collection[str], capacity: Mapping[Arc, int]) -> None:
     """Check that every arc joins two of ``nodes`` with a positive integer capacity
     exact as a float (at most :data:`FLOAT_EXACT_LIMIT`).
 

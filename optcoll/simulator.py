@@ -4,8 +4,8 @@ The cost model of :mod:`optcoll.simulate` predicts; this module executes. It tur
 schedule (:class:`~optcoll.schedule.Schedule`), a pair of reduce/broadcast trees, or any MSCCL
 algorithm XML (read by the independent checker's parser, :mod:`optcoll.mscclcheck`) into
 transfers with dependencies and runs them on the links of the topology, in a heap-ordered
-event loop (pure Python; a SimPy process per transfer costs a generator and several events
-per hop, which is what this loop avoids, see ``benchmarks/simulate.py``).
+event loop (pure Python; the same rules in SimPy give the same times at 8-11 times the CPU
+time, ``benchmarks/simpy_engine.py``).
 
 The model
 ---------

@@ -205,3 +205,16 @@ def test_verify_checks_the_schedule_plans_the_given_groups(
     assert "the schedule relays 'members', --relay asks for 'any'" in capsys.readouterr().out
     assert main(["verify", "dgx-a100:2", str(single), "--groups", "strided:8"]) == 2
     assert "not process groups" in capsys.readouterr().err
+
+
+def test_export_groups_refuses_a_schedule_without_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    single = tmp_path / "s.json"
+    assert main(["trees", "dgx-a100:1", "-o", str(single)]) == 0
+    capsys.readouterr()
+    args = ["export", str(single), "--groups", "blocks:4", "-o", str(tmp_path / "p.xml")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "plans one collective over every compute node, not process groups" in err
+    assert err.count("\n") == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]

@@ -186,12 +186,16 @@ def _groups_schedule(args: argparse.Namespace) -> tuple[Any, Any, Fraction | Non
             "process groups are exported with each group's own k, rooted at its first member: "
             "drop -k, --exact, --bands, --tolerance and --root"
         )
-    if loaded is None:
+    if path is None or loaded is None:
         topology = load_topology(args.source, **reader_options(args))
         groups = process_groups(topology, args)
         schedule = groups_collective(groups, args.collective, form=args.group_form)
+    elif not isinstance(loaded, GroupsSchedule):
+        raise ExportError(
+            f"{path} plans one collective over every compute node, not process groups; "
+            "--groups exports from a topology or from a schedule written by trees --groups"
+        )
     else:
-        assert path is not None and isinstance(loaded, GroupsSchedule)
         if args.groups is not None or args.relay is not None:
             raise ExportError(f"{path} holds its own groups and relay: drop --groups and --relay")
         if loaded.collective != args.collective:

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from fractions import Fraction
 
-from optcoll.exceptions import SolveError
+from optcoll.exceptions import NotStronglyConnectedError, SolveError
 from optcoll.topology import Topology
 
 __all__ = ["forwardable_topology", "best_forwardable_capacity", "MAX_ROUNDS"]
@@ -99,7 +99,7 @@ def forwardable_topology(
         positive = {arc: x * unit for arc, x in g.items() if x > 0}
         cut = _unreachable_cut(sources, compute, positive)
         if cut is None:
-            usable = topology.with_capacity(positive)
+            usable = _usable_topology(topology, positive, root)
             ratio, bottleneck = separate(usable)
             if ratio * unit * lam == 1:
                 return usable, rounds
@@ -114,6 +114,83 @@ def forwardable_topology(
         f"the forwardable capacity of {topology.name!r} did not converge in {MAX_ROUNDS} "
         f"cutting-plane rounds"
     )
+
+
+def _usable_topology(
+    topology: Topology, capacity: dict[Arc, Fraction], root: str | None
+) -> Topology:
+    """``topology`` with ``capacity``; for a broadcast, first :func:`_spare_capacity` is
+    added back (a broadcast's best forwardable part may keep no way back to the root,
+    which the topology model needs), and a clear error remains where that is not enough
+    (for the cut ratio every compute node reaches the others: :func:`_unreachable_cut`)."""
+    if root is not None:
+        capacity = _spare_capacity(topology, capacity)
+    try:
+        return topology.with_capacity(capacity)
+    except NotStronglyConnectedError as err:
+        reason = str(err).split(";")[0]
+        raise SolveError(
+            f"a broadcast or reduce from {root!r} on {topology.name!r} uses only the capacity "
+            f"its switches can forward (none sends more than it receives); on that part {reason}, "
+            "and optcoll's topology model needs every compute node to reach every other one, so "
+            "this broadcast cannot be planned yet (a known limitation on topologies whose "
+            "switches could send more than they receive)"
+        ) from None
+
+
+def _spare_capacity(topology: Topology, usable: dict[Arc, Fraction]) -> dict[Arc, Fraction]:
+    """``usable`` with capacity that keeps it forwardable added back: every link out of a
+    compute node in full (it only adds to what switches receive), then each switch's
+    surplus (received minus sent) on its links that are not full (shared evenly among
+    its unused links first: they are what gives new ways back), passed on through the
+    switches it reaches, in a bounded number of passes.
+
+    More capacity never lowers a cut, and the result stays below the topology's capacity
+    with no switch sending more than it receives, so the broadcast optimum is unchanged.
+
+    Examples
+    --------
+    >>> from optcoll.topology import TopologyBuilder
+    >>> b = TopologyBuilder("t")
+    >>> b.compute("a"); b.compute("b"); b.switch("w")
+    >>> b.link("a", "w", 2); b.link("w", "b", 5); b.link("w", "a", 5); b.link("b", "a", 1)
+    >>> spare = _spare_capacity(b.build(), {("a", "w"): 1, ("w", "b"): 1})
+    >>> sorted((arc, str(c)) for arc, c in spare.items())
+    [(('a', 'w'), '2'), (('b', 'a'), '1'), (('w', 'a'), '1'), (('w', 'b'), '1')]
+    """
+    full = topology.capacity
+    grown = {arc: c for arc, c in usable.items() if c > 0}
+    for (u, v), c in full.items():
+        if topology.is_compute(u):
+            grown[(u, v)] = c
+    surplus: dict[str, Fraction] = {w: Fraction(0) for w in topology.switch_nodes}
+    out: dict[str, list[Arc]] = {w: [] for w in topology.switch_nodes}
+    for (u, v), c in grown.items():
+        if v in surplus:
+            surplus[v] += c
+        if u in surplus:
+            surplus[u] -= c
+    for arc in full:
+        if arc[0] in out:
+            out[arc[0]].append(arc)
+    waiting = [w for w, s in surplus.items() if s > 0]
+    for _ in range(len(full) * max(1, len(waiting))):
+        if not waiting:
+            break
+        w = waiting.pop()
+        unused = [arc for arc in out[w] if arc not in grown]
+        for i, arc in enumerate(unused + [arc for arc in out[w] if arc in grown]):
+            room = full[arc] - grown.get(arc, Fraction(0))
+            if surplus[w] <= 0 or room <= 0:
+                continue
+            share = surplus[w] / (len(unused) - i) if i < len(unused) else surplus[w]
+            more = min(room, share)
+            grown[arc] = grown.get(arc, Fraction(0)) + more
+            surplus[w] -= more
+            if arc[1] in surplus:
+                surplus[arc[1]] += more
+                waiting.append(arc[1])
+    return grown
 
 
 def best_forwardable_capacity(

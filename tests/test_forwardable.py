@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 import optcoll
 from optcoll.bound import optimal_cut_ratio
 from optcoll.cli import main
-from optcoll.collectives import broadcast, collective_lower_bound
+from optcoll.collectives import broadcast, broadcast_usable, collective_lower_bound
 from optcoll.crosscheck import crosscheck
+from optcoll.exceptions import SolveError
 from optcoll.io import save_topology
 from optcoll.multicast import multicast_bound
 from optcoll.packing import pack_arborescences
@@ -223,3 +224,59 @@ def test_random_short_switch_broadcasts_match_an_independent_lp(topology, pick):
     rate = 1 / schedule.time_factor
     assert rate == 1 / collective_lower_bound(topology, "broadcast", root)
     assert abs(float(rate) - _broadcast_lp(topology, root)) <= 1e-6 * float(rate)
+
+
+def _two_switches(links):
+    b = TopologyBuilder("short-return")
+    for v in ("c0", "c1"):
+        b.compute(v)
+    for w in ("w0", "w1"):
+        b.switch(w)
+    for (u, v), bandwidth in links.items():
+        b.link(u, v, bandwidth)
+    topology = b.build()
+    assert topology.short_switches()
+    return topology
+
+
+def test_a_broadcast_keeps_spare_capacity_back_to_its_root():
+    # the best forwardable part for a broadcast from c1 kept no link back to c1
+    # (NotStronglyConnectedError before): the spare capacity of the switches gives one back
+    topology = _two_switches(
+        {
+            ("c0", "w1"): 1,
+            ("c1", "c0"): 1,
+            ("c1", "w0"): 1,
+            ("w0", "c1"): 5,
+            ("w0", "w1"): 5,
+            ("w1", "c0"): 1,
+            ("w1", "w0"): 1,
+        }
+    )
+    usable = broadcast_usable(topology, "c1")
+    assert not usable.short_switches()
+    assert all(usable.capacity[arc] <= topology.capacity[arc] for arc in usable.capacity)
+    schedule = broadcast(topology, "c1")
+    optimum = collective_lower_bound(topology, "broadcast", "c1")
+    verdict = verify_schedule(topology, schedule, optimum=optimum)
+    assert verdict.valid and verdict.ratio_to_optimum == 1
+    assert optimum == Fraction(1, 2)  # c0 receives 1 directly and 1 through w0 -> w1
+
+
+def test_a_broadcast_whose_forwardable_part_cannot_return_says_so():
+    # the LP's best part circulates w0 -> w1 -> w0 and leaves w0 no surplus for w0 -> c1:
+    # a known limitation, reported as such (not as a disconnected topology)
+    topology = _two_switches(
+        {
+            ("w0", "c1"): 2,
+            ("w1", "w0"): 2,
+            ("c1", "c0"): 1,
+            ("w0", "w1"): 10,
+            ("c0", "w1"): 2,
+            ("c1", "w0"): 1,
+            ("w1", "c0"): 5,
+        }
+    )
+    with pytest.raises(SolveError, match="known limitation") as raised:
+        broadcast_usable(topology, "c1")
+    assert "cannot be reached from compute node 'c0'" in str(raised.value)

@@ -64,8 +64,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from optcoll.arguments import choice_argument, instance_argument, text_argument, topology_argument
 from optcoll.bound import optimal_cut_ratio
 from optcoll.exceptions import ArgumentError, GroupError
@@ -201,6 +199,8 @@ class ProcessGroups:
         >>> parse_groups(topo, "strided:2", relay="any").sharing_components()
         ((0, 1, 2, 3, 4, 5, 6, 7),)
         """
+        import networkx as nx
+
         classes = nx.utils.UnionFind(range(len(self.groups)))
         owner: dict[tuple[str, str], int] = {}
         for index, arcs in enumerate(self.useful_arcs):
@@ -479,6 +479,8 @@ def make_groups(
 
 
 def _check_reachable(groups: ProcessGroups, index: int) -> None:
+    import networkx as nx
+
     topo, members = groups.topology, groups.groups[index]
     allowed = groups.relays(index)
     graph = nx.DiGraph()

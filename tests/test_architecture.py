@@ -10,7 +10,11 @@ executed and only name types for annotations, so they are left out.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("optcoll", "formulations")
@@ -131,3 +135,19 @@ def test_formulations_imports_nothing_of_optcoll():
                 continue
             above += [(name, t) for t in targets if t.split(".")[0] == "optcoll"]
     assert above == []
+
+
+HEAVY = ("pulp", "highspy", "scipy", "networkx", "matplotlib", "polars", "dask", "pandas")
+
+
+@pytest.mark.parametrize("command", [["bound", "dgx-a100:2"], ["show", "dgx-a100:2"]])
+def test_small_commands_do_not_import_the_heavy_stacks(command):
+    code = (
+        "import sys, io, contextlib\n"
+        "from optcoll.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({command!r}) == 0\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr

@@ -136,13 +136,14 @@ def process_groups(topology: Any, args: argparse.Namespace) -> Any:
     True
     """
     from optcoll.exceptions import GroupError
-    from optcoll.groups import parse_groups
 
     if args.groups is None:
         for flag, value in (("--relay", args.relay), ("--group-form", args.group_form)):
             if value is not None:
                 raise GroupError(f"{flag} applies to process groups: give --groups too")
         return None
+    from optcoll.groups import parse_groups
+
     return parse_groups(topology, args.groups, args.relay)
 
 

@@ -50,7 +50,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -168,12 +168,11 @@ class SweepSpec:
         >>> spec.columns
         ('k', 'plan_ratio@1K', 'plan_ratio@1M')
         """
-        from optcoll.sizes import size_text
 
         columns: list[str] = []
         for name in self.quantities:
             if QUANTITIES[name].needs == "plan":
-                columns += [f"{name}@{size_text(size)}" for size in self.plan_sizes]
+                columns += [_column(name, size) for size in self.plan_sizes]
             else:
                 columns.append(name)
         return tuple(columns)
@@ -309,17 +308,7 @@ def parse_sweep_spec(
     plot = data.get("plot")
     if plot is not None and plot not in spec.columns:
         raise _fail(f"{where}: plot must be one of the columns ({', '.join(spec.columns)})")
-    return SweepSpec(
-        base,
-        grid,
-        tuple(quantities),
-        tuple(scale),
-        plot,
-        Path(folder),
-        dict(data),
-        sizes,
-        collective,
-    )
+    return replace(spec, plot=plot)
 
 
 def _plan_options(data: Any, quantities: Sequence[str], where: str) -> tuple[tuple[int, ...], str]:
@@ -454,7 +443,6 @@ def evaluate_point(task: tuple[dict[str, Any], SweepSpec]) -> dict[str, Any]:
     ``task`` is the topology's file-format dictionary (:meth:`Topology.to_dict`, which
     pickles where a topology does not) and the spec (its quantities and plan options).
     """
-    from optcoll.sizes import size_text
 
     data, spec = task
     topology = Topology.from_dict(data)
@@ -475,7 +463,7 @@ def evaluate_point(task: tuple[dict[str, Any], SweepSpec]) -> dict[str, Any]:
 
                 rows = plan(topology, spec.plan_collective, spec.plan_sizes)
             for row in rows:
-                values[f"{name}@{size_text(row.size)}"] = quantity.compute(row)
+                values[_column(name, row.size)] = quantity.compute(row)
         else:
             values[name] = quantity.compute(topology)
     return values
@@ -505,9 +493,21 @@ def metadata_path(output: str | Path) -> Path:
     return path.with_name(path.name + ".meta.json")
 
 
+def _column(quantity: str, size: int) -> str:
+    """The column of a ``plan_*`` quantity at one size: ``plan_ratio@1M``."""
+    from optcoll.sizes import size_text
+
+    return f"{quantity}@{size_text(size)}"
+
+
+def _quantity(column: str) -> str:
+    """The quantity a column holds (``plan_ratio@1M`` -> ``plan_ratio``)."""
+    return column.partition("@")[0]
+
+
 def _kind(column: str) -> str:
     """The type of a quantity column: ``"text"``, ``"float"`` or ``"int"``."""
-    return QUANTITIES[column.partition("@")[0]].kind
+    return QUANTITIES[_quantity(column)].kind
 
 
 def _typed(column: str, value: Any) -> Any:
@@ -797,7 +797,7 @@ def plot_values(
     keys = list(spec.grid)
     if not keys:
         raise _fail("--plot draws a quantity against a grid key; the spec has no grid")
-    numeric = [c for c in spec.columns if c.partition("@")[0] not in _WORDS]
+    numeric = [c for c in spec.columns if _quantity(c) not in _WORDS]
     quantity = spec.plot or (numeric[0] if numeric else None)
     if quantity is None or quantity not in numeric:
         raise _fail(

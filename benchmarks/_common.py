@@ -113,12 +113,12 @@ def cpu_seconds() -> float:
 #: What ``--baseline`` times in the other checkout, per benchmark kind: ``call(topology)``,
 #: or the function ``prepare(topology, *arguments)`` returns (its own work untimed).
 _BASELINE_CALLS = {
-    "trees": "from optcoll.packing import pack_arborescences as call",
-    "bound": "from optcoll.bound import optimal_cut_ratio as call",
+    "trees": "from optcoll.schedules.packing import pack_arborescences as call",
+    "bound": "from optcoll.bounds.cut_ratio import optimal_cut_ratio as call",
     "simulate": "\n".join(
         [
-            "from optcoll.packing import pack_arborescences",
-            "from optcoll.simulator import simulate_schedule",
+            "from optcoll.schedules.packing import pack_arborescences",
+            "from optcoll.sim.simulator import simulate_schedule",
             "def prepare(topology, size):",
             "    schedule = pack_arborescences(topology)",
             "    return lambda: simulate_schedule(topology, schedule, int(size))",

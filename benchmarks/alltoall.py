@@ -6,7 +6,7 @@ Run from the repository root::
                                   [--largest dgx-a100:16 dgx-h100:16 ...] [--forms]
 
 For every spec, in a fresh subprocess (so that peak memory is the spec's own):
-t* by :func:`optcoll.alltoall.alltoall_bound` (LP build + HiGHS + exact vertex,
+t* by :func:`optcoll.schedules.alltoall.alltoall_bound` (LP build + HiGHS + exact vertex,
 duals, duality proof, length certificate, cut bound), the model size, HiGHS's
 own seconds, the exact part's seconds, wall and CPU seconds and the peak
 resident memory; then the all-to-all schedule (:func:`alltoall_schedule`)
@@ -35,9 +35,9 @@ LIMIT = 600.0
 _CHILD = """
 import json, resource, sys, time
 from optcoll.io import load_topology
-from optcoll.alltoall import alltoall_bound, alltoall_schedule
-from optcoll.verify import verify_schedule
-from optcoll.alltoall import alltoall_optimum
+from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
+from optcoll.verify.schedule import verify_schedule
+from optcoll.schedules.alltoall import alltoall_optimum
 spec, form, schedule = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()

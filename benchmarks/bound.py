@@ -29,7 +29,7 @@ from benchmarks._common import (
     reference_optimum,
     reference_seconds,
 )
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.io import load_topology
 
 SPECS = [

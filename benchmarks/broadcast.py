@@ -4,8 +4,8 @@ Run from the repository root::
 
     python -m benchmarks.broadcast [--repeat 5] [--specs dgx-a100:16 ...]
 
-``optcoll.collectives.broadcast_capacity`` computes ``min over compute v != root of
-maxflow(root, v)`` with :meth:`optcoll.maxflow.FlowNetwork.min_rooted_cut` (measured
+``optcoll.schedules.collectives.broadcast_capacity`` computes ``min over compute v != root of
+maxflow(root, v)`` with :meth:`optcoll.graph.maxflow.FlowNetwork.min_rooted_cut` (measured
 sinks merged into the root, local certificates instead of most max-flows). This script
 runs it side by side with the previous computation, ``N - 1`` separate max-flows on the
 same network, checks that both give the same ``K``, and prints the median wall-clock
@@ -25,10 +25,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import print_table
-from optcoll.collectives import broadcast_capacity
+from optcoll.core.topology import Topology
+from optcoll.graph.maxflow import FlowNetwork
 from optcoll.io import load_topology
-from optcoll.maxflow import FlowNetwork
-from optcoll.topology import Topology
+from optcoll.schedules.collectives import broadcast_capacity
 
 SPECS = ["dgx-a100:2", "dgx-a100:16", "mi250:8"]
 

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import maxrss_mib, print_table, timed
 from optcoll.cli import main as optcoll
-from optcoll.mscclcheck import check_file
+from optcoll.verify.msccl import check_file
 
 SPECS = ["dgx-a100:16", "mi250:8"]
 COLLECTIVES = ["allgather", "allreduce"]

@@ -6,9 +6,9 @@ Run from the repository root::
                                 [--runtime rccl]
 
 For every topology and collective it measures, in one process: building the
-deployable schedule (:func:`optcoll.export.deploy.deployable_schedule`: the
+deployable schedule (:func:`optcoll.schedules.deploy.deployable_schedule`: the
 power-of-two k search and the packing), verifying it
-(:func:`optcoll.verify.verify_schedule`), writing the MSCCL programs of every
+(:func:`optcoll.verify.schedule.verify_schedule`), writing the MSCCL programs of every
 placement (:func:`optcoll.export.msccl.msccl_program`), and - when the
 independent program checker ``optcoll check-xml`` exists - checking each written
 file with it (a separate process, so its time includes start-up). It prints wall
@@ -17,7 +17,7 @@ the cores), the chosen k, its ratio to the optimum, and the figures the runtime
 bounds (steps per thread block, thread blocks per GPU, channels, peers per GPU).
 
 With ``--simulate`` it measures instead how fast the exported program runs, in the
-chunk-level simulator (:mod:`optcoll.simulator`)::
+chunk-level simulator (:mod:`optcoll.sim.simulator`)::
 
     python -m benchmarks.export --simulate [--against main] [--sizes 1M 64M 1G]
 
@@ -43,11 +43,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import extract_revision, print_table
-from optcoll.collectives import collective_lower_bound
-from optcoll.export.deploy import deployable_schedule
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.io import load_topology
-from optcoll.verify import verify_schedule
+from optcoll.schedules.collectives import collective_lower_bound
+from optcoll.schedules.deploy import deployable_schedule
+from optcoll.verify.schedule import verify_schedule
 
 SPECS = ["dgx-a100:16", "mi250:8"]
 COLLECTIVES = ["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"]
@@ -92,7 +92,7 @@ def simulated(
     """Rows of ``--simulate``: simulated time over the bound of trees and programs."""
     from optcoll.cli._core import size_text
     from optcoll.io import save_schedule
-    from optcoll.simulator import data_bytes, simulate_msccl, simulate_schedule
+    from optcoll.sim.simulator import data_bytes, simulate_msccl, simulate_schedule
 
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as name:

@@ -5,11 +5,11 @@ Run from the repository root::
     python -m benchmarks.groups [--cases dgx-a100:16/blocks:8/members ...]
                                 [--forms columns edge] [--largest dgx-h100:16/strided:16/any ...]
 
-Every case (``SPEC/GROUPS/RELAY``) runs :func:`optcoll.groups.groups_bound`
+Every case (``SPEC/GROUPS/RELAY``) runs :func:`optcoll.groups.bounds.groups_bound`
 once per LP form, each in a fresh interpreter (so that peak memory is its own),
 side by side:
 
-* **columns**: the tree-column form (:mod:`optcoll.group_columns`, column
+* **columns**: the tree-column form (:mod:`optcoll.groups.tree_columns`, column
   generation over trees of paths, exact pricing by shortest paths and Edmonds);
 * **edge**: the edge form (:mod:`formulations.groups`, one flow per group, root
   and member).
@@ -59,7 +59,7 @@ LIMIT = 600.0
 _CHILD = """
 import json, resource, sys, time
 from optcoll.io import load_topology
-from optcoll.groups import groups_bound, parse_groups
+from optcoll.groups.bounds import groups_bound, parse_groups
 spec, text, relay, form = sys.argv[1:5]
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()

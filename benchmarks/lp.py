@@ -5,7 +5,7 @@ Run from the repository root::
     python -m benchmarks.lp [--repeat 1] [--specs dgx-a100:8 mi250:4 ...] [--quick]
 
 Prints, for the congestion LP in both forms (``time``: min t as stated,
-``rate``: max 1/t, the default of :func:`optcoll.congestion.lp_cut_ratio`),
+``rate``: max 1/t, the default of :func:`optcoll.bounds.congestion.lp_cut_ratio`),
 model size, build seconds (PuLP), solve seconds (hand-over to HiGHS + HiGHS),
 total, peak memory and the ratio to ``reference_seconds_2core["bound"]``; how
 build time grows with model size (exponent ~1 means linear); then column
@@ -34,11 +34,11 @@ from benchmarks._common import (
     reference_seconds,
 )
 from formulations.congestion import FORMS, build_congestion
-from optcoll.congestion import congestion_bound
-from optcoll.fixed_k import fixed_k_optimum
+from optcoll.bounds.congestion import congestion_bound
+from optcoll.bounds.multicast import multicast_bound
 from optcoll.io import load_topology
-from optcoll.multicast import multicast_bound
-from optcoll.tree_packing import fractional_tree_packing
+from optcoll.schedules.fixed_k import fixed_k_optimum
+from optcoll.schedules.tree_packing import fractional_tree_packing
 
 SPECS = ["dgx-a100:2", "dgx-a100:4", "dgx-a100:8", "mi250:2", "mi250:4"]
 
@@ -179,8 +179,8 @@ def column_generation(repeat: int) -> list[str]:
 
 def logical_graph_packing() -> None:
     """Column generation on the switch-free graph left by edge splitting (dgx-a100:2)."""
-    from optcoll.bound import optimal_cut_ratio
-    from optcoll.splitting import split_switches
+    from optcoll.bounds.cut_ratio import optimal_cut_ratio
+    from optcoll.graph.splitting import split_switches
 
     topology = load_topology("dgx-a100:2")
     bound = optimal_cut_ratio(topology)

@@ -4,7 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.resilience [--specs dgx-a100:16 ...] [--kind links]
 
-``optcoll.resilience.failure_study`` solves one failure per class of verified group
+``optcoll.studies.resilience.failure_study`` solves one failure per class of verified group
 swaps (boxes) and derives the rest, re-checking each derived cut exactly. This script
 runs it side by side with solving every failure (``symmetry=False``), in this process
 (``workers=1``) and on the local process pool (all cores), checks that every run gives
@@ -24,9 +24,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import cpu_seconds, print_table
-from optcoll.engines import default_workers
 from optcoll.io import load_topology
-from optcoll.resilience import failure_study
+from optcoll.studies.engines import default_workers
+from optcoll.studies.resilience import failure_study
 
 SPECS = ["dgx-a100:16"]
 

@@ -6,9 +6,9 @@ benchmark only: ``pip install simpy``)::
     python -m benchmarks.simpy_engine [--specs dgx-a100:2 mi250:2 dgx-a100:16] [--size 1G]
 
 For each topology the optimal allgather's task graph
-(:func:`optcoll.simulator.schedule_tasks`) is run twice: by
-:func:`optcoll.simulator.simulate` and by a SimPy model of the same rules (the module
-docstring of :mod:`optcoll.simulator`): a connection and a link are each a
+(:func:`optcoll.sim.simulator.schedule_tasks`) is run twice: by
+:func:`optcoll.sim.simulator.simulate` and by a SimPy model of the same rules (the module
+docstring of :mod:`optcoll.sim.simulator`): a connection and a link are each a
 ``PriorityResource`` of capacity 1 served earliest-in-the-data first (``priority`` = the
 task's ``order``; SimPy breaks ties by request time, then first come first served), a
 step holds its connection for the per-step overhead, a slice holds each link of its path
@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("this benchmark needs SimPy: pip install simpy", file=sys.stderr)
         return 2
-    from optcoll.packing import pack_arborescences
-    from optcoll.simulator import DEFAULT_OVERHEAD, Network, schedule_tasks, simulate
-    from optcoll.sizes import parse_size
+    from optcoll.core.sizes import parse_size
+    from optcoll.schedules.packing import pack_arborescences
+    from optcoll.sim.simulator import DEFAULT_OVERHEAD, Network, schedule_tasks, simulate
     from optcoll.topologies import build
 
     size = parse_size(args.size)

@@ -9,14 +9,14 @@ Per topology: the seconds (wall and CPU, ``time.process_time``) to build the opt
 allgather (not part of the target), to build its task graph and to simulate it at the
 given size (target: under 10 s for dgx-a100:16 and mi250:8 at 1 GiB), the number of
 tasks, the simulated time against the bound ``(M/N) r*`` and against the cost model of
-``optcoll compare`` (``optcoll.simulate.schedule_cost``, the previous and only other
+``optcoll compare`` (``optcoll.sim.cost_model.schedule_cost``, the previous and only other
 prediction), and the process's peak resident memory so far. One run each: the
 simulator is deterministic.
 
 Wall time above CPU time is time the process waited: ``CPU share`` is CPU over wall
 seconds of the task graph and the simulation together (the share of a core the process
 got; on a machine with more runnable processes than cores it falls well below 1). With
-``--baseline DIR`` the same calls (:func:`optcoll.simulator.simulate_schedule`: task
+``--baseline DIR`` the same calls (:func:`optcoll.sim.simulator.simulate_schedule`: task
 graph and simulation) run on the code of another checkout in a fresh process beside
 ours, and the table gives its CPU and wall seconds and the CPU ratio.
 """
@@ -32,9 +32,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import baseline_seconds, maxrss_mib, print_table, timed
 from optcoll.cli._core import message_size
-from optcoll.packing import pack_arborescences
-from optcoll.simulate import schedule_cost
-from optcoll.simulator import Network, schedule_tasks, simulate
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import schedule_cost
+from optcoll.sim.simulator import Network, schedule_tasks, simulate
 from optcoll.topologies import build
 
 SPECS = ["dgx-a100:16", "mi250:8"]

@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import cpu_seconds, print_table
-from optcoll.sweep import parse_sweep_spec, run_sweep
+from optcoll.studies.sweep import parse_sweep_spec, run_sweep
 
 
 def _process_cpu() -> float:

@@ -5,16 +5,16 @@ Run from the repository root::
     python -m benchmarks.tree_shape [--specs dgx-a100:2 mi250:2 ...] [--repeat 3]
 
 For every topology (a spec, optionally ``@K`` for a fixed ``k``), builds the allgather
-schedule with :func:`optcoll.packing.pack_arborescences` twice in one run, with
+schedule with :func:`optcoll.schedules.packing.pack_arborescences` twice in one run, with
 ``shape=False`` (the packer's trees) and ``shape=True`` (the default,
-:func:`optcoll.tree_shape.shorten_trees`), and prints the CPU seconds of each
+:func:`optcoll.schedules.tree_shape.shorten_trees`), and prints the CPU seconds of each
 (``time.process_time``, best of ``--repeat``), the max/mean tree height, the most
 distinct peers of one GPU, the deepest root-to-node latency of the schedule
-(µs, :func:`optcoll.simulate.schedule_cost`) and the latency lower bound
-(:func:`optcoll.tree_shape.latency_lower_bound` on the same
-:func:`optcoll.simulate.link_latencies`). It fails unless both time
+(µs, :func:`optcoll.sim.cost_model.schedule_cost`) and the latency lower bound
+(:func:`optcoll.schedules.tree_shape.latency_lower_bound` on the same
+:func:`optcoll.sim.cost_model.link_latencies`). It fails unless both time
 factors are exactly equal and both schedules pass
-:func:`optcoll.verify.verify_schedule` at that factor.
+:func:`optcoll.verify.schedule.verify_schedule` at that factor.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import print_table
 from optcoll.io import load_topology
-from optcoll.packing import pack_arborescences
-from optcoll.simulate import link_latencies, schedule_cost
-from optcoll.tree_shape import latency_lower_bound, peer_counts
-from optcoll.verify import verify_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.schedules.tree_shape import latency_lower_bound, peer_counts
+from optcoll.sim.cost_model import link_latencies, schedule_cost
+from optcoll.verify.schedule import verify_schedule
 
 SPECS = ["dgx-a100:2", "dgx-a100:2@8", "mi250:2", "mi250:4", "dgx-a100:16", "dgx-a100:32"]
 

@@ -11,7 +11,7 @@ mapping included), the CPU seconds of the process (``time.process_time``, which
 stays meaningful when other jobs share the cores), the wall time per phase, the
 tracemalloc peak and the process's peak RSS,
 the ratio to ``reference_seconds_2core["trees"]``, the tree statistics, and
-whether :func:`optcoll.verify.verify_schedule` confirms the time factor equals
+whether :func:`optcoll.verify.schedule.verify_schedule` confirms the time factor equals
 r* exactly, and how long that verification took. With ``--baseline DIR`` every
 topology is also run on the code of another checkout (a git worktree of an older
 commit) in a fresh process, and its CPU seconds and the ratio are printed beside
@@ -41,8 +41,8 @@ from benchmarks._common import (
     reference_seconds,
 )
 from optcoll.io import load_topology
-from optcoll.packing import pack_arborescences
-from optcoll.verify import verify_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.verify.schedule import verify_schedule
 
 SPECS = [
     "dgx-a100:1",

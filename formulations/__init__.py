@@ -5,13 +5,13 @@ The model layer: one module per model; each ``build_*`` function returns a
 solves any of them into a typed result in floating point (status enum, objective,
 primal values, duals, report). The models read plain data (node lists, integer
 capacity maps) or a :class:`~formulations.network.Network` (which
-:class:`optcoll.topology.Topology` satisfies), raise the errors of
+:class:`optcoll.core.topology.Topology` satisfies), raise the errors of
 :mod:`formulations.errors`, and import nothing of :mod:`optcoll`. optcoll calls
 them and brings their optima back to exact fractions, proved by LP duality
-(:mod:`optcoll.exact_lp`): :mod:`optcoll.congestion`, :mod:`optcoll.multicast`,
-:mod:`optcoll.multicommodity`, :mod:`optcoll.alltoall`, :mod:`optcoll.path_flow`,
-:mod:`optcoll.tree_packing`, :mod:`optcoll.fixed_k`, :mod:`optcoll.forwardable`
-and :mod:`optcoll.concurrent_groups`.
+(:mod:`optcoll.lp.exact`): :mod:`optcoll.bounds.congestion`, :mod:`optcoll.bounds.multicast`,
+:mod:`optcoll.bounds.multicommodity`, :mod:`optcoll.schedules.alltoall`, :mod:`optcoll.bounds.path_flow`,
+:mod:`optcoll.schedules.tree_packing`, :mod:`optcoll.schedules.fixed_k`, :mod:`optcoll.bounds.forwardable`
+and :mod:`optcoll.groups.concurrent`.
 
 - :mod:`formulations.congestion`: the congestion-bound LP (r*).
 - :mod:`formulations.multicast`: per-root capacity vectors (small N); the same r*.

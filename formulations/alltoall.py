@@ -17,7 +17,7 @@ capacities ``c = bandwidth / unit``; t* in 1/bandwidth units is the LP's
 optimum divided by ``unit``.
 
 The exact optimum with its length-function certificate is
-:func:`optcoll.alltoall.alltoall_optimum`; the optimum is *among* all fractional
+:func:`optcoll.schedules.alltoall.alltoall_optimum`; the optimum is *among* all fractional
 routings in which nodes forward without copying or combining data.
 
 Cut bounds are weaker in general: every set S of nodes needs

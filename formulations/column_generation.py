@@ -8,7 +8,7 @@ arc ``a`` with a positive integer ``m_J(a)``:
                             sum_J m_J(a) x_J <= t * c(a)     for every arc a,   x >= 0.
 
 Spanning trees and trees of paths are such columns. The loop that prices new
-columns and the exact proof of the optimum are :mod:`optcoll.column_generation`.
+columns and the exact proof of the optimum are :mod:`optcoll.lp.column_generation`.
 
 Examples
 --------

@@ -18,7 +18,7 @@ The ``rate`` form (``lam = 1/t``, link capacities as variable bounds) is the
 same LP after a change of variables; it has no capacity rows. Size:
 ``N * |A| + 1`` variables, and ``N * (|V| + |A|)`` rows (time form) or
 ``N * |V|`` rows (rate form). The exact optimum and its certifying cut, from
-the duals, are :func:`optcoll.congestion.congestion_bound`.
+the duals, are :func:`optcoll.bounds.congestion.congestion_bound`.
 
 Examples
 --------
@@ -70,7 +70,7 @@ def build_congestion(topology: Network, form: str = "time") -> pulp.LpProblem:
     ``caps``: ``f_K_A <= g_A`` (rows ``cap_K_A``), ``g_A <= caps[A] * t`` (rows
     ``gcap_A``; in the rate form the bound ``g_A <= caps[A]``) and, at switch
     number ``I`` of ``topology.switch_nodes``, ``out_g - in_g <= 0`` (rows
-    ``switch_I``). The optimum is then r* of :mod:`optcoll.forwardable`.
+    ``switch_I``). The optimum is then r* of :mod:`optcoll.bounds.forwardable`.
 
     Raises
     ------

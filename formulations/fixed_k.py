@@ -18,10 +18,10 @@ The MILP is exact up to HiGHS's integrality tolerance (solved with zero
 relative gap); ``t`` is recomputed exactly from the integer ``z``. Its size,
 ``N^2 |A|`` continuous and ``N |A|`` integer variables, limits it to tiny
 instances; it is the cross-check of the combinatorial fixed-k mode
-(:func:`optcoll.packing.fixed_k_capacity`). With ``K`` = ForestColl's ``k``
+(:func:`optcoll.schedules.packing.fixed_k_capacity`). With ``K`` = ForestColl's ``k``
 its optimum is r*; with any ``K`` it is at least r*.
 
-The model reads integer capacities; :func:`optcoll.fixed_k.fixed_k_optimum`
+The model reads integer capacities; :func:`optcoll.schedules.fixed_k.fixed_k_optimum`
 checks a graph, scales its capacities to integers and calls :func:`solve_fixed_k`.
 
 Examples
@@ -85,7 +85,7 @@ def build_fixed_k(
         raise MethodError(
             f"the fixed-k MILP would have {size} flow variables (N={n}, {len(arcs)} arcs; at "
             f"most {MAX_FLOW_VARIABLES}); use the combinatorial fixed-k mode "
-            f"(optcoll.packing.fixed_k_capacity) for graphs of this size"
+            f"(optcoll.schedules.packing.fixed_k_capacity) for graphs of this size"
         )
     problem = pulp.LpProblem(f"fixed_k_{K}", pulp.LpMinimize)
     t = problem.add_variable("t", lowBound=0)
@@ -173,7 +173,7 @@ def solve_fixed_k(
 
     ``t`` is in the units of ``capacity``, recomputed exactly from the integer
     solution. The graph should be switch-free and strongly connected
-    (:func:`optcoll.tree_packing.check_switch_free`); otherwise the model is
+    (:func:`optcoll.schedules.tree_packing.check_switch_free`); otherwise the model is
     infeasible.
 
     Raises
@@ -200,7 +200,7 @@ def solve_fixed_k(
     except SolverLimitError as err:
         raise SolverLimitError(
             f"{err}; for K={K} on {len(nodes)} nodes the exact combinatorial search "
-            f"optcoll.packing.fixed_k_capacity is much faster"
+            f"optcoll.schedules.packing.fixed_k_capacity is much faster"
         ) from None
     arcs = list(capacity)
     multiplicity: dict[str, dict[Arc, int]] = {}

@@ -17,11 +17,11 @@ splitting at a switch where ``y_r`` is balanced, then Edmonds' branching
 theorem). When every switch has at least as much capacity in as out the
 optimum is the cut ratio r* = max_S |S ∩ Vc| / B+(S) (ForestColl, arXiv
 2402.06787); otherwise it is r* of the best balanced part of the capacity
-(see :mod:`optcoll.bound`).
+(see :mod:`optcoll.bounds.cut_ratio`).
 
 Size: ``N (N - 1) |A| + N |A| + 1`` variables, so it is meant for ``N <= 32``.
 Capacities are the integer-scaled ones, so the optimum is ``r* * unit``; its
-exact value is :func:`optcoll.multicast.multicast_bound`.
+exact value is :func:`optcoll.bounds.multicast.multicast_bound`.
 
 Examples
 --------

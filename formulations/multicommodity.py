@@ -2,7 +2,7 @@
 
 Plain data in, plain data out: a list of nodes, a capacity for every arc
 ``(u, v)`` (positive integers: scale them with
-:func:`optcoll.rational.integer_scaling`), and a list of
+:func:`optcoll.core.rational.integer_scaling`), and a list of
 :class:`Commodity`. Nothing here knows about topologies or schedules.
 
 A **commodity** is data leaving one ``source`` for several sinks, each sink
@@ -35,7 +35,7 @@ commodity at node number ``I``), ``node_K_D_I`` (of a multicast sink flow),
 ``share_K_D_A``, ``relay_K_I`` and ``cap_A``.
 
 The exact optimum, its certificate and the checks are
-:func:`optcoll.multicommodity.solve_multicommodity`.
+:func:`optcoll.bounds.multicommodity.solve_multicommodity`.
 
 Examples
 --------

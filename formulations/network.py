@@ -1,6 +1,6 @@
 """What the models read of a network: a structural type, so they import no topology class.
 
-:class:`optcoll.topology.Topology` satisfies :class:`Network` as it is (``typing``
+:class:`optcoll.core.topology.Topology` satisfies :class:`Network` as it is (``typing``
 matches members, not base classes); any object with these members does. The
 models read node ids and the integer-scaled capacities, nothing else, and raise
 their own errors naming ``name``.
@@ -16,7 +16,7 @@ Examples
 ...         return {("a", "b"): 1, ("b", "a"): 1}, Fraction(25)
 ...     def short_switches(self):
 ...         return []
->>> from optcoll.congestion import lp_cut_ratio
+>>> from optcoll.bounds.congestion import lp_cut_ratio
 >>> lp_cut_ratio(Pair())
 (Fraction(1, 25), frozenset({'a'}))
 """
@@ -35,7 +35,7 @@ __all__ = ["Network", "Arc", "check_capacity", "FLOAT_EXACT_LIMIT"]
 Arc = tuple[str, str]
 
 #: Integers up to this size are exact as floats, so a model built from them is exact
-#: (and its optimum can be recovered and proved exactly, :mod:`optcoll.exact_lp`).
+#: (and its optimum can be recovered and proved exactly, :mod:`optcoll.lp.exact`).
 FLOAT_EXACT_LIMIT = 2**53
 
 
@@ -73,7 +73,7 @@ def check_capacity(nodes: Collection[str], capacity: Mapping[Arc, int]) -> None:
 
 
 class Network(Protocol):
-    """A network as the models see it (:class:`optcoll.topology.Topology` is one).
+    """A network as the models see it (:class:`optcoll.core.topology.Topology` is one).
 
     ``node_ids`` lists every node, ``compute_nodes`` the compute nodes (in rank
     order) and ``switch_nodes`` the rest; ``integer_capacities()`` gives every

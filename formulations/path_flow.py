@@ -10,7 +10,7 @@ It is the same optimum as the edge form of :mod:`formulations.multicommodity`
 (every flow splits into paths), but shares no model with it. There are
 exponentially many paths, so the LP is solved over a growing set of columns
 (:func:`build_path_master`); the column generation with its exact pricing is
-:func:`optcoll.path_flow.path_concurrent_flow`.
+:func:`optcoll.bounds.path_flow.path_concurrent_flow`.
 
 Examples
 --------

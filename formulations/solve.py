@@ -9,7 +9,7 @@ seconds and iteration counts. Anything but a proven optimum raises a
 :class:`~formulations.errors.SolveError` subclass that says what to try.
 
 :func:`model_text` gives any model as ``.mps`` or ``.lp`` text so that it can be
-inspected or solved elsewhere (:func:`optcoll.output.write_model` writes it).
+inspected or solved elsewhere (:func:`optcoll.core.output.write_model` writes it).
 
 Examples
 --------
@@ -306,7 +306,7 @@ def model_text(problem: pulp.LpProblem, suffix: str) -> bytes:
     """``problem`` as the text of an MPS (``".mps"``) or CPLEX-LP (``".lp"``) file.
 
     A maximisation stays one in MPS (``OBJSENSE`` is written). Writing the file
-    safely is the caller's part (:func:`optcoll.output.write_model`).
+    safely is the caller's part (:func:`optcoll.core.output.write_model`).
 
     Raises
     ------
@@ -356,7 +356,7 @@ def simplex_basis(problem: pulp.LpProblem) -> SimplexBasis | None:
     without crossover, or a MILP). With the basis the vertex can be recovered
     exactly: nonbasic variables at their bounds, nonbasic rows at theirs, and
     the basic variables from the square system those equalities leave
-    (:func:`optcoll.linear_system.solve_linear_system`).
+    (:func:`optcoll.lp.linear_system.solve_linear_system`).
 
     Examples
     --------

@@ -11,7 +11,7 @@ Its optimum is the optimal allgather cut ratio r* = max_S |S| / B+(S)
 (Edmonds' branching theorem; ForestColl, arXiv 2402.06787). There are
 exponentially many arborescences, so it is solved over a growing set of
 columns (:func:`build_tree_master`); the column generation, its pricing and
-the exact weights are :func:`optcoll.tree_packing.fractional_tree_packing`.
+the exact weights are :func:`optcoll.schedules.tree_packing.fractional_tree_packing`.
 
 Examples
 --------

@@ -17,8 +17,8 @@ cut (several cuts may compete for the same switch's traffic).
 family of cuts: maximise ``lam`` subject to ``g(δ+(S)) >= lam |S ∩ Vc|`` for
 every ``S`` in the family, ``0 <= g <= c`` and ``out_g(w) <= in_g(w)``. Its
 optimum is an upper bound on ``1 / r*`` (fewer cuts, fewer constraints);
-:func:`optcoll.forwardable.best_forwardable_capacity` proves it exactly and
-:func:`optcoll.forwardable.forwardable_topology` adds violated cuts found by
+:func:`optcoll.bounds.forwardable.best_forwardable_capacity` proves it exactly and
+:func:`optcoll.bounds.forwardable.forwardable_topology` adds violated cuts found by
 exact parametric max-flow until ``g`` attains it.
 
 Examples

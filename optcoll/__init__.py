@@ -1,7 +1,7 @@
 """optcoll: provably optimal collective-communication schedules for any topology.
 
 The data flows one way: topology -> bound -> packing -> schedule -> export,
-and every step can be checked independently (:mod:`optcoll.verify`).
+and every step can be checked independently (:mod:`optcoll.verify.schedule`).
 
 Examples
 --------
@@ -15,10 +15,10 @@ Solution(allgather on dgx-a100:1: algbw 342.857 GB/s, optimal, k = 1, 8 trees, v
 
 from __future__ import annotations
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import OptCollError
 from optcoll.io import load_topology, save_topology
-from optcoll.solution import Solution, solve
-from optcoll.topology import Link, Node, Topology
+from optcoll.schedules.solution import Solution, solve
 
 __version__ = "0.1.0"
 

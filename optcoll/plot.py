@@ -48,16 +48,16 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
-from optcoll.arguments import instance_argument, schedule_argument, topology_argument
+from optcoll.core.arguments import instance_argument, schedule_argument, topology_argument
+from optcoll.core.loads import PHASES, link_loads, route_loads
+from optcoll.core.output import check_output, require_suffix, write_output
+from optcoll.core.rational import fraction_text, rounded_text
+from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
-from optcoll.loads import PHASES, link_loads, route_loads
-from optcoll.output import check_output, require_suffix, write_output
-from optcoll.rational import fraction_text, rounded_text
-from optcoll.schedule import Schedule, Tree
-from optcoll.topology import Topology
 
 if TYPE_CHECKING:
-    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "PICTURE_SUFFIXES",
@@ -631,7 +631,7 @@ def plot_tree(
     ----------
     topology : Topology
     tree : Tree
-        A tree of a :class:`~optcoll.schedule.Schedule` on ``topology``.
+        A tree of a :class:`~optcoll.core.schedule.Schedule` on ``topology``.
     k : int, optional
         The schedule's chunks per shard (shown in the title as ``chunks/k``).
     ax, layout, title
@@ -649,7 +649,7 @@ def plot_tree(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.schedule import Tree, TreeEdge
+    >>> from optcoll.core.schedule import Tree, TreeEdge
     >>> topo = load_topology("dgx-a100:1")
     >>> sw = "b0.nvswitch"
     >>> edges = [TreeEdge("b0.gpu0", f"b0.gpu{i}", ("b0.gpu0", sw, f"b0.gpu{i}")) for i in range(1, 8)]
@@ -836,7 +836,7 @@ def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[st
     Trees of ``reduce_scatter`` and ``reduce`` schedules run toward the root, so
     their paths load the reversed links; ``allreduce`` loads both directions.
     Links the schedule does not use are absent. The loads are
-    :func:`optcoll.loads.link_loads` per phase (:data:`optcoll.loads.PHASES`).
+    :func:`optcoll.core.loads.link_loads` per phase (:data:`optcoll.core.loads.PHASES`).
 
     Raises
     ------
@@ -845,8 +845,8 @@ def schedule_link_loads(topology: Topology, schedule: Schedule) -> dict[tuple[st
 
     Examples
     --------
-    >>> from optcoll.topology import Topology, Node, Link
-    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> from optcoll.core.topology import Topology, Node, Link
+    >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> t = Topology("pair", [Node("a"), Node("b")], [Link("a", "b", 10, bidirectional=True)])
     >>> s = Schedule("allgather", "pair", ("a", "b"), 2,
     ...              (Tree("a", 2, (TreeEdge("a", "b", ("a", "b")),)),
@@ -891,8 +891,8 @@ def plot_link_utilisation(
 
     Examples
     --------
-    >>> from optcoll.topology import Topology, Node, Link
-    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> from optcoll.core.topology import Topology, Node, Link
+    >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> t = Topology("pair", [Node("a"), Node("b")], [Link("a", "b", 10, bidirectional=True)])
     >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
     ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
@@ -954,16 +954,18 @@ def plot_group_links(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.group_schedule import groups_schedule
-    >>> from optcoll.groups import parse_groups
+    >>> from optcoll.groups.schedule import groups_schedule
+    >>> from optcoll.groups.bounds import parse_groups
     >>> topo = load_topology("dgx-a100:2")
     >>> plot_group_links(topo, groups_schedule(parse_groups(topo, "strided:2"))).get_title()
     'allgather of 8 groups on dgx-a100:2 (relay members): 64 links used, 0 shared'
     """
-    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.groups.schedule import GroupsSchedule
 
     topology_argument(topology)
-    instance_argument(schedule, GroupsSchedule, "schedule", "optcoll.group_schedule.GroupsSchedule")
+    instance_argument(
+        schedule, GroupsSchedule, "schedule", "optcoll.groups.schedule.GroupsSchedule"
+    )
     users: dict[tuple[str, str], dict[int, Fraction]] = defaultdict(dict)
     for index, group in enumerate(schedule.groups):
         for arc, load in schedule_link_loads(topology, group).items():
@@ -1151,7 +1153,7 @@ def save_figure(
     """Write the figure holding ``ax_or_figure`` as PNG (or by suffix: PDF, SVG).
 
     No time stamp, software tag or random id is embedded, so equal figures give
-    equal bytes. The file is written by :func:`optcoll.output.write_output`: never
+    equal bytes. The file is written by :func:`optcoll.core.output.write_output`: never
     over an existing file without ``force``, never over one of ``inputs``, never
     half-written; parent folders are created. Another suffix than those of
     :data:`PICTURE_SUFFIXES` raises :class:`~optcoll.exceptions.OutputError`.

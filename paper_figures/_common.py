@@ -55,6 +55,6 @@ def ratio_text(value: Any) -> str:
 
 def optimal_schedule(topology: Any) -> Any:
     """The throughput-optimal allgather schedule (ForestColl's k trees per root, time factor r*)."""
-    from optcoll.packing import pack_arborescences
+    from optcoll.schedules.packing import pack_arborescences
 
     return pack_arborescences(topology)

@@ -3,7 +3,7 @@ baselines on dgx-a100 and mi250 at 1, 2, 4 and 8 boxes (left: bandwidth limit
 N / time factor; right: algbw against message size on dgx-a100:2, latency included).
 
 The optimum is N / r* from the exact bound (the optimal trees reach it: see
-``fixed_k`` and ``mi250_tree``); the baselines come from :mod:`optcoll.simulate`
+``fixed_k`` and ``mi250_tree``); the baselines come from :mod:`optcoll.sim.cost_model`
 on the same topology and routing model.
 """
 
@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_algbw_curves, save_figure
-from optcoll.simulate import SIZES, hierarchical_ring_allgather, ring_allgather, schedule_cost
+from optcoll.sim.cost_model import SIZES, hierarchical_ring_allgather, ring_allgather, schedule_cost
 from paper_figures._common import optimal_schedule, output_folder, write_csv
 
 FULL = ({"dgx-a100": (1, 2, 4, 8), "mi250": (1, 2, 4, 8)}, "dgx-a100:2")

@@ -8,7 +8,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_cut, save_figure
 from paper_figures._common import output_folder, ratio_text, write_csv
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
-from optcoll.packing import pack_arborescences
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_algbw_curves, save_figure
-from optcoll.verify import verify_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.verify.schedule import verify_schedule
 from paper_figures._common import output_folder, ratio_text, reference, write_csv
 
 FULL = {"mi250:1": range(1, 7), "dgx-a100:2": range(1, 14), "mi250:2": range(1, 5)}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from optcoll import load_topology
 from optcoll.plot import plot_tree, save_figure
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 from paper_figures._common import optimal_schedule, output_folder, ratio_text, write_csv
 
 ROOT = "b0.gcd0"

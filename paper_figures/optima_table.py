@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_algbw_curves, save_figure
 from paper_figures._common import output_folder, ratio_text, reference_optimum, write_csv
 

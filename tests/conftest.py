@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import formulations.solve as _solve
-from optcoll.topology import Link, Node, Topology, TopologyBuilder
+from optcoll.core.topology import Link, Node, Topology, TopologyBuilder
 
 # Hypothesis keeps no example database and caches nothing in the work tree: test state
 # stays out of the repository.
@@ -38,7 +38,7 @@ def shared_tree_packing(monkeypatch):
     """``fractional_tree_packing`` with each result kept for the session (and put in
     place of the real one for the test): the column generation on dgx-a100:2's logical
     graph (~20 s) runs once for the tests that check it, from either end."""
-    import optcoll.tree_packing as module
+    import optcoll.schedules.tree_packing as module
 
     compute = module.fractional_tree_packing
 
@@ -128,7 +128,7 @@ def switched_topologies(draw, min_switches=1, max_switches=3, bandwidths=(1, 2, 
 
 
 def rooted_connectivity(capacity, root_capacity, sinks):
-    """min over sinks of maxflow(s, v), by networkx (independent of optcoll.maxflow)."""
+    """min over sinks of maxflow(s, v), by networkx (independent of optcoll.graph.maxflow)."""
     g = nx.DiGraph()
     for (u, v), c in capacity.items():
         g.add_edge(u, v, capacity=c)

@@ -13,21 +13,26 @@ from conftest import random_topologies
 from hypothesis import HealthCheck, given, settings
 
 from optcoll import load_topology
-from optcoll.alltoall import alltoall_bound, alltoall_optimum, alltoall_schedule, path_decomposition
+from optcoll.bounds.path_flow import path_concurrent_flow
 from optcoll.cli import main
-from optcoll.crosscheck import ALLTOALL_METHODS, crosscheck
+from optcoll.core.schedule import Route, RoutePath, Schedule
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, ScheduleError
-from optcoll.path_flow import path_concurrent_flow
-from optcoll.schedule import Route, RoutePath, Schedule
-from optcoll.simulate import (
+from optcoll.schedules.alltoall import (
+    alltoall_bound,
+    alltoall_optimum,
+    alltoall_schedule,
+    path_decomposition,
+)
+from optcoll.sim.cost_model import (
     compare_methods,
     direct_alltoall,
     direct_alltoall_schedule,
     hierarchical_alltoall,
     hierarchical_alltoall_schedule,
 )
-from optcoll.topology import Topology
-from optcoll.verify import verify_schedule
+from optcoll.studies.crosscheck import ALLTOALL_METHODS, crosscheck
+from optcoll.verify.schedule import verify_schedule
 
 
 def exact_schedule_checks(topology: Topology) -> None:

@@ -16,23 +16,15 @@ from typing import Any
 import pytest
 
 import optcoll
-from optcoll import (
-    alltoall,
-    bound,
-    collectives,
-    crosscheck,
-    export,
-    groups,
-    io,
-    mscclcheck,
-    packing,
-    plot,
-    resilience,
-    simulate,
-    sweep,
-    verify,
-)
+from optcoll import export, io, plot
+from optcoll.bounds import cut_ratio as bound
 from optcoll.exceptions import ArgumentError, OptCollError
+from optcoll.groups import bounds as groups
+from optcoll.schedules import alltoall, collectives, packing
+from optcoll.sim import cost_model as simulate
+from optcoll.studies import crosscheck, resilience, sweep
+from optcoll.verify import msccl as mscclcheck
+from optcoll.verify import schedule as verify
 
 TOPO = optcoll.load_topology("ring:4")
 SCHEDULE = optcoll.solve(TOPO, "allgather").schedule

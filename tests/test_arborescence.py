@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from optcoll.arborescence import min_cost_arborescence
 from optcoll.exceptions import NotStronglyConnectedError, UnknownNodeError
+from optcoll.graph.arborescence import min_cost_arborescence
 
 
 def is_spanning_arborescence(nodes: list[str], arcs: tuple, root: str) -> bool:
@@ -103,7 +103,7 @@ def test_ours_finds_the_cheapest_arborescence(case: str) -> None:
     strict=True,
     reason="networkx 3.2-3.6 minimum_spanning_arborescence misses existing arborescences; "
     "this test starts passing (and fails as strict XPASS) once upstream fixes it, "
-    "so optcoll.arborescence can be retired",
+    "so optcoll.graph.arborescence can be retired",
 )
 @pytest.mark.parametrize("case", sorted(NETWORKX_MISSES))
 def test_networkx_finds_the_cheapest_arborescence(case: str) -> None:

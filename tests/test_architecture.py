@@ -103,12 +103,16 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_lazy_and_package_imports():
     graph = _import_graph()
-    assert "optcoll.packing" in graph["optcoll.collectives"]  # imported inside a function
+    assert (
+        "optcoll.schedules.packing" in graph["optcoll.schedules.collectives"]
+    )  # imported inside a function
     assert "optcoll.topologies.registry" in graph["optcoll.topologies.dgx"]
-    assert "optcoll.congestion" in graph["optcoll.bound"]
-    assert "formulations.congestion" in graph["optcoll.congestion"]
-    assert "formulations.multicommodity" in graph["optcoll.concurrent_groups"]
-    assert "optcoll.groups" not in graph["optcoll.concurrent_groups"]  # under TYPE_CHECKING only
+    assert "optcoll.bounds.congestion" in graph["optcoll.bounds.cut_ratio"]
+    assert "formulations.congestion" in graph["optcoll.bounds.congestion"]
+    assert "formulations.multicommodity" in graph["optcoll.groups.concurrent"]
+    assert (
+        "optcoll.groups.bounds" not in graph["optcoll.groups.concurrent"]
+    )  # under TYPE_CHECKING only
 
 
 def test_the_cycle_finder_finds_a_cycle():

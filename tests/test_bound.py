@@ -11,11 +11,11 @@ from conftest import random_topologies
 from hypothesis import given, settings
 
 from benchmarks._common import load_reference
-from optcoll.bound import METHODS, CutRatio, optimal_cut_ratio
+from optcoll.bounds.cut_ratio import METHODS, CutRatio, optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import MethodError
 from optcoll.io import load_topology
-from optcoll.topology import Link, Node, Topology
 
 
 def _reference_optima() -> list[dict]:

@@ -8,8 +8,11 @@ from fractions import Fraction
 
 import pytest
 
-from optcoll.bound import optimal_cut_ratio
-from optcoll.collectives import (
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.topology import TopologyBuilder
+from optcoll.exceptions import ArgumentError, ScheduleError
+from optcoll.schedules.collectives import (
     allreduce,
     broadcast,
     broadcast_capacity,
@@ -19,12 +22,9 @@ from optcoll.collectives import (
     reduce_scatter,
     reversed_topology,
 )
-from optcoll.exceptions import ArgumentError, ScheduleError
-from optcoll.packing import pack_arborescences
-from optcoll.schedule import Schedule, Tree, TreeEdge
+from optcoll.schedules.packing import pack_arborescences
 from optcoll.topologies import build
-from optcoll.topology import TopologyBuilder
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def _min_cut(topology, inside_must, outside_must):

@@ -9,12 +9,12 @@ import pytest
 from conftest import switched_topologies
 from hypothesis import given, settings
 
-from optcoll import crosscheck as harness
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
-from optcoll.crosscheck import METHODS, crosscheck
 from optcoll.exceptions import MethodError
 from optcoll.io import load_topology
+from optcoll.studies import crosscheck as harness
+from optcoll.studies.crosscheck import METHODS, crosscheck
 
 REFERENCE = {
     "dgx-a100:1": Fraction(7, 300),

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.multicast import multicast_bound
 from optcoll.cli import main
-from optcoll.crosscheck import METHODS, crosscheck
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import ReconstructionError
 from optcoll.io import save_topology
-from optcoll.multicast import multicast_bound
-from optcoll.topology import Topology, TopologyBuilder
-from optcoll.tree_packing import fractional_tree_packing
+from optcoll.schedules.tree_packing import fractional_tree_packing
+from optcoll.studies.crosscheck import METHODS, crosscheck
 
 
 def decimal_mesh(digits: int, seed: int, n: int = 4) -> Topology:
@@ -72,12 +72,12 @@ def test_lp_solve_prints_the_proved_multicast_value(capsys, tmp_path):
 
 
 def test_lp_solve_falls_back_when_the_lp_is_not_proved(capsys, monkeypatch, tmp_path):
-    import optcoll.multicast
+    import optcoll.bounds.multicast
 
     def unproved(topology, **_):
         raise ReconstructionError("the exact basis solution is not optimal: a test says so")
 
-    monkeypatch.setattr(optcoll.multicast, "multicast_bound", unproved)
+    monkeypatch.setattr(optcoll.bounds.multicast, "multicast_bound", unproved)
     topology = decimal_mesh(6, 1)
     exact = optimal_cut_ratio(topology).ratio
     assert main(["lp", "solve", _write(topology, tmp_path), "--model", "multicast"]) == 0

@@ -5,7 +5,7 @@ order in which the exporter lays out the steps decides how much of the trees'
 pipelining survives. For the deployable schedule of each case, the program (first
 placement, default options) must pass ``check-xml`` (parser rules, executed at depths
 1, 2 and 8, data correct, no race) and simulate at 1 GiB within a stated factor of the
-trees' simulated time (both in :mod:`optcoll.simulator`, with its defaults).
+trees' simulated time (both in :mod:`optcoll.sim.simulator`, with its defaults).
 
 The limits are what was measured with margin (``python -m benchmarks.export
 --simulate --against main``; XML time over trees time at 1 GiB, the previous exporter's
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import pytest
 
-from optcoll.collectives import collective_lower_bound
-from optcoll.export.deploy import deployable_schedule
 from optcoll.export.msccl import msccl_program, placements
-from optcoll.mscclcheck import check_program
-from optcoll.mscclcheck.program import read_program
-from optcoll.simulator import data_bytes, simulate_msccl, simulate_schedule
+from optcoll.schedules.collectives import collective_lower_bound
+from optcoll.schedules.deploy import deployable_schedule
+from optcoll.sim.simulator import data_bytes, simulate_msccl, simulate_schedule
 from optcoll.topologies import build
+from optcoll.verify.msccl import check_program
+from optcoll.verify.msccl.program import read_program
 
 GIB = 1 << 30
 
@@ -77,7 +77,7 @@ def test_exported_program_runs_close_to_its_trees(
 def test_one_chunk_per_step_lets_a_relay_forward_while_the_next_chunk_arrives():
     """A chain a -> b -> c carrying 4 chunks: b forwards every chunk on its own step, so
     the program takes about 4 + 1 chunk times per loop, not 4 + 4 (``cnt = 4``)."""
-    from optcoll.schedule import Schedule, Tree, TreeEdge
+    from optcoll.core.schedule import Schedule, Tree, TreeEdge
 
     nodes = ("a", "b", "c")
     trees = tuple(

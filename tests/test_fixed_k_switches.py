@@ -18,13 +18,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.io import save_topology
-from optcoll.packing import pack_arborescences
+from optcoll.schedules.packing import pack_arborescences
 from optcoll.topologies import build
-from optcoll.topology import Topology, TopologyBuilder
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 KS = (1, 2, 4, 8)
 

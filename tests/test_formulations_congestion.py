@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from formulations.congestion import FORMS, build_congestion
 from formulations.multicast import build_multicast
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
-from optcoll.congestion import congestion_bound, lp_cut_ratio
+from optcoll.bounds.congestion import congestion_bound, lp_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.multicast import multicast_bound
+from optcoll.core.rational import integer_scaling, reconstruct_cut_ratio
+from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, ReconstructionError, TopologyError
-from optcoll.multicast import multicast_bound
-from optcoll.rational import integer_scaling, reconstruct_cut_ratio
-from optcoll.topology import Topology
 
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
 

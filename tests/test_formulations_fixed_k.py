@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from formulations.fixed_k import FixedKResult, build_fixed_k
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import MethodError, SolverLimitError, TopologyError
-from optcoll.fixed_k import fixed_k_optimum
-from optcoll.packing import fixed_k_capacity
-from optcoll.topology import Link, Node, Topology
+from optcoll.schedules.fixed_k import fixed_k_optimum
+from optcoll.schedules.packing import fixed_k_capacity
 
 Arc = tuple[str, str]
 

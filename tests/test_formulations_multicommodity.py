@@ -16,12 +16,17 @@ from hypothesis import HealthCheck, given, settings
 
 from formulations.multicommodity import Commodity, build_multicommodity
 from optcoll import load_topology
-from optcoll.alltoall import alltoall_bound, alltoall_cut_bound, alltoall_optimum, pair_demand
+from optcoll.bounds.multicommodity import length_bound, routing_time, solve_multicommodity
 from optcoll.cli import main
-from optcoll.exact_lp import check_optimality
+from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError
-from optcoll.multicommodity import length_bound, routing_time, solve_multicommodity
-from optcoll.topology import Topology
+from optcoll.lp.exact import check_optimality
+from optcoll.schedules.alltoall import (
+    alltoall_bound,
+    alltoall_cut_bound,
+    alltoall_optimum,
+    pair_demand,
+)
 
 
 def pair_lp(topology: Topology) -> float:

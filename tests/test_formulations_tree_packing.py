@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formulations.tree_packing import build_tree_master
-from optcoll import load_topology, tree_packing
-from optcoll.bound import optimal_cut_ratio
-from optcoll.congestion import lp_cut_ratio
+from optcoll import load_topology
+from optcoll.schedules import tree_packing
+from optcoll.bounds.congestion import lp_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import SolverLimitError, TopologyError
-from optcoll.topology import Link, Node, Topology
-from optcoll.tree_packing import TreePackingResult, fractional_tree_packing
+from optcoll.schedules.tree_packing import TreePackingResult, fractional_tree_packing
 
 Arc = tuple[str, str]
 
@@ -183,10 +184,10 @@ def test_iteration_limit_is_reported() -> None:
         fractional_tree_packing(topo.compute_nodes, topo.capacity, max_iterations=1)
 
 
-def logical_graph(spec: str):  # noqa: ANN201 - optcoll.splitting.LogicalGraph
+def logical_graph(spec: str):  # noqa: ANN201 - optcoll.graph.splitting.LogicalGraph
     """The switch-free graph left by edge splitting at ForestColl's (U, k)."""
-    from optcoll.packing import chunk_capacities
-    from optcoll.splitting import split_switches
+    from optcoll.graph.splitting import split_switches
+    from optcoll.schedules.packing import chunk_capacities
 
     topo = load_topology(spec)
     bound = optimal_cut_ratio(topo)

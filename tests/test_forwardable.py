@@ -17,17 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import optcoll
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.multicast import multicast_bound
 from optcoll.cli import main
-from optcoll.collectives import broadcast, broadcast_usable, collective_lower_bound
-from optcoll.crosscheck import crosscheck
+from optcoll.core.topology import Link, Topology, TopologyBuilder
 from optcoll.exceptions import SolveError
 from optcoll.io import save_topology
-from optcoll.multicast import multicast_bound
-from optcoll.packing import pack_arborescences
+from optcoll.schedules.collectives import broadcast, broadcast_usable, collective_lower_bound
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.studies.crosscheck import crosscheck
 from optcoll.topologies import build
-from optcoll.topology import Link, Topology, TopologyBuilder
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def _check_everything(topology: Topology) -> Fraction:

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from optcoll.cli import main
 from optcoll.exceptions import OutputError
 from optcoll.io import load_schedule, load_topology
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 #: CPU seconds one in-process command may use before it counts as a hang (CPU time,
 #: not wall time: a loaded machine slows a command down without making it loop).
@@ -426,7 +426,7 @@ def test_interrupted_writes_leave_the_old_file_or_the_new_one(tmp_path):
 
 @pytest.mark.parametrize("anonymous", [True, False])
 def test_write_output_with_and_without_anonymous_files(tmp_path, monkeypatch, anonymous):
-    from optcoll import output
+    from optcoll.core import output
 
     if not anonymous:
         monkeypatch.delattr(output.os, "O_TMPFILE", raising=False)

@@ -12,12 +12,12 @@ import pytest
 
 from optcoll import load_topology
 from optcoll.cli import main
-from optcoll.group_schedule import groups_lower_bound
-from optcoll.groups import make_groups, parse_groups
+from optcoll.groups.bounds import make_groups, parse_groups
+from optcoll.groups.schedule import groups_lower_bound
 from optcoll.io.schedule_json import load_any_schedule
-from optcoll.mscclcheck import check_file
-from optcoll.simulator import data_bytes, simulate_msccl
-from optcoll.verify import verify_groups_schedule
+from optcoll.sim.simulator import data_bytes, simulate_msccl
+from optcoll.verify.msccl import check_file
+from optcoll.verify.schedule import verify_groups_schedule
 
 #: Every command that takes --groups, with the arguments that make it write into DIR.
 COMMANDS = {

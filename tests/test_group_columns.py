@@ -14,13 +14,13 @@ from test_groups import SMALL, concurrent_groups
 
 from formulations.column_generation import Column
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
-from optcoll.column_generation import column_generation
-from optcoll.concurrent_groups import ConcurrentGroups, concurrent_optimum
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.topology import Topology
 from optcoll.exceptions import GroupError, MethodError
-from optcoll.group_columns import tree_bound, tree_column_optimum
-from optcoll.groups import ProcessGroups, make_groups, parse_groups
-from optcoll.topology import Topology
+from optcoll.groups.bounds import ProcessGroups, make_groups, parse_groups
+from optcoll.groups.concurrent import ConcurrentGroups, concurrent_optimum
+from optcoll.groups.tree_columns import tree_bound, tree_column_optimum
+from optcoll.lp.column_generation import column_generation
 
 
 def check_solution(solved: ConcurrentGroups, indices: list[int]) -> None:

@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from test_groups import concurrent_groups, unpruned_optimum
 
 from optcoll import load_topology
+from optcoll.bounds.multicommodity import solve_multicommodity
 from optcoll.cli import main
-from optcoll.collectives import is_symmetric
-from optcoll.concurrent_groups import group_commodities
+from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.exceptions import OptCollError, ScheduleError
-from optcoll.group_schedule import (
+from optcoll.groups.bounds import ProcessGroups, groups_bound, make_groups, parse_groups
+from optcoll.groups.concurrent import group_commodities
+from optcoll.groups.schedule import (
     GroupsSchedule,
     group_roots,
     groups_collective,
@@ -27,11 +29,9 @@ from optcoll.group_schedule import (
     reversed_groups,
     rooted_optimum,
 )
-from optcoll.groups import ProcessGroups, groups_bound, make_groups, parse_groups
 from optcoll.io import load_schedule
-from optcoll.multicommodity import solve_multicommodity
-from optcoll.schedule import Tree, TreeEdge
-from optcoll.verify import verify_groups_schedule
+from optcoll.schedules.collectives import is_symmetric
+from optcoll.verify.schedule import verify_groups_schedule
 
 
 @settings(
@@ -123,7 +123,7 @@ def test_path_through_a_non_member_gpu_needs_relay_any() -> None:
         Tree("b0.gpu0", 1, (TreeEdge("b0.gpu0", "b1.gpu0", route),)),
         Tree("b1.gpu0", 1, (TreeEdge("b1.gpu0", "b0.gpu0", back),)),
     )
-    from optcoll.schedule import Schedule
+    from optcoll.core.schedule import Schedule
 
     group = Schedule("allgather", topo.name, pair, 1, trees)
     for relay, valid in (("members", False), ("any", True)):

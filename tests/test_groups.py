@@ -17,19 +17,19 @@ from hypothesis import strategies as st
 from test_alltoall import FAMILIES
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.multicommodity import solve_multicommodity
 from optcoll.cli import main
-from optcoll.concurrent_groups import concurrent_optimum, group_commodities
+from optcoll.core.topology import Node, Topology
 from optcoll.exceptions import GroupError
-from optcoll.groups import (
+from optcoll.groups.bounds import (
     ProcessGroups,
     group_optimum,
     groups_bound,
     make_groups,
     parse_groups,
 )
-from optcoll.multicommodity import solve_multicommodity
-from optcoll.topology import Node, Topology
+from optcoll.groups.concurrent import concurrent_optimum, group_commodities
 
 #: The bandwidths of the random topologies (exact, decimal-free, awkward ratios).
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.multicast import multicast_bound
 from optcoll.cli import main
 from optcoll.exceptions import (
     BandwidthError,
@@ -27,7 +28,6 @@ from optcoll.io import (
     from_msccl,
     import_topology,
 )
-from optcoll.multicast import multicast_bound
 
 DATA = Path(__file__).parent / "data" / "importers"
 

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import (
     BandwidthError,
     FileFormatError,
@@ -24,7 +25,6 @@ from optcoll.exceptions import (
     UnknownNodeError,
 )
 from optcoll.io import load_topology, looks_like_path, read_document, save_topology
-from optcoll.topology import Link, Node, Topology
 
 ISSUE_EXAMPLE = """\
 {"name": "two-gpus", "bandwidth_unit": "GB/s",

@@ -10,7 +10,7 @@ import networkx as nx
 import pytest
 
 from optcoll import cli
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.exceptions import ImportFormatError
 from optcoll.io import detect_format, import_topology, load_topology
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.exceptions import ReconstructionError, SingularSystemError
-from optcoll.linear_system import solve_linear_system
+from optcoll.lp.linear_system import solve_linear_system
 
 
 def residuals(equations, rhs, solution):

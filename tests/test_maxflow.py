@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.exceptions import SolveError
-from optcoll.maxflow import SMALL_NETWORK_PAIRS, FlowNetwork, MaxFlow, max_flow
+from optcoll.graph.maxflow import SMALL_NETWORK_PAIRS, FlowNetwork, MaxFlow, max_flow
 
 
 @st.composite

@@ -29,11 +29,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.exceptions import ArgumentError, ExportError
 from optcoll.export import export_text
 from optcoll.export.msccl import msccl_program, placements, to_msccl_xml
 from optcoll.export.runtimes import runtime_profile
-from optcoll.schedule import Schedule, Tree, TreeEdge
 
 SENDS = {"s", "rcs", "rrs", "rrcs"}
 RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
@@ -515,7 +515,7 @@ BUILTIN_CASES = [
 
 @pytest.mark.parametrize(("spec", "collective"), BUILTIN_CASES)
 def test_builtin_schedules_export_to_valid_msccl(spec, collective):
-    from optcoll.collectives import build_collective
+    from optcoll.schedules.collectives import build_collective
     from optcoll.topologies import build
 
     schedule = build_collective(build(spec), collective)
@@ -524,7 +524,7 @@ def test_builtin_schedules_export_to_valid_msccl(spec, collective):
 
 @pytest.mark.parametrize("collective", ["broadcast", "reduce"])
 def test_builtin_single_root_export(collective):
-    from optcoll.collectives import build_collective
+    from optcoll.schedules.collectives import build_collective
     from optcoll.topologies import build
 
     schedule = build_collective(build("mi250:1"), collective, root="b0.gcd5")
@@ -772,7 +772,7 @@ def test_cli_broadcast_names_its_root_and_warns(tmp_path, capsys):
 def test_cli_verifies_before_writing(tmp_path, capsys):
     import json
 
-    from optcoll.collectives import build_collective
+    from optcoll.schedules.collectives import build_collective
     from optcoll.topologies import build
 
     schedule = build_collective(build("dgx-a100:1"), "allgather", k=1)
@@ -843,7 +843,7 @@ DEPLOYED = [
 def test_default_rccl_exports_of_the_builtin_families_run_correctly(spec, k, rooted_k):
     """Every collective's default export: a power-of-two k within 1 % of the optimum,
     RCCL's limits met, every placement correct under the structural simulator."""
-    from optcoll.export.deploy import deployable_schedule
+    from optcoll.schedules.deploy import deployable_schedule
     from optcoll.topologies import build
 
     topology = build(spec)
@@ -866,8 +866,8 @@ def test_default_rccl_exports_of_the_builtin_families_run_correctly(spec, k, roo
 def test_allreduce_on_asymmetric_topologies_composes_reduce_scatter_and_allgather(spec):
     """A link without its reverse, or unequal directions: the reduce-scatter trees come
     from the reversed topology, the allgather trees from the topology itself."""
-    from optcoll.collectives import collective_lower_bound
-    from optcoll.export.deploy import deployable_schedule
+    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.deploy import deployable_schedule
     from optcoll.topologies import build
 
     topology = build(spec)

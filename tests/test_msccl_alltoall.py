@@ -1,4 +1,4 @@
-"""MSCCL export of all-to-all, judged by the independent checker ``optcoll.mscclcheck``.
+"""MSCCL export of all-to-all, judged by the independent checker ``optcoll.verify.msccl``.
 
 Every exported program must be accepted by its runtime's parser rules and, executed at
 connection depths 1, 2 and 8 in each placement it claims, put every (source, sink)
@@ -18,11 +18,11 @@ from fractions import Fraction
 import pytest
 
 from optcoll import load_topology
-from optcoll.alltoall import alltoall_schedule
 from optcoll.cli import main
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
-from optcoll.mscclcheck import check_text
+from optcoll.schedules.alltoall import alltoall_schedule
+from optcoll.verify.msccl import check_text
 
 FAMILIES = (
     "ring:4",

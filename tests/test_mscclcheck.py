@@ -10,8 +10,8 @@ import pytest
 
 from optcoll.cli import main
 from optcoll.exceptions import FileFormatError
-from optcoll.mscclcheck import check_text
-from optcoll.mscclcheck.profiles import PROFILES
+from optcoll.verify.msccl import check_text
+from optcoll.verify.msccl.profiles import PROFILES
 
 # --- a small writer of test programs (the checker must not share the exporter's) ------------
 

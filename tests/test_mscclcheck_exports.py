@@ -16,7 +16,7 @@ import json
 import pytest
 
 from optcoll.cli import main
-from optcoll.mscclcheck import check_file
+from optcoll.verify.msccl import check_file
 
 FAMILIES = (
     "ring:4",

@@ -1,4 +1,4 @@
-"""Arborescence packing: every schedule is checked from scratch and by optcoll.verify."""
+"""Arborescence packing: every schedule is checked from scratch and by optcoll.verify.schedule."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from conftest import rooted_connectivity, switched_topologies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.schedule import Schedule
+from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-from optcoll.packing import chunk_capacities, fixed_k_capacity, pack_arborescences, pack_rooted
-from optcoll.schedule import Schedule
-from optcoll.splitting import LogicalGraph, split_switches
+from optcoll.graph.splitting import LogicalGraph, split_switches
+from optcoll.schedules.packing import (
+    chunk_capacities,
+    fixed_k_capacity,
+    pack_arborescences,
+    pack_rooted,
+)
 from optcoll.topologies import build
-from optcoll.topology import Topology
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def independent_time_factor(topology: Topology, schedule: Schedule) -> Fraction:
@@ -227,7 +232,7 @@ def test_fixed_k_optimum_cannot_be_beaten(spec, k):
 
 def test_switch_with_more_in_than_out_capacity():
     """The surplus in-capacity of a switch is dropped; the schedule still reaches r*."""
-    from optcoll.topology import TopologyBuilder
+    from optcoll.core.topology import TopologyBuilder
 
     b = TopologyBuilder("funnel")
     for c in ("a", "b", "c"):

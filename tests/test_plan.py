@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.topology import TopologyBuilder
 from optcoll.exceptions import ScheduleError
-from optcoll.mscclcheck import check_file
-from optcoll.packing import pack_arborescences
-from optcoll.plan import candidates, latency_bound, plan
-from optcoll.simulator import simulate_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.plan import candidates, latency_bound, plan
+from optcoll.sim.simulator import simulate_schedule
 from optcoll.topologies import build
-from optcoll.topology import TopologyBuilder
+from optcoll.verify.msccl import check_file
 
 KiB, MiB = 1024, 1024**2
 

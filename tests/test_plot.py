@@ -11,6 +11,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.patches import FancyArrowPatch
 
 from optcoll import cli, load_topology
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import PlotError, UnknownNodeError
 from optcoll.plot import (
     CUT_COLOR,
@@ -23,8 +25,6 @@ from optcoll.plot import (
     schedule_link_loads,
     topology_layout,
 )
-from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.topology import Link, Node, Topology
 
 SPECS = ["dgx-a100:1", "dgx-a100:2", "mi250:1", "mi250:2"]
 

@@ -12,9 +12,9 @@ import pytest
 
 from optcoll import load_topology
 from optcoll.cli import main
+from optcoll.core.topology import Topology
 from optcoll.exceptions import OptCollError
-from optcoll.mscclcheck import check_file
-from optcoll.topology import Topology
+from optcoll.verify.msccl import check_file
 
 DATA = Path(__file__).parent / "data"
 
@@ -121,9 +121,9 @@ def test_exports_write_the_rank_order_and_follow_it(tmp_path, collective):
 def test_views_of_a_topology_keep_its_rank_order(tmp_path):
     from fractions import Fraction
 
-    from optcoll.group_schedule import share_topology
-    from optcoll.groups import make_groups
-    from optcoll.resilience import failed_topology
+    from optcoll.groups.bounds import make_groups
+    from optcoll.groups.schedule import share_topology
+    from optcoll.studies.resilience import failed_topology
 
     topo = load_topology(str(_ring_file(tmp_path, ["n3", "n2", "n1", "n0"])))
     groups = make_groups(topo, [["n0", "n2"]], relay="any")

@@ -8,10 +8,10 @@ from fractions import Fraction
 import pytest
 
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.exceptions import OptCollError
-from optcoll.resilience import failed_topology, failure_elements, failure_study, group_swaps
+from optcoll.studies.resilience import failed_topology, failure_elements, failure_study, group_swaps
 
 
 def _check_certificate(topology, failure):

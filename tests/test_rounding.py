@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import ArgumentError, ScheduleError
+from optcoll.graph.splitting import split_switches
 from optcoll.io import load_topology
-from optcoll.packing import pack_arborescences
-from optcoll.rounding import round_packing
-from optcoll.splitting import split_switches
-from optcoll.topology import Topology, TopologyBuilder
-from optcoll.tree_packing import fractional_tree_packing
-from optcoll.verify import verify_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.schedules.rounding import round_packing
+from optcoll.schedules.tree_packing import fractional_tree_packing
+from optcoll.verify.schedule import verify_schedule
 
 HALF = Fraction(1, 2)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.exceptions import ScheduleError
-from optcoll.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 
 TREES = (
     Tree("a", 1, (TreeEdge("a", "b", ("a", "s", "b")),)),

@@ -9,12 +9,13 @@ from fractions import Fraction
 
 import pytest
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
-from optcoll.collectives import allreduce
-from optcoll.packing import pack_arborescences
-from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.simulate import (
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.topology import TopologyBuilder
+from optcoll.schedules.collectives import allreduce
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import (
     SIZES,
     compare_methods,
     double_binary_tree_allreduce,
@@ -25,7 +26,6 @@ from optcoll.simulate import (
     widest_paths,
 )
 from optcoll.topologies import build
-from optcoll.topology import TopologyBuilder
 
 
 def _ring4(latency=None):

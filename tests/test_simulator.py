@@ -8,19 +8,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.topology import TopologyBuilder
 from optcoll.exceptions import ScheduleError
-from optcoll.packing import pack_arborescences
-from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.simulate import double_binary_trees, ring_schedule
-from optcoll.simulator import (
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import double_binary_trees, ring_schedule
+from optcoll.sim.simulator import (
     simulate_msccl,
     simulate_schedule,
     simulate_trees,
 )
 from optcoll.topologies import build
-from optcoll.topology import TopologyBuilder
 
 MiB = 1024**2
 GiB = 1024**3
@@ -261,7 +261,7 @@ def test_cli_simulate_json_text_and_errors(tmp_path, capsys):
 
 def test_cost_model_with_chunking_is_exact_on_the_closed_forms():
     """schedule_cost's chunked model agrees with the simulator on ring, chain and star."""
-    from optcoll.simulate import schedule_cost
+    from optcoll.sim.cost_model import schedule_cost
 
     ring = _ring(5, bandwidth=10, latency=2)
     nodes = [f"g{i}" for i in range(5)]

@@ -8,13 +8,17 @@ from fractions import Fraction
 import pytest
 
 import optcoll
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
-from optcoll.collectives import bidirectional_core, collective_lower_bound, reversed_topology
 from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.io import load_schedule
+from optcoll.schedules.collectives import (
+    bidirectional_core,
+    collective_lower_bound,
+    reversed_topology,
+)
 from optcoll.topologies import build
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 COLLECTIVES = ("allgather", "reduce-scatter", "allreduce", "broadcast", "reduce", "alltoall")
 
@@ -45,7 +49,7 @@ def test_known_optima_of_dgx_a100_2():
 
 
 def test_asymmetric_reduce_scatter_uses_the_reversed_bound():
-    b = optcoll.topology.TopologyBuilder("skew")
+    b = optcoll.core.topology.TopologyBuilder("skew")
     for n in "abc":
         b.compute(n)
     b.link("a", "b", 10)
@@ -60,7 +64,7 @@ def test_asymmetric_reduce_scatter_uses_the_reversed_bound():
 
 def _triangle_with_a_one_way_link():
     # a, b, c joined both ways with unequal bandwidths, d joined to a both ways, b -> d one way
-    b = optcoll.topology.TopologyBuilder("one-way")
+    b = optcoll.core.topology.TopologyBuilder("one-way")
     for n in "abcd":
         b.compute(n)
     for src, dst, bw in (("a", "b", 10), ("b", "a", 4), ("b", "c", 10), ("c", "b", 3)):

@@ -9,20 +9,20 @@ from conftest import rooted_connectivity, switched_topologies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import SolveError
-from optcoll.packing import chunk_capacities, pack_arborescences
-from optcoll.splitting import (
+from optcoll.graph.splitting import (
     LogicalGraph,
     min_rooted_connectivity,
     realise_paths,
     split_switches,
     two_level_split,
 )
+from optcoll.schedules.packing import chunk_capacities, pack_arborescences
 from optcoll.topologies import build
 from optcoll.topologies.generic import leaf_spine
-from optcoll.topology import Topology, TopologyBuilder
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def check_logical(topology: Topology, link_capacity, root_capacity, requirement, g: LogicalGraph):

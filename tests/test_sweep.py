@@ -8,12 +8,12 @@ from fractions import Fraction
 import polars as pl
 import pytest
 
-import optcoll.sweep as sweep_module
+import optcoll.studies.sweep as sweep_module
 from optcoll import load_topology
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.exceptions import OutputError
-from optcoll.sweep import (
+from optcoll.studies.sweep import (
     SweepSpecError,
     journal_path,
     load_sweep_spec,
@@ -387,7 +387,7 @@ PLANNED = {
 
 
 def test_plan_quantities_are_the_plan_at_each_size(tmp_path, monkeypatch):
-    from optcoll.plan import candidates, plan
+    from optcoll.sim.plan import candidates, plan
 
     spec = _spec(PLANNED)
     assert spec.columns[1:3] == ("plan_method@4K", "plan_method@1G")

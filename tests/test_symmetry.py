@@ -11,21 +11,21 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from optcoll.bound import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.schedule import Schedule
 from optcoll.exceptions import ScheduleError
-from optcoll.packing import (
+from optcoll.graph.splitting import LogicalGraph, split_switches
+from optcoll.graph.symmetry import RootSymmetry, preserves_capacity, root_symmetry
+from optcoll.schedules.packing import (
     chunk_capacities,
     expand_packing,
     pack_arborescences,
     pack_symmetric,
 )
-from optcoll.schedule import Schedule
-from optcoll.splitting import LogicalGraph, split_switches
-from optcoll.symmetry import RootSymmetry, preserves_capacity, root_symmetry
+from optcoll.schedules.tree_shape import shorten_trees, tree_heights
 from optcoll.topologies import build
-from optcoll.tree_shape import shorten_trees, tree_heights
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def logical_graph(spec):

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optcoll.core.topology import Topology
 from optcoll.exceptions import TopologySpecError
 from optcoll.topologies import FAMILIES, build, families
 from optcoll.topologies.generic import leaf_spine, random_topology, torus
-from optcoll.topology import Topology
 
 
 def total(topo: Topology) -> Fraction:

@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll import load_topology
+from optcoll.core.rational import exact_number
+from optcoll.core.topology import Link, Node, Topology, TopologyBuilder, plain_number
 from optcoll.exceptions import (
     BandwidthError,
     DuplicateNodeError,
@@ -28,8 +30,6 @@ from optcoll.exceptions import (
     UnknownFieldError,
     UnknownNodeError,
 )
-from optcoll.rational import exact_number
-from optcoll.topology import Link, Node, Topology, TopologyBuilder, plain_number
 
 PAIR = [Node("a"), Node("b")]
 

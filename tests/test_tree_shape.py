@@ -6,12 +6,12 @@ import pytest
 from conftest import switched_topologies
 from hypothesis import given, settings
 
-from optcoll.bound import optimal_cut_ratio
-from optcoll.packing import chunk_capacities, pack_arborescences, pack_rooted
-from optcoll.splitting import LogicalGraph, circulant_offsets, split_switches
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.graph.splitting import LogicalGraph, circulant_offsets, split_switches
+from optcoll.schedules.packing import chunk_capacities, pack_arborescences, pack_rooted
+from optcoll.schedules.tree_shape import peer_counts, shorten_trees, tree_heights
 from optcoll.topologies import build
-from optcoll.tree_shape import peer_counts, shorten_trees, tree_heights
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def packing_of(schedule):

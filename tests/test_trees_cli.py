@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from optcoll.cli import main
 from optcoll.io import load_schedule, load_topology
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 
 def test_trees_writes_a_verified_optimal_schedule(tmp_path, capsys):

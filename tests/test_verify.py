@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.cli import main
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import FileFormatError, ScheduleError
 from optcoll.io import load_schedule, load_topology, save_schedule
-from optcoll.schedule import Schedule, Tree, TreeEdge
-from optcoll.topology import Topology, TopologyBuilder
-from optcoll.verify import verify_schedule
+from optcoll.verify.schedule import verify_schedule
 
 # --- hand-built topologies and schedules -----------------------------------------------
 

@@ -9,7 +9,7 @@ import sys
 from fractions import Fraction
 from typing import Any
 
-from optcoll.sizes import size_text
+from optcoll.core.sizes import size_text
 
 __all__ = [
     "Parser",
@@ -45,14 +45,14 @@ def print_json(data: Any) -> None:
 
 
 def message_size(text: str) -> int:
-    """A ``--sizes`` value in bytes (:func:`optcoll.sizes.parse_size`); a usage error if bad.
+    """A ``--sizes`` value in bytes (:func:`optcoll.core.sizes.parse_size`); a usage error if bad.
 
     Examples
     --------
     >>> message_size("64K"), message_size("1MB"), message_size("512")
     (65536, 1048576, 512)
     """
-    from optcoll.sizes import parse_size
+    from optcoll.core.sizes import parse_size
 
     try:
         return parse_size(text)
@@ -116,13 +116,13 @@ def add_group_options(parser: argparse.ArgumentParser) -> None:
 
 
 def process_groups(topology: Any, args: argparse.Namespace) -> Any:
-    """The :class:`~optcoll.groups.ProcessGroups` of ``--groups``/``--relay``, or None.
+    """The :class:`~optcoll.groups.bounds.ProcessGroups` of ``--groups``/``--relay``, or None.
 
     Raises
     ------
     GroupError
         ``--relay`` or ``--group-form`` without ``--groups``, and every error of
-        :func:`optcoll.groups.parse_groups` (one line, exit 2).
+        :func:`optcoll.groups.bounds.parse_groups` (one line, exit 2).
 
     Examples
     --------
@@ -142,7 +142,7 @@ def process_groups(topology: Any, args: argparse.Namespace) -> Any:
             if value is not None:
                 raise GroupError(f"{flag} applies to process groups: give --groups too")
         return None
-    from optcoll.groups import parse_groups
+    from optcoll.groups.bounds import parse_groups
 
     return parse_groups(topology, args.groups, args.relay)
 
@@ -172,8 +172,8 @@ def collective_name(text: str) -> str:
     >>> collective_name("reduce-scatter")
     'reduce_scatter'
     """
+    from optcoll.core.schedule import canonical_collective
     from optcoll.exceptions import ScheduleError
-    from optcoll.schedule import canonical_collective
 
     try:
         return canonical_collective(text)
@@ -206,7 +206,7 @@ def exact_amount(text: str, what: str, example: str) -> Fraction:
     >>> exact_amount("0.5", "latency", "1 or 0.5")
     Fraction(1, 2)
     """
-    from optcoll.rational import parse_fraction
+    from optcoll.core.rational import parse_fraction
 
     try:
         value = parse_fraction(text)

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.bound import optimal_cut_ratio
+    from optcoll.bounds.cut_ratio import optimal_cut_ratio
     from optcoll.io import load_topology
 
     topology = load_topology(args.topo, **reader_options(args))
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _alltoall(topology: Any, args: argparse.Namespace) -> int:
-    from optcoll.alltoall import alltoall_bound
     from optcoll.exceptions import MethodError
+    from optcoll.schedules.alltoall import alltoall_bound
 
     if args.method != "combinatorial":
         raise MethodError(
@@ -115,7 +115,7 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
 
 def _groups(groups: Any, args: argparse.Namespace) -> int:
     from optcoll.exceptions import MethodError
-    from optcoll.groups import FORMS, groups_bound
+    from optcoll.groups.bounds import FORMS, groups_bound
 
     if args.collective != "allgather" or args.method != "combinatorial":
         raise MethodError(

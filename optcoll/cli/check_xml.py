@@ -11,7 +11,7 @@ HELP = "check an MSCCL XML program against a runtime's limits and execute it"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from optcoll.mscclcheck.profiles import DEFAULT_RUNTIME, PROFILES
+    from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, PROFILES
 
     parser.add_argument("file", metavar="FILE", help="MSCCL algorithm XML file")
     parser.add_argument(
@@ -29,9 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.rational import fraction_text
     from optcoll.io import load_topology
-    from optcoll.mscclcheck import check_file
-    from optcoll.rational import fraction_text
+    from optcoll.verify.msccl import check_file
 
     topology = load_topology(args.topology) if args.topology else None
     report = check_file(args.file, runtime=args.runtime, topology=topology)

@@ -17,7 +17,7 @@ from optcoll.cli._core import (
     reader_options,
     size_text,
 )
-from optcoll.rational import fraction_text
+from optcoll.core.rational import fraction_text
 
 NAME = "compare"
 HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree baselines"
@@ -37,17 +37,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _runtime() -> dict[str, Any]:
     """The simulator's default per-step overhead and slice, which the curves use too."""
-    from optcoll.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
     return {"overhead": DEFAULT_OVERHEAD, "slice_bytes": DEFAULT_SLICE}
 
 
 def run(args: argparse.Namespace) -> int:
 
+    from optcoll.core.output import check_output, input_files, require_suffix
     from optcoll.io import load_topology
-    from optcoll.output import check_output, input_files, require_suffix
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.simulate import DEFAULT_LATENCY, SIZES, compare_group_methods, compare_methods
+    from optcoll.sim.cost_model import (
+        DEFAULT_LATENCY,
+        SIZES,
+        compare_group_methods,
+        compare_methods,
+    )
 
     inputs = input_files(args.topo)
     if args.plot:
@@ -117,7 +122,7 @@ def _plot_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from optcoll.output import input_files
+    from optcoll.core.output import input_files
     from optcoll.plot import save_figure
 
     figure, axes = plt.subplots(figsize=(7, 4.5))

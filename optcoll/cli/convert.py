@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.output import check_output, input_files
     from optcoll.io import load_topology, save_topology
-    from optcoll.output import check_output, input_files
 
     inputs = input_files(args.source)
     target = check_output(args.target, force=args.force, inputs=inputs)
@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "astra-sim":
         import yaml
 
+        from optcoll.core.output import write_output
         from optcoll.io.astra_sim import to_astra_network
-        from optcoll.output import write_output
 
         config = to_astra_network(topo)
         text = yaml.safe_dump(config, sort_keys=False, default_flow_style=None)

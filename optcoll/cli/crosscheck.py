@@ -17,7 +17,7 @@ HELP = "run every method that fits and compare their exact values"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from optcoll.crosscheck import ALLTOALL_METHODS, GROUP_METHODS, METHODS
+    from optcoll.studies.crosscheck import ALLTOALL_METHODS, GROUP_METHODS, METHODS
 
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
@@ -42,9 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.crosscheck import crosscheck, crosscheck_groups
     from optcoll.exceptions import MethodError
     from optcoll.io import load_topology
+    from optcoll.studies.crosscheck import crosscheck, crosscheck_groups
 
     topology = load_topology(args.topo, **reader_options(args))
     groups = process_groups(topology, args)

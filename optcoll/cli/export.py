@@ -20,8 +20,8 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ExportError
-from optcoll.rational import fraction_text
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
@@ -123,9 +123,9 @@ class _Chosen:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.output import require_suffix
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
-    from optcoll.output import require_suffix
 
     if args.format == "msccl":
         require_suffix(args.output, (".xml",), "an MSCCL program")
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
-    from optcoll.output import check_output, input_files, write_output
+    from optcoll.core.output import check_output, input_files, write_output
 
     grouped = _groups_schedule(args)
     if grouped is not None:
@@ -169,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
 def _groups_schedule(args: argparse.Namespace) -> tuple[Any, Any, Fraction | None] | None:
     """With ``--groups`` or a groups schedule file: the topology, the verified concurrent
     groups' schedule and its exact bound; else None."""
-    from optcoll.group_schedule import GroupsSchedule, groups_collective, groups_lower_bound
-    from optcoll.groups import make_groups
+    from optcoll.groups.bounds import make_groups
+    from optcoll.groups.schedule import GroupsSchedule, groups_collective, groups_lower_bound
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
-    from optcoll.verify import verify_groups_schedule
+    from optcoll.verify.schedule import verify_groups_schedule
 
     path = _schedule_file(args.source)
     loaded = None if path is None else load_any_schedule(path)
@@ -335,9 +335,9 @@ def _schedules(
 ) -> tuple[Any, list[_Chosen], tuple, list[tuple[int, int | None]] | None]:
     """The topology (None if unknown and unchecked), the verified schedules to write and,
     with ``--bands``, the size band of each (``(smallest, largest or None)``)."""
-    from optcoll.collectives import collective_lower_bound
-    from optcoll.export.deploy import DEFAULT_TOLERANCE, deployable_schedule
     from optcoll.io import load_topology
+    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 
     tolerance = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     schedule_file = _schedule_file(args.source)
@@ -384,9 +384,9 @@ def _schedules(
 
 
 def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list[Any]:
-    """``optcoll plan``'s size bands (:func:`optcoll.plan.schedule_bands`) at ``--sizes``."""
-    from optcoll.plan import candidates, plan, schedule_bands
-    from optcoll.simulate import SIZES
+    """``optcoll plan``'s size bands (:func:`optcoll.sim.plan.schedule_bands`) at ``--sizes``."""
+    from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.plan import candidates, plan, schedule_bands
 
     options = candidates(topology, args.collective, root=args.root, tolerance=tolerance)
     sizes = sorted(set(args.sizes or SIZES))
@@ -404,7 +404,7 @@ def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
     """The verifier's exact time factor; ExportError if it rejects the schedule (paths,
     trees, chunks, or a time factor it claims that its link loads do not give)."""
-    from optcoll.verify import verify_schedule
+    from optcoll.verify.schedule import verify_schedule
 
     verdict = verify_schedule(topology, schedule, optimum=optimum)
     if not verdict.valid:
@@ -426,9 +426,9 @@ def _schedule_file(source: str) -> Path | None:
 
 def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
     """A schedule file's topology and the schedule of ``--collective`` built from it."""
-    from optcoll.collectives import allreduce, reduce_scatter
     from optcoll.exceptions import OptCollError, ScheduleError
     from optcoll.io import load_schedule
+    from optcoll.schedules.collectives import allreduce, reduce_scatter
 
     schedule = load_schedule(path)
     try:
@@ -454,9 +454,9 @@ def _topology_of(source: str | None, schedule: Any, path: Path, options: dict[st
     """The topology of a schedule file: ``--topology``, or its ``topology`` field as a
     built-in spec; either must have the content hash the schedule records."""
     from optcoll import topologies
+    from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError, TopologySpecError
     from optcoll.io import load_topology
-    from optcoll.schedule import check_schedule_topology
 
     if source is not None:
         topology = load_topology(source, **options)
@@ -551,7 +551,7 @@ def _factors(choice: _Chosen) -> dict[str, Any]:
 
 def _rounding(schedule: Any) -> dict[str, Any]:
     """An all-to-all's ``rounding_bound``: the time factor its ``k`` is proved within
-    (t* plus the rounding slack, :func:`optcoll.alltoall.alltoall_schedule`)."""
+    (t* plus the rounding slack, :func:`optcoll.schedules.alltoall.alltoall_schedule`)."""
     bound = schedule.stats.get("rounding_bound") if schedule.collective == "alltoall" else None
     return {} if bound is None else {"rounding_bound": bound}
 

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from optcoll.cli._core import add_reader_options, print_json, reader_options, time_limit
-from optcoll.rational import fraction_text
+from optcoll.core.rational import fraction_text
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
+    from optcoll.core.output import check_output, input_files, write_model
     from optcoll.io import load_topology
-    from optcoll.output import check_output, input_files, write_model
 
     inputs = input_files(args.topo)
     if args.lp_action == "export":
@@ -103,8 +103,8 @@ def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
 
         return build_multicast(topology)
     from formulations.fixed_k import build_fixed_k
-    from optcoll.rational import integer_scaling
-    from optcoll.tree_packing import check_switch_free
+    from optcoll.core.rational import integer_scaling
+    from optcoll.schedules.tree_packing import check_switch_free
 
     nodes = check_switch_free(topology.compute_nodes, topology.capacity)
     caps, _ = integer_scaling(topology.capacity)
@@ -117,7 +117,7 @@ def _lp_solve(
     """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
     data: dict[str, Any] = {"topology": topology.name, "model": args.model}
     if args.model == "tree-packing":
-        from optcoll.tree_packing import fractional_tree_packing
+        from optcoll.schedules.tree_packing import fractional_tree_packing
 
         packing = fractional_tree_packing(
             topology.compute_nodes, topology.capacity, time_limit=args.time_limit
@@ -150,7 +150,7 @@ def _lp_solve(
     lines = []
     try:
         if args.model == "congestion":
-            from optcoll.congestion import congestion_bound
+            from optcoll.bounds.congestion import congestion_bound
 
             congestion = congestion_bound(
                 topology, form=args.form or "rate", time_limit=args.time_limit
@@ -166,12 +166,12 @@ def _lp_solve(
                 f"B+(S) = {topology.cut_bandwidth(congestion.cut)} {topology.bandwidth_unit}"
             )
         elif args.model == "multicast":
-            from optcoll.multicast import multicast_bound
+            from optcoll.bounds.multicast import multicast_bound
 
             multicast = multicast_bound(topology, time_limit=args.time_limit)
             label, value, report = "cut ratio", multicast.cut_ratio, multicast.report
         else:
-            from optcoll.fixed_k import fixed_k_optimum
+            from optcoll.schedules.fixed_k import fixed_k_optimum
 
             fixed = fixed_k_optimum(
                 topology.compute_nodes,
@@ -200,7 +200,7 @@ def _fallback(
     topology: Any, approximate: float | None, why: str, data: dict[str, Any], lines: list[str]
 ) -> tuple[str, Any, dict[str, Any], list[str]]:
     """The combinatorial r* in place of an LP value that was not proved exactly."""
-    from optcoll.bound import optimal_cut_ratio
+    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
     bound = optimal_cut_ratio(topology)
     data |= {"proved": False, "value_from": "combinatorial", "lp_not_proved": why}

@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.output import check_output, input_files, require_suffix
     from optcoll.io import load_topology
-    from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.plan import candidates, plan
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.simulate import DEFAULT_LATENCY, SIZES
-    from optcoll.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+    from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
+    from optcoll.sim.plan import candidates, plan
+    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
     inputs = input_files(args.topo)
     if args.plot:
@@ -115,10 +115,10 @@ def _export(
     args: argparse.Namespace, options: list[Any], rows: list[Any], inputs: list[Path]
 ) -> list[Path]:
     """The MSCCL file of every size band among the candidates that are schedules."""
+    from optcoll.core.output import check_output, write_output
     from optcoll.export.msccl import msccl_program, placements
     from optcoll.export.runtimes import runtime_profile
-    from optcoll.output import check_output, write_output
-    from optcoll.plan import schedule_bands
+    from optcoll.sim.plan import schedule_bands
 
     profile = runtime_profile(args.runtime)
     files = []

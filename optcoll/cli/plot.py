@@ -38,12 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
+    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import MethodError, ScheduleError
-    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.groups.schedule import GroupsSchedule
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
-    from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.schedule import check_schedule_topology
 
     require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
     inputs = input_files(args.topology, args.schedule)
@@ -63,17 +63,17 @@ def run(args: argparse.Namespace) -> int:
                 "--groups or a groups --schedule file, without --cut or --tree"
             )
         if not isinstance(schedule, GroupsSchedule):
-            from optcoll.group_schedule import groups_schedule
+            from optcoll.groups.schedule import groups_schedule
 
             schedule = groups_schedule(groups, form=args.group_form)
         ax = plot.plot_group_links(topology, schedule)
     elif args.cut:
-        from optcoll.bound import optimal_cut_ratio
+        from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
         ax = plot.plot_cut(topology, optimal_cut_ratio(topology).bottleneck_cut)
     elif args.tree:
         if schedule is None:
-            from optcoll.packing import pack_arborescences
+            from optcoll.schedules.packing import pack_arborescences
 
             schedule = pack_arborescences(topology)
         trees = [t for t in schedule.trees if t.root == args.tree]

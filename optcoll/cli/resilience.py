@@ -61,9 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.output import check_output, input_files, require_suffix
     from optcoll.io import load_topology
-    from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.resilience import failure_study
+    from optcoll.studies.resilience import failure_study
 
     if args.random is None and (args.seed != 0 or args.trials != 1):
         from optcoll.exceptions import OptCollError

@@ -7,7 +7,7 @@ import argparse
 from fractions import Fraction
 
 from optcoll.cli._core import add_reader_options, print_json, reader_options
-from optcoll.topology import plain_number
+from optcoll.core.topology import plain_number
 
 NAME = "show"
 HELP = "summarise a topology: counts, per-node ingress/egress bandwidth, switches"

@@ -64,8 +64,8 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_schedule, load_topology
-    from optcoll.simulate import DEFAULT_LATENCY, SIZES
-    from optcoll.simulator import (
+    from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
+    from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
         Network,
@@ -155,9 +155,9 @@ def _is_xml(path: str) -> bool:
 
 def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
     """``schedule`` if it is valid on ``topology`` (the independent verifier), else an error."""
+    from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
-    from optcoll.schedule import check_schedule_topology
-    from optcoll.verify import verify_schedule
+    from optcoll.verify.schedule import verify_schedule
 
     check_schedule_topology(schedule, topology, source)
     result = verify_schedule(topology, schedule)
@@ -167,8 +167,8 @@ def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
 
 
 def _lower_bound(topology: Any, collective: str | None, root: str | None) -> Any:
-    from optcoll.collectives import collective_lower_bound
-    from optcoll.schedule import COLLECTIVES
+    from optcoll.core.schedule import COLLECTIVES
+    from optcoll.schedules.collectives import collective_lower_bound
 
     if collective not in COLLECTIVES:
         return None

@@ -14,8 +14,8 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.rational import fraction_text
 from optcoll.exceptions import OptCollError, OutputError
-from optcoll.rational import fraction_text
 
 NAME = "solve"
 HELP = "the main job: optimal bound, schedule, verification, schedule file and picture"
@@ -67,10 +67,10 @@ def file_stem(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from optcoll.core.output import check_output, input_files
     from optcoll.io import load_topology, save_schedule
-    from optcoll.output import check_output, input_files
     from optcoll.plot import plot_cut, save_figure
-    from optcoll.solution import solve
+    from optcoll.schedules.solution import solve
 
     topology = load_topology(args.topo, **reader_options(args))
     stem = f"{file_stem(topology.name)}.{args.collective}"
@@ -115,11 +115,11 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --collective alltoall``: t*, routes attaining it, verification, file and picture."""
     import time
 
-    from optcoll.alltoall import alltoall_bound, alltoall_schedule
+    from optcoll.core.output import input_files
     from optcoll.io import save_schedule
-    from optcoll.output import input_files
     from optcoll.plot import plot_link_utilisation, save_figure
-    from optcoll.verify import verify_schedule
+    from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
+    from optcoll.verify.schedule import verify_schedule
 
     inputs = input_files(args.topo)
     schedule_path, picture_path = _outputs(stem, "loads", args, inputs)
@@ -179,12 +179,12 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --groups``: the groups' bound, schedule, verification, file and link picture."""
     import time
 
+    from optcoll.core.output import input_files
     from optcoll.exceptions import MethodError
-    from optcoll.group_schedule import groups_collective
+    from optcoll.groups.schedule import groups_collective
     from optcoll.io import write_document
-    from optcoll.output import input_files
     from optcoll.plot import plot_group_links, save_figure
-    from optcoll.verify import verify_groups_schedule
+    from optcoll.verify.schedule import verify_groups_schedule
 
     if args.k is not None or args.root is not None:
         raise MethodError(
@@ -243,7 +243,7 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
 
 def _outputs(stem: Any, picture: str, args: argparse.Namespace, inputs: Any) -> tuple[Any, Any]:
     """``STEM.schedule.json`` and ``STEM.PICTURE.png``, each checked writable (``--force``)."""
-    from optcoll.output import check_output
+    from optcoll.core.output import check_output
 
     return tuple(  # type: ignore[return-value]
         check_output(stem.with_name(f"{stem.name}.{end}"), force=args.force, inputs=inputs)

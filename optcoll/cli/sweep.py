@@ -48,8 +48,14 @@ def _workers(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.sweep import TABLE_SUFFIXES, load_sweep_spec, plot_values, run_sweep, sweep_table
+    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.studies.sweep import (
+        TABLE_SUFFIXES,
+        load_sweep_spec,
+        plot_values,
+        run_sweep,
+        sweep_table,
+    )
 
     if args.output is not None:
         require_suffix(args.output, TABLE_SUFFIXES, "a sweep table")

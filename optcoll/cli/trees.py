@@ -14,7 +14,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
-from optcoll.rational import fraction_text
+from optcoll.core.rational import fraction_text
 
 NAME = "trees"
 HELP = "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)"
@@ -44,9 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
+    from optcoll.core.output import check_output, input_files, require_suffix
     from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, save_schedule
-    from optcoll.output import check_output, input_files, require_suffix
-    from optcoll.packing import pack_arborescences
+    from optcoll.schedules.packing import pack_arborescences
 
     inputs = input_files(args.topo)
     if args.output:
@@ -109,7 +109,7 @@ def _groups(groups: Any, args: argparse.Namespace, inputs: Any) -> int:
     import time
 
     from optcoll.exceptions import MethodError
-    from optcoll.group_schedule import groups_collective
+    from optcoll.groups.schedule import groups_collective
     from optcoll.io import write_document
 
     if args.k is not None:
@@ -159,7 +159,7 @@ def _groups(groups: Any, args: argparse.Namespace, inputs: Any) -> int:
 
 
 def _claim(collective: str) -> str:
-    """What a groups schedule's time factor is optimal among (see optcoll.group_schedule)."""
+    """What a groups schedule's time factor is optimal among (see optcoll.groups.schedule)."""
     return {
         "allgather": "the concurrent optimum t*",
         "reduce_scatter": "t* of the reversed network",

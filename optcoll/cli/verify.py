@@ -12,7 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
-from optcoll.rational import fraction_text
+from optcoll.core.rational import fraction_text
 
 NAME = "verify"
 HELP = "check a schedule file against a topology (exact)"
@@ -27,12 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.collectives import collective_lower_bound
+    from optcoll.core.schedule import Schedule, check_schedule_topology
     from optcoll.exceptions import ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
-    from optcoll.schedule import Schedule, check_schedule_topology
-    from optcoll.verify import verify_schedule
+    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.verify.schedule import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
     expected = process_groups(topology, args)
@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _groups(topology: Any, schedule: Any, args: argparse.Namespace, expected: Any) -> int:
     from optcoll.exceptions import GroupError, ScheduleError
-    from optcoll.group_schedule import groups_lower_bound
-    from optcoll.groups import make_groups
-    from optcoll.verify import Verification, verify_groups_schedule
+    from optcoll.groups.bounds import make_groups
+    from optcoll.groups.schedule import groups_lower_bound
+    from optcoll.verify.schedule import Verification, verify_groups_schedule
 
     try:  # well-formed groups have a concurrent optimum to compare with
         members = [s.compute_nodes for s in schedule.groups]

@@ -1,7 +1,7 @@
 """Writers that turn schedules into files other tools run or read.
 
 * ``msccl``: MSCCL algorithm XML (:mod:`optcoll.export.msccl`);
-* ``json``: the optcoll schedule file (:meth:`optcoll.schedule.Schedule.to_dict`).
+* ``json``: the optcoll schedule file (:meth:`optcoll.core.schedule.Schedule.to_dict`).
 
 Examples
 --------
@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optcoll.arguments import path_argument, schedule_argument, text_argument
+from optcoll.core.arguments import path_argument, schedule_argument, text_argument
+from optcoll.core.output import write_output
+from optcoll.core.schedule import Schedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import MscclProgram, msccl_program, to_msccl_xml
 from optcoll.export.runtimes import RUNTIMES, RuntimeProfile, runtime_profile
 from optcoll.io import schedule_text
-from optcoll.output import write_output
-from optcoll.schedule import Schedule
 
 __all__ = [
     "FORMATS",
@@ -42,7 +42,7 @@ def export_text(schedule: Schedule, fmt: str, **options: Any) -> str:
 
     Examples
     --------
-    >>> from optcoll.schedule import Tree, TreeEdge
+    >>> from optcoll.core.schedule import Tree, TreeEdge
     >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
     ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
     ...               Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))

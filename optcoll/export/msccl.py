@@ -75,7 +75,7 @@ a send waits for its receive (rendezvous).
 
 Examples
 --------
->>> from optcoll.schedule import Schedule, Tree, TreeEdge
+>>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
 >>> trees = (Tree("a", 1, (TreeEdge("a", "b", ("a", "sw", "b")),)),
 ...          Tree("b", 1, (TreeEdge("b", "a", ("b", "sw", "a")),)))
 >>> xml = to_msccl_xml(Schedule("allgather", "pair", ("a", "b"), 1, trees))
@@ -91,16 +91,16 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from optcoll.arguments import (
+from optcoll.core.arguments import (
     choice_argument,
     count_argument,
     schedule_argument,
     size_argument,
     text_argument,
 )
+from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
 from optcoll.export.runtimes import DEFAULT_RUNTIME, RuntimeProfile, runtime_profile
-from optcoll.schedule import Schedule, Tree
 
 __all__ = [
     "PLACEMENTS",
@@ -198,7 +198,7 @@ def to_msccl_xml(schedule: Schedule, **options: object) -> str:
 
     Examples
     --------
-    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> t = (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)), Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),)))
     >>> xml = to_msccl_xml(Schedule("allreduce", "pair", ("a", "b"), 1, t))
     >>> xml.count('type="rrc"'), xml.count('type="s"'), xml.count('type="r"')

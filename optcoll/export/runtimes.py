@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optcoll.arguments import text_argument
+from optcoll.core.arguments import text_argument
 from optcoll.exceptions import ExportError
 
 __all__ = ["RUNTIMES", "DEFAULT_RUNTIME", "SOURCE_COMMITS", "RuntimeProfile", "runtime_profile"]

@@ -30,9 +30,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError, TopologyError
 from optcoll.io.fields import number
-from optcoll.topology import Link, Node, Topology
 
 __all__ = ["from_astra_network", "to_astra_network", "is_astra_network", "BLOCKS"]
 

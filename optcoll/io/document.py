@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from optcoll.core.output import write_output
+from optcoll.core.rational import WrittenNumber
 from optcoll.exceptions import FileFormatError
-from optcoll.output import write_output
-from optcoll.rational import WrittenNumber
 
 __all__ = [
     "read_document",
@@ -88,8 +88,8 @@ class _StrictLoader(_SafeLoader):
     """PyYAML's safe loader, refusing duplicate keys instead of keeping the last.
 
     Numbers are read as written: integers only in plain decimal, and decimal
-    fractions as :class:`~optcoll.rational.WrittenNumber` (a float that keeps
-    its text, so :func:`~optcoll.rational.exact_number` gets every digit).
+    fractions as :class:`~optcoll.core.rational.WrittenNumber` (a float that keeps
+    its text, so :func:`~optcoll.core.rational.exact_number` gets every digit).
     """
 
     yaml_implicit_resolvers = {
@@ -135,7 +135,7 @@ def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file (YAML for ``.yaml``/``.yml``, else JSON).
 
     Numbers with a fraction or an exponent come back as
-    :class:`~optcoll.rational.WrittenNumber` (floats that keep the digits as
+    :class:`~optcoll.core.rational.WrittenNumber` (floats that keep the digits as
     written); YAML integers are plain decimal only (``1:30``, ``010``, ``0x10``
     stay strings rather than becoming 90, 8 and 16).
 
@@ -270,7 +270,7 @@ def _check_expansion(data: Any, path: Path) -> None:
 def write_document(
     data: Any, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
 ) -> None:
-    """Write ``data`` as JSON or YAML (by suffix) with :func:`optcoll.output.write_output`.
+    """Write ``data`` as JSON or YAML (by suffix) with :func:`optcoll.core.output.write_output`.
 
     Never over an existing file without ``force``, never over one of ``inputs``,
     never half-written; parent folders are created.

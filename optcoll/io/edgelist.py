@@ -18,9 +18,9 @@ from __future__ import annotations
 import ast
 from fractions import Fraction
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
-from optcoll.topology import Link, Node, Topology
 
 __all__ = ["from_edgelist"]
 

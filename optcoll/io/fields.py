@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.rational import exact_number
 from optcoll.exceptions import ImportFormatError
-from optcoll.rational import exact_number
 
 __all__ = ["field", "number", "matrix"]
 

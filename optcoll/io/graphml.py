@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
-from optcoll.topology import Link, Node, Topology
 
 __all__ = ["from_graphml", "from_networkx"]
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import matrix, number
-from optcoll.topology import Link, Node, Topology
 
 __all__ = ["from_msccl", "is_msccl"]
 

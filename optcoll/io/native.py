@@ -1,7 +1,7 @@
 """optcoll's own topology files (JSON or YAML, one schema): reads and writes them.
 
 The schema is documented in the README and in
-:meth:`optcoll.topology.Topology.from_dict`. Errors name the file and, where
+:meth:`optcoll.core.topology.Topology.from_dict`. Errors name the file and, where
 the parser or the schema check can tell, the line: ``topo.yaml: line 7:
 links[2] refers to unknown node 'g9'``.
 
@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from optcoll import topologies
-from optcoll.arguments import path_argument, topology_argument
+from optcoll.core.arguments import path_argument, topology_argument
+from optcoll.core.topology import Topology
 from optcoll.exceptions import FileFormatError, OptCollError, TopologyError
 from optcoll.io.document import line_of, read_document, write_document
-from optcoll.topology import Topology
 
 __all__ = ["read_native", "save_topology", "TOPOLOGY_SUFFIXES"]
 

@@ -45,9 +45,9 @@ import xml.etree.ElementTree as ElementTree
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
-from optcoll.topology import Link, Node, Topology
 
 __all__ = [
     "from_nccl_xml",

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from optcoll import topologies
-from optcoll.arguments import path_argument, text_argument
+from optcoll.core.arguments import path_argument, text_argument
+from optcoll.core.output import exists
+from optcoll.core.topology import Topology
 from optcoll.exceptions import FileFormatError, ImportFormatError, TopologyError
 from optcoll.io.astra_sim import from_astra_network, is_astra_network
 from optcoll.io.document import DOCUMENT_SUFFIXES, read_document, read_text
@@ -38,8 +40,6 @@ from optcoll.io.msccl_tools import from_msccl, is_msccl
 from optcoll.io.native import read_native
 from optcoll.io.nccl_xml import from_nccl_xml, is_nccl_xml
 from optcoll.io.taccl import from_taccl, is_taccl
-from optcoll.output import exists
-from optcoll.topology import Topology
 
 __all__ = [
     "TopologyFormat",

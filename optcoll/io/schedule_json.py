@@ -14,14 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.arguments import path_argument, schedule_argument
+from optcoll.core.arguments import path_argument, schedule_argument
+from optcoll.core.output import exists, require_suffix
+from optcoll.core.schedule import Schedule
 from optcoll.exceptions import ScheduleError
 from optcoll.io.document import DOCUMENT_SUFFIXES, document_text, read_document, write_document
-from optcoll.output import exists, require_suffix
-from optcoll.schedule import Schedule
 
 if TYPE_CHECKING:
-    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "load_schedule",
@@ -71,12 +71,12 @@ def load_schedule(path: str | Path) -> Schedule:
     Parse errors raise :class:`FileFormatError` (file, line, column); a
     malformed schedule raises :class:`ScheduleError` prefixed by the file name.
     Whether the schedule is valid for a topology is
-    :func:`optcoll.verify.verify_schedule`'s job.
+    :func:`optcoll.verify.schedule.verify_schedule`'s job.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from optcoll.schedule import Schedule, Tree, TreeEdge
+    >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> s = Schedule("allgather", "pair", ("a", "b"), 1,
     ...              (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
     ...               Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),))))
@@ -102,7 +102,7 @@ def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule:
     FileFormatError, ScheduleError
         As :func:`load_schedule`.
     """
-    from optcoll.group_schedule import GroupsSchedule
+    from optcoll.groups.schedule import GroupsSchedule
 
     path = path_argument(path)
     path = Path(path)

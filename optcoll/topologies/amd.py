@@ -8,8 +8,8 @@ IB switch at 16 GB/s per direction.
 
 from __future__ import annotations
 
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.topologies.registry import Family, check_size, register, single_count
-from optcoll.topology import Topology, TopologyBuilder
 
 XGMI_LINK_GBPS = 50
 IB_MI250 = 16

@@ -39,8 +39,8 @@ Fraction(150, 1)
 
 from __future__ import annotations
 
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.topologies.registry import Family, check_size, register, single_count
-from optcoll.topology import Topology, TopologyBuilder
 
 NVSWITCH_A100 = 300
 NIC_A100 = 25

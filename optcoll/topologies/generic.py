@@ -36,8 +36,9 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.rational import exact_number, parse_fraction
+from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import TopologySpecError
-from optcoll.rational import exact_number, parse_fraction
 from optcoll.topologies.registry import (
     Family,
     check_size,
@@ -47,7 +48,6 @@ from optcoll.topologies.registry import (
     positive_number,
     register,
 )
-from optcoll.topology import Topology, TopologyBuilder
 
 __all__ = [
     "ring",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.rational import parse_fraction
+from optcoll.core.topology import Topology
 from optcoll.exceptions import TopologySpecError
-from optcoll.rational import parse_fraction
-from optcoll.topology import Topology
 
 __all__ = [
     "Family",

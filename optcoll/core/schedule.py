@@ -1,0 +1,554 @@
+"""Schedules: spanning trees with chunk multiplicities and physical paths.
+
+Semantics (the README's "Schedule file"): every compute node's shard is split
+into ``k`` equal chunks; a :class:`Tree` carries ``chunks`` of its root's chunks;
+per root the chunks sum to ``k``; a tree's edges form an arborescence rooted at
+``root`` spanning all compute nodes; each edge's ``path`` runs along existing
+links from ``src`` to ``dst`` with only switches in between. The load of a link
+is the sum over trees of ``chunks`` times the number of the tree's paths that use
+it; the time factor is the max over links of ``load / (k * bandwidth)``.
+
+An **all-to-all** schedule has no trees but ``routes``: one :class:`Route` per
+ordered pair ``(src, dst)`` of distinct compute nodes, whose piece (``M / N``
+bytes) is cut into ``k`` chunks sent along the route's paths (``chunks`` each,
+summing to ``k``); every node on a path may forward. The load of a link is the
+sum of ``chunks`` over the paths that use it, and the time factor is again the
+max over links of ``load / (k * bandwidth)``.
+
+A schedule whose trees are the images of a few *representative* trees under the
+powers of one node permutation (:class:`Rotation`, from
+:func:`optcoll.schedules.packing.pack_arborescences` on clusters of identical boxes) is
+written compactly: the representatives and the permutation, expanded on reading.
+
+This module only holds and (de)serialises schedules. Checking them is the job
+of :mod:`optcoll.verify.schedule`, which shares no code with the builders.
+
+Examples
+--------
+>>> from fractions import Fraction
+>>> t = Tree("a", 1, (TreeEdge("a", "b", ("a", "sw", "b")),))
+>>> s = Schedule("allgather", "two", ("a", "b"), 1, (t, Tree("b", 1, (TreeEdge("b", "a", ("b", "sw", "a")),))),
+...              cut_ratio=Fraction(1, 100), time_factor=Fraction(1, 100))
+>>> Schedule.from_dict(s.to_dict()) == s
+True
+>>> s.algbw
+200.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from optcoll.core.rational import fraction_text, parse_fraction
+from optcoll.exceptions import ScheduleError, TopologyMismatchError
+
+if TYPE_CHECKING:
+    from optcoll.core.topology import Topology
+    from optcoll.groups.schedule import GroupsSchedule
+
+__all__ = [
+    "TreeEdge",
+    "Tree",
+    "Rotation",
+    "RoutePath",
+    "Route",
+    "Schedule",
+    "COLLECTIVES",
+    "SCHEDULE_VERSION",
+    "canonical_collective",
+    "check_schedule_topology",
+]
+
+SCHEDULE_VERSION = 1
+#: The collectives, in their canonical spelling (``reduce-scatter`` is accepted as well).
+COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
+
+
+def canonical_collective(name: str) -> str:
+    """The canonical spelling of a collective's name: ``reduce-scatter`` -> ``reduce_scatter``.
+
+    Case, hyphens and underscores do not matter (``Reduce-Scatter``, ``reduce_scatter``).
+
+    Raises
+    ------
+    ScheduleError
+        An unknown collective (the valid names are listed).
+
+    Examples
+    --------
+    >>> canonical_collective("reduce-scatter"), canonical_collective("AllReduce")
+    ('reduce_scatter', 'allreduce')
+    """
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in COLLECTIVES:
+        raise ScheduleError(
+            f"unknown collective {name!r}; valid: allgather, reduce-scatter (or reduce_scatter), "
+            "allreduce, broadcast, reduce, alltoall"
+        )
+    return key
+
+
+_TOP_FIELDS = {
+    "rotation",
+    "format",
+    "version",
+    "collective",
+    "topology",
+    "compute_nodes",
+    "k",
+    "cut_ratio",
+    "time_factor",
+    "algbw",
+    "root",
+    "topology_hash",
+    "trees",
+    "routes",
+    "stats",
+}
+_TREE_FIELDS = {"root", "chunks", "edges"}
+_EDGE_FIELDS = {"src", "dst", "path"}
+_ROUTE_FIELDS = {"src", "dst", "paths"}
+_ROUTE_PATH_FIELDS = {"chunks", "path"}
+
+
+@dataclass(frozen=True)
+class TreeEdge:
+    """A logical tree edge ``src -> dst`` realised by the physical ``path`` (node ids)."""
+
+    src: str
+    dst: str
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """An arborescence rooted at ``root`` carrying ``chunks`` of the root's k chunks."""
+
+    root: str
+    chunks: int
+    edges: tuple[TreeEdge, ...]
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """A permutation of node ids and its order: trees are representatives' images.
+
+    Attributes
+    ----------
+    order : int
+        ``m``: the permutation's ``m``-th power is the identity, and it has a cycle of
+        length ``m``.
+    images : Mapping
+        ``node -> image`` for the nodes it moves (every other node stays).
+
+    Examples
+    --------
+    >>> r = Rotation(2, {"a": "b", "b": "a", "s": "t", "t": "s"})
+    >>> r.expand([Tree("a", 1, (TreeEdge("a", "b", ("a", "s", "b")),))], ("a", "b"))[1]
+    Tree(root='b', chunks=1, edges=(TreeEdge(src='b', dst='a', path=('b', 't', 'a')),))
+    """
+
+    order: int
+    images: Mapping[str, str]
+
+    @classmethod
+    def checked(cls, order: Any, images: Any) -> Rotation:
+        """A rotation from untrusted values: a permutation whose order is ``order``.
+
+        Raises
+        ------
+        ScheduleError
+            Naming what is wrong (a non-bijection, a cycle whose length does not
+            divide ``order``, no cycle of length ``order``).
+        """
+        if not isinstance(images, Mapping) or not all(
+            isinstance(a, str) and isinstance(b, str) for a, b in images.items()
+        ):
+            raise ScheduleError("rotation 'images' must map node id strings to node id strings")
+        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+            raise ScheduleError(f"rotation 'order' must be a positive integer, got {order!r}")
+        if set(images.values()) != set(images) or len(set(images.values())) != len(images):
+            raise ScheduleError("rotation 'images' is not a permutation of the nodes it names")
+        lengths = set()
+        seen: set[str] = set()
+        for start in images:
+            if start not in seen:
+                cycle = cls._cycle(images, start)
+                seen.update(cycle)
+                lengths.add(len(cycle))
+        if any(order % length for length in lengths) or order != max(lengths, default=1):
+            raise ScheduleError(
+                f"rotation 'order' {order} is not the permutation's order (cycle lengths "
+                f"{sorted(lengths)})"
+            )
+        return cls(order, dict(images))
+
+    @staticmethod
+    def _cycle(images: Mapping[str, str], start: str) -> list[str]:
+        cycle = [start]
+        while (node := images[cycle[-1]]) != start:
+            cycle.append(node)
+        return cycle
+
+    def representatives(self, compute_nodes: tuple[str, ...]) -> frozenset[str]:
+        """The compute nodes that come first (in ``compute_nodes``) among their orbit."""
+        seen: set[str] = set()
+        first = set()
+        for v in compute_nodes:
+            if v not in seen:
+                first.add(v)
+                seen.update(self._cycle(self.images, v) if v in self.images else (v,))
+        return frozenset(first)
+
+    def expand(self, trees: Sequence[Tree], compute_nodes: Sequence[str]) -> tuple[Tree, ...]:
+        """``trees`` under the powers ``0 .. order - 1``, ordered by root (stably).
+
+        Image edges with equal ends and path are one shared object.
+        """
+        images = self.images
+        shared: dict[tuple[str, str, tuple[str, ...]], TreeEdge] = {}
+        power = {v: v for v in images}
+        result = []
+        for _ in range(self.order):
+            get = power.get
+            for tree in trees:
+                edges = []
+                for edge in tree.edges:
+                    path = tuple(get(x, x) for x in edge.path)
+                    key = (get(edge.src, edge.src), get(edge.dst, edge.dst), path)
+                    image = shared.get(key)
+                    if image is None:
+                        image = shared[key] = TreeEdge(*key)
+                    edges.append(image)
+                result.append(Tree(get(tree.root, tree.root), tree.chunks, tuple(edges)))
+            power = {v: images[w] for v, w in power.items()}
+        position = {v: i for i, v in enumerate(compute_nodes)}
+        result.sort(key=lambda t: position.get(t.root, -1))
+        return tuple(result)
+
+
+@dataclass(frozen=True)
+class RoutePath:
+    """``chunks`` of a pair's ``k`` chunks sent along ``path`` (node ids, source first)."""
+
+    chunks: int
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the all-to-all piece from ``src`` to ``dst`` travels: its ``k`` chunks on ``paths``."""
+
+    src: str
+    dst: str
+    paths: tuple[RoutePath, ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A collective schedule over a topology.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`. For reduce-scatter and reduce the trees are
+        stored in broadcast direction and run in reverse (aggregation toward the root).
+    topology : str
+        The topology's name (a built-in spec or the file's name).
+    compute_nodes : tuple of str
+        The compute nodes the schedule serves.
+    k : int
+        Chunks per shard.
+    trees : tuple of Tree
+    cut_ratio : Fraction, optional
+        The optimal cut ratio r* of the topology (the lower bound).
+    time_factor : Fraction, optional
+        The schedule's achieved time factor (equals ``cut_ratio`` when optimal).
+    root : str, optional
+        The root of a broadcast or reduce.
+    topology_hash : str, optional
+        :attr:`Topology.content_hash` of the topology the schedule was built for;
+        :func:`check_schedule_topology` refuses another topology.
+    stats : dict
+        Free-form numbers about the construction (tree count, heights, seconds).
+    routes : tuple of Route
+        The routes of an all-to-all (which has no trees); empty otherwise.
+    rotation : Rotation, optional
+        When the trees are the images of the representatives' (the trees rooted at
+        :meth:`Rotation.representatives`) under the rotation's powers: the file
+        holds only those and the rotation (written so only if it checks out).
+    """
+
+    collective: str
+    topology: str
+    compute_nodes: tuple[str, ...]
+    k: int
+    trees: tuple[Tree, ...]
+    cut_ratio: Fraction | None = None
+    time_factor: Fraction | None = None
+    root: str | None = None
+    topology_hash: str | None = field(default=None, compare=False)
+    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    routes: tuple[Route, ...] = ()
+    rotation: Rotation | None = field(default=None, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
+        root = "" if self.root is None else f" from {self.root}"
+        parts = f"{len(self.routes)} routes" if self.routes else f"{len(self.trees)} trees"
+        return (
+            f"Schedule({self.collective}{root} on {self.topology!r}: k = {self.k}, {parts}{factor})"
+        )
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<code>{escape(repr(self))}</code>"
+
+    @property
+    def algbw(self) -> float | None:
+        """Message size over time, in bandwidth units; None when the time factor is unknown.
+
+        For allgather, reduce-scatter and allreduce the time for a message of M is
+        ``(M / N) * time_factor`` (each node's shard is M/N), so algbw = N / time_factor.
+        For broadcast and reduce the root's whole message M travels, the time is
+        ``M * time_factor``, and algbw = 1 / time_factor.
+        """
+        if self.time_factor is None:
+            return None
+        if self.collective in ("broadcast", "reduce"):
+            return float(1 / self.time_factor)
+        return float(len(self.compute_nodes) / self.time_factor)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The schedule-file dictionary (JSON-ready, exact ratios as
+        :func:`~optcoll.core.rational.fraction_text` strings: ``"p/q"``, an integer as ``"p"``)."""
+        data: dict[str, Any] = {
+            "format": "optcoll-schedule",
+            "version": SCHEDULE_VERSION,
+            "collective": self.collective,
+            "topology": self.topology,
+            **({} if self.topology_hash is None else {"topology_hash": self.topology_hash}),
+            "compute_nodes": list(self.compute_nodes),
+            "k": self.k,
+        }
+        if self.root is not None:
+            data["root"] = self.root
+        if self.cut_ratio is not None:
+            data["cut_ratio"] = fraction_text(self.cut_ratio)
+        if self.time_factor is not None:
+            data["time_factor"] = fraction_text(self.time_factor)
+        algbw = self.algbw
+        if algbw is not None:
+            data["algbw"] = round(algbw, 3)
+        if self.stats:
+            data["stats"] = dict(self.stats)
+        if self.collective == "alltoall":
+            data["routes"] = [
+                {
+                    "src": r.src,
+                    "dst": r.dst,
+                    "paths": [{"chunks": p.chunks, "path": list(p.path)} for p in r.paths],
+                }
+                for r in self.routes
+            ]
+            return data
+        trees = self.trees
+        if self.rotation is not None:
+            first = self.rotation.representatives(self.compute_nodes)
+            representatives = [t for t in trees if t.root in first]
+            if self.rotation.expand(representatives, self.compute_nodes) == trees:
+                images = self.rotation.images
+                data["rotation"] = {"order": self.rotation.order, "images": dict(images)}
+                trees = tuple(representatives)
+        data["trees"] = [
+            {
+                "root": t.root,
+                "chunks": t.chunks,
+                "edges": [{"src": e.src, "dst": e.dst, "path": list(e.path)} for e in t.edges],
+            }
+            for t in trees
+        ]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Schedule:
+        """Parse a schedule-file dictionary; structural problems raise :class:`ScheduleError`.
+
+        Only the shape is checked here (fields, types); whether the trees are
+        valid for a topology is :func:`optcoll.verify.schedule.verify_schedule`'s job.
+        """
+        if not isinstance(data, Mapping):
+            raise ScheduleError(f"a schedule must be a mapping, got {type(data).__name__}")
+        _reject_unknown(data, _TOP_FIELDS, "schedule")
+        if data.get("format", "optcoll-schedule") != "optcoll-schedule":
+            raise ScheduleError(
+                f"field 'format' must be 'optcoll-schedule', got {data['format']!r}"
+            )
+        if data.get("version", SCHEDULE_VERSION) != SCHEDULE_VERSION:
+            raise ScheduleError(
+                f"schedule version {data['version']!r} is not supported (expected {SCHEDULE_VERSION})"
+            )
+        for key in ("collective", "topology", "compute_nodes", "k"):
+            if key not in data:
+                raise ScheduleError(f"schedule is missing the required field {key!r}")
+        collective = canonical_collective(data["collective"])
+        topology_hash = data.get("topology_hash")
+        if topology_hash is not None and not isinstance(topology_hash, str):
+            raise ScheduleError(f"field 'topology_hash' must be a string, got {topology_hash!r}")
+        body, other = ("routes", "trees") if collective == "alltoall" else ("trees", "routes")
+        if body not in data:
+            raise ScheduleError(f"a {collective} schedule is missing the required field {body!r}")
+        if other in data:
+            raise ScheduleError(f"a {collective} schedule has {body!r}, not {other!r}")
+        k = data["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ScheduleError(f"field 'k' must be a positive integer, got {k!r}")
+        nodes = data["compute_nodes"]
+        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+            raise ScheduleError("field 'compute_nodes' must be a list of node id strings")
+        if not isinstance(data[body], list):
+            raise ScheduleError(f"field {body!r} must be a list")
+        if not isinstance(data.get("stats", {}), Mapping):
+            raise ScheduleError(f"field 'stats' must be a mapping, got {data['stats']!r}")
+        if data.get("root") is not None and not isinstance(data["root"], str):
+            raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
+        trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
+        rotation = None
+        if "rotation" in data:
+            entry = data["rotation"]
+            if not isinstance(entry, Mapping):
+                raise ScheduleError("field 'rotation' must be a mapping with 'order' and 'images'")
+            _reject_unknown(entry, {"order", "images"}, "rotation")
+            rotation = Rotation.checked(entry.get("order"), entry.get("images"))
+            if rotation.order > len(nodes):  # a free action on the compute nodes is no longer
+                raise ScheduleError(
+                    f"rotation 'order' {rotation.order} exceeds the {len(nodes)} compute nodes"
+                )
+            trees = rotation.expand(trees, tuple(nodes))
+        routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
+        return cls(
+            collective=collective,
+            topology=str(data["topology"]),
+            compute_nodes=tuple(nodes),
+            k=k,
+            trees=trees,
+            cut_ratio=_parse_ratio(data.get("cut_ratio"), "cut_ratio"),
+            time_factor=_parse_ratio(data.get("time_factor"), "time_factor"),
+            root=data.get("root"),
+            topology_hash=topology_hash,
+            stats=dict(data.get("stats", {})),
+            routes=routes,
+            rotation=rotation,
+        )
+
+
+def check_schedule_topology(
+    schedule: Schedule | GroupsSchedule, topology: Topology, source: str = ""
+) -> None:
+    """Refuse ``topology`` if ``schedule`` records another topology's content hash.
+
+    A schedule written by optcoll records :attr:`Topology.content_hash` of the
+    topology it was built for; a schedule without it (written by hand or by an
+    older optcoll) is accepted.
+
+    Raises
+    ------
+    TopologyMismatchError
+        The hashes differ; the message names both topologies and ``source``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = Schedule("allgather", "ring:4", (), 1, (), topology_hash=build("ring:4").content_hash)
+    >>> check_schedule_topology(s, build("ring:4"))
+    >>> check_schedule_topology(s, build("ring:5"))
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.TopologyMismatchError: the schedule was built for topology 'ring:4' ...
+    """
+    if schedule.topology_hash is None or schedule.topology_hash == topology.content_hash:
+        return
+    what = f"schedule {source}" if source else "the schedule"
+    raise TopologyMismatchError(
+        f"{what} was built for topology {schedule.topology!r} (content hash "
+        f"{schedule.topology_hash}), but topology {topology.name!r} has content hash "
+        f"{topology.content_hash}: its nodes or link bandwidths differ; give the topology "
+        "the schedule was built for"
+    )
+
+
+def _parse_tree(index: int, entry: Any) -> Tree:
+    where = f"trees[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ScheduleError(f"{where} must be a mapping")
+    _reject_unknown(entry, _TREE_FIELDS, where)
+    for key in ("root", "chunks", "edges"):
+        if key not in entry:
+            raise ScheduleError(f"{where} is missing the required field {key!r}")
+    chunks = entry["chunks"]
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ScheduleError(f"{where}: 'chunks' must be a positive integer, got {chunks!r}")
+    if not isinstance(entry["edges"], list):
+        raise ScheduleError(f"{where}: 'edges' must be a list")
+    edges = []
+    for j, e in enumerate(entry["edges"]):
+        ewhere = f"{where}.edges[{j}]"
+        if not isinstance(e, Mapping):
+            raise ScheduleError(f"{ewhere} must be a mapping")
+        _reject_unknown(e, _EDGE_FIELDS, ewhere)
+        for key in ("src", "dst"):
+            if not isinstance(e.get(key), str):
+                raise ScheduleError(f"{ewhere}: {key!r} must be a node id string")
+        path = e.get("path", [e["src"], e["dst"]])
+        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+            raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
+        edges.append(TreeEdge(e["src"], e["dst"], tuple(path)))
+    return Tree(str(entry["root"]), chunks, tuple(edges))
+
+
+def _parse_route(index: int, entry: Any) -> Route:
+    where = f"routes[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ScheduleError(f"{where} must be a mapping")
+    _reject_unknown(entry, _ROUTE_FIELDS, where)
+    for key in ("src", "dst"):
+        if not isinstance(entry.get(key), str):
+            raise ScheduleError(f"{where}: {key!r} must be a node id string")
+    if not isinstance(entry.get("paths"), list):
+        raise ScheduleError(f"{where}: 'paths' must be a list")
+    paths = []
+    for j, p in enumerate(entry["paths"]):
+        pwhere = f"{where}.paths[{j}]"
+        if not isinstance(p, Mapping):
+            raise ScheduleError(f"{pwhere} must be a mapping")
+        _reject_unknown(p, _ROUTE_PATH_FIELDS, pwhere)
+        chunks = p.get("chunks")
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ScheduleError(f"{pwhere}: 'chunks' must be a positive integer, got {chunks!r}")
+        path = p.get("path")
+        if not isinstance(path, list) or not all(isinstance(v, str) for v in path):
+            raise ScheduleError(f"{pwhere}: 'path' must be a list of node id strings")
+        paths.append(RoutePath(chunks, tuple(path)))
+    return Route(entry["src"], entry["dst"], tuple(paths))
+
+
+def _reject_unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            raise ScheduleError(f"{where} has unknown field {key!r}; allowed: {sorted(allowed)}")
+
+
+def _parse_ratio(text: Any, what: str) -> Fraction | None:
+    if text is None:
+        return None
+    try:
+        value = parse_fraction(str(text))
+    except ValueError:
+        raise ScheduleError(
+            f"field {what!r} must be an exact ratio such as '3/65', got {text!r}"
+        ) from None
+    return value

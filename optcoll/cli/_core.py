@@ -241,12 +241,20 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(
-    parser: argparse.ArgumentParser, help_text: str, default: str = "allgather"
-) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help."""
+def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+
+    Every command defaults to the same collective,
+    :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
+    """
+    from optcoll.core.schedule import DEFAULT_COLLECTIVE
+
     parser.add_argument(
-        "--collective", default=default, type=collective_name, metavar="C", help=help_text
+        "--collective",
+        default=DEFAULT_COLLECTIVE,
+        type=collective_name,
+        metavar="C",
+        help=help_text,
     )
 
 

@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
 HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--collective",
-        default="allgather",
+        default=DEFAULT_COLLECTIVE,
         choices=("allgather", "alltoall"),
         help="allgather (default: r* and its cut) or alltoall (t* by the exact LP, its "
         "certificate and the cut bound)",

@@ -11,6 +11,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "crosscheck"
 HELP = "run every method that fits and compare their exact values"
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     parser.add_argument(
         "--collective",
-        default="allgather",
+        default=DEFAULT_COLLECTIVE,
         choices=("allgather", "alltoall"),
         help="allgather (r*, default) or alltoall (t* by two LPs and verified routes, with "
         "the cut bound beside it)",

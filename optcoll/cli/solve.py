@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     add_collective_option(
         parser,
-        "allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
-        default="allreduce",
+        "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
     )
     parser.add_argument(
         "-o",

@@ -57,6 +57,7 @@ __all__ = [
     "Route",
     "Schedule",
     "COLLECTIVES",
+    "DEFAULT_COLLECTIVE",
     "SCHEDULE_VERSION",
     "canonical_collective",
     "check_schedule_topology",
@@ -65,6 +66,9 @@ __all__ = [
 SCHEDULE_VERSION = 1
 #: The collectives, in their canonical spelling (``reduce-scatter`` is accepted as well).
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
+#: The collective of every command and function that is not told one (``solve``, ``plan``,
+#: ``export``, ``compare``, ``trees``, ``bound``, ``crosscheck`` and :func:`optcoll.solve`).
+DEFAULT_COLLECTIVE = "allgather"
 
 
 def canonical_collective(name: str) -> str:

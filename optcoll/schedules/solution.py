@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import canonical_collective
+from optcoll.core.schedule import DEFAULT_COLLECTIVE, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 
@@ -255,7 +255,7 @@ class Solution:
 
 def solve(
     topology: Topology | str | Path,
-    collective: str = "allreduce",
+    collective: str = DEFAULT_COLLECTIVE,
     *,
     k: int | None = None,
     root: str | None = None,
@@ -268,8 +268,8 @@ def solve(
     topology : Topology, str or Path
         A topology, a topology file or a built-in spec such as ``"dgx-a100:2"``.
     collective : str
-        ``allreduce`` (default), ``allgather``, ``reduce-scatter`` (or
-        ``reduce_scatter``), ``broadcast``, ``reduce`` or ``alltoall``.
+        ``allgather`` (default, as for every command), ``reduce-scatter`` (or
+        ``reduce_scatter``), ``allreduce``, ``broadcast``, ``reduce`` or ``alltoall``.
     k : int, optional
         Chunks per root: the best schedule with exactly ``k`` (not for broadcast
         and reduce, which use the most trees their root allows).

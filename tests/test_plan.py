@@ -120,7 +120,8 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     sizes = ["--sizes", "1K", "1M", "64M"]
     assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
     planned_rows = json.loads(capsys.readouterr().out)["sizes"]
-    argv = ["export", "dgx-a100:2", "--bands", *sizes, "-o", str(tmp_path / "bands" / "ag.xml")]
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "--placement", "both"]
+    argv += ["-o", str(tmp_path / "bands" / "ag.xml")]
     (tmp_path / "bands").mkdir()
     assert main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

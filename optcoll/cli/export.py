@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
     parser.add_argument(
+        "--placement",
+        choices=("outofplace", "inplace", "both"),
+        default=None,
+        help="MSCCL: the program FILE holds: outofplace (default) or inplace; both writes FILE "
+        "out of place and STEM.inplace.xml beside it (a collective one program serves either "
+        "way, such as an RCCL allreduce, is one file)",
+    )
+    parser.add_argument(
         "--runtime",
         default=DEFAULT_RUNTIME,
         choices=tuple(RUNTIMES),
@@ -140,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
     if args.bands and (args.exact or args.k is not None or args.format != "msccl"):
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
+    if args.placement is not None and args.format != "msccl":
+        raise ExportError("--placement chooses an MSCCL program: it needs --format msccl")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
     from optcoll.core.output import check_output, input_files, write_output
@@ -224,11 +234,12 @@ def _plan_groups(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """One MSCCL program per group (per communicator) and a manifest, or one JSON file.
 
-    Group i's programs are ``STEM.group<i>[.placement].xml``; rank r of a program is the
+    Group i's program is ``STEM.group<i>.xml`` (:func:`~optcoll.export.msccl.placement_files`
+    names the in-place one beside it with ``--placement both``); rank r of a program is the
     group's r-th member (its rank-order comment and the manifest ``STEM.groups.json``
     list them).
     """
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
     from optcoll.io.document import document_text
 
     base = Path(args.output)
@@ -246,7 +257,10 @@ def _plan_groups(
     groups = []
     for index, part in enumerate(schedule.groups):
         entries = []
-        for placement in placements(schedule.collective, profile):
+        group_file = base.with_name(f"{base.stem}.group{index}{base.suffix}")
+        for placement, path in placement_files(
+            group_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 part,
                 runtime=profile,
@@ -256,8 +270,6 @@ def _plan_groups(
                 f"{topology.name}",
                 max_bytes=args.max_bytes,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}.group{index}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "group": index,
@@ -480,13 +492,10 @@ def _plan(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """Every file to write: (path, text, report entry)."""
     from optcoll.export import export_text
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
 
     base = Path(args.output)
     first = chosen[0].schedule
-    root = ""
-    if first.root is not None:
-        root = f".root{first.compute_nodes.index(first.root)}"
     if args.format == "json":
         if chosen[0].allgather is not None:
             raise ExportError(
@@ -494,9 +503,8 @@ def _plan(
                 "topology is not symmetric), which one schedule file cannot hold: export "
                 "--collective reduce_scatter and --collective allgather as JSON instead"
             )
-        path = base.with_name(f"{base.stem}{root}{base.suffix}")
-        entry = {"path": str(path), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
-        return [(path, export_text(first, "json"), entry)]
+        entry = {"path": str(base), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
+        return [(base, export_text(first, "json"), entry)]
     bands = [(i, low, high) for i, (low, high) in enumerate(edges or [(0, None)])]
     files = []
     for index, low, high in bands:
@@ -507,7 +515,10 @@ def _plan(
         choice = chosen[index]
         schedule = choice.schedule
         band = f".{low}-{'max' if high is None else high}B" if len(bands) > 1 else ""
-        for placement in placements(schedule.collective, profile):
+        band_file = base.with_name(f"{base.stem}{band}{base.suffix}")
+        for placement, path in placement_files(
+            band_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 schedule,
                 runtime=profile,
@@ -517,8 +528,6 @@ def _plan(
                 max_bytes=high,
                 allgather=choice.allgather,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}{root}{band}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "k": schedule.k,
@@ -605,7 +614,12 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+    if (
+        args.format == "msccl"
+        and args.placement == "both"
+        and collective == "alltoall"
+        and not profile.inplace_alltoall
+    ):
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
             f"({profile.sources['inplace_alltoall']})"

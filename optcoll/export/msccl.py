@@ -90,6 +90,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from optcoll.core.arguments import (
     choice_argument,
@@ -106,6 +107,7 @@ __all__ = [
     "PLACEMENTS",
     "MscclProgram",
     "placements",
+    "placement_files",
     "msccl_program",
     "rank_order_comment",
     "to_msccl_xml",
@@ -145,6 +147,56 @@ def placements(collective: str, runtime: RuntimeProfile | str = DEFAULT_RUNTIME)
     if collective in _PLACEMENT_SENSITIVE or not profile.placement_flags:
         return ("outofplace", "inplace")
     return ("both",)
+
+
+def placement_files(
+    path: str | Path,
+    collective: str,
+    runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
+    placement: str | None = None,
+) -> tuple[tuple[str, Path], ...]:
+    """The programs to write for ``placement`` and their files; the first is always ``path``.
+
+    One rule for ``optcoll export -o FILE --placement P`` and
+    :func:`optcoll.export.export_schedule`: FILE holds the program the runtime runs out
+    of place (``None``, the default, or ``outofplace``), or in place (``inplace``); where
+    one program serves both (:func:`placements` gives ``both``) FILE holds that one.
+    ``both`` writes FILE out of place and the in-place program beside it, named
+    ``STEM.inplace.SUFFIX``.
+
+    Raises
+    ------
+    ExportError
+        An unknown ``placement``, or ``inplace`` where the runtime runs none (an
+        all-to-all on MSCCL).
+
+    Examples
+    --------
+    >>> placement_files("ag.xml", "allgather")
+    (('outofplace', PosixPath('ag.xml')),)
+    >>> placement_files("ag.xml", "allgather", placement="both")
+    (('outofplace', PosixPath('ag.xml')), ('inplace', PosixPath('ag.inplace.xml')))
+    >>> placement_files("ar.xml", "allreduce", placement="inplace")
+    (('both', PosixPath('ar.xml')),)
+    """
+    path = Path(path)
+    programs = placements(collective, runtime)
+    if placement not in (None, *PLACEMENTS):
+        raise ExportError(
+            f"unknown placement {placement!r}; valid: outofplace (default), inplace, both"
+        )
+    if programs == ("both",):
+        return (("both", path),)
+    if placement == "inplace":
+        if "inplace" not in programs:
+            name = runtime if isinstance(runtime, str) else runtime.name
+            raise ExportError(f"{name} runs no in-place {collective}: drop --placement inplace")
+        return (("inplace", path),)
+    if placement == "both":
+        first, *others = programs
+        siblings = tuple((p, path.with_name(f"{path.stem}.{p}{path.suffix}")) for p in others)
+        return ((first, path), *siblings)
+    return (("outofplace", path),)
 
 
 @dataclass(frozen=True)

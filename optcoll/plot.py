@@ -3,6 +3,8 @@
 Every drawing function takes an optional matplotlib ``Axes`` (a new figure is
 made when it is omitted), returns the ``Axes`` it drew on, and never touches
 pyplot's global state, so it works headless (Agg) and inside notebooks alike.
+The ``Axes`` of a figure made here is a :class:`PictureAxes`: as a Jupyter
+cell's last line it shows the picture (``plot_topology(t)``, no ``.figure``).
 :func:`save_figure` writes PNG, PDF or SVG without time stamps or random ids,
 so the same input gives the same bytes.
 
@@ -21,6 +23,8 @@ Examples
 >>> ax = plot_topology(topo)
 >>> ax.get_title()
 'dgx-a100:1: 8 compute nodes, 1 switch'
+>>> ax._repr_png_()[:4]  # what Jupyter shows
+b'\x89PNG'
 >>> side = {f"b0.gpu{i}" for i in range(7)} | {"b0.nvswitch"}
 >>> plot_cut(topo, side).get_title()
 'cut S: 7 compute nodes, B+(S) = 300 GB/s, ratio 7/300 per GB/s'
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PICTURE_SUFFIXES",
+    "PictureAxes",
     "topology_layout",
     "plot_topology",
     "plot_tree",
@@ -310,6 +315,20 @@ def _layered_layout(topology: Topology) -> dict[str, Position]:
 # --- drawing helpers --------------------------------------------------------------
 
 
+class PictureAxes(Axes):
+    """The ``Axes`` of a figure a drawing function made: an ordinary matplotlib ``Axes``
+    that Jupyter shows as its figure's picture (IPython calls :meth:`_repr_png_`)."""
+
+    def _repr_png_(self) -> bytes:
+        figure = self.figure
+        while isinstance(figure, SubFigure):
+            figure = figure.figure
+        picture = io.BytesIO()
+        figure.savefig(picture, format="png", dpi=100, metadata={"Software": None})
+        return picture.getvalue()
+
+
+
 def _axes(ax: Axes | None, pos: Mapping[str, Position] | None = None) -> Axes:
     if ax is not None:
         return ax
@@ -323,7 +342,7 @@ def _axes(ax: Axes | None, pos: Mapping[str, Position] | None = None) -> Axes:
         shrink = min(1.0, 22.0 / width, 14.0 / height)
         size = (max(width * shrink, 5.0), max(height * shrink, 3.5))
     fig = Figure(figsize=size, layout="constrained")
-    return fig.add_subplot()
+    return fig.add_subplot(axes_class=PictureAxes)
 
 
 def _short_label(topology: Topology, v: str) -> str:

@@ -55,7 +55,7 @@ from matplotlib.ticker import FuncFormatter
 from optcoll.core.arguments import instance_argument, schedule_argument, topology_argument
 from optcoll.core.loads import PHASES, link_loads, route_loads
 from optcoll.core.output import check_output, require_suffix, write_output
-from optcoll.core.rational import fraction_text, rounded_text
+from optcoll.core.rational import count_text, fraction_text, rounded_text
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
@@ -328,7 +328,6 @@ class PictureAxes(Axes):
         return picture.getvalue()
 
 
-
 def _axes(ax: Axes | None, pos: Mapping[str, Position] | None = None) -> Axes:
     if ax is not None:
         return ax
@@ -565,10 +564,6 @@ def _positions(topology: Topology, layout: Mapping[str, Position] | None) -> dic
     return dict(layout)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else ("es" if word.endswith("h") else "s"))
-
-
 def _check_nodes(topology: Topology, nodes: Iterable[object], what: str) -> None:
     for v in nodes:
         if not isinstance(v, str) or v not in topology.node:
@@ -624,8 +619,8 @@ def plot_topology(
     _draw_nodes(ax, topology, pos, labels=labels)
     if title is None:
         title = (
-            f"{topology.name}: {_plural(topology.num_compute, 'compute node')}, "
-            f"{_plural(len(topology.switch_nodes), 'switch')}"
+            f"{topology.name}: {count_text(topology.num_compute, 'compute node')}, "
+            f"{count_text(len(topology.switch_nodes), 'switch')}"
         )
     return _finish(ax, pos, title)
 
@@ -842,7 +837,7 @@ def plot_cut(
     if title is None:
         ratio = Fraction(count) / bandwidth
         title = (
-            f"cut S: {_plural(count, 'compute node')}, B+(S) = "
+            f"cut S: {count_text(count, 'compute node')}, B+(S) = "
             f"{_bandwidth_text(bandwidth, topology.bandwidth_unit)}, ratio "
             f"{fraction_text(ratio)} per {topology.bandwidth_unit}"
         )

@@ -36,13 +36,21 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
+from optcoll.core.arguments import (
+    as_topology,
+    collective_argument,
+    count_argument,
+    node_argument,
+    path_argument,
+)
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import DEFAULT_COLLECTIVE, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from optcoll.bounds.cut_ratio import CutRatio
     from optcoll.core.schedule import Schedule
     from optcoll.verify.schedule import Verification
@@ -254,7 +262,7 @@ class Solution:
 
 
 def solve(
-    topology: Topology | str | Path,
+    topology: Topology | str | Path | nx.Graph,
     collective: str = DEFAULT_COLLECTIVE,
     *,
     k: int | None = None,
@@ -265,8 +273,10 @@ def solve(
 
     Parameters
     ----------
-    topology : Topology, str or Path
-        A topology, a topology file or a built-in spec such as ``"dgx-a100:2"``.
+    topology : Topology, str, Path or networkx graph
+        A topology, a topology file, a built-in spec such as ``"dgx-a100:2"``, or a
+        networkx graph with edge attribute ``bandwidth`` (:meth:`Topology.from_networkx
+        <optcoll.core.topology.Topology.from_networkx>`).
     collective : str
         ``allgather`` (default, as for every command), ``reduce-scatter`` (or
         ``reduce_scatter``), ``allreduce``, ``broadcast``, ``reduce`` or ``alltoall``.
@@ -308,9 +318,9 @@ def solve(
 
     started = time.perf_counter()
     topo = (
-        topology
-        if isinstance(topology, Topology)
-        else load_topology(path_argument(topology, "topology"))
+        load_topology(path_argument(topology, "topology"))
+        if isinstance(topology, (str, Path))
+        else as_topology(topology)
     )
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")

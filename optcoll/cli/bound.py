@@ -16,6 +16,12 @@ from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
 HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
+#: Shown at the end of ``optcoll bound --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll bound dgx-a100:2
+  optcoll bound mine.yaml --collective alltoall --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,12 @@ from optcoll.core.rational import count_text
 
 NAME = "convert"
 HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
+#: Shown at the end of ``optcoll convert --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll convert dgx-a100:2 dgx-a100-2.yaml
+  optcoll convert mine.json mine.yaml
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,12 @@ from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "crosscheck"
 HELP = "run every method that fits and compare their exact values"
+#: Shown at the end of ``optcoll crosscheck --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll crosscheck dgx-a100:1
+  optcoll crosscheck ring:6 --collective alltoall
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,6 +25,12 @@ from optcoll.exceptions import ExportError
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
+#: Shown at the end of ``optcoll export --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll export dgx-a100:2 -o allgather.xml
+  optcoll export dgx-a100:2 --collective allreduce --placement both -o ar.xml
+"""
 
 _ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
 

@@ -20,6 +20,12 @@ from optcoll.cli.simulate import add_simulator_options
 
 NAME = "plan"
 HELP = "the fastest schedule at every message size under the simulator, and its gap to the bound"
+#: Shown at the end of ``optcoll plan --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll plan dgx-a100:2
+  optcoll plan dgx-a100:2 --sizes 1K 1M 1G --export bands
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

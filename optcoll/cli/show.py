@@ -12,6 +12,12 @@ from optcoll.core.topology import plain_number
 
 NAME = "show"
 HELP = "summarise a topology: counts, per-node ingress/egress bandwidth, switches"
+#: Shown at the end of ``optcoll show --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll show dgx-a100:2
+  optcoll show mine.yaml --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,6 +19,12 @@ from optcoll.cli._core import (
 
 NAME = "simulate"
 HELP = "simulate a schedule or MSCCL XML on the topology: time, algbw and link use per size"
+#: Shown at the end of ``optcoll simulate --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll simulate dgx-a100:2 allgather.xml
+  optcoll simulate dgx-a100:2 trees.json --sizes 64K 1G --json
+"""
 
 
 def overhead_us(text: str) -> float:

@@ -388,7 +388,7 @@ def _steps(
                         s.rank = v
                         s.puts.append((-1, own, ("?", v, 0)))  # parent's box, filled below
                 for v, s in list(mine.items()):
-                    for i, (peer, own, marker) in enumerate(s.puts):
+                    for i, (peer, own, _marker) in enumerate(s.puts):
                         if peer == -1:
                             parent = next(a for a, cs in children.items() if v in cs)
                             s.puts[i] = (parent, own, partial[v])

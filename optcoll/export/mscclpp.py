@@ -300,8 +300,6 @@ def _ranges(trees: tuple[Tree, ...] | None, root: str) -> list[tuple[Tree, int, 
 def _check_tree(tree: Tree, nodes: tuple[str, ...]) -> None:
     reached = {tree.root}
     for edge in tree.edges:
-        if edge.src not in reached or edge.dst in reached:
-            pass
         reached.add(edge.dst)
     parents = [e.dst for e in tree.edges]
     if set(reached) != set(nodes) or len(parents) != len(set(parents)) or tree.root in parents:
@@ -347,8 +345,8 @@ def _steps(
             unit = len(steps)
             mine: dict[int, _Step] = {}
 
-            def step(rank: int, phase: int, level: int) -> _Step:
-                made = _Step(rank, -1, (p, phase, level, seg, unit))
+            def step(rank: int, phase: int, level: int, key: tuple = (p, seg, unit)) -> _Step:
+                made = _Step(rank, -1, (key[0], phase, level, key[1], key[2]))
                 steps.append(made)
                 return made
 

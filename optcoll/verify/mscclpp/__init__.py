@@ -87,10 +87,6 @@ def granule(plan: Plan) -> int:
     step = 1
     for gpu in plan.gpus:
         ic, oc = gpu.chunks["i"], gpu.chunks["o"]
-        if plan.collective == "allgather" and ic and oc:
-            # the output M and the input M * ic / oc both split evenly
-            step = math.lcm(step, plan.alignment * oc // math.gcd(oc, ic) * ic // ic)
-            step = math.lcm(step, plan.alignment * oc * 1)
         for chunks in (ic, oc):
             if chunks:
                 step = math.lcm(step, plan.alignment * chunks)

@@ -36,6 +36,7 @@ COMMANDS = (
     "trees",
     "export",
     "check_xml",
+    "check_plan",
     "compare",
     "simulate",
     "plan",

@@ -44,6 +44,7 @@ from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
     BandwidthError,
     DuplicateNodeError,
+    ImportFormatError,
     LatencyError,
     MissingFieldError,
     NodeTypeError,
@@ -734,8 +735,6 @@ class Topology:
         >>> t.capacity[("a", "b")], t.capacity[("b", "a")], t.latency[("a", "b")]
         (Fraction(10, 1), Fraction(5, 1), Fraction(2, 1))
         """
-        from optcoll.exceptions import ImportFormatError
-
         if not all(callable(getattr(graph, m, None)) for m in ("is_directed", "nodes", "edges")):
             raise ImportFormatError(
                 f"expected a networkx graph, got {type(graph).__name__}; build one with "
@@ -1000,8 +999,6 @@ def _graph_node_id(v: Any) -> str:
 
 def _graph_number(value: Any, where: str, *, positive: bool = False) -> Fraction:
     """An edge attribute as an exact number >= 0 (> 0 if ``positive``), or an error naming it."""
-    from optcoll.exceptions import ImportFormatError
-
     try:
         result = Fraction(value.strip()) if isinstance(value, str) else exact_number(value, where)
     except (ValueError, ZeroDivisionError):

@@ -47,7 +47,7 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (used by ``main`` and by the README's CLI reference)."""
+    """The full argument parser (used by ``main`` and by the docs' generated --help page)."""
     parser = Parser(
         prog="optcoll",
         description="Provably optimal collective-communication schedules for any topology.",

@@ -78,7 +78,7 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
         dest="reader_options",
         metavar="KEY=VALUE",
         help="option of the file's reader, repeatable (e.g. chunk_bytes=1048576, boxes=4); "
-        "see the README's table of formats",
+        "see docs/topology-format.md",
     )
     group.add_argument(
         "--bandwidth-attr", metavar="NAME", help="GraphML/edge list: the bandwidth attribute"

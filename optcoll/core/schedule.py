@@ -1,6 +1,6 @@
 """Schedules: spanning trees with chunk multiplicities and physical paths.
 
-Semantics (the README's "Schedule file"): every compute node's shard is split
+Semantics (docs/schedule-format.md): every compute node's shard is split
 into ``k`` equal chunks; a :class:`Tree` carries ``chunks`` of its root's chunks;
 per root the chunks sum to ``k``; a tree's edges form an arborescence rooted at
 ``root`` spanning all compute nodes; each edge's ``path`` runs along existing

@@ -826,7 +826,7 @@ class Topology:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, default_name: str = "topology") -> Topology:
-        """Build a topology from the file-format dictionary (see the README).
+        """Build a topology from the file-format dictionary (docs/topology-format.md).
 
         Unknown fields anywhere are rejected with an :class:`UnknownFieldError`
         naming the field, so that typos are never silently ignored.

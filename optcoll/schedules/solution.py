@@ -6,7 +6,7 @@
 verifier (:mod:`optcoll.verify.schedule`) and returns one :class:`Solution`. ``optcoll solve``
 is this function plus the report and the files.
 
-What "optimal" means for each collective (the bandwidth model of the README):
+What "optimal" means for each collective (the bandwidth model of docs/theory.md):
 
 * allgather and broadcast: optimal among all schedules (the cut bound is attained);
 * reduce-scatter and reduce: optimal among all schedules (the bound of the reversed
@@ -239,7 +239,7 @@ class Solution:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary in the README's vocabulary (exact numbers as ``"p/q"``)."""
+        """JSON-ready summary in the vocabulary of the reports (exact numbers as ``"p/q"``)."""
         data: dict[str, Any] = {
             "collective": self.collective,
             "topology": self.topology.name,

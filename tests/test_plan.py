@@ -71,7 +71,8 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
     assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["sizes"]
+    assert list(data) == ["collective", "topology", "sizes"]
+    assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
     for row in data["sizes"]:
         assert list(row) == [
             "bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates"

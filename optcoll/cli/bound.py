@@ -55,12 +55,13 @@ def run(args: argparse.Namespace) -> int:
         return _alltoall(topology, args)
     result = optimal_cut_ratio(topology, args.method)
     if args.json:
-        print_json(result.to_dict())
+        print_json({"collective": "allgather", **result.to_dict()})
         return 0
     unit = topology.bandwidth_unit
     data = result.to_dict()
     work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
     rows = [
+        ("collective", "allgather (reduce-scatter: the same r* on the reversed topology)"),
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),

@@ -87,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(args, topology, rows, inputs)
     if args.json:
-        print_json({"sizes": [row.to_dict() for row in rows]})
+        print_json(
+            {
+                "collective": args.collective,
+                "topology": topology.name,
+                "sizes": [row.to_dict() for row in rows],
+            }
+        )
         return 0
     _table(args, topology, rows)
     for path in files:

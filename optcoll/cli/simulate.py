@@ -161,12 +161,12 @@ def run(args: argparse.Namespace) -> int:
         f"{'lower bound (µs)':>16}  {'ratio':>8}"
     )
     for row in rows:
-        width = "-" if row["bandwidth_bound_us"] is None else f"{row['bandwidth_bound_us']:.3f}"
+        bandwidth = "-" if row["bandwidth_bound_us"] is None else f"{row['bandwidth_bound_us']:.3f}"
         shown = "-" if row["lower_bound_us"] is None else f"{row['lower_bound_us']:.3f}"
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
         print(
             f"{size_text(row['bytes']):>6}  {row['time_us']:>12.3f}  "
-            f"{row['algbw']:>9.3f} {unit}  {width:>20}  {shown:>16}  {ratio:>8}"
+            f"{row['algbw']:>9.3f} {unit}  {bandwidth:>20}  {shown:>16}  {ratio:>8}"
         )
     last = rows[-1]
     print(f"busiest links at {size_text(last['bytes'])} (utilisation; over time in 10 bins):")

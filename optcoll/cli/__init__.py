@@ -36,6 +36,7 @@ COMMANDS = (
     "trees",
     "export",
     "check_xml",
+    "check_et",
     "compare",
     "simulate",
     "plan",

@@ -17,8 +17,8 @@ the schedule's ``k`` chunks the same way (chunk ``j`` of a ``B``-byte block has
 ``B*(j+1)//k - B*j//k`` bytes). Chunk ``c = b*k + j`` (all-to-all: block ``s*N + d`` is the
 piece rank ``s`` sends to rank ``d``, of ``M*(d+1)//N - M*d//N`` bytes). Every node that
 moves or reduces a chunk carries it as the attribute ``optcoll_chunk``; the metadata holds
-``collective``, ``optcoll_ranks``, ``optcoll_chunks``, ``optcoll_bytes``, ``optcoll_rank``
-(and ``optcoll_root``), so :mod:`optcoll.verify.chakra` can judge the data. ASTRA-sim
+``collective``, ``optcoll_ranks``, ``optcoll_chunks``, ``optcoll_bytes``, ``optcoll_rank``,
+``optcoll_members`` (the compute nodes in rank order, JSON) and ``optcoll_root``, so :mod:`optcoll.verify.chakra` can judge the data. ASTRA-sim
 ignores attributes it does not know.
 
 Steps. A tree carries its chunks down (allgather, broadcast: a relay's sends depend on its
@@ -42,6 +42,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,9 +162,10 @@ def chakra_traces(
                 reduced, sent_up = _up(up_of[chunk], rank, chunk, nbytes, ranks)
             if chunk in down_of:
                 _down(down_of[chunk], rank, chunk, nbytes, ranks, reduced, sent_up)
-    meta = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
+    meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
+    meta["optcoll_members"] = json.dumps(list(schedule.compute_nodes))
     return _encode(ranks, coll, meta)
 
 
@@ -286,7 +288,7 @@ def _alltoall(schedule: Schedule, size: int, rank: dict[str, int], ranks: _Ranks
         raise ExportError(f"the all-to-all has routes for {len(pairs)} of the {n * (n - 1)} pairs")
 
 
-def _encode(ranks: _Ranks, coll: str, meta: dict[str, int]) -> list[bytes]:
+def _encode(ranks: _Ranks, coll: str, meta: dict[str, int | str]) -> list[bytes]:
     """Each rank's nodes as varint-delimited protobuf messages (metadata first)."""
     classes = _message_classes()
     files = []
@@ -297,7 +299,12 @@ def _encode(ranks: _Ranks, coll: str, meta: dict[str, int]) -> list[bytes]:
             attr=[
                 attr(name="schema", string_val=CHAKRA_SCHEMA),
                 attr(name="collective", string_val=coll),
-                *(attr(name=key, uint64_val=value) for key, value in meta.items()),
+                *(
+                    attr(name=key, string_val=value)
+                    if isinstance(value, str)
+                    else attr(name=key, uint64_val=value)
+                    for key, value in meta.items()
+                ),
                 attr(name="optcoll_rank", uint64_val=r),
             ],  # fmt: skip
         )

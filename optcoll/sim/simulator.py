@@ -775,8 +775,8 @@ def chakra_tasks(
         done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
         sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
         received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
-        for rank, nodes in enumerate(traces.nodes):
-            for node in orders[rank]:
+        for rank, ordered in enumerate(orders):
+            for node in ordered:
                 after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
                 kind = kinds[node.type]
                 if kind == "send":

@@ -61,6 +61,7 @@ Examples
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -73,6 +74,8 @@ from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
+from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
 from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.verify.msccl.program import read_program
@@ -700,11 +703,6 @@ class ChakraTraces:
 def read_chakra(prefix: str) -> ChakraTraces:
     """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
     wrong are refused with its first finding (run ``optcoll check-et``)."""
-    import json
-
-    from optcoll.verify.chakra import check_traces, read_traces
-    from optcoll.verify.chakra.wire import decode_trace
-
     raw = read_traces(prefix)
     report = check_traces(raw)
     if not report.ok:

@@ -61,7 +61,9 @@ Examples
 from __future__ import annotations
 
 import heapq
+import json
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -72,6 +74,8 @@ from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
+from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
 from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.verify.msccl.program import read_program
@@ -87,6 +91,9 @@ __all__ = [
     "simulate_schedule",
     "simulate_trees",
     "simulate_msccl",
+    "ChakraTraces",
+    "read_chakra",
+    "chakra_tasks",
     "schedule_tasks",
     "tree_tasks",
     "msccl_tasks",
@@ -755,3 +762,136 @@ def mscclpp_tasks(
         for before in sources[n]:
             _depend(graph, before, task)
     return graph
+
+
+# --- Chakra execution traces ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChakraTraces:
+    """Decoded Chakra traces of one collective (:func:`read_chakra`): each rank's nodes, the
+    message size and collective their metadata names (None if absent) and the compute nodes
+    of the ranks (``optcoll_members``; None: the topology's compute nodes in order)."""
+
+    nodes: tuple[tuple[Any, ...], ...]
+    size: int | None
+    collective: str | None
+    root: int | None
+    members: tuple[str, ...] | None
+
+
+def read_chakra(prefix: str) -> ChakraTraces:
+    """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
+    wrong are refused with its first finding (run ``optcoll check-et``)."""
+    raw = read_traces(prefix)
+    report = check_traces(raw)
+    if not report.ok:
+        raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
+    decoded = [decode_trace(data, name) for name, data in raw]
+    meta = decoded[0][0]
+
+    def value(name: str) -> Any:
+        attr = meta.get(name)
+        return None if attr is None else attr.value
+
+    members = value("optcoll_members")
+    return ChakraTraces(
+        tuple(tuple(nodes) for _, nodes in decoded),
+        value("optcoll_bytes"),
+        value("collective"),
+        value("optcoll_root"),
+        None if members is None else tuple(json.loads(members)),
+    )
+
+
+def chakra_tasks(
+    traces: ChakraTraces,
+    topology: Topology,
+    network: Network,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
+    dependencies have finished; a send is a step of its connection (sender, receiver) and then
+    a transfer on the widest path between the two; a receive finishes when the ``i``-th send of
+    its (source, destination, tag, size) arrives (``i`` its place in the receiver's dependency
+    order); a reduction is a local step. As with MSCCL programs, the traces run once per
+    slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
+    largest transfer.
+    """
+    compute = traces.members or tuple(topology.compute_nodes)
+    missing = [v for v in compute if v not in topology.compute_nodes]
+    if len(compute) != len(traces.nodes) or missing:
+        raise ScheduleError(
+            f"the traces have {len(traces.nodes)} ranks"
+            + (f" on compute nodes {', '.join(missing)} not" if missing else "")
+            + f" in {topology.name} ({len(topology.compute_nodes)} compute nodes)"
+        )
+    kinds = {5: "send", 6: "recv", 4: "comp"}
+    sizes = [
+        node.get("comm_size").value
+        for nodes in traces.nodes
+        for node in nodes
+        if kinds.get(node.type) == "send"
+    ]
+    count, _ = _slices(max(sizes, default=1), slice_bytes)
+    _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+        return routes[(src, dst)]
+
+    orders = [_dependency_order(nodes) for nodes in traces.nodes]
+    graph = TaskGraph()
+    for loop in range(count):
+        done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
+        sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
+        for rank, ordered in enumerate(orders):
+            for node in ordered:
+                after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
+                kind = kinds[node.type]
+                if kind == "send":
+                    peer = node.get("comm_dst").value
+                    size = node.get("comm_size").value
+                    key = (rank, peer, node.get("comm_tag").value, size)
+                    step = graph.add(("send", rank, peer), (), 0.0, after, loop / count)
+                    done[(rank, node.id)] = graph.add(
+                        None, route(rank, peer), size / count, [step], loop / count
+                    )
+                    sent[key].append(done[(rank, node.id)])
+                elif kind == "recv":
+                    peer, size = node.get("comm_src").value, node.get("comm_size").value
+                    key = (peer, rank, node.get("comm_tag").value, size)
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+                    received[key].append((rank, node.id))
+                else:
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+        for key, receives in received.items():
+            for transfer, (rank, ident) in zip(sent[key], receives, strict=True):
+                _depend(graph, transfer, done[(rank, ident)])
+    return graph
+
+
+def _dependency_order(nodes: Sequence[Any]) -> list[Any]:
+    """``nodes`` in dependency order (ties in file order)."""
+    by_id = {node.id: node for node in nodes}
+    waiting = {node.id: len({*node.data_deps, *node.ctrl_deps}) for node in nodes}
+    children: dict[int, list[int]] = defaultdict(list)
+    for node in nodes:
+        for dep in {*node.data_deps, *node.ctrl_deps}:
+            children[dep].append(node.id)
+    position = {node.id: i for i, node in enumerate(nodes)}
+    queue = [(position[node.id], node.id) for node in nodes if waiting[node.id] == 0]
+    heapq.heapify(queue)
+    order = []
+    while queue:
+        _, ident = heapq.heappop(queue)
+        order.append(by_id[ident])
+        for child in children[ident]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(queue, (position[child], child))
+    return order

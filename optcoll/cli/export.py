@@ -69,9 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--placement",
         choices=("outofplace", "inplace", "both"),
         default=None,
-        help="MSCCL: the program FILE holds: outofplace (default) or inplace; both writes FILE "
-        "out of place and STEM.inplace.xml beside it (a collective one program serves either "
-        "way, such as an RCCL allreduce, is one file)",
+        help="MSCCL and MSCCL++: the program FILE holds: outofplace (default) or inplace; both "
+        "writes FILE out of place and STEM.inplace.SUFFIX beside it (a collective one program "
+        "serves either way, such as an RCCL allreduce, is one file)",
     )
     parser.add_argument(
         "--runtime",
@@ -157,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if args.placement is not None and args.format not in ("msccl", "mscclpp"):
+        raise ExportError(
+            "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
+        )
     if (args.format == "chakra") != (args.size is not None):
         raise ExportError("--format chakra needs --size (the traces are for one message size)")
     if args.format == "chakra":
@@ -181,8 +185,6 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
     if args.bands and (args.exact or args.k is not None or args.format != "msccl"):
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
-    if args.placement is not None and args.format != "msccl":
-        raise ExportError("--placement chooses an MSCCL program: it needs --format msccl")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
     from optcoll.core.output import check_output, input_files, write_output

@@ -101,6 +101,7 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
+from optcoll.export.placement import placement_paths
 from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES, RuntimeProfile, runtime_profile
 
 __all__ = [
@@ -155,20 +156,8 @@ def placement_files(
     runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
     placement: str | None = None,
 ) -> tuple[tuple[str, Path], ...]:
-    """The programs to write for ``placement`` and their files; the first is always ``path``.
-
-    One rule for ``optcoll export -o FILE --placement P`` and
-    :func:`optcoll.export.export_schedule`: FILE holds the program the runtime runs out
-    of place (``None``, the default, or ``outofplace``), or in place (``inplace``); where
-    one program serves both (:func:`placements` gives ``both``) FILE holds that one.
-    ``both`` writes FILE out of place and the in-place program beside it, named
-    ``STEM.inplace.SUFFIX``.
-
-    Raises
-    ------
-    ExportError
-        An unknown ``placement``, or ``inplace`` where the runtime runs none (an
-        all-to-all on MSCCL).
+    """The MSCCL programs to write for ``placement`` and their files; the first is ``path``
+    (the rule of :func:`optcoll.export.placement.placement_paths` on :func:`placements`).
 
     Examples
     --------
@@ -179,24 +168,13 @@ def placement_files(
     >>> placement_files("ar.xml", "allreduce", placement="inplace")
     (('both', PosixPath('ar.xml')),)
     """
-    path = Path(path)
-    programs = placements(collective, runtime)
-    if placement not in (None, *PLACEMENTS):
-        raise ExportError(
-            f"unknown placement {placement!r}; valid: outofplace (default), inplace, both"
-        )
-    if programs == ("both",):
-        return (("both", path),)
-    if placement == "inplace":
-        if "inplace" not in programs:
-            name = runtime if isinstance(runtime, str) else runtime.name
-            raise ExportError(f"{name} runs no in-place {collective}: drop --placement inplace")
-        return (("inplace", path),)
-    if placement == "both":
-        first, *others = programs
-        siblings = tuple((p, path.with_name(f"{path.stem}.{p}{path.suffix}")) for p in others)
-        return ((first, path), *siblings)
-    return (("outofplace", path),)
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    return placement_paths(
+        path,
+        placements(collective, profile),
+        placement,
+        what=f"{profile.name} with a {collective}",
+    )
 
 
 @dataclass(frozen=True)

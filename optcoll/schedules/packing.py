@@ -71,7 +71,7 @@ from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
 from optcoll.core.arguments import count_argument, instance_argument, topology_argument
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import Rotation, Schedule, Tree
+from optcoll.core.schedule import Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.graph.maxflow import FlowNetwork
@@ -83,6 +83,7 @@ __all__ = [
     "pack_arborescences",
     "pack_rooted",
     "pack_symmetric",
+    "pack_layered",
     "expand_packing",
     "chunk_capacities",
     "fixed_k_capacity",
@@ -645,6 +646,126 @@ def pack_symmetric(
     return _OrbitPacker(logical, root_capacity, symmetry).run_orbits()
 
 
+def pack_layered(
+    logical: LogicalGraph, root_capacity: Mapping[str, int], symmetry: RootSymmetry
+) -> Packing | None:
+    """Breadth-first-layered trees of ``symmetry``'s representative roots, sharing each arc
+    orbit's capacity, or ``None`` when the layers cannot carry them.
+
+    In a layered tree every node ``v`` hangs from an in-neighbour one hop nearer the
+    root (``dist(u) = dist(v) - 1``, breadth-first distance over the logical arcs),
+    so every tree is a shortest-path tree: its height is the root's eccentricity,
+    the least any spanning tree from that root can have. Which orbit of arcs each
+    node's parent arc comes from is a transportation problem: node ``v`` of a tree
+    of representative ``r`` needs one unit from one of the orbits of its
+    layered in-arcs, orbit ``O`` supplies ``c(O)``. Nodes with the same
+    representative and the same set of allowed orbits are one supply of ``k_r``
+    times their number, so one small max-flow (types to orbits) decides it; a
+    flow of ``sum of k_r (N - 1)`` is split among the nodes in index order. The
+    orbit loads are then within ``c(O)``, which is all the proof of
+    :mod:`optcoll.graph.symmetry` needs; with ``root_capacity`` constant on orbits
+    the images (:func:`expand_packing`) are a packing of ``logical``.
+
+    ``O(reps * arcs)`` for the distances plus one max-flow on ``types + orbits + 2``
+    nodes.
+
+    Examples
+    --------
+    >>> from optcoll.graph.symmetry import automorphism_group
+    >>> cycle = {(i, (i + 1) % 4): 3 for i in range(4)} | {((i + 1) % 4, i): 3 for i in range(4)}
+    >>> g = LogicalGraph(("a", "b", "c", "d"), {("abcd"[u], "abcd"[v]): c for (u, v), c in cycle.items()}, {})
+    >>> pack_layered(g, dict.fromkeys("abcd", 2), automorphism_group(4, cycle))
+    [('a', 1, (('a', 'b'), ('a', 'd'), ('b', 'c'))), ('a', 1, (('a', 'b'), ('a', 'd'), ('d', 'c')))]
+    """
+    names = logical.compute_nodes
+    n = len(names)
+    index = {name: i for i, name in enumerate(names)}
+    arcs = {(index[u], index[v]): c for (u, v), c in logical.capacity.items() if c > 0}
+    orbit_cap = symmetry.orbit_capacity(arcs)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for u, v in sorted(arcs):
+        succ[u].append(v)
+        pred[v].append(u)
+    # per representative: distances, and for every node its parent per allowed orbit
+    types: dict[tuple[int, frozenset], list[int]] = {}
+    parents: dict[tuple[int, int], dict[Any, int]] = {}
+    distances: dict[int, list[int]] = {}
+    for r in symmetry.representatives:
+        if root_capacity.get(names[r], 0) == 0:
+            continue
+        dist = [-1] * n
+        dist[r] = 0
+        queue = [r]
+        for u in queue:
+            for v in succ[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        if min(dist) < 0:
+            return None
+        distances[r] = dist
+        for v in queue[1:]:
+            choice: dict[Any, int] = {}
+            for u in pred[v]:
+                key = symmetry.arc_orbit(u, v)
+                if dist[u] == dist[v] - 1 and orbit_cap.get(key, 0) > 0:
+                    choice.setdefault(key, u)
+            parents[(r, v)] = choice
+            types.setdefault((r, frozenset(choice)), []).append(v)
+    supply = {t: len(nodes) * root_capacity[names[t[0]]] for t, nodes in types.items()}
+    orbits = sorted({key for t in types for key in t[1]})
+    if not orbits:
+        return None
+    type_list = list(types)
+    source, sink = 0, 1 + len(type_list) + len(orbits)
+    orbit_node = {key: 1 + len(type_list) + j for j, key in enumerate(orbits)}
+    tails, heads, caps = [], [], []
+    for i, t in enumerate(type_list):
+        tails.append(source)
+        heads.append(1 + i)
+        caps.append(supply[t])
+        for key in sorted(t[1]):
+            tails.append(1 + i)
+            heads.append(orbit_node[key])
+            caps.append(supply[t])
+    for key in orbits:
+        tails.append(orbit_node[key])
+        heads.append(sink)
+        caps.append(orbit_cap[key])
+    result = FlowNetwork(sink + 1, tails, heads, caps).max_flow(source, sink)
+    if result.value < sum(supply.values()):
+        return None
+    flow = [int(f) for f in result.flow]
+    left: dict[tuple[int, frozenset], list[list]] = {}
+    arc = 0
+    for t in type_list:
+        arc += 1  # the source arc
+        left[t] = []
+        for key in sorted(t[1]):
+            if flow[arc]:
+                left[t].append([key, flow[arc]])
+            arc += 1
+    trees: list[tuple[str, int, tuple[Arc, ...]]] = []
+    for r, dist in distances.items():
+        k = root_capacity[names[r]]
+        chosen: list[list[tuple[int, int]]] = [[] for _ in range(k)]
+        for t, nodes in types.items():
+            if t[0] != r:
+                continue
+            allotment = left[t]
+            for v in nodes:
+                for tree in chosen:
+                    while allotment[0][1] == 0:
+                        allotment.pop(0)
+                    allotment[0][1] -= 1
+                    tree.append((parents[(r, v)][allotment[0][0]], v))
+        for tree in chosen:
+            tree.sort(key=lambda a: (dist[a[1]], a[1]))
+            trees.append((names[r], 1, tuple((names[u], names[v]) for u, v in tree)))
+    return _merge(trees)
+
+
 def expand_packing(logical: LogicalGraph, packing: Packing, symmetry: RootSymmetry) -> Packing:
     """Every tree of ``packing`` under ``rho^0 .. rho^(m-1)``, grouped by image.
 
@@ -970,18 +1091,23 @@ def pack_arborescences(
     rotation = None
     groups = {v: topology.node[v].group for v in compute}
     orbits = root_symmetry(logical, groups) if symmetry and k is None else None
-    packing = None if orbits is None else pack_symmetric(logical, root_capacity, orbits)
+    packing = layered = None
+    if orbits is not None:
+        packing = layered = pack_layered(logical, root_capacity, orbits)
+        if packing is None:
+            packing = pack_symmetric(logical, root_capacity, orbits)
     if packing is not None and orbits is not None:
         packed_roots = len(orbits.representatives)
         packed = time.perf_counter()
-        if shape:
+        if shape and layered is None:  # layered trees are as low as their roots allow
             packing = shorten_trees(logical, packing, symmetry=orbits)
         shaped = time.perf_counter()
         images = path_rotation(logical, orbits)
         if images is None:
             trees = realise_paths(logical, expand_packing(logical, packing, orbits))
         else:
-            rotation = Rotation(orbits.order, images)
+            generators = tuple(Rotation(m, g) for m, g in zip(orbits.orders, images, strict=True))
+            rotation = generators[0] if len(generators) == 1 else Rotations(generators)
             shared = realise_paths(
                 logical, packing, share=orbits.named_arc_orbit(logical.compute_nodes)
             )

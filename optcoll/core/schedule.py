@@ -363,7 +363,9 @@ class Rotations:
             edges = made[where].tolist()
             for t, tree in enumerate(trees):
                 result.append(
-                    Tree(ids[element[roots[t]]], tree.chunks, tuple(edges[bounds[t] : bounds[t + 1]]))
+                    Tree(
+                        ids[element[roots[t]]], tree.chunks, tuple(edges[bounds[t] : bounds[t + 1]])
+                    )
                 )
         position = {v: i for i, v in enumerate(compute_nodes)}
         result.sort(key=lambda t: position.get(t.root, -1))

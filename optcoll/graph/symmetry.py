@@ -69,9 +69,9 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-import math
 from math import gcd
 from typing import Any
 
@@ -326,7 +326,11 @@ class _Refiner:
             c = colour.astype(np.uint64)
             signature = np.zeros(len(colour), dtype=np.uint64)
             np.add.at(signature, tails, _mix(kind * np.uint64(4 << 32) + c[heads]))
-            np.add.at(signature, heads, _mix((kind * np.uint64(4) + np.uint64(1)) << np.uint64(32) ^ c[tails]))
+            np.add.at(
+                signature,
+                heads,
+                _mix((kind * np.uint64(4) + np.uint64(1)) << np.uint64(32) ^ c[tails]),
+            )
             key = _mix(_mix(c) ^ signature)  # (old colour, multiset), hashed once more
             _, colour = np.unique(key, return_inverse=True)
             colour = colour.reshape(-1)
@@ -335,7 +339,9 @@ class _Refiner:
                 return colour
             count = new
 
-    def search(self, colour: Any, prefer: Callable[[int, int], bool], leaves: int) -> list[list[int]]:
+    def search(
+        self, colour: Any, prefer: Callable[[int, int], bool], leaves: int
+    ) -> list[list[int]]:
         """Up to ``leaves`` bijections ``left -> right`` compatible with ``colour``,
         found by individualising one left node and each right candidate in turn
         (candidates with ``prefer(x, y)`` first, then by index), depth first."""
@@ -458,9 +464,11 @@ def automorphism_group(
             targets = [v for v in members if v not in orbit and (r, v) not in exhausted]
             for v in targets[:SEARCH_TARGETS]:
                 exhausted.add((r, v))
-                pairs = [(r, v)] if group is None else [
-                    (group.image(i, r), group.image(i, v)) for i in range(group.order)
-                ]
+                pairs = (
+                    [(r, v)]
+                    if group is None
+                    else [(group.image(i, r), group.image(i, v)) for i in range(group.order)]
+                )
                 colour = stable.copy()
                 fresh = int(colour.max()) + 1
                 for i, (x, y) in enumerate(pairs):
@@ -468,14 +476,12 @@ def automorphism_group(
                 wanted = capacity.get((r, v))
                 for g in refiner.search(
                     colour,
-                    lambda x, y: capacity.get((x, y)) == wanted,
+                    lambda x, y, wanted=wanted: capacity.get((x, y)) == wanted,
                     SEARCH_LEAVES,
                 ):
                     if not preserves_capacity(capacity, dict(enumerate(g))):
                         continue
-                    if any(
-                        g[h[x]] != h[g[x]] for h in generators for x in range(n)
-                    ):
+                    if any(g[h[x]] != h[g[x]] for h in generators for x in range(n)):
                         continue
                     candidate = RootSymmetry.generated_by(*generators, g)
                     if candidate is None:

@@ -866,6 +866,30 @@ def _heights(trees: list[Tree]) -> list[int]:
     return result
 
 
+def _height_excess(logical: LogicalGraph, trees: list[Tree]) -> tuple[int, int]:
+    """``(max eccentricity, max height excess)``: the largest breadth-first eccentricity
+    (logical hops) of a root, the least height a tree from it can have, and the
+    most any tree exceeds its root's eccentricity (0: every tree is a shortest-path
+    tree). One breadth-first search per distinct root."""
+    succ: dict[str, list[str]] = {}
+    for (u, v), c in logical.capacity.items():
+        if c > 0:
+            succ.setdefault(u, []).append(v)
+    eccentricity: dict[str, int] = {}
+    for root in dict.fromkeys(t.root for t in trees):
+        dist = {root: 0}
+        queue = [root]
+        for u in queue:
+            for v in succ.get(u, ()):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        eccentricity[root] = max(dist.values())
+    heights = _heights(trees)
+    excess = max(h - eccentricity[t.root] for h, t in zip(heights, trees, strict=True))
+    return max(eccentricity.values()), excess
+
+
 def chunk_capacities(
     topology: Topology, k: int | None = None, *, bound: CutRatio | None = None
 ) -> tuple[int, dict[Arc, int]]:
@@ -1045,18 +1069,25 @@ def pack_arborescences(
         Lower the trees and their peers at the same time factor
         (:func:`optcoll.schedules.tree_shape.shorten_trees`); ``False`` keeps the packer's trees.
     symmetry : bool
-        For the optimal ``k``: when a rotation of the topology's groups (boxes)
-        preserves the logical graph (:func:`optcoll.graph.symmetry.root_symmetry`), pack
-        and shape only one root per orbit and map the trees to the others
-        (:func:`pack_symmetric`); used only if the result's time factor is exactly
-        ``r*``, else every root is packed. ``False`` always packs every root.
+        For the optimal ``k``: when a free group of automorphisms preserves the
+        logical graph (:func:`optcoll.graph.symmetry.root_symmetry`: box rotations,
+        translations of tori and hypercubes, reflections of meshes), pack only one
+        root per orbit and map the trees to the others: breadth-first-layered trees
+        when the layers can carry them (:func:`pack_layered`, no shape pass needed),
+        else greedy trees shaped per orbit (:func:`pack_symmetric`); used only if the
+        result's time factor is exactly ``r*`` (computed from the representatives by
+        orbits, :func:`optcoll.core.loads.orbit_link_loads`), else every root is
+        packed. ``False`` always packs every root.
 
     Returns
     -------
     Schedule
         ``collective="allgather"``; ``cut_ratio`` is ``r*`` and ``time_factor`` the
         schedule's exact time factor (``== r*`` for the default ``k``). ``stats`` holds
-        ``U``, the tree count, max/mean tree height, total sends (tree edges), logical
+        ``U``, the tree count, max/mean tree height, ``max_eccentricity`` (the largest
+        breadth-first eccentricity of a root over the logical arcs: no tree from that
+        root is lower) and ``height_excess`` (the most a tree exceeds its root's
+        eccentricity; 0 for layered trees), total sends (tree edges), logical
         arcs, ``ratio_to_optimum`` (time factor / r*, as a ratio string) and
         ``packed_roots``, the roots whose trees were packed (the others' are images).
 
@@ -1085,7 +1116,12 @@ def pack_arborescences(
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
     logical = split_switches(
-        usable, link_capacity, root_capacity, chunks * len(compute), progress=progress
+        usable,
+        link_capacity,
+        root_capacity,
+        chunks * len(compute),
+        progress=progress,
+        proved=True,  # chunk_capacities meet the condition (certified r*, or checked k)
     )
     split = time.perf_counter()
     rotation = None
@@ -1111,8 +1147,14 @@ def pack_arborescences(
             shared = realise_paths(
                 logical, packing, share=orbits.named_arc_orbit(logical.compute_nodes)
             )
-            trees = list(rotation.expand(shared, compute))
-        time_factor = phase_time_factor(topology, trees, chunks)
+            time_factor = phase_time_factor(topology, shared, chunks, rotation=rotation)
+            heights = _heights(shared) * orbits.order  # an image is as tall as its tree
+            excess = _height_excess(logical, shared)
+            trees = list(rotation.expand(shared, compute)) if time_factor == bound.ratio else []
+        if images is None:
+            time_factor = phase_time_factor(topology, trees, chunks)
+            heights = _heights(trees)
+            excess = _height_excess(logical, trees)
         if time_factor != bound.ratio:  # never a worse answer: pack every root instead
             packing, rotation = None, None
     if packing is None:
@@ -1124,13 +1166,16 @@ def pack_arborescences(
         shaped = time.perf_counter()
         trees = realise_paths(logical, packing)
         time_factor = phase_time_factor(topology, trees, chunks)
+        heights = _heights(trees)
+        excess = _height_excess(logical, trees)
     position = {v: i for i, v in enumerate(compute)}
     trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
-    heights = _heights(trees)
     stats = {
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
+        "max_eccentricity": excess[0],
+        "height_excess": excess[1],
         "total_sends": sum(len(t.edges) for t in trees),
         "logical_arcs": len(logical.capacity),
         "ratio_to_optimum": fraction_text(time_factor / bound.ratio),

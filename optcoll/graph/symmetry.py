@@ -392,6 +392,24 @@ def _mix(x: Any) -> Any:
         return x ^ (x >> np.uint64(31))
 
 
+def _complement(generators: list[list[int]], g: list[int]) -> tuple[list[int], RootSymmetry | None]:
+    """The power ``g^e`` of largest order (smallest ``e``) with ``<H, g^e>`` direct and free.
+
+    A translation by ``(1, 1)`` of torus 3x5 meets ``H = <(1, 0)>`` in ``(3, 0)``; its
+    fifth power, of order 3, does not.
+    """
+    order = math.lcm(*(len(cycle) for cycle in _cycles(g)))
+    power = list(range(len(g)))
+    for e in range(1, order):
+        power = [g[v] for v in power]
+        if order % e:
+            continue
+        candidate = RootSymmetry.generated_by(*generators, power)
+        if candidate is not None:
+            return power, candidate
+    return g, None
+
+
 def automorphism_group(
     n: int, capacity: Mapping[tuple[int, int], Any], colour: Sequence[int] | None = None
 ) -> RootSymmetry | None:
@@ -406,9 +424,10 @@ def automorphism_group(
     individualisation-refinement (:class:`_Refiner`). Every complete map is
     checked exactly (:func:`preserves_capacity`, commuting with ``H``'s generators,
     ``<H, g>`` direct and free, :meth:`RootSymmetry.generated_by`); among the
-    leaves a map moving every node along an arc of the capacity of ``(r, v)`` (a
-    translation) wins, then the largest ``<H, g>``, then the map moving most nodes
-    so.
+    leaves a map moving every node along an arc of the capacity of ``(r, v)`` wins,
+    the one of least order among those (a translation by one arc, not a screw
+    that a translation would commute with less), else the largest ``<H, g>``, then
+    the map moving most nodes so. Targets ``v`` adjacent to ``r`` come first.
 
     Tori and hypercubes get their translations (one orbit), meshes their
     reflections, clusters of identical boxes their box rotations, whatever
@@ -462,6 +481,7 @@ def automorphism_group(
             r = members[0]
             orbit = {r} if group is None else set(group.members[group.orbit[r]])
             targets = [v for v in members if v not in orbit and (r, v) not in exhausted]
+            targets.sort(key=lambda v, r=r: (v not in out[r], v))  # translations by an arc first
             for v in targets[:SEARCH_TARGETS]:
                 exhausted.add((r, v))
                 pairs = (
@@ -483,11 +503,11 @@ def automorphism_group(
                         continue
                     if any(g[h[x]] != h[g[x]] for h in generators for x in range(n)):
                         continue
-                    candidate = RootSymmetry.generated_by(*generators, g)
+                    g, candidate = _complement(generators, g)
                     if candidate is None:
                         continue
                     moved = sum(1 for x in range(n) if capacity.get((x, g[x])) == wanted)
-                    score = (moved == n, candidate.order, moved)
+                    score = (moved == n, -candidate.order if moved == n else candidate.order, moved)
                     if best is None or score > best[0]:
                         best = (score, g, candidate)
                 if best is not None:

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.core.arguments import path_argument, text_argument
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Topology
 from optcoll.verify.msccl.execute import describe_value, execute, expected_outputs
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
+from optcoll.verify.msccl.profiles import runtime_profile
 from optcoll.verify.msccl.program import Program, parse_program, read_program
 
 __all__ = ["CheckReport", "check_program", "check_text", "check_file", "DEPTHS"]

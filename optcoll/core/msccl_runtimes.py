@@ -348,7 +348,8 @@ _MSCCL_PROFILE = RuntimeProfile(
             "has_outofplace": f"{_MS_PARSER}:847-853, {_MS_TUNING}:312-369 (inPlace must equal "
             "the call's)",
             "max_bytes_inclusive": f"{_MS_TUNING}:369 (nBytes >= minBytes && nBytes < maxBytes)",
-            "unlimited_max_bytes": f"{_MS_PARSER}:799-806 (missing maxBytes = 128 MB); "
+            "unlimited_max_bytes": f"{_MS_TUNING}:353,369 (nBytes < maxBytes: no value means "
+            f"unlimited); {_MS_PARSER}:799-806 (missing maxBytes = 128 MB); "
             f"{_MS} src/init.cc:814 (scratch = maxBytes * s_chunks / nchunksperloop)",
             "chunks_match_loop": f"{_MS_PARSER}:886",
             "never_in_place": f"{_MS} src/collectives/all_to_all.cc:49-51 ('In-place alltoall is "

@@ -211,6 +211,17 @@ def verify_schedule(
     schedule_argument(schedule)
     if optimum is not None:
         optimum = number_argument(optimum, "optimum")
+    return _verify_schedule(topology, schedule, optimum=optimum, require_optimal=require_optimal)
+
+
+def _verify_schedule(
+    topology: Topology,
+    schedule: Schedule,
+    *,
+    optimum: Fraction | None = None,
+    require_optimal: bool = False,
+) -> Verification:
+    """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
         return _verify_alltoall(topology, schedule, optimum, require_optimal)
     try:
@@ -320,7 +331,7 @@ def verify_groups_schedule(
             return Verification(
                 False, f"group {index} runs {group.collective}, not {schedule.collective}"
             )
-        alone = verify_schedule(groups.group_topology(index), group)
+        alone = _verify_schedule(groups.group_topology(index), group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

@@ -70,6 +70,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.core.loads import PHASES
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
@@ -77,7 +78,6 @@ from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
 from optcoll.verify.chakra import check_traces, read_traces
 from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.verify.msccl.program import read_program
 
 __all__ = [
@@ -677,7 +677,7 @@ def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
 
-    algo, findings = decode(read_program(source), runtime_profile(DEFAULT_RUNTIME))
+    algo, findings = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]
     if algo is None or blocking:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"

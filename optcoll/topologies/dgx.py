@@ -19,7 +19,11 @@ links x 25 GB/s, NVIDIA DGX H100 datasheet); one ConnectX-7 NIC per GPU at
 joins rail switch ``rail{j}`` (8 rails) at 50 GB/s. ``dgx-h100:B,nvls=1`` marks
 every box's NVSwitch node ``reduce`` and ``multicast`` (NVLink SHARP, "NVLS": the
 third-generation NVSwitch reduces and multicasts in the switch), with the same links;
-the NICs and rail switches still only relay.
+the NICs and rail switches still only relay. The third-generation NVSwitch "incorporates
+hardware acceleration for collective operations with multicast and NVIDIA SHARP in-network
+reductions" (NVIDIA technical blog, "Upgrading Multi-GPU Interconnectivity with the
+Third-Generation NVIDIA NVSwitch", developer.nvidia.com, 2022); no NVLS bandwidth figure
+is assumed: the switch sums and copies at the rate of its links.
 
 ``dgx-v100:n`` (alias ``ndv2``, the Azure NDv2 / DGX-1V layout): 8 V100 per box
 in the hybrid cube-mesh of NVLink2 (25 GB/s per link); each GPU has 6 NVLink2

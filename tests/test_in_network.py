@@ -422,9 +422,10 @@ def test_cli_round_trip(tmp_path, capsys):
     assert 1 <= row["ratio"] < 1.02
     # the same file on the relaying fabric: refused by its content hash, one line, exit 2
     assert main(["verify", "leaf-spine:leaves=2,hosts=2,spines=1", str(path)]) == 2
-    assert main(["bound", spec, "--collective", "broadcast"]) == 2
-    err = capsys.readouterr().err
-    assert "content hash" in err and "needs --root" in err
+    assert "content hash" in capsys.readouterr().err
+    assert main(["bound", spec, "--collective", "broadcast", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["root"] == "l0.h0" and data["time_factor"] == "1/100"
 
 
 def test_load_topology_spec_with_flags():

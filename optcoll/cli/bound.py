@@ -35,9 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
         "reduce or multicast, the exact aggregation-tree optimum; against reduce-scatter + "
-        "allgather), broadcast or reduce (with --root)",
+        "allgather), broadcast or reduce (from or to rank 0)",
     )
-    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
     add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -133,13 +132,12 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     unit = topology.bandwidth_unit
     n = topology.num_compute
     if args.collective != "allreduce":
-        if args.root is None:
-            raise MethodError(f"--collective {args.collective} needs --root NODE")
-        bound = collective_lower_bound(topology, args.collective, args.root)
+        root = topology.compute_nodes[0]
+        bound = collective_lower_bound(topology, args.collective, root)
         data = {
             "topology": topology.name,
             "collective": args.collective,
-            "root": args.root,
+            "root": root,
             "time_factor": fraction_text(bound),
             "algbw": round(float(1 / bound), 3),
             "in_network": "unchanged: the whole message crosses every cut between the root "
@@ -150,15 +148,13 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             return 0
         rows = [
             ("topology", f"{topology.name} ({n} compute nodes)"),
-            (f"{args.collective} T", f"M * {fraction_text(bound)} per {unit}"),
+            (f"{args.collective} T", f"M * {fraction_text(bound)} (root {root}, rank 0)"),
             ("algbw", f"{float(1 / bound):.3f} {unit}"),
             ("in-network", data["in_network"]),
         ]
         for name, text in rows:
             print(f"{name:<15} {text}")
         return 0
-    if args.root is not None:
-        raise MethodError("--root applies to broadcast and reduce; an allreduce has no root")
     cut = reduction_cut(topology)
     relaying = collective_lower_bound(topology, "allreduce") / n
     aggregation = aggregation_bound(topology) if topology.has_in_network else None

@@ -72,22 +72,27 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.arguments import (
     collective_argument,
     number_argument,
     schedule_argument,
     topology_argument,
 )
+from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-
-if TYPE_CHECKING:
-    from optcoll.core.aggregation import AggregationSchedule
-    from optcoll.groups.bounds import ProcessGroups
+from optcoll.groups.schedule import groups_collective
+from optcoll.schedules.alltoall import _alltoall_schedule
+from optcoll.schedules.collectives import _allreduce
+from optcoll.schedules.packing import _pack_arborescences
+from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
     "DEFAULT_LATENCY",
@@ -919,24 +924,20 @@ def compare_methods(
     topology_argument(topology)
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.schedules.packing import pack_arborescences
 
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_schedule
-
         costs = [
-            schedule_cost(topology, alltoall_schedule(topology), default_latency=default_latency),
+            schedule_cost(topology, _alltoall_schedule(topology), default_latency=default_latency),
             direct_alltoall(topology, default_latency=default_latency),
         ]
         rail = hierarchical_alltoall(topology, default_latency=default_latency)
         return costs if rail is None else [*costs, rail]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = pack_arborescences(topology, progress=progress)
-    single = pack_arborescences(topology, 1, progress=progress)
+    optimal = _pack_arborescences(topology, progress=progress)
+    single = _pack_arborescences(topology, 1, progress=progress)
     if collective == "allreduce":
-        optimal, single = allreduce(optimal, topology), allreduce(single, topology)
+        optimal, single = _allreduce(optimal, topology), _allreduce(single, topology)
     costs = [
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
@@ -945,14 +946,12 @@ def compare_methods(
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
         if collective == "allreduce":
-            ring = allreduce(ring, topology)
+            ring = _allreduce(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
         if topology.has_in_network:
-            from optcoll.schedules.aggregation import aggregation_schedule
-
             schedule = aggregation_schedule(topology)
             costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
     return costs
@@ -1028,7 +1027,7 @@ def compare_group_methods(
     """Concurrent process groups: the optimal schedule and a ring in every group, optimal first.
 
     Each method gives every group a schedule on the graph the group sees
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.group_topology`): ``optimal`` the
+    (:meth:`~optcoll.core.process_groups.ProcessGroups.group_topology`): ``optimal`` the
     trees of :func:`optcoll.groups.schedule.groups_collective` (t*), ``ring``
     :func:`ring_schedule` of each group (run as reduce-scatter + allgather for
     allreduce). All groups run at once, so the bandwidth term is the exact time
@@ -1046,16 +1045,12 @@ def compare_group_methods(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> costs = compare_group_methods(parse_groups(build("dgx-a100:2"), "strided:8"))
     >>> [(c.method, c.time_factor) for c in costs]
     [('optimal (k=1)', Fraction(1, 25)), ('ring', Fraction(7, 50))]
     """
     from dataclasses import replace
-
-    from optcoll.groups.schedule import GroupsSchedule, groups_collective
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.verify.schedule import verify_groups_schedule
 
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")
@@ -1067,7 +1062,7 @@ def compare_group_methods(
     rings = []
     for view in views:
         ring = ring_schedule(view)
-        rings.append(allreduce(ring, view) if collective == "allreduce" else ring)
+        rings.append(_allreduce(ring, view) if collective == "allreduce" else ring)
     ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
     costs = []
     for method, schedule in ((None, optimal), ("ring", ringed)):

@@ -50,7 +50,23 @@ from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
-from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES, link_latencies
+from optcoll.schedules.collectives import (
+    _allreduce,
+    _build_collective,
+    _collective_lower_bound,
+    _reduce_scatter,
+)
+from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.sim.cost_model import (
+    DEFAULT_LATENCY,
+    SIZES,
+    direct_alltoall_schedule,
+    double_binary_trees,
+    hierarchical_alltoall_schedule,
+    hierarchical_ring_schedule,
+    link_latencies,
+    ring_schedule,
+)
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -150,20 +166,11 @@ def candidates(
     >>> [c.method for c in candidates(build("dgx-a100:2"))]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=8', 'ring', 'hierarchical ring']
     """
-    from optcoll.schedules.collectives import allreduce, build_collective, reduce_scatter
-    from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-    from optcoll.sim.cost_model import (
-        direct_alltoall_schedule,
-        double_binary_trees,
-        hierarchical_alltoall_schedule,
-        hierarchical_ring_schedule,
-        ring_schedule,
-    )
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = build_collective(topology, collective, root=root)
+    optimal = _build_collective(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -187,9 +194,9 @@ def candidates(
             if ring is None:
                 continue
             if collective == "reduce_scatter":
-                ring = reduce_scatter(ring, topology)
+                ring = _reduce_scatter(ring, topology)
             elif collective == "allreduce":
-                ring = allreduce(ring, topology)
+                ring = _allreduce(ring, topology)
             found.append(Candidate(str(ring.stats["method"]), ring))
     if collective == "allreduce":
         found.append(
@@ -268,7 +275,6 @@ def plan(
     simulator, with the lower bound of the module docstring. A candidate whose task graph
     exceeds :data:`optcoll.sim.simulator.MAX_TASKS` at a size (a huge ``k``) gets no time there.
     """
-    from optcoll.schedules.collectives import collective_lower_bound
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
@@ -276,7 +282,7 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
     bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = collective_lower_bound(topology, bound_collective, root)
+    bound = _collective_lower_bound(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
     if collective == "allreduce" and topology.has_in_network:
         from optcoll.bounds.in_network import reduction_cut

@@ -88,10 +88,10 @@ from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.groups.schedule import groups_collective
+from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.alltoall import _alltoall_schedule
 from optcoll.schedules.collectives import _allreduce
 from optcoll.schedules.packing import _pack_arborescences
-from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [

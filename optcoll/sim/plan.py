@@ -46,10 +46,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.bounds.in_network import reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
+from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.collectives import (
     _allreduce,
     _build_collective,
@@ -203,8 +205,6 @@ def candidates(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
         if topology.has_in_network:
-            from optcoll.schedules.aggregation import aggregation_schedule
-
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     return found
 
@@ -285,8 +285,6 @@ def plan(
     bound = _collective_lower_bound(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
     if collective == "allreduce" and topology.has_in_network:
-        from optcoll.bounds.in_network import reduction_cut
-
         # per M / N bytes, as the allgather bound: N / lambda
         bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
     floor = latency_bound(

@@ -84,6 +84,7 @@ __all__ = [
     "AggregationBound",
     "aggregation_bound",
     "MAX_CAPABLE_SWITCHES",
+    "has_aggregation_lp",
 ]
 
 Arc = tuple[str, str]
@@ -147,6 +148,20 @@ def reduction_cut(topology: Topology) -> ReductionCut:
     value, cut = best
     assert topology.cut_bandwidth(cut) == value * unit, "the min cut's bandwidth is its flow"
     return ReductionCut(value * unit, cut)
+
+
+def has_aggregation_lp(topology: Topology) -> bool:
+    """True when some switch reduces or multicasts and the exact LP takes the topology
+    (at most :data:`MAX_CAPABLE_SWITCHES` such switches).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> has_aggregation_lp(build("dgx-h100:2,nvls=1")), has_aggregation_lp(build("dgx-h100:2"))
+    (True, False)
+    """
+    capable = set(topology.reducing_switches) | set(topology.multicast_switches)
+    return 0 < len(capable) <= MAX_CAPABLE_SWITCHES
 
 
 @dataclass(frozen=True)
@@ -244,8 +259,7 @@ def aggregation_bound(topology: Topology, *, time_limit: float | None = None) ->
         raise MethodError(
             f"{topology.name}: {len(capable)} switches reduce or multicast; the exact "
             f"aggregation LP enumerates their subsets and takes at most "
-            f"{MAX_CAPABLE_SWITCHES} (the cut bound needs no LP: optcoll bound --collective "
-            "allreduce prints it)"
+            f"{MAX_CAPABLE_SWITCHES} (the cut bound, reduction_cut, needs no LP)"
         )
     start = time.perf_counter()
     cut = reduction_cut(topology)

@@ -122,7 +122,12 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
 
 def _in_network(topology: Any, args: argparse.Namespace) -> int:
     """Allreduce (cut bound, aggregation optimum, reduce-scatter + allgather), broadcast, reduce."""
-    from optcoll.bounds.in_network import aggregation_bound, reduction_cut
+    from optcoll.bounds.in_network import (
+        MAX_CAPABLE_SWITCHES,
+        aggregation_bound,
+        has_aggregation_lp,
+        reduction_cut,
+    )
     from optcoll.core.rational import fraction_text, rounded_text
     from optcoll.exceptions import MethodError
     from optcoll.schedules.collectives import collective_lower_bound
@@ -157,7 +162,8 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         return 0
     cut = reduction_cut(topology)
     relaying = collective_lower_bound(topology, "allreduce") / n
-    aggregation = aggregation_bound(topology) if topology.has_in_network else None
+    capable = set(topology.reducing_switches) | set(topology.multicast_switches)
+    aggregation = aggregation_bound(topology) if has_aggregation_lp(topology) else None
     data = {
         "topology": topology.name,
         "collective": "allreduce",
@@ -192,6 +198,14 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             "reduce-scatter then allgather, switches relaying",
         ),
     ]
+    if len(capable) > MAX_CAPABLE_SWITCHES:
+        rows.append(
+            (
+                "aggregation",
+                f"not computed: {len(capable)} switches reduce or multicast, the exact LP "
+                f"takes at most {MAX_CAPABLE_SWITCHES}",
+            )
+        )
     if aggregation is not None:
         proof = "proved by exact prices" if aggregation.proved else "NOT proved"
         rows.append(

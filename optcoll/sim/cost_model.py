@@ -42,7 +42,7 @@ nodes only forward; the loads of all hops on a link add up):
   mirrored for even ``N``, shifted for odd ``N``, so the leaves of one are inner
   nodes of the other), half of the data each, reduce up and broadcast down;
 * the fixed ``k = 1`` optimum from :func:`optcoll.schedules.packing.pack_arborescences`;
-* allreduce where switches reduce or multicast (NVLS, SHARP): the optimal aggregation
+* allreduce where up to 8 switches reduce or multicast (NVLS, SHARP): the optimal aggregation
   trees, :func:`aggregation_cost` (``in-network``): reduce up, multicast down, pipelined;
   its latency term is the deepest reduce path plus the deepest multicast path of a tree;
 * all-to-all: :func:`direct_alltoall` - every pair's piece on its widest path,
@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.arguments import (
     collective_argument,
@@ -951,7 +952,7 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
-        if topology.has_in_network:
+        if has_aggregation_lp(topology):
             schedule = aggregation_schedule(topology)
             costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
     return costs

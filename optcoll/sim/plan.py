@@ -23,7 +23,7 @@ power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries 
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
 (one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it); the ring and
 the hierarchical ring (as tree schedules, :func:`optcoll.sim.cost_model.ring_schedule`); NCCL's
-double binary tree (allreduce); where switches reduce or multicast (NVLS, SHARP), the
+double binary tree (allreduce); where up to 8 switches reduce or multicast (NVLS, SHARP), the
 optimal aggregation trees, ``in-network`` (allreduce,
 :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose bandwidth bound is the
 cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`: every allreduce,
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optcoll.bounds.in_network import reduction_cut
+from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
@@ -204,7 +204,7 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
-        if topology.has_in_network:
+        if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     return found
 

@@ -362,7 +362,7 @@ def schedule_bands(
     >>> options = candidates(topo)
     >>> rows = plan(topo, "allgather", [1024, 2**20, 2**30], options=options)
     >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
-    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('k=8', 1073741824, None)]
+    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('optimal (k=13)', 1073741824, None)]
     """
     schedules = {o.method: o for o in options if o.schedule is not None}
     return [(schedules[m], low, high) for m, low, high in size_bands(rows, list(schedules))]

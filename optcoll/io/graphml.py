@@ -4,7 +4,9 @@ Every edge carries its bandwidth in the attribute ``bandwidth`` (or the one
 named by the option ``bandwidth_attr``, e.g. ``capacity`` or Topology Zoo's
 ``LinkSpeedRaw``); its latency (µs) is the attribute ``latency_attr`` if given,
 else ``latency``, else ``delay``, else none. Node attributes ``type``
-(``compute`` | ``switch``, default compute) and ``group`` are optional. The
+(``compute`` | ``switch``, default compute), ``group`` and, on switches, the
+booleans ``reduce`` and ``multicast`` (in-network reduction and multicast, e.g.
+NVLS or SHARP; default false) are optional. The
 file says whether it is directed (``edgedefault``): an undirected graph stands
 for links in both directions, a directed one for exactly the links listed
 (parallel edges add their bandwidths).
@@ -40,8 +42,8 @@ def from_graphml(
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "star.graphml"
     >>> nx.write_graphml(g, path)
     >>> t = from_graphml(path)
-    >>> t.compute_nodes, t.capacity[("sw", "b")]
-    (('a', 'b'), Fraction(25, 2))
+    >>> t.compute_nodes, t.capacity[("sw", "b")], t.reducing_switches
+    (('a', 'b'), Fraction(25, 2), ())
     """
     import xml.etree.ElementTree as ElementTree
 
@@ -77,5 +79,10 @@ def from_networkx(
     >>> nx.set_edge_attributes(g, 25, "bandwidth")
     >>> from_networkx(g, "ring").compute_nodes
     ('0', '1', '2', '3')
+    >>> g = nx.Graph()
+    >>> g.add_node("sw", type="switch", reduce=True, multicast="true")
+    >>> g.add_edge("a", "sw", bandwidth=1); g.add_edge("b", "sw", bandwidth=1)
+    >>> from_networkx(g, "sharp").multicast_switches
+    ('sw',)
     """
     return Topology.from_networkx(graph, name, bandwidth=bandwidth, latency=latency)

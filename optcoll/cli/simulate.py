@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
         bound = topology.num_compute * reduction_cut(topology).time_factor
     floor = None
-    if bound is not None:
+    if bound is not None and collective is not None:
         from optcoll.sim.plan import latency_bound
 
         floor = latency_bound(
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["ratio"] = None
-        if bound is not None and floor is not None:
+        if bound is not None and floor is not None and collective is not None:
             width = float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
             lower = max(width, floor)  # the bound plan reports as well
             row["bandwidth_bound_us"] = round(width, 4)

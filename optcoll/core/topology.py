@@ -814,11 +814,12 @@ class Topology:
         for v, attrs in graph.nodes(data=True):
             group = attrs.get("group")
             kind = str(attrs.get("type", "compute"))
-            flags = {
-                flag: _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
+            reduce, multicast = (
+                _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
                 for flag in SWITCH_CAPABILITIES
-            }
-            nodes.append(Node(ids[v], kind, None if group is None else str(group), **flags))
+            )
+            group_id = None if group is None else str(group)
+            nodes.append(Node(ids[v], kind, group_id, reduce=reduce, multicast=multicast))
         links = []
         directed = graph.is_directed()
         for u, v, attrs in graph.edges(data=True):

@@ -280,7 +280,9 @@ def _spec(decoded: list[tuple[Metadata, list[TraceNode]]], report: EtReport) -> 
     for rank, (meta, _) in enumerate(decoded):
         coll = meta.get("collective")
         report.collective = report.collective or (coll.value if coll else None)
-        ranks, chunks, size = (_integer(meta, f"optcoll_{name}") for name in ("ranks", "chunks", "bytes"))
+        ranks, chunks, size = (
+            _integer(meta, f"optcoll_{name}") for name in ("ranks", "chunks", "bytes")
+        )
         if ranks is None or chunks is None or size is None or coll is None:
             specs.append(None)
             continue

@@ -82,6 +82,17 @@ MAX_PER_OP = 8
 #: half an A100's 108 or an H100's 132 streaming multiprocessors.
 MAX_THREADBLOCKS = 64
 MAX_PIECES = 8
+#: Bytes per pipeline unit: 1 MiB takes 10 µs on a 100 GB/s link, several times the
+#: few ops a unit costs a thread block, and cuts a 1 GiB collective's ranges into
+#: dozens of units, so relays forward early.
+DEFAULT_UNIT = 2**20
+#: ``buffer_alignment`` of our plans (bytes; MSCCL++'s default).
+ALIGNMENT = 16
+#: Inner ops of one ``pipeline`` (``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``,
+#: ``execution_kernel.hpp``).
+MAX_PIPELINE_OPS = 16
+#: Units of one pipeline: ``handlePipeline`` keeps the count in 16 bits.
+MAX_UNITS = 2**16 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
 
@@ -121,8 +132,10 @@ class _Step:
     """One node's part of one unit, before numbering: ops with symbolic references."""
 
     rank: int
-    group: int
+    segment: int
+    piece: int
     key: tuple
+    group: int = -1
     waits: list[int] = field(default_factory=list)  # peers
     reduces: list[tuple[Loc, list[Loc]]] = field(default_factory=list)
     copies: list[tuple[Loc, Loc]] = field(default_factory=list)
@@ -138,6 +151,7 @@ def mscclpp_plan(
     max_message_size: int | None = None,
     min_message_size: int = 0,
     pieces: int | None = None,
+    unit_size: int | None = DEFAULT_UNIT,
     allgather: Schedule | None = None,
 ) -> MscclppPlan:
     """The MSCCL++ plan of ``schedule`` (deterministic).
@@ -152,8 +166,11 @@ def mscclpp_plan(
         Compute node -> box; pairs in one box use memory channels, others port
         channels. Default: every node in a box of its own (port channels everywhere).
     pieces : int, optional
-        Pieces per tree (default: the most up to 8 that keep every thread block within 64
-        ops and every GPU within 64 thread blocks).
+        Pieces per tree range, each its own steps (default: 1 with pipelines, else the
+        most up to :data:`MAX_PIECES` that keep every thread block within 64 ops).
+    unit_size : int or None
+        Bytes per unit of the ``pipeline`` ops that run every step unit by unit (default
+        :data:`DEFAULT_UNIT`); None: no pipelines, every op moves its whole range.
     allgather : Schedule, optional
         With a reduce-scatter ``schedule``: the allgather whose trees broadcast, making
         an allreduce of two tree sets.
@@ -176,21 +193,25 @@ def mscclpp_plan(
         )
     if pieces is not None and pieces < 1:
         raise ExportError(f"pieces must be >= 1, got {pieces}")
+    if unit_size is not None and unit_size % ALIGNMENT or unit_size == 0:
+        raise ExportError(f"unit_size must be a positive multiple of {ALIGNMENT}, got {unit_size}")
     nodes = schedule.compute_nodes
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
     segments = _segments(schedule, allgather)
-    tries = [pieces] if pieces else list(range(MAX_PIECES, 0, -1))
+    if pieces is not None:
+        tries = [pieces]
+    elif unit_size is not None:
+        tries = [1]
+    else:
+        tries = list(range(_most_pieces(schedule, coll, segments), 0, -1))
     last_error = ""
     for count in tries:
         steps, chunks = _steps(schedule, coll, segments, count)
-        groups = _pack(steps, len(nodes))
-        if groups is None:
-            last_error = f"with {count} piece(s) per tree a unit needs more than {MAX_OPS} ops"
-            continue
-        if max(groups.values(), default=0) + 1 > MAX_THREADBLOCKS:
+        _pack(steps)
+        load = _load(steps, unit_size is not None)
+        if max(load.values(), default=0) > MAX_OPS:
             last_error = (
-                f"with {count} piece(s) per tree a GPU needs "
-                f"{max(groups.values()) + 1} thread blocks (limit {MAX_THREADBLOCKS})"
+                f"with {count} piece(s) per tree a thread block needs more than {MAX_OPS} ops"
             )
             continue
         try:
@@ -200,11 +221,11 @@ def mscclpp_plan(
                 placement,
                 name,
                 steps,
-                groups,
                 chunks,
                 box,
                 min_message_size,
                 max_message_size,
+                unit_size,
             )
         except _Limit as err:
             last_error = str(err)
@@ -324,10 +345,13 @@ def _shape(tree: Tree, ranks: dict[str, int]) -> tuple[dict[int, list[int]], dic
 def _steps(
     schedule: Schedule, coll: str, segments: list[Segment], count: int
 ) -> tuple[list[_Step], dict[str, int]]:
-    """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU)."""
+    """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU).
+
+    Every chunk of the schedule is ``count`` chunks of the plan, so every range of ``c``
+    schedule chunks is ``count`` pieces of ``c`` plan chunks each."""
     nodes = schedule.compute_nodes
     ranks = {v: i for i, v in enumerate(nodes)}
-    n, k = len(nodes), schedule.k
+    n, k = len(nodes), schedule.k * count
     scratch = [0] * n
     steps: list[_Step] = []
 
@@ -337,16 +361,14 @@ def _steps(
 
     per_root = coll in ("allgather", "reduce_scatter", "allreduce")
     for seg, root, first, chunks, up, down, chain, _ in segments:
-        parts = min(count, chunks)
-        bounds = [first + chunks * p // parts for p in range(parts + 1)]
         r = ranks[root]
-        for p in range(parts):
-            lo, size = bounds[p], bounds[p + 1] - bounds[p]
+        for p in range(count):
+            lo, size = first * count + p * chunks, chunks
             unit = len(steps)
             mine: dict[int, _Step] = {}
 
-            def step(rank: int, phase: int, level: int, key: tuple = (p, seg, unit)) -> _Step:
-                made = _Step(rank, -1, (key[0], phase, level, key[1], key[2]))
+            def step(rank: int, phase: int, level: int, at: tuple = (p, seg, unit)) -> _Step:
+                made = _Step(rank, at[1], at[0], (phase, at[0], level, at[1], at[2]))
                 steps.append(made)
                 return made
 
@@ -383,7 +405,6 @@ def _steps(
                         s.reduces.append((own, inputs))
                     mine[v] = s
                     if v != r:
-                        s.rank = v
                         s.puts.append((-1, own, ("?", v, 0)))  # parent's box, filled below
                 for v, s in list(mine.items()):
                     for i, (peer, own, _marker) in enumerate(s.puts):
@@ -406,7 +427,7 @@ def _steps(
                         s.waits.append(parent)
     if coll == "alltoall":
         for rank in range(n):  # the own piece, out of place
-            own = _Step(rank, -1, (-1, 0, 0, -1, -1))
+            own = _Step(rank, -1, 0, (-1, 0, 0, -1, -1))
             own.copies.append((("o", rank * k, k), ("i", rank * k, k)))
             steps.append(own)
     chunks = {
@@ -422,39 +443,45 @@ def _steps(
     return steps, chunks
 
 
-def _op_count(step: _Step, memory: bool = True) -> int:
+def _op_count(step: _Step) -> int:
     """Ops of a step (at most; memory channels cost a put, a nop and a signal)."""
     count = 0
     if step.waits:
         count += 2 * math.ceil(len(step.waits) / MAX_PER_OP)
     for _, inputs in step.reduces:
         count += 2 * math.ceil((len(inputs) - 1) / MAX_PER_OP)
-    count += len(step.copies)
+    count += len(step.copies) + (1 if step.copies else 0)
     if step.puts:
         count += 3 * math.ceil(len(step.puts) / MAX_PER_OP)
     return count
 
 
-def _pack(steps: list[_Step], n: int) -> dict[int, int] | None:
-    """Thread block of every unit (the key's last field): the tree (segment) ``s`` runs in
-    block ``s mod B``, ``B`` the segments up to 64, so trees run side by side; None if a
-    block of some GPU would exceed 64 ops."""
-    by_unit: dict[int, list[_Step]] = defaultdict(list)
+def _pack(steps: list[_Step]) -> None:
+    """Set every step's thread block: range ``s`` runs in block ``s mod``
+    :data:`MAX_THREADBLOCKS`, its pieces one after the other, so ranges run side by side.
+    (More blocks per range would not be faster: blocks that put at once share the links,
+    so a piece's data would arrive no earlier.)"""
     for s in steps:
-        by_unit[s.key[-1]].append(s)
-    segments = {s.key[3] for s in steps if s.key[3] >= 0}
-    width = max(1, min(MAX_THREADBLOCKS, len(segments)))
+        s.group = max(s.segment, 0) % MAX_THREADBLOCKS
+
+
+def _load(steps: list[_Step], pipelined: bool = False) -> dict[tuple[int, int], int]:
+    """Ops (at most) of every (thread block, rank); a pipeline adds one op per step."""
     load: dict[tuple[int, int], int] = defaultdict(int)
-    groups: dict[int, int] = {}
-    for unit, members in sorted(by_unit.items()):
-        group = max(members[0].key[3], 0) % width
-        for s in members:
-            load[(group, s.rank)] += _op_count(s)
-            s.group = group
-        groups[unit] = group
-    if any(v > MAX_OPS for v in load.values()):
-        return None
-    return groups
+    for s in steps:
+        load[(s.group, s.rank)] += _op_count(s) + pipelined
+    return load
+
+
+def _most_pieces(schedule: Schedule, coll: str, segments: list[Segment]) -> int:
+    """The most pieces per range, up to :data:`MAX_PIECES`, whose thread blocks (as
+    :func:`_pack` makes them) stay within :data:`MAX_OPS` ops: the pieces of a range are
+    alike, so the ops of one piece, counted once, give every count's."""
+    steps, _ = _steps(schedule, coll, segments, 1)
+    _pack(steps)
+    fixed = sum(_op_count(s) for s in steps if s.segment < 0)
+    heaviest = max(_load([s for s in steps if s.segment >= 0]).values(), default=1)
+    return max(1, min(MAX_PIECES, (MAX_OPS - fixed) // heaviest))
 
 
 def _render(
@@ -463,14 +490,19 @@ def _render(
     placement: str,
     name: str | None,
     steps: list[_Step],
-    groups: dict[int, int],
     chunks: dict,
     box: dict[str, str],
     low: int,
     high: int | None,
+    unit: int | None,
 ) -> dict:
     nodes = schedule.compute_nodes
     n = len(nodes)
+    high = 2**64 - 1 if high is None else high
+    if unit is not None:  # the kernel counts a pipeline's units in 16 bits
+        widest = max(_size(s) for s in steps)
+        buffer = chunks["o"] if coll == "allgather" else chunks["i"]
+        high = min(high, MAX_UNITS * unit * buffer // widest)
 
     def ctype(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
@@ -501,7 +533,7 @@ def _render(
         remote: list[tuple[int, str, str]] = []
         threadblocks = []
         for tb_id, g in enumerate(sorted(blocks)):
-            tb = _Block(rank, g, channel_index, ctype, remote)
+            tb = _Block(rank, g, channel_index, ctype, remote, unit)
             for s in blocks[g]:
                 tb.emit(s)
             threadblocks.append(tb.render(tb_id))
@@ -534,9 +566,9 @@ def _render(
         "reuse_resources": False,
         "num_threads_per_block": 1024,
         "use_double_scratch_buffer": False,
-        "buffer_alignment": 16,
+        "buffer_alignment": ALIGNMENT,
         "min_message_size": low,
-        "max_message_size": 2**64 - 1 if high is None else high,
+        "max_message_size": high,
         "gpus": gpus,
     }
 
@@ -544,10 +576,13 @@ def _render(
 class _Block:
     """The ops of one thread block on one GPU."""
 
-    def __init__(self, rank: int, group: int, channel_index: dict, ctype, remote: list) -> None:
-        self.rank, self.group = rank, group
+    def __init__(
+        self, rank: int, group: int, channel_index: dict, ctype, remote: list, unit: int | None
+    ) -> None:
+        self.rank, self.group, self.unit = rank, group, unit
         self.channel_index, self.ctype, self.remote = channel_index, ctype, remote
         self.ops: list[dict] = []
+        self.count = 0  # inner ops of pipelines: the executor counts them as ops
         self.channels: dict[str, list[int]] = {"memory": [], "port": []}
         self.buffers: dict[str, list[int]] = {"memory": [], "port": []}
 
@@ -572,6 +607,26 @@ class _Block:
         return self.buffers[access].index(bid)
 
     def emit(self, step: _Step) -> None:
+        """Append the ops of ``step``: in a ``pipeline`` over its range when the block has
+        a unit size and the step moves data."""
+        outer, self.ops = self.ops, []
+        self._emit(step)
+        inner, self.ops = self.ops, outer
+        if self.unit is None or not (step.puts or step.waits):
+            self.ops.extend(inner)
+            return
+        if len(inner) > MAX_PIPELINE_OPS:
+            raise _Limit(f"a step needs {len(inner)} ops, above {MAX_PIPELINE_OPS} in a pipeline")
+        self.ops.append(
+            {
+                "name": "pipeline",
+                "iter_context": {"unit_size": self.unit, "num_chunks": _size(step)},
+                "ops": inner,
+            }
+        )
+        self.count += len(inner)
+
+    def _emit(self, step: _Step) -> None:
         by_type: dict[str, list[int]] = defaultdict(list)
         for peer in step.waits:
             kind, index = self.channel(peer)
@@ -630,8 +685,8 @@ class _Block:
                     )
 
     def render(self, tb_id: int) -> dict:
-        if len(self.ops) > MAX_OPS:
-            raise _Limit(f"a thread block needs {len(self.ops)} ops")
+        if len(self.ops) + self.count > MAX_OPS:
+            raise _Limit(f"a thread block needs {len(self.ops) + self.count} ops")
         return {
             "id": tb_id,
             "ops": self.ops,
@@ -646,6 +701,15 @@ class _Block:
                 if self.buffers[t]
             ],
         }
+
+
+def _size(step: _Step) -> int:
+    """Chunks of a step's ranges (all of one size; its whole copy for all-to-all's own)."""
+    for _, src, _ in step.puts:
+        return src[2]
+    for dst, _ in step.reduces + step.copies:
+        return dst[2]
+    return 1
 
 
 def _chunked(items: list[int]) -> list[list[int]]:

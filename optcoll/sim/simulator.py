@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -633,6 +633,28 @@ def msccl_tasks(
     return graph
 
 
+def _plan_program(
+    ops: Sequence[Any], chunk: float
+) -> Iterator[tuple[Any, float, float, tuple[int, int]]]:
+    """The ops a plan's thread block runs, in order, each with the byte offset and most
+    bytes it moves and its (iteration, iterations) of its loop: a ``pipeline``'s inner ops once
+    per unit of its ``num_chunks`` chunks (``ceil(num_chunks chunk / unit_size)`` units,
+    ``execution_plan.cc``), other ops once on their whole ranges."""
+    o = 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            yield op, 0.0, math.inf, (0, 1)
+            o += 1
+            continue
+        unit, chunks = op.loop
+        iterations = max(1, math.ceil(chunks * chunk / unit))
+        for i in range(iterations):
+            for inner in ops[o + 1 : o + 1 + op.body]:
+                yield inner, i * unit, unit, (i, iterations)
+        o += 1 + op.body
+
+
 def _depend(graph: TaskGraph, before: int, task: int) -> None:
     graph.successors[before].append(task)
     graph.waiting[task] += 1
@@ -692,7 +714,8 @@ def mscclpp_tasks(
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
     Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
-    step each); a put sends its chunks on the widest path between the two GPUs, in slices;
+    step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
+    unit of them) on the widest path between the two GPUs, in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
     signal of its partner (a ``pws`` signals after its own put). The message is the
     output of an allgather, the input of the other collectives.
@@ -704,7 +727,6 @@ def mscclpp_tasks(
         )
     first = plan.gpus[0].chunks
     buffer = first["o"] if plan.collective == "allgather" else first["i"]
-    count, piece = _slices(size / max(buffer, 1), slice_bytes)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
@@ -715,20 +737,27 @@ def mscclpp_tasks(
     graph = TaskGraph()
     signals: dict[tuple, list[list[int]]] = {}
     waits: list[tuple[int, tuple, int]] = []
+    chunk = size / max(buffer, 1)
     for gpu in plan.gpus:
         for tb in gpu.threadblocks:
             last: list[int] = []
             sent: list[int] = []
-            for op in tb.ops:
+            for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
                 task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
                 last = [task]
                 if op.name in ("put", "pws", "pwsf"):
                     sent = []
                     for d in op.dst:
+                        moved = max(0.0, min(d.size * chunk - offset, unit))
+                        count, piece = _slices(moved, slice_bytes)
                         for s in range(count):
                             sent.append(
                                 graph.add(
-                                    None, route(gpu.rank, d.rank), piece * d.size, [task], s / count
+                                    None,
+                                    route(gpu.rank, d.rank),
+                                    piece,
+                                    [task],
+                                    (i + s / count) / iterations,
                                 )
                             )
                     if op.name != "put" and op.channel_type == "port":

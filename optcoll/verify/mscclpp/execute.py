@@ -35,10 +35,11 @@ switch-channel ops (a plan with them is not executed).
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from optcoll.verify.mscclpp.plan import Op, Plan, Ref
+from optcoll.verify.mscclpp.plan import CHUNK_UNITS, Op, Plan, Ref, ThreadBlock
 
 __all__ = ["Outcome", "execute", "STRATEGIES"]
 
@@ -101,6 +102,9 @@ class _Machine:
         self.clock = [_Clock(size) for _ in self.blocks]
         self.pending = [_Clock(size) for _ in self.blocks]
         self.pc = [0] * size
+        self.program = [_program(plan, tb) for _, tb in self.blocks]
+        self.at = 0
+        self.window: tuple[int, int] | None = None
         self.queues: dict[tuple, list[_Clock | None]] = defaultdict(list)
         self.taken: dict[tuple, int] = defaultdict(int)
         self.values: dict[Cell, Value] = {}
@@ -151,10 +155,18 @@ class _Machine:
             index * parts + span * place // count,
             index * parts + span * (place + 1) // count,
         )
+        if self.window is not None:  # one unit of a pipeline: the kernel's offset and size
+            offset = first + self.window[0] * self.window[1]
+            if offset > last:
+                raise _Bounds(
+                    f"{kind}[{index}:{index + size}] of rank {ref.rank} at unit "
+                    f"{self.window[0]}, past its end (the kernel's size - offset wraps around)"
+                )
+            first, last = offset, min(last, offset + self.window[1])
         return [self.cell(ref.rank, kind, x) for x in range(first, last)]
 
     def read(self, t: int, op: Op, cells: list[Cell], where: str) -> list[Value]:
-        stamp, clock = (t, op.position), self.clock[t]
+        stamp, clock = (t, self.at), self.clock[t]
         out = []
         for c in cells:
             w = self.writer.get(c)
@@ -171,7 +183,7 @@ class _Machine:
         return out
 
     def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: str) -> None:
-        stamp, clock = (t, op.position), self.clock[t]
+        stamp, clock = (t, self.at), self.clock[t]
         for c, v in zip(cells, values, strict=True):
             w = self.writer.get(c)
             if w is not None and w != stamp and not clock.covers(w):
@@ -199,7 +211,7 @@ class _Machine:
 
     def write_packets(self, t: int, op: Op, cells: list[Cell], values: list[Value]) -> None:
         message = self.clock[t].copy()
-        message.extra.add((t, op.position))
+        message.extra.add((t, self.at))
         for c, v in zip(cells, values, strict=True):
             self.packet[c] = message
             self.writer.pop(c, None)
@@ -208,15 +220,21 @@ class _Machine:
 
     def label(self, stamp: Stamp) -> str:
         rank, tb = self.blocks[stamp[0]]
-        return f"rank {rank} tb {tb.id} op {stamp[1]} ({tb.ops[stamp[1]].name})"
+        return f"rank {rank} tb {tb.id} op {self._where(stamp[0], stamp[1])}"
+
+    def _where(self, t: int, at: int) -> str:
+        op, window = self.program[t][at]
+        unit = "" if window is None else f" of unit {window[0]}"
+        return f"{op.position} ({op.name}{unit})"
 
     # --- one op --------------------------------------------------------------------------
 
     def step(self, t: int) -> bool:
         """Run thread block ``t``'s next op; False when it must wait."""
         rank, tb = self.blocks[t]
-        op = tb.ops[self.pc[t]]
-        where = f"rank {rank} tb {tb.id} op {op.position} ({op.name})"
+        op, self.window = self.program[t][self.pc[t]]
+        self.at = self.pc[t]
+        where = f"rank {rank} tb {tb.id} op {self._where(t, self.at)}"
         self.op = op
         try:
             done = self._run(t, rank, op, where)
@@ -236,7 +254,7 @@ class _Machine:
     def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
         name = op.name
         if name == "nop":
-            self._sync(t, op.position)
+            self._sync(t, self.at)
             return True
         if name == "barrier":
             return self._barrier(t, rank, op)
@@ -268,7 +286,7 @@ class _Machine:
                 if self.taken[k] < len(self.queues[k]):
                     self.pending[t].join(self.queues[k][self.taken[k]])
                 self.taken[k] += 1
-            self._sync(t, op.position)
+            self._sync(t, self.at)
             return True
         if name == "flush":
             return True
@@ -277,7 +295,7 @@ class _Machine:
     def _barrier(self, t: int, rank: int, op: Op) -> bool:
         assert op.barrier is not None
         key = (rank, op.barrier[0])
-        if (t, op.position) in self.released:
+        if (t, self.at) in self.released:
             return True
         arrived = self.barriers[key]
         if t not in arrived:
@@ -309,7 +327,7 @@ class _Machine:
                 if port and name != "put" and i < len(op.channel_peers):
                     peer, ordinal = op.channel_peers[i]
                     message = self.clock[t].copy()
-                    message.extra.add((t, op.position))
+                    message.extra.add((t, self.at))
                     self.queues[("port", rank, peer, ordinal)].append(message)
             return True
         if name == "get":
@@ -371,7 +389,7 @@ class _Machine:
 
     def run(self, choose: str, burst: int, seed: int) -> None:
         rng = random.Random(seed)
-        ready = [t for t in range(len(self.blocks)) if self.blocks[t][1].ops]
+        ready = [t for t in range(len(self.blocks)) if self.program[t]]
         waiting: list[int] = []
         progress = True
         while ready or (waiting and progress):
@@ -384,7 +402,7 @@ class _Machine:
                 t = ready.pop()
             else:
                 t = ready.pop(rng.randrange(len(ready)))
-            ops = self.blocks[t][1].ops
+            ops = self.program[t]
             count = 0
             while self.pc[t] < len(ops) and (burst == 0 or count < burst):
                 if not self.step(t):
@@ -393,14 +411,14 @@ class _Machine:
                 progress = True
             if self.pc[t] < len(ops):
                 (waiting if count == 0 else ready).append(t)
-        stuck = [t for t in range(len(self.blocks)) if self.pc[t] < len(self.blocks[t][1].ops)]
+        stuck = [t for t in range(len(self.blocks)) if self.pc[t] < len(self.program[t])]
         for t in stuck[:4]:
             rank, tb = self.blocks[t]
-            op = tb.ops[self.pc[t]]
+            op = self.program[t][self.pc[t]][0]
             self.find(
                 "deadlock",
-                f"rank {rank} tb {tb.id} waits forever at op {op.position} "
-                f"({op.name}{_channels(op)})",
+                f"rank {rank} tb {tb.id} waits forever at op "
+                f"{self._where(t, self.pc[t])[:-1]}{_channels(op)})",
             )
         if len(stuck) > 4:
             self.find("deadlock", f"{len(stuck) - 4} more thread blocks wait forever")
@@ -435,6 +453,46 @@ def _channels(op: Op) -> str:
     if not op.channel_peers:
         return ""
     return " on " + ", ".join(f"{op.channel_type} channel to rank {p}" for p, _ in op.channel_peers)
+
+
+def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | None]]:
+    """The ops thread block ``tb`` runs, in order: a ``pipeline``'s inner ops once per
+    unit, each with its window ``(unit, parts per unit)`` (see :func:`unit_parts`)."""
+    program: list[tuple[Op, tuple[int, int] | None]] = []
+    ops, o = tb.ops, 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            program.append((op, None))
+            o += 1
+            continue
+        unit = unit_parts(plan, op.loop[0])
+        body = ops[o + 1 : o + 1 + op.body]
+        if unit is None:
+            program.extend((inner, None) for inner in body)
+        else:
+            iterations = -(-op.loop[1] * plan.parts // unit)
+            for i in range(iterations):
+                program.extend((inner, (i, unit)) for inner in body)
+        o += 1 + op.body
+    return program
+
+
+def unit_parts(plan: Plan, unit_size: int) -> int | None:
+    """Parts (of :attr:`Plan.parts` per chunk) in a pipeline unit of ``unit_size`` bytes,
+    the chunk being :data:`CHUNK_UNITS` of the plan's first unit size; None if that is no
+    whole number of parts.
+
+    Examples
+    --------
+    >>> from optcoll.verify.mscclpp.plan import Plan
+    >>> plan = Plan("x", "allgather", "Simple", False, 16, 0, 1, [], unit_size=1024, parts=3)
+    >>> unit_parts(plan, 1024), unit_parts(plan, 512), unit_parts(plan, 100)
+    (2, 1, None)
+    """
+    assert plan.unit_size is not None
+    parts = Fraction(plan.parts * unit_size) / (CHUNK_UNITS * plan.unit_size)
+    return parts.numerator if parts.denominator == 1 and parts > 0 else None
 
 
 def execute(plan: Plan, strategy: tuple[str, str, int, int]) -> Outcome:

@@ -43,13 +43,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from fractions import Fraction
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
+    "CHUNK_UNITS",
     "LIMITS",
     "OP_NAMES",
     "Ref",
@@ -73,6 +75,11 @@ LIMITS: dict[str, tuple[int, str]] = {
     "barriers": (16, "execution_common.hpp MAX_DEVICE_SYNCERS"),
     "semaphores_per_operation": (16, "execution_common.hpp MAX_DEVICE_SEMAPHORES"),
 }
+
+#: The chunk, in units of the first pipeline, at which the checker executes pipelines
+#: (a model size: a range of ``c`` chunks takes ``ceil(3 c / 2)`` units, the last one
+#: partial when ``c`` is odd).
+CHUNK_UNITS = Fraction(3, 2)
 
 #: Operation names ``getOpType`` accepts (execution_plan.cc).
 OP_NAMES = frozenset(
@@ -114,6 +121,10 @@ class Op:
     #: thread block group: (this block's place, the group's size); the op handles that
     #: slice of each range (``calcOffset``/``calcSize``)
     group: tuple[int, int] = (0, 1)
+    #: a ``pipeline``: ``(unit_size, num_chunks)`` of its ``iter_context``; the ``body``
+    #: ops after it are its inner ops, run once per unit of ``num_chunks`` chunks
+    loop: tuple[int, int] | None = None
+    body: int = 0
 
 
 @dataclass
@@ -146,8 +157,12 @@ class Plan:
     overflows: list[tuple[str, str]] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     #: parts each chunk is cut into: the least common multiple of the thread block
-    #: group sizes, so that every group's slice is whole parts
+    #: group sizes (so that every group's slice is whole parts) and, with pipelines, the
+    #: denominator of :data:`CHUNK_UNITS`
     parts: int = 1
+    #: the first pipeline's ``unit_size`` (bytes): the checker executes pipelines with a
+    #: chunk of :data:`CHUNK_UNITS` such units
+    unit_size: int | None = None
 
     @property
     def ranks(self) -> int:
@@ -332,8 +347,22 @@ def _parse_threadblocks(
                 )
             )
             if ops[-1].name == "pipeline":
-                plan.unsupported.append(f"{tw}.ops[{o}]: pipeline")
-                for i, inner in enumerate(_get(op_doc, "ops", f"{tw}.ops[{o}]", list)):
+                ow = f"{tw}.ops[{o}]"
+                context = _get(op_doc, "iter_context", ow, dict)
+                unit = _get(context, "unit_size", f"{ow}.iter_context", int)
+                if unit == 0:
+                    raise FileFormatError(
+                        f"{ow}.iter_context.unit_size: must be > 0 (the executor divides by it)"
+                    )
+                inner_ops = _get(op_doc, "ops", ow, list)
+                loop = (unit, _get(context, "num_chunks", f"{ow}.iter_context", int))
+                if plan.unit_size is None:
+                    plan.unit_size = unit
+                    plan.parts = math.lcm(plan.parts, CHUNK_UNITS.denominator)
+                ops[-1] = replace(ops[-1], loop=loop, body=len(inner_ops))
+                for i, inner in enumerate(inner_ops):
+                    if isinstance(inner, dict) and inner.get("name") == "pipeline":
+                        plan.unsupported.append(f"{ow}.ops[{i}]: a pipeline inside a pipeline")
                     ops.append(
                         _parse_op(
                             plan,

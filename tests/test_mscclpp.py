@@ -53,25 +53,47 @@ def test_shipped_plans_pass(path):
     assert report.ok, report.findings[:2]
 
 
-def _mutations(document):
-    """Single-op mutations: drop an op, swap two neighbours, shift a chunk index."""
+def _op_lists(document):
+    """Paths to every list of ops: each thread block's and each pipeline's inner ops."""
     for g, gpu in enumerate(document["gpus"]):
         for t, tb in enumerate(gpu["threadblocks"]):
-            for o in range(len(tb["ops"])):
-                dropped = copy.deepcopy(document)
-                del dropped["gpus"][g]["threadblocks"][t]["ops"][o]
-                yield dropped
-                if o + 1 < len(tb["ops"]):
-                    swapped = copy.deepcopy(document)
-                    ops = swapped["gpus"][g]["threadblocks"][t]["ops"]
-                    ops[o], ops[o + 1] = ops[o + 1], ops[o]
-                    yield swapped
-                for side in ("src_buff", "dst_buff"):
-                    if tb["ops"][o].get(side):
-                        shifted = copy.deepcopy(document)
-                        buff = shifted["gpus"][g]["threadblocks"][t]["ops"][o][side][0]
-                        buff["index"] = (buff["index"] + 1) % max(1, gpu["output_chunks"])
-                        yield shifted
+            yield g, (g, t, None)
+            for o, op in enumerate(tb["ops"]):
+                if op["name"] == "pipeline":
+                    yield g, (g, t, o)
+
+
+def _ops_at(document, path):
+    g, t, o = path
+    ops = document["gpus"][g]["threadblocks"][t]["ops"]
+    return ops if o is None else ops[o]["ops"]
+
+
+def _mutations(document):
+    """Single-op mutations: drop an op, swap two neighbours, shift a chunk index (in
+    thread blocks and inside pipelines); halve a pipeline's num_chunks."""
+    for g, path in _op_lists(document):
+        ops = _ops_at(document, path)
+        chunks = max(1, document["gpus"][g]["output_chunks"])
+        for o in range(len(ops)):
+            dropped = copy.deepcopy(document)
+            del _ops_at(dropped, path)[o]
+            yield dropped
+            if o + 1 < len(ops):
+                swapped = copy.deepcopy(document)
+                mine = _ops_at(swapped, path)
+                mine[o], mine[o + 1] = mine[o + 1], mine[o]
+                yield swapped
+            for side in ("src_buff", "dst_buff"):
+                if ops[o].get(side):
+                    shifted = copy.deepcopy(document)
+                    buff = _ops_at(shifted, path)[o][side][0]
+                    buff["index"] = (buff["index"] + 1) % chunks
+                    yield shifted
+            if ops[o]["name"] == "pipeline" and ops[o]["iter_context"]["num_chunks"] > 1:
+                shorter = copy.deepcopy(document)
+                _ops_at(shorter, path)[o]["iter_context"]["num_chunks"] //= 2
+                yield shorter
 
 
 def _caught(document):
@@ -101,7 +123,7 @@ def test_mutations_of_shipped_plans_are_caught():
 def test_mutations_of_our_plan_are_caught():
     (_, _, plan), *_ = _plans("ring:4", ("allreduce",))
     caught, total = _caught(json.loads(plan.text))
-    assert total > 400 and caught >= 388, (caught, total)  # measured 388 of 420
+    assert total > 300 and caught == total, (caught, total)  # measured 372 of 372
 
 
 def test_parser_refusals_name_the_field():

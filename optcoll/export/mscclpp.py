@@ -135,11 +135,16 @@ class _Step:
     segment: int
     piece: int
     key: tuple
+    size: int  # chunks of each range it moves (a pipeline's num_chunks)
     group: int = -1
     waits: list[int] = field(default_factory=list)  # peers
     reduces: list[tuple[Loc, list[Loc]]] = field(default_factory=list)
     copies: list[tuple[Loc, Loc]] = field(default_factory=list)
     puts: list[tuple[int, Loc, Loc]] = field(default_factory=list)  # peer, src, remote dst
+    #: an allreduce root: its reduce step releases the range's semaphore once the sum is
+    #: written, its broadcast step acquires it before sending (they may run in two blocks)
+    release: bool = False
+    acquire: bool = False
 
 
 def mscclpp_plan(
@@ -367,8 +372,8 @@ def _steps(
             unit = len(steps)
             mine: dict[int, _Step] = {}
 
-            def step(rank: int, phase: int, level: int, at: tuple = (p, seg, unit)) -> _Step:
-                made = _Step(rank, at[1], at[0], (phase, at[0], level, at[1], at[2]))
+            def step(rank: int, phase: int, level: int, at: tuple = (p, seg, unit, size)) -> _Step:
+                made = _Step(rank, at[1], at[0], (phase, at[0], level, at[1], at[2]), at[3])
                 steps.append(made)
                 return made
 
@@ -393,6 +398,7 @@ def _steps(
                 partial: dict[int, Loc] = {}
                 for v in sorted(depth, key=lambda x: (-depth[x], x)):
                     s = step(v, 0, -depth[v])
+                    s.release = v == r and down is not None
                     own = source
                     if children[v]:
                         inputs = [source]
@@ -415,6 +421,7 @@ def _steps(
                 children, depth = _shape(down, ranks)
                 for v in sorted(depth, key=lambda x: (depth[x], x)):
                     s = step(v, 1, depth[v])
+                    s.acquire = v == r and up is not None
                     held = final
                     if v == r and up is None:
                         held = source
@@ -427,7 +434,7 @@ def _steps(
                         s.waits.append(parent)
     if coll == "alltoall":
         for rank in range(n):  # the own piece, out of place
-            own = _Step(rank, -1, 0, (-1, 0, 0, -1, -1))
+            own = _Step(rank, -1, 0, (-1, 0, 0, -1, -1), k)
             own.copies.append((("o", rank * k, k), ("i", rank * k, k)))
             steps.append(own)
     chunks = {
@@ -450,19 +457,24 @@ def _op_count(step: _Step) -> int:
         count += 2 * math.ceil(len(step.waits) / MAX_PER_OP)
     for _, inputs in step.reduces:
         count += 2 * math.ceil((len(inputs) - 1) / MAX_PER_OP)
-    count += len(step.copies) + (1 if step.copies else 0)
+    count += len(step.copies) + (1 if step.copies else 0) + 2 * step.acquire + step.release
     if step.puts:
         count += 3 * math.ceil(len(step.puts) / MAX_PER_OP)
     return count
 
 
 def _pack(steps: list[_Step]) -> None:
-    """Set every step's thread block: range ``s`` runs in block ``s mod``
-    :data:`MAX_THREADBLOCKS`, its pieces one after the other, so ranges run side by side.
-    (More blocks per range would not be faster: blocks that put at once share the links,
-    so a piece's data would arrive no earlier.)"""
+    """Set every step's thread block: range ``s`` runs in block ``s`` (its pieces one
+    after the other), or - for an allreduce, when :data:`MAX_THREADBLOCKS` allows - its
+    reduction in block ``2 s`` and its broadcast in block ``2 s + 1``, so a range's leaves
+    send their next data while its broadcast runs; beyond the limit, range ``s`` runs in
+    block ``s mod`` :data:`MAX_THREADBLOCKS`. (More blocks per range would not be faster:
+    blocks that put at once share the links, so a piece's data would arrive no earlier.)"""
+    ranges = len({s.segment for s in steps if s.segment >= 0})
+    split = any(s.acquire for s in steps) and 2 * ranges <= MAX_THREADBLOCKS
     for s in steps:
-        s.group = max(s.segment, 0) % MAX_THREADBLOCKS
+        segment = max(s.segment, 0)
+        s.group = 2 * segment + s.key[0] if split else segment % MAX_THREADBLOCKS
 
 
 def _load(steps: list[_Step], pipelined: bool = False) -> dict[tuple[int, int], int]:
@@ -500,7 +512,7 @@ def _render(
     n = len(nodes)
     high = 2**64 - 1 if high is None else high
     if unit is not None:  # the kernel counts a pipeline's units in 16 bits
-        widest = max(_size(s) for s in steps)
+        widest = max(s.size for s in steps)
         buffer = chunks["o"] if coll == "allgather" else chunks["i"]
         high = min(high, MAX_UNITS * unit * buffer // widest)
 
@@ -531,9 +543,10 @@ def _render(
         for s in mine:
             blocks[s.group].append(s)
         remote: list[tuple[int, str, str]] = []
+        semaphores: dict[int, int] = {}  # range -> its semaphore on this rank
         threadblocks = []
         for tb_id, g in enumerate(sorted(blocks)):
-            tb = _Block(rank, g, channel_index, ctype, remote, unit)
+            tb = _Block(rank, g, channel_index, ctype, remote, unit, semaphores)
             for s in blocks[g]:
                 tb.emit(s)
             threadblocks.append(tb.render(tb_id))
@@ -554,7 +567,7 @@ def _render(
                 "remote_buffers": [
                     {"rank": r, "type": b, "access_channel_types": [t]} for r, b, t in remote
                 ],
-                "semaphores": [],
+                "semaphores": [{"init_value": 0} for _ in semaphores],
             }
         )
     root = f" root={schedule.root}" if schedule.root is not None else ""
@@ -577,9 +590,16 @@ class _Block:
     """The ops of one thread block on one GPU."""
 
     def __init__(
-        self, rank: int, group: int, channel_index: dict, ctype, remote: list, unit: int | None
+        self,
+        rank: int,
+        group: int,
+        channel_index: dict,
+        ctype,
+        remote: list,
+        unit: int | None,
+        semaphores: dict[int, int],
     ) -> None:
-        self.rank, self.group, self.unit = rank, group, unit
+        self.rank, self.group, self.unit, self.semaphores = rank, group, unit, semaphores
         self.channel_index, self.ctype, self.remote = channel_index, ctype, remote
         self.ops: list[dict] = []
         self.count = 0  # inner ops of pipelines: the executor counts them as ops
@@ -620,13 +640,18 @@ class _Block:
         self.ops.append(
             {
                 "name": "pipeline",
-                "iter_context": {"unit_size": self.unit, "num_chunks": _size(step)},
+                "iter_context": {"unit_size": self.unit, "num_chunks": step.size},
                 "ops": inner,
             }
         )
         self.count += len(inner)
 
     def _emit(self, step: _Step) -> None:
+        if step.acquire or step.release:
+            semaphore = self.semaphores.setdefault(step.segment, len(self.semaphores))
+        if step.acquire:
+            self.ops.append({"name": "sem_acquire", "semaphore_ids": [semaphore]})
+            self.ops.append({"name": "nop"})
         by_type: dict[str, list[int]] = defaultdict(list)
         for peer in step.waits:
             kind, index = self.channel(peer)
@@ -634,7 +659,7 @@ class _Block:
         for kind in ("memory", "port"):
             for part in _chunked(by_type[kind]):
                 self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": part})
-        if step.waits:
+        if step.waits and (step.copies or step.reduces or step.puts):  # a leaf reads nothing
             self.ops.append({"name": "nop"})
         for dst, src in step.copies:
             self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
@@ -653,6 +678,8 @@ class _Block:
                 )
                 self.ops.append({"name": "nop"})
                 first = dst
+        if step.release:  # after the nop that ends the sum
+            self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
         puts: dict[str, list[tuple[int, int, tuple, tuple]]] = defaultdict(list)
         for peer, src, dst in step.puts:
             kind, index = self.channel(peer)
@@ -701,15 +728,6 @@ class _Block:
                 if self.buffers[t]
             ],
         }
-
-
-def _size(step: _Step) -> int:
-    """Chunks of a step's ranges (all of one size; its whole copy for all-to-all's own)."""
-    for _, src, _ in step.puts:
-        return src[2]
-    for dst, _ in step.reduces + step.copies:
-        return dst[2]
-    return 1
 
 
 def _chunked(items: list[int]) -> list[list[int]]:

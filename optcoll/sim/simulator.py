@@ -717,7 +717,8 @@ def mscclpp_tasks(
     step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
     unit of them) on the widest path between the two GPUs, in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
-    signal of its partner (a ``pws`` signals after its own put). The message is the
+    signal of its partner (a ``pws`` signals after its own put); the ``n``-th
+    ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
     output of an allgather, the input of the other collectives.
     """
     compute = topology.compute_nodes
@@ -771,16 +772,27 @@ def mscclpp_tasks(
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name == "sem_release":
+                    for sem in op.semaphores:
+                        signals.setdefault(("sem", gpu.rank, sem), []).append([task])
+                elif op.name == "sem_acquire":
+                    for sem in op.semaphores:
+                        waits.append((task, ("sem", gpu.rank, sem), gpu.semaphores[sem]))
     taken: dict[tuple, int] = {}
-    for task, key, _ in waits:
-        n = taken.get(key, 0)
-        taken[key] = n + 1
+    for task, key, initial in waits:
+        n = taken.get(key, 0) - initial
+        taken[key] = taken.get(key, 0) + 1
+        if n < 0:  # a semaphore's initial value lets its first acquires through
+            continue
         sources = signals.get(key, [])
         if n >= len(sources):
-            raise ScheduleError(
-                f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
-                f"{key[1]} has no signal (run optcoll check-plan)"
+            what = (
+                f"a sem_acquire of semaphore {key[2]} of rank {key[1]} has no sem_release"
+                if key[0] == "sem"
+                else f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal"
             )
+            raise ScheduleError(f"{what} (run optcoll check-plan)")
         for before in sources[n]:
             _depend(graph, before, task)
     return graph

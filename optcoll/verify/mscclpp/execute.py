@@ -35,11 +35,10 @@ switch-channel ops (a plan with them is not executed).
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from optcoll.verify.mscclpp.plan import CHUNK_UNITS, Op, Plan, Ref, ThreadBlock
+from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
 
 __all__ = ["Outcome", "execute", "STRATEGIES"]
 
@@ -282,11 +281,10 @@ class _Machine:
             have = [len(self.queues[k]) + self.plan.gpus[rank].semaphores[k[2]] for k in keys]
             if any(self.taken[k] >= n for k, n in zip(keys, have, strict=True)):
                 return False
-            for k in keys:
+            for k in keys:  # run by one thread per semaphore: a nop orders the others
                 if self.taken[k] < len(self.queues[k]):
                     self.pending[t].join(self.queues[k][self.taken[k]])
                 self.taken[k] += 1
-            self._sync(t, self.at)
             return True
         if name == "flush":
             return True
@@ -467,32 +465,12 @@ def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | No
             o += 1
             continue
         unit = unit_parts(plan, op.loop[0])
-        body = ops[o + 1 : o + 1 + op.body]
-        if unit is None:
-            program.extend((inner, None) for inner in body)
-        else:
-            iterations = -(-op.loop[1] * plan.parts // unit)
-            for i in range(iterations):
-                program.extend((inner, (i, unit)) for inner in body)
+        assert unit is not None, "check_plan does not execute plans with such units"
+        iterations = -(-op.loop[1] * plan.parts // unit)
+        for i in range(iterations):
+            program.extend((inner, (i, unit)) for inner in ops[o + 1 : o + 1 + op.body])
         o += 1 + op.body
     return program
-
-
-def unit_parts(plan: Plan, unit_size: int) -> int | None:
-    """Parts (of :attr:`Plan.parts` per chunk) in a pipeline unit of ``unit_size`` bytes,
-    the chunk being :data:`CHUNK_UNITS` of the plan's first unit size; None if that is no
-    whole number of parts.
-
-    Examples
-    --------
-    >>> from optcoll.verify.mscclpp.plan import Plan
-    >>> plan = Plan("x", "allgather", "Simple", False, 16, 0, 1, [], unit_size=1024, parts=3)
-    >>> unit_parts(plan, 1024), unit_parts(plan, 512), unit_parts(plan, 100)
-    (2, 1, None)
-    """
-    assert plan.unit_size is not None
-    parts = Fraction(plan.parts * unit_size) / (CHUNK_UNITS * plan.unit_size)
-    return parts.numerator if parts.denominator == 1 and parts > 0 else None
 
 
 def execute(plan: Plan, strategy: tuple[str, str, int, int]) -> Outcome:

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import json
 import math
-from fractions import Fraction
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ __all__ = [
     "Plan",
     "parse_plan",
     "read_plan",
+    "unit_parts",
 ]
 
 #: Each limit with its value and the upstream file that sets it.
@@ -284,6 +285,14 @@ def parse_plan(document: Any) -> Plan:
                 )
     for position, gpu_doc in enumerate(gpus_field):
         _parse_threadblocks(plan, plan.gpus[position], gpu_doc, raw_remote[position])
+    for gpu in plan.gpus:
+        for tb in gpu.threadblocks:
+            for op in tb.ops:
+                if op.loop is not None and unit_parts(plan, op.loop[0]) is None:
+                    plan.unsupported.append(
+                        f"gpus[{gpu.rank}].threadblocks[{tb.id}]: a pipeline unit of "
+                        f"{op.loop[0]} B beside the first of {plan.unit_size} B"
+                    )
     return plan
 
 
@@ -358,7 +367,7 @@ def _parse_threadblocks(
                 loop = (unit, _get(context, "num_chunks", f"{ow}.iter_context", int))
                 if plan.unit_size is None:
                     plan.unit_size = unit
-                    plan.parts = math.lcm(plan.parts, CHUNK_UNITS.denominator)
+                    plan.parts = math.lcm(plan.parts, CHUNK_UNITS.numerator)
                 ops[-1] = replace(ops[-1], loop=loop, body=len(inner_ops))
                 for i, inner in enumerate(inner_ops):
                     if isinstance(inner, dict) and inner.get("name") == "pipeline":
@@ -490,3 +499,19 @@ def _parse_op(
         semaphores,
         group,
     )
+
+
+def unit_parts(plan: Plan, unit_size: int) -> int | None:
+    """Parts (of :attr:`Plan.parts` per chunk) in a pipeline unit of ``unit_size`` bytes,
+    the chunk being :data:`CHUNK_UNITS` of the plan's first unit size; None if that is no
+    whole number of parts.
+
+    Examples
+    --------
+    >>> plan = Plan("x", "allgather", "Simple", False, 16, 0, 1, [], unit_size=1024, parts=3)
+    >>> unit_parts(plan, 1024), unit_parts(plan, 512), unit_parts(plan, 100)
+    (2, 1, None)
+    """
+    assert plan.unit_size is not None
+    parts = Fraction(plan.parts * unit_size) / (CHUNK_UNITS * plan.unit_size)
+    return parts.numerator if parts.denominator == 1 and parts > 0 else None

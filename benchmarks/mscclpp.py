@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import extract_revision, print_table
 from optcoll.cli._core import message_size
 from optcoll.cli._export_mscclpp import boxes_of
-from optcoll.export.mscclpp import mscclpp_plan
+from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
 from optcoll.io import load_topology, save_schedule
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.schedules.deploy import deployable_schedule
@@ -46,7 +46,7 @@ _WRITE_PLAN = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from optcoll.cli._export_mscclpp import boxes_of
-from optcoll.export.mscclpp import mscclpp_plan
+from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
 from optcoll.io import load_schedule
 schedule = load_schedule(sys.argv[2])
 down = load_schedule(sys.argv[3]) if sys.argv[3] else None
@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
                 bound *= float(optimum) / 1000.0  # GB/s = 1000 bytes per µs
                 cpu = time.process_time()
                 plan = mscclpp_plan(
-                    schedule, allgather=chosen.allgather, boxes=boxes_of(schedule.compute_nodes)
+                    schedule,
+                    allgather=chosen.allgather,
+                    boxes=boxes_of(schedule.compute_nodes),
+                    unit_size=pipeline_unit(topology, schedule, chosen.allgather),
                 )
                 cpu = time.process_time() - cpu
                 documents = {"new": plan.document}
@@ -108,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
                 old = f"{ratios['old']:.4f}" if "old" in ratios else "-"
                 rows.append(
                     [spec, collective, schedule.k, trees, old, f"{ratios['new']:.4f}"]
-                    + [plan.threadblocks, plan.pieces, f"{cpu:.2f}"]
+                    + [plan.threadblocks, plan.unit_size // 1024, f"{cpu:.2f}"]
                 )
                 print(*rows[-1], flush=True, file=sys.stderr)
     headers = ["topology", "collective", "k", "trees/bound", "old plan/bound", "plan/bound"]
-    print_table(headers + ["tb/GPU", "pieces", "write CPU s"], rows)
+    print_table(headers + ["tb/GPU", "unit KiB", "write CPU s"], rows)
     return 0
 
 

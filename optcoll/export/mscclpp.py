@@ -59,11 +59,20 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 
-__all__ = ["MscclppPlan", "mscclpp_plan", "mscclpp_placements", "COLLECTIVE_NAMES"]
+__all__ = [
+    "MscclppPlan",
+    "mscclpp_plan",
+    "mscclpp_placements",
+    "pipeline_unit",
+    "COLLECTIVE_NAMES",
+]
 
 #: optcoll collective -> the plan's ``collective`` (the DSL's names; ``broadcast`` and
 #: ``reduce`` have no DSL class and keep optcoll's names).
@@ -86,6 +95,16 @@ MAX_PIECES = 8
 #: few ops a unit costs a thread block, and cuts a 1 GiB collective's ranges into
 #: dozens of units, so relays forward early.
 DEFAULT_UNIT = 2**20
+#: Ops a thread block runs per unit of a reducing step (wait, nop, re, nop, put, nop,
+#: signal) and of a broadcasting or relaying one (wait, nop, put, nop, signal), and the
+#: µs each costs it (the simulator's default step overhead,
+#: :data:`optcoll.sim.simulator.DEFAULT_OVERHEAD`); :func:`pipeline_unit` makes a unit
+#: take :data:`UNIT_MARGIN` times as long on the wire as its ops.
+OPS_PER_UNIT = {True: 7, False: 5}
+OP_COST_US = 1
+UNIT_MARGIN = 1.25
+#: Smallest and largest unit :func:`pipeline_unit` chooses.
+MIN_UNIT, MAX_UNIT = 2**16, 2**24
 #: ``buffer_alignment`` of our plans (bytes; MSCCL++'s default).
 ALIGNMENT = 16
 #: Inner ops of one ``pipeline`` (``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``,
@@ -95,6 +114,47 @@ MAX_PIPELINE_OPS = 16
 MAX_UNITS = 2**16 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
+
+
+def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | None = None) -> int:
+    """The pipeline unit (bytes) for plans of ``schedule`` on ``topology``: the smallest
+    power of two a range's thread block needs more time to send at its range's rate than
+    to run its ops (:data:`OPS_PER_UNIT` x :data:`OP_COST_US` x :data:`UNIT_MARGIN`),
+    within [:data:`MIN_UNIT`, :data:`MAX_UNIT`]. Smaller units forward sooner (less
+    pipeline fill); a block could not issue smaller ones as fast as the links carry them.
+
+    A range of ``c`` of the ``k`` chunks of a phase whose time factor is ``t`` (µs per
+    byte of ``data(M)`` over 1000: bandwidths in GB/s) moves at ``c / (k t)`` GB/s; an
+    all-to-all route path of ``c`` chunks likewise with the routes' time factor.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("ring:4")
+    >>> pipeline_unit(topo, pack_arborescences(topo)) // 1024
+    256
+    """
+    k = schedule.k
+    wanted = 0.0
+    if schedule.collective == "alltoall":
+        factor = routes_time_factor(topology, schedule.routes, k)
+        chunks = max(p.chunks for r in schedule.routes for p in r.paths)
+        wanted = float(Fraction(chunks, k) / factor) * OPS_PER_UNIT[False]
+    else:
+        phases = [(schedule, reverse) for reverse in PHASES[schedule.collective]]
+        if allgather is not None:
+            phases = [(schedule, True), (allgather, False)]
+        for part, reverse in phases:
+            factor = phase_time_factor(topology, part.trees, part.k, reverse=reverse)
+            if factor:
+                widest = max(t.chunks for t in part.trees)
+                rate = float(Fraction(widest, part.k) / factor)
+                wanted = max(wanted, rate * OPS_PER_UNIT[reverse])
+    wanted *= 1000 * OP_COST_US * UNIT_MARGIN  # GB/s = 1000 B/µs
+    if wanted <= MIN_UNIT:
+        return MIN_UNIT
+    return min(MAX_UNIT, 2 ** math.ceil(math.log2(wanted)))
 
 
 def mscclpp_placements(collective: str) -> tuple[str, ...]:
@@ -121,6 +181,8 @@ class MscclppPlan:
     pieces: int
     memory_pairs: int
     port_pairs: int
+    #: bytes per pipeline unit (0: no pipelines)
+    unit_size: int = 0
 
     @property
     def text(self) -> str:
@@ -244,7 +306,9 @@ def mscclpp_plan(
             if any(_uses(st, a, b) for st in steps)
         }
         memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
-        return MscclppPlan(document, blocks, most, count, memory, len(pairs) - memory)
+        return MscclppPlan(
+            document, blocks, most, count, memory, len(pairs) - memory, unit_size or 0
+        )
     raise ExportError(
         f"no MSCCL++ plan fits the executor's limits ({last_error}); use a "
         "smaller -k or fewer --pieces"

@@ -713,9 +713,11 @@ def mscclpp_tasks(
 ) -> TaskGraph:
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
-    Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
+    Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
+    link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
+    the widest path between them. Every thread block runs its ops in order (one
     step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
-    unit of them) on the widest path between the two GPUs, in slices;
+    unit of them) in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
     signal of its partner (a ``pws`` signals after its own put); the ``n``-th
     ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
@@ -732,7 +734,10 @@ def mscclpp_tasks(
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+            pair = (compute[src], compute[dst])
+            direct = pair if pair in topology.capacity else None
+            path = direct or widest_paths(topology, pair[0])[pair[1]]
+            routes[(src, dst)] = network.path(path)
         return routes[(src, dst)]
 
     graph = TaskGraph()

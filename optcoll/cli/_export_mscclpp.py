@@ -33,7 +33,7 @@ def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
 def export_mscclpp(args: argparse.Namespace) -> int:
     from optcoll.cli.export import _groups_schedule, _schedules
     from optcoll.core.output import check_output, input_files, require_suffix, write_output
-    from optcoll.export.mscclpp import mscclpp_placements, mscclpp_plan
+    from optcoll.export.mscclpp import DEFAULT_UNIT, mscclpp_placements, mscclpp_plan, pipeline_unit
     from optcoll.verify.mscclpp import check_plan
 
     require_suffix(args.output, (".json",), "an MSCCL++ execution plan")
@@ -46,11 +46,11 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     jobs: list[tuple[Any, Any, str, str]] = []  # schedule, allgather, suffix, name
     grouped = _groups_schedule(args)
     if grouped is not None:
-        _, schedule, _ = grouped
+        topology, schedule, _ = grouped
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
     else:
-        _, chosen, _, _ = _schedules(args)
+        topology, chosen, _, _ = _schedules(args)
         first = chosen[0]
         root = (
             ""
@@ -61,12 +61,14 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     files = []
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
+        unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement in mscclpp_placements(coll):
             plan = mscclpp_plan(
                 schedule,
                 placement=placement,
                 boxes=boxes_of(schedule.compute_nodes),
                 max_message_size=args.max_bytes,
+                unit_size=unit,
                 allgather=allgather,
                 name=f"optcoll {label or coll} {schedule.topology} {placement}",
             )
@@ -90,6 +92,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             "threadblocks_per_gpu": plan.threadblocks,
             "max_ops_per_threadblock": plan.max_ops,
             "pieces_per_tree": plan.pieces,
+            "pipeline_unit_bytes": plan.unit_size,
             "memory_channel_pairs": plan.memory_pairs,
             "port_channel_pairs": plan.port_pairs,
             "size_granule_bytes": report.granule,
@@ -104,8 +107,16 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         print(
             f"wrote {e['path']}: {e['placement']}, {e['threadblocks_per_gpu']} thread blocks "
             f"per GPU (at most {e['max_ops_per_threadblock']} ops each), "
-            f"{e['pieces_per_tree']} piece(s) per tree, {e['memory_channel_pairs']} GPU pairs "
+            f"{_pieces(e)}, {e['memory_channel_pairs']} GPU pairs "
             f"on memory and {e['port_channel_pairs']} on port channels; sizes: multiples of "
             f"{e['size_granule_bytes']} B; check-plan: correct"
         )
     return 0
+
+
+def _pieces(entry: dict[str, Any]) -> str:
+    """How a plan cuts each tree's range: pipeline units, or pieces (at most, since a
+    range of fewer chunks has fewer)."""
+    if entry["pipeline_unit_bytes"]:
+        return f"ranges pipelined in {entry['pipeline_unit_bytes'] // 1024} KiB units"
+    return f"up to {entry['pieces_per_tree']} piece(s) per tree"

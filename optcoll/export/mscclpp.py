@@ -298,7 +298,11 @@ def mscclpp_plan(
             last_error = str(err)
             continue
         blocks = max(len(g["threadblocks"]) for g in document["gpus"])
-        most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+        most = max(
+            sum(1 + len(op.get("ops", ())) for op in tb["ops"])
+            for g in document["gpus"]
+            for tb in g["threadblocks"]
+        )
         pairs = {
             (a, b)
             for a in range(len(nodes))

@@ -112,7 +112,7 @@ class _Machine:
         self.packet: dict[Cell, _Clock] = {}
         self.barriers: dict[tuple[int, int], list[int]] = defaultdict(list)
         self.released: set[tuple[int, int]] = set()
-        self.seen: set[str] = set()
+        self.seen: set[object] = set()
         self.op: Op | None = None
         parts = plan.parts
         for gpu in plan.gpus:
@@ -128,9 +128,12 @@ class _Machine:
             return (rank, "o", part)
         return (rank, kind, part)
 
-    def find(self, kind: str, message: str) -> None:
-        if message not in self.seen:
-            self.seen.add(message)
+    def find(self, kind: str, message: str, key: object = None) -> None:
+        """Record a finding once (per ``key`` if given, e.g. an op's, so a defect in a
+        pipeline is reported at its first unit only)."""
+        key = message if key is None else key
+        if key not in self.seen:
+            self.seen.add(key)
             self.outcome.findings.append((kind, message))
 
     # --- memory ------------------------------------------------------------------------
@@ -167,39 +170,64 @@ class _Machine:
     def read(self, t: int, op: Op, cells: list[Cell], where: str) -> list[Value]:
         stamp, clock = (t, self.at), self.clock[t]
         out = []
+        plain = late = None
         for c in cells:
             w = self.writer.get(c)
             if c in self.packet and w is None:
-                self.find("format", f"{where} reads packet-format data as plain from {_name(c)}")
+                plain = plain or c
             if w is not None and w != stamp and not clock.covers(w):
-                self.find(
-                    "race",
-                    f"{where} reads {_name(c)} before the write of "
-                    f"{self.label(w)} is visible to it",
-                )
+                late = late or w
             self.readers[c].append(stamp)
             out.append(self.values.get(c))
+        if plain is not None:  # one finding per op, naming the chunks it reads
+            self.find(
+                "format", f"{where} reads packet-format data as plain from {self.span(cells)}"
+            )
+        if late is not None:
+            self.find(
+                "race",
+                f"{where} reads {self.span(cells)} before the write of "
+                f"{self.label(late)} is visible to it",
+                ("read", t, op.position),
+            )
         return out
 
     def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: str) -> None:
         stamp, clock = (t, self.at), self.clock[t]
+        written = read = None
         for c, v in zip(cells, values, strict=True):
             w = self.writer.get(c)
             if w is not None and w != stamp and not clock.covers(w):
-                self.find(
-                    "race", f"{where} writes {_name(c)} unordered with the write of {self.label(w)}"
-                )
+                written = written or w
             for r in self.readers.get(c, ()):
                 if r != stamp and not clock.covers(r):
-                    self.find(
-                        "race",
-                        f"{where} overwrites {_name(c)} unordered with its read by {self.label(r)}",
-                    )
+                    read = read or r
                     break
             self.writer[c] = stamp
             self.readers[c] = []
             self.packet.pop(c, None)
             self.values[c] = v
+        if written is not None:  # one finding per op and kind, naming the chunks
+            self.find(
+                "race",
+                f"{where} writes {self.span(cells)} unordered with the write of "
+                f"{self.label(written)}",
+                ("write", t, op.position),
+            )
+        if read is not None:
+            self.find(
+                "race",
+                f"{where} overwrites {self.span(cells)} unordered with its read by "
+                f"{self.label(read)}",
+                ("overwrite", t, op.position),
+            )
+
+    def span(self, cells: list[Cell]) -> str:
+        """The chunks ``cells`` (parts of one buffer) lie in, e.g. ``s[2:4] of rank 1``."""
+        rank, kind, first = cells[0]
+        last = cells[-1][2]
+        parts = self.plan.parts
+        return f"{kind}[{first // parts}:{last // parts + 1}] of rank {rank}"
 
     def read_packets(self, t: int, cells: list[Cell]) -> list[Value] | None:
         if any(c not in self.packet for c in cells):
@@ -441,10 +469,6 @@ def _sum(column: tuple[Value, ...]) -> Value:
     if any(v is None for v in column):
         return None
     return tuple(sorted(term for v in column for term in v))  # type: ignore[union-attr]
-
-
-def _name(cell: Cell) -> str:
-    return f"{cell[1]} part {cell[2]} of rank {cell[0]}"
 
 
 def _channels(op: Op) -> str:

@@ -172,7 +172,7 @@ def test_cli_errors_and_no_overwrite(tmp_path, capsys):
     written = tmp_path / "p.outofplace.json"
     assert written.exists()
     summary = capsys.readouterr().out
-    assert "pipelined in 256 KiB units" in summary and "piece" not in summary
+    assert "pipelined in 512 KiB units" in summary and "piece" not in summary
     assert main(["check-plan", str(written)]) == 0
     before = written.read_text()
     assert main(["export", "ring:4", "--format", "mscclpp", "-o", str(out)]) == 2

@@ -105,6 +105,9 @@ OP_COST_US = 1
 UNIT_MARGIN = 1.25
 #: Smallest and largest unit :func:`pipeline_unit` chooses.
 MIN_UNIT, MAX_UNIT = 2**16, 2**24
+#: Collectives with LL plans (reductions other than allreduce have no plain place for
+#: a node's partial sum: the reduce packet ops write one).
+LL_COLLECTIVES = ("allgather", "allreduce", "broadcast", "alltoall")
 #: ``buffer_alignment`` of our plans (bytes; MSCCL++'s default).
 ALIGNMENT = 16
 #: Inner ops of one ``pipeline`` (``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``,
@@ -207,6 +210,10 @@ class _Step:
     #: written, its broadcast step acquires it before sending (they may run in two blocks)
     release: bool = False
     acquire: bool = False
+    #: LL only: packets (in a scratch slot) unpacked into plain data, and the slot plain
+    #: data is turned into packets in before a port channel sends it
+    unpacks: list[tuple[Loc, Loc]] = field(default_factory=list)  # plain dst, slot
+    staging: Loc | None = None
 
 
 def mscclpp_plan(
@@ -219,6 +226,7 @@ def mscclpp_plan(
     min_message_size: int = 0,
     pieces: int | None = None,
     unit_size: int | None = DEFAULT_UNIT,
+    protocol: str = "Simple",
     allgather: Schedule | None = None,
 ) -> MscclppPlan:
     """The MSCCL++ plan of ``schedule`` (deterministic).
@@ -238,6 +246,10 @@ def mscclpp_plan(
     unit_size : int or None
         Bytes per unit of the ``pipeline`` ops that run every step unit by unit (default
         :data:`DEFAULT_UNIT`); None: no pipelines, every op moves its whole range.
+    protocol : str
+        ``Simple`` (puts, signals and waits) or ``LL`` (packets: data and flag in each
+        8 bytes, so no signal or wait; for small messages; not pipelined; see
+        :data:`LL_COLLECTIVES`).
     allgather : Schedule, optional
         With a reduce-scatter ``schedule``: the allgather whose trees broadcast, making
         an allreduce of two tree sets.
@@ -260,6 +272,16 @@ def mscclpp_plan(
         )
     if pieces is not None and pieces < 1:
         raise ExportError(f"pieces must be >= 1, got {pieces}")
+    if protocol not in ("Simple", "LL"):
+        raise ExportError(f"protocol must be Simple or LL, got {protocol!r}")
+    packets = protocol == "LL"
+    if packets and coll not in LL_COLLECTIVES:
+        raise ExportError(
+            f"no LL plan for {coll}: its partial sums would need plain space the output "
+            f"does not give; LL plans: {', '.join(LL_COLLECTIVES)}"
+        )
+    if packets:
+        unit_size = None
     if unit_size is not None and unit_size % ALIGNMENT or unit_size == 0:
         raise ExportError(f"unit_size must be a positive multiple of {ALIGNMENT}, got {unit_size}")
     nodes = schedule.compute_nodes
@@ -267,13 +289,13 @@ def mscclpp_plan(
     segments = _segments(schedule, allgather)
     if pieces is not None:
         tries = [pieces]
-    elif unit_size is not None:
+    elif unit_size is not None or packets:
         tries = [1]
     else:
         tries = list(range(_most_pieces(schedule, coll, segments), 0, -1))
     last_error = ""
     for count in tries:
-        steps, chunks = _steps(schedule, coll, segments, count)
+        steps, chunks = _steps(schedule, coll, segments, count, packets)
         _pack(steps)
         load = _load(steps, unit_size is not None)
         if max(load.values(), default=0) > MAX_OPS:
@@ -293,6 +315,7 @@ def mscclpp_plan(
                 min_message_size,
                 max_message_size,
                 unit_size,
+                protocol,
             )
         except _Limit as err:
             last_error = str(err)
@@ -416,7 +439,7 @@ def _shape(tree: Tree, ranks: dict[str, int]) -> tuple[dict[int, list[int]], dic
 
 
 def _steps(
-    schedule: Schedule, coll: str, segments: list[Segment], count: int
+    schedule: Schedule, coll: str, segments: list[Segment], count: int, packets: bool = False
 ) -> tuple[list[_Step], dict[str, int]]:
     """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU).
 
@@ -451,10 +474,14 @@ def _steps(
                 for h in range(len(chain) - 1):
                     a, b = chain[h], chain[h + 1]
                     into = ("o", src * k + lo, size) if b == dst else slot(b, size)
+                    if packets and b == dst:  # packets land in scratch, then are unpacked
+                        into = slot(b, size)
                     sender = mine.get(a) or step(a, 0, h)
                     sender.puts.append((b, where, into))
                     receiver = step(b, 0, h + 1)
                     receiver.waits.append(a)
+                    if packets and b == dst:
+                        receiver.unpacks.append((("o", src * k + lo, size), into))
                     mine[b] = receiver
                     where = into
                 continue
@@ -475,7 +502,8 @@ def _steps(
                             s.waits.append(c)
                             inputs.append(box)
                             partial[c] = box
-                        own = final if v == r else slot(v, size)
+                        # an LL partial sum goes to the output range the sum overwrites
+                        own = final if v == r or packets else slot(v, size)
                         s.reduces.append((own, inputs))
                     mine[v] = s
                     if v != r:
@@ -487,6 +515,8 @@ def _steps(
                             s.puts[i] = (parent, own, partial[v])
             if down is not None:
                 children, depth = _shape(down, ranks)
+                # LL: a node's packets arrive in a slot of its scratch and are unpacked
+                inbox = {v: slot(v, size) if packets else final for v in depth if v != r}
                 for v in sorted(depth, key=lambda x: (depth[x], x)):
                     s = step(v, 1, depth[v])
                     s.acquire = v == r and up is not None
@@ -495,11 +525,18 @@ def _steps(
                         held = source
                         if coll in ("allgather", "broadcast"):
                             s.copies.append((final, source))
-                    for c in children[v]:
-                        s.puts.append((c, held, final))
                     if v != r:
+                        held = inbox[v]
                         parent = next(a for a, cs in children.items() if v in cs)
                         s.waits.append(parent)
+                        if packets:
+                            s.unpacks.append((final, inbox[v]))
+                    for c in children[v]:
+                        s.puts.append((c, held, inbox[c]))
+    if packets:  # plain data a port channel sends is first turned into packets here
+        for s in steps:
+            if any(src[0] != "s" for _, src, _ in s.puts):
+                s.staging = slot(s.rank, s.size)
     if coll == "alltoall":
         for rank in range(n):  # the own piece, out of place
             own = _Step(rank, -1, 0, (-1, 0, 0, -1, -1), k)
@@ -575,6 +612,7 @@ def _render(
     low: int,
     high: int | None,
     unit: int | None,
+    protocol: str,
 ) -> dict:
     nodes = schedule.compute_nodes
     n = len(nodes)
@@ -615,6 +653,7 @@ def _render(
         threadblocks = []
         for tb_id, g in enumerate(sorted(blocks)):
             tb = _Block(rank, g, channel_index, ctype, remote, unit, semaphores)
+            tb.packets = protocol == "LL"
             for s in blocks[g]:
                 tb.emit(s)
             threadblocks.append(tb.render(tb_id))
@@ -642,7 +681,7 @@ def _render(
     return {
         "name": name or f"optcoll {coll} {schedule.topology} k={schedule.k}{root} {placement}",
         "collective": COLLECTIVE_NAMES[coll],
-        "protocol": "Simple",
+        "protocol": protocol,
         "inplace": placement == "inplace",
         "reuse_resources": False,
         "num_threads_per_block": 1024,
@@ -671,6 +710,7 @@ class _Block:
         self.channel_index, self.ctype, self.remote = channel_index, ctype, remote
         self.ops: list[dict] = []
         self.count = 0  # inner ops of pipelines: the executor counts them as ops
+        self.packets = False
         self.channels: dict[str, list[int]] = {"memory": [], "port": []}
         self.buffers: dict[str, list[int]] = {"memory": [], "port": []}
 
@@ -697,6 +737,9 @@ class _Block:
     def emit(self, step: _Step) -> None:
         """Append the ops of ``step``: in a ``pipeline`` over its range when the block has
         a unit size and the step moves data."""
+        if self.packets:
+            self._emit_packets(step)
+            return
         outer, self.ops = self.ops, []
         self._emit(step)
         inner, self.ops = self.ops, outer
@@ -713,6 +756,94 @@ class _Block:
             }
         )
         self.count += len(inner)
+
+    def _emit_packets(self, step: _Step) -> None:
+        """The LL ops of ``step``: packets carry their own flags, so nothing signals or
+        waits; a ``nop`` orders plain data written by one op before another op reads it."""
+        if step.acquire or step.release:
+            semaphore = self.semaphores.setdefault(step.segment, len(self.semaphores))
+        if step.acquire:
+            self.ops.append({"name": "sem_acquire", "semaphore_ids": [semaphore]})
+            self.ops.append({"name": "nop"})
+        for dst, src in step.copies:
+            self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
+        if step.copies:  # in place the copy writes what the puts read
+            self.ops.append({"name": "nop"})
+        for dst, src in step.unpacks:
+            self.ops.append({"name": "upkt", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
+        puts = list(step.puts)
+        for own, inputs in step.reduces:
+            if len(inputs) > MAX_PER_OP + 1:
+                raise _Limit(f"an LL reduction of {len(inputs)} buffers, above {MAX_PER_OP + 1}")
+            srcs = [_local(x) for x in inputs]
+            if not puts:
+                self.ops.append({"name": "repkt", "src_buff": srcs, "dst_buff": [_local(own)]})
+            else:
+                (peer, _, dst), *puts = puts
+                kind, index = self.channel(peer)
+                remote = {
+                    "buffer_id": self.buffer(peer, "s", kind),
+                    "index": dst[1],
+                    "size": dst[2],
+                }
+                if kind == "memory":
+                    dsts, name = [_local(own), remote], "respkt"
+                else:
+                    assert step.staging is not None
+                    dsts, name = [_local(own), _local(step.staging)], "recpkt"
+                op = {"name": name, "src_buff": srcs, "dst_buff": dsts}
+                if kind == "memory":
+                    op.update(channel_type="memory", channel_ids=[index])
+                self.ops.append(op)
+                if kind == "port":
+                    self.ops.append({"name": "nop"})
+                    self.ops.append(
+                        {
+                            "name": "ppkt",
+                            "src_buff": [_local(step.staging)],
+                            "dst_buff": [remote],
+                            "channel_type": "port",
+                            "channel_ids": [index],
+                        }
+                    )
+            if step.release:  # the sum is plain data in the output: a nop, then release
+                self.ops.append({"name": "nop"})
+                self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
+        by_kind: dict[tuple[str, bool], list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
+        for peer, src, dst in puts:
+            kind, index = self.channel(peer)
+            by_kind[(kind, src[0] == "s")].append((index, self.buffer(peer, "s", kind), src, dst))
+        staged = False
+        for (kind, received), items in sorted(by_kind.items()):
+            if kind == "port" and not received and not staged:  # packets first, locally
+                assert step.staging is not None
+                src = items[0][2]
+                self.ops.append(
+                    {"name": "cpkt", "src_buff": [_local(src)], "dst_buff": [_local(step.staging)]}
+                )
+                self.ops.append({"name": "nop"})
+                staged = True
+            for i in range(0, len(items), MAX_PER_OP):
+                part = items[i : i + MAX_PER_OP]
+                if received:  # forward the packets this GPU received (waits for their flags)
+                    name, srcs = "rppkt", [_local(part[0][2])]
+                elif kind == "memory":  # plain data written as packets
+                    name, srcs = "ppkt", [_local(src) for _, _, src, _ in part]
+                else:  # the staged packets, sent as they are
+                    assert step.staging is not None
+                    name, srcs = "ppkt", [_local(step.staging)] * len(part)
+                self.ops.append(
+                    {
+                        "name": name,
+                        "src_buff": srcs,
+                        "dst_buff": [
+                            {"buffer_id": bid, "index": dst[1], "size": dst[2]}
+                            for _, bid, _, dst in part
+                        ],
+                        "channel_type": kind,
+                        "channel_ids": [index for index, _, _, _ in part],
+                    }
+                )
 
     def _emit(self, step: _Step) -> None:
         if step.acquire or step.release:

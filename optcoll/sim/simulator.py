@@ -633,6 +633,50 @@ def msccl_tasks(
     return graph
 
 
+#: Packet (LL) ops of MSCCL++ plans: their reads of scratch wait for the packets' flags.
+_PACKET_OPS = frozenset("ppkt rppkt cpkt upkt respkt repkt recpkt recspkt".split())
+
+
+def _packet_tasks(
+    graph: TaskGraph,
+    op: Any,
+    rank: int,
+    task: int,
+    chunk: float,
+    route: Any,
+    packets: dict[tuple[int, int], list[int]],
+    reads: list[tuple[int, list[tuple[int, int]]]],
+) -> None:
+    """The transfers of packet op ``op`` (step ``task`` of ``rank``): packets written
+    locally (``cpkt``, ``recpkt``'s second output) or sent to a peer's scratch (twice the
+    data's bytes: LL packets carry a flag beside each datum), and the scratch chunks whose
+    packets it reads (``execution_kernel.hpp``)."""
+
+    def chunks(ref: Any, owner: int) -> list[tuple[int, int]]:
+        return [(owner, j) for j in range(ref.index, ref.index + ref.size)]
+
+    name, src, dst = op.name, op.src, op.dst
+    read = {"upkt": src[:1], "rppkt": src[:1]}.get(name, src[1:] if name != "ppkt" else ())
+    if name == "ppkt" and op.channel_type == "port":
+        read = src
+    wanted = [c for ref in read for c in chunks(ref, rank)]
+    if name not in ("cpkt", "ppkt"):
+        reads.append((task, wanted))
+    if name == "cpkt" or name in ("recpkt", "recspkt"):
+        local = dst[0] if name == "cpkt" else dst[1]
+        for cell in chunks(local, rank):
+            packets.setdefault(cell, []).append(task)
+    for d in dst:
+        if not d.remote:
+            continue
+        sent = []
+        count, piece = _slices(2 * d.size * chunk, None)
+        for _ in range(count):
+            sent.append(graph.add(None, route(rank, d.rank), piece, [task]))
+        for cell in chunks(d, d.rank):
+            packets.setdefault(cell, []).extend(sent)
+
+
 def _plan_program(
     ops: Sequence[Any], chunk: float
 ) -> Iterator[tuple[Any, float, float, tuple[int, int]]]:
@@ -743,6 +787,8 @@ def mscclpp_tasks(
     graph = TaskGraph()
     signals: dict[tuple, list[list[int]]] = {}
     waits: list[tuple[int, tuple, int]] = []
+    packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
+    reads: list[tuple[int, list[tuple[int, int]]]] = []
     chunk = size / max(buffer, 1)
     for gpu in plan.gpus:
         for tb in gpu.threadblocks:
@@ -777,12 +823,25 @@ def mscclpp_tasks(
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name in _PACKET_OPS:
+                    _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
+                    sent = []
                 elif op.name == "sem_release":
                     for sem in op.semaphores:
                         signals.setdefault(("sem", gpu.rank, sem), []).append([task])
                 elif op.name == "sem_acquire":
                     for sem in op.semaphores:
                         waits.append((task, ("sem", gpu.rank, sem), gpu.semaphores[sem]))
+    for task, cells in reads:  # a packet is read once its flag is there: once written
+        for cell in cells:
+            writers = packets.get(cell)
+            if writers is None:
+                raise ScheduleError(
+                    f"rank {cell[0]} reads packets of scratch chunk {cell[1]} that nothing "
+                    "writes (run optcoll check-plan)"
+                )
+            for before in writers:
+                _depend(graph, before, task)
     taken: dict[tuple, int] = {}
     for task, key, initial in waits:
         n = taken.get(key, 0) - initial

@@ -110,6 +110,7 @@ class _Machine:
         self.writer: dict[Cell, Stamp] = {}
         self.readers: dict[Cell, list[Stamp]] = defaultdict(list)
         self.packet: dict[Cell, _Clock] = {}
+        self.packet_writer: dict[Cell, Stamp] = {}
         self.barriers: dict[tuple[int, int], list[int]] = defaultdict(list)
         self.released: set[tuple[int, int]] = set()
         self.seen: set[object] = set()
@@ -241,9 +242,36 @@ class _Machine:
         message.extra.add((t, self.at))
         for c, v in zip(cells, values, strict=True):
             self.packet[c] = message
+            self.packet_writer[c] = (t, self.at)
             self.writer.pop(c, None)
             self.readers.pop(c, None)
             self.values[c] = v
+
+    def send_packets(self, t: int, cells: list[Cell], where: str) -> list[Value]:
+        """Packets a port channel's ``ppkt`` hands to the proxy: they must be packets
+        already (``handlePutPackets`` copies the bytes), written before (a ``nop``
+        after a ``cpkt`` of the same block); nothing waits for their flags."""
+        clock = self.clock[t]
+        plain = late = None
+        for c in cells:
+            if c not in self.packet:
+                plain = plain or c
+            elif not clock.covers(self.packet_writer[c]):
+                late = late or self.packet_writer[c]
+        if plain is not None:
+            self.find(
+                "format",
+                f"{where} sends {self.span(cells)} as packets, but it holds plain data",
+                ("format", t, self.at),
+            )
+        if late is not None:
+            self.find(
+                "race",
+                f"{where} sends {self.span(cells)} before the write of {self.label(late)} "
+                "is visible to it",
+                ("read", t, self.at),
+            )
+        return [self.values.get(c) for c in cells]
 
     def label(self, stamp: Stamp) -> str:
         rank, tb = self.blocks[stamp[0]]
@@ -372,6 +400,12 @@ class _Machine:
             targets = dst if name in ("res", "rres") else dst[:1]
             for d in targets:
                 self.write(t, op, self.cells(d, None, None, size), total, where)
+            return True
+        if name == "ppkt" and op.channel_type == "port":
+            for i, d in enumerate(dst):  # the proxy copies packets as they are
+                s = src[i] if i < len(src) else src[0]
+                got = self.send_packets(t, self.cells(s), where)
+                self.write_packets(t, op, self.cells(d, None, None, s.size), got)
             return True
         if name in ("ppkt", "cpkt"):
             outputs = dst if name == "ppkt" else dst[:1]

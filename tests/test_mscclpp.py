@@ -174,6 +174,7 @@ def test_mutations_of_shipped_plans_are_caught():
     assert total > 300 and caught >= 215, (caught, total)
 
 
+@pytest.mark.slow  # 10-40 s each: ~370 mutants, each checked under 5 interleavings
 @pytest.mark.parametrize(("protocol", "measured"), [("Simple", (372, 372)), ("LL", (360, 368))])
 def test_mutations_of_our_plan_are_caught(protocol, measured):
     """Measured: every mutation of the Simple plan; 360 of 368 of the LL plan (the 8

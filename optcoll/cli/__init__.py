@@ -37,6 +37,7 @@ COMMANDS = (
     "export",
     "check_xml",
     "check_plan",
+    "check_et",
     "compare",
     "simulate",
     "plan",

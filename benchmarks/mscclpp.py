@@ -46,7 +46,7 @@ _WRITE_PLAN = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from optcoll.cli._export_mscclpp import boxes_of
-from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp import mscclpp_plan
 from optcoll.io import load_schedule
 schedule = load_schedule(sys.argv[2])
 down = load_schedule(sys.argv[3]) if sys.argv[3] else None

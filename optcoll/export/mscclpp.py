@@ -22,25 +22,47 @@ commit 1f5f065d7b13ab02df32c22568f38785d1eeec01 (MIT):
   ``python/mscclpp/language/collectives.py``; in place means input == output pointer,
   for allgather input == output + rank * size (``src/core/algorithm.cc``).
 
-The plan. Each tree of a schedule carries a range of its root's chunks; every range is cut
-into *pieces* (op granularity; the more, the deeper the pipeline) and every piece is a
-*unit* run by one thread block per GPU, the same block id on every GPU (units are packed
-into blocks so that no block exceeds 64 ops). For one piece, a node of a reducing tree
-waits for its children's partial sums (put into its scratch), sums them with its own
-input (``re``) and puts the sum into its parent's scratch; a node of a broadcasting tree
-waits for its parent's put and puts the piece into its children's output. Every put is
-followed by ``nop`` and ``signal`` (memory channels) or is a ``pws`` (port channels); every
-wait by a ``nop``. A block runs its steps ordered by (piece, phase, level, tree) where the
-level is the depth when broadcasting and minus the depth when reducing, so every step
+* ``pipeline`` (``handlePipeline``): its inner ops (at most 16,
+  ``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``; they count among the block's 64) run once per
+  unit of ``iter_context.unit_size`` bytes of ``num_chunks`` chunks, each op on that
+  unit of each of its ranges; the unit count is kept in 16 bits; ``sem_acquire`` /
+  ``sem_release`` count on a GPU's ``semaphores`` (``concurrency_device.hpp``);
+* LL (``protocol: "LL"``): packet ops write data with a flag in each 8 bytes into the
+  peer's scratch (at twice the chunk offset), and their readers spin on the flags, so no
+  signal or wait is needed; a port channel's ``ppkt`` sends packets already in the
+  local scratch (``cpkt``, ``recpkt``) as they are.
+
+The plan. Each tree of a schedule carries a range of its root's chunks (a range, cut
+where the reduce-scatter and allgather trees of a composed allreduce change). For a
+range, a node of a reducing tree waits for its children's partial sums (put into its
+scratch), sums them with its own input (``re``) and puts the sum into its parent's
+scratch; a node of a broadcasting tree waits for its parent's put and puts the data into
+its children's output. Every put is followed by ``nop`` and ``signal`` (memory channels)
+or is a ``pws`` (port channels); every wait that precedes a read by a ``nop``. Each step
+is a ``pipeline`` over units of ``unit_size`` bytes (:func:`pipeline_unit` chooses it
+from the topology), so a relay forwards unit ``i`` while unit ``i + 1`` arrives: the
+pipeline fills in a unit, not in a range. A range runs in one thread block per GPU (the
+same id on every GPU); an allreduce's reduction and broadcast of a range in two, the
+root's broadcast acquiring, unit by unit, a semaphore its reduction releases once the
+sum is written. A block runs its steps ordered by (phase, piece, level, range), the
+level the depth when broadcasting and minus the depth when reducing, so every step
 waits only for steps of smaller keys and the signals of a channel are waited for in the
 order they are sent: the plan cannot deadlock. All-to-all routes are chains (relays keep
-the piece in scratch). Every written region is written once, so no region is reused.
+the data in scratch). Every written region is written once, so no region is reused.
+
+LL plans (allgather, allreduce, broadcast, all-to-all; for small messages): a node's
+data arrives as packets in a scratch slot, is unpacked (``upkt``) into the output and
+forwarded as it is (``rppkt``); plain data is sent with ``ppkt`` (memory channels) or
+turned into packets (``cpkt``, ``nop``) and sent (port channels); reductions use
+``respkt`` / ``recpkt`` / ``repkt``, a node's partial sum being written to the output
+range its total later overwrites (which is why reduce-scatter and reduce, whose outputs
+have no such range, have no LL plan).
 
 Default choices: GPUs in one *box* talk over memory channels, others over port
 channels (``boxes``; the CLI puts ``bX.*`` nodes of the built-in DGX/MI250 families in box
 ``bX`` and every other node in a box of its own); protocol ``Simple``; up to 64 thread
-blocks; pieces: as many as fit (at most 8 per tree); ``max_message_size`` unlimited.
-Not written: LL (packet) plans and NVLS (switch channel) reductions.
+blocks; 1 MiB units; ``max_message_size`` as far as the 16-bit unit count allows.
+Not written: NVLS (switch channel) reductions, thread block groups.
 
 Examples
 --------

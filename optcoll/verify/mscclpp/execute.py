@@ -27,9 +27,18 @@ What each op does, and what orders two ops, is taken from the kernel,
 The execution tracks, per rank and buffer chunk, the symbolic value (a multiset of
 input chunks) and, with vector clocks, which op wrote it and which read it since: a read
 or write not ordered after the last write (and, for a write, after the reads since) is a
-race. Not modelled: the source of a port-channel put being read later by the proxy
-(our plans never overwrite a source), scratch reuse across launches, ``pipeline`` and
-switch-channel ops (a plan with them is not executed).
+race. A ``pipeline`` runs its inner ops once per unit (``handlePipeline``), each on that
+unit of its ranges, at a model size: a chunk of ``CHUNK_UNITS`` (1.5, in
+:mod:`~optcoll.verify.mscclpp.plan`) of the first pipeline's units, so a range of ``c`` chunks takes
+``ceil(1.5 c)`` units, the last one partial for odd ``c`` (other sizes give other unit
+counts; a defect that shows only at them is not seen). ``sem_release`` passes its
+block's clock to the matching ``sem_acquire``, which (one thread per semaphore) orders
+the block only at its next ``nop``. A port channel's ``ppkt`` sends the packets in its
+local scratch as they are: they must be packets, written before (ordered by a ``nop``).
+Not modelled: the source of a port-channel put being read later by the proxy (our plans
+never overwrite a source), scratch reuse across launches, a packet region and plain
+data overlapping in scratch (packets sit at twice the chunk offset), and switch-channel
+ops (a plan with them is not executed).
 """
 
 from __future__ import annotations

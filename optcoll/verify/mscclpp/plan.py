@@ -22,6 +22,9 @@ The rules come from microsoft/mscclpp at commit 1f5f065d7b13ab02df32c22568f38785
   port channels and remote buffers per thread block, ``MAX_CHANNEL_PER_OPERATION = 8``,
   ``MAX_LOCAL_BUFFER_PER_OPERATION + MAX_CHANNEL_PER_OPERATION = 10`` buffers per op
   side, ``MAX_DEVICE_SYNCERS = 16`` barriers, ``MAX_DEVICE_SEMAPHORES = 16``.
+* ``pipeline`` ops (``setupOperation``): ``iter_context`` with ``unit_size`` (bytes;
+  0 refused here: the executor divides by it) and ``num_chunks``; their ``ops`` follow
+  them in the thread block's op list (and count among its 64).
 * ``src/core/executor/executor.cc`` ``setupConnections``: a rank's channels to one peer
   are numbered by a per-peer tag counter, memory channels first, then port channels;
   the ``n``-th channel of rank ``a`` to ``b`` is connected to the ``n``-th of ``b`` to

@@ -176,6 +176,13 @@ def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | 
                 widest = max(t.chunks for t in part.trees)
                 rate = float(Fraction(widest, part.k) / factor)
                 wanted = max(wanted, rate * OPS_PER_UNIT[reverse])
+    # beyond MAX_THREADBLOCKS ranges a block runs several ranges' steps in turn
+    ranges = (
+        sum(len(r.paths) for r in schedule.routes)
+        if schedule.collective == "alltoall"
+        else len(schedule.trees)
+    )
+    wanted *= math.ceil(ranges / MAX_THREADBLOCKS)
     wanted *= 1000 * OP_COST_US * UNIT_MARGIN  # GB/s = 1000 B/µs
     if wanted <= MIN_UNIT:
         return MIN_UNIT

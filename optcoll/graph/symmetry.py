@@ -70,7 +70,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import gcd
 from typing import Any
@@ -81,6 +81,8 @@ __all__ = [
     "RootSymmetry",
     "root_symmetry",
     "box_rotation",
+    "box_rotations",
+    "extend_automorphism",
     "automorphism_group",
     "PermutationGroup",
     "automorphisms",
@@ -685,6 +687,43 @@ def automorphisms(
     return _grow(n, capacity, colour, PermutationGroup.generated_by)
 
 
+def extend_automorphism(
+    n: int,
+    capacity: Mapping[tuple[int, int], Any],
+    partial: Mapping[int, int],
+    colour: Sequence[int] | None = None,
+) -> list[int] | None:
+    """An automorphism of ``0 .. n-1`` that agrees with ``partial`` (e.g. a rotation of
+    the compute nodes, extended to the switches), or ``None`` when none is found.
+
+    The pairs of ``partial`` are individualised on the two copies of
+    :func:`automorphism_group`'s search and the rest completed by
+    individualisation-refinement (:class:`_Refiner`); the map is checked exactly
+    (:func:`preserves_capacity`). It may miss an extension, never invents one.
+
+    Examples
+    --------
+    >>> star = {(0, 3): 1, (3, 0): 1, (1, 3): 1, (3, 1): 1, (2, 3): 1, (3, 2): 1}
+    >>> extend_automorphism(4, star, {0: 1, 1: 2, 2: 0})
+    [1, 2, 0, 3]
+    """
+    np = _numpy()
+    refiner = _Refiner(n, capacity)
+    start = np.zeros(2 * n, dtype=np.int64)
+    if colour is not None:
+        start[:n] = start[n:] = np.unique(np.asarray(colour), return_inverse=True)[1].reshape(-1)
+    stable = refiner.refine(start)
+    fresh = int(stable.max()) + 1
+    for i, (x, y) in enumerate(sorted(partial.items())):
+        stable[x] = stable[n + y] = fresh + i
+    for g in refiner.search(stable, lambda x, y: x == y, SEARCH_LEAVES):
+        if all(g[x] == y for x, y in partial.items()) and preserves_capacity(
+            capacity, dict(enumerate(g))
+        ):
+            return g
+    return None
+
+
 def root_symmetry(logical: LogicalGraph, groups: Mapping[str, str | None]) -> RootSymmetry | None:
     """The larger of :func:`box_rotation` and :func:`automorphism_group` of ``logical``.
 
@@ -738,6 +777,28 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
     (4, (0,))
     """
     names = logical.compute_nodes
+    index = {v: i for i, v in enumerate(names)}
+    arcs = {(index[a], index[b]): c for (a, b), c in logical.capacity.items()}
+    for rho in box_rotations(names, groups):
+        symmetry = RootSymmetry.generated_by(rho)
+        if symmetry is not None and preserves_capacity(arcs, dict(enumerate(rho))):
+            return symmetry
+    return None
+
+
+def box_rotations(names: Sequence[str], groups: Mapping[str, str | None]) -> Iterator[list[int]]:
+    """The group rotations ``rho_s`` of the module docstring, largest order first.
+
+    ``names`` are the nodes to rotate (``rho`` maps indices into ``names``), ``groups``
+    as for :func:`box_rotation`; each shift ``s`` is tried with the groups in order of
+    first appearance and in order of their names. Nothing when the groups differ in
+    size or there are fewer than two nodes.
+
+    Examples
+    --------
+    >>> next(box_rotations(("a0", "a1", "b0", "b1"), {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}))
+    [2, 3, 1, 0]
+    """
     boxes: dict[Any, list[int]] = {}
     for i, v in enumerate(names):
         group = groups.get(v)
@@ -745,10 +806,8 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
     first = list(boxes.values())
     size = len(first[0]) if first else 0
     if len(names) < 2 or any(len(box) != size for box in first):
-        return None
+        return
     by_name = [boxes[key] for key in sorted(boxes, key=str)]
-    index = {v: i for i, v in enumerate(names)}
-    arcs = {(index[a], index[b]): c for (a, b), c in logical.capacity.items()}
     shifts = sorted(range(size), key=lambda s: (-(size // gcd(s, size)), s))
     for s, members in [(s, members) for s in shifts for members in (first, by_name)]:
         rho = [0] * len(names)
@@ -757,10 +816,7 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
             wrap = s if p == len(members) - 1 else 0
             for j, node in enumerate(box):
                 rho[node] = following[(j + wrap) % size]
-        symmetry = RootSymmetry.generated_by(rho)
-        if symmetry is not None and preserves_capacity(arcs, dict(enumerate(rho))):
-            return symmetry
-    return None
+        yield rho
 
 
 def path_rotation(logical: LogicalGraph, symmetry: RootSymmetry) -> list[dict[str, str]] | None:

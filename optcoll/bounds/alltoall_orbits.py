@@ -69,15 +69,17 @@ Examples
 (16, [16], 4)
 >>> result = solve_orbit_alltoall(topology, symmetry)
 >>> result.time / topology.integer_capacities()[1], result.lengths_bound == result.time
-(Fraction(1, 25), True)
+(Fraction(2, 25), True)
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from formulations.alltoall import alltoall_commodities, build_orbit_alltoall
 from formulations.network import Arc
@@ -93,7 +95,13 @@ from optcoll.graph.symmetry import (
 )
 from optcoll.lp.exact import solve_proved
 
-__all__ = ["AlltoallSymmetry", "alltoall_symmetry", "OrbitAlltoallResult", "solve_orbit_alltoall"]
+__all__ = [
+    "AlltoallSymmetry",
+    "alltoall_symmetry",
+    "LiftedRouting",
+    "OrbitAlltoallResult",
+    "solve_orbit_alltoall",
+]
 
 
 @dataclass(frozen=True)
@@ -215,7 +223,7 @@ class OrbitAlltoallResult:
 
     time: Fraction
     flows: dict[str, dict[Arc, Fraction]]
-    routing: dict[str, dict[Arc, Fraction]]
+    routing: LiftedRouting
     lengths: dict[Arc, Fraction]
     lengths_bound: Fraction
     lp_time: float
@@ -248,7 +256,6 @@ def solve_orbit_alltoall(
     >>> len(result.flows), len(result.routing), result.time == result.lengths_bound
     (4, 9, True)
     """
-    import numpy as np
 
     caps, _ = topology.integer_capacities()
     compute = topology.compute_nodes
@@ -282,30 +289,8 @@ def solve_orbit_alltoall(
         raise ReconstructionError(f"{where}: the orbit rows' duals are all zero")
     lengths = {arc: y / norm for arc, y in lengths.items()}
 
-    # The lift: source g(r) gets g(f_r) / |G_r| for every element g (module docstring).
-    elements = symmetry.group.elements()
-    index = {v: i for i, v in enumerate(nodes)}
-    tails = np.array([index[u] for u, _ in arcs], dtype=np.int64)
-    heads = np.array([index[v] for _, v in arcs], dtype=np.int64)
-    position = {arc: a for a, arc in enumerate(arcs)}
-    keys = tails * len(nodes) + heads
-    order = np.argsort(keys)
-    routing: dict[str, dict[Arc, Fraction]] = {s: {} for s in compute}
-    for r, flow in flows.items():
-        support = np.array([position[arc] for arc in flow], dtype=np.int64)
-        values = list(flow.values())
-        image_keys = elements[:, tails[support]] * len(nodes) + elements[:, heads[support]]
-        images = order[np.searchsorted(keys, image_keys, sorter=order)]
-        if not (keys[images] == image_keys).all():
-            raise ReconstructionError(f"{where}: a group element maps an arc to a non-arc")
-        stabiliser = symmetry.group.order // sources[r]
-        share = [x / stabiliser for x in values] if stabiliser > 1 else values
-        for g, s in enumerate(elements[:, index[r]].tolist()):
-            target = routing[nodes[s]]
-            for a, x in zip(images[g].tolist(), share, strict=True):
-                arc = arcs[a]
-                target[arc] = target[arc] + x if arc in target else x
-    _check_lifted_routing(caps, compute, nodes, routing, t, where)
+    routing = LiftedRouting(symmetry, arcs, compute, flows)
+    _check_lifted_routing(routing, caps, t, where)
     commodities = alltoall_commodities(compute)
     bound = length_bound(nodes, caps, commodities, lengths)
     if bound != t:
@@ -326,31 +311,102 @@ def solve_orbit_alltoall(
     )
 
 
+class LiftedRouting(Mapping[str, dict[Arc, Fraction]]):
+    """Every source's flow, lifted from the representatives' (module docstring):
+    ``routing[s] = (1/|G_r|) sum over g with g(r) = s of g(f_r)``, computed when asked.
+
+    Holds the images of the representatives' arcs under every element
+    (``|G| x support`` integers), not ``N`` dictionaries.
+    """
+
+    def __init__(
+        self,
+        symmetry: AlltoallSymmetry,
+        arcs: list[Arc],
+        compute: tuple[str, ...],
+        flows: Mapping[str, Mapping[Arc, Fraction]],
+    ) -> None:
+        import numpy as np
+
+        nodes = symmetry.nodes
+        elements = symmetry.group.elements()
+        index = {v: i for i, v in enumerate(nodes)}
+        tails = np.array([index[u] for u, _ in arcs], dtype=np.int64)
+        heads = np.array([index[v] for _, v in arcs], dtype=np.int64)
+        position = {arc: a for a, arc in enumerate(arcs)}
+        keys = tails * len(nodes) + heads
+        order = np.argsort(keys)
+        self.arcs, self.compute, self.nodes = arcs, compute, nodes
+        self.tails, self.heads = tails, heads
+        #: per representative: (its values / |G_r|, the arc numbers of their images
+        #: under every element, the image of the representative under every element)
+        self.parts: list[tuple[list[Fraction], Any, Any]] = []
+        self.by_source: dict[str, list[tuple[int, int]]] = {s: [] for s in compute}
+        for r, flow in flows.items():
+            support = np.array([position[arc] for arc in flow], dtype=np.int64)
+            image_keys = elements[:, tails[support]] * len(nodes) + elements[:, heads[support]]
+            images = order[np.searchsorted(keys, image_keys, sorter=order)]
+            if not (keys[images] == image_keys).all():
+                raise ReconstructionError("a group element maps an arc to a non-arc")
+            stabiliser = symmetry.group.order // symmetry.sources[r]
+            share = [x / stabiliser for x in flow.values()]
+            owners = elements[:, index[r]]
+            for g, s in enumerate(owners.tolist()):
+                self.by_source[nodes[s]].append((len(self.parts), g))
+            self.parts.append((share, images, owners))
+
+    def __getitem__(self, source: str) -> dict[Arc, Fraction]:
+        flow: dict[Arc, Fraction] = {}
+        for part, g in self.by_source[source]:
+            share, images, _ = self.parts[part]
+            for a, x in zip(images[g].tolist(), share, strict=True):
+                arc = self.arcs[a]
+                flow[arc] = flow[arc] + x if arc in flow else x
+        return flow
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.compute)
+
+    def __len__(self) -> int:
+        return len(self.compute)
+
+
 def _check_lifted_routing(
-    caps: Mapping[Arc, int],
-    compute: tuple[str, ...],
-    nodes: tuple[str, ...],
-    routing: Mapping[str, Mapping[Arc, Fraction]],
-    t: Fraction,
-    where: str,
+    routing: LiftedRouting, caps: Mapping[Arc, int], t: Fraction, where: str
 ) -> None:
-    """Exact feasibility of ``routing`` for the full LP at time ``t`` (module docstring)."""
-    wanted = set(compute)
-    total: dict[Arc, Fraction] = {}
-    for s, flow in routing.items():
-        net: dict[str, Fraction] = {}
-        for (u, v), x in flow.items():
-            if x < 0:
-                raise ReconstructionError(f"{where}: lifted flow of {s!r} is negative on {u, v}")
-            net[u] = net.get(u, Fraction(0)) + x
-            net[v] = net.get(v, Fraction(0)) - x
-            total[(u, v)] = total.get((u, v), Fraction(0)) + x
-        for v in nodes:
-            need = len(compute) - 1 if v == s else -1 if v in wanted else 0
-            if net.get(v, 0) != need:
-                raise ReconstructionError(
-                    f"{where}: the lifted flow of {s!r} nets {net.get(v, 0)} at {v!r}, not {need}"
-                )
-    worst = max((x / caps[arc] for arc, x in total.items()), default=Fraction(0))
-    if worst > t:
-        raise ReconstructionError(f"{where}: the lifted routing needs time {worst} > {t}")
+    """Exact feasibility of the lifted ``routing`` for the full LP at time ``t``: every
+    flow nonnegative, conserved with the all-to-all demands, and every arc's total
+    load at most ``t c(a)`` (in integers: all values times a common denominator)."""
+    import numpy as np
+
+    nodes, compute = routing.nodes, routing.compute
+    denominator = math.lcm(*(x.denominator for share, _, _ in routing.parts for x in share))
+    numerators = [[int(x * denominator) for x in share] for share, _, _ in routing.parts]
+    largest = max((max(row, default=0) for row in numerators), default=0)
+    terms = sum(images.size for _, images, _ in routing.parts)
+    dtype: Any = np.int64 if (largest + 1) * (terms + 1) < 2**62 else object
+    net = np.zeros((len(compute), len(nodes)), dtype=dtype)
+    load = np.zeros(len(routing.arcs), dtype=dtype)
+    where_compute = np.full(len(nodes), -1, dtype=np.int64)
+    for i, v in enumerate(compute):
+        where_compute[nodes.index(v)] = i
+    for (_, images, owners), row in zip(routing.parts, numerators, strict=True):
+        if min(row, default=0) < 0:
+            raise ReconstructionError(f"{where}: a lifted flow is negative")
+        values = np.array(row, dtype=dtype)
+        sources = where_compute[owners][:, None]
+        np.add.at(net, (sources, routing.tails[images]), values[None, :])
+        np.add.at(net, (sources, routing.heads[images]), -values[None, :])
+        np.add.at(load, images, np.broadcast_to(values, images.shape))
+    expected = np.zeros((len(compute), len(nodes)), dtype=dtype)
+    columns = [nodes.index(v) for v in compute]
+    expected[:, columns] = -denominator
+    expected[np.arange(len(compute)), columns] = (len(compute) - 1) * denominator
+    if not (net == expected).all():
+        s, v = (int(x[0]) for x in np.nonzero(net != expected))
+        raise ReconstructionError(
+            f"{where}: the lifted flow of {compute[s]!r} is not conserved at {nodes[v]!r}"
+        )
+    for a, arc in enumerate(routing.arcs):
+        if Fraction(int(load[a]), denominator) > t * caps[arc]:
+            raise ReconstructionError(f"{where}: the lifted routing overloads {arc} beyond {t}")

@@ -286,10 +286,11 @@ def _free_distances(
     found = dijkstra(graph, directed=True, indices=sources)
     total = 0
     for row, commodity in zip(found, commodities, strict=True):
-        reach = {}
-        for sink in commodity.demands:
-            x = row[index[sink]]
-            if np.isfinite(x):
-                reach[sink] = int(x) // n
-        total += _demanded(commodity, reach)
+        sinks = np.array([index[d] for d in commodity.demands], dtype=np.int64)
+        reach = row[sinks]
+        if not np.isfinite(reach).all():
+            sink = list(commodity.demands)[int(np.flatnonzero(~np.isfinite(reach))[0])]
+            raise MethodError(f"sink {sink!r} cannot be reached from {commodity.source!r}")
+        hops = (reach.astype(np.int64) // n).tolist()
+        total += sum(a * x for a, x in zip(commodity.demands.values(), hops, strict=True))
     return total

@@ -348,7 +348,7 @@ class LiftedRouting(Mapping[str, dict[Arc, Fraction]]):
             images = order[np.searchsorted(keys, image_keys, sorter=order)]
             if not (keys[images] == image_keys).all():
                 raise ReconstructionError("a group element maps an arc to a non-arc")
-            stabiliser = symmetry.group.order // symmetry.sources[r]
+            stabiliser = symmetry.group.order // len(symmetry.group.orbit_of(index[r]))
             share = [x / stabiliser for x in flow.values()]
             owners = elements[:, index[r]]
             for g, s in enumerate(owners.tolist()):

@@ -549,7 +549,7 @@ def orbit_path_decomposition(
     index = {v: i for i, v in enumerate(nodes)}
     found: dict[tuple[str, str], dict[Path, Fraction]] = {}
     for r, pieces in path_decomposition(topology, {r: flows[r] for r in symmetry.sources}).items():
-        stabiliser = symmetry.group.order // symmetry.sources[r[0]]
+        stabiliser = symmetry.group.order // len(symmetry.group.orbit_of(index[r[0]]))
         for path, weight in pieces:
             share = weight / stabiliser
             moved = elements[:, [index[v] for v in path]].tolist()

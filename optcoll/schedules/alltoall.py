@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from optcoll.bounds.alltoall_orbits import AlltoallSymmetry
 
 __all__ = [
-    "ALLTOALL_METHODS",
+    "ALLTOALL_LP_METHODS",
     "EXHAUSTIVE_CUT_NODES",
     "AlltoallResult",
     "alltoall_optimum",
@@ -75,7 +75,7 @@ __all__ = [
 Arc = tuple[str, str]
 
 #: Ways to solve the all-to-all LP (:func:`alltoall_optimum`).
-ALLTOALL_METHODS = ("auto", "full", "orbits")
+ALLTOALL_LP_METHODS = ("auto", "full", "orbits")
 
 #: Largest number of nodes for which the cut bound enumerates every set.
 EXHAUSTIVE_CUT_NODES = 14
@@ -267,7 +267,7 @@ def alltoall_optimum(
     from optcoll.bounds.alltoall_orbits import alltoall_symmetry, solve_orbit_alltoall
     from optcoll.bounds.multicommodity import solve_multicommodity
 
-    choice_argument(method, ALLTOALL_METHODS, "method")
+    choice_argument(method, ALLTOALL_LP_METHODS, "method")
     if method == "orbits" and form != "time":
         raise ArgumentError("the orbit LP has the time form only; use method='full'")
     start = time.perf_counter()

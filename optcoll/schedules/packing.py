@@ -675,7 +675,7 @@ def pack_layered(
     >>> cycle = {(i, (i + 1) % 4): 3 for i in range(4)} | {((i + 1) % 4, i): 3 for i in range(4)}
     >>> g = LogicalGraph(("a", "b", "c", "d"), {("abcd"[u], "abcd"[v]): c for (u, v), c in cycle.items()}, {})
     >>> pack_layered(g, dict.fromkeys("abcd", 2), automorphism_group(4, cycle))
-    [('a', 1, (('a', 'b'), ('a', 'd'), ('b', 'c'))), ('a', 1, (('a', 'b'), ('a', 'd'), ('d', 'c')))]
+    [('a', 1, (('a', 'b'), ('a', 'd'), ('d', 'c'))), ('a', 1, (('a', 'b'), ('a', 'd'), ('b', 'c')))]
     """
     names = logical.compute_nodes
     n = len(names)

@@ -633,10 +633,10 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+    if args.format == "msccl" and collective in profile.never_in_place:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
-            f"({profile.sources['inplace_alltoall']})"
+            f"({profile.sources['never_in_place']})"
         )
     if profile.max_files is not None and len(files) > profile.max_files:
         warnings.append(

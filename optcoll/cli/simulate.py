@@ -67,12 +67,14 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.bounds.in_network import reduction_cut
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
     from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
         Network,
+        aggregation_tasks,
         chakra_tasks,
         data_bytes,
         msccl_tasks,
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
     sizes = args.sizes or list(SIZES)
     network = Network.of(topology, latency)
+    in_network = False
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
         collective, root = traces.collective, None
@@ -116,6 +119,12 @@ def run(args: argparse.Namespace) -> int:
 
         def graph(size: int) -> Any:
             return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    elif _is_aggregation(args.source):
+        aggregation = _checked_aggregation(args.source, topology)
+        collective, root, in_network = "allreduce", None, True
+
+        def graph(size: int) -> Any:
+            return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes)
     else:
         schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
         collective, root = schedule.collective, schedule.root
@@ -124,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
             return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
 
     bound = _lower_bound(topology, collective, root)
+    if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
+        bound = topology.num_compute * reduction_cut(topology).time_factor
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
@@ -210,6 +221,29 @@ def _is_xml(path: str) -> bool:
             return handle.read(64).lstrip().startswith(b"<")
     except OSError:
         return False
+
+
+def _is_aggregation(path: str) -> bool:
+    """A schedule file with aggregation trees (an in-network allreduce)."""
+    from optcoll.core.aggregation import is_aggregation_document
+    from optcoll.io.document import read_document
+
+    return not _is_xml(path) and is_aggregation_document(read_document(path))
+
+
+def _checked_aggregation(source: str, topology: Any) -> Any:
+    """The aggregation schedule in ``source`` if the independent checker accepts it."""
+    from optcoll.core.schedule import check_schedule_topology
+    from optcoll.exceptions import ScheduleError
+    from optcoll.io.schedule_json import load_any_schedule
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    schedule = load_any_schedule(source)
+    check_schedule_topology(schedule, topology, source)
+    result = verify_aggregation_schedule(topology, schedule)
+    if not result.valid:
+        raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
+    return schedule
 
 
 def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:

@@ -69,7 +69,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
@@ -77,7 +79,6 @@ from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
 from optcoll.verify.chakra import check_traces, read_traces
 from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.verify.msccl.program import read_program
 
 __all__ = [
@@ -90,12 +91,14 @@ __all__ = [
     "simulate",
     "simulate_schedule",
     "simulate_trees",
+    "simulate_aggregation",
     "simulate_msccl",
     "ChakraTraces",
     "read_chakra",
     "chakra_tasks",
     "schedule_tasks",
     "tree_tasks",
+    "aggregation_tasks",
     "msccl_tasks",
     "mscclpp_tasks",
     "data_bytes",
@@ -534,6 +537,90 @@ def simulate_schedule(
     return simulate(graph, network, size, overhead=overhead, progress=progress)
 
 
+def aggregation_tasks(
+    schedule: AggregationSchedule,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
+
+    Each tree's ``M / k``-byte chunks go slice by slice: up the reduce edges (a vertex,
+    compute node or reducing switch, sends its sum once its children's have arrived), then
+    down the multicast edges from the apex (a vertex forwards to each child once its
+    parent's copy has arrived). A switch's summing and copying cost its step's overhead.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("star:4,sharp=1")
+    >>> len(aggregation_tasks(aggregation_schedule(topo), Network.of(topo), 4096))  # 4 up, 4 down
+    8
+    """
+    graph = TaskGraph()
+    count, piece = _slices(size / schedule.k, slice_bytes)
+    edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in schedule.trees)
+    _check_size(count * edges, count)
+    for tree in schedule.trees:
+        up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
+        down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
+        down = _by_depth(tree.apex, down, downward=True)
+        for piece_number in range(tree.chunks * count):
+            loop = _progress(piece_number, tree.chunks, count)
+            into: dict[str, list[int]] = {}
+            for src, dst, path in up:  # leaves first
+                into.setdefault(dst, []).append(
+                    graph.add((src, dst), path, piece, into.get(src, ()), loop)
+                )
+            arrived: dict[str, list[int]] = {tree.apex: into.get(tree.apex, [])}
+            for src, dst, path in down:  # parents before children
+                arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+    return graph
+
+
+def _by_depth(
+    apex: str, edges: list[tuple[str, str, tuple[int, ...]]], *, downward: bool = False
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Edges of an in-tree deepest first, or of an out-tree (``downward``) shallowest first."""
+    parent = {(d if downward else s): (s if downward else d) for s, d, _ in edges}
+
+    def depth(v: str) -> int:
+        steps = 0
+        while v != apex:
+            v, steps = parent[v], steps + 1
+        return steps
+
+    key = (lambda e: depth(e[1])) if downward else (lambda e: -depth(e[0]))
+    return sorted(edges, key=key)
+
+
+def simulate_aggregation(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Simulation:
+    """Simulate an in-network allreduce of ``size`` bytes (see :func:`aggregation_tasks`).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> run = simulate_aggregation(topo, aggregation_schedule(topo), 2**30)
+    >>> round(run.algbw, 1)  # the cut bound is 450 GB/s
+    447.8
+    """
+    network = Network.of(topology, default_latency)
+    graph = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes)
+    return simulate(graph, network, size, overhead=overhead)
+
+
 def simulate_trees(
     topology: Topology,
     trees: Sequence[Tree],
@@ -677,7 +764,7 @@ def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
 
-    algo, findings = decode(read_program(source), runtime_profile(DEFAULT_RUNTIME))
+    algo, findings = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]
     if algo is None or blocking:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"

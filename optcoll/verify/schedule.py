@@ -128,6 +128,10 @@ class Verification:
         for allreduce), in the topology's link order.
     ratio_to_optimum : Fraction or None
         ``time_factor / optimum`` when an optimum was given.
+    switch_work : dict
+        For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
+        carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
+        ``copied`` (added by multicast) and ``sent``; empty otherwise.
     """
 
     valid: bool
@@ -136,6 +140,7 @@ class Verification:
     link_loads: Mapping[Arc, int] = field(default_factory=dict)
     bottleneck_links: list[Arc] = field(default_factory=list)
     ratio_to_optimum: Fraction | None = None
+    switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -145,7 +150,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        return {
+        data = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
@@ -155,6 +160,9 @@ class Verification:
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
         }
+        if self.switch_work:
+            data["switch_work"] = {w: dict(work) for w, work in self.switch_work.items()}
+        return data
 
 
 class _Invalid(Exception):

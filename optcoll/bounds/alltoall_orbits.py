@@ -185,27 +185,20 @@ def _orbits(
     colour: list[int],
     how: str,
 ) -> AlltoallSymmetry:
+    """The source and arc orbits of ``group`` (the arcs' from its action on arc numbers)."""
     sources = {ids[o[0]]: len(o) for o in group.orbits() if colour[o[0]]}
     arcs = list(caps)
     position = {arc: a for a, arc in enumerate(arcs)}
-    parent = list(range(len(arcs)))
-
-    def root(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
     index = {v: i for i, v in enumerate(ids)}
-    for g in group.generators:
-        for a, (u, v) in enumerate(arcs):
-            x, y = root(a), root(position[(ids[g[index[u]]], ids[g[index[v]]])])
-            if x != y:
-                parent[max(x, y)] = min(x, y)
-    orbits: dict[int, list[Arc]] = {}
-    for a, arc in enumerate(arcs):
-        orbits.setdefault(root(a), []).append(arc)
-    return AlltoallSymmetry(group, ids, sources, tuple(tuple(o) for o in orbits.values()), how)
+    on_arcs = PermutationGroup(
+        tuple(
+            tuple(position[(ids[g[index[u]]], ids[g[index[v]]])] for u, v in arcs)
+            for g in group.generators
+        ),
+        group.orders,
+    )
+    orbits = tuple(tuple(arcs[a] for a in orbit) for orbit in on_arcs.orbits())
+    return AlltoallSymmetry(group, ids, sources, orbits, how)
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             if before["finished"]
             else f"> {args.full_limit:.0f} (stopped)"
         )
+        print(spec, "after:", json.dumps(after), "before:", json.dumps(before), flush=True)
         rows.append(
             [
                 spec,

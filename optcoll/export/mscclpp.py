@@ -82,6 +82,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TypedDict
 
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree
@@ -139,6 +140,14 @@ MAX_PIPELINE_OPS = 16
 MAX_UNITS = 2**16 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
+
+
+class _Chunks(TypedDict):
+    """Chunks of every GPU's input (``i``), output (``o``) and scratch (``s``) buffer."""
+
+    i: int
+    o: int
+    s: int
 
 
 def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | None = None) -> int:
@@ -416,7 +425,11 @@ def _segments(schedule: Schedule, allgather: Schedule | None) -> list[Segment]:
         for tree in allgather.trees:
             _check_tree(tree, allgather.compute_nodes)
         down_sets = allgather.trees
-    roots = [schedule.root] if coll in ("broadcast", "reduce") else list(schedule.compute_nodes)
+    roots = list(schedule.compute_nodes)
+    if coll in ("broadcast", "reduce"):
+        if schedule.root is None:
+            raise ExportError(f"a {coll} schedule needs a root")
+        roots = [schedule.root]
     for root in roots:
         up = _ranges(up_sets, root)
         down = _ranges(down_sets, root)
@@ -469,7 +482,7 @@ def _shape(tree: Tree, ranks: dict[str, int]) -> tuple[dict[int, list[int]], dic
 
 def _steps(
     schedule: Schedule, coll: str, segments: list[Segment], count: int, packets: bool = False
-) -> tuple[list[_Step], dict[str, int]]:
+) -> tuple[list[_Step], _Chunks]:
     """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU).
 
     Every chunk of the schedule is ``count`` chunks of the plan, so every range of ``c``
@@ -568,20 +581,18 @@ def _steps(
                 s.staging = slot(s.rank, s.size)
     if coll == "alltoall":
         for rank in range(n):  # the own piece, out of place
-            own = _Step(rank, -1, 0, (-1, 0, 0, -1, -1), k)
-            own.copies.append((("o", rank * k, k), ("i", rank * k, k)))
-            steps.append(own)
-    chunks = {
-        "allgather": {"i": k, "o": n * k},
-        "reduce_scatter": {"i": n * k, "o": k},
-        "allreduce": {"i": n * k, "o": n * k},
-        "broadcast": {"i": k, "o": k},
-        "reduce": {"i": k, "o": k},
-        "alltoall": {"i": n * k, "o": n * k},
+            own_piece = _Step(rank, -1, 0, (-1, 0, 0, -1, -1), k)
+            own_piece.copies.append((("o", rank * k, k), ("i", rank * k, k)))
+            steps.append(own_piece)
+    input_chunks, output_chunks = {
+        "allgather": (k, n * k),
+        "reduce_scatter": (n * k, k),
+        "allreduce": (n * k, n * k),
+        "broadcast": (k, k),
+        "reduce": (k, k),
+        "alltoall": (n * k, n * k),
     }[coll]
-    chunks["s"] = max(scratch)
-    chunks["scratch"] = scratch  # type: ignore[assignment]
-    return steps, chunks
+    return steps, _Chunks(i=input_chunks, o=output_chunks, s=max(scratch))
 
 
 def _op_count(step: _Step) -> int:
@@ -636,7 +647,7 @@ def _render(
     placement: str,
     name: str | None,
     steps: list[_Step],
-    chunks: dict,
+    chunks: _Chunks,
     box: dict[str, str],
     low: int,
     high: int | None,
@@ -815,21 +826,23 @@ class _Block:
                     "index": dst[1],
                     "size": dst[2],
                 }
+                staging: Loc | None = None  # a port channel sends the sum from here
                 if kind == "memory":
                     dsts, name = [_local(own), remote], "respkt"
                 else:
                     assert step.staging is not None
-                    dsts, name = [_local(own), _local(step.staging)], "recpkt"
-                op = {"name": name, "src_buff": srcs, "dst_buff": dsts}
+                    staging = step.staging
+                    dsts, name = [_local(own), _local(staging)], "recpkt"
+                op: dict[str, object] = {"name": name, "src_buff": srcs, "dst_buff": dsts}
                 if kind == "memory":
                     op.update(channel_type="memory", channel_ids=[index])
                 self.ops.append(op)
-                if kind == "port":
+                if staging is not None:
                     self.ops.append({"name": "nop"})
                     self.ops.append(
                         {
                             "name": "ppkt",
-                            "src_buff": [_local(step.staging)],
+                            "src_buff": [_local(staging)],
                             "dst_buff": [remote],
                             "channel_type": "port",
                             "channel_ids": [index],
@@ -885,8 +898,8 @@ class _Block:
             kind, index = self.channel(peer)
             by_type[kind].append(index)
         for kind in ("memory", "port"):
-            for part in _chunked(by_type[kind]):
-                self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": part})
+            for ids in _chunked(by_type[kind]):
+                self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": ids})
         if step.waits and (step.copies or step.reduces or step.puts):  # a leaf reads nothing
             self.ops.append({"name": "nop"})
         for dst, src in step.copies:
@@ -908,7 +921,7 @@ class _Block:
                 first = dst
         if step.release:  # after the nop that ends the sum
             self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
-        puts: dict[str, list[tuple[int, int, tuple, tuple]]] = defaultdict(list)
+        puts: dict[str, list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
         for peer, src, dst in step.puts:
             kind, index = self.channel(peer)
             bid = self.buffer(peer, dst[0], kind)

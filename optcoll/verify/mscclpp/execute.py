@@ -113,8 +113,12 @@ class _Machine:
         self.program = [_program(plan, tb) for _, tb in self.blocks]
         self.at = 0
         self.window: tuple[int, int] | None = None
-        self.queues: dict[tuple, list[_Clock | None]] = defaultdict(list)
-        self.taken: dict[tuple, int] = defaultdict(int)
+        #: (channel type, sender, receiver, ordinal) -> its signals (None: relaxed)
+        self.signals: dict[tuple[str, int, int, int], list[_Clock | None]] = defaultdict(list)
+        self.taken: dict[tuple[str, int, int, int], int] = defaultdict(int)
+        #: (rank, semaphore) -> the clocks of its releases, and how many were acquired
+        self.releases: dict[tuple[int, int], list[_Clock]] = defaultdict(list)
+        self.acquired: dict[tuple[int, int], int] = defaultdict(int)
         self.values: dict[Cell, Value] = {}
         self.writer: dict[Cell, Stamp] = {}
         self.readers: dict[Cell, list[Stamp]] = defaultdict(list)
@@ -325,31 +329,31 @@ class _Machine:
         if name in ("signal", "rlxsignal"):
             for peer, ordinal in op.channel_peers:
                 message = None if name == "rlxsignal" else self.clock[t].copy()
-                self.queues[(op.channel_type, rank, peer, ordinal)].append(message)
+                self.signals[(op.channel_type, rank, peer, ordinal)].append(message)
             return True
         if name in ("wait", "rlxwait"):
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
-            if any(self.taken[k] >= len(self.queues[k]) for k in keys):
+            if any(self.taken[k] >= len(self.signals[k]) for k in keys):
                 return False
             for k in keys:
-                message = self.queues[k][self.taken[k]]
+                message = self.signals[k][self.taken[k]]
                 self.taken[k] += 1
                 if message is not None:
                     self.pending[t].join(message)
             return True
         if name == "sem_release":
             for s in op.semaphores:
-                self.queues[("sem", rank, s)].append(self.clock[t].copy())
+                self.releases[(rank, s)].append(self.clock[t].copy())
             return True
         if name == "sem_acquire":
-            keys = [("sem", rank, s) for s in op.semaphores]
-            have = [len(self.queues[k]) + self.plan.gpus[rank].semaphores[k[2]] for k in keys]
-            if any(self.taken[k] >= n for k, n in zip(keys, have, strict=True)):
+            sems = [(rank, s) for s in op.semaphores]
+            have = [len(self.releases[m]) + self.plan.gpus[rank].semaphores[m[1]] for m in sems]
+            if any(self.acquired[m] >= n for m, n in zip(sems, have, strict=True)):
                 return False
-            for k in keys:  # run by one thread per semaphore: a nop orders the others
-                if self.taken[k] < len(self.queues[k]):
-                    self.pending[t].join(self.queues[k][self.taken[k]])
-                self.taken[k] += 1
+            for m in sems:  # run by one thread per semaphore: a nop orders the others
+                if self.acquired[m] < len(self.releases[m]):
+                    self.pending[t].join(self.releases[m][self.acquired[m]])
+                self.acquired[m] += 1
             return True
         if name == "flush":
             return True
@@ -391,7 +395,7 @@ class _Machine:
                     peer, ordinal = op.channel_peers[i]
                     message = self.clock[t].copy()
                     message.extra.add((t, self.at))
-                    self.queues[("port", rank, peer, ordinal)].append(message)
+                    self.signals[("port", rank, peer, ordinal)].append(message)
             return True
         if name == "get":
             for s, d in zip(src, dst, strict=False):
@@ -424,23 +428,23 @@ class _Machine:
                 self.write_packets(t, op, self.cells(d, None, None, s.size), got)
             return True
         if name in ("upkt", "rppkt"):
-            got = self.read_packets(t, self.cells(src[0], "s"))
-            if got is None:
+            arrived = self.read_packets(t, self.cells(src[0], "s"))
+            if arrived is None:
                 return False
             if name == "upkt":
-                self.write(t, op, self.cells(dst[0], None, None, src[0].size), got, where)
+                self.write(t, op, self.cells(dst[0], None, None, src[0].size), arrived, where)
             else:
                 for d in dst:
-                    self.write_packets(t, op, self.cells(d, None, None, src[0].size), got)
+                    self.write_packets(t, op, self.cells(d, None, None, src[0].size), arrived)
             return True
         if name in ("respkt", "repkt", "recpkt", "recspkt"):
             size = src[0].size
             packets = []
             for s in src[1:]:
-                got = self.read_packets(t, self.cells(s, "s", None, size))
-                if got is None:
+                arrived = self.read_packets(t, self.cells(s, "s", None, size))
+                if arrived is None:
                     return False
-                packets.append(got)
+                packets.append(arrived)
             own = self.read(t, op, self.cells(src[0]), where)
             total = [_sum(column) for column in zip(own, *packets, strict=True)]
             self.write(t, op, self.cells(dst[0], None, None, size), total, where)
@@ -493,8 +497,8 @@ class _Machine:
             self.find("deadlock", f"{len(stuck) - 4} more thread blocks wait forever")
         self.outcome.completed = not stuck
         if not stuck:
-            for key, messages in sorted(self.queues.items(), key=str):
-                if key[0] != "sem" and len(messages) > self.taken[key]:
+            for key, messages in sorted(self.signals.items(), key=str):
+                if len(messages) > self.taken[key]:
                     self.find(
                         "signal",
                         f"{len(messages) - self.taken[key]} {key[0]} signal(s) of "

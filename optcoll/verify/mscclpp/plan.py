@@ -193,12 +193,14 @@ def _get(obj: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise FileFormatError(f"{where}: missing field {key!r}")
     value = obj[key]
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise FileFormatError(f"{where}.{key}: must be an integer, got {value!r}")
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FileFormatError(f"{where}.{key}: must be an integer, got {value!r}")
+        if value < 0:
+            raise FileFormatError(f"{where}.{key}: must be >= 0, got {value}")
+        return value
     if not isinstance(value, kind):
         raise FileFormatError(f"{where}.{key}: wrong type {type(value).__name__}")
-    if kind is int and value < 0:
-        raise FileFormatError(f"{where}.{key}: must be >= 0, got {value}")
     return value
 
 
@@ -453,13 +455,13 @@ def _parse_op(
                         "needs memory or port (Invalid channel type)"
                     )
                 bid = buff["buffer_id"]
-                pool = buffers[ctype]
-                if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid < len(pool):
+                bids = buffers[ctype]
+                if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid < len(bids):
                     raise FileFormatError(
-                        f"{bw}.buffer_id: {bid!r} is not one of the thread block's {len(pool)} "
+                        f"{bw}.buffer_id: {bid!r} is not one of the thread block's {len(bids)} "
                         f"{ctype} remote buffers"
                     )
-                rank, kind, _ = remote[pool[bid]]
+                rank, kind, _ = remote[bids[bid]]
                 refs.append(Ref(rank, kind, index, size, remote=True))
             elif "type" in buff:
                 refs.append(Ref(gpu.rank, _kind(buff["type"], _BUFFERS, f"{bw}.type"), index, size))

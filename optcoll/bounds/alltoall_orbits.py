@@ -268,8 +268,9 @@ def solve_orbit_alltoall(
     if t <= 0:
         raise ReconstructionError(f"{where}: the exact optimum {t} is not positive")
     arcs = list(caps)
+    zero = Fraction(0)
     flows = {
-        r: {arcs[a]: x for a in range(len(arcs)) if (x := primal.get(f"f_{k}_{a}", 0))}
+        r: {arcs[a]: x for a in range(len(arcs)) if (x := primal.get(f"f_{k}_{a}", zero))}
         for k, r in enumerate(sources)
     }
     lengths: dict[Arc, Fraction] = {}
@@ -396,9 +397,9 @@ def _check_lifted_routing(
     expected[:, columns] = -denominator
     expected[np.arange(len(compute)), columns] = (len(compute) - 1) * denominator
     if not (net == expected).all():
-        s, v = (int(x[0]) for x in np.nonzero(net != expected))
+        rank, place = (int(x[0]) for x in np.nonzero(net != expected))
         raise ReconstructionError(
-            f"{where}: the lifted flow of {compute[s]!r} is not conserved at {nodes[v]!r}"
+            f"{where}: the lifted flow of {compute[rank]!r} is not conserved at {nodes[place]!r}"
         )
     for a, arc in enumerate(routing.arcs):
         if Fraction(int(load[a]), denominator) > t * caps[arc]:

@@ -369,8 +369,9 @@ def _schedules(
         tried = ()
     chosen = []
     for schedule, allgather in phases:
-        if args.unchecked:
-            chosen.append(_Chosen(schedule, None, None, allgather))
+        if args.unchecked:  # claims nobody checked are not passed on
+            plain = replace(schedule, cut_ratio=None, time_factor=None, stats={})
+            chosen.append(_Chosen(plain, None, None, allgather))
             continue
         factor, optimum = Fraction(0), Fraction(0)
         for phase in (schedule, allgather):
@@ -404,9 +405,11 @@ def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
     """The verifier's exact time factor; ExportError if it rejects the schedule (paths,
     trees, chunks, or a time factor it claims that its link loads do not give)."""
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
-    verdict = verify_schedule(topology, schedule, optimum=optimum)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    verdict = verify_schedule(topology, schedule, optimum=optimum, cut_ratio=cut_ratio)
     if not verdict.valid:
         raise ExportError(
             f"the {schedule.collective} schedule fails verification on {topology.name!r}: "

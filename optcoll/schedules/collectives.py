@@ -66,6 +66,7 @@ from optcoll.core.topology import Link, Topology
 
 __all__ = [
     "collective_lower_bound",
+    "collective_cut_ratio",
     "reversed_topology",
     "bidirectional_core",
     "is_symmetric",
@@ -218,7 +219,7 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
         collective="reduce_scatter",
         time_factor=factor,
         cut_ratio=schedule.cut_ratio if is_symmetric(topology) else None,
-        stats=dict(schedule.stats),
+        stats=_phase_stats(schedule, topology),
     )
 
 
@@ -252,8 +253,20 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     down = phase_time_factor(topology, schedule.trees, schedule.k)
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
-        schedule, collective="allreduce", time_factor=up + down, stats=dict(schedule.stats)
+        schedule,
+        collective="allreduce",
+        time_factor=up + down,
+        stats=_phase_stats(schedule, topology),
     )
+
+
+def _phase_stats(schedule: Schedule, topology: Topology) -> dict[str, object]:
+    """The allgather's stats that still hold when its trees also run reversed: its
+    ``ratio_to_optimum`` only on a symmetric topology (both phases' bounds are then r*)."""
+    stats = dict(schedule.stats)
+    if not is_symmetric(topology):
+        stats.pop("ratio_to_optimum", None)
+    return stats
 
 
 def broadcast_capacity(topology: Topology, root: str) -> int:
@@ -463,16 +476,18 @@ def build_collective(
         from optcoll.schedules.alltoall import alltoall_schedule
 
         return alltoall_schedule(topology, k)
-    schedule = pack_arborescences(
-        packing_topology(topology, collective), k, progress=progress, bound=bound
-    )
+    packed = packing_topology(topology, collective)
+    schedule = pack_arborescences(packed, k, progress=progress, bound=bound)
     if collective == "allgather":
         return schedule
     if collective == "reduce_scatter":
         own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
         result = reduce_scatter(own, topology)
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
-    return allreduce(schedule, topology)
+    result = allreduce(schedule, topology)
+    if packed is not topology:  # the allgather phase's bound is the whole topology's r*
+        result = replace(result, cut_ratio=collective_cut_ratio(topology, "allreduce"))
+    return result
 
 
 def packing_topology(topology: Topology, collective: str) -> Topology:
@@ -498,6 +513,33 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
         if any((v, u) not in cap for u, v in cap):
             return bidirectional_core(topology)
     return topology
+
+
+def collective_cut_ratio(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The exact value a ``collective`` schedule's ``cut_ratio`` field states when true.
+
+    The cut bound of the collective's phase: allgather and allreduce, the
+    topology's r* (allreduce states its allgather phase's); reduce-scatter, the
+    r* of the reversed topology (data flows toward the roots); broadcast and
+    reduce, their own optimum (:func:`collective_lower_bound`); all-to-all: None
+    (its schedules state no cut ratio). What
+    :func:`optcoll.verify.schedule.verify_schedule` judges the field against.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> collective_cut_ratio(build("ring:4"), "allreduce")
+    Fraction(3, 200)
+    """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    if collective in ("allgather", "allreduce"):
+        return collective_lower_bound(topology, "allgather")
+    if collective == "alltoall" or root is None and collective in ("broadcast", "reduce"):
+        return None
+    return collective_lower_bound(topology, collective, root)
 
 
 def collective_lower_bound(

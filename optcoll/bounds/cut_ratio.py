@@ -60,6 +60,7 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
+from optcoll.graph.symmetry import preserves_capacity
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
 
@@ -364,7 +365,11 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     Any sink order is correct; the one used takes locally certified sinks
     first, then for a max-flow a sink no merged node has an arc into (on a
     ring: every other node, after which the rest pass locally), else the next
-    sink in declaration order. The candidate starts at the best of a few cheap
+    sink in declaration order. On a switch-free topology that the rotation
+    ``c_i -> c_(i+1 mod N)`` of its compute nodes maps onto itself (a ring or any
+    circulant graph declared in order, checked link by link) every sink has the
+    same max-flow from the super source, so one sink is checked per candidate:
+    ``1 + (improvements)`` max-flows instead of about ``N / 2``. The candidate starts at the best of a few cheap
     cuts (single compute nodes, all nodes but one compute node, each node
     group and its complement).
 
@@ -377,16 +382,30 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     best, best_cut = _starting_cut(topology, caps)
     search = _ParametricSearch(topology, caps, best)
     rooted = search.rooted
-    while (sink := rooted.next_sink(search.requirement())) is not None:
-        while (side := search.violated_cut(sink)) is not None:
+    if _rotation_is_automorphism(topology):  # every sink is alike: one suffices
+        while (side := search.violated_cut(search.compute[0])) is not None:
             best_cut = search.improve(side)
-        rooted.merge(sink)
+    else:
+        while (sink := rooted.next_sink(search.requirement())) is not None:
+            while (side := search.violated_cut(sink)) is not None:
+                best_cut = search.improve(side)
+            rooted.merge(sink)
     stats = {
         "max_flows": rooted.max_flows,
         "sinks_passed_locally": rooted.passed_locally,
         "improvements": search.improvements,
     }
     return Fraction(search.p, search.q) / unit, best_cut, stats, topology
+
+
+def _rotation_is_automorphism(topology: Topology) -> bool:
+    """Whether ``topology`` has no switch and the rotation of its compute nodes in
+    declaration order maps every link to a link of the same bandwidth (``O(links)``)."""
+    compute = topology.compute_nodes
+    if topology.switch_nodes or len(compute) < 3:
+        return False
+    image = dict(zip(compute, compute[1:] + compute[:1], strict=True))
+    return preserves_capacity(topology.capacity, image)
 
 
 class _ParametricSearch:

@@ -12,8 +12,10 @@ HELP = "exact r* after each single link/node/NIC failure (or random ones), most 
 
 
 def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    from optcoll.core.limits import MAX_NODES, is_decimal
+
+    if not is_decimal(text) or not 1 <= int(text) <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 1 to {MAX_NODES}")
     return int(text)
 
 

@@ -42,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _workers(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    from optcoll.core.limits import is_decimal
+
+    if not is_decimal(text) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"workers {text!r} must be a positive integer")
     return int(text)
 

@@ -169,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
 def _groups_schedule(args: argparse.Namespace) -> tuple[Any, Any, Fraction | None] | None:
     """With ``--groups`` or a groups schedule file: the topology, the verified concurrent
     groups' schedule and its exact bound; else None."""
-    from optcoll.groups.bounds import make_groups
-    from optcoll.groups.schedule import GroupsSchedule, groups_collective, groups_lower_bound
+    from optcoll.core.groups_schedule import GroupsSchedule
+    from optcoll.core.process_groups import make_groups
+    from optcoll.groups.schedule import groups_collective, groups_lower_bound
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
     from optcoll.verify.schedule import verify_groups_schedule

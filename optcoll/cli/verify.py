@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _groups(topology: Any, schedule: Any, args: argparse.Namespace, expected: Any) -> int:
+    from optcoll.core.process_groups import make_groups
     from optcoll.exceptions import GroupError, ScheduleError
-    from optcoll.groups.bounds import make_groups
     from optcoll.groups.schedule import groups_lower_bound
     from optcoll.verify.schedule import Verification, verify_groups_schedule
 

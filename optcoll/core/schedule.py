@@ -40,14 +40,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from optcoll.core.rational import fraction_text, parse_fraction
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError, TopologyMismatchError
-
-if TYPE_CHECKING:
-    from optcoll.core.topology import Topology
-    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "TreeEdge",
@@ -457,9 +454,17 @@ class Schedule:
         )
 
 
-def check_schedule_topology(
-    schedule: Schedule | GroupsSchedule, topology: Topology, source: str = ""
-) -> None:
+class Stamped(Protocol):
+    """What :func:`check_schedule_topology` reads: a schedule's topology name and hash."""
+
+    @property
+    def topology(self) -> str: ...
+
+    @property
+    def topology_hash(self) -> str | None: ...
+
+
+def check_schedule_topology(schedule: Stamped, topology: Topology, source: str = "") -> None:
     """Refuse ``topology`` if ``schedule`` records another topology's content hash.
 
     A schedule written by optcoll records :attr:`Topology.content_hash` of the

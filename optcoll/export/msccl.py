@@ -100,7 +100,7 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
-from optcoll.export.runtimes import DEFAULT_RUNTIME, RuntimeProfile, runtime_profile
+from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES, RuntimeProfile, runtime_profile
 
 __all__ = [
     "PLACEMENTS",
@@ -878,7 +878,6 @@ def _more_blocks_hint(schedule: Schedule, profile: RuntimeProfile, needed: int) 
     """What helps a GPU that needs ``needed`` thread blocks: fewer steps per peer (a
     smaller k, so more send/receive pairs share a block) while k > 1, and the runtimes
     whose cap is large enough."""
-    from optcoll.export.runtimes import RUNTIMES
 
     hints = ["a smaller -k (fewer steps per peer let more of them pair)"] if schedule.k > 1 else []
     roomier = [name for name, other in RUNTIMES.items() if other.max_threadblocks >= needed]

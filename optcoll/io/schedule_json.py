@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.arguments import path_argument, schedule_argument
+from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import exists, require_suffix
 from optcoll.core.schedule import Schedule
 from optcoll.exceptions import ScheduleError
 from optcoll.io.document import DOCUMENT_SUFFIXES, document_text, read_document, write_document
-
-if TYPE_CHECKING:
-    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "load_schedule",
@@ -102,7 +100,6 @@ def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule:
     FileFormatError, ScheduleError
         As :func:`load_schedule`.
     """
-    from optcoll.groups.schedule import GroupsSchedule
 
     path = path_argument(path)
     path = Path(path)

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
 from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
@@ -57,12 +57,12 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.graph.maxflow import FlowNetwork
-
-if TYPE_CHECKING:
-    from optcoll.bounds.cut_ratio import CutRatio
-from optcoll.core.topology import Link, Topology
+from optcoll.graph.splitting import realise_paths, split_switches
+from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
+from optcoll.schedules.packing import pack_arborescences, pack_rooted
 
 __all__ = [
     "collective_lower_bound",
@@ -366,8 +366,6 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-    from optcoll.graph.splitting import realise_paths, split_switches
-    from optcoll.schedules.packing import pack_rooted
 
     usable = broadcast_usable(topology, root)
     k = broadcast_capacity(usable, root)
@@ -458,7 +456,6 @@ def build_collective(
     k = None if k is None else count_argument(k, "k")
     if root is not None:
         node_argument(topology, root, "root")
-    from optcoll.schedules.packing import pack_arborescences
 
     if collective in ("broadcast", "reduce"):
         if k is not None:
@@ -473,8 +470,6 @@ def build_collective(
             f"a {collective} has no single root; --root applies to broadcast/reduce"
         )
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_schedule
-
         return alltoall_schedule(topology, k)
     packed = packing_topology(topology, collective)
     schedule = pack_arborescences(packed, k, progress=progress, bound=bound)
@@ -567,7 +562,6 @@ def collective_lower_bound(
     collective = collective_argument(collective)
     if root is not None:
         node_argument(topology, root, "root")
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
     if collective == "allgather":
         return optimal_cut_ratio(topology).ratio
@@ -578,8 +572,6 @@ def collective_lower_bound(
             optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology(topology)).ratio
         )
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_bound
-
         return alltoall_bound(topology).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)

@@ -31,9 +31,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optcoll.core.arguments import count_argument
+from optcoll.core.loads import phase_time_factor
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
+from optcoll.schedules.collectives import build_collective, collective_lower_bound, is_symmetric
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -101,7 +103,6 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
     >>> s.k, redeal(s, 4, topo).time_factor / s.time_factor
     (6, Fraction(3, 2))
     """
-    from optcoll.core.loads import phase_time_factor
 
     if schedule.collective not in ("broadcast", "reduce"):
         raise ExportError(
@@ -160,7 +161,6 @@ def deployable_schedule(
     >>> d.schedule.k, d.ratio <= Fraction(101, 100)
     (256, True)
     """
-    from optcoll.schedules.collectives import build_collective, collective_lower_bound, is_symmetric
 
     if tolerance < 0:
         raise ExportError(f"the tolerance must be >= 0, got {tolerance}")

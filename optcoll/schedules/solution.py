@@ -34,18 +34,24 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
 from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import canonical_collective
+from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-
-if TYPE_CHECKING:
-    from optcoll.bounds.cut_ratio import CutRatio
-    from optcoll.core.schedule import Schedule
-    from optcoll.verify.schedule import Verification
+from optcoll.io import load_topology
+from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
+from optcoll.schedules.collectives import (
+    build_collective,
+    collective_lower_bound,
+    is_symmetric,
+    packing_topology,
+    reversed_topology,
+)
+from optcoll.verify.schedule import Verification, verify_schedule
 
 __all__ = ["Solution", "solve", "optimality_claim"]
 
@@ -295,16 +301,6 @@ def solve(
     >>> optcoll.solve("mi250:2", collective="allgather", k=1).algbw
     320.0
     """
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
-    from optcoll.io import load_topology
-    from optcoll.schedules.collectives import (
-        build_collective,
-        collective_lower_bound,
-        is_symmetric,
-        packing_topology,
-        reversed_topology,
-    )
-    from optcoll.verify.schedule import verify_schedule
 
     started = time.perf_counter()
     topo = (
@@ -317,8 +313,6 @@ def solve(
     root = None if root is None else node_argument(topo, root, "root")
     bound = None
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
-
         optimum = alltoall_bound(topo)
         schedule = alltoall_schedule(topo, k, bound=optimum)
         lower = optimum.time_factor

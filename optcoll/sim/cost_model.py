@@ -69,7 +69,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.arguments import (
     collective_argument,
@@ -77,13 +77,17 @@ from optcoll.core.arguments import (
     schedule_argument,
     topology_argument,
 )
+from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import ProcessGroups
+from optcoll.groups.schedule import groups_collective
+from optcoll.schedules.alltoall import alltoall_schedule
+from optcoll.schedules.collectives import allreduce
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
     "DEFAULT_LATENCY",
@@ -914,12 +918,8 @@ def compare_methods(
     topology_argument(topology)
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.schedules.packing import pack_arborescences
 
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_schedule
-
         costs = [
             schedule_cost(topology, alltoall_schedule(topology), default_latency=default_latency),
             direct_alltoall(topology, default_latency=default_latency),
@@ -958,7 +958,7 @@ def compare_group_methods(
     """Concurrent process groups: the optimal schedule and a ring in every group, optimal first.
 
     Each method gives every group a schedule on the graph the group sees
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.group_topology`): ``optimal`` the
+    (:meth:`~optcoll.core.process_groups.ProcessGroups.group_topology`): ``optimal`` the
     trees of :func:`optcoll.groups.schedule.groups_collective` (t*), ``ring``
     :func:`ring_schedule` of each group (run as reduce-scatter + allgather for
     allreduce). All groups run at once, so the bandwidth term is the exact time
@@ -976,16 +976,12 @@ def compare_group_methods(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> costs = compare_group_methods(parse_groups(build("dgx-a100:2"), "strided:8"))
     >>> [(c.method, c.time_factor) for c in costs]
     [('optimal (k=1)', Fraction(1, 25)), ('ring', Fraction(7, 50))]
     """
     from dataclasses import replace
-
-    from optcoll.groups.schedule import GroupsSchedule, groups_collective
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.verify.schedule import verify_groups_schedule
 
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")

@@ -45,7 +45,23 @@ from fractions import Fraction
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
-from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES, link_latencies
+from optcoll.schedules.collectives import (
+    allreduce,
+    build_collective,
+    collective_lower_bound,
+    reduce_scatter,
+)
+from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.sim.cost_model import (
+    DEFAULT_LATENCY,
+    SIZES,
+    direct_alltoall_schedule,
+    double_binary_trees,
+    hierarchical_alltoall_schedule,
+    hierarchical_ring_schedule,
+    link_latencies,
+    ring_schedule,
+)
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -141,15 +157,6 @@ def candidates(
     >>> [c.method for c in candidates(build("dgx-a100:2"))]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=8', 'ring', 'hierarchical ring']
     """
-    from optcoll.schedules.collectives import allreduce, build_collective, reduce_scatter
-    from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-    from optcoll.sim.cost_model import (
-        direct_alltoall_schedule,
-        double_binary_trees,
-        hierarchical_alltoall_schedule,
-        hierarchical_ring_schedule,
-        ring_schedule,
-    )
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
@@ -255,7 +262,6 @@ def plan(
     simulator, with the lower bound of the module docstring. A candidate whose task graph
     exceeds :data:`optcoll.sim.simulator.MAX_TASKS` at a size (a huge ``k``) gets no time there.
     """
-    from optcoll.schedules.collectives import collective_lower_bound
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):

@@ -65,16 +65,16 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.loads import PHASES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
-
-if TYPE_CHECKING:
-    from optcoll.verify.msccl.limits import Algo
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
+from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
+from optcoll.verify.msccl.program import read_program
 
 __all__ = [
     "DEFAULT_OVERHEAD",
@@ -567,7 +567,6 @@ def msccl_tasks(
     ``deps``. The message is the buffer ``M``: the output of an allgather, the input of the
     other collectives; its chunk is ``M`` over that buffer's chunks.
     """
-    from optcoll.verify.msccl.limits import STEP_SEMANTICS
 
     compute = topology.compute_nodes
     if algo.ngpus != len(compute):
@@ -669,9 +668,6 @@ def simulate_msccl(
 def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
-    from optcoll.verify.msccl.limits import decode
-    from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
-    from optcoll.verify.msccl.program import read_program
 
     algo, findings = decode(read_program(source), runtime_profile(DEFAULT_RUNTIME))
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]

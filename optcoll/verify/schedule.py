@@ -80,15 +80,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.arguments import number_argument, schedule_argument, topology_argument
+from optcoll.core.groups_schedule import GroupsSchedule
+from optcoll.core.process_groups import make_groups
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
-
-if TYPE_CHECKING:
-    from optcoll.groups.schedule import GroupsSchedule
+from optcoll.exceptions import GroupError
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
 
@@ -296,7 +296,7 @@ def verify_groups_schedule(
     """Check a concurrent groups' schedule on ``topology`` and compute its exact time factor.
 
     The groups must be disjoint sets of two or more compute nodes and the relay
-    mode known (:func:`optcoll.groups.bounds.make_groups`); each group's trees must
+    mode known (:func:`optcoll.core.process_groups.make_groups`); each group's trees must
     pass :func:`verify_schedule` on the graph the group sees (its members as
     the compute nodes, the nodes the relaying allows as switches: so every
     tree spans the group's members and its paths relay only where allowed; a
@@ -313,7 +313,7 @@ def verify_groups_schedule(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.schedule import GroupsSchedule
+    >>> from optcoll.core.groups_schedule import GroupsSchedule
     >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> ring = load_topology("ring:4,bw=1")
     >>> def pair(a, b, k=1):
@@ -330,8 +330,6 @@ def verify_groups_schedule(
     >>> verify_groups_schedule(ring, s).reason
     "group 0: 'n0' cannot reach 'n2' through members and switches (try --relay any)"
     """
-    from optcoll.exceptions import GroupError
-    from optcoll.groups.bounds import make_groups
 
     try:
         groups = make_groups(topology, [s.compute_nodes for s in schedule.groups], schedule.relay)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from optcoll.exceptions import OptCollError
+
 __all__ = ["RuntimeProfile", "PROFILES", "SOURCES", "DEFAULT_RUNTIME", "runtime_profile"]
 
 #: Repository and commit each profile was read from.
@@ -257,7 +259,6 @@ def runtime_profile(name: str) -> RuntimeProfile:
     >>> runtime_profile("msccl").max_threadblocks
     216
     """
-    from optcoll.exceptions import OptCollError
 
     if name not in PROFILES:
         raise OptCollError(f"unknown runtime {name!r}; valid: {', '.join(sorted(PROFILES))}")

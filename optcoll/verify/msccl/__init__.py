@@ -18,7 +18,7 @@ Examples
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -282,10 +282,6 @@ def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | N
 def _computed_collective(algo: Algo, memory, inplace: bool) -> str | None:
     """The known collective (with the same buffers as ``algo``) whose every output chunk the
     final ``memory`` holds, or None: what a program declaring an unknown ``coll`` computes."""
-    from dataclasses import replace
-
-    from optcoll.verify.msccl.execute import expected_outputs
-
     same_buffers = ["allreduce", "broadcast", "reduce"]
     if algo.nchunksperloop % algo.ngpus == 0:
         same_buffers.append("alltoall")

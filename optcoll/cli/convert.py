@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import add_reader_options, reader_options
+from optcoll.cli._core import add_reader_options, command_inputs, reader_options
 
 NAME = "convert"
 HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
@@ -25,10 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files
+    from optcoll.core.output import check_output
     from optcoll.io import load_topology, save_topology
 
-    inputs = input_files(args.source)
+    inputs = command_inputs(args)
     target = check_output(args.target, force=args.force, inputs=inputs)
     topo = load_topology(args.source, **reader_options(args))
     if args.format == "astra-sim":

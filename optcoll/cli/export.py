@@ -14,6 +14,7 @@ from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     exact_amount,
     message_size,
     print_json,
@@ -142,12 +143,12 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
-    from optcoll.core.output import check_output, input_files, write_output
+    from optcoll.core.output import check_output, write_output
 
     grouped = _groups_schedule(args)
     if grouped is not None:
         files = _plan_groups(args, profile, *grouped)
-        inputs = input_files(args.source)
+        inputs = command_inputs(args)
         for path, *_ in files:
             check_output(path, force=args.force, inputs=inputs)
         for path, text, _ in files:
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     topology, chosen, tried, edges = _schedules(args)
     files = _plan(args, profile, chosen, edges)
 
-    inputs = input_files(args.source)
+    inputs = command_inputs(args)
     for path, *_ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text, _ in files:

@@ -157,9 +157,20 @@ def _run_pool(
                 except Exception as err:  # the task or its result could not be pickled
                     outcome = TaskError(f"{type(err).__name__}: {' '.join(str(err).split())}")
                 yield futures[future], outcome
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM) or abandoned: stop at once
+            _kill_workers(pool)
+            raise
         finally:
             for future in futures:
                 future.cancel()
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s worker processes now, even inside a long solve, and drop its queue
+    (``shutdown`` alone waits for every running task to finish)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_dask(

@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -573,6 +574,7 @@ def run_sweep(
     workers: int | None = None,
     dask: Any = None,
     progress: bool = False,
+    inputs: Iterable[str | Path] = (),
 ) -> list[dict[str, Any]]:
     """Compute every point of ``spec``; the rows of the table, in grid order.
 
@@ -585,12 +587,17 @@ def run_sweep(
         to a journal beside it (:func:`journal_path`), removed once the table is written.
     resume : bool
         Reuse the finished points of ``output`` and of its journal (points that
-        failed are computed again), then rewrite ``output`` with all points.
+        failed are computed again), then rewrite ``output`` with all points. Refused
+        when they were computed for another spec (a finished point the spec no longer
+        has, or another spec in the metadata): nothing finished is ever dropped.
     force : bool
         Without ``resume``: overwrite ``output`` (and discard a journal) instead of
         refusing. With ``resume`` it changes nothing.
     workers, dask, progress
         The engine (:func:`optcoll.studies.engines.run_tasks`).
+    inputs : paths
+        Files the caller read (the spec file): the table, its metadata and its
+        journal are never written over them.
 
     Raises
     ------
@@ -613,8 +620,16 @@ def run_sweep(
     if output is not None:
         output = require_suffix(output, TABLE_SUFFIXES, "a sweep table")
         journal = journal_path(output)
+        for path in (output, metadata_path(output), journal):
+            check_output(path, force=True, inputs=inputs)
+        if journal.is_symlink():
+            raise OutputError(
+                f"{journal} is a symbolic link; the sweep journal is appended to only as a "
+                "regular file: remove the link"
+            )
         if resume:
             finished = read_finished(output, spec.columns)
+            _check_same_spec(spec, output, finished, {p.key for p in points})
         else:
             if exists(journal) and not force:
                 raise OutputError(
@@ -655,10 +670,35 @@ def run_sweep(
         row.update({"error": error, "key": point.key})
         rows.append(row)
     if output is not None:
-        write_sweep(rows, spec, output, force=True)
+        write_sweep(rows, spec, output, force=True, inputs=inputs)
         if journal is not None and exists(journal):
             journal.unlink()
     return rows
+
+
+def _check_same_spec(
+    spec: SweepSpec, output: Path, finished: Mapping[str, Any], keys: set[str]
+) -> None:
+    """Refuse to resume ``output`` with a spec other than the one that computed it."""
+    meta = metadata_path(output)
+    if exists(meta):
+        try:
+            recorded = json.loads(meta.read_text(encoding="utf-8")).get("spec")
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+        if recorded is not None and recorded != _metadata_spec(spec):
+            raise OutputError(
+                f"{output} was computed for another spec (its {meta.name} records it); "
+                "--resume continues the same spec: restore it, or write to a new -o OUT "
+                "(--force without --resume starts over and discards the old points)"
+            )
+    lost = [key for key in finished if key not in keys]
+    if lost:
+        raise OutputError(
+            f"{output} (or its journal) holds {len(lost)} finished point(s) this spec no "
+            f"longer has (e.g. {lost[0]}); --resume would drop them: restore the spec, or "
+            "write to a new -o OUT"
+        )
 
 
 class _Journal:
@@ -677,7 +717,15 @@ class _Journal:
             return
         if self.stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.stream = self.path.open("a", encoding="utf-8")
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                handle = os.open(self.path, flags, 0o644)
+            except OSError as err:
+                raise OutputError(
+                    f"{self.path}: cannot append to the sweep journal ({err.strerror}); it "
+                    "must be a regular file, not a symbolic link"
+                ) from None
+            self.stream = os.fdopen(handle, "a", encoding="utf-8")
         entry = {"key": key, "values": dict(values), "error": error}
         self.stream.write(json.dumps(entry) + "\n")
         self.stream.flush()
@@ -723,10 +771,8 @@ def sweep_table(rows: Iterable[Mapping[str, Any]], spec: SweepSpec) -> Any:
     return pl.DataFrame(columns, schema=schema)
 
 
-def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    import platform
-
-    from optcoll import __version__
+def _metadata_spec(spec: SweepSpec) -> Any:
+    """The spec as the metadata file records it (plain JSON values)."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, WrittenNumber):
@@ -737,6 +783,14 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
             return [plain(v) for v in value]
         return value
 
+    return plain(spec.source)
+
+
+def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    import platform
+
+    from optcoll import __version__
+
     versions = {
         "optcoll": __version__,
         "python": platform.python_version(),
@@ -746,7 +800,7 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
         if engine in sys.modules:
             versions[engine] = sys.modules[engine].__version__
     return {
-        "spec": plain(spec.source),
+        "spec": _metadata_spec(spec),
         "points": len(rows),
         "failed": sum(1 for row in rows if row["error"]),
         "versions": versions,
@@ -754,7 +808,12 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
 
 
 def write_sweep(
-    rows: Sequence[Mapping[str, Any]], spec: SweepSpec, output: str | Path, *, force: bool = False
+    rows: Sequence[Mapping[str, Any]],
+    spec: SweepSpec,
+    output: str | Path,
+    *,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
 ) -> Path:
     """Write the table (``.csv`` or ``.parquet``) and its metadata file, atomically.
 
@@ -771,10 +830,9 @@ def write_sweep(
         frame.write_parquet(buffer)
     else:
         frame.write_csv(buffer)
-    write_output(
-        metadata_path(output), json.dumps(_metadata(spec, rows), indent=2) + "\n", force=force
-    )
-    return write_output(output, buffer.getvalue(), force=force)
+    meta = json.dumps(_metadata(spec, rows), indent=2) + "\n"
+    write_output(metadata_path(output), meta, force=force, inputs=inputs)
+    return write_output(output, buffer.getvalue(), force=force, inputs=inputs)
 
 
 def plot_values(

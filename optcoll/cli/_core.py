@@ -279,7 +279,7 @@ def time_limit(text: str) -> float:
 
 
 #: The arguments that name files a command writes (never among its inputs).
-_OUTPUT_ARGUMENTS = frozenset({"output", "plot"})
+_OUTPUT_ARGUMENTS = frozenset({"output", "plot", "target", "out_dir"})
 
 
 def command_inputs(args: argparse.Namespace) -> list[Path]:

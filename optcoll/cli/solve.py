@@ -57,12 +57,14 @@ def file_stem(name: str) -> str:
 
     Examples
     --------
-    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50")
-    ('dgx-a100_2', 'torus_4x4_bw-50')
+    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50"), file_stem("x\x00y")
+    ('dgx-a100_2', 'torus_4x4_bw-50', 'x_y')
+
+    Control characters (a NUL no file name may hold, a newline) become ``_`` too.
     """
     for old, new in ((":", "_"), ("/", "_"), (",", "_"), ("=", "-"), (" ", "_")):
         name = name.replace(old, new)
-    return name
+    return "".join("_" if ch < " " or ch == "\x7f" else ch for ch in name) or "topology"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ __all__ = [
     "check_size",
     "check_count",
     "count_value",
+    "check_nesting",
     "is_decimal",
 ]
 
@@ -91,6 +92,32 @@ def check_count(
             "input shares): choose a smaller size"
         )
     return value
+
+
+def check_nesting(
+    root: Any, what: str, error: type[OptCollError] = ArgumentError, limit: int = MAX_NESTING
+) -> None:
+    """Refuse an XML element tree (:mod:`xml.etree.ElementTree`) nested deeper than
+    ``limit``, walked without recursion (a recursive reader would hit Python's limit).
+
+    Examples
+    --------
+    >>> import xml.etree.ElementTree as ElementTree
+    >>> check_nesting(ElementTree.fromstring("<a>" * 3 + "</a>" * 3), "x.xml", limit=3)
+    >>> check_nesting(ElementTree.fromstring("<a>" * 4 + "</a>" * 4), "x.xml", limit=3)
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.ArgumentError: x.xml: elements are nested more than 3 deep (<a> at depth 4); no format optcoll reads nests that deep
+    """
+    stack = [(root, 1)]
+    while stack:
+        element, depth = stack.pop()
+        if depth > limit:
+            raise error(
+                f"{what}: elements are nested more than {limit} deep (<{element.tag}> at depth "
+                f"{depth}); no format optcoll reads nests that deep"
+            )
+        stack.extend((child, depth + 1) for child in element)
 
 
 def is_decimal(text: str) -> bool:

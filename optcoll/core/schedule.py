@@ -434,9 +434,9 @@ class Schedule:
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         algbw = data.get("algbw")
         if algbw is not None and (
-            isinstance(algbw, bool) or not isinstance(algbw, (int, float)) or not algbw > 0
+            isinstance(algbw, bool) or not isinstance(algbw, int | float) or not algbw >= 0
         ):
-            raise ScheduleError(f"field 'algbw' must be a positive number, got {algbw!r}")
+            raise ScheduleError(f"field 'algbw' must be a number >= 0, got {algbw!r}")
         return cls(
             collective=collective,
             topology=str(data["topology"]),

@@ -45,7 +45,7 @@ import xml.etree.ElementTree as ElementTree
 from fractions import Fraction
 from typing import Any
 
-from optcoll.core.limits import MAX_NODES, check_size, count_value
+from optcoll.core.limits import MAX_NODES, check_nesting, check_size, count_value
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
@@ -347,6 +347,7 @@ def from_nccl_xml(
         raise ImportFormatError(f"not well-formed XML ({err})") from None
     if root.tag != "system":
         raise ImportFormatError(f"the root element is <{root.tag}>, not NCCL's <system>")
+    check_nesting(root, "the NCCL topology dump", ImportFormatError)
     count = count_value(boxes, "boxes", MAX_NODES, ImportFormatError)
     if fabric not in FABRICS:
         raise ImportFormatError(f"fabric={fabric!r} is not one of {', '.join(FABRICS)}")

@@ -275,6 +275,11 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     """
     topology_argument(topology)
     text_argument(method, "method")
+    return _optimal_cut_ratio(topology, method)
+
+
+def _optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+    """The core of :func:`optimal_cut_ratio`: its arguments are already checked."""
     solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _forwardable(_combinatorial_cut_ratio),
         "lp": _lp_cut_ratio,

@@ -38,6 +38,7 @@ COMMANDS = (
     "trees",
     "export",
     "check_xml",
+    "check_plan",
     "compare",
     "simulate",
     "plan",

@@ -29,6 +29,9 @@ HELP = "write a collective schedule as MSCCL XML or schedule JSON"
 
 _ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
 
+#: Formats written by their own module: name -> "module:function(args, profile, sources)".
+_FORMATS = {"mscclpp": "optcoll.cli._export_mscclpp:export_mscclpp"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES
@@ -41,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall"
     )
     parser.add_argument(
-        "--format", default="msccl", choices=("msccl", "json"), help="output format"
+        "--format",
+        default="msccl",
+        choices=("msccl", "json", *_FORMATS),
+        help="output format (mscclpp: MSCCL++ JSON execution plans)",
     )
     parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
     parser.add_argument(
@@ -128,6 +134,11 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if args.format in _FORMATS:
+        import importlib
+
+        module, function = _FORMATS[args.format].split(":")
+        return int(getattr(importlib.import_module(module), function)(args))
     if args.format == "msccl":
         require_suffix(args.output, (".xml",), "an MSCCL program")
     else:

@@ -82,7 +82,17 @@ def run(args: argparse.Namespace) -> int:
     slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
     sizes = args.sizes or list(SIZES)
     network = Network.of(topology, latency)
-    if _is_xml(args.source):
+    if str(args.source).lower().endswith(".json") and _is_plan(args.source):
+        from optcoll.sim.simulator import mscclpp_tasks
+        from optcoll.verify.mscclpp.plan import read_plan
+
+        plan = read_plan(args.source)
+        collective = _PLAN_COLLECTIVES.get(plan.collective, plan.collective)
+        root = None
+
+        def graph(size: int) -> Any:
+            return mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes)
+    elif _is_xml(args.source):
         algo = read_msccl(args.source)
         collective, root = algo.collective or algo.coll, None
 
@@ -140,6 +150,21 @@ def run(args: argparse.Namespace) -> int:
         timeline = " ".join(f"{u:.2f}" for u in link["timeline"])
         print(f"  {link['link']:<32} {link['utilisation']:.3f}  [{timeline}]")
     return 0
+
+
+_PLAN_COLLECTIVES = {"reducescatter": "reduce_scatter"}
+
+
+def _is_plan(path: str) -> bool:
+    """An MSCCL++ execution plan: a JSON object with ``gpus`` and ``protocol``."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and "gpus" in document and "protocol" in document
 
 
 def _is_xml(path: str) -> bool:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import (
     choice_argument,
     instance_argument,
@@ -127,7 +127,7 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     (True, 'cut')
     """
     view = groups.group_topology(index)
-    cut = optimal_cut_ratio(view)
+    cut = _optimal_cut_ratio(view)
     ratio, exact_by = cut.ratio, "cut"
     if not _balanced(view):
         from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP

@@ -327,9 +327,10 @@ def _exact_finish(
     """
     name = f"{where} (restricted master, {len(columns)} columns)"
     try:
-        primal, dual = proved_solution(master, name)
+        proved = proved_solution(master, name)
     except ReconstructionError:
-        _, primal, dual = solve_proved(master, name)
+        proved = solve_proved(master, name)
+    primal, dual = proved.primal, proved.dual
     t = primal["t"]
     prices = {arc: -dual.get(f"cap_{a}", Fraction(0)) for a, arc in enumerate(capacity)}
     priced = sum(capacity[arc] * w for arc, w in prices.items())

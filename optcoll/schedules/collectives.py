@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
@@ -61,8 +61,11 @@ from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import realise_paths, split_switches
-from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
-from optcoll.schedules.packing import pack_arborescences, pack_rooted
+from optcoll.schedules.alltoall import (
+    _alltoall_bound,
+    _alltoall_schedule,
+)
+from optcoll.schedules.packing import _pack_arborescences, pack_rooted
 
 __all__ = [
     "collective_lower_bound",
@@ -212,6 +215,11 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
+    return _reduce_scatter(schedule, topology)
+
+
+def _reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
+    """The core of :func:`reduce_scatter`: its arguments are already checked."""
     _require_allgather(schedule, "reduce-scatter")
     factor = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
@@ -249,6 +257,11 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
+    return _allreduce(schedule, topology)
+
+
+def _allreduce(schedule: Schedule, topology: Topology) -> Schedule:
+    """The core of :func:`allreduce`: its arguments are already checked."""
     _require_allgather(schedule, "allreduce")
     down = phase_time_factor(topology, schedule.trees, schedule.k)
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
@@ -367,6 +380,11 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     topology_argument(topology)
     node_argument(topology, root, "root")
 
+    return _broadcast(topology, root, progress=progress)
+
+
+def _broadcast(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """The core of :func:`broadcast`: its arguments are already checked."""
     usable = broadcast_usable(topology, root)
     k = broadcast_capacity(usable, root)
     caps, unit = usable.integer_capacities()
@@ -405,7 +423,12 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-    forward = broadcast(reversed_topology(topology), root, progress=progress)
+    return _reduce(topology, root, progress=progress)
+
+
+def _reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """The core of :func:`reduce`: its arguments are already checked."""
+    forward = _broadcast(reversed_topology(topology), root, progress=progress)
     factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
     return replace(
         forward,
@@ -457,6 +480,19 @@ def build_collective(
     if root is not None:
         node_argument(topology, root, "root")
 
+    return _build_collective(topology, collective, k=k, root=root, progress=progress, bound=bound)
+
+
+def _build_collective(
+    topology: Topology,
+    collective: str,
+    *,
+    k: int | None = None,
+    root: str | None = None,
+    progress: bool = False,
+    bound: CutRatio | None = None,
+) -> Schedule:
+    """The core of :func:`build_collective`: its arguments are already checked."""
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
@@ -470,18 +506,18 @@ def build_collective(
             f"a {collective} has no single root; --root applies to broadcast/reduce"
         )
     if collective == "alltoall":
-        return alltoall_schedule(topology, k)
+        return _alltoall_schedule(topology, k)
     packed = packing_topology(topology, collective)
-    schedule = pack_arborescences(packed, k, progress=progress, bound=bound)
+    schedule = _pack_arborescences(packed, k, progress=progress, bound=bound)
     if collective == "allgather":
         return schedule
     if collective == "reduce_scatter":
         own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
-        result = reduce_scatter(own, topology)
+        result = _reduce_scatter(own, topology)
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
-    result = allreduce(schedule, topology)
+    result = _allreduce(schedule, topology)
     if packed is not topology:  # the allgather phase's bound is the whole topology's r*
-        result = replace(result, cut_ratio=collective_cut_ratio(topology, "allreduce"))
+        result = replace(result, cut_ratio=_collective_cut_ratio(topology, "allreduce"))
     return result
 
 
@@ -530,11 +566,20 @@ def collective_cut_ratio(
     """
     topology_argument(topology)
     collective = collective_argument(collective)
+    if root is not None:
+        node_argument(topology, root, "root")
+    return _collective_cut_ratio(topology, collective, root)
+
+
+def _collective_cut_ratio(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The core of :func:`collective_cut_ratio`: its arguments are already checked."""
     if collective in ("allgather", "allreduce"):
-        return collective_lower_bound(topology, "allgather")
+        return _collective_lower_bound(topology, "allgather")
     if collective == "alltoall" or root is None and collective in ("broadcast", "reduce"):
         return None
-    return collective_lower_bound(topology, collective, root)
+    return _collective_lower_bound(topology, collective, root)
 
 
 def collective_lower_bound(
@@ -563,16 +608,24 @@ def collective_lower_bound(
     if root is not None:
         node_argument(topology, root, "root")
 
+    return _collective_lower_bound(topology, collective, root)
+
+
+def _collective_lower_bound(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The core of :func:`collective_lower_bound`: its arguments are already checked."""
     if collective == "allgather":
-        return optimal_cut_ratio(topology).ratio
+        return _optimal_cut_ratio(topology).ratio
     if collective == "reduce_scatter":
-        return optimal_cut_ratio(reversed_topology(topology)).ratio
+        return _optimal_cut_ratio(reversed_topology(topology)).ratio
     if collective == "allreduce":
         return (
-            optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology(topology)).ratio
+            _optimal_cut_ratio(topology).ratio
+            + _optimal_cut_ratio(reversed_topology(topology)).ratio
         )
     if collective == "alltoall":
-        return alltoall_bound(topology).time_factor
+        return _alltoall_bound(topology, None).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)
         usable = broadcast_usable(graph, root)

@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import count_argument, instance_argument, topology_argument
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
@@ -774,9 +774,9 @@ def chunk_capacities(
     (1, 7)
     """
     if k is not None:
-        return k, fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
+        return k, _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
     if bound is None:
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
     caps, unit = bound.usable.integer_capacities()
     scaled = bound.ratio * unit  # U / k in lowest terms
     return scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()}
@@ -809,9 +809,16 @@ def fixed_k_capacity(
     """
     topology_argument(topology)
     k = count_argument(k, "k")
+    return _fixed_k_capacity(topology, k, ratio=ratio)
+
+
+def _fixed_k_capacity(
+    topology: Topology, k: int, *, ratio: Fraction | None = None
+) -> tuple[Fraction, dict[Arc, int]]:
+    """The core of :func:`fixed_k_capacity`: its arguments are already checked."""
     usable = topology
     if ratio is None or topology.short_switches():
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
         ratio, usable = bound.ratio, bound.usable
     caps, unit = usable.integer_capacities()
     _, topology_unit = topology.integer_capacities()
@@ -955,9 +962,25 @@ def pack_arborescences(
     k = None if k is None else count_argument(k, "k")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
+    return _pack_arborescences(
+        topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
+    )
+
+
+def _pack_arborescences(
+    topology: Topology,
+    k: int | None = None,
+    *,
+    progress: bool = False,
+    timings: dict[str, float] | None = None,
+    bound: CutRatio | None = None,
+    shape: bool = True,
+    symmetry: bool = True,
+) -> Schedule:
+    """The core of :func:`pack_arborescences`: its arguments are already checked."""
     started = time.perf_counter()
     if bound is None:
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
     usable = bound.usable  # the forwardable capacity when a switch is short of input
     chunks, link_capacity = chunk_capacities(topology, k, bound=bound)
     compute = topology.compute_nodes

@@ -84,9 +84,9 @@ from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.groups.schedule import groups_collective
-from optcoll.schedules.alltoall import alltoall_schedule
-from optcoll.schedules.collectives import allreduce
-from optcoll.schedules.packing import pack_arborescences
+from optcoll.schedules.alltoall import _alltoall_schedule
+from optcoll.schedules.collectives import _allreduce
+from optcoll.schedules.packing import _pack_arborescences
 from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
@@ -921,17 +921,17 @@ def compare_methods(
 
     if collective == "alltoall":
         costs = [
-            schedule_cost(topology, alltoall_schedule(topology), default_latency=default_latency),
+            schedule_cost(topology, _alltoall_schedule(topology), default_latency=default_latency),
             direct_alltoall(topology, default_latency=default_latency),
         ]
         rail = hierarchical_alltoall(topology, default_latency=default_latency)
         return costs if rail is None else [*costs, rail]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = pack_arborescences(topology, progress=progress)
-    single = pack_arborescences(topology, 1, progress=progress)
+    optimal = _pack_arborescences(topology, progress=progress)
+    single = _pack_arborescences(topology, 1, progress=progress)
     if collective == "allreduce":
-        optimal, single = allreduce(optimal, topology), allreduce(single, topology)
+        optimal, single = _allreduce(optimal, topology), _allreduce(single, topology)
     costs = [
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
@@ -940,7 +940,7 @@ def compare_methods(
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
         if collective == "allreduce":
-            ring = allreduce(ring, topology)
+            ring = _allreduce(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
@@ -993,7 +993,7 @@ def compare_group_methods(
     rings = []
     for view in views:
         ring = ring_schedule(view)
-        rings.append(allreduce(ring, view) if collective == "allreduce" else ring)
+        rings.append(_allreduce(ring, view) if collective == "allreduce" else ring)
     ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
     costs = []
     for method, schedule in ((None, optimal), ("ring", ringed)):

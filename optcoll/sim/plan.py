@@ -46,10 +46,10 @@ from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.schedules.collectives import (
-    allreduce,
-    build_collective,
-    collective_lower_bound,
-    reduce_scatter,
+    _allreduce,
+    _build_collective,
+    _collective_lower_bound,
+    _reduce_scatter,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.sim.cost_model import (
@@ -161,7 +161,7 @@ def candidates(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = build_collective(topology, collective, root=root)
+    optimal = _build_collective(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -185,9 +185,9 @@ def candidates(
             if ring is None:
                 continue
             if collective == "reduce_scatter":
-                ring = reduce_scatter(ring, topology)
+                ring = _reduce_scatter(ring, topology)
             elif collective == "allreduce":
-                ring = allreduce(ring, topology)
+                ring = _allreduce(ring, topology)
             found.append(Candidate(str(ring.stats["method"]), ring))
     if collective == "allreduce":
         found.append(
@@ -269,7 +269,7 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
     bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = collective_lower_bound(topology, bound_collective, root)
+    bound = _collective_lower_bound(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
     floor = latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency

@@ -90,6 +90,7 @@ __all__ = [
     "schedule_tasks",
     "tree_tasks",
     "msccl_tasks",
+    "mscclpp_tasks",
     "data_bytes",
 ]
 
@@ -675,3 +676,82 @@ def read_msccl(source: str) -> Algo:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"
         raise ScheduleError(f"{source}: cannot be executed: {first}")
     return algo
+
+
+# --- MSCCL++ execution plans ---------------------------------------------------------------
+
+
+def mscclpp_tasks(
+    plan: Any,
+    topology: Topology,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
+
+    Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
+    step each); a put sends its chunks on the widest path between the two GPUs, in slices;
+    the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
+    signal of its partner (a ``pws`` signals after its own put). The message is the
+    output of an allgather, the input of the other collectives.
+    """
+    compute = topology.compute_nodes
+    if plan.ranks != len(compute):
+        raise ScheduleError(
+            f"the plan has {plan.ranks} ranks but {topology.name} has {len(compute)} compute nodes"
+        )
+    first = plan.gpus[0].chunks
+    buffer = first["o"] if plan.collective == "allgather" else first["i"]
+    count, piece = _slices(size / max(buffer, 1), slice_bytes)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+        return routes[(src, dst)]
+
+    graph = TaskGraph()
+    signals: dict[tuple, list[list[int]]] = {}
+    waits: list[tuple[int, tuple, int]] = []
+    for gpu in plan.gpus:
+        for tb in gpu.threadblocks:
+            last: list[int] = []
+            sent: list[int] = []
+            for op in tb.ops:
+                task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
+                last = [task]
+                if op.name in ("put", "pws", "pwsf"):
+                    sent = []
+                    for d in op.dst:
+                        for s in range(count):
+                            sent.append(
+                                graph.add(
+                                    None, route(gpu.rank, d.rank), piece * d.size, [task], s / count
+                                )
+                            )
+                    if op.name != "put" and op.channel_type == "port":
+                        for peer, ordinal in op.channel_peers:
+                            key = ("port", gpu.rank, peer, ordinal)
+                            signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("signal", "rlxsignal"):
+                    for peer, ordinal in op.channel_peers:
+                        key = (op.channel_type, gpu.rank, peer, ordinal)
+                        signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("wait", "rlxwait"):
+                    for peer, ordinal in op.channel_peers:
+                        waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+    taken: dict[tuple, int] = {}
+    for task, key, _ in waits:
+        n = taken.get(key, 0)
+        taken[key] = n + 1
+        sources = signals.get(key, [])
+        if n >= len(sources):
+            raise ScheduleError(
+                f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal (run optcoll check-plan)"
+            )
+        for before in sources[n]:
+            _depend(graph, before, task)
+    return graph

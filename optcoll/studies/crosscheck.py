@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import collective_argument, instance_argument, topology_argument
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.rational import fraction_text
@@ -58,10 +58,14 @@ from optcoll.exceptions import ArgumentError, MethodError, OptCollError
 from optcoll.graph.splitting import split_switches
 from optcoll.groups.bounds import groups_bound
 from optcoll.groups.schedule import groups_schedule
-from optcoll.schedules.alltoall import alltoall_bound, alltoall_optimum, alltoall_schedule
-from optcoll.schedules.packing import chunk_capacities, pack_arborescences
+from optcoll.schedules.alltoall import (
+    _alltoall_bound,
+    _alltoall_schedule,
+    alltoall_optimum,
+)
+from optcoll.schedules.packing import _pack_arborescences, chunk_capacities
 from optcoll.schedules.rounding import round_packing
-from optcoll.verify.schedule import verify_groups_schedule, verify_schedule
+from optcoll.verify.schedule import _verify_schedule, verify_groups_schedule
 
 __all__ = [
     "MethodResult",
@@ -194,13 +198,13 @@ class CrossCheck:
 
 def _combinatorial(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    bound = optimal_cut_ratio(topology)
+    bound = _optimal_cut_ratio(topology)
     return bound.ratio, bound.bottleneck_cut, f"k = {bound.k}"
 
 
 def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    bound = optimal_cut_ratio(topology, method="brute-force")
+    bound = _optimal_cut_ratio(topology, method="brute-force")
     return bound.ratio, bound.bottleneck_cut, f"{2 ** len(topology.node_ids)} subsets"
 
 
@@ -225,7 +229,7 @@ def _multicast_fits(topology: Topology) -> bool:
 
 def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    schedule = pack_arborescences(topology)
+    schedule = _pack_arborescences(topology)
     return _verified(topology, schedule)
 
 
@@ -241,7 +245,7 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical = None
     capacity: Any = topology.capacity
     if topology.switch_nodes:
-        bound = optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
+        bound = _optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
         k, link_capacity = chunk_capacities(topology, bound=bound)
         roots = dict.fromkeys(topology.compute_nodes, k)
         logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
@@ -286,8 +290,8 @@ def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | No
 
 def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    schedule = alltoall_schedule(topology)
-    result = verify_schedule(topology, schedule)
+    schedule = _alltoall_schedule(topology)
+    result = _verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     return result.time_factor, None, f"k = {schedule.k}, {schedule.stats['paths']} paths, verified"
@@ -295,7 +299,7 @@ def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | Non
 
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
 
-    result = verify_schedule(topology, schedule)
+    result = _verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
@@ -396,7 +400,7 @@ def crosscheck(
     cut_bound = cut_exhaustive = None
     if collective == "alltoall":
         try:
-            bound = alltoall_bound(topology)
+            bound = _alltoall_bound(topology, None)
             cut_bound, cut_exhaustive = bound.cut_bound, bound.cut_exhaustive
         except OptCollError:  # the LP row above already says why
             pass
@@ -453,7 +457,7 @@ def _run(
 
 def _groups_combinatorial(groups: ProcessGroups) -> tuple[Fraction, None, str]:
 
-    ratios = [optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
+    ratios = [_optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
     worst = max(range(len(ratios)), key=ratios.__getitem__)
     return ratios[worst], None, f"group {worst}'s cut ratio, on the graph it sees"
 

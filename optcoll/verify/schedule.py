@@ -230,6 +230,20 @@ def verify_schedule(
         optimum = number_argument(optimum, "optimum")
     if cut_ratio is not None:
         cut_ratio = number_argument(cut_ratio, "cut_ratio")
+    return _verify_schedule(
+        topology, schedule, optimum=optimum, require_optimal=require_optimal, cut_ratio=cut_ratio
+    )
+
+
+def _verify_schedule(
+    topology: Topology,
+    schedule: Schedule,
+    *,
+    optimum: Fraction | None = None,
+    require_optimal: bool = False,
+    cut_ratio: Fraction | None = None,
+) -> Verification:
+    """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
         return _verify_alltoall(topology, schedule, optimum, require_optimal, cut_ratio)
     try:
@@ -348,7 +362,7 @@ def verify_groups_schedule(
             return Verification(
                 False, f"group {index} runs {group.collective}, not {schedule.collective}"
             )
-        alone = verify_schedule(groups.group_topology(index), group)
+        alone = _verify_schedule(groups.group_topology(index), group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Sequence
 
 from optcoll import __version__
-from optcoll.cli._core import Parser
+from optcoll.cli._core import Parser, check_output_names
 from optcoll.exceptions import OptCollError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_output_names(args)
         status = int(args.run(args) or 0)
         sys.stdout.flush()
         return status

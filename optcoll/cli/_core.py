@@ -12,6 +12,7 @@ from typing import Any
 
 from optcoll.core.output import input_files
 from optcoll.core.sizes import size_text
+from optcoll.exceptions import OutputError
 
 __all__ = [
     "Parser",
@@ -294,3 +295,10 @@ def command_inputs(args: argparse.Namespace) -> list[Path]:
             items = value if isinstance(value, list | tuple) else [value]
             values += [str(item) for item in items if isinstance(item, str | Path)]
     return input_files(*values)
+
+
+def check_output_names(args: argparse.Namespace) -> None:
+    """Refuse an empty output name (``-o ''``), which names no file and would write nothing."""
+    for name in sorted(_OUTPUT_ARGUMENTS):
+        if getattr(args, name, None) == "":
+            raise OutputError(f"the {name} file name is empty; give a file name")

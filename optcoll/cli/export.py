@@ -115,7 +115,7 @@ def _tolerance(text: str) -> Fraction:
     """``"1%"`` or ``"0.01"`` as an exact fraction >= 0."""
     value = text.strip()
     scale = Fraction(1, 100) if value.endswith("%") else Fraction(1)
-    return exact_amount(value.rstrip("%"), "tolerance", "0.01 or 1%") * scale
+    return exact_amount(value.removesuffix("%"), "tolerance", "0.01 or 1%") * scale
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,15 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.output, (".xml",), "an MSCCL program")
     else:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
+    if args.root is not None and args.collective not in ("broadcast", "reduce"):
+        raise ExportError(
+            f"--root applies to broadcast and reduce; --collective {args.collective} has no single root"
+        )
+    if args.topology is not None and _schedule_file(args.source) is None:
+        raise ExportError(
+            f"--topology names the topology of a schedule file, but {args.source} is a "
+            "topology: drop --topology"
+        )
     profile = runtime_profile(args.runtime)
     if args.max_threadblocks is not None:
         if args.max_threadblocks < 1:

@@ -232,6 +232,10 @@ def _walk_pci(box: _Box, elem: Any, parent: str, cpu: str) -> None:
     for gpu in gpus:
         gattrs = dict(gpu.attrib)
         rank = _int(gattrs, "rank", f"<gpu> of {where}", _int(gattrs, "dev", f"<gpu> of {where}"))
+        if rank < 0:
+            raise ImportFormatError(
+                f"<gpu> of {where}: rank {rank} is negative; ranks count from 0"
+            )
         name = box.node(f"gpu{rank}", "compute")
         if name in box.cpu_of:
             raise ImportFormatError(f"<gpu> of {where}: rank {rank} appears twice")

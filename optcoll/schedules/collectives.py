@@ -51,6 +51,7 @@ from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
     count_argument,
+    flag_argument,
     node_argument,
     schedule_argument,
     topology_argument,
@@ -379,7 +380,7 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-
+    flag_argument(progress, "progress")
     return _broadcast(topology, root, progress=progress)
 
 
@@ -423,6 +424,7 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
+    flag_argument(progress, "progress")
     return _reduce(topology, root, progress=progress)
 
 
@@ -477,6 +479,7 @@ def build_collective(
     topology_argument(topology)
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
+    flag_argument(progress, "progress")
     if root is not None:
         node_argument(topology, root, "root")
 

@@ -68,7 +68,12 @@ from typing import Any
 import numpy as np
 
 from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
-from optcoll.core.arguments import count_argument, instance_argument, topology_argument
+from optcoll.core.arguments import (
+    count_argument,
+    flag_argument,
+    instance_argument,
+    topology_argument,
+)
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Rotation, Schedule, Tree
@@ -960,6 +965,7 @@ def pack_arborescences(
     """
     topology_argument(topology)
     k = None if k is None else count_argument(k, "k")
+    flag_argument(progress, "progress")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
     return _pack_arborescences(

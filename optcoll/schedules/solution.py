@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
-from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
+from optcoll.core.arguments import (
+    collective_argument,
+    count_argument,
+    flag_argument,
+    node_argument,
+    path_argument,
+)
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Topology
@@ -314,6 +320,7 @@ def solve(
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
     root = None if root is None else node_argument(topo, root, "root")
+    flag_argument(progress, "progress")
     bound = None
     if collective == "alltoall":
         optimum = _alltoall_bound(topo, None)

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.bounds.cut_ratio import _optimal_cut_ratio
-from optcoll.core.arguments import count_argument, instance_argument, path_argument
+from optcoll.core.arguments import count_argument, flag_argument, instance_argument, path_argument
 from optcoll.core.output import check_output, exists, require_suffix, write_output
 from optcoll.core.rational import WrittenNumber, exact_number, fraction_text, parse_fraction
 from optcoll.core.schedule import canonical_collective
@@ -608,6 +608,9 @@ def run_sweep(
         without ``output``.
     """
     spec = instance_argument(spec, SweepSpec, "spec", " (parse_sweep_spec makes one)")
+    flag_argument(resume, "resume")
+    flag_argument(force, "force")
+    flag_argument(progress, "progress")
     if output is not None:
         output = path_argument(output, "output")
     if workers is not None:

@@ -203,7 +203,8 @@ def verify_schedule(
     Verification
         Never raises on a bad schedule: the verdict says what is wrong. Every
         claim the schedule states is judged (``time_factor``, ``cut_ratio``,
-        ``algbw``, the ``stats`` it can recompute, ``rotation``); each false one is
+        ``algbw``, the ``stats`` it can recompute; a ``rotation`` is checked as the trees
+        it expands to); each false one is
         named in :attr:`Verification.reason`, the claims no checker can recompute
         are listed in :attr:`Verification.unchecked`.
 
@@ -296,7 +297,7 @@ def _verify_schedule(
         link_loads,
         ordered_bottlenecks,
         ratio,
-        _unchecked(schedule, optimum),
+        _unchecked(schedule, optimum, cut_ratio),
     )
 
 
@@ -431,7 +432,13 @@ def _verify_alltoall(
         cut_ratio,
     )
     return Verification(
-        reason is None, reason, factor[0], link_loads, ordered, ratio, _unchecked(schedule, optimum)
+        reason is None,
+        reason,
+        factor[0],
+        link_loads,
+        ordered,
+        ratio,
+        _unchecked(schedule, optimum, cut_ratio),
     )
 
 
@@ -746,11 +753,7 @@ def _check_claims(
                 f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
                 f"gives {round(true or 0, 3)} (bandwidth units)"
             )
-    false.extend(_false_stats(schedule, time_factor, optimum))
-    if schedule.rotation is not None:
-        bad = _not_automorphism(topology, schedule.rotation.images)
-        if bad is not None:
-            false.append(f"field 'rotation' is not a symmetry of topology {topology.name!r}: {bad}")
+    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio))
     if optimum is not None and time_factor < optimum:
         false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
@@ -772,9 +775,16 @@ def _check_claims(
     return "; ".join(false) if false else None
 
 
-def _unchecked(schedule: Schedule, optimum: Fraction | None) -> tuple[str, ...]:
-    """The ``stats`` fields :func:`_false_stats` cannot recompute (a builder's own records)."""
-    recomputed = _RECOMPUTED if optimum is not None else _RECOMPUTED - _NEED_OPTIMUM
+def _unchecked(
+    schedule: Schedule, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> tuple[str, ...]:
+    """The ``stats`` fields :func:`_false_stats` cannot recompute (a builder's own records,
+    and those relative to a bound the caller did not give)."""
+    recomputed = set(_RECOMPUTED)
+    if _lower_bound(schedule.collective, optimum, cut_ratio) is None:
+        recomputed.discard("ratio_to_optimum")
+    if cut_ratio is None or schedule.collective not in _SINGLE_ROOT:
+        recomputed.discard("min_cut_bandwidth")
     return tuple(name for name in schedule.stats if name not in recomputed)
 
 
@@ -791,10 +801,27 @@ _RECOMPUTED = frozenset(
         "min_cut_bandwidth",
     }
 )
-_NEED_OPTIMUM = frozenset({"ratio_to_optimum", "min_cut_bandwidth"})
 
 
-def _false_stats(schedule: Schedule, time_factor: Fraction, optimum: Fraction | None) -> list[str]:
+def _lower_bound(
+    collective: str, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> Fraction | None:
+    """The bound a schedule's ``stats.ratio_to_optimum`` is relative to: the cut bound
+    (twice it for an allreduce, whose two phases each have it; builders keep the field
+    only on symmetric topologies), or for an all-to-all its optimum t*."""
+    if collective == "alltoall":
+        return optimum
+    if cut_ratio is None:
+        return None
+    return 2 * cut_ratio if collective == "allreduce" else cut_ratio
+
+
+def _false_stats(
+    schedule: Schedule,
+    time_factor: Fraction,
+    optimum: Fraction | None,
+    cut_ratio: Fraction | None,
+) -> list[str]:
     """The ``stats`` fields whose stated value the schedule itself contradicts."""
     stats = schedule.stats
     true: dict[str, Any] = {}
@@ -807,10 +834,11 @@ def _false_stats(schedule: Schedule, time_factor: Fraction, optimum: Fraction | 
         true["max_height"] = max(heights)
         true["mean_height"] = round(sum(heights) / len(heights), 3)
         true["total_sends"] = sum(len(tree.edges) for tree in schedule.trees)
-    if optimum is not None:
-        true["ratio_to_optimum"] = fraction_text(time_factor / optimum)
-        if schedule.collective in _SINGLE_ROOT:
-            true["min_cut_bandwidth"] = fraction_text(1 / optimum)
+    bound = _lower_bound(schedule.collective, optimum, cut_ratio)
+    if bound:
+        true["ratio_to_optimum"] = fraction_text(time_factor / bound)
+    if cut_ratio and schedule.collective in _SINGLE_ROOT:
+        true["min_cut_bandwidth"] = fraction_text(1 / cut_ratio)
     false = []
     for name, value in true.items():
         if name not in stats:
@@ -839,26 +867,6 @@ def _height(tree: Tree) -> int:
         if not level:
             return height
         height += 1
-
-
-def _not_automorphism(topology: Topology, images: Mapping[str, str]) -> str | None:
-    """Why the node map ``images`` is not a symmetry of ``topology`` (None when it is)."""
-    for node, image in images.items():
-        for end in (node, image):
-            if end not in topology.node:
-                return f"it names {end!r}, which is not a node"
-        if topology.is_compute(node) != topology.is_compute(image):
-            return f"it maps {node!r} to {image!r}, one a compute node and one a switch"
-    capacity = topology.capacity
-    for (u, v), bandwidth in capacity.items():
-        arc = (images.get(u, u), images.get(v, v))
-        if capacity.get(arc) != bandwidth:
-            return (
-                f"it maps link {u!r} -> {v!r} (bandwidth {fraction_text(bandwidth)}) to "
-                f"{arc[0]!r} -> {arc[1]!r}, which "
-                + ("does not exist" if arc not in capacity else "has another bandwidth")
-            )
-    return None
 
 
 def _excess(

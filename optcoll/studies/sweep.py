@@ -631,8 +631,9 @@ def run_sweep(
                 "regular file: remove the link"
             )
         if resume:
+            _check_same_spec(spec, output)
             finished = read_finished(output, spec.columns)
-            _check_same_spec(spec, output, finished, {p.key for p in points})
+            _check_kept(output, finished, {p.key for p in points})
         else:
             if exists(journal) and not force:
                 raise OutputError(
@@ -679,10 +680,8 @@ def run_sweep(
     return rows
 
 
-def _check_same_spec(
-    spec: SweepSpec, output: Path, finished: Mapping[str, Any], keys: set[str]
-) -> None:
-    """Refuse to resume ``output`` with a spec other than the one that computed it."""
+def _check_same_spec(spec: SweepSpec, output: Path) -> None:
+    """Refuse to resume ``output`` with a spec other than the one its metadata records."""
     meta = metadata_path(output)
     if exists(meta):
         try:
@@ -695,6 +694,10 @@ def _check_same_spec(
                 "--resume continues the same spec: restore it, or write to a new -o OUT "
                 "(--force without --resume starts over and discards the old points)"
             )
+
+
+def _check_kept(output: Path, finished: Mapping[str, Any], keys: set[str]) -> None:
+    """Refuse to resume when a finished point is not a point of the spec (it would be lost)."""
     lost = [key for key in finished if key not in keys]
     if lost:
         raise OutputError(

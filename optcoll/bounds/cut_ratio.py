@@ -60,7 +60,7 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
-from optcoll.graph.symmetry import preserves_capacity
+from optcoll.graph.symmetry import automorphism_group, preserves_capacity
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
 
@@ -367,14 +367,17 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
       its capacity from below. (In a DGX box, once one GPU is merged, the
       NVSwitch term certifies every other GPU of the box.)
 
+    * On a large topology with automorphisms (:func:`~optcoll.graph.symmetry.automorphism_group`,
+      compute nodes and switches kept apart, every map checked exactly), ``maxflow(s, v)``
+      is the same for all compute nodes of an orbit (an automorphism that fixes the
+      source's arcs maps a flow to ``v`` onto one to its image), so one plain max-flow
+      per orbit decides the pass: one on a torus or hypercube, and on a ring of any
+      size (its rotation in declaration order is checked first, in ``O(links)``).
+
     Any sink order is correct; the one used takes locally certified sinks
     first, then for a max-flow a sink no merged node has an arc into (on a
     ring: every other node, after which the rest pass locally), else the next
-    sink in declaration order. On a switch-free topology that the rotation
-    ``c_i -> c_(i+1 mod N)`` of its compute nodes maps onto itself (a ring or any
-    circulant graph declared in order, checked link by link) every sink has the
-    same max-flow from the super source, so one sink is checked per candidate:
-    ``1 + (improvements)`` max-flows instead of about ``N / 2``. The candidate starts at the best of a few cheap
+    sink in declaration order. The candidate starts at the best of a few cheap
     cuts (single compute nodes, all nodes but one compute node, each node
     group and its complement).
 
@@ -387,14 +390,15 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     best, best_cut = _starting_cut(topology, caps)
     search = _ParametricSearch(topology, caps, best)
     rooted = search.rooted
-    if _rotation_is_automorphism(topology):  # every sink is alike: one suffices
-        while (side := search.violated_cut(search.compute[0])) is not None:
-            best_cut = search.improve(side)
-    else:
-        while (sink := rooted.next_sink(search.requirement())) is not None:
+    representatives = _sink_representatives(topology, caps)
+    if representatives is not None:  # one unmerged max-flow per orbit of sinks
+        for sink in representatives:
             while (side := search.violated_cut(sink)) is not None:
                 best_cut = search.improve(side)
-            rooted.merge(sink)
+    while representatives is None and (sink := rooted.next_sink(search.requirement())) is not None:
+        while (side := search.violated_cut(sink)) is not None:
+            best_cut = search.improve(side)
+        rooted.merge(sink)
     stats = {
         "max_flows": rooted.max_flows,
         "sinks_passed_locally": rooted.passed_locally,
@@ -403,14 +407,34 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     return Fraction(search.p, search.q) / unit, best_cut, stats, topology
 
 
-def _rotation_is_automorphism(topology: Topology) -> bool:
-    """Whether ``topology`` has no switch and the rotation of its compute nodes in
-    declaration order maps every link to a link of the same bandwidth (``O(links)``)."""
+#: Compute nodes from which :func:`_combinatorial_cut_ratio` looks for automorphisms.
+SYMMETRY_FROM = 256
+
+
+def _sink_representatives(
+    topology: Topology, caps: Mapping[tuple[str, str], int]
+) -> list[int] | None:
+    """One compute node index (declaration order) per orbit of a free group of
+    automorphisms, or None when the topology is small or no group is found.
+
+    A switch-free topology that the rotation ``c_i -> c_(i+1 mod N)`` of its compute
+    nodes maps onto itself (a ring or any circulant graph declared in order, checked
+    link by link in ``O(links)``) has one orbit at any size."""
+    ids = topology.node_ids
     compute = topology.compute_nodes
-    if topology.switch_nodes or len(compute) < 3:
-        return False
-    image = dict(zip(compute, compute[1:] + compute[:1], strict=True))
-    return preserves_capacity(topology.capacity, image)
+    if not topology.switch_nodes and len(compute) >= 3:
+        image = dict(zip(compute, compute[1:] + compute[:1], strict=True))
+        if preserves_capacity(topology.capacity, image):
+            return [ids.index(compute[0])]
+    if topology.num_compute < SYMMETRY_FROM:
+        return None
+    index = {v: i for i, v in enumerate(ids)}
+    arcs = {(index[a], index[b]): c for (a, b), c in caps.items()}
+    colour = [int(topology.is_compute(v)) for v in ids]
+    group = automorphism_group(len(ids), arcs, colour)
+    if group is None:
+        return None
+    return [r for r in group.representatives if colour[r]]
 
 
 class _ParametricSearch:

@@ -39,6 +39,7 @@ COMMANDS = (
     "export",
     "check_xml",
     "check_plan",
+    "check_et",
     "compare",
     "simulate",
     "plan",

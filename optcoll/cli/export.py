@@ -46,10 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         default="msccl",
-        choices=("msccl", "json", *_FORMATS),
-        help="output format (mscclpp: MSCCL++ JSON execution plans)",
+        choices=("msccl", "json", "chakra", *_FORMATS),
+        help="output format (mscclpp: MSCCL++ JSON execution plans; chakra: ASTRA-sim traces "
+        "PREFIX.<rank>.et, needs --size)",
     )
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="file to write (chakra: PREFIX)"
+    )
+    parser.add_argument(
+        "--size",
+        type=message_size,
+        default=None,
+        metavar="SIZE",
+        help="with --format chakra: the message size the traces are for (e.g. 1M)",
+    )
     parser.add_argument(
         "--runtime",
         default=DEFAULT_RUNTIME,
@@ -134,6 +144,12 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if (args.format == "chakra") != (args.size is not None):
+        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    if args.format == "chakra":
+        from optcoll.cli._export_chakra import write_chakra
+
+        return write_chakra(args, _groups_schedule, _schedules)
     if args.format in _FORMATS:
         import importlib
 
@@ -630,10 +646,10 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+    if args.format == "msccl" and collective in profile.never_in_place:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
-            f"({profile.sources['inplace_alltoall']})"
+            f"({profile.sources['never_in_place']})"
         )
     if profile.max_files is not None and len(files) > profile.max_files:
         warnings.append(

@@ -466,9 +466,12 @@ def build_collective(
 
     Raises
     ------
+    ArgumentError
+        An unknown collective, a ``k`` that is not a positive integer, or a root that
+        is not a node of ``topology``.
     ScheduleError
-        Unknown collective, ``k`` given for broadcast/reduce, or a root that is not a
-        compute node.
+        ``k`` given for broadcast/reduce, a root given for another collective, or a
+        root that is a switch.
 
     Examples
     --------

@@ -128,6 +128,10 @@ class Verification:
         for allreduce), in the topology's link order.
     ratio_to_optimum : Fraction or None
         ``time_factor / optimum`` when an optimum was given.
+    switch_work : dict
+        For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
+        carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
+        ``copied`` (added by multicast) and ``sent``; empty otherwise.
     unchecked : tuple of str
         The ``stats`` fields the schedule states that no checker can recompute
         from the topology and the trees (a builder's own records, such as
@@ -140,6 +144,7 @@ class Verification:
     link_loads: Mapping[Arc, int] = field(default_factory=dict)
     bottleneck_links: list[Arc] = field(default_factory=list)
     ratio_to_optimum: Fraction | None = None
+    switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unchecked: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,7 +155,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        return {
+        data = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
@@ -161,6 +166,9 @@ class Verification:
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
             "unchecked": [f"stats.{name}" for name in self.unchecked],
         }
+        if self.switch_work:
+            data["switch_work"] = {w: dict(work) for w, work in self.switch_work.items()}
+        return data
 
 
 class _Invalid(Exception):
@@ -297,7 +305,7 @@ def _verify_schedule(
         link_loads,
         ordered_bottlenecks,
         ratio,
-        _unchecked(schedule, optimum, cut_ratio),
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
     )
 
 
@@ -438,7 +446,7 @@ def _verify_alltoall(
         link_loads,
         ordered,
         ratio,
-        _unchecked(schedule, optimum, cut_ratio),
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
     )
 
 

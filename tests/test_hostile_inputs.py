@@ -339,8 +339,8 @@ def test_export_never_writes_over_its_topology_file(tmp_path, capsys, allgather_
     _check(tmp_path, capsys, argv + ["--force"], 2, "t.json is an input")
 
 
-@pytest.mark.parametrize("edit", ["grid", "quantities"])
-def test_resume_with_an_edited_spec_is_refused(tmp_path, capsys, edit):
+@pytest.mark.parametrize("edit, text", [("grid", "would drop them"), ("quantities", "no column")])
+def test_resume_with_an_edited_spec_is_refused(tmp_path, capsys, edit, text):
     _files(tmp_path, {"spec.json": _SPEC})
     assert (
         _run(["sweep", str(tmp_path / "spec.json"), "-o", str(tmp_path / "t.csv")], capsys)[0] == 0
@@ -348,7 +348,7 @@ def test_resume_with_an_edited_spec_is_refused(tmp_path, capsys, edit):
     changed = dict(_SPEC, grid={"n": [5]}) if edit == "grid" else dict(_SPEC, quantities=["k"])
     _files(tmp_path, {"spec.json": changed})
     argv = ["sweep", "spec.json", "-o", "t.csv", "--resume"]
-    _check(tmp_path, capsys, argv, 2, "another spec")
+    _check(tmp_path, capsys, argv, 2, text)
 
 
 def test_resume_never_drops_a_journaled_point(tmp_path, capsys):

@@ -58,7 +58,8 @@ MAX_NUMBER_DIGITS = 1000
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)\s*$")
 
 #: An exact rational written as a string in a file, e.g. ``"100/3"``.
-_FRACTION_TEXT = re.compile(r"\s*[0-9]+\s*(/\s*[0-9]+\s*)?")  # "p/q", or "p" as written
+#: "p/q", or "p" as fraction_text writes an integer (no leading zero: YAML 1.1 reads 010 as 8)
+_FRACTION_TEXT = re.compile(r"\s*(?:[0-9]+\s*/\s*[0-9]+|0|[1-9][0-9]*)\s*")
 
 
 #: Largest decimal exponent accepted in a written number (``1e-400`` is fine; ``1e-99999999``

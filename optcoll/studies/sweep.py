@@ -588,8 +588,8 @@ def run_sweep(
     resume : bool
         Reuse the finished points of ``output`` and of its journal (points that
         failed are computed again), then rewrite ``output`` with all points. Refused
-        when they were computed for another spec (a finished point the spec no longer
-        has, or another spec in the metadata): nothing finished is ever dropped.
+        when a finished point is not a point of ``spec`` (an edited grid) or the table
+        lacks one of its quantities: nothing finished is ever dropped.
     force : bool
         Without ``resume``: overwrite ``output`` (and discard a journal) instead of
         refusing. With ``resume`` it changes nothing.
@@ -631,7 +631,6 @@ def run_sweep(
                 "regular file: remove the link"
             )
         if resume:
-            _check_same_spec(spec, output)
             finished = read_finished(output, spec.columns)
             _check_kept(output, finished, {p.key for p in points})
         else:
@@ -678,22 +677,6 @@ def run_sweep(
         if journal is not None and exists(journal):
             journal.unlink()
     return rows
-
-
-def _check_same_spec(spec: SweepSpec, output: Path) -> None:
-    """Refuse to resume ``output`` with a spec other than the one its metadata records."""
-    meta = metadata_path(output)
-    if exists(meta):
-        try:
-            recorded = json.loads(meta.read_text(encoding="utf-8")).get("spec")
-        except (OSError, ValueError, AttributeError):
-            recorded = None
-        if recorded is not None and recorded != _metadata_spec(spec):
-            raise OutputError(
-                f"{output} was computed for another spec (its {meta.name} records it); "
-                "--resume continues the same spec: restore it, or write to a new -o OUT "
-                "(--force without --resume starts over and discards the old points)"
-            )
 
 
 def _check_kept(output: Path, finished: Mapping[str, Any], keys: set[str]) -> None:
@@ -777,8 +760,10 @@ def sweep_table(rows: Iterable[Mapping[str, Any]], spec: SweepSpec) -> Any:
     return pl.DataFrame(columns, schema=schema)
 
 
-def _metadata_spec(spec: SweepSpec) -> Any:
-    """The spec as the metadata file records it (plain JSON values)."""
+def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    import platform
+
+    from optcoll import __version__
 
     def plain(value: Any) -> Any:
         if isinstance(value, WrittenNumber):
@@ -789,14 +774,6 @@ def _metadata_spec(spec: SweepSpec) -> Any:
             return [plain(v) for v in value]
         return value
 
-    return plain(spec.source)
-
-
-def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    import platform
-
-    from optcoll import __version__
-
     versions = {
         "optcoll": __version__,
         "python": platform.python_version(),
@@ -806,7 +783,7 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
         if engine in sys.modules:
             versions[engine] = sys.modules[engine].__version__
     return {
-        "spec": _metadata_spec(spec),
+        "spec": plain(spec.source),
         "points": len(rows),
         "failed": sum(1 for row in rows if row["error"]),
         "versions": versions,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from optcoll.core.limits import MAX_NESTING
 from optcoll.core.output import write_output
 from optcoll.core.rational import WrittenNumber
 from optcoll.exceptions import FileFormatError
@@ -80,7 +81,7 @@ MAX_DOCUMENT_ENTRIES = 10_000_000
 #: the parser's flat event stream. That parses the text twice: libyaml's composer
 #: reads only its own parser, and composing the checked events with PyYAML's Python
 #: composer instead was measured slower than the second C parse (``docs/measured.md``).
-MAX_YAML_DEPTH = 100
+MAX_YAML_DEPTH = MAX_NESTING
 
 
 class _StrictLoader(_SafeLoader):

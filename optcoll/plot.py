@@ -3,6 +3,8 @@
 Every drawing function takes an optional matplotlib ``Axes`` (a new figure is
 made when it is omitted), returns the ``Axes`` it drew on, and never touches
 pyplot's global state, so it works headless (Agg) and inside notebooks alike.
+The ``Axes`` of a figure made here is a :class:`PictureAxes`: as a Jupyter
+cell's last line it shows the picture (``plot_topology(t)``, no ``.figure``).
 :func:`save_figure` writes PNG, PDF or SVG without time stamps or random ids,
 so the same input gives the same bytes.
 
@@ -21,6 +23,8 @@ Examples
 >>> ax = plot_topology(topo)
 >>> ax.get_title()
 'dgx-a100:1: 8 compute nodes, 1 switch'
+>>> ax._repr_png_()[:4]  # what Jupyter shows
+b'\x89PNG'
 >>> side = {f"b0.gpu{i}" for i in range(7)} | {"b0.nvswitch"}
 >>> plot_cut(topo, side).get_title()
 'cut S: 7 compute nodes, B+(S) = 300 GB/s, ratio 7/300 per GB/s'
@@ -51,13 +55,14 @@ from optcoll.core.arguments import instance_argument, schedule_argument, topolog
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.loads import PHASES, link_loads, route_loads
 from optcoll.core.output import check_output, require_suffix, write_output
-from optcoll.core.rational import fraction_text, rounded_text
+from optcoll.core.rational import count_text, fraction_text, rounded_text
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
 
 __all__ = [
     "PICTURE_SUFFIXES",
+    "PictureAxes",
     "topology_layout",
     "plot_topology",
     "plot_tree",
@@ -307,6 +312,19 @@ def _layered_layout(topology: Topology) -> dict[str, Position]:
 # --- drawing helpers --------------------------------------------------------------
 
 
+class PictureAxes(Axes):
+    """The ``Axes`` of a figure a drawing function made: an ordinary matplotlib ``Axes``
+    that Jupyter shows as its figure's picture (IPython calls :meth:`_repr_png_`)."""
+
+    def _repr_png_(self) -> bytes:
+        figure = self.figure
+        while isinstance(figure, SubFigure):
+            figure = figure.figure
+        picture = io.BytesIO()
+        figure.savefig(picture, format="png", dpi=100, metadata={"Software": None})
+        return picture.getvalue()
+
+
 def _axes(ax: Axes | None, pos: Mapping[str, Position] | None = None) -> Axes:
     if ax is not None:
         return ax
@@ -320,7 +338,7 @@ def _axes(ax: Axes | None, pos: Mapping[str, Position] | None = None) -> Axes:
         shrink = min(1.0, 22.0 / width, 14.0 / height)
         size = (max(width * shrink, 5.0), max(height * shrink, 3.5))
     fig = Figure(figsize=size, layout="constrained")
-    return fig.add_subplot()
+    return fig.add_subplot(axes_class=PictureAxes)
 
 
 def _short_label(topology: Topology, v: str) -> str:
@@ -543,10 +561,6 @@ def _positions(topology: Topology, layout: Mapping[str, Position] | None) -> dic
     return dict(layout)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else ("es" if word.endswith("h") else "s"))
-
-
 def _check_nodes(topology: Topology, nodes: Iterable[object], what: str) -> None:
     for v in nodes:
         if not isinstance(v, str) or v not in topology.node:
@@ -602,8 +616,8 @@ def plot_topology(
     _draw_nodes(ax, topology, pos, labels=labels)
     if title is None:
         title = (
-            f"{topology.name}: {_plural(topology.num_compute, 'compute node')}, "
-            f"{_plural(len(topology.switch_nodes), 'switch')}"
+            f"{topology.name}: {count_text(topology.num_compute, 'compute node')}, "
+            f"{count_text(len(topology.switch_nodes), 'switch')}"
         )
     return _finish(ax, pos, title)
 
@@ -820,7 +834,7 @@ def plot_cut(
     if title is None:
         ratio = Fraction(count) / bandwidth
         title = (
-            f"cut S: {_plural(count, 'compute node')}, B+(S) = "
+            f"cut S: {count_text(count, 'compute node')}, B+(S) = "
             f"{_bandwidth_text(bandwidth, topology.bandwidth_unit)}, ratio "
             f"{fraction_text(ratio)} per {topology.bandwidth_unit}"
         )

@@ -123,8 +123,8 @@ def test_parser_refusals_name_the_field():
 def test_cli_errors_and_no_overwrite(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["export", "ring:4", "--format", "mscclpp", "-o", str(out)]) == 0
-    written = tmp_path / "p.outofplace.json"
-    assert written.exists()
+    written = out  # -o FILE writes FILE, the out-of-place plan
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
     assert main(["check-plan", str(written)]) == 0
     before = written.read_text()
     assert main(["export", "ring:4", "--format", "mscclpp", "-o", str(out)]) == 2
@@ -148,3 +148,17 @@ def test_simulated_time_near_the_trees():
     ours = simulate(mscclpp_tasks(read(plan.document), topo, network, size), network, size)
     trees = simulate_schedule(topo, best.schedule, size)
     assert ours.time_us <= 1.05 * trees.time_us
+
+
+def test_placement_both_adds_the_in_place_plan_beside_file(tmp_path, capsys):
+    out = tmp_path / "ag.json"
+    argv = ["export", "ring:4", "--format", "mscclpp", "--placement", "both", "-o", str(out)]
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ag.inplace.json", "ag.json"]
+    capsys.readouterr()
+    for path, inplace in ((out, False), (tmp_path / "ag.inplace.json", True)):
+        assert main(["check-plan", str(path), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["inplace"] is inplace
+    argv = ["export", "ring:4", "--collective", "reduce_scatter", "--format", "mscclpp"]
+    assert main([*argv, "--placement", "inplace", "-o", str(tmp_path / "rs.json")]) == 2
+    assert "runs no in-place program" in capsys.readouterr().err

@@ -71,7 +71,8 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
     assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["sizes"]
+    assert list(data) == ["collective", "topology", "sizes"]
+    assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
     for row in data["sizes"]:
         assert list(row) == [
             "bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates"
@@ -120,7 +121,8 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     sizes = ["--sizes", "1K", "1M", "64M"]
     assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
     planned_rows = json.loads(capsys.readouterr().out)["sizes"]
-    argv = ["export", "dgx-a100:2", "--bands", *sizes, "-o", str(tmp_path / "bands" / "ag.xml")]
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "--placement", "both"]
+    argv += ["-o", str(tmp_path / "bands" / "ag.xml")]
     (tmp_path / "bands").mkdir()
     assert main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

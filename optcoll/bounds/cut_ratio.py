@@ -50,17 +50,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optcoll.bounds.forwardable import forwardable_topology
-from optcoll.core.arguments import text_argument, topology_argument
+from optcoll.core.arguments import as_topology, text_argument
 from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
 from optcoll.graph.symmetry import automorphism_group, preserves_capacity
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
 
@@ -244,12 +247,14 @@ class CutRatio:
         }
 
 
-def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+def optimal_cut_ratio(topology: Topology | nx.Graph, method: str = "combinatorial") -> CutRatio:
     """The exact optimal allgather cut ratio r* of ``topology`` and a bottleneck cut.
 
     Parameters
     ----------
-    topology : Topology
+    topology : Topology or networkx graph
+        A networkx graph carries its bandwidths in the edge attribute ``bandwidth``
+        (:meth:`~optcoll.core.topology.Topology.from_networkx`).
     method : {"combinatorial", "lp", "brute-force"}
         See the module docstring. All return the same ``ratio`` and ``k``; the
         bottleneck cut may differ when several cuts attain r*.
@@ -273,7 +278,7 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     >>> optimal_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
     True
     """
-    topology_argument(topology)
+    topology = as_topology(topology)
     text_argument(method, "method")
     return _optimal_cut_ratio(topology, method)
 

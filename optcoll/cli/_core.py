@@ -81,7 +81,7 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
         dest="reader_options",
         metavar="KEY=VALUE",
         help="option of the file's reader, repeatable (e.g. chunk_bytes=1048576, boxes=4); "
-        "see the README's table of formats",
+        "see docs/topology-format.md",
     )
     group.add_argument(
         "--bandwidth-attr", metavar="NAME", help="GraphML/edge list: the bandwidth attribute"
@@ -244,12 +244,20 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(
-    parser: argparse.ArgumentParser, help_text: str, default: str = "allgather"
-) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help."""
+def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+
+    Every command defaults to the same collective,
+    :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
+    """
+    from optcoll.core.schedule import DEFAULT_COLLECTIVE
+
     parser.add_argument(
-        "--collective", default=default, type=collective_name, metavar="C", help=help_text
+        "--collective",
+        default=DEFAULT_COLLECTIVE,
+        type=collective_name,
+        metavar="C",
+        help=help_text,
     )
 
 

@@ -1,5 +1,5 @@
-"""``optcoll export --format mscclpp``: MSCCL++ execution plans (one per placement, and
-per process group), each checked by the independent checker before anything is written."""
+"""``optcoll export --format mscclpp``: MSCCL++ execution plans (FILE out of place, or the
+placement ``--placement`` asks for, and one per process group), each checked by the independent checker before anything is written."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     from optcoll.cli.export import _groups_schedule, _schedules
     from optcoll.core.output import check_output, input_files, require_suffix, write_output
     from optcoll.export.mscclpp import mscclpp_placements, mscclpp_plan
+    from optcoll.export.placement import placement_paths
     from optcoll.verify.mscclpp import check_plan
 
     require_suffix(args.output, (".json",), "an MSCCL++ execution plan")
@@ -52,16 +53,14 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     else:
         _, chosen, _, _ = _schedules(args)
         first = chosen[0]
-        root = (
-            ""
-            if first.schedule.root is None
-            else (f".root{first.schedule.compute_nodes.index(first.schedule.root)}")
-        )
-        jobs.append((first.schedule, first.allgather, root, ""))
+        jobs.append((first.schedule, first.allgather, "", ""))
     files = []
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
-        for placement in mscclpp_placements(coll):
+        job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
+        for placement, path in placement_paths(
+            job_file, mscclpp_placements(coll), args.placement, what=f"MSCCL++ with a {coll}"
+        ):
             plan = mscclpp_plan(
                 schedule,
                 placement=placement,
@@ -76,7 +75,6 @@ def export_mscclpp(args: argparse.Namespace) -> int:
                 raise ExportError(
                     f"the {coll} plan fails check-plan ({kind}: {message}); nothing written"
                 )
-            path = base.with_name(f"{base.stem}{suffix}.{placement}{base.suffix}")
             files.append((path, plan, placement, report))
     inputs = input_files(args.source)
     for path, *_ in files:

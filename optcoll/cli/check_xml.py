@@ -8,6 +8,12 @@ from optcoll.cli._core import print_json
 
 NAME = "check-xml"
 HELP = "check an MSCCL XML program against a runtime's limits and execute it"
+#: Shown at the end of ``optcoll check-xml --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll check-xml allgather.xml
+  optcoll check-xml ar.xml --runtime msccl --topology dgx-a100:2
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,12 @@ from optcoll.core.rational import fraction_text
 
 NAME = "compare"
 HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree baselines"
+#: Shown at the end of ``optcoll compare --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll compare dgx-a100:2
+  optcoll compare mine.yaml --collective allreduce --sizes 1M 1G
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

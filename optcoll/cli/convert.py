@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 
 from optcoll.cli._core import add_reader_options, command_inputs, reader_options
+from optcoll.core.rational import count_text
 
 NAME = "convert"
 HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
+#: Shown at the end of ``optcoll convert --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll convert dgx-a100:2 dgx-a100-2.yaml
+  optcoll convert mine.json mine.yaml
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     save_topology(topo, target, force=args.force, inputs=inputs)
     print(
-        f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
-        f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"
+        f"wrote {target}: {topo.name}, {count_text(topo.num_compute, 'compute node')}, "
+        f"{count_text(len(topo.switch_nodes), 'switch')}, {count_text(len(topo.links), 'link')}"
     )
     return 0

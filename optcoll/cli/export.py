@@ -26,6 +26,12 @@ from optcoll.exceptions import ExportError
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
+#: Shown at the end of ``optcoll export --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll export dgx-a100:2 -o allgather.xml
+  optcoll export dgx-a100:2 --collective allreduce --placement both -o ar.xml
+"""
 
 _ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
 
@@ -59,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SIZE",
         help="with --format chakra: the message size the traces are for (e.g. 1M)",
+    )
+    parser.add_argument(
+        "--placement",
+        choices=("outofplace", "inplace", "both"),
+        default=None,
+        help="MSCCL and MSCCL++: the program FILE holds: outofplace (default) or inplace; both "
+        "writes FILE out of place and STEM.inplace.SUFFIX beside it (a collective one program "
+        "serves either way, such as an RCCL allreduce, is one file)",
     )
     parser.add_argument(
         "--runtime",
@@ -144,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if args.placement is not None and args.format not in ("msccl", "mscclpp"):
+        raise ExportError(
+            "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
+        )
     if (args.format == "chakra") != (args.size is not None):
         raise ExportError("--format chakra needs --size (the traces are for one message size)")
     if args.format == "chakra":
@@ -262,11 +280,12 @@ def _plan_groups(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """One MSCCL program per group (per communicator) and a manifest, or one JSON file.
 
-    Group i's programs are ``STEM.group<i>[.placement].xml``; rank r of a program is the
+    Group i's program is ``STEM.group<i>.xml`` (:func:`~optcoll.export.msccl.placement_files`
+    names the in-place one beside it with ``--placement both``); rank r of a program is the
     group's r-th member (its rank-order comment and the manifest ``STEM.groups.json``
     list them).
     """
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
     from optcoll.io.document import document_text
 
     base = Path(args.output)
@@ -284,7 +303,10 @@ def _plan_groups(
     groups = []
     for index, part in enumerate(schedule.groups):
         entries = []
-        for placement in placements(schedule.collective, profile):
+        group_file = base.with_name(f"{base.stem}.group{index}{base.suffix}")
+        for placement, path in placement_files(
+            group_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 part,
                 runtime=profile,
@@ -294,8 +316,6 @@ def _plan_groups(
                 f"{topology.name}",
                 max_bytes=args.max_bytes,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}.group{index}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "group": index,
@@ -521,13 +541,10 @@ def _plan(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """Every file to write: (path, text, report entry)."""
     from optcoll.export import export_text
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
 
     base = Path(args.output)
     first = chosen[0].schedule
-    root = ""
-    if first.root is not None:
-        root = f".root{first.compute_nodes.index(first.root)}"
     if args.format == "json":
         if chosen[0].allgather is not None:
             raise ExportError(
@@ -535,9 +552,8 @@ def _plan(
                 "topology is not symmetric), which one schedule file cannot hold: export "
                 "--collective reduce_scatter and --collective allgather as JSON instead"
             )
-        path = base.with_name(f"{base.stem}{root}{base.suffix}")
-        entry = {"path": str(path), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
-        return [(path, export_text(first, "json"), entry)]
+        entry = {"path": str(base), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
+        return [(base, export_text(first, "json"), entry)]
     bands = [(i, low, high) for i, (low, high) in enumerate(edges or [(0, None)])]
     files = []
     for index, low, high in bands:
@@ -548,7 +564,10 @@ def _plan(
         choice = chosen[index]
         schedule = choice.schedule
         band = f".{low}-{'max' if high is None else high}B" if len(bands) > 1 else ""
-        for placement in placements(schedule.collective, profile):
+        band_file = base.with_name(f"{base.stem}{band}{base.suffix}")
+        for placement, path in placement_files(
+            band_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 schedule,
                 runtime=profile,
@@ -558,8 +577,6 @@ def _plan(
                 max_bytes=high,
                 allgather=choice.allgather,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}{root}{band}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "k": schedule.k,
@@ -646,7 +663,7 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective in profile.never_in_place:
+    if args.format == "msccl" and args.placement == "both" and collective in profile.never_in_place:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
             f"({profile.sources['never_in_place']})"

@@ -16,6 +16,12 @@ from optcoll.core.rational import fraction_text
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
+#: Shown at the end of ``optcoll lp --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll lp solve dgx-a100:2
+  optcoll lp export dgx-a100:1 --model multicast -o multicast.lp
+"""
 
 _LP_MODELS = ("congestion", "multicast", "fixed-k", "tree-packing")
 

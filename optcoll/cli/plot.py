@@ -15,6 +15,12 @@ from optcoll.cli._core import (
 
 NAME = "plot"
 HELP = "draw a topology, a tree, the bottleneck cut or link loads"
+#: Shown at the end of ``optcoll plot --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll plot dgx-a100:2 --cut -o cut.png
+  optcoll plot mi250:1 --tree b0.gcd0 -o tree.png
+"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,12 @@ from optcoll.cli._core import add_reader_options, command_inputs, print_json, re
 
 NAME = "resilience"
 HELP = "exact r* after each single link/node/NIC failure (or random ones), most critical first"
+#: Shown at the end of ``optcoll resilience --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll resilience dgx-a100:2 --fail links --top 5
+  optcoll resilience mi250:1 --random 2 --seed 1 --trials 20
+"""
 
 
 def _positive(text: str) -> int:

@@ -20,6 +20,12 @@ from optcoll.exceptions import OptCollError, OutputError
 
 NAME = "solve"
 HELP = "the main job: optimal bound, schedule, verification, schedule file and picture"
+#: Shown at the end of ``optcoll solve --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll solve dgx-a100:2
+  optcoll solve mine.yaml --collective allreduce -o out
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     add_collective_option(
         parser,
-        "allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
-        default="allreduce",
+        "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
     )
     parser.add_argument(
         "-o",

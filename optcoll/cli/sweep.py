@@ -9,6 +9,11 @@ from optcoll.cli._core import command_inputs, print_json
 
 NAME = "sweep"
 HELP = "compute quantities (r*, algbw, k, ...) over a grid of topologies into a CSV/Parquet table"
+#: Shown at the end of ``optcoll sweep --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll sweep nics.yaml -o nics.csv --plot nics.png
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

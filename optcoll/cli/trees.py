@@ -19,6 +19,12 @@ from optcoll.core.rational import fraction_text
 
 NAME = "trees"
 HELP = "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)"
+#: Shown at the end of ``optcoll trees --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll trees dgx-a100:2 -o trees.json
+  optcoll trees mi250:2 -k 1 --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,11 @@ from optcoll.core.rational import fraction_text
 
 NAME = "verify"
 HELP = "check a schedule file against a topology (exact)"
+#: Shown at the end of ``optcoll verify --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll verify dgx-a100:2 optcoll-out/dgx-a100_2.allgather.schedule.json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

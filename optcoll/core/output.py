@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from optcoll.exceptions import ArgumentError, OutputError
+from optcoll.exceptions import ArgumentError, OutputError, OutputExistsError
 
 __all__ = [
     "write_output",
@@ -52,7 +52,7 @@ def check_output(
     if exists(target) and target.is_dir():
         raise OutputError(f"{target} is a folder; give a file name")
     if exists(target) and not force:
-        raise OutputError(f"{target} exists; pass --force to overwrite it")
+        raise OutputExistsError(target)
     return target
 
 
@@ -96,7 +96,7 @@ def write_output(
     >>> write_output(target, "again\\n")
     Traceback (most recent call last):
     ...
-    optcoll.exceptions.OutputError: ... exists; pass --force to overwrite it
+    optcoll.exceptions.OutputExistsError: ... exists; pass force=True to overwrite it
     """
     if not isinstance(data, str | bytes):
         raise ArgumentError(f"data must be text or bytes, got {type(data).__name__}")
@@ -110,9 +110,7 @@ def write_output(
         if not _write_anonymous(target, payload, force):
             _write_named(target, payload, force)
     except FileExistsError:
-        raise OutputError(
-            f"{target} appeared while writing; pass --force to overwrite it"
-        ) from None
+        raise OutputExistsError(target, appeared=True) from None
     except OSError as err:
         raise OutputError(f"{target}: cannot write ({err.strerror})") from None
     return target

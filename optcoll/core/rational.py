@@ -7,6 +7,7 @@
 * :func:`fraction_text` writes one: the one convention every report and JSON field
   uses, ``str(Fraction(value))``: ``"3/65"``, and an integer as ``"325"`` (never
   ``"325/1"``). Every such string parses back with :class:`fractions.Fraction`.
+* :func:`count_text` writes a count with its noun: ``"1 switch"``, ``"2 switches"``.
 * :func:`integer_scaling` scales positive capacities to integers with gcd 1
   (:meth:`optcoll.core.topology.Topology.integer_capacities` and the LP models use it).
 * :func:`reconstruct_cut_ratio` is the exactness bridge from an LP's floating-point
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_DECIMAL_EXPONENT",
     "fraction_text",
     "rounded_text",
+    "count_text",
     "integer_scaling",
     "reconstruct_cut_ratio",
     "REL_TOL",
@@ -210,6 +212,20 @@ def parse_fraction(text: str) -> Fraction:
 REL_TOL = 1e-6
 
 K = TypeVar("K", bound=Hashable)
+
+
+def count_text(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one (``-es`` after s, x, ch, sh).
+
+    Examples
+    --------
+    >>> count_text(1, "switch"), count_text(2, "switch"), count_text(0, "compute node")
+    ('1 switch', '2 switches', '0 compute nodes')
+    """
+    if count == 1:
+        return f"{count} {noun}"
+    suffix = "es" if noun.endswith(("s", "x", "ch", "sh")) else "s"
+    return f"{count} {noun}{suffix}"
 
 
 def integer_scaling(capacity: Mapping[K, int | Fraction]) -> tuple[dict[K, int], Fraction]:

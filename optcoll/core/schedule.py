@@ -1,6 +1,6 @@
 """Schedules: spanning trees with chunk multiplicities and physical paths.
 
-Semantics (the README's "Schedule file"): every compute node's shard is split
+Semantics (docs/schedule-format.md): every compute node's shard is split
 into ``k`` equal chunks; a :class:`Tree` carries ``chunks`` of its root's chunks;
 per root the chunks sum to ``k``; a tree's edges form an arborescence rooted at
 ``root`` spanning all compute nodes; each edge's ``path`` runs along existing
@@ -55,6 +55,7 @@ __all__ = [
     "Route",
     "Schedule",
     "COLLECTIVES",
+    "DEFAULT_COLLECTIVE",
     "SCHEDULE_VERSION",
     "canonical_collective",
     "check_schedule_topology",
@@ -63,6 +64,9 @@ __all__ = [
 SCHEDULE_VERSION = 1
 #: The collectives, in their canonical spelling (``reduce-scatter`` is accepted as well).
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
+#: The collective of every command and function that is not told one (``solve``, ``plan``,
+#: ``export``, ``compare``, ``trees``, ``bound``, ``crosscheck`` and :func:`optcoll.solve`).
+DEFAULT_COLLECTIVE = "allgather"
 
 
 def canonical_collective(name: str) -> str:

@@ -40,11 +40,12 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from optcoll.core.rational import exact_number, integer_scaling
+from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
     ArgumentError,
     BandwidthError,
     DuplicateNodeError,
+    ImportFormatError,
     LatencyError,
     MissingFieldError,
     NodeTypeError,
@@ -763,6 +764,104 @@ class Topology:
 
         return f"<code>{escape(repr(self))}</code>"
 
+    @classmethod
+    def from_networkx(
+        cls,
+        graph: nx.Graph,
+        name: str | None = None,
+        *,
+        bandwidth: str = "bandwidth",
+        latency: str | None = None,
+    ) -> Topology:
+        """A topology from a networkx graph (directed: its arcs; undirected: both ways).
+
+        Every edge carries its bandwidth in the attribute named ``bandwidth`` and
+        optionally its latency (µs) in ``latency`` (default: ``latency``, else
+        ``delay``, else none); parallel edges of a multigraph add up. Node attributes
+        ``type`` (``compute`` or ``switch``, default compute), ``group`` and, on
+        switches, the booleans ``reduce`` and ``multicast`` (in-network reduction and
+        multicast; ``True``/``False`` or ``"true"``/``"false"``/``1``/``0``) are optional. Node ids become strings: strings are kept, integers written in
+        decimal (``3`` -> ``'3'``), tuples joined by commas (``(0, 1, 2)`` ->
+        ``'0,1,2'``, as ``nx.grid_graph`` names them), anything else by ``str``.
+
+        Parameters
+        ----------
+        graph : networkx.Graph or networkx.DiGraph (or their multigraphs)
+        name : str, optional
+            Default: the graph's ``name`` attribute, else ``"networkx"``.
+        bandwidth, latency : str
+            Edge attributes holding the bandwidth (GB/s) and latency (µs).
+
+        Raises
+        ------
+        ImportFormatError
+            An edge without the bandwidth attribute, a value that is not a number,
+            or two nodes whose ids become the same string.
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> g = nx.grid_2d_graph(2, 2)
+        >>> nx.set_edge_attributes(g, 50, "bandwidth")
+        >>> t = Topology.from_networkx(g, "grid")
+        >>> t.compute_nodes, t.capacity[("0,0", "0,1")]
+        (('0,0', '0,1', '1,0', '1,1'), Fraction(50, 1))
+        >>> d = nx.DiGraph()
+        >>> d.add_edge("a", "b", capacity=10, delay=2)
+        >>> d.add_edge("b", "a", capacity=5)
+        >>> t = Topology.from_networkx(d, "pair", bandwidth="capacity")
+        >>> t.capacity[("a", "b")], t.capacity[("b", "a")], t.latency[("a", "b")]
+        (Fraction(10, 1), Fraction(5, 1), Fraction(2, 1))
+        """
+        if not all(callable(getattr(graph, m, None)) for m in ("is_directed", "nodes", "edges")):
+            raise ImportFormatError(
+                f"expected a networkx graph, got {type(graph).__name__}; build one with "
+                "networkx.Graph() or networkx.DiGraph()"
+            )
+        ids: dict[Any, str] = {}
+        for v in graph.nodes:
+            ids[v] = _graph_node_id(v)
+        seen: dict[str, Any] = {}
+        for v, text in ids.items():
+            if text in seen:
+                raise ImportFormatError(
+                    f"nodes {seen[text]!r} and {v!r} of the graph both become node id {text!r}; "
+                    "relabel one (networkx.relabel_nodes)"
+                )
+            seen[text] = v
+        nodes = []
+        for v, attrs in graph.nodes(data=True):
+            group = attrs.get("group")
+            kind = str(attrs.get("type", "compute"))
+            reduce, multicast = (
+                _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
+                for flag in SWITCH_CAPABILITIES
+            )
+            group_id = None if group is None else str(group)
+            nodes.append(Node(ids[v], kind, group_id, reduce=reduce, multicast=multicast))
+        links = []
+        directed = graph.is_directed()
+        for u, v, attrs in graph.edges(data=True):
+            where = f"edge {ids[u]} {'->' if directed else '--'} {ids[v]}"
+            if bandwidth not in attrs:
+                known = ", ".join(sorted(map(str, attrs))) or "none"
+                raise ImportFormatError(
+                    f"{where} has no {bandwidth!r} attribute (it has: {known}); name the "
+                    "bandwidth attribute: bandwidth=NAME in Python, the reader option "
+                    "bandwidth_attr or --bandwidth-attr NAME on the command line"
+                )
+            value = _graph_number(attrs[bandwidth], f"{where}: {bandwidth}", positive=True)
+            key = latency or next((k for k in ("latency", "delay") if k in attrs), None)
+            delay = None
+            if key is not None:
+                if key not in attrs:
+                    raise ImportFormatError(f"{where} has no {key!r} attribute (latency=)")
+                delay = _graph_number(attrs[key], f"{where}: {key}")
+            links.append(Link(ids[u], ids[v], value, delay, not directed))
+        if name is None:
+            name = str(graph.graph.get("name") or "networkx")
+        return cls(name, nodes, links, description="imported from a networkx graph")
+
     def to_networkx(self) -> nx.DiGraph:
         """A networkx ``DiGraph``: node attribute ``type`` (and ``group``, ``reduce``, ``multicast``), edge
         attribute ``bandwidth`` (aggregated, exact Fraction)."""
@@ -812,7 +911,7 @@ class Topology:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, default_name: str = "topology") -> Topology:
-        """Build a topology from the file-format dictionary (see the README).
+        """Build a topology from the file-format dictionary (docs/topology-format.md).
 
         Unknown fields anywhere are rejected with an :class:`UnknownFieldError`
         naming the field, so that typos are never silently ignored.
@@ -935,7 +1034,8 @@ class Topology:
     def __repr__(self) -> str:
         return (
             f"Topology({self.name!r}: {self.num_compute} compute, "
-            f"{len(self.switch_nodes)} switches, {len(self.capacity)} directed links)"
+            f"{count_text(len(self.switch_nodes), 'switch')}, "
+            f"{count_text(len(self.capacity), 'directed link')})"
         )
 
 
@@ -980,6 +1080,38 @@ def plain_number(value: Any) -> Any:
     if Fraction(repr(as_float)) == frac:
         return as_float
     return str(frac)
+
+
+def _graph_node_id(v: Any) -> str:
+    """A networkx node as a node id: ``'a'``, ``3`` -> ``'3'``, ``(0, 1)`` -> ``'0,1'``."""
+    if isinstance(v, tuple):
+        return ",".join(_graph_node_id(x) for x in v)
+    return str(v)
+
+
+def _graph_flag(value: Any, where: str) -> bool:
+    """A graph's boolean attribute: ``True``/``False`` or ``true``/``false``/``1``/``0``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    raise ImportFormatError(f"{where} must be true or false, got {value!r}")
+
+
+def _graph_number(value: Any, where: str, *, positive: bool = False) -> Fraction:
+    """An edge attribute as an exact number >= 0 (> 0 if ``positive``), or an error naming it."""
+    try:
+        result = Fraction(value.strip()) if isinstance(value, str) else exact_number(value, where)
+    except (ValueError, ZeroDivisionError):
+        raise ImportFormatError(f"{where} must be a number, got {value!r}") from None
+    if result < 0 or (positive and result == 0):
+        raise ImportFormatError(
+            f"{where} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+        )
+    return result
 
 
 class TopologyBuilder:

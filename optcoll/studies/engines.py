@@ -166,11 +166,13 @@ def _run_pool(
 
 
 def _kill_workers(pool: ProcessPoolExecutor) -> None:
-    """End ``pool``'s worker processes now, even inside a long solve, and drop its queue
-    (``shutdown`` alone waits for every running task to finish)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    """End ``pool``'s worker processes now, even inside a long solve (``shutdown`` alone
+    waits for every running task to finish)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
         process.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join()  # the pool then finds them dead and shuts down without waiting
 
 
 def _run_dask(

@@ -122,9 +122,9 @@ def test_short_reprs():
     solution = optcoll.solve("dgx-a100:2", collective="allgather")
     assert len(repr(solution.schedule)) < 120 and len(repr(solution.topology)) < 120
     assert repr(solution.schedule) == (
-        "Schedule(allgather on 'dgx-a100:2': k = 13, 37 trees, time factor 3/65)"
+        "Schedule(allgather on 'dgx-a100:2': k = 13, 32 trees, time factor 3/65)"
     )
-    assert "<table>" in solution._repr_html_() and "37 trees" in solution._repr_html_()
+    assert "<table>" in solution._repr_html_() and "32 trees" in solution._repr_html_()
     assert solution.topology._repr_html_().startswith("<code>Topology(")
 
 

@@ -30,8 +30,9 @@ def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
         assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
         assert row.ratio >= 1
     small = dict(rows[0].candidates)
-    # the optimal k = 13 climbs trees up to 11 edges high; one tree per root is 2 high
-    assert small["optimal (k=13)"] > 5 * small["k=1"]
+    # the optimal trees are as low as one tree per root (2 high, layered), but k = 13
+    # chunks per root pay 13 per-step overheads on every link where k = 1 pays one
+    assert small["optimal (k=13)"] > 3 * small["k=1"]
     assert rows[0].method == "k=1" and rows[0].ratio < 1.2
     large = dict(rows[-1].candidates)
     assert rows[-1].ratio < 1.2 and large["optimal (k=13)"] < 1.05 * rows[-1].time_us

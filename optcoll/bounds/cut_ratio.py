@@ -397,8 +397,8 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     rooted = search.rooted
     representatives = _sink_representatives(topology, caps)
     if representatives is not None:  # one unmerged max-flow per orbit of sinks
-        for sink in representatives:
-            while (side := search.violated_cut(sink)) is not None:
+        for representative in representatives:
+            while (side := search.violated_cut(representative)) is not None:
                 best_cut = search.improve(side)
     while representatives is None and (sink := rooted.next_sink(search.requirement())) is not None:
         while (side := search.violated_cut(sink)) is not None:

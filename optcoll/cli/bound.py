@@ -137,7 +137,7 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         reduction_cut,
     )
     from optcoll.core.rational import fraction_text, rounded_text
-    from optcoll.exceptions import MethodError
+    from optcoll.exceptions import MethodError, OptCollError
     from optcoll.schedules.collectives import collective_lower_bound
 
     if args.method != "combinatorial":
@@ -147,6 +147,8 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     if args.collective != "allreduce":
         root = topology.compute_nodes[0]
         bound = collective_lower_bound(topology, args.collective, root)
+        if bound is None:  # None only for a broadcast or reduce without a root
+            raise OptCollError(f"no {args.collective} lower bound from root {root}")
         data = {
             "topology": topology.name,
             "collective": args.collective,

@@ -45,9 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
+    from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.groups_schedule import GroupsSchedule
     from optcoll.core.output import check_output, require_suffix
-    from optcoll.core.schedule import check_schedule_topology
+    from optcoll.core.schedule import Schedule, check_schedule_topology
     from optcoll.exceptions import MethodError, ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
@@ -59,10 +60,16 @@ def run(args: argparse.Namespace) -> int:
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
     groups = process_groups(topology, args)
-    schedule = None
+    schedule: Schedule | GroupsSchedule | None = None
     if args.schedule:
-        schedule = load_any_schedule(args.schedule)
-        check_schedule_topology(schedule, topology, str(args.schedule))
+        loaded = load_any_schedule(args.schedule)
+        check_schedule_topology(loaded, topology, str(args.schedule))
+        if isinstance(loaded, AggregationSchedule):
+            raise ScheduleError(
+                f"{args.schedule} holds an allreduce by aggregation trees through reducing "
+                "switches (field 'aggregation'); plot draws relaying schedules only"
+            )
+        schedule = loaded
     if groups is not None or isinstance(schedule, GroupsSchedule):
         if args.cut or args.tree or (groups is not None and schedule is not None):
             raise MethodError(

@@ -257,12 +257,15 @@ def _is_aggregation(path: str) -> bool:
 
 def _checked_aggregation(source: str, topology: Any) -> Any:
     """The aggregation schedule in ``source`` if the independent checker accepts it."""
+    from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
     from optcoll.io.schedule_json import load_any_schedule
     from optcoll.verify.aggregation import verify_aggregation_schedule
 
     schedule = load_any_schedule(source)
+    if not isinstance(schedule, AggregationSchedule):  # the caller checked _is_aggregation
+        raise ScheduleError(f"{source}: not an allreduce by aggregation trees")
     check_schedule_topology(schedule, topology, source)
     result = verify_aggregation_schedule(topology, schedule)
     if not result.valid:

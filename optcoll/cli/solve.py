@@ -135,7 +135,10 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
     inputs = input_files(args.topo)
     check_output(path, force=args.force, inputs=inputs)
     schedule = aggregation_schedule(topology)
-    verdict = verify_aggregation_schedule(topology, schedule, optimum=schedule.time_factor)
+    cut_bound, time_factor = schedule.lower_bound, schedule.time_factor
+    if cut_bound is None or time_factor is None:  # aggregation_schedule sets both
+        raise OptCollError("the aggregation schedule carries no cut bound or time factor")
+    verdict = verify_aggregation_schedule(topology, schedule, optimum=time_factor)
     if not verdict.valid:
         raise OptCollError(f"the aggregation schedule failed verification: {verdict.reason}")
     relaying = collective_lower_bound(topology, "allreduce") / topology.num_compute
@@ -144,10 +147,10 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
     rows = [
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("collective", "allreduce by aggregation trees (switches reduce and multicast)"),
-        ("cut bound", f"M * {fraction_text(schedule.lower_bound)}"),
+        ("cut bound", f"M * {fraction_text(cut_bound)}"),
         (
             "schedule",
-            f"M * {fraction_text(schedule.time_factor)} (algbw {schedule.algbw:.3f} {unit}), "
+            f"M * {fraction_text(time_factor)} (algbw {schedule.algbw:.3f} {unit}), "
             f"k = {schedule.k}, {len(schedule.trees)} trees, verified",
         ),
         ("RS + AG", f"M * {fraction_text(relaying)} (algbw {float(1 / relaying):.3f} {unit})"),
@@ -160,8 +163,8 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
                 "topology": topology.name,
                 "collective": "allreduce",
                 "in_network": True,
-                "cut_bound": fraction_text(schedule.lower_bound),
-                "time_factor": fraction_text(schedule.time_factor),
+                "cut_bound": fraction_text(cut_bound),
+                "time_factor": fraction_text(time_factor),
                 "reduce_scatter_allgather": fraction_text(relaying),
                 "k": schedule.k,
                 "trees": len(schedule.trees),

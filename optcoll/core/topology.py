@@ -869,7 +869,7 @@ class Topology:
 
         graph = nx.DiGraph(name=self.name)
         for n in self.nodes:
-            attrs = {"type": n.type}
+            attrs: dict[str, str | bool] = {"type": n.type}
             if n.group is not None:
                 attrs["group"] = n.group
             attrs.update({flag: True for flag in SWITCH_CAPABILITIES if getattr(n, flag)})

@@ -23,7 +23,7 @@ Examples
 >>> import optcoll
 >>> solution = optcoll.solve("dgx-a100:2", collective="allreduce")
 >>> solution
-Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among reduce-scatter + allgather schedules, k = 13, 37 trees, verified)
+Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among reduce-scatter + allgather schedules, k = 13, 32 trees, verified)
 >>> solution.time_factor, solution.lower_bound, solution.bound.ratio
 (Fraction(6, 65), Fraction(6, 65), Fraction(3, 65))
 """

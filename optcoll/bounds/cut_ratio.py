@@ -60,7 +60,7 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
-from optcoll.graph.symmetry import automorphism_group
+from optcoll.graph.symmetry import automorphism_group, preserves_capacity
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -376,7 +376,8 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
       compute nodes and switches kept apart, every map checked exactly), ``maxflow(s, v)``
       is the same for all compute nodes of an orbit (an automorphism that fixes the
       source's arcs maps a flow to ``v`` onto one to its image), so one plain max-flow
-      per orbit decides the pass: one on a torus or hypercube.
+      per orbit decides the pass: one on a torus or hypercube, and on a ring of any
+      size (its rotation in declaration order is checked first, in ``O(links)``).
 
     Any sink order is correct; the one used takes locally certified sinks
     first, then for a max-flow a sink no merged node has an arc into (on a
@@ -419,10 +420,19 @@ def _sink_representatives(
     topology: Topology, caps: Mapping[tuple[str, str], int]
 ) -> list[int] | None:
     """One compute node index (declaration order) per orbit of a free group of
-    automorphisms, or None when the topology is small or no group is found."""
+    automorphisms, or None when the topology is small or no group is found.
+
+    A switch-free topology that the rotation ``c_i -> c_(i+1 mod N)`` of its compute
+    nodes maps onto itself (a ring or any circulant graph declared in order, checked
+    link by link in ``O(links)``) has one orbit at any size."""
+    ids = topology.node_ids
+    compute = topology.compute_nodes
+    if not topology.switch_nodes and len(compute) >= 3:
+        image = dict(zip(compute, compute[1:] + compute[:1], strict=True))
+        if preserves_capacity(topology.capacity, image):
+            return [ids.index(compute[0])]
     if topology.num_compute < SYMMETRY_FROM:
         return None
-    ids = topology.node_ids
     index = {v: i for i, v in enumerate(ids)}
     arcs = {(index[a], index[b]): c for (a, b), c in caps.items()}
     colour = [int(topology.is_compute(v)) for v in ids]

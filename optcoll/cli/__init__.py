@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from optcoll import __version__
-from optcoll.cli._core import Parser
+from optcoll.cli._core import Parser, check_output_names
 from optcoll.exceptions import OptCollError, OutputExistsError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -70,13 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``optcoll`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``optcoll`` console script; returns the exit status.
+
+    SIGTERM ends a run like Ctrl-C (KeyboardInterrupt), so every worker is stopped and
+    no output is left half-written either way.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("optcoll: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
     try:
+        check_output_names(args)
         status = int(args.run(args) or 0)
         sys.stdout.flush()
         return status

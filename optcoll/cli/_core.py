@@ -7,9 +7,12 @@ import json
 import math
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+from optcoll.core.output import input_files
 from optcoll.core.sizes import size_text
+from optcoll.exceptions import OutputError
 
 __all__ = [
     "Parser",
@@ -282,3 +285,28 @@ def time_limit(text: str) -> float:
             f"time limit {text!r} must be a finite number of seconds > 0"
         )
     return value
+
+
+#: The arguments that name files a command writes (never among its inputs).
+_OUTPUT_ARGUMENTS = frozenset({"output", "plot", "target", "out_dir"})
+
+
+def command_inputs(args: argparse.Namespace) -> list[Path]:
+    """Every file the command reads: each argument but its outputs that names an existing file.
+
+    Writers refuse these (:func:`optcoll.core.output.check_output`), even with ``--force``,
+    so no command writes over one of its own inputs (``--groups``, ``--topology``, a spec).
+    """
+    values: list[str] = []
+    for name, value in vars(args).items():
+        if name not in _OUTPUT_ARGUMENTS:
+            items = value if isinstance(value, list | tuple) else [value]
+            values += [str(item) for item in items if isinstance(item, str | Path)]
+    return input_files(*values)
+
+
+def check_output_names(args: argparse.Namespace) -> None:
+    """Refuse an empty output name (``-o ''``), which names no file and would write nothing."""
+    for name in sorted(_OUTPUT_ARGUMENTS):
+        if getattr(args, name, None) == "":
+            raise OutputError(f"the {name} file name is empty; give a file name")

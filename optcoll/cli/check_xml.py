@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     report = check_file(args.file, runtime=args.runtime, topology=topology)
     if args.json:
         print_json(report.to_dict())
-        return 0 if report.ok else 1
+        return 0 if report.ok and report.judged else 1
     ran = (
         f"ran {', '.join(report.placements)} at depths {', '.join(map(str, report.depths))}"
         if report.executed
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         )
     for note in report.notes:
         print(f"note         {note}")
-    print(f"verdict      {'correct' if report.ok else 'WRONG'}")
+    verdict = "WRONG" if not report.ok else "correct" if report.judged else "NOT JUDGED"
+    print(f"verdict      {verdict}")
     for finding in report.findings:
         print(f"  {finding.kind:<14} {finding.message}")
-    return 0 if report.ok else 1
+    return 0 if report.ok and report.judged else 1

@@ -14,6 +14,7 @@ from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     exact_amount,
     message_size,
     print_json,
@@ -138,7 +139,7 @@ def _tolerance(text: str) -> Fraction:
     """``"1%"`` or ``"0.01"`` as an exact fraction >= 0."""
     value = text.strip()
     scale = Fraction(1, 100) if value.endswith("%") else Fraction(1)
-    return exact_amount(value.rstrip("%"), "tolerance", "0.01 or 1%") * scale
+    return exact_amount(value.removesuffix("%"), "tolerance", "0.01 or 1%") * scale
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,15 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.output, (".xml",), "an MSCCL program")
     else:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
+    if args.root is not None and args.collective not in ("broadcast", "reduce"):
+        raise ExportError(
+            f"--root applies to broadcast and reduce; --collective {args.collective} has no single root"
+        )
+    if args.topology is not None and _schedule_file(args.source) is None:
+        raise ExportError(
+            f"--topology names the topology of a schedule file, but {args.source} is a "
+            "topology: drop --topology"
+        )
     profile = runtime_profile(args.runtime)
     if args.max_threadblocks is not None:
         if args.max_threadblocks < 1:
@@ -187,12 +197,12 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
-    from optcoll.core.output import check_output, input_files, write_output
+    from optcoll.core.output import check_output, write_output
 
     grouped = _groups_schedule(args)
     if grouped is not None:
         files = _plan_groups(args, profile, *grouped)
-        inputs = input_files(args.source)
+        inputs = command_inputs(args)
         for path, *_ in files:
             check_output(path, force=args.force, inputs=inputs)
         for path, text, _ in files:
@@ -202,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     topology, chosen, tried, edges = _schedules(args)
     files = _plan(args, profile, chosen, edges)
 
-    inputs = input_files(args.source)
+    inputs = command_inputs(args)
     for path, *_ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text, _ in files:
@@ -417,8 +427,9 @@ def _schedules(
         tried = ()
     chosen = []
     for schedule, allgather in phases:
-        if args.unchecked:
-            chosen.append(_Chosen(schedule, None, None, allgather))
+        if args.unchecked:  # claims nobody checked are not passed on
+            plain = replace(schedule, cut_ratio=None, time_factor=None, stats={})
+            chosen.append(_Chosen(plain, None, None, allgather))
             continue
         factor, optimum = Fraction(0), Fraction(0)
         for phase in (schedule, allgather):
@@ -452,9 +463,11 @@ def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
     """The verifier's exact time factor; ExportError if it rejects the schedule (paths,
     trees, chunks, or a time factor it claims that its link loads do not give)."""
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
-    verdict = verify_schedule(topology, schedule, optimum=optimum)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    verdict = verify_schedule(topology, schedule, optimum=optimum, cut_ratio=cut_ratio)
     if not verdict.valid:
         raise ExportError(
             f"the {schedule.collective} schedule fails verification on {topology.name!r}: "

@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     add_collective_option,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     print_json,
     reader_options,
     size_text,
@@ -54,14 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
     from optcoll.sim.plan import candidates, plan
     from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     if args.plot:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)

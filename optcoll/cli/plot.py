@@ -7,6 +7,7 @@ import argparse
 from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
+    command_inputs,
     process_groups,
     reader_options,
     resolution,
@@ -46,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
     from optcoll import plot
     from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.groups_schedule import GroupsSchedule
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.core.schedule import Schedule, check_schedule_topology
     from optcoll.exceptions import MethodError, ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
 
     require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
-    inputs = input_files(args.topology, args.schedule)
+    inputs = command_inputs(args)
     check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):

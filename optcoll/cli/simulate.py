@@ -277,10 +277,12 @@ def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
     """``schedule`` if it is valid on ``topology`` (the independent verifier), else an error."""
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
     check_schedule_topology(schedule, topology, source)
-    result = verify_schedule(topology, schedule)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    result = verify_schedule(topology, schedule, cut_ratio=cut_ratio)
     if not result.valid:
         raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
     return schedule

@@ -10,6 +10,7 @@ from optcoll.cli._core import (
     add_collective_option,
     add_group_options,
     add_reader_options,
+    command_inputs,
     print_json,
     process_groups,
     reader_options,
@@ -61,18 +62,20 @@ def file_stem(name: str) -> str:
 
     Examples
     --------
-    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50")
-    ('dgx-a100_2', 'torus_4x4_bw-50')
+    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50"), file_stem("x\x00y")
+    ('dgx-a100_2', 'torus_4x4_bw-50', 'x_y')
+
+    Control characters (a NUL no file name may hold, a newline) become ``_`` too.
     """
     for old, new in ((":", "_"), ("/", "_"), (",", "_"), ("=", "-"), (" ", "_")):
         name = name.replace(old, new)
-    return name
+    return "".join("_" if ch < " " or ch == "\x7f" else ch for ch in name) or "topology"
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from optcoll.core.output import check_output, input_files
+    from optcoll.core.output import check_output
     from optcoll.io import load_topology, save_schedule
     from optcoll.plot import plot_cut, save_figure
     from optcoll.schedules.solution import solve
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     picture_path = out_dir / f"{stem}.cut.png"
     rooted = args.collective in ("broadcast", "reduce")
     outputs = (schedule_path,) if rooted else (schedule_path, picture_path)
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     for path in outputs:
         check_output(path, force=args.force, inputs=inputs)
     solution = solve(
@@ -179,13 +182,12 @@ def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --collective alltoall``: t*, routes attaining it, verification, file and picture."""
     import time
 
-    from optcoll.core.output import input_files
     from optcoll.io import save_schedule
     from optcoll.plot import plot_link_utilisation, save_figure
     from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
     from optcoll.verify.schedule import verify_schedule
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     schedule_path, picture_path = _outputs(stem, "loads", args, inputs)
     started = time.perf_counter()
     bound = alltoall_bound(topology)
@@ -243,7 +245,6 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --groups``: the groups' bound, schedule, verification, file and link picture."""
     import time
 
-    from optcoll.core.output import input_files
     from optcoll.exceptions import MethodError
     from optcoll.groups.schedule import groups_collective
     from optcoll.io import write_document
@@ -256,7 +257,7 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
             "the optimum, and a broadcast or reduce is rooted at each group's first member"
         )
     topology = groups.topology
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     schedule_path, picture_path = _outputs(stem, "links", args, inputs)
     started = time.perf_counter()
     schedule = groups_collective(groups, args.collective, form=args.group_form)

@@ -44,6 +44,7 @@ __all__ = [
     "path_argument",
     "node_argument",
     "number_argument",
+    "flag_argument",
 ]
 
 T = TypeVar("T")
@@ -201,3 +202,16 @@ def number_argument(value: Any, name: str, *, minimum: Fraction | int = 0) -> Fr
     if number < minimum:
         raise ArgumentError(f"{name} must be at least {minimum}, got {_shown(value)}")
     return number
+
+
+def flag_argument(value: Any, name: str) -> bool:
+    """``value`` if it is a ``bool`` (``progress='yes'`` is not ``True``).
+
+    Examples
+    --------
+    >>> flag_argument(False, "progress")
+    False
+    """
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be True or False, got {_shown(value)}")
+    return value

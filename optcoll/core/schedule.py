@@ -431,6 +431,10 @@ class Schedule:
         When the trees are the images of the representatives' (the trees rooted at
         :meth:`Rotation.representatives`) under the rotation's powers: the file
         holds only those and the rotation (written so only if it checks out).
+    stated_algbw : float, optional
+        The ``algbw`` a schedule file states (read back only so that
+        :func:`~optcoll.verify.schedule.verify_schedule` can judge it; files are
+        written with the one :attr:`algbw` computes).
     """
 
     collective: str
@@ -445,6 +449,7 @@ class Schedule:
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
     routes: tuple[Route, ...] = ()
     rotation: Rotation | Rotations | None = field(default=None, compare=False, repr=False)
+    stated_algbw: float | None = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
@@ -592,6 +597,11 @@ class Schedule:
                 )
             trees = rotation.expand(trees, tuple(nodes))
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
+        algbw = data.get("algbw")
+        if algbw is not None and (
+            isinstance(algbw, bool) or not isinstance(algbw, int | float) or not algbw >= 0
+        ):
+            raise ScheduleError(f"field 'algbw' must be a number >= 0, got {algbw!r}")
         return cls(
             collective=collective,
             topology=str(data["topology"]),
@@ -605,6 +615,7 @@ class Schedule:
             stats=dict(data.get("stats", {})),
             routes=routes,
             rotation=rotation,
+            stated_algbw=algbw,
         )
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
+    ArgumentError,
     BandwidthError,
     DuplicateNodeError,
     ImportFormatError,
@@ -226,11 +227,15 @@ class Topology:
         rank_order: Iterable[str] | None = None,
     ) -> None:
         set_ = object.__setattr__
-        set_(self, "name", str(name))
-        set_(self, "nodes", tuple(nodes))
-        set_(self, "links", tuple(links))
-        set_(self, "bandwidth_unit", str(bandwidth_unit))
-        set_(self, "description", str(description))
+        set_(self, "name", _text(name, "topology name"))
+        set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
+        set_(self, "links", tuple(_iterable(links, "links")))
+        set_(self, "bandwidth_unit", _text(bandwidth_unit, "bandwidth_unit"))
+        if not self.bandwidth_unit:
+            raise ArgumentError("bandwidth_unit must name a unit such as 'GB/s', got ''")
+        if not isinstance(description, str):
+            raise ArgumentError(f"description must be a string, got {type(description).__name__}")
+        set_(self, "description", description)
         set_(self, "_bandwidths", self._validate())
         set_(self, "rank_order", self._ranks(rank_order))
 
@@ -436,7 +441,7 @@ class Topology:
         """True if ``node_id`` is a compute node."""
         try:
             return self.node[node_id].is_compute
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: not even hashable
             raise UnknownNodeError(f"unknown node {node_id!r} in topology {self.name!r}") from None
 
     @cached_property
@@ -519,9 +524,11 @@ class Topology:
         >>> t.cut_bandwidth({"a", "s"})
         Fraction(5, 1)
         """
-        inside = set(side)
+        if isinstance(side, str):
+            raise ArgumentError(f"side must be a set of node ids, not the string {side!r}")
+        inside = set(_iterable(side, "side"))
         for v in inside:
-            self.is_compute(v)
+            self.is_compute(_node_id(v, "side"))
         return sum(
             (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
             Fraction(0),
@@ -557,6 +564,13 @@ class Topology:
         >>> usable.capacity[("w", "b")], usable.short_switches()
         (Fraction(1, 1), [])
         """
+        if not isinstance(capacity, Mapping):
+            raise ArgumentError(
+                f"capacity must map (src, dst) pairs to numbers, got {type(capacity).__name__}"
+            )
+        for arc in capacity:
+            if not (isinstance(arc, tuple) and len(arc) == 2):
+                raise ArgumentError(f"capacity key {arc!r} is not a (src, dst) pair")
         links = [Link(u, v, c) for (u, v), c in capacity.items() if c > 0]
         return Topology(
             self.name,
@@ -724,6 +738,11 @@ class Topology:
         if scale <= 0:
             raise BandwidthError(f"scale factor must be positive, got {factor!r}")
         chosen: Callable[[Link], bool]
+        if not isinstance(selector, str) and not callable(selector):
+            raise ArgumentError(
+                f"selector must be a node id or a predicate on links, got {selector!r} "
+                f"({type(selector).__name__})"
+            )
         if isinstance(selector, str):
             self.is_compute(selector)
             node = selector
@@ -1144,3 +1163,21 @@ class TopologyBuilder:
     def build(self) -> Topology:
         """Validate and freeze."""
         return Topology(self.name, self.nodes, self.links, self.bandwidth_unit, self.description)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{what} must be a string, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _iterable(value: Any, what: str) -> Iterable[Any]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ArgumentError(f"{what} must be a collection, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _node_id(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{what} holds {value!r}, which is not a node id (a string)")
+    return value

@@ -17,8 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.limits import check_nesting
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ImportFormatError
+from optcoll.io.document import read_text
 
 __all__ = ["from_graphml", "from_networkx"]
 
@@ -51,8 +53,16 @@ def from_graphml(
 
     path = Path(path)
     try:
+        root = ElementTree.fromstring(read_text(path))
+        check_nesting(root, str(path), ImportFormatError)
+        nested = root.find(".//{*}node/{*}graph")
+        if nested is not None:
+            raise ImportFormatError(
+                f"{path}: a <node> holds a nested <graph> (id {nested.get('id')!r}); nested "
+                "graphs are not read (their nodes would be lost): flatten the graph"
+            )
         graph = nx.read_graphml(path)
-    except (ElementTree.ParseError, nx.NetworkXError, ValueError, KeyError) as err:
+    except (ElementTree.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError) as err:
         raise ImportFormatError(f"{path}: not a readable GraphML file ({err})") from None
     return from_networkx(
         graph,

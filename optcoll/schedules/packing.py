@@ -71,6 +71,7 @@ from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import (
     as_topology,
     count_argument,
+    flag_argument,
     instance_argument,
     topology_argument,
 )
@@ -1122,6 +1123,7 @@ def pack_arborescences(
     """
     topology = as_topology(topology)
     k = None if k is None else count_argument(k, "k")
+    flag_argument(progress, "progress")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
     return _pack_arborescences(

@@ -41,6 +41,7 @@ from optcoll.core.arguments import (
     as_topology,
     collective_argument,
     count_argument,
+    flag_argument,
     node_argument,
     path_argument,
 )
@@ -325,6 +326,7 @@ def solve(
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
     root = None if root is None else node_argument(topo, root, "root")
+    flag_argument(progress, "progress")
     bound = None
     if collective == "alltoall":
         optimum = _alltoall_bound(topo, None)

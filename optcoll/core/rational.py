@@ -126,8 +126,8 @@ def exact_number(value: Any, what: str) -> Fraction:
     (Fraction(100, 3), Fraction(1, 1))
     """
     if isinstance(value, str) and _FRACTION_TEXT.fullmatch(value):
-        numerator, _, below = value.partition("/")
-        numerator, denominator = int(numerator), int(below or 1)
+        above, _, below = value.partition("/")
+        numerator, denominator = int(above), int(below or 1)
         if denominator == 0:
             raise ValueError(f"{what} has a zero denominator: {value!r}")
         return Fraction(numerator, denominator)

@@ -496,14 +496,15 @@ def _grow(
     group: RootSymmetry | None = None
     exhausted: set[tuple[int, int]] = set()
     while True:
-        best: tuple[tuple[int, int], list[int], RootSymmetry] | None = None
+        best: tuple[tuple[bool, int, int], list[int], Any] | None = None
         for members in sorted(classes.values(), key=lambda m: m[0]):
             if len(members) < 2:
                 continue
             r = members[0]
             orbit = {r} if group is None else set(group.orbit_of(r))
             targets = [v for v in members if v not in orbit and (r, v) not in exhausted]
-            targets.sort(key=lambda v, r=r: (v not in out[r], v))  # translations by an arc first
+            neighbours = out[r]
+            targets.sort(key=lambda v: (v not in neighbours, v))  # translations by an arc first
             for v in targets[:SEARCH_TARGETS]:
                 exhausted.add((r, v))
                 pairs = (
@@ -511,16 +512,16 @@ def _grow(
                     if group is None
                     else [(group.image(i, r), group.image(i, v)) for i in range(group.order)]
                 )
-                colour = stable.copy()
-                fresh = int(colour.max()) + 1
+                paired = stable.copy()
+                fresh = int(paired.max()) + 1
                 for i, (x, y) in enumerate(pairs):
-                    colour[x] = colour[n + y] = fresh + i
+                    paired[x] = paired[n + y] = fresh + i
                 wanted = capacity.get((r, v))
-                for g in refiner.search(
-                    colour,
-                    lambda x, y, wanted=wanted: capacity.get((x, y)) == wanted,
-                    SEARCH_LEAVES,
-                ):
+
+                def along(x: int, y: int, wanted: Any = wanted) -> bool:
+                    return capacity.get((x, y)) == wanted
+
+                for g in refiner.search(paired, along, SEARCH_LEAVES):
                     if not preserves_capacity(capacity, dict(enumerate(g))):
                         continue
                     if any(g[h[x]] != h[g[x]] for h in generators for x in range(n)):

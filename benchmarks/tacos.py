@@ -183,6 +183,7 @@ def plan_side(spec: str, latency: Fraction, root: Path) -> dict[str, object]:
         capture_output=True,
         text=True,
         check=True,
+        cwd=root,  # python -c puts the working folder first on sys.path
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     ).stdout
     return json.loads(out.splitlines()[-1])

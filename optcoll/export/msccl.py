@@ -548,7 +548,7 @@ def _levels(schedule: Schedule) -> list[dict[str, int]] | None:
     >>> s = Schedule("broadcast", "p", ("a", "b", "c"), 1, (t,), root="a",
     ...              stats={"priority": "depth"})
     >>> _levels(s)
-    [{'c': -1, 'b': -2}]
+    [{'b': -2, 'c': -1}]
     """
     starts = schedule.stats.get("starts")
     if starts is not None:

@@ -21,11 +21,18 @@ simulator's model:
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
-(one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it); the ring and
-the hierarchical ring (as tree schedules, :func:`optcoll.sim.cost_model.ring_schedule`); NCCL's
-double binary tree (allreduce); for all-to-all the optimal routes, ``direct`` (every
-pair on its widest path) and ``hierarchical (rail)``
-(:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`).
+(one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it), and
+every other ``k`` below the largest of those whose packing is closer to the optimum than
+every smaller ``k``'s; the ring and the hierarchical ring (as tree schedules,
+:func:`optcoll.sim.cost_model.ring_schedule`); NCCL's double binary tree (allreduce); for
+all-to-all the optimal routes, ``direct`` (every pair on its widest path) and
+``hierarchical (rail)`` (:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for
+an allgather on a direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
+(:mod:`optcoll.sim.timetable`, synthesized for each size).
+
+:func:`plan` chooses, at each size, the candidate, the order in which each link serves its
+waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
+slice size (see :func:`plan`).
 
 Examples
 --------
@@ -77,13 +84,15 @@ __all__ = [
 ]
 
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
-PLAN_TASKS = 600_000
+PLAN_TASKS = 300_000
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
 TIMETABLE = "timetable"
 #: How many of the fastest candidates (in their first order) try their other orders.
-REORDERED = 3
+REORDERED = 2
+#: How many of the fastest (candidate, order) pairs search for their slice.
+REFINED = 1
 #: The slice search divides (or multiplies) the slice by this each step...
 SLICE_STEP = 4
 #: ... while the time falls by more than this share.
@@ -397,10 +406,10 @@ def plan(
 
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
     of ``slice_bytes``, and the :data:`REORDERED` fastest of them in their other orders;
-    with ``choose_slice``, the two fastest (candidate, order) pairs then try slices a quarter as large, and
-    again, while that is faster by more than :data:`SLICE_GAIN` and builds at most
-    ``max_tasks`` tasks (with a per-step ``overhead``, also slices four times as large,
-    while they are faster). A candidate
+    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
+    slices a quarter as large, and again, while that is faster by more than
+    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (with a per-step
+    ``overhead``, also slices four times as large, while they are faster). A candidate
     whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) at
     the first slice gets no time there, and so does one that provably cannot win: its
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
@@ -545,7 +554,7 @@ class _Search:
                 self.run(trial.option, priority, slice_bytes)
 
     def refine(self, slice_bytes: int | None) -> None:
-        """Smaller (and, with an overhead, larger) slices for the two fastest
+        """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
         (candidate, order) pairs, while they are faster (see :func:`plan`)."""
         if slice_bytes is None or not self.trials:
             return
@@ -556,7 +565,7 @@ class _Search:
         factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.overhead > 0 else (
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
-        for start in pairs[:2]:
+        for start in pairs[:REFINED]:
             for factor in factors:
                 current, piece = start, slice_bytes
                 while True:
@@ -641,9 +650,9 @@ def schedule_bands(
     >>> options = candidates(topo)
     >>> rows = plan(topo, "allgather", [1024, 2**20, 2**30], options=options)
     >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
-    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('k=8', 1073741824, None)]
+    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('optimal (k=13)', 1073741824, None)]
     >>> [c.schedule.stats["priority"] for c, _, _ in schedule_bands(rows, options)]
-    ['depth', 'progress', 'progress']
+    ['progress', 'progress', 'progress-depth']
     """
     methods = [o.method for o in options if o.schedule is not None or o.chunks_per_node]
     bands = []

@@ -59,7 +59,8 @@ LIMIT = 600.0
 _CHILD = """
 import json, resource, sys, time
 from optcoll.io import load_topology
-from optcoll.groups.bounds import groups_bound, parse_groups
+from optcoll.groups.bounds import groups_bound
+from optcoll.io.process_groups import parse_groups
 spec, text, relay, form = sys.argv[1:5]
 topology = load_topology(spec)
 wall, cpu = time.perf_counter(), time.process_time()

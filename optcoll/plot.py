@@ -35,7 +35,6 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 from matplotlib import colormaps
@@ -49,15 +48,13 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from optcoll.core.arguments import instance_argument, schedule_argument, topology_argument
+from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.loads import PHASES, link_loads, route_loads
 from optcoll.core.output import check_output, require_suffix, write_output
 from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, PlotError, UnknownNodeError
-
-if TYPE_CHECKING:
-    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "PICTURE_SUFFIXES",
@@ -955,16 +952,15 @@ def plot_group_links(
     --------
     >>> from optcoll import load_topology
     >>> from optcoll.groups.schedule import groups_schedule
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> topo = load_topology("dgx-a100:2")
     >>> plot_group_links(topo, groups_schedule(parse_groups(topo, "strided:2"))).get_title()
     'allgather of 8 groups on dgx-a100:2 (relay members): 64 links used, 0 shared'
     """
-    from optcoll.groups.schedule import GroupsSchedule
 
     topology_argument(topology)
     instance_argument(
-        schedule, GroupsSchedule, "schedule", "optcoll.groups.schedule.GroupsSchedule"
+        schedule, GroupsSchedule, "schedule", "optcoll.core.groups_schedule.GroupsSchedule"
     )
     users: dict[tuple[str, str], dict[int, Fraction]] = defaultdict(dict)
     for index, group in enumerate(schedule.groups):

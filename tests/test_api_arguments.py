@@ -18,8 +18,10 @@ import pytest
 import optcoll
 from optcoll import export, io, plot
 from optcoll.bounds import cut_ratio as bound
+from optcoll.core import process_groups
 from optcoll.exceptions import ArgumentError, OptCollError
 from optcoll.groups import bounds as groups
+from optcoll.io import process_groups as process_groups_io
 from optcoll.schedules import alltoall, collectives, packing
 from optcoll.sim import cost_model as simulate
 from optcoll.studies import crosscheck, resilience, sweep
@@ -28,7 +30,7 @@ from optcoll.verify import schedule as verify
 
 TOPO = optcoll.load_topology("ring:4")
 SCHEDULE = optcoll.solve(TOPO, "allgather").schedule
-GROUPS = groups.parse_groups(TOPO, "blocks:2")
+GROUPS = process_groups_io.parse_groups(TOPO, "blocks:2")
 SPEC = sweep.parse_sweep_spec({"base": "ring:{n}", "grid": {"n": [3]}, "quantities": ["k"]})
 
 #: Wrong for any argument that wants a topology, schedule, name, count or path.
@@ -93,12 +95,12 @@ def _cases() -> list[tuple[str, Callable[..., Any], dict[str, Any], str, Any]]:
             {"topology": NOT_A_TOPOLOGY, "k": NOT_A_COUNT, "bound": [3]},
         ),
         (
-            groups.parse_groups,
+            process_groups_io.parse_groups,
             {"topology": TOPO, "text": "blocks:2"},
             {"topology": NOT_A_TOPOLOGY, "text": [None, 3], "relay": [3, "nobody"]},
         ),
         (
-            groups.make_groups,
+            process_groups.make_groups,
             {"topology": TOPO, "groups": [["n0", "n1"], ["n2", "n3"]]},
             {"topology": NOT_A_TOPOLOGY, "groups": [None, 3, "n0"], "relay": [3, "nobody"]},
         ),

@@ -1,10 +1,12 @@
-"""Imports flow one way: no cycle among the modules of optcoll and formulations, and the
-model layer (formulations) uses only the foundation of optcoll.
+"""Imports flow one way: the folders of optcoll are layers, no module imports a higher
+layer, no import cycle, and formulations (the model layer) imports nothing of optcoll.
 
-The import graph is read from the source with :mod:`ast` (every ``import`` and
-``from ... import``, those inside functions included), so a lazy import that closes a
-cycle counts as much as a top-level one. Imports under ``if TYPE_CHECKING:`` are never
-executed and only name types for annotations, so they are left out.
+The import graph is read from the source with :mod:`ast`: every ``import`` and
+``from ... import``, those inside functions and under ``if TYPE_CHECKING:`` included,
+so a lazy or annotation-only import that closes a cycle counts as much as a top-level
+one. A function-level import of a project module is allowed only in ``cli/`` (a
+command's code on use) or when the imported module loads a heavy stack (PuLP, HiGHS,
+SciPy, networkx, matplotlib, ...) at import, so that light commands stay light.
 """
 
 from __future__ import annotations
@@ -44,15 +46,7 @@ def _import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        type_only = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-            for inner in ast.walk(node)
-        }
         for node in ast.walk(tree):
-            if id(node) in type_only:
-                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -103,16 +97,11 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_lazy_and_package_imports():
     graph = _import_graph()
-    assert (
-        "optcoll.schedules.packing" in graph["optcoll.schedules.collectives"]
-    )  # imported inside a function
+    assert "optcoll.bounds.congestion" in graph["optcoll.bounds.cut_ratio"]  # in a function
+    assert "optcoll.groups.concurrent" in graph["optcoll.groups.bounds"]  # TYPE_CHECKING
     assert "optcoll.topologies.registry" in graph["optcoll.topologies.dgx"]
-    assert "optcoll.bounds.congestion" in graph["optcoll.bounds.cut_ratio"]
     assert "formulations.congestion" in graph["optcoll.bounds.congestion"]
     assert "formulations.multicommodity" in graph["optcoll.groups.concurrent"]
-    assert (
-        "optcoll.groups.bounds" not in graph["optcoll.groups.concurrent"]
-    )  # under TYPE_CHECKING only
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -155,3 +144,112 @@ def test_small_commands_do_not_import_the_heavy_stacks(command):
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]", run.stdout + run.stderr
+
+
+#: The layers of optcoll, lowest first, and the lower folders each may import (besides
+#: ``optcoll.exceptions`` and ``formulations``, which every folder may use). A folder not
+#: named here is a single module at the top of the package: it may import the folders
+#: listed under ``may_import`` of ``ABOVE_ALL``.
+LAYERS: dict[str, set[str]] = {
+    "core": set(),
+    "topologies": {"core"},
+    "graph": {"core"},
+    "lp": {"core"},
+    # independent checkers: they share no code with the builders and writers they judge
+    "verify": {"core"},
+    "io": {"core", "topologies"},
+    "bounds": {"core", "topologies", "graph", "lp"},
+    "schedules": {"core", "topologies", "io", "graph", "lp", "bounds", "verify"},
+    "groups": {"core", "topologies", "io", "graph", "lp", "bounds", "schedules", "verify"},
+    "sim": {"core", "topologies", "io", "graph", "lp", "bounds", "schedules", "groups", "verify"},
+    "export": {"core", "topologies", "io", "graph", "bounds", "schedules", "groups", "sim"},
+    "plot": {"core", "topologies", "io", "graph", "bounds", "schedules", "groups", "sim"},
+}
+ABOVE_ALL = {"studies", "cli", "__init__", "__main__"}  # may import every layer
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "formulations" or parts[1:] == ["exceptions"]:
+        return "base"
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_folder_is_a_layer():
+    folders = {_folder(m) for m in _modules()} - {"base"}
+    assert folders <= set(LAYERS) | ABOVE_ALL, folders - set(LAYERS) - ABOVE_ALL
+
+
+def test_no_folder_imports_a_higher_layer():
+    """Lazy and TYPE_CHECKING imports included: verify/ imports only core (its checks
+    are independent of the code that builds schedules and writes programs)."""
+    wrong = []
+    for name, targets in _import_graph().items():
+        folder = _folder(name)
+        for target in targets:
+            other = _folder(target)
+            if other in ("base", folder) or folder in ABOVE_ALL or folder == "base":
+                continue
+            if other not in LAYERS.get(folder, set()):
+                wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def _heavy_at_import() -> set[str]:
+    """The project modules whose top-level imports load a heavy stack, transitively."""
+    modules = _modules()
+    direct: dict[str, set[str]] = {}
+    heavy: set[str] = set()
+    for name, path in modules.items():
+        direct[name] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] in HEAVY:
+                    heavy.add(name)
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    direct[name].add(target)
+    grew = True
+    while grew:
+        grew = False
+        for name, targets in direct.items():
+            if name not in heavy and targets & heavy:
+                heavy.add(name)
+                grew = True
+    return heavy
+
+
+def test_function_level_imports_only_for_heavy_modules():
+    """Outside cli/, a project module is imported inside a function only to keep a heavy
+    stack (PuLP, HiGHS, SciPy, networkx, matplotlib, ...) off the import path."""
+    heavy = _heavy_at_import()
+    assert "optcoll.bounds.congestion" in heavy and "optcoll.core.topology" not in heavy
+    lazy = []
+    for name, path in _modules().items():
+        if name.startswith("optcoll.cli"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or node.level or id(node) in top:
+                continue
+            if not node.module or node.module.split(".")[0] not in PACKAGES:
+                continue
+            if node.module == "optcoll" and [a.name for a in node.names] == ["__version__"]:
+                continue
+            in_type_block = any(
+                isinstance(block, ast.If)
+                and ast.unparse(block.test) == "TYPE_CHECKING"
+                and node in ast.walk(block)
+                for block in tree.body
+            )
+            if not in_type_block and node.module not in heavy:
+                lazy.append(f"{name}:{node.lineno} {node.module}")
+    assert lazy == []

@@ -25,6 +25,8 @@ RUNS = {
     "trees": ["trees", "ring:4"],
     "export": ["export", "ring:4", "-o", "{tmp}/ring.xml"],
     "check_xml": ["check-xml", "{tmp}/program.xml"],
+    "check_et": ["check-et", "{tmp}/trace"],
+    "check_plan": ["check-plan", "{tmp}/plan.outofplace.json"],
     "compare": ["compare", "ring:4", "--sizes", "1M"],
     "simulate": ["simulate", "ring:4", "{tmp}/schedule.json", "--sizes", "1M"],
     "plan": ["plan", "ring:4", "--sizes", "1K", "1M", "--export", "{tmp}/bands"],
@@ -60,13 +62,27 @@ def schedule_file(tmp_path):
     assert main(["trees", "ring:4", "-o", str(tmp_path / "schedule.json")]) == 0
     program = ["export", "ring:4", "--collective", "allreduce", "-o", str(tmp_path / "program.xml")]
     assert main(program) == 0  # one file serving both placements
+    traces = [
+        "export",
+        "ring:4",
+        "--format",
+        "chakra",
+        "--size",
+        "1M",
+        "-o",
+        str(tmp_path / "trace"),
+    ]
+    assert main(traces) == 0
+    plan = ["export", "ring:4", "--collective", "allreduce", "--format", "mscclpp"]
+    assert main([*plan, "-o", str(tmp_path / "plan.json")]) == 0
     (tmp_path / "sweep.yaml").write_text("base: ring:{n}\ngrid: {n: [3, 4]}\nquantities: [k]\n")
     return tmp_path
 
 
 def test_every_command_is_exercised():
     without_output_file = {
-        "topologies", "show", "bound", "verify", "crosscheck", "check_xml", "simulate"
+        "topologies", "show", "bound", "verify", "crosscheck", "check_xml", "check_et",
+        "check_plan", "simulate",
     }  # fmt: skip
     assert set(RUNS) == set(COMMANDS)
     assert {argv[0] for argv in BAD_SUFFIX.values()} == set(COMMANDS) - without_output_file

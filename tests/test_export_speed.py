@@ -7,14 +7,10 @@ placement, default options) must pass ``check-xml`` (parser rules, executed at d
 1, 2 and 8, data correct, no race) and simulate at 1 GiB within a stated factor of the
 trees' simulated time (both in :mod:`optcoll.sim.simulator`, with its defaults).
 
-The limits are what was measured with margin (``python -m benchmarks.export
---simulate --against main``; XML time over trees time at 1 GiB, the previous exporter's
-in brackets): dgx-a100:2 allgather 1.021 (1.267), reduce-scatter 1.042 (1.343),
-allreduce 1.066 (2.038); torus:4x4 1.007 (1.584), 1.015 (1.440), 1.015 (1.594);
-dgx-h100:4 (k = 1) 1.012 (1.013), 1.002 (1.005), 1.012 (1.689); mi250:2 1.578
-(2.613), 1.736 (3.211), 1.743 (2.666). mi250:2's k = 16 trees are up to 12 edges deep and a
-loop holds only 4 slices at 1 GiB; within a loop the simulator serves a link first
-come first served, which costs even the trees 1.45 of the bound there.
+The limits are the measured factors with a margin (``python -m benchmarks.export
+--simulate``; the figures are in ``docs/measured.md``). mi250:2's k = 16 trees are up to
+12 edges deep and a loop holds only 4 slices at 1 GiB; within a loop the simulator serves
+a link first come first served, which costs even the trees 1.45 of the bound there.
 """
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ from formulations.fixed_k import build_fixed_k
 from formulations.multicast import build_multicast
 from formulations.solve import _HIGHS_STATUS, Status, solve
 from optcoll import load_topology
-from optcoll.core.output import write_model
 from optcoll.exceptions import (
     FileFormatError,
     InfeasibleModelError,
     SolverLimitError,
     UnboundedModelError,
 )
+from optcoll.lp.model_file import write_model
 
 
 def one_variable(name: str, bound: float | None, rhs: float) -> pulp.LpProblem:

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from formulations.tree_packing import build_tree_master
 from optcoll import load_topology
-from optcoll.schedules import tree_packing
 from optcoll.bounds.congestion import lp_cut_ratio
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import SolverLimitError, TopologyError
+from optcoll.schedules import tree_packing
 from optcoll.schedules.tree_packing import TreePackingResult, fractional_tree_packing
 
 Arc = tuple[str, str]

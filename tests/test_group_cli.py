@@ -12,8 +12,9 @@ import pytest
 
 from optcoll import load_topology
 from optcoll.cli import main
-from optcoll.groups.bounds import make_groups, parse_groups
+from optcoll.core.process_groups import make_groups
 from optcoll.groups.schedule import groups_lower_bound
+from optcoll.io.process_groups import parse_groups
 from optcoll.io.schedule_json import load_any_schedule
 from optcoll.sim.simulator import data_bytes, simulate_msccl
 from optcoll.verify.msccl import check_file

@@ -15,11 +15,12 @@ from test_groups import SMALL, concurrent_groups
 from formulations.column_generation import Column
 from optcoll import load_topology
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.topology import Topology
 from optcoll.exceptions import GroupError, MethodError
-from optcoll.groups.bounds import ProcessGroups, make_groups, parse_groups
 from optcoll.groups.concurrent import ConcurrentGroups, concurrent_optimum
 from optcoll.groups.tree_columns import tree_bound, tree_column_optimum
+from optcoll.io.process_groups import parse_groups
 from optcoll.lp.column_generation import column_generation
 
 

@@ -16,12 +16,13 @@ from test_groups import concurrent_groups, unpruned_optimum
 from optcoll import load_topology
 from optcoll.bounds.multicommodity import solve_multicommodity
 from optcoll.cli import main
+from optcoll.core.groups_schedule import GroupsSchedule
+from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.exceptions import OptCollError, ScheduleError
-from optcoll.groups.bounds import ProcessGroups, groups_bound, make_groups, parse_groups
+from optcoll.groups.bounds import groups_bound
 from optcoll.groups.concurrent import group_commodities
 from optcoll.groups.schedule import (
-    GroupsSchedule,
     group_roots,
     groups_collective,
     groups_lower_bound,
@@ -30,6 +31,7 @@ from optcoll.groups.schedule import (
     rooted_optimum,
 )
 from optcoll.io import load_schedule
+from optcoll.io.process_groups import parse_groups
 from optcoll.schedules.collectives import is_symmetric
 from optcoll.verify.schedule import verify_groups_schedule
 

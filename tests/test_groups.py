@@ -20,16 +20,13 @@ from optcoll import load_topology
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.bounds.multicommodity import solve_multicommodity
 from optcoll.cli import main
+from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.topology import Node, Topology
 from optcoll.exceptions import GroupError
-from optcoll.groups.bounds import (
-    ProcessGroups,
-    group_optimum,
-    groups_bound,
-    make_groups,
-    parse_groups,
-)
+from optcoll.groups.bounds import group_optimum, groups_bound
 from optcoll.groups.concurrent import concurrent_optimum, group_commodities
+from optcoll.groups.symmetry import group_automorphism
+from optcoll.io.process_groups import parse_groups
 
 #: The bandwidths of the random topologies (exact, decimal-free, awkward ratios).
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
@@ -247,9 +244,9 @@ def test_symmetric_lp_equals_the_full_lp(spec: str, text: str, optimum: Fraction
 def test_automorphisms_are_checked() -> None:
     topo = load_topology("ring:6,bw=1")
     sizes = make_groups(topo, [["n0", "n1"], ["n2", "n3", "n4"]], relay="any")
-    assert sizes.automorphism(0, 1) is None
+    assert group_automorphism(sizes, 0, 1) is None
     turn = make_groups(topo, [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]], relay="any")
-    sigma = turn.automorphism(0, 1)
+    sigma = group_automorphism(turn, 0, 1)
     assert sigma is not None and [sigma[f"n{i}"] for i in range(6)] == [
         "n2",
         "n3",
@@ -261,7 +258,7 @@ def test_automorphisms_are_checked() -> None:
     # one link twice as wide: no automorphism takes group 0 onto group 1, the full LP runs
     heavy = topo.scale_links(lambda link: (link.src, link.dst) == ("n0", "n1"), 2)
     uneven = make_groups(heavy, [["n0", "n1"], ["n2", "n3"], ["n4", "n5"]], relay="any")
-    assert uneven.automorphism(0, 1) is None
+    assert group_automorphism(uneven, 0, 1) is None
     solved = concurrent_optimum(uneven, [0, 1, 2])
     assert not solved.symmetric and solved.time_factor == unpruned_optimum(uneven)
 

@@ -121,7 +121,7 @@ def test_exports_write_the_rank_order_and_follow_it(tmp_path, collective):
 def test_views_of_a_topology_keep_its_rank_order(tmp_path):
     from fractions import Fraction
 
-    from optcoll.groups.bounds import make_groups
+    from optcoll.core.process_groups import make_groups
     from optcoll.groups.schedule import share_topology
     from optcoll.studies.resilience import failed_topology
 

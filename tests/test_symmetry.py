@@ -21,6 +21,7 @@ from optcoll.schedules.packing import (
     chunk_capacities,
     expand_packing,
     pack_arborescences,
+    pack_layered,
     pack_symmetric,
 )
 from optcoll.schedules.tree_shape import shorten_trees, tree_heights
@@ -70,14 +71,18 @@ def test_symmetric_schedules_are_exactly_optimal_and_verified(spec):
     assert verdict.valid and verdict.time_factor == fast.cut_ratio, verdict.problems
 
 
-def test_a_stuck_greedy_falls_back_to_packing_every_root():
-    """dgx-a100:2 has a rotation (order 8) but its greedy trees with k = 13 get stuck."""
+def test_layered_trees_pack_where_the_greedy_gets_stuck():
+    """dgx-a100:2's greedy orbit trees with k = 13 get stuck; the layered packing of one
+    root (its automorphisms are transitive on the GPUs) is exactly optimal."""
     topology, logical, roots = logical_graph("dgx-a100:2")
-    groups = {v: topology.node[v].group for v in topology.compute_nodes}
-    assert pack_symmetric(logical, roots, root_symmetry(logical, groups)) is None
+    symmetry = root_symmetry(logical, {v: topology.node[v].group for v in topology.compute_nodes})
+    assert len(symmetry.representatives) == 1
+    assert pack_symmetric(logical, roots, symmetry) is None
+    assert pack_layered(logical, roots, symmetry) is not None
     schedule = pack_arborescences(topology)
-    assert schedule.stats["packed_roots"] == 16
-    assert schedule.time_factor == schedule.cut_ratio
+    assert schedule.stats["packed_roots"] == 1 and schedule.stats["height_excess"] == 0
+    verdict = verify_schedule(topology, schedule, optimum=schedule.cut_ratio, require_optimal=True)
+    assert verdict.valid and verdict.time_factor == schedule.cut_ratio, verdict.problems
 
 
 def check_expansion(logical, packing, symmetry, per_root):

@@ -91,7 +91,8 @@ def congestion_bound(
     problem = build_congestion(topology, form)
     built = time.perf_counter() - start
     where = f"congestion LP ({form} form) on {topology.name!r}"
-    result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
+    proved = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
+    result, primal = proved.result, proved.primal
     value = primal["t"] if form == "time" else 1 / primal["lam"]
     capacity: Mapping[tuple[str, str], int | Fraction] = caps
     if topology.short_switches():  # the cut is a bottleneck of the LP's forwardable capacity

@@ -60,6 +60,7 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
+from optcoll.graph.symmetry import automorphism_group
 
 __all__ = ["CutRatio", "optimal_cut_ratio", "METHODS", "BRUTE_FORCE_MAX_NODES"]
 
@@ -274,6 +275,11 @@ def optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutR
     """
     topology_argument(topology)
     text_argument(method, "method")
+    return _optimal_cut_ratio(topology, method)
+
+
+def _optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+    """The core of :func:`optimal_cut_ratio`: its arguments are already checked."""
     solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _forwardable(_combinatorial_cut_ratio),
         "lp": _lp_cut_ratio,
@@ -361,6 +367,12 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
       its capacity from below. (In a DGX box, once one GPU is merged, the
       NVSwitch term certifies every other GPU of the box.)
 
+    * On a large topology with automorphisms (:func:`~optcoll.graph.symmetry.automorphism_group`,
+      compute nodes and switches kept apart, every map checked exactly), ``maxflow(s, v)``
+      is the same for all compute nodes of an orbit (an automorphism that fixes the
+      source's arcs maps a flow to ``v`` onto one to its image), so one plain max-flow
+      per orbit decides the pass: one on a torus or hypercube.
+
     Any sink order is correct; the one used takes locally certified sinks
     first, then for a max-flow a sink no merged node has an arc into (on a
     ring: every other node, after which the rest pass locally), else the next
@@ -377,7 +389,12 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     best, best_cut = _starting_cut(topology, caps)
     search = _ParametricSearch(topology, caps, best)
     rooted = search.rooted
-    while (sink := rooted.next_sink(search.requirement())) is not None:
+    representatives = _sink_representatives(topology, caps)
+    if representatives is not None:  # one unmerged max-flow per orbit of sinks
+        for sink in representatives:
+            while (side := search.violated_cut(sink)) is not None:
+                best_cut = search.improve(side)
+    while representatives is None and (sink := rooted.next_sink(search.requirement())) is not None:
         while (side := search.violated_cut(sink)) is not None:
             best_cut = search.improve(side)
         rooted.merge(sink)
@@ -387,6 +404,27 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
         "improvements": search.improvements,
     }
     return Fraction(search.p, search.q) / unit, best_cut, stats, topology
+
+
+#: Compute nodes from which :func:`_combinatorial_cut_ratio` looks for automorphisms.
+SYMMETRY_FROM = 256
+
+
+def _sink_representatives(
+    topology: Topology, caps: Mapping[tuple[str, str], int]
+) -> list[int] | None:
+    """One compute node index (declaration order) per orbit of a free group of
+    automorphisms, or None when the topology is small or no group is found."""
+    if topology.num_compute < SYMMETRY_FROM:
+        return None
+    ids = topology.node_ids
+    index = {v: i for i, v in enumerate(ids)}
+    arcs = {(index[a], index[b]): c for (a, b), c in caps.items()}
+    colour = [int(topology.is_compute(v)) for v in ids]
+    group = automorphism_group(len(ids), arcs, colour)
+    if group is None:
+        return None
+    return [r for r in group.representatives if colour[r]]
 
 
 class _ParametricSearch:

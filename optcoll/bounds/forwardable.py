@@ -231,7 +231,7 @@ def best_forwardable_capacity(
     from optcoll.lp.exact import solve_proved
 
     problem = build_forwardable_master(compute, switches, capacity, cuts, weights)
-    _, primal, _ = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts")
+    primal = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts").primal
     # an arc in no row is free: it keeps its whole capacity
     g = {arc: primal.get(f"g_{a}", Fraction(c)) for a, (arc, c) in enumerate(capacity.items())}
     return primal["lam"], g

@@ -115,7 +115,8 @@ def solve_multicommodity(
     problem = build_multicommodity(nodes, capacity, commodities, form)
     built = time.perf_counter() - start
     where = f"multi-commodity LP ({form} form, {len(commodities)} commodities)"
-    result, primal, dual = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
+    proved = solve_proved(problem, where, time_limit=time_limit, build_seconds=built)
+    result, primal, dual = proved.result, proved.primal, proved.dual
     timed = form == "time"
     value = primal["t" if timed else "lam"]
     if value <= 0:

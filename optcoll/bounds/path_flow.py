@@ -134,7 +134,8 @@ def path_concurrent_flow(
             break
     while True:
         master = build_path_master(capacity, pairs, columns)
-        _, primal, dual = solve_proved(master, "path-flow master")
+        proved = solve_proved(master, "path-flow master")
+        primal, dual = proved.primal, proved.dual
         exact_price = {arc: -dual.get(f"cap_{a}", Fraction(0)) for a, arc in enumerate(arcs)}
         if not _price(nodes, capacity, pairs, sources, exact_price, dual, known_columns, columns):
             break

@@ -36,6 +36,8 @@ COMMANDS = (
     "trees",
     "export",
     "check_xml",
+    "check_plan",
+    "check_et",
     "compare",
     "simulate",
     "plan",

@@ -116,13 +116,13 @@ def add_group_options(parser: argparse.ArgumentParser) -> None:
 
 
 def process_groups(topology: Any, args: argparse.Namespace) -> Any:
-    """The :class:`~optcoll.groups.bounds.ProcessGroups` of ``--groups``/``--relay``, or None.
+    """The :class:`~optcoll.core.process_groups.ProcessGroups` of ``--groups``/``--relay``, or None.
 
     Raises
     ------
     GroupError
         ``--relay`` or ``--group-form`` without ``--groups``, and every error of
-        :func:`optcoll.groups.bounds.parse_groups` (one line, exit 2).
+        :func:`optcoll.io.process_groups.parse_groups` (one line, exit 2).
 
     Examples
     --------
@@ -142,7 +142,7 @@ def process_groups(topology: Any, args: argparse.Namespace) -> Any:
             if value is not None:
                 raise GroupError(f"{flag} applies to process groups: give --groups too")
         return None
-    from optcoll.groups.bounds import parse_groups
+    from optcoll.io.process_groups import parse_groups
 
     return parse_groups(topology, args.groups, args.relay)
 

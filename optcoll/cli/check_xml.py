@@ -11,13 +11,13 @@ HELP = "check an MSCCL XML program against a runtime's limits and execute it"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, PROFILES
+    from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 
     parser.add_argument("file", metavar="FILE", help="MSCCL algorithm XML file")
     parser.add_argument(
         "--runtime",
         default=DEFAULT_RUNTIME,
-        choices=sorted(PROFILES),
+        choices=sorted(RUNTIMES),
         help=f"runtime whose parser limits apply (default {DEFAULT_RUNTIME})",
     )
     parser.add_argument(

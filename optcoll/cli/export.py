@@ -28,6 +28,9 @@ HELP = "write a collective schedule as MSCCL XML or schedule JSON"
 
 _ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
 
+#: Formats written by their own module: name -> "module:function(args, profile, sources)".
+_FORMATS = {"mscclpp": "optcoll.cli._export_mscclpp:export_mscclpp"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES
@@ -40,9 +43,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall"
     )
     parser.add_argument(
-        "--format", default="msccl", choices=("msccl", "json"), help="output format"
+        "--format",
+        default="msccl",
+        choices=("msccl", "json", "chakra", *_FORMATS),
+        help="output format (mscclpp: MSCCL++ JSON execution plans; chakra: ASTRA-sim traces "
+        "PREFIX.<rank>.et, needs --size)",
     )
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="file to write (chakra: PREFIX)"
+    )
+    parser.add_argument(
+        "--size",
+        type=message_size,
+        default=None,
+        metavar="SIZE",
+        help="with --format chakra: the message size the traces are for (e.g. 1M)",
+    )
     parser.add_argument(
         "--runtime",
         default=DEFAULT_RUNTIME,
@@ -127,6 +143,17 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if (args.format == "chakra") != (args.size is not None):
+        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    if args.format == "chakra":
+        from optcoll.cli._export_chakra import write_chakra
+
+        return write_chakra(args, _groups_schedule, _schedules)
+    if args.format in _FORMATS:
+        import importlib
+
+        module, function = _FORMATS[args.format].split(":")
+        return int(getattr(importlib.import_module(module), function)(args))
     if args.format == "msccl":
         require_suffix(args.output, (".xml",), "an MSCCL program")
     else:
@@ -169,8 +196,9 @@ def run(args: argparse.Namespace) -> int:
 def _groups_schedule(args: argparse.Namespace) -> tuple[Any, Any, Fraction | None] | None:
     """With ``--groups`` or a groups schedule file: the topology, the verified concurrent
     groups' schedule and its exact bound; else None."""
-    from optcoll.groups.bounds import make_groups
-    from optcoll.groups.schedule import GroupsSchedule, groups_collective, groups_lower_bound
+    from optcoll.core.groups_schedule import GroupsSchedule
+    from optcoll.core.process_groups import make_groups
+    from optcoll.groups.schedule import groups_collective, groups_lower_bound
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
     from optcoll.verify.schedule import verify_groups_schedule
@@ -605,10 +633,10 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+    if args.format == "msccl" and collective in profile.never_in_place:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
-            f"({profile.sources['inplace_alltoall']})"
+            f"({profile.sources['never_in_place']})"
         )
     if profile.max_files is not None and len(files) > profile.max_files:
         warnings.append(

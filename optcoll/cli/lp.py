@@ -56,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
-    from optcoll.core.output import check_output, input_files, write_model
+    from optcoll.core.output import check_output, input_files
     from optcoll.io import load_topology
+    from optcoll.lp.model_file import write_model
 
     inputs = input_files(args.topo)
     if args.lp_action == "export":

@@ -38,10 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
+    from optcoll.core.groups_schedule import GroupsSchedule
     from optcoll.core.output import check_output, input_files, require_suffix
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import MethodError, ScheduleError
-    from optcoll.groups.schedule import GroupsSchedule
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
 

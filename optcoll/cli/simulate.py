@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from optcoll.cli._core import (
@@ -36,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
     parser.add_argument(
-        "source", metavar="SCHEDULE|XML", help="schedule file (JSON/YAML) or MSCCL XML program"
+        "source",
+        metavar="SCHEDULE|XML|PLAN|PREFIX",
+        help="schedule file (JSON/YAML), MSCCL XML program, MSCCL++ plan (JSON) or Chakra "
+        "traces PREFIX.<rank>.et",
     )
     add_sizes_option(parser)
     add_simulator_options(parser)
@@ -63,14 +67,18 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.bounds.in_network import reduction_cut
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
     from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
         Network,
+        aggregation_tasks,
+        chakra_tasks,
         data_bytes,
         msccl_tasks,
+        read_chakra,
         read_msccl,
         schedule_tasks,
         simulate,
@@ -82,12 +90,41 @@ def run(args: argparse.Namespace) -> int:
     slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
     sizes = args.sizes or list(SIZES)
     network = Network.of(topology, latency)
-    if _is_xml(args.source):
+    in_network = False
+    if Path(f"{args.source}.0.et").is_file():
+        traces = read_chakra(args.source)
+        collective, root = traces.collective, None
+        if traces.root is not None:
+            root = (traces.members or topology.compute_nodes)[traces.root]
+        sizes = _chakra_sizes(traces.size, args.sizes, args.source)
+        tasks = chakra_tasks(traces, topology, network, slice_bytes=slice_bytes)
+        if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
+            collective = None  # a process group's traces: the whole topology's bound does not apply
+
+        def graph(size: int) -> Any:
+            return tasks
+    elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
+        from optcoll.sim.simulator import mscclpp_tasks
+        from optcoll.verify.mscclpp.plan import read_plan
+
+        plan = read_plan(args.source)
+        collective = _PLAN_COLLECTIVES.get(plan.collective, plan.collective)
+        root = None
+
+        def graph(size: int) -> Any:
+            return mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes)
+    elif _is_xml(args.source):
         algo = read_msccl(args.source)
         collective, root = algo.collective or algo.coll, None
 
         def graph(size: int) -> Any:
             return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    elif _is_aggregation(args.source):
+        aggregation = _checked_aggregation(args.source, topology)
+        collective, root, in_network = "allreduce", None, True
+
+        def graph(size: int) -> Any:
+            return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes)
     else:
         schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
         collective, root = schedule.collective, schedule.root
@@ -96,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
             return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
 
     bound = _lower_bound(topology, collective, root)
+    if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
+        bound = topology.num_compute * reduction_cut(topology).time_factor
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
@@ -142,6 +181,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_PLAN_COLLECTIVES = {"reducescatter": "reduce_scatter"}
+
+
+def _is_plan(path: str) -> bool:
+    """An MSCCL++ execution plan: a JSON object with ``gpus`` and ``protocol``."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and "gpus" in document and "protocol" in document
+
+
+def _chakra_sizes(size: int | None, sizes: list[int] | None, source: str) -> list[int]:
+    """The one size Chakra traces are for: their metadata's, else the one ``--sizes`` gives."""
+    from optcoll.exceptions import ScheduleError
+
+    if size is not None and sizes and sizes != [size]:
+        raise ScheduleError(
+            f"{source}: the traces are for {size} bytes (comm_size is fixed in them); drop "
+            "--sizes or give that size"
+        )
+    if size is None and (not sizes or len(sizes) != 1):
+        raise ScheduleError(
+            f"{source}: the traces name no message size (optcoll_bytes): give it with --sizes"
+        )
+    return [size] if size is not None else list(sizes or ())
+
+
 def _is_xml(path: str) -> bool:
     """An MSCCL program (``.xml``, or a file whose first character is ``<``)."""
     if str(path).lower().endswith(".xml"):
@@ -151,6 +221,29 @@ def _is_xml(path: str) -> bool:
             return handle.read(64).lstrip().startswith(b"<")
     except OSError:
         return False
+
+
+def _is_aggregation(path: str) -> bool:
+    """A schedule file with aggregation trees (an in-network allreduce)."""
+    from optcoll.core.aggregation import is_aggregation_document
+    from optcoll.io.document import read_document
+
+    return not _is_xml(path) and is_aggregation_document(read_document(path))
+
+
+def _checked_aggregation(source: str, topology: Any) -> Any:
+    """The aggregation schedule in ``source`` if the independent checker accepts it."""
+    from optcoll.core.schedule import check_schedule_topology
+    from optcoll.exceptions import ScheduleError
+    from optcoll.io.schedule_json import load_any_schedule
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    schedule = load_any_schedule(source)
+    check_schedule_topology(schedule, topology, source)
+    result = verify_aggregation_schedule(topology, schedule)
+    if not result.valid:
+        raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
+    return schedule
 
 
 def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:

@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         return _groups(groups, Path(args.out_dir) / f"{stem}.groups", args)
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / stem, args)
+    if args.collective == "allreduce" and topology.has_in_network and args.k is None:
+        return _aggregation(topology, Path(args.out_dir) / f"{stem}.schedule.json", args)
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir} is a file; -o names the folder for the output files")
@@ -106,6 +108,60 @@ def run(args: argparse.Namespace) -> int:
     rows = solution.report_rows()
     rows.append(("wrote", "\n                ".join(str(path) for path in outputs)))
     rows.append(("seconds", f"{solution.seconds:.2f}"))
+    for label, text in rows:
+        print(f"{label:<15} {text}")
+    return 0
+
+
+def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
+    """``solve --collective allreduce`` where switches reduce or multicast: aggregation trees."""
+    import time
+
+    from optcoll.core.output import check_output, input_files
+    from optcoll.io import save_schedule
+    from optcoll.schedules.aggregation import aggregation_schedule
+    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    start = time.perf_counter()
+    inputs = input_files(args.topo)
+    check_output(path, force=args.force, inputs=inputs)
+    schedule = aggregation_schedule(topology)
+    verdict = verify_aggregation_schedule(topology, schedule, optimum=schedule.time_factor)
+    if not verdict.valid:
+        raise OptCollError(f"the aggregation schedule failed verification: {verdict.reason}")
+    relaying = collective_lower_bound(topology, "allreduce") / topology.num_compute
+    save_schedule(schedule, path, force=args.force, inputs=inputs)
+    unit = topology.bandwidth_unit
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("collective", "allreduce by aggregation trees (switches reduce and multicast)"),
+        ("cut bound", f"M * {fraction_text(schedule.lower_bound)}"),
+        (
+            "schedule",
+            f"M * {fraction_text(schedule.time_factor)} (algbw {schedule.algbw:.3f} {unit}), "
+            f"k = {schedule.k}, {len(schedule.trees)} trees, verified",
+        ),
+        ("RS + AG", f"M * {fraction_text(relaying)} (algbw {float(1 / relaying):.3f} {unit})"),
+        ("wrote", str(path)),
+        ("seconds", f"{time.perf_counter() - start:.2f}"),
+    ]
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "collective": "allreduce",
+                "in_network": True,
+                "cut_bound": fraction_text(schedule.lower_bound),
+                "time_factor": fraction_text(schedule.time_factor),
+                "reduce_scatter_allgather": fraction_text(relaying),
+                "k": schedule.k,
+                "trees": len(schedule.trees),
+                "verified": True,
+                "files": [str(path)],
+            }
+        )
+        return 0
     for label, text in rows:
         print(f"{label:<15} {text}")
     return 0

@@ -24,13 +24,12 @@ import os
 from collections.abc import Collection
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from optcoll.exceptions import ArgumentError
-
-if TYPE_CHECKING:
-    from optcoll.core.schedule import Schedule
-    from optcoll.core.topology import Topology
+from optcoll.core.rational import exact_number
+from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.topology import Topology
+from optcoll.exceptions import ArgumentError, ScheduleError
 
 __all__ = [
     "instance_argument",
@@ -81,7 +80,6 @@ def topology_argument(value: Any, name: str = "topology") -> Topology:
     ...
     optcoll.exceptions.ArgumentError: topology must be a Topology (optcoll.load_topology reads a file or a built-in spec), got 'ring:4' (str)
     """
-    from optcoll.core.topology import Topology
 
     return instance_argument(
         value, Topology, name, "optcoll.load_topology reads a file or a built-in spec"
@@ -90,7 +88,6 @@ def topology_argument(value: Any, name: str = "topology") -> Topology:
 
 def schedule_argument(value: Any, name: str = "schedule") -> Schedule:
     """``value`` if it is a :class:`~optcoll.core.schedule.Schedule`."""
-    from optcoll.core.schedule import Schedule
 
     return instance_argument(
         value, Schedule, name, "optcoll.solve(...).schedule or optcoll.io.load_schedule"
@@ -105,8 +102,6 @@ def collective_argument(value: Any, name: str = "collective") -> str:
     >>> collective_argument("Reduce-Scatter")
     'reduce_scatter'
     """
-    from optcoll.core.schedule import canonical_collective
-    from optcoll.exceptions import ScheduleError
 
     text = text_argument(value, name)
     try:
@@ -177,7 +172,6 @@ def number_argument(value: Any, name: str, *, minimum: Fraction | int = 0) -> Fr
     >>> number_argument(0.5, "latency")
     Fraction(1, 2)
     """
-    from optcoll.core.rational import exact_number
 
     try:
         number = exact_number(value, name)

@@ -22,11 +22,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fractions import Fraction
 
-from optcoll.core.schedule import Route, Tree
+from optcoll.core.schedule import Rotation, Rotations, Route, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 
-__all__ = ["PHASES", "link_loads", "phase_time_factor", "route_loads", "routes_time_factor"]
+__all__ = [
+    "PHASES",
+    "link_loads",
+    "orbit_link_loads",
+    "phase_time_factor",
+    "route_loads",
+    "routes_time_factor",
+]
 
 Arc = tuple[str, str]
 
@@ -69,9 +76,17 @@ def link_loads(trees: Iterable[Tree], *, reverse: bool = False) -> dict[Arc, int
 
 
 def phase_time_factor(
-    topology: Topology, trees: Iterable[Tree], k: int, *, reverse: bool = False
+    topology: Topology,
+    trees: Iterable[Tree],
+    k: int,
+    *,
+    reverse: bool = False,
+    rotation: Rotation | Rotations | None = None,
 ) -> Fraction:
     """Exact ``max over links of load / (k * bandwidth)`` for one phase (0 without edges).
+
+    With ``rotation``, ``trees`` are the representatives' and the phase is made of
+    their images under every element of the group (:func:`orbit_link_loads`).
 
     Raises
     ------
@@ -88,9 +103,47 @@ def phase_time_factor(
     """
     what = "a reversed tree path" if reverse else "a tree path"
     hint = "; build the trees on reversed_topology(topology) for an asymmetric topology"
-    return _time_factor(
-        topology, link_loads(trees, reverse=reverse), k, what, hint if reverse else ""
-    )
+    loads = link_loads(trees, reverse=reverse)
+    if rotation is not None:
+        loads = orbit_link_loads(loads, rotation)
+    return _time_factor(topology, loads, k, what, hint if reverse else "")
+
+
+def orbit_link_loads(loads: dict[Arc, int], rotation: Rotation | Rotations) -> dict[Arc, int]:
+    """The loads of all images of trees whose own loads are ``loads``, under ``rotation``'s group.
+
+    The image of a tree under ``g`` puts the load of link ``b`` on ``g(b)``, so link
+    ``b`` receives ``sum over g of loads[g^-1(b)]``. As ``g`` runs over the group
+    ``G``, ``g^-1(b)`` runs over the orbit of ``b``, each link ``|G| / |orbit|``
+    times: ``L(b) = |G| / |orbit(b)| * (sum of loads over the orbit)``. Cost
+    ``O(links in the orbits * generators)``, whatever the number of images.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import Rotation
+    >>> orbit_link_loads({("a", "b"): 2}, Rotation(2, {"a": "b", "b": "a"}))
+    {('a', 'b'): 2, ('b', 'a'): 2}
+    """
+    generators = (rotation,) if isinstance(rotation, Rotation) else rotation.generators
+    order = rotation.order
+    result: dict[Arc, int] = {}
+    for link in loads:
+        if link in result:
+            continue
+        orbit = [link]
+        seen = {link}
+        for u, v in orbit:
+            for g in generators:
+                image = (g.images.get(u, u), g.images.get(v, v))
+                if image not in seen:
+                    seen.add(image)
+                    orbit.append(image)
+        total = sum(loads.get(b, 0) for b in orbit)
+        share, left = divmod(order * total, len(orbit))
+        assert left == 0, "an orbit's length divides the group's order"
+        for b in orbit:
+            result[b] = share
+    return result
 
 
 def route_loads(routes: Iterable[Route]) -> dict[Arc, int]:

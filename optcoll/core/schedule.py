@@ -40,19 +40,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from optcoll.core.rational import fraction_text, parse_fraction
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError, TopologyMismatchError
-
-if TYPE_CHECKING:
-    from optcoll.core.topology import Topology
-    from optcoll.groups.schedule import GroupsSchedule
 
 __all__ = [
     "TreeEdge",
     "Tree",
     "Rotation",
+    "Rotations",
     "RoutePath",
     "Route",
     "Schedule",
@@ -93,6 +91,7 @@ def canonical_collective(name: str) -> str:
 
 _TOP_FIELDS = {
     "rotation",
+    "rotations",
     "format",
     "version",
     "collective",
@@ -231,6 +230,154 @@ class Rotation:
 
 
 @dataclass(frozen=True)
+class Rotations:
+    """Commuting rotations whose products map the representatives' trees to all trees.
+
+    The group is the direct product ``<rho_1> x ... x <rho_d>`` (each generator a
+    :class:`Rotation`), acting freely on the compute nodes: a torus's
+    translations, a mesh's reflections. One generator behaves as that
+    :class:`Rotation`.
+
+    Examples
+    --------
+    >>> flip = Rotations((Rotation(2, {"a": "b", "b": "a", "c": "d", "d": "c"}),
+    ...                   Rotation(2, {"a": "c", "c": "a", "b": "d", "d": "b"})))
+    >>> tree = Tree("a", 1, (TreeEdge("a", "b", ("a", "b")), TreeEdge("a", "c", ("a", "c")),
+    ...                      TreeEdge("c", "d", ("c", "d"))))
+    >>> [t.root for t in flip.expand([tree], tuple("abcd"))], flip.order
+    (['a', 'b', 'c', 'd'], 4)
+    >>> flip.expand([tree], tuple("abcd"))[3].edges[0]
+    TreeEdge(src='d', dst='c', path=('d', 'c'))
+    """
+
+    generators: tuple[Rotation, ...]
+
+    @property
+    def order(self) -> int:
+        """The number of elements, the product of the generators' orders."""
+        result = 1
+        for rotation in self.generators:
+            result *= rotation.order
+        return result
+
+    def representatives(self, compute_nodes: tuple[str, ...]) -> frozenset[str]:
+        """The compute nodes that come first (in ``compute_nodes``) among their orbit."""
+        seen: set[str] = set()
+        first = set()
+        for v in compute_nodes:
+            if v in seen:
+                continue
+            first.add(v)
+            orbit = [v]
+            seen.add(v)
+            for node in orbit:
+                for rotation in self.generators:
+                    w = rotation.images.get(node, node)
+                    if w not in seen:
+                        seen.add(w)
+                        orbit.append(w)
+        return frozenset(first)
+
+    def elements(self, size: int, index: Mapping[str, int]) -> Any:
+        """Every element as an array of node indices (``size`` nodes), mixed radix with
+        the first generator's power fastest; element 0 is the identity."""
+        import numpy as np
+
+        identity = np.arange(size, dtype=np.int64)
+        result = [identity]
+        for rotation in self.generators:
+            step = identity.copy()
+            for a, b in rotation.images.items():
+                step[index[a]] = index[b]
+            layer, grown = result, list(result)
+            for _ in range(rotation.order - 1):
+                layer = [step[p] for p in layer]
+                grown += layer
+            result = grown
+        return result
+
+    def expand(self, trees: Sequence[Tree], compute_nodes: Sequence[str]) -> tuple[Tree, ...]:
+        """``trees`` under every element, ordered by root (stably).
+
+        Image edges with equal ends and path are one shared object. Vectorised:
+        every element maps all representatives' edges at once (node indices), and
+        an edge's image is looked up among the distinct edges made so far by its
+        path's index code, so the cost per tree edge is a few array operations.
+        """
+        import numpy as np
+
+        names: dict[str, int] = {}
+        for v in compute_nodes:
+            names.setdefault(v, len(names))
+        for rotation in self.generators:
+            for v in rotation.images:
+                names.setdefault(v, len(names))
+        flat = [edge for tree in trees for edge in tree.edges]
+        for edge in flat:
+            for v in edge.path:
+                names.setdefault(v, len(names))
+        for tree in trees:
+            names.setdefault(tree.root, len(names))
+        ids = list(names)
+        size = len(ids)
+        longest = max((len(e.path) for e in flat), default=2)
+        if (size + 1) ** longest >= 2**62:  # codes would overflow: map edge by edge
+            return self._expand_slowly(trees, compute_nodes)
+        paths = np.full((len(flat), longest), size, dtype=np.int64)  # size pads short paths
+        for i, edge in enumerate(flat):
+            paths[i, : len(edge.path)] = [names[v] for v in edge.path]
+        ends = np.array([[names[e.src], names[e.dst]] for e in flat], dtype=np.int64).reshape(-1, 2)
+        roots = np.array([names[t.root] for t in trees], dtype=np.int64)
+        bounds = np.cumsum([0] + [len(t.edges) for t in trees]).tolist()
+        scale = (size + 1) ** np.arange(longest + 2, dtype=np.int64)
+        known = np.empty(0, dtype=np.int64)
+        made = np.empty(0, dtype=object)
+        result = []
+        for element in self.elements(size, names):
+            padded = np.append(element, size)
+            image = padded[paths]
+            mapped = element[ends]
+            code = image @ scale[:longest] + mapped[:, 0] * scale[longest]
+            code = code * (size + 1) + mapped[:, 1]
+            where = np.searchsorted(known, code).clip(0, max(len(known) - 1, 0))
+            missing = known[where] != code if len(known) else np.ones(len(code), dtype=bool)
+            if missing.any():
+                fresh, first = np.unique(code[missing], return_index=True)
+                rows = np.flatnonzero(missing)[first]
+                edges = np.empty(len(fresh), dtype=object)
+                edges[:] = [
+                    TreeEdge(
+                        ids[mapped[i, 0]],
+                        ids[mapped[i, 1]],
+                        tuple(ids[x] for x in image[i] if x < size),
+                    )
+                    for i in rows.tolist()
+                ]
+                known = np.concatenate((known, fresh))
+                order = np.argsort(known, kind="stable")
+                known, made = known[order], np.concatenate((made, edges))[order]
+                where = np.searchsorted(known, code)
+            edges = made[where].tolist()
+            for t, tree in enumerate(trees):
+                result.append(
+                    Tree(
+                        ids[element[roots[t]]], tree.chunks, tuple(edges[bounds[t] : bounds[t + 1]])
+                    )
+                )
+        position = {v: i for i, v in enumerate(compute_nodes)}
+        result.sort(key=lambda t: position.get(t.root, -1))
+        return tuple(result)
+
+    def _expand_slowly(
+        self, trees: Sequence[Tree], compute_nodes: Sequence[str]
+    ) -> tuple[Tree, ...]:
+        result = tuple(trees)
+        for rotation in self.generators:
+            result = rotation.expand(result, compute_nodes)
+        return result
+
+
+@dataclass(frozen=True)
 class RoutePath:
     """``chunks`` of a pair's ``k`` chunks sent along ``path`` (node ids, source first)."""
 
@@ -293,7 +440,7 @@ class Schedule:
     topology_hash: str | None = field(default=None, compare=False)
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
     routes: tuple[Route, ...] = ()
-    rotation: Rotation | None = field(default=None, compare=False, repr=False)
+    rotation: Rotation | Rotations | None = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
@@ -361,8 +508,14 @@ class Schedule:
             first = self.rotation.representatives(self.compute_nodes)
             representatives = [t for t in trees if t.root in first]
             if self.rotation.expand(representatives, self.compute_nodes) == trees:
-                images = self.rotation.images
-                data["rotation"] = {"order": self.rotation.order, "images": dict(images)}
+                if isinstance(self.rotation, Rotation):
+                    images = self.rotation.images
+                    data["rotation"] = {"order": self.rotation.order, "images": dict(images)}
+                else:
+                    data["rotations"] = [
+                        {"order": r.order, "images": dict(r.images)}
+                        for r in self.rotation.generators
+                    ]
                 trees = tuple(representatives)
         data["trees"] = [
             {
@@ -417,7 +570,12 @@ class Schedule:
         if data.get("root") is not None and not isinstance(data["root"], str):
             raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
-        rotation = None
+        rotation: Rotation | Rotations | None = None
+        if "rotation" in data and "rotations" in data:
+            raise ScheduleError("a schedule has 'rotation' or 'rotations', not both")
+        if "rotations" in data:
+            rotation = _parse_rotations(data["rotations"], len(nodes))
+            trees = rotation.expand(trees, tuple(nodes))
         if "rotation" in data:
             entry = data["rotation"]
             if not isinstance(entry, Mapping):
@@ -446,9 +604,17 @@ class Schedule:
         )
 
 
-def check_schedule_topology(
-    schedule: Schedule | GroupsSchedule, topology: Topology, source: str = ""
-) -> None:
+class Stamped(Protocol):
+    """What :func:`check_schedule_topology` reads: a schedule's topology name and hash."""
+
+    @property
+    def topology(self) -> str: ...
+
+    @property
+    def topology_hash(self) -> str | None: ...
+
+
+def check_schedule_topology(schedule: Stamped, topology: Topology, source: str = "") -> None:
     """Refuse ``topology`` if ``schedule`` records another topology's content hash.
 
     A schedule written by optcoll records :attr:`Topology.content_hash` of the
@@ -508,6 +674,26 @@ def _parse_tree(index: int, entry: Any) -> Tree:
             raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
         edges.append(TreeEdge(e["src"], e["dst"], tuple(path)))
     return Tree(str(entry["root"]), chunks, tuple(edges))
+
+
+def _parse_rotations(entries: Any, compute: int) -> Rotations:
+    """The ``rotations`` field: a non-empty list of ``{"order", "images"}`` generators
+    whose orders multiply to at most the number of compute nodes."""
+    if not isinstance(entries, list) or not entries:
+        raise ScheduleError("field 'rotations' must be a non-empty list of rotations")
+    generators = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise ScheduleError(f"rotations[{i}] must be a mapping with 'order' and 'images'")
+        _reject_unknown(entry, {"order", "images"}, f"rotations[{i}]")
+        generators.append(Rotation.checked(entry.get("order"), entry.get("images")))
+    rotations = Rotations(tuple(generators))
+    if rotations.order > compute:  # a free action on the compute nodes is no larger
+        raise ScheduleError(
+            f"the rotations' orders multiply to {rotations.order}, more than the {compute} "
+            "compute nodes"
+        )
+    return rotations
 
 
 def _parse_route(index: int, entry: Any) -> Route:

@@ -64,10 +64,15 @@ __all__ = [
     "TopologyBuilder",
     "plain_number",
     "NODE_TYPES",
+    "SWITCH_CAPABILITIES",
 ]
 
-#: The two node types. Compute nodes hold data; switches relay without copying.
+#: The two node types. Compute nodes hold data; switches relay without copying, unless
+#: they declare ``reduce`` (combine what they receive) or ``multicast`` (copy what they send).
 NODE_TYPES = ("compute", "switch")
+
+#: The in-network capabilities a switch may declare (booleans, default false).
+SWITCH_CAPABILITIES = ("reduce", "multicast")
 
 #: Appended to the name of an edited topology (:meth:`Topology.with_link` and friends).
 EDITED_SUFFIX = "~edited"
@@ -85,7 +90,7 @@ _TOP_FIELDS = {
     "links",
     "rank_order",
 }
-_NODE_FIELDS = {"id", "type", "group"}
+_NODE_FIELDS = {"id", "type", "group", *SWITCH_CAPABILITIES}
 _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
 
 
@@ -94,12 +99,30 @@ class Node:
     """A vertex: ``type`` is ``"compute"`` (a GPU) or ``"switch"``.
 
     ``group`` optionally names the box/server the node belongs to (used for
-    explanations and pictures only).
+    explanations and pictures only). A switch may declare in-network capabilities
+    (NVSwitch NVLS, InfiniBand SHARP): ``reduce`` (it combines the data it receives
+    into one sum before sending it on) and ``multicast`` (it copies what it receives
+    to several links). Without them a switch relays: every byte it sends it has
+    received, once. Compute nodes always reduce and copy, so they declare neither.
+
+    Examples
+    --------
+    >>> Node("nvs", "switch", reduce=True, multicast=True).in_network
+    True
+    >>> Node("g0").in_network
+    False
     """
 
     id: str
     type: str = "compute"
     group: str | None = None
+    reduce: bool = False
+    multicast: bool = False
+
+    @property
+    def in_network(self) -> bool:
+        """True for a switch that reduces or multicasts."""
+        return self.reduce or self.multicast
 
     @property
     def is_compute(self) -> bool:
@@ -275,6 +298,19 @@ class Topology:
                 raise MissingFieldError(
                     f"node {node.id!r}: group must be a string, got {node.group!r}", where
                 )
+            for flag in SWITCH_CAPABILITIES:
+                value = getattr(node, flag)
+                if not isinstance(value, bool):
+                    raise MissingFieldError(
+                        f"node {node.id!r}: {flag} must be true or false, got {value!r}",
+                        (*where, flag),
+                    )
+                if value and node.is_compute:
+                    raise NodeTypeError(
+                        f"node {node.id!r} is a compute node and declares {flag}; only switches "
+                        f"declare reduce or multicast (compute nodes always do both)",
+                        (*where, flag),
+                    )
             first_index[node.id] = i
         bandwidths = []
         for i, link in enumerate(self.links):
@@ -369,6 +405,21 @@ class Topology:
     def switch_nodes(self) -> tuple[str, ...]:
         """Switch node ids in declaration order."""
         return tuple(n.id for n in self.nodes if not n.is_compute)
+
+    @cached_property
+    def reducing_switches(self) -> tuple[str, ...]:
+        """Switches that declare ``reduce``, in declaration order."""
+        return tuple(n.id for n in self.nodes if n.reduce)
+
+    @cached_property
+    def multicast_switches(self) -> tuple[str, ...]:
+        """Switches that declare ``multicast``, in declaration order."""
+        return tuple(n.id for n in self.nodes if n.multicast)
+
+    @property
+    def has_in_network(self) -> bool:
+        """True when some switch reduces or multicasts (NVLS, SHARP)."""
+        return bool(self.reducing_switches or self.multicast_switches)
 
     @property
     def num_compute(self) -> int:
@@ -521,7 +572,9 @@ class Topology:
 
         The name, description, groups, latencies and the order or splitting of link
         declarations do not enter it, so a renamed or re-saved topology keeps its hash
-        and an edited one (a link removed, a bandwidth changed) gets another. Schedules
+        and an edited one (a link removed, a bandwidth changed) gets another. A switch's
+        ``reduce`` and ``multicast`` enter it only when set, so topologies without them
+        keep the hash they always had. Schedules
         record it (:func:`optcoll.core.schedule.check_schedule_topology`).
 
         Examples
@@ -531,11 +584,16 @@ class Topology:
         True
         >>> t.content_hash == t.scale_links(lambda link: True, 2).content_hash
         False
+        >>> t.content_hash
+        '80af48731859c57b'
         """
 
         content = {
             "bandwidth_unit": self.bandwidth_unit,
-            "nodes": sorted([n.id, n.type] for n in self.nodes),
+            "nodes": sorted(
+                [n.id, n.type, *(flag for flag in SWITCH_CAPABILITIES if getattr(n, flag))]
+                for n in self.nodes
+            ),
             "capacity": sorted([u, v, str(c)] for (u, v), c in self.capacity.items()),
         }
         text = json.dumps(content, separators=(",", ":"))
@@ -687,7 +745,7 @@ class Topology:
         return f"<code>{escape(repr(self))}</code>"
 
     def to_networkx(self) -> nx.DiGraph:
-        """A networkx ``DiGraph``: node attribute ``type`` (and ``group``), edge
+        """A networkx ``DiGraph``: node attribute ``type`` (and ``group``, ``reduce``, ``multicast``), edge
         attribute ``bandwidth`` (aggregated, exact Fraction)."""
         import networkx as nx
 
@@ -696,6 +754,7 @@ class Topology:
             attrs = {"type": n.type}
             if n.group is not None:
                 attrs["group"] = n.group
+            attrs.update({flag: True for flag in SWITCH_CAPABILITIES if getattr(n, flag)})
             graph.add_node(n.id, **attrs)
         for (u, v), c in self.capacity.items():
             graph.add_edge(u, v, bandwidth=c)
@@ -710,6 +769,7 @@ class Topology:
             entry: dict[str, Any] = {"id": n.id, "type": n.type}
             if n.group is not None:
                 entry["group"] = n.group
+            entry.update({flag: True for flag in SWITCH_CAPABILITIES if getattr(n, flag)})
             nodes.append(entry)
         links = []
         for link in self.links:
@@ -795,7 +855,14 @@ class Topology:
                 raise MissingFieldError(
                     f"{where}: 'group' must be a string, got {group!r}", location
                 )
-            nodes.append(Node(entry["id"], entry.get("type", "compute"), group))
+            flags = {flag: entry.get(flag, False) for flag in SWITCH_CAPABILITIES}
+            for flag, value in flags.items():
+                if not isinstance(value, bool):
+                    raise MissingFieldError(
+                        f"{where}: {flag!r} must be true or false, got {value!r}",
+                        (*location, flag),
+                    )
+            nodes.append(Node(entry["id"], entry.get("type", "compute"), group, **flags))
         links = []
         for i, entry in enumerate(data["links"]):
             where, location = f"links[{i}]", ("links", i)
@@ -919,9 +986,16 @@ class TopologyBuilder:
         """Add a compute node."""
         self.nodes.append(Node(node_id, "compute", group))
 
-    def switch(self, node_id: str, group: str | None = None) -> None:
-        """Add a switch node."""
-        self.nodes.append(Node(node_id, "switch", group))
+    def switch(
+        self,
+        node_id: str,
+        group: str | None = None,
+        *,
+        reduce: bool = False,
+        multicast: bool = False,
+    ) -> None:
+        """Add a switch node (``reduce``/``multicast``: its in-network capabilities)."""
+        self.nodes.append(Node(node_id, "switch", group, reduce, multicast))
 
     def link(
         self,

@@ -29,10 +29,9 @@ redoing the structural work, for algorithms that solve many related flows, and
 answer "min over sinks of maxflow(s, v)" and "is every maxflow(s, v) >= k"
 with far fewer and shorter max-flows than one per sink.
 
-Measured (2-core machine, loaded): scipy's compiled Dinic costs about 1-2 ms
-per call on the 2,179-node dgx-a100:128 rooted network, most of it fixed
-wrapper overhead; the pure-Python Dinic 35-40 ms and networkx's default
-(preflow-push) 160-200 ms on the same network.
+scipy's compiled Dinic has a fixed per-call overhead, so small networks go to
+the pure-Python Dinic (:data:`SMALL_NETWORK_PAIRS`); the measured costs of both
+engines and of networkx are in ``docs/measured.md`` (``benchmarks/bound.py``).
 
 Examples
 --------
@@ -65,9 +64,8 @@ __all__ = ["FlowNetwork", "MaxFlow", "RootedCut", "RootedSearch", "max_flow", "E
 ENGINES = ("auto", "scipy", "python")
 
 #: Under ``engine="auto"``, networks with at most this many (tail, head) pairs use the
-#: pure-Python engine. Measured per max-flow (2-core machine, loaded, certificate
-#: included): dgx-a100:1's 16 arcs 0.17 ms vs scipy's 0.39 ms, dgx-a100:2's 96 arcs
-#: 0.26 vs 0.41 ms, dgx-a100:4's 192 arcs 0.35 vs 0.42 ms, mi250:2's 176 arcs 0.62 vs 0.44 ms.
+#: pure-Python engine: below it the pure-Python max-flow was measured faster than
+#: scipy's per call (figures in ``docs/measured.md``).
 SMALL_NETWORK_PAIRS = 128
 
 #: Node indices or capacities: a sequence of Python ints or a numpy integer array.

@@ -589,6 +589,7 @@ def split_switches(
     requirement: int,
     *,
     progress: bool = False,
+    proved: bool = False,
 ) -> LogicalGraph:
     """Remove every switch by edge splitting, keeping the rooted connectivity condition.
 
@@ -607,6 +608,10 @@ def split_switches(
         (``N * k`` for an allgather; ``K`` for a broadcast).
     progress : bool
         Show a tqdm bar over the switches.
+    proved : bool
+        The caller has proved the condition (e.g. ForestColl's ``(U, k)`` capacities
+        of a certified bound): on a topology without switches the graph is returned
+        without checking it again (its ``N`` max-flows dominate a large torus).
 
     Returns
     -------
@@ -665,6 +670,8 @@ def split_switches(
     if clos is not None:
         return clos
     state = _Splitter(topology, link_capacity, root_capacity, requirement)
+    if proved and not topology.switch_nodes:
+        return state.logical()
     if not state.holds(state.cap):
         have = state.connectivity()
         raise SolveError(

@@ -32,17 +32,10 @@ form of :mod:`optcoll.groups.tree_columns` (default: faster on every class measu
 are proved by exact LP duality, and their duals name the binding links and the
 groups that share them.
 
-GROUPS, on the command line and in :func:`parse_groups`, is a JSON/YAML file
-holding a list of groups (each a list of compute-node ids) or an object
-``{"groups": [...], "relay": "members" | "any"}``, or a spec over the
-**rank order** (the order of the compute nodes in the topology; for built-ins,
-box by box): ``blocks:T`` (consecutive groups of ``T`` ranks, tensor-parallel
-style) or ``strided:T`` (``N / T`` groups of ``T`` ranks, group ``j`` holding
-ranks ``j, j + N/T, j + 2N/T, ...``: data-parallel style).
-
 Examples
 --------
 >>> from optcoll import load_topology
+>>> from optcoll.io.process_groups import parse_groups
 >>> topo = load_topology("dgx-a100:2")
 >>> groups = parse_groups(topo, "strided:2", relay="members")
 >>> groups.groups[0]
@@ -55,533 +48,37 @@ Fraction(1, 200)
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import (
     choice_argument,
     instance_argument,
-    text_argument,
-    topology_argument,
 )
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.rational import fraction_text
-from optcoll.core.topology import Link, Node, Topology
-from optcoll.exceptions import ArgumentError, GroupError
-from optcoll.graph.symmetry import preserves_capacity
+from optcoll.core.topology import Topology
 
 if TYPE_CHECKING:
     from optcoll.groups.concurrent import ConcurrentGroups
 
 __all__ = [
-    "RELAYS",
     "FORMS",
     "concurrent_groups_optimum",
-    "ProcessGroups",
-    "parse_groups",
-    "make_groups",
     "GroupOptimum",
     "group_optimum",
     "GroupsBound",
     "groups_bound",
 ]
 
-#: The relaying modes, default first.
-RELAYS = ("members", "any")
 
 #: The exact forms of the concurrent-groups LP, default first: tree columns
 #: (:mod:`optcoll.groups.tree_columns`) and edges (:mod:`optcoll.groups.concurrent`).
 FORMS = ("columns", "edge")
-
-_SPEC = re.compile(r"^(blocks|strided):(.*)$")
-
-
-@dataclass(frozen=True)
-class ProcessGroups:
-    """Disjoint groups of compute nodes of ``topology`` and how their data may be relayed.
-
-    Build it with :func:`make_groups` or :func:`parse_groups`, which check it.
-    """
-
-    topology: Topology = field(repr=False)
-    groups: tuple[tuple[str, ...], ...]
-    relay: str
-
-    def relays(self, index: int) -> frozenset[str] | None:
-        """The nodes that may forward group ``index``'s data (``None``: every node).
-
-        Examples
-        --------
-        >>> from optcoll import load_topology
-        >>> groups = make_groups(load_topology("ring:4"), [["n0", "n1"]])
-        >>> sorted(groups.relays(0))
-        ['n0', 'n1']
-        """
-        if self.relay == "any":
-            return None
-        return frozenset(self.groups[index]) | frozenset(self.topology.switch_nodes)
-
-    @cached_property
-    def useful_arcs(self) -> tuple[frozenset[tuple[str, str]], ...]:
-        """For each group, the links its data can use to any purpose: the rest may be dropped.
-
-        Every link on a simple path from a member to a *different* member whose
-        inner nodes are non-members that may relay the group's data is kept.
-        Dropping the others leaves the group's optimum, alone or among
-        concurrent groups, unchanged: the optimum is attained by trees for each
-        group (:mod:`optcoll.groups.concurrent`) whose edges are paths from one member
-        to another through non-members; cutting the cycles out of such a path
-        leaves a simple path of that kind, which loads no link more.
-
-        Two rules, applied until neither drops anything, find links on no such
-        path: a link ``(u, v)`` into a non-member ``v`` whose only kept links
-        out go back to ``u`` (or out of a non-member ``u`` whose only kept links
-        in come from ``v``): a simple path cannot turn back; and a link no walk
-        ``a -> ... -> u -> v -> ... -> b`` between members ``a != b`` through
-        non-members uses (a box's NVSwitch for a rail group, which could only
-        lead back to the GPU that sent). Each relay records at most two members
-        reaching it and two it reaches: two suffice to decide ``a != b``.
-
-        Examples
-        --------
-        A rail group of dgx-a100:2 uses only its own NICs and their IB switch:
-
-        >>> from optcoll import load_topology
-        >>> groups = make_groups(load_topology("dgx-a100:2"), [["b0.gpu0", "b1.gpu0"]])
-        >>> sorted(groups.useful_arcs[0])  # doctest: +NORMALIZE_WHITESPACE
-        [('b0.gpu0', 'b0.nic0'), ('b0.nic0', 'b0.gpu0'), ('b0.nic0', 'ib0'),
-         ('b1.gpu0', 'b1.nic0'), ('b1.nic0', 'b1.gpu0'), ('b1.nic0', 'ib0'),
-         ('ib0', 'b0.nic0'), ('ib0', 'b1.nic0')]
-        """
-        return tuple(self._useful(index) for index in range(len(self.groups)))
-
-    def _useful(self, index: int) -> frozenset[tuple[str, str]]:
-        members = frozenset(self.groups[index])
-        allowed = self.relays(index)
-        arcs = {
-            (u, v)
-            for u, v in self.topology.capacity
-            if allowed is None or (u in allowed and v in allowed)
-        }
-        while True:
-            arcs = _without_turning_back(members, arcs)
-            reached_from = _two_labels(members, arcs)
-            reaching = _two_labels(members, {(v, u) for u, v in arcs})
-
-            def ends(node: str, labels: dict[str, frozenset[str]]) -> frozenset[str]:
-                return frozenset({node}) if node in members else labels.get(node, frozenset())
-
-            kept = set()
-            for u, v in arcs:
-                first, last = ends(u, reached_from), ends(v, reaching)
-                if first and last and (len(first) > 1 or len(last) > 1 or first != last):
-                    kept.add((u, v))
-            if kept == arcs:
-                return frozenset(arcs)
-            arcs = kept
-
-    def sharing_components(self) -> tuple[tuple[int, ...], ...]:
-        """The groups in classes that share useful links (:attr:`useful_arcs`), transitively.
-
-        Groups of different classes never load the same link, so each class
-        can be solved on its own.
-
-        Examples
-        --------
-        Rail groups of dgx-a100:2 use their own NICs only; with ``any`` every
-        NIC of the box carries every rail:
-
-        >>> from optcoll import load_topology
-        >>> topo = load_topology("dgx-a100:2")
-        >>> len(parse_groups(topo, "strided:2").sharing_components())
-        8
-        >>> parse_groups(topo, "strided:2", relay="any").sharing_components()
-        ((0, 1, 2, 3, 4, 5, 6, 7),)
-        """
-        import networkx as nx
-
-        classes = nx.utils.UnionFind(range(len(self.groups)))
-        owner: dict[tuple[str, str], int] = {}
-        for index, arcs in enumerate(self.useful_arcs):
-            for arc in arcs:
-                classes.union(index, owner.setdefault(arc, index))
-        return tuple(sorted(tuple(sorted(c)) for c in classes.to_sets()))
-
-    def automorphism(self, source: int, target: int) -> dict[str, str] | None:
-        """An automorphism of the topology that maps group ``source`` onto group ``target``.
-
-        It maps nodes to nodes of the same type, every link to a link of the same
-        bandwidth, and every group onto a group, member number i of ``source`` to
-        member number i of ``target``; ``None`` when none is found.
-
-        Search: colour refinement (each node's colour refined by the colours and
-        bandwidths of its links until stable) on two copies of the topology, one
-        with the members of ``source`` numbered, the other with those of
-        ``target``; while a colour holds several nodes, the first of each copy are
-        given a new colour of their own and the refinement runs again. Without
-        backtracking this may miss an automorphism (then ``None``), never invents
-        one: the map found is checked link by link and group by group.
-
-        Examples
-        --------
-        Rail 0 of dgx-a100:2 onto rail 3: GPU 0 of each box to GPU 3, its NIC to
-        NIC 3, and IB switch 0 to IB switch 1 (NIC j hangs on IB switch j mod 2):
-
-        >>> from optcoll import load_topology
-        >>> groups = parse_groups(load_topology("dgx-a100:2"), "strided:2", relay="any")
-        >>> sigma = groups.automorphism(0, 3)
-        >>> sigma["b0.gpu0"], sigma["b1.nic0"], sigma["ib0"]
-        ('b0.gpu3', 'b1.nic3', 'ib1')
-        """
-        topo = self.topology
-        nodes = topo.node_ids
-        where = {v: i for i, group in enumerate(self.groups) for v in group}
-        order = {v: i for i, v in enumerate(nodes)}
-
-        initial: dict[Hashable, int] = {}
-
-        def start(numbered: int) -> dict[str, int]:
-            position = {v: i for i, v in enumerate(self.groups[numbered])}
-            return {
-                v: initial.setdefault(
-                    (topo.node[v].type, v in where, position.get(v, -1)), len(initial)
-                )
-                for v in nodes
-            }
-
-        # Colours are integers (individualised nodes get negative ones) and capacities
-        # the integer-scaled ones: signatures hash and sort fast.
-        colours = [start(source), start(target)]
-        outs: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
-        ins: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
-        for (u, v), c in topo.integer_capacities()[0].items():
-            outs[u].append((v, c))
-            ins[v].append((u, c))
-        fresh = 0
-        while True:
-            while True:  # refine both copies with one shared naming of colours
-                names: dict[Hashable, int] = {}
-                refined: list[dict[str, int]] = []
-                for colour in colours:
-                    refined.append(
-                        {
-                            v: names.setdefault(
-                                (
-                                    colour[v],
-                                    tuple(sorted([(colour[w], c) for w, c in outs[v]])),
-                                    tuple(sorted([(colour[w], c) for w, c in ins[v]])),
-                                ),
-                                len(names),
-                            )
-                            for v in nodes
-                        }
-                    )
-                if len(names) == len(set(colours[0].values()) | set(colours[1].values())):
-                    break
-                colours = refined
-            classes: list[dict[int, list[str]]] = [{}, {}]
-            for side in (0, 1):
-                for v in nodes:
-                    classes[side].setdefault(colours[side][v], []).append(v)
-            if {k: len(v) for k, v in classes[0].items()} != {
-                k: len(v) for k, v in classes[1].items()
-            }:
-                return None
-            crowded = [k for k, members in classes[0].items() if len(members) > 1]
-            if not crowded:
-                break
-            key = min(crowded, key=lambda k: order[classes[0][k][0]])
-            fresh += 1
-            colours[0] = {**colours[0], classes[0][key][0]: -fresh}
-            colours[1] = {**colours[1], classes[1][key][0]: -fresh}
-        image = {classes[0][k][0]: classes[1][k][0] for k in classes[0]}
-        return image if _is_group_automorphism(self, image, source, target) else None
-
-    def group_topology(self, index: int) -> Topology:
-        """The topology group ``index`` sees alone: its members are the compute nodes.
-
-        Non-members are retyped as switches (relay ``any``) or, if compute
-        nodes, removed with their links (relay ``members``).
-
-        Examples
-        --------
-        >>> from optcoll import load_topology
-        >>> groups = make_groups(load_topology("ring:4"), [["n0", "n2"]], relay="any")
-        >>> groups.group_topology(0).switch_nodes
-        ('n1', 'n3')
-        """
-        topo, members = self.topology, set(self.groups[index])
-        if self.relay == "any":
-            nodes = [
-                node
-                if node.id in members or not node.is_compute
-                else Node(node.id, "switch", node.group)
-                for node in topo.nodes
-            ]
-            links: Iterable[Link] = topo.links
-        else:
-            gone = {v for v in topo.compute_nodes if v not in members}
-            nodes = [node for node in topo.nodes if node.id not in gone]
-            links = [link for link in topo.links if link.src not in gone and link.dst not in gone]
-        return Topology(
-            f"{topo.name} group {index}",
-            nodes,
-            links,
-            topo.bandwidth_unit,
-            f"group {index} of {topo.name} (relay {self.relay})",
-            [v for v in topo.compute_nodes if v in members],
-        )
-
-
-def _without_turning_back(
-    members: frozenset[str], arcs: set[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """``arcs`` without those no simple path through non-members can use, to a fixed point.
-
-    ``(u, v)`` goes when ``v`` is a non-member whose only arcs out lead to
-    ``u``, or ``u`` a non-member whose only arcs in come from ``v``.
-    """
-    outs: dict[str, set[str]] = {}
-    ins: dict[str, set[str]] = {}
-    for u, v in arcs:
-        outs.setdefault(u, set()).add(v)
-        ins.setdefault(v, set()).add(u)
-
-    def dead(u: str, v: str) -> bool:
-        return (v not in members and outs.get(v, set()) <= {u}) or (
-            u not in members and ins.get(u, set()) <= {v}
-        )
-
-    queue = [arc for arc in arcs if dead(*arc)]
-    kept = set(arcs)
-    while queue:
-        u, v = queue.pop()
-        if (u, v) not in kept or not dead(u, v):
-            continue
-        kept.discard((u, v))
-        outs[u].discard(v)
-        ins[v].discard(u)
-        queue.extend((x, u) for x in ins.get(u, ()))
-        queue.extend((v, y) for y in outs.get(v, ()))
-    return kept
-
-
-def _two_labels(
-    members: frozenset[str], arcs: Iterable[tuple[str, str]]
-) -> dict[str, frozenset[str]]:
-    """For every non-member, up to two members from which it is reached through non-members.
-
-    Along ``arcs``; a member passes its own name to its successors, a
-    non-member passes on what it holds. Each node's set grows at most twice,
-    so the search is linear in the arcs.
-    """
-    successors: dict[str, list[str]] = {}
-    for u, v in arcs:
-        if v not in members:
-            successors.setdefault(u, []).append(v)
-    labels: dict[str, frozenset[str]] = {}
-    queue: list[str] = []
-    for member in sorted(members):
-        for v in successors.get(member, ()):
-            held = labels.get(v, frozenset())
-            if member not in held and len(held) < 2:
-                labels[v] = held | {member}
-                queue.append(v)
-    while queue:
-        u = queue.pop()
-        for v in successors.get(u, ()):
-            held = labels.get(v, frozenset())
-            grown = held | set(sorted(labels[u] - held)[: 2 - len(held)])
-            if len(grown) > len(held):
-                labels[v] = grown
-                queue.append(v)
-    return labels
-
-
-def _is_group_automorphism(
-    groups: ProcessGroups, image: dict[str, str], source: int, target: int
-) -> bool:
-    topo = groups.topology
-    if sorted(image.values()) != sorted(image) or len(image) != len(topo.node_ids):
-        return False
-    if any(topo.node[v].type != topo.node[image[v]].type for v in image):
-        return False
-    capacity = topo.capacity
-    if not preserves_capacity(capacity, image):
-        return False
-    sets = {frozenset(group) for group in groups.groups}
-    if any(frozenset(image[v] for v in group) not in sets for group in groups.groups):
-        return False
-    return [image[v] for v in groups.groups[source]] == list(groups.groups[target])
-
-
-def make_groups(
-    topology: Topology, groups: Sequence[Sequence[Any]], relay: str = "members"
-) -> ProcessGroups:
-    """Check ``groups`` (lists of compute-node ids) against ``topology`` and ``relay``.
-
-    Raises
-    ------
-    GroupError
-        An unknown relay mode, no groups, a group that is not a list, a member
-        that is not a node or not a compute node, a node named twice, a group
-        of fewer than two members, or members that cannot reach each other
-        through the nodes the relay mode allows.
-
-    Examples
-    --------
-    >>> from optcoll import load_topology
-    >>> make_groups(load_topology("ring:4"), [["n0", "n0"]])
-    Traceback (most recent call last):
-    ...
-    optcoll.exceptions.GroupError: group 0 names node 'n0' twice
-    """
-    topology_argument(topology)
-    choice_argument(relay, RELAYS, "relay")
-    if isinstance(groups, str | bytes) or not isinstance(groups, Sequence):
-        raise ArgumentError(
-            f"groups must be a list of groups (lists of compute-node ids), got {groups!r}"
-        )
-    if relay not in RELAYS:
-        raise GroupError(f"unknown relay mode {relay!r}; valid modes are {', '.join(RELAYS)}")
-    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
-        raise GroupError("groups must be a non-empty list of groups (lists of compute-node ids)")
-    seen: dict[str, int] = {}
-    checked = []
-    for index, group in enumerate(groups):
-        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
-            raise GroupError(f"group {index} must be a list of compute-node ids, got {group!r}")
-        for member in group:
-            if not isinstance(member, str) or member not in topology.node:
-                raise GroupError(
-                    f"group {index}: {member!r} is not a node of topology {topology.name!r}"
-                )
-            if not topology.is_compute(member):
-                raise GroupError(
-                    f"group {index}: {member!r} is a switch, not a compute node of "
-                    f"topology {topology.name!r}"
-                )
-            if member in seen:
-                where = "twice" if seen[member] == index else f"and group {seen[member]} too"
-                raise GroupError(f"group {index} names node {member!r} {where}")
-            seen[member] = index
-        if len(group) < 2:
-            raise GroupError(
-                f"group {index} has {len(group)} member{'s' * (len(group) != 1)}; "
-                f"a group needs at least two compute nodes"
-            )
-        checked.append(tuple(group))
-    result = ProcessGroups(topology, tuple(checked), relay)
-    for index in range(len(result.groups)):
-        _check_reachable(result, index)
-    return result
-
-
-def _check_reachable(groups: ProcessGroups, index: int) -> None:
-    import networkx as nx
-
-    topo, members = groups.topology, groups.groups[index]
-    allowed = groups.relays(index)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(members)
-    graph.add_edges_from(
-        arc for arc in topo.capacity if allowed is None or (arc[0] in allowed and arc[1] in allowed)
-    )
-    first = members[0]
-    forward, backward = nx.descendants(graph, first), nx.ancestors(graph, first)
-    for member in members[1:]:
-        if member not in forward or member not in backward:
-            a, b = (first, member) if member not in forward else (member, first)
-            raise GroupError(
-                f"group {index}: {a!r} cannot reach {b!r} through "
-                + (
-                    "members and switches (try --relay any)"
-                    if groups.relay == "members"
-                    else "the network"
-                )
-            )
-
-
-def parse_groups(topology: Topology, text: str, relay: str | None = None) -> ProcessGroups:
-    """ProcessGroups from GROUPS: ``blocks:T``, ``strided:T`` or a JSON/YAML file.
-
-    ``relay`` (``None``: the file's ``"relay"``, else ``members``) must agree
-    with a ``"relay"`` the file states.
-
-    Raises
-    ------
-    GroupError
-        A spec whose ``T`` is not an integer >= 2 dividing N, a file that does
-        not exist or holds something other than groups, or a relay that
-        contradicts the file's; and every error of :func:`make_groups`.
-    FileFormatError
-        A file that is not valid JSON/YAML.
-
-    Examples
-    --------
-    >>> from optcoll import load_topology
-    >>> [len(g) for g in parse_groups(load_topology("dgx-a100:2"), "blocks:8").groups]
-    [8, 8]
-    >>> parse_groups(load_topology("dgx-a100:2"), "blocks:3")
-    Traceback (most recent call last):
-    ...
-    optcoll.exceptions.GroupError: blocks:3: 3 does not divide the 16 compute nodes of dgx-a100:2
-    """
-    topology_argument(topology)
-    text_argument(text, "text")
-    if relay is not None:
-        choice_argument(relay, RELAYS, "relay")
-    match = _SPEC.match(text)
-    if match is not None:
-        return make_groups(
-            topology, _spec_groups(topology, text, *match.groups()), relay or "members"
-        )
-    from optcoll.io.document import read_document
-
-    path = Path(text)
-    if not path.is_file():
-        raise GroupError(
-            f"GROUPS {text!r} is neither blocks:T, strided:T nor an existing JSON/YAML file"
-        )
-    data = read_document(path)
-    stated = None
-    if isinstance(data, dict):
-        unknown = sorted(set(data) - {"groups", "relay"})
-        if unknown or "groups" not in data:
-            raise GroupError(
-                f"{path}: a groups object has the fields 'groups' and optionally 'relay'"
-                + (f", not {', '.join(map(repr, unknown))}" if unknown else "")
-            )
-        stated = data.get("relay")
-        data = data["groups"]
-    if stated is not None and relay is not None and stated != relay:
-        raise GroupError(f"{path} says relay {stated!r} but --relay {relay} was given")
-    if not isinstance(data, list):
-        raise GroupError(f"{path}: expected a list of groups (lists of compute-node ids)")
-    try:
-        return make_groups(topology, data, relay or stated or "members")
-    except GroupError as err:
-        raise GroupError(f"{path}: {err}") from None
-
-
-def _spec_groups(topology: Topology, text: str, kind: str, size_text: str) -> list[list[str]]:
-    ranks = topology.compute_nodes
-    n = len(ranks)
-    if not size_text.isdigit() or int(size_text) < 2:
-        raise GroupError(f"{text}: the group size must be an integer >= 2, got {size_text!r}")
-    size = int(size_text)
-    if n % size:
-        raise GroupError(f"{text}: {size} does not divide the {n} compute nodes of {topology.name}")
-    if kind == "blocks":
-        return [list(ranks[i : i + size]) for i in range(0, n, size)]
-    stride = n // size
-    return [list(ranks[j::stride]) for j in range(stride)]
 
 
 @dataclass(frozen=True)
@@ -624,15 +121,16 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     --------
     >>> from optcoll import load_topology
     >>> topo = load_topology("dgx-a100:1")
+    >>> from optcoll.core.process_groups import make_groups
     >>> alone = group_optimum(make_groups(topo, [list(topo.compute_nodes)]), 0)
     >>> alone.ratio == optimal_cut_ratio(topo).ratio, alone.exact_by
     (True, 'cut')
     """
     view = groups.group_topology(index)
-    cut = optimal_cut_ratio(view)
+    cut = _optimal_cut_ratio(view)
     ratio, exact_by = cut.ratio, "cut"
     if not _balanced(view):
-        from optcoll.groups.concurrent import concurrent_optimum
+        from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP
 
         ratio, exact_by = concurrent_optimum(groups, [index]).time_factor, "lp"
     return GroupOptimum(
@@ -658,16 +156,17 @@ def concurrent_groups_optimum(
     Examples
     --------
     >>> from optcoll import load_topology
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]], "any")
     >>> [concurrent_groups_optimum(groups, [0, 1], form).time_factor for form in FORMS]
     [Fraction(1, 1), Fraction(1, 1)]
     """
     choice_argument(form, FORMS, "form")
     if form == "edge":
-        from optcoll.groups.concurrent import concurrent_optimum
+        from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP
 
         return concurrent_optimum(groups, indices)
-    from optcoll.groups.tree_columns import tree_column_optimum
+    from optcoll.groups.tree_columns import tree_column_optimum  # heavy: PuLP
 
     return tree_column_optimum(groups, indices)
 
@@ -746,12 +245,13 @@ def groups_bound(groups: ProcessGroups, *, form: str = FORMS[0]) -> GroupsBound:
     Examples
     --------
     >>> from optcoll import load_topology
+    >>> from optcoll.io.process_groups import parse_groups
     >>> bound = groups_bound(parse_groups(load_topology("dgx-a100:2"), "strided:2"))
     >>> bound.time_factor, bound.alone[0].ratio, bound.binding_groups
     (Fraction(1, 25), Fraction(1, 25), (0,))
     """
     instance_argument(
-        groups, ProcessGroups, "groups", "optcoll.groups.bounds.parse_groups or make_groups"
+        groups, ProcessGroups, "groups", "optcoll.io.process_groups.parse_groups or make_groups"
     )
     choice_argument(form, FORMS, "form")
     start = time.perf_counter()

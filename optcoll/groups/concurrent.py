@@ -43,7 +43,7 @@ groups whose data crosses them.
 
 Dropping the links a group cannot use leaves t* unchanged: the trees above
 can be taken with every edge a simple path from a member to another member
-through non-members, which :attr:`~optcoll.groups.bounds.ProcessGroups.useful_arcs`
+through non-members, which :attr:`~optcoll.core.process_groups.ProcessGroups.useful_arcs`
 keeps.
 
 **Symmetry.** Let σ_j be automorphisms of the topology (types, links and
@@ -56,7 +56,7 @@ over the group G the σ_j generate (``x̄_g = mean over τ in G of
 τ(x_{τ⁻¹ g})``) keeps every row (G permutes the links, the groups and their
 useful links) and the time, and gives ``x̄_{σ_j g} = σ_j(x̄_g)``. The reduced
 LP is proved exactly like the full one, the maps are checked link by link and
-group by group (:meth:`~optcoll.groups.bounds.ProcessGroups.automorphism`), and the
+group by group (:func:`optcoll.groups.symmetry.group_automorphism`), and the
 expanded loads are rechecked against ``t* bw``; a schedule built from them is
 verified independently (:func:`optcoll.verify.schedule.verify_groups_schedule`).
 
@@ -68,7 +68,7 @@ Examples
 Two groups of two on a 4-ring, each wanting the other's pair of links:
 
 >>> from optcoll import load_topology
->>> from optcoll.groups.bounds import make_groups
+>>> from optcoll.core.process_groups import make_groups
 >>> topo = load_topology("ring:4,bw=1")
 >>> groups = make_groups(topo, [["n0", "n2"], ["n1", "n3"]], relay="any")
 >>> concurrent_optimum(groups, [0, 1]).time_factor
@@ -80,15 +80,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from formulations.multicast import MAX_FLOW_VARIABLES
 from formulations.multicommodity import Commodity
 from optcoll.bounds.multicommodity import solve_multicommodity
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.exceptions import MethodError
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import ProcessGroups
+from optcoll.groups.symmetry import group_automorphism
 
 __all__ = ["group_commodities", "ConcurrentGroups", "symmetry_images", "concurrent_optimum"]
 
@@ -117,7 +115,7 @@ def group_commodities(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4"), [["n0", "n1"]])
     >>> [(g, k.source, dict(k.demands), sorted(k.relays)) for g, k in group_commodities(groups, [0])]
     [(0, 'n0', {'n1': 1}, ['n0', 'n1']), (0, 'n1', {'n0': 1}, ['n0', 'n1'])]
@@ -170,7 +168,7 @@ def symmetry_images(
     """The link maps σ_j taking the first group of ``indices`` onto each of them, in order.
 
     Empty when there is one group or some σ_j is not found
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.automorphism`), or, with ``roots``
+    (:func:`optcoll.groups.symmetry.group_automorphism`), or, with ``roots``
     (one member per group, indexed like ``groups.groups``), when some σ_j does
     not take the first group's root to group j's; the first map is the
     identity's (or another automorphism fixing the first group).
@@ -178,7 +176,7 @@ def symmetry_images(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n1"], ["n2", "n3"]], "any")
     >>> [m[("n0", "n1")] for m in symmetry_images(groups, [0, 1])]
     [('n0', 'n1'), ('n2', 'n3')]
@@ -187,7 +185,7 @@ def symmetry_images(
     """
     if len(indices) < 2:
         return ()
-    sigmas = [groups.automorphism(indices[0], j) for j in indices]
+    sigmas = [group_automorphism(groups, indices[0], j) for j in indices]
     found = [s for s in sigmas if s is not None]
     if len(found) < len(sigmas):
         return ()
@@ -210,7 +208,7 @@ def concurrent_optimum(
     """Solve the LP for the groups numbered ``indices`` running at once; exact and proved.
 
     With ``symmetric`` (default), when the topology has automorphisms
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.automorphism`) mapping the first
+    (:func:`optcoll.groups.symmetry.group_automorphism`) mapping the first
     group onto each of the others, only the first group's flows are solved,
     each standing for its images (see the module docstring). With ``roots``
     (one member per group, indexed like ``groups.groups``) each group

@@ -8,9 +8,9 @@ branchings: :func:`optcoll.schedules.packing.pack_arborescences`) on a topology 
 own:
 
 * a group alone in its class of link-sharing groups
-  (:meth:`~optcoll.groups.bounds.ProcessGroups.sharing_components`) whose optimum is
+  (:meth:`~optcoll.core.process_groups.ProcessGroups.sharing_components`) whose optimum is
   its cut ratio uses the graph it sees
-  (:meth:`~optcoll.groups.bounds.ProcessGroups.group_topology`): its trees take
+  (:meth:`~optcoll.core.process_groups.ProcessGroups.group_topology`): its trees take
   r*_g <= t*, and no other group uses its useful links;
 * the groups of a larger class (or a group whose optimum needed the LP) use
   their **shares** ``c_g(e) = x_g(e) / t_c`` of the class's LP optimum t_c
@@ -50,18 +50,12 @@ The other collectives (:func:`groups_collective`, :data:`GROUP_COLLECTIVES`):
 Every schedule is checked by :func:`optcoll.verify.schedule.verify_groups_schedule`
 against :func:`groups_lower_bound` before it is returned.
 
-The file form (``to_dict``) keeps the schedule file's header and has, instead
-of ``compute_nodes``, ``k`` and ``trees``, a list ``groups`` of
-``{"members": [...], "k": K, "trees": [...]}`` (trees as in a schedule file),
-with ``relay`` and ``time_factor`` at the top level. A broadcast or reduce group has
-a ``"root"`` too. Group g's shard (for broadcast and reduce its message) is cut in
-its own ``k_g`` chunks; a link's load is ``sum_g chunks_g(e) / k_g`` shards and
-the time factor the largest load over bandwidth.
+The data and its file form are :mod:`optcoll.core.groups_schedule`.
 
 Examples
 --------
 >>> from optcoll import load_topology
->>> from optcoll.groups.bounds import make_groups
+>>> from optcoll.core.process_groups import make_groups
 >>> topo = load_topology("ring:4,bw=1")
 >>> s = groups_schedule(make_groups(topo, [["n0", "n2"], ["n1", "n3"]], relay="any"))
 >>> s.time_factor, [len(g.trees) for g in s.groups]
@@ -73,21 +67,26 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
 
-from optcoll.core.rational import fraction_text, parse_fraction
-from optcoll.core.schedule import SCHEDULE_VERSION, Schedule
+from optcoll.core.groups_schedule import GROUP_COLLECTIVES, ROOTED_COLLECTIVES, GroupsSchedule
+from optcoll.core.process_groups import ProcessGroups, make_groups
+from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ScheduleError, SolveError
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import GroupsBound, ProcessGroups
+from optcoll.graph.splitting import realise_paths, split_switches
+from optcoll.groups.bounds import FORMS, GroupsBound, concurrent_groups_optimum, groups_bound
+from optcoll.schedules.collectives import (
+    _broadcast,
+    _collective_lower_bound,
+    bidirectional_core,
+    is_symmetric,
+    reversed_topology,
+)
+from optcoll.schedules.packing import _pack_arborescences, pack_rooted
+from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
-    "GROUP_COLLECTIVES",
-    "GroupsSchedule",
     "groups_schedule",
     "share_topology",
     "group_roots",
@@ -96,155 +95,6 @@ __all__ = [
     "groups_lower_bound",
     "groups_collective",
 ]
-
-#: The collectives concurrent groups run (canonical spellings).
-GROUP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
-
-_FIELDS = {
-    "format",
-    "version",
-    "collective",
-    "topology",
-    "topology_hash",
-    "relay",
-    "time_factor",
-    "groups",
-    "stats",
-}
-_GROUP_FIELDS = {"members", "k", "trees"}
-_ROOTED = ("broadcast", "reduce")
-
-
-@dataclass(frozen=True)
-class GroupsSchedule:
-    """Concurrent groups' allgather schedules on one topology.
-
-    ``groups[i]`` is group i's schedule (its ``compute_nodes`` are the
-    members, its ``k`` and ``trees`` its own); ``time_factor`` the claimed
-    time of all groups at once per unit shard (1/bandwidth units).
-    """
-
-    collective: str
-    topology: str
-    relay: str
-    groups: tuple[Schedule, ...]
-    time_factor: Fraction | None = None
-    topology_hash: str | None = field(default=None, compare=False)
-    stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    def __repr__(self) -> str:
-        factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
-        return (
-            f"GroupsSchedule({self.collective} of {len(self.groups)} groups on "
-            f"{self.topology!r}, relay {self.relay}{factor})"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The schedule-file dictionary (exact ratios as ``"p/q"`` strings)."""
-        data: dict[str, Any] = {
-            "format": "optcoll-schedule",
-            "version": SCHEDULE_VERSION,
-            "collective": self.collective,
-            "topology": self.topology,
-            **({} if self.topology_hash is None else {"topology_hash": self.topology_hash}),
-            "relay": self.relay,
-        }
-        if self.time_factor is not None:
-            data["time_factor"] = fraction_text(self.time_factor)
-        data["groups"] = [
-            {
-                "members": list(s.compute_nodes),
-                **({} if s.root is None else {"root": s.root}),
-                "k": s.k,
-                "trees": s.to_dict()["trees"],
-            }
-            for s in self.groups
-        ]
-        if self.stats:
-            data["stats"] = dict(self.stats)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> GroupsSchedule:
-        """Parse a groups schedule dictionary; structural problems raise :class:`ScheduleError`.
-
-        Only the shape is checked (each group's trees as in a schedule file);
-        whether it is valid is :func:`optcoll.verify.schedule.verify_groups_schedule`'s job.
-        """
-        if not isinstance(data, Mapping):
-            raise ScheduleError(f"a schedule must be a mapping, got {type(data).__name__}")
-        unknown = sorted(set(data) - _FIELDS)
-        if unknown:
-            raise ScheduleError(
-                f"a groups schedule has unknown field(s) {', '.join(map(repr, unknown))}; "
-                f"valid: {', '.join(sorted(_FIELDS))}"
-            )
-        for key in ("collective", "topology", "relay", "groups"):
-            if key not in data:
-                raise ScheduleError(f"a groups schedule is missing the required field {key!r}")
-        if not isinstance(data["relay"], str):
-            raise ScheduleError(f"field 'relay' must be a string, got {data['relay']!r}")
-        entries = data["groups"]
-        if not isinstance(entries, list) or not entries:
-            raise ScheduleError("field 'groups' must be a non-empty list")
-        header = {
-            key: data[key] for key in ("format", "version", "collective", "topology") if key in data
-        }
-        schedules = []
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                raise ScheduleError(f"group {index} must be a mapping with {sorted(_GROUP_FIELDS)}")
-            extra = sorted(set(entry) - _GROUP_FIELDS - {"root"})
-            missing = sorted(_GROUP_FIELDS - set(entry))
-            if extra or missing:
-                raise ScheduleError(
-                    f"group {index} has the fields members, k, trees (and root for "
-                    "broadcast and reduce)"
-                    + (f"; unknown: {', '.join(map(repr, extra))}" if extra else "")
-                    + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
-                )
-            try:
-                schedules.append(
-                    Schedule.from_dict(
-                        {
-                            **header,
-                            "compute_nodes": entry["members"],
-                            "k": entry["k"],
-                            "trees": entry["trees"],
-                            **({"root": entry["root"]} if "root" in entry else {}),
-                        }
-                    )
-                )
-            except ScheduleError as err:
-                raise ScheduleError(f"group {index}: {err}") from None
-        factor = data.get("time_factor")
-        if factor is not None and not isinstance(factor, (str, int)):
-            raise ScheduleError(f"field 'time_factor' must be a ratio string, got {factor!r}")
-        topology_hash = data.get("topology_hash")
-        if topology_hash is not None and not isinstance(topology_hash, str):
-            raise ScheduleError(f"field 'topology_hash' must be a string, got {topology_hash!r}")
-        stats = data.get("stats", {})
-        if not isinstance(stats, Mapping):
-            raise ScheduleError(f"field 'stats' must be a mapping, got {stats!r}")
-        return cls(
-            collective=schedules[0].collective,
-            topology=str(data["topology"]),
-            relay=data["relay"],
-            groups=tuple(schedules),
-            time_factor=None if factor is None else _ratio(factor),
-            topology_hash=topology_hash,
-            stats=dict(stats),
-        )
-
-
-def _ratio(text: str | int) -> Fraction:
-    try:
-        value = parse_fraction(str(text))
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value <= 0:
-        raise ScheduleError(f"field 'time_factor' must be a positive ratio 'p/q', got {text!r}")
-    return value
 
 
 def share_topology(
@@ -258,7 +108,7 @@ def share_topology(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"]], relay="any")
     >>> half = {("n0", "n1"): Fraction(1), ("n1", "n2"): Fraction(1),
     ...         ("n2", "n3"): Fraction(1), ("n3", "n0"): Fraction(1)}
@@ -298,9 +148,6 @@ def groups_schedule(
         If the schedule fails :func:`optcoll.verify.schedule.verify_groups_schedule`
         against t* (an internal error).
     """
-    from optcoll.groups.bounds import FORMS, concurrent_groups_optimum, groups_bound
-    from optcoll.schedules.packing import pack_arborescences
-    from optcoll.verify.schedule import verify_groups_schedule
 
     if bound is None:
         bound = groups_bound(groups, form=form or FORMS[0])
@@ -317,7 +164,7 @@ def groups_schedule(
             views[g] = share_topology(groups, g, solved.loads[g], solved.time_factor)
     schedules = []
     for g, members in enumerate(groups.groups):
-        packed = pack_arborescences(views[g])
+        packed = _pack_arborescences(views[g])
         schedules.append(Schedule("allgather", topo.name, members, packed.k, packed.trees))
     schedule = GroupsSchedule(
         "allgather",
@@ -342,7 +189,7 @@ def group_roots(groups: ProcessGroups) -> tuple[str, ...]:
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> group_roots(parse_groups(load_topology("dgx-a100:2"), "strided:8"))
     ('b0.gpu0', 'b0.gpu1')
     """
@@ -355,12 +202,10 @@ def reversed_groups(groups: ProcessGroups) -> ProcessGroups:
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> reversed_groups(make_groups(load_topology("ring:4"), [["n0", "n1"]])).topology.name
     'reverse(ring:4)'
     """
-    from optcoll.groups.bounds import make_groups
-    from optcoll.schedules.collectives import reversed_topology
 
     return make_groups(reversed_topology(groups.topology), groups.groups, groups.relay)
 
@@ -369,7 +214,7 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
     """The exact optimal time of every group broadcasting from ``roots[g]`` at once.
 
     Per class of link-sharing groups
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.sharing_components`): a group alone
+    (:meth:`~optcoll.core.process_groups.ProcessGroups.sharing_components`): a group alone
     whose relays all have at least as much bandwidth in as out takes its
     broadcast optimum on the graph it sees
     (:func:`optcoll.schedules.collectives.collective_lower_bound`: Edmonds' min cut);
@@ -379,22 +224,22 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]],
     ...                      relay="any")
     >>> rooted_optimum(groups, ("n0", "n1"))  # alone 1/2 each, but they cross on n1 -> n2
     Fraction(1, 1)
     """
-    from optcoll.groups.concurrent import concurrent_optimum
-    from optcoll.schedules.collectives import collective_lower_bound
 
     worst = Fraction(0)
     for component in groups.sharing_components():
         if _balanced_alone(groups, component):
             (g,) = component
-            t = collective_lower_bound(groups.group_topology(g), "broadcast", roots[g])
+            t = _collective_lower_bound(groups.group_topology(g), "broadcast", roots[g])
             assert t is not None, "a broadcast with a root has a bound"
         else:
+            from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP
+
             t = concurrent_optimum(groups, component, roots=roots).time_factor
         worst = max(worst, t)
     return worst
@@ -407,7 +252,6 @@ def _balanced_alone(groups: ProcessGroups, component: tuple[int, ...]) -> bool:
 
 def _reduction_groups(groups: ProcessGroups) -> ProcessGroups:
     """The groups whose forward trees, run backwards, reduce on ``groups``' topology."""
-    from optcoll.schedules.collectives import is_symmetric
 
     return groups if is_symmetric(groups.topology) else reversed_groups(groups)
 
@@ -430,12 +274,11 @@ def groups_lower_bound(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> groups = parse_groups(load_topology("dgx-a100:2"), "strided:2")
     >>> [groups_lower_bound(groups, c) for c in ("allgather", "allreduce", "broadcast")]
     [Fraction(1, 25), Fraction(2, 25), Fraction(1, 25)]
     """
-    from optcoll.groups.bounds import FORMS, groups_bound
 
     collective = _group_collective(collective)
     if roots is None:
@@ -455,7 +298,6 @@ def groups_lower_bound(
 
 
 def _group_collective(collective: str) -> str:
-    from optcoll.core.schedule import canonical_collective
 
     name = canonical_collective(collective)
     if name not in GROUP_COLLECTIVES:
@@ -478,21 +320,18 @@ def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Sche
     """
     from math import lcm
 
-    from optcoll.graph.splitting import realise_paths, split_switches
-    from optcoll.groups.concurrent import concurrent_optimum
-    from optcoll.schedules.collectives import broadcast
-    from optcoll.schedules.packing import pack_rooted
-
     topo = groups.topology
     schedules: dict[int, Schedule] = {}
     for component in groups.sharing_components():
         if _balanced_alone(groups, component):
             (g,) = component
-            alone = broadcast(groups.group_topology(g), roots[g])
+            alone = _broadcast(groups.group_topology(g), roots[g])
             schedules[g] = Schedule(
                 "broadcast", topo.name, groups.groups[g], alone.k, alone.trees, root=roots[g]
             )
             continue
+        from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP
+
         solved = concurrent_optimum(groups, component, roots=roots)
         for g in component:
             loads = {arc: x for arc, x in solved.loads[g].items() if x}
@@ -535,16 +374,12 @@ def groups_collective(
     Even GPUs and odd GPUs of dgx-a100:2, each group reducing toward its first member:
 
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> reduce = groups_collective(parse_groups(load_topology("dgx-a100:2"), "strided:8"), "reduce")
     >>> reduce.time_factor, [s.root for s in reduce.groups]
     (Fraction(1, 100), ['b0.gpu0', 'b0.gpu1'])
     """
     from dataclasses import replace
-
-    from optcoll.groups.bounds import make_groups
-    from optcoll.schedules.collectives import bidirectional_core, is_symmetric
-    from optcoll.verify.schedule import verify_groups_schedule
 
     collective = _group_collective(collective)
     if collective == "allgather":
@@ -552,7 +387,7 @@ def groups_collective(
     topo = groups.topology
     roots = group_roots(groups)
     optimum: Fraction | None = groups_lower_bound(groups, collective, roots, form=form)
-    if collective in _ROOTED:
+    if collective in ROOTED_COLLECTIVES:
         base = groups if collective == "broadcast" else _reduction_groups(groups)
         parts = _rooted_schedule(base, roots)
     else:

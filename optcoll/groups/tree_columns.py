@@ -6,7 +6,7 @@ member inside it and forwarding without gain at non-members. The **tree-column
 form** packs trees instead: a column of ``(g, r)`` is a **tree of paths** ``T``,
 an arborescence on the members of ``g`` rooted at ``r`` whose every arc
 ``(a, b)`` is a path from member ``a`` to member ``b`` through non-members the
-relaying allows (on ``g``'s useful links, :attr:`~optcoll.groups.bounds.ProcessGroups.useful_arcs`);
+relaying allows (on ``g``'s useful links, :attr:`~optcoll.core.process_groups.ProcessGroups.useful_arcs`);
 its load ``m_T(e)`` is the number of its paths through link ``e``. The LP
 (:mod:`optcoll.lp.column_generation`) is
 
@@ -64,7 +64,7 @@ Examples
 Two groups of two on a 4-ring, each wanting the other's pair of links:
 
 >>> from optcoll import load_topology
->>> from optcoll.groups.bounds import make_groups
+>>> from optcoll.core.process_groups import make_groups
 >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]], "any")
 >>> tree_column_optimum(groups, [0, 1]).time_factor
 Fraction(1, 1)
@@ -75,16 +75,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from formulations.column_generation import Column
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.exceptions import MethodError
 from optcoll.graph.arborescence import Cost, min_cost_arborescence
 from optcoll.groups.concurrent import ConcurrentGroups, symmetry_images
 from optcoll.lp.column_generation import column_generation
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import ProcessGroups
 
 __all__ = ["tree_column_optimum", "tree_bound", "cheapest_trees", "cheapest_paths"]
 
@@ -174,7 +172,7 @@ def tree_column_optimum(
     need 8 times what one pair alone needs (1/200):
 
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> rails = parse_groups(load_topology("dgx-a100:2"), "strided:2", relay="any")
     >>> tree_column_optimum(rails, range(8)).time_factor
     Fraction(1, 25)
@@ -287,7 +285,7 @@ def tree_bound(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import make_groups
+    >>> from optcoll.core.process_groups import make_groups
     >>> groups = make_groups(load_topology("ring:4,bw=1"), [["n0", "n2"], ["n1", "n3"]], "any")
     >>> tree_bound(groups, [0, 1], {arc: Fraction(1, 8) for arc in groups.topology.capacity})
     Fraction(1, 1)

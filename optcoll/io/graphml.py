@@ -4,7 +4,9 @@ Every edge carries its bandwidth in the attribute ``bandwidth`` (or the one
 named by the option ``bandwidth_attr``, e.g. ``capacity`` or Topology Zoo's
 ``LinkSpeedRaw``); its latency (µs) is the attribute ``latency_attr`` if given,
 else ``latency``, else ``delay``, else none. Node attributes ``type``
-(``compute`` | ``switch``, default compute) and ``group`` are optional. The
+(``compute`` | ``switch``, default compute), ``group`` and, on switches, the
+booleans ``reduce`` and ``multicast`` (in-network reduction and multicast, e.g.
+NVLS or SHARP; default false) are optional. The
 file says whether it is directed (``edgedefault``): an undirected graph stands
 for links in both directions, a directed one for exactly the links listed
 (parallel edges add their bandwidths).
@@ -15,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optcoll.core.topology import Link, Node, Topology
+from optcoll.core.topology import SWITCH_CAPABILITIES, Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
 
@@ -41,8 +43,8 @@ def from_graphml(
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "star.graphml"
     >>> nx.write_graphml(g, path)
     >>> t = from_graphml(path)
-    >>> t.compute_nodes, t.capacity[("sw", "b")]
-    (('a', 'b'), Fraction(25, 2))
+    >>> t.compute_nodes, t.capacity[("sw", "b")], t.reducing_switches
+    (('a', 'b'), Fraction(25, 2), ())
     """
     import xml.etree.ElementTree as ElementTree
 
@@ -75,12 +77,20 @@ def from_networkx(
     >>> t = from_networkx(g, "pair", bandwidth_attr="capacity")
     >>> t.capacity[("a", "b")], t.capacity[("b", "a")], t.latency[("a", "b")]
     (Fraction(10, 1), Fraction(5, 1), Fraction(2, 1))
+    >>> g = nx.Graph()
+    >>> g.add_node("sw", type="switch", reduce=True, multicast="true")
+    >>> g.add_edge("a", "sw", bandwidth=1); g.add_edge("b", "sw", bandwidth=1)
+    >>> from_networkx(g, "sharp").multicast_switches
+    ('sw',)
     """
     nodes = []
     for v, attrs in graph.nodes(data=True):
         kind = attrs.get("type", "compute")
         group = attrs.get("group")
-        nodes.append(Node(str(v), str(kind), None if group is None else str(group)))
+        flags = {
+            flag: _flag(attrs.get(flag, False), f"node {v}: {flag}") for flag in SWITCH_CAPABILITIES
+        }
+        nodes.append(Node(str(v), str(kind), None if group is None else str(group), **flags))
     links = []
     directed = graph.is_directed()
     for u, v, attrs in graph.edges(data=True):
@@ -100,3 +110,15 @@ def from_networkx(
             latency = number(attrs[key], f"{where}: {key}")
         links.append(Link(str(u), str(v), bandwidth, latency, not directed))
     return Topology(name, nodes, links, description="imported from a networkx graph")
+
+
+def _flag(value: Any, where: str) -> bool:
+    """A GraphML boolean: ``True``/``False`` or the strings ``true``/``false``/``1``/``0``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    raise ImportFormatError(f"{where} must be true or false, got {value!r}")

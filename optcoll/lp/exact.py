@@ -40,6 +40,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import pulp
@@ -53,6 +54,7 @@ __all__ = [
     "basis_duals",
     "check_optimality",
     "objective_value",
+    "ProvedSolution",
     "proved_solution",
     "solve_proved",
     "TIGHT_TOLERANCE",
@@ -73,11 +75,16 @@ def _row(constraint: pulp.LpConstraint) -> tuple[dict[str, Fraction], Fraction]:
     return {v.name: Fraction(c) for v, c in constraint.items()}, -Fraction(constraint.constant)
 
 
-def basis_vertex(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
-    """The exact vertex of HiGHS's final basis on ``problem`` (just solved), or why not.
+def basis_vertex(problem: pulp.LpProblem) -> dict[str, Fraction]:
+    """The exact vertex of HiGHS's final basis on ``problem`` (just solved).
 
-    Returns every variable's exact value by name, or a sentence saying why the
-    vertex could not be recovered (no basis kept, a singular system).
+    Returns every variable's exact value by name.
+
+    Raises
+    ------
+    ReconstructionError
+        If the vertex is not recovered (no basis kept, a nonbasic variable without
+        a finite bound, a singular system); the message says why.
 
     Examples
     --------
@@ -92,7 +99,7 @@ def basis_vertex(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
     """
     basis = simplex_basis(problem)
     if basis is None:
-        return "HiGHS kept no simplex basis"
+        raise ReconstructionError("the exact vertex was not recovered: HiGHS kept no simplex basis")
     values: dict[str, Fraction] = {}
     for variable in problem.variables():
         if variable.name in basis.basic_variables:
@@ -100,7 +107,9 @@ def basis_vertex(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
         low, high = _bounds(variable)
         bound = high if variable.name in basis.at_upper else low
         if bound is None:
-            return f"nonbasic variable {variable.name} has no finite bound"
+            raise ReconstructionError(
+                f"the exact vertex was not recovered: nonbasic variable {variable.name} has no finite bound"
+            )
         values[variable.name] = bound
     equations, rhs = [], []
     for constraint in problem.constraints():
@@ -113,16 +122,23 @@ def basis_vertex(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
     try:
         values.update(solve_linear_system(equations, rhs, unknowns))
     except SingularSystemError as err:
-        return f"basis system not solvable exactly: {err}"
+        raise ReconstructionError(
+            f"the exact vertex was not recovered: basis system not solvable exactly: {err}"
+        ) from None
     return {v.name: values[v.name] for v in problem.variables()}
 
 
-def basis_duals(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
-    """The exact row duals of HiGHS's final basis on ``problem`` (just solved), or why not.
+def basis_duals(problem: pulp.LpProblem) -> dict[str, Fraction]:
+    """The exact row duals of HiGHS's final basis on ``problem`` (just solved).
 
     ``y`` solves ``sum_i A[i][j] y_i = c_j`` for every basic column ``j``, with
     ``y_i = 0`` on basic rows, so that the reduced costs ``c - A^T y`` vanish on
     the basis. Returned by constraint name.
+
+    Raises
+    ------
+    ReconstructionError
+        If the duals are not recovered (no basis kept, a singular system).
 
     Examples
     --------
@@ -139,7 +155,7 @@ def basis_duals(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
     """
     basis = simplex_basis(problem)
     if basis is None:
-        return "HiGHS kept no simplex basis"
+        raise ReconstructionError("the exact duals were not recovered: HiGHS kept no simplex basis")
     cost = {v.name: Fraction(c) for v, c in problem.objective.items()}
     columns: dict[str, dict[str, Fraction]] = {name: {} for name in basis.basic_variables}
     tight = []
@@ -156,7 +172,9 @@ def basis_duals(problem: pulp.LpProblem) -> dict[str, Fraction] | str:
             [columns[j] for j in names], [cost.get(j, Fraction(0)) for j in names], tight
         )
     except SingularSystemError as err:
-        return f"dual basis system not solvable exactly: {err}"
+        raise ReconstructionError(
+            f"the exact duals were not recovered: dual basis system not solvable exactly: {err}"
+        ) from None
     return {c.name: solution.get(c.name, Fraction(0)) for c in problem.constraints()}
 
 
@@ -234,9 +252,27 @@ def check_optimality(
     return None
 
 
-def proved_solution(
-    problem: pulp.LpProblem, where: str
-) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+@dataclass(frozen=True)
+class ProvedSolution:
+    """An LP's exact optimal vertex and duals, proved optimal by :func:`check_optimality`.
+
+    Attributes
+    ----------
+    primal : dict
+        Every variable's exact value by name.
+    dual : dict
+        Every row's exact dual by constraint name.
+    result : LpResult or None
+        HiGHS's report of the solve that gave the basis (``None`` when the caller
+        solved the model itself, as for :func:`proved_solution`).
+    """
+
+    primal: dict[str, Fraction]
+    dual: dict[str, Fraction]
+    result: LpResult | None = None
+
+
+def proved_solution(problem: pulp.LpProblem, where: str) -> ProvedSolution:
     """The exact vertex and duals of ``problem`` (just solved), proved optimal.
 
     Recovers both from HiGHS's final basis (:func:`basis_vertex`,
@@ -258,20 +294,17 @@ def proved_solution(
     >>> x = model.add_variable("x", lowBound=0, upBound=3)
     >>> model.setObjective(pulp.LpAffineExpression([(x, 0.5)]))
     >>> _ = solve(model)
-    >>> primal, dual = proved_solution(model, "tiny")
-    >>> objective_value(model, primal)
+    >>> objective_value(model, proved_solution(model, "tiny").primal)
     Fraction(3, 2)
     """
-    primal = basis_vertex(problem)
-    if isinstance(primal, str):
-        raise ReconstructionError(f"{where}: the exact vertex was not recovered: {primal}")
-    dual = basis_duals(problem)
-    if isinstance(dual, str):
-        raise ReconstructionError(f"{where}: the exact duals were not recovered: {dual}")
+    try:
+        primal, dual = basis_vertex(problem), basis_duals(problem)
+    except ReconstructionError as err:
+        raise ReconstructionError(f"{where}: {err}") from None
     failure = check_optimality(problem, primal, dual)
     if failure is not None:
         raise ReconstructionError(f"{where}: the exact basis solution is not optimal: {failure}")
-    return primal, dual
+    return ProvedSolution(primal, dual)
 
 
 def solve_proved(
@@ -280,7 +313,7 @@ def solve_proved(
     *,
     time_limit: float | None = None,
     build_seconds: float | None = None,
-) -> tuple[LpResult, dict[str, Fraction], dict[str, Fraction]]:
+) -> ProvedSolution:
     """Solve ``problem`` with HiGHS and prove its optimum exactly, trying harder once.
 
     Solves with HiGHS's default tolerances and proves the final basis optimal
@@ -290,9 +323,9 @@ def solve_proved(
 
     Returns
     -------
-    tuple
-        ``(result, primal, dual)``: HiGHS's result of the successful attempt
-        and the exact, proved vertex and duals.
+    ProvedSolution
+        The exact, proved vertex and duals, with HiGHS's result of the
+        successful attempt.
 
     Raises
     ------
@@ -309,19 +342,19 @@ def solve_proved(
     >>> model.setObjective(pulp.LpAffineExpression([(x, 1.0)]))
     >>> model.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression([(x, 3.0)]),
     ...                                       pulp.LpConstraintGE, rhs=1.0), "need")
-    >>> result, primal, dual = solve_proved(model, "tiny")
-    >>> primal, dual
+    >>> proved = solve_proved(model, "tiny")
+    >>> proved.primal, proved.dual
     ({'x': Fraction(1, 3)}, {'need': Fraction(1, 3)})
     """
     result = solve(problem, time_limit=time_limit, build_seconds=build_seconds)
     try:
-        return (result, *proved_solution(problem, where))
+        return replace(proved_solution(problem, where), result=result)
     except ReconstructionError as first:
         result = solve(
             problem, time_limit=time_limit, build_seconds=build_seconds, tolerance=TIGHT_TOLERANCE
         )
         try:
-            return (result, *proved_solution(problem, where))
+            return replace(proved_solution(problem, where), result=result)
         except ReconstructionError as second:
             raise ReconstructionError(
                 f"{first}; with HiGHS's tolerance {TIGHT_TOLERANCE:g}: {second}"

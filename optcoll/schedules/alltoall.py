@@ -484,8 +484,15 @@ def alltoall_schedule(
         instance_argument(
             bound, AlltoallBound, "bound", "optcoll.schedules.alltoall.alltoall_bound"
         )
+    return _alltoall_schedule(topology, k, bound=bound)
+
+
+def _alltoall_schedule(
+    topology: Topology, k: int | None = None, *, bound: AlltoallBound | None = None
+) -> Schedule:
+    """The core of :func:`alltoall_schedule`: its arguments are already checked."""
     if bound is None:
-        bound = alltoall_bound(topology)
+        bound = _alltoall_bound(topology, None)
     paths = path_decomposition(topology, bound.routing)
     exact_k = math.lcm(*(w.denominator for pieces in paths.values() for _, w in pieces))
     chosen = exact_k if k is None else k

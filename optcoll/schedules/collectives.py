@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
@@ -57,12 +57,15 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.graph.maxflow import FlowNetwork
-
-if TYPE_CHECKING:
-    from optcoll.bounds.cut_ratio import CutRatio
-from optcoll.core.topology import Link, Topology
+from optcoll.graph.splitting import realise_paths, split_switches
+from optcoll.schedules.alltoall import (
+    _alltoall_bound,
+    _alltoall_schedule,
+)
+from optcoll.schedules.packing import _pack_arborescences, pack_rooted
 
 __all__ = [
     "collective_lower_bound",
@@ -211,6 +214,11 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
+    return _reduce_scatter(schedule, topology)
+
+
+def _reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
+    """The core of :func:`reduce_scatter`: its arguments are already checked."""
     _require_allgather(schedule, "reduce-scatter")
     factor = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
@@ -248,6 +256,11 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
+    return _allreduce(schedule, topology)
+
+
+def _allreduce(schedule: Schedule, topology: Topology) -> Schedule:
+    """The core of :func:`allreduce`: its arguments are already checked."""
     _require_allgather(schedule, "allreduce")
     down = phase_time_factor(topology, schedule.trees, schedule.k)
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
@@ -353,9 +366,12 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-    from optcoll.graph.splitting import realise_paths, split_switches
-    from optcoll.schedules.packing import pack_rooted
 
+    return _broadcast(topology, root, progress=progress)
+
+
+def _broadcast(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """The core of :func:`broadcast`: its arguments are already checked."""
     usable = broadcast_usable(topology, root)
     k = broadcast_capacity(usable, root)
     caps, unit = usable.integer_capacities()
@@ -394,7 +410,12 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-    forward = broadcast(reversed_topology(topology), root, progress=progress)
+    return _reduce(topology, root, progress=progress)
+
+
+def _reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+    """The core of :func:`reduce`: its arguments are already checked."""
+    forward = _broadcast(reversed_topology(topology), root, progress=progress)
     factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
     return replace(
         forward,
@@ -430,9 +451,12 @@ def build_collective(
 
     Raises
     ------
+    ArgumentError
+        An unknown collective, a ``k`` that is not a positive integer, or a root that
+        is not a node of ``topology``.
     ScheduleError
-        Unknown collective, ``k`` given for broadcast/reduce, or a root that is not a
-        compute node.
+        ``k`` given for broadcast/reduce, a root given for another collective, or a
+        root that is a switch.
 
     Examples
     --------
@@ -445,8 +469,20 @@ def build_collective(
     k = None if k is None else count_argument(k, "k")
     if root is not None:
         node_argument(topology, root, "root")
-    from optcoll.schedules.packing import pack_arborescences
 
+    return _build_collective(topology, collective, k=k, root=root, progress=progress, bound=bound)
+
+
+def _build_collective(
+    topology: Topology,
+    collective: str,
+    *,
+    k: int | None = None,
+    root: str | None = None,
+    progress: bool = False,
+    bound: CutRatio | None = None,
+) -> Schedule:
+    """The core of :func:`build_collective`: its arguments are already checked."""
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
@@ -460,19 +496,17 @@ def build_collective(
             f"a {collective} has no single root; --root applies to broadcast/reduce"
         )
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_schedule
-
-        return alltoall_schedule(topology, k)
-    schedule = pack_arborescences(
+        return _alltoall_schedule(topology, k)
+    schedule = _pack_arborescences(
         packing_topology(topology, collective), k, progress=progress, bound=bound
     )
     if collective == "allgather":
         return schedule
     if collective == "reduce_scatter":
         own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
-        result = reduce_scatter(own, topology)
+        result = _reduce_scatter(own, topology)
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
-    return allreduce(schedule, topology)
+    return _allreduce(schedule, topology)
 
 
 def packing_topology(topology: Topology, collective: str) -> Topology:
@@ -525,20 +559,25 @@ def collective_lower_bound(
     collective = collective_argument(collective)
     if root is not None:
         node_argument(topology, root, "root")
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
+    return _collective_lower_bound(topology, collective, root)
+
+
+def _collective_lower_bound(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The core of :func:`collective_lower_bound`: its arguments are already checked."""
     if collective == "allgather":
-        return optimal_cut_ratio(topology).ratio
+        return _optimal_cut_ratio(topology).ratio
     if collective == "reduce_scatter":
-        return optimal_cut_ratio(reversed_topology(topology)).ratio
+        return _optimal_cut_ratio(reversed_topology(topology)).ratio
     if collective == "allreduce":
         return (
-            optimal_cut_ratio(topology).ratio + optimal_cut_ratio(reversed_topology(topology)).ratio
+            _optimal_cut_ratio(topology).ratio
+            + _optimal_cut_ratio(reversed_topology(topology)).ratio
         )
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_bound
-
-        return alltoall_bound(topology).time_factor
+        return _alltoall_bound(topology, None).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)
         usable = broadcast_usable(graph, root)

@@ -31,9 +31,15 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optcoll.core.arguments import count_argument
+from optcoll.core.loads import phase_time_factor
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
+from optcoll.schedules.collectives import (
+    _build_collective,
+    _collective_lower_bound,
+    is_symmetric,
+)
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -101,7 +107,6 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
     >>> s.k, redeal(s, 4, topo).time_factor / s.time_factor
     (6, Fraction(3, 2))
     """
-    from optcoll.core.loads import phase_time_factor
 
     if schedule.collective not in ("broadcast", "reduce"):
         raise ExportError(
@@ -160,7 +165,6 @@ def deployable_schedule(
     >>> d.schedule.k, d.ratio <= Fraction(101, 100)
     (256, True)
     """
-    from optcoll.schedules.collectives import build_collective, collective_lower_bound, is_symmetric
 
     if tolerance < 0:
         raise ExportError(f"the tolerance must be >= 0, got {tolerance}")
@@ -168,23 +172,23 @@ def deployable_schedule(
     rooted = collective in ("broadcast", "reduce")
     if rooted:
         root = root if root is not None else topology.compute_nodes[0]
-    optimum = collective_lower_bound(topology, collective, root)
+    optimum = _collective_lower_bound(topology, collective, root)
     assert optimum is not None  # every collective has a bound once the root is set
     composed = collective == "allreduce" and not is_symmetric(topology)
 
     def build(chunks: int | None) -> Deployment:
         down = None
         if rooted:
-            base = build_collective(topology, collective, root=root)
+            base = _build_collective(topology, collective, root=root)
             schedule = base if chunks is None else redeal(base, chunks, topology)
         elif composed:
             if chunks is None:  # both phases reach their optimum at a common multiple
-                rs_k = build_collective(topology, "reduce_scatter").k
-                chunks = math.lcm(rs_k, build_collective(topology, "allgather").k)
-            schedule = build_collective(topology, "reduce_scatter", k=chunks)
-            down = build_collective(topology, "allgather", k=chunks)
+                rs_k = _build_collective(topology, "reduce_scatter").k
+                chunks = math.lcm(rs_k, _build_collective(topology, "allgather").k)
+            schedule = _build_collective(topology, "reduce_scatter", k=chunks)
+            down = _build_collective(topology, "allgather", k=chunks)
         else:
-            schedule = build_collective(topology, collective, k=chunks)
+            schedule = _build_collective(topology, collective, k=chunks)
         factors = [s.time_factor for s in (schedule, down) if s is not None]
         assert None not in factors  # built schedules carry their exact factor
         ratio = sum((Fraction(f) for f in factors if f is not None), Fraction(0)) / optimum

@@ -67,11 +67,11 @@ from typing import Any
 
 import numpy as np
 
-from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import count_argument, instance_argument, topology_argument
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import Rotation, Schedule, Tree
+from optcoll.core.schedule import Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.graph.maxflow import FlowNetwork
@@ -83,6 +83,7 @@ __all__ = [
     "pack_arborescences",
     "pack_rooted",
     "pack_symmetric",
+    "pack_layered",
     "expand_packing",
     "chunk_capacities",
     "fixed_k_capacity",
@@ -645,6 +646,126 @@ def pack_symmetric(
     return _OrbitPacker(logical, root_capacity, symmetry).run_orbits()
 
 
+def pack_layered(
+    logical: LogicalGraph, root_capacity: Mapping[str, int], symmetry: RootSymmetry
+) -> Packing | None:
+    """Breadth-first-layered trees of ``symmetry``'s representative roots, sharing each arc
+    orbit's capacity, or ``None`` when the layers cannot carry them.
+
+    In a layered tree every node ``v`` hangs from an in-neighbour one hop nearer the
+    root (``dist(u) = dist(v) - 1``, breadth-first distance over the logical arcs),
+    so every tree is a shortest-path tree: its height is the root's eccentricity,
+    the least any spanning tree from that root can have. Which orbit of arcs each
+    node's parent arc comes from is a transportation problem: node ``v`` of a tree
+    of representative ``r`` needs one unit from one of the orbits of its
+    layered in-arcs, orbit ``O`` supplies ``c(O)``. Nodes with the same
+    representative and the same set of allowed orbits are one supply of ``k_r``
+    times their number, so one small max-flow (types to orbits) decides it; a
+    flow of ``sum of k_r (N - 1)`` is split among the nodes in index order. The
+    orbit loads are then within ``c(O)``, which is all the proof of
+    :mod:`optcoll.graph.symmetry` needs; with ``root_capacity`` constant on orbits
+    the images (:func:`expand_packing`) are a packing of ``logical``.
+
+    ``O(reps * arcs)`` for the distances plus one max-flow on ``types + orbits + 2``
+    nodes.
+
+    Examples
+    --------
+    >>> from optcoll.graph.symmetry import automorphism_group
+    >>> cycle = {(i, (i + 1) % 4): 3 for i in range(4)} | {((i + 1) % 4, i): 3 for i in range(4)}
+    >>> g = LogicalGraph(("a", "b", "c", "d"), {("abcd"[u], "abcd"[v]): c for (u, v), c in cycle.items()}, {})
+    >>> pack_layered(g, dict.fromkeys("abcd", 2), automorphism_group(4, cycle))
+    [('a', 1, (('a', 'b'), ('a', 'd'), ('d', 'c'))), ('a', 1, (('a', 'b'), ('a', 'd'), ('b', 'c')))]
+    """
+    names = logical.compute_nodes
+    n = len(names)
+    index = {name: i for i, name in enumerate(names)}
+    arcs = {(index[u], index[v]): c for (u, v), c in logical.capacity.items() if c > 0}
+    orbit_cap = symmetry.orbit_capacity(arcs)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for u, v in sorted(arcs):
+        succ[u].append(v)
+        pred[v].append(u)
+    # per representative: distances, and for every node its parent per allowed orbit
+    types: dict[tuple[int, frozenset], list[int]] = {}
+    parents: dict[tuple[int, int], dict[Any, int]] = {}
+    distances: dict[int, list[int]] = {}
+    for r in symmetry.representatives:
+        if root_capacity.get(names[r], 0) == 0:
+            continue
+        dist = [-1] * n
+        dist[r] = 0
+        queue = [r]
+        for u in queue:
+            for v in succ[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        if min(dist) < 0:
+            return None
+        distances[r] = dist
+        for v in queue[1:]:
+            choice: dict[Any, int] = {}
+            for u in pred[v]:
+                key = symmetry.arc_orbit(u, v)
+                if dist[u] == dist[v] - 1 and orbit_cap.get(key, 0) > 0:
+                    choice.setdefault(key, u)
+            parents[(r, v)] = choice
+            types.setdefault((r, frozenset(choice)), []).append(v)
+    supply = {t: len(nodes) * root_capacity[names[t[0]]] for t, nodes in types.items()}
+    orbits = sorted({key for t in types for key in t[1]})
+    if not orbits:
+        return None
+    type_list = list(types)
+    source, sink = 0, 1 + len(type_list) + len(orbits)
+    orbit_node = {key: 1 + len(type_list) + j for j, key in enumerate(orbits)}
+    tails, heads, caps = [], [], []
+    for i, t in enumerate(type_list):
+        tails.append(source)
+        heads.append(1 + i)
+        caps.append(supply[t])
+        for key in sorted(t[1]):
+            tails.append(1 + i)
+            heads.append(orbit_node[key])
+            caps.append(supply[t])
+    for key in orbits:
+        tails.append(orbit_node[key])
+        heads.append(sink)
+        caps.append(orbit_cap[key])
+    result = FlowNetwork(sink + 1, tails, heads, caps).max_flow(source, sink)
+    if result.value < sum(supply.values()):
+        return None
+    flow = [int(f) for f in result.flow]
+    left: dict[tuple[int, frozenset], list[list]] = {}
+    arc = 0
+    for t in type_list:
+        arc += 1  # the source arc
+        left[t] = []
+        for key in sorted(t[1]):
+            if flow[arc]:
+                left[t].append([key, flow[arc]])
+            arc += 1
+    trees: list[tuple[str, int, tuple[Arc, ...]]] = []
+    for r, dist in distances.items():
+        k = root_capacity[names[r]]
+        chosen: list[list[tuple[int, int]]] = [[] for _ in range(k)]
+        for t, nodes in types.items():
+            if t[0] != r:
+                continue
+            allotment = left[t]
+            for v in nodes:
+                for tree in chosen:
+                    while allotment[0][1] == 0:
+                        allotment.pop(0)
+                    allotment[0][1] -= 1
+                    tree.append((parents[(r, v)][allotment[0][0]], v))
+        for tree in chosen:
+            tree.sort(key=lambda a: (dist[a[1]], a[1]))
+            trees.append((names[r], 1, tuple((names[u], names[v]) for u, v in tree)))
+    return _merge(trees)
+
+
 def expand_packing(logical: LogicalGraph, packing: Packing, symmetry: RootSymmetry) -> Packing:
     """Every tree of ``packing`` under ``rho^0 .. rho^(m-1)``, grouped by image.
 
@@ -745,6 +866,30 @@ def _heights(trees: list[Tree]) -> list[int]:
     return result
 
 
+def _height_excess(logical: LogicalGraph, trees: list[Tree]) -> tuple[int, int]:
+    """``(max eccentricity, max height excess)``: the largest breadth-first eccentricity
+    (logical hops) of a root, the least height a tree from it can have, and the
+    most any tree exceeds its root's eccentricity (0: every tree is a shortest-path
+    tree). One breadth-first search per distinct root."""
+    succ: dict[str, list[str]] = {}
+    for (u, v), c in logical.capacity.items():
+        if c > 0:
+            succ.setdefault(u, []).append(v)
+    eccentricity: dict[str, int] = {}
+    for root in dict.fromkeys(t.root for t in trees):
+        dist = {root: 0}
+        queue = [root]
+        for u in queue:
+            for v in succ.get(u, ()):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        eccentricity[root] = max(dist.values())
+    heights = _heights(trees)
+    excess = max(h - eccentricity[t.root] for h, t in zip(heights, trees, strict=True))
+    return max(eccentricity.values()), excess
+
+
 def chunk_capacities(
     topology: Topology, k: int | None = None, *, bound: CutRatio | None = None
 ) -> tuple[int, dict[Arc, int]]:
@@ -774,9 +919,9 @@ def chunk_capacities(
     (1, 7)
     """
     if k is not None:
-        return k, fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
+        return k, _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
     if bound is None:
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
     caps, unit = bound.usable.integer_capacities()
     scaled = bound.ratio * unit  # U / k in lowest terms
     return scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()}
@@ -809,9 +954,16 @@ def fixed_k_capacity(
     """
     topology_argument(topology)
     k = count_argument(k, "k")
+    return _fixed_k_capacity(topology, k, ratio=ratio)
+
+
+def _fixed_k_capacity(
+    topology: Topology, k: int, *, ratio: Fraction | None = None
+) -> tuple[Fraction, dict[Arc, int]]:
+    """The core of :func:`fixed_k_capacity`: its arguments are already checked."""
     usable = topology
     if ratio is None or topology.short_switches():
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
         ratio, usable = bound.ratio, bound.usable
     caps, unit = usable.integer_capacities()
     _, topology_unit = topology.integer_capacities()
@@ -924,18 +1076,25 @@ def pack_arborescences(
         Lower the trees and their peers at the same time factor
         (:func:`optcoll.schedules.tree_shape.shorten_trees`); ``False`` keeps the packer's trees.
     symmetry : bool
-        For the optimal ``k``: when a rotation of the topology's groups (boxes)
-        preserves the logical graph (:func:`optcoll.graph.symmetry.root_symmetry`), pack
-        and shape only one root per orbit and map the trees to the others
-        (:func:`pack_symmetric`); used only if the result's time factor is exactly
-        ``r*``, else every root is packed. ``False`` always packs every root.
+        For the optimal ``k``: when a free group of automorphisms preserves the
+        logical graph (:func:`optcoll.graph.symmetry.root_symmetry`: box rotations,
+        translations of tori and hypercubes, reflections of meshes), pack only one
+        root per orbit and map the trees to the others: breadth-first-layered trees
+        when the layers can carry them (:func:`pack_layered`, no shape pass needed),
+        else greedy trees shaped per orbit (:func:`pack_symmetric`); used only if the
+        result's time factor is exactly ``r*`` (computed from the representatives by
+        orbits, :func:`optcoll.core.loads.orbit_link_loads`), else every root is
+        packed. ``False`` always packs every root.
 
     Returns
     -------
     Schedule
         ``collective="allgather"``; ``cut_ratio`` is ``r*`` and ``time_factor`` the
         schedule's exact time factor (``== r*`` for the default ``k``). ``stats`` holds
-        ``U``, the tree count, max/mean tree height, total sends (tree edges), logical
+        ``U``, the tree count, max/mean tree height, ``max_eccentricity`` (the largest
+        breadth-first eccentricity of a root over the logical arcs: no tree from that
+        root is lower) and ``height_excess`` (the most a tree exceeds its root's
+        eccentricity; 0 for layered trees), total sends (tree edges), logical
         arcs, ``ratio_to_optimum`` (time factor / r*, as a ratio string) and
         ``packed_roots``, the roots whose trees were packed (the others' are images).
 
@@ -955,38 +1114,70 @@ def pack_arborescences(
     k = None if k is None else count_argument(k, "k")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
+    return _pack_arborescences(
+        topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
+    )
+
+
+def _pack_arborescences(
+    topology: Topology,
+    k: int | None = None,
+    *,
+    progress: bool = False,
+    timings: dict[str, float] | None = None,
+    bound: CutRatio | None = None,
+    shape: bool = True,
+    symmetry: bool = True,
+) -> Schedule:
+    """The core of :func:`pack_arborescences`: its arguments are already checked."""
     started = time.perf_counter()
     if bound is None:
-        bound = optimal_cut_ratio(topology)
+        bound = _optimal_cut_ratio(topology)
     usable = bound.usable  # the forwardable capacity when a switch is short of input
     chunks, link_capacity = chunk_capacities(topology, k, bound=bound)
     compute = topology.compute_nodes
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
     logical = split_switches(
-        usable, link_capacity, root_capacity, chunks * len(compute), progress=progress
+        usable,
+        link_capacity,
+        root_capacity,
+        chunks * len(compute),
+        progress=progress,
+        proved=True,  # chunk_capacities meet the condition (certified r*, or checked k)
     )
     split = time.perf_counter()
     rotation = None
     groups = {v: topology.node[v].group for v in compute}
     orbits = root_symmetry(logical, groups) if symmetry and k is None else None
-    packing = None if orbits is None else pack_symmetric(logical, root_capacity, orbits)
+    packing = layered = None
+    if orbits is not None:
+        packing = layered = pack_layered(logical, root_capacity, orbits)
+        if packing is None:
+            packing = pack_symmetric(logical, root_capacity, orbits)
     if packing is not None and orbits is not None:
         packed_roots = len(orbits.representatives)
         packed = time.perf_counter()
-        if shape:
+        if shape and layered is None:  # layered trees are as low as their roots allow
             packing = shorten_trees(logical, packing, symmetry=orbits)
         shaped = time.perf_counter()
         images = path_rotation(logical, orbits)
         if images is None:
             trees = realise_paths(logical, expand_packing(logical, packing, orbits))
         else:
-            rotation = Rotation(orbits.order, images)
+            generators = tuple(Rotation(m, g) for m, g in zip(orbits.orders, images, strict=True))
+            rotation = generators[0] if len(generators) == 1 else Rotations(generators)
             shared = realise_paths(
                 logical, packing, share=orbits.named_arc_orbit(logical.compute_nodes)
             )
-            trees = list(rotation.expand(shared, compute))
-        time_factor = phase_time_factor(topology, trees, chunks)
+            time_factor = phase_time_factor(topology, shared, chunks, rotation=rotation)
+            heights = _heights(shared) * orbits.order  # an image is as tall as its tree
+            excess = _height_excess(logical, shared)
+            trees = list(rotation.expand(shared, compute)) if time_factor == bound.ratio else []
+        if images is None:
+            time_factor = phase_time_factor(topology, trees, chunks)
+            heights = _heights(trees)
+            excess = _height_excess(logical, trees)
         if time_factor != bound.ratio:  # never a worse answer: pack every root instead
             packing, rotation = None, None
     if packing is None:
@@ -998,13 +1189,16 @@ def pack_arborescences(
         shaped = time.perf_counter()
         trees = realise_paths(logical, packing)
         time_factor = phase_time_factor(topology, trees, chunks)
+        heights = _heights(trees)
+        excess = _height_excess(logical, trees)
     position = {v: i for i, v in enumerate(compute)}
     trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
-    heights = _heights(trees)
     stats = {
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
+        "max_eccentricity": excess[0],
+        "height_excess": excess[1],
         "total_sends": sum(len(t.edges) for t in trees),
         "logical_arcs": len(logical.capacity),
         "ratio_to_optimum": fraction_text(time_factor / bound.ratio),

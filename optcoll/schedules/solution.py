@@ -34,18 +34,27 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import canonical_collective
+from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-
-if TYPE_CHECKING:
-    from optcoll.bounds.cut_ratio import CutRatio
-    from optcoll.core.schedule import Schedule
-    from optcoll.verify.schedule import Verification
+from optcoll.io import load_topology
+from optcoll.schedules.alltoall import (
+    _alltoall_bound,
+    _alltoall_schedule,
+)
+from optcoll.schedules.collectives import (
+    _build_collective,
+    _collective_lower_bound,
+    is_symmetric,
+    packing_topology,
+    reversed_topology,
+)
+from optcoll.verify.schedule import Verification, _verify_schedule
 
 __all__ = ["Solution", "solve", "optimality_claim"]
 
@@ -295,16 +304,6 @@ def solve(
     >>> optcoll.solve("mi250:2", collective="allgather", k=1).algbw
     320.0
     """
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
-    from optcoll.io import load_topology
-    from optcoll.schedules.collectives import (
-        build_collective,
-        collective_lower_bound,
-        is_symmetric,
-        packing_topology,
-        reversed_topology,
-    )
-    from optcoll.verify.schedule import verify_schedule
 
     started = time.perf_counter()
     topo = (
@@ -317,30 +316,28 @@ def solve(
     root = None if root is None else node_argument(topo, root, "root")
     bound = None
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
-
-        optimum = alltoall_bound(topo)
-        schedule = alltoall_schedule(topo, k, bound=optimum)
+        optimum = _alltoall_bound(topo, None)
+        schedule = _alltoall_schedule(topo, k, bound=optimum)
         lower = optimum.time_factor
     elif collective in _ROOTED:
-        schedule = build_collective(topo, collective, k=k, root=root, progress=progress)
-        rooted_lower = collective_lower_bound(topo, collective, schedule.root)
+        schedule = _build_collective(topo, collective, k=k, root=root, progress=progress)
+        rooted_lower = _collective_lower_bound(topo, collective, schedule.root)
         assert rooted_lower is not None  # a broadcast/reduce schedule has its root
         lower = rooted_lower
     else:
         packed = packing_topology(topo, collective)
-        packed_bound = optimal_cut_ratio(packed)
+        packed_bound = _optimal_cut_ratio(packed)
         bound = packed_bound
         if collective == "allreduce":
-            bound = packed_bound if packed is topo else optimal_cut_ratio(topo)
-            reverse = bound if is_symmetric(topo) else optimal_cut_ratio(reversed_topology(topo))
+            bound = packed_bound if packed is topo else _optimal_cut_ratio(topo)
+            reverse = bound if is_symmetric(topo) else _optimal_cut_ratio(reversed_topology(topo))
             lower = bound.ratio + reverse.ratio
         else:
             lower = bound.ratio
-        schedule = build_collective(
+        schedule = _build_collective(
             topo, collective, k=k, root=root, progress=progress, bound=packed_bound
         )
-    check = verify_schedule(topo, schedule, optimum=lower)
+    check = _verify_schedule(topo, schedule, optimum=lower)
     if not check.valid:
         raise SolveError(f"internal error: the schedule failed verification: {check.reason}")
     return Solution(

@@ -65,7 +65,7 @@ from formulations.network import Arc
 from formulations.solve import simplex_basis
 from formulations.tree_packing import Column
 from optcoll.core.rational import integer_scaling, reconstruct_cut_ratio
-from optcoll.exceptions import SingularSystemError, TopologyError
+from optcoll.exceptions import ReconstructionError, SingularSystemError, TopologyError
 from optcoll.graph.arborescence import Cost, min_cost_arborescence
 from optcoll.lp.column_generation import generate_columns
 from optcoll.lp.exact import basis_duals
@@ -336,8 +336,9 @@ def _dual_bound(
     so the value is an exact lower bound on its optimum. ``None`` if the exact
     duals are not recovered or all vanish.
     """
-    duals = basis_duals(master)
-    if isinstance(duals, str):
+    try:
+        duals = basis_duals(master)
+    except ReconstructionError:
         return None
     prices = {arc: max(-duals[f"cap_{a}"], Fraction(0)) for a, arc in enumerate(caps)}
     priced = sum(c * prices[arc] for arc, c in caps.items())

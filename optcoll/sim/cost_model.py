@@ -42,6 +42,9 @@ nodes only forward; the loads of all hops on a link add up):
   mirrored for even ``N``, shifted for odd ``N``, so the leaves of one are inner
   nodes of the other), half of the data each, reduce up and broadcast down;
 * the fixed ``k = 1`` optimum from :func:`optcoll.schedules.packing.pack_arborescences`;
+* allreduce where up to 8 switches reduce or multicast (NVLS, SHARP): the optimal aggregation
+  trees, :func:`aggregation_cost` (``in-network``): reduce up, multicast down, pipelined;
+  its latency term is the deepest reduce path plus the deepest multicast path of a tree;
 * all-to-all: :func:`direct_alltoall` - every pair's piece on its widest path,
   all at once - and :func:`hierarchical_alltoall` - the rail variant: first
   inside each box, GPU ``i`` hands GPU ``j`` the pieces for every box's GPU
@@ -68,21 +71,28 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.bounds.in_network import has_aggregation_lp
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.arguments import (
     collective_argument,
     number_argument,
     schedule_argument,
     topology_argument,
 )
+from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import ProcessGroups
+from optcoll.groups.schedule import groups_collective
+from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.alltoall import _alltoall_schedule
+from optcoll.schedules.collectives import _allreduce
+from optcoll.schedules.packing import _pack_arborescences
+from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
     "DEFAULT_LATENCY",
@@ -104,6 +114,7 @@ __all__ = [
     "hierarchical_alltoall_schedule",
     "compare_methods",
     "compare_group_methods",
+    "aggregation_cost",
 ]
 
 Arc = tuple[str, str]
@@ -132,7 +143,7 @@ class Cost:
         Exact bandwidth term in 1/(bandwidth unit), per ``data(M)``.
     alpha : Fraction
         Latency term in µs.
-    schedule : Schedule, GroupsSchedule or None
+    schedule : Schedule, AggregationSchedule, GroupsSchedule or None
         What the simulator runs for this method (groups: every group's schedule at once).
     trees, phases
         Or trees that split the whole message among them, run in ``phases`` (the double
@@ -858,14 +869,10 @@ def compare_methods(
     topology_argument(topology)
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.schedules.packing import pack_arborescences
 
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_schedule
-
         costs = [
-            schedule_cost(topology, alltoall_schedule(topology), default_latency=default_latency),
+            schedule_cost(topology, _alltoall_schedule(topology), default_latency=default_latency),
             direct_alltoall(topology, default_latency=default_latency),
         ]
         rail = hierarchical_alltoall_schedule(topology)
@@ -875,10 +882,10 @@ def compare_methods(
         return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = pack_arborescences(topology, progress=progress)
-    single = pack_arborescences(topology, 1, progress=progress)
+    optimal = _pack_arborescences(topology, progress=progress)
+    single = _pack_arborescences(topology, 1, progress=progress)
     if collective == "allreduce":
-        optimal, single = allreduce(optimal, topology), allreduce(single, topology)
+        optimal, single = _allreduce(optimal, topology), _allreduce(single, topology)
     costs = [
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
@@ -887,12 +894,75 @@ def compare_methods(
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
         if collective == "allreduce":
-            ring = allreduce(ring, topology)
+            ring = _allreduce(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
+        if has_aggregation_lp(topology):
+            schedule = aggregation_schedule(topology)
+            costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
     return costs
+
+
+def aggregation_cost(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    method: str = "in-network",
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Cost:
+    """The cost of an in-network allreduce (:mod:`optcoll.core.aggregation`).
+
+    Its exact bandwidth term, per ``data(M) = M / N`` as every allreduce here, is
+    ``N`` times the schedule's time factor per ``M``; the latency term the deepest
+    (reduce path + multicast path) latency of a tree; the simulator runs ``schedule``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> cost = aggregation_cost(topo, aggregation_schedule(topo))
+    >>> cost.time_factor, cost.alpha, round(cost.asymptotic_algbw, 3)  # GPU -> NVS -> GPU and back
+    (Fraction(4, 225), Fraction(4, 1), 450.0)
+    """
+    topology_argument(topology)
+    default_latency = number_argument(default_latency, "default_latency")
+    latency = link_latencies(topology, default_latency)
+    k, n = schedule.k, len(schedule.compute_nodes)
+    load: dict[Arc, int] = {}
+    alpha = Fraction(0)
+    for tree in schedule.trees:
+        deepest = Fraction(0)
+        for edges, downward in ((tree.reduce_edges, False), (tree.multicast_edges, True)):
+            deepest += _deepest_branch(tree.apex, edges, latency, downward=downward)
+            for edge in edges:
+                for arc in zip(edge.path, edge.path[1:], strict=False):
+                    load[arc] = load.get(arc, 0) + tree.chunks
+        alpha = max(alpha, deepest)
+    factor = max(Fraction(m, k) / topology.capacity[a] for a, m in load.items())
+    return Cost(method, "allreduce", n, n * factor, alpha, schedule)
+
+
+def _deepest_branch(
+    apex: str, edges: Sequence[TreeEdge], latency: dict[Arc, Fraction], *, downward: bool
+) -> Fraction:
+    """The largest latency sum from a vertex to ``apex`` (in-tree) or back (out-tree)."""
+    parent = {(e.dst if downward else e.src): e for e in edges}
+    reach: dict[str, Fraction] = {apex: Fraction(0)}
+    for start in parent:
+        walk = []
+        v = start
+        while v not in reach:
+            walk.append(v)
+            edge = parent[v]
+            v = edge.src if downward else edge.dst
+        for w in reversed(walk):
+            edge = parent[w]
+            up = edge.src if downward else edge.dst
+            reach[w] = reach[up] + _path_latency(edge.path, latency)
+    return max(reach.values())
 
 
 def compare_group_methods(
@@ -905,7 +975,7 @@ def compare_group_methods(
     """Concurrent process groups: the optimal schedule and a ring in every group, optimal first.
 
     Each method gives every group a schedule on the graph the group sees
-    (:meth:`~optcoll.groups.bounds.ProcessGroups.group_topology`): ``optimal`` the
+    (:meth:`~optcoll.core.process_groups.ProcessGroups.group_topology`): ``optimal`` the
     trees of :func:`optcoll.groups.schedule.groups_collective` (t*), ``ring``
     :func:`ring_schedule` of each group (run as reduce-scatter + allgather for
     allreduce). All groups run at once, so the bandwidth term is the exact time
@@ -923,16 +993,12 @@ def compare_group_methods(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> costs = compare_group_methods(parse_groups(build("dgx-a100:2"), "strided:8"))
     >>> [(c.method, c.time_factor) for c in costs]
     [('optimal (k=1)', Fraction(1, 25)), ('ring', Fraction(7, 50))]
     """
     from dataclasses import replace
-
-    from optcoll.groups.schedule import GroupsSchedule, groups_collective
-    from optcoll.schedules.collectives import allreduce
-    from optcoll.verify.schedule import verify_groups_schedule
 
     collective = collective_argument(collective)
     default_latency = number_argument(default_latency, "default_latency")
@@ -944,7 +1010,7 @@ def compare_group_methods(
     rings = []
     for view in views:
         ring = ring_schedule(view)
-        rings.append(allreduce(ring, view) if collective == "allreduce" else ring)
+        rings.append(_allreduce(ring, view) if collective == "allreduce" else ring)
     ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
     costs = []
     for method, schedule in ((None, optimal), ("ring", ringed)):

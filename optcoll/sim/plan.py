@@ -24,10 +24,14 @@ up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest ch
 (one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it), and
 every other ``k`` below the largest of those whose packing is closer to the optimum than
 every smaller ``k``'s; the ring and the hierarchical ring (as tree schedules,
-:func:`optcoll.sim.cost_model.ring_schedule`); NCCL's double binary tree (allreduce); for
-all-to-all the optimal routes, ``direct`` (every pair on its widest path) and
-``hierarchical (rail)`` (:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for
-an allgather on a direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
+:func:`optcoll.sim.cost_model.ring_schedule`); NCCL's double binary tree (allreduce); where
+up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
+``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose
+bandwidth bound is the cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`:
+every allreduce, whatever the switches do), the larger of the two floors; for all-to-all the
+optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
+(:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for an allgather on a
+direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
 (:mod:`optcoll.sim.timetable`, synthesized for each size).
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
@@ -50,11 +54,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
-from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES, Cost, link_latencies
+from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.collectives import (
+    _allreduce,
+    _build_collective,
+    _collective_lower_bound,
+    _reduce_scatter,
+)
+from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.sim.cost_model import (
+    DEFAULT_LATENCY,
+    SIZES,
+    Cost,
+    direct_alltoall_schedule,
+    double_binary_trees,
+    hierarchical_alltoall_schedule,
+    hierarchical_ring_schedule,
+    link_latencies,
+    ring_schedule,
+)
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -62,6 +86,7 @@ from optcoll.sim.simulator import (
     PRIORITIES,
     Network,
     TaskGraph,
+    aggregation_tasks,
     data_bytes,
     schedule_tasks,
     simulate,
@@ -115,14 +140,17 @@ class Candidate:
     trees: tuple[Tree, ...] = ()
     phases: tuple[bool, ...] = ()
     chunks_per_node: int = 0
+    aggregation: AggregationSchedule | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
-        """The link orders this candidate can run in: a timetable its own, routes
-        earliest in the data, trees every one of :data:`PRIORITIES`."""
+        """The link orders this candidate can run in: a timetable its own, routes and
+        aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
         if self.chunks_per_node:
             return (TIMETABLE,)
-        if self.schedule is not None and self.schedule.collective == "alltoall":
+        if self.aggregation is not None or (
+            self.schedule is not None and self.schedule.collective == "alltoall"
+        ):
             return ("progress",)
         return PRIORITIES
 
@@ -143,6 +171,8 @@ class Candidate:
     ) -> TaskGraph:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
+        if self.aggregation is not None:
+            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
             graph = TaskGraph()
             schedule = timetable.schedule
@@ -166,6 +196,10 @@ class Candidate:
 
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.aggregation is not None:
+            trees = self.aggregation.trees
+            edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in trees)
+            return _slice_count(size / self.aggregation.k, slice_bytes) * edges
         if self.chunks_per_node:
             chunk = data_bytes("allgather", size, num_compute) / self.chunks_per_node
             edges = self.chunks_per_node * num_compute * (num_compute - 1)
@@ -256,20 +290,11 @@ def candidates(
     >>> [c.method for c in candidates(build("dgx-a100:2"))]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
     """
-    from optcoll.schedules.collectives import allreduce, build_collective, reduce_scatter
-    from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-    from optcoll.sim.cost_model import (
-        direct_alltoall_schedule,
-        double_binary_trees,
-        hierarchical_alltoall_schedule,
-        hierarchical_ring_schedule,
-        ring_schedule,
-    )
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = build_collective(topology, collective, root=root)
+    optimal = _build_collective(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -303,14 +328,16 @@ def candidates(
             if ring is None:
                 continue
             if collective == "reduce_scatter":
-                ring = reduce_scatter(ring, topology)
+                ring = _reduce_scatter(ring, topology)
             elif collective == "allreduce":
-                ring = allreduce(ring, topology)
+                ring = _allreduce(ring, topology)
             found.append(Candidate(str(ring.stats["method"]), ring))
     if collective == "allreduce":
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if has_aggregation_lp(topology):
+            found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     return found
 
 
@@ -416,7 +443,6 @@ def plan(
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
     """
-    from optcoll.schedules.collectives import collective_lower_bound
 
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
@@ -424,8 +450,11 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
     bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = collective_lower_bound(topology, bound_collective, root)
+    bound = _collective_lower_bound(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
+    if collective == "allreduce" and topology.has_in_network:
+        # per M / N bytes, as the allgather bound: N / lambda
+        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency
     )
@@ -713,6 +742,8 @@ def _cost_tasks(
     cost: Cost, network: Network, size: int, slice_bytes: int | None
 ) -> TaskGraph | None:
     """The task graph of a cost's method (None: nothing to simulate)."""
+    if isinstance(cost.schedule, AggregationSchedule):
+        return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
         option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
         return option.tasks(network, size, slice_bytes)

@@ -61,20 +61,25 @@ Examples
 from __future__ import annotations
 
 import heapq
+import json
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
-
-if TYPE_CHECKING:
-    from optcoll.verify.msccl.limits import Algo
+from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra.wire import decode_trace
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
+from optcoll.verify.msccl.program import read_program
 
 __all__ = [
     "DEFAULT_OVERHEAD",
@@ -86,10 +91,16 @@ __all__ = [
     "simulate",
     "simulate_schedule",
     "simulate_trees",
+    "simulate_aggregation",
     "simulate_msccl",
+    "ChakraTraces",
+    "read_chakra",
+    "chakra_tasks",
     "schedule_tasks",
     "tree_tasks",
+    "aggregation_tasks",
     "msccl_tasks",
+    "mscclpp_tasks",
     "data_bytes",
 ]
 
@@ -602,6 +613,90 @@ def simulate_schedule(
     return simulate(graph, network, size, overhead=overhead, progress=progress)
 
 
+def aggregation_tasks(
+    schedule: AggregationSchedule,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
+
+    Each tree's ``M / k``-byte chunks go slice by slice: up the reduce edges (a vertex,
+    compute node or reducing switch, sends its sum once its children's have arrived), then
+    down the multicast edges from the apex (a vertex forwards to each child once its
+    parent's copy has arrived). A switch's summing and copying cost its step's overhead.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("star:4,sharp=1")
+    >>> len(aggregation_tasks(aggregation_schedule(topo), Network.of(topo), 4096))  # 4 up, 4 down
+    8
+    """
+    graph = TaskGraph()
+    count, piece = _slices(size / schedule.k, slice_bytes)
+    edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in schedule.trees)
+    _check_size(count * edges, count)
+    for tree in schedule.trees:
+        up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
+        down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
+        down = _by_depth(tree.apex, down, downward=True)
+        for piece_number in range(tree.chunks * count):
+            loop = _progress(piece_number, tree.chunks, count)
+            into: dict[str, list[int]] = {}
+            for src, dst, path in up:  # leaves first
+                into.setdefault(dst, []).append(
+                    graph.add((src, dst), path, piece, into.get(src, ()), loop)
+                )
+            arrived: dict[str, list[int]] = {tree.apex: into.get(tree.apex, [])}
+            for src, dst, path in down:  # parents before children
+                arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+    return graph
+
+
+def _by_depth(
+    apex: str, edges: list[tuple[str, str, tuple[int, ...]]], *, downward: bool = False
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Edges of an in-tree deepest first, or of an out-tree (``downward``) shallowest first."""
+    parent = {(d if downward else s): (s if downward else d) for s, d, _ in edges}
+
+    def depth(v: str) -> int:
+        steps = 0
+        while v != apex:
+            v, steps = parent[v], steps + 1
+        return steps
+
+    key = (lambda e: depth(e[1])) if downward else (lambda e: -depth(e[0]))
+    return sorted(edges, key=key)
+
+
+def simulate_aggregation(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Simulation:
+    """Simulate an in-network allreduce of ``size`` bytes (see :func:`aggregation_tasks`).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> run = simulate_aggregation(topo, aggregation_schedule(topo), 2**30)
+    >>> round(run.algbw, 1)  # the cut bound is 450 GB/s
+    447.8
+    """
+    network = Network.of(topology, default_latency)
+    graph = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes)
+    return simulate(graph, network, size, overhead=overhead)
+
+
 def simulate_trees(
     topology: Topology,
     trees: Sequence[Tree],
@@ -643,7 +738,6 @@ def msccl_tasks(
     ``deps``. The message is the buffer ``M``: the output of an allgather, the input of the
     other collectives; its chunk is ``M`` over that buffer's chunks.
     """
-    from optcoll.verify.msccl.limits import STEP_SEMANTICS
 
     compute = topology.compute_nodes
     if algo.ngpus != len(compute):
@@ -745,13 +839,222 @@ def simulate_msccl(
 def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
-    from optcoll.verify.msccl.limits import decode
-    from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
-    from optcoll.verify.msccl.program import read_program
 
-    algo, findings = decode(read_program(source), runtime_profile(DEFAULT_RUNTIME))
+    algo, findings = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]
     if algo is None or blocking:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"
         raise ScheduleError(f"{source}: cannot be executed: {first}")
     return algo
+
+
+# --- MSCCL++ execution plans ---------------------------------------------------------------
+
+
+def mscclpp_tasks(
+    plan: Any,
+    topology: Topology,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
+
+    Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
+    step each); a put sends its chunks on the widest path between the two GPUs, in slices;
+    the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
+    signal of its partner (a ``pws`` signals after its own put). The message is the
+    output of an allgather, the input of the other collectives.
+    """
+    compute = topology.compute_nodes
+    if plan.ranks != len(compute):
+        raise ScheduleError(
+            f"the plan has {plan.ranks} ranks but {topology.name} has {len(compute)} compute nodes"
+        )
+    first = plan.gpus[0].chunks
+    buffer = first["o"] if plan.collective == "allgather" else first["i"]
+    count, piece = _slices(size / max(buffer, 1), slice_bytes)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+        return routes[(src, dst)]
+
+    graph = TaskGraph()
+    signals: dict[tuple, list[list[int]]] = {}
+    waits: list[tuple[int, tuple, int]] = []
+    for gpu in plan.gpus:
+        for tb in gpu.threadblocks:
+            last: list[int] = []
+            sent: list[int] = []
+            for op in tb.ops:
+                task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
+                last = [task]
+                if op.name in ("put", "pws", "pwsf"):
+                    sent = []
+                    for d in op.dst:
+                        for s in range(count):
+                            sent.append(
+                                graph.add(
+                                    None, route(gpu.rank, d.rank), piece * d.size, [task], s / count
+                                )
+                            )
+                    if op.name != "put" and op.channel_type == "port":
+                        for peer, ordinal in op.channel_peers:
+                            key = ("port", gpu.rank, peer, ordinal)
+                            signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("signal", "rlxsignal"):
+                    for peer, ordinal in op.channel_peers:
+                        key = (op.channel_type, gpu.rank, peer, ordinal)
+                        signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("wait", "rlxwait"):
+                    for peer, ordinal in op.channel_peers:
+                        waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+    taken: dict[tuple, int] = {}
+    for task, key, _ in waits:
+        n = taken.get(key, 0)
+        taken[key] = n + 1
+        sources = signals.get(key, [])
+        if n >= len(sources):
+            raise ScheduleError(
+                f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal (run optcoll check-plan)"
+            )
+        for before in sources[n]:
+            _depend(graph, before, task)
+    return graph
+
+
+# --- Chakra execution traces ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChakraTraces:
+    """Decoded Chakra traces of one collective (:func:`read_chakra`): each rank's nodes, the
+    message size and collective their metadata names (None if absent) and the compute nodes
+    of the ranks (``optcoll_members``; None: the topology's compute nodes in order)."""
+
+    nodes: tuple[tuple[Any, ...], ...]
+    size: int | None
+    collective: str | None
+    root: int | None
+    members: tuple[str, ...] | None
+
+
+def read_chakra(prefix: str) -> ChakraTraces:
+    """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
+    wrong are refused with its first finding (run ``optcoll check-et``)."""
+    raw = read_traces(prefix)
+    report = check_traces(raw)
+    if not report.ok:
+        raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
+    decoded = [decode_trace(data, name) for name, data in raw]
+    meta = decoded[0][0]
+
+    def value(name: str) -> Any:
+        attr = meta.get(name)
+        return None if attr is None else attr.value
+
+    members = value("optcoll_members")
+    return ChakraTraces(
+        tuple(tuple(nodes) for _, nodes in decoded),
+        value("optcoll_bytes"),
+        value("collective"),
+        value("optcoll_root"),
+        None if members is None else tuple(json.loads(members)),
+    )
+
+
+def chakra_tasks(
+    traces: ChakraTraces,
+    topology: Topology,
+    network: Network,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
+    dependencies have finished; a send is a step of its connection (sender, receiver) and then
+    a transfer on the widest path between the two; a receive finishes when the ``i``-th send of
+    its (source, destination, tag, size) arrives (``i`` its place in the receiver's dependency
+    order); a reduction is a local step. As with MSCCL programs, the traces run once per
+    slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
+    largest transfer.
+    """
+    compute = traces.members or tuple(topology.compute_nodes)
+    missing = [v for v in compute if v not in topology.compute_nodes]
+    if len(compute) != len(traces.nodes) or missing:
+        raise ScheduleError(
+            f"the traces have {len(traces.nodes)} ranks"
+            + (f" on compute nodes {', '.join(missing)} not" if missing else "")
+            + f" in {topology.name} ({len(topology.compute_nodes)} compute nodes)"
+        )
+    kinds = {5: "send", 6: "recv", 4: "comp"}
+    sizes = [
+        node.get("comm_size").value
+        for nodes in traces.nodes
+        for node in nodes
+        if kinds.get(node.type) == "send"
+    ]
+    count, _ = _slices(max(sizes, default=1), slice_bytes)
+    _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+        return routes[(src, dst)]
+
+    orders = [_dependency_order(nodes) for nodes in traces.nodes]
+    graph = TaskGraph()
+    for loop in range(count):
+        done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
+        sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
+        for rank, ordered in enumerate(orders):
+            for node in ordered:
+                after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
+                kind = kinds[node.type]
+                if kind == "send":
+                    peer = node.get("comm_dst").value
+                    size = node.get("comm_size").value
+                    key = (rank, peer, node.get("comm_tag").value, size)
+                    step = graph.add(("send", rank, peer), (), 0.0, after, loop / count)
+                    done[(rank, node.id)] = graph.add(
+                        None, route(rank, peer), size / count, [step], loop / count
+                    )
+                    sent[key].append(done[(rank, node.id)])
+                elif kind == "recv":
+                    peer, size = node.get("comm_src").value, node.get("comm_size").value
+                    key = (peer, rank, node.get("comm_tag").value, size)
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+                    received[key].append((rank, node.id))
+                else:
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+        for key, receives in received.items():
+            for transfer, (rank, ident) in zip(sent[key], receives, strict=True):
+                _depend(graph, transfer, done[(rank, ident)])
+    return graph
+
+
+def _dependency_order(nodes: Sequence[Any]) -> list[Any]:
+    """``nodes`` in dependency order (ties in file order)."""
+    by_id = {node.id: node for node in nodes}
+    waiting = {node.id: len({*node.data_deps, *node.ctrl_deps}) for node in nodes}
+    children: dict[int, list[int]] = defaultdict(list)
+    for node in nodes:
+        for dep in {*node.data_deps, *node.ctrl_deps}:
+            children[dep].append(node.id)
+    position = {node.id: i for i, node in enumerate(nodes)}
+    queue = [(position[node.id], node.id) for node in nodes if waiting[node.id] == 0]
+    heapq.heapify(queue)
+    order = []
+    while queue:
+        _, ident = heapq.heappop(queue)
+        order.append(by_id[ident])
+        for child in children[ident]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(queue, (position[child], child))
+    return order

@@ -47,15 +47,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import collective_argument, instance_argument, topology_argument
+from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, MethodError, OptCollError
-
-if TYPE_CHECKING:
-    from optcoll.groups.bounds import ProcessGroups
+from optcoll.graph.splitting import split_switches
+from optcoll.groups.bounds import groups_bound
+from optcoll.groups.schedule import groups_schedule
+from optcoll.schedules.alltoall import (
+    _alltoall_bound,
+    _alltoall_schedule,
+    alltoall_optimum,
+)
+from optcoll.schedules.packing import _pack_arborescences, chunk_capacities
+from optcoll.schedules.rounding import round_packing
+from optcoll.verify.schedule import _verify_schedule, verify_groups_schedule
 
 __all__ = [
     "MethodResult",
@@ -187,16 +197,14 @@ class CrossCheck:
 
 
 def _combinatorial(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
-    bound = optimal_cut_ratio(topology)
+    bound = _optimal_cut_ratio(topology)
     return bound.ratio, bound.bottleneck_cut, f"k = {bound.k}"
 
 
 def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
-    bound = optimal_cut_ratio(topology, method="brute-force")
+    bound = _optimal_cut_ratio(topology, method="brute-force")
     return bound.ratio, bound.bottleneck_cut, f"{2 ** len(topology.node_ids)} subsets"
 
 
@@ -220,9 +228,8 @@ def _multicast_fits(topology: Topology) -> bool:
 
 
 def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.schedules.packing import pack_arborescences
 
-    schedule = pack_arborescences(topology)
+    schedule = _pack_arborescences(topology)
     return _verified(topology, schedule)
 
 
@@ -233,16 +240,12 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical graph of :func:`~optcoll.graph.splitting.split_switches` at r* (ForestColl's
     ``U * caps`` link capacities, ``k`` per root, requirement ``N * k``).
     """
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
-    from optcoll.graph.splitting import split_switches
-    from optcoll.schedules.packing import chunk_capacities
-    from optcoll.schedules.rounding import round_packing
     from optcoll.schedules.tree_packing import fractional_tree_packing
 
     logical = None
     capacity: Any = topology.capacity
     if topology.switch_nodes:
-        bound = optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
+        bound = _optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
         k, link_capacity = chunk_capacities(topology, bound=bound)
         roots = dict.fromkeys(topology.compute_nodes, k)
         logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
@@ -259,7 +262,6 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
 
 
 def _alltoall_edge_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.schedules.alltoall import alltoall_optimum
 
     result = alltoall_optimum(topology)
     return (
@@ -287,20 +289,17 @@ def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | No
 
 
 def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.schedules.alltoall import alltoall_schedule
-    from optcoll.verify.schedule import verify_schedule
 
-    schedule = alltoall_schedule(topology)
-    result = verify_schedule(topology, schedule)
+    schedule = _alltoall_schedule(topology)
+    result = _verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     return result.time_factor, None, f"k = {schedule.k}, {schedule.stats['paths']} paths, verified"
 
 
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
-    from optcoll.verify.schedule import verify_schedule
 
-    result = verify_schedule(topology, schedule)
+    result = _verify_schedule(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
@@ -400,10 +399,8 @@ def crosscheck(
     disagreement = None if agree else _explain(topology, results)
     cut_bound = cut_exhaustive = None
     if collective == "alltoall":
-        from optcoll.schedules.alltoall import alltoall_bound
-
         try:
-            bound = alltoall_bound(topology)
+            bound = _alltoall_bound(topology, None)
             cut_bound, cut_exhaustive = bound.cut_bound, bound.cut_exhaustive
         except OptCollError:  # the LP row above already says why
             pass
@@ -459,9 +456,8 @@ def _run(
 
 
 def _groups_combinatorial(groups: ProcessGroups) -> tuple[Fraction, None, str]:
-    from optcoll.bounds.cut_ratio import optimal_cut_ratio
 
-    ratios = [optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
+    ratios = [_optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
     worst = max(range(len(ratios)), key=ratios.__getitem__)
     return ratios[worst], None, f"group {worst}'s cut ratio, on the graph it sees"
 
@@ -488,7 +484,6 @@ def _groups_edge_lp(groups: ProcessGroups) -> tuple[Fraction, None, str]:
 
 
 def _groups_classes(groups: ProcessGroups, form: str) -> tuple[Fraction, None, str]:
-    from optcoll.groups.bounds import groups_bound
 
     bound = groups_bound(groups, form=form)
     classes = len(groups.sharing_components())
@@ -496,8 +491,6 @@ def _groups_classes(groups: ProcessGroups, form: str) -> tuple[Fraction, None, s
 
 
 def _groups_trees(groups: ProcessGroups) -> tuple[Fraction, None, str]:
-    from optcoll.groups.schedule import groups_schedule
-    from optcoll.verify.schedule import verify_groups_schedule
 
     schedule = groups_schedule(groups)
     result = verify_groups_schedule(groups.topology, schedule)
@@ -546,14 +539,13 @@ def crosscheck_groups(groups: ProcessGroups, *, methods: Sequence[str] | None = 
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.bounds import parse_groups
+    >>> from optcoll.io.process_groups import parse_groups
     >>> check = crosscheck_groups(parse_groups(load_topology("dgx-a100:2"), "strided:8"))
     >>> check.agree, check.reference, check.skipped
     (True, Fraction(1, 25), ())
     """
-    from optcoll.groups.bounds import ProcessGroups
 
-    instance_argument(groups, ProcessGroups, "groups", "optcoll.groups.bounds.parse_groups")
+    instance_argument(groups, ProcessGroups, "groups", "optcoll.io.process_groups.parse_groups")
     if methods is not None and (isinstance(methods, str) or not isinstance(methods, Sequence)):
         raise ArgumentError(f"methods must be a list of method names, got {methods!r}")
     topology = groups.topology

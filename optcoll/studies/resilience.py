@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import choice_argument, count_argument, topology_argument
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Link, Topology, _reachable
@@ -268,7 +268,7 @@ def _solve_failure(task: tuple[dict[str, Any], tuple[Element, ...]]) -> dict[str
     side = _disconnecting_set(topology, failed, capacity)
     if side is not None:
         return {"ratio": None, "cut": side, "usable": None}
-    bound = optimal_cut_ratio(failed_topology(topology, failed))
+    bound = _optimal_cut_ratio(failed_topology(topology, failed))
     order = {v: i for i, v in enumerate(topology.node_ids)}
     usable = None
     if bound.usable is not bound.topology:
@@ -410,7 +410,7 @@ def failure_study(
         for element in elements:
             image, swap = _canonical(topology, element, swaps)
             plan.append(((element,), (_same_link(image, pairs),), swap))
-    base = optimal_cut_ratio(topology)
+    base = _optimal_cut_ratio(topology)
     unique = list(dict.fromkeys(solved for _, solved, _ in plan))
     data = topology.to_dict()
     outcomes: dict[tuple[Element, ...], dict[str, Any]] = {}

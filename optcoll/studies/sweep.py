@@ -55,12 +55,20 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import count_argument, instance_argument, path_argument
 from optcoll.core.output import check_output, exists, require_suffix, write_output
 from optcoll.core.rational import WrittenNumber, exact_number, fraction_text, parse_fraction
+from optcoll.core.schedule import canonical_collective
+from optcoll.core.sizes import parse_size, size_text
 from optcoll.core.topology import Link, Topology
-from optcoll.exceptions import OptCollError, OutputError, ScheduleError
+from optcoll.exceptions import BandwidthError, OptCollError, OutputError, ScheduleError
+from optcoll.io import load_topology, read_document
+from optcoll.schedules.alltoall import _alltoall_bound
+from optcoll.schedules.packing import _pack_arborescences
+from optcoll.sim.plan import plan
 from optcoll.studies.engines import TaskError, run_tasks
+from optcoll.topologies import is_spec
 
 __all__ = [
     "QUANTITIES",
@@ -109,15 +117,13 @@ class _Quantity:
 
 
 def _alltoall_optimum(topology: Topology) -> str:
-    from optcoll.schedules.alltoall import alltoall_bound
 
-    return fraction_text(alltoall_bound(topology).time_factor)
+    return fraction_text(_alltoall_bound(topology, None).time_factor)
 
 
 def _time_factor_k1(topology: Topology) -> str:
-    from optcoll.schedules.packing import pack_arborescences
 
-    schedule = pack_arborescences(topology, k=1, shape=False)
+    schedule = _pack_arborescences(topology, k=1, shape=False)
     assert schedule.time_factor is not None, "a packed schedule knows its time factor"
     return fraction_text(schedule.time_factor)
 
@@ -313,8 +319,6 @@ def parse_sweep_spec(
 
 def _plan_options(data: Any, quantities: Sequence[str], where: str) -> tuple[tuple[int, ...], str]:
     """The spec's ``plan`` key as (sizes in bytes, canonical collective)."""
-    from optcoll.core.schedule import canonical_collective
-    from optcoll.core.sizes import parse_size
 
     wanted = [q for q in quantities if QUANTITIES[q].needs == "plan"]
     if data is None:
@@ -355,7 +359,6 @@ def load_sweep_spec(path: str | Path) -> SweepSpec:
     SweepSpecError
         The spec is malformed.
     """
-    from optcoll.io import read_document
 
     path = Path(path)
     return parse_sweep_spec(read_document(path), folder=path.parent, where=str(path))
@@ -366,9 +369,6 @@ def _substitute(text: str, params: Mapping[str, Any]) -> str:
 
 
 def _point_topology(spec: SweepSpec, text: str, params: Mapping[str, Any]) -> Topology:
-    from optcoll.exceptions import BandwidthError
-    from optcoll.io import load_topology
-    from optcoll.topologies import is_spec
 
     source: str | Path = text
     if not is_spec(text) and not Path(text).is_absolute():
@@ -453,14 +453,10 @@ def evaluate_point(task: tuple[dict[str, Any], SweepSpec]) -> dict[str, Any]:
         quantity = QUANTITIES[name]
         if quantity.needs == "bound":
             if bound is None:
-                from optcoll.bounds.cut_ratio import optimal_cut_ratio
-
-                bound = optimal_cut_ratio(topology)
+                bound = _optimal_cut_ratio(topology)
             values[name] = quantity.compute(bound)
         elif quantity.needs == "plan":
             if rows is None:
-                from optcoll.sim.plan import plan
-
                 rows = plan(topology, spec.plan_collective, spec.plan_sizes)
             for row in rows:
                 values[_column(name, row.size)] = quantity.compute(row)
@@ -495,7 +491,6 @@ def metadata_path(output: str | Path) -> Path:
 
 def _column(quantity: str, size: int) -> str:
     """The column of a ``plan_*`` quantity at one size: ``plan_ratio@1M``."""
-    from optcoll.core.sizes import size_text
 
     return f"{quantity}@{size_text(size)}"
 

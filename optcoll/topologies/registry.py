@@ -240,6 +240,22 @@ def positive_number(text: str) -> Fraction:
     return value
 
 
+def switch_flag(text: str) -> bool:
+    """A converter for on/off parameters: ``1`` or ``0`` (``true``/``false``, ``yes``/``no``).
+
+    Examples
+    --------
+    >>> switch_flag("1"), switch_flag("no")
+    (True, False)
+    """
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected 1 or 0, got {text!r}")
+
+
 def choice(*options: str) -> Callable[[str], str]:
     """A converter accepting one of ``options``."""
 

@@ -80,15 +80,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.arguments import number_argument, schedule_argument, topology_argument
+from optcoll.core.groups_schedule import GroupsSchedule
+from optcoll.core.process_groups import make_groups
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
-
-if TYPE_CHECKING:
-    from optcoll.groups.schedule import GroupsSchedule
+from optcoll.exceptions import GroupError
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
 
@@ -128,6 +128,10 @@ class Verification:
         for allreduce), in the topology's link order.
     ratio_to_optimum : Fraction or None
         ``time_factor / optimum`` when an optimum was given.
+    switch_work : dict
+        For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
+        carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
+        ``copied`` (added by multicast) and ``sent``; empty otherwise.
     """
 
     valid: bool
@@ -136,6 +140,7 @@ class Verification:
     link_loads: Mapping[Arc, int] = field(default_factory=dict)
     bottleneck_links: list[Arc] = field(default_factory=list)
     ratio_to_optimum: Fraction | None = None
+    switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -145,7 +150,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        return {
+        data = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
@@ -155,6 +160,9 @@ class Verification:
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
         }
+        if self.switch_work:
+            data["switch_work"] = {w: dict(work) for w, work in self.switch_work.items()}
+        return data
 
 
 class _Invalid(Exception):
@@ -211,6 +219,17 @@ def verify_schedule(
     schedule_argument(schedule)
     if optimum is not None:
         optimum = number_argument(optimum, "optimum")
+    return _verify_schedule(topology, schedule, optimum=optimum, require_optimal=require_optimal)
+
+
+def _verify_schedule(
+    topology: Topology,
+    schedule: Schedule,
+    *,
+    optimum: Fraction | None = None,
+    require_optimal: bool = False,
+) -> Verification:
+    """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
         return _verify_alltoall(topology, schedule, optimum, require_optimal)
     try:
@@ -268,7 +287,7 @@ def verify_groups_schedule(
     """Check a concurrent groups' schedule on ``topology`` and compute its exact time factor.
 
     The groups must be disjoint sets of two or more compute nodes and the relay
-    mode known (:func:`optcoll.groups.bounds.make_groups`); each group's trees must
+    mode known (:func:`optcoll.core.process_groups.make_groups`); each group's trees must
     pass :func:`verify_schedule` on the graph the group sees (its members as
     the compute nodes, the nodes the relaying allows as switches: so every
     tree spans the group's members and its paths relay only where allowed; a
@@ -285,7 +304,7 @@ def verify_groups_schedule(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> from optcoll.groups.schedule import GroupsSchedule
+    >>> from optcoll.core.groups_schedule import GroupsSchedule
     >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> ring = load_topology("ring:4,bw=1")
     >>> def pair(a, b, k=1):
@@ -302,8 +321,6 @@ def verify_groups_schedule(
     >>> verify_groups_schedule(ring, s).reason
     "group 0: 'n0' cannot reach 'n2' through members and switches (try --relay any)"
     """
-    from optcoll.exceptions import GroupError
-    from optcoll.groups.bounds import make_groups
 
     try:
         groups = make_groups(topology, [s.compute_nodes for s in schedule.groups], schedule.relay)
@@ -322,7 +339,7 @@ def verify_groups_schedule(
             return Verification(
                 False, f"group {index} runs {group.collective}, not {schedule.collective}"
             )
-        alone = verify_schedule(groups.group_topology(index), group)
+        alone = _verify_schedule(groups.group_topology(index), group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

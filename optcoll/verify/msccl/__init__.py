@@ -1,8 +1,9 @@
 """An independent checker of MSCCL algorithm XML: does the program run, and compute its collective?
 
-It shares no code with optcoll's exporter: it reads any MSCCL XML (optcoll's, msccl-tools',
-TACCL's, ForestColl's), checks it against a runtime profile's parser rules
-(:mod:`~optcoll.verify.msccl.profiles`, :mod:`~optcoll.verify.msccl.limits`), executes it
+It shares no code with optcoll's exporter, only the table of runtime facts
+(:mod:`optcoll.core.msccl_runtimes`): it reads any MSCCL XML (optcoll's, msccl-tools',
+TACCL's, ForestColl's), checks it against a runtime profile's parser rules with checks of its
+own (:mod:`~optcoll.verify.msccl.limits`), executes it
 (:mod:`~optcoll.verify.msccl.execute`) at several connection depths and in every placement
 the file claims (``inplace``, ``outofplace``), and reports deadlocks with their wait-for
 cycle, wrong output chunks, data races, unmatched sends and the load of each GPU pair.
@@ -21,15 +22,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optcoll.core.arguments import path_argument, text_argument
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME
+from optcoll.core.rational import fraction_text
+from optcoll.core.topology import Topology
+from optcoll.verify.msccl.execute import describe_value, execute, expected_outputs
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
+from optcoll.verify.msccl.profiles import runtime_profile
 from optcoll.verify.msccl.program import Program, parse_program, read_program
-
-if TYPE_CHECKING:
-    from optcoll.core.topology import Topology
 
 __all__ = ["CheckReport", "check_program", "check_text", "check_file", "DEPTHS"]
 
@@ -73,7 +75,6 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (loads as exact fraction strings)."""
-        from optcoll.core.rational import fraction_text
 
         return {
             "file": self.source,
@@ -122,7 +123,6 @@ def check_program(
         Look for data races (vector clocks; memory grows with the square of the number of
         thread blocks).
     """
-    from optcoll.verify.msccl.execute import execute  # numpy: imported when a file is run
 
     profile = runtime_profile(runtime)
     algo, findings = decode(program, profile)
@@ -232,7 +232,6 @@ def _check_topology(
 
 def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | None, list[Finding]]:
     """The root (broadcast and reduce, found from the data) and the wrong output chunks."""
-    from optcoll.verify.msccl.execute import describe_value, expected_outputs
 
     root = _infer_root(algo, memory, inplace)
     expected = expected_outputs(algo, root)

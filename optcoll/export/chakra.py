@@ -1,0 +1,403 @@
+"""Chakra execution traces (ASTRA-sim custom collectives) from tree schedules.
+
+ASTRA-sim runs a custom collective from one Chakra ET file per rank, ``PREFIX.<rank>.et``,
+named (as ``PREFIX``) in the system JSON's ``all-reduce-implementation-custom``,
+``all-gather-implementation-custom``, ``reduce-scatter-implementation-custom`` or
+``all-to-all-implementation-custom`` (astra-sim ``astra-sim/system/astraccl/
+CollectiveImplLookup.cc``; ``CustomAlgorithm.cc`` appends ``.<rank>.et``). A file is a
+varint-delimited ``GlobalMetadata`` followed by varint-delimited ``Node`` messages
+(``et_def.proto`` of mlcommons/chakra); ASTRA-sim issues a node once its ``data_deps``
+have finished and runs ``COMM_SEND_NODE`` (``comm_dst``, ``comm_size`` bytes, ``comm_tag``),
+``COMM_RECV_NODE`` (``comm_src``, ``comm_size``, ``comm_tag``) and ``COMP_NODE`` (here: a
+reduction). The traces are for one message size (``comm_size`` is fixed in the file).
+
+Data. The ``M``-byte message is cut into ``N`` blocks (block ``b`` has
+``M*(b+1)//N - M*b//N`` bytes; broadcast and reduce: one block of ``M``), each block into
+the schedule's ``k`` chunks the same way (chunk ``j`` of a ``B``-byte block has
+``B*(j+1)//k - B*j//k`` bytes). Chunk ``c = b*k + j`` (all-to-all: block ``s*N + d`` is the
+piece rank ``s`` sends to rank ``d``, of ``M*(d+1)//N - M*d//N`` bytes). Every node that
+moves or reduces a chunk carries it as the attribute ``optcoll_chunk``; the metadata holds
+``collective``, ``optcoll_ranks``, ``optcoll_chunks``, ``optcoll_bytes``, ``optcoll_rank``,
+``optcoll_members`` (the compute nodes in rank order, JSON) and ``optcoll_root``, so :mod:`optcoll.verify.chakra` can judge the data. ASTRA-sim
+ignores attributes it does not know.
+
+Steps. A tree carries its chunks down (allgather, broadcast: a relay's sends depend on its
+receive) or, reversed, up (reduce-scatter, reduce: each receive from a child feeds a
+``COMP_NODE``, the node's reductions are chained and its send to the parent depends on the
+last); allreduce runs a chunk up its tree, then down from the root (the root's sends and a
+rank's receive of the result depend on its reduction and its own send up). An all-to-all
+route carries each chunk hop by hop through the compute nodes on its path. Tags number the
+transfers of each (sender, receiver) pair from 0, so every send meets exactly one receive
+whatever the timing.
+
+Examples
+--------
+>>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
+>>> trees = (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),
+...          Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),)))
+>>> files = chakra_traces(Schedule("allreduce", "pair", ("a", "b"), 1, trees), 1024)
+>>> len(files), files[0].count(b"comm_tag")  # two ranks; rank 0: 2 sends, 2 receives
+(2, 4)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from optcoll.core.arguments import schedule_argument, size_argument
+from optcoll.core.schedule import Schedule, Tree
+from optcoll.exceptions import ExportError
+
+__all__ = ["chakra_traces", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
+
+#: The schema string ASTRA-sim's collectiveapi converter writes into ``GlobalMetadata``.
+CHAKRA_SCHEMA = "1.0.2-chakra.0.0.4"
+#: Collectives ASTRA-sim runs from custom traces (``Workload.cc`` issues broadcast as a
+#: fixed delay and refuses reduce), with their system-JSON keys.
+ASTRA_SIM_COLLECTIVES = {
+    "allreduce": "all-reduce-implementation-custom",
+    "allgather": "all-gather-implementation-custom",
+    "reduce_scatter": "reduce-scatter-implementation-custom",
+    "alltoall": "all-to-all-implementation-custom",
+}
+_COMP, _SEND, _RECV = 4, 5, 6
+
+
+@dataclass
+class _Node:
+    id: int
+    name: str
+    type: int
+    deps: list[int]
+    attrs: dict[str, int] = field(default_factory=dict)
+
+
+class _Ranks:
+    """The nodes of every rank as they are built; tags per (sender, receiver)."""
+
+    def __init__(self, n: int) -> None:
+        self.nodes: list[list[_Node]] = [[] for _ in range(n)]
+        self.tags: dict[tuple[int, int], int] = defaultdict(int)
+
+    def add(self, rank: int, kind: int, name: str, deps: list[int], **attrs: int) -> int:
+        node = _Node(len(self.nodes[rank]), name, kind, [d for d in deps if d >= 0], attrs)
+        self.nodes[rank].append(node)
+        return node.id
+
+    def transfer(self, src: int, dst: int, chunk: int, size: int, after: list[int],
+                 before: list[int]) -> tuple[int, int]:  # fmt: skip
+        """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``)."""
+        tag = self.tags[(src, dst)]
+        self.tags[(src, dst)] += 1
+        common = {"comm_size": size, "comm_tag": tag, "optcoll_chunk": chunk}
+        send = self.add(src, _SEND, f"send c{chunk} to {dst}", after, comm_src=src,
+                        comm_dst=dst, **common)  # fmt: skip
+        recv = self.add(dst, _RECV, f"recv c{chunk} from {src}", before, comm_src=src,
+                        comm_dst=dst, **common)  # fmt: skip
+        return send, recv
+
+
+def chakra_traces(
+    schedule: Schedule, size: int, *, allgather: Schedule | None = None
+) -> list[bytes]:
+    """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        A tree schedule (its trees in broadcast direction) or an all-to-all.
+    size : int
+        The message size ``M`` in bytes the traces are for.
+    allgather : Schedule, optional
+        With a reduce_scatter ``schedule``: the allgather trees that follow it, making an
+        allreduce (as :func:`optcoll.export.msccl.msccl_program`).
+
+    Raises
+    ------
+    ExportError
+        A chunk would have no byte (``size`` too small for the ranks and ``k``), or the
+        schedule is malformed (a tree that does not span the compute nodes, chunks that do
+        not add up to ``k``).
+    """
+    schedule_argument(schedule)
+    size_argument(size, "size")
+    n, k = len(schedule.compute_nodes), schedule.k
+    coll = "allreduce" if allgather is not None else schedule.collective
+    if allgather is not None and (
+        schedule.collective != "reduce_scatter"
+        or allgather.collective != "allgather"
+        or allgather.compute_nodes != schedule.compute_nodes
+        or allgather.k != k
+    ):
+        raise ExportError("an allreduce is composed of a reduce_scatter and an allgather schedule "
+                          "of the same compute nodes and k")  # fmt: skip
+    blocks = 1 if coll in ("broadcast", "reduce") else n
+    if size < blocks * k:
+        raise ExportError(
+            f"--size {size} bytes is too small: the {coll} cuts it into {blocks * k} chunks "
+            f"({blocks} block(s) of k = {k}), each needs at least one byte"
+        )
+    ranks = _Ranks(n)
+    rank = {v: i for i, v in enumerate(schedule.compute_nodes)}
+    if coll == "alltoall":
+        _alltoall(schedule, size, rank, ranks)
+    else:
+        up = schedule.trees if coll in ("reduce_scatter", "reduce", "allreduce") else ()
+        down = schedule.trees if coll in ("allgather", "broadcast") else ()
+        if coll == "allreduce":
+            down = allgather.trees if allgather is not None else schedule.trees
+        root = None if schedule.root is None else rank.get(schedule.root)
+        if coll in ("broadcast", "reduce") and root is None:
+            raise ExportError(f"the {coll} schedule names no root among its compute nodes")
+        up_of = _chunk_trees(up, rank, k, root)
+        down_of = _chunk_trees(down, rank, k, root)
+        for chunk in sorted(set(up_of) | set(down_of)):
+            nbytes = _chunk_bytes(coll, size, n, k, chunk)
+            reduced: dict[int, int] = {}
+            sent_up: dict[int, int] = {}
+            if chunk in up_of:
+                reduced, sent_up = _up(up_of[chunk], rank, chunk, nbytes, ranks)
+            if chunk in down_of:
+                _down(down_of[chunk], rank, chunk, nbytes, ranks, reduced, sent_up)
+    meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
+    if schedule.root is not None:
+        meta["optcoll_root"] = rank[schedule.root]
+    meta["optcoll_members"] = json.dumps(list(schedule.compute_nodes))
+    return _encode(ranks, coll, meta)
+
+
+def _chunk_bytes(coll: str, size: int, n: int, k: int, chunk: int) -> int:
+    block, j = divmod(chunk, k)
+    whole = size
+    if coll not in ("broadcast", "reduce"):
+        part = block % n if coll == "alltoall" else block
+        whole = size * (part + 1) // n - size * part // n
+    return whole * (j + 1) // k - whole * j // k
+
+
+def _chunk_trees(
+    trees: tuple[Tree, ...], rank: dict[str, int], k: int, root: int | None
+) -> dict[int, tuple[int, dict[int, list[int]]]]:
+    """chunk -> (root rank, children lists by rank) of the tree that carries it."""
+    result = {}
+    used: dict[int, int] = defaultdict(int)
+    for index, tree in enumerate(trees):
+        if tree.root not in rank:
+            raise ExportError(f"tree {index}: root {tree.root!r} is not a compute node")
+        r = rank[tree.root]
+        children: dict[int, list[int]] = defaultdict(list)
+        seen = {r}
+        for edge in tree.edges:
+            if edge.src not in rank or edge.dst not in rank or rank[edge.dst] in seen:
+                raise ExportError(f"tree {index} (root {tree.root!r}) is not an arborescence of "
+                                  f"the compute nodes at edge {edge.src} -> {edge.dst}")  # fmt: skip
+            seen.add(rank[edge.dst])
+            children[rank[edge.src]].append(rank[edge.dst])
+        if len(seen) != len(rank) or not _reaches_all(r, children, len(rank)):
+            raise ExportError(f"tree {index} (root {tree.root!r}) does not span the compute nodes")
+        base = 0 if root is not None else r * k
+        for j in range(used[r], used[r] + tree.chunks):
+            result[base + j] = (r, dict(children))
+        used[r] += tree.chunks
+    for r, count in used.items():
+        if count != k:
+            raise ExportError(f"the trees of root {r} carry {count} chunks, expected k = {k}")
+    return result
+
+
+def _reaches_all(root: int, children: dict[int, list[int]], n: int) -> bool:
+    seen, stack = {root}, [root]
+    while stack:
+        for c in children.get(stack.pop(), ()):
+            seen.add(c)
+            stack.append(c)
+    return len(seen) == n
+
+
+def _up(
+    tree: tuple[int, dict[int, list[int]]], rank: dict[str, int], chunk: int, size: int,
+    ranks: _Ranks,
+) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
+    """Reduce ``chunk`` toward the tree's root: every rank's last reduction and send up."""
+    root, children = tree
+    order = _preorder(root, children)
+    last: dict[int, int] = {}
+    sent: dict[int, int] = {}
+    for v in reversed(order):  # children before parents
+        prev = -1
+        for c in children.get(v, ()):
+            send, recv = ranks.transfer(c, v, chunk, size, [last.get(c, -1)], [])
+            sent[c] = send
+            prev = ranks.add(v, _COMP, f"reduce c{chunk} from {c}", [recv, prev],
+                             optcoll_chunk=chunk)  # fmt: skip
+        last[v] = prev
+    return last, sent
+
+
+def _down(
+    tree: tuple[int, dict[int, list[int]]], rank: dict[str, int], chunk: int, size: int,
+    ranks: _Ranks, reduced: dict[int, int], sent_up: dict[int, int],
+) -> None:  # fmt: skip
+    """Carry ``chunk`` from the tree's root to every rank; the root's sends wait for its
+    reduction, a rank's receive for its own send up (it overwrites what that sent)."""
+    root, children = tree
+    have = {root: reduced.get(root, -1)}
+    for v in _preorder(root, children):
+        for c in children.get(v, ()):
+            _, have[c] = ranks.transfer(v, c, chunk, size, [have[v]], [sent_up.get(c, -1)])
+
+
+def _preorder(root: int, children: dict[int, list[int]]) -> list[int]:
+    order, stack = [], [root]
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(reversed(children.get(v, ())))
+    return order
+
+
+def _alltoall(schedule: Schedule, size: int, rank: dict[str, int], ranks: _Ranks) -> None:
+    n, k = len(rank), schedule.k
+    pairs = set()
+    for index, route in enumerate(schedule.routes):
+        if route.src not in rank or route.dst not in rank or route.src == route.dst:
+            raise ExportError(f"route {index}: {route.src} -> {route.dst} is not a pair of "
+                              "compute nodes")  # fmt: skip
+        s, d = rank[route.src], rank[route.dst]
+        pairs.add((s, d))
+        first = 0
+        for path in route.paths:
+            hops = [rank[v] for v in path.path if v in rank]
+            if hops[:1] != [s] or hops[-1:] != [d] or len(set(hops)) != len(hops):
+                raise ExportError(f"route {index} ({route.src} -> {route.dst}): a path must run "
+                                  "from its source to its sink through each compute node once")  # fmt: skip
+            for j in range(first, first + path.chunks):
+                chunk = (s * n + d) * k + j
+                nbytes = _chunk_bytes("alltoall", size, n, k, chunk)
+                have = -1
+                for a, b in zip(hops, hops[1:], strict=False):
+                    _, have = ranks.transfer(a, b, chunk, nbytes, [have], [])
+            first += path.chunks
+        if first != k:
+            raise ExportError(f"route {index} ({route.src} -> {route.dst}) carries {first} "
+                              f"chunks, expected k = {k}")  # fmt: skip
+    if len(pairs) != n * (n - 1):
+        raise ExportError(f"the all-to-all has routes for {len(pairs)} of the {n * (n - 1)} pairs")
+
+
+def _encode(ranks: _Ranks, coll: str, meta: dict[str, int | str]) -> list[bytes]:
+    """Each rank's nodes as varint-delimited protobuf messages (metadata first)."""
+    classes = _message_classes()
+    files = []
+    for r, nodes in enumerate(ranks.nodes):
+        attr = classes["AttributeProto"]
+        metadata = classes["GlobalMetadata"](
+            version="0.0.4",
+            attr=[
+                attr(name="schema", string_val=CHAKRA_SCHEMA),
+                attr(name="collective", string_val=coll),
+                *(
+                    attr(name=key, string_val=value)
+                    if isinstance(value, str)
+                    else attr(name=key, uint64_val=value)
+                    for key, value in meta.items()
+                ),
+                attr(name="optcoll_rank", uint64_val=r),
+            ],  # fmt: skip
+        )
+        parts = [metadata.SerializeToString()]
+        for node in nodes:
+            message = classes["Node"](
+                id=node.id,
+                name=node.name,
+                type=node.type,
+                data_deps=node.deps,
+                attr=[_attribute(attr, key, value) for key, value in node.attrs.items()],
+            )
+            parts.append(message.SerializeToString())
+        files.append(b"".join(_varint(len(p)) + p for p in parts))
+    return files
+
+
+def _varint(value: int) -> bytes:
+    """``value`` (>= 0) as a protobuf varint: 7 bits a byte, low first, high bit = more."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _attribute(attr: Any, key: str, value: int) -> Any:
+    """``comm_src``/``comm_dst``/``comm_tag`` as int32 and sizes as uint64, as the feeder
+    reads them (any integer kind converts); our labels as uint64."""
+    if key in ("comm_src", "comm_dst", "comm_tag"):
+        return attr(name=key, int32_val=value)
+    return attr(name=key, uint64_val=value)
+
+
+_CLASSES: dict[str, Any] = {}
+
+
+def _message_classes() -> dict[str, Any]:
+    """Message classes of the part of ``et_def.proto`` (package ``ChakraProtoMsg``) the
+    writer uses, from a descriptor built here: field names, numbers and types as in
+    mlcommons/chakra ``schema/protobuf/et_def.proto``."""
+    if _CLASSES:
+        return _CLASSES
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    f = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="optcoll_chakra_et_def.proto", package="ChakraProtoMsg", syntax="proto3"
+    )
+    attribute = proto.message_type.add(name="AttributeProto")
+    attribute.oneof_decl.add(name="value")
+    for name, number, kind in (("name", 1, f.TYPE_STRING), ("doc_string", 2, f.TYPE_STRING)):
+        attribute.field.add(name=name, number=number, type=kind, label=f.LABEL_OPTIONAL)
+    for name, number, kind in (
+        ("int32_val", 7, f.TYPE_INT32),
+        ("int64_val", 9, f.TYPE_INT64),
+        ("uint64_val", 13, f.TYPE_UINT64),
+        ("string_val", 29, f.TYPE_STRING),
+    ):
+        attribute.field.add(
+            name=name, number=number, type=kind, label=f.LABEL_OPTIONAL, oneof_index=0
+        )
+    metadata = proto.message_type.add(name="GlobalMetadata")
+    metadata.field.add(name="version", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    metadata.field.add(
+        name="attr", number=2, type=f.TYPE_MESSAGE, label=f.LABEL_REPEATED,
+        type_name=".ChakraProtoMsg.AttributeProto",
+    )  # fmt: skip
+    node_type = proto.enum_type.add(name="NodeType")
+    for name, number in (
+        ("INVALID_NODE", 0), ("METADATA_NODE", 1), ("MEM_LOAD_NODE", 2), ("MEM_STORE_NODE", 3),
+        ("COMP_NODE", 4), ("COMM_SEND_NODE", 5), ("COMM_RECV_NODE", 6), ("COMM_COLL_NODE", 7),
+    ):  # fmt: skip
+        node_type.value.add(name=name, number=number)
+    node = proto.message_type.add(name="Node")
+    node.field.add(name="id", number=1, type=f.TYPE_UINT64, label=f.LABEL_OPTIONAL)
+    node.field.add(name="name", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    node.field.add(
+        name="type", number=3, type=f.TYPE_ENUM, label=f.LABEL_OPTIONAL,
+        type_name=".ChakraProtoMsg.NodeType",
+    )  # fmt: skip
+    for name, number in (("ctrl_deps", 4), ("data_deps", 5)):
+        node.field.add(name=name, number=number, type=f.TYPE_UINT64, label=f.LABEL_REPEATED)
+    for name, number in (("start_time_micros", 6), ("duration_micros", 7)):
+        node.field.add(name=name, number=number, type=f.TYPE_UINT64, label=f.LABEL_OPTIONAL)
+    node.field.add(
+        name="attr", number=10, type=f.TYPE_MESSAGE, label=f.LABEL_REPEATED,
+        type_name=".ChakraProtoMsg.AttributeProto",
+    )  # fmt: skip
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    for name in ("AttributeProto", "GlobalMetadata", "Node"):
+        descriptor = pool.FindMessageTypeByName(f"ChakraProtoMsg.{name}")
+        _CLASSES[name] = message_factory.GetMessageClass(descriptor)
+    return _CLASSES

@@ -32,18 +32,17 @@ def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
         assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
         assert row.ratio >= 1
     small = dict(rows[0].candidates)
-    # the optimal k = 13 climbs trees up to 11 edges high; one tree per root is 2 high
-    assert small["optimal (k=13)"] > 5 * small["k=1"]
+    # the optimal k = 13 climbs trees several edges high; one tree per root is 2 high
+    assert small["optimal (k=13)"] > 3 * small["k=1"]
     assert rows[0].method == "k=1" and rows[0].ratio < 1.2
-    large = dict(rows[-1].candidates)
-    assert rows[-1].ratio < 1.2 and large["optimal (k=13)"] < 1.1 * rows[-1].time_us
-    # at 64 MiB a k that is not a power of two wins, in 128K slices, deepest edges first
-    # within each slice of the data
+    # at 64 MiB the optimal k wins once each link serves the slice with the most tree
+    # edges ahead of it first (the plan's order), within 3 % of the bound
     assert (rows[-1].method, rows[-1].slice_bytes, rows[-1].priority) == (
-        "k=7",
-        128 * KiB,
-        "progress-depth",
+        "optimal (k=13)",
+        512 * KiB,
+        "depth",
     )
+    assert rows[-1].ratio < 1.03
 
 
 def test_plan_ring_candidate_is_the_ring_closed_form():

@@ -681,7 +681,7 @@ def schedule_bands(
     >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
     [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('optimal (k=13)', 1073741824, None)]
     >>> [c.schedule.stats["priority"] for c, _, _ in schedule_bands(rows, options)]
-    ['progress', 'progress', 'progress-depth']
+    ['progress', 'progress', 'depth']
     """
     methods = [o.method for o in options if o.schedule is not None or o.chunks_per_node]
     bands = []

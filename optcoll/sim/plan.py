@@ -432,13 +432,14 @@ def plan(
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
 
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
-    of ``slice_bytes``, and the :data:`REORDERED` fastest of them in their other orders;
+    of ``slice_bytes`` (four times as large, and again, where its task graph would exceed
+    ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
     with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
     slices a quarter as large, and again, while that is faster by more than
     :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (with a per-step
     ``overhead``, also slices four times as large, while they are faster). A candidate
-    whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) at
-    the first slice gets no time there, and so does one that provably cannot win: its
+    whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
+    at one slice per chunk gets no time there, and so does one that provably cannot win: its
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
@@ -470,12 +471,12 @@ def plan(
         search = _Search(topology, network, size, overhead, default_latency, max_tasks, lower)
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
-            search.run(option, option.priorities[0], slice_bytes)
+            search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
             if bar is not None:
                 bar.update()
-        search.reorder(slice_bytes)
+        search.reorder()
         if choose_slice:
-            search.refine(slice_bytes)
+            search.refine()
         best = search.best()
         rows.append(
             SizePlan(
@@ -574,18 +575,32 @@ class _Search:
             )
         return data * float(factor) / 1000
 
-    def reorder(self, slice_bytes: int | None) -> None:
-        """The other orders of the :data:`REORDERED` fastest candidates that have them."""
+    def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
+        """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
+        whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
+        budget = min(self.max_tasks, MAX_TASKS)
+        n = self.topology.num_compute
+        while slice_bytes is not None and option.task_count(self.size, slice_bytes, n) > budget:
+            if option.task_count(self.size, None, n) == option.task_count(
+                self.size, slice_bytes, n
+            ):
+                break  # one slice per chunk already: no larger slice helps
+            slice_bytes *= SLICE_STEP
+        return slice_bytes
+
+    def reorder(self) -> None:
+        """The other orders of the :data:`REORDERED` fastest candidates that have them
+        (each at the slice it first ran with)."""
         tried = sorted(self.trials, key=lambda t: t.time_us)
         reordered = [t for t in tried if len(t.option.priorities) > 1][:REORDERED]
         for trial in reordered:
             for priority in trial.option.priorities[1:]:
-                self.run(trial.option, priority, slice_bytes)
+                self.run(trial.option, priority, trial.slice_bytes)
 
-    def refine(self, slice_bytes: int | None) -> None:
+    def refine(self) -> None:
         """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
         (candidate, order) pairs, while they are faster (see :func:`plan`)."""
-        if slice_bytes is None or not self.trials:
+        if not self.trials:
             return
         pairs: list[_Trial] = []
         for trial in sorted(self.trials, key=lambda t: t.time_us):
@@ -595,8 +610,10 @@ class _Search:
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
         for start in pairs[:REFINED]:
+            if start.slice_bytes is None:
+                continue
             for factor in factors:
-                current, piece = start, slice_bytes
+                current, piece = start, start.slice_bytes
                 while True:
                     piece = int(piece * factor)
                     if piece < MIN_SLICE or piece > MAX_SLICE:

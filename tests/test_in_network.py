@@ -410,7 +410,7 @@ def test_cli_round_trip(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["cut_bound"] == "1/100" and data["aggregation"]["optimum"] == "1/100"
     assert data["reduce_scatter_allgather"] == "3/200"
-    assert main(["solve", spec, "-o", str(tmp_path)]) == 0
+    assert main(["solve", spec, "--collective", "allreduce", "-o", str(tmp_path)]) == 0
     (path,) = tmp_path.glob("*.schedule.json")
     capsys.readouterr()
     assert main(["verify", spec, str(path), "--json"]) == 0

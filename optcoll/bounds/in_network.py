@@ -274,8 +274,11 @@ def aggregation_bound(topology: Topology, *, time_limit: float | None = None) ->
         where=f"aggregation LP of {topology.name}",
     )
     pieces = tuple(
-        (*column.payload, weight)
-        for column, weight in sorted(packing.weights, key=lambda cw: cw[0].payload[0])
+        (*trees, weight)
+        for trees, weight in sorted(
+            ((_tree_pair(column.payload), weight) for column, weight in packing.weights),
+            key=lambda tw: tw[0][0],
+        )
     )
     prices = {arc: w / unit for arc, w in packing.prices.items()}
     return AggregationBound(
@@ -289,6 +292,14 @@ def aggregation_bound(topology: Topology, *, time_limit: float | None = None) ->
         packing.columns,
         time.perf_counter() - start,
     )
+
+
+def _tree_pair(payload: object) -> tuple[str, tuple[Edge, ...], tuple[Edge, ...]]:
+    """The ``(apex, reduce edges, multicast edges)`` a :class:`SteinerPricing` column carries."""
+    if not (isinstance(payload, tuple) and len(payload) == 3):
+        raise TypeError(f"not a SteinerPricing column payload: {payload!r}")
+    apex, up, down = payload
+    return apex, up, down
 
 
 class SteinerPricing:

@@ -12,12 +12,19 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
 HELP = (
     "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*, "
     "the allreduce bound with in-network reduction, the broadcast/reduce bound)"
 )
+#: Shown at the end of ``optcoll bound --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll bound dgx-a100:2
+  optcoll bound mine.yaml --collective alltoall --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--collective",
-        default="allgather",
+        default=DEFAULT_COLLECTIVE,
         choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce"),
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
@@ -55,12 +62,13 @@ def run(args: argparse.Namespace) -> int:
         return _in_network(topology, args)
     result = optimal_cut_ratio(topology, args.method)
     if args.json:
-        print_json(result.to_dict())
+        print_json({"collective": "allgather", **result.to_dict()})
         return 0
     unit = topology.bandwidth_unit
     data = result.to_dict()
     work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
     rows = [
+        ("collective", "allgather (reduce-scatter: the same r* on the reversed topology)"),
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
@@ -129,7 +137,7 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         reduction_cut,
     )
     from optcoll.core.rational import fraction_text, rounded_text
-    from optcoll.exceptions import MethodError
+    from optcoll.exceptions import MethodError, OptCollError
     from optcoll.schedules.collectives import collective_lower_bound
 
     if args.method != "combinatorial":
@@ -139,6 +147,8 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     if args.collective != "allreduce":
         root = topology.compute_nodes[0]
         bound = collective_lower_bound(topology, args.collective, root)
+        if bound is None:  # None only for a broadcast or reduce without a root
+            raise OptCollError(f"no {args.collective} lower bound from root {root}")
         data = {
             "topology": topology.name,
             "collective": args.collective,

@@ -20,6 +20,12 @@ from optcoll.cli._core import (
 
 NAME = "simulate"
 HELP = "simulate a schedule or MSCCL XML on the topology: time, algbw and link use per size"
+#: Shown at the end of ``optcoll simulate --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll simulate dgx-a100:2 allgather.xml
+  optcoll simulate dgx-a100:2 trees.json --sizes 64K 1G --json
+"""
 
 
 def overhead_us(text: str) -> float:
@@ -135,18 +141,27 @@ def run(args: argparse.Namespace) -> int:
     bound = _lower_bound(topology, collective, root)
     if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
         bound = topology.num_compute * reduction_cut(topology).time_factor
+    floor = None
+    if bound is not None and collective is not None:
+        from optcoll.sim.plan import latency_bound
+
+        floor = latency_bound(
+            topology, collective, root=root, overhead=overhead, default_latency=latency
+        )
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
         run_ = simulate(graph(size), network, size, overhead=overhead, progress=progress)
-        lower = (
-            None
-            if bound is None
-            else float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
-        )
         row = run_.to_dict()
-        row["lower_bound_us"] = None if lower is None else round(lower, 4)
-        row["ratio"] = None if lower is None or lower == 0 else round(run_.time_us / lower, 6)
+        row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
+        row["ratio"] = None
+        if bound is not None and floor is not None and collective is not None:
+            width = float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
+            lower = max(width, floor)  # the bound plan reports as well
+            row["bandwidth_bound_us"] = round(width, 4)
+            row["latency_bound_us"] = round(floor, 4)
+            row["lower_bound_us"] = round(lower, 4)
+            row["ratio"] = None if lower == 0 else round(run_.time_us / lower, 6)
         rows.append(row)
     if args.json:
         print_json(
@@ -165,13 +180,22 @@ def run(args: argparse.Namespace) -> int:
         f"{collective} on {topology.name} ({topology.num_compute} compute nodes): {args.source}; "
         f"overhead {overhead:g} µs per step, slices up to {size_text(slice_bytes)}"
     )
-    print(f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bound (µs)':>12}  {'ratio':>8}")
+    if rows[0]["latency_bound_us"] is not None:
+        print(
+            "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
+            f"{rows[0]['latency_bound_us']:g} µs); ratio = time / lower bound"
+        )
+    print(
+        f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bandwidth bound (µs)':>20}  "
+        f"{'lower bound (µs)':>16}  {'ratio':>8}"
+    )
     for row in rows:
+        bandwidth = "-" if row["bandwidth_bound_us"] is None else f"{row['bandwidth_bound_us']:.3f}"
         shown = "-" if row["lower_bound_us"] is None else f"{row['lower_bound_us']:.3f}"
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
         print(
             f"{size_text(row['bytes']):>6}  {row['time_us']:>12.3f}  "
-            f"{row['algbw']:>9.3f} {unit}  {shown:>12}  {ratio:>8}"
+            f"{row['algbw']:>9.3f} {unit}  {bandwidth:>20}  {shown:>16}  {ratio:>8}"
         )
     last = rows[-1]
     print(f"busiest links at {size_text(last['bytes'])} (utilisation; over time in 10 bins):")
@@ -233,12 +257,15 @@ def _is_aggregation(path: str) -> bool:
 
 def _checked_aggregation(source: str, topology: Any) -> Any:
     """The aggregation schedule in ``source`` if the independent checker accepts it."""
+    from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
     from optcoll.io.schedule_json import load_any_schedule
     from optcoll.verify.aggregation import verify_aggregation_schedule
 
     schedule = load_any_schedule(source)
+    if not isinstance(schedule, AggregationSchedule):  # the caller checked _is_aggregation
+        raise ScheduleError(f"{source}: not an allreduce by aggregation trees")
     check_schedule_topology(schedule, topology, source)
     result = verify_aggregation_schedule(topology, schedule)
     if not result.valid:
@@ -250,10 +277,12 @@ def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
     """``schedule`` if it is valid on ``topology`` (the independent verifier), else an error."""
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
     check_schedule_topology(schedule, topology, source)
-    result = verify_schedule(topology, schedule)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    result = verify_schedule(topology, schedule, cut_ratio=cut_ratio)
     if not result.valid:
         raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
     return schedule

@@ -90,6 +90,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from optcoll.core.arguments import (
     choice_argument,
@@ -100,6 +101,7 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
+from optcoll.export.placement import placement_paths
 from optcoll.export.runtimes import (
     DEFAULT_RUNTIME,
     RUNTIMES,
@@ -113,6 +115,7 @@ __all__ = [
     "PLACEMENTS",
     "MscclProgram",
     "placements",
+    "placement_files",
     "msccl_program",
     "rank_order_comment",
     "to_msccl_xml",
@@ -148,6 +151,33 @@ def placements(collective: str, runtime: RuntimeProfile | str = DEFAULT_RUNTIME)
     if collective in _PLACEMENT_SENSITIVE or not profile.has_outofplace:
         return ("outofplace", "inplace")
     return ("both",)
+
+
+def placement_files(
+    path: str | Path,
+    collective: str,
+    runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
+    placement: str | None = None,
+) -> tuple[tuple[str, Path], ...]:
+    """The MSCCL programs to write for ``placement`` and their files; the first is ``path``
+    (the rule of :func:`optcoll.export.placement.placement_paths` on :func:`placements`).
+
+    Examples
+    --------
+    >>> placement_files("ag.xml", "allgather")
+    (('outofplace', PosixPath('ag.xml')),)
+    >>> placement_files("ag.xml", "allgather", placement="both")
+    (('outofplace', PosixPath('ag.xml')), ('inplace', PosixPath('ag.inplace.xml')))
+    >>> placement_files("ar.xml", "allreduce", placement="inplace")
+    (('both', PosixPath('ar.xml')),)
+    """
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    return placement_paths(
+        path,
+        placements(collective, profile),
+        placement,
+        what=f"{profile.name} with a {collective}",
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Schedule files (JSON or YAML, the README's "Schedule file format"): reads and writes them.
+"""Schedule files (JSON or YAML, docs/schedule-format.md): reads and writes them.
 
 Examples
 --------
@@ -69,7 +69,7 @@ def is_schedule_file(path: str | Path) -> bool:
 
 
 def load_schedule(path: str | Path) -> Schedule:
-    """Read a schedule file (JSON or YAML, the README's "Schedule file format").
+    """Read a schedule file (JSON or YAML, docs/schedule-format.md).
 
     Parse errors raise :class:`FileFormatError` (file, line, column); a
     malformed schedule raises :class:`ScheduleError` prefixed by the file name.

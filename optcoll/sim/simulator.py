@@ -64,7 +64,7 @@ import heapq
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -803,6 +803,72 @@ def msccl_tasks(
     return graph
 
 
+#: Packet (LL) ops of MSCCL++ plans: their reads of scratch wait for the packets' flags.
+_PACKET_OPS = frozenset("ppkt rppkt cpkt upkt respkt repkt recpkt recspkt".split())
+
+
+def _packet_tasks(
+    graph: TaskGraph,
+    op: Any,
+    rank: int,
+    task: int,
+    chunk: float,
+    route: Any,
+    packets: dict[tuple[int, int], list[int]],
+    reads: list[tuple[int, list[tuple[int, int]]]],
+) -> None:
+    """The transfers of packet op ``op`` (step ``task`` of ``rank``): packets written
+    locally (``cpkt``, ``recpkt``'s second output) or sent to a peer's scratch (twice the
+    data's bytes: LL packets carry a flag beside each datum), and the scratch chunks whose
+    packets it reads (``execution_kernel.hpp``)."""
+
+    def chunks(ref: Any, owner: int) -> list[tuple[int, int]]:
+        return [(owner, j) for j in range(ref.index, ref.index + ref.size)]
+
+    name, src, dst = op.name, op.src, op.dst
+    read = {"upkt": src[:1], "rppkt": src[:1]}.get(name, src[1:] if name != "ppkt" else ())
+    if name == "ppkt" and op.channel_type == "port":
+        read = src
+    wanted = [c for ref in read for c in chunks(ref, rank)]
+    if name not in ("cpkt", "ppkt"):
+        reads.append((task, wanted))
+    if name == "cpkt" or name in ("recpkt", "recspkt"):
+        local = dst[0] if name == "cpkt" else dst[1]
+        for cell in chunks(local, rank):
+            packets.setdefault(cell, []).append(task)
+    for d in dst:
+        if not d.remote:
+            continue
+        sent = []
+        count, piece = _slices(2 * d.size * chunk, None)
+        for _ in range(count):
+            sent.append(graph.add(None, route(rank, d.rank), piece, [task]))
+        for cell in chunks(d, d.rank):
+            packets.setdefault(cell, []).extend(sent)
+
+
+def _plan_program(
+    ops: Sequence[Any], chunk: float
+) -> Iterator[tuple[Any, float, float, tuple[int, int]]]:
+    """The ops a plan's thread block runs, in order, each with the byte offset and most
+    bytes it moves and its (iteration, iterations) of its loop: a ``pipeline``'s inner ops once
+    per unit of its ``num_chunks`` chunks (``ceil(num_chunks chunk / unit_size)`` units,
+    ``execution_plan.cc``), other ops once on their whole ranges."""
+    o = 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            yield op, 0.0, math.inf, (0, 1)
+            o += 1
+            continue
+        unit, chunks = op.loop
+        iterations = max(1, math.ceil(chunks * chunk / unit))
+        for i in range(iterations):
+            for inner in ops[o + 1 : o + 1 + op.body]:
+                yield inner, i * unit, unit, (i, iterations)
+        o += 1 + op.body
+
+
 def _depend(graph: TaskGraph, before: int, task: int) -> None:
     graph.successors[before].append(task)
     graph.waiting[task] += 1
@@ -861,10 +927,14 @@ def mscclpp_tasks(
 ) -> TaskGraph:
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
-    Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
-    step each); a put sends its chunks on the widest path between the two GPUs, in slices;
+    Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
+    link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
+    the widest path between them. Every thread block runs its ops in order (one
+    step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
+    unit of them) in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
-    signal of its partner (a ``pws`` signals after its own put). The message is the
+    signal of its partner (a ``pws`` signals after its own put); the ``n``-th
+    ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
     output of an allgather, the input of the other collectives.
     """
     compute = topology.compute_nodes
@@ -874,31 +944,42 @@ def mscclpp_tasks(
         )
     first = plan.gpus[0].chunks
     buffer = first["o"] if plan.collective == "allgather" else first["i"]
-    count, piece = _slices(size / max(buffer, 1), slice_bytes)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+            pair = (compute[src], compute[dst])
+            direct = pair if pair in topology.capacity else None
+            path = direct or widest_paths(topology, pair[0])[pair[1]]
+            routes[(src, dst)] = network.path(path)
         return routes[(src, dst)]
 
     graph = TaskGraph()
     signals: dict[tuple, list[list[int]]] = {}
     waits: list[tuple[int, tuple, int]] = []
+    packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
+    reads: list[tuple[int, list[tuple[int, int]]]] = []
+    chunk = size / max(buffer, 1)
     for gpu in plan.gpus:
         for tb in gpu.threadblocks:
             last: list[int] = []
             sent: list[int] = []
-            for op in tb.ops:
+            for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
                 task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
                 last = [task]
                 if op.name in ("put", "pws", "pwsf"):
                     sent = []
                     for d in op.dst:
+                        moved = max(0.0, min(d.size * chunk - offset, unit))
+                        count, piece = _slices(moved, slice_bytes)
                         for s in range(count):
                             sent.append(
                                 graph.add(
-                                    None, route(gpu.rank, d.rank), piece * d.size, [task], s / count
+                                    None,
+                                    route(gpu.rank, d.rank),
+                                    piece,
+                                    [task],
+                                    (i + s / count) / iterations,
                                 )
                             )
                     if op.name != "put" and op.channel_type == "port":
@@ -912,16 +993,40 @@ def mscclpp_tasks(
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name in _PACKET_OPS:
+                    _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
+                    sent = []
+                elif op.name == "sem_release":
+                    for sem in op.semaphores:
+                        signals.setdefault(("sem", gpu.rank, sem), []).append([task])
+                elif op.name == "sem_acquire":
+                    for sem in op.semaphores:
+                        waits.append((task, ("sem", gpu.rank, sem), gpu.semaphores[sem]))
+    for task, cells in reads:  # a packet is read once its flag is there: once written
+        for cell in cells:
+            writers = packets.get(cell)
+            if writers is None:
+                raise ScheduleError(
+                    f"rank {cell[0]} reads packets of scratch chunk {cell[1]} that nothing "
+                    "writes (run optcoll check-plan)"
+                )
+            for before in writers:
+                _depend(graph, before, task)
     taken: dict[tuple, int] = {}
-    for task, key, _ in waits:
-        n = taken.get(key, 0)
-        taken[key] = n + 1
+    for task, key, initial in waits:
+        n = taken.get(key, 0) - initial
+        taken[key] = taken.get(key, 0) + 1
+        if n < 0:  # a semaphore's initial value lets its first acquires through
+            continue
         sources = signals.get(key, [])
         if n >= len(sources):
-            raise ScheduleError(
-                f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
-                f"{key[1]} has no signal (run optcoll check-plan)"
+            what = (
+                f"a sem_acquire of semaphore {key[2]} of rank {key[1]} has no sem_release"
+                if key[0] == "sem"
+                else f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal"
             )
+            raise ScheduleError(f"{what} (run optcoll check-plan)")
         for before in sources[n]:
             _depend(graph, before, task)
     return graph

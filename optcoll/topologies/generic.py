@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from optcoll.core.rational import exact_number, parse_fraction
+from optcoll.core.rational import count_text, exact_number, parse_fraction
 from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import TopologySpecError
 from optcoll.topologies.registry import (
@@ -388,7 +388,8 @@ def random_topology(
     b = TopologyBuilder(
         f"random:n={n},switches={switches},seed={seed}"
         + ("" if p == Fraction(3, 10) else f",p={_fmt(p)}"),
-        f"random strongly connected graph: {n} compute nodes, {switches} switches, seed {seed}",
+        f"random strongly connected graph: {n} compute nodes, "
+        f"{count_text(switches, 'switch')}, seed {seed}",
     )
     for c in compute:
         b.compute(c)

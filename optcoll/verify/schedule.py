@@ -78,7 +78,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -132,6 +132,10 @@ class Verification:
         For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
         carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
         ``copied`` (added by multicast) and ``sent``; empty otherwise.
+    unchecked : tuple of str
+        The ``stats`` fields the schedule states that no checker can recompute
+        from the topology and the trees (a builder's own records, such as
+        ``logical_arcs``); they are reported, never trusted.
     """
 
     valid: bool
@@ -141,6 +145,7 @@ class Verification:
     bottleneck_links: list[Arc] = field(default_factory=list)
     ratio_to_optimum: Fraction | None = None
     switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    unchecked: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -159,6 +164,7 @@ class Verification:
             ),
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
+            "unchecked": [f"stats.{name}" for name in self.unchecked],
         }
         if self.switch_work:
             data["switch_work"] = {w: dict(work) for w, work in self.switch_work.items()}
@@ -175,6 +181,7 @@ def verify_schedule(
     *,
     optimum: Fraction | None = None,
     require_optimal: bool = False,
+    cut_ratio: Fraction | None = None,
 ) -> Verification:
     """Check ``schedule`` on ``topology`` and compute its exact time factor.
 
@@ -192,11 +199,22 @@ def verify_schedule(
         With ``optimum``: also require the time factor to reach it, i.e. every
         link's load to be at most ``optimum * k * bandwidth`` (a bottleneck link
         is named otherwise; for allreduce the bottleneck of each phase).
+    cut_ratio : Fraction, optional
+        The exact value the schedule's ``cut_ratio`` field must state, computed
+        by the caller by another method (the topology's r* for allgather,
+        reduce-scatter and allreduce; the collective's bound for broadcast and
+        reduce). Without it a stated ``cut_ratio`` is only checked not to be
+        beaten by an allgather.
 
     Returns
     -------
     Verification
-        Never raises on a bad schedule: the verdict says what is wrong.
+        Never raises on a bad schedule: the verdict says what is wrong. Every
+        claim the schedule states is judged (``time_factor``, ``cut_ratio``,
+        ``algbw``, the ``stats`` it can recompute; a ``rotation`` is checked as the trees
+        it expands to); each false one is
+        named in :attr:`Verification.reason`, the claims no checker can recompute
+        are listed in :attr:`Verification.unchecked`.
 
     Examples
     --------
@@ -219,7 +237,11 @@ def verify_schedule(
     schedule_argument(schedule)
     if optimum is not None:
         optimum = number_argument(optimum, "optimum")
-    return _verify_schedule(topology, schedule, optimum=optimum, require_optimal=require_optimal)
+    if cut_ratio is not None:
+        cut_ratio = number_argument(cut_ratio, "cut_ratio")
+    return _verify_schedule(
+        topology, schedule, optimum=optimum, require_optimal=require_optimal, cut_ratio=cut_ratio
+    )
 
 
 def _verify_schedule(
@@ -228,10 +250,11 @@ def _verify_schedule(
     *,
     optimum: Fraction | None = None,
     require_optimal: bool = False,
+    cut_ratio: Fraction | None = None,
 ) -> Verification:
     """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
-        return _verify_alltoall(topology, schedule, optimum, require_optimal)
+        return _verify_alltoall(topology, schedule, optimum, require_optimal, cut_ratio)
     try:
         _check_header(topology, schedule)
         if schedule.routes:
@@ -273,8 +296,17 @@ def _verify_schedule(
         time_factor,
         None if optimum is None else Fraction(optimum),
         require_optimal,
+        cut_ratio,
     )
-    return Verification(reason is None, reason, time_factor, link_loads, ordered_bottlenecks, ratio)
+    return Verification(
+        reason is None,
+        reason,
+        time_factor,
+        link_loads,
+        ordered_bottlenecks,
+        ratio,
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
+    )
 
 
 def verify_groups_schedule(
@@ -378,7 +410,11 @@ def verify_groups_schedule(
 
 
 def _verify_alltoall(
-    topology: Topology, schedule: Schedule, optimum: Fraction | None, require_optimal: bool
+    topology: Topology,
+    schedule: Schedule,
+    optimum: Fraction | None,
+    require_optimal: bool,
+    cut_ratio: Fraction | None,
 ) -> Verification:
     """The all-to-all branch of :func:`verify_schedule` (routes instead of trees)."""
     try:
@@ -401,8 +437,17 @@ def _verify_alltoall(
         factor[0],
         None if optimum is None else Fraction(optimum),
         require_optimal,
+        cut_ratio,
     )
-    return Verification(reason is None, reason, factor[0], link_loads, ordered, ratio)
+    return Verification(
+        reason is None,
+        reason,
+        factor[0],
+        link_loads,
+        ordered,
+        ratio,
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
+    )
 
 
 def _route_loads(topology: Topology, schedule: Schedule) -> dict[Arc, int]:
@@ -493,6 +538,13 @@ def _check_header(topology: Topology, schedule: Schedule) -> None:
         if node not in seen:
             raise _Invalid(
                 f"compute_nodes misses compute node {node!r} of topology {topology.name!r}"
+            )
+    for rank, (node, expected_node) in enumerate(zip(listed, topology.compute_nodes, strict=True)):
+        if node != expected_node:
+            raise _Invalid(
+                f"compute_nodes lists {node!r} as rank {rank}, but topology {topology.name!r} "
+                f"has {expected_node!r} there; rank r is the r-th compute node of the "
+                "topology (MSCCL's GPU id), so every rank would run the wrong GPU's part"
             )
 
 
@@ -661,49 +713,168 @@ def _check_claims(
     time_factor: Fraction,
     optimum: Fraction | None,
     require_optimal: bool,
+    cut_ratio: Fraction | None,
 ) -> str | None:
+    """Every false claim of ``schedule`` (joined by "; "), or None when all hold."""
+    false: list[str] = []
     claimed = schedule.time_factor
     if claimed is not None and claimed != time_factor:
         if time_factor < claimed:
-            return (
-                f"the schedule claims time factor {fraction_text(claimed)}, but its link loads give "
-                f"the better {fraction_text(time_factor)}"
+            false.append(
+                f"the schedule claims time factor {fraction_text(claimed)}, but its link loads "
+                f"give the better {fraction_text(time_factor)}"
             )
-        return _excess(
-            topology,
-            schedule.k,
-            phases,
-            phase_loads,
-            phase_factors,
-            time_factor,
-            claimed,
-            "claimed",
-        )
+        else:
+            false.append(
+                _excess(
+                    topology,
+                    schedule.k,
+                    phases,
+                    phase_loads,
+                    phase_factors,
+                    time_factor,
+                    claimed,
+                    "claimed",
+                )
+            )
     own = schedule.cut_ratio
-    if schedule.collective == "allgather" and own is not None and time_factor < own:
-        return (
+    if own is not None and schedule.collective == "alltoall":
+        false.append(
+            f"field 'cut_ratio' states {fraction_text(own)}, but an alltoall has no cut ratio "
+            "(its cut bound is stats.cut_bound)"
+        )
+    elif own is not None and cut_ratio is not None and own != cut_ratio:
+        false.append(
+            f"field 'cut_ratio' states {fraction_text(own)}, but the exact cut bound of this "
+            f"{schedule.collective} on topology {topology.name!r} is {fraction_text(cut_ratio)}"
+        )
+    elif schedule.collective == "allgather" and own is not None and time_factor < own:
+        false.append(
             f"the time factor {fraction_text(time_factor)} is below the schedule's own cut_ratio "
             f"{fraction_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
         )
-    if optimum is None:
-        return None
-    if time_factor < optimum:
-        return (
+    stated = schedule.stated_algbw
+    if stated is not None:
+        true = replace(schedule, time_factor=time_factor).algbw
+        if true is None or round(true, 3) != stated:
+            false.append(
+                f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
+                f"gives {round(true or 0, 3)} (bandwidth units)"
+            )
+    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio))
+    if optimum is not None and time_factor < optimum:
+        false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
             f"no schedule can beat a lower bound, so that optimum is wrong"
         )
-    if require_optimal and time_factor > optimum:
-        return _excess(
-            topology,
-            schedule.k,
-            phases,
-            phase_loads,
-            phase_factors,
-            time_factor,
-            optimum,
-            "optimum",
+    elif optimum is not None and require_optimal and time_factor > optimum:
+        false.append(
+            _excess(
+                topology,
+                schedule.k,
+                phases,
+                phase_loads,
+                phase_factors,
+                time_factor,
+                optimum,
+                "optimum",
+            )
         )
-    return None
+    return "; ".join(false) if false else None
+
+
+def _unchecked(
+    schedule: Schedule, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> tuple[str, ...]:
+    """The ``stats`` fields :func:`_false_stats` cannot recompute (a builder's own records,
+    and those relative to a bound the caller did not give)."""
+    recomputed = set(_RECOMPUTED)
+    if _lower_bound(schedule.collective, optimum, cut_ratio) is None:
+        recomputed.discard("ratio_to_optimum")
+    if cut_ratio is None or schedule.collective not in _SINGLE_ROOT:
+        recomputed.discard("min_cut_bandwidth")
+    return tuple(name for name in schedule.stats if name not in recomputed)
+
+
+#: The ``stats`` fields :func:`_false_stats` recomputes.
+_RECOMPUTED = frozenset(
+    {
+        "trees",
+        "max_height",
+        "mean_height",
+        "total_sends",
+        "routes",
+        "paths",
+        "ratio_to_optimum",
+        "min_cut_bandwidth",
+    }
+)
+
+
+def _lower_bound(
+    collective: str, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> Fraction | None:
+    """The bound a schedule's ``stats.ratio_to_optimum`` is relative to: the cut bound
+    (twice it for an allreduce, whose two phases each have it; builders keep the field
+    only on symmetric topologies), or for an all-to-all its optimum t*."""
+    if collective == "alltoall":
+        return optimum
+    if cut_ratio is None:
+        return None
+    return 2 * cut_ratio if collective == "allreduce" else cut_ratio
+
+
+def _false_stats(
+    schedule: Schedule,
+    time_factor: Fraction,
+    optimum: Fraction | None,
+    cut_ratio: Fraction | None,
+) -> list[str]:
+    """The ``stats`` fields whose stated value the schedule itself contradicts."""
+    stats = schedule.stats
+    true: dict[str, Any] = {}
+    if schedule.collective == "alltoall":
+        true["routes"] = len(schedule.routes)
+        true["paths"] = sum(len(route.paths) for route in schedule.routes)
+    elif schedule.trees:
+        heights = [_height(tree) for tree in schedule.trees]
+        true["trees"] = len(schedule.trees)
+        true["max_height"] = max(heights)
+        true["mean_height"] = round(sum(heights) / len(heights), 3)
+        true["total_sends"] = sum(len(tree.edges) for tree in schedule.trees)
+    bound = _lower_bound(schedule.collective, optimum, cut_ratio)
+    if bound:
+        true["ratio_to_optimum"] = fraction_text(time_factor / bound)
+    if cut_ratio and schedule.collective in _SINGLE_ROOT:
+        true["min_cut_bandwidth"] = fraction_text(1 / cut_ratio)
+    false = []
+    for name, value in true.items():
+        if name not in stats:
+            continue
+        given = stats[name]
+        if name in ("ratio_to_optimum", "min_cut_bandwidth"):
+            try:
+                same = Fraction(str(given)) == Fraction(value)
+            except (ValueError, ZeroDivisionError):
+                same = False
+        else:
+            same = not isinstance(given, bool) and given == value
+        if not same:
+            false.append(f"field 'stats.{name}' states {given!r}, but the schedule has {value!r}")
+    return false
+
+
+def _height(tree: Tree) -> int:
+    """The number of edges on the longest root-to-node chain of an (already checked) tree."""
+    children: dict[str, list[str]] = {}
+    for edge in tree.edges:
+        children.setdefault(edge.src, []).append(edge.dst)
+    height, level = 0, [tree.root]
+    while True:
+        level = [child for node in level for child in children.get(node, ())]
+        if not level:
+            return height
+        height += 1
 
 
 def _excess(

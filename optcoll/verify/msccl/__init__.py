@@ -19,7 +19,7 @@ Examples
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,12 @@ class CheckReport:
         return not self.findings
 
     @property
+    def judged(self) -> bool:
+        """True when the program ran and its output was judged (the checker knows what its
+        ``coll`` computes); a program that is ``ok`` but not judged is not known correct."""
+        return self.executed and not self.notes
+
+    @property
     def max_pair_load(self) -> Fraction:
         """The largest bytes-per-message-byte any GPU pair carries (0 with no sends)."""
         return max(self.pair_load.values(), default=Fraction(0))
@@ -89,6 +95,7 @@ class CheckReport:
             "root": self.root,
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
+            "judged": self.judged,
             "max_pair_load": fraction_text(self.max_pair_load),
             "pair_load": [
                 {"src": s, "dst": d, "load": fraction_text(v)}
@@ -237,6 +244,15 @@ def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | N
     expected = expected_outputs(algo, root)
     findings: list[Finding] = []
     if expected is None:
+        computed = _computed_collective(algo, memory, inplace)
+        if computed is not None:
+            return root, [
+                Finding(
+                    "wrong-collective",
+                    f"<algo>: coll={algo.coll!r}, but every rank's output is exactly the "
+                    f"{computed}'s: the program computes {computed}, not {algo.coll}",
+                )
+            ]
         note = f"coll={algo.coll!r}: the checker does not know its result; output not judged"
         if note not in notes:
             notes.append(note)
@@ -263,6 +279,22 @@ def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | N
                         Finding("input-modified", f"rank {rank} input chunk {j} is overwritten")
                     )
     return root, findings
+
+
+def _computed_collective(algo: Algo, memory, inplace: bool) -> str | None:
+    """The known collective (with the same buffers as ``algo``) whose every output chunk the
+    final ``memory`` holds, or None: what a program declaring an unknown ``coll`` computes."""
+    same_buffers = ["allreduce", "broadcast", "reduce"]
+    if algo.nchunksperloop % algo.ngpus == 0:
+        same_buffers.append("alltoall")
+    for name in same_buffers:
+        known = replace(algo, collective=name)
+        expected = expected_outputs(known, _infer_root(known, memory, inplace))
+        if expected and all(
+            memory[rank].get(("o", chunk)) == want for (rank, chunk), want in expected.items()
+        ):
+            return name
+    return None
 
 
 def _infer_root(algo: Algo, memory, inplace: bool) -> int | None:

@@ -26,6 +26,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from optcoll.core.limits import MAX_PROGRAM_CELLS
 from optcoll.core.msccl_runtimes import RUNTIMES, RuntimeProfile
 from optcoll.verify.msccl.program import Element, Program
 
@@ -230,11 +231,19 @@ def decode(program: Program, profile: RuntimeProfile) -> tuple[Algo | None, list
             continue
         declared[gid] = (sizes[0] or 0, sizes[1] or 0, sizes[2] or 0)
         gpus[gid] = _decode_gpu(r, gid, gpu_el, profile, ngpus)
-    if ngpus is not None and sorted(gpus) != list(range(ngpus)):
+    if ngpus is not None and (len(gpus) != ngpus or sorted(gpus) != list(range(ngpus))):
         r.add(
             "structure",
             f"<algo>: ngpus={ngpus} but the <gpu> ids are {sorted(gpus)[:8]}"
             f"{' ...' if len(gpus) > 8 else ''}; each rank needs exactly one <gpu> with its id",
+        )
+        r.complete = False
+    if ngpus is not None and loop is not None and ngpus * loop > MAX_PROGRAM_CELLS:
+        r.add(
+            "limit",
+            f"<algo>: ngpus={ngpus} and nchunksperloop={loop} give {ngpus * loop} buffer "
+            f"chunks; the checker executes programs of at most {MAX_PROGRAM_CELLS} "
+            "(optcoll.core.limits), so this one is not run",
         )
         r.complete = False
     if not r.complete or coll is None or ngpus is None or loop is None or nchannels is None:

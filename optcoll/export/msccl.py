@@ -614,7 +614,7 @@ def _check_starts(schedule: Schedule, starts: object) -> None:
                 f"stats 'starts' must list one start time per edge of every tree (tree {i} "
                 f"has {len(tree.edges)} edges)"
             )
-        into = {}
+        into: dict[str, float] = {}
         for e, t in zip(tree.edges, per_tree, strict=True):
             if not isinstance(t, (int, float)) or t <= into.get(e.src, -math.inf):
                 raise ExportError(

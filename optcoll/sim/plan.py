@@ -197,9 +197,11 @@ class Candidate:
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
         if self.aggregation is not None:
-            trees = self.aggregation.trees
-            edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in trees)
-            return _slice_count(size / self.aggregation.k, slice_bytes) * edges
+            aggregated = sum(
+                t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
+                for t in self.aggregation.trees
+            )
+            return _slice_count(size / self.aggregation.k, slice_bytes) * aggregated
         if self.chunks_per_node:
             chunk = data_bytes("allgather", size, num_compute) / self.chunks_per_node
             edges = self.chunks_per_node * num_compute * (num_compute - 1)
@@ -618,10 +620,10 @@ class _Search:
                     piece = int(piece * factor)
                     if piece < MIN_SLICE or piece > MAX_SLICE:
                         break
-                    trial = self.run(current.option, current.priority, piece)
-                    if trial is None or trial.time_us >= current.time_us * (1 - SLICE_GAIN):
+                    smaller = self.run(current.option, current.priority, piece)
+                    if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break
-                    current = trial
+                    current = smaller
 
     def best(self) -> _Trial:
         """The fastest trial (the first of equals)."""
@@ -706,8 +708,10 @@ def schedule_bands(
         won = [r for r in rows if r.method == method and r.size >= low and r.schedule is not None]
         if won:
             row = won[0]
-            stats = {**row.schedule.stats, "priority": row.priority, "slice_bytes": row.slice_bytes}
-            bands.append((Candidate(method, replace(row.schedule, stats=stats)), low, high))
+            chosen = row.schedule
+            assert chosen is not None  # won filters on it
+            stats = {**chosen.stats, "priority": row.priority, "slice_bytes": row.slice_bytes}
+            bands.append((Candidate(method, replace(chosen, stats=stats)), low, high))
             continue
         (option,) = (o for o in options if o.method == method)
         if option.schedule is None:  # a timetable that never won outright: none to write

@@ -1137,8 +1137,8 @@ def chakra_tasks(
                     received[key].append((rank, node.id))
                 else:
                     done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
-        for key, receives in received.items():
-            for transfer, (rank, ident) in zip(sent[key], receives, strict=True):
+        for matched, receives in received.items():
+            for transfer, (rank, ident) in zip(sent[matched], receives, strict=True):
                 _depend(graph, transfer, done[(rank, ident)])
     return graph
 

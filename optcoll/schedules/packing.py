@@ -71,7 +71,7 @@ from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import count_argument, instance_argument, topology_argument
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import Rotation, Rotations, Schedule, Tree
+from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.graph.maxflow import FlowNetwork
@@ -1173,7 +1173,7 @@ def _pack_arborescences(
             time_factor = phase_time_factor(topology, shared, chunks, rotation=rotation)
             heights = _heights(shared) * orbits.order  # an image is as tall as its tree
             excess = _height_excess(logical, shared)
-            trees = list(rotation.expand(shared, compute)) if time_factor == bound.ratio else []
+            trees = ImageTrees(shared, rotation, compute) if time_factor == bound.ratio else []
         if images is None:
             time_factor = phase_time_factor(topology, trees, chunks)
             heights = _heights(trees)
@@ -1191,15 +1191,19 @@ def _pack_arborescences(
         time_factor = phase_time_factor(topology, trees, chunks)
         heights = _heights(trees)
         excess = _height_excess(logical, trees)
-    position = {v: i for i, v in enumerate(compute)}
-    trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
+    if isinstance(trees, ImageTrees):  # made on demand, ordered by root
+        sends = sum(len(t.edges) for t in trees.representatives) * trees.group.order
+    else:
+        position = {v: i for i, v in enumerate(compute)}
+        trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
+        sends = sum(len(t.edges) for t in trees)
     stats = {
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
         "max_eccentricity": excess[0],
         "height_excess": excess[1],
-        "total_sends": sum(len(t.edges) for t in trees),
+        "total_sends": sends,
         "logical_arcs": len(logical.capacity),
         "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
         "packed_roots": packed_roots,
@@ -1220,7 +1224,7 @@ def _pack_arborescences(
         topology.name,
         compute,
         chunks,
-        tuple(trees),
+        trees if isinstance(trees, ImageTrees) else tuple(trees),
         cut_ratio=bound.ratio,
         time_factor=time_factor,
         topology_hash=topology.content_hash,

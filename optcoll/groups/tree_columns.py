@@ -86,6 +86,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import cast
 
+import numpy as np
+
 from formulations.column_generation import Column
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.exceptions import MethodError
@@ -208,23 +210,34 @@ def tree_column_optimum(
     blocks = {(g, root): b for b, (g, root) in enumerate((g, r) for g in solved for r in roots[g])}
     outs = {g: _out_lists(groups.useful_arcs[g]) for g in solved}
     maps = tuple(m for _, m in images if m is not None)
+    position = {arc: i for i, arc in enumerate(arcs)}
+    # row i: where each link goes under map i (link numbers), for summing prices and loads
+    table = np.array([[position[m[a]] for a in arcs] for m in maps], dtype=np.int64)
 
     def price(prices: Mapping[Arc, float | Fraction]) -> list[Column]:
         exact = all(isinstance(w, Fraction) for w in prices.values())
         top = float(max(prices.values(), default=0))
         scale = 0.0 if exact else TIE_BREAK * (top if top > 0 else 1.0)
+        if maps and not exact:  # summed over the images, vectorised
+            summed = np.array([prices[a] for a in arcs], dtype=float)[table].sum(axis=0)
         columns = []
         for g in solved:
             cost: dict[Arc, Cost] = {}
             for arc in groups.useful_arcs[g]:
-                w = sum(prices[m[arc]] for m in maps) if maps else prices[arc]
+                if not maps:
+                    w: float | Fraction = prices[arc]
+                elif exact:
+                    w = sum((prices[m[arc]] for m in maps), Fraction(0))
+                else:
+                    w = float(summed[position[arc]])
                 cost[arc] = w if exact else float(w) + scale / caps[arc]
             for root, _, paths in cheapest_trees(groups.groups[g], outs[g], cost, roots[g]):
-                load: dict[Arc, int] = {}
-                for _, _, path in paths:
-                    for arc in path:
-                        for image in (m[arc] for m in maps) if maps else (arc,):
-                            load[image] = load.get(image, 0) + 1
+                used = [position[arc] for _, _, path in paths for arc in path]
+                if maps:
+                    counts = np.bincount(table[:, used].ravel(), minlength=len(arcs))
+                else:
+                    counts = np.bincount(np.array(used, dtype=np.int64), minlength=len(arcs))
+                load = {arcs[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
                 payload: TreeOfPaths = (g, root, paths)
                 columns.append(Column(blocks[(g, root)], tuple(sorted(load.items())), payload))
         return columns

@@ -45,8 +45,8 @@ def run(code: Path, argv: list[str], limit: float) -> tuple[float, int, dict | N
             text=True,
             timeout=limit,
         )
-        output = json.loads(done.stdout) if done.returncode == 0 else None
-    except subprocess.TimeoutExpired:
+        output = json.loads(done.stdout) if done.returncode in (0, 1) else None  # 1: invalid
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
         output = None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -81,13 +81,13 @@ def main() -> None:
                         f"  ratio to r* {result['ratio_to_optimum']}"
                     )
                     vcpu, vrss, verdict = run(code, ["verify", spec, out, "--json"], args.limit)
-                    valid = verdict is not None and verdict.get("valid")
+                    valid = "did not finish" if verdict is None else verdict.get("valid")
                     how = "-" if verdict is None else verdict.get("method", "full")
                     line += f"  verify {vcpu:.2f} CPU s {vrss} MB valid={valid} ({how})"
                     if args.full and label == "this":
                         argv = ["verify", spec, out, "--json", "--full"]
                         vcpu, vrss, verdict = run(code, argv, args.limit)
-                        valid = verdict is not None and verdict.get("valid")
+                        valid = "did not finish" if verdict is None else verdict.get("valid")
                         line += f"  verify --full {vcpu:.2f} CPU s {vrss} MB valid={valid}"
                 print(line, flush=True)
 

@@ -35,6 +35,7 @@ from formulations.errors import (
 
 __all__ = [
     "OptCollError",
+    "OutputExistsError",
     "TopologyError",
     "SolveError",
     "MethodError",
@@ -148,6 +149,24 @@ class TopologyMismatchError(ScheduleError):
 
 class OutputError(OptCollError):
     """An output file cannot or must not be written (exists, is an input, no permission)."""
+
+
+class OutputExistsError(OutputError):
+    """An output file exists (or appeared while writing) and ``force`` was not given.
+
+    The message names Python's ``force=True``; the command line says ``--force``
+    (:meth:`advice`).
+    """
+
+    def __init__(self, path: object, *, appeared: bool = False) -> None:
+        self.path = path
+        self.appeared = appeared
+        super().__init__(self.advice("force=True"))
+
+    def advice(self, flag: str) -> str:
+        """The message with ``flag`` as the way to overwrite."""
+        what = "appeared while writing" if self.appeared else "exists"
+        return f"{self.path} {what}; pass {flag} to overwrite it"
 
 
 class ExportError(OptCollError):

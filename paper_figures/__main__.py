@@ -1,4 +1,8 @@
-"""``python -m paper_figures [--small] [--out DIR] [NAME ...]``: regenerate the figures."""
+"""``python -m paper_figures [--small] [--out DIR] [NAME ...]``: regenerate the figures.
+
+From the repository root ``python -m paper_figures``; from any other folder
+``python PATH/TO/REPO/paper_figures``. Each run replaces the files an earlier run wrote.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,27 @@ import importlib
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from paper_figures import FIGURES
-from paper_figures._common import OUT
+if not __package__:  # run as ``python PATH/paper_figures``: import from that repository
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from paper_figures import FIGURES  # noqa: E402
+from paper_figures._common import OUT  # noqa: E402
+
+EXAMPLES = """examples:
+  python -m paper_figures --small            all figures, smallest instances
+  python ~/optcoll/paper_figures fixed_k     one figure, from any folder"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the named figure scripts (default: all) and list the files they wrote."""
-    parser = argparse.ArgumentParser(prog="python -m paper_figures", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m paper_figures",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"figures: {', '.join(FIGURES)}")
     parser.add_argument("--small", action="store_true", help="smallest instances only (fast)")
     parser.add_argument("--out", default=str(OUT), help=f"output folder (default {OUT})")

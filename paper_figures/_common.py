@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import load_reference as reference
+from optcoll.core.output import write_output
 
 #: Default output folder.
 OUT = Path(__file__).resolve().parent / "out"
@@ -21,12 +23,13 @@ def output_folder(folder: str | Path | None) -> Path:
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    """Write a CSV file with a header row; returns ``path``."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    return path
+    """Write a CSV file with a header row, atomically, replacing the one an earlier run
+    wrote (figures are generated outputs; the PNGs are saved with ``force=True`` too)."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return write_output(path, text.getvalue(), force=True)
 
 
 def reference_optimum(family: str, boxes: int) -> dict[str, Any] | None:

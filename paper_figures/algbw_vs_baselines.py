@@ -101,7 +101,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
         title=f"{curve_spec}: algbw with latency (1 us per hop)",
     )
     ax.set_ylim(bottom=0)
-    return [csv_path, save_figure(figure, folder / "algbw_vs_baselines.png")]
+    return [csv_path, save_figure(figure, folder / "algbw_vs_baselines.png", force=True)]
 
 
 if __name__ == "__main__":

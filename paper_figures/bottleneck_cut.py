@@ -34,7 +34,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
                 rows.append((spec, ratio_text(bound.ratio), bound.cut_compute, ratio_text(c), u, v))
     header = ("topology", "cut_ratio", "cut_compute", "link_bandwidth_GBps", "src", "dst")
     csv_path = write_csv(folder / "bottleneck_cut.csv", header, rows)
-    return [csv_path, save_figure(figure, folder / "bottleneck_cut.png")]
+    return [csv_path, save_figure(figure, folder / "bottleneck_cut.png", force=True)]
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
         )
     ax.set_title("best algbw with k chunks per root (dashed: optimum N / r*)", fontsize=10)
     ax.legend(fontsize=8)
-    return [csv_path, save_figure(ax, folder / "fixed_k.png")]
+    return [csv_path, save_figure(ax, folder / "fixed_k.png", force=True)]
 
 
 if __name__ == "__main__":

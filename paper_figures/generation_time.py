@@ -84,7 +84,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("schedule generation time (filled: optcoll, hollow: reference)", fontsize=10)
-    return [csv_path, save_figure(ax, folder / "generation_time.png")]
+    return [csv_path, save_figure(ax, folder / "generation_time.png", force=True)]
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
             )
     header = ("tree", "chunks", "k", "src", "dst", "depth", "link_bandwidth_GBps", "drawn")
     csv_path = write_csv(folder / "mi250_tree.csv", header, rows)
-    return [csv_path, save_figure(ax, folder / "mi250_tree.png")]
+    return [csv_path, save_figure(ax, folder / "mi250_tree.png", force=True)]
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_title("optimal allgather algbw (N / r*)", fontsize=10)
     ax.legend(fontsize=8)
-    return [csv_path, save_figure(ax, folder / "optima_table.png")]
+    return [csv_path, save_figure(ax, folder / "optima_table.png", force=True)]
 
 
 if __name__ == "__main__":

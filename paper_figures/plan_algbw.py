@@ -65,7 +65,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
         ax.legend(fontsize=8)
         ax.set_ylim(bottom=0)
     csv_path = write_csv(folder / "plan_algbw.csv", HEADER, rows)
-    return [csv_path, save_figure(figure, folder / "plan_algbw.png")]
+    return [csv_path, save_figure(figure, folder / "plan_algbw.png", force=True)]
 
 
 if __name__ == "__main__":

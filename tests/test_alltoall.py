@@ -247,7 +247,9 @@ FAMILIES = [
 def test_two_lps_and_the_routes_agree_on_every_family(spec: str) -> None:
     topology = load_topology(spec)
     check = crosscheck(topology, collective="alltoall")
-    assert [r.method for r in check.results] == list(ALLTOALL_METHODS)
+    ran = [r.method for r in check.results]
+    assert sorted(ran + list(check.skipped)) == sorted(ALLTOALL_METHODS)
+    assert set(check.skipped) <= {"orbit LP (automorphisms)"}
     assert check.agree, check.disagreement
     assert check.reference == alltoall_bound(topology).time_factor
     assert check.cut_bound is not None and check.cut_bound <= check.reference

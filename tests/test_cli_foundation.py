@@ -45,7 +45,7 @@ def test_show_human(capsys):
     assert lines[0].startswith("star:3,bw=12.5: 3 hosts around one switch")
     assert (
         lines[1]
-        == "3 compute nodes, 1 switches, 6 directed links (3 declared), total bandwidth 75 GB/s"
+        == "3 compute nodes, 1 switch, 6 directed links (3 declared), total bandwidth 75 GB/s"
     )
     head = ["rank", "compute", "node", "group", "ingress", "GB/s", "egress", "GB/s"]
     assert lines[3].split() == head

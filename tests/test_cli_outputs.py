@@ -26,7 +26,7 @@ RUNS = {
     "export": ["export", "ring:4", "-o", "{tmp}/ring.xml"],
     "check_xml": ["check-xml", "{tmp}/program.xml"],
     "check_et": ["check-et", "{tmp}/trace"],
-    "check_plan": ["check-plan", "{tmp}/plan.outofplace.json"],
+    "check_plan": ["check-plan", "{tmp}/plan.json"],
     "compare": ["compare", "ring:4", "--sizes", "1M"],
     "simulate": ["simulate", "ring:4", "{tmp}/schedule.json", "--sizes", "1M"],
     "plan": ["plan", "ring:4", "--sizes", "1K", "1M", "--export", "{tmp}/bands"],

@@ -434,7 +434,7 @@ def test_write_output_with_and_without_anonymous_files(tmp_path, monkeypatch, an
         pytest.skip("no O_TMPFILE on this system")
     target = tmp_path / "deep" / "out.json"
     output.write_output(target, "one\n")
-    with pytest.raises(OutputError, match="exists; pass --force"):
+    with pytest.raises(OutputError, match="exists; pass force=True"):
         output.write_output(target, "two\n")
     output.write_output(target, b"two\n", force=True)
     assert target.read_bytes() == b"two\n" and target.stat().st_mode & 0o777 == 0o644

@@ -72,7 +72,8 @@ def test_relay_needs_groups(
 
 def test_solve_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    args = ["solve", "dgx-a100:2", "--groups", "strided:2", "-o", str(out), "--json"]
+    args = ["solve", "dgx-a100:2", "--groups", "strided:2", "--collective", "allreduce"]
+    args += ["-o", str(out), "--json"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     # allreduce of 8 rail pairs: each pair moves one unit each way through its 25 GB/s NICs

@@ -400,3 +400,18 @@ def test_an_edited_builtin_file_is_named_by_its_file(tmp_path):
     topology = load_topology(edited)
     assert topology.name == "broken"
     assert "edited from built-in dgx-h100:2 (file broken.json)" in topology.description
+
+
+def test_python_writers_say_force_true_and_the_cli_says_force(tmp_path, capsys):
+    import optcoll
+    from optcoll.cli import main
+    from optcoll.exceptions import OutputExistsError
+    from optcoll.io import save_schedule
+
+    schedule = optcoll.solve("ring:4").schedule
+    path = tmp_path / "s.json"
+    save_schedule(schedule, path)
+    with pytest.raises(OutputExistsError, match=r"s\.json exists; pass force=True to overwrite"):
+        save_schedule(schedule, path)
+    assert main(["trees", "ring:4", "-o", str(path)]) == 2
+    assert capsys.readouterr().err.endswith("s.json exists; pass --force to overwrite it\n")

@@ -710,10 +710,11 @@ def test_cli_deployable_k_report_and_refusal_to_overwrite(tmp_path, capsys):
     import json
 
     out = tmp_path / "ag.xml"
-    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--json") == 0
+    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--placement", "both", "--json") == 0
     report = json.loads(capsys.readouterr().out)
     files = report["files"]
     assert [f["placement"] for f in files] == ["outofplace", "inplace"]
+    assert [f["path"] for f in files] == [str(out), str(tmp_path / "ag.inplace.xml")]
     first = files[0]
     assert first["k"] == 8 and first["ratio_to_optimum"] == "481/480"
     assert first["nchunksperloop"] == 128 and first["powers_of_two_from"] == 512
@@ -725,6 +726,10 @@ def test_cli_deployable_k_report_and_refusal_to_overwrite(tmp_path, capsys):
         )
     assert _cli(tmp_path, "dgx-a100:2", "-o", str(out)) == 2
     assert "exists; pass --force" in capsys.readouterr().err
+    # only the in-place sibling exists: still refused, and nothing is written
+    out.unlink()
+    assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--placement", "both") == 2
+    assert "ag.inplace.xml exists; pass --force" in capsys.readouterr().err and not out.exists()
     assert _cli(tmp_path, "dgx-a100:2", "-o", str(out), "--force", "-k", "1") == 0
     assert "k = 1, time factor 7/150 (optimum 3/65, ratio 91/90" in capsys.readouterr().out
 
@@ -762,11 +767,12 @@ def test_cli_broadcast_names_its_root_and_warns(tmp_path, capsys):
         == 0
     )
     captured = capsys.readouterr()
-    written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["bc.root5.inplace.xml", "bc.root5.outofplace.xml"]
-    assert "does not check the root" in captured.err
-    for name, inplace in (("bc.root5.outofplace.xml", False), ("bc.root5.inplace.xml", True)):
-        check_msccl((tmp_path / name).read_text(), "broadcast", 256, root=5, inplace=inplace)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bc.xml"]  # -o FILE writes FILE
+    assert "does not check the root" in captured.err and "root b0.gcd5 (rank 5)" in captured.err
+    check_msccl(out.read_text(), "broadcast", 256, root=5, inplace=False)
+    argv = ["mi250:1", "--collective", "broadcast", "--root", "b0.gcd5", "--placement", "inplace"]
+    assert _cli(tmp_path, *argv, "-o", str(tmp_path / "bc-in.xml")) == 0
+    check_msccl((tmp_path / "bc-in.xml").read_text(), "broadcast", 256, root=5, inplace=True)
 
 
 def test_cli_verifies_before_writing(tmp_path, capsys):
@@ -912,3 +918,25 @@ def test_too_many_peers_for_rccl_names_the_runtimes_that_fit_and_they_do():
         program = msccl_program(schedule, runtime=runtime, placement="inplace")
         assert 69 <= program.max_threadblocks <= runtime_profile(runtime).max_threadblocks
     check_msccl(program.text, "allgather", 1, inplace=True)
+
+
+def test_cli_and_python_export_write_the_same_files(tmp_path, capsys):
+    """``export -o FILE`` writes FILE (out of place); ``--placement both`` adds
+    STEM.inplace.xml; :func:`optcoll.export.export_schedule` writes the same files."""
+    import optcoll
+    from optcoll.export import export_schedule
+    from optcoll.io import save_schedule
+
+    schedule = optcoll.solve("ring:4").schedule
+    save_schedule(schedule, tmp_path / "s.json")
+    (tmp_path / "cli").mkdir()
+    argv = [str(tmp_path / "s.json"), "--placement", "both", "-o", str(tmp_path / "cli/a.xml")]
+    assert _cli(tmp_path, *argv) == 0
+    capsys.readouterr()
+    written = export_schedule(schedule, "msccl", tmp_path / "py/a.xml", placement="both")
+    assert [p.name for p in written] == ["a.xml", "a.inplace.xml"]
+    assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == ["a.inplace.xml", "a.xml"]
+    for path in written:
+        assert path.read_text() == (tmp_path / "cli" / path.name).read_text()
+    check_msccl((tmp_path / "py/a.xml").read_text(), "allgather", schedule.k, inplace=False)
+    check_msccl((tmp_path / "py/a.inplace.xml").read_text(), "allgather", schedule.k, inplace=True)

@@ -185,7 +185,7 @@ def _cli(args):
 
 def test_cli_fixed_k_states_the_rounding_bound_of_the_json_export(tmp_path):
     status, out, err = _cli(["export", "mi250:1", "--collective", "alltoall", "-k", "2",
-                             "-o", str(tmp_path / "a2a.xml"), "--json"])  # fmt: skip
+                             "--placement", "both", "-o", str(tmp_path / "a2a.xml"), "--json"])  # fmt: skip
     assert status == 0, err
     files = json.loads(out)["files"]
     status, _, err = _cli(["export", "mi250:1", "--collective", "alltoall", "-k", "2",
@@ -203,9 +203,9 @@ def test_cli_fixed_k_states_the_rounding_bound_of_the_json_export(tmp_path):
 
 def test_cli_msccl_writes_only_out_of_place_and_says_why(tmp_path):
     status, out, err = _cli(["export", "dgx-a100:1", "--collective", "alltoall", "--runtime",
-                             "msccl", "-o", str(tmp_path / "a2a.xml")])  # fmt: skip
+                             "msccl", "--placement", "both", "-o", str(tmp_path / "a2a.xml")])  # fmt: skip
     assert status == 0, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a2a.outofplace.xml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a2a.xml"]
     assert "warning: no in-place program: msccl refuses in-place all-to-all calls" in err
     # relays need scratch, which microsoft/msccl sizes from maxBytes
     status, _, err = _cli(["export", "ring:4", "--collective", "alltoall", "--runtime", "msccl",

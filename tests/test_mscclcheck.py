@@ -9,9 +9,9 @@ from fractions import Fraction
 import pytest
 
 from optcoll.cli import main
+from optcoll.core.msccl_runtimes import RUNTIMES
 from optcoll.exceptions import FileFormatError
 from optcoll.verify.msccl import check_text
-from optcoll.verify.msccl.profiles import PROFILES
 
 # --- a small writer of test programs (the checker must not share the exporter's) ------------
 
@@ -337,7 +337,7 @@ def test_limits_of_each_runtime():
     msccl = check_text(text, runtime="msccl")
     assert messages(msccl, "limit") == [
         "<algo>: maxBytes=0: msccl selects only sizes below maxBytes, so never this file "
-        f"({PROFILES['msccl'].sources['max_bytes_zero_unbounded']})"
+        f"({RUNTIMES['msccl'].sources['unlimited_max_bytes']})"
     ]
     # spellings: rccl reads reducescatter, msccl reduce_scatter
     rs = program("reduce_scatter", [[tb()] for _ in range(n)], loop=2, chunks=(2, 1))

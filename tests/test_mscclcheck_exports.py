@@ -41,7 +41,8 @@ CASES = [(f, c, ch) for f in FAMILIES for c in COLLECTIVES for ch in (None, 1)]
 
 @pytest.mark.parametrize("family,collective,channels", CASES)
 def test_every_export_passes_check_xml(tmp_path, family, collective, channels):
-    args = ["export", family, "--collective", collective, "-o", str(tmp_path / "program.xml")]
+    program = tmp_path / "program.xml"
+    args = ["export", family, "--collective", collective, "--placement", "both", "-o", str(program)]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         if channels is not None:
@@ -56,5 +57,7 @@ def test_every_export_passes_check_xml(tmp_path, family, collective, channels):
         assert report.executed and report.depths == (1, 2, 8)
         assert report.pair_load and all(load > 0 for load in report.pair_load.values())
         placements.update(report.placements)
-    # every export serves both placements, in one file or two
+    # --placement both serves both placements, in FILE or in FILE and STEM.inplace.xml
     assert placements == {"in place", "out of place"}
+    assert files[0]["path"] == str(program)
+    assert [f["path"] for f in files[1:]] in ([], [str(tmp_path / "program.inplace.xml")])

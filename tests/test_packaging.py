@@ -3,7 +3,7 @@
 ``python -m mypy optcoll formulations`` (configured in ``pyproject.toml``) must report
 nothing. ``.ci/oldest-constraints.txt`` pins every dependency to its lower bound in
 ``pyproject.toml``; a fresh virtualenv built with it runs the same suite (see the
-README's section on development).
+docs/development.md).
 """
 
 from __future__ import annotations

@@ -133,3 +133,20 @@ def test_no_baseline_beats_the_optimum(outputs):
     assert {r["method"] for r in curve} == {"optimal (k=1)", "ring"}
     algbw = [float(r["algbw_GBps"]) for r in curve if r["method"] == "optimal (k=1)"]
     assert algbw == sorted(algbw) and algbw[-1] <= 342.857
+
+
+def test_runs_twice_from_any_folder(tmp_path):
+    """A second run replaces the first run's files; the folder runs from anywhere."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "paper_figures"
+    argv = [sys.executable, str(script), "--small", "optima_table", "--out", str(tmp_path / "o")]
+    for _ in range(2):
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert done.stdout.startswith("optima_table: optima_table.csv, optima_table.png")
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "optima_table.csv",
+        "optima_table.png",
+    ]

@@ -30,8 +30,9 @@ def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
         assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
         assert row.ratio >= 1
     small = dict(rows[0].candidates)
-    # the optimal k = 13 climbs trees up to 11 edges high; one tree per root is 2 high
-    assert small["optimal (k=13)"] > 5 * small["k=1"]
+    # the optimal trees are as low as one tree per root (2 high, layered), but k = 13
+    # chunks per root pay 13 per-step overheads on every link where k = 1 pays one
+    assert small["optimal (k=13)"] > 3 * small["k=1"]
     assert rows[0].method == "k=1" and rows[0].ratio < 1.2
     large = dict(rows[-1].candidates)
     assert rows[-1].ratio < 1.2 and large["optimal (k=13)"] < 1.05 * rows[-1].time_us
@@ -71,7 +72,8 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
     assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["sizes"]
+    assert list(data) == ["collective", "topology", "sizes"]
+    assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
     for row in data["sizes"]:
         assert list(row) == [
             "bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates"
@@ -120,7 +122,8 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     sizes = ["--sizes", "1K", "1M", "64M"]
     assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
     planned_rows = json.loads(capsys.readouterr().out)["sizes"]
-    argv = ["export", "dgx-a100:2", "--bands", *sizes, "-o", str(tmp_path / "bands" / "ag.xml")]
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "--placement", "both"]
+    argv += ["-o", str(tmp_path / "bands" / "ag.xml")]
     (tmp_path / "bands").mkdir()
     assert main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

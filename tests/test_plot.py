@@ -15,7 +15,6 @@ from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import PlotError, UnknownNodeError
 from optcoll.plot import (
-    CUT_COLOR,
     plot_algbw_curves,
     plot_cut,
     plot_link_utilisation,
@@ -25,6 +24,7 @@ from optcoll.plot import (
     schedule_link_loads,
     topology_layout,
 )
+from optcoll.plot.draw import CUT_COLOR
 
 SPECS = ["dgx-a100:1", "dgx-a100:2", "mi250:1", "mi250:2"]
 

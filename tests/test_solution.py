@@ -42,7 +42,8 @@ def test_every_collective_reaches_its_independent_bound(collective):
 def test_known_optima_of_dgx_a100_2():
     r = Fraction(3, 65)
     assert optcoll.solve("dgx-a100:2", collective="allgather").time_factor == r
-    allreduce = optcoll.solve("dgx-a100:2")
+    assert optcoll.solve("dgx-a100:2").collective == "allgather"  # the default of every command
+    allreduce = optcoll.solve("dgx-a100:2", collective="allreduce")
     assert allreduce.collective == "allreduce" and allreduce.time_factor == 2 * r
     assert allreduce.claim == "optimal among reduce-scatter + allgather schedules"
     assert round(allreduce.algbw, 3) == 173.333
@@ -77,7 +78,7 @@ def _triangle_with_a_one_way_link():
 
 def test_allreduce_with_one_way_links_packs_the_bidirectional_core():
     topo = _triangle_with_a_one_way_link()
-    solution = optcoll.solve(topo)  # allreduce, the default
+    solution = optcoll.solve(topo, collective="allreduce")
     # the lower bound stays the topology's own: r*(G) + r*(reverse G)
     assert solution.lower_bound == collective_lower_bound(topo, "allreduce")
     assert solution.lower_bound == (
@@ -99,8 +100,9 @@ def test_allreduce_with_one_way_links_packs_the_bidirectional_core():
 
 def test_allreduce_whose_two_way_links_do_not_connect_says_what_to_run(capsys):
     with pytest.raises(ScheduleError, match="reduce-scatter and --collective allgather"):
-        optcoll.solve(build("ring:4,direction=uni"))
-    assert main(["solve", "ring:4,direction=uni", "-o", "unused"]) == 2
+        optcoll.solve(build("ring:4,direction=uni"), collective="allreduce")
+    argv = ["solve", "ring:4,direction=uni", "--collective", "allreduce", "-o", "unused"]
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "composes the two" in err
 
@@ -120,9 +122,9 @@ def test_short_reprs():
     solution = optcoll.solve("dgx-a100:2", collective="allgather")
     assert len(repr(solution.schedule)) < 120 and len(repr(solution.topology)) < 120
     assert repr(solution.schedule) == (
-        "Schedule(allgather on 'dgx-a100:2': k = 13, 37 trees, time factor 3/65)"
+        "Schedule(allgather on 'dgx-a100:2': k = 13, 32 trees, time factor 3/65)"
     )
-    assert "<table>" in solution._repr_html_() and "37 trees" in solution._repr_html_()
+    assert "<table>" in solution._repr_html_() and "32 trees" in solution._repr_html_()
     assert solution.topology._repr_html_().startswith("<code>Topology(")
 
 
@@ -145,8 +147,9 @@ def test_cli_solve_json_uses_the_bound_vocabulary(tmp_path, capsys):
     assert main(["solve", "dgx-a100:2", "-k", "1", "--json", "-o", str(tmp_path)]) == 0
     data = json.loads(capsys.readouterr().out)
     bound = json.loads(_bound_json(capsys))
-    assert data["collective"] == "allreduce" and data["k"] == 1 and data["optimal"] is False
-    assert data["time_factor"] == "7/75" and data["lower_bound"] == "6/65"
+    # allgather, the default of every command; allreduce doubles both (reduce-scatter + allgather)
+    assert data["collective"] == "allgather" and data["k"] == 1 and data["optimal"] is False
+    assert data["time_factor"] == "7/150" and data["lower_bound"] == "3/65"
     for key in ("cut_ratio", "bottleneck_cut", "cut_compute", "cut_bandwidth"):
         assert data[key] == bound[key]
 

@@ -166,7 +166,8 @@ def test_reachability_through_switches_counts_but_switches_need_not_be_reachable
         (Decimal("NaN"), "bandwidth must be finite"),
         (True, r"bandwidth must be a number .* got True \(bool\)"),
         (False, r"bandwidth must be a number .* got False \(bool\)"),
-        ("100", r"bandwidth must be a number .* got '100' \(str\)"),
+        ("100.5", r"bandwidth must be a number .* got '100.5' \(str\)"),
+        ("0100", r"bandwidth must be a number .* got '0100' \(str\)"),
         ("fast", r"bandwidth must be a number .* got 'fast' \(str\)"),
         ("1/0", "bandwidth has a zero denominator: '1/0'"),
         ("0/4", "bandwidth must be positive, got '0/4'"),
@@ -440,7 +441,7 @@ def test_missing_keys_are_named(mutate, message):
             r"links\[0\]: 'dst' must be a node id string",
         ),
         (
-            lambda d: d["links"][0].update(bandwidth="100"),
+            lambda d: d["links"][0].update(bandwidth="100.0"),
             BandwidthError,
             r"links\[0\] \(g0 <-> sw\): bandwidth must be a number",
         ),

@@ -31,6 +31,7 @@ Two commodities crossing one arc of capacity 1 each way on a 3-node line:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -222,18 +223,74 @@ def length_bound(
     norm = sum(capacity[arc] * lengths.get(arc, Fraction(0)) for arc in capacity)
     if norm <= 0:
         raise MethodError("the lengths are zero on every arc: they prove nothing")
-    total = Fraction(0)
+    scale = math.lcm(*(Fraction(x).denominator for x in lengths.values()))
+    integral = {arc: int(lengths.get(arc, 0) * scale) for arc in capacity}
+    free = [k for k in commodities if k.relays is None and k.arcs is None]
+    total = _free_distances(nodes, integral, free)
     for commodity in commodities:
+        if commodity.relays is None and commodity.arcs is None:
+            continue
         graph = nx.DiGraph()
         graph.add_nodes_from(nodes)
         graph.add_weighted_edges_from(
-            (u, v, lengths.get((u, v), Fraction(0)))
-            for u, v in capacity
-            if commodity.usable((u, v))
+            (u, v, length) for (u, v), length in integral.items() if commodity.usable((u, v))
         )
         dist = nx.single_source_dijkstra_path_length(graph, commodity.source)
-        for sink, amount in commodity.demands.items():
-            if sink not in dist:
-                raise MethodError(f"sink {sink!r} cannot be reached from {commodity.source!r}")
-            total += amount * Fraction(dist[sink])
-    return total / norm
+        total += _demanded(commodity, dist)
+    return Fraction(total, scale) / norm
+
+
+def _demanded(commodity: Commodity, dist: Mapping[str, int]) -> int:
+    """``sum_d demands[d] * dist[d]``, every sink reachable."""
+    total = 0
+    for sink, amount in commodity.demands.items():
+        if sink not in dist:
+            raise MethodError(f"sink {sink!r} cannot be reached from {commodity.source!r}")
+        total += amount * dist[sink]
+    return total
+
+
+def _free_distances(
+    nodes: Sequence[str], lengths: Mapping[Arc, int], commodities: Sequence[Commodity]
+) -> int:
+    """:func:`_demanded` summed over commodities that may use every arc, on one graph.
+
+    Arcs into a source never shorten a path from it, so all these commodities share
+    one graph. SciPy's Dijkstra runs in floating point; it is exact here because
+    every length is made positive and integral, ``n * l(a) + 1`` for ``n`` nodes, and
+    every sum stays below ``2**53``: a shortest path under these lengths is simple
+    (fewer than ``n`` arcs), so its length is ``n * dist_l + hops`` with
+    ``hops < n``, and ``dist_l`` is its floor division by ``n``.
+    """
+    if not commodities:
+        return 0
+    n = len(nodes)
+    if n * (sum(lengths.values()) + 1) >= 2**53:  # too large for exact floats: networkx
+        graph = nx.DiGraph()
+        graph.add_nodes_from(nodes)
+        graph.add_weighted_edges_from((u, v, x) for (u, v), x in lengths.items())
+        return sum(
+            _demanded(k, nx.single_source_dijkstra_path_length(graph, k.source))
+            for k in commodities
+        )
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    index = {v: i for i, v in enumerate(nodes)}
+    tails = [index[u] for u, _ in lengths]
+    heads = [index[v] for _, v in lengths]
+    weights = [n * x + 1 for x in lengths.values()]
+    graph = csr_matrix((np.array(weights, dtype=np.float64), (tails, heads)), shape=(n, n))
+    sources = [index[k.source] for k in commodities]
+    found = dijkstra(graph, directed=True, indices=sources)
+    total = 0
+    for row, commodity in zip(found, commodities, strict=True):
+        sinks = np.array([index[d] for d in commodity.demands], dtype=np.int64)
+        reach = row[sinks]
+        if not np.isfinite(reach).all():
+            sink = list(commodity.demands)[int(np.flatnonzero(~np.isfinite(reach))[0])]
+            raise MethodError(f"sink {sink!r} cannot be reached from {commodity.source!r}")
+        hops = (reach.astype(np.int64) // n).tolist()
+        total += sum(a * x for a, x in zip(commodity.demands.values(), hops, strict=True))
+    return total

@@ -4,9 +4,9 @@ Every subcommand takes TOPO, a topology file path or a built-in spec such as
 ``dgx-a100:2``. Bad input prints one line on stderr and exits with status 2;
 ``--json`` gives machine-readable output on stdout.
 
-A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``; it imports heavy libraries inside ``run`` so that building
-the parser stays fast.
+A command module defines ``NAME``, ``HELP``, ``EXAMPLES`` (one or two command lines
+that end its ``--help``), ``add_arguments(parser)`` and ``run(args) -> int``; it
+imports heavy libraries inside ``run`` so that building the parser stays fast.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from optcoll import __version__
-from optcoll.cli._core import Parser
-from optcoll.exceptions import OptCollError
+from optcoll.cli._core import Parser, check_output_names
+from optcoll.exceptions import OptCollError, OutputExistsError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -48,7 +50,7 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (used by ``main`` and by the README's CLI reference)."""
+    """The full argument parser (used by ``main`` and by the docs' generated --help page)."""
     parser = Parser(
         prog="optcoll",
         description="Provably optimal collective-communication schedules for any topology.",
@@ -57,25 +59,43 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module_name in COMMANDS:
         command = importlib.import_module(f"optcoll.cli.{module_name}")
-        p = sub.add_parser(command.NAME, help=command.HELP, description=command.HELP)
+        p = sub.add_parser(
+            command.NAME,
+            help=command.HELP,
+            description=command.HELP,
+            epilog=getattr(command, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         command.add_arguments(p)
         p.set_defaults(run=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``optcoll`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``optcoll`` console script; returns the exit status.
+
+    SIGTERM ends a run like Ctrl-C (KeyboardInterrupt), so every worker is stopped and
+    no output is left half-written either way.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("optcoll: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
     try:
+        check_output_names(args)
         status = int(args.run(args) or 0)
         sys.stdout.flush()
         return status
     except OptCollError as err:
-        message = " ".join(str(err).split("\n"))
+        text = err.advice("--force") if isinstance(err, OutputExistsError) else str(err)
+        message = " ".join(text.split("\n"))
         print(f"optcoll: error: {message}", file=sys.stderr)
         return 2
     except OverflowError as err:

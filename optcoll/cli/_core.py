@@ -7,9 +7,12 @@ import json
 import math
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+from optcoll.core.output import input_files
 from optcoll.core.sizes import size_text
+from optcoll.exceptions import OutputError
 
 __all__ = [
     "Parser",
@@ -78,7 +81,7 @@ def add_reader_options(parser: argparse.ArgumentParser) -> None:
         dest="reader_options",
         metavar="KEY=VALUE",
         help="option of the file's reader, repeatable (e.g. chunk_bytes=1048576, boxes=4); "
-        "see the README's table of formats",
+        "see docs/topology-format.md",
     )
     group.add_argument(
         "--bandwidth-attr", metavar="NAME", help="GraphML/edge list: the bandwidth attribute"
@@ -241,12 +244,20 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(
-    parser: argparse.ArgumentParser, help_text: str, default: str = "allgather"
-) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help."""
+def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+
+    Every command defaults to the same collective,
+    :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
+    """
+    from optcoll.core.schedule import DEFAULT_COLLECTIVE
+
     parser.add_argument(
-        "--collective", default=default, type=collective_name, metavar="C", help=help_text
+        "--collective",
+        default=DEFAULT_COLLECTIVE,
+        type=collective_name,
+        metavar="C",
+        help=help_text,
     )
 
 
@@ -274,3 +285,28 @@ def time_limit(text: str) -> float:
             f"time limit {text!r} must be a finite number of seconds > 0"
         )
     return value
+
+
+#: The arguments that name files a command writes (never among its inputs).
+_OUTPUT_ARGUMENTS = frozenset({"output", "plot", "target", "out_dir"})
+
+
+def command_inputs(args: argparse.Namespace) -> list[Path]:
+    """Every file the command reads: each argument but its outputs that names an existing file.
+
+    Writers refuse these (:func:`optcoll.core.output.check_output`), even with ``--force``,
+    so no command writes over one of its own inputs (``--groups``, ``--topology``, a spec).
+    """
+    values: list[str] = []
+    for name, value in vars(args).items():
+        if name not in _OUTPUT_ARGUMENTS:
+            items = value if isinstance(value, list | tuple) else [value]
+            values += [str(item) for item in items if isinstance(item, str | Path)]
+    return input_files(*values)
+
+
+def check_output_names(args: argparse.Namespace) -> None:
+    """Refuse an empty output name (``-o ''``), which names no file and would write nothing."""
+    for name in sorted(_OUTPUT_ARGUMENTS):
+        if getattr(args, name, None) == "":
+            raise OutputError(f"the {name} file name is empty; give a file name")

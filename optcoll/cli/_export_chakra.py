@@ -6,11 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.cli._core import print_json
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ExportError
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from optcoll.core.schedule import Schedule
 
 
 def write_chakra(
@@ -28,7 +33,9 @@ def write_chakra(
             "--max-bytes"
         )
     prefix = str(args.output)
-    sets = []  # (prefix, schedule, allgather, time factor, optimum, group index)
+    # (prefix, schedule, allgather, time factor, optimum, group index)
+    sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None, int | None]]
+    sets = []
     grouped = groups_schedule(args)
     if grouped is not None:
         _, schedule, optimum = grouped
@@ -41,7 +48,7 @@ def write_chakra(
         sets.append(
             (prefix, choice.schedule, choice.allgather, choice.time_factor, choice.optimum, None)
         )
-    files = []
+    files: list[tuple[str, bytes]] = []
     entries = []
     for base, schedule, allgather, factor, optimum, group in sets:
         traces = chakra_traces(schedule, args.size, allgather=allgather)

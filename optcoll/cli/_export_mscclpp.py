@@ -1,5 +1,5 @@
-"""``optcoll export --format mscclpp``: MSCCL++ execution plans (one per placement, and
-per process group), each checked by the independent checker before anything is written."""
+"""``optcoll export --format mscclpp``: MSCCL++ execution plans (FILE out of place, or the
+placement ``--placement`` asks for, and one per process group), each checked by the independent checker before anything is written."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from typing import Any
 from optcoll.cli._core import print_json
 from optcoll.exceptions import ExportError
 
-__all__ = ["export_mscclpp", "boxes_of"]
+__all__ = ["export_mscclpp", "boxes_of", "ll_limit", "LL_SIZES"]
+
+#: Message sizes at which :func:`ll_limit` compares an LL plan with a Simple one.
+LL_SIZES = tuple(2**e for e in range(10, 25, 2))
 
 
 def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
@@ -33,7 +36,13 @@ def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
 def export_mscclpp(args: argparse.Namespace) -> int:
     from optcoll.cli.export import _groups_schedule, _schedules
     from optcoll.core.output import check_output, input_files, require_suffix, write_output
-    from optcoll.export.mscclpp import mscclpp_placements, mscclpp_plan
+    from optcoll.export.mscclpp import (
+        DEFAULT_UNIT,
+        LL_COLLECTIVES,
+        mscclpp_placements,
+        pipeline_unit,
+    )
+    from optcoll.export.placement import placement_paths
     from optcoll.verify.mscclpp import check_plan
 
     require_suffix(args.output, (".json",), "an MSCCL++ execution plan")
@@ -46,38 +55,41 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     jobs: list[tuple[Any, Any, str, str]] = []  # schedule, allgather, suffix, name
     grouped = _groups_schedule(args)
     if grouped is not None:
-        _, schedule, _ = grouped
+        topology, schedule, _ = grouped
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
     else:
-        _, chosen, _, _ = _schedules(args)
+        topology, chosen, _, _ = _schedules(args)
         first = chosen[0]
-        root = (
-            ""
-            if first.schedule.root is None
-            else (f".root{first.schedule.compute_nodes.index(first.schedule.root)}")
-        )
-        jobs.append((first.schedule, first.allgather, root, ""))
+        jobs.append((first.schedule, first.allgather, "", ""))
     files = []
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
-        for placement in mscclpp_placements(coll):
-            plan = mscclpp_plan(
-                schedule,
-                placement=placement,
-                boxes=boxes_of(schedule.compute_nodes),
-                max_message_size=args.max_bytes,
-                allgather=allgather,
-                name=f"optcoll {label or coll} {schedule.topology} {placement}",
-            )
-            report = check_plan(plan.document)
-            if not report.ok:
-                kind, message = report.findings[0]
-                raise ExportError(
-                    f"the {coll} plan fails check-plan ({kind}: {message}); nothing written"
+        job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
+        unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
+        for placement, path in placement_paths(
+            job_file, mscclpp_placements(coll), args.placement, what=f"MSCCL++ with a {coll}"
+        ):
+            name = f"optcoll {label or coll} {schedule.topology} {placement}"
+            job = (schedule, allgather, placement, unit, name)
+            plans = [(_plan(*job, "Simple", 0, args.max_bytes), "")]
+            if coll in LL_COLLECTIVES and topology is not None and grouped is None:
+                limit = ll_limit(topology, plans[0][0], _plan(*job, "LL", 0, None))
+                if limit is not None and (args.max_bytes is None or limit < args.max_bytes):
+                    plans = [
+                        (_plan(*job, "Simple", limit + 1, args.max_bytes), ""),
+                        (_plan(*job, "LL", 0, limit), ".ll"),
+                    ]
+            for plan, tag in plans:
+                report = check_plan(plan.document)
+                if not report.ok:
+                    kind, message = report.findings[0]
+                    raise ExportError(
+                        f"the {coll} plan fails check-plan ({kind}: {message}); nothing written"
+                    )
+                files.append(
+                    (path.with_name(f"{path.stem}{tag}{path.suffix}"), plan, placement, report)
                 )
-            path = base.with_name(f"{base.stem}{suffix}.{placement}{base.suffix}")
-            files.append((path, plan, placement, report))
     inputs = input_files(args.source)
     for path, *_ in files:
         check_output(path, force=args.force, inputs=inputs)
@@ -87,9 +99,13 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         {
             "path": str(path),
             "placement": placement,
+            "protocol": plan.document["protocol"],
+            "min_message_size": plan.document["min_message_size"],
+            "max_message_size": plan.document["max_message_size"],
             "threadblocks_per_gpu": plan.threadblocks,
             "max_ops_per_threadblock": plan.max_ops,
             "pieces_per_tree": plan.pieces,
+            "pipeline_unit_bytes": plan.unit_size,
             "memory_channel_pairs": plan.memory_pairs,
             "port_channel_pairs": plan.port_pairs,
             "size_granule_bytes": report.granule,
@@ -102,10 +118,79 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         return 0
     for e in entries:
         print(
-            f"wrote {e['path']}: {e['placement']}, {e['threadblocks_per_gpu']} thread blocks "
+            f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
+            f"{e['threadblocks_per_gpu']} thread blocks "
             f"per GPU (at most {e['max_ops_per_threadblock']} ops each), "
-            f"{e['pieces_per_tree']} piece(s) per tree, {e['memory_channel_pairs']} GPU pairs "
+            f"{_pieces(e)}, {e['memory_channel_pairs']} GPU pairs "
             f"on memory and {e['port_channel_pairs']} on port channels; sizes: multiples of "
             f"{e['size_granule_bytes']} B; check-plan: correct"
         )
     return 0
+
+
+def _pieces(entry: dict[str, Any]) -> str:
+    """How a plan cuts each tree's range: pipeline units, or pieces (at most, since a
+    range of fewer chunks has fewer)."""
+    if entry["protocol"] == "LL":
+        return "whole ranges in packets"
+    if entry["pipeline_unit_bytes"]:
+        return f"ranges pipelined in {entry['pipeline_unit_bytes'] // 1024} KiB units"
+    return f"up to {entry['pieces_per_tree']} piece(s) per tree"
+
+
+def _plan(
+    schedule: Any,
+    allgather: Any,
+    placement: str,
+    unit: int,
+    name: str,
+    protocol: str,
+    low: int,
+    high: int | None,
+) -> Any:
+    from optcoll.export.mscclpp import mscclpp_plan
+
+    return mscclpp_plan(
+        schedule,
+        placement=placement,
+        boxes=boxes_of(schedule.compute_nodes),
+        min_message_size=low,
+        max_message_size=high,
+        unit_size=unit,
+        protocol=protocol,
+        allgather=allgather,
+        name=f"{name} {protocol}",
+    )
+
+
+def _band(entry: dict[str, Any]) -> str:
+    from optcoll.cli._core import size_text
+
+    low, high = entry["min_message_size"], entry["max_message_size"]
+    above = f" above {size_text(low - 1)}" if low else ""
+    upto = f" up to {size_text(high)}" if high < 2**40 else ""
+    return f"messages{above}{upto}" if above or upto else "every message size"
+
+
+def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
+    """The largest of :data:`LL_SIZES` up to which the LL plan ``packets`` is simulated at
+    least as fast as the Simple plan ``simple`` (both :class:`MscclppPlan`) on
+    ``topology``, at every size up to it (None if not at the smallest): the LL band is
+    ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
+    (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
+    """
+    from optcoll.sim.simulator import Network, mscclpp_tasks, simulate
+    from optcoll.verify.mscclpp.plan import parse_plan
+
+    network = Network.of(topology)
+    parsed = [parse_plan(simple.document), parse_plan(packets.document)]
+    limit = None
+    for size in LL_SIZES:
+        slow, fast = (
+            simulate(mscclpp_tasks(p, topology, network, size), network, size).time_us
+            for p in parsed
+        )
+        if fast > slow:
+            break
+        limit = size
+    return limit

@@ -12,9 +12,19 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
-HELP = "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*)"
+HELP = (
+    "exact optimal allgather cut ratio r* and its bottleneck cut (or the all-to-all optimum t*, "
+    "the allreduce bound with in-network reduction, the broadcast/reduce bound)"
+)
+#: Shown at the end of ``optcoll bound --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll bound dgx-a100:2
+  optcoll bound mine.yaml --collective alltoall --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,10 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--collective",
-        default="allgather",
-        choices=("allgather", "alltoall"),
-        help="allgather (default: r* and its cut) or alltoall (t* by the exact LP, its "
-        "certificate and the cut bound)",
+        default=DEFAULT_COLLECTIVE,
+        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce"),
+        help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
+        "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
+        "reduce or multicast, the exact aggregation-tree optimum; against reduce-scatter + "
+        "allgather), broadcast or reduce (from or to rank 0)",
     )
     add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -46,14 +58,17 @@ def run(args: argparse.Namespace) -> int:
         return _groups(groups, args)
     if args.collective == "alltoall":
         return _alltoall(topology, args)
+    if args.collective in ("allreduce", "broadcast", "reduce"):
+        return _in_network(topology, args)
     result = optimal_cut_ratio(topology, args.method)
     if args.json:
-        print_json(result.to_dict())
+        print_json({"collective": "allgather", **result.to_dict()})
         return 0
     unit = topology.bandwidth_unit
     data = result.to_dict()
     work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
     rows = [
+        ("collective", "allgather (reduce-scatter: the same r* on the reversed topology)"),
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
@@ -108,6 +123,121 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
         ("flow-cut gap", f"{data['flow_cut_gap']} (= {float(bound.flow_cut_gap):.4f})"),
         ("LP", f"{data['lp_variables']} variables, {bound.seconds:.3f} s"),
     ]
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+def _in_network(topology: Any, args: argparse.Namespace) -> int:
+    """Allreduce (cut bound, aggregation optimum, reduce-scatter + allgather), broadcast, reduce."""
+    from optcoll.bounds.in_network import (
+        MAX_CAPABLE_SWITCHES,
+        aggregation_bound,
+        has_aggregation_lp,
+        reduction_cut,
+    )
+    from optcoll.core.rational import fraction_text, rounded_text
+    from optcoll.exceptions import MethodError, OptCollError
+    from optcoll.schedules.collectives import collective_lower_bound
+
+    if args.method != "combinatorial":
+        raise MethodError(f"--method {args.method} applies to the allgather cut ratio only")
+    unit = topology.bandwidth_unit
+    n = topology.num_compute
+    if args.collective != "allreduce":
+        root = topology.compute_nodes[0]
+        bound = collective_lower_bound(topology, args.collective, root)
+        if bound is None:  # None only for a broadcast or reduce without a root
+            raise OptCollError(f"no {args.collective} lower bound from root {root}")
+        data = {
+            "topology": topology.name,
+            "collective": args.collective,
+            "root": root,
+            "time_factor": fraction_text(bound),
+            "algbw": round(float(1 / bound), 3),
+            "in_network": "unchanged: the whole message crosses every cut between the root "
+            "and a compute node, whatever the switches copy or sum",
+        }
+        if args.json:
+            print_json(data)
+            return 0
+        rows = [
+            ("topology", f"{topology.name} ({n} compute nodes)"),
+            (f"{args.collective} T", f"M * {fraction_text(bound)} (root {root}, rank 0)"),
+            ("algbw", f"{float(1 / bound):.3f} {unit}"),
+            ("in-network", data["in_network"]),
+        ]
+        for name, text in rows:
+            print(f"{name:<15} {text}")
+        return 0
+    cut = reduction_cut(topology)
+    relaying = collective_lower_bound(topology, "allreduce") / n
+    capable = set(topology.reducing_switches) | set(topology.multicast_switches)
+    aggregation = aggregation_bound(topology) if has_aggregation_lp(topology) else None
+    data = {
+        "topology": topology.name,
+        "collective": "allreduce",
+        "reducing_switches": list(topology.reducing_switches),
+        "multicast_switches": list(topology.multicast_switches),
+        "cut_bandwidth": fraction_text(cut.bandwidth),
+        "cut": sorted(cut.cut),
+        "cut_bound": fraction_text(cut.time_factor),
+        "reduce_scatter_allgather": fraction_text(relaying),
+        "aggregation": None if aggregation is None else aggregation.to_dict(),
+    }
+    if args.json:
+        print_json(data)
+        return 0
+    inside = sum(1 for v in cut.cut if topology.is_compute(v))
+    rows = [
+        ("topology", f"{topology.name} ({n} compute nodes)"),
+        (
+            "in-network",
+            f"reduce: {', '.join(topology.reducing_switches) or 'none'}; multicast: "
+            f"{', '.join(topology.multicast_switches) or 'none'}",
+        ),
+        (
+            "cut bound",
+            f"T >= M * {fraction_text(cut.time_factor)} (algbw <= {float(cut.bandwidth):.3f} "
+            f"{unit}): lambda = {rounded_text(cut.bandwidth)} {unit} leaves a set of {inside} "
+            f"compute and {len(cut.cut) - inside} other nodes; holds for every schedule",
+        ),
+        (
+            "RS + AG",
+            f"T = M * {fraction_text(relaying)} (algbw {float(1 / relaying):.3f} {unit}): "
+            "reduce-scatter then allgather, switches relaying",
+        ),
+    ]
+    if len(capable) > MAX_CAPABLE_SWITCHES:
+        rows.append(
+            (
+                "aggregation",
+                f"not computed: {len(capable)} switches reduce or multicast, the exact LP "
+                f"takes at most {MAX_CAPABLE_SWITCHES}",
+            )
+        )
+    if aggregation is not None:
+        proof = "proved by exact prices" if aggregation.proved else "NOT proved"
+        rows.append(
+            (
+                "aggregation",
+                f"T = M * {fraction_text(aggregation.optimum)} (algbw "
+                f"{float(1 / aggregation.optimum):.3f} {unit}): optimal among aggregation-tree "
+                f"schedules, {proof}; {len(aggregation.pieces)} trees, "
+                f"{aggregation.seconds:.2f} s",
+            )
+        )
+        gap = aggregation.gap
+        rows.append(
+            (
+                "gap",
+                "none: the cut bound is attained"
+                if gap == 1
+                else f"{fraction_text(gap)} (= {float(gap):.4f}) above the cut bound: switches "
+                "that only relay cannot sum, and aggregation trees need them",
+            )
+        )
+        rows.append(("speed-up", f"{float(relaying / aggregation.optimum):.4f}x over RS + AG"))
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0

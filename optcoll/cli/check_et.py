@@ -8,6 +8,12 @@ from optcoll.cli._core import print_json
 
 NAME = "check-et"
 HELP = "check Chakra ET traces PREFIX.<rank>.et (ASTRA-sim custom collective) by running them"
+#: Shown at the end of ``optcoll check-et --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll export dgx-a100:1 --format chakra --size 1M -o traces/ag
+  optcoll check-et traces/ag
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,12 @@ from optcoll.cli._core import print_json
 
 NAME = "check-plan"
 HELP = "check an MSCCL++ JSON execution plan by the executor's rules and execute it"
+#: Shown at the end of ``optcoll check-plan --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll export dgx-a100:1 --format mscclpp -o allgather.json
+  optcoll check-plan allgather.json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     add_latency_option,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     print_json,
     process_groups,
     reader_options,
@@ -21,6 +22,12 @@ from optcoll.core.rational import fraction_text
 
 NAME = "compare"
 HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree baselines"
+#: Shown at the end of ``optcoll compare --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll compare dgx-a100:2
+  optcoll compare mine.yaml --collective allreduce --sizes 1M 1G
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +51,7 @@ def _runtime() -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
 
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.sim.cost_model import (
@@ -54,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         compare_methods,
     )
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     if args.plot:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
@@ -122,7 +129,6 @@ def _plot_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from optcoll.core.output import input_files
     from optcoll.plot import save_figure
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -142,6 +148,6 @@ def _plot_curves(
     axes.legend()
     figure.tight_layout()
     try:
-        save_figure(figure, args.plot, dpi=120, force=args.force, inputs=input_files(args.topo))
+        save_figure(figure, args.plot, dpi=120, force=args.force, inputs=command_inputs(args))
     finally:
         plt.close(figure)

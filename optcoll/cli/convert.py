@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from optcoll.cli._core import add_reader_options, reader_options
+from optcoll.cli._core import add_reader_options, command_inputs, reader_options
+from optcoll.core.rational import count_text
 
 NAME = "convert"
 HELP = "convert a topology between JSON and YAML (IN may be a built-in spec)"
+#: Shown at the end of ``optcoll convert --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll convert dgx-a100:2 dgx-a100-2.yaml
+  optcoll convert mine.json mine.yaml
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,31 +27,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("optcoll", "astra-sim"),
         default="optcoll",
         help="optcoll topology file (default), or an ASTRA-sim analytical network config "
-        "(YAML) where the topology has that shape",
+        "(YAML, or JSON for OUT.json) where the topology has that shape",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology, save_topology
 
-    inputs = input_files(args.source)
+    inputs = command_inputs(args)
     target = check_output(args.target, force=args.force, inputs=inputs)
     topo = load_topology(args.source, **reader_options(args))
     if args.format == "astra-sim":
-        import yaml
-
-        from optcoll.core.output import write_output
         from optcoll.io.astra_sim import to_astra_network
+        from optcoll.io.document import DOCUMENT_SUFFIXES, write_document
 
-        config = to_astra_network(topo)
-        text = yaml.safe_dump(config, sort_keys=False, default_flow_style=None)
-        write_output(target, text, force=args.force, inputs=inputs)
+        require_suffix(target, sorted(DOCUMENT_SUFFIXES), "an ASTRA-sim network config")
+        config = to_astra_network(topo)  # JSON for .json (YAML readers take it), else YAML
+        write_document(config, target, force=args.force, inputs=inputs)
         print(f"wrote {target}: ASTRA-sim network {config['topology']} x {config['npus_count']}")
         return 0
     save_topology(topo, target, force=args.force, inputs=inputs)
     print(
-        f"wrote {target}: {topo.name}, {topo.num_compute} compute nodes, "
-        f"{len(topo.switch_nodes)} switches, {len(topo.links)} links"
+        f"wrote {target}: {topo.name}, {count_text(topo.num_compute, 'compute node')}, "
+        f"{count_text(len(topo.switch_nodes), 'switch')}, {count_text(len(topo.links), 'link')}"
     )
     return 0

@@ -11,9 +11,16 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "crosscheck"
 HELP = "run every method that fits and compare their exact values"
+#: Shown at the end of ``optcoll crosscheck --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll crosscheck dgx-a100:1
+  optcoll crosscheck ring:6 --collective alltoall
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     parser.add_argument(
         "--collective",
-        default="allgather",
+        default=DEFAULT_COLLECTIVE,
         choices=("allgather", "alltoall"),
         help="allgather (r*, default) or alltoall (t* by two LPs and verified routes, with "
         "the cut bound beside it)",

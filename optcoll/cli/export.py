@@ -14,6 +14,7 @@ from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     exact_amount,
     message_size,
     print_json,
@@ -25,6 +26,12 @@ from optcoll.exceptions import ExportError
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
+#: Shown at the end of ``optcoll export --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll export dgx-a100:2 -o allgather.xml
+  optcoll export dgx-a100:2 --collective allreduce --placement both -o ar.xml
+"""
 
 _ELEMENT_BYTES = 4  # sizes served are reported for 4-byte elements (float32)
 
@@ -58,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SIZE",
         help="with --format chakra: the message size the traces are for (e.g. 1M)",
+    )
+    parser.add_argument(
+        "--placement",
+        choices=("outofplace", "inplace", "both"),
+        default=None,
+        help="MSCCL and MSCCL++: the program FILE holds: outofplace (default) or inplace; both "
+        "writes FILE out of place and STEM.inplace.SUFFIX beside it (a collective one program "
+        "serves either way, such as an RCCL allreduce, is one file)",
     )
     parser.add_argument(
         "--runtime",
@@ -124,7 +139,7 @@ def _tolerance(text: str) -> Fraction:
     """``"1%"`` or ``"0.01"`` as an exact fraction >= 0."""
     value = text.strip()
     scale = Fraction(1, 100) if value.endswith("%") else Fraction(1)
-    return exact_amount(value.rstrip("%"), "tolerance", "0.01 or 1%") * scale
+    return exact_amount(value.removesuffix("%"), "tolerance", "0.01 or 1%") * scale
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES
 
+    if args.placement is not None and args.format not in ("msccl", "mscclpp"):
+        raise ExportError(
+            "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
+        )
     if (args.format == "chakra") != (args.size is not None):
         raise ExportError("--format chakra needs --size (the traces are for one message size)")
     if args.format == "chakra":
@@ -158,6 +177,15 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.output, (".xml",), "an MSCCL program")
     else:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
+    if args.root is not None and args.collective not in ("broadcast", "reduce"):
+        raise ExportError(
+            f"--root applies to broadcast and reduce; --collective {args.collective} has no single root"
+        )
+    if args.topology is not None and _schedule_file(args.source) is None:
+        raise ExportError(
+            f"--topology names the topology of a schedule file, but {args.source} is a "
+            "topology: drop --topology"
+        )
     profile = runtime_profile(args.runtime)
     if args.max_threadblocks is not None:
         if args.max_threadblocks < 1:
@@ -169,12 +197,12 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
-    from optcoll.core.output import check_output, input_files, write_output
+    from optcoll.core.output import check_output, write_output
 
     grouped = _groups_schedule(args)
     if grouped is not None:
         files = _plan_groups(args, profile, *grouped)
-        inputs = input_files(args.source)
+        inputs = command_inputs(args)
         for path, *_ in files:
             check_output(path, force=args.force, inputs=inputs)
         for path, text, _ in files:
@@ -184,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     topology, chosen, tried, edges = _schedules(args)
     files = _plan(args, profile, chosen, edges)
 
-    inputs = input_files(args.source)
+    inputs = command_inputs(args)
     for path, *_ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text, _ in files:
@@ -252,11 +280,12 @@ def _plan_groups(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """One MSCCL program per group (per communicator) and a manifest, or one JSON file.
 
-    Group i's programs are ``STEM.group<i>[.placement].xml``; rank r of a program is the
+    Group i's program is ``STEM.group<i>.xml`` (:func:`~optcoll.export.msccl.placement_files`
+    names the in-place one beside it with ``--placement both``); rank r of a program is the
     group's r-th member (its rank-order comment and the manifest ``STEM.groups.json``
     list them).
     """
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
     from optcoll.io.document import document_text
 
     base = Path(args.output)
@@ -274,7 +303,10 @@ def _plan_groups(
     groups = []
     for index, part in enumerate(schedule.groups):
         entries = []
-        for placement in placements(schedule.collective, profile):
+        group_file = base.with_name(f"{base.stem}.group{index}{base.suffix}")
+        for placement, path in placement_files(
+            group_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 part,
                 runtime=profile,
@@ -284,8 +316,6 @@ def _plan_groups(
                 f"{topology.name}",
                 max_bytes=args.max_bytes,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}.group{index}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "group": index,
@@ -397,8 +427,9 @@ def _schedules(
         tried = ()
     chosen = []
     for schedule, allgather in phases:
-        if args.unchecked:
-            chosen.append(_Chosen(schedule, None, None, allgather))
+        if args.unchecked:  # claims nobody checked are not passed on
+            plain = replace(schedule, cut_ratio=None, time_factor=None, stats={})
+            chosen.append(_Chosen(plain, None, None, allgather))
             continue
         factor, optimum = Fraction(0), Fraction(0)
         for phase in (schedule, allgather):
@@ -432,9 +463,11 @@ def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:
     """The verifier's exact time factor; ExportError if it rejects the schedule (paths,
     trees, chunks, or a time factor it claims that its link loads do not give)."""
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
-    verdict = verify_schedule(topology, schedule, optimum=optimum)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    verdict = verify_schedule(topology, schedule, optimum=optimum, cut_ratio=cut_ratio)
     if not verdict.valid:
         raise ExportError(
             f"the {schedule.collective} schedule fails verification on {topology.name!r}: "
@@ -508,13 +541,10 @@ def _plan(
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """Every file to write: (path, text, report entry)."""
     from optcoll.export import export_text
-    from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl import msccl_program, placement_files
 
     base = Path(args.output)
     first = chosen[0].schedule
-    root = ""
-    if first.root is not None:
-        root = f".root{first.compute_nodes.index(first.root)}"
     if args.format == "json":
         if chosen[0].allgather is not None:
             raise ExportError(
@@ -522,9 +552,8 @@ def _plan(
                 "topology is not symmetric), which one schedule file cannot hold: export "
                 "--collective reduce_scatter and --collective allgather as JSON instead"
             )
-        path = base.with_name(f"{base.stem}{root}{base.suffix}")
-        entry = {"path": str(path), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
-        return [(path, export_text(first, "json"), entry)]
+        entry = {"path": str(base), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
+        return [(base, export_text(first, "json"), entry)]
     bands = [(i, low, high) for i, (low, high) in enumerate(edges or [(0, None)])]
     files = []
     for index, low, high in bands:
@@ -535,7 +564,10 @@ def _plan(
         choice = chosen[index]
         schedule = choice.schedule
         band = f".{low}-{'max' if high is None else high}B" if len(bands) > 1 else ""
-        for placement in placements(schedule.collective, profile):
+        band_file = base.with_name(f"{base.stem}{band}{base.suffix}")
+        for placement, path in placement_files(
+            band_file, schedule.collective, profile, args.placement
+        ):
             program = msccl_program(
                 schedule,
                 runtime=profile,
@@ -545,8 +577,6 @@ def _plan(
                 max_bytes=high,
                 allgather=choice.allgather,
             )
-            where = "" if placement == "both" else f".{placement}"
-            path = base.with_name(f"{base.stem}{root}{band}{where}{base.suffix}")
             entry = {
                 "path": str(path),
                 "k": schedule.k,
@@ -633,10 +663,10 @@ def _report(
     for _, _, entry in files:
         if args.format == "msccl" and entry["powers_of_two_from"] is None:
             warnings.append(_sizes_warning(entry, collective, len(first.compute_nodes)))
-    if args.format == "msccl" and collective == "alltoall" and not profile.inplace_alltoall:
+    if args.format == "msccl" and args.placement == "both" and collective in profile.never_in_place:
         warnings.append(
             f"no in-place program: {profile.name} refuses in-place all-to-all calls "
-            f"({profile.sources['inplace_alltoall']})"
+            f"({profile.sources['never_in_place']})"
         )
     if profile.max_files is not None and len(files) > profile.max_files:
         warnings.append(

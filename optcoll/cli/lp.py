@@ -5,11 +5,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options, time_limit
+from optcoll.cli._core import (
+    add_reader_options,
+    command_inputs,
+    print_json,
+    reader_options,
+    time_limit,
+)
 from optcoll.core.rational import fraction_text
 
 NAME = "lp"
 HELP = "export or solve the LP models (congestion, multicast, ...)"
+#: Shown at the end of ``optcoll lp --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll lp solve dgx-a100:2
+  optcoll lp export dgx-a100:1 --model multicast -o multicast.lp
+"""
 
 _LP_MODELS = ("congestion", "multicast", "fixed-k", "tree-packing")
 
@@ -56,11 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from fractions import Fraction
 
-    from optcoll.core.output import check_output, input_files
+    from optcoll.core.output import check_output
     from optcoll.io import load_topology
     from optcoll.lp.model_file import write_model
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     if args.lp_action == "export":
         check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))

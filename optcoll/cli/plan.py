@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     add_collective_option,
     add_reader_options,
     add_sizes_option,
+    command_inputs,
     print_json,
     reader_options,
     size_text,
@@ -20,6 +21,12 @@ from optcoll.cli.simulate import add_simulator_options
 
 NAME = "plan"
 HELP = "the fastest schedule at every message size under the simulator, and its gap to the bound"
+#: Shown at the end of ``optcoll plan --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll plan dgx-a100:2
+  optcoll plan dgx-a100:2 --sizes 1K 1M 1G --export bands
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,14 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
     from optcoll.sim.plan import candidates, plan
     from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     if args.plot:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
@@ -81,7 +88,13 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(args, topology, rows, inputs)
     if args.json:
-        print_json({"sizes": [row.to_dict() for row in rows]})
+        print_json(
+            {
+                "collective": args.collective,
+                "topology": topology.name,
+                "sizes": [row.to_dict() for row in rows],
+            }
+        )
         return 0
     _table(args, topology, rows)
     for path in files:
@@ -97,18 +110,22 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
         "simulated time (µs) of every candidate, * the fastest"
     )
+    print(
+        "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
+        "slowest shortest path); ratio = fastest / lower bound"
+    )
     width = max(12, *(len(m) + 1 for m in methods))
     print(
         f"{'size':>6}  "
         + "".join(f"{m:>{width}}" for m in methods)
-        + f"  {'bound (µs)':>12}  {'ratio':>8}"
+        + f"  {'lower bound (µs)':>16}  {'ratio':>8}"
     )
     for row in rows:
         cells = "".join(
             f"{'-' if t is None else f'{t:.3f}' + ('*' if m == row.method else ' '):>{width}}"
             for m, t in row.candidates
         )
-        print(f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>12.3f}  {row.ratio:>8.4f}")
+        print(f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>16.3f}  {row.ratio:>8.4f}")
 
 
 def _export(

@@ -7,6 +7,7 @@ import argparse
 from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
+    command_inputs,
     process_groups,
     reader_options,
     resolution,
@@ -14,6 +15,12 @@ from optcoll.cli._core import (
 
 NAME = "plot"
 HELP = "draw a topology, a tree, the bottleneck cut or link loads"
+#: Shown at the end of ``optcoll plot --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll plot dgx-a100:2 --cut -o cut.png
+  optcoll plot mi250:1 --tree b0.gcd0 -o tree.png
+"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,24 +45,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll import plot
+    from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.groups_schedule import GroupsSchedule
-    from optcoll.core.output import check_output, input_files, require_suffix
-    from optcoll.core.schedule import check_schedule_topology
+    from optcoll.core.output import check_output, require_suffix
+    from optcoll.core.schedule import Schedule, check_schedule_topology
     from optcoll.exceptions import MethodError, ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
 
     require_suffix(args.output, plot.PICTURE_SUFFIXES, "a picture")
-    inputs = input_files(args.topology, args.schedule)
+    inputs = command_inputs(args)
     check_output(args.output, force=args.force, inputs=inputs)
     topology = load_topology(args.topology, **reader_options(args))
     if args.cut and (args.tree or args.schedule):
         raise MethodError("--cut draws the bottleneck cut alone; leave out --tree and --schedule")
     groups = process_groups(topology, args)
-    schedule = None
+    schedule: Schedule | GroupsSchedule | None = None
     if args.schedule:
-        schedule = load_any_schedule(args.schedule)
-        check_schedule_topology(schedule, topology, str(args.schedule))
+        loaded = load_any_schedule(args.schedule)
+        check_schedule_topology(loaded, topology, str(args.schedule))
+        if isinstance(loaded, AggregationSchedule):
+            raise ScheduleError(
+                f"{args.schedule} holds an allreduce by aggregation trees through reducing "
+                "switches (field 'aggregation'); plot draws relaying schedules only"
+            )
+        schedule = loaded
     if groups is not None or isinstance(schedule, GroupsSchedule):
         if args.cut or args.tree or (groups is not None and schedule is not None):
             raise MethodError(

@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.cli._core import add_reader_options, command_inputs, print_json, reader_options
 
 NAME = "resilience"
 HELP = "exact r* after each single link/node/NIC failure (or random ones), most critical first"
+#: Shown at the end of ``optcoll resilience --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll resilience dgx-a100:2 --fail links --top 5
+  optcoll resilience mi250:1 --random 2 --seed 1 --trials 20
+"""
 
 
 def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    from optcoll.core.limits import MAX_NODES, is_decimal
+
+    if not is_decimal(text) or not 1 <= int(text) <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 1 to {MAX_NODES}")
     return int(text)
 
 
@@ -61,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.studies.resilience import failure_study
 
@@ -73,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.plot import PICTURE_SUFFIXES
 
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
-        check_output(args.plot, force=args.force, inputs=input_files(args.topo))
+        check_output(args.plot, force=args.force, inputs=command_inputs(args))
     topology = load_topology(args.topo, **reader_options(args))
     study = failure_study(
         topology,

@@ -7,10 +7,17 @@ import argparse
 from fractions import Fraction
 
 from optcoll.cli._core import add_reader_options, print_json, reader_options
+from optcoll.core.rational import count_text
 from optcoll.core.topology import plain_number
 
 NAME = "show"
 HELP = "summarise a topology: counts, per-node ingress/egress bandwidth, switches"
+#: Shown at the end of ``optcoll show --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll show dgx-a100:2
+  optcoll show mine.yaml --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(topo.name + (f": {topo.description}" if topo.description else ""))
     print(
-        f"{summary['num_compute']} compute nodes, {summary['num_switches']} switches, "
-        f"{summary['num_links']} directed links ({summary['num_declared_links']} declared), "
+        f"{count_text(summary['num_compute'], 'compute node')}, "
+        f"{count_text(summary['num_switches'], 'switch')}, "
+        f"{count_text(summary['num_links'], 'directed link')} "
+        f"({summary['num_declared_links']} declared), "
         f"total bandwidth {summary['total_bandwidth']} {topo.bandwidth_unit}"
     )
     for kind, title in (("compute_nodes", "compute node"), ("switches", "switch")):

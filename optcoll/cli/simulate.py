@@ -20,6 +20,12 @@ from optcoll.cli._core import (
 
 NAME = "simulate"
 HELP = "simulate a schedule or MSCCL XML on the topology: time, algbw and link use per size"
+#: Shown at the end of ``optcoll simulate --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll simulate dgx-a100:2 allgather.xml
+  optcoll simulate dgx-a100:2 trees.json --sizes 64K 1G --json
+"""
 
 
 def overhead_us(text: str) -> float:
@@ -67,12 +73,14 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.bounds.in_network import reduction_cut
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
     from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
         Network,
+        aggregation_tasks,
         chakra_tasks,
         data_bytes,
         msccl_tasks,
@@ -88,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
     sizes = args.sizes or list(SIZES)
     network = Network.of(topology, latency)
+    in_network = False
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
         collective, root = traces.collective, None
@@ -116,6 +125,12 @@ def run(args: argparse.Namespace) -> int:
 
         def graph(size: int) -> Any:
             return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    elif _is_aggregation(args.source):
+        aggregation = _checked_aggregation(args.source, topology)
+        collective, root, in_network = "allreduce", None, True
+
+        def graph(size: int) -> Any:
+            return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes)
     else:
         schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
         collective, root = schedule.collective, schedule.root
@@ -124,18 +139,29 @@ def run(args: argparse.Namespace) -> int:
             return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
 
     bound = _lower_bound(topology, collective, root)
+    if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
+        bound = topology.num_compute * reduction_cut(topology).time_factor
+    floor = None
+    if bound is not None and collective is not None:
+        from optcoll.sim.plan import latency_bound
+
+        floor = latency_bound(
+            topology, collective, root=root, overhead=overhead, default_latency=latency
+        )
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
         run_ = simulate(graph(size), network, size, overhead=overhead, progress=progress)
-        lower = (
-            None
-            if bound is None
-            else float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
-        )
         row = run_.to_dict()
-        row["lower_bound_us"] = None if lower is None else round(lower, 4)
-        row["ratio"] = None if lower is None or lower == 0 else round(run_.time_us / lower, 6)
+        row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
+        row["ratio"] = None
+        if bound is not None and floor is not None and collective is not None:
+            width = float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
+            lower = max(width, floor)  # the bound plan reports as well
+            row["bandwidth_bound_us"] = round(width, 4)
+            row["latency_bound_us"] = round(floor, 4)
+            row["lower_bound_us"] = round(lower, 4)
+            row["ratio"] = None if lower == 0 else round(run_.time_us / lower, 6)
         rows.append(row)
     if args.json:
         print_json(
@@ -154,13 +180,22 @@ def run(args: argparse.Namespace) -> int:
         f"{collective} on {topology.name} ({topology.num_compute} compute nodes): {args.source}; "
         f"overhead {overhead:g} µs per step, slices up to {size_text(slice_bytes)}"
     )
-    print(f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bound (µs)':>12}  {'ratio':>8}")
+    if rows[0]["latency_bound_us"] is not None:
+        print(
+            "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
+            f"{rows[0]['latency_bound_us']:g} µs); ratio = time / lower bound"
+        )
+    print(
+        f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bandwidth bound (µs)':>20}  "
+        f"{'lower bound (µs)':>16}  {'ratio':>8}"
+    )
     for row in rows:
+        bandwidth = "-" if row["bandwidth_bound_us"] is None else f"{row['bandwidth_bound_us']:.3f}"
         shown = "-" if row["lower_bound_us"] is None else f"{row['lower_bound_us']:.3f}"
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
         print(
             f"{size_text(row['bytes']):>6}  {row['time_us']:>12.3f}  "
-            f"{row['algbw']:>9.3f} {unit}  {shown:>12}  {ratio:>8}"
+            f"{row['algbw']:>9.3f} {unit}  {bandwidth:>20}  {shown:>16}  {ratio:>8}"
         )
     last = rows[-1]
     print(f"busiest links at {size_text(last['bytes'])} (utilisation; over time in 10 bins):")
@@ -212,14 +247,42 @@ def _is_xml(path: str) -> bool:
         return False
 
 
+def _is_aggregation(path: str) -> bool:
+    """A schedule file with aggregation trees (an in-network allreduce)."""
+    from optcoll.core.aggregation import is_aggregation_document
+    from optcoll.io.document import read_document
+
+    return not _is_xml(path) and is_aggregation_document(read_document(path))
+
+
+def _checked_aggregation(source: str, topology: Any) -> Any:
+    """The aggregation schedule in ``source`` if the independent checker accepts it."""
+    from optcoll.core.aggregation import AggregationSchedule
+    from optcoll.core.schedule import check_schedule_topology
+    from optcoll.exceptions import ScheduleError
+    from optcoll.io.schedule_json import load_any_schedule
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    schedule = load_any_schedule(source)
+    if not isinstance(schedule, AggregationSchedule):  # the caller checked _is_aggregation
+        raise ScheduleError(f"{source}: not an allreduce by aggregation trees")
+    check_schedule_topology(schedule, topology, source)
+    result = verify_aggregation_schedule(topology, schedule)
+    if not result.valid:
+        raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
+    return schedule
+
+
 def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
     """``schedule`` if it is valid on ``topology`` (the independent verifier), else an error."""
     from optcoll.core.schedule import check_schedule_topology
     from optcoll.exceptions import ScheduleError
+    from optcoll.schedules.collectives import collective_cut_ratio
     from optcoll.verify.schedule import verify_schedule
 
     check_schedule_topology(schedule, topology, source)
-    result = verify_schedule(topology, schedule)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
+    result = verify_schedule(topology, schedule, cut_ratio=cut_ratio)
     if not result.valid:
         raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
     return schedule

@@ -10,6 +10,7 @@ from optcoll.cli._core import (
     add_collective_option,
     add_group_options,
     add_reader_options,
+    command_inputs,
     print_json,
     process_groups,
     reader_options,
@@ -19,6 +20,12 @@ from optcoll.exceptions import OptCollError, OutputError
 
 NAME = "solve"
 HELP = "the main job: optimal bound, schedule, verification, schedule file and picture"
+#: Shown at the end of ``optcoll solve --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll solve dgx-a100:2
+  optcoll solve mine.yaml --collective allreduce -o out
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     add_collective_option(
         parser,
-        "allreduce (default), allgather, reduce-scatter, broadcast, reduce or alltoall",
-        default="allreduce",
+        "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
     )
     parser.add_argument(
         "-o",
@@ -56,18 +62,20 @@ def file_stem(name: str) -> str:
 
     Examples
     --------
-    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50")
-    ('dgx-a100_2', 'torus_4x4_bw-50')
+    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50"), file_stem("x\x00y")
+    ('dgx-a100_2', 'torus_4x4_bw-50', 'x_y')
+
+    Control characters (a NUL no file name may hold, a newline) become ``_`` too.
     """
     for old, new in ((":", "_"), ("/", "_"), (",", "_"), ("=", "-"), (" ", "_")):
         name = name.replace(old, new)
-    return name
+    return "".join("_" if ch < " " or ch == "\x7f" else ch for ch in name) or "topology"
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from optcoll.core.output import check_output, input_files
+    from optcoll.core.output import check_output
     from optcoll.io import load_topology, save_schedule
     from optcoll.plot import plot_cut, save_figure
     from optcoll.schedules.solution import solve
@@ -79,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return _groups(groups, Path(args.out_dir) / f"{stem}.groups", args)
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / stem, args)
+    if args.collective == "allreduce" and topology.has_in_network and args.k is None:
+        return _aggregation(topology, Path(args.out_dir) / f"{stem}.schedule.json", args)
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir} is a file; -o names the folder for the output files")
@@ -86,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     picture_path = out_dir / f"{stem}.cut.png"
     rooted = args.collective in ("broadcast", "reduce")
     outputs = (schedule_path,) if rooted else (schedule_path, picture_path)
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     for path in outputs:
         check_output(path, force=args.force, inputs=inputs)
     solution = solve(
@@ -111,17 +121,73 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
+    """``solve --collective allreduce`` where switches reduce or multicast: aggregation trees."""
+    import time
+
+    from optcoll.core.output import check_output, input_files
+    from optcoll.io import save_schedule
+    from optcoll.schedules.aggregation import aggregation_schedule
+    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    start = time.perf_counter()
+    inputs = input_files(args.topo)
+    check_output(path, force=args.force, inputs=inputs)
+    schedule = aggregation_schedule(topology)
+    cut_bound, time_factor = schedule.lower_bound, schedule.time_factor
+    if cut_bound is None or time_factor is None:  # aggregation_schedule sets both
+        raise OptCollError("the aggregation schedule carries no cut bound or time factor")
+    verdict = verify_aggregation_schedule(topology, schedule, optimum=time_factor)
+    if not verdict.valid:
+        raise OptCollError(f"the aggregation schedule failed verification: {verdict.reason}")
+    relaying = collective_lower_bound(topology, "allreduce") / topology.num_compute
+    save_schedule(schedule, path, force=args.force, inputs=inputs)
+    unit = topology.bandwidth_unit
+    rows = [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        ("collective", "allreduce by aggregation trees (switches reduce and multicast)"),
+        ("cut bound", f"M * {fraction_text(cut_bound)}"),
+        (
+            "schedule",
+            f"M * {fraction_text(time_factor)} (algbw {schedule.algbw:.3f} {unit}), "
+            f"k = {schedule.k}, {len(schedule.trees)} trees, verified",
+        ),
+        ("RS + AG", f"M * {fraction_text(relaying)} (algbw {float(1 / relaying):.3f} {unit})"),
+        ("wrote", str(path)),
+        ("seconds", f"{time.perf_counter() - start:.2f}"),
+    ]
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "collective": "allreduce",
+                "in_network": True,
+                "cut_bound": fraction_text(cut_bound),
+                "time_factor": fraction_text(time_factor),
+                "reduce_scatter_allgather": fraction_text(relaying),
+                "k": schedule.k,
+                "trees": len(schedule.trees),
+                "verified": True,
+                "files": [str(path)],
+            }
+        )
+        return 0
+    for label, text in rows:
+        print(f"{label:<15} {text}")
+    return 0
+
+
 def _alltoall(topology: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --collective alltoall``: t*, routes attaining it, verification, file and picture."""
     import time
 
-    from optcoll.core.output import input_files
     from optcoll.io import save_schedule
     from optcoll.plot import plot_link_utilisation, save_figure
     from optcoll.schedules.alltoall import alltoall_bound, alltoall_schedule
     from optcoll.verify.schedule import verify_schedule
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     schedule_path, picture_path = _outputs(stem, "loads", args, inputs)
     started = time.perf_counter()
     bound = alltoall_bound(topology)
@@ -179,7 +245,6 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
     """``solve --groups``: the groups' bound, schedule, verification, file and link picture."""
     import time
 
-    from optcoll.core.output import input_files
     from optcoll.exceptions import MethodError
     from optcoll.groups.schedule import groups_collective
     from optcoll.io import write_document
@@ -192,7 +257,7 @@ def _groups(groups: Any, stem: Any, args: argparse.Namespace) -> int:
             "the optimum, and a broadcast or reduce is rooted at each group's first member"
         )
     topology = groups.topology
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     schedule_path, picture_path = _outputs(stem, "links", args, inputs)
     started = time.perf_counter()
     schedule = groups_collective(groups, args.collective, form=args.group_form)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optcoll.cli._core import print_json
+from optcoll.cli._core import command_inputs, print_json
 
 NAME = "sweep"
 HELP = "compute quantities (r*, algbw, k, ...) over a grid of topologies into a CSV/Parquet table"
+#: Shown at the end of ``optcoll sweep --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll sweep nics.yaml -o nics.csv --plot nics.png
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,13 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _workers(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    from optcoll.core.limits import is_decimal
+
+    if not is_decimal(text) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"workers {text!r} must be a positive integer")
     return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.studies.sweep import (
         TABLE_SUFFIXES,
         load_sweep_spec,
@@ -59,23 +66,36 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         require_suffix(args.output, TABLE_SUFFIXES, "a sweep table")
-        check_output(args.output, force=True, inputs=input_files(args.spec))
+        check_output(args.output, force=True, inputs=command_inputs(args))
     spec = load_sweep_spec(args.spec)
     if args.plot is not None:
         from optcoll.plot import PICTURE_SUFFIXES
 
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
-        check_output(args.plot, force=args.force, inputs=input_files(args.spec))
+        check_output(args.plot, force=args.force, inputs=command_inputs(args))
         plot_values([], spec)  # a spec that cannot be plotted fails before the work
-    rows = run_sweep(
-        spec,
-        output=args.output,
-        resume=args.resume,
-        force=args.force,
-        workers=args.workers,
-        dask=args.dask,
-        progress=sys.stderr.isatty(),
-    )
+    try:
+        rows = run_sweep(
+            spec,
+            output=args.output,
+            resume=args.resume,
+            force=args.force,
+            workers=args.workers,
+            dask=args.dask,
+            progress=sys.stderr.isatty(),
+            inputs=command_inputs(args),
+        )
+    except KeyboardInterrupt:
+        if args.output is None:
+            raise
+        from optcoll.studies.sweep import journal_path
+
+        print(
+            f"optcoll: interrupted; the finished points are kept in "
+            f"{journal_path(args.output)}: rerun with --resume to continue",
+            file=sys.stderr,
+        )
+        return 130
     if args.plot is not None:
         from optcoll.plot import plot_algbw_curves, save_figure
 

@@ -8,6 +8,11 @@ from optcoll.cli._core import print_json
 
 NAME = "topologies"
 HELP = "list the built-in topology families and their spec syntax"
+#: Shown at the end of ``optcoll topologies --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll topologies
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from optcoll.cli._core import (
     add_collective_option,
     add_group_options,
     add_reader_options,
+    command_inputs,
     print_json,
     process_groups,
     reader_options,
@@ -18,6 +19,12 @@ from optcoll.core.rational import fraction_text
 
 NAME = "trees"
 HELP = "allgather spanning-tree schedule reaching the optimum (or the best with k chunks)"
+#: Shown at the end of ``optcoll trees --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll trees dgx-a100:2 -o trees.json
+  optcoll trees mi250:2 -k 1 --json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from optcoll.core.output import check_output, input_files, require_suffix
+    from optcoll.core.output import check_output, require_suffix
     from optcoll.io import TOPOLOGY_SUFFIXES, load_topology, save_schedule
     from optcoll.schedules.packing import pack_arborescences
 
-    inputs = input_files(args.topo)
+    inputs = command_inputs(args)
     if args.output:
         require_suffix(args.output, TOPOLOGY_SUFFIXES, "a schedule file")
         check_output(args.output, force=args.force, inputs=inputs)

@@ -16,6 +16,11 @@ from optcoll.core.rational import fraction_text
 
 NAME = "verify"
 HELP = "check a schedule file against a topology (exact)"
+#: Shown at the end of ``optcoll verify --help`` (the test suite parses each line).
+EXAMPLES = """\
+examples:
+  optcoll verify dgx-a100:2 optcoll-out/dgx-a100_2.allgather.schedule.json
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,17 +38,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.aggregation import AggregationSchedule
     from optcoll.core.schedule import Schedule, check_schedule_topology
     from optcoll.exceptions import ScheduleError
     from optcoll.io import load_topology
     from optcoll.io.schedule_json import load_any_schedule
-    from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.collectives import collective_cut_ratio, collective_lower_bound
     from optcoll.verify.schedule import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
     expected = process_groups(topology, args)
     loaded = load_any_schedule(args.schedule)
     check_schedule_topology(loaded, topology, str(args.schedule))
+    if isinstance(loaded, AggregationSchedule):
+        return _aggregation(topology, loaded, args, expected)
     if not isinstance(loaded, Schedule):
         return _groups(topology, loaded, args, expected)
     if expected is not None:
@@ -53,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
         )
     schedule = loaded
     optimum = collective_lower_bound(topology, schedule.collective, schedule.root)
+    cut_ratio = collective_cut_ratio(topology, schedule.collective, schedule.root)
     method = "full" if args.full else "auto"
-    result = verify_schedule(topology, schedule, optimum=optimum, method=method)
+    result = verify_schedule(
+        topology, schedule, optimum=optimum, cut_ratio=cut_ratio, method=method
+    )
     if args.json:
         data = {
             "topology": topology.name,
@@ -98,6 +109,58 @@ def run(args: argparse.Namespace) -> int:
             links = ", ".join(f"{u} -> {v}" for u, v in result.bottleneck_links[:6])
             more = len(result.bottleneck_links) - 6
             print(f"bottlenecks  {links}" + (f" and {more} more" if more > 0 else ""))
+        if result.unchecked:
+            names = ", ".join(f"stats.{name}" for name in result.unchecked)
+            print(f"unchecked    {names} (the builder's own records, not recomputable)")
+    return 0 if result.valid else 1
+
+
+def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expected: Any) -> int:
+    """An allreduce by aggregation trees: checked against the cut bound (every schedule)."""
+    from optcoll.bounds.in_network import reduction_cut
+    from optcoll.exceptions import ScheduleError
+    from optcoll.verify.aggregation import verify_aggregation_schedule
+
+    if expected is not None:
+        raise ScheduleError(f"{args.schedule}: an aggregation allreduce plans no process groups")
+    bound = reduction_cut(topology).time_factor
+    result = verify_aggregation_schedule(topology, schedule, optimum=None)
+    reaches = result.time_factor is not None and result.time_factor == bound
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "schedule": str(args.schedule),
+                "collective": "allreduce",
+                "k": schedule.k,
+                "aggregation_trees": len(schedule.trees),
+                "cut_bound": fraction_text(bound),
+                "at_cut_bound": reaches,
+                **result.to_dict(),
+            }
+        )
+        return 0 if result.valid else 1
+    print(
+        f"schedule     {args.schedule}: allreduce by {len(schedule.trees)} aggregation trees, "
+        f"k = {schedule.k}, on {topology.name}"
+    )
+    print(f"verdict      {'valid' if result.valid else 'INVALID'}")
+    if result.reason is not None:
+        print(f"reason       {result.reason}")
+    if result.time_factor is not None:
+        algbw = f"{float(1 / result.time_factor):.3f} {topology.bandwidth_unit}"
+        print(f"time factor  {fraction_text(result.time_factor)} per M (algbw {algbw})")
+        print(
+            f"cut bound    {fraction_text(bound)}"
+            + (" (attained)" if reaches else f" (ratio {float(result.time_factor / bound):.6f})")
+        )
+    for switch, work in list(result.switch_work.items())[:8]:
+        print(
+            f"switch       {switch}: receives {work['received']}, sums away {work['reduced']}, "
+            f"copies {work['copied']}, sends {work['sent']} chunks"
+        )
+    if len(result.switch_work) > 8:
+        print(f"switch       ... and {len(result.switch_work) - 8} more")
     return 0 if result.valid else 1
 
 

@@ -34,6 +34,7 @@ from optcoll.exceptions import ArgumentError, ScheduleError
 __all__ = [
     "instance_argument",
     "topology_argument",
+    "as_topology",
     "schedule_argument",
     "collective_argument",
     "choice_argument",
@@ -43,6 +44,7 @@ __all__ = [
     "path_argument",
     "node_argument",
     "number_argument",
+    "flag_argument",
 ]
 
 T = TypeVar("T")
@@ -84,6 +86,26 @@ def topology_argument(value: Any, name: str = "topology") -> Topology:
     return instance_argument(
         value, Topology, name, "optcoll.load_topology reads a file or a built-in spec"
     )
+
+
+def as_topology(value: Any, name: str = "topology") -> Topology:
+    """``value`` if it is a :class:`~optcoll.core.topology.Topology`; a networkx graph as
+    one (:meth:`~optcoll.core.topology.Topology.from_networkx`, bandwidth in the edge
+    attribute ``bandwidth``).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> g = nx.complete_graph(3)
+    >>> nx.set_edge_attributes(g, 10, "bandwidth")
+    >>> as_topology(g).compute_nodes
+    ('0', '1', '2')
+    """
+    if isinstance(value, Topology):
+        return value
+    if type(value).__module__.startswith("networkx."):
+        return Topology.from_networkx(value)
+    return topology_argument(value, name)  # the error naming what is valid
 
 
 def schedule_argument(value: Any, name: str = "schedule") -> Schedule:
@@ -180,3 +202,16 @@ def number_argument(value: Any, name: str, *, minimum: Fraction | int = 0) -> Fr
     if number < minimum:
         raise ArgumentError(f"{name} must be at least {minimum}, got {_shown(value)}")
     return number
+
+
+def flag_argument(value: Any, name: str) -> bool:
+    """``value`` if it is a ``bool`` (``progress='yes'`` is not ``True``).
+
+    Examples
+    --------
+    >>> flag_argument(False, "progress")
+    False
+    """
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name} must be True or False, got {_shown(value)}")
+    return value

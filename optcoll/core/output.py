@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from optcoll.exceptions import OutputError
+from optcoll.exceptions import ArgumentError, OutputError, OutputExistsError
 
 __all__ = [
     "write_output",
@@ -44,15 +44,15 @@ def check_output(
     ...
     optcoll.exceptions.OutputError: ... is an input of this command; choose another output file
     """
-    target = Path(path)
-    for source in inputs:
+    target = _target(path)
+    for source in _inputs(inputs):
         source = Path(source)
         if exists(source) and exists(target) and source.samefile(target):
             raise OutputError(f"{target} is an input of this command; choose another output file")
     if exists(target) and target.is_dir():
         raise OutputError(f"{target} is a folder; give a file name")
     if exists(target) and not force:
-        raise OutputError(f"{target} exists; pass --force to overwrite it")
+        raise OutputExistsError(target)
     return target
 
 
@@ -96,8 +96,10 @@ def write_output(
     >>> write_output(target, "again\\n")
     Traceback (most recent call last):
     ...
-    optcoll.exceptions.OutputError: ... exists; pass --force to overwrite it
+    optcoll.exceptions.OutputExistsError: ... exists; pass force=True to overwrite it
     """
+    if not isinstance(data, str | bytes):
+        raise ArgumentError(f"data must be text or bytes, got {type(data).__name__}")
     target = check_output(path, force=force, inputs=inputs)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
@@ -108,9 +110,7 @@ def write_output(
         if not _write_anonymous(target, payload, force):
             _write_named(target, payload, force)
     except FileExistsError:
-        raise OutputError(
-            f"{target} appeared while writing; pass --force to overwrite it"
-        ) from None
+        raise OutputExistsError(target, appeared=True) from None
     except OSError as err:
         raise OutputError(f"{target}: cannot write ({err.strerror})") from None
     return target
@@ -180,6 +180,29 @@ def _write_all(handle: int, payload: bytes) -> None:
     while view:
         view = view[os.write(handle, view) :]
     os.fsync(handle)
+
+
+def _target(path: str | Path) -> Path:
+    """``path`` as an output file name, or an :class:`OutputError` saying why no file can
+    have it (a NUL byte, which the operating system refuses with a ValueError)."""
+    if not isinstance(path, str | os.PathLike):
+        raise ArgumentError(f"the output path must be a str or pathlib.Path, got {path!r}")
+    if "\0" in os.fspath(path):
+        raise OutputError(f"{os.fspath(path)!r}: a file name cannot contain a NUL byte")
+    return Path(path)
+
+
+def _inputs(inputs: Iterable[str | Path]) -> list[Path]:
+    """``inputs`` as paths, or an :class:`ArgumentError` (a common slip: ``inputs=path``)."""
+    if isinstance(inputs, str | os.PathLike) or not isinstance(inputs, Iterable):
+        raise ArgumentError(
+            f"inputs must be a collection of file paths, got {inputs!r} ({type(inputs).__name__})"
+        )
+    paths = list(inputs)
+    for item in paths:
+        if not isinstance(item, str | os.PathLike):
+            raise ArgumentError(f"inputs holds {item!r}, which is not a file path")
+    return [Path(item) for item in paths]
 
 
 def require_suffix(path: str | Path, suffixes: Iterable[str], what: str) -> Path:

@@ -7,6 +7,7 @@
 * :func:`fraction_text` writes one: the one convention every report and JSON field
   uses, ``str(Fraction(value))``: ``"3/65"``, and an integer as ``"325"`` (never
   ``"325/1"``). Every such string parses back with :class:`fractions.Fraction`.
+* :func:`count_text` writes a count with its noun: ``"1 switch"``, ``"2 switches"``.
 * :func:`integer_scaling` scales positive capacities to integers with gcd 1
   (:meth:`optcoll.core.topology.Topology.integer_capacities` and the LP models use it).
 * :func:`reconstruct_cut_ratio` is the exactness bridge from an LP's floating-point
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_DECIMAL_EXPONENT",
     "fraction_text",
     "rounded_text",
+    "count_text",
     "integer_scaling",
     "reconstruct_cut_ratio",
     "REL_TOL",
@@ -58,7 +60,8 @@ MAX_NUMBER_DIGITS = 1000
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)\s*$")
 
 #: An exact rational written as a string in a file, e.g. ``"100/3"``.
-_FRACTION_TEXT = re.compile(r"\s*[0-9]+\s*/\s*[0-9]+\s*")
+#: "p/q", or "p" as fraction_text writes an integer (no leading zero: YAML 1.1 reads 010 as 8)
+_FRACTION_TEXT = re.compile(r"\s*(?:[0-9]+\s*/\s*[0-9]+|0|[1-9][0-9]*)\s*")
 
 
 #: Largest decimal exponent accepted in a written number (``1e-400`` is fine; ``1e-99999999``
@@ -107,8 +110,9 @@ def exact_number(value: Any, what: str) -> Fraction:
     read from files (:class:`WrittenNumber`: exactly the decimal written, however
     many digits), finite floats (through their shortest decimal repr, so ``0.1``
     becomes ``1/10``) and
-    strings of the exact form ``"p/q"`` (how files store rationals such as
-    ``100/3`` that no decimal writes exactly) are accepted. Booleans, other
+    strings of the exact form ``"p/q"`` or ``"p"`` (how files store rationals such as
+    ``100/3`` that no decimal writes exactly, and how
+    :func:`fraction_text` writes an integer) are accepted. Booleans, other
     strings, NaN and infinities are rejected with a :class:`ValueError` naming
     ``what``.
 
@@ -118,11 +122,12 @@ def exact_number(value: Any, what: str) -> Fraction:
     Fraction(25, 2)
     >>> exact_number(0.1, "bandwidth")
     Fraction(1, 10)
-    >>> exact_number("100/3", "bandwidth")
-    Fraction(100, 3)
+    >>> exact_number("100/3", "bandwidth"), exact_number("1", "latency")
+    (Fraction(100, 3), Fraction(1, 1))
     """
     if isinstance(value, str) and _FRACTION_TEXT.fullmatch(value):
-        numerator, denominator = (int(part) for part in value.split("/"))
+        above, _, below = value.partition("/")
+        numerator, denominator = int(above), int(below or 1)
         if denominator == 0:
             raise ValueError(f"{what} has a zero denominator: {value!r}")
         return Fraction(numerator, denominator)
@@ -207,6 +212,20 @@ def parse_fraction(text: str) -> Fraction:
 REL_TOL = 1e-6
 
 K = TypeVar("K", bound=Hashable)
+
+
+def count_text(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is one (``-es`` after s, x, ch, sh).
+
+    Examples
+    --------
+    >>> count_text(1, "switch"), count_text(2, "switch"), count_text(0, "compute node")
+    ('1 switch', '2 switches', '0 compute nodes')
+    """
+    if count == 1:
+        return f"{count} {noun}"
+    suffix = "es" if noun.endswith(("s", "x", "ch", "sh")) else "s"
+    return f"{count} {noun}{suffix}"
 
 
 def integer_scaling(capacity: Mapping[K, int | Fraction]) -> tuple[dict[K, int], Fraction]:

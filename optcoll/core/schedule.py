@@ -1,6 +1,6 @@
 """Schedules: spanning trees with chunk multiplicities and physical paths.
 
-Semantics (the README's "Schedule file"): every compute node's shard is split
+Semantics (docs/schedule-format.md): every compute node's shard is split
 into ``k`` equal chunks; a :class:`Tree` carries ``chunks`` of its root's chunks;
 per root the chunks sum to ``k``; a tree's edges form an arborescence rooted at
 ``root`` spanning all compute nodes; each edge's ``path`` runs along existing
@@ -58,6 +58,7 @@ __all__ = [
     "Route",
     "Schedule",
     "COLLECTIVES",
+    "DEFAULT_COLLECTIVE",
     "SCHEDULE_VERSION",
     "canonical_collective",
     "check_schedule_topology",
@@ -66,6 +67,9 @@ __all__ = [
 SCHEDULE_VERSION = 1
 #: The collectives, in their canonical spelling (``reduce-scatter`` is accepted as well).
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
+#: The collective of every command and function that is not told one (``solve``, ``plan``,
+#: ``export``, ``compare``, ``trees``, ``bound``, ``crosscheck`` and :func:`optcoll.solve`).
+DEFAULT_COLLECTIVE = "allgather"
 
 
 def canonical_collective(name: str) -> str:
@@ -508,6 +512,10 @@ class Schedule:
         When the trees are the images of the representatives' (the trees rooted at
         :meth:`Rotation.representatives`) under the rotation's powers: the file
         holds only those and the rotation (written so only if it checks out).
+    stated_algbw : float, optional
+        The ``algbw`` a schedule file states (read back only so that
+        :func:`~optcoll.verify.schedule.verify_schedule` can judge it; files are
+        written with the one :attr:`algbw` computes).
     """
 
     collective: str
@@ -522,6 +530,7 @@ class Schedule:
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
     routes: tuple[Route, ...] = ()
     rotation: Rotation | Rotations | None = field(default=None, compare=False, repr=False)
+    stated_algbw: float | None = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         factor = "" if self.time_factor is None else f", time factor {self.time_factor}"
@@ -665,6 +674,11 @@ class Schedule:
                 )
             trees = ImageTrees(trees, rotation, nodes)
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
+        algbw = data.get("algbw")
+        if algbw is not None and (
+            isinstance(algbw, bool) or not isinstance(algbw, int | float) or not algbw >= 0
+        ):
+            raise ScheduleError(f"field 'algbw' must be a number >= 0, got {algbw!r}")
         return cls(
             collective=collective,
             topology=str(data["topology"]),
@@ -678,6 +692,7 @@ class Schedule:
             stats=dict(data.get("stats", {})),
             routes=routes,
             rotation=rotation,
+            stated_algbw=algbw,
         )
 
 

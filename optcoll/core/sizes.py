@@ -10,6 +10,8 @@ Examples
 
 from __future__ import annotations
 
+from optcoll.core.limits import is_decimal
+
 __all__ = ["parse_size", "size_text"]
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2}
@@ -36,7 +38,7 @@ def parse_size(text: str) -> int:
     value = text.strip().upper()
     number = value.rstrip("KMGB")
     unit = value[len(number) :]
-    if not number.isdigit() or unit not in _UNITS or int(number) <= 0:
+    if not is_decimal(number) or unit not in _UNITS or int(number) <= 0:
         raise ValueError(
             f"size {text!r} must be a positive integer with an optional unit K, M or G (e.g. 64K)"
         )

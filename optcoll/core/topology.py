@@ -40,10 +40,12 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from optcoll.core.rational import exact_number, integer_scaling
+from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
+    ArgumentError,
     BandwidthError,
     DuplicateNodeError,
+    ImportFormatError,
     LatencyError,
     MissingFieldError,
     NodeTypeError,
@@ -64,10 +66,15 @@ __all__ = [
     "TopologyBuilder",
     "plain_number",
     "NODE_TYPES",
+    "SWITCH_CAPABILITIES",
 ]
 
-#: The two node types. Compute nodes hold data; switches relay without copying.
+#: The two node types. Compute nodes hold data; switches relay without copying, unless
+#: they declare ``reduce`` (combine what they receive) or ``multicast`` (copy what they send).
 NODE_TYPES = ("compute", "switch")
+
+#: The in-network capabilities a switch may declare (booleans, default false).
+SWITCH_CAPABILITIES = ("reduce", "multicast")
 
 #: Appended to the name of an edited topology (:meth:`Topology.with_link` and friends).
 EDITED_SUFFIX = "~edited"
@@ -85,7 +92,7 @@ _TOP_FIELDS = {
     "links",
     "rank_order",
 }
-_NODE_FIELDS = {"id", "type", "group"}
+_NODE_FIELDS = {"id", "type", "group", *SWITCH_CAPABILITIES}
 _LINK_FIELDS = {"src", "dst", "bandwidth", "latency", "bidirectional"}
 
 
@@ -94,12 +101,30 @@ class Node:
     """A vertex: ``type`` is ``"compute"`` (a GPU) or ``"switch"``.
 
     ``group`` optionally names the box/server the node belongs to (used for
-    explanations and pictures only).
+    explanations and pictures only). A switch may declare in-network capabilities
+    (NVSwitch NVLS, InfiniBand SHARP): ``reduce`` (it combines the data it receives
+    into one sum before sending it on) and ``multicast`` (it copies what it receives
+    to several links). Without them a switch relays: every byte it sends it has
+    received, once. Compute nodes always reduce and copy, so they declare neither.
+
+    Examples
+    --------
+    >>> Node("nvs", "switch", reduce=True, multicast=True).in_network
+    True
+    >>> Node("g0").in_network
+    False
     """
 
     id: str
     type: str = "compute"
     group: str | None = None
+    reduce: bool = False
+    multicast: bool = False
+
+    @property
+    def in_network(self) -> bool:
+        """True for a switch that reduces or multicasts."""
+        return self.reduce or self.multicast
 
     @property
     def is_compute(self) -> bool:
@@ -202,11 +227,15 @@ class Topology:
         rank_order: Iterable[str] | None = None,
     ) -> None:
         set_ = object.__setattr__
-        set_(self, "name", str(name))
-        set_(self, "nodes", tuple(nodes))
-        set_(self, "links", tuple(links))
-        set_(self, "bandwidth_unit", str(bandwidth_unit))
-        set_(self, "description", str(description))
+        set_(self, "name", _text(name, "topology name"))
+        set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
+        set_(self, "links", tuple(_iterable(links, "links")))
+        set_(self, "bandwidth_unit", _text(bandwidth_unit, "bandwidth_unit"))
+        if not self.bandwidth_unit:
+            raise ArgumentError("bandwidth_unit must name a unit such as 'GB/s', got ''")
+        if not isinstance(description, str):
+            raise ArgumentError(f"description must be a string, got {type(description).__name__}")
+        set_(self, "description", description)
         set_(self, "_bandwidths", self._validate())
         set_(self, "rank_order", self._ranks(rank_order))
 
@@ -275,6 +304,19 @@ class Topology:
                 raise MissingFieldError(
                     f"node {node.id!r}: group must be a string, got {node.group!r}", where
                 )
+            for flag in SWITCH_CAPABILITIES:
+                value = getattr(node, flag)
+                if not isinstance(value, bool):
+                    raise MissingFieldError(
+                        f"node {node.id!r}: {flag} must be true or false, got {value!r}",
+                        (*where, flag),
+                    )
+                if value and node.is_compute:
+                    raise NodeTypeError(
+                        f"node {node.id!r} is a compute node and declares {flag}; only switches "
+                        f"declare reduce or multicast (compute nodes always do both)",
+                        (*where, flag),
+                    )
             first_index[node.id] = i
         bandwidths = []
         for i, link in enumerate(self.links):
@@ -370,6 +412,21 @@ class Topology:
         """Switch node ids in declaration order."""
         return tuple(n.id for n in self.nodes if not n.is_compute)
 
+    @cached_property
+    def reducing_switches(self) -> tuple[str, ...]:
+        """Switches that declare ``reduce``, in declaration order."""
+        return tuple(n.id for n in self.nodes if n.reduce)
+
+    @cached_property
+    def multicast_switches(self) -> tuple[str, ...]:
+        """Switches that declare ``multicast``, in declaration order."""
+        return tuple(n.id for n in self.nodes if n.multicast)
+
+    @property
+    def has_in_network(self) -> bool:
+        """True when some switch reduces or multicasts (NVLS, SHARP)."""
+        return bool(self.reducing_switches or self.multicast_switches)
+
     @property
     def num_compute(self) -> int:
         """N, the number of compute nodes."""
@@ -384,7 +441,7 @@ class Topology:
         """True if ``node_id`` is a compute node."""
         try:
             return self.node[node_id].is_compute
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: not even hashable
             raise UnknownNodeError(f"unknown node {node_id!r} in topology {self.name!r}") from None
 
     @cached_property
@@ -467,9 +524,11 @@ class Topology:
         >>> t.cut_bandwidth({"a", "s"})
         Fraction(5, 1)
         """
-        inside = set(side)
+        if isinstance(side, str):
+            raise ArgumentError(f"side must be a set of node ids, not the string {side!r}")
+        inside = set(_iterable(side, "side"))
         for v in inside:
-            self.is_compute(v)
+            self.is_compute(_node_id(v, "side"))
         return sum(
             (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
             Fraction(0),
@@ -505,6 +564,13 @@ class Topology:
         >>> usable.capacity[("w", "b")], usable.short_switches()
         (Fraction(1, 1), [])
         """
+        if not isinstance(capacity, Mapping):
+            raise ArgumentError(
+                f"capacity must map (src, dst) pairs to numbers, got {type(capacity).__name__}"
+            )
+        for arc in capacity:
+            if not (isinstance(arc, tuple) and len(arc) == 2):
+                raise ArgumentError(f"capacity key {arc!r} is not a (src, dst) pair")
         links = [Link(u, v, c) for (u, v), c in capacity.items() if c > 0]
         return Topology(
             self.name,
@@ -521,7 +587,9 @@ class Topology:
 
         The name, description, groups, latencies and the order or splitting of link
         declarations do not enter it, so a renamed or re-saved topology keeps its hash
-        and an edited one (a link removed, a bandwidth changed) gets another. Schedules
+        and an edited one (a link removed, a bandwidth changed) gets another. A switch's
+        ``reduce`` and ``multicast`` enter it only when set, so topologies without them
+        keep the hash they always had. Schedules
         record it (:func:`optcoll.core.schedule.check_schedule_topology`).
 
         Examples
@@ -531,11 +599,16 @@ class Topology:
         True
         >>> t.content_hash == t.scale_links(lambda link: True, 2).content_hash
         False
+        >>> t.content_hash
+        '80af48731859c57b'
         """
 
         content = {
             "bandwidth_unit": self.bandwidth_unit,
-            "nodes": sorted([n.id, n.type] for n in self.nodes),
+            "nodes": sorted(
+                [n.id, n.type, *(flag for flag in SWITCH_CAPABILITIES if getattr(n, flag))]
+                for n in self.nodes
+            ),
             "capacity": sorted([u, v, str(c)] for (u, v), c in self.capacity.items()),
         }
         text = json.dumps(content, separators=(",", ":"))
@@ -665,6 +738,11 @@ class Topology:
         if scale <= 0:
             raise BandwidthError(f"scale factor must be positive, got {factor!r}")
         chosen: Callable[[Link], bool]
+        if not isinstance(selector, str) and not callable(selector):
+            raise ArgumentError(
+                f"selector must be a node id or a predicate on links, got {selector!r} "
+                f"({type(selector).__name__})"
+            )
         if isinstance(selector, str):
             self.is_compute(selector)
             node = selector
@@ -686,16 +764,115 @@ class Topology:
 
         return f"<code>{escape(repr(self))}</code>"
 
+    @classmethod
+    def from_networkx(
+        cls,
+        graph: nx.Graph,
+        name: str | None = None,
+        *,
+        bandwidth: str = "bandwidth",
+        latency: str | None = None,
+    ) -> Topology:
+        """A topology from a networkx graph (directed: its arcs; undirected: both ways).
+
+        Every edge carries its bandwidth in the attribute named ``bandwidth`` and
+        optionally its latency (µs) in ``latency`` (default: ``latency``, else
+        ``delay``, else none); parallel edges of a multigraph add up. Node attributes
+        ``type`` (``compute`` or ``switch``, default compute), ``group`` and, on
+        switches, the booleans ``reduce`` and ``multicast`` (in-network reduction and
+        multicast; ``True``/``False`` or ``"true"``/``"false"``/``1``/``0``) are optional. Node ids become strings: strings are kept, integers written in
+        decimal (``3`` -> ``'3'``), tuples joined by commas (``(0, 1, 2)`` ->
+        ``'0,1,2'``, as ``nx.grid_graph`` names them), anything else by ``str``.
+
+        Parameters
+        ----------
+        graph : networkx.Graph or networkx.DiGraph (or their multigraphs)
+        name : str, optional
+            Default: the graph's ``name`` attribute, else ``"networkx"``.
+        bandwidth, latency : str
+            Edge attributes holding the bandwidth (GB/s) and latency (µs).
+
+        Raises
+        ------
+        ImportFormatError
+            An edge without the bandwidth attribute, a value that is not a number,
+            or two nodes whose ids become the same string.
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> g = nx.grid_2d_graph(2, 2)
+        >>> nx.set_edge_attributes(g, 50, "bandwidth")
+        >>> t = Topology.from_networkx(g, "grid")
+        >>> t.compute_nodes, t.capacity[("0,0", "0,1")]
+        (('0,0', '0,1', '1,0', '1,1'), Fraction(50, 1))
+        >>> d = nx.DiGraph()
+        >>> d.add_edge("a", "b", capacity=10, delay=2)
+        >>> d.add_edge("b", "a", capacity=5)
+        >>> t = Topology.from_networkx(d, "pair", bandwidth="capacity")
+        >>> t.capacity[("a", "b")], t.capacity[("b", "a")], t.latency[("a", "b")]
+        (Fraction(10, 1), Fraction(5, 1), Fraction(2, 1))
+        """
+        if not all(callable(getattr(graph, m, None)) for m in ("is_directed", "nodes", "edges")):
+            raise ImportFormatError(
+                f"expected a networkx graph, got {type(graph).__name__}; build one with "
+                "networkx.Graph() or networkx.DiGraph()"
+            )
+        ids: dict[Any, str] = {}
+        for v in graph.nodes:
+            ids[v] = _graph_node_id(v)
+        seen: dict[str, Any] = {}
+        for v, text in ids.items():
+            if text in seen:
+                raise ImportFormatError(
+                    f"nodes {seen[text]!r} and {v!r} of the graph both become node id {text!r}; "
+                    "relabel one (networkx.relabel_nodes)"
+                )
+            seen[text] = v
+        nodes = []
+        for v, attrs in graph.nodes(data=True):
+            group = attrs.get("group")
+            kind = str(attrs.get("type", "compute"))
+            reduce, multicast = (
+                _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
+                for flag in SWITCH_CAPABILITIES
+            )
+            group_id = None if group is None else str(group)
+            nodes.append(Node(ids[v], kind, group_id, reduce=reduce, multicast=multicast))
+        links = []
+        directed = graph.is_directed()
+        for u, v, attrs in graph.edges(data=True):
+            where = f"edge {ids[u]} {'->' if directed else '--'} {ids[v]}"
+            if bandwidth not in attrs:
+                known = ", ".join(sorted(map(str, attrs))) or "none"
+                raise ImportFormatError(
+                    f"{where} has no {bandwidth!r} attribute (it has: {known}); name the "
+                    "bandwidth attribute: bandwidth=NAME in Python, the reader option "
+                    "bandwidth_attr or --bandwidth-attr NAME on the command line"
+                )
+            value = _graph_number(attrs[bandwidth], f"{where}: {bandwidth}", positive=True)
+            key = latency or next((k for k in ("latency", "delay") if k in attrs), None)
+            delay = None
+            if key is not None:
+                if key not in attrs:
+                    raise ImportFormatError(f"{where} has no {key!r} attribute (latency=)")
+                delay = _graph_number(attrs[key], f"{where}: {key}")
+            links.append(Link(ids[u], ids[v], value, delay, not directed))
+        if name is None:
+            name = str(graph.graph.get("name") or "networkx")
+        return cls(name, nodes, links, description="imported from a networkx graph")
+
     def to_networkx(self) -> nx.DiGraph:
-        """A networkx ``DiGraph``: node attribute ``type`` (and ``group``), edge
+        """A networkx ``DiGraph``: node attribute ``type`` (and ``group``, ``reduce``, ``multicast``), edge
         attribute ``bandwidth`` (aggregated, exact Fraction)."""
         import networkx as nx
 
         graph = nx.DiGraph(name=self.name)
         for n in self.nodes:
-            attrs = {"type": n.type}
+            attrs: dict[str, str | bool] = {"type": n.type}
             if n.group is not None:
                 attrs["group"] = n.group
+            attrs.update({flag: True for flag in SWITCH_CAPABILITIES if getattr(n, flag)})
             graph.add_node(n.id, **attrs)
         for (u, v), c in self.capacity.items():
             graph.add_edge(u, v, bandwidth=c)
@@ -710,6 +887,7 @@ class Topology:
             entry: dict[str, Any] = {"id": n.id, "type": n.type}
             if n.group is not None:
                 entry["group"] = n.group
+            entry.update({flag: True for flag in SWITCH_CAPABILITIES if getattr(n, flag)})
             nodes.append(entry)
         links = []
         for link in self.links:
@@ -733,7 +911,7 @@ class Topology:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, default_name: str = "topology") -> Topology:
-        """Build a topology from the file-format dictionary (see the README).
+        """Build a topology from the file-format dictionary (docs/topology-format.md).
 
         Unknown fields anywhere are rejected with an :class:`UnknownFieldError`
         naming the field, so that typos are never silently ignored.
@@ -795,7 +973,14 @@ class Topology:
                 raise MissingFieldError(
                     f"{where}: 'group' must be a string, got {group!r}", location
                 )
-            nodes.append(Node(entry["id"], entry.get("type", "compute"), group))
+            flags = {flag: entry.get(flag, False) for flag in SWITCH_CAPABILITIES}
+            for flag, value in flags.items():
+                if not isinstance(value, bool):
+                    raise MissingFieldError(
+                        f"{where}: {flag!r} must be true or false, got {value!r}",
+                        (*location, flag),
+                    )
+            nodes.append(Node(entry["id"], entry.get("type", "compute"), group, **flags))
         links = []
         for i, entry in enumerate(data["links"]):
             where, location = f"links[{i}]", ("links", i)
@@ -849,7 +1034,8 @@ class Topology:
     def __repr__(self) -> str:
         return (
             f"Topology({self.name!r}: {self.num_compute} compute, "
-            f"{len(self.switch_nodes)} switches, {len(self.capacity)} directed links)"
+            f"{count_text(len(self.switch_nodes), 'switch')}, "
+            f"{count_text(len(self.capacity), 'directed link')})"
         )
 
 
@@ -896,6 +1082,38 @@ def plain_number(value: Any) -> Any:
     return str(frac)
 
 
+def _graph_node_id(v: Any) -> str:
+    """A networkx node as a node id: ``'a'``, ``3`` -> ``'3'``, ``(0, 1)`` -> ``'0,1'``."""
+    if isinstance(v, tuple):
+        return ",".join(_graph_node_id(x) for x in v)
+    return str(v)
+
+
+def _graph_flag(value: Any, where: str) -> bool:
+    """A graph's boolean attribute: ``True``/``False`` or ``true``/``false``/``1``/``0``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    raise ImportFormatError(f"{where} must be true or false, got {value!r}")
+
+
+def _graph_number(value: Any, where: str, *, positive: bool = False) -> Fraction:
+    """An edge attribute as an exact number >= 0 (> 0 if ``positive``), or an error naming it."""
+    try:
+        result = Fraction(value.strip()) if isinstance(value, str) else exact_number(value, where)
+    except (ValueError, ZeroDivisionError):
+        raise ImportFormatError(f"{where} must be a number, got {value!r}") from None
+    if result < 0 or (positive and result == 0):
+        raise ImportFormatError(
+            f"{where} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+        )
+    return result
+
+
 class TopologyBuilder:
     """Incremental construction of a :class:`Topology` (used by the built-in generators).
 
@@ -919,9 +1137,16 @@ class TopologyBuilder:
         """Add a compute node."""
         self.nodes.append(Node(node_id, "compute", group))
 
-    def switch(self, node_id: str, group: str | None = None) -> None:
-        """Add a switch node."""
-        self.nodes.append(Node(node_id, "switch", group))
+    def switch(
+        self,
+        node_id: str,
+        group: str | None = None,
+        *,
+        reduce: bool = False,
+        multicast: bool = False,
+    ) -> None:
+        """Add a switch node (``reduce``/``multicast``: its in-network capabilities)."""
+        self.nodes.append(Node(node_id, "switch", group, reduce, multicast))
 
     def link(
         self,
@@ -938,3 +1163,21 @@ class TopologyBuilder:
     def build(self) -> Topology:
         """Validate and freeze."""
         return Topology(self.name, self.nodes, self.links, self.bandwidth_unit, self.description)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{what} must be a string, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _iterable(value: Any, what: str) -> Iterable[Any]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ArgumentError(f"{what} must be a collection, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _node_id(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{what} holds {value!r}, which is not a node id (a string)")
+    return value

@@ -90,6 +90,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from optcoll.core.arguments import (
     choice_argument,
@@ -100,12 +101,21 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
-from optcoll.export.runtimes import DEFAULT_RUNTIME, RUNTIMES, RuntimeProfile, runtime_profile
+from optcoll.export.placement import placement_paths
+from optcoll.export.runtimes import (
+    DEFAULT_RUNTIME,
+    RUNTIMES,
+    RuntimeProfile,
+    coll_spelling,
+    max_bytes_value,
+    runtime_profile,
+)
 
 __all__ = [
     "PLACEMENTS",
     "MscclProgram",
     "placements",
+    "placement_files",
     "msccl_program",
     "rank_order_comment",
     "to_msccl_xml",
@@ -117,10 +127,6 @@ Block = tuple[str, int, int]  # (kind, peer rank, channel)
 _SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
 _PLACEMENT_SENSITIVE = ("allgather", "broadcast", "alltoall")
-
-#: The runtimes' protocols (the ``proto`` attribute): MSCCL's and RCCL's XML readers
-#: accept these three names.
-PROTOCOLS = ("Simple", "LL128", "LL")
 
 #: ``outofplace``, ``inplace``, or ``both`` (one program correct either way).
 PLACEMENTS = ("outofplace", "inplace", "both")
@@ -140,11 +146,38 @@ def placements(collective: str, runtime: RuntimeProfile | str = DEFAULT_RUNTIME)
     ('outofplace',)
     """
     profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
-    if collective == "alltoall" and not profile.inplace_alltoall:
+    if collective in profile.never_in_place:
         return ("outofplace",)
-    if collective in _PLACEMENT_SENSITIVE or not profile.placement_flags:
+    if collective in _PLACEMENT_SENSITIVE or not profile.has_outofplace:
         return ("outofplace", "inplace")
     return ("both",)
+
+
+def placement_files(
+    path: str | Path,
+    collective: str,
+    runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
+    placement: str | None = None,
+) -> tuple[tuple[str, Path], ...]:
+    """The MSCCL programs to write for ``placement`` and their files; the first is ``path``
+    (the rule of :func:`optcoll.export.placement.placement_paths` on :func:`placements`).
+
+    Examples
+    --------
+    >>> placement_files("ag.xml", "allgather")
+    (('outofplace', PosixPath('ag.xml')),)
+    >>> placement_files("ag.xml", "allgather", placement="both")
+    (('outofplace', PosixPath('ag.xml')), ('inplace', PosixPath('ag.inplace.xml')))
+    >>> placement_files("ar.xml", "allreduce", placement="inplace")
+    (('both', PosixPath('ar.xml')),)
+    """
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    return placement_paths(
+        path,
+        placements(collective, profile),
+        placement,
+        what=f"{profile.name} with a {collective}",
+    )
 
 
 @dataclass(frozen=True)
@@ -268,7 +301,7 @@ def msccl_program(
     if not isinstance(runtime, RuntimeProfile):
         runtime = runtime_profile(text_argument(runtime, "runtime"))
     profile = runtime
-    choice_argument(proto, PROTOCOLS, "proto")
+    choice_argument(proto, profile.protocols, "proto")
     size_argument(min_bytes, "min_bytes")
     if max_bytes is not None:
         size_argument(max_bytes, "max_bytes")
@@ -288,14 +321,14 @@ def msccl_program(
             f"a {coll} program is not correct both in place and out of place; "
             "write one per placement"
         )
-    if placement == "both" and not profile.placement_flags:
+    if placement == "both" and not profile.has_outofplace:
         raise ExportError(
             f"runtime {profile.name!r} reads only 'inplace': a file serves one placement"
         )
-    if coll == "alltoall" and placement == "inplace" and not profile.inplace_alltoall:
+    if placement == "inplace" and coll in profile.never_in_place:
         raise ExportError(
             f"runtime {profile.name!r} refuses in-place all-to-all calls before it looks for "
-            f"an algorithm ({profile.sources['inplace_alltoall']}); write the out-of-place "
+            f"an algorithm ({profile.sources['never_in_place']}); write the out-of-place "
             "program, or use --runtime rccl or msccl-executor"
         )
     builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
@@ -318,7 +351,7 @@ def msccl_program(
         name,
         proto,
         min_bytes,
-        profile.max_bytes_value(max_bytes, scratch=builder.chunks[2] > 0),
+        max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
     )
     peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
     return MscclProgram(
@@ -907,7 +940,7 @@ def _render(
         "nchannels": str(used_channels),
         "nchunksperloop": str(max(i_chunks, o_chunks)),
         "ngpus": str(len(schedule.compute_nodes)),
-        "coll": profile.collective_names[builder.collective],
+        "coll": coll_spelling(profile, builder.collective),
         "inplace": "0" if placement == "outofplace" else "1",
         "outofplace": "0" if placement == "inplace" else "1",
         "minBytes": str(min_bytes),

@@ -22,25 +22,47 @@ commit 1f5f065d7b13ab02df32c22568f38785d1eeec01 (MIT):
   ``python/mscclpp/language/collectives.py``; in place means input == output pointer,
   for allgather input == output + rank * size (``src/core/algorithm.cc``).
 
-The plan. Each tree of a schedule carries a range of its root's chunks; every range is cut
-into *pieces* (op granularity; the more, the deeper the pipeline) and every piece is a
-*unit* run by one thread block per GPU, the same block id on every GPU (units are packed
-into blocks so that no block exceeds 64 ops). For one piece, a node of a reducing tree
-waits for its children's partial sums (put into its scratch), sums them with its own
-input (``re``) and puts the sum into its parent's scratch; a node of a broadcasting tree
-waits for its parent's put and puts the piece into its children's output. Every put is
-followed by ``nop`` and ``signal`` (memory channels) or is a ``pws`` (port channels); every
-wait by a ``nop``. A block runs its steps ordered by (piece, phase, level, tree) where the
-level is the depth when broadcasting and minus the depth when reducing, so every step
+* ``pipeline`` (``handlePipeline``): its inner ops (at most 16,
+  ``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``; they count among the block's 64) run once per
+  unit of ``iter_context.unit_size`` bytes of ``num_chunks`` chunks, each op on that
+  unit of each of its ranges; the unit count is kept in 16 bits; ``sem_acquire`` /
+  ``sem_release`` count on a GPU's ``semaphores`` (``concurrency_device.hpp``);
+* LL (``protocol: "LL"``): packet ops write data with a flag in each 8 bytes into the
+  peer's scratch (at twice the chunk offset), and their readers spin on the flags, so no
+  signal or wait is needed; a port channel's ``ppkt`` sends packets already in the
+  local scratch (``cpkt``, ``recpkt``) as they are.
+
+The plan. Each tree of a schedule carries a range of its root's chunks (a range, cut
+where the reduce-scatter and allgather trees of a composed allreduce change). For a
+range, a node of a reducing tree waits for its children's partial sums (put into its
+scratch), sums them with its own input (``re``) and puts the sum into its parent's
+scratch; a node of a broadcasting tree waits for its parent's put and puts the data into
+its children's output. Every put is followed by ``nop`` and ``signal`` (memory channels)
+or is a ``pws`` (port channels); every wait that precedes a read by a ``nop``. Each step
+is a ``pipeline`` over units of ``unit_size`` bytes (:func:`pipeline_unit` chooses it
+from the topology), so a relay forwards unit ``i`` while unit ``i + 1`` arrives: the
+pipeline fills in a unit, not in a range. A range runs in one thread block per GPU (the
+same id on every GPU); an allreduce's reduction and broadcast of a range in two, the
+root's broadcast acquiring, unit by unit, a semaphore its reduction releases once the
+sum is written. A block runs its steps ordered by (phase, piece, level, range), the
+level the depth when broadcasting and minus the depth when reducing, so every step
 waits only for steps of smaller keys and the signals of a channel are waited for in the
 order they are sent: the plan cannot deadlock. All-to-all routes are chains (relays keep
-the piece in scratch). Every written region is written once, so no region is reused.
+the data in scratch). Every written region is written once, so no region is reused.
+
+LL plans (allgather, allreduce, broadcast, all-to-all; for small messages): a node's
+data arrives as packets in a scratch slot, is unpacked (``upkt``) into the output and
+forwarded as it is (``rppkt``); plain data is sent with ``ppkt`` (memory channels) or
+turned into packets (``cpkt``, ``nop``) and sent (port channels); reductions use
+``respkt`` / ``recpkt`` / ``repkt``, a node's partial sum being written to the output
+range its total later overwrites (which is why reduce-scatter and reduce, whose outputs
+have no such range, have no LL plan).
 
 Default choices: GPUs in one *box* talk over memory channels, others over port
 channels (``boxes``; the CLI puts ``bX.*`` nodes of the built-in DGX/MI250 families in box
 ``bX`` and every other node in a box of its own); protocol ``Simple``; up to 64 thread
-blocks; pieces: as many as fit (at most 8 per tree); ``max_message_size`` unlimited.
-Not written: LL (packet) plans and NVLS (switch channel) reductions.
+blocks; 1 MiB units; ``max_message_size`` as far as the 16-bit unit count allows.
+Not written: NVLS (switch channel) reductions, thread block groups.
 
 Examples
 --------
@@ -59,11 +81,21 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TypedDict
 
+from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 
-__all__ = ["MscclppPlan", "mscclpp_plan", "mscclpp_placements", "COLLECTIVE_NAMES"]
+__all__ = [
+    "MscclppPlan",
+    "mscclpp_plan",
+    "mscclpp_placements",
+    "pipeline_unit",
+    "COLLECTIVE_NAMES",
+]
 
 #: optcoll collective -> the plan's ``collective`` (the DSL's names; ``broadcast`` and
 #: ``reduce`` have no DSL class and keep optcoll's names).
@@ -82,8 +114,88 @@ MAX_PER_OP = 8
 #: half an A100's 108 or an H100's 132 streaming multiprocessors.
 MAX_THREADBLOCKS = 64
 MAX_PIECES = 8
+#: Bytes per pipeline unit: 1 MiB takes 10 µs on a 100 GB/s link, several times the
+#: few ops a unit costs a thread block, and cuts a 1 GiB collective's ranges into
+#: dozens of units, so relays forward early.
+DEFAULT_UNIT = 2**20
+#: Ops a thread block runs per unit of a reducing step (wait, nop, re, nop, put, nop,
+#: signal) and of a broadcasting or relaying one (wait, nop, put, nop, signal), and the
+#: µs each costs it (the simulator's default step overhead,
+#: :data:`optcoll.sim.simulator.DEFAULT_OVERHEAD`); :func:`pipeline_unit` makes a unit
+#: take :data:`UNIT_MARGIN` times as long on the wire as its ops.
+OPS_PER_UNIT = {True: 7, False: 5}
+OP_COST_US = 1
+UNIT_MARGIN = 1.25
+#: Smallest and largest unit :func:`pipeline_unit` chooses.
+MIN_UNIT, MAX_UNIT = 2**16, 2**24
+#: Collectives with LL plans (reductions other than allreduce have no plain place for
+#: a node's partial sum: the reduce packet ops write one).
+LL_COLLECTIVES = ("allgather", "allreduce", "broadcast", "alltoall")
+#: ``buffer_alignment`` of our plans (bytes; MSCCL++'s default).
+ALIGNMENT = 16
+#: Inner ops of one ``pipeline`` (``MAX_DEVICE_FUNCTIONS_IN_PIPELINE``,
+#: ``execution_kernel.hpp``).
+MAX_PIPELINE_OPS = 16
+#: Units of one pipeline: ``handlePipeline`` keeps the count in 16 bits.
+MAX_UNITS = 2**16 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
+
+
+class _Chunks(TypedDict):
+    """Chunks of every GPU's input (``i``), output (``o``) and scratch (``s``) buffer."""
+
+    i: int
+    o: int
+    s: int
+
+
+def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | None = None) -> int:
+    """The pipeline unit (bytes) for plans of ``schedule`` on ``topology``: the smallest
+    power of two a range's thread block needs more time to send at its range's rate than
+    to run its ops (:data:`OPS_PER_UNIT` x :data:`OP_COST_US` x :data:`UNIT_MARGIN`),
+    within [:data:`MIN_UNIT`, :data:`MAX_UNIT`]. Smaller units forward sooner (less
+    pipeline fill); a block could not issue smaller ones as fast as the links carry them.
+
+    A range of ``c`` of the ``k`` chunks of a phase whose time factor is ``t`` (µs per
+    byte of ``data(M)`` over 1000: bandwidths in GB/s) moves at ``c / (k t)`` GB/s; an
+    all-to-all route path of ``c`` chunks likewise with the routes' time factor.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("ring:4")
+    >>> pipeline_unit(topo, pack_arborescences(topo)) // 1024
+    256
+    """
+    k = schedule.k
+    wanted = 0.0
+    if schedule.collective == "alltoall":
+        factor = routes_time_factor(topology, schedule.routes, k)
+        chunks = max(p.chunks for r in schedule.routes for p in r.paths)
+        wanted = float(Fraction(chunks, k) / factor) * OPS_PER_UNIT[False]
+    else:
+        phases = [(schedule, reverse) for reverse in PHASES[schedule.collective]]
+        if allgather is not None:
+            phases = [(schedule, True), (allgather, False)]
+        for part, reverse in phases:
+            factor = phase_time_factor(topology, part.trees, part.k, reverse=reverse)
+            if factor:
+                widest = max(t.chunks for t in part.trees)
+                rate = float(Fraction(widest, part.k) / factor)
+                wanted = max(wanted, rate * OPS_PER_UNIT[reverse])
+    # beyond MAX_THREADBLOCKS ranges a block runs several ranges' steps in turn
+    ranges = (
+        sum(len(r.paths) for r in schedule.routes)
+        if schedule.collective == "alltoall"
+        else len(schedule.trees)
+    )
+    wanted *= math.ceil(ranges / MAX_THREADBLOCKS)
+    wanted *= 1000 * OP_COST_US * UNIT_MARGIN  # GB/s = 1000 B/µs
+    if wanted <= MIN_UNIT:
+        return MIN_UNIT
+    return min(MAX_UNIT, 2 ** math.ceil(math.log2(wanted)))
 
 
 def mscclpp_placements(collective: str) -> tuple[str, ...]:
@@ -110,6 +222,8 @@ class MscclppPlan:
     pieces: int
     memory_pairs: int
     port_pairs: int
+    #: bytes per pipeline unit (0: no pipelines)
+    unit_size: int = 0
 
     @property
     def text(self) -> str:
@@ -121,12 +235,23 @@ class _Step:
     """One node's part of one unit, before numbering: ops with symbolic references."""
 
     rank: int
-    group: int
+    segment: int
+    piece: int
     key: tuple
+    size: int  # chunks of each range it moves (a pipeline's num_chunks)
+    group: int = -1
     waits: list[int] = field(default_factory=list)  # peers
     reduces: list[tuple[Loc, list[Loc]]] = field(default_factory=list)
     copies: list[tuple[Loc, Loc]] = field(default_factory=list)
     puts: list[tuple[int, Loc, Loc]] = field(default_factory=list)  # peer, src, remote dst
+    #: an allreduce root: its reduce step releases the range's semaphore once the sum is
+    #: written, its broadcast step acquires it before sending (they may run in two blocks)
+    release: bool = False
+    acquire: bool = False
+    #: LL only: packets (in a scratch slot) unpacked into plain data, and the slot plain
+    #: data is turned into packets in before a port channel sends it
+    unpacks: list[tuple[Loc, Loc]] = field(default_factory=list)  # plain dst, slot
+    staging: Loc | None = None
 
 
 def mscclpp_plan(
@@ -138,6 +263,8 @@ def mscclpp_plan(
     max_message_size: int | None = None,
     min_message_size: int = 0,
     pieces: int | None = None,
+    unit_size: int | None = DEFAULT_UNIT,
+    protocol: str = "Simple",
     allgather: Schedule | None = None,
 ) -> MscclppPlan:
     """The MSCCL++ plan of ``schedule`` (deterministic).
@@ -152,8 +279,15 @@ def mscclpp_plan(
         Compute node -> box; pairs in one box use memory channels, others port
         channels. Default: every node in a box of its own (port channels everywhere).
     pieces : int, optional
-        Pieces per tree (default: the most up to 8 that keep every thread block within 64
-        ops and every GPU within 64 thread blocks).
+        Pieces per tree range, each its own steps (default: 1 with pipelines, else the
+        most up to :data:`MAX_PIECES` that keep every thread block within 64 ops).
+    unit_size : int or None
+        Bytes per unit of the ``pipeline`` ops that run every step unit by unit (default
+        :data:`DEFAULT_UNIT`); None: no pipelines, every op moves its whole range.
+    protocol : str
+        ``Simple`` (puts, signals and waits) or ``LL`` (packets: data and flag in each
+        8 bytes, so no signal or wait; for small messages; not pipelined; see
+        :data:`LL_COLLECTIVES`).
     allgather : Schedule, optional
         With a reduce-scatter ``schedule``: the allgather whose trees broadcast, making
         an allreduce of two tree sets.
@@ -176,21 +310,35 @@ def mscclpp_plan(
         )
     if pieces is not None and pieces < 1:
         raise ExportError(f"pieces must be >= 1, got {pieces}")
+    if protocol not in ("Simple", "LL"):
+        raise ExportError(f"protocol must be Simple or LL, got {protocol!r}")
+    packets = protocol == "LL"
+    if packets and coll not in LL_COLLECTIVES:
+        raise ExportError(
+            f"no LL plan for {coll}: its partial sums would need plain space the output "
+            f"does not give; LL plans: {', '.join(LL_COLLECTIVES)}"
+        )
+    if packets:
+        unit_size = None
+    if unit_size is not None and unit_size % ALIGNMENT or unit_size == 0:
+        raise ExportError(f"unit_size must be a positive multiple of {ALIGNMENT}, got {unit_size}")
     nodes = schedule.compute_nodes
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
     segments = _segments(schedule, allgather)
-    tries = [pieces] if pieces else list(range(MAX_PIECES, 0, -1))
+    if pieces is not None:
+        tries = [pieces]
+    elif unit_size is not None or packets:
+        tries = [1]
+    else:
+        tries = list(range(_most_pieces(schedule, coll, segments), 0, -1))
     last_error = ""
     for count in tries:
-        steps, chunks = _steps(schedule, coll, segments, count)
-        groups = _pack(steps, len(nodes))
-        if groups is None:
-            last_error = f"with {count} piece(s) per tree a unit needs more than {MAX_OPS} ops"
-            continue
-        if max(groups.values(), default=0) + 1 > MAX_THREADBLOCKS:
+        steps, chunks = _steps(schedule, coll, segments, count, packets)
+        _pack(steps)
+        load = _load(steps, unit_size is not None)
+        if max(load.values(), default=0) > MAX_OPS:
             last_error = (
-                f"with {count} piece(s) per tree a GPU needs "
-                f"{max(groups.values()) + 1} thread blocks (limit {MAX_THREADBLOCKS})"
+                f"with {count} piece(s) per tree a thread block needs more than {MAX_OPS} ops"
             )
             continue
         try:
@@ -200,17 +348,22 @@ def mscclpp_plan(
                 placement,
                 name,
                 steps,
-                groups,
                 chunks,
                 box,
                 min_message_size,
                 max_message_size,
+                unit_size,
+                protocol,
             )
         except _Limit as err:
             last_error = str(err)
             continue
         blocks = max(len(g["threadblocks"]) for g in document["gpus"])
-        most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+        most = max(
+            sum(1 + len(op.get("ops", ())) for op in tb["ops"])
+            for g in document["gpus"]
+            for tb in g["threadblocks"]
+        )
         pairs = {
             (a, b)
             for a in range(len(nodes))
@@ -218,7 +371,9 @@ def mscclpp_plan(
             if any(_uses(st, a, b) for st in steps)
         }
         memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
-        return MscclppPlan(document, blocks, most, count, memory, len(pairs) - memory)
+        return MscclppPlan(
+            document, blocks, most, count, memory, len(pairs) - memory, unit_size or 0
+        )
     raise ExportError(
         f"no MSCCL++ plan fits the executor's limits ({last_error}); use a "
         "smaller -k or fewer --pieces"
@@ -270,7 +425,11 @@ def _segments(schedule: Schedule, allgather: Schedule | None) -> list[Segment]:
         for tree in allgather.trees:
             _check_tree(tree, allgather.compute_nodes)
         down_sets = allgather.trees
-    roots = [schedule.root] if coll in ("broadcast", "reduce") else list(schedule.compute_nodes)
+    roots = list(schedule.compute_nodes)
+    if coll in ("broadcast", "reduce"):
+        if schedule.root is None:
+            raise ExportError(f"a {coll} schedule needs a root")
+        roots = [schedule.root]
     for root in roots:
         up = _ranges(up_sets, root)
         down = _ranges(down_sets, root)
@@ -322,12 +481,15 @@ def _shape(tree: Tree, ranks: dict[str, int]) -> tuple[dict[int, list[int]], dic
 
 
 def _steps(
-    schedule: Schedule, coll: str, segments: list[Segment], count: int
-) -> tuple[list[_Step], dict[str, int]]:
-    """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU)."""
+    schedule: Schedule, coll: str, segments: list[Segment], count: int, packets: bool = False
+) -> tuple[list[_Step], _Chunks]:
+    """Every node's step of every unit, and the buffer chunks (scratch per busiest GPU).
+
+    Every chunk of the schedule is ``count`` chunks of the plan, so every range of ``c``
+    schedule chunks is ``count`` pieces of ``c`` plan chunks each."""
     nodes = schedule.compute_nodes
     ranks = {v: i for i, v in enumerate(nodes)}
-    n, k = len(nodes), schedule.k
+    n, k = len(nodes), schedule.k * count
     scratch = [0] * n
     steps: list[_Step] = []
 
@@ -337,16 +499,14 @@ def _steps(
 
     per_root = coll in ("allgather", "reduce_scatter", "allreduce")
     for seg, root, first, chunks, up, down, chain, _ in segments:
-        parts = min(count, chunks)
-        bounds = [first + chunks * p // parts for p in range(parts + 1)]
         r = ranks[root]
-        for p in range(parts):
-            lo, size = bounds[p], bounds[p + 1] - bounds[p]
+        for p in range(count):
+            lo, size = first * count + p * chunks, chunks
             unit = len(steps)
             mine: dict[int, _Step] = {}
 
-            def step(rank: int, phase: int, level: int, key: tuple = (p, seg, unit)) -> _Step:
-                made = _Step(rank, -1, (key[0], phase, level, key[1], key[2]))
+            def step(rank: int, phase: int, level: int, at: tuple = (p, seg, unit, size)) -> _Step:
+                made = _Step(rank, at[1], at[0], (phase, at[0], level, at[1], at[2]), at[3])
                 steps.append(made)
                 return made
 
@@ -356,10 +516,14 @@ def _steps(
                 for h in range(len(chain) - 1):
                     a, b = chain[h], chain[h + 1]
                     into = ("o", src * k + lo, size) if b == dst else slot(b, size)
+                    if packets and b == dst:  # packets land in scratch, then are unpacked
+                        into = slot(b, size)
                     sender = mine.get(a) or step(a, 0, h)
                     sender.puts.append((b, where, into))
                     receiver = step(b, 0, h + 1)
                     receiver.waits.append(a)
+                    if packets and b == dst:
+                        receiver.unpacks.append((("o", src * k + lo, size), into))
                     mine[b] = receiver
                     where = into
                 continue
@@ -371,6 +535,7 @@ def _steps(
                 partial: dict[int, Loc] = {}
                 for v in sorted(depth, key=lambda x: (-depth[x], x)):
                     s = step(v, 0, -depth[v])
+                    s.release = v == r and down is not None
                     own = source
                     if children[v]:
                         inputs = [source]
@@ -379,11 +544,11 @@ def _steps(
                             s.waits.append(c)
                             inputs.append(box)
                             partial[c] = box
-                        own = final if v == r else slot(v, size)
+                        # an LL partial sum goes to the output range the sum overwrites
+                        own = final if v == r or packets else slot(v, size)
                         s.reduces.append((own, inputs))
                     mine[v] = s
                     if v != r:
-                        s.rank = v
                         s.puts.append((-1, own, ("?", v, 0)))  # parent's box, filled below
                 for v, s in list(mine.items()):
                     for i, (peer, own, _marker) in enumerate(s.puts):
@@ -392,69 +557,88 @@ def _steps(
                             s.puts[i] = (parent, own, partial[v])
             if down is not None:
                 children, depth = _shape(down, ranks)
+                # LL: a node's packets arrive in a slot of its scratch and are unpacked
+                inbox = {v: slot(v, size) if packets else final for v in depth if v != r}
                 for v in sorted(depth, key=lambda x: (depth[x], x)):
                     s = step(v, 1, depth[v])
+                    s.acquire = v == r and up is not None
                     held = final
                     if v == r and up is None:
                         held = source
                         if coll in ("allgather", "broadcast"):
                             s.copies.append((final, source))
-                    for c in children[v]:
-                        s.puts.append((c, held, final))
                     if v != r:
+                        held = inbox[v]
                         parent = next(a for a, cs in children.items() if v in cs)
                         s.waits.append(parent)
+                        if packets:
+                            s.unpacks.append((final, inbox[v]))
+                    for c in children[v]:
+                        s.puts.append((c, held, inbox[c]))
+    if packets:  # plain data a port channel sends is first turned into packets here
+        for s in steps:
+            if any(src[0] != "s" for _, src, _ in s.puts):
+                s.staging = slot(s.rank, s.size)
     if coll == "alltoall":
         for rank in range(n):  # the own piece, out of place
-            own = _Step(rank, -1, (-1, 0, 0, -1, -1))
-            own.copies.append((("o", rank * k, k), ("i", rank * k, k)))
-            steps.append(own)
-    chunks = {
-        "allgather": {"i": k, "o": n * k},
-        "reduce_scatter": {"i": n * k, "o": k},
-        "allreduce": {"i": n * k, "o": n * k},
-        "broadcast": {"i": k, "o": k},
-        "reduce": {"i": k, "o": k},
-        "alltoall": {"i": n * k, "o": n * k},
+            own_piece = _Step(rank, -1, 0, (-1, 0, 0, -1, -1), k)
+            own_piece.copies.append((("o", rank * k, k), ("i", rank * k, k)))
+            steps.append(own_piece)
+    input_chunks, output_chunks = {
+        "allgather": (k, n * k),
+        "reduce_scatter": (n * k, k),
+        "allreduce": (n * k, n * k),
+        "broadcast": (k, k),
+        "reduce": (k, k),
+        "alltoall": (n * k, n * k),
     }[coll]
-    chunks["s"] = max(scratch)
-    chunks["scratch"] = scratch  # type: ignore[assignment]
-    return steps, chunks
+    return steps, _Chunks(i=input_chunks, o=output_chunks, s=max(scratch))
 
 
-def _op_count(step: _Step, memory: bool = True) -> int:
+def _op_count(step: _Step) -> int:
     """Ops of a step (at most; memory channels cost a put, a nop and a signal)."""
     count = 0
     if step.waits:
         count += 2 * math.ceil(len(step.waits) / MAX_PER_OP)
     for _, inputs in step.reduces:
         count += 2 * math.ceil((len(inputs) - 1) / MAX_PER_OP)
-    count += len(step.copies)
+    count += len(step.copies) + (1 if step.copies else 0) + 2 * step.acquire + step.release
     if step.puts:
         count += 3 * math.ceil(len(step.puts) / MAX_PER_OP)
     return count
 
 
-def _pack(steps: list[_Step], n: int) -> dict[int, int] | None:
-    """Thread block of every unit (the key's last field): the tree (segment) ``s`` runs in
-    block ``s mod B``, ``B`` the segments up to 64, so trees run side by side; None if a
-    block of some GPU would exceed 64 ops."""
-    by_unit: dict[int, list[_Step]] = defaultdict(list)
+def _pack(steps: list[_Step]) -> None:
+    """Set every step's thread block: range ``s`` runs in block ``s`` (its pieces one
+    after the other), or - for an allreduce, when :data:`MAX_THREADBLOCKS` allows - its
+    reduction in block ``2 s`` and its broadcast in block ``2 s + 1``, so a range's leaves
+    send their next data while its broadcast runs; beyond the limit, range ``s`` runs in
+    block ``s mod`` :data:`MAX_THREADBLOCKS`. (More blocks per range would not be faster:
+    blocks that put at once share the links, so a piece's data would arrive no earlier.)"""
+    ranges = len({s.segment for s in steps if s.segment >= 0})
+    split = any(s.acquire for s in steps) and 2 * ranges <= MAX_THREADBLOCKS
     for s in steps:
-        by_unit[s.key[-1]].append(s)
-    segments = {s.key[3] for s in steps if s.key[3] >= 0}
-    width = max(1, min(MAX_THREADBLOCKS, len(segments)))
+        segment = max(s.segment, 0)
+        s.group = 2 * segment + s.key[0] if split else segment % MAX_THREADBLOCKS
+
+
+def _load(steps: list[_Step], pipelined: bool = False) -> dict[tuple[int, int], int]:
+    """Ops (at most) of every (thread block, rank); a pipeline adds one op per step."""
     load: dict[tuple[int, int], int] = defaultdict(int)
-    groups: dict[int, int] = {}
-    for unit, members in sorted(by_unit.items()):
-        group = max(members[0].key[3], 0) % width
-        for s in members:
-            load[(group, s.rank)] += _op_count(s)
-            s.group = group
-        groups[unit] = group
-    if any(v > MAX_OPS for v in load.values()):
-        return None
-    return groups
+    for s in steps:
+        load[(s.group, s.rank)] += _op_count(s) + pipelined
+    return load
+
+
+def _most_pieces(schedule: Schedule, coll: str, segments: list[Segment]) -> int:
+    """The most pieces per range, up to :data:`MAX_PIECES`, whose thread blocks (as
+    :func:`_pack` makes them) stay within :data:`MAX_OPS` ops: the pieces of a range are
+    alike, so the ops of one piece, counted once, give every count's."""
+    steps, _ = _steps(schedule, coll, segments, 1)
+    _pack(steps)
+    fixed = sum(_op_count(s) for s in steps if s.segment < 0)
+    heaviest = max(_load([s for s in steps if s.segment >= 0]).values(), default=1)
+    return max(1, min(MAX_PIECES, (MAX_OPS - fixed) // heaviest))
 
 
 def _render(
@@ -463,14 +647,20 @@ def _render(
     placement: str,
     name: str | None,
     steps: list[_Step],
-    groups: dict[int, int],
-    chunks: dict,
+    chunks: _Chunks,
     box: dict[str, str],
     low: int,
     high: int | None,
+    unit: int | None,
+    protocol: str,
 ) -> dict:
     nodes = schedule.compute_nodes
     n = len(nodes)
+    high = 2**64 - 1 if high is None else high
+    if unit is not None:  # the kernel counts a pipeline's units in 16 bits
+        widest = max(s.size for s in steps)
+        buffer = chunks["o"] if coll == "allgather" else chunks["i"]
+        high = min(high, MAX_UNITS * unit * buffer // widest)
 
     def ctype(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
@@ -499,9 +689,11 @@ def _render(
         for s in mine:
             blocks[s.group].append(s)
         remote: list[tuple[int, str, str]] = []
+        semaphores: dict[int, int] = {}  # range -> its semaphore on this rank
         threadblocks = []
         for tb_id, g in enumerate(sorted(blocks)):
-            tb = _Block(rank, g, channel_index, ctype, remote)
+            tb = _Block(rank, g, channel_index, ctype, remote, unit, semaphores)
+            tb.packets = protocol == "LL"
             for s in blocks[g]:
                 tb.emit(s)
             threadblocks.append(tb.render(tb_id))
@@ -522,21 +714,21 @@ def _render(
                 "remote_buffers": [
                     {"rank": r, "type": b, "access_channel_types": [t]} for r, b, t in remote
                 ],
-                "semaphores": [],
+                "semaphores": [{"init_value": 0} for _ in semaphores],
             }
         )
     root = f" root={schedule.root}" if schedule.root is not None else ""
     return {
         "name": name or f"optcoll {coll} {schedule.topology} k={schedule.k}{root} {placement}",
         "collective": COLLECTIVE_NAMES[coll],
-        "protocol": "Simple",
+        "protocol": protocol,
         "inplace": placement == "inplace",
         "reuse_resources": False,
         "num_threads_per_block": 1024,
         "use_double_scratch_buffer": False,
-        "buffer_alignment": 16,
+        "buffer_alignment": ALIGNMENT,
         "min_message_size": low,
-        "max_message_size": 2**64 - 1 if high is None else high,
+        "max_message_size": high,
         "gpus": gpus,
     }
 
@@ -544,10 +736,21 @@ def _render(
 class _Block:
     """The ops of one thread block on one GPU."""
 
-    def __init__(self, rank: int, group: int, channel_index: dict, ctype, remote: list) -> None:
-        self.rank, self.group = rank, group
+    def __init__(
+        self,
+        rank: int,
+        group: int,
+        channel_index: dict,
+        ctype,
+        remote: list,
+        unit: int | None,
+        semaphores: dict[int, int],
+    ) -> None:
+        self.rank, self.group, self.unit, self.semaphores = rank, group, unit, semaphores
         self.channel_index, self.ctype, self.remote = channel_index, ctype, remote
         self.ops: list[dict] = []
+        self.count = 0  # inner ops of pipelines: the executor counts them as ops
+        self.packets = False
         self.channels: dict[str, list[int]] = {"memory": [], "port": []}
         self.buffers: dict[str, list[int]] = {"memory": [], "port": []}
 
@@ -572,14 +775,132 @@ class _Block:
         return self.buffers[access].index(bid)
 
     def emit(self, step: _Step) -> None:
+        """Append the ops of ``step``: in a ``pipeline`` over its range when the block has
+        a unit size and the step moves data."""
+        if self.packets:
+            self._emit_packets(step)
+            return
+        outer, self.ops = self.ops, []
+        self._emit(step)
+        inner, self.ops = self.ops, outer
+        if self.unit is None or not (step.puts or step.waits):
+            self.ops.extend(inner)
+            return
+        if len(inner) > MAX_PIPELINE_OPS:
+            raise _Limit(f"a step needs {len(inner)} ops, above {MAX_PIPELINE_OPS} in a pipeline")
+        self.ops.append(
+            {
+                "name": "pipeline",
+                "iter_context": {"unit_size": self.unit, "num_chunks": step.size},
+                "ops": inner,
+            }
+        )
+        self.count += len(inner)
+
+    def _emit_packets(self, step: _Step) -> None:
+        """The LL ops of ``step``: packets carry their own flags, so nothing signals or
+        waits; a ``nop`` orders plain data written by one op before another op reads it."""
+        if step.acquire or step.release:
+            semaphore = self.semaphores.setdefault(step.segment, len(self.semaphores))
+        if step.acquire:
+            self.ops.append({"name": "sem_acquire", "semaphore_ids": [semaphore]})
+            self.ops.append({"name": "nop"})
+        for dst, src in step.copies:
+            self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
+        if step.copies:  # in place the copy writes what the puts read
+            self.ops.append({"name": "nop"})
+        for dst, src in step.unpacks:
+            self.ops.append({"name": "upkt", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
+        puts = list(step.puts)
+        for own, inputs in step.reduces:
+            if len(inputs) > MAX_PER_OP + 1:
+                raise _Limit(f"an LL reduction of {len(inputs)} buffers, above {MAX_PER_OP + 1}")
+            srcs = [_local(x) for x in inputs]
+            if not puts:
+                self.ops.append({"name": "repkt", "src_buff": srcs, "dst_buff": [_local(own)]})
+            else:
+                (peer, _, dst), *puts = puts
+                kind, index = self.channel(peer)
+                remote = {
+                    "buffer_id": self.buffer(peer, "s", kind),
+                    "index": dst[1],
+                    "size": dst[2],
+                }
+                staging: Loc | None = None  # a port channel sends the sum from here
+                if kind == "memory":
+                    dsts, name = [_local(own), remote], "respkt"
+                else:
+                    assert step.staging is not None
+                    staging = step.staging
+                    dsts, name = [_local(own), _local(staging)], "recpkt"
+                op: dict[str, object] = {"name": name, "src_buff": srcs, "dst_buff": dsts}
+                if kind == "memory":
+                    op.update(channel_type="memory", channel_ids=[index])
+                self.ops.append(op)
+                if staging is not None:
+                    self.ops.append({"name": "nop"})
+                    self.ops.append(
+                        {
+                            "name": "ppkt",
+                            "src_buff": [_local(staging)],
+                            "dst_buff": [remote],
+                            "channel_type": "port",
+                            "channel_ids": [index],
+                        }
+                    )
+            if step.release:  # the sum is plain data in the output: a nop, then release
+                self.ops.append({"name": "nop"})
+                self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
+        by_kind: dict[tuple[str, bool], list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
+        for peer, src, dst in puts:
+            kind, index = self.channel(peer)
+            by_kind[(kind, src[0] == "s")].append((index, self.buffer(peer, "s", kind), src, dst))
+        staged = False
+        for (kind, received), items in sorted(by_kind.items()):
+            if kind == "port" and not received and not staged:  # packets first, locally
+                assert step.staging is not None
+                src = items[0][2]
+                self.ops.append(
+                    {"name": "cpkt", "src_buff": [_local(src)], "dst_buff": [_local(step.staging)]}
+                )
+                self.ops.append({"name": "nop"})
+                staged = True
+            for i in range(0, len(items), MAX_PER_OP):
+                part = items[i : i + MAX_PER_OP]
+                if received:  # forward the packets this GPU received (waits for their flags)
+                    name, srcs = "rppkt", [_local(part[0][2])]
+                elif kind == "memory":  # plain data written as packets
+                    name, srcs = "ppkt", [_local(src) for _, _, src, _ in part]
+                else:  # the staged packets, sent as they are
+                    assert step.staging is not None
+                    name, srcs = "ppkt", [_local(step.staging)] * len(part)
+                self.ops.append(
+                    {
+                        "name": name,
+                        "src_buff": srcs,
+                        "dst_buff": [
+                            {"buffer_id": bid, "index": dst[1], "size": dst[2]}
+                            for _, bid, _, dst in part
+                        ],
+                        "channel_type": kind,
+                        "channel_ids": [index for index, _, _, _ in part],
+                    }
+                )
+
+    def _emit(self, step: _Step) -> None:
+        if step.acquire or step.release:
+            semaphore = self.semaphores.setdefault(step.segment, len(self.semaphores))
+        if step.acquire:
+            self.ops.append({"name": "sem_acquire", "semaphore_ids": [semaphore]})
+            self.ops.append({"name": "nop"})
         by_type: dict[str, list[int]] = defaultdict(list)
         for peer in step.waits:
             kind, index = self.channel(peer)
             by_type[kind].append(index)
         for kind in ("memory", "port"):
-            for part in _chunked(by_type[kind]):
-                self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": part})
-        if step.waits:
+            for ids in _chunked(by_type[kind]):
+                self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": ids})
+        if step.waits and (step.copies or step.reduces or step.puts):  # a leaf reads nothing
             self.ops.append({"name": "nop"})
         for dst, src in step.copies:
             self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
@@ -598,7 +919,9 @@ class _Block:
                 )
                 self.ops.append({"name": "nop"})
                 first = dst
-        puts: dict[str, list[tuple[int, int, tuple, tuple]]] = defaultdict(list)
+        if step.release:  # after the nop that ends the sum
+            self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
+        puts: dict[str, list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
         for peer, src, dst in step.puts:
             kind, index = self.channel(peer)
             bid = self.buffer(peer, dst[0], kind)
@@ -630,8 +953,8 @@ class _Block:
                     )
 
     def render(self, tb_id: int) -> dict:
-        if len(self.ops) > MAX_OPS:
-            raise _Limit(f"a thread block needs {len(self.ops)} ops")
+        if len(self.ops) + self.count > MAX_OPS:
+            raise _Limit(f"a thread block needs {len(self.ops) + self.count} ops")
         return {
             "id": tb_id,
             "ops": self.ops,

@@ -70,7 +70,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import gcd
 from typing import Any
@@ -81,7 +81,11 @@ __all__ = [
     "RootSymmetry",
     "root_symmetry",
     "box_rotation",
+    "box_rotations",
+    "extend_automorphism",
     "automorphism_group",
+    "PermutationGroup",
+    "automorphisms",
     "path_rotation",
     "preserves_capacity",
 ]
@@ -233,6 +237,10 @@ class RootSymmetry:
     def image(self, i: int, v: int) -> int:
         """Element ``i`` applied to node ``v``."""
         return self.members[self.orbit[v]][self.compose(self.position[v], i)]
+
+    def orbit_of(self, v: int) -> tuple[int, ...]:
+        """The nodes of ``v``'s orbit."""
+        return self.members[self.orbit[v]]
 
     def arc_orbit(self, u: int, v: int) -> tuple[int, int, int]:
         """A key shared exactly by the arcs of ``(u, v)``'s orbit: both ends' orbits and
@@ -392,8 +400,11 @@ def _mix(x: Any) -> Any:
         return x ^ (x >> np.uint64(31))
 
 
-def _complement(generators: list[list[int]], g: list[int]) -> tuple[list[int], RootSymmetry | None]:
-    """The power ``g^e`` of largest order (smallest ``e``) with ``<H, g^e>`` direct and free.
+def _complement(
+    generators: list[list[int]], g: list[int], generate: Callable[..., Any] | None = None
+) -> tuple[list[int], Any]:
+    """The power ``g^e`` of largest order (smallest ``e``) with ``<H, g^e>`` direct (and
+    free, for ``generate`` = :meth:`RootSymmetry.generated_by`, the default).
 
     A translation by ``(1, 1)`` of torus 3x5 meets ``H = <(1, 0)>`` in ``(3, 0)``; its
     fifth power, of order 3, does not.
@@ -404,7 +415,7 @@ def _complement(generators: list[list[int]], g: list[int]) -> tuple[list[int], R
         power = [g[v] for v in power]
         if order % e:
             continue
-        candidate = RootSymmetry.generated_by(*generators, power)
+        candidate = (generate or RootSymmetry.generated_by)(*generators, power)
         if candidate is not None:
             return power, candidate
     return g, None
@@ -456,6 +467,17 @@ def automorphism_group(
     >>> automorphism_group(4, line).members  # the reflection
     {0: (0, 3), 1: (1, 2)}
     """
+    return _grow(n, capacity, colour, RootSymmetry.generated_by)
+
+
+def _grow(
+    n: int,
+    capacity: Mapping[tuple[int, int], Any],
+    colour: Sequence[int] | None,
+    generate: Callable[..., Any],
+) -> Any:
+    """The search of :func:`automorphism_group` and :func:`automorphisms`; ``generate``
+    builds the group of a list of generators or says ``None`` (not direct, not free)."""
     np = _numpy()
     if n < 2:
         return None
@@ -474,14 +496,15 @@ def automorphism_group(
     group: RootSymmetry | None = None
     exhausted: set[tuple[int, int]] = set()
     while True:
-        best: tuple[tuple[int, int], list[int], RootSymmetry] | None = None
+        best: tuple[tuple[bool, int, int], list[int], Any] | None = None
         for members in sorted(classes.values(), key=lambda m: m[0]):
             if len(members) < 2:
                 continue
             r = members[0]
-            orbit = {r} if group is None else set(group.members[group.orbit[r]])
+            orbit = {r} if group is None else set(group.orbit_of(r))
             targets = [v for v in members if v not in orbit and (r, v) not in exhausted]
-            targets.sort(key=lambda v, r=r: (v not in out[r], v))  # translations by an arc first
+            neighbours = out[r]
+            targets.sort(key=lambda v: (v not in neighbours, v))  # translations by an arc first
             for v in targets[:SEARCH_TARGETS]:
                 exhausted.add((r, v))
                 pairs = (
@@ -489,21 +512,21 @@ def automorphism_group(
                     if group is None
                     else [(group.image(i, r), group.image(i, v)) for i in range(group.order)]
                 )
-                colour = stable.copy()
-                fresh = int(colour.max()) + 1
+                paired = stable.copy()
+                fresh = int(paired.max()) + 1
                 for i, (x, y) in enumerate(pairs):
-                    colour[x] = colour[n + y] = fresh + i
+                    paired[x] = paired[n + y] = fresh + i
                 wanted = capacity.get((r, v))
-                for g in refiner.search(
-                    colour,
-                    lambda x, y, wanted=wanted: capacity.get((x, y)) == wanted,
-                    SEARCH_LEAVES,
-                ):
+
+                def along(x: int, y: int, wanted: Any = wanted) -> bool:
+                    return capacity.get((x, y)) == wanted
+
+                for g in refiner.search(paired, along, SEARCH_LEAVES):
                     if not preserves_capacity(capacity, dict(enumerate(g))):
                         continue
                     if any(g[h[x]] != h[g[x]] for h in generators for x in range(n)):
                         continue
-                    g, candidate = _complement(generators, g)
+                    g, candidate = _complement(generators, g, generate)
                     if candidate is None:
                         continue
                     moved = sum(1 for x in range(n) if capacity.get((x, g[x])) == wanted)
@@ -519,6 +542,187 @@ def automorphism_group(
         generators.append(best[1])
         group = best[2]
         exhausted.clear()
+
+
+@dataclass(frozen=True)
+class PermutationGroup:
+    """A direct product ``<g_1> x ... x <g_d>`` of cyclic groups of commuting
+    permutations of ``0 .. n-1``; unlike :class:`RootSymmetry` the action may fix nodes
+    (a mesh's reflections fix its middle, a box rotation the switches shared by all boxes).
+
+    Element ``i`` is ``g_1^i_1 ... g_d^i_d`` with the mixed-radix digits
+    ``i = i_1 + m_1 (i_2 + m_2 (...))`` (``m_j`` the order of ``g_j``), as in
+    :class:`RootSymmetry`; element 0 is the identity.
+
+    Attributes
+    ----------
+    generators : tuple of tuple of int
+        ``g_1 .. g_d`` as lists of images.
+    orders : tuple of int
+        ``m_1 .. m_d``.
+
+    Examples
+    --------
+    >>> group = PermutationGroup.generated_by([2, 1, 0])  # a reflection of a 3-node line
+    >>> group.order, group.orbits()
+    (2, [[0, 2], [1]])
+    """
+
+    generators: tuple[tuple[int, ...], ...]
+    orders: tuple[int, ...]
+
+    @classmethod
+    def generated_by(cls, *gs: Sequence[int]) -> PermutationGroup | None:
+        """The group of commuting permutations ``gs``, or ``None`` unless it is their
+        direct product (its ``m_1 ... m_d`` elements are distinct) and not trivial.
+
+        That the permutations commute is the caller's promise
+        (:func:`automorphisms` checks it). ``O(|G| n log |G|)``.
+
+        Examples
+        --------
+        >>> PermutationGroup.generated_by([1, 0, 2], [1, 0, 2]) is None  # <g> x <g> is not direct
+        True
+        >>> PermutationGroup.generated_by([1, 2, 0], [0, 1, 2]) is None  # the identity
+        True
+        """
+        np = _numpy()
+        orders = tuple(math.lcm(*(len(cycle) for cycle in _cycles(g))) for g in gs)
+        if not gs or min(orders) < 2:
+            return None
+        group = cls(tuple(tuple(g) for g in gs), orders)
+        if len(np.unique(group.elements(), axis=0)) != group.order:
+            return None
+        return group
+
+    @property
+    def order(self) -> int:
+        """``|G| = m_1 ... m_d``."""
+        return math.prod(self.orders)
+
+    def elements(self) -> Any:
+        """All elements as a ``(|G|, n)`` integer array: row ``i`` is element ``i``'s images."""
+        cached = self.__dict__.get("_elements")
+        if cached is None:
+            np = _numpy()
+            cached = np.arange(len(self.generators[0]), dtype=np.int64)[None, :]
+            for g, m in zip(self.generators, self.orders, strict=True):
+                step = np.asarray(g, dtype=np.int64)
+                layers = [cached]
+                for _ in range(m - 1):
+                    layers.append(step[layers[-1]])
+                cached = np.concatenate(layers)
+            object.__setattr__(self, "_elements", cached)
+        return cached
+
+    def image(self, i: int, v: int) -> int:
+        """Element ``i`` applied to node ``v``."""
+        return int(self.elements()[i, v])
+
+    def orbits(self) -> list[list[int]]:
+        """The orbits of the nodes, each sorted, in the order of their least node."""
+        parent = list(range(len(self.generators[0])))
+
+        def root(v: int) -> int:
+            while parent[v] != v:
+                parent[v] = parent[parent[v]]
+                v = parent[v]
+            return v
+
+        for g in self.generators:
+            for v, w in enumerate(g):
+                a, b = root(v), root(w)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        found: dict[int, list[int]] = {}
+        for v in range(len(parent)):
+            found.setdefault(root(v), []).append(v)
+        return list(found.values())
+
+    def orbit_of(self, v: int) -> tuple[int, ...]:
+        """The nodes of ``v``'s orbit."""
+        cached = self.__dict__.get("_orbit_of")
+        if cached is None:
+            cached = {}
+            for orbit in self.orbits():
+                for w in orbit:
+                    cached[w] = tuple(orbit)
+            object.__setattr__(self, "_orbit_of", cached)
+        return cached[v]
+
+
+def automorphisms(
+    n: int, capacity: Mapping[tuple[int, int], Any], colour: Sequence[int] | None = None
+) -> PermutationGroup | None:
+    """A direct product of cyclic groups of automorphisms of ``0 .. n-1``, fixed points allowed.
+
+    The search of :func:`automorphism_group` (colour refinement, then
+    individualisation-refinement for a generator commuting with those found, every
+    map checked exactly by :func:`preserves_capacity`), accepting any group that is
+    the direct product of its generators (:meth:`PermutationGroup.generated_by`)
+    instead of only free ones: a mesh keeps its reflections though they fix its
+    middle, a cluster its box rotations though they fix the switches that join the
+    boxes. For the LPs whose optimum is invariant under every automorphism (the
+    all-to-all LP, :mod:`optcoll.bounds.alltoall_orbits`).
+
+    Returns
+    -------
+    PermutationGroup or None
+        ``None`` when no automorphism other than the identity was found.
+
+    Examples
+    --------
+    >>> grid = {}
+    >>> for x in range(3):
+    ...     for y in range(3):
+    ...         for dx, dy in ((1, 0), (0, 1)):
+    ...             if x + dx < 3 and y + dy < 3:
+    ...                 u, v = 3 * x + y, 3 * (x + dx) + y + dy
+    ...                 grid[(u, v)] = grid[(v, u)] = 1
+    >>> group = automorphisms(9, grid)  # mesh 3x3: corners, edge middles, centre
+    >>> group.order, group.orbits()  # the two reflections
+    (4, [[0, 2, 6, 8], [1, 7], [3, 5], [4]])
+    """
+    if n < 2:
+        return None
+    return _grow(n, capacity, colour, PermutationGroup.generated_by)
+
+
+def extend_automorphism(
+    n: int,
+    capacity: Mapping[tuple[int, int], Any],
+    partial: Mapping[int, int],
+    colour: Sequence[int] | None = None,
+) -> list[int] | None:
+    """An automorphism of ``0 .. n-1`` that agrees with ``partial`` (e.g. a rotation of
+    the compute nodes, extended to the switches), or ``None`` when none is found.
+
+    The pairs of ``partial`` are individualised on the two copies of
+    :func:`automorphism_group`'s search and the rest completed by
+    individualisation-refinement (:class:`_Refiner`); the map is checked exactly
+    (:func:`preserves_capacity`). It may miss an extension, never invents one.
+
+    Examples
+    --------
+    >>> star = {(0, 3): 1, (3, 0): 1, (1, 3): 1, (3, 1): 1, (2, 3): 1, (3, 2): 1}
+    >>> extend_automorphism(4, star, {0: 1, 1: 2, 2: 0})
+    [1, 2, 0, 3]
+    """
+    np = _numpy()
+    refiner = _Refiner(n, capacity)
+    start = np.zeros(2 * n, dtype=np.int64)
+    if colour is not None:
+        start[:n] = start[n:] = np.unique(np.asarray(colour), return_inverse=True)[1].reshape(-1)
+    stable = refiner.refine(start)
+    fresh = int(stable.max()) + 1
+    for i, (x, y) in enumerate(sorted(partial.items())):
+        stable[x] = stable[n + y] = fresh + i
+    for g in refiner.search(stable, lambda x, y: x == y, SEARCH_LEAVES):
+        if all(g[x] == y for x, y in partial.items()) and preserves_capacity(
+            capacity, dict(enumerate(g))
+        ):
+            return g
+    return None
 
 
 def root_symmetry(logical: LogicalGraph, groups: Mapping[str, str | None]) -> RootSymmetry | None:
@@ -574,6 +778,28 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
     (4, (0,))
     """
     names = logical.compute_nodes
+    index = {v: i for i, v in enumerate(names)}
+    arcs = {(index[a], index[b]): c for (a, b), c in logical.capacity.items()}
+    for rho in box_rotations(names, groups):
+        symmetry = RootSymmetry.generated_by(rho)
+        if symmetry is not None and preserves_capacity(arcs, dict(enumerate(rho))):
+            return symmetry
+    return None
+
+
+def box_rotations(names: Sequence[str], groups: Mapping[str, str | None]) -> Iterator[list[int]]:
+    """The group rotations ``rho_s`` of the module docstring, largest order first.
+
+    ``names`` are the nodes to rotate (``rho`` maps indices into ``names``), ``groups``
+    as for :func:`box_rotation`; each shift ``s`` is tried with the groups in order of
+    first appearance and in order of their names. Nothing when the groups differ in
+    size or there are fewer than two nodes.
+
+    Examples
+    --------
+    >>> next(box_rotations(("a0", "a1", "b0", "b1"), {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}))
+    [2, 3, 1, 0]
+    """
     boxes: dict[Any, list[int]] = {}
     for i, v in enumerate(names):
         group = groups.get(v)
@@ -581,10 +807,8 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
     first = list(boxes.values())
     size = len(first[0]) if first else 0
     if len(names) < 2 or any(len(box) != size for box in first):
-        return None
+        return
     by_name = [boxes[key] for key in sorted(boxes, key=str)]
-    index = {v: i for i, v in enumerate(names)}
-    arcs = {(index[a], index[b]): c for (a, b), c in logical.capacity.items()}
     shifts = sorted(range(size), key=lambda s: (-(size // gcd(s, size)), s))
     for s, members in [(s, members) for s in shifts for members in (first, by_name)]:
         rho = [0] * len(names)
@@ -593,10 +817,7 @@ def box_rotation(logical: LogicalGraph, groups: Mapping[str, str | None]) -> Roo
             wrap = s if p == len(members) - 1 else 0
             for j, node in enumerate(box):
                 rho[node] = following[(j + wrap) % size]
-        symmetry = RootSymmetry.generated_by(rho)
-        if symmetry is not None and preserves_capacity(arcs, dict(enumerate(rho))):
-            return symmetry
-    return None
+        yield rho
 
 
 def path_rotation(logical: LogicalGraph, symmetry: RootSymmetry) -> list[dict[str, str]] | None:

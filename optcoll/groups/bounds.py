@@ -123,6 +123,7 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     >>> topo = load_topology("dgx-a100:1")
     >>> from optcoll.core.process_groups import make_groups
     >>> alone = group_optimum(make_groups(topo, [list(topo.compute_nodes)]), 0)
+    >>> from optcoll.bounds.cut_ratio import optimal_cut_ratio
     >>> alone.ratio == optimal_cut_ratio(topo).ratio, alone.exact_by
     (True, 'cut')
     """

@@ -8,7 +8,7 @@ module                 reads / writes
 ``schedule_json``      optcoll schedule files (JSON/YAML): reads and writes
 ``msccl_tools``        msccl-tools serialised topology JSON: reads
 ``taccl``              TACCL topology profiles: reads
-``graphml``            GraphML (networkx): reads
+``graphml``            GraphML and networkx graphs (:func:`from_networkx`): reads
 ``edgelist``           edge lists: reads
 ``fields``             the field and number checks the foreign readers share
 ``registry``           :data:`REGISTRY` of topology formats, :func:`detect_format`,
@@ -32,7 +32,7 @@ from __future__ import annotations
 from optcoll.io.astra_sim import from_astra_network, to_astra_network
 from optcoll.io.document import read_document, write_document
 from optcoll.io.edgelist import from_edgelist
-from optcoll.io.graphml import from_graphml
+from optcoll.io.graphml import from_graphml, from_networkx
 from optcoll.io.msccl_tools import from_msccl
 from optcoll.io.native import TOPOLOGY_SUFFIXES, save_topology
 from optcoll.io.nccl_xml import from_nccl_xml
@@ -72,6 +72,7 @@ __all__ = [
     "from_msccl",
     "from_taccl",
     "from_graphml",
+    "from_networkx",
     "from_edgelist",
     "from_nccl_xml",
     "from_astra_network",

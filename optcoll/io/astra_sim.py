@@ -25,11 +25,13 @@ shape (checked by rebuilding it), and refuses any other.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.limits import check_size
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError, TopologyError
 from optcoll.io.fields import number
@@ -97,6 +99,14 @@ def from_astra_network(data: Any, *, name: str = "astra-sim") -> Topology:
         if isinstance(count, bool) or not isinstance(count, int) or count < 2:
             raise ImportFormatError(f"npus_count[{d}] must be an integer > 1, got {count!r}")
         sizes.append(count)
+    total = math.prod(sizes)
+    per_npu = {"Ring": lambda n: 2, "FullyConnected": lambda n: n - 1, "Switch": lambda n: 2}
+    check_size(
+        f"ASTRA-sim config {name!r} (npus_count {sizes})",
+        total + sum(total // n for b, n in zip(blocks, sizes, strict=True) if b == "Switch"),
+        sum(total * per_npu[b](n) for b, n in zip(blocks, sizes, strict=True)),
+        ImportFormatError,
+    )
     bandwidths = [
         number(b, f"bandwidth[{d}]", positive=True) for d, b in enumerate(lists["bandwidth"])
     ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from optcoll.core.limits import MAX_NESTING
 from optcoll.core.output import write_output
 from optcoll.core.rational import WrittenNumber
 from optcoll.exceptions import FileFormatError
@@ -80,7 +81,7 @@ MAX_DOCUMENT_ENTRIES = 10_000_000
 #: the parser's flat event stream. That parses the text twice: libyaml's composer
 #: reads only its own parser, and composing the checked events with PyYAML's Python
 #: composer instead was measured slower than the second C parse (``docs/measured.md``).
-MAX_YAML_DEPTH = 100
+MAX_YAML_DEPTH = MAX_NESTING
 
 
 class _StrictLoader(_SafeLoader):
@@ -246,6 +247,7 @@ def _check_expansion(data: Any, path: Path) -> None:
     before anything walks the document.
     """
     size: dict[int, int] = {}
+    open_: set[int] = set()  # entered, not yet counted: met again inside itself = a cycle
     stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
         item, done = stack.pop()
@@ -253,9 +255,16 @@ def _check_expansion(data: Any, path: Path) -> None:
             continue
         children = list(item.values()) if isinstance(item, dict) else item
         if not done:
+            if id(item) in open_:
+                raise FileFormatError(
+                    f"{path}: a YAML alias refers to a list or mapping that contains it (a "
+                    "recursive alias, which never ends); write the entries out"
+                )
+            open_.add(id(item))
             stack.append((item, True))
             stack.extend((child, False) for child in children)
             continue
+        open_.discard(id(item))
         size[id(item)] = 1 + sum(
             size.get(id(child), 1) if isinstance(child, list | dict) else 1 for child in children
         )

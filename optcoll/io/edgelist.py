@@ -116,12 +116,7 @@ def _edge_line(
     if "{" in line:
         head, _, literal = line.partition("{")
         tokens = head.split()
-        try:
-            attrs = ast.literal_eval("{" + literal)
-        except (ValueError, SyntaxError):
-            raise ImportFormatError(f"{where}: cannot read the attribute dictionary") from None
-        if not isinstance(attrs, dict):
-            raise ImportFormatError(f"{where}: the attributes must be a dictionary")
+        attrs = _attribute_dict(where, "{" + literal)
     else:
         tokens = line.replace(",", " ").split()
         attrs = {}
@@ -131,6 +126,8 @@ def _edge_line(
         for token in rest:
             if "=" in token:
                 key, _, value = token.partition("=")
+                if key in attrs:
+                    raise ImportFormatError(f"{where}: {key} is given twice")
                 attrs[key] = value
             else:
                 positional.append(token)
@@ -160,3 +157,23 @@ def _edge_line(
         bandwidth,
         None if latency is None else number(latency, f"{where}: {latency_attr}"),
     )
+
+
+def _attribute_dict(where: str, text: str) -> dict[str, object]:
+    """networkx's attribute dictionary ``{'bandwidth': 10, ...}``: string keys, each once."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+        if not isinstance(node, ast.Dict) or any(key is None for key in node.keys):
+            raise ImportFormatError(f"{where}: the attributes must be a dictionary")
+        keys = [ast.literal_eval(key) for key in node.keys if key is not None]
+        values = [ast.literal_eval(value) for value in node.values]
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        raise ImportFormatError(f"{where}: cannot read the attribute dictionary") from None
+    attrs: dict[str, object] = {}
+    for key, value in zip(keys, values, strict=True):
+        if not isinstance(key, str):
+            raise ImportFormatError(f"{where}: attribute name {key!r} is not a string")
+        if key in attrs:
+            raise ImportFormatError(f"{where}: {key} is given twice")
+        attrs[key] = value
+    return attrs

@@ -1,6 +1,6 @@
 """optcoll's own topology files (JSON or YAML, one schema): reads and writes them.
 
-The schema is documented in the README and in
+The schema is documented in docs/topology-format.md and in
 :meth:`optcoll.core.topology.Topology.from_dict`. Errors name the file and, where
 the parser or the schema check can tell, the line: ``topo.yaml: line 7:
 links[2] refers to unknown node 'g9'``.

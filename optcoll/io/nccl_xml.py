@@ -45,6 +45,7 @@ import xml.etree.ElementTree as ElementTree
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.limits import MAX_NODES, check_nesting, check_size, count_value
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import number
@@ -159,14 +160,6 @@ def is_nccl_xml(text: str) -> bool:
     return body.startswith("<system") and body[7:8] in (" ", ">", "\t", "\n", "/")
 
 
-def _positive(value: Any, what: str) -> int:
-    """An option that must be a positive integer (an int, or its text from the command line)."""
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise ImportFormatError(f"{what} must be a positive integer, got {value!r}")
-    return int(text)
-
-
 def _int(attrs: dict[str, str], key: str, where: str, default: int | None = None) -> int:
     if key not in attrs:
         if default is not None:
@@ -239,6 +232,10 @@ def _walk_pci(box: _Box, elem: Any, parent: str, cpu: str) -> None:
     for gpu in gpus:
         gattrs = dict(gpu.attrib)
         rank = _int(gattrs, "rank", f"<gpu> of {where}", _int(gattrs, "dev", f"<gpu> of {where}"))
+        if rank < 0:
+            raise ImportFormatError(
+                f"<gpu> of {where}: rank {rank} is negative; ranks count from 0"
+            )
         name = box.node(f"gpu{rank}", "compute")
         if name in box.cpu_of:
             raise ImportFormatError(f"<gpu> of {where}: rank {rank} appears twice")
@@ -354,10 +351,18 @@ def from_nccl_xml(
         raise ImportFormatError(f"not well-formed XML ({err})") from None
     if root.tag != "system":
         raise ImportFormatError(f"the root element is <{root.tag}>, not NCCL's <system>")
-    count = _positive(boxes, "boxes")
+    check_nesting(root, "the NCCL topology dump", ImportFormatError)
+    count = count_value(boxes, "boxes", MAX_NODES, ImportFormatError)
     if fabric not in FABRICS:
         raise ImportFormatError(f"fabric={fabric!r} is not one of {', '.join(FABRICS)}")
-    built = [_read_box(root, b) for b in range(count)]
+    first = _read_box(root, 0)
+    check_size(
+        f"the NCCL dump with boxes={count}",
+        count * len(first.nodes),
+        count * len(first.links),
+        ImportFormatError,
+    )
+    built = [first, *(_read_box(root, b) for b in range(1, count))]
     nodes = [n for box in built for n in box.nodes.values()]
     links = [Link(u, v, bw) for box in built for (u, v), bw in box.links.items()]
     if count > 1:
@@ -394,7 +399,7 @@ def _fabric(
             for j, (nic, bw) in enumerate(box.ports)
         ]
     else:
-        count = _positive(spines, "spines")
+        count = count_value(spines, "spines", MAX_NODES, ImportFormatError)
         ratio = number(oversub, "oversub", positive=True)
         nodes += [Node(f"spine{s}", "switch") for s in range(count)]
         for b, box in enumerate(built):

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from optcoll.core.arguments import choice_argument, text_argument, topology_argument
+from optcoll.core.limits import is_decimal
 from optcoll.core.process_groups import RELAYS, ProcessGroups, make_groups
 from optcoll.core.topology import Topology
 from optcoll.exceptions import GroupError
@@ -87,7 +88,7 @@ def parse_groups(topology: Topology, text: str, relay: str | None = None) -> Pro
 def _spec_groups(topology: Topology, text: str, kind: str, size_text: str) -> list[list[str]]:
     ranks = topology.compute_nodes
     n = len(ranks)
-    if not size_text.isdigit() or int(size_text) < 2:
+    if not is_decimal(size_text) or int(size_text) < 2:
         raise GroupError(f"{text}: the group size must be an integer >= 2, got {size_text!r}")
     size = int(size_text)
     if n % size:

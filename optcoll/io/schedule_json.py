@@ -1,4 +1,4 @@
-"""Schedule files (JSON or YAML, the README's "Schedule file format"): reads and writes them.
+"""Schedule files (JSON or YAML, docs/schedule-format.md): reads and writes them.
 
 Examples
 --------
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule, is_aggregation_document
 from optcoll.core.arguments import path_argument, schedule_argument
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import exists, require_suffix
@@ -35,7 +36,11 @@ def is_schedule_document(data: Any) -> bool:
     """True for a parsed document that is a schedule (its ``format``, or trees and no nodes)."""
     return isinstance(data, dict) and (
         data.get("format") == "optcoll-schedule"
-        or ("format" not in data and "trees" in data and "nodes" not in data)
+        or (
+            "format" not in data
+            and ("trees" in data or "aggregation" in data)
+            and "nodes" not in data
+        )
     )
 
 
@@ -64,7 +69,7 @@ def is_schedule_file(path: str | Path) -> bool:
 
 
 def load_schedule(path: str | Path) -> Schedule:
-    """Read a schedule file (JSON or YAML, the README's "Schedule file format").
+    """Read a schedule file (JSON or YAML, docs/schedule-format.md).
 
     Parse errors raise :class:`FileFormatError` (file, line, column); a
     malformed schedule raises :class:`ScheduleError` prefixed by the file name.
@@ -84,6 +89,12 @@ def load_schedule(path: str | Path) -> Schedule:
     True
     """
     schedule = load_any_schedule(path)
+    if isinstance(schedule, AggregationSchedule):
+        raise ScheduleError(
+            f"{path} holds an allreduce by aggregation trees through reducing switches (field "
+            f"'aggregation'); `optcoll verify` and `optcoll simulate` read those, other "
+            f"commands do not yet"
+        )
     if not isinstance(schedule, Schedule):
         raise ScheduleError(
             f"{path} holds the schedules of concurrent process groups (field 'groups'); "
@@ -92,8 +103,9 @@ def load_schedule(path: str | Path) -> Schedule:
     return schedule
 
 
-def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule:
-    """Read a schedule file: one collective's, or concurrent groups' (a top-level ``groups``).
+def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule | AggregationSchedule:
+    """Read a schedule file: one collective's, concurrent groups' (a top-level ``groups``)
+    or an in-network allreduce's (a top-level ``aggregation``).
 
     Raises
     ------
@@ -107,13 +119,19 @@ def load_any_schedule(path: str | Path) -> Schedule | GroupsSchedule:
     try:
         if isinstance(data, dict) and "groups" in data:
             return GroupsSchedule.from_dict(data)
+        if is_aggregation_document(data):
+            return AggregationSchedule.from_dict(data)
         return Schedule.from_dict(data)
     except ScheduleError as err:
         raise ScheduleError(f"{path}: {err}") from None
 
 
 def save_schedule(
-    schedule: Schedule, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()
+    schedule: Schedule | AggregationSchedule,
+    path: str | Path,
+    *,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
 ) -> None:
     """Write ``schedule`` as JSON or YAML (by suffix); lossless with :func:`load_schedule`.
 
@@ -125,7 +143,8 @@ def save_schedule(
     OutputError
         The suffix is not one of :data:`DOCUMENT_SUFFIXES`.
     """
-    schedule_argument(schedule)
+    if not isinstance(schedule, AggregationSchedule):
+        schedule_argument(schedule)
     path = path_argument(path)
     require_suffix(path, sorted(DOCUMENT_SUFFIXES), "a schedule file")
     write_document(schedule.to_dict(), path, force=force, inputs=inputs)

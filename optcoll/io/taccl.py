@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.limits import MAX_NODES, check_count, check_size, count_value
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError
 from optcoll.io.fields import field, matrix, number
@@ -116,10 +117,7 @@ def from_taccl(
     if not isinstance(data, Mapping):
         raise ImportFormatError(f"a TACCL profile must be a JSON object, got {type(data).__name__}")
     what = "the TACCL profile"
-    if isinstance(boxes, str) and boxes.strip().isdigit():
-        boxes = int(boxes)
-    if isinstance(boxes, bool) or not isinstance(boxes, int) or boxes < 1:
-        raise ImportFormatError(f"boxes must be a positive integer, got {boxes!r}")
+    boxes = count_value(boxes, "boxes", MAX_NODES, ImportFormatError)
     gpus = field(data, "gpus_per_node", what)
     least = 1 if boxes > 1 else 2
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < least:
@@ -128,8 +126,11 @@ def from_taccl(
             + (" (or 1 with boxes >= 2)" if least == 2 else "")
             + f", got {gpus!r}"
         )
+    check_count(gpus, MAX_NODES, "field 'gpus_per_node'", ImportFormatError)
     alpha = number(field(data, "alpha", what), "field 'alpha'")
     links, betas, hub_beta = _box_wiring(data, gpus, box)
+    per_box = sum(1 for row in links for count in row if count) + 4 * gpus
+    check_size(f"{what} with boxes={boxes}", boxes * (gpus + 1), boxes * per_box, ImportFormatError)
     chunk = (
         Fraction(1)
         if chunk_bytes is None

@@ -138,6 +138,7 @@ def column_generation(
     capacity: Mapping[Arc, int],
     price: Pricing,
     *,
+    columns: Sequence[Column] = (),
     tolerance: float = 1e-9,
     max_iterations: int = 1000,
     time_limit: float | None = None,
@@ -152,8 +153,10 @@ def column_generation(
     capacity : Mapping
         ``arc -> positive integer capacity`` (at most 2**53, so floats hold it exactly).
     price : Pricing
-        The oracle: one cheapest column per block under the given prices. The first
-        call gets ``1 / c(a)`` (short, wide columns to start from).
+        The oracle: one cheapest column per block under the given prices. Without
+        starting ``columns`` the first call gets ``1 / c(a)`` (short, wide columns).
+    columns : sequence of Column
+        Starting columns (e.g. several per block, to save rounds); default none.
     tolerance : float
         Relative reduced cost (and gap) below which the float rounds stop.
     max_iterations : int
@@ -174,7 +177,7 @@ def column_generation(
         If the final master's exact vertex or duals are not recovered and proved.
     """
     start = time.perf_counter()
-    columns: list[Column] = []
+    columns = list(columns)
     while True:
         run = generate_columns(
             blocks,

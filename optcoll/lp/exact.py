@@ -40,7 +40,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import pulp
@@ -55,6 +55,7 @@ __all__ = [
     "check_optimality",
     "objective_value",
     "ProvedSolution",
+    "ProvedSolve",
     "proved_solution",
     "solve_proved",
     "TIGHT_TOLERANCE",
@@ -272,6 +273,19 @@ class ProvedSolution:
     result: LpResult | None = None
 
 
+@dataclass(frozen=True)
+class ProvedSolve(ProvedSolution):
+    """A :class:`ProvedSolution` from :func:`solve_proved`, which always solved the model.
+
+    Attributes
+    ----------
+    result : LpResult
+        HiGHS's report of the solve that gave the proved basis (never ``None``).
+    """
+
+    result: LpResult
+
+
 def proved_solution(problem: pulp.LpProblem, where: str) -> ProvedSolution:
     """The exact vertex and duals of ``problem`` (just solved), proved optimal.
 
@@ -313,7 +327,7 @@ def solve_proved(
     *,
     time_limit: float | None = None,
     build_seconds: float | None = None,
-) -> ProvedSolution:
+) -> ProvedSolve:
     """Solve ``problem`` with HiGHS and prove its optimum exactly, trying harder once.
 
     Solves with HiGHS's default tolerances and proves the final basis optimal
@@ -323,7 +337,7 @@ def solve_proved(
 
     Returns
     -------
-    ProvedSolution
+    ProvedSolve
         The exact, proved vertex and duals, with HiGHS's result of the
         successful attempt.
 
@@ -348,14 +362,15 @@ def solve_proved(
     """
     result = solve(problem, time_limit=time_limit, build_seconds=build_seconds)
     try:
-        return replace(proved_solution(problem, where), result=result)
+        proved = proved_solution(problem, where)
     except ReconstructionError as first:
         result = solve(
             problem, time_limit=time_limit, build_seconds=build_seconds, tolerance=TIGHT_TOLERANCE
         )
         try:
-            return replace(proved_solution(problem, where), result=result)
+            proved = proved_solution(problem, where)
         except ReconstructionError as second:
             raise ReconstructionError(
                 f"{first}; with HiGHS's tolerance {TIGHT_TOLERANCE:g}: {second}"
             ) from None
+    return ProvedSolve(proved.primal, proved.dual, result)

@@ -37,21 +37,29 @@ import functools
 import itertools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from optcoll.core.arguments import count_argument, instance_argument, topology_argument
+from optcoll.core.arguments import (
+    choice_argument,
+    count_argument,
+    instance_argument,
+    topology_argument,
+)
 from optcoll.core.loads import routes_time_factor
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Route, RoutePath, Schedule
 from optcoll.core.topology import Topology
+from optcoll.exceptions import ArgumentError
 
 if TYPE_CHECKING:
     from formulations.solve import SolverReport
+    from optcoll.bounds.alltoall_orbits import AlltoallSymmetry
 
 __all__ = [
+    "ALLTOALL_LP_METHODS",
     "EXHAUSTIVE_CUT_NODES",
     "AlltoallResult",
     "alltoall_optimum",
@@ -60,10 +68,14 @@ __all__ = [
     "alltoall_cut_bound",
     "pair_demand",
     "path_decomposition",
+    "orbit_path_decomposition",
     "alltoall_schedule",
 ]
 
 Arc = tuple[str, str]
+
+#: Ways to solve the all-to-all LP (:func:`alltoall_optimum`).
+ALLTOALL_LP_METHODS = ("auto", "full", "orbits")
 
 #: Largest number of nodes for which the cut bound enumerates every set.
 EXHAUSTIVE_CUT_NODES = 14
@@ -134,8 +146,13 @@ def alltoall_cut_bound(
     return best[0], best[1], False
 
 
-def _distance_level_sets(topology: Topology, lengths: dict[Arc, Fraction]) -> list[frozenset[str]]:
-    """For every compute source, the sets of nodes within each distance under ``lengths``."""
+def _distance_level_sets(
+    topology: Topology, lengths: dict[Arc, Fraction], sources: Iterable[str]
+) -> list[frozenset[str]]:
+    """For every source, the sets of nodes within each distance under ``lengths``.
+
+    An automorphism that preserves ``lengths`` maps level sets to level sets with
+    the same cut ratio, so one source per orbit finds the same best ratio."""
     import networkx as nx
 
     graph = nx.DiGraph()
@@ -144,7 +161,7 @@ def _distance_level_sets(topology: Topology, lengths: dict[Arc, Fraction]) -> li
         (u, v, lengths.get((u, v), Fraction(0))) for u, v in topology.capacity
     )
     sets = []
-    for source in topology.compute_nodes:
+    for source in sources:
         dist = nx.single_source_dijkstra_path_length(graph, source)
         order = sorted(topology.node_ids, key=lambda v: (dist.get(v, float("inf")), v))
         for size in range(1, len(order)):
@@ -163,16 +180,23 @@ class AlltoallResult:
     function on the arcs (normalised so that ``sum_a bandwidth(a) * l(a) = 1``)
     and ``certificate_bound`` the lower bound it proves, equal to
     ``time_factor``; ``seconds`` the wall time of build, solve and exact checks.
+    ``method`` is ``"full"`` (the LP over every source) or ``"orbits"`` (the LP
+    over one source per orbit of ``symmetry``, lifted and proved on the full LP,
+    :mod:`optcoll.bounds.alltoall_orbits`; ``routing`` is then lifted on demand
+    and ``flows`` holds the representatives' flows).
     """
 
     time_factor: Fraction
-    routing: dict[str, dict[Arc, Fraction]]
+    routing: Mapping[str, dict[Arc, Fraction]]
     lengths: dict[Arc, Fraction]
     certificate_bound: Fraction
     lp_time_factor: float
     form: str
     report: SolverReport
     seconds: float
+    method: str = "full"
+    symmetry: AlltoallSymmetry | None = None
+    flows: dict[str, dict[Arc, Fraction]] | None = None
 
     @property
     def algbw(self) -> float:
@@ -181,13 +205,27 @@ class AlltoallResult:
 
 
 def alltoall_optimum(
-    topology: Topology, *, form: str = "time", time_limit: float | None = None
+    topology: Topology,
+    *,
+    form: str = "time",
+    time_limit: float | None = None,
+    method: str = "auto",
 ) -> AlltoallResult:
     """Solve the all-to-all LP of ``topology`` and return t* exactly with its certificate.
 
     The LP is :func:`formulations.alltoall.build_alltoall`, on the integer-scaled
     capacities ``c = bandwidth / unit``; t* in 1/bandwidth units is its optimum
     divided by ``unit``.
+
+    **Methods.** ``"full"`` solves that LP. ``"orbits"`` finds a group of
+    automorphisms of the topology (:func:`optcoll.bounds.alltoall_orbits.alltoall_symmetry`)
+    and solves the orbit LP instead: one flow per orbit of sources and one
+    capacity row per orbit of arcs, whose optimum is t* (the proof is in
+    :mod:`optcoll.bounds.alltoall_orbits`); its solution is lifted to every source
+    and proved on the full LP exactly (feasible routing of time t*, and a length
+    function proving t* from every source). ``"auto"`` (default) takes
+    ``"orbits"`` for the time form whenever an automorphism moves a compute node,
+    else ``"full"``.
 
     **Exactness.** HiGHS solves the LP in floating point. The vertex and the duals
     of its final simplex basis are then solved exactly over the rationals (the
@@ -207,6 +245,9 @@ def alltoall_optimum(
 
     Raises
     ------
+    ArgumentError
+        An unknown ``method``, or ``"orbits"`` with the rate form or on a topology
+        where no automorphism moves a compute node.
     ReconstructionError
         If the exact vertex or its duals cannot be recovered from the solve or do
         not prove optimality (the message says which check failed).
@@ -217,14 +258,40 @@ def alltoall_optimum(
     --------
     >>> from optcoll import load_topology
     >>> result = alltoall_optimum(load_topology("dgx-a100:1"))
-    >>> result.time_factor, result.certificate_bound == result.time_factor
-    (Fraction(7, 300), True)
+    >>> result.time_factor, result.certificate_bound == result.time_factor, result.method
+    (Fraction(7, 300), True, 'orbits')
+    >>> alltoall_optimum(load_topology("dgx-a100:1"), method="full").time_factor
+    Fraction(7, 300)
     """
     from formulations.alltoall import alltoall_commodities
+    from optcoll.bounds.alltoall_orbits import alltoall_symmetry, solve_orbit_alltoall
     from optcoll.bounds.multicommodity import solve_multicommodity
 
+    choice_argument(method, ALLTOALL_LP_METHODS, "method")
+    if method == "orbits" and form != "time":
+        raise ArgumentError("the orbit LP has the time form only; use method='full'")
     start = time.perf_counter()
     caps, unit = topology.integer_capacities()
+    symmetry = None if method == "full" or form != "time" else alltoall_symmetry(topology)
+    if method == "orbits" and symmetry is None:
+        raise ArgumentError(
+            f"no automorphism of {topology.name!r} moves a compute node; use method='full'"
+        )
+    if symmetry is not None:
+        lifted = solve_orbit_alltoall(topology, symmetry, time_limit=time_limit)
+        return AlltoallResult(
+            lifted.time / unit,
+            lifted.routing,
+            {arc: length / unit for arc, length in lifted.lengths.items()},
+            lifted.lengths_bound / unit,
+            lifted.lp_time / float(unit),
+            form,
+            lifted.report,
+            time.perf_counter() - start,
+            "orbits",
+            symmetry,
+            lifted.flows,
+        )
     compute = topology.compute_nodes
     solved = solve_multicommodity(
         topology.node_ids, caps, alltoall_commodities(compute), form=form, time_limit=time_limit
@@ -255,7 +322,9 @@ class AlltoallBound:
     proved by the length function ``lengths`` (see
     :mod:`formulations.alltoall`). ``cut_bound`` is the best ``d(S) / B+(S)``
     found, ``cut`` its set, ``cut_exhaustive`` whether every set was tried;
-    ``flow_cut_gap = time_factor / cut_bound >= 1``.
+    ``flow_cut_gap = time_factor / cut_bound >= 1``. ``symmetry`` and ``flows``:
+    the group and the representatives' flows when the orbit LP was solved
+    (:func:`alltoall_optimum`).
     """
 
     topology: str
@@ -266,9 +335,11 @@ class AlltoallBound:
     cut_bound: Fraction
     cut: frozenset[str]
     cut_exhaustive: bool
-    routing: dict[str, dict[Arc, Fraction]]
+    routing: Mapping[str, dict[Arc, Fraction]]
     seconds: float
     stats: dict[str, Any]
+    symmetry: AlltoallSymmetry | None = None
+    flows: dict[str, dict[Arc, Fraction]] | None = None
 
     @property
     def flow_cut_gap(self) -> Fraction:
@@ -329,16 +400,22 @@ def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBou
     optimum = alltoall_optimum(topology, time_limit=time_limit)
     candidates = None
     if len(topology.node_ids) > EXHAUSTIVE_CUT_NODES:
-        candidates = _distance_level_sets(topology, optimum.lengths)
+        sources = topology.compute_nodes if optimum.symmetry is None else optimum.symmetry.sources
+        candidates = _distance_level_sets(topology, optimum.lengths, sources)
     cut_bound, cut, exhaustive = alltoall_cut_bound(topology, candidates)
     assert cut_bound <= optimum.time_factor, "a cut bound above the optimum: the LP is wrong"
     report = optimum.report
     stats = {
+        "method": optimum.method,
         "lp_variables": report.num_variables,
         "lp_constraints": report.num_constraints,
         "lp_seconds": round(report.solve_seconds, 3),
         "exact_seconds": round(optimum.seconds - report.solve_seconds, 3),
     }
+    if optimum.symmetry is not None:
+        stats["group_order"] = optimum.symmetry.group.order
+        stats["source_orbits"] = len(optimum.symmetry.sources)
+        stats["arc_orbits"] = len(optimum.symmetry.arc_orbits)
     return AlltoallBound(
         topology.name,
         topology.num_compute,
@@ -351,6 +428,8 @@ def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBou
         optimum.routing,
         time.perf_counter() - start,
         stats,
+        optimum.symmetry,
+        optimum.flows,
     )
 
 
@@ -445,6 +524,46 @@ def path_decomposition(
     return result
 
 
+def orbit_path_decomposition(
+    topology: Topology, symmetry: AlltoallSymmetry, flows: Mapping[str, Mapping[Arc, Fraction]]
+) -> dict[tuple[str, str], list[tuple[Path, Fraction]]]:
+    """:func:`path_decomposition` of the lifted routing, from the representatives' flows.
+
+    Each representative ``r``'s flow is decomposed once; every element ``g`` of the
+    group maps ``r``'s paths to ``g(r)``'s with weight ``w / |G_r|`` (the lift of
+    :mod:`optcoll.bounds.alltoall_orbits`), equal paths merged. The paths of a
+    pair weigh 1 in total, and their loads are the lift of the representatives'
+    path loads, which never exceed the representatives' flows: at most the lifted
+    routing's loads. Pairs in the order of the compute nodes.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> topo = load_topology("ring:3,direction=uni,bw=1")
+    >>> result = alltoall_optimum(topo)
+    >>> orbit_path_decomposition(topo, result.symmetry, result.flows)[("n1", "n0")]
+    [(('n1', 'n2', 'n0'), Fraction(1, 1))]
+    """
+    elements = symmetry.group.elements()
+    nodes = symmetry.nodes
+    index = {v: i for i, v in enumerate(nodes)}
+    found: dict[tuple[str, str], dict[Path, Fraction]] = {}
+    for r, pieces in path_decomposition(topology, {r: flows[r] for r in symmetry.sources}).items():
+        stabiliser = symmetry.group.order // len(symmetry.group.orbit_of(index[r[0]]))
+        for path, weight in pieces:
+            share = weight / stabiliser
+            moved = elements[:, [index[v] for v in path]].tolist()
+            for image in moved:
+                mapped = tuple(nodes[v] for v in image)
+                pair = found.setdefault((mapped[0], mapped[-1]), {})
+                pair[mapped] = pair[mapped] + share if mapped in pair else share
+    rank = {v: i for i, v in enumerate(topology.compute_nodes)}
+    return {
+        pair: list(found[pair].items())
+        for pair in sorted(found, key=lambda p: (rank[p[0]], rank[p[1]]))
+    }
+
+
 def _chunks(weights: list[Fraction], k: int) -> list[int]:
     """Integers summing to ``k`` within 1 of ``k * w`` each (largest remainders, first wins ties)."""
     scaled = [w * k for w in weights]
@@ -493,7 +612,10 @@ def _alltoall_schedule(
     """The core of :func:`alltoall_schedule`: its arguments are already checked."""
     if bound is None:
         bound = _alltoall_bound(topology, None)
-    paths = path_decomposition(topology, bound.routing)
+    if bound.symmetry is not None and bound.flows is not None:
+        paths = orbit_path_decomposition(topology, bound.symmetry, bound.flows)
+    else:
+        paths = path_decomposition(topology, bound.routing)
     exact_k = math.lcm(*(w.denominator for pieces in paths.values() for _, w in pieces))
     chosen = exact_k if k is None else k
     routes = []

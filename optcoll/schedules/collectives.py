@@ -51,6 +51,7 @@ from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
     count_argument,
+    flag_argument,
     node_argument,
     schedule_argument,
     topology_argument,
@@ -69,6 +70,7 @@ from optcoll.schedules.packing import _pack_arborescences, pack_rooted
 
 __all__ = [
     "collective_lower_bound",
+    "collective_cut_ratio",
     "reversed_topology",
     "bidirectional_core",
     "is_symmetric",
@@ -226,7 +228,7 @@ def _reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
         collective="reduce_scatter",
         time_factor=factor,
         cut_ratio=schedule.cut_ratio if is_symmetric(topology) else None,
-        stats=dict(schedule.stats),
+        stats=_phase_stats(schedule, topology),
     )
 
 
@@ -265,8 +267,20 @@ def _allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     down = phase_time_factor(topology, schedule.trees, schedule.k)
     up = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
     return replace(
-        schedule, collective="allreduce", time_factor=up + down, stats=dict(schedule.stats)
+        schedule,
+        collective="allreduce",
+        time_factor=up + down,
+        stats=_phase_stats(schedule, topology),
     )
+
+
+def _phase_stats(schedule: Schedule, topology: Topology) -> dict[str, object]:
+    """The allgather's stats that still hold when its trees also run reversed: its
+    ``ratio_to_optimum`` only on a symmetric topology (both phases' bounds are then r*)."""
+    stats = dict(schedule.stats)
+    if not is_symmetric(topology):
+        stats.pop("ratio_to_optimum", None)
+    return stats
 
 
 def broadcast_capacity(topology: Topology, root: str) -> int:
@@ -366,7 +380,7 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
-
+    flag_argument(progress, "progress")
     return _broadcast(topology, root, progress=progress)
 
 
@@ -410,6 +424,7 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     """
     topology_argument(topology)
     node_argument(topology, root, "root")
+    flag_argument(progress, "progress")
     return _reduce(topology, root, progress=progress)
 
 
@@ -467,6 +482,7 @@ def build_collective(
     topology_argument(topology)
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
+    flag_argument(progress, "progress")
     if root is not None:
         node_argument(topology, root, "root")
 
@@ -497,16 +513,18 @@ def _build_collective(
         )
     if collective == "alltoall":
         return _alltoall_schedule(topology, k)
-    schedule = _pack_arborescences(
-        packing_topology(topology, collective), k, progress=progress, bound=bound
-    )
+    packed = packing_topology(topology, collective)
+    schedule = _pack_arborescences(packed, k, progress=progress, bound=bound)
     if collective == "allgather":
         return schedule
     if collective == "reduce_scatter":
         own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
         result = _reduce_scatter(own, topology)
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
-    return _allreduce(schedule, topology)
+    result = _allreduce(schedule, topology)
+    if packed is not topology:  # the allgather phase's bound is the whole topology's r*
+        result = replace(result, cut_ratio=_collective_cut_ratio(topology, "allreduce"))
+    return result
 
 
 def packing_topology(topology: Topology, collective: str) -> Topology:
@@ -532,6 +550,42 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
         if any((v, u) not in cap for u, v in cap):
             return bidirectional_core(topology)
     return topology
+
+
+def collective_cut_ratio(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The exact value a ``collective`` schedule's ``cut_ratio`` field states when true.
+
+    The cut bound of the collective's phase: allgather and allreduce, the
+    topology's r* (allreduce states its allgather phase's); reduce-scatter, the
+    r* of the reversed topology (data flows toward the roots); broadcast and
+    reduce, their own optimum (:func:`collective_lower_bound`); all-to-all: None
+    (its schedules state no cut ratio). What
+    :func:`optcoll.verify.schedule.verify_schedule` judges the field against.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> collective_cut_ratio(build("ring:4"), "allreduce")
+    Fraction(3, 200)
+    """
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    if root is not None:
+        node_argument(topology, root, "root")
+    return _collective_cut_ratio(topology, collective, root)
+
+
+def _collective_cut_ratio(
+    topology: Topology, collective: str, root: str | None = None
+) -> Fraction | None:
+    """The core of :func:`collective_cut_ratio`: its arguments are already checked."""
+    if collective in ("allgather", "allreduce"):
+        return _collective_lower_bound(topology, "allgather")
+    if collective == "alltoall" or root is None and collective in ("broadcast", "reduce"):
+        return None
+    return _collective_lower_bound(topology, collective, root)
 
 
 def collective_lower_bound(

@@ -63,12 +63,18 @@ import time
 from bisect import insort
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
-from optcoll.core.arguments import count_argument, instance_argument, topology_argument
+from optcoll.core.arguments import (
+    as_topology,
+    count_argument,
+    flag_argument,
+    instance_argument,
+    topology_argument,
+)
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
@@ -78,6 +84,9 @@ from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.graph.symmetry import RootSymmetry, path_rotation, root_symmetry
 from optcoll.schedules.tree_shape import shorten_trees
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "pack_arborescences",
@@ -1046,7 +1055,7 @@ def forwardable_floor(capacity: Mapping[Arc, int], switches: Sequence[str]) -> d
 
 
 def pack_arborescences(
-    topology: Topology,
+    topology: Topology | nx.Graph,
     k: int | None = None,
     *,
     progress: bool = False,
@@ -1059,7 +1068,9 @@ def pack_arborescences(
 
     Parameters
     ----------
-    topology : Topology
+    topology : Topology or networkx graph
+        A networkx graph carries its bandwidths in the edge attribute ``bandwidth``
+        (:meth:`~optcoll.core.topology.Topology.from_networkx`).
     k : int, optional
         Chunks per root. ``None`` (default) picks ForestColl's ``k`` for which the
         schedule's time factor equals the optimal cut ratio ``r*``; a given ``k``
@@ -1110,8 +1121,9 @@ def pack_arborescences(
     >>> s.k, s.time_factor, s.stats["ratio_to_optimum"]
     (2, Fraction(7, 300), '1')
     """
-    topology_argument(topology)
+    topology = as_topology(topology)
     k = None if k is None else count_argument(k, "k")
+    flag_argument(progress, "progress")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
     return _pack_arborescences(

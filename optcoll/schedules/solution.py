@@ -6,7 +6,7 @@
 verifier (:mod:`optcoll.verify.schedule`) and returns one :class:`Solution`. ``optcoll solve``
 is this function plus the report and the files.
 
-What "optimal" means for each collective (the bandwidth model of the README):
+What "optimal" means for each collective (the bandwidth model of docs/theory.md):
 
 * allgather and broadcast: optimal among all schedules (the cut bound is attained);
 * reduce-scatter and reduce: optimal among all schedules (the bound of the reversed
@@ -23,7 +23,7 @@ Examples
 >>> import optcoll
 >>> solution = optcoll.solve("dgx-a100:2", collective="allreduce")
 >>> solution
-Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among reduce-scatter + allgather schedules, k = 13, 37 trees, verified)
+Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among reduce-scatter + allgather schedules, k = 13, 32 trees, verified)
 >>> solution.time_factor, solution.lower_bound, solution.bound.ratio
 (Fraction(6, 65), Fraction(6, 65), Fraction(3, 65))
 """
@@ -34,12 +34,19 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
-from optcoll.core.arguments import collective_argument, count_argument, node_argument, path_argument
+from optcoll.core.arguments import (
+    as_topology,
+    collective_argument,
+    count_argument,
+    flag_argument,
+    node_argument,
+    path_argument,
+)
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.schedule import DEFAULT_COLLECTIVE, Schedule, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.io import load_topology
@@ -55,6 +62,9 @@ from optcoll.schedules.collectives import (
     reversed_topology,
 )
 from optcoll.verify.schedule import Verification, _verify_schedule
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Solution", "solve", "optimality_claim"]
 
@@ -230,7 +240,7 @@ class Solution:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary in the README's vocabulary (exact numbers as ``"p/q"``)."""
+        """JSON-ready summary in the vocabulary of the reports (exact numbers as ``"p/q"``)."""
         data: dict[str, Any] = {
             "collective": self.collective,
             "topology": self.topology.name,
@@ -263,8 +273,8 @@ class Solution:
 
 
 def solve(
-    topology: Topology | str | Path,
-    collective: str = "allreduce",
+    topology: Topology | str | Path | nx.Graph,
+    collective: str = DEFAULT_COLLECTIVE,
     *,
     k: int | None = None,
     root: str | None = None,
@@ -274,11 +284,13 @@ def solve(
 
     Parameters
     ----------
-    topology : Topology, str or Path
-        A topology, a topology file or a built-in spec such as ``"dgx-a100:2"``.
+    topology : Topology, str, Path or networkx graph
+        A topology, a topology file, a built-in spec such as ``"dgx-a100:2"``, or a
+        networkx graph with edge attribute ``bandwidth`` (:meth:`Topology.from_networkx
+        <optcoll.core.topology.Topology.from_networkx>`).
     collective : str
-        ``allreduce`` (default), ``allgather``, ``reduce-scatter`` (or
-        ``reduce_scatter``), ``broadcast``, ``reduce`` or ``alltoall``.
+        ``allgather`` (default, as for every command), ``reduce-scatter`` (or
+        ``reduce_scatter``), ``allreduce``, ``broadcast``, ``reduce`` or ``alltoall``.
     k : int, optional
         Chunks per root: the best schedule with exactly ``k`` (not for broadcast
         and reduce, which use the most trees their root allows).
@@ -307,13 +319,14 @@ def solve(
 
     started = time.perf_counter()
     topo = (
-        topology
-        if isinstance(topology, Topology)
-        else load_topology(path_argument(topology, "topology"))
+        load_topology(path_argument(topology, "topology"))
+        if isinstance(topology, (str, Path))
+        else as_topology(topology)
     )
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
     root = None if root is None else node_argument(topo, root, "root")
+    flag_argument(progress, "progress")
     bound = None
     if collective == "alltoall":
         optimum = _alltoall_bound(topo, None)

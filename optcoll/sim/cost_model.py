@@ -42,6 +42,9 @@ nodes only forward; the loads of all hops on a link add up):
   mirrored for even ``N``, shifted for odd ``N``, so the leaves of one are inner
   nodes of the other), half of the data each, reduce up and broadcast down;
 * the fixed ``k = 1`` optimum from :func:`optcoll.schedules.packing.pack_arborescences`;
+* allreduce where up to 8 switches reduce or multicast (NVLS, SHARP): the optimal aggregation
+  trees, :func:`aggregation_cost` (``in-network``): reduce up, multicast down, pipelined;
+  its latency term is the deepest reduce path plus the deepest multicast path of a tree;
 * all-to-all: :func:`direct_alltoall` - every pair's piece on its widest path,
   all at once - and :func:`hierarchical_alltoall` - the rail variant: first
   inside each box, GPU ``i`` hands GPU ``j`` the pieces for every box's GPU
@@ -71,6 +74,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.bounds.in_network import has_aggregation_lp
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.arguments import (
     collective_argument,
     number_argument,
@@ -84,6 +89,7 @@ from optcoll.core.schedule import Route, RoutePath, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.groups.schedule import groups_collective
+from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.alltoall import _alltoall_schedule
 from optcoll.schedules.collectives import _allreduce
 from optcoll.schedules.packing import _pack_arborescences
@@ -109,6 +115,7 @@ __all__ = [
     "hierarchical_alltoall_schedule",
     "compare_methods",
     "compare_group_methods",
+    "aggregation_cost",
 ]
 
 Arc = tuple[str, str]
@@ -945,7 +952,70 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
+        if has_aggregation_lp(topology):
+            schedule = aggregation_schedule(topology)
+            costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
     return costs
+
+
+def aggregation_cost(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    method: str = "in-network",
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Cost:
+    """The cost of an in-network allreduce (:mod:`optcoll.core.aggregation`).
+
+    Its exact bandwidth term, per ``data(M) = M / N`` as every allreduce here, is
+    ``N`` times the schedule's time factor per ``M``; the latency term the deepest
+    (reduce path + multicast path) latency of a tree; no chunking terms.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> cost = aggregation_cost(topo, aggregation_schedule(topo))
+    >>> cost.time_factor, cost.alpha, round(cost.asymptotic_algbw, 3)  # GPU -> NVS -> GPU and back
+    (Fraction(4, 225), Fraction(4, 1), 450.0)
+    """
+    topology_argument(topology)
+    default_latency = number_argument(default_latency, "default_latency")
+    latency = link_latencies(topology, default_latency)
+    k, n = schedule.k, len(schedule.compute_nodes)
+    load: dict[Arc, int] = {}
+    alpha = Fraction(0)
+    for tree in schedule.trees:
+        deepest = Fraction(0)
+        for edges, downward in ((tree.reduce_edges, False), (tree.multicast_edges, True)):
+            deepest += _deepest_branch(tree.apex, edges, latency, downward=downward)
+            for edge in edges:
+                for arc in zip(edge.path, edge.path[1:], strict=False):
+                    load[arc] = load.get(arc, 0) + tree.chunks
+        alpha = max(alpha, deepest)
+    factor = max(Fraction(m, k) / topology.capacity[a] for a, m in load.items())
+    return Cost(method, "allreduce", n, n * factor, alpha)
+
+
+def _deepest_branch(
+    apex: str, edges: Sequence[TreeEdge], latency: dict[Arc, Fraction], *, downward: bool
+) -> Fraction:
+    """The largest latency sum from a vertex to ``apex`` (in-tree) or back (out-tree)."""
+    parent = {(e.dst if downward else e.src): e for e in edges}
+    reach: dict[str, Fraction] = {apex: Fraction(0)}
+    for start in parent:
+        walk = []
+        v = start
+        while v not in reach:
+            walk.append(v)
+            edge = parent[v]
+            v = edge.src if downward else edge.dst
+        for w in reversed(walk):
+            edge = parent[w]
+            up = edge.src if downward else edge.dst
+            reach[w] = reach[up] + _path_latency(edge.path, latency)
+    return max(reach.values())
 
 
 def compare_group_methods(

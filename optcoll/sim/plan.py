@@ -23,7 +23,11 @@ power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries 
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
 (one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it); the ring and
 the hierarchical ring (as tree schedules, :func:`optcoll.sim.cost_model.ring_schedule`); NCCL's
-double binary tree (allreduce); for all-to-all the optimal routes, ``direct`` (every
+double binary tree (allreduce); where up to 8 switches reduce or multicast (NVLS, SHARP), the
+optimal aggregation trees, ``in-network`` (allreduce,
+:func:`optcoll.schedules.aggregation.aggregation_schedule`), whose bandwidth bound is the
+cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`: every allreduce,
+whatever the switches do), the larger of the two floors; for all-to-all the optimal routes, ``direct`` (every
 pair on its widest path) and ``hierarchical (rail)``
 (:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`).
 
@@ -42,9 +46,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
+from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.collectives import (
     _allreduce,
     _build_collective,
@@ -67,6 +74,7 @@ from optcoll.sim.simulator import (
     DEFAULT_SLICE,
     Network,
     TaskGraph,
+    aggregation_tasks,
     data_bytes,
     schedule_tasks,
     simulate,
@@ -93,9 +101,12 @@ class Candidate:
     schedule: Schedule | None = None
     trees: tuple[Tree, ...] = ()
     phases: tuple[bool, ...] = ()
+    aggregation: AggregationSchedule | None = None
 
     def tasks(self, network: Network, size: int, slice_bytes: int | None) -> TaskGraph:
         """The candidate's task graph for a ``size``-byte collective."""
+        if self.aggregation is not None:
+            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
         if self.schedule is not None:
             return schedule_tasks(self.schedule, network, size, slice_bytes=slice_bytes)
         graph = TaskGraph()
@@ -193,6 +204,8 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if has_aggregation_lp(topology):
+            found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     return found
 
 
@@ -271,6 +284,9 @@ def plan(
     bound_collective = "allgather" if collective == "allreduce" else collective
     bound = _collective_lower_bound(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
+    if collective == "allreduce" and topology.has_in_network:
+        # per M / N bytes, as the allgather bound: N / lambda
+        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
     floor = latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency
     )
@@ -346,7 +362,7 @@ def schedule_bands(
     >>> options = candidates(topo)
     >>> rows = plan(topo, "allgather", [1024, 2**20, 2**30], options=options)
     >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
-    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('k=8', 1073741824, None)]
+    [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('optimal (k=13)', 1073741824, None)]
     """
     schedules = {o.method: o for o in options if o.schedule is not None}
     return [(schedules[m], low, high) for m, low, high in size_bands(rows, list(schedules))]

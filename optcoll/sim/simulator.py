@@ -64,12 +64,14 @@ import heapq
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
@@ -77,7 +79,6 @@ from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
 from optcoll.verify.chakra import check_traces, read_traces
 from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
 from optcoll.verify.msccl.program import read_program
 
 __all__ = [
@@ -90,12 +91,14 @@ __all__ = [
     "simulate",
     "simulate_schedule",
     "simulate_trees",
+    "simulate_aggregation",
     "simulate_msccl",
     "ChakraTraces",
     "read_chakra",
     "chakra_tasks",
     "schedule_tasks",
     "tree_tasks",
+    "aggregation_tasks",
     "msccl_tasks",
     "mscclpp_tasks",
     "data_bytes",
@@ -534,6 +537,90 @@ def simulate_schedule(
     return simulate(graph, network, size, overhead=overhead, progress=progress)
 
 
+def aggregation_tasks(
+    schedule: AggregationSchedule,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
+
+    Each tree's ``M / k``-byte chunks go slice by slice: up the reduce edges (a vertex,
+    compute node or reducing switch, sends its sum once its children's have arrived), then
+    down the multicast edges from the apex (a vertex forwards to each child once its
+    parent's copy has arrived). A switch's summing and copying cost its step's overhead.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("star:4,sharp=1")
+    >>> len(aggregation_tasks(aggregation_schedule(topo), Network.of(topo), 4096))  # 4 up, 4 down
+    8
+    """
+    graph = TaskGraph()
+    count, piece = _slices(size / schedule.k, slice_bytes)
+    edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in schedule.trees)
+    _check_size(count * edges, count)
+    for tree in schedule.trees:
+        up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
+        down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
+        down = _by_depth(tree.apex, down, downward=True)
+        for piece_number in range(tree.chunks * count):
+            loop = _progress(piece_number, tree.chunks, count)
+            into: dict[str, list[int]] = {}
+            for src, dst, path in up:  # leaves first
+                into.setdefault(dst, []).append(
+                    graph.add((src, dst), path, piece, into.get(src, ()), loop)
+                )
+            arrived: dict[str, list[int]] = {tree.apex: into.get(tree.apex, [])}
+            for src, dst, path in down:  # parents before children
+                arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+    return graph
+
+
+def _by_depth(
+    apex: str, edges: list[tuple[str, str, tuple[int, ...]]], *, downward: bool = False
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """Edges of an in-tree deepest first, or of an out-tree (``downward``) shallowest first."""
+    parent = {(d if downward else s): (s if downward else d) for s, d, _ in edges}
+
+    def depth(v: str) -> int:
+        steps = 0
+        while v != apex:
+            v, steps = parent[v], steps + 1
+        return steps
+
+    key = (lambda e: depth(e[1])) if downward else (lambda e: -depth(e[0]))
+    return sorted(edges, key=key)
+
+
+def simulate_aggregation(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Simulation:
+    """Simulate an in-network allreduce of ``size`` bytes (see :func:`aggregation_tasks`).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.aggregation import aggregation_schedule
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> run = simulate_aggregation(topo, aggregation_schedule(topo), 2**30)
+    >>> round(run.algbw, 1)  # the cut bound is 450 GB/s
+    447.8
+    """
+    network = Network.of(topology, default_latency)
+    graph = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes)
+    return simulate(graph, network, size, overhead=overhead)
+
+
 def simulate_trees(
     topology: Topology,
     trees: Sequence[Tree],
@@ -640,6 +727,72 @@ def msccl_tasks(
     return graph
 
 
+#: Packet (LL) ops of MSCCL++ plans: their reads of scratch wait for the packets' flags.
+_PACKET_OPS = frozenset("ppkt rppkt cpkt upkt respkt repkt recpkt recspkt".split())
+
+
+def _packet_tasks(
+    graph: TaskGraph,
+    op: Any,
+    rank: int,
+    task: int,
+    chunk: float,
+    route: Any,
+    packets: dict[tuple[int, int], list[int]],
+    reads: list[tuple[int, list[tuple[int, int]]]],
+) -> None:
+    """The transfers of packet op ``op`` (step ``task`` of ``rank``): packets written
+    locally (``cpkt``, ``recpkt``'s second output) or sent to a peer's scratch (twice the
+    data's bytes: LL packets carry a flag beside each datum), and the scratch chunks whose
+    packets it reads (``execution_kernel.hpp``)."""
+
+    def chunks(ref: Any, owner: int) -> list[tuple[int, int]]:
+        return [(owner, j) for j in range(ref.index, ref.index + ref.size)]
+
+    name, src, dst = op.name, op.src, op.dst
+    read = {"upkt": src[:1], "rppkt": src[:1]}.get(name, src[1:] if name != "ppkt" else ())
+    if name == "ppkt" and op.channel_type == "port":
+        read = src
+    wanted = [c for ref in read for c in chunks(ref, rank)]
+    if name not in ("cpkt", "ppkt"):
+        reads.append((task, wanted))
+    if name == "cpkt" or name in ("recpkt", "recspkt"):
+        local = dst[0] if name == "cpkt" else dst[1]
+        for cell in chunks(local, rank):
+            packets.setdefault(cell, []).append(task)
+    for d in dst:
+        if not d.remote:
+            continue
+        sent = []
+        count, piece = _slices(2 * d.size * chunk, None)
+        for _ in range(count):
+            sent.append(graph.add(None, route(rank, d.rank), piece, [task]))
+        for cell in chunks(d, d.rank):
+            packets.setdefault(cell, []).extend(sent)
+
+
+def _plan_program(
+    ops: Sequence[Any], chunk: float
+) -> Iterator[tuple[Any, float, float, tuple[int, int]]]:
+    """The ops a plan's thread block runs, in order, each with the byte offset and most
+    bytes it moves and its (iteration, iterations) of its loop: a ``pipeline``'s inner ops once
+    per unit of its ``num_chunks`` chunks (``ceil(num_chunks chunk / unit_size)`` units,
+    ``execution_plan.cc``), other ops once on their whole ranges."""
+    o = 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            yield op, 0.0, math.inf, (0, 1)
+            o += 1
+            continue
+        unit, chunks = op.loop
+        iterations = max(1, math.ceil(chunks * chunk / unit))
+        for i in range(iterations):
+            for inner in ops[o + 1 : o + 1 + op.body]:
+                yield inner, i * unit, unit, (i, iterations)
+        o += 1 + op.body
+
+
 def _depend(graph: TaskGraph, before: int, task: int) -> None:
     graph.successors[before].append(task)
     graph.waiting[task] += 1
@@ -677,7 +830,7 @@ def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
 
-    algo, findings = decode(read_program(source), runtime_profile(DEFAULT_RUNTIME))
+    algo, findings = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]
     if algo is None or blocking:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"
@@ -698,10 +851,14 @@ def mscclpp_tasks(
 ) -> TaskGraph:
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
-    Rank ``r`` is the ``r``-th compute node. Every thread block runs its ops in order (one
-    step each); a put sends its chunks on the widest path between the two GPUs, in slices;
+    Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
+    link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
+    the widest path between them. Every thread block runs its ops in order (one
+    step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
+    unit of them) in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
-    signal of its partner (a ``pws`` signals after its own put). The message is the
+    signal of its partner (a ``pws`` signals after its own put); the ``n``-th
+    ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
     output of an allgather, the input of the other collectives.
     """
     compute = topology.compute_nodes
@@ -711,31 +868,42 @@ def mscclpp_tasks(
         )
     first = plan.gpus[0].chunks
     buffer = first["o"] if plan.collective == "allgather" else first["i"]
-    count, piece = _slices(size / max(buffer, 1), slice_bytes)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+            pair = (compute[src], compute[dst])
+            direct = pair if pair in topology.capacity else None
+            path = direct or widest_paths(topology, pair[0])[pair[1]]
+            routes[(src, dst)] = network.path(path)
         return routes[(src, dst)]
 
     graph = TaskGraph()
     signals: dict[tuple, list[list[int]]] = {}
     waits: list[tuple[int, tuple, int]] = []
+    packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
+    reads: list[tuple[int, list[tuple[int, int]]]] = []
+    chunk = size / max(buffer, 1)
     for gpu in plan.gpus:
         for tb in gpu.threadblocks:
             last: list[int] = []
             sent: list[int] = []
-            for op in tb.ops:
+            for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
                 task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
                 last = [task]
                 if op.name in ("put", "pws", "pwsf"):
                     sent = []
                     for d in op.dst:
+                        moved = max(0.0, min(d.size * chunk - offset, unit))
+                        count, piece = _slices(moved, slice_bytes)
                         for s in range(count):
                             sent.append(
                                 graph.add(
-                                    None, route(gpu.rank, d.rank), piece * d.size, [task], s / count
+                                    None,
+                                    route(gpu.rank, d.rank),
+                                    piece,
+                                    [task],
+                                    (i + s / count) / iterations,
                                 )
                             )
                     if op.name != "put" and op.channel_type == "port":
@@ -749,16 +917,40 @@ def mscclpp_tasks(
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name in _PACKET_OPS:
+                    _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
+                    sent = []
+                elif op.name == "sem_release":
+                    for sem in op.semaphores:
+                        signals.setdefault(("sem", gpu.rank, sem), []).append([task])
+                elif op.name == "sem_acquire":
+                    for sem in op.semaphores:
+                        waits.append((task, ("sem", gpu.rank, sem), gpu.semaphores[sem]))
+    for task, cells in reads:  # a packet is read once its flag is there: once written
+        for cell in cells:
+            writers = packets.get(cell)
+            if writers is None:
+                raise ScheduleError(
+                    f"rank {cell[0]} reads packets of scratch chunk {cell[1]} that nothing "
+                    "writes (run optcoll check-plan)"
+                )
+            for before in writers:
+                _depend(graph, before, task)
     taken: dict[tuple, int] = {}
-    for task, key, _ in waits:
-        n = taken.get(key, 0)
-        taken[key] = n + 1
+    for task, key, initial in waits:
+        n = taken.get(key, 0) - initial
+        taken[key] = taken.get(key, 0) + 1
+        if n < 0:  # a semaphore's initial value lets its first acquires through
+            continue
         sources = signals.get(key, [])
         if n >= len(sources):
-            raise ScheduleError(
-                f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
-                f"{key[1]} has no signal (run optcoll check-plan)"
+            what = (
+                f"a sem_acquire of semaphore {key[2]} of rank {key[1]} has no sem_release"
+                if key[0] == "sem"
+                else f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal"
             )
+            raise ScheduleError(f"{what} (run optcoll check-plan)")
         for before in sources[n]:
             _depend(graph, before, task)
     return graph

@@ -263,12 +263,32 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
 
 def _alltoall_edge_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    result = alltoall_optimum(topology)
+    result = alltoall_optimum(topology, method="full")
     return (
         result.time_factor,
         None,
         (f"{result.report.num_variables} variables, proved by LP duality and its length function"),
     )
+
+
+def _alltoall_orbit_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
+
+    result = alltoall_optimum(topology, method="orbits")
+    assert result.symmetry is not None
+    return (
+        result.time_factor,
+        None,
+        (
+            f"{result.report.num_variables} variables, group of order "
+            f"{result.symmetry.group.order}, lifted and proved on the full LP"
+        ),
+    )
+
+
+def _has_symmetry(topology: Topology) -> bool:
+    from optcoll.bounds.alltoall_orbits import alltoall_symmetry
+
+    return alltoall_symmetry(topology) is not None
 
 
 def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
@@ -343,6 +363,7 @@ METHODS = tuple(name for name, *_ in _METHODS)
 #: The all-to-all table: (name, kind, fits(topology), runner).
 _ALLTOALL_METHODS: tuple[tuple[str, str, Callable[[Topology], bool], _Runner], ...] = (
     ("source-aggregated LP", "bound", lambda t: True, _alltoall_edge_lp),
+    ("orbit LP (automorphisms)", "bound", _has_symmetry, _alltoall_orbit_lp),
     (
         "path LP (column generation)",
         "bound",

@@ -157,9 +157,22 @@ def _run_pool(
                 except Exception as err:  # the task or its result could not be pickled
                     outcome = TaskError(f"{type(err).__name__}: {' '.join(str(err).split())}")
                 yield futures[future], outcome
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM) or abandoned: stop at once
+            _kill_workers(pool)
+            raise
         finally:
             for future in futures:
                 future.cancel()
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s worker processes now, even inside a long solve (``shutdown`` alone
+    waits for every running task to finish)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.kill()
+    for process in processes:
+        process.join()  # the pool then finds them dead and shuts down without waiting
 
 
 def _run_dask(

@@ -46,6 +46,7 @@ from typing import Any
 
 from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
 from optcoll.core.arguments import choice_argument, count_argument, topology_argument
+from optcoll.core.limits import MAX_TRIALS, check_count
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Link, Topology, _reachable
 from optcoll.exceptions import OptCollError, SolveError
@@ -388,7 +389,7 @@ def failure_study(
     kind = choice_argument(kind, FAILURE_KINDS, "kind")
     if random_failures is not None:
         random_failures = count_argument(random_failures, "random_failures")
-    trials = count_argument(trials, "trials")
+    trials = check_count(count_argument(trials, "trials"), MAX_TRIALS, "trials")
     if workers is not None:
         workers = count_argument(workers, "workers")
     elements = failure_elements(topology, kind)

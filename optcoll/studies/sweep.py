@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.bounds.cut_ratio import _optimal_cut_ratio
-from optcoll.core.arguments import count_argument, instance_argument, path_argument
+from optcoll.core.arguments import count_argument, flag_argument, instance_argument, path_argument
 from optcoll.core.output import check_output, exists, require_suffix, write_output
 from optcoll.core.rational import WrittenNumber, exact_number, fraction_text, parse_fraction
 from optcoll.core.schedule import canonical_collective
@@ -573,6 +574,7 @@ def run_sweep(
     workers: int | None = None,
     dask: Any = None,
     progress: bool = False,
+    inputs: Iterable[str | Path] = (),
 ) -> list[dict[str, Any]]:
     """Compute every point of ``spec``; the rows of the table, in grid order.
 
@@ -585,12 +587,17 @@ def run_sweep(
         to a journal beside it (:func:`journal_path`), removed once the table is written.
     resume : bool
         Reuse the finished points of ``output`` and of its journal (points that
-        failed are computed again), then rewrite ``output`` with all points.
+        failed are computed again), then rewrite ``output`` with all points. Refused
+        when a finished point is not a point of ``spec`` (an edited grid) or the table
+        lacks one of its quantities: nothing finished is ever dropped.
     force : bool
         Without ``resume``: overwrite ``output`` (and discard a journal) instead of
         refusing. With ``resume`` it changes nothing.
     workers, dask, progress
         The engine (:func:`optcoll.studies.engines.run_tasks`).
+    inputs : paths
+        Files the caller read (the spec file): the table, its metadata and its
+        journal are never written over them.
 
     Raises
     ------
@@ -601,6 +608,9 @@ def run_sweep(
         without ``output``.
     """
     spec = instance_argument(spec, SweepSpec, "spec", " (parse_sweep_spec makes one)")
+    flag_argument(resume, "resume")
+    flag_argument(force, "force")
+    flag_argument(progress, "progress")
     if output is not None:
         output = path_argument(output, "output")
     if workers is not None:
@@ -613,8 +623,16 @@ def run_sweep(
     if output is not None:
         output = require_suffix(output, TABLE_SUFFIXES, "a sweep table")
         journal = journal_path(output)
+        for path in (output, metadata_path(output), journal):
+            check_output(path, force=True, inputs=inputs)
+        if journal.is_symlink():
+            raise OutputError(
+                f"{journal} is a symbolic link; the sweep journal is appended to only as a "
+                "regular file: remove the link"
+            )
         if resume:
             finished = read_finished(output, spec.columns)
+            _check_kept(output, finished, {p.key for p in points})
         else:
             if exists(journal) and not force:
                 raise OutputError(
@@ -655,10 +673,21 @@ def run_sweep(
         row.update({"error": error, "key": point.key})
         rows.append(row)
     if output is not None:
-        write_sweep(rows, spec, output, force=True)
+        write_sweep(rows, spec, output, force=True, inputs=inputs)
         if journal is not None and exists(journal):
             journal.unlink()
     return rows
+
+
+def _check_kept(output: Path, finished: Mapping[str, Any], keys: set[str]) -> None:
+    """Refuse to resume when a finished point is not a point of the spec (it would be lost)."""
+    lost = [key for key in finished if key not in keys]
+    if lost:
+        raise OutputError(
+            f"{output} (or its journal) holds {len(lost)} finished point(s) this spec no "
+            f"longer has (e.g. {lost[0]}); --resume would drop them: restore the spec, or "
+            "write to a new -o OUT"
+        )
 
 
 class _Journal:
@@ -677,7 +706,15 @@ class _Journal:
             return
         if self.stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.stream = self.path.open("a", encoding="utf-8")
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                handle = os.open(self.path, flags, 0o644)
+            except OSError as err:
+                raise OutputError(
+                    f"{self.path}: cannot append to the sweep journal ({err.strerror}); it "
+                    "must be a regular file, not a symbolic link"
+                ) from None
+            self.stream = os.fdopen(handle, "a", encoding="utf-8")
         entry = {"key": key, "values": dict(values), "error": error}
         self.stream.write(json.dumps(entry) + "\n")
         self.stream.flush()
@@ -754,7 +791,12 @@ def _metadata(spec: SweepSpec, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
 
 
 def write_sweep(
-    rows: Sequence[Mapping[str, Any]], spec: SweepSpec, output: str | Path, *, force: bool = False
+    rows: Sequence[Mapping[str, Any]],
+    spec: SweepSpec,
+    output: str | Path,
+    *,
+    force: bool = False,
+    inputs: Iterable[str | Path] = (),
 ) -> Path:
     """Write the table (``.csv`` or ``.parquet``) and its metadata file, atomically.
 
@@ -771,10 +813,9 @@ def write_sweep(
         frame.write_parquet(buffer)
     else:
         frame.write_csv(buffer)
-    write_output(
-        metadata_path(output), json.dumps(_metadata(spec, rows), indent=2) + "\n", force=force
-    )
-    return write_output(output, buffer.getvalue(), force=force)
+    meta = json.dumps(_metadata(spec, rows), indent=2) + "\n"
+    write_output(metadata_path(output), meta, force=force, inputs=inputs)
+    return write_output(output, buffer.getvalue(), force=force, inputs=inputs)
 
 
 def plot_values(

@@ -16,7 +16,14 @@ box, NIC j of every box joins IB rail switch j mod 2 at 25 GB/s per direction.
 ``dgx-h100:n``: 8 H100 per box on NVSwitch at 450 GB/s per GPU (18 NVLink4
 links x 25 GB/s, NVIDIA DGX H100 datasheet); one ConnectX-7 NIC per GPU at
 50 GB/s (400 Gb/s NDR InfiniBand); rail-optimised fabric: NIC j of every box
-joins rail switch ``rail{j}`` (8 rails) at 50 GB/s.
+joins rail switch ``rail{j}`` (8 rails) at 50 GB/s. ``dgx-h100:B,nvls=1`` marks
+every box's NVSwitch node ``reduce`` and ``multicast`` (NVLink SHARP, "NVLS": the
+third-generation NVSwitch reduces and multicasts in the switch), with the same links;
+the NICs and rail switches still only relay. The third-generation NVSwitch "incorporates
+hardware acceleration for collective operations with multicast and NVIDIA SHARP in-network
+reductions" (NVIDIA technical blog, "Upgrading Multi-GPU Interconnectivity with the
+Third-Generation NVIDIA NVSwitch", developer.nvidia.com, 2022); no NVLS bandwidth figure
+is assumed: the switch sums and copies at the rate of its links.
 
 ``dgx-v100:n`` (alias ``ndv2``, the Azure NDv2 / DGX-1V layout): 8 V100 per box
 in the hybrid cube-mesh of NVLink2 (25 GB/s per link); each GPU has 6 NVLink2
@@ -40,7 +47,15 @@ Fraction(150, 1)
 from __future__ import annotations
 
 from optcoll.core.topology import Topology, TopologyBuilder
-from optcoll.topologies.registry import Family, check_size, register, single_count
+from optcoll.topologies.registry import (
+    Family,
+    check_size,
+    count,
+    parse_params,
+    register,
+    single_count,
+    switch_flag,
+)
 
 NVSWITCH_A100 = 300
 NIC_A100 = 25
@@ -104,13 +119,16 @@ def dgx_a100(boxes: int = 1) -> Topology:
     return b.build()
 
 
-def _nvswitch_boxes(b: TopologyBuilder, boxes: int, gpus: int, bandwidth: int) -> None:
-    """Add ``boxes`` boxes of ``gpus`` GPUs, each GPU <-> its box's NVSwitch node."""
+def _nvswitch_boxes(
+    b: TopologyBuilder, boxes: int, gpus: int, bandwidth: int, *, nvls: bool = False
+) -> None:
+    """Add ``boxes`` boxes of ``gpus`` GPUs, each GPU <-> its box's NVSwitch node
+    (which reduces and multicasts when ``nvls``)."""
     for box in range(boxes):
         group = f"box{box}"
         for g in range(gpus):
             b.compute(f"b{box}.gpu{g}", group)
-        b.switch(f"b{box}.nvswitch", group)
+        b.switch(f"b{box}.nvswitch", group, reduce=nvls, multicast=nvls)
         for g in range(gpus):
             b.link(f"b{box}.gpu{g}", f"b{box}.nvswitch", bandwidth, bidirectional=True)
 
@@ -135,25 +153,31 @@ def _rail_nics(
             b.link(nic, f"rail{j}", nic_rail_bandwidth, bidirectional=True)
 
 
-def dgx_h100(boxes: int = 1) -> Topology:
+def dgx_h100(boxes: int = 1, nvls: bool = False) -> Topology:
     """``boxes`` DGX H100 servers on a rail-optimised InfiniBand fabric.
 
     Per box: 8 GPUs <-> NVSwitch at 450 GB/s; GPU j <-> NIC j at 50 GB/s;
-    NIC j <-> rail switch j at 50 GB/s (only when ``boxes > 1``).
+    NIC j <-> rail switch j at 50 GB/s (only when ``boxes > 1``). With ``nvls``
+    the NVSwitch nodes reduce and multicast (spec ``dgx-h100:B,nvls=1``).
 
     Examples
     --------
     >>> t = dgx_h100(1)
     >>> t.num_compute, t.switch_nodes
     (8, ('b0.nvswitch',))
+    >>> t = dgx_h100(2, nvls=True)
+    >>> t.name, t.reducing_switches, t.multicast_switches == t.reducing_switches
+    ('dgx-h100:2,nvls=1', ('b0.nvswitch', 'b1.nvswitch'), True)
     """
-    check_size(f"dgx-h100:{boxes}", 17 * boxes + 8, 48 * boxes)
+    spec = f"dgx-h100:{boxes}" + (",nvls=1" if nvls else "")
+    check_size(spec, 17 * boxes + 8, 48 * boxes)
     b = TopologyBuilder(
-        f"dgx-h100:{boxes}",
-        f"{boxes} DGX H100 box(es): 8 GPUs on NVSwitch (450 GB/s), one 50 GB/s NIC per GPU, "
-        "NIC j on IB rail switch j",
+        spec,
+        f"{boxes} DGX H100 box(es): 8 GPUs on NVSwitch (450 GB/s"
+        + (", NVLS: reduces and multicasts" if nvls else "")
+        + "), one 50 GB/s NIC per GPU, NIC j on IB rail switch j",
     )
-    _nvswitch_boxes(b, boxes, 8, NVSWITCH_H100)
+    _nvswitch_boxes(b, boxes, 8, NVSWITCH_H100, nvls=nvls)
     if boxes > 1:
         _rail_nics(b, boxes, {j: (j,) for j in range(8)}, NIC_H100, NIC_H100)
     return b.build()
@@ -236,8 +260,17 @@ register(
     Family(
         "dgx-h100",
         "DGX H100 boxes: NVSwitch 450 GB/s per GPU, 50 GB/s NIC per GPU on 8 IB rail switches",
-        "dgx-h100[:BOXES]",
-        single_count("dgx-h100", "boxes"),
+        "dgx-h100[:BOXES][,nvls=0|1]",
+        lambda args: {
+            "boxes": 1,
+            **parse_params(
+                "dgx-h100",
+                "dgx-h100[:BOXES][,nvls=0|1]",
+                args,
+                {"boxes": count(1), "nvls": switch_flag},
+                ("boxes",),
+            ),
+        },
         dgx_h100,
     )
 )

@@ -13,8 +13,10 @@ Spec strings (arguments are positional in the order shown, or ``key=value``):
 - ``mesh:AxB[xC][,bw=B1/B2[/B3]]``: 2D/3D mesh (no wrap-around);
 - ``hypercube:D[,bw=B]``: 2**D nodes;
 - ``fully-connected:N[,bw=B]``: every pair linked;
-- ``star:N[,bw=B]`` (alias ``hub-and-spoke``): N hosts around one switch;
-- ``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B]`` (alias ``fat-tree``);
+- ``star:N[,bw=B][,sharp=1]`` (alias ``hub-and-spoke``): N hosts around one switch
+  (which reduces and multicasts with ``sharp=1``);
+- ``leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=B][,sharp=1]`` (alias ``fat-tree``;
+  ``sharp=1``: every leaf and spine switch reduces and multicasts, as InfiniBand SHARP);
 - ``random:n=N[,switches=K][,seed=S][,p=P]``: seeded strongly connected graph.
 
 Examples
@@ -36,7 +38,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from optcoll.core.rational import exact_number, parse_fraction
+from optcoll.core.rational import count_text, exact_number, parse_fraction
 from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import TopologySpecError
 from optcoll.topologies.registry import (
@@ -47,6 +49,7 @@ from optcoll.topologies.registry import (
     parse_params,
     positive_number,
     register,
+    switch_flag,
 )
 
 __all__ = [
@@ -259,23 +262,29 @@ def fully_connected(n: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
     return b.build()
 
 
-def star(n: int, bw: Fraction | int = DEFAULT_BW) -> Topology:
-    """Hub and spoke: ``n`` compute nodes ``h0..`` each linked to switch ``hub``.
+def star(n: int, bw: Fraction | int = DEFAULT_BW, sharp: bool = False) -> Topology:
+    """Hub and spoke: ``n`` compute nodes ``h0..`` each linked to switch ``hub``
+    (which reduces and multicasts with ``sharp``).
 
     Examples
     --------
     >>> t = star(4)
     >>> t.switch_nodes, t.in_bandwidth("hub")
     (('hub',), Fraction(400, 1))
+    >>> star(4, sharp=True).name
+    'star:4,sharp=1'
     """
     check_size(f"star:{n}", n + 1, 2 * n)
     suffix = "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
+    suffix += ",sharp=1" if sharp else ""
     b = TopologyBuilder(
-        f"star:{n}{suffix}", f"{n} hosts around one switch, {_fmt(bw)} GB/s per link"
+        f"star:{n}{suffix}",
+        f"{n} hosts around one switch, {_fmt(bw)} GB/s per link"
+        + ("; the switch reduces and multicasts" if sharp else ""),
     )
     for i in range(n):
         b.compute(f"h{i}")
-    b.switch("hub")
+    b.switch("hub", reduce=sharp, multicast=sharp)
     for i in range(n):
         b.link(f"h{i}", "hub", bw, bidirectional=True)
     return b.build()
@@ -287,6 +296,7 @@ def leaf_spine(
     spines: int,
     oversub: Fraction | int = 1,
     bw: Fraction | int = DEFAULT_BW,
+    sharp: bool = False,
 ) -> Topology:
     """A two-level fat-tree (leaf-spine) fabric with oversubscription.
 
@@ -299,12 +309,16 @@ def leaf_spine(
     each leaf-spine link carries ``hosts * bw / (spines * oversub)`` each way;
     ``oversub=1`` is a non-blocking (full-bisection) fabric, ``oversub=2``
     halves the uplinks. It may be any positive number (``1.5``, ``3/2``).
+    With ``sharp`` every leaf and spine switch reduces and multicasts (InfiniBand
+    SHARP aggregation in the switches).
 
     Examples
     --------
     >>> t = leaf_spine(4, 4, 2, oversub=2)
     >>> t.capacity[("leaf0", "spine0")], t.cut_bandwidth(["leaf0", "l0.h0", "l0.h1", "l0.h2", "l0.h3"])
     (Fraction(100, 1), Fraction(200, 1))
+    >>> leaf_spine(2, 2, 1, sharp=True).reducing_switches
+    ('leaf0', 'leaf1', 'spine0')
     """
     if min(leaves, hosts, spines) < 1 or not exact_number(oversub, "oversub") > 0:
         raise TopologySpecError(
@@ -319,18 +333,20 @@ def leaf_spine(
     )
     suffix = "" if oversub == 1 else f",oversub={_fmt(oversub)}"
     suffix += "" if bw == DEFAULT_BW else f",bw={_fmt(bw)}"
+    suffix += ",sharp=1" if sharp else ""
     b = TopologyBuilder(
         f"leaf-spine:leaves={leaves},hosts={hosts},spines={spines}{suffix}",
         f"leaf-spine: {leaves} leaves x {hosts} hosts at {_fmt(bw)} GB/s, {spines} spines, "
-        f"{_fmt(oversub)}:1 oversubscription ({_fmt(uplink)} GB/s per leaf-spine link)",
+        f"{_fmt(oversub)}:1 oversubscription ({_fmt(uplink)} GB/s per leaf-spine link)"
+        + ("; SHARP: switches reduce and multicast" if sharp else ""),
     )
     for i in range(leaves):
         for j in range(hosts):
             b.compute(f"l{i}.h{j}", f"leaf{i}")
     for i in range(leaves):
-        b.switch(f"leaf{i}", f"leaf{i}")
+        b.switch(f"leaf{i}", f"leaf{i}", reduce=sharp, multicast=sharp)
     for s in range(spines):
-        b.switch(f"spine{s}")
+        b.switch(f"spine{s}", reduce=sharp, multicast=sharp)
     for i in range(leaves):
         for j in range(hosts):
             b.link(f"l{i}.h{j}", f"leaf{i}", bw, bidirectional=True)
@@ -372,7 +388,8 @@ def random_topology(
     b = TopologyBuilder(
         f"random:n={n},switches={switches},seed={seed}"
         + ("" if p == Fraction(3, 10) else f",p={_fmt(p)}"),
-        f"random strongly connected graph: {n} compute nodes, {switches} switches, seed {seed}",
+        f"random strongly connected graph: {n} compute nodes, "
+        f"{count_text(switches, 'switch')}, seed {seed}",
     )
     for c in compute:
         b.compute(c)
@@ -526,9 +543,9 @@ _family(
 _family(
     "star",
     "hub and spoke: N compute nodes around one switch",
-    "star:N[,bw=GBPS]  (alias hub-and-spoke:N)",
+    "star:N[,bw=GBPS][,sharp=0|1]  (alias hub-and-spoke:N)",
     star,
-    {"n": count(2), **_BW},
+    {"n": count(2), **_BW, "sharp": switch_flag},
     ("n",),
     ("n",),
     aliases=("hub-and-spoke",),
@@ -536,7 +553,7 @@ _family(
 _family(
     "leaf-spine",
     "two-level fat-tree: L leaves of H hosts, S spines, leaf oversubscription O:1",
-    "leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=GBPS]  (alias fat-tree)",
+    "leaf-spine:leaves=L,hosts=H,spines=S[,oversub=O][,bw=GBPS][,sharp=0|1]  (alias fat-tree)",
     leaf_spine,
     {
         "leaves": count(1),
@@ -544,6 +561,7 @@ _family(
         "spines": count(1),
         "oversub": positive_number,
         **_BW,
+        "sharp": switch_flag,
     },
     required=("leaves", "hosts", "spines"),
     aliases=("fat-tree",),

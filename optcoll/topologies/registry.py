@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core import limits
+from optcoll.core.limits import MAX_LINKS, MAX_NODES
 from optcoll.core.rational import parse_fraction
 from optcoll.core.topology import Topology
 from optcoll.exceptions import TopologySpecError
@@ -32,12 +34,6 @@ __all__ = [
     "MAX_NODES",
     "MAX_LINKS",
 ]
-
-#: Largest built-in topology: building one costs about 25 microseconds and 0.5 KB per
-#: directed link (``hypercube:14``, 229,376 links: 5 s, 140 MB), and every method
-#: after that costs more, so larger specs are refused before anything is built.
-MAX_NODES = 50_000
-MAX_LINKS = 250_000
 
 
 @dataclass(frozen=True)
@@ -111,7 +107,8 @@ def build(spec: str) -> Topology:
 
 
 def check_size(spec: str, nodes: int, links: int) -> None:
-    """Refuse a built-in topology of more than :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links.
+    """Refuse a built-in topology beyond the limits every input shares
+    (:func:`optcoll.core.limits.check_size`); :class:`TopologySpecError` names ``spec``.
 
     Generators call it with their node and directed-link counts (or upper bounds)
     before building anything, so an oversized spec fails at once.
@@ -119,23 +116,8 @@ def check_size(spec: str, nodes: int, links: int) -> None:
     Examples
     --------
     >>> check_size("ring:8", 8, 16)
-    >>> check_size("torus:100000x100000", 10**10, 4 * 10**10)
-    Traceback (most recent call last):
-    ...
-    optcoll.exceptions.TopologySpecError: torus:100000x100000 would have 10000000000 nodes and 40000000000 directed links; built-in specs are limited to 50000 nodes and 250000 links (building alone would take minutes and gigabytes): choose a smaller size
     """
-    if nodes > MAX_NODES or links > MAX_LINKS:
-        raise TopologySpecError(
-            f"{spec} would have {_amount(nodes)} nodes and {_amount(links)} directed links; "
-            "built-in specs are limited "
-            f"to {MAX_NODES} nodes and {MAX_LINKS} links (building alone would take minutes "
-            "and gigabytes): choose a smaller size"
-        )
-
-
-def _amount(count: int) -> str:
-    """``count`` in digits, or as a power of two when it has more than 15 digits."""
-    return str(count) if count < 10**15 else f"about 2^{count.bit_length() - 1}"
+    limits.check_size(spec, nodes, links, TopologySpecError)
 
 
 def parse_params(
@@ -238,6 +220,22 @@ def positive_number(text: str) -> Fraction:
     if value <= 0:
         raise ValueError(f"expected a positive number, got {text!r}")
     return value
+
+
+def switch_flag(text: str) -> bool:
+    """A converter for on/off parameters: ``1`` or ``0`` (``true``/``false``, ``yes``/``no``).
+
+    Examples
+    --------
+    >>> switch_flag("1"), switch_flag("no")
+    (True, False)
+    """
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected 1 or 0, got {text!r}")
 
 
 def choice(*options: str) -> Callable[[str], str]:

@@ -94,7 +94,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -155,6 +155,14 @@ class Verification:
     method : str
         ``"full"`` when every tree was walked, ``"compact"`` when the representatives'
         trees and the group's generators were checked instead (module docstring).
+    switch_work : dict
+        For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
+        carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
+        ``copied`` (added by multicast) and ``sent``; empty otherwise.
+    unchecked : tuple of str
+        The ``stats`` fields the schedule states that no checker can recompute
+        from the topology and the trees (a builder's own records, such as
+        ``logical_arcs``); they are reported, never trusted.
     """
 
     valid: bool
@@ -163,6 +171,8 @@ class Verification:
     link_loads: Mapping[Arc, int] = field(default_factory=dict)
     bottleneck_links: list[Arc] = field(default_factory=list)
     ratio_to_optimum: Fraction | None = None
+    switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    unchecked: tuple[str, ...] = ()
     method: str = "full"
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,7 +183,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        return {
+        data = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
@@ -183,7 +193,11 @@ class Verification:
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
             "method": self.method,
+            "unchecked": [f"stats.{name}" for name in self.unchecked],
         }
+        if self.switch_work:
+            data["switch_work"] = {w: dict(work) for w, work in self.switch_work.items()}
+        return data
 
 
 class _Invalid(Exception):
@@ -196,6 +210,7 @@ def verify_schedule(
     *,
     optimum: Fraction | None = None,
     require_optimal: bool = False,
+    cut_ratio: Fraction | None = None,
     method: str = "auto",
 ) -> Verification:
     """Check ``schedule`` on ``topology`` and compute its exact time factor.
@@ -214,6 +229,12 @@ def verify_schedule(
         With ``optimum``: also require the time factor to reach it, i.e. every
         link's load to be at most ``optimum * k * bandwidth`` (a bottleneck link
         is named otherwise; for allreduce the bottleneck of each phase).
+    cut_ratio : Fraction, optional
+        The exact value the schedule's ``cut_ratio`` field must state, computed
+        by the caller by another method (the topology's r* for allgather,
+        reduce-scatter and allreduce; the collective's bound for broadcast and
+        reduce). Without it a stated ``cut_ratio`` is only checked not to be
+        beaten by an allgather.
     method : {"auto", "compact", "full"}
         How a compact schedule (:class:`~optcoll.core.schedule.ImageTrees`) is checked:
         ``"auto"`` from its representatives and generators when these pass the group
@@ -224,7 +245,12 @@ def verify_schedule(
     Returns
     -------
     Verification
-        Never raises on a bad schedule: the verdict says what is wrong.
+        Never raises on a bad schedule: the verdict says what is wrong. Every
+        claim the schedule states is judged (``time_factor``, ``cut_ratio``,
+        ``algbw``, the ``stats`` it can recompute; a ``rotation`` is checked as the trees
+        it expands to); each false one is
+        named in :attr:`Verification.reason`, the claims no checker can recompute
+        are listed in :attr:`Verification.unchecked`.
 
     Examples
     --------
@@ -247,6 +273,8 @@ def verify_schedule(
     schedule_argument(schedule)
     if optimum is not None:
         optimum = number_argument(optimum, "optimum")
+    if cut_ratio is not None:
+        cut_ratio = number_argument(cut_ratio, "cut_ratio")
     method = choice_argument(method, METHODS, "method")
     if method == "compact" and not isinstance(schedule.trees, ImageTrees):
         raise ArgumentError(
@@ -254,7 +282,12 @@ def verify_schedule(
             "a file with 'rotations'); use method 'auto' or 'full'"
         )
     return _verify_schedule(
-        topology, schedule, optimum=optimum, require_optimal=require_optimal, method=method
+        topology,
+        schedule,
+        optimum=optimum,
+        require_optimal=require_optimal,
+        cut_ratio=cut_ratio,
+        method=method,
     )
 
 
@@ -264,18 +297,21 @@ def _verify_schedule(
     *,
     optimum: Fraction | None = None,
     require_optimal: bool = False,
+    cut_ratio: Fraction | None = None,
     method: str = "auto",
 ) -> Verification:
     """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
-        return _verify_alltoall(topology, schedule, optimum, require_optimal)
+        return _verify_alltoall(topology, schedule, optimum, require_optimal, cut_ratio)
     trees = schedule.trees
     if (
         method != "full"
         and isinstance(trees, ImageTrees)
         and schedule.collective not in _SINGLE_ROOT  # a free group moves the one root
     ):
-        compact = _verify_images(topology, schedule, trees, optimum, require_optimal, method)
+        compact = _verify_images(
+            topology, schedule, trees, optimum, require_optimal, cut_ratio, method
+        )
         if compact is not None:
             return compact
     try:
@@ -295,7 +331,8 @@ def _verify_schedule(
                     checked.add(key)
     except _Invalid as bad:
         return Verification(False, str(bad))
-    return _verdict(topology, schedule, _loads(schedule.trees), optimum, require_optimal, "full")
+    forward = _loads(schedule.trees)
+    return _verdict(topology, schedule, forward, optimum, require_optimal, cut_ratio, "full")
 
 
 def _verify_images(
@@ -304,6 +341,7 @@ def _verify_images(
     trees: ImageTrees,
     optimum: Fraction | None,
     require_optimal: bool,
+    cut_ratio: Fraction | None,
     method: str,
 ) -> Verification | None:
     """The compact check (:mod:`optcoll.verify.symmetric`); None when the generators do not
@@ -334,7 +372,7 @@ def _verify_images(
     except _Invalid as bad:
         return Verification(False, str(bad), method="compact")
     forward = orbit_sums(action, _loads(representatives))
-    return _verdict(topology, schedule, forward, optimum, require_optimal, "compact")
+    return _verdict(topology, schedule, forward, optimum, require_optimal, cut_ratio, "compact")
 
 
 def _verdict(
@@ -343,6 +381,7 @@ def _verdict(
     forward: Mapping[Arc, int],
     optimum: Fraction | None,
     require_optimal: bool,
+    cut_ratio: Fraction | None,
     method: str,
 ) -> Verification:
     """Time factor, loads and claims of structurally valid trees whose forward loads are
@@ -370,9 +409,18 @@ def _verdict(
         time_factor,
         None if optimum is None else Fraction(optimum),
         require_optimal,
+        cut_ratio,
+        compact=method == "compact",
     )
     return Verification(
-        reason is None, reason, time_factor, link_loads, ordered_bottlenecks, ratio, method
+        reason is None,
+        reason,
+        time_factor,
+        link_loads,
+        ordered_bottlenecks,
+        ratio,
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
+        method=method,
     )
 
 
@@ -477,7 +525,11 @@ def verify_groups_schedule(
 
 
 def _verify_alltoall(
-    topology: Topology, schedule: Schedule, optimum: Fraction | None, require_optimal: bool
+    topology: Topology,
+    schedule: Schedule,
+    optimum: Fraction | None,
+    require_optimal: bool,
+    cut_ratio: Fraction | None,
 ) -> Verification:
     """The all-to-all branch of :func:`verify_schedule` (routes instead of trees)."""
     try:
@@ -500,8 +552,17 @@ def _verify_alltoall(
         factor[0],
         None if optimum is None else Fraction(optimum),
         require_optimal,
+        cut_ratio,
     )
-    return Verification(reason is None, reason, factor[0], link_loads, ordered, ratio)
+    return Verification(
+        reason is None,
+        reason,
+        factor[0],
+        link_loads,
+        ordered,
+        ratio,
+        unchecked=_unchecked(schedule, optimum, cut_ratio),
+    )
 
 
 def _route_loads(topology: Topology, schedule: Schedule) -> dict[Arc, int]:
@@ -592,6 +653,13 @@ def _check_header(topology: Topology, schedule: Schedule) -> None:
         if node not in seen:
             raise _Invalid(
                 f"compute_nodes misses compute node {node!r} of topology {topology.name!r}"
+            )
+    for rank, (node, expected_node) in enumerate(zip(listed, topology.compute_nodes, strict=True)):
+        if node != expected_node:
+            raise _Invalid(
+                f"compute_nodes lists {node!r} as rank {rank}, but topology {topology.name!r} "
+                f"has {expected_node!r} there; rank r is the r-th compute node of the "
+                "topology (MSCCL's GPU id), so every rank would run the wrong GPU's part"
             )
 
 
@@ -768,49 +836,184 @@ def _check_claims(
     time_factor: Fraction,
     optimum: Fraction | None,
     require_optimal: bool,
+    cut_ratio: Fraction | None,
+    *,
+    compact: bool = False,
 ) -> str | None:
+    """Every false claim of ``schedule`` (joined by "; "), or None when all hold.
+
+    ``compact``: the trees are checked images of the representatives (the tree
+    statistics are then the representatives', each counted once per element)."""
+    false: list[str] = []
     claimed = schedule.time_factor
     if claimed is not None and claimed != time_factor:
         if time_factor < claimed:
-            return (
-                f"the schedule claims time factor {fraction_text(claimed)}, but its link loads give "
-                f"the better {fraction_text(time_factor)}"
+            false.append(
+                f"the schedule claims time factor {fraction_text(claimed)}, but its link loads "
+                f"give the better {fraction_text(time_factor)}"
             )
-        return _excess(
-            topology,
-            schedule.k,
-            phases,
-            phase_loads,
-            phase_factors,
-            time_factor,
-            claimed,
-            "claimed",
-        )
+        else:
+            false.append(
+                _excess(
+                    topology,
+                    schedule.k,
+                    phases,
+                    phase_loads,
+                    phase_factors,
+                    time_factor,
+                    claimed,
+                    "claimed",
+                )
+            )
     own = schedule.cut_ratio
-    if schedule.collective == "allgather" and own is not None and time_factor < own:
-        return (
+    if own is not None and schedule.collective == "alltoall":
+        false.append(
+            f"field 'cut_ratio' states {fraction_text(own)}, but an alltoall has no cut ratio "
+            "(its cut bound is stats.cut_bound)"
+        )
+    elif own is not None and cut_ratio is not None and own != cut_ratio:
+        false.append(
+            f"field 'cut_ratio' states {fraction_text(own)}, but the exact cut bound of this "
+            f"{schedule.collective} on topology {topology.name!r} is {fraction_text(cut_ratio)}"
+        )
+    elif schedule.collective == "allgather" and own is not None and time_factor < own:
+        false.append(
             f"the time factor {fraction_text(time_factor)} is below the schedule's own cut_ratio "
             f"{fraction_text(own)}; no allgather can beat the cut bound, so that cut_ratio is wrong"
         )
-    if optimum is None:
-        return None
-    if time_factor < optimum:
-        return (
+    stated = schedule.stated_algbw
+    if stated is not None:
+        true = replace(schedule, time_factor=time_factor).algbw
+        if true is None or round(true, 3) != stated:
+            false.append(
+                f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
+                f"gives {round(true or 0, 3)} (bandwidth units)"
+            )
+    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio, compact=compact))
+    if optimum is not None and time_factor < optimum:
+        false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
             f"no schedule can beat a lower bound, so that optimum is wrong"
         )
-    if require_optimal and time_factor > optimum:
-        return _excess(
-            topology,
-            schedule.k,
-            phases,
-            phase_loads,
-            phase_factors,
-            time_factor,
-            optimum,
-            "optimum",
+    elif optimum is not None and require_optimal and time_factor > optimum:
+        false.append(
+            _excess(
+                topology,
+                schedule.k,
+                phases,
+                phase_loads,
+                phase_factors,
+                time_factor,
+                optimum,
+                "optimum",
+            )
         )
-    return None
+    return "; ".join(false) if false else None
+
+
+def _unchecked(
+    schedule: Schedule, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> tuple[str, ...]:
+    """The ``stats`` fields :func:`_false_stats` cannot recompute (a builder's own records,
+    and those relative to a bound the caller did not give)."""
+    recomputed = set(_RECOMPUTED)
+    if _lower_bound(schedule.collective, optimum, cut_ratio) is None:
+        recomputed.discard("ratio_to_optimum")
+    if cut_ratio is None or schedule.collective not in _SINGLE_ROOT:
+        recomputed.discard("min_cut_bandwidth")
+    return tuple(name for name in schedule.stats if name not in recomputed)
+
+
+#: The ``stats`` fields :func:`_false_stats` recomputes.
+_RECOMPUTED = frozenset(
+    {
+        "trees",
+        "max_height",
+        "mean_height",
+        "total_sends",
+        "routes",
+        "paths",
+        "ratio_to_optimum",
+        "min_cut_bandwidth",
+    }
+)
+
+
+def _lower_bound(
+    collective: str, optimum: Fraction | None, cut_ratio: Fraction | None
+) -> Fraction | None:
+    """The bound a schedule's ``stats.ratio_to_optimum`` is relative to: the cut bound
+    (twice it for an allreduce, whose two phases each have it; builders keep the field
+    only on symmetric topologies), or for an all-to-all its optimum t*."""
+    if collective == "alltoall":
+        return optimum
+    if cut_ratio is None:
+        return None
+    return 2 * cut_ratio if collective == "allreduce" else cut_ratio
+
+
+def _false_stats(
+    schedule: Schedule,
+    time_factor: Fraction,
+    optimum: Fraction | None,
+    cut_ratio: Fraction | None,
+    *,
+    compact: bool = False,
+) -> list[str]:
+    """The ``stats`` fields whose stated value the schedule itself contradicts.
+
+    With ``compact`` (the trees are a checked group's images of the representatives:
+    an image is as tall and has as many edges as its tree, and every representative
+    tree has one image per element) the statistics come from the representatives."""
+    stats = schedule.stats
+    true: dict[str, Any] = {}
+    if schedule.collective == "alltoall":
+        true["routes"] = len(schedule.routes)
+        true["paths"] = sum(len(route.paths) for route in schedule.routes)
+    elif schedule.trees:
+        trees = schedule.trees
+        copies = 1
+        if compact and isinstance(trees, ImageTrees):
+            copies = len(trees) // len(trees.representatives)
+            trees = trees.representatives
+        heights = [_height(tree) for tree in trees]
+        true["trees"] = len(heights) * copies
+        true["max_height"] = max(heights)
+        true["mean_height"] = round(sum(heights) / len(heights), 3)
+        true["total_sends"] = sum(len(tree.edges) for tree in trees) * copies
+    bound = _lower_bound(schedule.collective, optimum, cut_ratio)
+    if bound:
+        true["ratio_to_optimum"] = fraction_text(time_factor / bound)
+    if cut_ratio and schedule.collective in _SINGLE_ROOT:
+        true["min_cut_bandwidth"] = fraction_text(1 / cut_ratio)
+    false = []
+    for name, value in true.items():
+        if name not in stats:
+            continue
+        given = stats[name]
+        if name in ("ratio_to_optimum", "min_cut_bandwidth"):
+            try:
+                same = Fraction(str(given)) == Fraction(value)
+            except (ValueError, ZeroDivisionError):
+                same = False
+        else:
+            same = not isinstance(given, bool) and given == value
+        if not same:
+            false.append(f"field 'stats.{name}' states {given!r}, but the schedule has {value!r}")
+    return false
+
+
+def _height(tree: Tree) -> int:
+    """The number of edges on the longest root-to-node chain of an (already checked) tree."""
+    children: dict[str, list[str]] = {}
+    for edge in tree.edges:
+        children.setdefault(edge.src, []).append(edge.dst)
+    height, level = 0, [tree.root]
+    while True:
+        level = [child for node in level for child in children.get(node, ())]
+        if not level:
+            return height
+        height += 1
 
 
 def _excess(

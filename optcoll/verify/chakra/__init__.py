@@ -141,7 +141,7 @@ def trace_files(prefix: str | Path) -> list[Path]:
         No ``PREFIX.0.et``.
     """
     base = str(path_argument(prefix, "prefix"))
-    files = []
+    files: list[Path] = []
     while Path(f"{base}.{len(files)}.et").is_file():
         files.append(Path(f"{base}.{len(files)}.et"))
     if not files:
@@ -276,15 +276,16 @@ def _integer(meta: Metadata, name: str) -> int | None:
 
 def _spec(decoded: list[tuple[Metadata, list[TraceNode]]], report: EtReport) -> _Spec | None:
     """The labelled collective of the metadata (every rank's must agree), or None."""
-    specs = []
+    specs: list[_Spec | None] = []
     for rank, (meta, _) in enumerate(decoded):
         coll = meta.get("collective")
         report.collective = report.collective or (coll.value if coll else None)
-        values = [_integer(meta, f"optcoll_{name}") for name in ("ranks", "chunks", "bytes")]
-        if any(v is None for v in values) or coll is None:
+        ranks, chunks, size = (
+            _integer(meta, f"optcoll_{name}") for name in ("ranks", "chunks", "bytes")
+        )
+        if ranks is None or chunks is None or size is None or coll is None:
             specs.append(None)
             continue
-        ranks, chunks, size = (int(v) for v in values)  # type: ignore[arg-type]
         root = _integer(meta, "optcoll_root")
         own = _integer(meta, "optcoll_rank")
         where = f"rank {rank}: GlobalMetadata"
@@ -454,7 +455,7 @@ def _cycle(ops: list[_Op], stuck: set[int]) -> list[int]:
     """One cycle among ``stuck`` (each has a stuck parent): walk parents until one repeats."""
     node = min(stuck)
     seen: dict[int, int] = {}
-    path = []
+    path: list[int] = []
     while node not in seen:
         seen[node] = len(path)
         path.append(node)

@@ -206,7 +206,8 @@ def _signed(value: int, bits: int) -> int:
 
 def _attribute(data: bytes, span: tuple[int, int], where: str) -> Attribute:
     reader = _Reader(data, span[0], span[1], where)
-    name, kind, value = "", "none", None
+    name, kind = "", "none"
+    value: int | float | str | None = None
     for number, wire, raw in reader.fields():
         if number == 1 and wire == 2:
             name = reader.text(raw)

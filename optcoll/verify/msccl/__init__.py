@@ -1,8 +1,9 @@
 """An independent checker of MSCCL algorithm XML: does the program run, and compute its collective?
 
-It shares no code with optcoll's exporter: it reads any MSCCL XML (optcoll's, msccl-tools',
-TACCL's, ForestColl's), checks it against a runtime profile's parser rules
-(:mod:`~optcoll.verify.msccl.profiles`, :mod:`~optcoll.verify.msccl.limits`), executes it
+It shares no code with optcoll's exporter, only the table of runtime facts
+(:mod:`optcoll.core.msccl_runtimes`): it reads any MSCCL XML (optcoll's, msccl-tools',
+TACCL's, ForestColl's), checks it against a runtime profile's parser rules with checks of its
+own (:mod:`~optcoll.verify.msccl.limits`), executes it
 (:mod:`~optcoll.verify.msccl.execute`) at several connection depths and in every placement
 the file claims (``inplace``, ``outofplace``), and reports deadlocks with their wait-for
 cycle, wrong output chunks, data races, unmatched sends and the load of each GPU pair.
@@ -18,17 +19,18 @@ Examples
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from optcoll.core.arguments import path_argument, text_argument
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Topology
 from optcoll.verify.msccl.execute import describe_value, execute, expected_outputs
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, decode
-from optcoll.verify.msccl.profiles import DEFAULT_RUNTIME, runtime_profile
+from optcoll.verify.msccl.profiles import runtime_profile
 from optcoll.verify.msccl.program import Program, parse_program, read_program
 
 __all__ = ["CheckReport", "check_program", "check_text", "check_file", "DEPTHS"]
@@ -67,6 +69,12 @@ class CheckReport:
         return not self.findings
 
     @property
+    def judged(self) -> bool:
+        """True when the program ran and its output was judged (the checker knows what its
+        ``coll`` computes); a program that is ``ok`` but not judged is not known correct."""
+        return self.executed and not self.notes
+
+    @property
     def max_pair_load(self) -> Fraction:
         """The largest bytes-per-message-byte any GPU pair carries (0 with no sends)."""
         return max(self.pair_load.values(), default=Fraction(0))
@@ -87,6 +95,7 @@ class CheckReport:
             "root": self.root,
             "findings": [f.to_dict() for f in self.findings],
             "notes": list(self.notes),
+            "judged": self.judged,
             "max_pair_load": fraction_text(self.max_pair_load),
             "pair_load": [
                 {"src": s, "dst": d, "load": fraction_text(v)}
@@ -235,6 +244,15 @@ def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | N
     expected = expected_outputs(algo, root)
     findings: list[Finding] = []
     if expected is None:
+        computed = _computed_collective(algo, memory, inplace)
+        if computed is not None:
+            return root, [
+                Finding(
+                    "wrong-collective",
+                    f"<algo>: coll={algo.coll!r}, but every rank's output is exactly the "
+                    f"{computed}'s: the program computes {computed}, not {algo.coll}",
+                )
+            ]
         note = f"coll={algo.coll!r}: the checker does not know its result; output not judged"
         if note not in notes:
             notes.append(note)
@@ -261,6 +279,22 @@ def _judge(algo: Algo, memory, inplace: bool, notes: list[str]) -> tuple[int | N
                         Finding("input-modified", f"rank {rank} input chunk {j} is overwritten")
                     )
     return root, findings
+
+
+def _computed_collective(algo: Algo, memory, inplace: bool) -> str | None:
+    """The known collective (with the same buffers as ``algo``) whose every output chunk the
+    final ``memory`` holds, or None: what a program declaring an unknown ``coll`` computes."""
+    same_buffers = ["allreduce", "broadcast", "reduce"]
+    if algo.nchunksperloop % algo.ngpus == 0:
+        same_buffers.append("alltoall")
+    for name in same_buffers:
+        known = replace(algo, collective=name)
+        expected = expected_outputs(known, _infer_root(known, memory, inplace))
+        if expected and all(
+            memory[rank].get(("o", chunk)) == want for (rank, chunk), want in expected.items()
+        ):
+            return name
+    return None
 
 
 def _infer_root(algo: Algo, memory, inplace: bool) -> int | None:

@@ -8,16 +8,16 @@ where). The program can only be executed when every attribute the execution need
 Examples
 --------
 >>> from optcoll.verify.msccl.program import parse_program
->>> from optcoll.verify.msccl.profiles import PROFILES
+>>> from optcoll.core.msccl_runtimes import RUNTIMES
 >>> text = ('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" '
 ...         'coll="reduce_scatter" inplace="0" outofplace="1" minBytes="0" maxBytes="0">'
 ...         '<gpu id="0" i_chunks="2" o_chunks="1" s_chunks="0"/>'
 ...         '<gpu id="1" i_chunks="2" o_chunks="1" s_chunks="0"/></algo>')
->>> algo, findings = decode(parse_program(text), PROFILES["rccl"])
+>>> algo, findings = decode(parse_program(text), RUNTIMES["rccl"])
 >>> algo.collective, algo.input_chunks, algo.output_chunks
 ('reduce_scatter', 2, 1)
 >>> print(findings[0].message)
-<algo>: coll='reduce_scatter' is not a collective rccl accepts; it spells it 'reducescatter' (src/misc/msccl/msccl_parser.cc:335-373)
+<algo>: coll='reduce_scatter' is not a collective rccl accepts; it spells it 'reducescatter' (ROCm/rccl src/misc/msccl/msccl_parser.cc:335-373 (strcmp on coll: 'reducescatter', ...))
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from optcoll.verify.msccl.profiles import PROFILES, RuntimeProfile
+from optcoll.core.limits import MAX_PROGRAM_CELLS
+from optcoll.core.msccl_runtimes import RUNTIMES, RuntimeProfile
 from optcoll.verify.msccl.program import Element, Program
 
 __all__ = ["Finding", "Step", "ThreadBlock", "Algo", "decode", "COLLECTIVE_NAMES"]
@@ -34,7 +35,7 @@ __all__ = ["Finding", "Step", "ThreadBlock", "Algo", "decode", "COLLECTIVE_NAMES
 #: Every spelling of ``coll`` any runtime accepts, mapped to the checker's collective name.
 COLLECTIVE_NAMES = {
     spelling: name
-    for profile in PROFILES.values()
+    for profile in RUNTIMES.values()
     for spelling, name in profile.collectives.items()
 }
 
@@ -230,11 +231,19 @@ def decode(program: Program, profile: RuntimeProfile) -> tuple[Algo | None, list
             continue
         declared[gid] = (sizes[0] or 0, sizes[1] or 0, sizes[2] or 0)
         gpus[gid] = _decode_gpu(r, gid, gpu_el, profile, ngpus)
-    if ngpus is not None and sorted(gpus) != list(range(ngpus)):
+    if ngpus is not None and (len(gpus) != ngpus or sorted(gpus) != list(range(ngpus))):
         r.add(
             "structure",
             f"<algo>: ngpus={ngpus} but the <gpu> ids are {sorted(gpus)[:8]}"
             f"{' ...' if len(gpus) > 8 else ''}; each rank needs exactly one <gpu> with its id",
+        )
+        r.complete = False
+    if ngpus is not None and loop is not None and ngpus * loop > MAX_PROGRAM_CELLS:
+        r.add(
+            "limit",
+            f"<algo>: ngpus={ngpus} and nchunksperloop={loop} give {ngpus * loop} buffer "
+            f"chunks; the checker executes programs of at most {MAX_PROGRAM_CELLS} "
+            "(optcoll.core.limits), so this one is not run",
         )
         r.complete = False
     if not r.complete or coll is None or ngpus is None or loop is None or nchannels is None:
@@ -257,11 +266,11 @@ def _check_selection(
     """Attributes that make the runtime never select the file."""
     if profile.has_outofplace and inplace == 0 and outofplace == 0:
         r.add("limit", "<algo>: inplace=0 and outofplace=0: the runtime never selects this file")
-    if max_bytes == 0 and not profile.max_bytes_zero_unbounded:
+    if max_bytes == 0 and profile.unlimited_max_bytes != 0:
         r.add(
             "limit",
             f"<algo>: maxBytes=0: {profile.name} selects only sizes below maxBytes, so never "
-            f"this file ({profile.sources.get('max_bytes_zero_unbounded', '')})",
+            f"this file ({profile.sources.get('unlimited_max_bytes', '')})",
         )
     if min_bytes is not None and min_bytes < 0 or max_bytes is not None and max_bytes < -1:
         r.add("limit", "<algo>: minBytes and maxBytes must not be negative")
@@ -390,20 +399,20 @@ def _check_threadblocks(r: _Reader, algo: Algo, profile: RuntimeProfile) -> None
                 f"{profile.max_threadblocks} ({profile.sources.get('max_threadblocks', '')})",
             )
         nodes = 1 + algo.ngpus + len(tbs) + sum(len(tb.steps) for tb in tbs.values())
-        if nodes >= profile.max_xml_nodes:
+        if nodes > profile.max_xml_nodes:
             r.add(
                 "limit",
                 f"GPU {gid}: its rank's parser keeps {nodes} XML elements (algo, gpus, its tbs "
-                f"and steps), {profile.name} holds fewer than {profile.max_xml_nodes} "
+                f"and steps), {profile.name} holds at most {profile.max_xml_nodes} "
                 f"({profile.sources.get('max_xml_nodes', '')})",
             )
         send_tbs: dict[int, int] = defaultdict(int)
         recv_tbs: dict[int, int] = defaultdict(int)
         for tid in sorted(tbs):  # the parser visits them in file order; ids are that order here
             tb = tbs[tid]
-            if not 0 <= tb.chan < profile.max_channel:
+            if not 0 <= tb.chan < profile.max_channels:
                 r.add("limit", f"GPU {gid} tb {tid}: chan={tb.chan}, {profile.name} has channels "
-                      f"0..{profile.max_channel - 1}")  # fmt: skip
+                      f"0..{profile.max_channels - 1}")  # fmt: skip
             elif tb.chan >= algo.nchannels and (tb.send >= 0 or tb.recv >= 0):
                 r.add(
                     "limit",
@@ -459,11 +468,11 @@ def _check_steps(r: _Reader, algo: Algo, profile: RuntimeProfile) -> None:
                         r.add("limit", f"{step.where()}: follows nop steps with dependencies "
                               "but has none itself; the runtime refuses that")  # fmt: skip
                     pending_nop_deps = 0
-                    if not profile.min_count <= step.cnt < profile.max_count:
+                    if not profile.min_count <= step.cnt <= profile.max_count:
                         r.add(
                             "limit",
                             f"{step.where()}: cnt={step.cnt}, {profile.name} accepts "
-                            f"{profile.min_count}..{profile.max_count - 1} "
+                            f"{profile.min_count}..{profile.max_count} "
                             f"({profile.sources.get('max_count', '')})",
                         )
                 if sends and tb.send < 0 or receives and tb.recv < 0:

@@ -209,11 +209,13 @@ def _postcondition(plan: Plan, collective: str, values: dict, report: PlanReport
         for p in range(parts):  # every part of output chunk ``index``: those of the inputs
             got = values.get((rank, "o", index * parts + p))
             expected = tuple((q, j * parts + p) for q, j in value)
-            if got != expected and len(wrong) < 6:
-                wrong.append(
-                    f"rank {rank} output chunk {index} part {p} holds "
-                    f"{_text(got, parts)}, expected {_text(expected, parts)}"
-                )
+            if got != expected:  # one finding per chunk, at its first wrong part
+                if len(wrong) < 6:
+                    wrong.append(
+                        f"rank {rank} output chunk {index}{_part(p, parts)} holds "
+                        f"{_text(got, parts)}, expected {_text(expected, parts)}"
+                    )
+                return
 
     if collective == "allgather":
         for r in range(n):
@@ -252,6 +254,10 @@ def _postcondition(plan: Plan, collective: str, values: dict, report: PlanReport
         if note not in report.notes:
             report.notes.append(note)
     return wrong
+
+
+def _part(part: int, parts: int) -> str:
+    return "" if parts == 1 else f" (from part {part} of {parts})"
 
 
 def _text(value: Any, parts: int) -> str:

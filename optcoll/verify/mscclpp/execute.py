@@ -27,9 +27,18 @@ What each op does, and what orders two ops, is taken from the kernel,
 The execution tracks, per rank and buffer chunk, the symbolic value (a multiset of
 input chunks) and, with vector clocks, which op wrote it and which read it since: a read
 or write not ordered after the last write (and, for a write, after the reads since) is a
-race. Not modelled: the source of a port-channel put being read later by the proxy
-(our plans never overwrite a source), scratch reuse across launches, ``pipeline`` and
-switch-channel ops (a plan with them is not executed).
+race. A ``pipeline`` runs its inner ops once per unit (``handlePipeline``), each on that
+unit of its ranges, at a model size: a chunk of ``CHUNK_UNITS`` (1.5, in
+:mod:`~optcoll.verify.mscclpp.plan`) of the first pipeline's units, so a range of ``c`` chunks takes
+``ceil(1.5 c)`` units, the last one partial for odd ``c`` (other sizes give other unit
+counts; a defect that shows only at them is not seen). ``sem_release`` passes its
+block's clock to the matching ``sem_acquire``, which (one thread per semaphore) orders
+the block only at its next ``nop``. A port channel's ``ppkt`` sends the packets in its
+local scratch as they are: they must be packets, written before (ordered by a ``nop``).
+Not modelled: the source of a port-channel put being read later by the proxy (our plans
+never overwrite a source), scratch reuse across launches, a packet region and plain
+data overlapping in scratch (packets sit at twice the chunk offset), and switch-channel
+ops (a plan with them is not executed).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from optcoll.verify.mscclpp.plan import Op, Plan, Ref
+from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
 
 __all__ = ["Outcome", "execute", "STRATEGIES"]
 
@@ -101,15 +110,23 @@ class _Machine:
         self.clock = [_Clock(size) for _ in self.blocks]
         self.pending = [_Clock(size) for _ in self.blocks]
         self.pc = [0] * size
-        self.queues: dict[tuple, list[_Clock | None]] = defaultdict(list)
-        self.taken: dict[tuple, int] = defaultdict(int)
+        self.program = [_program(plan, tb) for _, tb in self.blocks]
+        self.at = 0
+        self.window: tuple[int, int] | None = None
+        #: (channel type, sender, receiver, ordinal) -> its signals (None: relaxed)
+        self.signals: dict[tuple[str, int, int, int], list[_Clock | None]] = defaultdict(list)
+        self.taken: dict[tuple[str, int, int, int], int] = defaultdict(int)
+        #: (rank, semaphore) -> the clocks of its releases, and how many were acquired
+        self.releases: dict[tuple[int, int], list[_Clock]] = defaultdict(list)
+        self.acquired: dict[tuple[int, int], int] = defaultdict(int)
         self.values: dict[Cell, Value] = {}
         self.writer: dict[Cell, Stamp] = {}
         self.readers: dict[Cell, list[Stamp]] = defaultdict(list)
         self.packet: dict[Cell, _Clock] = {}
+        self.packet_writer: dict[Cell, Stamp] = {}
         self.barriers: dict[tuple[int, int], list[int]] = defaultdict(list)
         self.released: set[tuple[int, int]] = set()
-        self.seen: set[str] = set()
+        self.seen: set[object] = set()
         self.op: Op | None = None
         parts = plan.parts
         for gpu in plan.gpus:
@@ -125,9 +142,12 @@ class _Machine:
             return (rank, "o", part)
         return (rank, kind, part)
 
-    def find(self, kind: str, message: str) -> None:
-        if message not in self.seen:
-            self.seen.add(message)
+    def find(self, kind: str, message: str, key: object = None) -> None:
+        """Record a finding once (per ``key`` if given, e.g. an op's, so a defect in a
+        pipeline is reported at its first unit only)."""
+        key = message if key is None else key
+        if key not in self.seen:
+            self.seen.add(key)
             self.outcome.findings.append((kind, message))
 
     # --- memory ------------------------------------------------------------------------
@@ -151,44 +171,77 @@ class _Machine:
             index * parts + span * place // count,
             index * parts + span * (place + 1) // count,
         )
+        if self.window is not None:  # one unit of a pipeline: the kernel's offset and size
+            offset = first + self.window[0] * self.window[1]
+            if offset > last:
+                raise _Bounds(
+                    f"{kind}[{index}:{index + size}] of rank {ref.rank} at unit "
+                    f"{self.window[0]}, past its end (the kernel's size - offset wraps around)"
+                )
+            first, last = offset, min(last, offset + self.window[1])
         return [self.cell(ref.rank, kind, x) for x in range(first, last)]
 
     def read(self, t: int, op: Op, cells: list[Cell], where: str) -> list[Value]:
-        stamp, clock = (t, op.position), self.clock[t]
+        stamp, clock = (t, self.at), self.clock[t]
         out = []
+        plain = late = None
         for c in cells:
             w = self.writer.get(c)
             if c in self.packet and w is None:
-                self.find("format", f"{where} reads packet-format data as plain from {_name(c)}")
+                plain = plain or c
             if w is not None and w != stamp and not clock.covers(w):
-                self.find(
-                    "race",
-                    f"{where} reads {_name(c)} before the write of "
-                    f"{self.label(w)} is visible to it",
-                )
+                late = late or w
             self.readers[c].append(stamp)
             out.append(self.values.get(c))
+        if plain is not None:  # one finding per op, naming the chunks it reads
+            self.find(
+                "format", f"{where} reads packet-format data as plain from {self.span(cells)}"
+            )
+        if late is not None:
+            self.find(
+                "race",
+                f"{where} reads {self.span(cells)} before the write of "
+                f"{self.label(late)} is visible to it",
+                ("read", t, op.position),
+            )
         return out
 
     def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: str) -> None:
-        stamp, clock = (t, op.position), self.clock[t]
+        stamp, clock = (t, self.at), self.clock[t]
+        written = read = None
         for c, v in zip(cells, values, strict=True):
             w = self.writer.get(c)
             if w is not None and w != stamp and not clock.covers(w):
-                self.find(
-                    "race", f"{where} writes {_name(c)} unordered with the write of {self.label(w)}"
-                )
+                written = written or w
             for r in self.readers.get(c, ()):
                 if r != stamp and not clock.covers(r):
-                    self.find(
-                        "race",
-                        f"{where} overwrites {_name(c)} unordered with its read by {self.label(r)}",
-                    )
+                    read = read or r
                     break
             self.writer[c] = stamp
             self.readers[c] = []
             self.packet.pop(c, None)
             self.values[c] = v
+        if written is not None:  # one finding per op and kind, naming the chunks
+            self.find(
+                "race",
+                f"{where} writes {self.span(cells)} unordered with the write of "
+                f"{self.label(written)}",
+                ("write", t, op.position),
+            )
+        if read is not None:
+            self.find(
+                "race",
+                f"{where} overwrites {self.span(cells)} unordered with its read by "
+                f"{self.label(read)}",
+                ("overwrite", t, op.position),
+            )
+
+    def span(self, cells: list[Cell]) -> str:
+        """The chunks ``cells`` (parts of one buffer) lie in, e.g. ``s[2:4] of rank 1``."""
+        rank, kind, first = cells[0]
+        last = cells[-1][2]
+        parts = self.plan.parts
+        return f"{kind}[{first // parts}:{last // parts + 1}] of rank {rank}"
 
     def read_packets(self, t: int, cells: list[Cell]) -> list[Value] | None:
         if any(c not in self.packet for c in cells):
@@ -199,24 +252,57 @@ class _Machine:
 
     def write_packets(self, t: int, op: Op, cells: list[Cell], values: list[Value]) -> None:
         message = self.clock[t].copy()
-        message.extra.add((t, op.position))
+        message.extra.add((t, self.at))
         for c, v in zip(cells, values, strict=True):
             self.packet[c] = message
+            self.packet_writer[c] = (t, self.at)
             self.writer.pop(c, None)
             self.readers.pop(c, None)
             self.values[c] = v
 
+    def send_packets(self, t: int, cells: list[Cell], where: str) -> list[Value]:
+        """Packets a port channel's ``ppkt`` hands to the proxy: they must be packets
+        already (``handlePutPackets`` copies the bytes), written before (a ``nop``
+        after a ``cpkt`` of the same block); nothing waits for their flags."""
+        clock = self.clock[t]
+        plain = late = None
+        for c in cells:
+            if c not in self.packet:
+                plain = plain or c
+            elif not clock.covers(self.packet_writer[c]):
+                late = late or self.packet_writer[c]
+        if plain is not None:
+            self.find(
+                "format",
+                f"{where} sends {self.span(cells)} as packets, but it holds plain data",
+                ("format", t, self.at),
+            )
+        if late is not None:
+            self.find(
+                "race",
+                f"{where} sends {self.span(cells)} before the write of {self.label(late)} "
+                "is visible to it",
+                ("read", t, self.at),
+            )
+        return [self.values.get(c) for c in cells]
+
     def label(self, stamp: Stamp) -> str:
         rank, tb = self.blocks[stamp[0]]
-        return f"rank {rank} tb {tb.id} op {stamp[1]} ({tb.ops[stamp[1]].name})"
+        return f"rank {rank} tb {tb.id} op {self._where(stamp[0], stamp[1])}"
+
+    def _where(self, t: int, at: int) -> str:
+        op, window = self.program[t][at]
+        unit = "" if window is None else f" of unit {window[0]}"
+        return f"{op.position} ({op.name}{unit})"
 
     # --- one op --------------------------------------------------------------------------
 
     def step(self, t: int) -> bool:
         """Run thread block ``t``'s next op; False when it must wait."""
         rank, tb = self.blocks[t]
-        op = tb.ops[self.pc[t]]
-        where = f"rank {rank} tb {tb.id} op {op.position} ({op.name})"
+        op, self.window = self.program[t][self.pc[t]]
+        self.at = self.pc[t]
+        where = f"rank {rank} tb {tb.id} op {self._where(t, self.at)}"
         self.op = op
         try:
             done = self._run(t, rank, op, where)
@@ -236,39 +322,38 @@ class _Machine:
     def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
         name = op.name
         if name == "nop":
-            self._sync(t, op.position)
+            self._sync(t, self.at)
             return True
         if name == "barrier":
             return self._barrier(t, rank, op)
         if name in ("signal", "rlxsignal"):
             for peer, ordinal in op.channel_peers:
                 message = None if name == "rlxsignal" else self.clock[t].copy()
-                self.queues[(op.channel_type, rank, peer, ordinal)].append(message)
+                self.signals[(op.channel_type, rank, peer, ordinal)].append(message)
             return True
         if name in ("wait", "rlxwait"):
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
-            if any(self.taken[k] >= len(self.queues[k]) for k in keys):
+            if any(self.taken[k] >= len(self.signals[k]) for k in keys):
                 return False
             for k in keys:
-                message = self.queues[k][self.taken[k]]
+                message = self.signals[k][self.taken[k]]
                 self.taken[k] += 1
                 if message is not None:
                     self.pending[t].join(message)
             return True
         if name == "sem_release":
             for s in op.semaphores:
-                self.queues[("sem", rank, s)].append(self.clock[t].copy())
+                self.releases[(rank, s)].append(self.clock[t].copy())
             return True
         if name == "sem_acquire":
-            keys = [("sem", rank, s) for s in op.semaphores]
-            have = [len(self.queues[k]) + self.plan.gpus[rank].semaphores[k[2]] for k in keys]
-            if any(self.taken[k] >= n for k, n in zip(keys, have, strict=True)):
+            sems = [(rank, s) for s in op.semaphores]
+            have = [len(self.releases[m]) + self.plan.gpus[rank].semaphores[m[1]] for m in sems]
+            if any(self.acquired[m] >= n for m, n in zip(sems, have, strict=True)):
                 return False
-            for k in keys:
-                if self.taken[k] < len(self.queues[k]):
-                    self.pending[t].join(self.queues[k][self.taken[k]])
-                self.taken[k] += 1
-            self._sync(t, op.position)
+            for m in sems:  # run by one thread per semaphore: a nop orders the others
+                if self.acquired[m] < len(self.releases[m]):
+                    self.pending[t].join(self.releases[m][self.acquired[m]])
+                self.acquired[m] += 1
             return True
         if name == "flush":
             return True
@@ -277,7 +362,7 @@ class _Machine:
     def _barrier(self, t: int, rank: int, op: Op) -> bool:
         assert op.barrier is not None
         key = (rank, op.barrier[0])
-        if (t, op.position) in self.released:
+        if (t, self.at) in self.released:
             return True
         arrived = self.barriers[key]
         if t not in arrived:
@@ -309,8 +394,8 @@ class _Machine:
                 if port and name != "put" and i < len(op.channel_peers):
                     peer, ordinal = op.channel_peers[i]
                     message = self.clock[t].copy()
-                    message.extra.add((t, op.position))
-                    self.queues[("port", rank, peer, ordinal)].append(message)
+                    message.extra.add((t, self.at))
+                    self.signals[("port", rank, peer, ordinal)].append(message)
             return True
         if name == "get":
             for s, d in zip(src, dst, strict=False):
@@ -329,6 +414,12 @@ class _Machine:
             for d in targets:
                 self.write(t, op, self.cells(d, None, None, size), total, where)
             return True
+        if name == "ppkt" and op.channel_type == "port":
+            for i, d in enumerate(dst):  # the proxy copies packets as they are
+                s = src[i] if i < len(src) else src[0]
+                got = self.send_packets(t, self.cells(s), where)
+                self.write_packets(t, op, self.cells(d, None, None, s.size), got)
+            return True
         if name in ("ppkt", "cpkt"):
             outputs = dst if name == "ppkt" else dst[:1]
             for i, d in enumerate(outputs):
@@ -337,23 +428,23 @@ class _Machine:
                 self.write_packets(t, op, self.cells(d, None, None, s.size), got)
             return True
         if name in ("upkt", "rppkt"):
-            got = self.read_packets(t, self.cells(src[0], "s"))
-            if got is None:
+            arrived = self.read_packets(t, self.cells(src[0], "s"))
+            if arrived is None:
                 return False
             if name == "upkt":
-                self.write(t, op, self.cells(dst[0], None, None, src[0].size), got, where)
+                self.write(t, op, self.cells(dst[0], None, None, src[0].size), arrived, where)
             else:
                 for d in dst:
-                    self.write_packets(t, op, self.cells(d, None, None, src[0].size), got)
+                    self.write_packets(t, op, self.cells(d, None, None, src[0].size), arrived)
             return True
         if name in ("respkt", "repkt", "recpkt", "recspkt"):
             size = src[0].size
             packets = []
             for s in src[1:]:
-                got = self.read_packets(t, self.cells(s, "s", None, size))
-                if got is None:
+                arrived = self.read_packets(t, self.cells(s, "s", None, size))
+                if arrived is None:
                     return False
-                packets.append(got)
+                packets.append(arrived)
             own = self.read(t, op, self.cells(src[0]), where)
             total = [_sum(column) for column in zip(own, *packets, strict=True)]
             self.write(t, op, self.cells(dst[0], None, None, size), total, where)
@@ -371,7 +462,7 @@ class _Machine:
 
     def run(self, choose: str, burst: int, seed: int) -> None:
         rng = random.Random(seed)
-        ready = [t for t in range(len(self.blocks)) if self.blocks[t][1].ops]
+        ready = [t for t in range(len(self.blocks)) if self.program[t]]
         waiting: list[int] = []
         progress = True
         while ready or (waiting and progress):
@@ -384,7 +475,7 @@ class _Machine:
                 t = ready.pop()
             else:
                 t = ready.pop(rng.randrange(len(ready)))
-            ops = self.blocks[t][1].ops
+            ops = self.program[t]
             count = 0
             while self.pc[t] < len(ops) and (burst == 0 or count < burst):
                 if not self.step(t):
@@ -393,21 +484,21 @@ class _Machine:
                 progress = True
             if self.pc[t] < len(ops):
                 (waiting if count == 0 else ready).append(t)
-        stuck = [t for t in range(len(self.blocks)) if self.pc[t] < len(self.blocks[t][1].ops)]
+        stuck = [t for t in range(len(self.blocks)) if self.pc[t] < len(self.program[t])]
         for t in stuck[:4]:
             rank, tb = self.blocks[t]
-            op = tb.ops[self.pc[t]]
+            op = self.program[t][self.pc[t]][0]
             self.find(
                 "deadlock",
-                f"rank {rank} tb {tb.id} waits forever at op {op.position} "
-                f"({op.name}{_channels(op)})",
+                f"rank {rank} tb {tb.id} waits forever at op "
+                f"{self._where(t, self.pc[t])[:-1]}{_channels(op)})",
             )
         if len(stuck) > 4:
             self.find("deadlock", f"{len(stuck) - 4} more thread blocks wait forever")
         self.outcome.completed = not stuck
         if not stuck:
-            for key, messages in sorted(self.queues.items(), key=str):
-                if key[0] != "sem" and len(messages) > self.taken[key]:
+            for key, messages in sorted(self.signals.items(), key=str):
+                if len(messages) > self.taken[key]:
                     self.find(
                         "signal",
                         f"{len(messages) - self.taken[key]} {key[0]} signal(s) of "
@@ -427,14 +518,30 @@ def _sum(column: tuple[Value, ...]) -> Value:
     return tuple(sorted(term for v in column for term in v))  # type: ignore[union-attr]
 
 
-def _name(cell: Cell) -> str:
-    return f"{cell[1]} part {cell[2]} of rank {cell[0]}"
-
-
 def _channels(op: Op) -> str:
     if not op.channel_peers:
         return ""
     return " on " + ", ".join(f"{op.channel_type} channel to rank {p}" for p, _ in op.channel_peers)
+
+
+def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | None]]:
+    """The ops thread block ``tb`` runs, in order: a ``pipeline``'s inner ops once per
+    unit, each with its window ``(unit, parts per unit)`` (see :func:`unit_parts`)."""
+    program: list[tuple[Op, tuple[int, int] | None]] = []
+    ops, o = tb.ops, 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            program.append((op, None))
+            o += 1
+            continue
+        unit = unit_parts(plan, op.loop[0])
+        assert unit is not None, "check_plan does not execute plans with such units"
+        iterations = -(-op.loop[1] * plan.parts // unit)
+        for i in range(iterations):
+            program.extend((inner, (i, unit)) for inner in ops[o + 1 : o + 1 + op.body])
+        o += 1 + op.body
+    return program
 
 
 def execute(plan: Plan, strategy: tuple[str, str, int, int]) -> Outcome:

@@ -22,6 +22,9 @@ The rules come from microsoft/mscclpp at commit 1f5f065d7b13ab02df32c22568f38785
   port channels and remote buffers per thread block, ``MAX_CHANNEL_PER_OPERATION = 8``,
   ``MAX_LOCAL_BUFFER_PER_OPERATION + MAX_CHANNEL_PER_OPERATION = 10`` buffers per op
   side, ``MAX_DEVICE_SYNCERS = 16`` barriers, ``MAX_DEVICE_SEMAPHORES = 16``.
+* ``pipeline`` ops (``setupOperation``): ``iter_context`` with ``unit_size`` (bytes;
+  0 refused here: the executor divides by it) and ``num_chunks``; their ``ops`` follow
+  them in the thread block's op list (and count among its 64).
 * ``src/core/executor/executor.cc`` ``setupConnections``: a rank's channels to one peer
   are numbered by a per-peer tag counter, memory channels first, then port channels;
   the ``n``-th channel of rank ``a`` to ``b`` is connected to the ``n``-th of ``b`` to
@@ -43,13 +46,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
+    "CHUNK_UNITS",
     "LIMITS",
     "OP_NAMES",
     "Ref",
@@ -59,6 +64,7 @@ __all__ = [
     "Plan",
     "parse_plan",
     "read_plan",
+    "unit_parts",
 ]
 
 #: Each limit with its value and the upstream file that sets it.
@@ -73,6 +79,11 @@ LIMITS: dict[str, tuple[int, str]] = {
     "barriers": (16, "execution_common.hpp MAX_DEVICE_SYNCERS"),
     "semaphores_per_operation": (16, "execution_common.hpp MAX_DEVICE_SEMAPHORES"),
 }
+
+#: The chunk, in units of the first pipeline, at which the checker executes pipelines
+#: (a model size: a range of ``c`` chunks takes ``ceil(3 c / 2)`` units, the last one
+#: partial when ``c`` is odd).
+CHUNK_UNITS = Fraction(3, 2)
 
 #: Operation names ``getOpType`` accepts (execution_plan.cc).
 OP_NAMES = frozenset(
@@ -114,6 +125,10 @@ class Op:
     #: thread block group: (this block's place, the group's size); the op handles that
     #: slice of each range (``calcOffset``/``calcSize``)
     group: tuple[int, int] = (0, 1)
+    #: a ``pipeline``: ``(unit_size, num_chunks)`` of its ``iter_context``; the ``body``
+    #: ops after it are its inner ops, run once per unit of ``num_chunks`` chunks
+    loop: tuple[int, int] | None = None
+    body: int = 0
 
 
 @dataclass
@@ -146,8 +161,12 @@ class Plan:
     overflows: list[tuple[str, str]] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     #: parts each chunk is cut into: the least common multiple of the thread block
-    #: group sizes, so that every group's slice is whole parts
+    #: group sizes (so that every group's slice is whole parts) and, with pipelines, the
+    #: denominator of :data:`CHUNK_UNITS`
     parts: int = 1
+    #: the first pipeline's ``unit_size`` (bytes): the checker executes pipelines with a
+    #: chunk of :data:`CHUNK_UNITS` such units
+    unit_size: int | None = None
 
     @property
     def ranks(self) -> int:
@@ -174,12 +193,14 @@ def _get(obj: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise FileFormatError(f"{where}: missing field {key!r}")
     value = obj[key]
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise FileFormatError(f"{where}.{key}: must be an integer, got {value!r}")
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FileFormatError(f"{where}.{key}: must be an integer, got {value!r}")
+        if value < 0:
+            raise FileFormatError(f"{where}.{key}: must be >= 0, got {value}")
+        return value
     if not isinstance(value, kind):
         raise FileFormatError(f"{where}.{key}: wrong type {type(value).__name__}")
-    if kind is int and value < 0:
-        raise FileFormatError(f"{where}.{key}: must be >= 0, got {value}")
     return value
 
 
@@ -269,6 +290,14 @@ def parse_plan(document: Any) -> Plan:
                 )
     for position, gpu_doc in enumerate(gpus_field):
         _parse_threadblocks(plan, plan.gpus[position], gpu_doc, raw_remote[position])
+    for gpu in plan.gpus:
+        for tb in gpu.threadblocks:
+            for op in tb.ops:
+                if op.loop is not None and unit_parts(plan, op.loop[0]) is None:
+                    plan.unsupported.append(
+                        f"gpus[{gpu.rank}].threadblocks[{tb.id}]: a pipeline unit of "
+                        f"{op.loop[0]} B beside the first of {plan.unit_size} B"
+                    )
     return plan
 
 
@@ -332,8 +361,22 @@ def _parse_threadblocks(
                 )
             )
             if ops[-1].name == "pipeline":
-                plan.unsupported.append(f"{tw}.ops[{o}]: pipeline")
-                for i, inner in enumerate(_get(op_doc, "ops", f"{tw}.ops[{o}]", list)):
+                ow = f"{tw}.ops[{o}]"
+                context = _get(op_doc, "iter_context", ow, dict)
+                unit = _get(context, "unit_size", f"{ow}.iter_context", int)
+                if unit == 0:
+                    raise FileFormatError(
+                        f"{ow}.iter_context.unit_size: must be > 0 (the executor divides by it)"
+                    )
+                inner_ops = _get(op_doc, "ops", ow, list)
+                loop = (unit, _get(context, "num_chunks", f"{ow}.iter_context", int))
+                if plan.unit_size is None:
+                    plan.unit_size = unit
+                    plan.parts = math.lcm(plan.parts, CHUNK_UNITS.numerator)
+                ops[-1] = replace(ops[-1], loop=loop, body=len(inner_ops))
+                for i, inner in enumerate(inner_ops):
+                    if isinstance(inner, dict) and inner.get("name") == "pipeline":
+                        plan.unsupported.append(f"{ow}.ops[{i}]: a pipeline inside a pipeline")
                     ops.append(
                         _parse_op(
                             plan,
@@ -412,13 +455,13 @@ def _parse_op(
                         "needs memory or port (Invalid channel type)"
                     )
                 bid = buff["buffer_id"]
-                pool = buffers[ctype]
-                if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid < len(pool):
+                bids = buffers[ctype]
+                if isinstance(bid, bool) or not isinstance(bid, int) or not 0 <= bid < len(bids):
                     raise FileFormatError(
-                        f"{bw}.buffer_id: {bid!r} is not one of the thread block's {len(pool)} "
+                        f"{bw}.buffer_id: {bid!r} is not one of the thread block's {len(bids)} "
                         f"{ctype} remote buffers"
                     )
-                rank, kind, _ = remote[pool[bid]]
+                rank, kind, _ = remote[bids[bid]]
                 refs.append(Ref(rank, kind, index, size, remote=True))
             elif "type" in buff:
                 refs.append(Ref(gpu.rank, _kind(buff["type"], _BUFFERS, f"{bw}.type"), index, size))
@@ -461,3 +504,19 @@ def _parse_op(
         semaphores,
         group,
     )
+
+
+def unit_parts(plan: Plan, unit_size: int) -> int | None:
+    """Parts (of :attr:`Plan.parts` per chunk) in a pipeline unit of ``unit_size`` bytes,
+    the chunk being :data:`CHUNK_UNITS` of the plan's first unit size; None if that is no
+    whole number of parts.
+
+    Examples
+    --------
+    >>> plan = Plan("x", "allgather", "Simple", False, 16, 0, 1, [], unit_size=1024, parts=3)
+    >>> unit_parts(plan, 1024), unit_parts(plan, 512), unit_parts(plan, 100)
+    (2, 1, None)
+    """
+    assert plan.unit_size is not None
+    parts = Fraction(plan.parts * unit_size) / (CHUNK_UNITS * plan.unit_size)
+    return parts.numerator if parts.denominator == 1 and parts > 0 else None

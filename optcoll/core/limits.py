@@ -1,0 +1,168 @@
+"""One resource policy: the largest input of each kind optcoll accepts, whatever its source.
+
+A built-in spec, an imported file, a program to check and a command-line count are held
+to the same limits, checked before anything is allocated, so an input that declares a
+billion GPUs fails at once with one line naming the field instead of exhausting memory.
+
+The limits are sized by cost: building a topology costs about 25 microseconds and
+0.5 KB per directed link (``hypercube:14``, 229,376 links: 5 s, 140 MB), and every
+method after that costs more.
+
+Examples
+--------
+>>> check_size("ring:8", 8, 16)
+>>> check_count(10**9, MAX_NODES, "npus_count")
+Traceback (most recent call last):
+...
+optcoll.exceptions.ArgumentError: npus_count is 1000000000; optcoll accepts at most 50000 (the limit every input shares): choose a smaller size
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from optcoll.exceptions import ArgumentError, OptCollError
+
+_DECIMAL = re.compile(r"[0-9]+\Z")
+
+__all__ = [
+    "MAX_NODES",
+    "MAX_LINKS",
+    "MAX_PROGRAM_CELLS",
+    "MAX_NESTING",
+    "MAX_TRIALS",
+    "check_size",
+    "check_count",
+    "count_value",
+    "check_nesting",
+    "is_decimal",
+]
+
+#: Nodes of the largest topology (built-in or imported).
+MAX_NODES = 50_000
+#: Directed links of the largest topology (built-in or imported).
+MAX_LINKS = 250_000
+#: Buffer cells (``ngpus * nchunksperloop``) of the largest MSCCL program the checker
+#: executes: each cell is a Python integer in a dictionary (about 100 bytes), so
+#: 4 million cells per buffer stay below a gigabyte.
+MAX_PROGRAM_CELLS = 2**22
+#: Deepest nesting of elements in an XML, JSON or YAML document (no format optcoll
+#: reads nests more than a few levels; Python's recursion limit is 1000).
+MAX_NESTING = 100
+#: Random draws of a resilience study (each solves one topology exactly).
+MAX_TRIALS = 100_000
+
+
+def check_size(
+    what: str, nodes: int, links: int, error: type[OptCollError] = ArgumentError
+) -> None:
+    """Refuse a topology of more than :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links.
+
+    Builders and readers call it with the node and directed-link counts (or upper
+    bounds) an input declares, before building anything.
+
+    Raises
+    ------
+    error
+        Naming ``what`` (a spec, or a file and its field), both counts and the limits.
+
+    Examples
+    --------
+    >>> check_size("torus:100000x100000", 10**10, 4 * 10**10)
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.ArgumentError: torus:100000x100000 would have 10000000000 nodes and 40000000000 directed links; every topology is limited to 50000 nodes and 250000 links (building alone would take minutes and gigabytes): choose a smaller size
+    """
+    if nodes > MAX_NODES or links > MAX_LINKS:
+        raise error(
+            f"{what} would have {_amount(nodes)} nodes and {_amount(links)} directed links; "
+            f"every topology is limited to {MAX_NODES} nodes and {MAX_LINKS} links (building "
+            "alone would take minutes and gigabytes): choose a smaller size"
+        )
+
+
+def check_count(
+    value: int, limit: int, what: str, error: type[OptCollError] = ArgumentError
+) -> int:
+    """``value`` if it is at most ``limit``; else ``error`` naming ``what`` (a field or flag)."""
+    if value > limit:
+        raise error(
+            f"{what} is {_amount(value)}; optcoll accepts at most {limit} (the limit every "
+            "input shares): choose a smaller size"
+        )
+    return value
+
+
+def check_nesting(
+    root: Any, what: str, error: type[OptCollError] = ArgumentError, limit: int = MAX_NESTING
+) -> None:
+    """Refuse an XML element tree (:mod:`xml.etree.ElementTree`) nested deeper than
+    ``limit``, walked without recursion (a recursive reader would hit Python's limit).
+
+    Examples
+    --------
+    >>> import xml.etree.ElementTree as ElementTree
+    >>> check_nesting(ElementTree.fromstring("<a>" * 3 + "</a>" * 3), "x.xml", limit=3)
+    >>> check_nesting(ElementTree.fromstring("<a>" * 4 + "</a>" * 4), "x.xml", limit=3)
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.ArgumentError: x.xml: elements are nested more than 3 deep (<a> at depth 4); no format optcoll reads nests that deep
+    """
+    stack = [(root, 1)]
+    while stack:
+        element, depth = stack.pop()
+        if depth > limit:
+            raise error(
+                f"{what}: elements are nested more than {limit} deep (<{element.tag}> at depth "
+                f"{depth}); no format optcoll reads nests that deep"
+            )
+        stack.extend((child, depth + 1) for child in element)
+
+
+def is_decimal(text: str) -> bool:
+    """True for ASCII decimal digits only (``str.isdigit`` also takes ``²`` and ``٣``).
+
+    Examples
+    --------
+    >>> is_decimal("12"), is_decimal("²"), is_decimal("")
+    (True, False, False)
+    """
+    return bool(_DECIMAL.match(text))
+
+
+def count_value(
+    value: Any,
+    what: str,
+    limit: int,
+    error: type[OptCollError] = ArgumentError,
+    least: int = 1,
+) -> int:
+    """A count given as an int or as decimal text (a command-line option), from ``least``
+    to ``limit``; else ``error`` naming ``what``.
+
+    Examples
+    --------
+    >>> count_value("4", "boxes", MAX_NODES)
+    4
+    >>> count_value("²", "boxes", MAX_NODES)
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.ArgumentError: boxes must be a positive integer, got '²'
+    """
+    text = value.strip() if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif text is not None and is_decimal(text):
+        number = int(text)
+    else:
+        number = None
+    if number is None or number < least:
+        wanted = "a positive integer" if least == 1 else f"an integer >= {least}"
+        raise error(f"{what} must be {wanted}, got {value!r}")
+    return check_count(number, limit, what, error)
+
+
+def _amount(count: int) -> str:
+    """``count`` in digits, or as a power of two when it has more than 15 digits."""
+    return str(count) if count < 10**15 else f"about 2^{count.bit_length() - 1}"

@@ -172,3 +172,18 @@ def test_fraction_claims_checked_compactly():
     assert compact.reason == full.reason
     assert compact.time_factor == full.time_factor == schedule.time_factor
     assert isinstance(compact.time_factor, Fraction)
+
+
+def test_false_stats_are_caught_compactly_as_in_full():
+    topology, schedule = _packed("torus:4x4")
+    for name, value in (("max_height", 99), ("total_sends", 1), ("trees", 2)):
+        wrong = replace(schedule, stats={**schedule.stats, name: value})
+        compact = verify_schedule(topology, wrong)
+        full = verify_schedule(topology, wrong, method="full")
+        assert compact.method == "compact" and not compact.valid
+        assert compact.reason == full.reason and f"stats.{name}" in compact.reason
+    honest = verify_schedule(topology, schedule)
+    assert (
+        honest.valid
+        and honest.unchecked == verify_schedule(topology, schedule, method="full").unchecked
+    )

@@ -248,7 +248,7 @@ def verify_schedule(
         Never raises on a bad schedule: the verdict says what is wrong. Every
         claim the schedule states is judged (``time_factor``, ``cut_ratio``,
         ``algbw``, the ``stats`` it can recompute; a ``rotation`` is checked as the trees
-        it expands to); each false one is
+        it expands to, compactly when ``method`` allows); each false one is
         named in :attr:`Verification.reason`, the claims no checker can recompute
         are listed in :attr:`Verification.unchecked`.
 

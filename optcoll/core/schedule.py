@@ -655,6 +655,7 @@ class Schedule:
             raise ScheduleError(f"field 'stats' must be a mapping, got {data['stats']!r}")
         if data.get("root") is not None and not isinstance(data["root"], str):
             raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
+        trees: tuple[Tree, ...] | ImageTrees
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
         rotation: Rotation | Rotations | None = None
         if "rotation" in data and "rotations" in data:

@@ -10,7 +10,7 @@ data-parallel groups, :func:`root_automorphisms`) leave one root to solve
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.graph.symmetry import preserves_capacity
@@ -107,7 +107,7 @@ def root_automorphisms(groups: ProcessGroups, index: int) -> dict[str, dict[str,
 
 
 def _completed_map(
-    groups: ProcessGroups, source: dict[str, Hashable], target: dict[str, Hashable]
+    groups: ProcessGroups, source: Mapping[str, Hashable], target: Mapping[str, Hashable]
 ) -> dict[str, str] | None:
     """A node map from individualisation-refinement of two copies of the topology whose
     nodes start coloured by (type, label); None when the copies' colour classes differ.
@@ -117,7 +117,7 @@ def _completed_map(
     order = {v: i for i, v in enumerate(nodes)}
     initial: dict[Hashable, int] = {}
 
-    def start(label: dict[str, Hashable]) -> dict[str, int]:
+    def start(label: Mapping[str, Hashable]) -> dict[str, int]:
         return {v: initial.setdefault((topo.node[v].type, label[v]), len(initial)) for v in nodes}
 
     # Colours are integers (individualised nodes get negative ones) and capacities

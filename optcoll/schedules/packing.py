@@ -1160,6 +1160,7 @@ def _pack_arborescences(
     )
     split = time.perf_counter()
     rotation = None
+    trees: list[Tree] | ImageTrees
     groups = {v: topology.node[v].group for v in compute}
     orbits = root_symmetry(logical, groups) if symmetry and k is None else None
     packing = layered = None
@@ -1175,7 +1176,11 @@ def _pack_arborescences(
         shaped = time.perf_counter()
         images = path_rotation(logical, orbits)
         if images is None:
-            trees = realise_paths(logical, expand_packing(logical, packing, orbits))
+            expanded = realise_paths(logical, expand_packing(logical, packing, orbits))
+            time_factor = phase_time_factor(topology, expanded, chunks)
+            heights = _heights(expanded)
+            excess = _height_excess(logical, expanded)
+            trees = expanded
         else:
             generators = tuple(Rotation(m, g) for m, g in zip(orbits.orders, images, strict=True))
             rotation = generators[0] if len(generators) == 1 else Rotations(generators)
@@ -1186,10 +1191,6 @@ def _pack_arborescences(
             heights = _heights(shared) * orbits.order  # an image is as tall as its tree
             excess = _height_excess(logical, shared)
             trees = ImageTrees(shared, rotation, compute) if time_factor == bound.ratio else []
-        if images is None:
-            time_factor = phase_time_factor(topology, trees, chunks)
-            heights = _heights(trees)
-            excess = _height_excess(logical, trees)
         if time_factor != bound.ratio:  # never a worse answer: pack every root instead
             packing, rotation = None, None
     if packing is None:

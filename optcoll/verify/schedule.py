@@ -183,7 +183,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        data = {
+        data: dict[str, Any] = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),

@@ -8,9 +8,9 @@ Run from the repository root::
 Per topology: the seconds (wall and CPU, ``time.process_time``) to build the optimal
 allgather (not part of the target), to build its task graph and to simulate it at the
 given size (target: under 10 s for dgx-a100:16 and mi250:8 at 1 GiB), the number of
-tasks, the simulated time against the bound ``(M/N) r*`` and against the cost model of
-``optcoll compare`` (``optcoll.sim.cost_model.schedule_cost``, the previous and only other
-prediction), and the process's peak resident memory so far. One run each: the
+tasks, the simulated time against the bound ``(M/N) r*`` (the simulator is optcoll's one
+timing model: ``optcoll compare``'s curves come from it too), and the process's peak
+resident memory so far. One run each: the
 simulator is deterministic.
 
 Wall time above CPU time is time the process waited: ``CPU share`` is CPU over wall
@@ -33,7 +33,6 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import baseline_seconds, maxrss_mib, print_table, timed
 from optcoll.cli._core import message_size
 from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.cost_model import schedule_cost
 from optcoll.sim.simulator import Network, schedule_tasks, simulate
 from optcoll.topologies import build
 
@@ -59,7 +58,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         run, sim_wall, sim_cpu = timed(lambda g=graph, n=network: simulate(g, n, args.size))
         bound = args.size / topology.num_compute * float(schedule.cut_ratio) / 1000
-        model = schedule_cost(topology, schedule).seconds(args.size) * 1e6
         ours_cpu, ours_wall = graph_cpu + sim_cpu, graph_wall + sim_wall
         baseline = ["-", "-"]
         if args.baseline:
@@ -81,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
                 run.tasks,
                 f"{run.time_us:.1f}",
                 f"{run.time_us / bound:.4f}",
-                f"{model:.1f}",
                 f"{maxrss_mib():.0f}",
             ]
         )
@@ -99,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
             "tasks",
             "simulated µs",
             "/ bound",
-            "model µs",
             "peak MiB",
         ],
         rows,

@@ -1,6 +1,7 @@
 """Figure: optimal allgather algbw against the ring and NCCL-like hierarchical ring
 baselines on dgx-a100 and mi250 at 1, 2, 4 and 8 boxes (left: bandwidth limit
-N / time factor; right: algbw against message size on dgx-a100:2, latency included).
+N / time factor; right: algbw against message size on dgx-a100:2, simulated by
+:mod:`optcoll.sim.simulator`, the one timing model).
 
 The optimum is N / r* from the exact bound (the optimal trees reach it: see
 ``fixed_k`` and ``mi250_tree``); the baselines come from :mod:`optcoll.sim.cost_model`
@@ -18,7 +19,15 @@ from matplotlib.ticker import FuncFormatter
 from optcoll import load_topology
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_algbw_curves, save_figure
-from optcoll.sim.cost_model import SIZES, hierarchical_ring_allgather, ring_allgather, schedule_cost
+from optcoll.sim.cost_model import (
+    SIZES,
+    hierarchical_ring_allgather,
+    hierarchical_ring_schedule,
+    ring_allgather,
+    ring_schedule,
+    schedule_cost,
+)
+from optcoll.sim.plan import method_times
 from paper_figures._common import optimal_schedule, output_folder, write_csv
 
 FULL = ({"dgx-a100": (1, 2, 4, 8), "mi250": (1, 2, 4, 8)}, "dgx-a100:2")
@@ -59,15 +68,16 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
                     )
                 )
     topo = load_topology(curve_spec)
-    costs = [schedule_cost(topo, optimal_schedule(topo)), ring_allgather(topo)]
-    hierarchical = hierarchical_ring_allgather(topo)
-    if hierarchical is not None:
-        costs.append(hierarchical)
+    costs = [schedule_cost(topo, optimal_schedule(topo))]
+    for ring in (ring_schedule(topo), hierarchical_ring_schedule(topo)):
+        if ring is not None:
+            costs.append(schedule_cost(topo, ring, str(ring.stats["method"])))
+    times = method_times(topo, costs, SIZES)  # the simulator: 1 µs steps, 512K slices
     curves = {}
-    for cost in costs:
-        points = cost.curve(SIZES)
+    for cost, row in zip(costs, times, strict=True):
+        points = [(m, m / t / 1000) for m, t in zip(SIZES, row, strict=True) if t is not None]
         curves[cost.method] = ([m for m, _ in points], [a for _, a in points])
-        best = costs[0]
+        best = dict(zip(SIZES, times[0], strict=True))
         for m, a in points:
             rows.append(
                 (
@@ -76,7 +86,7 @@ def main(out_dir: str | Path | None = None, small: bool = False) -> list[Path]:
                     cost.method,
                     m,
                     round(a, 3),
-                    round(a / best.algbw(m), 4),
+                    round(a / (m / best[m] / 1000), 4) if best[m] else "",
                 )
             )
     csv_path = write_csv(folder / "algbw_vs_baselines.csv", HEADER, rows)

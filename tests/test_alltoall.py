@@ -220,7 +220,7 @@ def test_cli_solve_verify_export_plot_compare(
     assert [(r["method"], r["time_factor"]) for r in rows] == [
         ("optimal (k=1)", "8/25"),
         ("direct", "4/5"),
-        ("hierarchical (rail)", "11/30"),
+        ("hierarchical (rail)", "8/25"),  # the relayed rail routes the simulator runs
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
@@ -42,13 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
 
 
-def _runtime() -> dict[str, Any]:
-    """The simulator's default per-step overhead and slice, which the curves use too."""
-    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
-
-    return {"overhead": DEFAULT_OVERHEAD, "slice_bytes": DEFAULT_SLICE}
-
-
 def run(args: argparse.Namespace) -> int:
 
     from optcoll.core.output import check_output, require_suffix
@@ -60,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         compare_group_methods,
         compare_methods,
     )
+    from optcoll.sim.plan import method_times
 
     inputs = command_inputs(args)
     if args.plot:
@@ -78,8 +73,13 @@ def run(args: argparse.Namespace) -> int:
             groups, args.collective, default_latency=latency, form=args.group_form
         )
     best = costs[0]
+    mid = sizes[len(sizes) // 2]
+    # every size-dependent number comes from the simulator (default overhead and slice)
+    times = method_times(topology, costs, [*sizes, mid], default_latency=latency)
+    curves = [[None if t is None else m / t / 1000 for m, t in zip(sizes, row, strict=False)]
+              for row in times]  # fmt: skip
     rows = []
-    for cost in costs:
+    for cost, curve in zip(costs, curves, strict=True):
         rows.append(
             {
                 "method": cost.method,
@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
                 "time_factor": fraction_text(cost.time_factor),
                 "latency_us": float(cost.alpha),
                 "curve": [
-                    {"bytes": m, "algbw": round(bw, 3)} for m, bw in cost.curve(sizes, **_runtime())
+                    {"bytes": m, "algbw": None if bw is None else round(bw, 3)}
+                    for m, bw in zip(sizes, curve, strict=True)
                 ],
             }
         )
     if args.plot:
-        _plot_curves(costs, sizes, topology, args.collective, args)
+        _plot_curves(costs, sizes, curves, topology, args.collective, args)
     scope = {} if groups is None else {"relay": groups.relay, "num_groups": len(groups.groups)}
     if args.json:
         print_json(
@@ -108,21 +109,22 @@ def run(args: argparse.Namespace) -> int:
             "(the slowest group's)"
         )
     width = max(len(cost.method) for cost in costs)
-    mid = sizes[len(sizes) // 2]
     at_mid = f"algbw at M = {size_text(mid)}"
     print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {at_mid:>18}")
-    for row, cost in zip(rows, costs, strict=True):
+    for row, time_us in zip(rows, (row[-1] for row in times), strict=True):
+        at = "-" if time_us is None else f"{mid / time_us / 1000:.2f}"
         print(
             f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  "
-            f"{row['ratio_to_optimal']:>6.4f}  {cost.algbw(mid, **_runtime()):>13.2f} {unit}"
+            f"{row['ratio_to_optimal']:>6.4f}  {at:>13} {unit}"
         )
+    print("algbw at a size: simulated (optcoll simulate's model, 1 µs steps, 512K slices)")
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
 
 
 def _plot_curves(
-    costs: Any, sizes: Any, topology: Any, collective: str, args: argparse.Namespace
+    costs: Any, sizes: Any, curves: Any, topology: Any, collective: str, args: argparse.Namespace
 ) -> None:
     import matplotlib
 
@@ -132,10 +134,10 @@ def _plot_curves(
     from optcoll.plot import save_figure
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
-    for cost in costs:
+    for cost, curve in zip(costs, curves, strict=True):
         axes.plot(
             sizes,
-            [cost.algbw(m, **_runtime()) for m in sizes],
+            [math.nan if bw is None else bw for bw in curve],
             marker="o",
             markersize=3,
             label=cost.method,

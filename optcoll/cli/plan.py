@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         default_latency=DEFAULT_LATENCY if args.latency is None else args.latency,
         progress=sys.stderr.isatty(),
         options=options,
+        choose_slice=args.slice is None,
     )
     files = _export(args, options, rows, inputs) if args.export else []
     if args.plot:
@@ -118,23 +119,33 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
     print(
         f"{'size':>6}  "
         + "".join(f"{m:>{width}}" for m in methods)
-        + f"  {'lower bound (µs)':>16}  {'ratio':>8}"
+        + f"  {'lower bound (µs)':>16}  {'ratio':>8}  {'slice':>6}  order"
     )
     for row in rows:
         cells = "".join(
             f"{'-' if t is None else f'{t:.3f}' + ('*' if m == row.method else ' '):>{width}}"
             for m, t in row.candidates
         )
-        print(f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>16.3f}  {row.ratio:>8.4f}")
+        piece = "whole" if row.slice_bytes is None else size_text(row.slice_bytes)
+        print(
+            f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>16.3f}  {row.ratio:>8.4f}"
+            f"  {piece:>6}  {row.priority}"
+        )
+    print(
+        "- : not simulated (too many tasks, or its busiest link alone is slower than the "
+        "fastest, or the fastest is already within 0.05 % of the bound)"
+    )
 
 
 def _export(
     args: argparse.Namespace, options: list[Any], rows: list[Any], inputs: list[Path]
 ) -> list[Path]:
-    """The MSCCL file of every size band among the candidates that are schedules."""
+    """The MSCCL files and the schedule JSON of every size band among the candidates
+    that are schedules or timetables."""
     from optcoll.core.output import check_output, write_output
     from optcoll.export.msccl import msccl_program, placements
     from optcoll.export.runtimes import runtime_profile
+    from optcoll.io.schedule_json import schedule_text
     from optcoll.sim.plan import schedule_bands
 
     profile = runtime_profile(args.runtime)
@@ -151,6 +162,9 @@ def _export(
             where = "" if placement == "both" else f".{placement}"
             path = Path(args.export) / f"{args.collective}.{band}.{stem}{where}.xml"
             files.append((path, program.text))
+        # the schedule with the plan's order (priority, slice, a timetable's start times)
+        path = Path(args.export) / f"{args.collective}.{band}.{stem}.json"
+        files.append((path, schedule_text(schedule)))
     for path, _ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text in files:

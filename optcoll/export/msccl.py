@@ -379,6 +379,7 @@ class _Builder:
         self.inplace = inplace
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
+        self.levels = _levels(schedule) if down is None else None
         n, k = len(schedule.compute_nodes), schedule.k
         if self.collective == "alltoall":
             self.hops = _route_hops(schedule, self.ranks)
@@ -552,18 +553,76 @@ class _Builder:
             return
         children, depth = shape
         root, rank = tree.root, self.ranks
+        level = depth if self.levels is None else self.levels[ident[0]]
         received: dict[str, _Step | None] = {root: after}
         for v in sorted(depth, key=lambda n: (depth[n], rank[n])):
             own = self._out(root, offset)
             if v == root and coll != "allreduce":
                 own = self._source(root, offset)
             for j, c in enumerate(children[v]):
-                key = (1, depth[c], *ident, j)
+                key = (1, level[c], *ident, j)
                 out = self._out(root, offset)
                 link = (rank[v], rank[c])
                 recv = self._add(_Step("r", own, out, 1, key, rank[c], link))
                 self._add(_Step("s", own, out, 1, key, rank[v], link, received[v]))
                 received[c] = recv
+
+
+def _levels(schedule: Schedule) -> list[dict[str, int]] | None:
+    """Per tree, each node's level in the broadcasting phase's step keys, from the order
+    ``optcoll plan`` chose (the schedule's ``stats``): a timetable's (``starts``: the
+    rank of the start time of the transfer into the node, so every link sends in the
+    timetable's order), deepest subtree first (``priority`` ``depth`` or
+    ``progress-depth``: minus the edges below the node), or None: the node's depth.
+    Each is larger at a child than at its parent, so a step still waits only for
+    smaller keys.
+
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> t = Tree("a", 1, (TreeEdge("a", "b", ("a", "b")), TreeEdge("b", "c", ("b", "c"))))
+    >>> s = Schedule("broadcast", "p", ("a", "b", "c"), 1, (t,), root="a",
+    ...              stats={"priority": "depth"})
+    >>> _levels(s)
+    [{'b': -2, 'c': -1}]
+    """
+    starts = schedule.stats.get("starts")
+    if starts is not None:
+        _check_starts(schedule, starts)
+        times = sorted({t for per_tree in starts for t in per_tree})
+        rank = {t: i for i, t in enumerate(times)}
+        return [
+            {e.dst: rank[t] for e, t in zip(tree.edges, per_tree, strict=True)}
+            for tree, per_tree in zip(schedule.trees, starts, strict=True)
+        ]
+    if schedule.stats.get("priority") not in ("depth", "progress-depth"):
+        return None
+    levels = []
+    for tree in schedule.trees:
+        height = {tree.root: 0} | {e.dst: 0 for e in tree.edges}
+        for e in reversed(tree.edges):  # children before parents
+            height[e.src] = max(height[e.src], height[e.dst] + 1)
+        levels.append({e.dst: -(height[e.dst] + 1) for e in tree.edges})
+    return levels
+
+
+def _check_starts(schedule: Schedule, starts: object) -> None:
+    """ExportError unless ``starts`` has a number per edge of every tree, each edge
+    starting after the edge into its sender."""
+    shaped = isinstance(starts, list) and len(starts) == len(schedule.trees)
+    for i, tree in enumerate(schedule.trees):
+        per_tree = starts[i] if shaped else None  # type: ignore[index]
+        if not isinstance(per_tree, list) or len(per_tree) != len(tree.edges):
+            raise ExportError(
+                f"stats 'starts' must list one start time per edge of every tree (tree {i} "
+                f"has {len(tree.edges)} edges)"
+            )
+        into = {}
+        for e, t in zip(tree.edges, per_tree, strict=True):
+            if not isinstance(t, (int, float)) or t <= into.get(e.src, -math.inf):
+                raise ExportError(
+                    f"stats 'starts': tree {i} edge {e.src}->{e.dst} starts at {t!r}, not a "
+                    "number after the edge into its sender"
+                )
+            into[e.dst] = t
 
 
 Hops = tuple[int, int, int, int, tuple[int, ...]]

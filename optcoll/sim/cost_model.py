@@ -1,31 +1,31 @@
 """Cost model for collective schedules and the baselines they are compared with.
 
-Time for an ``M``-byte collective (bandwidths in GB/s, latencies in µs)::
+A :class:`Cost` holds the exact, size-independent terms of a method:
 
-    time(M) = max(alpha + depth * o + max(data(M) * time_factor, (c * L + depth - 1) * s / b),
-                  steps * L * o)
-
-* ``time_factor`` is the exact bandwidth term: the max over links of the link's
-  load divided by its bandwidth, loads counted in units of the data each piece
-  carries. ``data(M) = M / N`` for allgather, reduce-scatter and allreduce
-  (``M`` = the full vector) and ``data(M) = M`` for broadcast and reduce.
-* ``alpha`` is the latency term: the per-link latencies (from the topology file;
+* ``time_factor``, the exact bandwidth term: the max over links of the link's load
+  divided by its bandwidth, loads counted in units of the data each piece carries.
+  ``data(M) = M / N`` for allgather, reduce-scatter and allreduce (``M`` = the full
+  vector) and ``data(M) = M`` for broadcast and reduce. No schedule runs faster than
+  ``data(M) * time_factor``, and as ``M`` grows its algbw tends to ``N / time_factor``
+  (allgather family) or ``1 / time_factor`` (broadcast, reduce): the asymptotic algbw;
+* ``alpha``, the latency term: the per-link latencies (from the topology file;
   ``default_latency`` for links that declare none) summed along the deepest
-  root-to-leaf path of any tree, once per phase, because chunks are pipelined
-  down the tree (a ring pays its slowest hop once per each of its ``N - 1`` steps).
+  root-to-leaf path of any tree, once per phase (a ring pays its slowest hop once per
+  each of its ``N - 1`` steps);
+* what the simulator runs (``schedule``, or ``trees`` in ``phases``), so that every
+  size-dependent number (``optcoll compare``'s curves) comes from one model, the event
+  simulator (:func:`optcoll.sim.plan.method_times`).
 
-* the chunking terms (tree schedules; a baseline given only by its loads keeps
-  ``alpha + data(M) * time_factor``): a chunk of ``data(M) / k`` bytes goes in ``L``
-  slices of ``s`` bytes (at most ``slice_bytes``, the simulator's rule); ``depth`` is the
-  most tree edges on a root-to-leaf path (per phase, added), ``o`` the per-step overhead,
-  ``c`` the most chunks one tree carries, ``b`` the smallest bandwidth a tree uses, and
-  ``steps`` the most chunks one connection (sender, receiver) sends per slice. The first
-  slice pays ``o`` per edge on the way down, then the busiest link or the deepest
-  pipeline sets the pace, unless the busiest connection's steps alone take longer. This
-  is exact on a one-way ring, a pipelined chain and a star (the simulator's closed forms).
-
-``algbw(M) = M / time(M)``; as ``M`` grows it tends to ``N / time_factor``
-(allgather family) or ``1 / time_factor`` (broadcast, reduce).
+This module used to predict the time at each size with a closed form, ``alpha + depth * o
++ max(data(M) * time_factor, (c * L + depth - 1) * s / b)``. It is exact on a one-way
+ring, a pipelined chain and a star, and disagreed with the simulator by up to 1.97x
+elsewhere (mi250:2, k = 2, 32 MiB: 382 µs against 195). The cause: the pipeline term
+charges every slice on every edge of the deepest tree at the *smallest bandwidth any
+tree uses* (``b``: 16 GB/s on mi250:2), although a deep tree crosses that link once or
+not at all, so at middle sizes it overestimates by the ratio of the bandwidths; and it
+takes the busiest connection's steps (``steps * L * o``) as a maximum beside the rest,
+although those steps start only when their data has arrived, so at small sizes it
+underestimates (0.78x at 1 MiB). The closed form was retired for the simulator.
 
 Baselines, all on the same topology and routing model (every logical hop is
 routed on a maximum-bandwidth path, fewest hops breaking ties; intermediate
@@ -68,9 +68,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -132,7 +131,7 @@ _EXACT_RING_SEARCH = 8
 
 @dataclass(frozen=True)
 class Cost:
-    """The cost of one method (see the module docstring for the terms).
+    """The exact terms of one method (see the module docstring).
 
     Attributes
     ----------
@@ -144,10 +143,11 @@ class Cost:
         Exact bandwidth term in 1/(bandwidth unit), per ``data(M)``.
     alpha : Fraction
         Latency term in µs.
-    k, depth, max_chunks, slowest, steps
-        The chunking terms of a tree schedule (``depth = 0``: none): chunks per root,
-        most tree edges root to leaf (phases added), most chunks of one tree, 1 / the
-        smallest bandwidth used, most chunks one connection sends (phases added).
+    schedule : Schedule, AggregationSchedule, GroupsSchedule or None
+        What the simulator runs for this method (groups: every group's schedule at once).
+    trees, phases
+        Or trees that split the whole message among them, run in ``phases`` (the double
+        binary tree).
     """
 
     method: str
@@ -155,46 +155,15 @@ class Cost:
     num_compute: int
     time_factor: Fraction
     alpha: Fraction
-    k: int = 1
-    depth: int = 0
-    max_chunks: int = 1
-    slowest: Fraction = Fraction(0)
-    steps: int = 0
-
-    def seconds(
-        self,
-        size: float,
-        *,
-        overhead: float = 0.0,
-        slice_bytes: int | None = None,
-    ) -> float:
-        """Time in seconds for ``size`` bytes (bandwidths read as GB/s), with ``overhead``
-        µs per step and chunks sent in slices of at most ``slice_bytes`` (None: whole)."""
-        data = size / self.num_compute if self.collective in _DATA_PER_NODE else size
-        bandwidth = data / 1e9 * float(self.time_factor)
-        if self.depth == 0:
-            return float(self.alpha) * 1e-6 + bandwidth
-        chunk = data / self.k
-        count = 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
-        piece = chunk / count
-        pipeline = (self.max_chunks * count + self.depth - 1) * piece / 1e9 * float(self.slowest)
-        stepping = self.steps * count * overhead * 1e-6
-        start = (float(self.alpha) + self.depth * overhead) * 1e-6
-        return max(start + max(bandwidth, pipeline), stepping)
-
-    def algbw(self, size: float, **runtime: Any) -> float:
-        """Algorithm bandwidth ``size / time`` in GB/s (``runtime``: see :meth:`seconds`)."""
-        return size / self.seconds(size, **runtime) / 1e9
+    schedule: Any = field(default=None, compare=False, repr=False)
+    trees: tuple[Tree, ...] = field(default=(), compare=False, repr=False)
+    phases: tuple[bool, ...] = ()
 
     @property
     def asymptotic_algbw(self) -> float:
         """``lim algbw(M)`` as ``M`` grows: ``N / time_factor`` or ``1 / time_factor``."""
         scale = self.num_compute if self.collective in _DATA_PER_NODE else 1
         return float(scale / self.time_factor)
-
-    def curve(self, sizes: Iterable[int] = SIZES, **runtime: Any) -> list[tuple[int, float]]:
-        """``[(M, algbw(M)), ...]``."""
-        return [(m, self.algbw(m, **runtime)) for m in sizes]
 
 
 def link_latencies(topology: Topology, default: Fraction = DEFAULT_LATENCY) -> dict[Arc, Fraction]:
@@ -267,53 +236,16 @@ def schedule_cost(
     default_latency = number_argument(default_latency, "default_latency")
     latency = link_latencies(topology, default_latency)
     name = method or f"optimal (k={schedule.k})"
+    n = len(schedule.compute_nodes)
     if schedule.collective == "alltoall":
         factor = routes_time_factor(topology, schedule.routes, schedule.k)
         alpha = max(_path_latency(p.path, latency) for r in schedule.routes for p in r.paths)
-        return Cost(name, "alltoall", len(schedule.compute_nodes), factor, alpha)
+        return Cost(name, "alltoall", n, factor, alpha, schedule)
     factor, alpha = Fraction(0), Fraction(0)
-    depth = steps = 0
     for reverse in PHASES[schedule.collective]:
         factor += phase_time_factor(topology, schedule.trees, schedule.k, reverse=reverse)
         alpha += _deepest(schedule.trees, latency, reverse=reverse)
-        depth += max(_height(tree) for tree in schedule.trees)
-        sent: dict[tuple[str, str], int] = {}
-        for tree in schedule.trees:
-            for edge in tree.edges:
-                pair = (edge.dst, edge.src) if reverse else (edge.src, edge.dst)
-                sent[pair] = sent.get(pair, 0) + tree.chunks
-        steps += max(sent.values())
-    used = {
-        a for t in schedule.trees for e in t.edges for a in zip(e.path, e.path[1:], strict=False)
-    }
-    slowest = max(1 / topology.capacity[a] for a in used)
-    return Cost(
-        name,
-        schedule.collective,
-        len(schedule.compute_nodes),
-        factor,
-        alpha,
-        schedule.k,
-        depth,
-        max(t.chunks for t in schedule.trees),
-        slowest,
-        steps,
-    )
-
-
-def _height(tree: Tree) -> int:
-    """Most edges on a root-to-node path of ``tree``."""
-    level = {tree.root: 0}
-    pending = list(tree.edges)
-    while pending:
-        rest = [e for e in pending if e.src not in level]
-        for e in pending:
-            if e.src in level:
-                level[e.dst] = level[e.src] + 1
-        if len(rest) == len(pending):
-            raise SolveError(f"tree rooted at {tree.root!r} is not connected from its root")
-        pending = rest
-    return max(level.values())
+    return Cost(name, schedule.collective, n, factor, alpha, schedule)
 
 
 # --- routing ---------------------------------------------------------------------------
@@ -650,7 +582,9 @@ def direct_alltoall(topology: Topology, *, default_latency: Fraction = DEFAULT_L
         router,
         link_latencies(topology, default_latency),
     )
-    return Cost("direct", "alltoall", len(compute), factor, alpha)
+    return Cost(
+        "direct", "alltoall", len(compute), factor, alpha, direct_alltoall_schedule(topology)
+    )
 
 
 def hierarchical_alltoall(
@@ -890,7 +824,15 @@ def double_binary_tree_allreduce(
                 stack.append(c)
         alpha = max(alpha, max(down.values()) + max(up.values()))
     factor = Fraction(n, 2) * _max_ratio(loads, topology)
-    return Cost("double binary tree", "allreduce", n, factor, alpha)
+    return Cost(
+        "double binary tree",
+        "allreduce",
+        n,
+        factor,
+        alpha,
+        trees=double_binary_trees(topology),
+        phases=(True, False),
+    )
 
 
 # --- comparison ---------------------------------------------------------------------------
@@ -909,7 +851,9 @@ def compare_methods(
     (multi-box topologies only); allreduce: the same two tree schedules run as
     reduce-scatter + allgather, ring allreduce and the double binary tree;
     alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
-    direct and hierarchical (rail) all-to-all.
+    direct and hierarchical (rail) all-to-all (the relayed routes of
+    :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
+    has the same candidates).
 
     Raises
     ------
@@ -931,8 +875,11 @@ def compare_methods(
             schedule_cost(topology, _alltoall_schedule(topology), default_latency=default_latency),
             direct_alltoall(topology, default_latency=default_latency),
         ]
-        rail = hierarchical_alltoall(topology, default_latency=default_latency)
-        return costs if rail is None else [*costs, rail]
+        rail = hierarchical_alltoall_schedule(topology)
+        if rail is None:
+            return costs
+        method = str(rail.stats["method"])
+        return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
     optimal = _pack_arborescences(topology, progress=progress)
@@ -969,7 +916,7 @@ def aggregation_cost(
 
     Its exact bandwidth term, per ``data(M) = M / N`` as every allreduce here, is
     ``N`` times the schedule's time factor per ``M``; the latency term the deepest
-    (reduce path + multicast path) latency of a tree; no chunking terms.
+    (reduce path + multicast path) latency of a tree; the simulator runs ``schedule``.
 
     Examples
     --------
@@ -995,7 +942,7 @@ def aggregation_cost(
                     load[arc] = load.get(arc, 0) + tree.chunks
         alpha = max(alpha, deepest)
     factor = max(Fraction(m, k) / topology.capacity[a] for a, m in load.items())
-    return Cost(method, "allreduce", n, n * factor, alpha)
+    return Cost(method, "allreduce", n, n * factor, alpha, schedule)
 
 
 def _deepest_branch(
@@ -1067,6 +1014,7 @@ def compare_group_methods(
     ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
     costs = []
     for method, schedule in ((None, optimal), ("ring", ringed)):
+        # the cost is one group's; the simulator runs every group's schedule at once
         verdict = verify_groups_schedule(topology, schedule)
         if not verdict.valid or verdict.time_factor is None:
             raise SolveError(f"the groups' {method or 'optimal'} schedule fails: {verdict.reason}")
@@ -1074,6 +1022,7 @@ def compare_group_methods(
             replace(
                 schedule_cost(view, part, method, default_latency=default_latency),
                 time_factor=verdict.time_factor,
+                schedule=schedule,
             )
             for view, part in zip(views, schedule.groups, strict=True)
         ]

@@ -21,15 +21,22 @@ simulator's model:
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
-(one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it); the ring and
-the hierarchical ring (as tree schedules, :func:`optcoll.sim.cost_model.ring_schedule`); NCCL's
-double binary tree (allreduce); where up to 8 switches reduce or multicast (NVLS, SHARP), the
-optimal aggregation trees, ``in-network`` (allreduce,
-:func:`optcoll.schedules.aggregation.aggregation_schedule`), whose bandwidth bound is the
-cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`: every allreduce,
-whatever the switches do), the larger of the two floors; for all-to-all the optimal routes, ``direct`` (every
-pair on its widest path) and ``hierarchical (rail)``
-(:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`).
+(one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it), and
+every other ``k`` below the largest of those whose packing is closer to the optimum than
+every smaller ``k``'s; the ring and the hierarchical ring (as tree schedules,
+:func:`optcoll.sim.cost_model.ring_schedule`); NCCL's double binary tree (allreduce); where
+up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
+``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose
+bandwidth bound is the cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`:
+every allreduce, whatever the switches do), the larger of the two floors; for all-to-all the
+optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
+(:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for an allgather on a
+direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
+(:mod:`optcoll.sim.timetable`, synthesized for each size).
+
+:func:`plan` chooses, at each size, the candidate, the order in which each link serves its
+waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
+slice size (see :func:`plan`).
 
 Examples
 --------
@@ -42,12 +49,14 @@ Examples
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
@@ -62,6 +71,7 @@ from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.sim.cost_model import (
     DEFAULT_LATENCY,
     SIZES,
+    Cost,
     direct_alltoall_schedule,
     double_binary_trees,
     hierarchical_alltoall_schedule,
@@ -72,6 +82,8 @@ from optcoll.sim.cost_model import (
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
+    MAX_TASKS,
+    PRIORITIES,
     Network,
     TaskGraph,
     aggregation_tasks,
@@ -80,54 +92,161 @@ from optcoll.sim.simulator import (
     simulate,
     tree_tasks,
 )
+from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
+    "PLAN_TASKS",
+    "TIMETABLE_CHUNKS",
     "Candidate",
     "SizePlan",
     "candidates",
+    "exact_latency_bound",
     "latency_bound",
+    "method_times",
     "plan",
     "size_bands",
     "schedule_bands",
 ]
 
+#: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
+PLAN_TASKS = 300_000
+#: Chunks per node of the greedy timetables :func:`candidates` offers.
+TIMETABLE_CHUNKS = (1, 2, 4)
+#: The order a timetable's links serve their chunks in: the timetable's own.
+TIMETABLE = "timetable"
+#: How many of the fastest candidates (in their first order) try their other orders.
+REORDERED = 2
+#: How many of the fastest (candidate, order) pairs search for their slice.
+REFINED = 1
+#: The slice search divides (or multiplies) the slice by this each step...
+SLICE_STEP = 4
+#: ... while the time falls by more than this share.
+SLICE_GAIN = 0.0005
+#: Smallest and largest slices the search tries (bytes).
+MIN_SLICE, MAX_SLICE = 4 * 1024, 64 * 1024 * 1024
+
+_PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
+
 
 @dataclass(frozen=True)
 class Candidate:
-    """A way to run the collective: a tree (or route) schedule, or trees that split the
-    whole message among them (``trees`` run in ``phases``, e.g. the double binary tree)."""
+    """A way to run the collective: a tree (or route) schedule, trees that split the
+    whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
+    or a greedy timetable of ``chunks_per_node`` chunks per node
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size)."""
 
     method: str
     schedule: Schedule | None = None
     trees: tuple[Tree, ...] = ()
     phases: tuple[bool, ...] = ()
+    chunks_per_node: int = 0
     aggregation: AggregationSchedule | None = None
 
-    def tasks(self, network: Network, size: int, slice_bytes: int | None) -> TaskGraph:
-        """The candidate's task graph for a ``size``-byte collective."""
+    @property
+    def priorities(self) -> tuple[str, ...]:
+        """The link orders this candidate can run in: a timetable its own, routes and
+        aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
+        if self.chunks_per_node:
+            return (TIMETABLE,)
+        if self.aggregation is not None or (
+            self.schedule is not None and self.schedule.collective == "alltoall"
+        ):
+            return ("progress",)
+        return PRIORITIES
+
+    def timetable(self, topology: Topology, size: int, default_latency: Fraction) -> Timetable:
+        """The greedy timetable of a ``size``-byte allgather (a timetable candidate)."""
+        chunk = data_bytes("allgather", size, topology.num_compute) / self.chunks_per_node
+        return greedy_timetable(
+            topology, chunk, self.chunks_per_node, default_latency=default_latency
+        )
+
+    def tasks(
+        self,
+        network: Network,
+        size: int,
+        slice_bytes: int | None,
+        priority: str = "progress",
+        timetable: Timetable | None = None,
+    ) -> TaskGraph:
+        """The candidate's task graph for a ``size``-byte collective, its links serving
+        their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+        if timetable is not None:
+            graph = TaskGraph()
+            schedule = timetable.schedule
+            chunk = data_bytes("allgather", size, len(schedule.compute_nodes)) / schedule.k
+            tree_tasks(
+                graph, network, schedule.trees, chunk, (False,), slice_bytes=slice_bytes,
+                starts=timetable.starts,
+            )  # fmt: skip
+            return graph
         if self.schedule is not None:
-            return schedule_tasks(self.schedule, network, size, slice_bytes=slice_bytes)
+            return schedule_tasks(
+                self.schedule, network, size, slice_bytes=slice_bytes, priority=priority
+            )
         graph = TaskGraph()
         chunk = size / sum(t.chunks for t in self.trees)
-        tree_tasks(graph, network, self.trees, chunk, self.phases, slice_bytes=slice_bytes)
+        tree_tasks(
+            graph, network, self.trees, chunk, self.phases, slice_bytes=slice_bytes,
+            priority=priority,
+        )  # fmt: skip
         return graph
+
+    def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
+        """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.aggregation is not None:
+            trees = self.aggregation.trees
+            edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in trees)
+            return _slice_count(size / self.aggregation.k, slice_bytes) * edges
+        if self.chunks_per_node:
+            chunk = data_bytes("allgather", size, num_compute) / self.chunks_per_node
+            edges = self.chunks_per_node * num_compute * (num_compute - 1)
+            return _slice_count(chunk, slice_bytes) * edges
+        if self.schedule is not None and self.schedule.collective == "alltoall":
+            chunk = data_bytes("alltoall", size, num_compute) / self.schedule.k
+            paths = sum(p.chunks for r in self.schedule.routes for p in r.paths)
+            return _slice_count(chunk, slice_bytes) * paths
+        if self.schedule is not None:
+            data = data_bytes(self.schedule.collective, size, num_compute)
+            chunk, trees = data / self.schedule.k, self.schedule.trees
+            phases = len(PHASES[self.schedule.collective])
+        else:
+            chunk, trees = size / sum(t.chunks for t in self.trees), self.trees
+            phases = len(self.phases)
+        edges = sum(t.chunks * len(t.edges) for t in trees)
+        return _slice_count(chunk, slice_bytes) * phases * edges
+
+
+def _slice_count(chunk: float, slice_bytes: int | None) -> int:
+    """Slices of a ``chunk``-byte chunk (the simulator's rule)."""
+    return 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
 
 
 @dataclass(frozen=True)
 class SizePlan:
-    """The plan at one size: the fastest method, its time, the lower bound, every time."""
+    """The plan at one size: the fastest method, its time, the lower bound, every
+    method's best time; how the fastest runs (``slice_bytes``, ``priority``: the order
+    its links serve their slices in) and the schedule it runs (None for trees that are
+    not one schedule, e.g. the double binary tree). ``bound`` is the lower bound in µs,
+    exact (``lower_bound_us`` is its float)."""
 
     size: int
     method: str
     time_us: float
     lower_bound_us: float
     candidates: tuple[tuple[str, float | None], ...]
+    slice_bytes: int | None = DEFAULT_SLICE
+    priority: str = "progress"
+    schedule: Schedule | None = field(default=None, compare=False, repr=False)
+    bound: Fraction | None = None
 
     @property
     def ratio(self) -> float:
         """``time_us / lower_bound_us`` (>= 1: the certified gap)."""
+        if self.bound is not None:
+            return float(Fraction(self.time_us) / self.bound)
         return self.time_us / self.lower_bound_us
 
     @property
@@ -136,14 +255,17 @@ class SizePlan:
         return self.size / self.time_us / 1000.0
 
     def to_dict(self) -> dict[str, object]:
-        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "candidates":
-        [{"method", "time_us"}, ...]}`` (``time_us`` None: too many steps to simulate)."""
+        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes",
+        "priority", "candidates": [{"method", "time_us"}, ...]}`` (``time_us`` None: too
+        many steps to simulate; ``slice_bytes`` None: whole chunks)."""
         return {
             "bytes": self.size,
             "method": self.method,
             "time_us": round(self.time_us, 4),
             "lower_bound_us": round(self.lower_bound_us, 4),
             "ratio": round(self.ratio, 6),
+            "slice_bytes": self.slice_bytes,
+            "priority": self.priority,
             "candidates": [
                 {"method": m, "time_us": None if t is None else round(t, 4)}
                 for m, t in self.candidates
@@ -166,7 +288,7 @@ def candidates(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in candidates(build("dgx-a100:2"))]
-    ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=8', 'ring', 'hierarchical ring']
+    ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
     """
 
     collective = canonical_collective(collective)
@@ -180,11 +302,21 @@ def candidates(
         tried = [k for k, _ in deployable.tried]
     except ExportError:  # no power of two within the tolerance: the first few
         tried = [1, 2, 4, 8]
-    for k in tried:
-        if k != optimal.k:
-            deployed = deployable_schedule(topology, collective, k=k, root=root)
-            if deployed.allgather is None:  # one schedule (not two phases on two topologies)
-                found.append(Candidate(f"k={k}", deployed.schedule))
+    # the powers of two tried, and every other k up to the largest of them whose
+    # packing is faster than every smaller k's (one no faster only cuts the same data
+    # finer, as a smaller slice does)
+    best = None
+    for k in range(1, max(tried) + 1):
+        if k == optimal.k:
+            continue
+        deployed = deployable_schedule(topology, collective, k=k, root=root)
+        if deployed.allgather is not None:  # two phases on two topologies: not one schedule
+            continue
+        if k in tried or best is None or deployed.ratio < best:
+            found.append(Candidate(f"k={k}", deployed.schedule))
+        best = deployed.ratio if best is None else min(best, deployed.ratio)
+    if collective == "allgather" and topology.num_compute == len(topology.node):
+        found += [Candidate(f"timetable (k={c})", chunks_per_node=c) for c in TIMETABLE_CHUNKS]
     if collective == "alltoall":
         found.append(Candidate("direct", direct_alltoall_schedule(topology)))
         rail = hierarchical_alltoall_schedule(topology)
@@ -225,10 +357,33 @@ def latency_bound(
     >>> latency_bound(build("dgx-a100:2"))  # a 1 µs step + 6 links of 1 µs between boxes
     7.0
     """
+    return float(
+        exact_latency_bound(
+            topology, collective, root=root, overhead=overhead, default_latency=default_latency
+        )
+    )
+
+
+def exact_latency_bound(
+    topology: Topology,
+    collective: str = "allgather",
+    *,
+    root: str | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Fraction:
+    """:func:`latency_bound` in exact arithmetic (the float ``overhead`` read exactly).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> exact_latency_bound(build("torus:4x4"), overhead=0.0, default_latency=Fraction(1, 2))
+    Fraction(2, 1)
+    """
     latency = link_latencies(topology, default_latency)
-    out: dict[str, list[tuple[str, float]]] = {}
+    out: dict[str, list[tuple[str, Fraction]]] = {}
     for (u, v), value in latency.items():
-        out.setdefault(u, []).append((v, float(value)))
+        out.setdefault(u, []).append((v, value))
     collective = canonical_collective(collective)
     compute = topology.compute_nodes
     if collective in ("broadcast", "reduce"):
@@ -237,23 +392,23 @@ def latency_bound(
         targets = list(compute) if collective == "broadcast" else [root]
     else:
         sources, targets = list(compute), list(compute)
-    worst = 0.0
+    worst = Fraction(0)
     for source in sources:
         distance = _distances(out, source)
         worst = max(worst, max(distance[t] for t in targets))
-    return overhead + worst
+    return Fraction(overhead) + worst
 
 
-def _distances(out: dict[str, list[tuple[str, float]]], source: str) -> dict[str, float]:
+def _distances(out: dict[str, list[tuple[str, Fraction]]], source: str) -> dict[str, Fraction]:
     """Dijkstra: the smallest latency sum from ``source`` to every node."""
-    distance = {source: 0.0}
-    heap = [(0.0, source)]
+    distance = {source: Fraction(0)}
+    heap = [(Fraction(0), source)]
     while heap:
         d, u = heapq.heappop(heap)
         if d > distance[u]:
             continue
         for v, w in out.get(u, ()):
-            if d + w < distance.get(v, float("inf")):
+            if d + w < distance.get(v, d + w + 1):
                 distance[v] = d + w
                 heapq.heappush(heap, (d + w, v))
     return distance
@@ -270,10 +425,24 @@ def plan(
     default_latency: Fraction = DEFAULT_LATENCY,
     progress: bool = False,
     options: Sequence[Candidate] | None = None,
+    choose_slice: bool = True,
+    max_tasks: int = PLAN_TASKS,
 ) -> list[SizePlan]:
-    """For each size, the fastest of ``options`` (default :func:`candidates`) under the
-    simulator, with the lower bound of the module docstring. A candidate whose task graph
-    exceeds :data:`optcoll.sim.simulator.MAX_TASKS` at a size (a huge ``k``) gets no time there.
+    """For each size, the fastest way to run one of ``options`` (default
+    :func:`candidates`) under the simulator, with the lower bound of the module docstring.
+
+    Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
+    of ``slice_bytes`` (four times as large, and again, where its task graph would exceed
+    ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
+    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
+    slices a quarter as large, and again, while that is faster by more than
+    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (with a per-step
+    ``overhead``, also slices four times as large, while they are faster). A candidate
+    whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
+    at one slice per chunk gets no time there, and so does one that provably cannot win: its
+    busiest link's load over its bandwidth, a lower bound on its simulated time, is no
+    less than the fastest time found before it (candidates run in order of that bound).
+    The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
     """
 
     collective = canonical_collective(collective)
@@ -287,33 +456,195 @@ def plan(
     if collective == "allreduce" and topology.has_in_network:
         # per M / N bytes, as the allgather bound: N / lambda
         bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
-    floor = latency_bound(
+    floor = exact_latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency
     )
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="run", leave=False)
+        bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="candidate", leave=False)
     rows = []
     for size in sizes:
-        times: list[tuple[str, float | None]] = []
-        for option in options:
-            try:
-                graph = option.tasks(network, size, slice_bytes)
-            except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
-                times.append((option.method, None))
-            else:
-                run = simulate(graph, network, size, overhead=overhead)
-                times.append((option.method, run.time_us))
+        data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
+        lower = max(floor, data * bound / 1000)
+        search = _Search(topology, network, size, overhead, default_latency, max_tasks, lower)
+        # likely fastest first: the smallest bandwidth term, timetables before trees
+        for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
+            search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
             if bar is not None:
                 bar.update()
-        method, best = min(((m, t) for m, t in times if t is not None), key=lambda item: item[1])
-        width = data_bytes(collective, size, topology.num_compute) * float(bound) / 1000
-        rows.append(SizePlan(size, method, best, max(floor, width), tuple(times)))
+        search.reorder()
+        if choose_slice:
+            search.refine()
+        best = search.best()
+        rows.append(
+            SizePlan(
+                size,
+                best.method,
+                best.time_us,
+                float(lower),
+                search.per_method(options),
+                best.slice_bytes,
+                best.priority,
+                best.schedule,
+                lower,
+            )
+        )
     if bar is not None:
         bar.close()
     return rows
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """One simulated way to run a candidate at one size."""
+
+    time_us: float
+    method: str
+    option: Candidate
+    priority: str
+    slice_bytes: int | None
+    schedule: Schedule | None
+
+
+class _Search:
+    """The trials of every candidate at one size (each timetable synthesized once)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        network: Network,
+        size: int,
+        overhead: float,
+        default_latency: Fraction,
+        max_tasks: int,
+        lower: Fraction,
+    ) -> None:
+        self.topology, self.network, self.size = topology, network, size
+        self.lower = float(lower)
+        self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
+        self.trials: list[_Trial] = []
+        self.tables: dict[str, Timetable] = {}
+
+    def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
+        """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
+        many tasks)."""
+        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        if count > min(self.max_tasks, MAX_TASKS):
+            return None
+        if self.trials and (
+            self.bandwidth_us(option) >= self.best().time_us
+            or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
+        ):  # its busiest link alone takes longer than the fastest, or that is at the bound
+            return None
+        table = self._table(option)
+        try:
+            graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
+        except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
+            return None
+        run = simulate(graph, self.network, self.size, overhead=self.overhead)
+        schedule = option.schedule if table is None else _with_order(table)
+        trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
+        self.trials.append(trial)
+        return trial
+
+    def _table(self, option: Candidate) -> Timetable | None:
+        """The timetable of a timetable candidate at this size (synthesized once)."""
+        if not option.chunks_per_node:
+            return None
+        if option.method not in self.tables:
+            self.tables[option.method] = option.timetable(self.topology, self.size, self.latency)
+        return self.tables[option.method]
+
+    def bandwidth_us(self, option: Candidate) -> float:
+        """A lower bound on ``option``'s simulated time (µs): its busiest link's load over
+        its bandwidth in the busiest phase (0 for trees that are not one schedule). A
+        simulated link is busy exactly that long, whatever the order and the slices."""
+        table = self._table(option)
+        schedule = option.schedule if table is None else table.schedule
+        if schedule is None:
+            return 0.0
+        data = data_bytes(schedule.collective, self.size, self.topology.num_compute)
+        if schedule.collective == "alltoall":
+            factor = routes_time_factor(self.topology, schedule.routes, schedule.k)
+        else:
+            factor = max(
+                phase_time_factor(self.topology, schedule.trees, schedule.k, reverse=reverse)
+                for reverse in PHASES[schedule.collective]
+            )
+        return data * float(factor) / 1000
+
+    def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
+        """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
+        whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
+        budget = min(self.max_tasks, MAX_TASKS)
+        n = self.topology.num_compute
+        while slice_bytes is not None and option.task_count(self.size, slice_bytes, n) > budget:
+            if option.task_count(self.size, None, n) == option.task_count(
+                self.size, slice_bytes, n
+            ):
+                break  # one slice per chunk already: no larger slice helps
+            slice_bytes *= SLICE_STEP
+        return slice_bytes
+
+    def reorder(self) -> None:
+        """The other orders of the :data:`REORDERED` fastest candidates that have them
+        (each at the slice it first ran with)."""
+        tried = sorted(self.trials, key=lambda t: t.time_us)
+        reordered = [t for t in tried if len(t.option.priorities) > 1][:REORDERED]
+        for trial in reordered:
+            for priority in trial.option.priorities[1:]:
+                self.run(trial.option, priority, trial.slice_bytes)
+
+    def refine(self) -> None:
+        """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
+        (candidate, order) pairs, while they are faster (see :func:`plan`)."""
+        if not self.trials:
+            return
+        pairs: list[_Trial] = []
+        for trial in sorted(self.trials, key=lambda t: t.time_us):
+            if all((t.method, t.priority) != (trial.method, trial.priority) for t in pairs):
+                pairs.append(trial)
+        factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.overhead > 0 else (
+            Fraction(1, SLICE_STEP),
+        )  # fmt: skip
+        for start in pairs[:REFINED]:
+            if start.slice_bytes is None:
+                continue
+            for factor in factors:
+                current, piece = start, start.slice_bytes
+                while True:
+                    piece = int(piece * factor)
+                    if piece < MIN_SLICE or piece > MAX_SLICE:
+                        break
+                    trial = self.run(current.option, current.priority, piece)
+                    if trial is None or trial.time_us >= current.time_us * (1 - SLICE_GAIN):
+                        break
+                    current = trial
+
+    def best(self) -> _Trial:
+        """The fastest trial (the first of equals)."""
+        if not self.trials:
+            raise ScheduleError(
+                f"no candidate can be simulated at {self.size} bytes within {self.max_tasks:,} "
+                "tasks: use a larger --slice or a smaller size"
+            )
+        return min(self.trials, key=lambda t: t.time_us)
+
+    def per_method(self, options: Sequence[Candidate]) -> tuple[tuple[str, float | None], ...]:
+        """Every candidate's fastest time (None: never simulated), in ``options`` order."""
+        times: dict[str, float] = {}
+        for trial in self.trials:
+            times[trial.method] = min(times.get(trial.method, trial.time_us), trial.time_us)
+        return tuple((o.method, times.get(o.method)) for o in options)
+
+
+def _with_order(table: Timetable) -> Schedule:
+    """The timetable's schedule with its order in its stats (``starts``: per tree, the
+    start time in µs of each edge's transfer), which the schedule JSON carries."""
+    stats = {**table.schedule.stats, "starts": [list(s) for s in table.starts]}
+    return replace(table.schedule, stats=stats)
 
 
 def size_bands(
@@ -351,9 +682,12 @@ def size_bands(
 def schedule_bands(
     rows: Sequence[SizePlan], options: Sequence[Candidate]
 ) -> list[tuple[Candidate, int, int | None]]:
-    """The size bands of the ``options`` that are schedules (what ``optcoll plan --export``
-    and ``optcoll export --bands`` write): :func:`size_bands` among them, each band as
-    ``(candidate, smallest, largest or None)``.
+    """The size bands of the ``options`` that are schedules or timetables (what ``optcoll
+    plan --export`` and ``optcoll export --bands`` write): :func:`size_bands` among them,
+    each band as ``(candidate, smallest, largest or None)``. Each band's candidate holds
+    the schedule as the plan runs it at the first planned size where it is the fastest
+    (a timetable: synthesized for that size), with the plan's order in its stats
+    (``priority``, ``slice_bytes``, and a timetable's ``starts``).
 
     Examples
     --------
@@ -363,6 +697,80 @@ def schedule_bands(
     >>> rows = plan(topo, "allgather", [1024, 2**20, 2**30], options=options)
     >>> [(c.method, low, high) for c, low, high in schedule_bands(rows, options)]
     [('k=1', 0, 1048575), ('k=2', 1048576, 1073741823), ('optimal (k=13)', 1073741824, None)]
+    >>> [c.schedule.stats["priority"] for c, _, _ in schedule_bands(rows, options)]
+    ['progress', 'progress', 'depth']
     """
-    schedules = {o.method: o for o in options if o.schedule is not None}
-    return [(schedules[m], low, high) for m, low, high in size_bands(rows, list(schedules))]
+    methods = [o.method for o in options if o.schedule is not None or o.chunks_per_node]
+    bands = []
+    for method, low, high in size_bands(rows, methods):
+        won = [r for r in rows if r.method == method and r.size >= low and r.schedule is not None]
+        if won:
+            row = won[0]
+            stats = {**row.schedule.stats, "priority": row.priority, "slice_bytes": row.slice_bytes}
+            bands.append((Candidate(method, replace(row.schedule, stats=stats)), low, high))
+            continue
+        (option,) = (o for o in options if o.method == method)
+        if option.schedule is None:  # a timetable that never won outright: none to write
+            continue
+        stats = {**option.schedule.stats, "priority": "progress", "slice_bytes": None}
+        bands.append((Candidate(method, replace(option.schedule, stats=stats)), low, high))
+    return bands
+
+
+def method_times(
+    topology: Topology,
+    costs: Sequence[Cost],
+    sizes: Sequence[int],
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> list[list[float | None]]:
+    """The simulated time (µs) of every method of ``costs`` at every size (``optcoll
+    compare``'s curves): its schedule, its trees in their phases, or every group's
+    schedule at once (concurrent process groups); None where the task graph is too large
+    or the cost carries nothing to simulate.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.sim.cost_model import compare_methods
+    >>> topo = build("ring:4")
+    >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
+    [[5.01], [4.02], [6.015]]
+    """
+    network = Network.of(topology, default_latency)
+    times = []
+    for cost in costs:
+        row: list[float | None] = []
+        for size in sizes:
+            try:
+                graph = _cost_tasks(cost, network, size, slice_bytes)
+            except ScheduleError:
+                graph = None
+            row.append(
+                None if graph is None else simulate(graph, network, size, overhead=overhead).time_us
+            )
+        times.append(row)
+    return times
+
+
+def _cost_tasks(
+    cost: Cost, network: Network, size: int, slice_bytes: int | None
+) -> TaskGraph | None:
+    """The task graph of a cost's method (None: nothing to simulate)."""
+    if isinstance(cost.schedule, AggregationSchedule):
+        return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
+    if isinstance(cost.schedule, Schedule) or cost.trees:
+        option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
+        return option.tasks(network, size, slice_bytes)
+    if cost.schedule is None:
+        return None
+    graph = TaskGraph()  # concurrent groups: every group's trees on the one network
+    for group in cost.schedule.groups:
+        data = data_bytes(group.collective, size, len(group.compute_nodes))
+        tree_tasks(
+            graph, network, group.trees, data / group.k, PHASES[group.collective],
+            slice_bytes=slice_bytes,
+        )  # fmt: skip
+    return graph

@@ -115,6 +115,9 @@ MAX_TASKS = 2_000_000
 #: Time bins of the per-link utilisation timeline.
 TIMELINE_BINS = 10
 
+#: The orders a link can serve its waiting slices in (see :func:`tree_tasks`).
+PRIORITIES = ("progress", "depth", "progress-depth")
+
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 _DONE, _FREE, _ISSUE = -1, -2, -3
 
@@ -452,37 +455,101 @@ def tree_tasks(
     phases: Sequence[bool],
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
 ) -> None:
     """Add the transfers of ``trees`` (``chunk`` bytes per chunk) to ``graph``.
+
+    ``priority`` is the order in which a busy link or connection serves its waiting
+    slices (:data:`PRIORITIES`): ``"progress"`` earliest in the tree's data first;
+    ``"depth"`` the slice with the most tree edges still ahead of it first (below its
+    receiver, or up to the root in a reverse phase), then earliest in the data;
+    ``"progress-depth"`` earliest in the data, then the most edges ahead. ``starts``
+    (per tree, a time per edge, e.g. a :class:`~optcoll.sim.timetable.Timetable`'s)
+    overrides ``priority``: a link serves its slices in the order of those times.
 
     Each phase runs every tree forward (the root's data down to every node) or, when
     ``True``, in reverse (each node sends its partial sum up once its children's have
     arrived); a later phase starts per slice where the earlier one ended at the root.
     """
+    if priority not in PRIORITIES:
+        raise ScheduleError(f"unknown priority {priority!r}: one of {', '.join(PRIORITIES)}")
     count, piece = _slices(chunk, slice_bytes)
     _check_size(
         len(graph) + count * len(phases) * sum(t.chunks * len(t.edges) for t in trees), count
     )
     up, down = any(phases), not all(phases)
-    for tree in trees:
-        forward = [(e.src, e.dst, network.path(e.path)) for e in tree.edges] if down else []
-        backward = [(e.dst, e.src, network.path(e.path[::-1])) for e in tree.edges] if up else []
+    for number, tree in enumerate(trees):
+        ahead, spread = _ranks(tree, priority, tree.chunks * count)
+        if starts is not None:  # a timetable: each edge's start time is its place
+            ahead = {(e.src, e.dst): t for e, t in zip(tree.edges, starts[number], strict=True)}
+            ahead.update(
+                {(e.dst, e.src): t for e, t in zip(tree.edges, starts[number], strict=True)}
+            )
+            spread = 0.0
+        forward = (
+            [
+                (e.src, e.dst, network.path(e.path), ahead.get((e.src, e.dst), 0.0))
+                for e in tree.edges
+            ]
+            if down
+            else []
+        )
+        backward = (
+            [
+                (e.dst, e.src, network.path(e.path[::-1]), ahead.get((e.dst, e.src), 0.0))
+                for e in tree.edges
+            ]
+            if up
+            else []
+        )
         for piece_number in range(tree.chunks * count):
             # how far through the tree's data this piece is: links serve the earliest first
-            loop = _progress(piece_number, tree.chunks, count)
+            loop = spread * _progress(piece_number, tree.chunks, count)
             at_root: list[int] = []
             for reverse in phases:
                 if reverse:
                     into: dict[str, list[int]] = {}
-                    for src, dst, path in reversed(backward):  # leaves first
-                        task = graph.add((src, dst), path, piece, into.get(src, ()), loop)
+                    for src, dst, path, rank in reversed(backward):  # leaves first
+                        task = graph.add((src, dst), path, piece, into.get(src, ()), rank + loop)
                         into.setdefault(dst, []).append(task)
                     at_root = into.get(tree.root, [])
                 else:
                     arrived: dict[str, list[int]] = {tree.root: at_root}
-                    for src, dst, path in forward:  # parents before children
-                        arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+                    for src, dst, path, rank in forward:  # parents before children
+                        arrived[dst] = [
+                            graph.add((src, dst), path, piece, arrived[src], rank + loop)
+                        ]
                     at_root = []
+
+
+def _ranks(tree: Tree, priority: str, pieces: int) -> tuple[dict[Arc, float], float]:
+    """Each tree edge's rank under ``priority`` (keyed by sender and receiver, both
+    directions) and the weight of a piece's place in the data (``pieces`` per tree):
+    a slice's place in its link's queue is ``rank + weight * place``."""
+    if priority == "progress":
+        return {}, 1.0
+    height, depth = _reach(tree)
+    # "depth": edges ahead first, then the data; "progress-depth": the data first, the
+    # edges ahead splitting the gap between one piece's place and the next
+    scale = 1.0 if priority == "depth" else 1.0 / (pieces * (max(height.values()) + 2))
+    ranks: dict[Arc, float] = {}
+    for e in tree.edges:
+        ranks[(e.src, e.dst)] = -scale * (height[e.dst] + 1)
+        ranks[(e.dst, e.src)] = -scale * depth[e.src] - scale
+    return ranks, 1.0
+
+
+def _reach(tree: Tree) -> tuple[dict[str, int], dict[str, int]]:
+    """Per node of ``tree``: the most edges below it (its subtree's height) and the edges
+    from the root to it (its depth)."""
+    depth = {tree.root: 0}
+    for e in tree.edges:  # parents before children
+        depth[e.dst] = depth[e.src] + 1
+    height = dict.fromkeys(depth, 0)
+    for e in reversed(tree.edges):
+        height[e.src] = max(height[e.src], height[e.dst] + 1)
+    return height, depth
 
 
 def schedule_tasks(
@@ -491,8 +558,11 @@ def schedule_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
 ) -> TaskGraph:
-    """The task graph of ``schedule`` for an ``size``-byte collective.
+    """The task graph of ``schedule`` for an ``size``-byte collective (``priority``: the
+    order links serve waiting slices in, :func:`tree_tasks`; all-to-all routes are served
+    earliest in the data first).
 
     Examples
     --------
@@ -516,7 +586,13 @@ def schedule_tasks(
                     graph.add((route.src, route.dst), arcs, piece, (), progress)
         return graph
     tree_tasks(
-        graph, network, schedule.trees, chunk, PHASES[schedule.collective], slice_bytes=slice_bytes
+        graph,
+        network,
+        schedule.trees,
+        chunk,
+        PHASES[schedule.collective],
+        slice_bytes=slice_bytes,
+        priority=priority,
     )
     return graph
 

@@ -4,9 +4,11 @@ Each case runs in a fresh process (``python -m optcoll``) under ``PYTHONPATH`` o
 each code (this worktree, and ``--base DIR``, e.g. a ``git worktree add /tmp/base
 <commit>``), with a CPU-time limit; reported: CPU seconds (user + system of the
 child), peak RSS, and for ``trees`` the schedule's max height, eccentricity and
-time factor, then ``verify`` of the written schedule (exact, at its stated factor).
+time factor, then ``verify`` of the written schedule (exact, at its stated factor;
+how: ``compact`` from the representatives and the group's generators, or ``full``), and
+with ``--full`` also ``verify --full`` (every tree walked) in the codes that have it.
 
-Usage: ``python benchmarks/torus_symmetry.py [--base DIR] [--limit SECONDS] [CASE ...]``
+Usage: ``python benchmarks/torus_symmetry.py [--base DIR] [--limit SECONDS] [--full] [CASE ...]``
 with cases like ``trees:torus:32x32`` or ``bound:torus:128x128``.
 """
 
@@ -43,8 +45,8 @@ def run(code: Path, argv: list[str], limit: float) -> tuple[float, int, dict | N
             text=True,
             timeout=limit,
         )
-        output = json.loads(done.stdout) if done.returncode == 0 else None
-    except subprocess.TimeoutExpired:
+        output = json.loads(done.stdout) if done.returncode in (0, 1) else None  # 1: invalid
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
         output = None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -55,6 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, help="another checkout to compare with")
     parser.add_argument("--limit", type=float, default=600, help="seconds per case")
+    parser.add_argument("--full", action="store_true", help="also time verify --full")
     parser.add_argument("cases", nargs="*", default=CASES)
     args = parser.parse_args()
     codes = {"this": Path(__file__).resolve().parent.parent}
@@ -78,8 +81,14 @@ def main() -> None:
                         f"  ratio to r* {result['ratio_to_optimum']}"
                     )
                     vcpu, vrss, verdict = run(code, ["verify", spec, out, "--json"], args.limit)
-                    valid = verdict is not None and verdict.get("valid")
-                    line += f"  verify {vcpu:.2f} CPU s {vrss} MB valid={valid}"
+                    valid = "did not finish" if verdict is None else verdict.get("valid")
+                    how = "-" if verdict is None else verdict.get("method", "full")
+                    line += f"  verify {vcpu:.2f} CPU s {vrss} MB valid={valid} ({how})"
+                    if args.full and label == "this":
+                        argv = ["verify", spec, out, "--json", "--full"]
+                        vcpu, vrss, verdict = run(code, argv, args.limit)
+                        valid = "did not finish" if verdict is None else verdict.get("valid")
+                        line += f"  verify --full {vcpu:.2f} CPU s {vrss} MB valid={valid}"
                 print(line, flush=True)
 
 

@@ -19,6 +19,7 @@ from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.topology import Topology
 from optcoll.exceptions import GroupError, MethodError
 from optcoll.groups.concurrent import ConcurrentGroups, concurrent_optimum
+from optcoll.groups.symmetry import root_automorphisms
 from optcoll.groups.tree_columns import tree_bound, tree_column_optimum
 from optcoll.io.process_groups import parse_groups
 from optcoll.lp.column_generation import column_generation
@@ -147,3 +148,24 @@ def test_cli_group_form(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["form"] is None  # classes of one: no LP
     assert main(["bound", "dgx-a100:2", "--group-form", "edge"]) == 2
     assert "--group-form applies to process groups" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "text"), [("dgx-h100:4", "strided:4"), ("ring:6,bw=1", "blocks:6")]
+)
+def test_root_symmetry_solves_one_root(spec: str, text: str) -> None:
+    """Root maps keep every group and every link's bandwidth (checked here on their
+    own), and the LP with one root per solved group has the full LP's optimum."""
+    groups = parse_groups(load_topology(spec), text, relay="any")
+    maps = root_automorphisms(groups, 0)
+    assert maps is not None and sorted(maps) == sorted(groups.groups[0])
+    capacity = groups.topology.capacity
+    for root, image in maps.items():
+        assert image[groups.groups[0][0]] == root
+        assert all(capacity.get((image[u], image[v])) == c for (u, v), c in capacity.items())
+        assert all({image[v] for v in group} == set(group) for group in groups.groups)
+    indices = list(range(len(groups.groups)))
+    reduced = tree_column_optimum(groups, indices)
+    full = tree_column_optimum(groups, indices, symmetric=False)
+    assert reduced.symmetric and reduced.time_factor == full.time_factor
+    check_solution(reduced, indices)

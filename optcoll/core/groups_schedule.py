@@ -18,7 +18,7 @@ the time factor the largest load over bandwidth.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -88,7 +88,8 @@ class GroupsSchedule:
                 "members": list(s.compute_nodes),
                 **({} if s.root is None else {"root": s.root}),
                 "k": s.k,
-                "trees": s.to_dict()["trees"],
+                # every tree: a group's entry has no field for rotations
+                "trees": replace(s, trees=tuple(s.trees), rotation=None).to_dict()["trees"],
             }
             for s in self.groups
         ]

@@ -18,7 +18,9 @@ max over links of ``load / (k * bandwidth)``.
 A schedule whose trees are the images of a few *representative* trees under the
 powers of one node permutation (:class:`Rotation`, from
 :func:`optcoll.schedules.packing.pack_arborescences` on clusters of identical boxes) is
-written compactly: the representatives and the permutation, expanded on reading.
+written compactly: the representatives and the permutation. On reading, the trees
+are an :class:`ImageTrees`, expanded only when a caller walks them: the verifier checks
+the compact form itself (:mod:`optcoll.verify.symmetric`).
 
 This module only holds and (de)serialises schedules. Checking them is the job
 of :mod:`optcoll.verify.schedule`, which shares no code with the builders.
@@ -51,6 +53,7 @@ __all__ = [
     "Tree",
     "Rotation",
     "Rotations",
+    "ImageTrees",
     "RoutePath",
     "Route",
     "Schedule",
@@ -381,6 +384,82 @@ class Rotations:
         return result
 
 
+class ImageTrees(Sequence[Tree]):
+    """The trees of a compact schedule: representatives' trees and all their images.
+
+    A sequence equal to ``group.expand(representatives, compute_nodes)``, which is
+    computed only when a tree is first looked at (its length is known without it:
+    every element of the group maps every representative tree). Writers and the
+    verifier read :attr:`representatives` and :attr:`group` instead of expanding.
+
+    Examples
+    --------
+    >>> swap = Rotation(2, {"a": "b", "b": "a"})
+    >>> trees = ImageTrees((Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)),), swap, ("a", "b"))
+    >>> len(trees), trees.expanded
+    (2, False)
+    >>> trees[1].root, trees.expanded
+    ('b', True)
+    >>> trees == swap.expand(trees.representatives, ("a", "b"))
+    True
+    """
+
+    __slots__ = ("representatives", "group", "compute_nodes", "_trees")
+
+    def __init__(
+        self,
+        representatives: Sequence[Tree],
+        group: Rotation | Rotations,
+        compute_nodes: Sequence[str],
+    ) -> None:
+        self.representatives = tuple(representatives)
+        self.group = group
+        self.compute_nodes = tuple(compute_nodes)
+        self._trees: tuple[Tree, ...] | None = None
+
+    @property
+    def expanded(self) -> bool:
+        """Whether the images have been made (by a caller that walked the trees)."""
+        return self._trees is not None
+
+    def _all(self) -> tuple[Tree, ...]:
+        if self._trees is None:
+            self._trees = self.group.expand(self.representatives, self.compute_nodes)
+        return self._trees
+
+    def __len__(self) -> int:
+        return len(self.representatives) * self.group.order
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ImageTrees) and (
+            other.representatives == self.representatives
+            and other.group == self.group
+            and other.compute_nodes == self.compute_nodes
+        ):
+            return True
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return self._all() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return (
+            f"ImageTrees({len(self.representatives)} representative trees x "
+            f"{self.group.order} elements)"
+        )
+
+    def __reduce__(self) -> Any:  # pickled compact, whether expanded or not
+        return (ImageTrees, (self.representatives, self.group, self.compute_nodes))
+
+
 @dataclass(frozen=True)
 class RoutePath:
     """``chunks`` of a pair's ``k`` chunks sent along ``path`` (node ids, source first)."""
@@ -414,6 +493,8 @@ class Schedule:
     k : int
         Chunks per shard.
     trees : tuple of Tree
+        Or an :class:`ImageTrees` (a compact schedule: representatives' trees and
+        their images under ``rotation``, made only when walked).
     cut_ratio : Fraction, optional
         The optimal cut ratio r* of the topology (the lower bound).
     time_factor : Fraction, optional
@@ -441,7 +522,7 @@ class Schedule:
     topology: str
     compute_nodes: tuple[str, ...]
     k: int
-    trees: tuple[Tree, ...]
+    trees: tuple[Tree, ...] | ImageTrees
     cut_ratio: Fraction | None = None
     time_factor: Fraction | None = None
     root: str | None = None
@@ -512,19 +593,15 @@ class Schedule:
                 for r in self.routes
             ]
             return data
-        trees = self.trees
-        if self.rotation is not None:
+        trees: Sequence[Tree] = self.trees
+        if isinstance(trees, ImageTrees):  # compact by construction: never expanded here
+            data.update(_group_field(trees.group))
+            trees = trees.representatives
+        elif self.rotation is not None:
             first = self.rotation.representatives(self.compute_nodes)
             representatives = [t for t in trees if t.root in first]
             if self.rotation.expand(representatives, self.compute_nodes) == trees:
-                if isinstance(self.rotation, Rotation):
-                    images = self.rotation.images
-                    data["rotation"] = {"order": self.rotation.order, "images": dict(images)}
-                else:
-                    data["rotations"] = [
-                        {"order": r.order, "images": dict(r.images)}
-                        for r in self.rotation.generators
-                    ]
+                data.update(_group_field(self.rotation))
                 trees = tuple(representatives)
         data["trees"] = [
             {
@@ -578,13 +655,14 @@ class Schedule:
             raise ScheduleError(f"field 'stats' must be a mapping, got {data['stats']!r}")
         if data.get("root") is not None and not isinstance(data["root"], str):
             raise ScheduleError(f"field 'root' must be a node id string, got {data['root']!r}")
+        trees: tuple[Tree, ...] | ImageTrees
         trees = tuple(_parse_tree(i, t) for i, t in enumerate(data.get("trees", [])))
         rotation: Rotation | Rotations | None = None
         if "rotation" in data and "rotations" in data:
             raise ScheduleError("a schedule has 'rotation' or 'rotations', not both")
         if "rotations" in data:
             rotation = _parse_rotations(data["rotations"], len(nodes))
-            trees = rotation.expand(trees, tuple(nodes))
+            trees = ImageTrees(trees, rotation, nodes)
         if "rotation" in data:
             entry = data["rotation"]
             if not isinstance(entry, Mapping):
@@ -595,7 +673,7 @@ class Schedule:
                 raise ScheduleError(
                     f"rotation 'order' {rotation.order} exceeds the {len(nodes)} compute nodes"
                 )
-            trees = rotation.expand(trees, tuple(nodes))
+            trees = ImageTrees(trees, rotation, nodes)
         routes = tuple(_parse_route(i, r) for i, r in enumerate(data.get("routes", [])))
         algbw = data.get("algbw")
         if algbw is not None and (
@@ -660,6 +738,13 @@ def check_schedule_topology(schedule: Stamped, topology: Topology, source: str =
         f"{topology.content_hash}: its nodes or link bandwidths differ; give the topology "
         "the schedule was built for"
     )
+
+
+def _group_field(group: Rotation | Rotations) -> dict[str, Any]:
+    """The schedule file's ``rotation`` (one generator) or ``rotations`` field."""
+    if isinstance(group, Rotation):
+        return {"rotation": {"order": group.order, "images": dict(group.images)}}
+    return {"rotations": [{"order": r.order, "images": dict(r.images)} for r in group.generators]}
 
 
 def _parse_tree(index: int, entry: Any) -> Tree:

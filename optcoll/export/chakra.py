@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,7 +180,7 @@ def _chunk_bytes(coll: str, size: int, n: int, k: int, chunk: int) -> int:
 
 
 def _chunk_trees(
-    trees: tuple[Tree, ...], rank: dict[str, int], k: int, root: int | None
+    trees: Sequence[Tree], rank: dict[str, int], k: int, root: int | None
 ) -> dict[int, tuple[int, dict[int, list[int]]]]:
     """chunk -> (root rank, children lists by rank) of the tree that carries it."""
     result = {}

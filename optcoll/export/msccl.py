@@ -89,6 +89,7 @@ import json
 import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -674,7 +675,7 @@ def _relay_slots(hops: list[Hops], base: int) -> tuple[dict[tuple[int, int, int]
     return slots, max(used.values(), default=base)
 
 
-def _ranges(trees: tuple[Tree, ...], root: str) -> list[tuple[int, int, int]]:
+def _ranges(trees: Sequence[Tree], root: str) -> list[tuple[int, int, int]]:
     """``(tree index, first chunk, end)`` of ``root``'s trees, in order."""
     result, start = [], 0
     for i, tree in enumerate(trees):

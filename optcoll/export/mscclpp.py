@@ -79,7 +79,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TypedDict
@@ -447,7 +447,7 @@ def _segments(schedule: Schedule, allgather: Schedule | None) -> list[Segment]:
     return result
 
 
-def _ranges(trees: tuple[Tree, ...] | None, root: str) -> list[tuple[Tree, int, int]]:
+def _ranges(trees: Sequence[Tree] | None, root: str) -> list[tuple[Tree, int, int]]:
     out, start = [], 0
     for tree in trees or ():
         if tree.root == root:

@@ -49,6 +49,15 @@ onto each group ``j``, only the first group's roots are blocks and a column's
 load counts on ``σ_j(e)`` for every ``j``; its pricing uses the summed prices
 ``sum_j w(σ_j(e))``. Averaging an optimum over the automorphisms (proof in
 :mod:`optcoll.groups.concurrent`) shows the reduced LP has the same optimum.
+**Roots too**: when automorphisms ``τ_r`` keep every group and move the solved
+group's first member ``r_0`` to each member ``r``
+(:func:`optcoll.groups.symmetry.root_automorphisms`: the box rotations of
+data-parallel groups), only ``r_0`` is a block and a column counts on
+``σ_j(τ_r(e))`` for every ``j`` and ``r``. The maps ``σ_j τ_r`` take ``(g_0, r_0)``
+to every pair ``(g_j, σ_j(r))`` exactly once, and the average of an optimum over
+the group all the maps generate is a solution of that form (it satisfies
+``x_{τ(g, r)} = τ(x_{g, r})`` for every ``τ`` of the group), so the optimum is again t*.
+The blocks drop from ``|g|`` to one, and so do the pricing's Edmonds runs.
 
 **Exact.** The loop steers on floats; the final master's vertex and duals are
 recovered exactly and proved for the master, then priced once more with the
@@ -77,11 +86,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import cast
 
+import numpy as np
+
 from formulations.column_generation import Column
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.exceptions import MethodError
 from optcoll.graph.arborescence import Cost, min_cost_arborescence
 from optcoll.groups.concurrent import ConcurrentGroups, symmetry_images
+from optcoll.groups.symmetry import root_automorphisms
 from optcoll.lp.column_generation import column_generation
 
 __all__ = ["tree_column_optimum", "tree_bound", "cheapest_trees", "cheapest_paths"]
@@ -181,43 +193,73 @@ def tree_column_optimum(
     indices = list(indices)
     caps, unit = topo.integer_capacities()
     maps = symmetry_images(groups, indices) if symmetric else ()
-    solved = indices[:1] if maps else indices
-    blocks = {
-        (g, root): b for b, (g, root) in enumerate((g, r) for g in solved for r in groups.groups[g])
-    }
+    solved = indices[:1] if maps or len(indices) == 1 else indices
+    arcs = tuple(topo.capacity)
+    rooted = root_automorphisms(groups, solved[0]) if symmetric and len(solved) == 1 else None
+    # (group, link map) per image of a solved block's column: sigma_j after tau_r
+    images: list[tuple[int, dict[Arc, Arc] | None]] = (
+        list(zip(indices, maps, strict=True)) if maps else []
+    )
+    if rooted is not None:
+        images = [
+            (j, {(u, v): (tau[u], tau[v]) if m is None else m[(tau[u], tau[v])] for u, v in arcs})
+            for j, m in images or [(solved[0], None)]
+            for tau in rooted.values()
+        ]
+    roots = {g: groups.groups[g][:1] if rooted else groups.groups[g] for g in solved}
+    blocks = {(g, root): b for b, (g, root) in enumerate((g, r) for g in solved for r in roots[g])}
     outs = {g: _out_lists(groups.useful_arcs[g]) for g in solved}
+    maps = tuple(m for _, m in images if m is not None)
+    position = {arc: i for i, arc in enumerate(arcs)}
+    # row i: where each link goes under map i (link numbers), for summing prices and loads
+    table = np.array([[position[m[a]] for a in arcs] for m in maps], dtype=np.int64)
 
     def price(prices: Mapping[Arc, float | Fraction]) -> list[Column]:
         exact = all(isinstance(w, Fraction) for w in prices.values())
         top = float(max(prices.values(), default=0))
         scale = 0.0 if exact else TIE_BREAK * (top if top > 0 else 1.0)
+        if maps and not exact:  # summed over the images, vectorised
+            summed = np.array([prices[a] for a in arcs], dtype=float)[table].sum(axis=0)
         columns = []
         for g in solved:
             cost: dict[Arc, Cost] = {}
             for arc in groups.useful_arcs[g]:
-                w = sum(prices[m[arc]] for m in maps) if maps else prices[arc]
+                if not maps:
+                    w: float | Fraction = prices[arc]
+                elif exact:
+                    w = sum((prices[m[arc]] for m in maps), Fraction(0))
+                else:
+                    w = float(summed[position[arc]])
                 cost[arc] = w if exact else float(w) + scale / caps[arc]
-            for root, _, paths in cheapest_trees(groups.groups[g], outs[g], cost):
-                load: dict[Arc, int] = {}
-                for _, _, path in paths:
-                    for arc in path:
-                        for image in (m[arc] for m in maps) if maps else (arc,):
-                            load[image] = load.get(image, 0) + 1
+            for root, _, paths in cheapest_trees(groups.groups[g], outs[g], cost, roots[g]):
+                used = [position[arc] for _, _, path in paths for arc in path]
+                if maps:
+                    counts = np.bincount(table[:, used].ravel(), minlength=len(arcs))
+                else:
+                    counts = np.bincount(np.array(used, dtype=np.int64), minlength=len(arcs))
+                load = {arcs[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist()}
                 payload: TreeOfPaths = (g, root, paths)
                 columns.append(Column(blocks[(g, root)], tuple(sorted(load.items())), payload))
         return columns
 
     name = f"tree-column form of {len(indices)} groups of {topo.name!r}"
     packing = column_generation(len(blocks), dict(caps), price, time_limit=time_limit, where=name)
-    loads: dict[int, dict[Arc, Fraction]] = {j: {} for j in indices}
+    solved_loads: dict[int, dict[Arc, Fraction]] = {g: {} for g in solved}
     for column, x in packing.weights:
         g, _, paths = cast(TreeOfPaths, column.payload)
         for _, _, path in paths:
             for arc in path:
-                for j, image in zip(indices, maps, strict=True) if maps else [(g, None)]:
-                    target = arc if image is None else image[arc]
-                    loads[j][target] = loads[j].get(target, Fraction(0)) + x
-    return ConcurrentGroups(groups, packing.t / unit, loads, packing.prices, bool(maps))
+                solved_loads[g][arc] = solved_loads[g].get(arc, Fraction(0)) + x
+    if not images:
+        loads = solved_loads
+    else:  # every image of the one solved group's loads, summed per group
+        loads = {j: {} for j in indices}
+        for j, image in images:
+            assert image is not None, "every image is a link map"
+            for arc, x in solved_loads[solved[0]].items():
+                target = image[arc]
+                loads[j][target] = loads[j].get(target, Fraction(0)) + x
+    return ConcurrentGroups(groups, packing.t / unit, loads, packing.prices, bool(images))
 
 
 def _out_lists(arcs: Iterable[Arc]) -> dict[str, list[str]]:
@@ -229,9 +271,13 @@ def _out_lists(arcs: Iterable[Arc]) -> dict[str, list[str]]:
 
 
 def cheapest_trees(
-    members: Sequence[str], outs: Mapping[str, Sequence[str]], cost: Mapping[Arc, Cost]
+    members: Sequence[str],
+    outs: Mapping[str, Sequence[str]],
+    cost: Mapping[Arc, Cost],
+    roots: Sequence[str] | None = None,
 ) -> list[tuple[str, Cost, tuple[tuple[str, str, tuple[Arc, ...]], ...]]]:
-    """For every root in ``members``, a cheapest tree of paths: ``(root, cost, paths)``.
+    """For every root in ``roots`` (default ``members``), a cheapest tree of paths:
+    ``(root, cost, paths)``.
 
     A minimum-cost spanning arborescence on the members (Chu-Liu/Edmonds) with
     arc costs the cheapest paths through non-members (:func:`cheapest_paths`
@@ -250,7 +296,7 @@ def cheapest_trees(
     closure = {a: cheapest_paths(members, outs, cost, a) for a in members}
     distance = {(a, b): d for a in members for b, (d, _) in closure[a].items()}
     trees = []
-    for root in members:
+    for root in members if roots is None else roots:
         tree = min_cost_arborescence(members, distance, root)
         trees.append(
             (

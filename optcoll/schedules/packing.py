@@ -77,7 +77,7 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import Rotation, Rotations, Schedule, Tree
+from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.graph.maxflow import FlowNetwork
@@ -1160,6 +1160,7 @@ def _pack_arborescences(
     )
     split = time.perf_counter()
     rotation = None
+    trees: list[Tree] | ImageTrees
     groups = {v: topology.node[v].group for v in compute}
     orbits = root_symmetry(logical, groups) if symmetry and k is None else None
     packing = layered = None
@@ -1175,7 +1176,11 @@ def _pack_arborescences(
         shaped = time.perf_counter()
         images = path_rotation(logical, orbits)
         if images is None:
-            trees = realise_paths(logical, expand_packing(logical, packing, orbits))
+            expanded = realise_paths(logical, expand_packing(logical, packing, orbits))
+            time_factor = phase_time_factor(topology, expanded, chunks)
+            heights = _heights(expanded)
+            excess = _height_excess(logical, expanded)
+            trees = expanded
         else:
             generators = tuple(Rotation(m, g) for m, g in zip(orbits.orders, images, strict=True))
             rotation = generators[0] if len(generators) == 1 else Rotations(generators)
@@ -1185,11 +1190,7 @@ def _pack_arborescences(
             time_factor = phase_time_factor(topology, shared, chunks, rotation=rotation)
             heights = _heights(shared) * orbits.order  # an image is as tall as its tree
             excess = _height_excess(logical, shared)
-            trees = list(rotation.expand(shared, compute)) if time_factor == bound.ratio else []
-        if images is None:
-            time_factor = phase_time_factor(topology, trees, chunks)
-            heights = _heights(trees)
-            excess = _height_excess(logical, trees)
+            trees = ImageTrees(shared, rotation, compute) if time_factor == bound.ratio else []
         if time_factor != bound.ratio:  # never a worse answer: pack every root instead
             packing, rotation = None, None
     if packing is None:
@@ -1203,15 +1204,19 @@ def _pack_arborescences(
         time_factor = phase_time_factor(topology, trees, chunks)
         heights = _heights(trees)
         excess = _height_excess(logical, trees)
-    position = {v: i for i, v in enumerate(compute)}
-    trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
+    if isinstance(trees, ImageTrees):  # made on demand, ordered by root
+        sends = sum(len(t.edges) for t in trees.representatives) * trees.group.order
+    else:
+        position = {v: i for i, v in enumerate(compute)}
+        trees.sort(key=lambda t: position[t.root])  # stable: keeps packing order per root
+        sends = sum(len(t.edges) for t in trees)
     stats = {
         "trees": len(trees),
         "max_height": max(heights),
         "mean_height": round(sum(heights) / len(heights), 3),
         "max_eccentricity": excess[0],
         "height_excess": excess[1],
-        "total_sends": sum(len(t.edges) for t in trees),
+        "total_sends": sends,
         "logical_arcs": len(logical.capacity),
         "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
         "packed_roots": packed_roots,
@@ -1232,7 +1237,7 @@ def _pack_arborescences(
         topology.name,
         compute,
         chunks,
-        tuple(trees),
+        trees if isinstance(trees, ImageTrees) else tuple(trees),
         cut_ratio=bound.ratio,
         time_factor=time_factor,
         topology_hash=topology.content_hash,

@@ -26,6 +26,11 @@ same bound: ``r*`` for the optimal ``k``, the best fixed-``k`` factor otherwise
 Both moves keep every arc within capacity, and both are repeated until nothing
 changes or the round limit is reached.
 
+**Nothing to lower.** When every tree's height is already its root's breadth-first
+eccentricity over the logical arcs (:func:`at_latency_bound`: no tree from that root
+can be lower), the pass is skipped and the packing returned as it is: on a leaf-spine
+fabric every tree has height 2 (or 1), and the pass would only trade peers.
+
 **Representatives only.** Given a :class:`~optcoll.graph.symmetry.RootSymmetry`, the
 packing holds the representative roots' trees of
 :func:`optcoll.schedules.packing.pack_symmetric`, which share the capacity ``c(O)`` of each
@@ -57,7 +62,14 @@ from optcoll.core.topology import Topology
 from optcoll.graph.splitting import LogicalGraph
 from optcoll.graph.symmetry import RootSymmetry
 
-__all__ = ["shorten_trees", "tree_heights", "peer_counts", "latency_lower_bound", "DEFAULT_ROUNDS"]
+__all__ = [
+    "shorten_trees",
+    "tree_heights",
+    "peer_counts",
+    "latency_lower_bound",
+    "at_latency_bound",
+    "DEFAULT_ROUNDS",
+]
 
 Arc = tuple[str, str]
 Packing = list[tuple[str, int, tuple[Arc, ...]]]
@@ -81,6 +93,60 @@ def tree_heights(packing: Iterable[tuple[str, int, Sequence[Arc]]]) -> list[int]
             depth[v] = depth[u] + 1
         heights.append(max(depth.values()))
     return heights
+
+
+def at_latency_bound(logical: LogicalGraph, packing: Packing) -> bool:
+    """True when every tree is as low as its root allows: its height is the root's
+    breadth-first eccentricity over the logical arcs (capacities ignored).
+
+    Cheap where it matters: a tree of height 1 is lowest; one of height 2 is lowest
+    unless its root has an arc to every other node (a degree count); only roots with
+    a taller tree are searched breadth-first, once each. ``O(arcs)`` plus
+    ``O(arcs)`` per such root.
+
+    Examples
+    --------
+    >>> from optcoll.graph.splitting import LogicalGraph
+    >>> ring = LogicalGraph(tuple("abc"), {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}, {})
+    >>> at_latency_bound(ring, [("a", 1, (("a", "b"), ("b", "c")))])
+    True
+    >>> full = LogicalGraph(tuple("abc"), {(u, v): 1 for u in "abc" for v in "abc" if u != v}, {})
+    >>> at_latency_bound(full, [("a", 1, (("a", "b"), ("b", "c")))])
+    False
+    """
+    others = len(logical.compute_nodes) - 1
+    degree: dict[str, int] = defaultdict(int)
+    succ: dict[str, list[str]] = defaultdict(list)
+    for u, v in logical.capacity:
+        degree[u] += 1
+        succ[u].append(v)
+    eccentricity: dict[str, int] = {}
+    for root, _, arcs in packing:
+        children: dict[str, list[str]] = defaultdict(list)
+        for u, v in arcs:
+            children[u].append(v)
+        height, level = 0, children[root]
+        while level:
+            height += 1
+            level = [c for u in level for c in children[u]]
+        if height <= 1 or (height == 2 and degree[root] < others):
+            continue
+        if root not in eccentricity:
+            seen, frontier, depth = {root}, [root], 0
+            while True:
+                reached = []
+                for u in frontier:
+                    for v in succ[u]:
+                        if v not in seen:
+                            seen.add(v)
+                            reached.append(v)
+                if not reached:
+                    break
+                frontier, depth = reached, depth + 1
+            eccentricity[root] = depth
+        if height > eccentricity[root]:
+            return False
+    return True
 
 
 def peer_counts(packing: Iterable[tuple[str, int, Sequence[Arc]]]) -> dict[str, int]:
@@ -339,7 +405,8 @@ def shorten_trees(
     -------
     list of (root, multiplicity, arcs)
         The same roots and multiplicities in the same order, arcs parents first; no
-        tree is taller than before and no arc carries more than its capacity.
+        tree is taller than before and no arc carries more than its capacity. The
+        packing itself when every tree is at its latency bound (:func:`at_latency_bound`).
 
     Notes
     -----
@@ -347,6 +414,8 @@ def shorten_trees(
     ``O(n)``. The exchanges are tried only on the nodes of a tallest tree's
     deepest paths, against every other tree.
     """
+    if at_latency_bound(logical, packing):
+        return list(packing)
     state = _Shaper(logical, packing, symmetry)
     trees = range(len(packing))
     floor = {root: state.least_shape(root) for root in set(state.roots)}

@@ -57,6 +57,22 @@ an optimal allreduce has time factor ``2 * r*``.
 
 Complexity: linear in the total length of all paths plus the number of links.
 
+Compact schedules
+-----------------
+A schedule whose trees are the images of representatives under a group
+(:class:`~optcoll.core.schedule.ImageTrees`: a file with ``"rotations"``, or
+:func:`optcoll.schedules.packing.pack_arborescences` on tori, hypercubes, meshes and
+clusters of boxes) is checked without expanding it (``method="auto"``): the
+generators must be automorphisms of the topology (bijections of the nodes keeping
+node types and every link's capacity exactly) that commute and act freely, with the
+representatives' roots meeting every orbit once; then the representatives' trees
+are checked as above (steps 3-6, their roots' chunks summing to ``k``) and the loads
+are the representatives' loads summed over the group. :mod:`optcoll.verify.symmetric`
+proves that this gives the full walk's verdict, loads and time factor. When the
+generators fail those checks the full walk decides (``method="auto"``), or the
+verdict names the failure (``method="compact"``); ``method="full"`` always walks
+every tree. :attr:`Verification.method` says which was done.
+
 Examples
 --------
 >>> from optcoll.core.topology import TopologyBuilder
@@ -82,13 +98,19 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from optcoll.core.arguments import number_argument, schedule_argument, topology_argument
+from optcoll.core.arguments import (
+    choice_argument,
+    number_argument,
+    schedule_argument,
+    topology_argument,
+)
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.process_groups import make_groups
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import COLLECTIVES, Route, Schedule, Tree, TreeEdge
+from optcoll.core.schedule import COLLECTIVES, ImageTrees, Route, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
-from optcoll.exceptions import GroupError
+from optcoll.exceptions import ArgumentError, GroupError
+from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
 
@@ -104,6 +126,8 @@ _PHASES: dict[str, tuple[str, ...]] = {
     "alltoall": ("allgather",),
 }
 _SINGLE_ROOT = ("broadcast", "reduce")
+#: How :func:`verify_schedule` may check the trees.
+METHODS = ("auto", "compact", "full")
 
 
 @dataclass(frozen=True)
@@ -128,6 +152,9 @@ class Verification:
         for allreduce), in the topology's link order.
     ratio_to_optimum : Fraction or None
         ``time_factor / optimum`` when an optimum was given.
+    method : str
+        ``"full"`` when every tree was walked, ``"compact"`` when the representatives'
+        trees and the group's generators were checked instead (module docstring).
     switch_work : dict
         For aggregation schedules (:mod:`optcoll.verify.aggregation`): per switch that
         carries data, the chunks it ``received``, ``reduced`` (merged away by summing),
@@ -146,6 +173,7 @@ class Verification:
     ratio_to_optimum: Fraction | None = None
     switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unchecked: tuple[str, ...] = ()
+    method: str = "full"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -155,7 +183,7 @@ class Verification:
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
         """
-        data = {
+        data: dict[str, Any] = {
             "valid": self.valid,
             "reason": self.reason,
             "time_factor": None if self.time_factor is None else fraction_text(self.time_factor),
@@ -164,6 +192,7 @@ class Verification:
             ),
             "bottleneck_links": [list(arc) for arc in self.bottleneck_links],
             "link_loads": [[u, v, load] for (u, v), load in self.link_loads.items()],
+            "method": self.method,
             "unchecked": [f"stats.{name}" for name in self.unchecked],
         }
         if self.switch_work:
@@ -182,6 +211,7 @@ def verify_schedule(
     optimum: Fraction | None = None,
     require_optimal: bool = False,
     cut_ratio: Fraction | None = None,
+    method: str = "auto",
 ) -> Verification:
     """Check ``schedule`` on ``topology`` and compute its exact time factor.
 
@@ -205,6 +235,12 @@ def verify_schedule(
         reduce-scatter and allreduce; the collective's bound for broadcast and
         reduce). Without it a stated ``cut_ratio`` is only checked not to be
         beaten by an allgather.
+    method : {"auto", "compact", "full"}
+        How a compact schedule (:class:`~optcoll.core.schedule.ImageTrees`) is checked:
+        ``"auto"`` from its representatives and generators when these pass the group
+        checks, else by walking every tree; ``"compact"`` always from them (a failed
+        group check makes the verdict invalid); ``"full"`` walks every tree. Other
+        schedules are always walked in full (``"compact"`` refuses them).
 
     Returns
     -------
@@ -212,7 +248,7 @@ def verify_schedule(
         Never raises on a bad schedule: the verdict says what is wrong. Every
         claim the schedule states is judged (``time_factor``, ``cut_ratio``,
         ``algbw``, the ``stats`` it can recompute; a ``rotation`` is checked as the trees
-        it expands to); each false one is
+        it expands to, compactly when ``method`` allows); each false one is
         named in :attr:`Verification.reason`, the claims no checker can recompute
         are listed in :attr:`Verification.unchecked`.
 
@@ -239,8 +275,19 @@ def verify_schedule(
         optimum = number_argument(optimum, "optimum")
     if cut_ratio is not None:
         cut_ratio = number_argument(cut_ratio, "cut_ratio")
+    method = choice_argument(method, METHODS, "method")
+    if method == "compact" and not isinstance(schedule.trees, ImageTrees):
+        raise ArgumentError(
+            "method 'compact' needs a compact schedule (trees given as a group's images, "
+            "a file with 'rotations'); use method 'auto' or 'full'"
+        )
     return _verify_schedule(
-        topology, schedule, optimum=optimum, require_optimal=require_optimal, cut_ratio=cut_ratio
+        topology,
+        schedule,
+        optimum=optimum,
+        require_optimal=require_optimal,
+        cut_ratio=cut_ratio,
+        method=method,
     )
 
 
@@ -251,10 +298,22 @@ def _verify_schedule(
     optimum: Fraction | None = None,
     require_optimal: bool = False,
     cut_ratio: Fraction | None = None,
+    method: str = "auto",
 ) -> Verification:
     """The core of :func:`verify_schedule`: its arguments are already checked."""
     if schedule.collective == "alltoall":
         return _verify_alltoall(topology, schedule, optimum, require_optimal, cut_ratio)
+    trees = schedule.trees
+    if (
+        method != "full"
+        and isinstance(trees, ImageTrees)
+        and schedule.collective not in _SINGLE_ROOT  # a free group moves the one root
+    ):
+        compact = _verify_images(
+            topology, schedule, trees, optimum, require_optimal, cut_ratio, method
+        )
+        if compact is not None:
+            return compact
     try:
         _check_header(topology, schedule)
         if schedule.routes:
@@ -272,8 +331,62 @@ def _verify_schedule(
                     checked.add(key)
     except _Invalid as bad:
         return Verification(False, str(bad))
-
     forward = _loads(schedule.trees)
+    return _verdict(topology, schedule, forward, optimum, require_optimal, cut_ratio, "full")
+
+
+def _verify_images(
+    topology: Topology,
+    schedule: Schedule,
+    trees: ImageTrees,
+    optimum: Fraction | None,
+    require_optimal: bool,
+    cut_ratio: Fraction | None,
+    method: str,
+) -> Verification | None:
+    """The compact check (:mod:`optcoll.verify.symmetric`); None when the generators do not
+    qualify and ``method`` is ``"auto"`` (the full walk decides)."""
+    representatives = trees.representatives
+    try:
+        _check_header(topology, schedule)
+        if schedule.routes:
+            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
+        _check_roots(topology, schedule, representatives, "representative tree")
+        try:
+            action = automorphism_action(topology, trees.group)
+            check_free(action, topology, [t.root for t in representatives])
+        except GroupRejected as why:
+            if method == "auto":
+                return None
+            raise _Invalid(f"the schedule's rotations do not qualify: {why}") from None
+        phases = _PHASES[schedule.collective]
+        compute = frozenset(topology.compute_nodes)
+        checked: set[tuple[str, str, tuple[str, ...]]] = set()
+        for index, tree in enumerate(representatives):
+            _check_arborescence(topology, compute, index, tree, "representative tree")
+            for edge in tree.edges:
+                key = (edge.src, edge.dst, edge.path)
+                if key not in checked:
+                    _check_path(topology, compute, index, tree, edge, phases, "representative tree")
+                    checked.add(key)
+    except _Invalid as bad:
+        return Verification(False, str(bad), method="compact")
+    forward = orbit_sums(action, _loads(representatives))
+    return _verdict(topology, schedule, forward, optimum, require_optimal, cut_ratio, "compact")
+
+
+def _verdict(
+    topology: Topology,
+    schedule: Schedule,
+    forward: Mapping[Arc, int],
+    optimum: Fraction | None,
+    require_optimal: bool,
+    cut_ratio: Fraction | None,
+    method: str,
+) -> Verification:
+    """Time factor, loads and claims of structurally valid trees whose forward loads are
+    ``forward``."""
+    phases = _PHASES[schedule.collective]
     backward = {(v, u): load for (u, v), load in forward.items()}
     phase_loads = [forward if phase == "allgather" else backward for phase in phases]
     phase_factors = [_time_factor(topology, loads, schedule.k) for loads in phase_loads]
@@ -297,6 +410,7 @@ def _verify_schedule(
         None if optimum is None else Fraction(optimum),
         require_optimal,
         cut_ratio,
+        compact=method == "compact",
     )
     return Verification(
         reason is None,
@@ -306,6 +420,7 @@ def _verify_schedule(
         ordered_bottlenecks,
         ratio,
         unchecked=_unchecked(schedule, optimum, cut_ratio),
+        method=method,
     )
 
 
@@ -548,26 +663,33 @@ def _check_header(topology: Topology, schedule: Schedule) -> None:
             )
 
 
-def _check_roots(topology: Topology, schedule: Schedule) -> None:
+def _check_roots(
+    topology: Topology,
+    schedule: Schedule,
+    representatives: Sequence[Tree] | None = None,
+    what: str = "tree",
+) -> None:
+    """Roots and chunk sums of every tree, or (compact) of the ``representatives``' roots."""
     sums: dict[str, int] = {}
-    for index, tree in enumerate(schedule.trees):
+    trees = schedule.trees if representatives is None else representatives
+    for index, tree in enumerate(trees):
         root = tree.root
         if root not in topology.node:
-            raise _Invalid(f"tree {index}: root {root!r} is not a node of the topology")
+            raise _Invalid(f"{what} {index}: root {root!r} is not a node of the topology")
         if not topology.is_compute(root):
-            raise _Invalid(f"tree {index}: root {root!r} is a switch, not a compute node")
+            raise _Invalid(f"{what} {index}: root {root!r} is a switch, not a compute node")
         if schedule.collective in _SINGLE_ROOT and root != schedule.root:
             raise _Invalid(
-                f"tree {index} is rooted at {root!r}, but the {schedule.collective} root is "
+                f"{what} {index} is rooted at {root!r}, but the {schedule.collective} root is "
                 f"{schedule.root!r}"
             )
         chunks = tree.chunks
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise _Invalid(
-                f"tree {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
+                f"{what} {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
             )
         sums[root] = sums.get(root, 0) + chunks
-    roots = topology.compute_nodes
+    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(sums)
     if schedule.collective in _SINGLE_ROOT and schedule.root is not None:
         roots = (schedule.root,)  # the header check has required the root
     for root in roots:
@@ -579,10 +701,10 @@ def _check_roots(topology: Topology, schedule: Schedule) -> None:
 
 
 def _check_arborescence(
-    topology: Topology, compute: frozenset[str], index: int, tree: Tree
+    topology: Topology, compute: frozenset[str], index: int, tree: Tree, what: str = "tree"
 ) -> None:
     def where() -> str:
-        return f"tree {index} (root {tree.root!r})"
+        return f"{what} {index} (root {tree.root!r})"
 
     parent: dict[str, str] = {}
     for edge in tree.edges:
@@ -638,9 +760,10 @@ def _check_path(
     tree: Tree,
     edge: TreeEdge,
     phases: Sequence[str],
+    what: str = "tree",
 ) -> None:
     def where() -> str:
-        return f"tree {index} (root {tree.root!r}), edge {edge.src!r} -> {edge.dst!r}"
+        return f"{what} {index} (root {tree.root!r}), edge {edge.src!r} -> {edge.dst!r}"
 
     path = edge.path
     if len(path) < 2:
@@ -714,8 +837,13 @@ def _check_claims(
     optimum: Fraction | None,
     require_optimal: bool,
     cut_ratio: Fraction | None,
+    *,
+    compact: bool = False,
 ) -> str | None:
-    """Every false claim of ``schedule`` (joined by "; "), or None when all hold."""
+    """Every false claim of ``schedule`` (joined by "; "), or None when all hold.
+
+    ``compact``: the trees are checked images of the representatives (the tree
+    statistics are then the representatives', each counted once per element)."""
     false: list[str] = []
     claimed = schedule.time_factor
     if claimed is not None and claimed != time_factor:
@@ -761,7 +889,7 @@ def _check_claims(
                 f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
                 f"gives {round(true or 0, 3)} (bandwidth units)"
             )
-    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio))
+    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio, compact=compact))
     if optimum is not None and time_factor < optimum:
         false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
@@ -829,19 +957,30 @@ def _false_stats(
     time_factor: Fraction,
     optimum: Fraction | None,
     cut_ratio: Fraction | None,
+    *,
+    compact: bool = False,
 ) -> list[str]:
-    """The ``stats`` fields whose stated value the schedule itself contradicts."""
+    """The ``stats`` fields whose stated value the schedule itself contradicts.
+
+    With ``compact`` (the trees are a checked group's images of the representatives:
+    an image is as tall and has as many edges as its tree, and every representative
+    tree has one image per element) the statistics come from the representatives."""
     stats = schedule.stats
     true: dict[str, Any] = {}
     if schedule.collective == "alltoall":
         true["routes"] = len(schedule.routes)
         true["paths"] = sum(len(route.paths) for route in schedule.routes)
     elif schedule.trees:
-        heights = [_height(tree) for tree in schedule.trees]
-        true["trees"] = len(schedule.trees)
+        trees = schedule.trees
+        copies = 1
+        if compact and isinstance(trees, ImageTrees):
+            copies = len(trees) // len(trees.representatives)
+            trees = trees.representatives
+        heights = [_height(tree) for tree in trees]
+        true["trees"] = len(heights) * copies
         true["max_height"] = max(heights)
         true["mean_height"] = round(sum(heights) / len(heights), 3)
-        true["total_sends"] = sum(len(tree.edges) for tree in schedule.trees)
+        true["total_sends"] = sum(len(tree.edges) for tree in trees) * copies
     bound = _lower_bound(schedule.collective, optimum, cut_ratio)
     if bound:
         true["ratio_to_optimum"] = fraction_text(time_factor / bound)

@@ -62,7 +62,7 @@ def file_stem(name: str) -> str:
 
     Examples
     --------
-    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50"), file_stem("x\x00y")
+    >>> file_stem("dgx-a100:2"), file_stem("torus:4x4,bw=50"), file_stem("x\\x00y")
     ('dgx-a100_2', 'torus_4x4_bw-50', 'x_y')
 
     Control characters (a NUL no file name may hold, a newline) become ``_`` too.

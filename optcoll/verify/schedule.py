@@ -486,7 +486,18 @@ def verify_groups_schedule(
             return Verification(
                 False, f"group {index} runs {group.collective}, not {schedule.collective}"
             )
-        alone = _verify_schedule(groups.group_topology(index), group)
+        view = groups.group_topology(index)
+        # rank r of a group is its r-th member (the communicator's order), not the
+        # topology's: check the group's schedule against that order
+        view = Topology(
+            view.name,
+            view.nodes,
+            view.links,
+            view.bandwidth_unit,
+            view.description,
+            list(groups.groups[index]),
+        )
+        alone = _verify_schedule(view, group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

@@ -49,7 +49,7 @@ from fractions import Fraction
 from typing import Any
 
 from optcoll.core.rational import fraction_text, parse_fraction
-from optcoll.core.schedule import SCHEDULE_VERSION, TreeEdge
+from optcoll.core.schedule import SCHEDULE_VERSION, TreeEdge, parse_tree_edge
 from optcoll.exceptions import ScheduleError
 
 __all__ = ["AggregationTree", "AggregationSchedule", "is_aggregation_document"]
@@ -69,7 +69,6 @@ _TOP_FIELDS = {
     "stats",
 }
 _TREE_FIELDS = {"apex", "chunks", "reduce", "multicast"}
-_EDGE_FIELDS = {"src", "dst", "path"}
 
 
 def is_aggregation_document(data: Any) -> bool:
@@ -251,20 +250,9 @@ def _parse_tree(index: int, entry: Any) -> AggregationTree:
     for part in ("reduce", "multicast"):
         if not isinstance(entry[part], list):
             raise ScheduleError(f"{where}: {part!r} must be a list of edges")
-        parsed = []
-        for j, e in enumerate(entry[part]):
-            ewhere = f"{where}.{part}[{j}]"
-            if not isinstance(e, Mapping):
-                raise ScheduleError(f"{ewhere} must be a mapping")
-            _reject_unknown(e, _EDGE_FIELDS, ewhere)
-            for key in ("src", "dst"):
-                if not isinstance(e.get(key), str):
-                    raise ScheduleError(f"{ewhere}: {key!r} must be a node id string")
-            path = e.get("path", [e["src"], e["dst"]])
-            if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
-                raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
-            parsed.append(TreeEdge(e["src"], e["dst"], tuple(path)))
-        edges[part] = tuple(parsed)
+        edges[part] = tuple(
+            parse_tree_edge(e, f"{where}.{part}[{j}]") for j, e in enumerate(entry[part])
+        )
     return AggregationTree(entry["apex"], chunks, edges["reduce"], edges["multicast"])
 
 

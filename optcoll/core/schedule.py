@@ -760,20 +760,35 @@ def _parse_tree(index: int, entry: Any) -> Tree:
         raise ScheduleError(f"{where}: 'chunks' must be a positive integer, got {chunks!r}")
     if not isinstance(entry["edges"], list):
         raise ScheduleError(f"{where}: 'edges' must be a list")
-    edges = []
-    for j, e in enumerate(entry["edges"]):
-        ewhere = f"{where}.edges[{j}]"
-        if not isinstance(e, Mapping):
-            raise ScheduleError(f"{ewhere} must be a mapping")
-        _reject_unknown(e, _EDGE_FIELDS, ewhere)
-        for key in ("src", "dst"):
-            if not isinstance(e.get(key), str):
-                raise ScheduleError(f"{ewhere}: {key!r} must be a node id string")
-        path = e.get("path", [e["src"], e["dst"]])
-        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
-            raise ScheduleError(f"{ewhere}: 'path' must be a list of node id strings")
-        edges.append(TreeEdge(e["src"], e["dst"], tuple(path)))
+    edges = [parse_tree_edge(e, f"{where}.edges[{j}]") for j, e in enumerate(entry["edges"])]
     return Tree(str(entry["root"]), chunks, tuple(edges))
+
+
+def parse_tree_edge(entry: Any, where: str) -> TreeEdge:
+    """A tree edge from its file form ``{"src", "dst", "path"}`` (``path`` defaults to
+    the direct link); ``where`` names it in the error.
+
+    Raises
+    ------
+    ScheduleError
+        Not a mapping, an unknown field, a ``src``/``dst`` that is not a string, or a
+        ``path`` that is not a list of strings.
+
+    Examples
+    --------
+    >>> parse_tree_edge({"src": "a", "dst": "b"}, "edge")
+    TreeEdge(src='a', dst='b', path=('a', 'b'))
+    """
+    if not isinstance(entry, Mapping):
+        raise ScheduleError(f"{where} must be a mapping")
+    _reject_unknown(entry, _EDGE_FIELDS, where)
+    for key in ("src", "dst"):
+        if not isinstance(entry.get(key), str):
+            raise ScheduleError(f"{where}: {key!r} must be a node id string")
+    path = entry.get("path", [entry["src"], entry["dst"]])
+    if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+        raise ScheduleError(f"{where}: 'path' must be a list of node id strings")
+    return TreeEdge(entry["src"], entry["dst"], tuple(path))
 
 
 def _parse_rotations(entries: Any, compute: int) -> Rotations:

@@ -1,20 +1,7 @@
-"""Process groups: collectives in which only some compute nodes take part.
+"""Process groups' bounds: the optimum of one group alone and of concurrent groups.
 
-A **group** is a set of two or more compute nodes running one collective; several
-disjoint groups may run it at the same time (**concurrent groups**), sharing
-every link. Each member's shard is one unit of data. **Relaying** says which
-other nodes may carry a group's data:
-
-``members`` (default)
-    only the group's members and the switches, as an NCCL/MSCCL communicator
-    does; for one group this is the topology with the non-member compute nodes
-    removed.
-``any``
-    every node: compute nodes outside the group forward its data without
-    copying it, like a switch (PXN-style); for one group this is the topology
-    with the non-members retyped as switches.
-
-In both cases members copy and nothing else does.
+The model — groups, relaying (``members`` or ``any``) — is
+:mod:`optcoll.core.process_groups`; members copy and nothing else does.
 
 **One group.** Its optimum is the cut ratio of the group on that graph,
 ``r*_g = max |S ∩ g| / B+(S)`` over node sets ``S`` holding some but not all

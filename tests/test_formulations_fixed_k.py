@@ -82,7 +82,7 @@ def check_multiplicities(result: FixedKResult, nodes: list[str], cap: dict) -> N
 
 def combinatorial_fixed_k(topo: Topology, K: int) -> Fraction:
     """The time factor of the trees helper's exact fixed-k search."""
-    x, _ = fixed_k_capacity(topo, K)
+    x = fixed_k_capacity(topo, K).scale
     _, unit = topo.integer_capacities()
     return x / (K * unit)
 

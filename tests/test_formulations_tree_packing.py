@@ -191,7 +191,8 @@ def logical_graph(spec: str):  # noqa: ANN201 - optcoll.graph.splitting.LogicalG
 
     topo = load_topology(spec)
     bound = optimal_cut_ratio(topo)
-    k, link_capacity = chunk_capacities(topo, bound=bound)
+    set_up = chunk_capacities(topo, bound=bound)
+    k, link_capacity = set_up.chunks, set_up.capacity
     assert k == bound.k
     roots = dict.fromkeys(topo.compute_nodes, bound.k)
     return bound, split_switches(topo, link_capacity, roots, bound.k * topo.num_compute)

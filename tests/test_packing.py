@@ -118,7 +118,7 @@ def test_fixed_k_one_matches_reference(spec, algbw):
 
 def test_fixed_k_is_the_smallest_breakpoint():
     topology = build("mi250:1")
-    x, caps = fixed_k_capacity(topology, 2)
+    x = fixed_k_capacity(topology, 2).scale
     scale = topology.integer_capacities()[1]
     schedule = pack_arborescences(topology, k=2)
     check(topology, schedule, x / (2 * scale))
@@ -144,7 +144,8 @@ def test_random_topologies_reach_the_brute_force_optimum(topology):
 def test_exact_and_greedy_packings_are_both_valid(spec):
     """Arc-by-arc packing (no greedy batches) against the default, on the same logical graph."""
     topology = build(spec)
-    k, link = chunk_capacities(topology)
+    set_up = chunk_capacities(topology)
+    k, link = set_up.chunks, set_up.capacity
     assert k == optimal_cut_ratio(topology).k
     roots = dict.fromkeys(topology.compute_nodes, k)
     logical = split_switches(topology, link, roots, k * topology.num_compute)
@@ -216,7 +217,8 @@ def test_fixed_k_optimum_cannot_be_beaten(spec, k):
     floor(T * k * bandwidth_e) chunks and is a flow of N * k to every node; at the
     breakpoint just below the found x no such flow exists (networkx, independently)."""
     topology = build(spec)
-    x, link = fixed_k_capacity(topology, k)
+    fixed = fixed_k_capacity(topology, k)
+    x, link = fixed.scale, fixed.capacity
     caps, unit = topology.integer_capacities()
     compute = topology.compute_nodes
     roots = dict.fromkeys(compute, k)

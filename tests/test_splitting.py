@@ -153,7 +153,8 @@ def cut_ratio_of(capacity, compute) -> Fraction:
 
 def optimal_input(topology):
     """The allgather's splitting input at r* (capacities U * caps, k per root)."""
-    k, capacity = chunk_capacities(topology)
+    set_up = chunk_capacities(topology)
+    k, capacity = set_up.chunks, set_up.capacity
     return (
         topology,
         capacity,

@@ -32,7 +32,8 @@ from optcoll.verify.schedule import verify_schedule
 def logical_graph(spec):
     topology = build(spec)
     bound = optimal_cut_ratio(topology)
-    k, capacity = chunk_capacities(topology, bound=bound)
+    set_up = chunk_capacities(topology, bound=bound)
+    k, capacity = set_up.chunks, set_up.capacity
     roots = dict.fromkeys(topology.compute_nodes, k)
     logical = split_switches(bound.usable, capacity, roots, k * topology.num_compute)
     return topology, logical, roots

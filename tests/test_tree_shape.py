@@ -112,7 +112,8 @@ def loads(packing):
 @settings(derandomize=True, max_examples=30, deadline=None)
 @given(switched_topologies())
 def test_shaping_keeps_capacities_and_never_raises_the_height_profile(topology):
-    k, link = chunk_capacities(topology)
+    set_up = chunk_capacities(topology)
+    k, link = set_up.chunks, set_up.capacity
     roots = dict.fromkeys(topology.compute_nodes, k)
     usable = optimal_cut_ratio(topology).usable
     logical = split_switches(usable, link, roots, k * topology.num_compute)

@@ -332,7 +332,8 @@ def _forwardable(solver: Callable[[Topology], _Solved]) -> Callable[[Topology], 
     """``solver`` run on the optimal forwardable part of the topology's capacity."""
 
     def run(topology: Topology) -> _Solved:
-        usable, rounds = forwardable_topology(topology, lambda t: solver(t)[:2])
+        found = forwardable_topology(topology, lambda t: solver(t)[:2])
+        usable, rounds = found.usable, found.rounds
         ratio, cut, stats, _ = solver(usable)
         if rounds:
             stats = {**stats, "cutting_plane_rounds": rounds}

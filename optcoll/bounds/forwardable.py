@@ -32,20 +32,27 @@ Two GPUs and a switch that receives 100 from ``a`` but could send 200 to ``b``:
 >>> def separate(t):
 ...     bound = optimal_cut_ratio(t)
 ...     return bound.ratio, bound.bottleneck_cut
->>> usable, rounds = forwardable_topology(b.build(), separate)
->>> usable.capacity[("w", "b")], rounds
+>>> found = forwardable_topology(b.build(), separate)
+>>> found.usable.capacity[("w", "b")], found.rounds
 (Fraction(100, 1), 1)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from optcoll.core.topology import Topology
 from optcoll.exceptions import NotStronglyConnectedError, SolveError
 
-__all__ = ["forwardable_topology", "best_forwardable_capacity", "MAX_ROUNDS"]
+__all__ = [
+    "Forwardable",
+    "ForwardableCapacity",
+    "forwardable_topology",
+    "best_forwardable_capacity",
+    "MAX_ROUNDS",
+]
 
 Arc = tuple[str, str]
 
@@ -53,12 +60,30 @@ Arc = tuple[str, str]
 MAX_ROUNDS = 500
 
 
+@dataclass(frozen=True)
+class Forwardable:
+    """What :func:`forwardable_topology` gives: the ``usable`` topology (no switch sends
+    more than it receives) and the master LP's ``rounds`` (0: no switch was short)."""
+
+    usable: Topology
+    rounds: int
+
+
+@dataclass(frozen=True)
+class ForwardableCapacity:
+    """What :func:`best_forwardable_capacity` gives: the master LP's optimum ``scale``
+    (``lam``) and the forwardable link capacities ``g``."""
+
+    scale: Fraction
+    capacity: dict[Arc, Fraction]
+
+
 def forwardable_topology(
     topology: Topology,
     separate: Callable[[Topology], tuple[Fraction, frozenset[str]]],
     *,
     root: str | None = None,
-) -> tuple[Topology, int]:
+) -> Forwardable:
     """An optimal forwardable part of ``topology``'s capacity, as a topology.
 
     ``separate(t)`` returns the exact cut ratio of a topology ``t`` without
@@ -68,7 +93,7 @@ def forwardable_topology(
     cut ``B`` of ``t`` (bandwidth units) and that cut's root side, every cut
     weighs 1 in the master LP, and only the root must reach every compute node.
 
-    Returns ``(usable, rounds)``: ``usable`` has the same nodes and a subset of
+    Returns :class:`Forwardable`: ``usable`` has the same nodes and a subset of
     the links with bandwidth ``g <= c``, no switch sends more than it receives,
     and its cut ratio is the optimum r* of ``topology`` (proved: the master
     LP's exact dual bound equals it). ``topology`` itself is returned when no
@@ -82,7 +107,7 @@ def forwardable_topology(
         If a master LP's optimum is not proved exactly.
     """
     if not topology.short_switches():
-        return topology, 0
+        return Forwardable(topology, 0)
     caps, unit = topology.integer_capacities()
     compute = topology.compute_nodes
     everything = frozenset(topology.node_ids)
@@ -95,14 +120,15 @@ def forwardable_topology(
     sources = compute if root is None else (root,)
     for rounds in range(1, MAX_ROUNDS + 1):
         weights = None if root is None else [1] * len(cuts)
-        lam, g = best_forwardable_capacity(compute, topology.switch_nodes, caps, cuts, weights)
+        best = best_forwardable_capacity(compute, topology.switch_nodes, caps, cuts, weights)
+        lam, g = best.scale, best.capacity
         positive = {arc: x * unit for arc, x in g.items() if x > 0}
         cut = _unreachable_cut(sources, compute, positive)
         if cut is None:
             usable = _usable_topology(topology, positive, root)
             ratio, bottleneck = separate(usable)
             if ratio * unit * lam == 1:
-                return usable, rounds
+                return Forwardable(usable, rounds)
             cut = bottleneck
         if cut in cuts:
             raise SolveError(
@@ -199,7 +225,7 @@ def best_forwardable_capacity(
     capacity: Mapping[Arc, int],
     cuts: Sequence[Collection[str]],
     weights: Sequence[int] | None = None,
-) -> tuple[Fraction, dict[Arc, Fraction]]:
+) -> ForwardableCapacity:
     """The master's exact optimum ``lam`` and its forwardable capacity ``g``.
 
     ``lam`` is proved optimal by exact LP duality; an arc in no row keeps its
@@ -220,12 +246,12 @@ def best_forwardable_capacity(
     A switch ``w`` that receives 1 from ``a`` and could send 2 on to ``b``:
 
     >>> caps = {("a", "w"): 1, ("w", "b"): 2, ("b", "a"): 3}
-    >>> lam, g = best_forwardable_capacity(["a", "b"], ["w"], caps, [{"a"}, {"a", "w"}])
-    >>> lam, g[("w", "b")]
+    >>> best = best_forwardable_capacity(["a", "b"], ["w"], caps, [{"a"}, {"a", "w"}])
+    >>> best.scale, best.capacity[("w", "b")]
     (Fraction(1, 1), Fraction(1, 1))
     >>> caps = {("a", "b"): 2, ("b", "a"): 1}
-    >>> best_forwardable_capacity(["a", "b"], [], caps, [{"a"}, {"b"}])
-    (Fraction(1, 1), {('a', 'b'): Fraction(2, 1), ('b', 'a'): Fraction(1, 1)})
+    >>> best_forwardable_capacity(["a", "b"], [], caps, [{"a"}, {"b"}]).capacity
+    {('a', 'b'): Fraction(2, 1), ('b', 'a'): Fraction(1, 1)}
     """
     from formulations.usable_capacity import build_forwardable_master
     from optcoll.lp.exact import solve_proved
@@ -234,7 +260,7 @@ def best_forwardable_capacity(
     primal = solve_proved(problem, f"forwardable-capacity LP over {len(cuts)} cuts").primal
     # an arc in no row is free: it keeps its whole capacity
     g = {arc: primal.get(f"g_{a}", Fraction(c)) for a, (arc, c) in enumerate(capacity.items())}
-    return primal["lam"], g
+    return ForwardableCapacity(primal["lam"], g)
 
 
 def _unreachable_cut(

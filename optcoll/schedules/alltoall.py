@@ -65,6 +65,7 @@ __all__ = [
     "alltoall_optimum",
     "AlltoallBound",
     "alltoall_bound",
+    "AlltoallCut",
     "alltoall_cut_bound",
     "pair_demand",
     "path_decomposition",
@@ -94,9 +95,19 @@ def pair_demand(topology: Topology, side: frozenset[str] | set[str]) -> int:
     return inside * (topology.num_compute - inside)
 
 
+@dataclass(frozen=True)
+class AlltoallCut:
+    """What :func:`alltoall_cut_bound` gives: the best cut bound ``ratio`` found, its set
+    ``side`` and whether the search was ``exhaustive`` (then ``ratio`` is the best cut)."""
+
+    ratio: Fraction
+    side: frozenset[str]
+    exhaustive: bool
+
+
 def alltoall_cut_bound(
     topology: Topology, candidates: list[frozenset[str]] | None = None
-) -> tuple[Fraction, frozenset[str], bool]:
+) -> AlltoallCut:
     """The best cut bound ``d(S) / B+(S)`` found, its set ``S``, and whether the search was exhaustive.
 
     Exhaustive over all sets for at most :data:`EXHAUSTIVE_CUT_NODES` nodes;
@@ -107,8 +118,8 @@ def alltoall_cut_bound(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> ratio, side, exhaustive = alltoall_cut_bound(load_topology("dgx-a100:1"))
-    >>> ratio, exhaustive
+    >>> cut = alltoall_cut_bound(load_topology("dgx-a100:1"))
+    >>> cut.ratio, cut.exhaustive
     (Fraction(7, 300), True)
     """
     nodes = topology.node_ids
@@ -128,7 +139,7 @@ def alltoall_cut_bound(
             for chosen in itertools.combinations(nodes, size):
                 consider(frozenset(chosen))
         assert best is not None
-        return best[0], best[1], True
+        return AlltoallCut(best[0], best[1], True)
     groups: dict[str, set[str]] = {}
     for v in topology.node_ids:
         group = topology.node[v].group
@@ -143,7 +154,7 @@ def alltoall_cut_bound(
         consider(side)
         consider(everything - side)
     assert best is not None
-    return best[0], best[1], False
+    return AlltoallCut(best[0], best[1], False)
 
 
 def _distance_level_sets(
@@ -402,7 +413,8 @@ def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBou
     if len(topology.node_ids) > EXHAUSTIVE_CUT_NODES:
         sources = topology.compute_nodes if optimum.symmetry is None else optimum.symmetry.sources
         candidates = _distance_level_sets(topology, optimum.lengths, sources)
-    cut_bound, cut, exhaustive = alltoall_cut_bound(topology, candidates)
+    found = alltoall_cut_bound(topology, candidates)
+    cut_bound, cut, exhaustive = found.ratio, found.side, found.exhaustive
     assert cut_bound <= optimum.time_factor, "a cut bound above the optimum: the LP is wrong"
     report = optimum.report
     stats = {

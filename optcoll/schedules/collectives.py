@@ -349,7 +349,7 @@ def broadcast_usable(topology: Topology, root: str) -> Topology:
         value, side = _min_rooted_cut(candidate, root)
         return 1 / (value * candidate.integer_capacities()[1]), side
 
-    return forwardable_topology(topology, separate, root=root)[0]
+    return forwardable_topology(topology, separate, root=root).usable
 
 
 def _require_compute_root(topology: Topology, root: str) -> None:

@@ -62,6 +62,7 @@ import math
 import time
 from bisect import insort
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,8 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
+    "ChunkCapacities",
+    "FixedKCapacity",
     "pack_arborescences",
     "pack_rooted",
     "pack_symmetric",
@@ -899,9 +902,27 @@ def _height_excess(logical: LogicalGraph, trees: list[Tree]) -> tuple[int, int]:
     return max(eccentricity.values()), excess
 
 
+@dataclass(frozen=True)
+class ChunkCapacities:
+    """What :func:`chunk_capacities` gives: ``chunks`` per root and every link's capacity
+    in chunks (``capacity[(u, v)]``)."""
+
+    chunks: int
+    capacity: dict[Arc, int]
+
+
+@dataclass(frozen=True)
+class FixedKCapacity:
+    """What :func:`fixed_k_capacity` gives: ``scale`` (``x``: the best time factor with
+    ``k`` chunks per root is ``x / (k * unit)``) and every link's capacity in chunks."""
+
+    scale: Fraction
+    capacity: dict[Arc, int]
+
+
 def chunk_capacities(
     topology: Topology, k: int | None = None, *, bound: CutRatio | None = None
-) -> tuple[int, dict[Arc, int]]:
+) -> ChunkCapacities:
     """ForestColl's ``(U, k)`` set-up: chunks per root and every link's capacity in chunks.
 
     With ``caps, unit = bound.usable.integer_capacities()`` (the forwardable capacity
@@ -923,22 +944,23 @@ def chunk_capacities(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> k, capacity = chunk_capacities(build("dgx-a100:1"))  # r* = 1/(7 * 300 GB/s)
-    >>> k, capacity[("b0.gpu0", "b0.nvswitch")]
+    >>> set_up = chunk_capacities(build("dgx-a100:1"))  # r* = 1/(7 * 300 GB/s)
+    >>> set_up.chunks, set_up.capacity[("b0.gpu0", "b0.nvswitch")]
     (1, 7)
     """
     if k is not None:
-        return k, _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)[1]
+        fixed = _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)
+        return ChunkCapacities(k, fixed.capacity)
     if bound is None:
         bound = _optimal_cut_ratio(topology)
     caps, unit = bound.usable.integer_capacities()
     scaled = bound.ratio * unit  # U / k in lowest terms
-    return scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()}
+    return ChunkCapacities(scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()})
 
 
 def fixed_k_capacity(
     topology: Topology, k: int, *, ratio: Fraction | None = None
-) -> tuple[Fraction, dict[Arc, int]]:
+) -> FixedKCapacity:
     """The best link capacities (in chunks) for a schedule with exactly ``k`` chunks per root.
 
     Works on the usable capacity of :func:`~optcoll.bounds.cut_ratio.optimal_cut_ratio`
@@ -949,7 +971,7 @@ def fixed_k_capacity(
     out-links then give up the difference, :func:`forwardable_floor`), satisfy
     the rooted connectivity condition with ``k`` per compute node.
 
-    Returns ``(x, capacities)`` with ``x`` in the units of
+    Returns the capacities and ``x`` (``scale``) in the units of
     ``topology.integer_capacities()``: the best time factor with ``k`` chunks
     per root is ``x / (k * unit)`` for that ``unit``. ``ratio`` is r* of
     ``topology`` when the caller knows it already.
@@ -957,7 +979,7 @@ def fixed_k_capacity(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> x, caps = fixed_k_capacity(build("mi250:2"), 1)
+    >>> x = fixed_k_capacity(build("mi250:2"), 1).scale
     >>> x, 32 / (x / 2)  # x, and the algbw N / time factor in GB/s
     (Fraction(1, 5), Fraction(320, 1))
     """
@@ -968,7 +990,7 @@ def fixed_k_capacity(
 
 def _fixed_k_capacity(
     topology: Topology, k: int, *, ratio: Fraction | None = None
-) -> tuple[Fraction, dict[Arc, int]]:
+) -> FixedKCapacity:
     """The core of :func:`fixed_k_capacity`: its arguments are already checked."""
     usable = topology
     if ratio is None or topology.short_switches():
@@ -1001,7 +1023,7 @@ def _fixed_k_capacity(
     # 1 / max(c): then it holds at most one breakpoint per capacity, listed and
     # bisected exactly. Every feasible x is >= lowest.
     if feasible(lowest):
-        return breakpoint_below(lowest) * topology_unit / unit, scaled(lowest)
+        return FixedKCapacity(breakpoint_below(lowest) * topology_unit / unit, scaled(lowest))
     lo, hi = lowest, breakpoint_below(Fraction(math.ceil(lowest)))  # infeasible, feasible
     while (hi - lo) * distinct[-1] >= 1:
         mid = (lo + hi) / 2
@@ -1020,7 +1042,7 @@ def _fixed_k_capacity(
             last = middle
         else:
             first = middle + 1
-    return candidates[first] * topology_unit / unit, scaled(candidates[first])
+    return FixedKCapacity(candidates[first] * topology_unit / unit, scaled(candidates[first]))
 
 
 def forwardable_floor(capacity: Mapping[Arc, int], switches: Sequence[str]) -> dict[Arc, int]:
@@ -1146,7 +1168,8 @@ def _pack_arborescences(
     if bound is None:
         bound = _optimal_cut_ratio(topology)
     usable = bound.usable  # the forwardable capacity when a switch is short of input
-    chunks, link_capacity = chunk_capacities(topology, k, bound=bound)
+    set_up = chunk_capacities(topology, k, bound=bound)
+    chunks, link_capacity = set_up.chunks, set_up.capacity
     compute = topology.compute_nodes
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()

@@ -246,7 +246,8 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     capacity: Any = topology.capacity
     if topology.switch_nodes:
         bound = _optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
-        k, link_capacity = chunk_capacities(topology, bound=bound)
+        set_up = chunk_capacities(topology, bound=bound)
+        k, link_capacity = set_up.chunks, set_up.capacity
         roots = dict.fromkeys(topology.compute_nodes, k)
         logical = split_switches(bound.usable, link_capacity, roots, k * topology.num_compute)
         capacity = logical.capacity

@@ -32,7 +32,8 @@ def cut_ratio_of(topology: Topology, cut: frozenset[str]) -> Fraction:
 @pytest.mark.parametrize("form", FORMS)
 def test_congestion_matches_combinatorial_with_certificate(spec: str, form: str) -> None:
     topo = load_topology(spec)
-    ratio, cut = lp_cut_ratio(topo, form=form)
+    found = lp_cut_ratio(topo, form=form)
+    ratio, cut = found.ratio, found.cut
     assert ratio == optimal_cut_ratio(topo).ratio
     assert cut_ratio_of(topo, cut) == ratio
 
@@ -40,14 +41,14 @@ def test_congestion_matches_combinatorial_with_certificate(spec: str, form: str)
 @pytest.mark.parametrize("spec", ["dgx-a100:1", "mi250:1"])
 def test_congestion_matches_brute_force(spec: str) -> None:
     topo = load_topology(spec)
-    assert lp_cut_ratio(topo)[0] == optimal_cut_ratio(topo, "brute-force").ratio
+    assert lp_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
 
 
 def test_reference_optima() -> None:
     # Published optima (ForestColl reference implementation, confirmed by LP).
-    assert lp_cut_ratio(load_topology("dgx-a100:2"))[0] == Fraction(3, 65)
-    assert lp_cut_ratio(load_topology("mi250:1"))[0] == Fraction(7, 150)
-    assert lp_cut_ratio(load_topology("mi250:2"))[0] == Fraction(15, 166)
+    assert lp_cut_ratio(load_topology("dgx-a100:2")).ratio == Fraction(3, 65)
+    assert lp_cut_ratio(load_topology("mi250:1")).ratio == Fraction(7, 150)
+    assert lp_cut_ratio(load_topology("mi250:2")).ratio == Fraction(15, 166)
 
 
 def test_bound_dispatches_to_lp() -> None:
@@ -70,7 +71,7 @@ def test_congestion_report_sizes() -> None:
 def test_multicast_matches_congestion(spec: str) -> None:
     topo = load_topology(spec)
     result = multicast_bound(topo)
-    assert result.cut_ratio == lp_cut_ratio(topo)[0]
+    assert result.cut_ratio == lp_cut_ratio(topo).ratio
     assert result.scaled_ratio == pytest.approx(float(result.cut_ratio * result.unit))
     # Each root's exact capacity vector fits the links jointly, exactly.
     caps, _ = topo.integer_capacities()

@@ -75,7 +75,7 @@ def test_mi250_one_box() -> None:
     topo = load_topology("mi250:1")
     nodes = list(topo.compute_nodes)
     result = fractional_tree_packing(nodes, topo.capacity)
-    assert result.t == Fraction(7, 150) == lp_cut_ratio(topo)[0]
+    assert result.t == Fraction(7, 150) == lp_cut_ratio(topo).ratio
     assert abs(result.t_float - 7 / 150) < 1e-12
     check_packing(result, nodes, dict(topo.capacity))
 

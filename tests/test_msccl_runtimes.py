@@ -72,7 +72,7 @@ def _measured(text):
 
 
 def _limit_findings(text, profile):
-    _, findings = decode(parse_program(text), profile)
+    findings = decode(parse_program(text), profile).findings
     return [f for f in findings if f.kind in ("limit", "spelling")]
 
 

@@ -14,7 +14,8 @@ Examples
 --------
 >>> from optcoll import load_topology
 >>> topo = load_topology("dgx-a100:1")
->>> r, cut = lp_cut_ratio(topo)
+>>> found = lp_cut_ratio(topo)
+>>> r, cut = found.ratio, found.cut
 >>> r, sum(topo.is_compute(u) for u in cut), topo.cut_bandwidth(cut)
 (Fraction(7, 300), 7, Fraction(300, 1))
 """
@@ -32,7 +33,7 @@ from formulations.solve import LpResult, SolverReport
 from optcoll.exceptions import MethodError, ReconstructionError
 from optcoll.lp.exact import solve_proved
 
-__all__ = ["congestion_bound", "lp_cut_ratio", "CongestionResult"]
+__all__ = ["LpCutRatio", "congestion_bound", "lp_cut_ratio", "CongestionResult"]
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,18 @@ def congestion_bound(
     return CongestionResult(best / unit, cut, scaled, unit, form, result.report, usable)
 
 
+@dataclass(frozen=True)
+class LpCutRatio:
+    """What :func:`lp_cut_ratio` gives: r* (``ratio``) and a bottleneck cut ``S`` (``cut``)
+    with ``|S ∩ Vc| / B+(S) == ratio`` exactly."""
+
+    ratio: Fraction
+    cut: frozenset[str]
+
+
 def lp_cut_ratio(
     topology: Network, *, form: str = "rate", time_limit: float | None = None
-) -> tuple[Fraction, frozenset[str]]:
+) -> LpCutRatio:
     """r* of ``topology`` by the congestion LP, exact, with a bottleneck cut S.
 
     ``|S ∩ Vc| / topology.cut_bandwidth(S) == r*`` holds exactly. This is the
@@ -121,11 +131,11 @@ def lp_cut_ratio(
     Examples
     --------
     >>> from optcoll import load_topology
-    >>> lp_cut_ratio(load_topology("dgx-a100:1"))[0]
+    >>> lp_cut_ratio(load_topology("dgx-a100:1")).ratio
     Fraction(7, 300)
     """
     result = congestion_bound(topology, form=form, time_limit=time_limit)
-    return result.cut_ratio, result.cut
+    return LpCutRatio(result.cut_ratio, result.cut)
 
 
 def _best_dual_cut(

@@ -906,7 +906,8 @@ def read_msccl(source: str) -> Algo:
     """Read and decode an MSCCL XML file with the program checker's parser; a file whose
     attributes cannot be decoded is refused with the checker's first finding."""
 
-    algo, findings = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
+    decoded = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
+    algo, findings = decoded.algo, decoded.findings
     blocking = [f for f in findings if f.kind in ("bounds", "structure")]
     if algo is None or blocking:
         first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"

@@ -211,7 +211,8 @@ def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, s
 def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
     from optcoll.bounds.congestion import lp_cut_ratio
 
-    ratio, cut = lp_cut_ratio(topology)
+    found = lp_cut_ratio(topology)
+    ratio, cut = found.ratio, found.cut
     return ratio, cut, "dual cut, proved by LP duality"
 
 

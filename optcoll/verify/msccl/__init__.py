@@ -132,7 +132,8 @@ def check_program(
     """
 
     profile = runtime_profile(runtime)
-    algo, findings = decode(program, profile)
+    decoded = decode(program, profile)
+    algo, findings = decoded.algo, decoded.findings
     report = CheckReport(
         program.source, runtime, program.attrs.get("coll"), None, None, (), tuple(depths), None,
         findings,

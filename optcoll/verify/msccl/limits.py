@@ -13,7 +13,8 @@ Examples
 ...         'coll="reduce_scatter" inplace="0" outofplace="1" minBytes="0" maxBytes="0">'
 ...         '<gpu id="0" i_chunks="2" o_chunks="1" s_chunks="0"/>'
 ...         '<gpu id="1" i_chunks="2" o_chunks="1" s_chunks="0"/></algo>')
->>> algo, findings = decode(parse_program(text), RUNTIMES["rccl"])
+>>> decoded = decode(parse_program(text), RUNTIMES["rccl"])
+>>> algo, findings = decoded.algo, decoded.findings
 >>> algo.collective, algo.input_chunks, algo.output_chunks
 ('reduce_scatter', 2, 1)
 >>> print(findings[0].message)
@@ -30,7 +31,7 @@ from optcoll.core.limits import MAX_PROGRAM_CELLS
 from optcoll.core.msccl_runtimes import RUNTIMES, RuntimeProfile
 from optcoll.verify.msccl.program import Element, Program
 
-__all__ = ["Finding", "Step", "ThreadBlock", "Algo", "decode", "COLLECTIVE_NAMES"]
+__all__ = ["Finding", "Step", "ThreadBlock", "Algo", "Decoded", "decode", "COLLECTIVE_NAMES"]
 
 #: Every spelling of ``coll`` any runtime accepts, mapped to the checker's collective name.
 COLLECTIVE_NAMES = {
@@ -174,7 +175,16 @@ class _Reader:
         return int(value)
 
 
-def decode(program: Program, profile: RuntimeProfile) -> tuple[Algo | None, list[Finding]]:
+@dataclass(frozen=True)
+class Decoded:
+    """What :func:`decode` gives: the typed program (``None`` when an attribute its
+    execution needs is missing or unreadable) and the findings of the static checks."""
+
+    algo: Algo | None
+    findings: list[Finding]
+
+
+def decode(program: Program, profile: RuntimeProfile) -> Decoded:
     """Typed program and the findings of the static checks; the program is ``None`` when
     an attribute its execution needs is missing or unreadable."""
     r = _Reader(profile)
@@ -247,12 +257,12 @@ def decode(program: Program, profile: RuntimeProfile) -> tuple[Algo | None, list
         )
         r.complete = False
     if not r.complete or coll is None or ngpus is None or loop is None or nchannels is None:
-        return None, r.findings
+        return Decoded(None, r.findings)
     algo = _sizes(r, coll, collective, ngpus, loop, nchannels, inplace, outofplace, declared, gpus)
     if algo is not None:
         _check_threadblocks(r, algo, profile)
         _check_steps(r, algo, profile)
-    return algo, r.findings
+    return Decoded(algo, r.findings)
 
 
 def _check_selection(

@@ -18,7 +18,7 @@ Examples
 ...         return []
 >>> from optcoll.bounds.congestion import lp_cut_ratio
 >>> lp_cut_ratio(Pair())
-(Fraction(1, 25), frozenset({'a'}))
+LpCutRatio(ratio=Fraction(1, 25), cut=frozenset({'a'}))
 """
 
 from __future__ import annotations

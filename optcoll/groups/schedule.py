@@ -59,7 +59,7 @@ Examples
 >>> topo = load_topology("ring:4,bw=1")
 >>> s = groups_schedule(make_groups(topo, [["n0", "n2"], ["n1", "n3"]], relay="any"))
 >>> s.time_factor, [len(g.trees) for g in s.groups]
-(Fraction(1, 1), [2, 2])
+(Fraction(1, 1), [4, 4])
 >>> GroupsSchedule.from_dict(s.to_dict()) == s
 True
 """

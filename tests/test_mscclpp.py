@@ -263,3 +263,29 @@ def test_a_defect_is_reported_once():
     report = check_plan(document)
     assert [kind for kind, _ in report.findings] == ["race"], report.findings
     assert "(pws of unit 0) reads s[" in report.findings[0][1]
+
+
+def test_a_plan_the_checker_cannot_execute_is_not_called_correct(tmp_path, capsys):
+    """A second pipeline whose unit is no whole number of the first's parts is read but
+    not executed: the verdict is NOT JUDGED (exit 1), never 'correct'."""
+    out = tmp_path / "p.json"
+    args = ["export", "ring:4", "--collective", "allreduce", "--format", "mscclpp"]
+    assert main([*args, "-o", str(out)]) == 0
+    document = json.loads(out.read_text())
+    pipelines = [
+        op
+        for gpu in document["gpus"]
+        for tb in gpu["threadblocks"]
+        for op in tb["ops"]
+        if op["name"] == "pipeline"
+    ]
+    pipelines[1]["iter_context"]["unit_size"] = pipelines[0]["iter_context"]["unit_size"] // 3 + 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["check-plan", str(bad)]) == 1
+    assert "verdict      NOT JUDGED" in capsys.readouterr().out
+    assert main(["check-plan", str(bad), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and not report["judged"]
+    assert main(["check-plan", str(out)]) == 0

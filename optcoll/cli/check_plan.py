@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     report = check_plan_file(args.file)
     if args.json:
         print_json(report.to_dict())
-        return 0 if report.ok else 1
+        return 0 if report.ok and report.judged else 1
     print(
         f"file         {args.file}: {report.collective}, {report.ranks} ranks, "
         f"{'in place' if report.inplace else 'out of place'}, protocol {report.protocol}"
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"root         rank {report.root} (from the data)")
     for note in report.notes:
         print(f"note         {note}")
-    print(f"verdict      {'correct' if report.ok else 'WRONG'}")
+    verdict = "WRONG" if not report.ok else "correct" if report.judged else "NOT JUDGED"
+    print(f"verdict      {verdict}")
     for kind, message in report.findings[:20]:
         print(f"  {kind:<12} {message}")
-    return 0 if report.ok else 1
+    return 0 if report.ok and report.judged else 1

@@ -53,6 +53,12 @@ class PlanReport:
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def judged(self) -> bool:
+        """True when the plan was executed (under :data:`STRATEGIES`); a plan that is
+        ``ok`` but was not executed (ops the checker does not run) is not known correct."""
+        return bool(self.strategies)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -66,6 +72,7 @@ class PlanReport:
             "root": self.root,
             "interleavings": list(self.strategies),
             "ok": self.ok,
+            "judged": self.judged,
             "findings": [{"kind": k, "message": m} for k, m in self.findings],
             "notes": self.notes,
         }

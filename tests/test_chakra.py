@@ -137,6 +137,9 @@ def test_astra_sims_own_traces_pass_without_labels():
     assert report.ok and report.executed and not report.judged
     assert (report.ranks, report.nodes, report.transfers) == (8, 280, 112)
     assert report.bytes_sent == 112 * 131072  # 2 (N - 1) chunks of M / N per rank
+    # the data each rank ends with is not judged, so the command does not say 'correct'
+    status, out, _ = _run(["check-et", str(DATA / "custom_allreduce")])
+    assert status == 1 and "verdict      NOT JUDGED" in out
 
 
 def _mutants(files: list[bytes], rng: random.Random, count: int) -> list[tuple[str, list[bytes]]]:

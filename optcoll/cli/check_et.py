@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     report = check_prefix(args.prefix)
     if args.json:
         print_json(report.to_dict())
-        return 0 if report.ok else 1
+        return 0 if report.ok and report.judged else 1
     ran = "ran in 4 orders" if report.executed else "not executed"
     print(
         f"traces       {args.prefix}.<rank>.et: {report.ranks} ranks, "
@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"transfers    {report.transfers} sends, {report.bytes_sent} bytes in all")
     for note in report.notes:
         print(f"note         {note}")
-    print(f"verdict      {'correct' if report.ok else 'WRONG'}")
+    verdict = "WRONG" if not report.ok else "correct" if report.judged else "NOT JUDGED"
+    print(f"verdict      {verdict}")
     for finding in report.findings:
         print(f"  {finding.kind:<12} {finding.message}")
-    return 0 if report.ok else 1
+    return 0 if report.ok and report.judged else 1

@@ -442,6 +442,16 @@ def _reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedul
     )
 
 
+def _checked_collective(topology: Topology, collective: str, root: str | None) -> str:
+    """The argument checks the public collective functions share: a topology, a known
+    collective (returned in its canonical spelling) and, if given, a root node of it."""
+    topology_argument(topology)
+    collective = collective_argument(collective)
+    if root is not None:
+        node_argument(topology, root, "root")
+    return collective
+
+
 def build_collective(
     topology: Topology,
     collective: str,
@@ -479,13 +489,9 @@ def build_collective(
     >>> build_collective(build("dgx-a100:1"), "allreduce", k=1).time_factor
     Fraction(7, 150)
     """
-    topology_argument(topology)
-    collective = collective_argument(collective)
+    collective = _checked_collective(topology, collective, root)
     k = None if k is None else count_argument(k, "k")
     flag_argument(progress, "progress")
-    if root is not None:
-        node_argument(topology, root, "root")
-
     return _build_collective(topology, collective, k=k, root=root, progress=progress, bound=bound)
 
 
@@ -570,10 +576,7 @@ def collective_cut_ratio(
     >>> collective_cut_ratio(build("ring:4"), "allreduce")
     Fraction(3, 200)
     """
-    topology_argument(topology)
-    collective = collective_argument(collective)
-    if root is not None:
-        node_argument(topology, root, "root")
+    collective = _checked_collective(topology, collective, root)
     return _collective_cut_ratio(topology, collective, root)
 
 
@@ -609,11 +612,7 @@ def collective_lower_bound(
     >>> collective_lower_bound(build("dgx-a100:2"), "broadcast", "b0.gpu0")
     Fraction(1, 200)
     """
-    topology_argument(topology)
-    collective = collective_argument(collective)
-    if root is not None:
-        node_argument(topology, root, "root")
-
+    collective = _checked_collective(topology, collective, root)
     return _collective_lower_bound(topology, collective, root)
 
 

@@ -175,7 +175,7 @@ def _mutants(files: list[bytes], rng: random.Random, count: int) -> list[tuple[s
             src, dst = attrs["comm_src"].int32_val, attrs["comm_dst"].int32_val
             attrs["comm_src"].int32_val, attrs["comm_dst"].int32_val = dst, src
         elif kind == "size":
-            attrs["comm_size"].uint64_val += 1
+            attrs["comm_size"].int64_val += 1
         elif kind == "tag":
             attrs["comm_tag"].int32_val += 1000
         elif kind == "cycle":

@@ -1,7 +1,15 @@
-// Drives Chakra's ET feeder over one trace per rank as ASTRA-sim's CustomAlgorithm does.
-// Built with -DFEEDER_V3 against astra-sim/chakra src/feeder_v3 (what ASTRA-sim links),
-// else against mlcommons/chakra src/feeder (the feeder Chakra ships). Prints one line per
-// rank and a last line ACCEPT or REJECT <reason>.
+// Drives Chakra's ET feeder over one trace per rank as ASTRA-sim's CustomAlgorithm does
+// (benchmarks/chakra_outside.py builds and runs it; no Chakra code is in this repository).
+// Built with -DFEEDER_V3 against astra-sim/chakra src/feeder_v3 (what ASTRA-sim links since
+// August 2025), else against mlcommons/chakra src/feeder (Chakra's own feeder, which ASTRA-sim
+// linked before). Usage: driver [--feed-only] RANK0.et RANK1.et ...
+// Every rank issues its dependency-free nodes and reads comm_dst / comm_src / comm_size /
+// comm_tag through the feeder's accessors; a send completes when issued (the analytical
+// backend runs its callback on arrival, whether or not the receive is posted), a receive when
+// a send of the same (tag mod 500000000, source, destination, size) has arrived (i-th send
+// meets i-th receive), a compute at once; any other node type is never finished, as in
+// CustomAlgorithm::issue. --feed-only finishes every node on issue (a workload trace).
+// Prints one line per rank, then ACCEPT <nodes> or REJECT | <reason> | ...
 #include <cstdint>
 #include <deque>
 #include <fstream>

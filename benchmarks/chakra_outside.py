@@ -26,7 +26,13 @@ it (none of it is in this repository, nor a dependency):
   nodes (``take_node``), read ``comm_dst``/``comm_src``/``comm_size``/``comm_tag`` through
   the feeder's accessors, ``finish_node`` when done, with the same network rule.
 * **Chakra's own feeder** (column ``feeder_v1``): ``src/feeder`` of mlcommons/chakra, the
-  same driver through ``getNextIssuableNode``/``freeChildrenNodes``/``removeNode``.
+  same driver through ``getNextIssuableNode``/``freeChildrenNodes``/``removeNode``; ASTRA-sim's
+  ``CustomAlgorithm`` used it until astra-sim e9de64f (2025-08-11).
+* **ASTRA-sim itself** (column ``astra-sim``, with ``--astra-sim-run``): the analytical
+  backend of an astra-sim checkout built with ``build/astra_analytical/build.sh`` runs the
+  traces as the custom collective of its own microbenchmark workload (``examples/workload/
+  microbenchmarks/<collective>/<N>npus_1MB`` on ``Ring_<N>npus.yml``: 4, 8 or 16 NPUs; the
+  four collectives it runs from traces); accepted when every NPU reports ``sys[i] finished``.
 
 Beside them, ``check-et`` is optcoll's own verdict. Positive controls: ASTRA-sim's own
 custom-collective example (``examples/system/custom_collectives/
@@ -42,7 +48,7 @@ Needs g++ and libprotobuf with its protoc (Debian: ``apt-get install libprotobuf
 protobuf-compiler``; any version with C++17 works) for the two feeders; without
 ``--astra-sim`` the ``feeder_v3`` column is left out. Run from the repository root::
 
-    python -m benchmarks.chakra_outside --chakra PATH [--astra-sim PATH]
+    python -m benchmarks.chakra_outside --chakra PATH [--astra-sim PATH] [--astra-sim-run PATH]
         [--specs ring:8 ...] [--collectives allreduce ...] [--sizes 64K 1M 1G] [--json FILE]
 
 ``--astra-sim`` is an astra-sim checkout with its submodules (or an astra-sim/chakra
@@ -109,6 +115,8 @@ LAX = {
     ("comm_size as uint64", "feeder_v3"): "accepts",
     ("truncated", "feeder_v3"): "either",
 }
+#: ASTRA-sim links feeder_v1 (before August 2025) or feeder_v3 (since): either's laxness.
+LAX |= {(kind, "astra-sim"): "either" for kind, _ in LAX}
 
 
 # ----------------------------------------------------------------------------- building
@@ -318,6 +326,47 @@ def feed(binary: Path, files: list[Path], *flags: str) -> str:
     return lines[-1]
 
 
+#: ASTRA-sim's workload microbenchmark folder and system-JSON key per collective it runs.
+ASTRA_RUNS = {
+    "allreduce": ("all_reduce", "all-reduce-implementation-custom"),
+    "allgather": ("all_gather", "all-gather-implementation-custom"),
+    "reduce_scatter": ("reduce_scatter", "reduce-scatter-implementation-custom"),
+    "alltoall": ("all_to_all", "all-to-all-implementation-custom"),
+}
+
+
+def simulate(astra: Path, collective: str, files: list[Path], limit: float = 600) -> bool | None:
+    """ASTRA-sim's analytical binary (of the built checkout ``astra``) runs the traces as the
+    custom collective of its own microbenchmark workload: True if every NPU reports
+    ``sys[i] finished``; None if ASTRA-sim runs no such collective or has no workload of
+    that many NPUs (its examples have 4, 8 and 16)."""
+    n = len(files)
+    examples = astra / "examples"
+    binary = astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
+    if collective not in ASTRA_RUNS:
+        return None
+    folder, key = ASTRA_RUNS[collective]
+    workload = examples / f"workload/microbenchmarks/{folder}/{n}npus_1MB/{folder}"
+    network = examples / f"network/analytical/Ring_{n}npus.yml"
+    if not network.exists() or not workload.with_name(f"{folder}.0.et").exists():
+        return None
+    system = files[0].parent / "system.json"
+    prefix = str(files[0])[: -len(".0.et")]
+    system.write_text(json.dumps({"scheduling-policy": "FIFO", "preferred-dataset-splits": 1,
+                                  "local-mem-bw": 50, key: [prefix]}))  # fmt: skip
+    try:
+        done = subprocess.run(
+            [str(binary), f"--workload-configuration={workload}",
+             f"--system-configuration={system}", f"--network-configuration={network}",
+             "--remote-memory-configuration="
+             f"{examples / 'remote_memory/analytical/no_memory_expansion.json'}"],
+            capture_output=True, text=True, timeout=limit, cwd=files[0].parent,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0 and all(f"sys[{i}] finished" in done.stdout for i in range(n))
+
+
 # ----------------------------------------------------------------------------- the runs
 def export(spec: str, collective: str, size: str, prefix: Path) -> list[Path]:
     """``optcoll export ... --format chakra``: the files written, rank by rank."""
@@ -336,9 +385,10 @@ def export(spec: str, collective: str, size: str, prefix: Path) -> list[Path]:
 
 def verdicts(
     py: dict[str, Any], drivers: dict[str, Path], files: list[Path], folder: Path,
-    jsonizer: bool = True,
+    jsonizer: bool = True, run: tuple[Path, str, float] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Every checker's verdict on one trace set (True = accepted) and its reasons."""
+    """Every checker's verdict on one trace set (True = accepted) and its reasons; with
+    ``run`` (a built astra-sim checkout, the collective) also ASTRA-sim's (None: not run)."""
     from optcoll.verify.chakra import check_traces
 
     try:
@@ -359,6 +409,8 @@ def verdicts(
         line = feed(binary, files)
         row[name] = line.startswith("ACCEPT")
         row["reasons"][name] = [] if row[name] else line.split(" | ")[1:4]
+    if run is not None:
+        row["astra-sim"] = simulate(run[0], run[1], files, run[2])
     return row
 
 
@@ -445,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chakra", required=True, help="mlcommons/chakra checkout")
     parser.add_argument("--astra-sim", help="astra-sim checkout (with submodules)")
+    parser.add_argument("--astra-sim-run", help="astra-sim checkout built with "
+                        "build/astra_analytical/build.sh: run the traces in it")  # fmt: skip
     parser.add_argument("--specs", nargs="+", default=list(SPECS))
     parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
@@ -464,6 +518,9 @@ def _main(args: argparse.Namespace, chakra: Path, astra: Path | None, folder: Pa
     py = build_python(chakra, folder)
     drivers = build_drivers(chakra, astra, folder)
     checkers = ["check-et", "rules", *drivers]
+    runner = Path(args.astra_sim_run).resolve() if args.astra_sim_run else None
+    if runner is not None:
+        checkers.append("astra-sim")
     print(f"built in {time.perf_counter() - wall:.0f} s (schema compiled by {py['protoc']}; "
           f"feeders: {', '.join(drivers)})", flush=True)  # fmt: skip
     start = time.process_time()
@@ -479,7 +536,7 @@ def _main(args: argparse.Namespace, chakra: Path, astra: Path | None, folder: Pa
     files = sorted(
         example.parent.glob(example.name + ".*.et"), key=lambda p: int(p.name.split(".")[-2])
     )
-    row = verdicts(py, drivers, files, folder)
+    row = verdicts(py, drivers, files, folder, run=runner and (runner, "allreduce", 600))
     # ASTRA-sim's traces carry no optcoll labels: check-et says NOT JUDGED but finds nothing
     print(f"positive control, ASTRA-sim's {example.parent.name}: {len(files)} ranks, "
           f"{row['nodes']} nodes: " + ", ".join(f"{c} {'accepts' if row[c] else 'REJECTS'}"
@@ -503,23 +560,28 @@ def _main(args: argparse.Namespace, chakra: Path, astra: Path | None, folder: Pa
             if (spec, collective) in SKIP:
                 continue
             counts = dict.fromkeys(checkers, 0)
+            runs = dict.fromkeys(checkers, 0)
             nodes, reasons = 0, {}
             for size in args.sizes:
                 prefix = folder / "export" / f"{spec.replace(':', '_')}.{collective}.{size}" / "t"
                 prefix.parent.mkdir(parents=True)
                 files = export(spec, collective, size, prefix)
-                row = verdicts(py, drivers, files, folder, jsonizer=size == args.sizes[0])
+                row = verdicts(py, drivers, files, folder, jsonizer=size == args.sizes[0],
+                               run=runner and (runner, collective, 600))  # fmt: skip
                 nodes = max(nodes, row["nodes"])
                 for c in checkers:
+                    if row[c] is None:  # ASTRA-sim runs no such collective or size
+                        continue
+                    runs[c] += 1
                     counts[c] += row[c]
                     if not row[c]:
-                        reasons[c] = row["reasons"][c]
+                        reasons[c] = row["reasons"].get(c, ["(see its output)"])
                 records.append({"spec": spec, "collective": collective, "size": size,
                                 "ranks": len(files), **row})  # fmt: skip
                 shutil.rmtree(prefix.parent)
-            failures += sum(len(args.sizes) - v for v in counts.values())
+            failures += sum(runs[c] - counts[c] for c in checkers)
             table.append([spec, collective, nodes,
-                          *(f"{counts[c]}/{len(args.sizes)}" for c in checkers)])  # fmt: skip
+                          *(f"{counts[c]}/{runs[c]}" if runs[c] else "-" for c in checkers)])  # fmt: skip
             if reasons:
                 print(f"  {spec} {collective}: {reasons}", flush=True)
             print(json.dumps(records[-1]), file=sys.stderr, flush=True)
@@ -537,9 +599,13 @@ def _main(args: argparse.Namespace, chakra: Path, astra: Path | None, folder: Pa
             paths = [prefix.parent / f"m.{r}.et" for r in range(len(data))]
             for path, blob in zip(paths, data, strict=True):
                 path.write_bytes(blob)
-            row = verdicts(py, drivers, paths, folder, jsonizer=False)
+            run = runner and (runner, collective, 120)
+            row = verdicts(py, drivers, paths, folder, jsonizer=False, run=run)
             cells = []
             for c in checkers:
+                if row[c] is None:
+                    cells.append("-")
+                    continue
                 lax = LAX.get((kind, c))
                 cells.append(("accepts" if row[c] else "rejects") + ("*" if lax else ""))
                 failures += lax is None and row[c] or lax == "accepts" and not row[c]

@@ -339,7 +339,8 @@ def simulate(astra: Path, collective: str, files: list[Path], limit: float = 600
     """ASTRA-sim's analytical binary (of the built checkout ``astra``) runs the traces as the
     custom collective of its own microbenchmark workload: True if every NPU reports
     ``sys[i] finished``; None if ASTRA-sim runs no such collective or has no workload of
-    that many NPUs (its examples have 4, 8 and 16)."""
+    that many NPUs (its examples have 4, 8 and 16), or its sources do not know the system-JSON
+    key (an older ASTRA-sim ignores the key and runs nothing)."""
     n = len(files)
     examples = astra / "examples"
     binary = astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
@@ -350,6 +351,9 @@ def simulate(astra: Path, collective: str, files: list[Path], limit: float = 600
     network = examples / f"network/analytical/Ring_{n}npus.yml"
     if not network.exists() or not workload.with_name(f"{folder}.0.et").exists():
         return None
+    sources = (astra / "astra-sim/system").rglob("*.cc")
+    if not any(key in path.read_text(errors="replace") for path in sources):
+        return None  # e.g. reduce-scatter: no custom key before astra-sim a84fa60 (2025-11-12)
     system = files[0].parent / "system.json"
     prefix = str(files[0])[: -len(".0.et")]
     system.write_text(json.dumps({"scheduling-policy": "FIFO", "preferred-dataset-splits": 1,

@@ -612,7 +612,8 @@ def _main(args: argparse.Namespace, chakra: Path, astra: Path | None, folder: Pa
                     continue
                 lax = LAX.get((kind, c))
                 cells.append(("accepts" if row[c] else "rejects") + ("*" if lax else ""))
-                failures += lax is None and row[c] or lax == "accepts" and not row[c]
+                if (lax is None and row[c]) or (lax == "accepts" and not row[c]):
+                    failures += 1
             mutated_rows.append([f"{spec} {collective}", kind, *cells])
     print_table(["trace set", "mutation", *checkers], mutated_rows)
     print("* a reader that does not judge this (see LAX in the script); not counted")

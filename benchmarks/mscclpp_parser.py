@@ -268,6 +268,38 @@ def mutations(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any], int | Non
         add("9 channels in one op", lambda d: find(d).update(channel_ids=[0] * 9))
         add("chunk index past the buffer", lambda d: find(d)["dst_buff"][0].update(index=10**6))
         add("unknown channel type", lambda d: find(d).update(channel_type="nvlink"))
+    pipelined = [
+        (g["id"], t["id"], i)
+        for g in plan["gpus"]
+        for t in g["threadblocks"]
+        for i, op in enumerate(t["ops"])
+        if op["name"] == "pipeline"
+    ]
+    if pipelined:
+        r, b, i = pipelined[0]
+
+        def pipe(d: dict[str, Any]) -> dict[str, Any]:
+            block = next(t for t in d["gpus"][r]["threadblocks"] if t["id"] == b)
+            return block["ops"][i]["iter_context"]
+
+        add(
+            "pipeline num_chunks doubled",
+            lambda d: pipe(d).update(num_chunks=2 * pipe(d)["num_chunks"]),
+        )
+        add("pipeline unit_size 0", lambda d: pipe(d).update(unit_size=0))
+    add("thread block id past the count", lambda d: d["gpus"][0]["threadblocks"][-1].update(id=99))
+    refs = [t for t in plan["gpus"][0]["threadblocks"] if t.get("remote_buffer_refs")]
+    if refs:
+        block_id = refs[0]["id"]
+
+        def first_ref(d: dict[str, Any]) -> dict[str, Any]:
+            block = next(t for t in d["gpus"][0]["threadblocks"] if t["id"] == block_id)
+            return block["remote_buffer_refs"][0]
+
+        add(
+            "remote buffer id past the rank's",
+            lambda d: first_ref(d).update(remote_buffer_ids=[99]),
+        )
     add(
         "65 ops in a thread block",
         lambda d: d["gpus"][0]["threadblocks"][0]["ops"].extend([{"name": "nop"}] * 65),
@@ -290,9 +322,7 @@ def mutations(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any], int | Non
 def run_driver(driver: Path, jobs: list[tuple[Path, int, int]]) -> list[str]:
     """The driver's verdict line for each job ``(plan, input bytes, output bytes)``."""
     text = "".join(f"{path} {i} {o}\n" for path, i, o in jobs)
-    result = subprocess.run(
-        [str(driver)], input=text, capture_output=True, text=True, check=True
-    )
+    result = subprocess.run([str(driver)], input=text, capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()
     if len(lines) != len(jobs):
         raise RuntimeError(f"driver answered {len(lines)} of {len(jobs)} jobs")
@@ -362,12 +392,14 @@ def main(argv: list[str] | None = None) -> int:
                 keys.append((label, collective, path, size))
         cpu = cpu_seconds()
         verdicts = run_driver(driver, jobs)
-        print(f"MSCCL++'s loader judged {len(jobs)} (plan, size) jobs of {len(cases)} plans "
-              f"in {cpu_seconds() - cpu:.1f} CPU s (children included)")
+        print(
+            f"MSCCL++'s loader judged {len(jobs)} (plan, size) jobs of {len(cases)} plans "
+            f"in {cpu_seconds() - cpu:.1f} CPU s (children included)"
+        )
         table: dict[tuple[str, str], Counter] = defaultdict(Counter)
         plans: dict[tuple[str, str], set] = defaultdict(set)
         bad = []
-        for (label, collective, path, size), verdict in zip(keys, verdicts):
+        for (label, collective, path, size), verdict in zip(keys, verdicts, strict=True):
             kind = verdict.split()[0]
             table[(label, collective)][kind] += 1
             plans[(label, collective)].add(path)
@@ -393,10 +425,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for spec, collective, protocol in MUTATED:
             origin = next(
-                (p for lab, c, p in cases
-                 if lab == spec.split(":")[0] and c == collective
-                 and json.loads(p.read_text())["protocol"] == protocol
-                 and not json.loads(p.read_text())["inplace"]),
+                (
+                    p
+                    for lab, c, p in cases
+                    if lab == spec.split(":")[0]
+                    and c == collective
+                    and json.loads(p.read_text())["protocol"] == protocol
+                    and not json.loads(p.read_text())["inplace"]
+                ),
                 None,
             )
             if origin is None:

@@ -89,6 +89,16 @@ def test_cli_writes_simple_and_ll_bands(tmp_path, capsys):
         assert check_plan_file(tmp_path / name).ok
 
 
+def test_cli_writes_the_simple_plan_when_no_ll_plan_fits(tmp_path, capsys):
+    """dgx-2:1 allreduce: an LL reduction of 16 buffers is above the 9 an op holds, so
+    the Simple plan serves every size (the export used to fail outright)."""
+    out = tmp_path / "p.json"
+    args = ["export", "dgx-2:1", "--format", "mscclpp", "--collective", "allreduce"]
+    assert main([*args, "-o", str(out), "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert [(f["protocol"], f["min_message_size"]) for f in files] == [("Simple", 0)]
+
+
 @pytest.mark.parametrize("coll", ["allgather", "allreduce", "broadcast"])
 def test_process_group_exports_pass_check_plan(tmp_path, coll):
     out = tmp_path / "p.json"

@@ -282,9 +282,11 @@ def mutations(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any], int | Non
             block = next(t for t in d["gpus"][r]["threadblocks"] if t["id"] == b)
             return block["ops"][i]["iter_context"]
 
+        # at 64 MiB, where a pipeline runs many units (at the smallest size it runs one)
         add(
             "pipeline num_chunks doubled",
             lambda d: pipe(d).update(num_chunks=2 * pipe(d)["num_chunks"]),
+            -(-(2**26) // granule(plan)) * granule(plan),
         )
         add("pipeline unit_size 0", lambda d: pipe(d).update(unit_size=0))
     add("thread block id past the count", lambda d: d["gpus"][0]["threadblocks"][-1].update(id=99))

@@ -350,3 +350,15 @@ def test_bands_keep_every_buffer_below_4_gib(coll):
                 assert max(chunk * ic, chunk * oc, scratch) > 2**31  # not cut needlessly
     shipped = check_plan(json.loads((DATA / "allreduce.json").read_text()))
     assert any("4 GiB" in note for note in shipped.notes)
+
+
+def test_a_band_without_a_message_size_is_a_finding():
+    """MSCCL++ refuses every size outside ``[min, max]`` and every size that is not a
+    multiple of the granule: a band holding no positive multiple serves nothing."""
+    doc = json.loads((DATA / "allreduce.json").read_text())
+    doc["min_message_size"], doc["max_message_size"] = 1, 100
+    report = check_plan(doc)
+    assert report.granule > 100
+    assert any("no message size fits" in message for _, message in report.findings)
+    doc["max_message_size"] = report.granule
+    assert check_plan(doc).ok

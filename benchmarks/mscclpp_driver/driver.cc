@@ -223,8 +223,9 @@ struct Executor::Impl {
   // double scratch offsets and sizes (LL packets: data + flag). A pipeline's inner op runs
   // nIterations units from its offset, unit j at j * unit_size with min(size - j * unit_size,
   // unit_size) bytes in uint32 arithmetic, so a unit that starts past the op's range wraps to a
-  // whole unit past it. With reuse_resources, scratch offsets of a unit wrap modulo the scratch
-  // chunk size and the scratch buffer is the executor's default one.
+  // whole unit past it: refused, even where that stays inside the buffer (another range).
+  // With reuse_resources, scratch offsets of a unit wrap modulo the scratch chunk size and the
+  // scratch buffer is the executor's default one.
   static void regionChecks(const ExecutionPlan::Impl& p, const nlohmann::json& gpu, int rank, size_t inputSize,
                            size_t outputSize, Rank& result, const std::vector<Owner>& memoryOwners,
                            const std::vector<Owner>& portOwners) {
@@ -252,7 +253,9 @@ struct Executor::Impl {
             if (buff.contains("buffer_id")) {
               int id = buff["buffer_id"];
               bool memory = op.channelType == ChannelType::MEMORY;
-              const auto& refs = memory ? p.threadblockMemoryChannelBuffers.at(tb) : p.threadblockPortChannelBuffers.at(tb);
+              int tbId = threadblock["id"];  // as setupOperation's getRemoteBufferTypeWithId
+              const auto& refs =
+                  memory ? p.threadblockMemoryChannelBuffers.at(tbId) : p.threadblockPortChannelBuffers.at(tbId);
               const Owner& owner = (memory ? memoryOwners : portOwners).at(refs.at(id).first);
               region.owner = owner.rank;
               region.type = owner.type;
@@ -261,8 +264,12 @@ struct Executor::Impl {
             }
             uint64_t offset = side == 0 ? op.inputOffsets[k] : op.outputOffsets[k];
             uint64_t extent = side == 0 ? op.inputBufferSizes[k] : op.outputBufferSizes[k];
-            if (unit > 0 && lastStart > extent) extent = lastStart + unit;
-            if (p.reuseResources && region.type == BufferType::SCRATCH) extent = std::min<uint64_t>(extent, scratchChunkSize);
+            if (unit > 0 && lastStart > extent && !isPacketOp(op.type))  // packet ops take no unit offset
+              throw Bounds(region.where + ": the pipeline's last unit starts " + std::to_string(lastStart) +
+                           " bytes into a range of " + std::to_string(extent) +
+                           ": min(size - offset, unit_size) wraps and moves a whole unit past the range");
+            if (p.reuseResources && region.type == BufferType::SCRATCH)
+              extent = std::min<uint64_t>(extent, scratchChunkSize);
             region.end = offset + extent;
             if (isPacketOp(op.type) && region.type == BufferType::SCRATCH) region.end *= 2;
             if (region.owner != rank) {
@@ -290,6 +297,7 @@ struct Executor::Impl {
       tb++;
     }
   }
+
   // One job, in the child: every rank, then the regions a rank touches in its peers' buffers.
   static int runJob(const std::string& path, size_t inputSize, size_t outputSize, FILE* out) {
     int rank = -1;

@@ -127,6 +127,17 @@ def check_plan(plan: Plan | dict) -> PlanReport:
     if not plan.gpus:
         report.findings.append(("structure", "the plan has no GPUs"))
         return report
+    step = report.granule
+    smallest = -(-max(plan.min_message_size, 1) // step) * step
+    if smallest > plan.max_message_size:
+        report.findings.append(
+            (
+                "structure",
+                f"no message size fits the band [{plan.min_message_size}, "
+                f"{plan.max_message_size}]: checkMessageSize takes positive multiples of "
+                f"{step} B",
+            )
+        )
     if plan.protocol not in ("Simple", "LL"):
         report.notes.append(
             f"protocol {plan.protocol!r} is run as Simple (only 'LL' selects packets)"

@@ -221,7 +221,8 @@ def mutations(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any], int | Non
     >>> [name for name, _, _ in mutations({"name": "p", "collective": "allreduce",
     ...     "protocol": "Simple", "inplace": False, "buffer_alignment": 16,
     ...     "gpus": [{"id": 0, "input_chunks": 1, "output_chunks": 1, "scratch_chunks": 0,
-    ...               "threadblocks": [], "channels": [], "remote_buffers": []}]})][:3]
+    ...               "threadblocks": [{"id": 0, "ops": [], "channels": []}],
+    ...               "channels": [], "remote_buffers": []}]})][:3]
     ['no "protocol"', 'no "inplace"', 'no "gpus"']
     """
     found: list[tuple[str, dict[str, Any], int | None]] = []

@@ -306,7 +306,7 @@ struct Executor::Impl {
       nlohmann::json obj = nlohmann::json::parse(file);
       const auto& gpus = obj["gpus"];
       // the executor's rank comes from its communicator: rank 0 exists even if "gpus" is empty
-    int nranks = std::max<int>(1, gpus.size());
+      int nranks = std::max<int>(1, gpus.size());
       std::vector<Rank> ranks;
       for (rank = 0; rank < nranks; rank++) {
         fprintf(out, "rank %d\n", rank);
@@ -316,6 +316,9 @@ struct Executor::Impl {
       for (rank = 0; rank < nranks; rank++) {
         for (const Region& region : ranks[rank].remote) {
           auto t = region.type;
+          if (region.owner < 0 || region.owner >= nranks)
+            throw Bounds(region.where + ": a remote buffer of rank " + std::to_string(region.owner) +
+                         ", not a rank of the plan");
           size_t limit = t == mscclpp::BufferType::INPUT    ? inputSize
                          : t == mscclpp::BufferType::OUTPUT ? outputSize
                                                             : ranks.at(region.owner).scratchSize;

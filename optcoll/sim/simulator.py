@@ -271,11 +271,19 @@ def simulate(
     *,
     overhead: float = DEFAULT_OVERHEAD,
     progress: bool = False,
+    ties: Sequence[int] | None = None,
 ) -> Simulation:
     """Run ``graph`` on ``network`` (see the module docstring for the rules).
 
     Every task costs one heap event per hop plus one at its completion:
     ``O(E log E)`` for ``E`` events.
+
+    ``ties`` decides between things that happen at the same time and between slices of
+    equal place in a queue: None, first come first served; else task ``i``'s key
+    ``ties[i]`` (then its hop and the kind of event), so that tasks with equal keys are
+    served alike wherever they are. Giving the translates of a task under a group of
+    automorphisms one key makes the run equivariant, which
+    :mod:`optcoll.sim.quotient` relies on to simulate one task per orbit.
 
     Raises
     ------
@@ -298,18 +306,25 @@ def simulate(
     heap: list[tuple[float, int, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     counter = 0
+    # with ties: task i's events are keyed base[i] + code (code < stride): a hop's
+    # arrival 4 * hop, the link's release after it 4 * hop + 1, completion and issue last
+    hops = max((len(p) for p in paths), default=0)
+    stride = 4 * (hops + 1)
+    base = None if ties is None else [t * stride for t in ties]
+    done_code, issue_code = 4 * hops + 2, 4 * hops + 3
 
     def start(i: int, now: float) -> None:
         nonlocal counter
         lane = lane_of[i]
         counter += 1
         if lane < 0:
-            push(heap, (now, counter, i, 0 if paths[i] else _DONE))
+            stamp = counter if base is None else base[i] + (0 if paths[i] else done_code)
+            push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         elif lane_busy[lane]:
-            push(lane_queue[lane], (order[i], counter, i))
+            push(lane_queue[lane], (order[i], counter if base is None else base[i], i))
         else:
             lane_busy[lane] = True
-            push(heap, (now + overhead, counter, i, _ISSUE))
+            push(heap, (now + overhead, counter if base is None else base[i] + issue_code, i, _ISSUE))
 
     def transmit(i: int, hop: int, begin: float) -> None:
         nonlocal counter
@@ -325,16 +340,23 @@ def simulate(
         span_end.append(finish)
         span_sending.append(sending)
         tail[i] = finish + latency[arc]
-        counter += 3
-        push(heap, (finish, counter, arc, _FREE))
-        if hop + 1 < len(path):
-            push(heap, (begin + latency[arc], counter + 1, i, hop + 1))
+        if base is None:
+            counter += 3
+            push(heap, (finish, counter, arc, _FREE))
+            following = counter + 1
         else:
-            push(heap, (tail[i], counter + 1, i, _DONE))
+            push(heap, (finish, base[i] + 4 * hop + 1, arc, _FREE))
+            following = base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code)
+        if hop + 1 < len(path):
+            push(heap, (begin + latency[arc], following, i, hop + 1))
+        else:
+            push(heap, (tail[i], following, i, _DONE))
 
-    for i in range(len(graph)):
-        if waiting[i] == 0:
-            start(i, 0.0)
+    ready = [i for i in range(len(graph)) if waiting[i] == 0]
+    if ties is not None:
+        ready.sort(key=lambda i: ties[i])
+    for i in ready:
+        start(i, 0.0)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -348,7 +370,7 @@ def simulate(
             arc = paths[i][hop]
             if link_busy[arc]:
                 counter += 1
-                push(queued[arc], (order[i], counter, i, hop))
+                push(queued[arc], (order[i], counter if base is None else base[i] + hop, i, hop))
             else:
                 transmit(i, hop, now)
         elif hop == _FREE:  # link i is free: the waiting slice of the earliest loop goes
@@ -362,10 +384,12 @@ def simulate(
             counter += 2
             if lane_queue[lane]:
                 _, _, j = pop(lane_queue[lane])
-                push(heap, (now + overhead, counter, j, _ISSUE))
+                stamp = counter if base is None else base[j] + issue_code
+                push(heap, (now + overhead, stamp, j, _ISSUE))
             else:
                 lane_busy[lane] = False
-            push(heap, (now, counter + 1, i, 0 if paths[i] else _DONE))
+            stamp = counter + 1 if base is None else base[i] + (0 if paths[i] else done_code)
+            push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         else:  # task i is complete
             done += 1
             end = now

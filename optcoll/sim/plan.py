@@ -57,7 +57,7 @@ from fractions import Fraction
 from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.core.schedule import Schedule, Tree, canonical_collective
+from optcoll.core.schedule import ImageTrees, Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.schedules.aggregation import aggregation_schedule
@@ -91,6 +91,12 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     simulate,
     tree_tasks,
+)
+from optcoll.sim.quotient import (
+    Quotient,
+    schedule_quotient,
+    schedule_quotient_tasks,
+    topology_quotient,
 )
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
@@ -126,6 +132,8 @@ SLICE_GAIN = 0.0005
 MIN_SLICE, MAX_SLICE = 4 * 1024, 64 * 1024 * 1024
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
+#: The key of the topology's own translations among :class:`_Search`'s quotients.
+_TRANSLATIONS = ""
 
 
 @dataclass(frozen=True)
@@ -154,12 +162,20 @@ class Candidate:
             return ("progress",)
         return PRIORITIES
 
-    def timetable(self, topology: Topology, size: int, default_latency: Fraction) -> Timetable:
-        """The greedy timetable of a ``size``-byte allgather (a timetable candidate)."""
+    def timetable(
+        self,
+        topology: Topology,
+        size: int,
+        default_latency: Fraction,
+        quotient: Quotient | None = None,
+    ) -> Timetable:
+        """The greedy timetable of a ``size``-byte allgather (a timetable candidate),
+        equivariant under ``quotient``'s translations when given."""
         chunk = data_bytes("allgather", size, topology.num_compute) / self.chunks_per_node
         return greedy_timetable(
-            topology, chunk, self.chunks_per_node, default_latency=default_latency
-        )
+            topology, chunk, self.chunks_per_node, default_latency=default_latency,
+            quotient=quotient,
+        )  # fmt: skip
 
     def tasks(
         self,
@@ -467,10 +483,13 @@ def plan(
 
         bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="candidate", leave=False)
     rows = []
+    quotients: dict[str, Quotient | None] = {}
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
-        search = _Search(topology, network, size, overhead, default_latency, max_tasks, lower)
+        search = _Search(
+            topology, network, size, overhead, default_latency, max_tasks, lower, quotients
+        )
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
@@ -522,18 +541,19 @@ class _Search:
         default_latency: Fraction,
         max_tasks: int,
         lower: Fraction,
+        quotients: dict[str, Quotient | None],
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
         self.lower = float(lower)
         self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
+        self.quotients = quotients
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
-        many tasks)."""
-        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
-        if count > min(self.max_tasks, MAX_TASKS):
+        many tasks); from its quotient (:mod:`optcoll.sim.quotient`) where it has one."""
+        if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
         if self.trials and (
             self.bandwidth_us(option) >= self.best().time_us
@@ -541,22 +561,55 @@ class _Search:
         ):  # its busiest link alone takes longer than the fastest, or that is at the bound
             return None
         table = self._table(option)
+        quotient = self.quotient(option)
         try:
-            graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
+            if quotient is not None:
+                schedule = option.schedule if table is None else table.schedule
+                assert schedule is not None  # only schedules have quotients
+                graph = schedule_quotient_tasks(
+                    schedule, quotient, self.network, self.size, slice_bytes=slice_bytes,
+                    priority="progress" if table is not None else priority,
+                    starts=None if table is None else table.starts,
+                )  # fmt: skip
+            else:
+                graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
         except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
             return None
-        run = simulate(graph, self.network, self.size, overhead=self.overhead)
+        ties = None if quotient is None else range(len(graph))
+        run = simulate(graph, self.network, self.size, overhead=self.overhead, ties=ties)
         schedule = option.schedule if table is None else _with_order(table)
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def quotient(self, option: Candidate) -> Quotient | None:
+        """The quotient ``option``'s schedule is simulated from (None: in full),
+        found once per candidate."""
+        if option.method not in self.quotients:
+            table = self._table(option)
+            schedule = option.schedule if table is None else table.schedule
+            found = None
+            if schedule is not None and option.aggregation is None:
+                found = schedule_quotient(schedule, self.topology, self.network)
+            self.quotients[option.method] = found
+        return self.quotients[option.method]
+
+    def count(self, option: Candidate, slice_bytes: int | None) -> int:
+        """How many tasks simulating ``option`` builds (one per orbit from a quotient)."""
+        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        quotient = self.quotient(option)
+        return count if quotient is None else count // quotient.order
 
     def _table(self, option: Candidate) -> Timetable | None:
         """The timetable of a timetable candidate at this size (synthesized once)."""
         if not option.chunks_per_node:
             return None
         if option.method not in self.tables:
-            self.tables[option.method] = option.timetable(self.topology, self.size, self.latency)
+            if _TRANSLATIONS not in self.quotients:
+                self.quotients[_TRANSLATIONS] = topology_quotient(self.topology, self.network)
+            self.tables[option.method] = option.timetable(
+                self.topology, self.size, self.latency, self.quotients[_TRANSLATIONS]
+            )
         return self.tables[option.method]
 
     def bandwidth_us(self, option: Candidate) -> float:
@@ -571,8 +624,13 @@ class _Search:
         if schedule.collective == "alltoall":
             factor = routes_time_factor(self.topology, schedule.routes, schedule.k)
         else:
+            trees, group = schedule.trees, None
+            if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
+                trees, group = trees.representatives, trees.group
             factor = max(
-                phase_time_factor(self.topology, schedule.trees, schedule.k, reverse=reverse)
+                phase_time_factor(
+                    self.topology, trees, schedule.k, reverse=reverse, rotation=group
+                )
                 for reverse in PHASES[schedule.collective]
             )
         return data * float(factor) / 1000
@@ -581,11 +639,8 @@ class _Search:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
         whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
         budget = min(self.max_tasks, MAX_TASKS)
-        n = self.topology.num_compute
-        while slice_bytes is not None and option.task_count(self.size, slice_bytes, n) > budget:
-            if option.task_count(self.size, None, n) == option.task_count(
-                self.size, slice_bytes, n
-            ):
+        while slice_bytes is not None and self.count(option, slice_bytes) > budget:
+            if self.count(option, None) == self.count(option, slice_bytes):
                 break  # one slice per chunk already: no larger slice helps
             slice_bytes *= SLICE_STEP
         return slice_bytes

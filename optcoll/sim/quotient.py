@@ -74,6 +74,7 @@ __all__ = [
     "quotient_tasks",
     "simulate_quotient",
     "translate_ties",
+    "topology_quotient",
 
 
 ]
@@ -143,7 +144,8 @@ class Quotient:
             object.__setattr__(self, "_carrier", cached)
         return cached
 
-    def _inverse(self) -> Any:
+    def inverse(self) -> Any:
+        """``(|H|, nodes)``: row ``g`` is element ``g``'s inverse (images of every node)."""
         cached = self.__dict__.get("_inverse_elements")
         if cached is None:
             cached = self.elements.argsort(axis=1)
@@ -155,7 +157,7 @@ class Quotient:
         so that ``src`` is the representative root."""
         number = self._numbers()
         g = self._carriers()[number[src]]
-        return self.nodes[self.root], self.nodes[int(self._inverse()[g, number[dst]])]
+        return self.nodes[self.root], self.nodes[int(self.inverse()[g, number[dst]])]
 
 
 def regular_quotient(
@@ -220,6 +222,38 @@ def regular_quotient(
     return Quotient(
         group, elements, tuple(nodes), 0, tuple(least.tolist()), tuple(classes.tolist())
     )
+
+
+def topology_quotient(topology: Topology, network: Network) -> Quotient | None:
+    """The :class:`Quotient` of the translations of a direct-connect topology (every node
+    a compute node), found among its automorphisms
+    (:func:`optcoll.graph.symmetry.automorphism_group`, which checks every map exactly),
+    or None: a topology with switches, or no group acting regularly on its nodes.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("torus:4x4")
+    >>> topology_quotient(topo, Network.of(topo)).order
+    16
+    >>> topology_quotient(build("mesh:3x3"), Network.of(build("mesh:3x3"))) is None
+    True
+    """
+    from optcoll.graph.symmetry import automorphism_group
+
+    compute = list(topology.compute_nodes)
+    if len(compute) != len(topology.node) or len(compute) < 2:
+        return None
+    number = {v: i for i, v in enumerate(compute)}
+    arcs = {(number[u], number[v]): c for (u, v), c in topology.capacity.items()}
+    found = automorphism_group(len(compute), arcs)
+    if found is None or found.order != len(compute):
+        return None
+    generators = tuple(
+        Rotation(m, {compute[i]: compute[j] for i, j in enumerate(g) if i != j})
+        for m, g in zip(found.orders, found.generators, strict=True)
+    )
+    return regular_quotient(topology, network, Rotations(generators))
 
 
 def schedule_quotient(

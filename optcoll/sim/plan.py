@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -76,7 +76,9 @@ from optcoll.sim.cost_model import (
     double_binary_trees,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
+    RingFloor,
     link_latencies,
+    ring_floor,
     ring_schedule,
 )
 from optcoll.sim.simulator import (
@@ -141,7 +143,9 @@ class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
     or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size)."""
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
+    until then ``floor`` (:func:`optcoll.sim.cost_model.ring_floor`) bounds its time."""
 
     method: str
     schedule: Schedule | None = None
@@ -149,6 +153,8 @@ class Candidate:
     phases: tuple[bool, ...] = ()
     chunks_per_node: int = 0
     aggregation: AggregationSchedule | None = None
+    deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
+    floor: RingFloor | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -342,13 +348,25 @@ def candidates(
             found.append(Candidate(str(rail.stats["method"]), rail))
         return found
     if collective in ("allgather", "reduce_scatter", "allreduce"):
-        for ring in (ring_schedule(topology), hierarchical_ring_schedule(topology)):
-            if ring is None:
-                continue
+
+        def as_collective(ring: Schedule) -> Schedule:
             if collective == "reduce_scatter":
-                ring = _reduce_scatter(ring, topology)
-            elif collective == "allreduce":
-                ring = _allreduce(ring, topology)
+                return _reduce_scatter(ring, topology)
+            if collective == "allreduce":
+                return _allreduce(ring, topology)
+            return ring
+
+        # the ring's search for its order is O(N^3) a pass: made only if plan needs it
+        found.append(
+            Candidate(
+                "ring",
+                deferred=lambda: as_collective(ring_schedule(topology)),
+                floor=ring_floor(topology),
+            )
+        )
+        hierarchical = hierarchical_ring_schedule(topology)
+        if hierarchical is not None:
+            ring = as_collective(hierarchical)
             found.append(Candidate(str(ring.stats["method"]), ring))
     if collective == "allreduce":
         found.append(
@@ -484,12 +502,14 @@ def plan(
         bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="candidate", leave=False)
     rows = []
     quotients: dict[str, Quotient | None] = {}
+    built: dict[str, Candidate] = {}
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
         search = _Search(
-            topology, network, size, overhead, default_latency, max_tasks, lower, quotients
-        )
+            topology, network, size, overhead, default_latency, max_tasks, lower, quotients,
+            built, collective,
+        )  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
@@ -542,17 +562,24 @@ class _Search:
         max_tasks: int,
         lower: Fraction,
         quotients: dict[str, Quotient | None],
+        built: dict[str, Candidate],
+        collective: str,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
         self.lower = float(lower)
         self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
-        self.quotients = quotients
+        self.quotients, self.built, self.collective = quotients, built, collective
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
         many tasks); from its quotient (:mod:`optcoll.sim.quotient`) where it has one."""
+        if option.deferred is not None:
+            if self.trials and self.bandwidth_us(option) >= self.best().time_us:
+                return None  # no ring can be faster: none is searched for
+            option = self.made(option)
+            slice_bytes = self.fitting(option, slice_bytes)
         if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
         if self.trials and (
@@ -581,6 +608,15 @@ class _Search:
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def made(self, option: Candidate) -> Candidate:
+        """A deferred candidate with its schedule (built once per plan)."""
+        if option.method not in self.built:
+            assert option.deferred is not None
+            self.built[option.method] = replace(
+                option, schedule=option.deferred(), deferred=None, floor=None
+            )
+        return self.built[option.method]
 
     def quotient(self, option: Candidate) -> Quotient | None:
         """The quotient ``option``'s schedule is simulated from (None: in full),
@@ -616,6 +652,11 @@ class _Search:
         """A lower bound on ``option``'s simulated time (µs): its busiest link's load over
         its bandwidth in the busiest phase (0 for trees that are not one schedule). A
         simulated link is busy exactly that long, whatever the order and the slices."""
+        if option.deferred is not None:
+            assert option.floor is not None
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            least = min(self.network.latency, default=0.0)
+            return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -639,6 +680,8 @@ class _Search:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
         whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
         budget = min(self.max_tasks, MAX_TASKS)
+        if option.deferred is not None:  # fitted once it is made
+            return slice_bytes
         while slice_bytes is not None and self.count(option, slice_bytes) > budget:
             if self.count(option, None) == self.count(option, slice_bytes):
                 break  # one slice per chunk already: no larger slice helps
@@ -646,10 +689,14 @@ class _Search:
         return slice_bytes
 
     def reorder(self) -> None:
-        """The other orders of the :data:`REORDERED` fastest candidates that have them
-        (each at the slice it first ran with)."""
+        """The other orders of the :data:`REORDERED` fastest candidates that have them,
+        and of every one simulated from its quotient (one orbit of tasks: cheap), each at
+        the slice it first ran with."""
         tried = sorted(self.trials, key=lambda t: t.time_us)
-        reordered = [t for t in tried if len(t.option.priorities) > 1][:REORDERED]
+        reordered = [t for t in tried if len(t.option.priorities) > 1]
+        reordered = reordered[:REORDERED] + [
+            t for t in reordered[REORDERED:] if self.quotient(t.option) is not None
+        ]
         for trial in reordered:
             for priority in trial.option.priorities[1:]:
                 self.run(trial.option, priority, trial.slice_bytes)
@@ -757,7 +804,9 @@ def schedule_bands(
     >>> [c.schedule.stats["priority"] for c, _, _ in schedule_bands(rows, options)]
     ['progress', 'progress', 'depth']
     """
-    methods = [o.method for o in options if o.schedule is not None or o.chunks_per_node]
+    methods = [
+        o.method for o in options if o.schedule is not None or o.chunks_per_node or o.deferred
+    ]
     bands = []
     for method, low, high in size_bands(rows, methods):
         won = [r for r in rows if r.method == method and r.size >= low and r.schedule is not None]

@@ -294,20 +294,22 @@ def simulate(
     waiting, successors = list(graph.waiting), graph.successors
     rate, latency = network.rate, network.latency
     lane_busy = [False] * len(graph.lanes)
-    lane_queue: list[list[tuple[float, int, int]]] = [[] for _ in graph.lanes]
+    lane_queue: list[list[tuple[float, Any, int]]] = [[] for _ in graph.lanes]
     link_busy = [False] * len(network.arcs)
-    queued: list[list[tuple[float, int, int, int]]] = [[] for _ in network.arcs]
+    queued: list[list[tuple[float, Any, int, int]]] = [[] for _ in network.arcs]
     tail = [0.0] * len(graph)
     # every link's busy spans, one entry per slice and hop: arc, begin, end, sending time
     span_arc: list[int] = []
     span_begin: list[float] = []
     span_end: list[float] = []
     span_sending: list[float] = []
-    heap: list[tuple[float, int, int, int]] = []
+    heap: list[tuple[float, Any, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     counter = 0
-    # with ties: task i's events are keyed base[i] + code (code < stride): a hop's
-    # arrival 4 * hop, the link's release after it 4 * hop + 1, completion and issue last
+    # with ties: an event or a queued slice is keyed (when it was pushed, base[i] + code),
+    # first come first served as without ties but equal among translates (code < stride:
+    # a hop's arrival 4 * hop, the link's release after it 4 * hop + 1, completion and
+    # issue last)
     hops = max((len(p) for p in paths), default=0)
     stride = 4 * (hops + 1)
     base = None if ties is None else [t * stride for t in ties]
@@ -318,13 +320,14 @@ def simulate(
         lane = lane_of[i]
         counter += 1
         if lane < 0:
-            stamp = counter if base is None else base[i] + (0 if paths[i] else done_code)
+            stamp = counter if base is None else (now, base[i] + (0 if paths[i] else done_code))
             push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         elif lane_busy[lane]:
-            push(lane_queue[lane], (order[i], counter if base is None else base[i], i))
+            push(lane_queue[lane], (order[i], counter if base is None else (now, base[i]), i))
         else:
             lane_busy[lane] = True
-            push(heap, (now + overhead, counter if base is None else base[i] + issue_code, i, _ISSUE))
+            stamp = counter if base is None else (now, base[i] + issue_code)
+            push(heap, (now + overhead, stamp, i, _ISSUE))
 
     def transmit(i: int, hop: int, begin: float) -> None:
         nonlocal counter
@@ -345,8 +348,8 @@ def simulate(
             push(heap, (finish, counter, arc, _FREE))
             following = counter + 1
         else:
-            push(heap, (finish, base[i] + 4 * hop + 1, arc, _FREE))
-            following = base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code)
+            push(heap, (finish, (begin, base[i] + 4 * hop + 1), arc, _FREE))
+            following = (begin, base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code))
         if hop + 1 < len(path):
             push(heap, (begin + latency[arc], following, i, hop + 1))
         else:
@@ -370,7 +373,8 @@ def simulate(
             arc = paths[i][hop]
             if link_busy[arc]:
                 counter += 1
-                push(queued[arc], (order[i], counter if base is None else base[i] + hop, i, hop))
+                stamp = counter if base is None else (now, base[i] + 4 * hop)
+                push(queued[arc], (order[i], stamp, i, hop))
             else:
                 transmit(i, hop, now)
         elif hop == _FREE:  # link i is free: the waiting slice of the earliest loop goes
@@ -384,11 +388,11 @@ def simulate(
             counter += 2
             if lane_queue[lane]:
                 _, _, j = pop(lane_queue[lane])
-                stamp = counter if base is None else base[j] + issue_code
+                stamp = counter if base is None else (now, base[j] + issue_code)
                 push(heap, (now + overhead, stamp, j, _ISSUE))
             else:
                 lane_busy[lane] = False
-            stamp = counter + 1 if base is None else base[i] + (0 if paths[i] else done_code)
+            stamp = counter + 1 if base is None else (now, base[i] + (0 if paths[i] else done_code))
             push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         else:  # task i is complete
             done += 1

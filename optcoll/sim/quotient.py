@@ -62,6 +62,7 @@ from optcoll.sim.simulator import (
     Network,
     Simulation,
     TaskGraph,
+    _slices,
     data_bytes,
     simulate,
     tree_tasks,
@@ -75,6 +76,7 @@ __all__ = [
     "simulate_quotient",
     "translate_ties",
     "topology_quotient",
+    "check_expanded",
 
 
 ]
@@ -406,3 +408,108 @@ def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
         rep = number % len(reps)
         keys.extend(range(first[rep], first[rep + 1]))
     return keys
+
+
+def check_expanded(
+    schedule: Schedule,
+    quotient: Quotient,
+    network: Network,
+    size: int,
+    run: Simulation,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
+) -> int:
+    """Check a recorded quotient run (``simulate(..., record=True)`` of
+    :func:`schedule_quotient_tasks`) as the timetable of the whole topology; the number
+    of transfers checked.
+
+    Every representative transfer is mapped by every element of the group onto its
+    link of the full network (the representative tasks rebuilt on the real links), and
+    then: no link sends two slices at once (its spans, sorted, do not overlap); every
+    slice leaves a node only after it has arrived there (a task's first hop begins no
+    earlier than each task it waits for ends, its last byte one link latency after its
+    last hop; each hop begins a latency after the one before: the same for every
+    translate, whose times are the representative's); and in a forward phase (an
+    allgather) every slice of every tree reaches every compute node. ``O(|H| * T log)``
+    for ``T`` representative transfers.
+
+    Raises
+    ------
+    ScheduleError
+        Naming the link, task or tree at fault.
+    """
+    import numpy as np
+
+    if run.transfers is None:
+        raise ScheduleError("the run was not recorded (simulate(..., record=True))")
+    trees = schedule.trees
+    assert isinstance(trees, ImageTrees)
+    chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
+    phases = PHASES[schedule.collective]
+    real = TaskGraph()
+    tree_tasks(
+        real, network, trees.representatives, chunk, phases, slice_bytes=slice_bytes,
+        priority=priority, starts=starts,
+    )  # fmt: skip
+    number = quotient._numbers()
+    ends = np.array([[number[u], number[v]] for u, v in network.arcs], dtype=np.int64)
+    size_nodes = len(quotient.nodes)
+    code = ends[:, 0] * size_nodes + ends[:, 1]
+    ordered = np.argsort(code)
+    task, hop, begin, end = (np.array(column) for column in zip(*run.transfers, strict=True))
+    arc = np.array([real.path[t][h] for t, h in zip(task.tolist(), hop.tolist(), strict=True)])
+    # every transfer on every translate's link
+    images = []
+    for row in quotient.elements:
+        image = row[ends[arc, 0]] * size_nodes + row[ends[arc, 1]]
+        images.append(ordered[np.searchsorted(code, image, sorter=ordered)])
+    links = np.concatenate(images)
+    begins, finishes = np.tile(begin, quotient.order), np.tile(end, quotient.order)
+    if len(links) != quotient.order * sum(len(p) for p in real.path):
+        raise ScheduleError("the run did not send every slice on every hop")
+    order = np.lexsort((begins, links))
+    links, begins, finishes = links[order], begins[order], finishes[order]
+    same = links[1:] == links[:-1]
+    clash = np.flatnonzero(same & (begins[1:] < finishes[:-1]))
+    if len(clash):
+        a = network.arcs[int(links[clash[0]])]
+        raise ScheduleError(
+            f"link {a[0]}->{a[1]} sends two slices at once (at {float(begins[clash[0] + 1])} µs)"
+        )
+    # data before it leaves: per task its hops' begins and its completion
+    latency = network.latency
+    first: dict[tuple[int, int], float] = {}
+    last: dict[tuple[int, int], float] = {}
+    for t, h, b, e in run.transfers:
+        first[(t, h)] = b
+        last[(t, h)] = e
+    for t, path in enumerate(real.path):
+        for h in range(1, len(path)):
+            if first[(t, h)] < first[(t, h - 1)] + latency[path[h - 1]]:
+                raise ScheduleError(f"task {t} enters hop {h} before its head arrived")
+        done = last[(t, len(path) - 1)] + latency[path[-1]] if path else None
+        for successor in real.successors[t]:
+            if done is not None and real.path[successor]:
+                if first[(successor, 0)] < done:
+                    raise ScheduleError(
+                        f"task {successor} leaves before the data of task {t} arrived"
+                    )
+    if any(phases):
+        return len(links)
+    # a forward phase: each slice of each tree reaches every compute node, on every translate
+    n = len(schedule.compute_nodes)
+    head = np.array([ends[p[-1], 1] if p else -1 for p in real.path])
+    position = 0
+    for tree in trees.representatives:
+        pieces = tree.chunks * _slices(chunk, slice_bytes)[0]
+        block = head[position : position + pieces * len(tree.edges)].reshape(pieces, -1)
+        position += pieces * len(tree.edges)
+        root = number[tree.root]
+        for row in quotient.elements:
+            reached = np.sort(np.hstack((row[block], np.full((pieces, 1), row[root]))), axis=1)
+            if (reached != np.arange(n)).any():
+                raise ScheduleError(f"a slice of a tree of {tree.root} misses a node")
+    return len(links)
+

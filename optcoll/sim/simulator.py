@@ -226,6 +226,9 @@ class Simulation:
         Per link used, its utilisation in each of :data:`TIMELINE_BINS` equal time bins.
     tasks : int
         Steps and transfers executed.
+    transfers : tuple, optional
+        With ``record``: per slice and hop, ``(task, hop, begin, end)`` (the link is busy
+        from ``begin`` to ``end``), in the order they began.
     """
 
     size: int
@@ -233,6 +236,9 @@ class Simulation:
     busy_us: dict[Arc, float]
     timeline: dict[Arc, list[float]]
     tasks: int
+    transfers: tuple[tuple[int, int, float, float], ...] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def algbw(self) -> float:
@@ -272,6 +278,7 @@ def simulate(
     overhead: float = DEFAULT_OVERHEAD,
     progress: bool = False,
     ties: Sequence[int] | None = None,
+    record: bool = False,
 ) -> Simulation:
     """Run ``graph`` on ``network`` (see the module docstring for the rules).
 
@@ -283,7 +290,8 @@ def simulate(
     ``ties[i]`` (then its hop and the kind of event), so that tasks with equal keys are
     served alike wherever they are. Giving the translates of a task under a group of
     automorphisms one key makes the run equivariant, which
-    :mod:`optcoll.sim.quotient` relies on to simulate one task per orbit.
+    :mod:`optcoll.sim.quotient` relies on to simulate one task per orbit. ``record``
+    keeps every transfer (:attr:`Simulation.transfers`).
 
     Raises
     ------
@@ -303,6 +311,8 @@ def simulate(
     span_begin: list[float] = []
     span_end: list[float] = []
     span_sending: list[float] = []
+    span_task: list[int] = []
+    span_hop: list[int] = []
     heap: list[tuple[float, Any, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     counter = 0
@@ -342,6 +352,8 @@ def simulate(
         span_begin.append(begin)
         span_end.append(finish)
         span_sending.append(sending)
+        span_task.append(i)
+        span_hop.append(hop)
         tail[i] = finish + latency[arc]
         if base is None:
             counter += 3
@@ -416,7 +428,10 @@ def simulate(
             "bandwidth_unit so that they lie within about 1e-300 to 1e300"
         )
     busy, timeline = _link_usage(network, (span_arc, span_begin, span_end, span_sending), end)
-    return Simulation(size, end, busy, timeline, len(graph))
+    transfers = (
+        tuple(zip(span_task, span_hop, span_begin, span_end, strict=True)) if record else None
+    )
+    return Simulation(size, end, busy, timeline, len(graph), transfers)
 
 
 def _link_usage(

@@ -52,7 +52,9 @@ def test_quotient_run_equals_the_full_run_in_the_same_order(spec, priority):
     assert quotient is not None and quotient.order == topo.num_compute
     for size, overhead, slice_bytes in ((MiB, 1.0, 65536), (64 * MiB, 0.0, 512 * 1024)):
         graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=priority)
-        full = simulate(graph, network, size, overhead=overhead, ties=translate_ties(schedule, graph))
+        full = simulate(
+            graph, network, size, overhead=overhead, ties=translate_ties(schedule, graph)
+        )
         run = simulate_quotient(
             schedule, quotient, network, size, overhead=overhead, slice_bytes=slice_bytes,
             priority=priority,
@@ -139,9 +141,13 @@ def _torus_with(latency_of_one_link: Fraction | None, bandwidth_of_one_link: int
                 u, v = f"v{x}{y}", f"v{(x + dx) % 4}{(y + dy) % 4}"
                 odd = (x, y, dx) == (0, 0, 1)
                 links.append(
-                    Link(u, v, bandwidth_of_one_link if odd and bandwidth_of_one_link else 100,
-                         latency=latency_of_one_link if odd else None,
-                         bidirectional=True)  # fmt: skip
+                    Link(
+                        u,
+                        v,
+                        bandwidth_of_one_link if odd and bandwidth_of_one_link else 100,
+                        latency=latency_of_one_link if odd else None,
+                        bidirectional=True,
+                    )  # fmt: skip
                 )
     return Topology("odd-torus", nodes, links)
 

@@ -72,14 +72,21 @@ from optcoll.sim.cost_model import (
     DEFAULT_LATENCY,
     SIZES,
     Cost,
+    RingFloor,
     direct_alltoall_schedule,
     double_binary_trees,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
-    RingFloor,
     link_latencies,
     ring_floor,
     ring_schedule,
+)
+from optcoll.sim.quotient import (
+    Quotient,
+    check_expanded,
+    schedule_quotient,
+    schedule_quotient_tasks,
+    topology_quotient,
 )
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -93,12 +100,6 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     simulate,
     tree_tasks,
-)
-from optcoll.sim.quotient import (
-    Quotient,
-    schedule_quotient,
-    schedule_quotient_tasks,
-    topology_quotient,
 )
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
@@ -479,6 +480,15 @@ def plan(
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
+
+    A schedule whose trees are one root's and their images under a group acting
+    regularly on the compute nodes (a torus's translations) is simulated from its
+    quotient (:mod:`optcoll.sim.quotient`): one task per orbit, its links serving
+    translates alike, which gives the full run's time in that order exactly; such
+    candidates try every link order, and the fastest at each size is re-run, mapped
+    onto every link and checked as the whole topology's timetable
+    (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
+    synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
     """
 
     collective = canonical_collective(collective)
@@ -519,6 +529,7 @@ def plan(
         if choose_slice:
             search.refine()
         best = search.best()
+        search.check(best)
         rows.append(
             SizePlan(
                 size,
@@ -609,6 +620,31 @@ class _Search:
         self.trials.append(trial)
         return trial
 
+    def check(self, trial: _Trial) -> None:
+        """Re-run a trial simulated from its quotient, recording it, and check it as the
+        timetable of the whole topology (:func:`optcoll.sim.quotient.check_expanded`)."""
+        quotient = self.quotient(trial.option)
+        if quotient is None:
+            return
+        table = self._table(trial.option)
+        schedule = trial.option.schedule if table is None else table.schedule
+        assert schedule is not None
+        priority = "progress" if table is not None else trial.priority
+        starts = None if table is None else table.starts
+        graph = schedule_quotient_tasks(
+            schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
+            priority=priority, starts=starts,
+        )  # fmt: skip
+        run = simulate(
+            graph, self.network, self.size, overhead=self.overhead, ties=range(len(graph)),
+            record=True,
+        )  # fmt: skip
+        assert run.time_us == trial.time_us  # the same run
+        check_expanded(
+            schedule, quotient, self.network, self.size, run, slice_bytes=trial.slice_bytes,
+            priority=priority, starts=starts,
+        )  # fmt: skip
+
     def made(self, option: Candidate) -> Candidate:
         """A deferred candidate with its schedule (built once per plan)."""
         if option.method not in self.built:
@@ -669,9 +705,7 @@ class _Search:
             if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
                 trees, group = trees.representatives, trees.group
             factor = max(
-                phase_time_factor(
-                    self.topology, trees, schedule.k, reverse=reverse, rotation=group
-                )
+                phase_time_factor(self.topology, trees, schedule.k, reverse=reverse, rotation=group)
                 for reverse in PHASES[schedule.collective]
             )
         return data * float(factor) / 1000

@@ -77,8 +77,6 @@ __all__ = [
     "translate_ties",
     "topology_quotient",
     "check_expanded",
-
-
 ]
 
 
@@ -258,9 +256,7 @@ def topology_quotient(topology: Topology, network: Network) -> Quotient | None:
     return regular_quotient(topology, network, Rotations(generators))
 
 
-def schedule_quotient(
-    schedule: Schedule, topology: Topology, network: Network
-) -> Quotient | None:
+def schedule_quotient(schedule: Schedule, topology: Topology, network: Network) -> Quotient | None:
     """The :class:`Quotient` of a compact tree schedule whose representative trees all
     have one root (None for any other schedule: it is simulated in full).
 
@@ -512,4 +508,3 @@ def check_expanded(
             if (reached != np.arange(n)).any():
                 raise ScheduleError(f"a slice of a tree of {tree.root} misses a node")
     return len(links)
-

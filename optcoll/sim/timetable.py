@@ -222,9 +222,14 @@ def _equivariant_timetable(
     r = quotient.root
     carrier = {int(v): g for g, v in enumerate(elements[:, r].tolist())}
     latency = link_latencies(topology, default_latency)
-    senders = sorted(number for number, v in enumerate(compute) if (v, compute[r]) in topology.capacity)
+    senders = sorted(
+        number for number, v in enumerate(compute) if (v, compute[r]) in topology.capacity
+    )
     sending = np.array(
-        [chunk_bytes / (float(topology.capacity[(compute[w], compute[r])]) * 1000.0) for w in senders]
+        [
+            chunk_bytes / (float(topology.capacity[(compute[w], compute[r])]) * 1000.0)
+            for w in senders
+        ]
     )
     delay = np.array([float(latency[(compute[w], compute[r])]) for w in senders])
     index = np.arange(chunks)

@@ -56,6 +56,7 @@ from optcoll.core.loads import PHASES
 from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
+from optcoll.graph.symmetry import automorphism_group
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -239,8 +240,6 @@ def topology_quotient(topology: Topology, network: Network) -> Quotient | None:
     >>> topology_quotient(build("mesh:3x3"), Network.of(build("mesh:3x3"))) is None
     True
     """
-    from optcoll.graph.symmetry import automorphism_group
-
     compute = list(topology.compute_nodes)
     if len(compute) != len(topology.node) or len(compute) < 2:
         return None

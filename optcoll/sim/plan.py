@@ -60,6 +60,7 @@ from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import ImageTrees, Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
+from optcoll.graph.symmetry import automorphisms
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.collectives import (
     _allreduce,
@@ -418,9 +419,10 @@ def exact_latency_bound(
     Fraction(2, 1)
     """
     latency = link_latencies(topology, default_latency)
-    out: dict[str, list[tuple[str, Fraction]]] = {}
-    for (u, v), value in latency.items():
-        out.setdefault(u, []).append((v, value))
+    scale = math.lcm(*(value.denominator for value in latency.values()))
+    out: dict[str, list[tuple[str, int]]] = {}
+    for (u, v), value in latency.items():  # in units of 1 / scale: integers
+        out.setdefault(u, []).append((v, int(value * scale)))
     collective = canonical_collective(collective)
     compute = topology.compute_nodes
     if collective in ("broadcast", "reduce"):
@@ -428,26 +430,49 @@ def exact_latency_bound(
         sources = [root] if collective == "broadcast" else list(compute)
         targets = list(compute) if collective == "broadcast" else [root]
     else:
-        sources, targets = list(compute), list(compute)
-    worst = Fraction(0)
+        sources, targets = _source_orbits(topology, latency), list(compute)
+    worst = 0
     for source in sources:
         distance = _distances(out, source)
         worst = max(worst, max(distance[t] for t in targets))
-    return Fraction(overhead) + worst
+    return Fraction(overhead) + Fraction(worst, scale)
 
 
-def _distances(out: dict[str, list[tuple[str, Fraction]]], source: str) -> dict[str, Fraction]:
+#: Above this many source-link pairs :func:`exact_latency_bound` runs one source per orbit.
+LATENCY_ORBITS = 2**18
+
+
+def _source_orbits(topology: Topology, latency: dict[tuple[str, str], Fraction]) -> list[str]:
+    """The compute nodes, or on a large topology one per orbit of a group of automorphisms
+    that preserve every link's capacity and latency and keep compute nodes apart
+    (:func:`optcoll.graph.symmetry.automorphisms`, every map checked exactly): the
+    farthest compute node from ``g(s)`` is as far as the farthest from ``s``."""
+    compute = list(topology.compute_nodes)
+    if len(compute) * len(latency) <= LATENCY_ORBITS:
+        return compute
+    names = list(topology.node)
+    number = {v: i for i, v in enumerate(names)}
+    arcs = {(number[u], number[v]): (c, latency[(u, v)]) for (u, v), c in topology.capacity.items()}
+    kind = set(compute)
+    group = automorphisms(len(names), arcs, [int(v in kind) for v in names])
+    if group is None:
+        return compute
+    return [names[orbit[0]] for orbit in group.orbits() if names[orbit[0]] in kind]
+
+
+def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, int]:
     """Dijkstra: the smallest latency sum from ``source`` to every node."""
-    distance = {source: Fraction(0)}
-    heap = [(Fraction(0), source)]
+    distance = {source: 0}
+    heap = [(0, source)]
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        d, u = heapq.heappop(heap)
+        d, u = pop(heap)
         if d > distance[u]:
             continue
         for v, w in out.get(u, ()):
             if d + w < distance.get(v, d + w + 1):
                 distance[v] = d + w
-                heapq.heappush(heap, (d + w, v))
+                push(heap, (d + w, v))
     return distance
 
 
@@ -511,14 +536,13 @@ def plan(
 
         bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="candidate", leave=False)
     rows = []
-    quotients: dict[str, Quotient | None] = {}
-    built: dict[str, Candidate] = {}
+    shared = _Shared()
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
         search = _Search(
-            topology, network, size, overhead, default_latency, max_tasks, lower, quotients,
-            built, collective,
+            topology, network, size, overhead, default_latency, max_tasks, lower, shared,
+            collective,
         )  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
@@ -548,6 +572,16 @@ def plan(
     return rows
 
 
+@dataclass
+class _Shared:
+    """What :func:`plan` finds once for all sizes: per candidate its quotient (None: none),
+    its deferred schedule made, its busiest-link time factor."""
+
+    quotients: dict[str, Quotient | None] = field(default_factory=dict)
+    built: dict[str, Candidate] = field(default_factory=dict)
+    factors: dict[str, Fraction] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class _Trial:
     """One simulated way to run a candidate at one size."""
@@ -572,8 +606,7 @@ class _Search:
         default_latency: Fraction,
         max_tasks: int,
         lower: Fraction,
-        quotients: dict[str, Quotient | None],
-        built: dict[str, Candidate],
+        shared: _Shared,
         collective: str,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
@@ -581,7 +614,8 @@ class _Search:
         self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
-        self.quotients, self.built, self.collective = quotients, built, collective
+        self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
+        self.collective = collective
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
@@ -698,17 +732,10 @@ class _Search:
         if schedule is None:
             return 0.0
         data = data_bytes(schedule.collective, self.size, self.topology.num_compute)
-        if schedule.collective == "alltoall":
-            factor = routes_time_factor(self.topology, schedule.routes, schedule.k)
-        else:
-            trees, group = schedule.trees, None
-            if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
-                trees, group = trees.representatives, trees.group
-            factor = max(
-                phase_time_factor(self.topology, trees, schedule.k, reverse=reverse, rotation=group)
-                for reverse in PHASES[schedule.collective]
-            )
-        return data * float(factor) / 1000
+        key = option.method if table is None else f"{option.method} {self.size}"
+        if key not in self.factors:
+            self.factors[key] = _busiest_factor(self.topology, schedule)
+        return data * float(self.factors[key]) / 1000
 
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
@@ -776,6 +803,20 @@ class _Search:
         for trial in self.trials:
             times[trial.method] = min(times.get(trial.method, trial.time_us), trial.time_us)
         return tuple((o.method, times.get(o.method)) for o in options)
+
+
+def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
+    """The time factor of a schedule's busiest link in its busiest phase (from the
+    representatives' loads for a compact schedule)."""
+    if schedule.collective == "alltoall":
+        return routes_time_factor(topology, schedule.routes, schedule.k)
+    trees, group = schedule.trees, None
+    if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
+        trees, group = trees.representatives, trees.group
+    return max(
+        phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
+        for reverse in PHASES[schedule.collective]
+    )
 
 
 def _with_order(table: Timetable) -> Schedule:

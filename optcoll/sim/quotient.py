@@ -9,8 +9,9 @@ its task graph (:func:`optcoll.sim.simulator.tree_tasks`) is ``g(t)`` for exactl
 task ``t`` of the representative root's trees and one ``g`` in ``H``.
 
 **Why one orbit suffices.** Let every link and every connection (a tree edge's sender
-and receiver) serve its waiting slices by a key shared by all translates of a task,
-and let things that happen at the same time happen in the order of those keys
+and receiver) serve its waiting slices in their place in the data and then first come
+first served, and let things that happen at the same time happen first come first served,
+ties broken by a key shared by all translates of a task
 (:func:`optcoll.sim.simulator.simulate` with ``ties``). ``g`` preserves every link's
 bandwidth and latency (checked exactly, link by link), so if the run is in state ``S``
 it is also in state ``g(S)``: the run is *equivariant*, and link ``g(L)`` does at every

@@ -8,7 +8,7 @@ every direct-connect link 50 GiB/s, 0.5 µs, no per-step overhead; dgx-a100:2 wi
 links) in a fresh process per topology and revision, and prints per topology and size the
 simulated time and method of both, and the CPU seconds of both (the whole call, packing
 included) with their ratio. A run that does not finish within ``--limit`` seconds of wall
-time is shown as ``> LIMIT s``.
+time is killed and shown with the CPU seconds it had spent (``> CPU``).
 
 Run from the repository root::
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -61,9 +62,11 @@ print(json.dumps({"cpu": cpu, "rows": [[r.size, r.method, r.time_us, r.ratio] fo
 """
 
 
-def run_plan(spec: str, root: Path, limit: float) -> dict[str, object] | None:
-    """``candidates`` + ``plan`` with the code under ``root`` in a fresh process (None:
-    not finished within ``limit`` wall seconds)."""
+def run_plan(spec: str, root: Path, limit: float) -> dict[str, object]:
+    """``candidates`` + ``plan`` with the code under ``root`` in a fresh process; a run not
+    finished within ``limit`` wall seconds is killed and gives only the CPU seconds it
+    had spent (``{"cpu": ..., "rows": None}``)."""
+    before = _children_cpu()
     try:
         out = subprocess.run(
             [sys.executable, "-c", CHILD, spec, str(LATENCY), *map(str, SIZES)],
@@ -74,9 +77,15 @@ def run_plan(spec: str, root: Path, limit: float) -> dict[str, object] | None:
             env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
             timeout=limit,
         ).stdout
-    except subprocess.TimeoutExpired:
-        return None
+    except subprocess.TimeoutExpired:  # killed and waited for: its CPU is counted
+        return {"cpu": _children_cpu() - before, "rows": None}
     return json.loads(out.splitlines()[-1])
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the child processes that have ended."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,15 +110,17 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "previous" and previous is None:
                     continue
                 if result is None:
-                    record[name] = None
-                    cells += ["-", "-", f"> {args.limit:.0f} s"]
+                    continue
+                if result["rows"] is None:
+                    record[name] = {"unfinished_cpu": result["cpu"]}
+                    cells += ["-", f"not in {args.limit:.0f} s wall", f"> {result['cpu']:.1f}"]
                     continue
                 _, method, time_us, ratio = result["rows"][i]  # type: ignore[index]
                 record[name] = {"time_us": time_us, "method": method, "ratio": ratio,
                                 "cpu": result["cpu"]}  # fmt: skip
                 cells += [f"{time_us:.3f}", method, f"{result['cpu']:.2f}"]
             if previous is not None:
-                cells.append(_ratio(ours, old, args.limit))
+                cells.append(_ratio(ours, old))
                 cells.append(_faster(ours, old, i))
             records.append(record)
             rows.append(cells)
@@ -123,18 +134,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ratio(ours: dict | None, old: dict | None, limit: float) -> str:
+def _ratio(ours: dict, old: dict | None) -> str:
     """Previous CPU over ours (a lower bound when the previous run did not finish)."""
-    if ours is None:
+    if old is None or ours["rows"] is None:
         return "-"
-    if old is None:
-        return f"> {limit / float(ours['cpu']):.1f}"
-    return f"{float(old['cpu']) / float(ours['cpu']):.2f}"
+    ratio = float(old["cpu"]) / float(ours["cpu"])
+    return f"> {ratio:.1f}" if old["rows"] is None else f"{ratio:.2f}"
 
 
-def _faster(ours: dict | None, old: dict | None, i: int) -> str:
+def _faster(ours: dict, old: dict | None, i: int) -> str:
     """Our simulated time over the previous one at size ``i``."""
-    if ours is None or old is None:
+    if old is None or ours["rows"] is None or old["rows"] is None:
         return "-"
     return f"{float(ours['rows'][i][2]) / float(old['rows'][i][2]):.4f}"
 

@@ -239,3 +239,22 @@ def run_child(code: str, args: Sequence[str], limit: float) -> dict[str, Any] | 
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip().splitlines()[-1]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+#: A child process that runs ``candidates`` + ``plan --overhead 0`` on SPEC at LATENCY (µs)
+#: for the SIZES given as arguments, with the optcoll its PYTHONPATH points to, and prints
+#: its CPU seconds and the rows as JSON (so an older revision can run beside this one).
+PLAN_CHILD = """
+import json, sys, time
+from fractions import Fraction
+from optcoll.topologies import build
+from optcoll.sim.plan import candidates, plan
+spec, latency = sys.argv[1], Fraction(sys.argv[2])
+sizes = [int(s) for s in sys.argv[3:]]
+start = time.process_time()
+topo = build(spec)
+options = candidates(topo, "allgather")
+rows = plan(topo, "allgather", sizes, overhead=0.0, default_latency=latency, options=options)
+cpu = time.process_time() - start
+print(json.dumps({"cpu": cpu, "rows": [[r.size, r.method, r.time_us, r.ratio] for r in rows]}))
+"""

@@ -30,7 +30,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import extract_revision, print_table
+from benchmarks._common import PLAN_CHILD, extract_revision, print_table
 from benchmarks.tacos import GIB, SIZES, spec_for
 
 #: The topologies: TACOS's tori and meshes, a box cluster with switches, the 1,024-NPU torus.
@@ -46,21 +46,6 @@ SPECS = (
 LATENCY = Fraction(1, 2)
 GIB_PER_S = Fraction(50)
 
-CHILD = """
-import json, sys, time
-from fractions import Fraction
-from optcoll.topologies import build
-from optcoll.sim.plan import candidates, plan
-spec, latency = sys.argv[1], Fraction(sys.argv[2])
-sizes = [int(s) for s in sys.argv[3:]]
-start = time.process_time()
-topo = build(spec)
-options = candidates(topo, "allgather")
-rows = plan(topo, "allgather", sizes, overhead=0.0, default_latency=latency, options=options)
-cpu = time.process_time() - start
-print(json.dumps({"cpu": cpu, "rows": [[r.size, r.method, r.time_us, r.ratio] for r in rows]}))
-"""
-
 
 def run_plan(spec: str, root: Path, limit: float) -> dict[str, object]:
     """``candidates`` + ``plan`` with the code under ``root`` in a fresh process; a run not
@@ -69,7 +54,7 @@ def run_plan(spec: str, root: Path, limit: float) -> dict[str, object]:
     before = _children_cpu()
     try:
         out = subprocess.run(
-            [sys.executable, "-c", CHILD, spec, str(LATENCY), *map(str, SIZES)],
+            [sys.executable, "-c", PLAN_CHILD, spec, str(LATENCY), *map(str, SIZES)],
             capture_output=True,
             text=True,
             check=True,

@@ -48,7 +48,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table
+from benchmarks._common import PLAN_CHILD, print_table
 
 #: TACOS's families as optcoll specs (its Hypercube3D is a 3D mesh; Mesh2DHetero a 2D
 #: mesh with one bandwidth along rows and another along columns).
@@ -158,22 +158,6 @@ def tacos_side(
             del fastest["record"]
             best[size] = fastest
     return best
-
-
-PLAN_CHILD = """
-import json, sys, time
-from fractions import Fraction
-from optcoll.topologies import build
-from optcoll.sim.plan import candidates, plan
-spec, latency = sys.argv[1], Fraction(sys.argv[2])
-sizes = [int(s) for s in sys.argv[3:]]
-start = time.process_time()
-topo = build(spec)
-options = candidates(topo, "allgather")
-rows = plan(topo, "allgather", sizes, overhead=0.0, default_latency=latency, options=options)
-cpu = time.process_time() - start
-print(json.dumps({"cpu": cpu, "rows": [[r.size, r.method, r.time_us, r.ratio] for r in rows]}))
-"""
 
 
 def plan_side(spec: str, latency: Fraction, root: Path) -> dict[str, object]:

@@ -810,9 +810,10 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
     representatives' loads for a compact schedule)."""
     if schedule.collective == "alltoall":
         return routes_time_factor(topology, schedule.routes, schedule.k)
-    trees, group = schedule.trees, None
-    if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
-        trees, group = trees.representatives, trees.group
+    trees: Sequence[Tree] = schedule.trees
+    group = None
+    if isinstance(schedule.trees, ImageTrees):  # the representatives' loads, mapped
+        trees, group = schedule.trees.representatives, schedule.trees.group
     return max(
         phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
         for reverse in PHASES[schedule.collective]

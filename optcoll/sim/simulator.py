@@ -355,6 +355,7 @@ def simulate(
         span_task.append(i)
         span_hop.append(hop)
         tail[i] = finish + latency[arc]
+        following: int | tuple[float, int]  # the event's tie key: a counter, or equivariant
         if base is None:
             counter += 3
             push(heap, (finish, counter, arc, _FREE))

@@ -48,6 +48,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from optcoll.core.schedule import ImageTrees, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
@@ -159,12 +160,7 @@ def greedy_timetable(
                 parent[(chunk, receiver)] = (arc, now)
         if not missing:
             break
-        upcoming = [t for t in free_at.tolist() if t > now]
-        if arrivals:
-            upcoming.append(arrivals[0][0])
-        if not upcoming:
-            raise ScheduleError(f"{topology.name}: some node cannot reach another")
-        now = min(upcoming)
+        now = _next_instant(topology, now, free_at, arrivals)
     return _timetable(topology, compute, arcs, parent, c, float(now))
 
 
@@ -267,12 +263,7 @@ def _equivariant_timetable(
             parent[chunk] = (senders[position], now)
         if not missing:
             break
-        upcoming = [t for t in free_at.tolist() if t > now]
-        if arrivals:
-            upcoming.append(arrivals[0][0])
-        if not upcoming:
-            raise ScheduleError(f"{topology.name}: some node cannot reach another")
-        now = min(upcoming)
+        now = _next_instant(topology, now, free_at, arrivals)
     # node v = g(r) receives chunk (r, j) as r receives g^-1 (r, j), from g of its sender
     trees, starts = [], []
     for j in range(c):
@@ -301,3 +292,16 @@ def _equivariant_timetable(
     )
     # the images come root by root, each root's trees in the representatives' order
     return Timetable(schedule, tuple(starts) * n, float(now))
+
+
+def _next_instant(
+    topology: Topology, now: float, free_at: Any, arrivals: list[tuple[Any, ...]]
+) -> float:
+    """The greedy's next event after ``now``: a link coming free (``free_at``, a numpy
+    array of times) or the first of the ``arrivals`` (a heap of tuples, time first)."""
+    upcoming = [t for t in free_at.tolist() if t > now]
+    if arrivals:
+        upcoming.append(arrivals[0][0])
+    if not upcoming:
+        raise ScheduleError(f"{topology.name}: some node cannot reach another")
+    return float(min(upcoming))

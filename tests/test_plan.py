@@ -179,3 +179,41 @@ def test_ring_floor_bounds_the_ring_it_saves_searching_for(spec):
     run = simulate_schedule(topo, ring, 64, overhead=0.0)
     least = min(link_latencies(topo, Fraction(1)).values())
     assert floor.hops * least <= run.time_us
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:3x3", "dgx-a100:1"])
+def test_simulate_gives_the_time_plan_printed_for_its_exported_schedules(spec, tmp_path, capsys):
+    """One timing model: every schedule plan --export writes simulates, with no option
+    given, at the time plan printed for it at each size it won (its recorded order and
+    slices; on the torus every translate tied alike, as plan's quotient run)."""
+    sizes = ["1M", "64M"]
+    assert main(["plan", spec, "--sizes", *sizes, "--json", "--export", str(tmp_path)]) == 0
+    rows = json.loads(capsys.readouterr().out)["sizes"]
+    checked = 0
+    for path in sorted(tmp_path.glob("*.json")):
+        assert main(["simulate", spec, str(path), "--sizes", *sizes, "--json"]) == 0
+        runs = json.loads(capsys.readouterr().out)["results"]
+        for row, run in zip(rows, runs, strict=True):
+            low, high = path.name.split(".")[1].removesuffix("B").split("-")
+            if int(low) <= row["bytes"] and (high == "max" or row["bytes"] <= int(high)):
+                assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)  # as printed
+                checked += 1
+    assert checked == len(sizes)
+
+
+def test_a_schedule_whose_recorded_order_is_broken_is_refused(tmp_path, capsys):
+    topo = build("ring:4")
+    schedule = pack_arborescences(topo)
+    path = tmp_path / "s.json"
+    assert main(["trees", "ring:4", "-o", str(path)]) == 0
+    data = json.loads(path.read_text())
+    data["stats"].update({"priority": "timetable", "starts": [[0.0]] * len(schedule.trees)})
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["simulate", "ring:4", str(path), "--sizes", "1M"]) == 2
+    err = capsys.readouterr().err
+    assert "stats.starts[0]" in err and err.count("\n") == 1
+    data["stats"].update({"priority": "fastest"})
+    path.write_text(json.dumps(data))
+    assert main(["simulate", "ring:4", str(path), "--sizes", "1M"]) == 2
+    assert "stats.priority" in capsys.readouterr().err

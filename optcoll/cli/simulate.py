@@ -86,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
         msccl_tasks,
         read_chakra,
         read_msccl,
-        schedule_tasks,
         simulate,
     )
 
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
         def graph(size: int) -> Any:
-            return tasks
+            return tasks, None
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
         from optcoll.sim.simulator import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan
@@ -118,25 +117,29 @@ def run(args: argparse.Namespace) -> int:
         root = None
 
         def graph(size: int) -> Any:
-            return mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes)
+            return mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes), None
     elif _is_xml(args.source):
         algo = read_msccl(args.source)
         collective, root = algo.collective or algo.coll, None
 
         def graph(size: int) -> Any:
-            return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+            return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes), None
     elif _is_aggregation(args.source):
         aggregation = _checked_aggregation(args.source, topology)
         collective, root, in_network = "allreduce", None, True
 
         def graph(size: int) -> Any:
-            return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes)
+            return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes), None
     else:
+        from optcoll.sim.plan import planned_slice, planned_tasks
+
         schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
         collective, root = schedule.collective, schedule.root
+        # in the order and slices plan chose for it (its stats), so both give one time
+        slice_bytes = planned_slice(schedule) if args.slice is None else args.slice
 
         def graph(size: int) -> Any:
-            return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
+            return planned_tasks(topology, schedule, network, size, slice_bytes=args.slice)
 
     bound = _lower_bound(topology, collective, root)
     if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
@@ -151,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
-        run_ = simulate(graph(size), network, size, overhead=overhead, progress=progress)
+        tasks, ties = graph(size)
+        run_ = simulate(tasks, network, size, overhead=overhead, progress=progress, ties=ties)
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["ratio"] = None
@@ -178,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     unit = topology.bandwidth_unit
     print(
         f"{collective} on {topology.name} ({topology.num_compute} compute nodes): {args.source}; "
-        f"overhead {overhead:g} µs per step, slices up to {size_text(slice_bytes)}"
+        f"overhead {overhead:g} µs per step, "
+        + ("whole chunks" if slice_bytes is None else f"slices up to {size_text(slice_bytes)}")
     )
     if rows[0]["latency_bound_us"] is not None:
         print(

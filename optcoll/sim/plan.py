@@ -88,6 +88,7 @@ from optcoll.sim.quotient import (
     schedule_quotient,
     schedule_quotient_tasks,
     topology_quotient,
+    translate_ties,
 )
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -105,6 +106,8 @@ from optcoll.sim.simulator import (
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
+    "planned_slice",
+    "planned_tasks",
     "PLAN_TASKS",
     "TIMETABLE_CHUNKS",
     "Candidate",
@@ -256,7 +259,8 @@ class SizePlan:
     method's best time; how the fastest runs (``slice_bytes``, ``priority``: the order
     its links serve their slices in) and the schedule it runs (None for trees that are
     not one schedule, e.g. the double binary tree). ``bound`` is the lower bound in µs,
-    exact (``lower_bound_us`` is its float)."""
+    exact (``lower_bound_us`` is its float); ``orders`` how each simulated method ran
+    at its fastest: ``(method, priority, slice_bytes)``."""
 
     size: int
     method: str
@@ -267,6 +271,7 @@ class SizePlan:
     priority: str = "progress"
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     bound: Fraction | None = None
+    orders: tuple[tuple[str, str, int | None], ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -565,6 +570,7 @@ def plan(
                 best.priority,
                 best.schedule,
                 lower,
+                search.fastest_orders(),
             )
         )
     if bar is not None:
@@ -797,6 +803,14 @@ class _Search:
             )
         return min(self.trials, key=lambda t: t.time_us)
 
+    def fastest_orders(self) -> tuple[tuple[str, str, int | None], ...]:
+        """``(method, priority, slice_bytes)`` of each method's fastest trial."""
+        fastest: dict[str, _Trial] = {}
+        for trial in self.trials:
+            if trial.method not in fastest or trial.time_us < fastest[trial.method].time_us:
+                fastest[trial.method] = trial
+        return tuple((t.method, t.priority, t.slice_bytes) for t in fastest.values())
+
     def per_method(self, options: Sequence[Candidate]) -> tuple[tuple[str, float | None], ...]:
         """Every candidate's fastest time (None: never simulated), in ``options`` order."""
         times: dict[str, float] = {}
@@ -896,7 +910,16 @@ def schedule_bands(
         (option,) = (o for o in options if o.method == method)
         if option.schedule is None:  # a timetable that never won outright: none to write
             continue
-        stats = {**option.schedule.stats, "priority": "progress", "slice_bytes": None}
+        # how the plan ran it at its fastest at the band's first size that simulated it
+        ran = [
+            (priority, slice_bytes)
+            for r in rows
+            if r.size >= low and (high is None or r.size <= high)
+            for m, priority, slice_bytes in r.orders
+            if m == method
+        ]
+        priority, slice_bytes = ran[0] if ran else ("progress", DEFAULT_SLICE)
+        stats = {**option.schedule.stats, "priority": priority, "slice_bytes": slice_bytes}
         bands.append((Candidate(method, replace(option.schedule, stats=stats)), low, high))
     return bands
 
@@ -958,3 +981,113 @@ def _cost_tasks(
             slice_bytes=slice_bytes,
         )  # fmt: skip
     return graph
+
+
+def planned_tasks(
+    topology: Topology,
+    schedule: Schedule,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = None,
+) -> tuple[TaskGraph, list[int] | None]:
+    """The task graph of ``schedule`` run the way :func:`plan` ran it, so that the
+    simulator gives the time ``plan`` printed for it: in the order its stats record
+    (``priority``; a timetable's ``starts``, a time per tree edge), with the slices it
+    chose (``slice_bytes``) unless others are given, and, for a schedule compact under
+    the topology's translations, with every translate of a task tied alike (the order
+    of plan's quotient run, :mod:`optcoll.sim.quotient`).
+
+    Returns ``(graph, ties)``: ``ties`` for :func:`~optcoll.sim.simulator.simulate`
+    (None: first come first served). A schedule without these stats runs in
+    ``progress`` order.
+
+    Raises
+    ------
+    ScheduleError
+        ``stats.priority`` names no order, or ``stats.starts`` does not give a time
+        for every edge of every tree.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("torus:4x4")
+    >>> rows = plan(topo, "allgather", [2**26])
+    >>> (chosen, _, _), = schedule_bands(rows, candidates(topo))
+    >>> network = Network.of(topo)
+    >>> graph, ties = planned_tasks(topo, chosen.schedule, network, 2**26)
+    >>> simulate(graph, network, 2**26, ties=ties).time_us == rows[0].time_us
+    True
+    """
+    stats = schedule.stats
+    priority = stats.get("priority", "progress")
+    if priority not in (*PRIORITIES, "timetable"):
+        raise ScheduleError(
+            f"stats.priority: {priority!r} is no link order; one of "
+            f"{', '.join(PRIORITIES)} or timetable"
+        )
+    if slice_bytes is None:
+        slice_bytes = planned_slice(schedule)
+    if priority == "timetable" and schedule.collective != "alltoall":
+        starts = _starts(schedule)
+        graph = TaskGraph()
+        chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
+        tree_tasks(
+            graph, network, schedule.trees, chunk, PHASES[schedule.collective],
+            slice_bytes=slice_bytes, starts=starts,
+        )  # fmt: skip
+    else:
+        order = "progress" if priority == "timetable" else priority
+        graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=order)
+    ties = None
+    if schedule_quotient(schedule, topology, network) is not None:
+        ties = translate_ties(schedule, graph)
+    return graph, ties
+
+
+def planned_slice(schedule: Schedule) -> int | None:
+    """The slice size :func:`plan` chose for ``schedule`` (its ``stats.slice_bytes``;
+    None: whole chunks), or :data:`~optcoll.sim.simulator.DEFAULT_SLICE` for a schedule
+    that records none.
+
+    Raises
+    ------
+    ScheduleError
+        ``stats.slice_bytes`` is neither a positive integer nor null.
+    """
+    if "slice_bytes" not in schedule.stats:
+        return DEFAULT_SLICE
+    recorded = schedule.stats["slice_bytes"]
+    if recorded is None or (
+        isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0
+    ):
+        return recorded
+    raise ScheduleError(
+        f"stats.slice_bytes: {recorded!r} is no slice size (a positive number of bytes, "
+        "or null for whole chunks)"
+    )
+
+
+def _starts(schedule: Schedule) -> list[list[float]]:
+    """A timetable schedule's ``stats.starts``, checked: a finite time per tree edge."""
+    starts = schedule.stats.get("starts")
+    trees = schedule.trees
+    if not isinstance(starts, list) or len(starts) != len(trees):
+        raise ScheduleError(
+            f"stats.starts: a timetable schedule needs a list of start times per tree "
+            f"({len(trees)} trees)"
+        )
+    for number, (times, tree) in enumerate(zip(starts, trees, strict=True)):
+        if (
+            not isinstance(times, list)
+            or len(times) != len(tree.edges)
+            or not all(
+                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+                for t in times
+            )
+        ):
+            raise ScheduleError(
+                f"stats.starts[{number}]: tree {number} (root {tree.root}) needs "
+                f"{len(tree.edges)} finite start times, one per edge"
+            )
+    return starts

@@ -199,14 +199,22 @@ def test_verify_names_every_false_claim(tmp_path, capsys, allgather_file, lie):
     assert "verdict      INVALID" in out
 
 
-def test_the_true_schedule_verifies_and_lists_what_it_cannot_check(
-    tmp_path, capsys, allgather_file
-):
+def test_the_true_schedule_states_only_what_verify_checks(tmp_path, capsys, allgather_file):
     _files(tmp_path, {"s.json": allgather_file})
     out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
+    assert "unchecked" not in out
+    assert "U_scaled" in json.loads(allgather_file)["stats"]
+
+
+def test_a_builder_record_no_reader_can_check_is_listed_unchecked(
+    tmp_path, capsys, allgather_file
+):
+    doc = json.loads(allgather_file)
+    doc["stats"]["logical_arcs"] = 8
+    _files(tmp_path, {"s.json": json.dumps(doc)})
+    out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
     unchecked = next(line for line in out.splitlines() if line.startswith("unchecked"))
-    assert "stats.U_scaled" in unchecked and "stats.logical_arcs" in unchecked
-    assert "stats.trees" not in unchecked and "stats.max_height" not in unchecked
+    assert "stats.logical_arcs" in unchecked and "stats.U_scaled" not in unchecked
 
 
 @pytest.mark.parametrize("fmt, out", [("json", "o.json"), ("msccl", "o.xml")])

@@ -40,6 +40,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from optcoll.core.limits import check_size
 from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
     ArgumentError,
@@ -267,6 +268,9 @@ class Topology:
     # --- validation ------------------------------------------------------------------
 
     def _validate(self) -> tuple[Fraction, ...]:
+        # an imported file is held to the built-ins' limits before anything is indexed
+        arcs = sum(2 if getattr(link, "bidirectional", False) is True else 1 for link in self.links)
+        check_size(f"topology {self.name!r}", len(self.nodes), arcs)
         first_index: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)

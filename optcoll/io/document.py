@@ -25,7 +25,7 @@ import yaml
 
 from optcoll.core.limits import MAX_NESTING
 from optcoll.core.output import write_output
-from optcoll.core.rational import WrittenNumber
+from optcoll.core.rational import MAX_NUMBER_DIGITS, WrittenNumber
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
@@ -103,6 +103,17 @@ class _StrictLoader(_SafeLoader):
             return super().construct_yaml_float(node)
         return WrittenNumber(text)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        if len(text) > MAX_NUMBER_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of {len(text)} digits, more than {MAX_NUMBER_DIGITS}",
+                node.start_mark,
+            )
+        return super().construct_yaml_int(node)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
         for key_node, _ in node.value:
@@ -120,6 +131,7 @@ class _StrictLoader(_SafeLoader):
 _StrictLoader.add_implicit_resolver(_INT_TAG, _DECIMAL_INT, list("-+0123456789"))
 _StrictLoader.add_implicit_resolver(_FLOAT_TAG, _DECIMAL_FLOAT, list("-+0123456789."))
 _StrictLoader.add_constructor(_FLOAT_TAG, _StrictLoader.construct_yaml_float)
+_StrictLoader.add_constructor(_INT_TAG, _StrictLoader.construct_yaml_int)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -129,6 +141,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {key!r}")
         result[key] = value
     return result
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits, more than {MAX_NUMBER_DIGITS}")
+    return int(text)
 
 
 def read_document(path: str | Path) -> Any:
@@ -163,14 +181,16 @@ def read_document(path: str | Path) -> Any:
         _check_expansion(data, path)
         return data
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber)
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber, parse_int=_integer
+        )
     except RecursionError:
         raise FileFormatError(f"{path}: invalid JSON: nested too deeply") from None
     except json.JSONDecodeError as err:
         raise FileFormatError(
             f"{path}: line {err.lineno}, column {err.colno}: invalid JSON: {err.msg}"
         ) from None
-    except ValueError as err:  # a duplicate key
+    except ValueError as err:  # a duplicate key, a number too long
         raise FileFormatError(f"{path}: invalid JSON: {err}") from None
 
 

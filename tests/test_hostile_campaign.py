@@ -343,3 +343,66 @@ def test_no_command_writes_over_its_input(tmp_path, capsys, made, argv, target, 
     status, _, err = _cli(tmp_path, capsys, [a.replace("{}", out) for a in argv] + ["--force"])
     assert status == 2 and len(err.strip().splitlines()) == 1, err
     assert _files(tmp_path) == before
+
+
+# --- the public API: a wrong argument is an OptCollError, whatever it is -------------
+
+
+def _deep(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+_BAD = {
+    "None": None,
+    "int": 3,
+    "negative": -1,
+    "nan": float("nan"),
+    "list": [1],
+    "nested 100000 deep": _deep(100_000),
+    "bytes": b"n0",
+    "NUL": "n\x000",
+    "bool": True,
+}
+
+
+#: (value, call) pairs where the value is a valid argument.
+_VALID = {("bool", "save_topology(force)"), ("None", "solve(k)"), ("int", "solve(k)")}
+
+
+def _calls(topology: Any, folder: Path) -> dict[str, Any]:
+    import optcoll
+
+    out = folder / "x.json"
+    return {
+        "Topology.is_compute": topology.is_compute,
+        "Topology.in_bandwidth": topology.in_bandwidth,
+        "Topology.out_bandwidth": topology.out_bandwidth,
+        "Topology.without_link(src)": lambda v: topology.without_link(v, "n1"),
+        "Topology.without_link(dst)": lambda v: topology.without_link("n0", v),
+        "Topology.with_name": topology.with_name,
+        "Topology.cut_bandwidth": topology.cut_bandwidth,
+        "load_topology": optcoll.load_topology,
+        "save_topology(path)": lambda v: optcoll.save_topology(topology, v),
+        "save_topology(force)": lambda v: optcoll.save_topology(topology, out, force=v),
+        "save_topology(inputs)": lambda v: optcoll.save_topology(topology, out, inputs=v),
+        "solve(collective)": lambda v: optcoll.solve(topology, v),
+        "solve(k)": lambda v: optcoll.solve(topology, k=v),
+    }
+
+
+@pytest.mark.parametrize("bad", list(_BAD), ids=list(_BAD))
+def test_public_functions_refuse_wrong_arguments_with_an_optcoll_error(tmp_path, bad):
+    import optcoll
+    from optcoll.exceptions import OptCollError
+
+    topology = optcoll.load_topology("ring:4")
+    value = _BAD[bad]
+    for name, call in _calls(topology, tmp_path).items():
+        if (bad, name) in _VALID:
+            continue
+        with pytest.raises(OptCollError):
+            call(value)
+            pytest.fail(f"{name}({bad}) was accepted")

@@ -55,6 +55,7 @@ from optcoll.exceptions import (
     TooFewComputeNodesError,
     UnknownFieldError,
     UnknownNodeError,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -229,6 +230,12 @@ class Topology:
     ) -> None:
         set_ = object.__setattr__
         set_(self, "name", _text(name, "topology name"))
+        control = next((ch for ch in self.name if unicodedata.category(ch) in ("Cc", "Cs")), None)
+        if control is not None:  # a NUL or newline cannot be written in XML or one line
+            raise ArgumentError(
+                f"topology name {shown(self.name)} contains the character U+{ord(control):04X}; "
+                "a name is text on one line"
+            )
         set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
         set_(self, "links", tuple(_iterable(links, "links")))
         set_(self, "bandwidth_unit", _text(bandwidth_unit, "bandwidth_unit"))
@@ -275,7 +282,7 @@ class Topology:
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)
             if not isinstance(node, Node):
-                raise MissingFieldError(f"nodes[{i}] must be a Node, got {node!r}", where)
+                raise MissingFieldError(f"nodes[{i}] must be a Node, got {shown(node)}", where)
             if not isinstance(node.id, str) or not node.id:
                 raise MissingFieldError(
                     f"nodes[{i}]: node id must be a non-empty string, got {node.id!r}", where
@@ -326,7 +333,7 @@ class Topology:
         for i, link in enumerate(self.links):
             where = ("links", i)
             if not isinstance(link, Link):
-                raise MissingFieldError(f"links[{i}] must be a Link, got {link!r}", where)
+                raise MissingFieldError(f"links[{i}] must be a Link, got {shown(link)}", where)
             for end in (link.src, link.dst):
                 if not isinstance(end, str):
                     raise MissingFieldError(
@@ -446,7 +453,9 @@ class Topology:
         try:
             return self.node[node_id].is_compute
         except (KeyError, TypeError):  # TypeError: not even hashable
-            raise UnknownNodeError(f"unknown node {node_id!r} in topology {self.name!r}") from None
+            raise UnknownNodeError(
+                f"unknown node {shown(node_id)} in topology {self.name!r}"
+            ) from None
 
     @cached_property
     def capacity(self) -> Mapping[tuple[str, str], Fraction]:
@@ -530,9 +539,9 @@ class Topology:
         """
         if isinstance(side, str):
             raise ArgumentError(f"side must be a set of node ids, not the string {side!r}")
-        inside = set(_iterable(side, "side"))
+        inside = {_node_id(v, "side") for v in _iterable(side, "side")}
         for v in inside:
-            self.is_compute(_node_id(v, "side"))
+            self.is_compute(v)
         return sum(
             (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
             Fraction(0),
@@ -694,6 +703,7 @@ class Topology:
         >>> ("n0", "n1") in t.capacity, ("n1", "n0") in t.capacity
         (False, True)
         """
+        src, dst = _node_id(src, "src"), _node_id(dst, "dst")
         gone = {(src, dst), (dst, src)} if bidirectional else {(src, dst)}
         for u, v in gone:
             if (u, v) not in self.capacity:
@@ -1171,17 +1181,19 @@ class TopologyBuilder:
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ArgumentError(f"{what} must be a string, got {value!r} ({type(value).__name__})")
+        raise ArgumentError(f"{what} must be a string, got {shown(value)} ({type(value).__name__})")
     return value
 
 
 def _iterable(value: Any, what: str) -> Iterable[Any]:
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ArgumentError(f"{what} must be a collection, got {value!r} ({type(value).__name__})")
+        raise ArgumentError(
+            f"{what} must be a collection, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
 def _node_id(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ArgumentError(f"{what} holds {value!r}, which is not a node id (a string)")
+        raise ArgumentError(f"{what} holds {shown(value)}, which is not a node id (a string)")
     return value

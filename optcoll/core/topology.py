@@ -229,16 +229,10 @@ class Topology:
         rank_order: Iterable[str] | None = None,
     ) -> None:
         set_ = object.__setattr__
-        set_(self, "name", _text(name, "topology name"))
-        control = next((ch for ch in self.name if unicodedata.category(ch) in ("Cc", "Cs")), None)
-        if control is not None:  # a NUL or newline cannot be written in XML or one line
-            raise ArgumentError(
-                f"topology name {shown(self.name)} contains the character U+{ord(control):04X}; "
-                "a name is text on one line"
-            )
+        set_(self, "name", _line(name, "topology name", "name"))
         set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
         set_(self, "links", tuple(_iterable(links, "links")))
-        set_(self, "bandwidth_unit", _text(bandwidth_unit, "bandwidth_unit"))
+        set_(self, "bandwidth_unit", _line(bandwidth_unit, "bandwidth_unit", "bandwidth_unit"))
         if not self.bandwidth_unit:
             raise ArgumentError("bandwidth_unit must name a unit such as 'GB/s', got ''")
         if not isinstance(description, str):
@@ -1177,6 +1171,20 @@ class TopologyBuilder:
     def build(self) -> Topology:
         """Validate and freeze."""
         return Topology(self.name, self.nodes, self.links, self.bandwidth_unit, self.description)
+
+
+def _line(value: Any, what: str, field: str) -> str:
+    """``value`` if it is text on one line: a NUL, newline or lone surrogate could not be
+    written in XML, UTF-8 or a one-line message (as for node ids)."""
+    text = _text(value, what)
+    control = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cs")), None)
+    if control is not None:
+        raise MissingFieldError(
+            f"{what} {shown(text)} contains the character U+{ord(control):04X}; "
+            "it must be text on one line",
+            (field,),
+        )
+    return text
 
 
 def _text(value: Any, what: str) -> str:

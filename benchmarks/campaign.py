@@ -1304,7 +1304,6 @@ def resource_cases() -> list[Case]:
         ["bound", "ring:" + "9" * 5000],
         ["bound", "ring:1e9"],
         ["bound", "ring:²"],
-        ["bound", "ring:4\x00"],
         ["crosscheck", "ring:200"],
         ["lp", "export", "fully-connected:200", "-o", "x.lp"],
     ):

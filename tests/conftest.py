@@ -62,6 +62,7 @@ def random_topologies(draw, max_compute=5, max_switches=3, bandwidths=BANDWIDTHS
 
     A random cycle through the compute nodes (some hops relayed by a switch)
     makes them mutually reachable; extra random links are added on top.
+    ``bandwidths``: the values links draw from, or a strategy that draws them.
     """
     num_compute = draw(st.integers(2, max_compute))
     num_switches = draw(st.integers(0, max_switches))
@@ -76,7 +77,9 @@ def random_topologies(draw, max_compute=5, max_switches=3, bandwidths=BANDWIDTHS
     )
     nodes = [Node(v, "compute", g) for v, g in zip(compute, groups, strict=False)]
     nodes += [Node(v, "switch", g) for v, g in zip(switches, groups[num_compute:], strict=True)]
-    bandwidth = st.sampled_from(bandwidths)
+    bandwidth = (
+        bandwidths if isinstance(bandwidths, st.SearchStrategy) else st.sampled_from(bandwidths)
+    )
     links = []
     order = draw(st.permutations(compute))
     for a, b in zip(order, order[1:] + order[:1], strict=True):

@@ -6,8 +6,9 @@ import json
 from fractions import Fraction
 
 import pytest
-from conftest import switched_topologies
+from conftest import random_topologies, switched_topologies
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
@@ -118,3 +119,13 @@ def test_unknown_method_and_cli(capsys):
     assert main(["crosscheck", "ring:4", "--methods", "combinatorial", "brute-force"]) == 0
     out = capsys.readouterr().out
     assert "all methods agree" in out and "3/200" in out
+
+
+@settings(max_examples=12, deadline=None)
+@given(random_topologies(max_compute=6, bandwidths=st.integers(100_000, 9_999_999)))
+def test_every_method_agrees_with_six_and_seven_digit_bandwidths(topology):
+    """Bandwidths of 6-7 digits make r*'s denominator, and the rounding's k, huge (tens
+    of digits): the LP packing + rounding still reaches r* exactly, as every other method."""
+    check = crosscheck(topology)
+    assert check.agree, check.disagreement
+    assert check.reference == optimal_cut_ratio(topology).ratio

@@ -520,3 +520,73 @@ def test_latency_texts_are_read_as_written(tmp_path, latency):
     _files(tmp_path, {"t.json": data})
     topology = load_topology(tmp_path / "t.json")
     assert topology.latency[("n0", "n1")] == Fraction(str(latency))
+
+
+# An interrupt delivered while a given module is being imported, deterministically: the
+# child process hooks ``__import__`` and sends itself SIGINT (or SIGTERM) on the first
+# import of MODULE, then runs the command. Before the command's modules are loaded the
+# process ends at once; afterwards the run stops. Either way: one line, status 130.
+_INTERRUPT_DURING_IMPORT = """
+import builtins, os, signal, sys
+module, signum = sys.argv[1], getattr(signal, sys.argv[2])
+real_import = builtins.__import__
+def hooked(name, *args, **kwargs):
+    if name == module and not hooked.sent:
+        hooked.sent = True
+        os.kill(os.getpid(), signum)
+    return real_import(name, *args, **kwargs)
+hooked.sent = False
+builtins.__import__ = hooked
+from optcoll.cli import main
+status = main(sys.argv[3:])
+print("finished", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize(
+    "module, signame",
+    [
+        ("argparse", "SIGINT"),  # while optcoll.cli itself loads
+        ("optcoll.cli._core", "SIGTERM"),
+        ("optcoll.core.schedule", "SIGINT"),  # while the command modules load
+        ("numpy", "SIGINT"),  # numpy turns an interrupted import into ImportError
+        ("optcoll.bounds.cut_ratio", "SIGTERM"),
+    ],
+)
+def test_an_interrupt_while_modules_load_ends_with_one_line(module, signame):
+    root = str(Path(optcoll.__file__).parents[1])
+    env = dict(os.environ, PYTHONPATH=root)
+    argv = [sys.executable, "-c", _INTERRUPT_DURING_IMPORT, module, signame, "bound", "ring:4"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "optcoll: interrupted\n"
+    assert done.stdout == ""
+
+
+def test_an_interrupt_swallowed_by_a_callback_still_stops_the_run(monkeypatch, capsys):
+    """Python prints an exception raised inside a callback and carries on; the command
+    must not: the interrupt is delivered again and the run ends with status 130."""
+    import weakref
+
+    from optcoll.cli import bound
+
+    reached = []
+
+    class Target:
+        pass
+
+    def run(args):
+        target = Target()
+        watcher = weakref.ref(target, lambda _: signal.raise_signal(signal.SIGINT))
+        del target  # the callback runs here; its KeyboardInterrupt is "ignored"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the re-sent interrupt lands in here
+            pass
+        reached.append(watcher)
+        return 0
+
+    monkeypatch.setattr(bound, "run", run)
+    assert main(["bound", "ring:4"]) == 130
+    assert reached == []
+    assert capsys.readouterr().err == "optcoll: interrupted\n"

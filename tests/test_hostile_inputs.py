@@ -203,13 +203,13 @@ def test_the_true_schedule_states_only_what_verify_checks(tmp_path, capsys, allg
     _files(tmp_path, {"s.json": allgather_file})
     out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
     assert "unchecked" not in out
-    assert "U_scaled" in json.loads(allgather_file)["stats"]
+    assert "U_scaled" in allgather_file["stats"]
 
 
 def test_a_builder_record_no_reader_can_check_is_listed_unchecked(
     tmp_path, capsys, allgather_file
 ):
-    doc = json.loads(allgather_file)
+    doc = json.loads(json.dumps(allgather_file))
     doc["stats"]["logical_arcs"] = 8
     _files(tmp_path, {"s.json": json.dumps(doc)})
     out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
@@ -439,9 +439,10 @@ def test_bad_input_is_one_line(tmp_path, capsys, files, argv, text):
     _check(tmp_path, capsys, argv, 2, text)
 
 
-def test_a_nul_in_the_topology_name_is_not_a_file_name(tmp_path, capsys):
+def test_a_nul_in_the_topology_name_is_refused_naming_the_field(tmp_path, capsys):
+    # a name is text on one line, as a node id: a NUL could be no file name, XML or message
     _files(tmp_path, {"t.json": dict(_RING4, name="x\u0000y")})
-    _check(tmp_path, capsys, ["solve", "t.json", "-o", "out"], 0, "out/x_y.")
+    _check(tmp_path, capsys, ["solve", "t.json", "-o", "out"], 2, "name 'x\\x00y' contains")
 
 
 _T = load_topology("ring:4")

@@ -932,17 +932,13 @@ def resource_cases() -> list[Case]:
     cases = []
 
     # valid inputs among the hostile ones: exact numbers near the float range (read
-    # exactly; a command whose ratios overflow refuses them), and counts with spaces
+    # exactly; a command whose ratios overflow refuses them), numbers and counts with
+    # spaces around them, NCCL ranks that are not 0..n-1 (a dump of a later server),
+    # and parallel links (their bandwidths add, docs/topology-format.md)
     valid = (
-        "1e+308",
-        "1e308",
-        "1e-308",
-        "1e-05",
-        "boxes=' 2'",
-        "bw-huge",
-        "rank='1000000000'",
-        "rank='0x10'",
-    )
+        "1e+308", "1e308", "1e-308", "1e-05", "boxes=' 2'", "bandwidth=' 1'", "bw-huge",
+        "rank='1000000000'", "rank='0x10'", "dup-edge",
+    )  # fmt: skip
 
     def add(name: str, files: dict[str, bytes | str], argv: list[str], setup=None) -> None:
         expect = "any" if any(v in name for v in valid) else "error"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from fractions import Fraction
@@ -406,3 +407,46 @@ def test_public_functions_refuse_wrong_arguments_with_an_optcoll_error(tmp_path,
         with pytest.raises(OptCollError):
             call(value)
             pytest.fail(f"{name}({bad}) was accepted")
+
+
+# --- files that are not regular files ------------------------------------------------
+
+
+def _fifo(path: Path, data: bytes) -> threading.Thread:
+    """A FIFO at ``path`` that a thread fills with ``data`` once someone opens it."""
+    os.mkfifo(path)
+
+    def feed() -> None:
+        try:
+            with open(path, "wb") as stream:
+                stream.write(data)
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    "argv, source",
+    [
+        (["check-xml", "in"], "ring4.xml"),
+        (["check-plan", "in"], "plan.json"),
+        (["simulate", "ring:4", "in"], "s.json"),
+        (["verify", "ring:4", "in"], "s.json"),
+        (["show", "in"], "t.json"),
+    ],
+)
+def test_every_reader_refuses_a_pipe_instead_of_reading_it(tmp_path, capsys, argv, source):
+    """A pipe (here one that holds a genuine file) may never end: it is refused unread."""
+    for run in (["export", "ring:4", "-o", "ring4.xml"],
+                ["export", "ring:4", "--format", "mscclpp", "-o", "plan.json"],
+                ["trees", "ring:4", "-o", "s.json"], ["convert", "ring:4", "t.json"]):  # fmt: skip
+        assert _cli(tmp_path, capsys, run)[0] == 0
+    feeder = _fifo(tmp_path / "in", (tmp_path / source).read_bytes())
+    status, out, err = _cli(tmp_path, capsys, argv)
+    unblock = os.open(tmp_path / "in", os.O_RDONLY | os.O_NONBLOCK)  # lets the feeder end
+    feeder.join(10)
+    os.close(unblock)
+    assert status == 2 and "not a regular file" in err, out or err

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from optcoll.core.limits import MAX_NESTING
+from optcoll.core.limits import MAX_NESTING, read_file
 from optcoll.core.output import write_output
 from optcoll.core.rational import MAX_NUMBER_DIGITS, WrittenNumber
 from optcoll.exceptions import FileFormatError
@@ -70,8 +69,6 @@ _DECIMAL_FLOAT = re.compile(
 )
 
 
-#: Largest file read (a 1,024-GPU schedule is about 12 MB).
-MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Most entries (lists, mappings and scalars, shared ones counted each time they are
 #: reached) a YAML document may expand to through its aliases.
 MAX_DOCUMENT_ENTRIES = 10_000_000
@@ -221,42 +218,15 @@ def _check_yaml_depth(text: str, path: Path) -> None:
 def read_text(path: Path) -> str:
     """The file's text (UTF-8), or a :class:`FileFormatError` naming the file.
 
-    Only regular files of at most :data:`MAX_FILE_BYTES` are read: a FIFO would
-    block forever and ``/dev/zero`` never ends.
+    Only regular files of at most :data:`MAX_FILE_BYTES` are read
+    (:func:`optcoll.core.limits.read_file`): a FIFO would block forever and
+    ``/dev/zero`` never ends.
     """
-    try:
-        status = path.stat()
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: file not found") from None
-    except (OSError, ValueError) as err:
-        reason = getattr(err, "strerror", None) or str(err)
-        raise FileFormatError(f"{_shown(path)}: cannot read file ({reason})") from None
-    if stat.S_ISDIR(status.st_mode):
-        raise FileFormatError(f"{path}: is a folder; give a file")
-    if not stat.S_ISREG(status.st_mode):
-        raise FileFormatError(f"{path}: not a regular file (a pipe or a device); give a file")
-    if status.st_size > MAX_FILE_BYTES:
-        raise FileFormatError(
-            f"{path}: {status.st_size} bytes, more than the {MAX_FILE_BYTES} a topology or "
-            "schedule file may have"
-        )
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise FileFormatError(f"{path}: cannot read file ({err.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise FileFormatError(f"{path}: more than {MAX_FILE_BYTES} bytes")
+    data = read_file(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise FileFormatError(f"{path}: not a UTF-8 text file") from None
-
-
-def _shown(path: Path) -> str:
-    """``path`` for a message, cut to 80 characters."""
-    text = str(path)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_expansion(data: Any, path: Path) -> None:

@@ -51,6 +51,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.limits import read_file
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
@@ -176,8 +177,8 @@ class Plan:
 def read_plan(path: str | Path) -> Plan:
     """Read and parse a plan file; FileFormatError if it is not JSON or breaks a rule."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_file(path).decode("utf-8")
+    except UnicodeDecodeError as err:
         raise FileFormatError(f"{path}: cannot read the plan ({err})") from None
     try:
         document = json.loads(text)

@@ -670,9 +670,12 @@ class Topology:
         >>> t.name, t.capacity[("n2", "n0")]
         ('ring:4~edited', Fraction(50, 1))
         """
-        link = Link(src, dst, bandwidth, latency, bidirectional)
+        link = Link(_node_id(src, "src"), _node_id(dst, "dst"), bandwidth, latency, bidirectional)
         arrow = "<->" if bidirectional else "->"
-        change = f"added link {src} {arrow} {dst} ({bandwidth} {self.bandwidth_unit})"
+        amount = (
+            bandwidth if isinstance(bandwidth, str | int | float | Fraction) else shown(bandwidth)
+        )
+        change = f"added link {src} {arrow} {dst} ({amount} {self.bandwidth_unit})"
         return self._edited([*self.links, link], change, name)
 
     def without_link(

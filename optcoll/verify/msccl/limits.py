@@ -248,6 +248,12 @@ def decode(program: Program, profile: RuntimeProfile) -> Decoded:
         for b, size in zip("ios", sizes, strict=True):
             if size is not None and size < 0:
                 r.add("limit", f"{where}: {b}_chunks={size}; a buffer has no negative size")
+            elif size is not None and size > MAX_PROGRAM_CELLS:
+                r.add(
+                    "limit",
+                    f"{where}: {b}_chunks={size}, more than the {MAX_PROGRAM_CELLS} buffer "
+                    "chunks any program may declare (optcoll.core.limits)",
+                )
         declared[gid] = (sizes[0] or 0, sizes[1] or 0, sizes[2] or 0)
         gpus[gid] = _decode_gpu(r, gid, gpu_el, profile, ngpus)
     if ngpus is not None and (len(gpus) != ngpus or sorted(gpus) != list(range(ngpus))):

@@ -450,3 +450,27 @@ def test_every_reader_refuses_a_pipe_instead_of_reading_it(tmp_path, capsys, arg
     feeder.join(10)
     os.close(unblock)
     assert status == 2 and "not a regular file" in err, out or err
+
+
+@pytest.mark.parametrize("field", ["input_chunks", "output_chunks", "scratch_chunks", "num_chunks"])
+@pytest.mark.parametrize("count", [2**23, 10**9, 10**18])
+def test_check_plan_refuses_declared_counts_beyond_the_limit(tmp_path, capsys, field, count):
+    assert (
+        _cli(tmp_path, capsys, ["export", "ring:4", "--format", "mscclpp", "-o", "p.json"])[0] == 0
+    )
+    plan = json.loads((tmp_path / "p.json").read_text())
+    if field == "num_chunks":
+        plan["gpus"][1]["threadblocks"][0]["ops"][0]["iter_context"]["num_chunks"] = count
+    else:
+        plan["gpus"][1][field] = count
+    (tmp_path / "big.json").write_text(json.dumps(plan))
+    _refused(tmp_path, capsys, ["check-plan", "big.json"], f"{field} is ")
+
+
+@pytest.mark.parametrize("sizes", [[100_001], [400, 300], [50, 50, 50]])
+def test_a_sweep_grid_beyond_the_limit_is_refused_before_any_work(tmp_path, capsys, sizes):
+    grid = {f"x{i}": list(range(1, n + 1)) for i, n in enumerate(sizes)}
+    spec = {"base": "ring:" + "".join(f"{{x{i}}}" for i in range(len(sizes))), "grid": grid,
+            "quantities": ["k"]}  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    _refused(tmp_path, capsys, ["sweep", "s.json", "-o", "s.csv"], "points; a sweep computes")

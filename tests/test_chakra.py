@@ -175,7 +175,7 @@ def _mutants(files: list[bytes], rng: random.Random, count: int) -> list[tuple[s
             src, dst = attrs["comm_src"].int32_val, attrs["comm_dst"].int32_val
             attrs["comm_src"].int32_val, attrs["comm_dst"].int32_val = dst, src
         elif kind == "size":
-            attrs["comm_size"].uint64_val += 1
+            attrs["comm_size"].int64_val += 1
         elif kind == "tag":
             attrs["comm_tag"].int32_val += 1000
         elif kind == "cycle":
@@ -239,6 +239,53 @@ def test_truncated_and_foreign_bytes_are_format_findings():
     assert "t.0.et" in report.findings[0].message
     report = check_traces([("t.0.et", b"\xff\xff\xff"), ("t.1.et", files[1])])
     assert [f.kind for f in report.findings] == ["format"]
+
+
+def test_comm_values_have_the_kinds_chakras_feeder_reads():
+    """Chakra's feeder (src/feeder/et_feeder_node.cpp) reads comm_size with int64_val() and
+    comm_src/comm_dst/comm_tag with int32_val(): any other kind reads as 0."""
+    classes = _message_classes()
+    files = chakra_traces(_pair(), 64)
+    for data in files:
+        _, nodes = decode_trace(data, "t")
+        kinds = {(a.name, a.kind) for x in nodes for a in x.attrs if a.name.startswith("comm_")}
+        assert kinds == {("comm_size", "int64"), ("comm_src", "int32"), ("comm_dst", "int32"),
+                         ("comm_tag", "int32")}  # fmt: skip
+    messages = _split(files[0])
+    node = classes["Node"].FromString(messages[1])
+    size = next(a for a in node.attr if a.name == "comm_size")
+    size.uint64_val = size.int64_val  # the same number, another kind
+    messages[1] = node.SerializeToString()
+    mutated = b"".join(_varint(len(m)) + m for m in messages)
+    report = check_traces([("t.0.et", mutated), ("t.1.et", files[1])])
+    assert [f.message for f in report.findings] == [
+        "rank 0 node 0 (COMM_SEND_NODE): comm_size is uint64; Chakra's ET feeder reads only "
+        "int64 and would see 0"
+    ]
+
+
+def _split(data: bytes) -> list[bytes]:
+    """The varint-delimited messages of a trace file."""
+    messages, pos = [], 0
+    while pos < len(data):
+        size, shift = 0, 0
+        while True:
+            size |= (data[pos] & 0x7F) << shift
+            pos += 1
+            if not data[pos - 1] & 0x80:
+                break
+            shift += 7
+        messages.append(data[pos : pos + size])
+        pos += size
+    return messages
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
 
 
 def _pair():

@@ -89,6 +89,16 @@ def test_cli_writes_simple_and_ll_bands(tmp_path, capsys):
         assert check_plan_file(tmp_path / name).ok
 
 
+def test_cli_writes_the_simple_plan_when_no_ll_plan_fits(tmp_path, capsys):
+    """dgx-2:1 allreduce: an LL reduction of 16 buffers is above the 9 an op holds, so
+    the Simple plan serves every size (the export used to fail outright)."""
+    out = tmp_path / "p.json"
+    args = ["export", "dgx-2:1", "--format", "mscclpp", "--collective", "allreduce"]
+    assert main([*args, "-o", str(out), "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert [(f["protocol"], f["min_message_size"]) for f in files] == [("Simple", 0)]
+
+
 @pytest.mark.parametrize("coll", ["allgather", "allreduce", "broadcast"])
 def test_process_group_exports_pass_check_plan(tmp_path, coll):
     out = tmp_path / "p.json"
@@ -289,3 +299,66 @@ def test_a_plan_the_checker_cannot_execute_is_not_called_correct(tmp_path, capsy
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and not report["judged"]
     assert main(["check-plan", str(out)]) == 0
+
+
+# Cases MSCCL++'s own loader (benchmarks/mscclpp_parser.py, execution_plan.cc compiled with
+# g++) refused or crashed on while check-plan passed them, and the 4 GiB limit of its
+# uint32_t offsets that our bands went past.
+
+
+def test_an_invalid_type_beside_a_buffer_id_is_refused():
+    """The parser converts a ``type`` wherever it is given ("Invalid buffer type")."""
+    doc = json.loads((DATA / "allreduce.json").read_text())
+    for tb in doc["gpus"][0]["threadblocks"]:
+        for op in tb["ops"]:
+            for buff in op.get("dst_buff", ()):
+                if "buffer_id" in buff:
+                    buff["type"] = "x"
+                    with pytest.raises(FileFormatError, match=r"dst_buff\[\d\]\.type: 'x'"):
+                        parse_plan(doc)
+                    return
+    raise AssertionError("no remote buffer reference in the shipped plan")
+
+
+def test_a_buffer_of_zero_chunks_is_a_finding():
+    """``checkMessageSize`` takes ``size % output_chunks``: zero chunks divide by zero."""
+    doc = json.loads((DATA / "allreduce.json").read_text())
+    for gpu in doc["gpus"]:
+        gpu["output_chunks"] = 0
+    report = check_plan(doc)
+    assert not report.ok
+    assert any("division by zero" in message for _, message in report.findings)
+
+
+@pytest.mark.parametrize("coll", [*COLLECTIVES, "alltoall"])
+def test_bands_keep_every_buffer_below_4_gib(coll):
+    """At ``max_message_size`` every rank's input, output and scratch (LL: twice the
+    data) fit MSCCL++'s uint32_t offsets; a 2**64 - 1 band (MSCCL++'s shipped plans) gets
+    check-plan's note."""
+    protocols = ("Simple", "LL") if coll in LL_COLLECTIVES else ("Simple",)
+    for protocol in protocols:
+        for _, _, plan in _plans("ring:4", (coll,), protocol):
+            doc = plan.document
+            top = doc["max_message_size"]
+            assert top < 2**40
+            for gpu in doc["gpus"]:
+                ic, oc, sc = gpu["input_chunks"], gpu["output_chunks"], gpu["scratch_chunks"]
+                # the largest chunk of a message the executor takes (a multiple of 16 B)
+                chunk = top // (oc if doc["collective"] == "allgather" else ic) // 16 * 16
+                scratch = chunk * sc * (2 if protocol == "LL" else 1)
+                assert max(chunk * ic, chunk * oc, scratch) <= 2**32 - 1, (protocol, gpu["id"])
+                assert max(chunk * ic, chunk * oc, scratch) > 2**31  # not cut needlessly
+    shipped = check_plan(json.loads((DATA / "allreduce.json").read_text()))
+    assert any("4 GiB" in note for note in shipped.notes)
+
+
+def test_a_band_without_a_message_size_is_a_finding():
+    """MSCCL++ refuses every size outside ``[min, max]`` and every size that is not a
+    multiple of the granule: a band holding no positive multiple serves nothing."""
+    doc = json.loads((DATA / "allreduce.json").read_text())
+    doc["min_message_size"], doc["max_message_size"] = 1, 100
+    report = check_plan(doc)
+    assert report.granule > 100
+    assert any("no message size fits" in message for _, message in report.findings)
+    doc["max_message_size"] = report.granule
+    assert check_plan(doc).ok

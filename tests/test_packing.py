@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
-from optcoll.core.schedule import Schedule
+from optcoll.core.schedule import ImageTrees, Schedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.graph.splitting import LogicalGraph, split_switches
@@ -251,3 +251,17 @@ def test_switch_with_more_in_than_out_capacity():
     optimum = brute_force_cut_ratio(topology)
     assert schedule.cut_ratio == optimum
     check(topology, schedule, optimum)
+
+
+@pytest.mark.parametrize("spec,k", [("torus:8x8", 1), ("torus:8x8", 2), ("torus:4x4x4", 1)])
+def test_fixed_k_packs_one_root_per_orbit_no_worse_than_every_root(spec, k):
+    """With a given k the symmetric packing is kept only at the best time factor a k-chunk
+    packing of the fixed-k capacities has: never worse than packing every root."""
+    topo = build(spec)
+    compact = pack_arborescences(topo, k)
+    every = pack_arborescences(topo, k, symmetry=False)
+    assert isinstance(compact.trees, ImageTrees) and not isinstance(every.trees, ImageTrees)
+    assert compact.k == every.k == k
+    assert compact.time_factor <= every.time_factor
+    verdict = verify_schedule(topo, compact)
+    assert verdict.valid and verdict.time_factor == compact.time_factor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -12,6 +13,7 @@ from optcoll.core.topology import TopologyBuilder
 from optcoll.exceptions import ScheduleError
 from optcoll.io import load_schedule
 from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import link_latencies, ring_floor, ring_schedule
 from optcoll.sim.plan import candidates, latency_bound, plan
 from optcoll.sim.simulator import simulate_schedule
 from optcoll.topologies import build
@@ -164,3 +166,16 @@ def test_alltoall_plan_simulates_the_hierarchical_routes():
     rows = plan(topo, "alltoall", [KiB, MiB], options=options)
     assert all(t is None or t >= row.lower_bound_us for row in rows for _, t in row.candidates)
     assert rows[1].method == "hierarchical (rail)"
+
+
+@pytest.mark.parametrize("spec", ["ring:4", "ring:7", "torus:4x4", "dgx-a100:1", "mesh:3x3"])
+def test_ring_floor_bounds_the_ring_it_saves_searching_for(spec):
+    """The ring's floor is below the ring's own time factor, and its latency part below
+    the ring's simulated time at a tiny size (no overhead): plan may skip the search."""
+    topo = build(spec)
+    ring = ring_schedule(topo)
+    floor = ring_floor(topo)
+    assert floor.time_factor <= ring.time_factor
+    run = simulate_schedule(topo, ring, 64, overhead=0.0)
+    least = min(link_latencies(topo, Fraction(1)).values())
+    assert floor.hops * least <= run.time_us

@@ -74,7 +74,11 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             job = (schedule, allgather, placement, unit, name)
             plans = [(_plan(*job, "Simple", 0, args.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
-                limit = ll_limit(topology, plans[0][0], _plan(*job, "LL", 0, None))
+                try:
+                    packets = _plan(*job, "LL", 0, None)
+                except ExportError:  # no LL plan within the executor's limits: Simple only
+                    packets = None
+                limit = None if packets is None else ll_limit(topology, plans[0][0], packets)
                 if limit is not None and (args.max_bytes is None or limit < args.max_bytes):
                     plans = [
                         (_plan(*job, "Simple", limit + 1, args.max_bytes), ""),

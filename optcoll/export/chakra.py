@@ -334,10 +334,15 @@ def _varint(value: int) -> bytes:
 
 
 def _attribute(attr: Any, key: str, value: int) -> Any:
-    """``comm_src``/``comm_dst``/``comm_tag`` as int32 and sizes as uint64, as the feeder
-    reads them (any integer kind converts); our labels as uint64."""
+    """``comm_src``/``comm_dst``/``comm_tag`` as int32 and ``comm_size`` as int64, the only
+    kinds Chakra's own feeder reads (mlcommons/chakra ``src/feeder/et_feeder_node.cpp``:
+    ``attr.int32_val()``, ``attr.int64_val()``; another kind reads as 0), and the kinds
+    Chakra's converters write; ASTRA-sim's ``feeder_v3`` converts any integer kind. Our
+    labels as uint64."""
     if key in ("comm_src", "comm_dst", "comm_tag"):
         return attr(name=key, int32_val=value)
+    if key == "comm_size":
+        return attr(name=key, int64_val=value)
     return attr(name=key, uint64_val=value)
 
 

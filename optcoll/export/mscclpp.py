@@ -61,7 +61,8 @@ have no such range, have no LL plan).
 Default choices: GPUs in one *box* talk over memory channels, others over port
 channels (``boxes``; the CLI puts ``bX.*`` nodes of the built-in DGX/MI250 families in box
 ``bX`` and every other node in a box of its own); protocol ``Simple``; up to 64 thread
-blocks; 1 MiB units; ``max_message_size`` as far as the 16-bit unit count allows.
+blocks; 1 MiB units; ``max_message_size`` as far as the 16-bit unit count and the
+32-bit offsets (every buffer below 4 GiB) allow.
 Not written: NVLS (switch channel) reductions, thread block groups.
 
 Examples
@@ -138,6 +139,9 @@ ALIGNMENT = 16
 MAX_PIPELINE_OPS = 16
 #: Units of one pipeline: ``handlePipeline`` keeps the count in 16 bits.
 MAX_UNITS = 2**16 - 1
+#: Largest buffer (input, output, scratch) in bytes: ``Operation`` keeps offsets and sizes
+#: as ``uint32_t`` (``execution_common.hpp``), and ``execution_plan.cc`` computes them so.
+MAX_BUFFER_BYTES = 2**32 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
 
@@ -657,10 +661,13 @@ def _render(
     nodes = schedule.compute_nodes
     n = len(nodes)
     high = 2**64 - 1 if high is None else high
+    buffer = chunks["o"] if coll == "allgather" else chunks["i"]
     if unit is not None:  # the kernel counts a pipeline's units in 16 bits
         widest = max(s.size for s in steps)
-        buffer = chunks["o"] if coll == "allgather" else chunks["i"]
         high = min(high, MAX_UNITS * unit * buffer // widest)
+    # every buffer below 4 GiB: a chunk is message / buffer bytes, LL scratch holds twice
+    largest = max(chunks["i"], chunks["o"], chunks["s"] * (2 if protocol == "LL" else 1))
+    high = min(high, MAX_BUFFER_BYTES * buffer // largest)
 
     def ctype(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"

@@ -1168,8 +1168,13 @@ def _pack_arborescences(
     if bound is None:
         bound = _optimal_cut_ratio(topology)
     usable = bound.usable  # the forwardable capacity when a switch is short of input
-    set_up = chunk_capacities(topology, k, bound=bound)
-    chunks, link_capacity = set_up.chunks, set_up.capacity
+    if k is None:
+        set_up = chunk_capacities(topology, k, bound=bound)
+        chunks, link_capacity, target = set_up.chunks, set_up.capacity, bound.ratio
+    else:  # the best time factor any k-chunk packing of these capacities can have
+        fixed = _fixed_k_capacity(topology, k, ratio=bound.ratio)
+        chunks, link_capacity = k, fixed.capacity
+        target = fixed.scale / (k * topology.integer_capacities()[1])
     compute = topology.compute_nodes
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
@@ -1185,7 +1190,7 @@ def _pack_arborescences(
     rotation = None
     trees: list[Tree] | ImageTrees
     groups = {v: topology.node[v].group for v in compute}
-    orbits = root_symmetry(logical, groups) if symmetry and k is None else None
+    orbits = root_symmetry(logical, groups) if symmetry else None
     packing = layered = None
     if orbits is not None:
         packing = layered = pack_layered(logical, root_capacity, orbits)
@@ -1213,8 +1218,8 @@ def _pack_arborescences(
             time_factor = phase_time_factor(topology, shared, chunks, rotation=rotation)
             heights = _heights(shared) * orbits.order  # an image is as tall as its tree
             excess = _height_excess(logical, shared)
-            trees = ImageTrees(shared, rotation, compute) if time_factor == bound.ratio else []
-        if time_factor != bound.ratio:  # never a worse answer: pack every root instead
+            trees = ImageTrees(shared, rotation, compute) if time_factor <= target else []
+        if time_factor > target:  # never a worse answer: pack every root instead
             packing, rotation = None, None
     if packing is None:
         packed_roots = len(compute)

@@ -102,6 +102,8 @@ __all__ = [
     "widest_paths",
     "link_latencies",
     "ring_schedule",
+    "ring_floor",
+    "RingFloor",
     "hierarchical_ring_schedule",
     "double_binary_trees",
     "ring_allgather",
@@ -447,6 +449,50 @@ def ring_schedule(topology: Topology) -> Schedule:
     both = _chain_schedule(topology, [order, order[:1] + order[1:][::-1]], router, "ring")
     assert one_way.time_factor is not None and both.time_factor is not None
     return both if both.time_factor < one_way.time_factor else one_way
+
+
+def ring_floor(topology: Topology) -> RingFloor:
+    """Lower bounds on every ring schedule of :func:`ring_schedule` (whatever the ring's
+    order), without searching for the ring.
+
+    In a ring each root's chunks go around the ring (one way, or half each way), so
+    every node ``v`` receives the ``N - 1`` other shards on the paths from its ring
+    neighbours, which end on at most two of its in-links, and sends as many on at most
+    two of its out-links: the busier of those carries at least its share, which bounds
+    the time factor by ``(N - 1) / (b1 + b2)``, ``b1 + b2`` the two largest in-link (or
+    out-link) bandwidths of ``v``, at the worst ``v``. A chunk crosses ``N - 1`` ring
+    hops one after another (``hops``), each at least the least link latency. ``O(links)``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("ring:4")
+    >>> floor = ring_floor(topo)
+    >>> floor.time_factor <= ring_schedule(topo).time_factor, floor.hops
+    (True, 3)
+    """
+    n = topology.num_compute
+    into: dict[str, list[Fraction]] = {}
+    out: dict[str, list[Fraction]] = {}
+    for (u, v), c in topology.capacity.items():
+        into.setdefault(v, []).append(Fraction(c))
+        out.setdefault(u, []).append(Fraction(c))
+    worst = Fraction(0)
+    for v in topology.compute_nodes:
+        for sides in (into, out):
+            two = sorted(sides.get(v, ()), reverse=True)[:2]
+            if two:
+                worst = max(worst, Fraction(n - 1) / sum(two))
+    return RingFloor(worst, n - 1)
+
+
+@dataclass(frozen=True)
+class RingFloor:
+    """What :func:`ring_floor` gives: a lower bound on every ring's time factor and the
+    ring hops every chunk crosses one after another."""
+
+    time_factor: Fraction
+    hops: int
 
 
 def hierarchical_ring_schedule(topology: Topology) -> Schedule | None:

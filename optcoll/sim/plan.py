@@ -50,16 +50,17 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.core.schedule import Schedule, Tree, canonical_collective
+from optcoll.core.schedule import ImageTrees, Schedule, Tree, canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
+from optcoll.graph.symmetry import automorphisms
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.collectives import (
     _allreduce,
@@ -72,12 +73,21 @@ from optcoll.sim.cost_model import (
     DEFAULT_LATENCY,
     SIZES,
     Cost,
+    RingFloor,
     direct_alltoall_schedule,
     double_binary_trees,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
     link_latencies,
+    ring_floor,
     ring_schedule,
+)
+from optcoll.sim.quotient import (
+    Quotient,
+    check_expanded,
+    schedule_quotient,
+    schedule_quotient_tasks,
+    topology_quotient,
 )
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -126,6 +136,8 @@ SLICE_GAIN = 0.0005
 MIN_SLICE, MAX_SLICE = 4 * 1024, 64 * 1024 * 1024
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
+#: The key of the topology's own translations among :class:`_Search`'s quotients.
+_TRANSLATIONS = ""
 
 
 @dataclass(frozen=True)
@@ -133,7 +145,9 @@ class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
     or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size)."""
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
+    until then ``floor`` (:func:`optcoll.sim.cost_model.ring_floor`) bounds its time."""
 
     method: str
     schedule: Schedule | None = None
@@ -141,6 +155,8 @@ class Candidate:
     phases: tuple[bool, ...] = ()
     chunks_per_node: int = 0
     aggregation: AggregationSchedule | None = None
+    deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
+    floor: RingFloor | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -154,12 +170,20 @@ class Candidate:
             return ("progress",)
         return PRIORITIES
 
-    def timetable(self, topology: Topology, size: int, default_latency: Fraction) -> Timetable:
-        """The greedy timetable of a ``size``-byte allgather (a timetable candidate)."""
+    def timetable(
+        self,
+        topology: Topology,
+        size: int,
+        default_latency: Fraction,
+        quotient: Quotient | None = None,
+    ) -> Timetable:
+        """The greedy timetable of a ``size``-byte allgather (a timetable candidate),
+        equivariant under ``quotient``'s translations when given."""
         chunk = data_bytes("allgather", size, topology.num_compute) / self.chunks_per_node
         return greedy_timetable(
-            topology, chunk, self.chunks_per_node, default_latency=default_latency
-        )
+            topology, chunk, self.chunks_per_node, default_latency=default_latency,
+            quotient=quotient,
+        )  # fmt: skip
 
     def tasks(
         self,
@@ -326,13 +350,25 @@ def candidates(
             found.append(Candidate(str(rail.stats["method"]), rail))
         return found
     if collective in ("allgather", "reduce_scatter", "allreduce"):
-        for ring in (ring_schedule(topology), hierarchical_ring_schedule(topology)):
-            if ring is None:
-                continue
+
+        def as_collective(ring: Schedule) -> Schedule:
             if collective == "reduce_scatter":
-                ring = _reduce_scatter(ring, topology)
-            elif collective == "allreduce":
-                ring = _allreduce(ring, topology)
+                return _reduce_scatter(ring, topology)
+            if collective == "allreduce":
+                return _allreduce(ring, topology)
+            return ring
+
+        # the ring's search for its order is O(N^3) a pass: made only if plan needs it
+        found.append(
+            Candidate(
+                "ring",
+                deferred=lambda: as_collective(ring_schedule(topology)),
+                floor=ring_floor(topology),
+            )
+        )
+        hierarchical = hierarchical_ring_schedule(topology)
+        if hierarchical is not None:
+            ring = as_collective(hierarchical)
             found.append(Candidate(str(ring.stats["method"]), ring))
     if collective == "allreduce":
         found.append(
@@ -383,9 +419,10 @@ def exact_latency_bound(
     Fraction(2, 1)
     """
     latency = link_latencies(topology, default_latency)
-    out: dict[str, list[tuple[str, Fraction]]] = {}
-    for (u, v), value in latency.items():
-        out.setdefault(u, []).append((v, value))
+    scale = math.lcm(*(value.denominator for value in latency.values()))
+    out: dict[str, list[tuple[str, int]]] = {}
+    for (u, v), value in latency.items():  # in units of 1 / scale: integers
+        out.setdefault(u, []).append((v, int(value * scale)))
     collective = canonical_collective(collective)
     compute = topology.compute_nodes
     if collective in ("broadcast", "reduce"):
@@ -393,26 +430,49 @@ def exact_latency_bound(
         sources = [root] if collective == "broadcast" else list(compute)
         targets = list(compute) if collective == "broadcast" else [root]
     else:
-        sources, targets = list(compute), list(compute)
-    worst = Fraction(0)
+        sources, targets = _source_orbits(topology, latency), list(compute)
+    worst = 0
     for source in sources:
         distance = _distances(out, source)
         worst = max(worst, max(distance[t] for t in targets))
-    return Fraction(overhead) + worst
+    return Fraction(overhead) + Fraction(worst, scale)
 
 
-def _distances(out: dict[str, list[tuple[str, Fraction]]], source: str) -> dict[str, Fraction]:
+#: Above this many source-link pairs :func:`exact_latency_bound` runs one source per orbit.
+LATENCY_ORBITS = 2**18
+
+
+def _source_orbits(topology: Topology, latency: dict[tuple[str, str], Fraction]) -> list[str]:
+    """The compute nodes, or on a large topology one per orbit of a group of automorphisms
+    that preserve every link's capacity and latency and keep compute nodes apart
+    (:func:`optcoll.graph.symmetry.automorphisms`, every map checked exactly): the
+    farthest compute node from ``g(s)`` is as far as the farthest from ``s``."""
+    compute = list(topology.compute_nodes)
+    if len(compute) * len(latency) <= LATENCY_ORBITS:
+        return compute
+    names = list(topology.node)
+    number = {v: i for i, v in enumerate(names)}
+    arcs = {(number[u], number[v]): (c, latency[(u, v)]) for (u, v), c in topology.capacity.items()}
+    kind = set(compute)
+    group = automorphisms(len(names), arcs, [int(v in kind) for v in names])
+    if group is None:
+        return compute
+    return [names[orbit[0]] for orbit in group.orbits() if names[orbit[0]] in kind]
+
+
+def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, int]:
     """Dijkstra: the smallest latency sum from ``source`` to every node."""
-    distance = {source: Fraction(0)}
-    heap = [(Fraction(0), source)]
+    distance = {source: 0}
+    heap = [(0, source)]
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        d, u = heapq.heappop(heap)
+        d, u = pop(heap)
         if d > distance[u]:
             continue
         for v, w in out.get(u, ()):
             if d + w < distance.get(v, d + w + 1):
                 distance[v] = d + w
-                heapq.heappush(heap, (d + w, v))
+                push(heap, (d + w, v))
     return distance
 
 
@@ -445,6 +505,15 @@ def plan(
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
+
+    A schedule whose trees are one root's and their images under a group acting
+    regularly on the compute nodes (a torus's translations) is simulated from its
+    quotient (:mod:`optcoll.sim.quotient`): one task per orbit, its links serving
+    translates alike, which gives the full run's time in that order exactly; such
+    candidates try every link order, and the fastest at each size is re-run, mapped
+    onto every link and checked as the whole topology's timetable
+    (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
+    synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
     """
 
     collective = canonical_collective(collective)
@@ -467,10 +536,14 @@ def plan(
 
         bar = tqdm(total=len(sizes) * len(options), desc="plan", unit="candidate", leave=False)
     rows = []
+    shared = _Shared()
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
-        search = _Search(topology, network, size, overhead, default_latency, max_tasks, lower)
+        search = _Search(
+            topology, network, size, overhead, default_latency, max_tasks, lower, shared,
+            collective,
+        )  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
@@ -480,6 +553,7 @@ def plan(
         if choose_slice:
             search.refine()
         best = search.best()
+        search.check(best)
         rows.append(
             SizePlan(
                 size,
@@ -496,6 +570,16 @@ def plan(
     if bar is not None:
         bar.close()
     return rows
+
+
+@dataclass
+class _Shared:
+    """What :func:`plan` finds once for all sizes: per candidate its quotient (None: none),
+    its deferred schedule made, its busiest-link time factor."""
+
+    quotients: dict[str, Quotient | None] = field(default_factory=dict)
+    built: dict[str, Candidate] = field(default_factory=dict)
+    factors: dict[str, Fraction] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -522,18 +606,26 @@ class _Search:
         default_latency: Fraction,
         max_tasks: int,
         lower: Fraction,
+        shared: _Shared,
+        collective: str,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
         self.lower = float(lower)
         self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
+        self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
+        self.collective = collective
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
-        many tasks)."""
-        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
-        if count > min(self.max_tasks, MAX_TASKS):
+        many tasks); from its quotient (:mod:`optcoll.sim.quotient`) where it has one."""
+        if option.deferred is not None:
+            if self.trials and self.bandwidth_us(option) >= self.best().time_us:
+                return None  # no ring can be faster: none is searched for
+            option = self.made(option)
+            slice_bytes = self.fitting(option, slice_bytes)
+        if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
         if self.trials and (
             self.bandwidth_us(option) >= self.best().time_us
@@ -541,60 +633,131 @@ class _Search:
         ):  # its busiest link alone takes longer than the fastest, or that is at the bound
             return None
         table = self._table(option)
+        quotient = self.quotient(option)
         try:
-            graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
+            if quotient is not None:
+                schedule = option.schedule if table is None else table.schedule
+                assert schedule is not None  # only schedules have quotients
+                graph = schedule_quotient_tasks(
+                    schedule, quotient, self.network, self.size, slice_bytes=slice_bytes,
+                    priority="progress" if table is not None else priority,
+                    starts=None if table is None else table.starts,
+                )  # fmt: skip
+            else:
+                graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
         except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
             return None
-        run = simulate(graph, self.network, self.size, overhead=self.overhead)
+        ties = None if quotient is None else range(len(graph))
+        run = simulate(graph, self.network, self.size, overhead=self.overhead, ties=ties)
         schedule = option.schedule if table is None else _with_order(table)
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def check(self, trial: _Trial) -> None:
+        """Re-run a trial simulated from its quotient, recording it, and check it as the
+        timetable of the whole topology (:func:`optcoll.sim.quotient.check_expanded`)."""
+        quotient = self.quotient(trial.option)
+        if quotient is None:
+            return
+        table = self._table(trial.option)
+        schedule = trial.option.schedule if table is None else table.schedule
+        assert schedule is not None
+        priority = "progress" if table is not None else trial.priority
+        starts = None if table is None else table.starts
+        graph = schedule_quotient_tasks(
+            schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
+            priority=priority, starts=starts,
+        )  # fmt: skip
+        run = simulate(
+            graph, self.network, self.size, overhead=self.overhead, ties=range(len(graph)),
+            record=True,
+        )  # fmt: skip
+        assert run.time_us == trial.time_us  # the same run
+        check_expanded(
+            schedule, quotient, self.network, self.size, run, slice_bytes=trial.slice_bytes,
+            priority=priority, starts=starts,
+        )  # fmt: skip
+
+    def made(self, option: Candidate) -> Candidate:
+        """A deferred candidate with its schedule (built once per plan)."""
+        if option.method not in self.built:
+            assert option.deferred is not None
+            self.built[option.method] = replace(
+                option, schedule=option.deferred(), deferred=None, floor=None
+            )
+        return self.built[option.method]
+
+    def quotient(self, option: Candidate) -> Quotient | None:
+        """The quotient ``option``'s schedule is simulated from (None: in full),
+        found once per candidate."""
+        if option.method not in self.quotients:
+            table = self._table(option)
+            schedule = option.schedule if table is None else table.schedule
+            found = None
+            if schedule is not None and option.aggregation is None:
+                found = schedule_quotient(schedule, self.topology, self.network)
+            self.quotients[option.method] = found
+        return self.quotients[option.method]
+
+    def count(self, option: Candidate, slice_bytes: int | None) -> int:
+        """How many tasks simulating ``option`` builds (one per orbit from a quotient)."""
+        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        quotient = self.quotient(option)
+        return count if quotient is None else count // quotient.order
 
     def _table(self, option: Candidate) -> Timetable | None:
         """The timetable of a timetable candidate at this size (synthesized once)."""
         if not option.chunks_per_node:
             return None
         if option.method not in self.tables:
-            self.tables[option.method] = option.timetable(self.topology, self.size, self.latency)
+            if _TRANSLATIONS not in self.quotients:
+                self.quotients[_TRANSLATIONS] = topology_quotient(self.topology, self.network)
+            self.tables[option.method] = option.timetable(
+                self.topology, self.size, self.latency, self.quotients[_TRANSLATIONS]
+            )
         return self.tables[option.method]
 
     def bandwidth_us(self, option: Candidate) -> float:
         """A lower bound on ``option``'s simulated time (µs): its busiest link's load over
         its bandwidth in the busiest phase (0 for trees that are not one schedule). A
         simulated link is busy exactly that long, whatever the order and the slices."""
+        if option.deferred is not None:
+            assert option.floor is not None
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            least = min(self.network.latency, default=0.0)
+            return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
             return 0.0
         data = data_bytes(schedule.collective, self.size, self.topology.num_compute)
-        if schedule.collective == "alltoall":
-            factor = routes_time_factor(self.topology, schedule.routes, schedule.k)
-        else:
-            factor = max(
-                phase_time_factor(self.topology, schedule.trees, schedule.k, reverse=reverse)
-                for reverse in PHASES[schedule.collective]
-            )
-        return data * float(factor) / 1000
+        key = option.method if table is None else f"{option.method} {self.size}"
+        if key not in self.factors:
+            self.factors[key] = _busiest_factor(self.topology, schedule)
+        return data * float(self.factors[key]) / 1000
 
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
         whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
         budget = min(self.max_tasks, MAX_TASKS)
-        n = self.topology.num_compute
-        while slice_bytes is not None and option.task_count(self.size, slice_bytes, n) > budget:
-            if option.task_count(self.size, None, n) == option.task_count(
-                self.size, slice_bytes, n
-            ):
+        if option.deferred is not None:  # fitted once it is made
+            return slice_bytes
+        while slice_bytes is not None and self.count(option, slice_bytes) > budget:
+            if self.count(option, None) == self.count(option, slice_bytes):
                 break  # one slice per chunk already: no larger slice helps
             slice_bytes *= SLICE_STEP
         return slice_bytes
 
     def reorder(self) -> None:
-        """The other orders of the :data:`REORDERED` fastest candidates that have them
-        (each at the slice it first ran with)."""
+        """The other orders of the :data:`REORDERED` fastest candidates that have them,
+        and of every one simulated from its quotient (one orbit of tasks: cheap), each at
+        the slice it first ran with."""
         tried = sorted(self.trials, key=lambda t: t.time_us)
-        reordered = [t for t in tried if len(t.option.priorities) > 1][:REORDERED]
+        reordered = [t for t in tried if len(t.option.priorities) > 1]
+        reordered = reordered[:REORDERED] + [
+            t for t in reordered[REORDERED:] if self.quotient(t.option) is not None
+        ]
         for trial in reordered:
             for priority in trial.option.priorities[1:]:
                 self.run(trial.option, priority, trial.slice_bytes)
@@ -640,6 +803,20 @@ class _Search:
         for trial in self.trials:
             times[trial.method] = min(times.get(trial.method, trial.time_us), trial.time_us)
         return tuple((o.method, times.get(o.method)) for o in options)
+
+
+def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
+    """The time factor of a schedule's busiest link in its busiest phase (from the
+    representatives' loads for a compact schedule)."""
+    if schedule.collective == "alltoall":
+        return routes_time_factor(topology, schedule.routes, schedule.k)
+    trees, group = schedule.trees, None
+    if isinstance(trees, ImageTrees):  # the representatives' loads, mapped
+        trees, group = trees.representatives, trees.group
+    return max(
+        phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
+        for reverse in PHASES[schedule.collective]
+    )
 
 
 def _with_order(table: Timetable) -> Schedule:
@@ -702,7 +879,9 @@ def schedule_bands(
     >>> [c.schedule.stats["priority"] for c, _, _ in schedule_bands(rows, options)]
     ['progress', 'progress', 'depth']
     """
-    methods = [o.method for o in options if o.schedule is not None or o.chunks_per_node]
+    methods = [
+        o.method for o in options if o.schedule is not None or o.chunks_per_node or o.deferred
+    ]
     bands = []
     for method, low, high in size_bands(rows, methods):
         won = [r for r in rows if r.method == method and r.size >= low and r.schedule is not None]

@@ -226,6 +226,9 @@ class Simulation:
         Per link used, its utilisation in each of :data:`TIMELINE_BINS` equal time bins.
     tasks : int
         Steps and transfers executed.
+    transfers : tuple, optional
+        With ``record``: per slice and hop, ``(task, hop, begin, end)`` (the link is busy
+        from ``begin`` to ``end``), in the order they began.
     """
 
     size: int
@@ -233,6 +236,9 @@ class Simulation:
     busy_us: dict[Arc, float]
     timeline: dict[Arc, list[float]]
     tasks: int
+    transfers: tuple[tuple[int, int, float, float], ...] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def algbw(self) -> float:
@@ -271,11 +277,21 @@ def simulate(
     *,
     overhead: float = DEFAULT_OVERHEAD,
     progress: bool = False,
+    ties: Sequence[int] | None = None,
+    record: bool = False,
 ) -> Simulation:
     """Run ``graph`` on ``network`` (see the module docstring for the rules).
 
     Every task costs one heap event per hop plus one at its completion:
     ``O(E log E)`` for ``E`` events.
+
+    ``ties`` decides between things that happen at the same time and between slices of
+    equal place in a queue: None, first come first served; else task ``i``'s key
+    ``ties[i]`` (then its hop and the kind of event), so that tasks with equal keys are
+    served alike wherever they are. Giving the translates of a task under a group of
+    automorphisms one key makes the run equivariant, which
+    :mod:`optcoll.sim.quotient` relies on to simulate one task per orbit. ``record``
+    keeps every transfer (:attr:`Simulation.transfers`).
 
     Raises
     ------
@@ -286,30 +302,42 @@ def simulate(
     waiting, successors = list(graph.waiting), graph.successors
     rate, latency = network.rate, network.latency
     lane_busy = [False] * len(graph.lanes)
-    lane_queue: list[list[tuple[float, int, int]]] = [[] for _ in graph.lanes]
+    lane_queue: list[list[tuple[float, Any, int]]] = [[] for _ in graph.lanes]
     link_busy = [False] * len(network.arcs)
-    queued: list[list[tuple[float, int, int, int]]] = [[] for _ in network.arcs]
+    queued: list[list[tuple[float, Any, int, int]]] = [[] for _ in network.arcs]
     tail = [0.0] * len(graph)
     # every link's busy spans, one entry per slice and hop: arc, begin, end, sending time
     span_arc: list[int] = []
     span_begin: list[float] = []
     span_end: list[float] = []
     span_sending: list[float] = []
-    heap: list[tuple[float, int, int, int]] = []
+    span_task: list[int] = []
+    span_hop: list[int] = []
+    heap: list[tuple[float, Any, int, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     counter = 0
+    # with ties: an event or a queued slice is keyed (when it was pushed, base[i] + code),
+    # first come first served as without ties but equal among translates (code < stride:
+    # a hop's arrival 4 * hop, the link's release after it 4 * hop + 1, completion and
+    # issue last)
+    hops = max((len(p) for p in paths), default=0)
+    stride = 4 * (hops + 1)
+    base = None if ties is None else [t * stride for t in ties]
+    done_code, issue_code = 4 * hops + 2, 4 * hops + 3
 
     def start(i: int, now: float) -> None:
         nonlocal counter
         lane = lane_of[i]
         counter += 1
         if lane < 0:
-            push(heap, (now, counter, i, 0 if paths[i] else _DONE))
+            stamp = counter if base is None else (now, base[i] + (0 if paths[i] else done_code))
+            push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         elif lane_busy[lane]:
-            push(lane_queue[lane], (order[i], counter, i))
+            push(lane_queue[lane], (order[i], counter if base is None else (now, base[i]), i))
         else:
             lane_busy[lane] = True
-            push(heap, (now + overhead, counter, i, _ISSUE))
+            stamp = counter if base is None else (now, base[i] + issue_code)
+            push(heap, (now + overhead, stamp, i, _ISSUE))
 
     def transmit(i: int, hop: int, begin: float) -> None:
         nonlocal counter
@@ -324,17 +352,26 @@ def simulate(
         span_begin.append(begin)
         span_end.append(finish)
         span_sending.append(sending)
+        span_task.append(i)
+        span_hop.append(hop)
         tail[i] = finish + latency[arc]
-        counter += 3
-        push(heap, (finish, counter, arc, _FREE))
-        if hop + 1 < len(path):
-            push(heap, (begin + latency[arc], counter + 1, i, hop + 1))
+        if base is None:
+            counter += 3
+            push(heap, (finish, counter, arc, _FREE))
+            following = counter + 1
         else:
-            push(heap, (tail[i], counter + 1, i, _DONE))
+            push(heap, (finish, (begin, base[i] + 4 * hop + 1), arc, _FREE))
+            following = (begin, base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code))
+        if hop + 1 < len(path):
+            push(heap, (begin + latency[arc], following, i, hop + 1))
+        else:
+            push(heap, (tail[i], following, i, _DONE))
 
-    for i in range(len(graph)):
-        if waiting[i] == 0:
-            start(i, 0.0)
+    ready = [i for i in range(len(graph)) if waiting[i] == 0]
+    if ties is not None:
+        ready.sort(key=lambda i: ties[i])
+    for i in ready:
+        start(i, 0.0)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -348,7 +385,8 @@ def simulate(
             arc = paths[i][hop]
             if link_busy[arc]:
                 counter += 1
-                push(queued[arc], (order[i], counter, i, hop))
+                stamp = counter if base is None else (now, base[i] + 4 * hop)
+                push(queued[arc], (order[i], stamp, i, hop))
             else:
                 transmit(i, hop, now)
         elif hop == _FREE:  # link i is free: the waiting slice of the earliest loop goes
@@ -362,10 +400,12 @@ def simulate(
             counter += 2
             if lane_queue[lane]:
                 _, _, j = pop(lane_queue[lane])
-                push(heap, (now + overhead, counter, j, _ISSUE))
+                stamp = counter if base is None else (now, base[j] + issue_code)
+                push(heap, (now + overhead, stamp, j, _ISSUE))
             else:
                 lane_busy[lane] = False
-            push(heap, (now, counter + 1, i, 0 if paths[i] else _DONE))
+            stamp = counter + 1 if base is None else (now, base[i] + (0 if paths[i] else done_code))
+            push(heap, (now, stamp, i, 0 if paths[i] else _DONE))
         else:  # task i is complete
             done += 1
             end = now
@@ -388,7 +428,10 @@ def simulate(
             "bandwidth_unit so that they lie within about 1e-300 to 1e300"
         )
     busy, timeline = _link_usage(network, (span_arc, span_begin, span_end, span_sending), end)
-    return Simulation(size, end, busy, timeline, len(graph))
+    transfers = (
+        tuple(zip(span_task, span_hop, span_begin, span_end, strict=True)) if record else None
+    )
+    return Simulation(size, end, busy, timeline, len(graph), transfers)
 
 
 def _link_usage(

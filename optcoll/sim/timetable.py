@@ -22,6 +22,19 @@ replays (:func:`optcoll.sim.simulator.tree_tasks`, ``starts``).
 Cost: one pass per in-link position at every event, each ``O(L * C)`` vectorised
 (``L`` links, ``C`` chunks), with at most ``C * N`` deliveries.
 
+**Under translations** (``quotient``, :func:`optcoll.sim.quotient.topology_quotient`: a
+group acting regularly on the nodes, a torus's or a hypercube's translations) the same
+greedy runs equivariantly, so one node's view is the whole timetable: the in-links of
+node ``r`` take their positions from their senders' order, a chunk's place among equally
+rare ones is its number *as the receiver sees it* (the chunk moved by the element that
+takes the receiver to ``r``), and then every link ``g(L)`` does at every moment what ``L``
+does, with the translated chunks. Node ``r`` holds chunk ``c`` of root ``u`` exactly when
+node ``g(r)`` holds ``g(c)``; a chunk's holders are as many as ``r``'s chunks of the same
+number; the sender ``w = g(r)`` of an in-link ``(w, r)`` holds ``c`` when ``r`` holds
+``g^-1(c)``. So only ``r``'s in-links are simulated, ``O(d * C)`` per event (``d`` its
+in-degree), and the trees of ``r``'s chunks, mapped by the group, are the timetable
+(a compact schedule, :class:`~optcoll.core.schedule.ImageTrees`).
+
 Examples
 --------
 >>> from optcoll.topologies import build
@@ -36,12 +49,17 @@ import heapq
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optcoll.core.schedule import Schedule, Tree, TreeEdge
+from optcoll.core.schedule import ImageTrees, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies
+from optcoll.sim.quotient import Quotient
 
-__all__ = ["Timetable", "greedy_timetable"]
+__all__ = ["EQUIVARIANT_ORDERS", "Timetable", "greedy_timetable"]
+
+#: How many orders of the roots the equivariant greedy tries (the first is the nodes'
+#: own order, the others seeded permutations), keeping the fastest.
+EQUIVARIANT_ORDERS = 8
 
 
 @dataclass(frozen=True)
@@ -60,9 +78,14 @@ def greedy_timetable(
     chunks_per_node: int = 1,
     *,
     default_latency: Fraction = DEFAULT_LATENCY,
+    quotient: Quotient | None = None,
 ) -> Timetable:
     """The greedy allgather timetable of ``chunks_per_node`` chunks of ``chunk_bytes``
-    per node (see the module docstring).
+    per node (see the module docstring); equivariant under ``quotient``'s group when
+    given (a group of the topology acting regularly on its nodes): then the fastest by
+    its own clock of :data:`EQUIVARIANT_ORDERS` runs, which break ties among equally
+    rare chunks by different orders of their roots (the nodes' order, then seeded
+    permutations), as TACOS keeps the best of several randomised runs.
 
     Raises
     ------
@@ -78,6 +101,14 @@ def greedy_timetable(
             f"{topology.name}: the greedy timetable needs every node to be a compute node "
             "(a direct-connect topology)"
         )
+    if quotient is not None:  # the fastest of a few orders of the roots, by its own clock
+        tables = (
+            _equivariant_timetable(
+                topology, quotient, chunk_bytes, chunks_per_node, default_latency, seed
+            )
+            for seed in range(EQUIVARIANT_ORDERS)
+        )
+        return min(tables, key=lambda table: table.time_us)
     n, c = len(compute), chunks_per_node
     number = {name: i for i, name in enumerate(compute)}
     latency = link_latencies(topology, default_latency)
@@ -167,3 +198,106 @@ def _timetable(
         stats={"method": "timetable"},
     )
     return Timetable(schedule, tuple(starts), end)
+
+
+def _equivariant_timetable(
+    topology: Topology,
+    quotient: Quotient,
+    chunk_bytes: float,
+    chunks_per_node: int,
+    default_latency: Fraction,
+    seed: int = 0,
+) -> Timetable:
+    """The greedy timetable under the translations of ``quotient`` (module docstring):
+    node ``r`` (the quotient's root) and its in-links only."""
+    import numpy as np
+
+    compute = list(topology.compute_nodes)
+    n, c = len(compute), chunks_per_node
+    chunks = n * c
+    if quotient.nodes[:n] != tuple(compute):
+        raise ScheduleError(f"{topology.name}: the group does not number its nodes in order")
+    elements = quotient.elements[:, :n]
+    inverse = quotient.inverse()[:, :n]  # row g: g^-1 of every node
+    r = quotient.root
+    carrier = {int(v): g for g, v in enumerate(elements[:, r].tolist())}
+    latency = link_latencies(topology, default_latency)
+    senders = sorted(
+        number for number, v in enumerate(compute) if (v, compute[r]) in topology.capacity
+    )
+    sending = np.array(
+        [
+            chunk_bytes / (float(topology.capacity[(compute[w], compute[r])]) * 1000.0)
+            for w in senders
+        ]
+    )
+    delay = np.array([float(latency[(compute[w], compute[r])]) for w in senders])
+    index = np.arange(chunks)
+    # sender w = g(r) holds chunk (u, j) when r holds g^-1 (u, j) = (g^-1(u), j)
+    held_by = [inverse[carrier[w]][index % n] + n * (index // n) for w in senders]
+    have = np.zeros(chunks, dtype=bool)
+    have[r + n * np.arange(c)] = True
+    pending = np.zeros(chunks, dtype=bool)
+    holders = np.ones(c)  # per chunk number j: how many of r's chunks j it holds
+    place = np.arange(chunks)  # r's view of a chunk is its number: the rotation by r
+    if seed:  # another order of the roots among equally rare chunks
+        roots = np.random.default_rng(seed).permutation(n)
+        place = roots[index % n] + n * (index // n)
+    free_at = np.zeros(len(senders))
+    arrivals: list[tuple[float, int, int]] = []  # time, chunk, sender position
+    parent: dict[int, tuple[int, float]] = {}  # chunk -> sender, start
+    now, missing = 0.0, chunks - c
+    while missing:
+        while arrivals and arrivals[0][0] <= now:
+            _, chunk, _ = heapq.heappop(arrivals)
+            have[chunk], pending[chunk] = True, False
+            holders[chunk // n] += 1
+            missing -= 1
+        for position in range(len(senders)):
+            if free_at[position] > now:
+                continue
+            wanted = have[held_by[position]] & ~have & ~pending
+            if not wanted.any():
+                continue
+            score = np.where(wanted, holders[index // n] * chunks + place, np.inf)
+            chunk = int(score.argmin())
+            pending[chunk] = True
+            free_at[position] = now + sending[position]
+            heapq.heappush(arrivals, (free_at[position] + delay[position], chunk, position))
+            parent[chunk] = (senders[position], now)
+        if not missing:
+            break
+        upcoming = [t for t in free_at.tolist() if t > now]
+        if arrivals:
+            upcoming.append(arrivals[0][0])
+        if not upcoming:
+            raise ScheduleError(f"{topology.name}: some node cannot reach another")
+        now = min(upcoming)
+    # node v = g(r) receives chunk (r, j) as r receives g^-1 (r, j), from g of its sender
+    trees, starts = [], []
+    for j in range(c):
+        sent = []
+        for v in range(n):
+            if v == r:
+                continue
+            g = carrier[v]
+            w, start = parent[int(inverse[g][r]) + n * j]
+            sent.append((start, int(elements[g][w]), v))
+        sent.sort()
+        edges = tuple(
+            TreeEdge(compute[u], compute[v], (compute[u], compute[v])) for _, u, v in sent
+        )
+        trees.append(Tree(compute[r], 1, edges))
+        starts.append(tuple(t for t, _, _ in sent))
+    schedule = Schedule(
+        "allgather",
+        topology.name,
+        topology.compute_nodes,
+        c,
+        ImageTrees(trees, quotient.group, compute),
+        topology_hash=topology.content_hash,
+        stats={"method": "timetable"},
+        rotation=quotient.group,
+    )
+    # the images come root by root, each root's trees in the representatives' order
+    return Timetable(schedule, tuple(starts) * n, float(now))

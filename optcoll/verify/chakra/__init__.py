@@ -17,7 +17,9 @@ This checker reads the files with its own wire decoder (:mod:`~optcoll.verify.ch
 shares no code with optcoll's writer, and reports:
 
 * **format / metadata / node**: undecodable bytes, a missing GlobalMetadata, node types
-  ASTRA-sim does not run, missing or non-integer ``comm_*`` attributes, ranks out of range,
+  ASTRA-sim does not run, missing or non-integer ``comm_*`` attributes, ``comm_*`` values of
+  another kind than Chakra's own feeder reads (``comm_size`` int64, ``comm_src``,
+  ``comm_dst``, ``comm_tag`` int32; it reads any other kind as 0), ranks out of range,
   tags outside ``0 .. 499999999``, sizes below 1, duplicate ids, ranks with no node;
 * **dependency**: a dependency on an id the file does not hold, a cycle;
 * **match**: sends and receives of one key that nothing orders (which send meets which
@@ -61,6 +63,15 @@ _PER_NODE = ("allgather", "reduce_scatter", "allreduce")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
 _COLLECTIVES = (*_PER_NODE, "broadcast", "reduce", "alltoall")
 _MAX_REPORTED = 12
+#: The one value kind Chakra's own feeder reads for each attribute (mlcommons/chakra
+#: ``src/feeder/et_feeder_node.cpp``: ``attr.int64_val()`` / ``attr.int32_val()``; a value of
+#: another kind reads as 0); ASTRA-sim's ``feeder_v3`` converts any integer kind.
+_FEEDER_KINDS = {
+    "comm_size": "int64",
+    "comm_src": "int32",
+    "comm_dst": "int32",
+    "comm_tag": "int32",
+}
 
 
 @dataclass(frozen=True)
@@ -377,6 +388,16 @@ def _read_attributes(op: _Op, n: int, spec: _Spec | None, found: list[Finding]) 
             found.append(Finding("node", f"{op.where()}: {name} missing or not an integer"))
             return
         values[name] = attr.value
+    for name, kind in _FEEDER_KINDS.items():
+        attr = node.get(name)
+        if attr is not None and attr.kind != kind:
+            found.append(
+                Finding(
+                    "node",
+                    f"{op.where()}: {name} is {attr.kind}; Chakra's ET feeder reads only "
+                    f"{kind} and would see 0",
+                )  # fmt: skip
+            )
     op.peer = values["comm_dst" if op.kind == "send" else "comm_src"]
     op.size, op.tag = values["comm_size"], values["comm_tag"]
     own = node.get("comm_src" if op.kind == "send" else "comm_dst")

@@ -30,6 +30,9 @@ from optcoll.verify.mscclpp.plan import Plan, parse_plan, read_plan
 __all__ = ["PlanReport", "check_plan", "check_plan_file", "granule", "read_plan"]
 
 _NAMES = {"reduce_scatter": "reducescatter", "all_to_all": "alltoall"}
+#: The largest buffer whose offsets and sizes fit the uint32_t fields of MSCCL++'s
+#: ``Operation`` (``src/core/include/execution_common.hpp``).
+UINT32_BYTES = 2**32 - 1
 
 
 @dataclass
@@ -126,6 +129,17 @@ def check_plan(plan: Plan | dict) -> PlanReport:
     if not plan.gpus:
         report.findings.append(("structure", "the plan has no GPUs"))
         return report
+    step = report.granule
+    smallest = -(-max(plan.min_message_size, 1) // step) * step
+    if smallest > plan.max_message_size:
+        report.findings.append(
+            (
+                "structure",
+                f"no message size fits the band [{plan.min_message_size}, "
+                f"{plan.max_message_size}]: checkMessageSize takes positive multiples of "
+                f"{step} B",
+            )
+        )
     if plan.protocol not in ("Simple", "LL"):
         report.notes.append(
             f"protocol {plan.protocol!r} is run as Simple (only 'LL' selects packets)"
@@ -174,10 +188,20 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
                 )
             )
         elif 0 in (ic, oc):
-            report.notes.append(
-                f"rank {gpu.rank}: a buffer with 0 chunks; checkMessageSize divides by it"
+            report.findings.append(
+                (
+                    "structure",
+                    f"rank {gpu.rank}: a buffer with 0 chunks; checkMessageSize divides "
+                    "by it (an integer division by zero at every size)",
+                )
             )
     ic, oc = first["i"], first["o"]
+    largest = _largest_message(plan)
+    if largest is not None and plan.max_message_size > largest:
+        report.notes.append(
+            f"messages above {largest} B put a buffer past 4 GiB, which the executor's "
+            "uint32_t offsets and sizes (Operation, execution_common.hpp) cannot address"
+        )
     n = plan.ranks
     expect = {"allgather": oc == n * ic, "reducescatter": ic == n * oc}
     if plan.collective in expect and not expect[plan.collective]:
@@ -188,6 +212,21 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
                 f"output chunks on {n} ranks: the chunk sizes differ",
             )
         )
+
+
+def _largest_message(plan: Plan) -> int | None:
+    """The largest message whose input, output and scratch buffers (LL: twice the data)
+    all stay below 4 GiB on every rank (None if a buffer has no chunks)."""
+    largest = None
+    for gpu in plan.gpus:
+        ic, oc, sc = gpu.chunks["i"], gpu.chunks["o"], gpu.chunks["s"]
+        message_chunks = oc if plan.collective == "allgather" else ic
+        if not message_chunks or not ic or not oc:
+            return None
+        widest = max(ic, oc, sc * (2 if plan.protocol == "LL" else 1))
+        bound = UINT32_BYTES * message_chunks // widest
+        largest = bound if largest is None else min(largest, bound)
+    return largest
 
 
 def _check_pairing(plan: Plan, report: PlanReport) -> None:

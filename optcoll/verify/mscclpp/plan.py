@@ -462,6 +462,8 @@ def _parse_op(
         for b, buff in enumerate(entries):
             bw = f"{where}.{side}[{b}]"
             index, size = _get(buff, "index", bw, int), _get(buff, "size", bw, int)
+            # the parser converts a "type" wherever it is given, beside a buffer_id too
+            kind = _kind(buff["type"], _BUFFERS, f"{bw}.type") if "type" in buff else None
             if "buffer_id" in buff:
                 if ctype not in buffers:
                     raise FileFormatError(
@@ -477,8 +479,8 @@ def _parse_op(
                     )
                 rank, kind, _ = remote[bids[bid]]
                 refs.append(Ref(rank, kind, index, size, remote=True))
-            elif "type" in buff:
-                refs.append(Ref(gpu.rank, _kind(buff["type"], _BUFFERS, f"{bw}.type"), index, size))
+            elif kind is not None:
+                refs.append(Ref(gpu.rank, kind, index, size))
             elif "switch_channel_id" in buff:
                 refs.append(Ref(gpu.rank, "s", index, size, remote=True))
             else:

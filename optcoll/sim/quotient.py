@@ -1,0 +1,510 @@
+"""Quotient simulation: one task per orbit under a group that acts regularly on the nodes.
+
+On a torus or a hypercube the translations form a group ``H`` of automorphisms that acts
+*regularly* on the compute nodes: for every pair of nodes exactly one element maps the
+first to the second. A schedule packed symmetrically
+(:func:`optcoll.schedules.packing.pack_arborescences`) holds the trees of one root and
+their images under ``H`` (:class:`~optcoll.core.schedule.ImageTrees`), so every task of
+its task graph (:func:`optcoll.sim.simulator.tree_tasks`) is ``g(t)`` for exactly one
+task ``t`` of the representative root's trees and one ``g`` in ``H``.
+
+**Why one orbit suffices.** Let every link and every connection (a tree edge's sender
+and receiver) serve its waiting slices in their place in the data and then first come
+first served, and let things that happen at the same time happen first come first served,
+ties broken by a key shared by all translates of a task
+(:func:`optcoll.sim.simulator.simulate` with ``ties``). ``g`` preserves every link's
+bandwidth and latency (checked exactly, link by link), so if the run is in state ``S``
+it is also in state ``g(S)``: the run is *equivariant*, and link ``g(L)`` does at every
+moment what link ``L`` does, with the translated tasks. ``H`` acts on the links freely
+(checked: every link orbit has ``|H|`` links), so on link ``L`` the translates of the
+representative tasks that use a link of ``L``'s orbit appear exactly once each. The
+quotient run therefore keeps one link per orbit and one connection per orbit, feeds
+each representative task to its links' and connection's orbit representatives, and
+gives the same completion time, float for float, as the full run in the same order
+(``tests/test_quotient.py`` compares them): ``|H|`` (the number of nodes) times fewer
+tasks.
+
+:func:`expanded_transfers` maps the quotient run's transfers back to every translate
+and :func:`check_transfers` checks the whole timetable on the full topology: no link
+sends two slices at once, no slice leaves a node before it has arrived there and every
+node receives every piece of every chunk.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> from optcoll.schedules.packing import pack_arborescences
+>>> from optcoll.sim.simulator import Network, schedule_tasks, simulate
+>>> topo = build("torus:4x4")
+>>> schedule = pack_arborescences(topo)
+>>> network = Network.of(topo)
+>>> quotient = schedule_quotient(schedule, topo, network)
+>>> quotient.order, len(quotient.classes)
+(16, 4)
+>>> run = simulate_quotient(schedule, quotient, network, 2**20, overhead=0.0)
+>>> graph = schedule_tasks(schedule, network, 2**20)
+>>> full = simulate(graph, network, 2**20, overhead=0.0, ties=translate_ties(schedule, graph))
+>>> run.time_us == full.time_us
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optcoll.core.loads import PHASES
+from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
+from optcoll.core.topology import Topology
+from optcoll.exceptions import ScheduleError
+from optcoll.graph.symmetry import automorphism_group
+from optcoll.sim.simulator import (
+    DEFAULT_OVERHEAD,
+    DEFAULT_SLICE,
+    Network,
+    Simulation,
+    TaskGraph,
+    _slices,
+    data_bytes,
+    simulate,
+    tree_tasks,
+)
+
+__all__ = [
+    "Quotient",
+    "regular_quotient",
+    "schedule_quotient",
+    "quotient_tasks",
+    "simulate_quotient",
+    "translate_ties",
+    "topology_quotient",
+    "check_expanded",
+]
+
+
+@dataclass(frozen=True)
+class Quotient:
+    """A group acting regularly on a network's compute nodes, as the simulator uses it.
+
+    Attributes
+    ----------
+    group : Rotation or Rotations
+        The group (its elements move the nodes of the network).
+    elements : numpy array
+        ``(|H|, nodes)``: row ``g`` is element ``g``'s image of every node (indices
+        in ``nodes`` order); row 0 is the identity.
+    nodes : tuple of str
+        The network's nodes (compute nodes first, in the topology's order).
+    root : int
+        The representative root: every compute node is ``elements[g, root]`` for
+        exactly one ``g``.
+    arc_class : tuple of int
+        Per arc of the network (its index), the index of its orbit's representative
+        (the orbit's first arc).
+    classes : tuple of int
+        The representatives' indices, one per link orbit.
+    """
+
+    group: Rotation | Rotations
+    elements: Any
+    nodes: tuple[str, ...]
+    root: int
+    arc_class: tuple[int, ...]
+    classes: tuple[int, ...]
+
+    @property
+    def order(self) -> int:
+        """``|H|``: the number of compute nodes."""
+        return int(self.elements.shape[0])
+
+    def network(self, network: Network) -> Network:
+        """``network`` with every arc's number replaced by its orbit representative's,
+        so that paths run on one link per orbit."""
+        arc_class = self.arc_class
+        return Network(
+            network.arcs,
+            {a: arc_class[i] for a, i in network.index.items()},
+            network.rate,
+            network.latency,
+        )
+
+    def carrier(self, node: str) -> int:
+        """The element that takes the representative root to compute node ``node``."""
+        return self._carriers()[self._numbers()[node]]
+
+    def _numbers(self) -> dict[str, int]:
+        cached = self.__dict__.get("_number")
+        if cached is None:
+            cached = {v: i for i, v in enumerate(self.nodes)}
+            object.__setattr__(self, "_number", cached)
+        return cached
+
+    def _carriers(self) -> dict[int, int]:
+        cached = self.__dict__.get("_carrier")
+        if cached is None:
+            cached = {int(v): g for g, v in enumerate(self.elements[:, self.root].tolist())}
+            object.__setattr__(self, "_carrier", cached)
+        return cached
+
+    def inverse(self) -> Any:
+        """``(|H|, nodes)``: row ``g`` is element ``g``'s inverse (images of every node)."""
+        cached = self.__dict__.get("_inverse_elements")
+        if cached is None:
+            cached = self.elements.argsort(axis=1)
+            object.__setattr__(self, "_inverse_elements", cached)
+        return cached
+
+    def lane_class(self, src: str, dst: str) -> tuple[str, str]:
+        """The representative of the connection ``(src, dst)``'s orbit: the pair moved
+        so that ``src`` is the representative root."""
+        number = self._numbers()
+        g = self._carriers()[number[src]]
+        return self.nodes[self.root], self.nodes[int(self.inverse()[g, number[dst]])]
+
+
+def regular_quotient(
+    topology: Topology, network: Network, group: Rotation | Rotations
+) -> Quotient | None:
+    """The :class:`Quotient` of ``group``, or None unless it acts regularly on the compute
+    nodes, maps every link to a link of equal bandwidth and latency (exactly, as the
+    simulator reads them) and moves every link of the network (no element but the
+    identity fixes one).
+
+    ``O(|H| * links)`` with numpy.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("ring:6")
+    >>> group = pack_arborescences(topo).trees.group
+    >>> quotient = regular_quotient(topo, Network.of(topo), group)
+    >>> quotient.order, [network_arc for network_arc in quotient.classes]
+    (6, [0, 1])
+    """
+    import numpy as np
+
+    compute = list(topology.compute_nodes)
+    nodes = compute + sorted(set(topology.node) - set(compute))
+    number = {v: i for i, v in enumerate(nodes)}
+    generators = group.generators if isinstance(group, Rotations) else (group,)
+    if any(v not in number for rotation in generators for v in rotation.images):
+        return None
+    elements = np.asarray(Rotations(tuple(generators)).elements(len(nodes), number))
+    n = len(compute)
+    if elements.shape[0] != n:
+        return None
+    roots = elements[:, 0]
+    if np.unique(roots).size != n or roots.max() >= n:
+        return None  # not regular on the compute nodes
+    arcs = network.arcs
+    if not arcs:
+        return None
+    ends = np.array([[number[u], number[v]] for u, v in arcs], dtype=np.int64)
+    size = len(nodes)
+    code = ends[:, 0] * size + ends[:, 1]
+    ordered = np.argsort(code)
+    rate = np.asarray(network.rate)
+    latency = np.asarray(network.latency)
+    least = np.arange(len(arcs))
+    for row in elements[1:]:
+        image = row[ends[:, 0]] * size + row[ends[:, 1]]
+        where = np.searchsorted(code, image, sorter=ordered).clip(0, len(arcs) - 1)
+        found = ordered[where]
+        if (code[found] != image).any():
+            return None  # an arc onto a pair that is no link
+        if (rate[found] != rate).any() or (latency[found] != latency).any():
+            return None  # not an automorphism of the network as simulated
+        if (found == np.arange(len(arcs))).any():
+            return None  # fixes a link: not free on the links
+        least = np.minimum(least, found)
+    classes, counts = np.unique(least, return_counts=True)
+    if (counts != n).any():
+        return None
+    return Quotient(
+        group, elements, tuple(nodes), 0, tuple(least.tolist()), tuple(classes.tolist())
+    )
+
+
+def topology_quotient(topology: Topology, network: Network) -> Quotient | None:
+    """The :class:`Quotient` of the translations of a direct-connect topology (every node
+    a compute node), found among its automorphisms
+    (:func:`optcoll.graph.symmetry.automorphism_group`, which checks every map exactly),
+    or None: a topology with switches, or no group acting regularly on its nodes.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("torus:4x4")
+    >>> topology_quotient(topo, Network.of(topo)).order
+    16
+    >>> topology_quotient(build("mesh:3x3"), Network.of(build("mesh:3x3"))) is None
+    True
+    """
+    compute = list(topology.compute_nodes)
+    if len(compute) != len(topology.node) or len(compute) < 2:
+        return None
+    number = {v: i for i, v in enumerate(compute)}
+    arcs = {(number[u], number[v]): c for (u, v), c in topology.capacity.items()}
+    found = automorphism_group(len(compute), arcs)
+    if found is None or found.order != len(compute):
+        return None
+    generators = tuple(
+        Rotation(m, {compute[i]: compute[j] for i, j in enumerate(g) if i != j})
+        for m, g in zip(found.orders, found.generators, strict=True)
+    )
+    return regular_quotient(topology, network, Rotations(generators))
+
+
+def schedule_quotient(schedule: Schedule, topology: Topology, network: Network) -> Quotient | None:
+    """The :class:`Quotient` of a compact tree schedule whose representative trees all
+    have one root (None for any other schedule: it is simulated in full).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("mesh:4x4")  # reflections fix no node but are not transitive
+    >>> schedule_quotient(pack_arborescences(topo), topo, Network.of(topo)) is None
+    True
+    """
+    trees = schedule.trees
+    if schedule.collective == "alltoall" or not isinstance(trees, ImageTrees):
+        return None
+    roots = {t.root for t in trees.representatives}
+    if len(roots) != 1:
+        return None
+    quotient = regular_quotient(topology, network, trees.group)
+    if quotient is None:
+        return None
+    (root,) = roots
+    return _rooted(quotient, root)
+
+
+def _rooted(quotient: Quotient, root: str) -> Quotient | None:
+    """``quotient`` with ``root`` as its representative root (a compute node)."""
+    number = {v: i for i, v in enumerate(quotient.nodes)}
+    if root not in number or number[root] >= quotient.order:
+        return None
+    return Quotient(
+        quotient.group,
+        quotient.elements,
+        quotient.nodes,
+        number[root],
+        quotient.arc_class,
+        quotient.classes,
+    )
+
+
+def quotient_tasks(
+    trees: Sequence[Tree],
+    quotient: Quotient,
+    network: Network,
+    chunk: float,
+    phases: Sequence[bool],
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
+) -> TaskGraph:
+    """The task graph of the representative ``trees`` (every one rooted at the quotient's
+    root) on one link and one connection per orbit: :func:`tree_tasks` on
+    :meth:`Quotient.network`, connections renamed to their orbit's representative."""
+    graph = TaskGraph()
+    tree_tasks(
+        graph, quotient.network(network), trees, chunk, phases, slice_bytes=slice_bytes,
+        priority=priority, starts=starts,
+    )  # fmt: skip
+    renamed: dict[Any, int] = {}
+    lane_number = {}
+    for key, number in graph.lanes.items():
+        lane_number[number] = renamed.setdefault(quotient.lane_class(*key), len(renamed))
+    graph.lane = [lane_number[lane] if lane >= 0 else lane for lane in graph.lane]
+    graph.lanes = renamed
+    return graph
+
+
+def simulate_quotient(
+    schedule: Schedule,
+    quotient: Quotient,
+    network: Network,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
+    graph: TaskGraph | None = None,
+) -> Simulation:
+    """The run of ``schedule`` (its representative trees, ``starts`` per representative
+    tree for a timetable) from its quotient: the completion time of the full run in the
+    equivariant order (``ties``: the task's number among the representative tasks), every
+    link's busy time and timeline copied from its orbit's representative, and the full
+    run's number of tasks. ``graph``: the quotient task graph if already built."""
+    if graph is None:
+        graph = schedule_quotient_tasks(
+            schedule, quotient, network, size, slice_bytes=slice_bytes, priority=priority,
+            starts=starts,
+        )  # fmt: skip
+    run = simulate(graph, network, size, overhead=overhead, ties=range(len(graph)))
+    return expand_simulation(run, quotient, network)
+
+
+def schedule_quotient_tasks(
+    schedule: Schedule,
+    quotient: Quotient,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
+) -> TaskGraph:
+    """:func:`quotient_tasks` of a compact schedule for a ``size``-byte collective."""
+    trees = schedule.trees
+    assert isinstance(trees, ImageTrees)  # schedule_quotient accepted it
+    chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
+    return quotient_tasks(
+        trees.representatives, quotient, network, chunk, PHASES[schedule.collective],
+        slice_bytes=slice_bytes, priority=priority, starts=starts,
+    )  # fmt: skip
+
+
+def expand_simulation(run: Simulation, quotient: Quotient, network: Network) -> Simulation:
+    """A quotient run as the full run: every link's busy time and timeline are its
+    orbit representative's, and the tasks ``|H|`` times as many."""
+    arc_class = quotient.arc_class
+    busy, timeline = {}, {}
+    for i, arc in enumerate(network.arcs):
+        rep = network.arcs[arc_class[i]]
+        if rep in run.busy_us:
+            busy[arc] = run.busy_us[rep]
+            timeline[arc] = list(run.timeline[rep])
+    return Simulation(run.size, run.time_us, busy, timeline, run.tasks * quotient.order)
+
+
+def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
+    """The equivariant keys of the full task graph of a compact schedule
+    (:func:`optcoll.sim.simulator.schedule_tasks`), numbered as :func:`quotient_tasks`
+    numbers the representative tasks: every tree builds the tasks of its representative,
+    in the same order, and the trees come root by root, each root's in the
+    representatives' order (:meth:`optcoll.core.schedule.Rotations.expand`)."""
+    trees = schedule.trees
+    assert isinstance(trees, ImageTrees)
+    reps = trees.representatives
+    units = [t.chunks * len(t.edges) for t in reps]
+    per_unit, rest = divmod(len(graph), len(trees) // len(reps) * sum(units))
+    if rest:
+        raise ScheduleError("the task graph is not one of this schedule's trees")
+    first = [0]
+    for u in units:
+        first.append(first[-1] + u * per_unit)
+    keys: list[int] = []
+    for number in range(len(trees)):
+        rep = number % len(reps)
+        keys.extend(range(first[rep], first[rep + 1]))
+    return keys
+
+
+def check_expanded(
+    schedule: Schedule,
+    quotient: Quotient,
+    network: Network,
+    size: int,
+    run: Simulation,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    priority: str = "progress",
+    starts: Sequence[Sequence[float]] | None = None,
+) -> int:
+    """Check a recorded quotient run (``simulate(..., record=True)`` of
+    :func:`schedule_quotient_tasks`) as the timetable of the whole topology; the number
+    of transfers checked.
+
+    Every representative transfer is mapped by every element of the group onto its
+    link of the full network (the representative tasks rebuilt on the real links), and
+    then: no link sends two slices at once (its spans, sorted, do not overlap); every
+    slice leaves a node only after it has arrived there (a task's first hop begins no
+    earlier than each task it waits for ends, its last byte one link latency after its
+    last hop; each hop begins a latency after the one before: the same for every
+    translate, whose times are the representative's); and in a forward phase (an
+    allgather) every slice of every tree reaches every compute node. ``O(|H| * T log)``
+    for ``T`` representative transfers.
+
+    Raises
+    ------
+    ScheduleError
+        Naming the link, task or tree at fault.
+    """
+    import numpy as np
+
+    if run.transfers is None:
+        raise ScheduleError("the run was not recorded (simulate(..., record=True))")
+    trees = schedule.trees
+    assert isinstance(trees, ImageTrees)
+    chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
+    phases = PHASES[schedule.collective]
+    real = TaskGraph()
+    tree_tasks(
+        real, network, trees.representatives, chunk, phases, slice_bytes=slice_bytes,
+        priority=priority, starts=starts,
+    )  # fmt: skip
+    number = quotient._numbers()
+    ends = np.array([[number[u], number[v]] for u, v in network.arcs], dtype=np.int64)
+    size_nodes = len(quotient.nodes)
+    code = ends[:, 0] * size_nodes + ends[:, 1]
+    ordered = np.argsort(code)
+    task, hop, begin, end = (np.array(column) for column in zip(*run.transfers, strict=True))
+    arc = np.array([real.path[t][h] for t, h in zip(task.tolist(), hop.tolist(), strict=True)])
+    # every transfer on every translate's link
+    images = []
+    for row in quotient.elements:
+        image = row[ends[arc, 0]] * size_nodes + row[ends[arc, 1]]
+        images.append(ordered[np.searchsorted(code, image, sorter=ordered)])
+    links = np.concatenate(images)
+    begins, finishes = np.tile(begin, quotient.order), np.tile(end, quotient.order)
+    if len(links) != quotient.order * sum(len(p) for p in real.path):
+        raise ScheduleError("the run did not send every slice on every hop")
+    order = np.lexsort((begins, links))
+    links, begins, finishes = links[order], begins[order], finishes[order]
+    same = links[1:] == links[:-1]
+    clash = np.flatnonzero(same & (begins[1:] < finishes[:-1]))
+    if len(clash):
+        a = network.arcs[int(links[clash[0]])]
+        raise ScheduleError(
+            f"link {a[0]}->{a[1]} sends two slices at once (at {float(begins[clash[0] + 1])} µs)"
+        )
+    # data before it leaves: per task its hops' begins and its completion
+    latency = network.latency
+    first: dict[tuple[int, int], float] = {}
+    last: dict[tuple[int, int], float] = {}
+    for t, h, b, e in run.transfers:
+        first[(t, h)] = b
+        last[(t, h)] = e
+    for t, path in enumerate(real.path):
+        for h in range(1, len(path)):
+            if first[(t, h)] < first[(t, h - 1)] + latency[path[h - 1]]:
+                raise ScheduleError(f"task {t} enters hop {h} before its head arrived")
+        done = last[(t, len(path) - 1)] + latency[path[-1]] if path else None
+        for successor in real.successors[t]:
+            if done is not None and real.path[successor]:
+                if first[(successor, 0)] < done:
+                    raise ScheduleError(
+                        f"task {successor} leaves before the data of task {t} arrived"
+                    )
+    if any(phases):
+        return len(links)
+    # a forward phase: each slice of each tree reaches every compute node, on every translate
+    n = len(schedule.compute_nodes)
+    head = np.array([ends[p[-1], 1] if p else -1 for p in real.path])
+    position = 0
+    for tree in trees.representatives:
+        pieces = tree.chunks * _slices(chunk, slice_bytes)[0]
+        block = head[position : position + pieces * len(tree.edges)].reshape(pieces, -1)
+        position += pieces * len(tree.edges)
+        root = number[tree.root]
+        for row in quotient.elements:
+            reached = np.sort(np.hstack((row[block], np.full((pieces, 1), row[root]))), axis=1)
+            if (reached != np.arange(n)).any():
+                raise ScheduleError(f"a slice of a tree of {tree.root} misses a node")
+    return len(links)

@@ -20,6 +20,9 @@ True
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 from formulations.errors import (
     InfeasibleModelError,
     MethodError,
@@ -34,6 +37,7 @@ from formulations.errors import (
 )
 
 __all__ = [
+    "shown",
     "OptCollError",
     "OutputExistsError",
     "TopologyError",
@@ -182,3 +186,31 @@ class PlotError(OptCollError):
 
 class ImportFormatError(FileFormatError):
     """A file in another tool's format (msccl-tools, TACCL, GraphML, edge list) is malformed."""
+
+
+# --- showing a bad value in a message --------------------------------------------------
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3  # a value nested 100,000 deep is shown, not recursed through
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
+
+
+def shown(value: Any) -> str:
+    """A short description of a bad ``value`` for an error message: its repr if short,
+    else its type (bounded in depth and length, so no value can make the message fail).
+
+    Examples
+    --------
+    >>> shown("abc"), shown(None), shown(list(range(100))), shown("x" * 100)
+    ("'abc'", 'None', '[0, 1, 2, 3, 4, 5, ...]', 'a str')
+    >>> deep = []
+    >>> for _ in range(10000):
+    ...     deep = [deep]
+    >>> shown(deep)
+    '[[[[...]]]]'
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a repr that raises: say what the value is
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 40 else f"a {type(value).__name__}"

@@ -199,14 +199,22 @@ def test_verify_names_every_false_claim(tmp_path, capsys, allgather_file, lie):
     assert "verdict      INVALID" in out
 
 
-def test_the_true_schedule_verifies_and_lists_what_it_cannot_check(
-    tmp_path, capsys, allgather_file
-):
+def test_the_true_schedule_states_only_what_verify_checks(tmp_path, capsys, allgather_file):
     _files(tmp_path, {"s.json": allgather_file})
     out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
+    assert "unchecked" not in out
+    assert "U_scaled" in allgather_file["stats"]
+
+
+def test_a_builder_record_no_reader_can_check_is_listed_unchecked(
+    tmp_path, capsys, allgather_file
+):
+    doc = json.loads(json.dumps(allgather_file))
+    doc["stats"]["logical_arcs"] = 8
+    _files(tmp_path, {"s.json": json.dumps(doc)})
+    out = _check(tmp_path, capsys, ["verify", "ring:4", "s.json"], 0, "verdict      valid")
     unchecked = next(line for line in out.splitlines() if line.startswith("unchecked"))
-    assert "stats.U_scaled" in unchecked and "stats.logical_arcs" in unchecked
-    assert "stats.trees" not in unchecked and "stats.max_height" not in unchecked
+    assert "stats.logical_arcs" in unchecked and "stats.U_scaled" not in unchecked
 
 
 @pytest.mark.parametrize("fmt, out", [("json", "o.json"), ("msccl", "o.xml")])
@@ -431,9 +439,10 @@ def test_bad_input_is_one_line(tmp_path, capsys, files, argv, text):
     _check(tmp_path, capsys, argv, 2, text)
 
 
-def test_a_nul_in_the_topology_name_is_not_a_file_name(tmp_path, capsys):
+def test_a_nul_in_the_topology_name_is_refused_naming_the_field(tmp_path, capsys):
+    # a name is text on one line, as a node id: a NUL could be no file name, XML or message
     _files(tmp_path, {"t.json": dict(_RING4, name="x\u0000y")})
-    _check(tmp_path, capsys, ["solve", "t.json", "-o", "out"], 0, "out/x_y.")
+    _check(tmp_path, capsys, ["solve", "t.json", "-o", "out"], 2, "name 'x\\x00y' contains")
 
 
 _T = load_topology("ring:4")

@@ -112,6 +112,8 @@ _bandwidths = st.one_of(
 )
 _latencies = st.none() | st.integers(0, 10**6) | st.floats(min_value=0, max_value=1e6)
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+#: A topology name is text on one line (no control characters, as node ids).
+_name = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
 
 
 @st.composite
@@ -141,7 +143,7 @@ def topologies(draw) -> Topology:
         links.append(Link(src, dst, draw(_bandwidths), draw(_latencies), draw(st.booleans())))
     order = draw(st.permutations(range(len(links))))
     return Topology(
-        draw(_text),
+        draw(_name),
         nodes,
         [links[i] for i in order],
         draw(st.sampled_from(["GB/s", "Gb/s"])),

@@ -331,7 +331,10 @@ REAL_FILES = (
         (f"taccl/{n}", {"chunk_bytes": chunk, "boxes": boxes}, e)
         for (n, chunk, boxes), e in TACCL.items()
     ]
-    + [(f"nccl/{n}", {"boxes": boxes, "fabric": f}, e) for (n, boxes, f), e in NCCL.items()]
+    + [
+        (f"nccl/{n}", {"boxes": boxes, **({"fabric": f} if boxes > 1 else {})}, e)
+        for (n, boxes, f), e in NCCL.items()
+    ]
     + [(f"astra/{n}", {}, e) for n, e in ASTRA.items()]
 )
 

@@ -195,7 +195,8 @@ def test_cli_fixed_k_states_the_rounding_bound_of_the_json_export(tmp_path):
     assert [f["placement"] for f in files] == ["outofplace", "inplace"]
     for entry in files:
         assert entry["k"] == 2 and entry["nchunksperloop"] == 32
-        assert entry["rounding_bound"] == stats["rounding_bound"] == "7/30"
+        assert entry["rounding_bound"] == "7/30"  # the builder's, not a claim of the file
+        assert "rounding_bound" not in stats
         assert entry["time_factor"] == "11/50" and entry["ratio_to_optimum"] == "33/32"
         assert Fraction(entry["time_factor"]) <= Fraction(entry["rounding_bound"])
         _checked(open(entry["path"]).read(), "rccl", load_topology("mi250:1"))

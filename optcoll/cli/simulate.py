@@ -217,10 +217,12 @@ def _is_plan(path: str) -> bool:
     """An MSCCL++ execution plan: a JSON object with ``gpus`` and ``protocol``."""
     import json
 
+    from optcoll.core.limits import read_file
+    from optcoll.exceptions import FileFormatError
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, ValueError):
+        document = json.loads(read_file(path))
+    except (FileFormatError, ValueError):
         return False
     return isinstance(document, dict) and "gpus" in document and "protocol" in document
 
@@ -245,10 +247,12 @@ def _is_xml(path: str) -> bool:
     """An MSCCL program (``.xml``, or a file whose first character is ``<``)."""
     if str(path).lower().endswith(".xml"):
         return True
+    from optcoll.core.limits import read_file
+    from optcoll.exceptions import FileFormatError
+
     try:
-        with open(path, "rb") as handle:
-            return handle.read(64).lstrip().startswith(b"<")
-    except OSError:
+        return read_file(path).lstrip().startswith(b"<")
+    except FileFormatError:
         return False
 
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from optcoll.core.rational import exact_number
 from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Topology
-from optcoll.exceptions import ArgumentError, ScheduleError
+from optcoll.exceptions import ArgumentError, ScheduleError, shown
 
 __all__ = [
     "instance_argument",
@@ -50,12 +50,6 @@ __all__ = [
 T = TypeVar("T")
 
 
-def _shown(value: Any) -> str:
-    """A short description of ``value`` for a message: its repr if short, else its type."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"a {type(value).__name__}"
-
-
 def instance_argument(value: Any, kind: type[T], name: str, hint: str = "") -> T:
     """``value`` if it is a ``kind``, else an :class:`ArgumentError` naming ``name``.
 
@@ -67,7 +61,7 @@ def instance_argument(value: Any, kind: type[T], name: str, hint: str = "") -> T
     if not isinstance(value, kind):
         extra = f" ({hint})" if hint else ""
         raise ArgumentError(
-            f"{name} must be a {kind.__name__}{extra}, got {_shown(value)} ({type(value).__name__})"
+            f"{name} must be a {kind.__name__}{extra}, got {shown(value)} ({type(value).__name__})"
         )
     return value
 
@@ -143,23 +137,21 @@ def choice_argument(value: Any, choices: Collection[str], name: str) -> str:
 def count_argument(value: Any, name: str) -> int:
     """``value`` as an ``int`` if it is a positive integer (``bool`` is not a count)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ArgumentError(f"{name} must be a positive integer, got {_shown(value)}")
+        raise ArgumentError(f"{name} must be a positive integer, got {shown(value)}")
     return int(value)
 
 
 def size_argument(value: Any, name: str) -> int:
     """``value`` as an ``int`` if it is a non-negative integer (a byte count)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ArgumentError(f"{name} must be a non-negative integer, got {_shown(value)}")
+        raise ArgumentError(f"{name} must be a non-negative integer, got {shown(value)}")
     return int(value)
 
 
 def text_argument(value: Any, name: str) -> str:
     """``value`` if it is a ``str``."""
     if not isinstance(value, str):
-        raise ArgumentError(
-            f"{name} must be a string, got {_shown(value)} ({type(value).__name__})"
-        )
+        raise ArgumentError(f"{name} must be a string, got {shown(value)} ({type(value).__name__})")
     return value
 
 
@@ -167,7 +159,7 @@ def path_argument(value: Any, name: str = "path") -> Path:
     """``value`` as a :class:`~pathlib.Path` if it is a ``str`` or an ``os.PathLike``."""
     if not isinstance(value, str | os.PathLike):
         raise ArgumentError(
-            f"{name} must be a file path (str or pathlib.Path), got {_shown(value)} "
+            f"{name} must be a file path (str or pathlib.Path), got {shown(value)} "
             f"({type(value).__name__})"
         )
     return Path(value)
@@ -200,7 +192,7 @@ def number_argument(value: Any, name: str, *, minimum: Fraction | int = 0) -> Fr
     except ValueError as error:
         raise ArgumentError(str(error)) from None
     if number < minimum:
-        raise ArgumentError(f"{name} must be at least {minimum}, got {_shown(value)}")
+        raise ArgumentError(f"{name} must be at least {minimum}, got {shown(value)}")
     return number
 
 
@@ -213,5 +205,5 @@ def flag_argument(value: Any, name: str) -> bool:
     False
     """
     if not isinstance(value, bool):
-        raise ArgumentError(f"{name} must be True or False, got {_shown(value)}")
+        raise ArgumentError(f"{name} must be True or False, got {shown(value)}")
     return value

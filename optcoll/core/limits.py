@@ -20,9 +20,11 @@ optcoll.exceptions.ArgumentError: npus_count is 1000000000; optcoll accepts at m
 from __future__ import annotations
 
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
-from optcoll.exceptions import ArgumentError, OptCollError
+from optcoll.exceptions import ArgumentError, FileFormatError, OptCollError
 
 _DECIMAL = re.compile(r"[0-9]+\Z")
 
@@ -37,6 +39,8 @@ __all__ = [
     "count_value",
     "check_nesting",
     "is_decimal",
+    "MAX_FILE_BYTES",
+    "read_file",
 ]
 
 #: Nodes of the largest topology (built-in or imported).
@@ -52,6 +56,47 @@ MAX_PROGRAM_CELLS = 2**22
 MAX_NESTING = 100
 #: Random draws of a resilience study (each solves one topology exactly).
 MAX_TRIALS = 100_000
+#: Bytes of the largest input file (topology, schedule, program, plan, trace).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def read_file(path: str | Path, error: type[OptCollError] = FileFormatError) -> bytes:
+    """The bytes of the regular file ``path`` of at most :data:`MAX_FILE_BYTES`, else
+    ``error`` naming it: a FIFO would block forever, ``/dev/zero`` never ends, and a
+    folder or a missing file is said as such. Every reader of an input file reads it here.
+
+    Examples
+    --------
+    >>> read_file("/dev/zero")
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.FileFormatError: /dev/zero: not a regular file (a pipe or a device); give a file
+    """
+    path = Path(path)
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        shown = str(path) if len(str(path)) <= 80 else str(path)[:77] + "..."
+        raise error(f"{shown}: cannot read file ({reason})") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise error(f"{path}: is a folder; give a file")
+    if not stat.S_ISREG(status.st_mode):
+        raise error(f"{path}: not a regular file (a pipe or a device); give a file")
+    if status.st_size > MAX_FILE_BYTES:
+        raise error(
+            f"{path}: {status.st_size} bytes, more than the {MAX_FILE_BYTES} an input file may have"
+        )
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise error(f"{path}: cannot read file ({err.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise error(f"{path}: more than {MAX_FILE_BYTES} bytes")
+    return data
 
 
 def check_size(

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from optcoll.exceptions import ArgumentError, OutputError, OutputExistsError
+from optcoll.exceptions import ArgumentError, OutputError, OutputExistsError, shown
 
 __all__ = [
     "write_output",
@@ -44,6 +44,8 @@ def check_output(
     ...
     optcoll.exceptions.OutputError: ... is an input of this command; choose another output file
     """
+    if not isinstance(force, bool):  # force="no" would be true
+        raise ArgumentError(f"force must be True or False, got {type(force).__name__}")
     target = _target(path)
     for source in _inputs(inputs):
         source = Path(source)
@@ -196,12 +198,13 @@ def _inputs(inputs: Iterable[str | Path]) -> list[Path]:
     """``inputs`` as paths, or an :class:`ArgumentError` (a common slip: ``inputs=path``)."""
     if isinstance(inputs, str | os.PathLike) or not isinstance(inputs, Iterable):
         raise ArgumentError(
-            f"inputs must be a collection of file paths, got {inputs!r} ({type(inputs).__name__})"
+            f"inputs must be a collection of file paths, got {shown(inputs)} "
+            f"({type(inputs).__name__})"
         )
     paths = list(inputs)
     for item in paths:
         if not isinstance(item, str | os.PathLike):
-            raise ArgumentError(f"inputs holds {item!r}, which is not a file path")
+            raise ArgumentError(f"inputs holds {shown(item)}, which is not a file path")
     return [Path(item) for item in paths]
 
 

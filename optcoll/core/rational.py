@@ -38,7 +38,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from optcoll.exceptions import ReconstructionError, TopologyError
+from optcoll.exceptions import ReconstructionError, TopologyError, shown
 
 __all__ = [
     "exact_number",
@@ -129,17 +129,17 @@ def exact_number(value: Any, what: str) -> Fraction:
         above, _, below = value.partition("/")
         numerator, denominator = int(above), int(below or 1)
         if denominator == 0:
-            raise ValueError(f"{what} has a zero denominator: {value!r}")
+            raise ValueError(f"{what} has a zero denominator: {shown(value)}")
         return Fraction(numerator, denominator)
     if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
         raise ValueError(
             f"{what} must be a number (or an exact fraction string such as '100/3'), "
-            f"got {value!r} ({type(value).__name__})"
+            f"got {shown(value)} ({type(value).__name__})"
         )
     if isinstance(value, numbers.Rational):
         return Fraction(int(value.numerator), int(value.denominator))
     if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, got {value!r}")
+        raise ValueError(f"{what} must be finite, got {shown(value)}")
     if isinstance(value, WrittenNumber):
         return _exact_decimal(Decimal(value.text), what)
     if isinstance(value, Decimal):

@@ -60,6 +60,7 @@ __all__ = [
     "COLLECTIVES",
     "DEFAULT_COLLECTIVE",
     "SCHEDULE_VERSION",
+    "FILE_STATS",
     "canonical_collective",
     "check_schedule_topology",
 ]
@@ -114,6 +115,25 @@ _TOP_FIELDS = {
     "routes",
     "stats",
 }
+#: The ``stats`` a schedule file states: each is a claim
+#: :func:`optcoll.verify.schedule.verify_schedule` recomputes from the topology and the
+#: trees or routes. The builder's other records (``logical_arcs``, ``packed_roots``,
+#: ``max_eccentricity``, ``height_excess``, ``exact_k``, ``rounding_bound``, ``cut_bound``,
+#: ...) describe how it built the schedule, which no reader can check, so they stay in
+#: :attr:`Schedule.stats` and are not written.
+FILE_STATS = frozenset(
+    {
+        "U_scaled",
+        "trees",
+        "max_height",
+        "mean_height",
+        "total_sends",
+        "routes",
+        "paths",
+        "ratio_to_optimum",
+        "min_cut_bandwidth",
+    }
+)
 _TREE_FIELDS = {"root", "chunks", "edges"}
 _EDGE_FIELDS = {"src", "dst", "path"}
 _ROUTE_FIELDS = {"src", "dst", "paths"}
@@ -505,7 +525,8 @@ class Schedule:
         :attr:`Topology.content_hash` of the topology the schedule was built for;
         :func:`check_schedule_topology` refuses another topology.
     stats : dict
-        Free-form numbers about the construction (tree count, heights, seconds).
+        Free-form numbers about the construction (tree count, heights, seconds); a
+        file holds only those in :data:`FILE_STATS` (the ones a reader can check).
     routes : tuple of Route
         The routes of an all-to-all (which has no trees); empty otherwise.
     rotation : Rotation, optional
@@ -581,8 +602,9 @@ class Schedule:
         algbw = self.algbw
         if algbw is not None:
             data["algbw"] = round(algbw, 3)
-        if self.stats:
-            data["stats"] = dict(self.stats)
+        stats = {name: value for name, value in self.stats.items() if name in FILE_STATS}
+        if stats:
+            data["stats"] = stats
         if self.collective == "alltoall":
             data["routes"] = [
                 {

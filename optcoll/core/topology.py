@@ -40,6 +40,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from optcoll.core.limits import check_size
 from optcoll.core.rational import count_text, exact_number, integer_scaling
 from optcoll.exceptions import (
     ArgumentError,
@@ -54,6 +55,7 @@ from optcoll.exceptions import (
     TooFewComputeNodesError,
     UnknownFieldError,
     UnknownNodeError,
+    shown,
 )
 
 if TYPE_CHECKING:
@@ -227,10 +229,10 @@ class Topology:
         rank_order: Iterable[str] | None = None,
     ) -> None:
         set_ = object.__setattr__
-        set_(self, "name", _text(name, "topology name"))
+        set_(self, "name", _line(name, "topology name", "name"))
         set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
         set_(self, "links", tuple(_iterable(links, "links")))
-        set_(self, "bandwidth_unit", _text(bandwidth_unit, "bandwidth_unit"))
+        set_(self, "bandwidth_unit", _line(bandwidth_unit, "bandwidth_unit", "bandwidth_unit"))
         if not self.bandwidth_unit:
             raise ArgumentError("bandwidth_unit must name a unit such as 'GB/s', got ''")
         if not isinstance(description, str):
@@ -267,11 +269,14 @@ class Topology:
     # --- validation ------------------------------------------------------------------
 
     def _validate(self) -> tuple[Fraction, ...]:
+        # an imported file is held to the built-ins' limits before anything is indexed
+        arcs = sum(2 if getattr(link, "bidirectional", False) is True else 1 for link in self.links)
+        check_size(f"topology {self.name!r}", len(self.nodes), arcs)
         first_index: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)
             if not isinstance(node, Node):
-                raise MissingFieldError(f"nodes[{i}] must be a Node, got {node!r}", where)
+                raise MissingFieldError(f"nodes[{i}] must be a Node, got {shown(node)}", where)
             if not isinstance(node.id, str) or not node.id:
                 raise MissingFieldError(
                     f"nodes[{i}]: node id must be a non-empty string, got {node.id!r}", where
@@ -322,7 +327,7 @@ class Topology:
         for i, link in enumerate(self.links):
             where = ("links", i)
             if not isinstance(link, Link):
-                raise MissingFieldError(f"links[{i}] must be a Link, got {link!r}", where)
+                raise MissingFieldError(f"links[{i}] must be a Link, got {shown(link)}", where)
             for end in (link.src, link.dst):
                 if not isinstance(end, str):
                     raise MissingFieldError(
@@ -442,7 +447,9 @@ class Topology:
         try:
             return self.node[node_id].is_compute
         except (KeyError, TypeError):  # TypeError: not even hashable
-            raise UnknownNodeError(f"unknown node {node_id!r} in topology {self.name!r}") from None
+            raise UnknownNodeError(
+                f"unknown node {shown(node_id)} in topology {self.name!r}"
+            ) from None
 
     @cached_property
     def capacity(self) -> Mapping[tuple[str, str], Fraction]:
@@ -526,9 +533,9 @@ class Topology:
         """
         if isinstance(side, str):
             raise ArgumentError(f"side must be a set of node ids, not the string {side!r}")
-        inside = set(_iterable(side, "side"))
+        inside = {_node_id(v, "side") for v in _iterable(side, "side")}
         for v in inside:
-            self.is_compute(_node_id(v, "side"))
+            self.is_compute(v)
         return sum(
             (c for (u, v), c in self.capacity.items() if u in inside and v not in inside),
             Fraction(0),
@@ -663,9 +670,12 @@ class Topology:
         >>> t.name, t.capacity[("n2", "n0")]
         ('ring:4~edited', Fraction(50, 1))
         """
-        link = Link(src, dst, bandwidth, latency, bidirectional)
+        link = Link(_node_id(src, "src"), _node_id(dst, "dst"), bandwidth, latency, bidirectional)
         arrow = "<->" if bidirectional else "->"
-        change = f"added link {src} {arrow} {dst} ({bandwidth} {self.bandwidth_unit})"
+        amount = (
+            bandwidth if isinstance(bandwidth, str | int | float | Fraction) else shown(bandwidth)
+        )
+        change = f"added link {src} {arrow} {dst} ({amount} {self.bandwidth_unit})"
         return self._edited([*self.links, link], change, name)
 
     def without_link(
@@ -690,6 +700,7 @@ class Topology:
         >>> ("n0", "n1") in t.capacity, ("n1", "n0") in t.capacity
         (False, True)
         """
+        src, dst = _node_id(src, "src"), _node_id(dst, "dst")
         gone = {(src, dst), (dst, src)} if bidirectional else {(src, dst)}
         for u, v in gone:
             if (u, v) not in self.capacity:
@@ -1165,19 +1176,35 @@ class TopologyBuilder:
         return Topology(self.name, self.nodes, self.links, self.bandwidth_unit, self.description)
 
 
+def _line(value: Any, what: str, field: str) -> str:
+    """``value`` if it is text on one line: a NUL, newline or lone surrogate could not be
+    written in XML, UTF-8 or a one-line message (as for node ids)."""
+    text = _text(value, what)
+    control = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cs")), None)
+    if control is not None:
+        raise MissingFieldError(
+            f"{what} {shown(text)} contains the character U+{ord(control):04X}; "
+            "it must be text on one line",
+            (field,),
+        )
+    return text
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ArgumentError(f"{what} must be a string, got {value!r} ({type(value).__name__})")
+        raise ArgumentError(f"{what} must be a string, got {shown(value)} ({type(value).__name__})")
     return value
 
 
 def _iterable(value: Any, what: str) -> Iterable[Any]:
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ArgumentError(f"{what} must be a collection, got {value!r} ({type(value).__name__})")
+        raise ArgumentError(
+            f"{what} must be a collection, got {shown(value)} ({type(value).__name__})"
+        )
     return value
 
 
 def _node_id(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ArgumentError(f"{what} holds {value!r}, which is not a node id (a string)")
+        raise ArgumentError(f"{what} holds {shown(value)}, which is not a node id (a string)")
     return value

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from optcoll.core.limits import MAX_NESTING
+from optcoll.core.limits import MAX_NESTING, read_file
 from optcoll.core.output import write_output
-from optcoll.core.rational import WrittenNumber
+from optcoll.core.rational import MAX_NUMBER_DIGITS, WrittenNumber
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
@@ -70,8 +69,6 @@ _DECIMAL_FLOAT = re.compile(
 )
 
 
-#: Largest file read (a 1,024-GPU schedule is about 12 MB).
-MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Most entries (lists, mappings and scalars, shared ones counted each time they are
 #: reached) a YAML document may expand to through its aliases.
 MAX_DOCUMENT_ENTRIES = 10_000_000
@@ -103,6 +100,17 @@ class _StrictLoader(_SafeLoader):
             return super().construct_yaml_float(node)
         return WrittenNumber(text)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        if len(text) > MAX_NUMBER_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of {len(text)} digits, more than {MAX_NUMBER_DIGITS}",
+                node.start_mark,
+            )
+        return super().construct_yaml_int(node)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
         for key_node, _ in node.value:
@@ -120,6 +128,7 @@ class _StrictLoader(_SafeLoader):
 _StrictLoader.add_implicit_resolver(_INT_TAG, _DECIMAL_INT, list("-+0123456789"))
 _StrictLoader.add_implicit_resolver(_FLOAT_TAG, _DECIMAL_FLOAT, list("-+0123456789."))
 _StrictLoader.add_constructor(_FLOAT_TAG, _StrictLoader.construct_yaml_float)
+_StrictLoader.add_constructor(_INT_TAG, _StrictLoader.construct_yaml_int)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -129,6 +138,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {key!r}")
         result[key] = value
     return result
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits, more than {MAX_NUMBER_DIGITS}")
+    return int(text)
 
 
 def read_document(path: str | Path) -> Any:
@@ -163,14 +178,16 @@ def read_document(path: str | Path) -> Any:
         _check_expansion(data, path)
         return data
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber)
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_float=WrittenNumber, parse_int=_integer
+        )
     except RecursionError:
         raise FileFormatError(f"{path}: invalid JSON: nested too deeply") from None
     except json.JSONDecodeError as err:
         raise FileFormatError(
             f"{path}: line {err.lineno}, column {err.colno}: invalid JSON: {err.msg}"
         ) from None
-    except ValueError as err:  # a duplicate key
+    except ValueError as err:  # a duplicate key, a number too long
         raise FileFormatError(f"{path}: invalid JSON: {err}") from None
 
 
@@ -201,42 +218,15 @@ def _check_yaml_depth(text: str, path: Path) -> None:
 def read_text(path: Path) -> str:
     """The file's text (UTF-8), or a :class:`FileFormatError` naming the file.
 
-    Only regular files of at most :data:`MAX_FILE_BYTES` are read: a FIFO would
-    block forever and ``/dev/zero`` never ends.
+    Only regular files of at most :data:`MAX_FILE_BYTES` are read
+    (:func:`optcoll.core.limits.read_file`): a FIFO would block forever and
+    ``/dev/zero`` never ends.
     """
-    try:
-        status = path.stat()
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: file not found") from None
-    except (OSError, ValueError) as err:
-        reason = getattr(err, "strerror", None) or str(err)
-        raise FileFormatError(f"{_shown(path)}: cannot read file ({reason})") from None
-    if stat.S_ISDIR(status.st_mode):
-        raise FileFormatError(f"{path}: is a folder; give a file")
-    if not stat.S_ISREG(status.st_mode):
-        raise FileFormatError(f"{path}: not a regular file (a pipe or a device); give a file")
-    if status.st_size > MAX_FILE_BYTES:
-        raise FileFormatError(
-            f"{path}: {status.st_size} bytes, more than the {MAX_FILE_BYTES} a topology or "
-            "schedule file may have"
-        )
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise FileFormatError(f"{path}: cannot read file ({err.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise FileFormatError(f"{path}: more than {MAX_FILE_BYTES} bytes")
+    data = read_file(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise FileFormatError(f"{path}: not a UTF-8 text file") from None
-
-
-def _shown(path: Path) -> str:
-    """``path`` for a message, cut to 80 characters."""
-    text = str(path)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_expansion(data: Any, path: Path) -> None:

@@ -61,6 +61,23 @@ def from_graphml(
                 f"{path}: a <node> holds a nested <graph> (id {nested.get('id')!r}); nested "
                 "graphs are not read (their nodes would be lost): flatten the graph"
             )
+        graphs = root.findall("{*}graph")
+        if len(graphs) > 1:
+            raise ImportFormatError(
+                f"{path}: {len(graphs)} top-level <graph> elements; only the first would be "
+                "read (the others' nodes would be lost): put the topology in one graph"
+            )
+        if root.find(".//{*}hyperedge") is not None:
+            raise ImportFormatError(f"{path}: a <hyperedge> is no link between two nodes")
+        declared = {node.get("id") for node in root.iter() if _local(node.tag) == "node"}
+        for edge in root.iter():
+            if _local(edge.tag) != "edge":
+                continue
+            for end in ("source", "target"):
+                if edge.get(end) not in declared:
+                    raise ImportFormatError(
+                        f"{path}: <edge> {end}={edge.get(end)!r} is not a declared <node>"
+                    )
         graph = nx.read_graphml(path)
     except (ElementTree.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError) as err:
         raise ImportFormatError(f"{path}: not a readable GraphML file ({err})") from None
@@ -70,6 +87,11 @@ def from_graphml(
         bandwidth=bandwidth_attr,
         latency=latency_attr,
     )
+
+
+def _local(tag: str) -> str:
+    """An element's tag without its namespace."""
+    return tag.rsplit("}", 1)[-1]
 
 
 def from_networkx(

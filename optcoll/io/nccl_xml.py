@@ -318,9 +318,9 @@ def from_nccl_xml(
     *,
     name: str = "nccl-topology",
     boxes: Any = 1,
-    fabric: str = "rails",
-    spines: Any = 2,
-    oversub: Any = 1,
+    fabric: str | None = None,
+    spines: Any = None,
+    oversub: Any = None,
 ) -> Topology:
     """Topology from an NCCL topology XML dump (one server), or a cluster of ``boxes`` copies.
 
@@ -353,8 +353,21 @@ def from_nccl_xml(
         raise ImportFormatError(f"the root element is <{root.tag}>, not NCCL's <system>")
     check_nesting(root, "the NCCL topology dump", ImportFormatError)
     count = count_value(boxes, "boxes", MAX_NODES, ImportFormatError)
-    if fabric not in FABRICS:
+    if fabric is not None and fabric not in FABRICS:
         raise ImportFormatError(f"fabric={fabric!r} is not one of {', '.join(FABRICS)}")
+    # an option that does not apply is refused, never ignored
+    given = [
+        k
+        for k, v in (("fabric", fabric), ("spines", spines), ("oversub", oversub))
+        if v is not None
+    ]
+    if count == 1 and given:
+        raise ImportFormatError(f"the option {given[0]} joins boxes: it needs boxes >= 2")
+    if fabric != "leaf-spine" and (spines is not None or oversub is not None):
+        option = "spines" if spines is not None else "oversub"
+        raise ImportFormatError(
+            f"the option {option} shapes fabric=leaf-spine, not fabric={fabric or 'rails'}"
+        )
     first = _read_box(root, 0)
     check_size(
         f"the NCCL dump with boxes={count}",
@@ -366,7 +379,12 @@ def from_nccl_xml(
     nodes = [n for box in built for n in box.nodes.values()]
     links = [Link(u, v, bw) for box in built for (u, v), bw in box.links.items()]
     if count > 1:
-        fabric_nodes, fabric_links = _fabric(built, fabric, spines, oversub)
+        fabric_nodes, fabric_links = _fabric(
+            built,
+            fabric or "rails",
+            2 if spines is None else spines,
+            1 if oversub is None else oversub,
+        )
         nodes += fabric_nodes
         links += fabric_links
     title = name if count == 1 else f"{name}:{count}"

@@ -1257,9 +1257,10 @@ def _pack_arborescences(
             shape=shaped - packed,
             paths=time.perf_counter() - shaped,
         )
-    if k is None:  # U_scaled / k = r* expressed in integer capacity units
-        unit = usable.integer_capacities()[1]
-        stats = {"U_scaled": (bound.ratio * unit * chunks).numerator, **stats}
+    # U_scaled / k = r* in the topology's integer capacity units (docs/index.md)
+    scaled = bound.ratio * topology.integer_capacities()[1] * chunks
+    if k is None and scaled.denominator == 1:
+        stats = {"U_scaled": scaled.numerator, **stats}
     return Schedule(
         "allgather",
         topology.name,

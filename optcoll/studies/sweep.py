@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -58,6 +59,7 @@ from typing import Any
 
 from optcoll.bounds.cut_ratio import _optimal_cut_ratio
 from optcoll.core.arguments import count_argument, flag_argument, instance_argument, path_argument
+from optcoll.core.limits import MAX_TRIALS
 from optcoll.core.output import check_output, exists, require_suffix, write_output
 from optcoll.core.rational import WrittenNumber, exact_number, fraction_text, parse_fraction
 from optcoll.core.schedule import canonical_collective
@@ -262,6 +264,12 @@ def parse_sweep_spec(
         if len({_value_text(v) for v in values}) != len(values):
             raise _fail(f"{where}: grid.{name} repeats a value")
         grid[name] = tuple(values)
+    points = math.prod(len(values) for values in grid.values())
+    if points > MAX_TRIALS:  # each point solves a topology, as a resilience trial does
+        raise _fail(
+            f"{where}: the grid has {points} points; a sweep computes at most {MAX_TRIALS} "
+            "(optcoll.core.limits, the limit of resilience trials)"
+        )
     quantities = data["quantities"]
     if isinstance(quantities, str):
         quantities = [quantities]

@@ -515,10 +515,10 @@ def verify_groups_schedule(
         }
     ordered = [arc for arc in topology.capacity if arc in bottlenecks]
     ratio = None if optimum is None else time_factor / optimum
-    reason = None
+    false = []
     claimed = schedule.time_factor
     if claimed is not None and claimed != time_factor:
-        reason = (
+        false.append(
             f"the schedule claims time factor {fraction_text(claimed)}, but the summed loads "
             f"of its groups give {fraction_text(time_factor)}"
         )
@@ -526,13 +526,36 @@ def verify_groups_schedule(
         time_factor < optimum or (require_optimal and time_factor > optimum)
     ):
         side = "below" if time_factor < optimum else "above"
-        reason = (
+        false.append(
             f"the time factor {fraction_text(time_factor)} is {side} the optimum "
             f"{fraction_text(optimum)}"
+            + (
+                "; no schedule can beat a lower bound, so that optimum is wrong"
+                if side == "below"
+                else ""
+            )
         )
-        if side == "below":
-            reason += "; no schedule can beat a lower bound, so that optimum is wrong"
+    false.extend(_false_group_stats(schedule))
+    reason = "; ".join(false) if false else None
     return Verification(reason is None, reason, time_factor, {}, ordered, ratio)
+
+
+def _false_group_stats(schedule: GroupsSchedule) -> list[str]:
+    """The ``stats`` fields of a groups' schedule that its groups contradict (``trees``:
+    the trees of all groups; ``k``: each group's chunks per shard, in group order)."""
+    true = {
+        "trees": sum(len(group.trees) for group in schedule.groups),
+        "k": [group.k for group in schedule.groups],
+    }
+    false = []
+    for name, given in schedule.stats.items():
+        if name not in true:
+            false.append(f"field 'stats.{name}' is not one a groups' schedule states")
+        elif isinstance(given, bool) or given != true[name]:
+            false.append(
+                f"field 'stats.{name}' states {given!r}, but the schedule has {true[name]!r}"
+            )
+    return false
 
 
 def _verify_alltoall(
@@ -900,7 +923,8 @@ def _check_claims(
                 f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
                 f"gives {round(true or 0, 3)} (bandwidth units)"
             )
-    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio, compact=compact))
+    unit = topology.integer_capacities()[1]
+    false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio, unit, compact=compact))
     if optimum is not None and time_factor < optimum:
         false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
@@ -932,6 +956,8 @@ def _unchecked(
         recomputed.discard("ratio_to_optimum")
     if cut_ratio is None or schedule.collective not in _SINGLE_ROOT:
         recomputed.discard("min_cut_bandwidth")
+    if cut_ratio is None:
+        recomputed.discard("U_scaled")
     return tuple(name for name in schedule.stats if name not in recomputed)
 
 
@@ -946,6 +972,7 @@ _RECOMPUTED = frozenset(
         "paths",
         "ratio_to_optimum",
         "min_cut_bandwidth",
+        "U_scaled",
     }
 )
 
@@ -968,10 +995,15 @@ def _false_stats(
     time_factor: Fraction,
     optimum: Fraction | None,
     cut_ratio: Fraction | None,
+    unit: Fraction,
     *,
     compact: bool = False,
 ) -> list[str]:
     """The ``stats`` fields whose stated value the schedule itself contradicts.
+
+    ``unit`` is the bandwidth of one integer capacity unit of the topology
+    (:meth:`~optcoll.core.topology.Topology.integer_capacities`): ``U_scaled`` is the
+    cut bound times ``unit`` times ``k``.
 
     With ``compact`` (the trees are a checked group's images of the representatives:
     an image is as tall and has as many edges as its tree, and every representative
@@ -997,6 +1029,8 @@ def _false_stats(
         true["ratio_to_optimum"] = fraction_text(time_factor / bound)
     if cut_ratio and schedule.collective in _SINGLE_ROOT:
         true["min_cut_bandwidth"] = fraction_text(1 / cut_ratio)
+    if cut_ratio is not None:
+        true["U_scaled"] = cut_ratio * unit * schedule.k
     false = []
     for name, value in true.items():
         if name not in stats:
@@ -1010,7 +1044,8 @@ def _false_stats(
         else:
             same = not isinstance(given, bool) and given == value
         if not same:
-            false.append(f"field 'stats.{name}' states {given!r}, but the schedule has {value!r}")
+            shown = fraction_text(value) if isinstance(value, Fraction) else repr(value)
+            false.append(f"field 'stats.{name}' states {given!r}, but the schedule has {shown}")
     return false
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.core.arguments import path_argument
+from optcoll.core.limits import read_file
 from optcoll.exceptions import FileFormatError
 from optcoll.verify.chakra.wire import Metadata, TraceNode, decode_trace
 
@@ -164,10 +165,7 @@ def read_traces(prefix: str | Path) -> list[tuple[str, bytes]]:
     """``(file name, bytes)`` of every rank's trace of ``prefix``, rank order."""
     result = []
     for path in trace_files(prefix):
-        try:
-            result.append((str(path), path.read_bytes()))
-        except OSError as err:
-            raise FileFormatError(f"{path}: cannot read ({err.strerror})") from None
+        result.append((str(path), read_file(path)))
     return result
 
 

@@ -226,6 +226,12 @@ def decode(program: Program, profile: RuntimeProfile) -> Decoded:
             + ("the in-place flag serves nothing" if outofplace else "never uses this file")
             + f" ({profile.sources.get('never_in_place', '')})",
         )
+    if nchannels is not None and not 0 < nchannels <= profile.max_channels:
+        r.add(
+            "limit",
+            f"<algo>: nchannels={nchannels}; {profile.name} has channels "
+            f"0..{profile.max_channels - 1}, so 1..{profile.max_channels} of them",
+        )
     if ngpus is not None and ngpus > 1024:
         r.add("limit", f"<algo>: ngpus={ngpus} is above the 1024 children an element may have")
     gpus: dict[int, dict[int, ThreadBlock]] = {}
@@ -239,6 +245,15 @@ def decode(program: Program, profile: RuntimeProfile) -> Decoded:
         if gid in gpus:
             r.add("structure", f"{where}: GPU id {gid} appears twice")
             continue
+        for b, size in zip("ios", sizes, strict=True):
+            if size is not None and size < 0:
+                r.add("limit", f"{where}: {b}_chunks={size}; a buffer has no negative size")
+            elif size is not None and size > MAX_PROGRAM_CELLS:
+                r.add(
+                    "limit",
+                    f"{where}: {b}_chunks={size}, more than the {MAX_PROGRAM_CELLS} buffer "
+                    "chunks any program may declare (optcoll.core.limits)",
+                )
         declared[gid] = (sizes[0] or 0, sizes[1] or 0, sizes[2] or 0)
         gpus[gid] = _decode_gpu(r, gid, gpu_el, profile, ngpus)
     if ngpus is not None and (len(gpus) != ngpus or sorted(gpus) != list(range(ngpus))):
@@ -331,6 +346,18 @@ def _decode_gpu(
                 continue
             if stype not in profile.step_types:
                 r.add("spelling", f"{swhere}: {profile.name} has no step type {stype!r}")
+            receives, sends = STEP_SEMANTICS[stype][:2]
+            for role, used, peer, attr in (
+                ("sends", sends, send, "send"),
+                ("receives", receives, recv, "recv"),
+            ):
+                if used and peer < 0:
+                    r.add(
+                        "structure",
+                        f"{swhere}: type={stype!r} {role}, but its thread block has "
+                        f"{attr}=-1 (no peer)",
+                    )
+                    r.complete = False
             for name, buf in zip(("srcbuf", "dstbuf"), bufs, strict=True):
                 if buf is not None and buf not in ("i", "o", "s"):
                     r.add("spelling", f"{swhere}: {name}={buf!r}; buffers are i, o and s")

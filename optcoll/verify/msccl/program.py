@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
+from optcoll.core.limits import read_file
 from optcoll.exceptions import FileFormatError
 
 __all__ = ["Element", "Program", "GpuElement", "TbElement", "parse_program", "read_program"]
@@ -141,9 +142,7 @@ def read_program(path: str | Path) -> Program:
     """Read the MSCCL XML file at ``path`` (see :func:`parse_program`)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_file(path).decode("utf-8")
+    except UnicodeDecodeError as err:
         raise FileFormatError(f"{path}: cannot read ({err})") from None
     return parse_program(text, str(path))

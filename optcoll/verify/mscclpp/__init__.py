@@ -51,6 +51,7 @@ class PlanReport:
     strategies: tuple[str, ...] = ()
     findings: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    known_collective: bool = True
 
     @property
     def ok(self) -> bool:
@@ -58,9 +59,10 @@ class PlanReport:
 
     @property
     def judged(self) -> bool:
-        """True when the plan was executed (under :data:`STRATEGIES`); a plan that is
-        ``ok`` but was not executed (ops the checker does not run) is not known correct."""
-        return bool(self.strategies)
+        """True when the plan was executed (under :data:`STRATEGIES`) and its output judged
+        (its ``collective`` is one the checker knows); a plan that is ``ok`` but was not
+        executed (ops the checker does not run) or not judged is not known correct."""
+        return bool(self.strategies) and self.known_collective
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -297,6 +299,7 @@ def _postcondition(plan: Plan, collective: str, values: dict, report: PlanReport
             want(report.root, j, tuple((q, j) for q in range(n)))
     else:
         note = f"collective {plan.collective!r}: its output is not judged"
+        report.known_collective = False
         if note not in report.notes:
             report.notes.append(note)
     return wrong

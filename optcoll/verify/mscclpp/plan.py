@@ -51,6 +51,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.limits import MAX_PROGRAM_CELLS, check_count, read_file
 from optcoll.exceptions import FileFormatError
 
 __all__ = [
@@ -176,8 +177,8 @@ class Plan:
 def read_plan(path: str | Path) -> Plan:
     """Read and parse a plan file; FileFormatError if it is not JSON or breaks a rule."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_file(path).decode("utf-8")
+    except UnicodeDecodeError as err:
         raise FileFormatError(f"{path}: cannot read the plan ({err})") from None
     try:
         document = json.loads(text)
@@ -237,7 +238,12 @@ def parse_plan(document: Any) -> Plan:
         if _get(gpu, "id", where, int) != position:
             raise FileFormatError(f"{where}.id: is {gpu['id']}, must be {position} (GPU rank)")
         chunks = {
-            kind: _get(gpu, f"{word}_chunks", where, int)
+            kind: check_count(
+                _get(gpu, f"{word}_chunks", where, int),
+                MAX_PROGRAM_CELLS // max(len(gpus_field), 1),
+                f"{where}.{word}_chunks",
+                FileFormatError,
+            )
             for kind, word in (("i", "input"), ("o", "output"), ("s", "scratch"))
         }
         channels: dict[str, list[tuple[int, int]]] = {"memory": [], "port": [], "switch": []}
@@ -369,7 +375,15 @@ def _parse_threadblocks(
                         f"{ow}.iter_context.unit_size: must be > 0 (the executor divides by it)"
                     )
                 inner_ops = _get(op_doc, "ops", ow, list)
-                loop = (unit, _get(context, "num_chunks", f"{ow}.iter_context", int))
+                loop = (
+                    unit,
+                    check_count(
+                        _get(context, "num_chunks", f"{ow}.iter_context", int),
+                        MAX_PROGRAM_CELLS,
+                        f"{ow}.iter_context.num_chunks",
+                        FileFormatError,
+                    ),
+                )
                 if plan.unit_size is None:
                     plan.unit_size = unit
                     plan.parts = math.lcm(plan.parts, CHUNK_UNITS.numerator)

@@ -487,14 +487,16 @@ def _schedule_file(source: str) -> Path | None:
 
 def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
     """A schedule file's topology and the schedule of ``--collective`` built from it."""
-    from optcoll.core.schedule import FILE_STATS
+    from optcoll.core.schedule import FILE_STATS, ORDER_STATS
     from optcoll.exceptions import OptCollError, ScheduleError
     from optcoll.io import load_schedule
     from optcoll.schedules.collectives import allreduce, reduce_scatter
 
-    # a file's stats beyond FILE_STATS are records of another builder: none is passed on
+    # a file's stats beyond FILE_STATS (claims, recomputed) and ORDER_STATS (how to run
+    # it, checked for form) are records of another builder: none is passed on
     loaded = load_schedule(path)
-    schedule = replace(loaded, stats={k: v for k, v in loaded.stats.items() if k in FILE_STATS})
+    kept = FILE_STATS | ORDER_STATS
+    schedule = replace(loaded, stats={k: v for k, v in loaded.stats.items() if k in kept})
     try:
         topology = _topology_of(args.topology, schedule, path, reader_options(args))
     except OptCollError:

@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -61,6 +62,9 @@ __all__ = [
     "DEFAULT_COLLECTIVE",
     "SCHEDULE_VERSION",
     "FILE_STATS",
+    "ORDER_STATS",
+    "PRIORITIES",
+    "order_stats_error",
     "canonical_collective",
     "check_schedule_topology",
 ]
@@ -134,6 +138,68 @@ FILE_STATS = frozenset(
         "min_cut_bandwidth",
     }
 )
+
+#: The link orders a schedule can be run in: the order in which a busy link serves its
+#: waiting slices (:func:`optcoll.sim.simulator.tree_tasks`).
+PRIORITIES = ("progress", "depth", "progress-depth")
+
+#: The ``stats`` that say how to run a schedule, not what it achieves: the order its
+#: links serve their slices in (``priority``: one of :data:`PRIORITIES` or
+#: ``timetable``, whose ``starts`` give a time per tree edge) and the slice size
+#: (``slice_bytes``; null: whole chunks), as ``optcoll plan`` chose them. A file holds
+#: them beside :data:`FILE_STATS`; readers check their form (:func:`order_stats_error`)
+#: and the simulator runs by them.
+ORDER_STATS = frozenset({"priority", "slice_bytes", "starts"})
+
+
+def order_stats_error(schedule: Schedule) -> str | None:
+    """What is wrong with ``schedule``'s :data:`ORDER_STATS` (naming the field), or None.
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> tree = Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),))
+    >>> one = Schedule("allgather", "t", ("a", "b"), 1, (tree,), stats={"priority": "depth"})
+    >>> order_stats_error(one) is None
+    True
+    >>> order_stats_error(replace(one, stats={"priority": "timetable", "starts": [[0, 1]]}))
+    'field stats.starts[0]: tree 0 (root a) needs 1 finite start time, one per edge'
+    """
+    stats = schedule.stats
+    priority = stats.get("priority", "progress")
+    if priority not in (*PRIORITIES, "timetable"):
+        return f"field stats.priority: {priority!r} is no link order ({', '.join(PRIORITIES)} or timetable)"
+    recorded = stats.get("slice_bytes")
+    if recorded is not None and (
+        not isinstance(recorded, int) or isinstance(recorded, bool) or recorded <= 0
+    ):
+        return f"field stats.slice_bytes: {recorded!r} is no slice size (bytes > 0, or null)"
+    if "starts" in stats and priority != "timetable":
+        return "field stats.starts: start times belong to a timetable (stats.priority timetable)"
+    if priority != "timetable" or schedule.collective == "alltoall":
+        return None
+    starts, trees = stats.get("starts"), schedule.trees
+    if not isinstance(starts, list) or len(starts) != len(trees):
+        return (
+            f"field stats.starts: a timetable needs a list of start times per tree ({len(trees)})"
+        )
+    for number, (times, tree) in enumerate(zip(starts, trees, strict=True)):
+        if (
+            not isinstance(times, list)
+            or len(times) != len(tree.edges)
+            or not all(
+                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+                for t in times
+            )
+        ):
+            edges = len(tree.edges)
+            return (
+                f"field stats.starts[{number}]: tree {number} (root {tree.root}) needs "
+                f"{edges} finite start time{'s' if edges != 1 else ''}, one per edge"
+            )
+    return None
+
+
 _TREE_FIELDS = {"root", "chunks", "edges"}
 _EDGE_FIELDS = {"src", "dst", "path"}
 _ROUTE_FIELDS = {"src", "dst", "paths"}
@@ -526,7 +592,8 @@ class Schedule:
         :func:`check_schedule_topology` refuses another topology.
     stats : dict
         Free-form numbers about the construction (tree count, heights, seconds); a
-        file holds only those in :data:`FILE_STATS` (the ones a reader can check).
+        file holds only those in :data:`FILE_STATS` (the ones a reader can check) and
+        :data:`ORDER_STATS` (how to run it).
     routes : tuple of Route
         The routes of an all-to-all (which has no trees); empty otherwise.
     rotation : Rotation, optional
@@ -602,7 +669,8 @@ class Schedule:
         algbw = self.algbw
         if algbw is not None:
             data["algbw"] = round(algbw, 3)
-        stats = {name: value for name, value in self.stats.items() if name in FILE_STATS}
+        written = FILE_STATS | ORDER_STATS
+        stats = {name: value for name, value in self.stats.items() if name in written}
         if stats:
             data["stats"] = stats
         if self.collective == "alltoall":

@@ -57,7 +57,13 @@ from fractions import Fraction
 from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.core.schedule import ImageTrees, Schedule, Tree, canonical_collective
+from optcoll.core.schedule import (
+    ImageTrees,
+    Schedule,
+    Tree,
+    canonical_collective,
+    order_stats_error,
+)
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.graph.symmetry import automorphisms
@@ -1019,17 +1025,14 @@ def planned_tasks(
     >>> simulate(graph, network, 2**26, ties=ties).time_us == rows[0].time_us
     True
     """
-    stats = schedule.stats
-    priority = stats.get("priority", "progress")
-    if priority not in (*PRIORITIES, "timetable"):
-        raise ScheduleError(
-            f"stats.priority: {priority!r} is no link order; one of "
-            f"{', '.join(PRIORITIES)} or timetable"
-        )
+    error = order_stats_error(schedule)
+    if error is not None:
+        raise ScheduleError(error)
+    priority = schedule.stats.get("priority", "progress")
     if slice_bytes is None:
         slice_bytes = planned_slice(schedule)
     if priority == "timetable" and schedule.collective != "alltoall":
-        starts = _starts(schedule)
+        starts = schedule.stats["starts"]
         graph = TaskGraph()
         chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
         tree_tasks(
@@ -1053,41 +1056,9 @@ def planned_slice(schedule: Schedule) -> int | None:
     Raises
     ------
     ScheduleError
-        ``stats.slice_bytes`` is neither a positive integer nor null.
+        The schedule's order stats are malformed (:func:`~optcoll.core.schedule.order_stats_error`).
     """
-    if "slice_bytes" not in schedule.stats:
-        return DEFAULT_SLICE
-    recorded = schedule.stats["slice_bytes"]
-    if recorded is None or (
-        isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0
-    ):
-        return recorded
-    raise ScheduleError(
-        f"stats.slice_bytes: {recorded!r} is no slice size (a positive number of bytes, "
-        "or null for whole chunks)"
-    )
-
-
-def _starts(schedule: Schedule) -> list[list[float]]:
-    """A timetable schedule's ``stats.starts``, checked: a finite time per tree edge."""
-    starts = schedule.stats.get("starts")
-    trees = schedule.trees
-    if not isinstance(starts, list) or len(starts) != len(trees):
-        raise ScheduleError(
-            f"stats.starts: a timetable schedule needs a list of start times per tree "
-            f"({len(trees)} trees)"
-        )
-    for number, (times, tree) in enumerate(zip(starts, trees, strict=True)):
-        if (
-            not isinstance(times, list)
-            or len(times) != len(tree.edges)
-            or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
-                for t in times
-            )
-        ):
-            raise ScheduleError(
-                f"stats.starts[{number}]: tree {number} (root {tree.root}) needs "
-                f"{len(tree.edges)} finite start times, one per edge"
-            )
-    return starts
+    error = order_stats_error(schedule)
+    if error is not None:
+        raise ScheduleError(error)
+    return schedule.stats.get("slice_bytes", DEFAULT_SLICE)

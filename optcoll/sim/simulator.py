@@ -72,7 +72,7 @@ from typing import Any
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import PRIORITIES, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies, widest_paths
@@ -114,9 +114,6 @@ DEFAULT_SLICE = 512 * 1024
 MAX_TASKS = 2_000_000
 #: Time bins of the per-link utilisation timeline.
 TIMELINE_BINS = 10
-
-#: The orders a link can serve its waiting slices in (see :func:`tree_tasks`).
-PRIORITIES = ("progress", "depth", "progress-depth")
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 _DONE, _FREE, _ISSUE = -1, -2, -3

@@ -107,7 +107,16 @@ from optcoll.core.arguments import (
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.process_groups import make_groups
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import COLLECTIVES, ImageTrees, Route, Schedule, Tree, TreeEdge
+from optcoll.core.schedule import (
+    COLLECTIVES,
+    ORDER_STATS,
+    ImageTrees,
+    Route,
+    Schedule,
+    Tree,
+    TreeEdge,
+    order_stats_error,
+)
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, GroupError
 from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
@@ -925,6 +934,9 @@ def _check_claims(
             )
     unit = topology.integer_capacities()[1]
     false.extend(_false_stats(schedule, time_factor, optimum, cut_ratio, unit, compact=compact))
+    order_error = order_stats_error(schedule)
+    if order_error is not None:
+        false.append(order_error)
     if optimum is not None and time_factor < optimum:
         false.append(
             f"the time factor {fraction_text(time_factor)} is below the optimum {fraction_text(optimum)}; "
@@ -958,6 +970,7 @@ def _unchecked(
         recomputed.discard("min_cut_bandwidth")
     if cut_ratio is None:
         recomputed.discard("U_scaled")
+    recomputed |= ORDER_STATS  # instructions, not claims: their form is checked
     return tuple(name for name in schedule.stats if name not in recomputed)
 
 

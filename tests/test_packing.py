@@ -265,3 +265,19 @@ def test_fixed_k_packs_one_root_per_orbit_no_worse_than_every_root(spec, k):
     assert compact.time_factor <= every.time_factor
     verdict = verify_schedule(topo, compact)
     assert verdict.valid and verdict.time_factor == compact.time_factor
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "ring:4", "hypercube:3"])
+def test_a_layered_packing_with_a_huge_k_is_exact_and_verifies(spec):
+    """k of 41 digits: the layered trees are kept as runs of identical trees (their number
+    grows with the nodes, not with k), and the compact verification sums the loads
+    exactly beyond 64 bits."""
+    topo = build(spec)
+    k = 10**40 + 1
+    schedule = pack_arborescences(topo, k=k)
+    assert schedule.k == k and sum(t.chunks for t in schedule.trees) == k * topo.num_compute
+    assert len(schedule.trees) <= 64 * topo.num_compute
+    result = verify_schedule(topo, schedule)
+    assert result.valid, result.reason
+    r_star = optimal_cut_ratio(topo).ratio
+    assert r_star <= result.time_factor < r_star * (1 + Fraction(1, 10**30))

@@ -761,20 +761,30 @@ def pack_layered(
     trees: list[tuple[str, int, tuple[Arc, ...]]] = []
     for r, dist in distances.items():
         k = root_capacity[names[r]]
-        chosen: list[list[tuple[int, int]]] = [[] for _ in range(k)]
+        # tree i of root r takes node v's parent from the allotment's unit i of v: kept
+        # as runs of trees (start, parent) per node, so k may be huge (O(nodes * orbits))
+        runs: dict[int, list[tuple[int, int]]] = {}
         for t, nodes in types.items():
             if t[0] != r:
                 continue
             allotment = left[t]
             for v in nodes:
-                for tree in chosen:
+                runs[v], start = [], 0
+                while start < k:
                     while allotment[0][1] == 0:
                         allotment.pop(0)
-                    allotment[0][1] -= 1
-                    tree.append((parents[(r, v)][allotment[0][0]], v))
-        for tree in chosen:
+                    take = min(allotment[0][1], k - start)
+                    runs[v].append((start, parents[(r, v)][allotment[0][0]]))
+                    allotment[0][1] -= take
+                    start += take
+        starts = sorted({start for node_runs in runs.values() for start, _ in node_runs} | {k})
+        for first, end in zip(starts, starts[1:], strict=False):
+            tree = [
+                (next(u for start, u in reversed(node_runs) if start <= first), v)
+                for v, node_runs in runs.items()
+            ]
             tree.sort(key=lambda a: (dist[a[1]], a[1]))
-            trees.append((names[r], 1, tuple((names[u], names[v]) for u, v in tree)))
+            trees.append((names[r], end - first, tuple((names[u], names[v]) for u, v in tree)))
     return _merge(trees)
 
 

@@ -63,6 +63,7 @@ optcoll.verify.symmetric.GroupRejected: generator 0 maps link 'a' -> 'b' to 'b' 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -233,7 +234,10 @@ def orbit_sums(action: Action, loads: Mapping[Arc, int]) -> dict[Arc, int]:
     in the topology's link order. ``O(links * (m_1 + ... + m_d))``.
     """
     position = {arc: i for i, arc in enumerate(action.arcs)}
-    total = np.zeros(len(action.arcs), dtype=np.int64)
+    elements = math.prod(action.orders)
+    # exact beyond 64 bits too (a k of many digits): Python integers, more slowly
+    wide = max(loads.values(), default=0) * elements * len(loads) >= 2**62
+    total = np.zeros(len(action.arcs), dtype=object if wide else np.int64)
     for arc, load in loads.items():
         total[position[arc]] += load
     for arc_map, order in zip(action.arc_maps, action.orders, strict=True):

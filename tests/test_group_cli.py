@@ -207,6 +207,16 @@ def test_verify_checks_the_schedule_plans_the_given_groups(
     assert "the schedule relays 'members', --relay asks for 'any'" in capsys.readouterr().out
     assert main(["verify", "dgx-a100:2", str(single), "--groups", "strided:8"]) == 2
     assert "not process groups" in capsys.readouterr().err
+    # a group's members are its ranks: the same members in another order are other ranks
+    doc = json.loads(groups_file.read_text())
+    doc["groups"][0]["members"].reverse()
+    (tmp_path / "reranked.json").write_text(json.dumps(doc))
+    argv = ["verify", "dgx-a100:2", str(tmp_path / "reranked.json"), "--groups", "strided:8"]
+    assert main([*argv, "--json"]) == 1
+    assert (
+        "a group's members are its ranks in that order"
+        in json.loads(capsys.readouterr().out)["reason"]
+    )
 
 
 def test_export_groups_refuses_a_schedule_without_groups(

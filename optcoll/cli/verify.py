@@ -217,10 +217,18 @@ def _groups(topology: Any, schedule: Any, args: argparse.Namespace, expected: An
 
 def _other_groups(schedule: Any, expected: Any, relay: str | None) -> str | None:
     """Why ``schedule`` does not plan the groups of ``--groups`` (and ``--relay``, when
-    given), or None. The order of the groups and of their members does not matter."""
+    given), or None. The order of the groups does not matter; the order of a group's
+    members does: member ``r`` is the group's rank ``r`` in every export."""
     planned = [tuple(s.compute_nodes) for s in schedule.groups]
     if relay is not None and schedule.relay != expected.relay:
         return f"the schedule relays {schedule.relay!r}, --relay asks for {expected.relay!r}"
+    for members in expected.groups:
+        for plan in planned:
+            if sorted(plan) == sorted(members) and list(plan) != list(members):
+                return (
+                    f"the schedule ranks the group {list(members)} as {list(plan)}: a group's "
+                    "members are its ranks in that order"
+                )
     if sorted(map(sorted, planned)) != sorted(map(sorted, expected.groups)):
         for members in expected.groups:
             if sorted(members) not in map(sorted, planned):

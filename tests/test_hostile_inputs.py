@@ -206,9 +206,7 @@ def test_the_true_schedule_states_only_what_verify_checks(tmp_path, capsys, allg
     assert "U_scaled" in allgather_file["stats"]
 
 
-def test_a_builder_record_no_reader_can_check_is_listed_unchecked(
-    tmp_path, capsys, allgather_file
-):
+def test_a_builder_record_no_reader_can_check_is_listed_unchecked(tmp_path, capsys, allgather_file):
     doc = json.loads(json.dumps(allgather_file))
     doc["stats"]["logical_arcs"] = 8
     _files(tmp_path, {"s.json": json.dumps(doc)})

@@ -589,3 +589,21 @@ def test_an_interrupt_swallowed_by_a_callback_still_stops_the_run(monkeypatch, c
     assert main(["bound", "ring:4"]) == 130
     assert reached == []
     assert capsys.readouterr().err == "optcoll: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lp", "export", "fully-connected:200", "-o", "x.lp"],  # congestion: 7,960,000
+        ["lp", "solve", "ring:400", "--model", "multicast"],  # 400 * 399 * 800
+        ["lp", "export", "torus:16x16", "--model", "fixed-k", "-k", "2", "-o", "x.lp"],
+    ],
+)
+def test_an_lp_too_large_to_build_is_refused_before_it_is_built(
+    argv, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "variables, more than the 2,000,000 optcoll lp builds" in err
+    assert not (tmp_path / "x.lp").exists()

@@ -105,8 +105,26 @@ def _lp_chunks(args: argparse.Namespace) -> int:
     return args.k
 
 
+def _check_model_size(topology: Any, model: str) -> None:
+    """Refuse a model of more than :data:`~optcoll.core.limits.MAX_LP_VARIABLES` variables
+    before building it: the congestion LP has a flow per source and link, the
+    multicast and fixed-k LPs one per source, destination and link."""
+    from optcoll.core.limits import MAX_LP_VARIABLES
+    from optcoll.exceptions import MethodError
+
+    n, links = topology.num_compute, len(topology.capacity)
+    variables = n * links if model == "congestion" else n * (n - 1) * links
+    if model != "tree-packing" and variables > MAX_LP_VARIABLES:
+        raise MethodError(
+            f"the {model} LP of {topology.name} would have about {variables:,} variables, "
+            f"more than the {MAX_LP_VARIABLES:,} optcoll lp builds (PuLP holds each in "
+            "memory); optcoll bound gives r* exactly without an LP"
+        )
+
+
 def _lp_model(topology: Any, args: argparse.Namespace) -> Any:
     """The PuLP model ``optcoll lp export`` writes."""
+    _check_model_size(topology, args.model)
     if args.model == "congestion":
         from formulations.congestion import build_congestion
 
@@ -129,6 +147,7 @@ def _lp_solve(
 ) -> tuple[str, Any, dict[str, Any], list[str]]:
     """Solve the chosen model: (label, exact value, JSON fields, text lines)."""
     data: dict[str, Any] = {"topology": topology.name, "model": args.model}
+    _check_model_size(topology, args.model)
     if args.model == "tree-packing":
         from optcoll.schedules.tree_packing import fractional_tree_packing
 

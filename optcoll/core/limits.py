@@ -40,6 +40,7 @@ __all__ = [
     "check_nesting",
     "is_decimal",
     "MAX_FILE_BYTES",
+    "MAX_LP_VARIABLES",
     "read_file",
 ]
 
@@ -58,6 +59,9 @@ MAX_NESTING = 100
 MAX_TRIALS = 100_000
 #: Bytes of the largest input file (topology, schedule, program, plan, trace).
 MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Variables of the largest LP model ``optcoll lp`` builds: PuLP holds each variable and
+#: its terms as Python objects (about 1 KiB), so 2 million stay within a few gigabytes.
+MAX_LP_VARIABLES = 2_000_000
 
 
 def read_file(path: str | Path, error: type[OptCollError] = FileFormatError) -> bytes:

@@ -109,6 +109,7 @@ from optcoll.core.process_groups import make_groups
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import (
     COLLECTIVES,
+    FILE_STATS,
     ORDER_STATS,
     ImageTrees,
     Route,
@@ -963,7 +964,7 @@ def _unchecked(
 ) -> tuple[str, ...]:
     """The ``stats`` fields :func:`_false_stats` cannot recompute (a builder's own records,
     and those relative to a bound the caller did not give)."""
-    recomputed = set(_RECOMPUTED)
+    recomputed = set(FILE_STATS)  # the stats a file states: each is recomputed here
     if _lower_bound(schedule.collective, optimum, cut_ratio) is None:
         recomputed.discard("ratio_to_optimum")
     if cut_ratio is None or schedule.collective not in _SINGLE_ROOT:
@@ -972,22 +973,6 @@ def _unchecked(
         recomputed.discard("U_scaled")
     recomputed |= ORDER_STATS  # instructions, not claims: their form is checked
     return tuple(name for name in schedule.stats if name not in recomputed)
-
-
-#: The ``stats`` fields :func:`_false_stats` recomputes.
-_RECOMPUTED = frozenset(
-    {
-        "trees",
-        "max_height",
-        "mean_height",
-        "total_sends",
-        "routes",
-        "paths",
-        "ratio_to_optimum",
-        "min_cut_bandwidth",
-        "U_scaled",
-    }
-)
 
 
 def _lower_bound(

@@ -77,14 +77,14 @@ def test_ll_plans_are_refused_for_other_reductions():
 
 def test_cli_writes_simple_and_ll_bands(tmp_path, capsys):
     """The LL plan covers sizes up to where it is simulated no slower than the Simple
-    one (ring:4 allreduce: 256 KiB, measured), the Simple plan the sizes above."""
+    one (ring:4 allreduce: 64 KiB, measured), the Simple plan the sizes above."""
     out = tmp_path / "p.json"
     args = ["export", "ring:4", "--format", "mscclpp", "--collective", "allreduce"]
     assert main([*args, "-o", str(out), "--json"]) == 0
     files = json.loads(capsys.readouterr().out)["files"]
     bands = {Path(f["path"]).name: (f["min_message_size"], f["max_message_size"]) for f in files}
-    assert bands["p.ll.json"] == (0, 256 * 1024)
-    assert bands["p.json"][0] == 256 * 1024 + 1
+    assert bands["p.ll.json"] == (0, 64 * 1024)
+    assert bands["p.json"][0] == 64 * 1024 + 1
     for name in bands:
         assert check_plan_file(tmp_path / name).ok
 
@@ -215,7 +215,7 @@ def test_cli_errors_and_no_overwrite(tmp_path, capsys):
     written = out  # -o FILE writes FILE, the out-of-place plan
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no LL plan pays here
     summary = capsys.readouterr().out
-    assert "pipelined in 512 KiB units" in summary and "piece" not in summary
+    assert "pipelined in 256 KiB units" in summary and "piece" not in summary
     assert main(["check-plan", str(written)]) == 0
     before = written.read_text()
     assert main(["export", "ring:4", "--format", "mscclpp", "-o", str(out)]) == 2

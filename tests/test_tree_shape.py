@@ -18,27 +18,29 @@ def packing_of(schedule):
     return [(t.root, t.chunks, tuple((e.src, e.dst) for e in t.edges)) for t in schedule.trees]
 
 
-def shaped_and_plain(spec, k=None):
+def shaped_and_plain(spec, k=None, symmetry=True):
     topology = build(spec)
     return (
         topology,
-        pack_arborescences(topology, k, shape=True),
-        pack_arborescences(topology, k, shape=False),
+        pack_arborescences(topology, k, shape=True, symmetry=symmetry),
+        pack_arborescences(topology, k, shape=False, symmetry=symmetry),
     )
 
 
 @pytest.mark.parametrize(
-    ("spec", "k", "before", "after"),
+    ("spec", "k", "symmetry", "before", "after"),
     [
-        ("dgx-a100:2", None, (2, 2.0), (2, 2.0)),  # layered: every tree at its eccentricity
-        ("dgx-a100:2", 8, (8, 4.71), (8, 4.258)),
-        ("dgx-a100:16", 1, (4, 2.055), (2, 2.0)),
-        ("mi250:2", None, (18, 10.267), (17, 10.16)),
-        ("mi250:4", None, (13, 7.987), (11, 7.625)),
+        ("dgx-a100:2", None, True, (2, 2.0), (2, 2.0)),  # layered: every tree at its eccentricity
+        ("dgx-a100:2", 8, True, (2, 2.0), (2, 2.0)),  # fixed k: layered on one root per orbit
+        ("dgx-a100:16", 1, True, (2, 2.0), (2, 2.0)),
+        ("dgx-a100:2", 8, False, (8, 4.71), (8, 4.258)),  # every root packed: the shape pass
+        ("dgx-a100:16", 1, False, (4, 2.055), (2, 2.0)),
+        ("mi250:2", None, True, (18, 10.267), (17, 10.16)),
+        ("mi250:4", None, True, (13, 7.987), (11, 7.625)),
     ],
 )
-def test_shaped_trees_are_lower_at_exactly_the_same_time_factor(spec, k, before, after):
-    topology, shaped, plain = shaped_and_plain(spec, k)
+def test_shaped_trees_are_lower_at_exactly_the_same_time_factor(spec, k, symmetry, before, after):
+    topology, shaped, plain = shaped_and_plain(spec, k, symmetry)
     assert (plain.stats["max_height"], plain.stats["mean_height"]) == before
     assert (shaped.stats["max_height"], shaped.stats["mean_height"]) == after
     assert shaped.time_factor == plain.time_factor  # exact Fractions

@@ -841,9 +841,11 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
 
 
 def _with_order(table: Timetable) -> Schedule:
-    """The timetable's schedule with its order in its stats (``starts``: per tree, the
-    start time in µs of each edge's transfer), which the schedule JSON carries."""
-    stats = {**table.schedule.stats, "starts": [list(s) for s in table.starts]}
+    """The timetable's schedule with its order in its stats (``priority`` timetable and
+    ``starts``: per tree, the start time in µs of each edge's transfer), which the
+    schedule JSON carries."""
+    starts = [list(s) for s in table.starts]
+    stats = {**table.schedule.stats, "priority": "timetable", "starts": starts}
     return replace(table.schedule, stats=stats)
 
 

@@ -381,7 +381,12 @@ def _verify_images(
                     checked.add(key)
     except _Invalid as bad:
         return Verification(False, str(bad), method="compact")
-    forward = orbit_sums(action, _loads(representatives))
+    loads = _loads(representatives)
+    if set(phases) == {"reduce_scatter"}:  # data runs toward the roots: on the reversed links
+        summed = orbit_sums(action, {(v, u): load for (u, v), load in loads.items()})
+        forward = {(v, u): load for (u, v), load in summed.items()}
+    else:
+        forward = orbit_sums(action, loads)
     return _verdict(topology, schedule, forward, optimum, require_optimal, cut_ratio, "compact")
 
 

@@ -68,6 +68,7 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.graph.symmetry import automorphisms
 from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collectives import (
     _allreduce,
     _build_collective,
@@ -109,6 +110,7 @@ from optcoll.sim.simulator import (
     simulate,
     tree_tasks,
 )
+from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -166,6 +168,7 @@ class Candidate:
     aggregation: AggregationSchedule | None = None
     deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
     floor: RingFloor | None = None
+    steps: RoutedSteps | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -173,8 +176,10 @@ class Candidate:
         aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
         if self.chunks_per_node:
             return (TIMETABLE,)
-        if self.aggregation is not None or (
-            self.schedule is not None and self.schedule.collective == "alltoall"
+        if (
+            self.steps is not None
+            or self.aggregation is not None
+            or (self.schedule is not None and self.schedule.collective == "alltoall")
         ):
             return ("progress",)
         return PRIORITIES
@@ -206,6 +211,8 @@ class Candidate:
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+        if self.steps is not None:
+            return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
             graph = TaskGraph()
             schedule = timetable.schedule
@@ -229,6 +236,8 @@ class Candidate:
 
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.steps is not None:
+            return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
@@ -387,6 +396,8 @@ def candidates(
         )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+    for steps in step_schedules(topology.compute_nodes, collective):
+        found.append(Candidate(steps.method, steps=route_steps(topology, steps)))
     return found
 
 
@@ -739,6 +750,9 @@ class _Search:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             least = min(self.network.latency, default=0.0)
             return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
+        if option.steps is not None:
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            return data * float(option.steps.time_factor) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -976,6 +990,8 @@ def _cost_tasks(
     """The task graph of a cost's method (None: nothing to simulate)."""
     if isinstance(cost.schedule, AggregationSchedule):
         return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
+    if isinstance(cost.schedule, RoutedSteps):
+        return step_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
         option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
         return option.tasks(network, size, slice_bytes)

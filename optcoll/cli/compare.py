@@ -20,6 +20,7 @@ from optcoll.cli._core import (
     size_text,
 )
 from optcoll.core.rational import fraction_text
+from optcoll.core.schedule import canonical_collective
 
 NAME = "compare"
 HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree baselines"
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         compare_methods,
     )
     from optcoll.sim.plan import method_times
+    from optcoll.sim.steps import step_costs
 
     inputs = command_inputs(args)
     if args.plot:
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         costs = compare_methods(
             topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
         )
+        collective = canonical_collective(args.collective)
+        costs += step_costs(topology, collective, default_latency=latency)
     else:
         costs = compare_group_methods(
             groups, args.collective, default_latency=latency, form=args.group_form

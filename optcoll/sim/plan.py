@@ -334,7 +334,7 @@ def candidates(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in candidates(build("dgx-a100:2"))]
-    ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
+    ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring', 'recursive doubling', 'Bruck', 'Swing']
     """
 
     collective = canonical_collective(collective)

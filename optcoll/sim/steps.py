@@ -38,6 +38,7 @@ from fractions import Fraction
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.cost_model import DEFAULT_LATENCY, Cost, link_latencies, widest_paths
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -50,8 +51,15 @@ from optcoll.sim.simulator import (
 )
 from optcoll.verify.steps import verify_steps
 
-__all__ = ["RoutedSteps", "route_steps", "step_tasks", "step_task_count", "simulate_steps",
-           "step_cost"]  # fmt: skip
+__all__ = [
+    "RoutedSteps",
+    "route_steps",
+    "step_tasks",
+    "step_task_count",
+    "simulate_steps",
+    "step_cost",
+    "step_costs",
+]
 
 Arc = tuple[str, str]
 
@@ -128,11 +136,11 @@ def _slices(size: float, slice_bytes: int | None) -> int:
 def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> int:
     """How many tasks :func:`step_tasks` builds for an ``size``-byte collective."""
     block = routed.schedule.block_bytes(size)
-    return sum(
-        _slices(block * len(send.blocks), slice_bytes)
-        for step in routed.schedule.steps
-        for send in step
-    )
+    count = 0
+    for step in routed.schedule.steps:
+        count += sum(_slices(block * len(send.blocks), slice_bytes) for send in step)
+        count += len({v for send in step for v in (send.src, send.dst)})  # the joins
+    return count
 
 
 def step_tasks(
@@ -161,12 +169,13 @@ def step_tasks(
     schedule = routed.schedule
     block = schedule.block_bytes(size)
     arcs = {key: network.path(path) for key, path in routed.paths.items()}
-    # per node, the tasks it sent or received in the last step it took part in
-    last: dict[str, list[int]] = {}
+    # per node, a task that ends with the last step it took part in (a join: no
+    # overhead, no data, after every slice it sent or received then)
+    last: dict[str, int] = {}
     for step in schedule.steps:
         took: dict[str, list[int]] = {}
         for send in step:
-            after = sorted({*last.get(send.src, ()), *last.get(send.dst, ())})
+            after = sorted({last[v] for v in (send.src, send.dst) if v in last})
             message = block * len(send.blocks)
             pieces = _slices(message, slice_bytes)
             tasks = [
@@ -181,7 +190,8 @@ def step_tasks(
             ]
             took.setdefault(send.src, []).extend(tasks)
             took.setdefault(send.dst, []).extend(tasks)
-        last.update(took)
+        for node, tasks in took.items():
+            last[node] = graph.add(None, (), 0.0, tasks)
     return graph
 
 
@@ -234,3 +244,22 @@ def step_cost(
         alpha,
         routed,
     )
+
+
+def step_costs(
+    topology: Topology, collective: str, *, default_latency: Fraction = DEFAULT_LATENCY
+) -> list[Cost]:
+    """The cost of every log-step schedule of ``collective`` on ``topology``
+    (:func:`optcoll.schedules.baselines.step_catalogue.step_schedules`, ranks in the order of
+    the compute nodes), as ``optcoll compare`` lists them.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
+    ['recursive doubling', 'Bruck', 'Swing']
+    """
+    return [
+        step_cost(topology, route_steps(topology, s), default_latency=default_latency)
+        for s in step_schedules(topology.compute_nodes, collective)
+    ]

@@ -32,7 +32,10 @@ every allreduce, whatever the switches do), the larger of the two floors; for al
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
 (:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for an allgather on a
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
-(:mod:`optcoll.sim.timetable`, synthesized for each size).
+(:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
+and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
+Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
+and simulated by :mod:`optcoll.sim.steps`.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
 waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the

@@ -53,7 +53,7 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
     if len(rank) != n:
         return fail("a compute node is listed twice")
     if schedule.collective != "allreduce" and blocks != n:
-        return fail(f"an {schedule.collective} has one block per node ({n}), not {blocks}")
+        return fail(f"a {schedule.collective} has one block per node ({n}), not {blocks}")
     held: list[dict[int, frozenset[int]]]
     if schedule.collective == "allgather":
         held = [{i: frozenset({i})} for i in range(n)]
@@ -88,17 +88,16 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
                     target[block] = mine | inputs
                 else:
                     target[block] = inputs
-    for i, values in enumerate(held):
+    for i, state in enumerate(held):
         wanted = [i] if schedule.collective == "reduce_scatter" else range(blocks)
         for block in wanted:
             full = frozenset({block}) if schedule.collective == "allgather" else everyone
-            inputs = values.get(block)
-            if inputs is None:
+            if block not in state:
                 return fail(f"node {nodes[i]} ends without block {block}")
-            if inputs != full:
-                missing = ", ".join(nodes[j] for j in sorted(full - inputs))
+            if state[block] != full:
+                missing = ", ".join(nodes[j] for j in sorted(full - state[block]))
                 return fail(
-                    f"node {nodes[i]} ends with block {block} summed over {len(inputs)} of "
-                    f"{len(full)} inputs (missing {missing})"
+                    f"node {nodes[i]} ends with block {block} summed over {len(state[block])} "
+                    f"of {len(full)} inputs (missing {missing})"
                 )
     return StepVerdict(True, "", schedule.num_steps, schedule.messages)

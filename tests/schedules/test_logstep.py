@@ -10,8 +10,8 @@ import pytest
 
 from optcoll.exceptions import ScheduleError
 from optcoll.schedules.baselines.logstep import (
+    Fold,
     bruck_allgather,
-    fold,
     rabenseifner_allreduce,
     recursive_doubling_allgather,
     recursive_doubling_allreduce,
@@ -86,7 +86,7 @@ def test_bruck_moves_n_minus_one_blocks_per_rank(n):
 
 
 def test_fold_pairs_the_first_ranks():
-    f = fold(11)  # p = 8, r = 3
+    f = Fold(11)  # p = 8, r = 3
     assert f.extra == {0: 1, 2: 3, 4: 5}
     assert f.active == [1, 3, 5, 6, 7, 8, 9, 10]
     assert sorted(b for g in f.groups for b in g) == list(range(11))

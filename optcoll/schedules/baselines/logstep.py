@@ -50,7 +50,6 @@ from optcoll.exceptions import ScheduleError
 __all__ = [
     "Pairing",
     "Fold",
-    "fold",
     "xor_pairings",
     "butterfly_allgather",
     "butterfly_reduce_scatter",
@@ -81,7 +80,7 @@ class Fold:
 
     Examples
     --------
-    >>> f = fold(6)
+    >>> f = Fold(6)
     >>> f.active, f.extra, f.groups
     ([1, 3, 4, 5], {0: 1, 2: 3}, [(0, 1), (2, 3), (4,), (5,)])
     """
@@ -96,18 +95,20 @@ class Fold:
         self.groups = [(x - 1, x) if x < 2 * r else (x,) for x in self.active]
 
 
-def fold(n: int) -> Fold:
-    """The :class:`Fold` of ``n`` ranks."""
-    return Fold(n)
-
-
 def xor_pairings(p: int) -> list[Pairing]:
     """Recursive halving's pairings of ``p = 2^k`` ranks: ``x XOR p/2``, ..., ``x XOR 1``.
 
     >>> [f(0) for f in xor_pairings(8)]
     [4, 2, 1]
     """
-    return [lambda x, m=p >> (t + 1): x ^ m for t in range(p.bit_length() - 1)]
+    return [_xor(p >> (t + 1)) for t in range(p.bit_length() - 1)]
+
+
+def _xor(mask: int) -> Pairing:
+    def partner(x: int) -> int:
+        return x ^ mask
+
+    return partner
 
 
 def _responsible(pairings: Sequence[Pairing], p: int) -> list[list[frozenset[int]]]:
@@ -200,7 +201,7 @@ def butterfly_allgather(
 ) -> StepSchedule:
     """An allgather over the butterfly ``pairings(p)`` (run backwards), any ``N``."""
     nodes = _checked(nodes)
-    f = fold(len(nodes))
+    f = Fold(len(nodes))
     steps = [
         *_fold_in(nodes, f, None),
         *_ag_steps(nodes, f, pairings(len(f.active))),
@@ -215,7 +216,7 @@ def butterfly_reduce_scatter(
     """A reduce-scatter over the butterfly ``pairings(p)``, any ``N``."""
     nodes = _checked(nodes)
     n = len(nodes)
-    f = fold(n)
+    f = Fold(n)
     steps = [
         *_fold_in(nodes, f, range(n)),
         *_rs_steps(nodes, f, pairings(len(f.active))),
@@ -230,7 +231,7 @@ def butterfly_allreduce(
     """Reduce-scatter then allgather over the butterfly ``pairings(p)``, any ``N``."""
     nodes = _checked(nodes)
     n = len(nodes)
-    f = fold(n)
+    f = Fold(n)
     chosen = pairings(len(f.active))
     steps = [
         *_fold_in(nodes, f, range(n)),
@@ -248,7 +249,7 @@ def exchange_allreduce(
     run backwards (recursive doubling's order), any ``N``: the latency-optimal allreduce."""
     nodes = _checked(nodes)
     n = len(nodes)
-    f = fold(n)
+    f = Fold(n)
     whole = tuple(range(n))
     exchanges = [
         tuple(
@@ -304,7 +305,7 @@ def bruck_allgather(nodes: Sequence[str]) -> StepSchedule:
     """
     nodes = _checked(nodes)
     n = len(nodes)
-    fold(n)  # N >= 2
+    Fold(n)  # N >= 2
     steps = []
     distance = 1
     while distance < n:

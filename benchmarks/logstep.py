@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import print_table
-from optcoll.sim.plan import candidates, plan
+from optcoll.sim.size_plan import candidates, plan
 from optcoll.topologies import build
 
 SPECS = ("torus:8x8", "dgx-h100:4", "leaf-spine:leaves=4,hosts=8,spines=4", "ring:16")

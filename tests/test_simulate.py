@@ -13,18 +13,17 @@ from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import TopologyBuilder
-from optcoll.schedules.collectives import allreduce
-from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.cost_model import (
-    SIZES,
-    compare_methods,
+from optcoll.schedules.baselines import (
     double_binary_tree_allreduce,
     hierarchical_ring_allgather,
     ring_allgather,
     ring_allreduce,
-    schedule_cost,
     widest_paths,
 )
+from optcoll.schedules.collectives import allreduce
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import SIZES, schedule_cost
+from optcoll.studies.compare import compare_methods
 from optcoll.topologies import build
 
 
@@ -183,6 +182,7 @@ def test_compare_curves_are_the_simulator_times(capsys):
     the same schedule (default overhead and slice), for trees, rings and the double
     binary tree; it never beats the asymptotic algbw."""
     from optcoll.sim.simulator import simulate_schedule, simulate_trees
+    from optcoll.sim.steps import RoutedSteps, simulate_steps
 
     topo = build("dgx-a100:1")
     assert main(["compare", "dgx-a100:1", "--collective", "allreduce", "--sizes", "1M", "256M",
@@ -192,13 +192,16 @@ def test_compare_curves_are_the_simulator_times(capsys):
     for method, cost in costs.items():
         for point in rows[method]["curve"]:
             size = point["bytes"]
-            if cost.schedule is not None:
+            if isinstance(cost.schedule, RoutedSteps):
+                time_us = simulate_steps(topo, cost.schedule, size).time_us
+            elif cost.schedule is not None:
                 time_us = simulate_schedule(topo, cost.schedule, size).time_us
             else:
                 time_us = simulate_trees(topo, cost.trees, size, cost.phases).time_us
             assert point["algbw"] == pytest.approx(size / time_us / 1000, abs=1e-3), method
             assert point["algbw"] <= rows[method]["algbw"] + 1e-6
-    assert set(rows) == {"optimal (k=1)", "fixed k=1", "ring", "double binary tree"}
+    assert set(rows) == {"optimal (k=1)", "fixed k=1", "ring", "double binary tree",
+                         "recursive doubling", "Rabenseifner", "Swing", "Swing (latency)"}  # fmt: skip
 
 
 def test_mi250_2_k2_disagreement_is_gone():

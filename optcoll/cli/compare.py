@@ -20,7 +20,6 @@ from optcoll.cli._core import (
     size_text,
 )
 from optcoll.core.rational import fraction_text
-from optcoll.core.schedule import canonical_collective
 
 NAME = "compare"
 HELP = "algbw of the optimal schedule against ring, hierarchical ring and tree baselines"
@@ -46,17 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.sim.cost_model import (
-        DEFAULT_LATENCY,
-        SIZES,
-        compare_group_methods,
-        compare_methods,
-    )
-    from optcoll.sim.plan import method_times
-    from optcoll.sim.steps import step_costs
+    from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.size_plan import method_times
+    from optcoll.studies.compare import compare_group_methods, compare_methods
 
     inputs = command_inputs(args)
     if args.plot:
@@ -70,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
         costs = compare_methods(
             topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
         )
-        collective = canonical_collective(args.collective)
-        costs += step_costs(topology, collective, default_latency=latency)
     else:
         costs = compare_group_methods(
             groups, args.collective, default_latency=latency, form=args.group_form

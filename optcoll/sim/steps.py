@@ -2,7 +2,7 @@
 
 A :class:`~optcoll.core.step_schedule.StepSchedule` says which blocks go from which
 compute node to which in each step; :func:`route_steps` puts every message on the widest
-path between its two nodes (:func:`optcoll.sim.cost_model.widest_paths`, as the baselines
+path between its two nodes (:func:`optcoll.schedules.baselines.routing.widest_paths`, as the baselines
 and MSCCL programs are routed), :func:`step_tasks` makes its transfers for the event
 simulator (:mod:`optcoll.sim.simulator`) and :func:`step_cost` its exact terms for
 ``optcoll compare``.
@@ -35,11 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latency
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines.routing import widest_paths
 from optcoll.schedules.baselines.step_catalogue import step_schedules
-from optcoll.sim.cost_model import DEFAULT_LATENCY, Cost, link_latencies, widest_paths
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -231,9 +232,7 @@ def step_cost(
     for step in routed.schedule.steps:
         worst = Fraction(0)
         for send in step:
-            path = routed.paths[(send.src, send.dst)]
-            worst = max(worst, sum((latency[a] for a in zip(path, path[1:], strict=False)),
-                                   Fraction(0)))  # fmt: skip
+            worst = max(worst, path_latency(routed.paths[(send.src, send.dst)], latency))
         alpha += worst
     schedule = routed.schedule
     return Cost(

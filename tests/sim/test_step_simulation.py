@@ -9,7 +9,7 @@ import pytest
 
 from optcoll.schedules.baselines.logstep import bruck_allgather, rabenseifner_allreduce
 from optcoll.schedules.baselines.step_catalogue import STEP_BUILDERS
-from optcoll.sim.plan import candidates, method_times, plan
+from optcoll.sim.size_plan import candidates, method_times, plan
 from optcoll.sim.steps import route_steps, simulate_steps, step_cost
 from optcoll.topologies import build
 

@@ -967,7 +967,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015]]
+    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031]]
     """
     network = Network.of(topology, default_latency)
     times = []

@@ -7,8 +7,10 @@ process groups; every size-dependent number comes from the event simulator
 Examples
 --------
 >>> from optcoll.topologies import build
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")]
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:4]
 ['optimal (k=1)', 'fixed k=1', 'ring', 'double binary tree']
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][4:]
+['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 """
 
 from __future__ import annotations

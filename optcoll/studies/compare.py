@@ -54,9 +54,9 @@ def compare_methods(
 
     allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
     (multi-box topologies only); allreduce: the same two tree schedules run as
-    reduce-scatter + allgather, ring allreduce and the double binary tree; both: the
+    reduce-scatter + allgather, ring allreduce and the double binary tree; both: then the
     log-step schedules (:func:`optcoll.sim.steps.step_costs`: recursive doubling, Bruck,
-    Rabenseifner, Swing) last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
+    Rabenseifner, Swing); allreduce where switches reduce: in-network last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
     :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
     has the same candidates).
@@ -105,10 +105,11 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
-        if has_aggregation_lp(topology):
-            schedule = aggregation_schedule(topology)
-            costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
-    return costs + step_costs(topology, collective, default_latency=default_latency)
+    costs += step_costs(topology, collective, default_latency=default_latency)
+    if collective == "allreduce" and has_aggregation_lp(topology):
+        schedule = aggregation_schedule(topology)
+        costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
+    return costs
 
 
 def compare_group_methods(

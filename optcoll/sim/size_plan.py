@@ -81,6 +81,7 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
+from optcoll.schedules.baselines.routing import equal_boxes
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collectives import (
     _allreduce,
@@ -397,7 +398,7 @@ def candidates(
         )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
-    for steps in step_schedules(topology.compute_nodes, collective):
+    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
         found.append(Candidate(steps.method, steps=route_steps(topology, steps)))
     return found
 

@@ -2,7 +2,9 @@
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
 :mod:`optcoll.schedules.baselines.logstep` and :mod:`optcoll.schedules.baselines.swing`
-that runs the collective, over the compute nodes in declaration order (their ranks).
+that runs the collective, over the compute nodes in declaration order (their ranks), and
+on two or more equal boxes the hierarchical ones of
+:mod:`optcoll.schedules.baselines.hierarchical_steps`.
 
 Examples
 --------
@@ -10,6 +12,8 @@ Examples
 ['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 >>> [s.method for s in step_schedules("abcdef", "broadcast")]
 []
+>>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-1]
+'hierarchical (recursive doubling + direct)'
 """
 
 from __future__ import annotations
@@ -17,6 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
+from optcoll.schedules.baselines.hierarchical_steps import (
+    ACROSS,
+    hierarchical_allgather,
+    hierarchical_allreduce,
+    hierarchical_reduce_scatter,
+)
 from optcoll.schedules.baselines.logstep import (
     bruck_allgather,
     rabenseifner_allreduce,
@@ -46,9 +56,21 @@ STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = 
 }
 
 
-def step_schedules(nodes: Sequence[str], collective: str) -> list[StepSchedule]:
+def step_schedules(
+    nodes: Sequence[str], collective: str, boxes: Sequence[Sequence[str]] | None = None
+) -> list[StepSchedule]:
     """Every log-step schedule of ``collective`` over ``nodes`` (none for a collective
-    without one, or fewer than two nodes)."""
+    without one, or fewer than two nodes), and with ``boxes`` (two or more equal boxes of
+    the same nodes) the hierarchical ones."""
     if len(nodes) < 2:
         return []
-    return [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
+    found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
+    if boxes is None or collective not in STEP_BUILDERS:
+        return found
+    if collective == "allgather":
+        found.append(hierarchical_allgather(boxes))
+    elif collective == "reduce_scatter":
+        found.append(hierarchical_reduce_scatter(boxes))
+    else:
+        found += [hierarchical_allreduce(boxes, across) for across in ACROSS]
+    return found

@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -131,7 +132,8 @@ def route_steps(topology: Topology, schedule: StepSchedule) -> RoutedSteps:
 
 
 def _slices(size: float, slice_bytes: int | None) -> int:
-    return 1 if slice_bytes is None or size <= slice_bytes else -(-int(size) // slice_bytes)
+    """Slices of a ``size``-byte message (the simulator's rule for a chunk)."""
+    return 1 if slice_bytes is None or size <= slice_bytes else math.ceil(size / slice_bytes)
 
 
 def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> int:
@@ -214,9 +216,13 @@ def simulate_steps(
 def step_cost(
     topology: Topology, routed: RoutedSteps, *, default_latency: Fraction = DEFAULT_LATENCY
 ) -> Cost:
-    """The exact terms of a step schedule: ``time_factor`` its steps' busiest links summed
-    (:attr:`RoutedSteps.step_factor`), ``alpha`` its steps' longest path latencies summed;
-    the simulator runs ``routed``.
+    """The exact terms of a step schedule run step by step: ``time_factor`` its steps'
+    busiest links summed (:attr:`RoutedSteps.step_factor`), ``alpha`` its steps' longest
+    path latencies summed; the simulator runs ``routed``. Where every node takes part in
+    every step with equal messages (``N = 2^k``, Bruck) no two steps overlap; with folded
+    ranks a node may start its next step before others end theirs, so the simulated time
+    may lie below ``alpha + data(M) * time_factor`` (never below ``data(M)`` times
+    :attr:`RoutedSteps.time_factor`).
 
     Examples
     --------

@@ -157,8 +157,9 @@ _TRANSLATIONS = ""
 class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
-    or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    a greedy timetable of ``chunks_per_node`` chunks per node
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
+    log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
     until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
 

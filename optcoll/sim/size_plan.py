@@ -35,7 +35,7 @@ direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
 (:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
 and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
 Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
-and simulated by :mod:`optcoll.sim.steps`.
+and simulated by :mod:`optcoll.sim.steps`, on up to :data:`STEP_NODES` compute nodes.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
 waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
@@ -120,6 +120,7 @@ __all__ = [
     "planned_tasks",
     "PLAN_TASKS",
     "TIMETABLE_CHUNKS",
+    "STEP_NODES",
     "Candidate",
     "SizePlan",
     "candidates",
@@ -133,6 +134,10 @@ __all__ = [
 
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
 PLAN_TASKS = 300_000
+#: Most compute nodes on which :func:`candidates` offers the log-step schedules: routing
+#: every pair and checking the schedules takes 1.3 CPU s at 256 nodes (torus 16x16,
+#: allreduce), 28 at 1,024 (torus 32x32), more than plan's own 20 there.
+STEP_NODES = 256
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -399,8 +404,11 @@ def candidates(
         )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+    if topology.num_compute > STEP_NODES:
+        return found
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
     for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
-        found.append(Candidate(steps.method, steps=route_steps(topology, steps)))
+        found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
 

@@ -87,9 +87,15 @@ class RoutedSteps:
         return self.schedule.method
 
 
-def route_steps(topology: Topology, schedule: StepSchedule) -> RoutedSteps:
+def route_steps(
+    topology: Topology,
+    schedule: StepSchedule,
+    widest: dict[str, dict[str, tuple[str, ...]]] | None = None,
+) -> RoutedSteps:
     """Route every message of ``schedule`` on ``topology`` and check that it delivers its
-    collective (:func:`optcoll.verify.steps.verify_steps`).
+    collective (:func:`optcoll.verify.steps.verify_steps`). ``widest`` keeps the widest
+    paths from each sender found so far (filled in; share it between schedules of one
+    topology: finding them is most of the work).
 
     Raises
     ------
@@ -104,7 +110,7 @@ def route_steps(topology: Topology, schedule: StepSchedule) -> RoutedSteps:
     verdict = verify_steps(schedule)
     if not verdict.valid:
         raise ScheduleError(f"the {schedule.method} {schedule.collective} fails: {verdict.reason}")
-    widest: dict[str, dict[str, tuple[str, ...]]] = {}
+    widest = {} if widest is None else widest
     paths: dict[tuple[str, str], tuple[str, ...]] = {}
     total: dict[Arc, Fraction] = {}
     steps = Fraction(0)
@@ -264,7 +270,8 @@ def step_costs(
     >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
     ['recursive doubling', 'Bruck', 'Swing']
     """
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
     return [
-        step_cost(topology, route_steps(topology, s), default_latency=default_latency)
+        step_cost(topology, route_steps(topology, s, widest), default_latency=default_latency)
         for s in step_schedules(topology.compute_nodes, collective, equal_boxes(topology))
     ]

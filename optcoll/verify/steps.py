@@ -1,12 +1,14 @@
 """Execute a step schedule and check that it delivers its collective.
 
 Independent of the builders (:mod:`optcoll.schedules.baselines`): every node's value
-of every block is tracked as the set of inputs summed into it (an allgather's block
+of every block is tracked as the set of inputs summed into it (a bit set, one bit per
+node) (an allgather's block
 ``i`` is node ``i``'s input), the steps are executed as :mod:`optcoll.core.step_schedule`
 defines them (every message carries what its sender held at the start of the step), and
 the end state is compared with what the collective must leave. A reduction that would add
 an input twice, a message of a block its sender does not hold, a send to itself or to a
-node outside the schedule are findings. ``O(messages * blocks * N)``.
+node outside the schedule are findings. ``O(messages * blocks)`` set operations on
+``N``-bit integers.
 
 Examples
 --------
@@ -45,7 +47,7 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
     nodes = schedule.compute_nodes
     n, blocks = len(nodes), schedule.blocks
     rank = {v: i for i, v in enumerate(nodes)}
-    everyone = frozenset(range(n))
+    everyone = (1 << n) - 1
 
     def fail(reason: str) -> StepVerdict:
         return StepVerdict(False, reason, schedule.num_steps, schedule.messages)
@@ -54,11 +56,11 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
         return fail("a compute node is listed twice")
     if schedule.collective != "allreduce" and blocks != n:
         return fail(f"a {schedule.collective} has one block per node ({n}), not {blocks}")
-    held: list[dict[int, frozenset[int]]]
+    held: list[dict[int, int]]
     if schedule.collective == "allgather":
-        held = [{i: frozenset({i})} for i in range(n)]
+        held = [{i: 1 << i} for i in range(n)]
     else:
-        held = [dict.fromkeys(range(blocks), frozenset({i})) for i in range(n)]
+        held = [dict.fromkeys(range(blocks), 1 << i) for i in range(n)]
     for number, step in enumerate(schedule.steps):
         arriving = []
         for send in step:
@@ -78,9 +80,9 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
             target = held[rank[send.dst]]
             for block, inputs in values:
                 if send.reduce:
-                    mine = target.get(block, frozenset())
+                    mine = target.get(block, 0)
                     if mine & inputs:
-                        twice = ", ".join(nodes[i] for i in sorted(mine & inputs))
+                        twice = ", ".join(_members(mine & inputs, nodes))
                         return fail(
                             f"step {number}: {send.src} -> {send.dst}: block {block} would "
                             f"add the input of {twice} twice"
@@ -91,13 +93,18 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
     for i, state in enumerate(held):
         wanted = [i] if schedule.collective == "reduce_scatter" else range(blocks)
         for block in wanted:
-            full = frozenset({block}) if schedule.collective == "allgather" else everyone
+            full = 1 << block if schedule.collective == "allgather" else everyone
             if block not in state:
                 return fail(f"node {nodes[i]} ends without block {block}")
             if state[block] != full:
-                missing = ", ".join(nodes[j] for j in sorted(full - state[block]))
+                missing = ", ".join(_members(full & ~state[block], nodes))
                 return fail(
-                    f"node {nodes[i]} ends with block {block} summed over {len(state[block])} "
-                    f"of {len(full)} inputs (missing {missing})"
+                    f"node {nodes[i]} ends with block {block} summed over "
+                    f"{state[block].bit_count()} of {full.bit_count()} inputs (missing {missing})"
                 )
     return StepVerdict(True, "", schedule.num_steps, schedule.messages)
+
+
+def _members(bits: int, nodes: tuple[str, ...]) -> list[str]:
+    """The nodes whose bits are set in ``bits``, in rank order."""
+    return [v for i, v in enumerate(nodes) if bits >> i & 1]

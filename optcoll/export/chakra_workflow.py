@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 def export_chakra(request: ExportRequest) -> ExportReport:
     """Build the traces of ``request`` (``size`` bytes), check, write and report them."""
+    if request.size is None:
+        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    size = request.size
     if request.bands or request.channels is not None or request.max_bytes is not None:
         raise ExportError(
             "--format chakra writes one trace set for --size: drop --bands, --channels and "
@@ -57,7 +60,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     files: list[tuple[str, bytes]] = []
     entries = []
     for base, schedule, allgather, factor, optimum, group in sets:
-        traces = chakra_traces(schedule, request.size, allgather=allgather)
+        traces = chakra_traces(schedule, size, allgather=allgather)
         paths = [f"{base}.{rank}.et" for rank in range(len(traces))]
         files += zip(paths, traces, strict=True)
         collective = "allreduce" if allgather is not None else schedule.collective

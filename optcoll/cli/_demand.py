@@ -47,7 +47,7 @@ def add_demand_options(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="alltoall of a generated mixture-of-experts layer: key=value,... of tokens, "
         "hidden, dtype_bytes, experts, top_k, zipf (0 uniform routing, larger skewed), seed, "
-        "phase (dispatch or combine), placement (expert ranks joined by /)",
+        "step, phase (dispatch or combine), placement (expert ranks joined by /)",
     )
 
 

@@ -16,12 +16,12 @@ Examples
 >>> spec = MoeSpec(tokens=64, hidden=4, dtype_bytes=2, experts=8, top_k=2, zipf=1.0, seed=1)
 >>> d = moe_demand(spec, ("r0", "r1", "r2", "r3"))
 >>> d.bytes[0]
-(408, 280, 136, 128)
+(312, 240, 216, 168)
 >>> sum(map(sum, d.bytes)) <= 4 * 64 * 2 * 4 * 2, moe_demand(spec, d.ranks) == d
 (True, True)
 >>> moe_demand(MoeSpec(phase="combine", tokens=64, hidden=4, dtype_bytes=2, experts=8,
 ...                    top_k=2, zipf=1.0, seed=1), d.ranks).bytes[1][0]
-280
+240
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class MoeSpec:
     """One MoE layer's traffic (see the module docstring).
 
     ``placement``: the rank number of every expert (``None``: contiguous blocks).
+    ``seed`` fixes the experts' popularity; ``step`` the tokens' draw, so that successive
+    training steps keep their hot experts and change their routing.
     """
 
     tokens: int = 4096
@@ -53,6 +55,7 @@ class MoeSpec:
     top_k: int = 8
     zipf: float = 0.0
     seed: int = 0
+    step: int = 0
     phase: str = "dispatch"
     placement: tuple[int, ...] | None = None
 
@@ -68,11 +71,11 @@ def parse_moe_spec(text: str) -> MoeSpec:
     Examples
     --------
     >>> parse_moe_spec("tokens=128,experts=16,top_k=2,zipf=1.2,seed=3")
-    MoeSpec(tokens=128, hidden=7168, dtype_bytes=2, experts=16, top_k=2, zipf=1.2, seed=3, phase='dispatch', placement=None)
+    MoeSpec(tokens=128, hidden=7168, dtype_bytes=2, experts=16, top_k=2, zipf=1.2, seed=3, step=0, phase='dispatch', placement=None)
     >>> parse_moe_spec("topk=2")
     Traceback (most recent call last):
     ...
-    optcoll.exceptions.ArgumentError: --moe: unknown key 'topk'; valid: tokens, hidden, dtype_bytes, experts, top_k, zipf, seed, phase, placement
+    optcoll.exceptions.ArgumentError: --moe: unknown key 'topk'; valid: tokens, hidden, dtype_bytes, experts, top_k, zipf, seed, step, phase, placement
     """
     names = [f.name for f in fields(MoeSpec)]
     values: dict[str, Any] = {}
@@ -85,7 +88,7 @@ def parse_moe_spec(text: str) -> MoeSpec:
         if not sep or not value:
             raise ArgumentError(f"--moe: key {key!r} needs a value ({key}=...)")
         try:
-            if key in (*_INTEGERS, "seed"):
+            if key in (*_INTEGERS, "seed", "step"):
                 values[key] = int(value)
             elif key == "zipf":
                 values[key] = float(value)
@@ -108,6 +111,8 @@ def _check(spec: MoeSpec, n: int) -> tuple[int, ...]:
         raise ArgumentError(f"MoE top_k = {spec.top_k} exceeds the {spec.experts} experts")
     if not 0 <= spec.zipf <= 100 or spec.zipf != spec.zipf:
         raise ArgumentError(f"MoE zipf exponent must lie in [0, 100], got {spec.zipf!r}")
+    if isinstance(spec.step, bool) or not isinstance(spec.step, int) or spec.step < 0:
+        raise ArgumentError(f"MoE step must be a non-negative integer, got {shown(spec.step)}")
     if spec.phase not in MOE_PHASES:
         raise ArgumentError(f"MoE phase {spec.phase!r} is unknown; valid: {', '.join(MOE_PHASES)}")
     if spec.placement is None:
@@ -136,8 +141,8 @@ def moe_demand(spec: MoeSpec, ranks: Sequence[str]) -> Demand:
 
     n = len(ranks)
     home = np.array(_check(spec, n))
-    rng = np.random.default_rng(spec.seed)
-    popularity = rng.permutation(spec.experts)
+    popularity = np.random.default_rng(spec.seed).permutation(spec.experts)
+    rng = np.random.default_rng([spec.seed, spec.step])
     log_weight = -spec.zipf * np.log1p(popularity.astype(np.float64))
     per_token = spec.hidden * spec.dtype_bytes
     counts = np.zeros((n, n), dtype=np.int64)
@@ -150,7 +155,8 @@ def moe_demand(spec: MoeSpec, ranks: Sequence[str]) -> Demand:
     rows = tuple(tuple(int(x) * per_token for x in row) for row in counts.tolist())
     origin = (
         f"MoE {spec.phase} (tokens={spec.tokens}, hidden={spec.hidden}, "
-        f"experts={spec.experts}, top_k={spec.top_k}, zipf={spec.zipf}, seed={spec.seed})"
+        f"experts={spec.experts}, top_k={spec.top_k}, zipf={spec.zipf}, seed={spec.seed}, "
+        f"step={spec.step})"
     )
     demand = Demand(tuple(ranks), rows, origin)
     return demand.transposed() if spec.phase == "combine" else demand

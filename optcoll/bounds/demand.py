@@ -156,17 +156,53 @@ def _demand_cut_bound(
             for size in range(1, len(nodes))
             for c in itertools.combinations(nodes, size)
         )
-    else:
-        boxes: dict[str, set[str]] = {}
-        for v in nodes:
-            group = topology.node[v].group
-            if group is not None:
-                boxes.setdefault(group, set()).add(v)
-        single = [frozenset({c}) for c in topology.compute_nodes]
-        sides = [*single, *(frozenset(b) for b in boxes.values()), *candidates]
-        sets = itertools.chain.from_iterable((s, everything - s) for s in sides)
-    for side in sets:
-        ratio = _cut_ratio(topology, pairs, side)
+        for side in sets:
+            ratio = _cut_ratio(topology, pairs, side)
+            if ratio > best[0]:
+                best = (ratio, side)
+        return DemandCut(best[0], best[1], exhaustive)
+    # single compute nodes and boxes, both sides, from per-node and per-box totals
+    boxes: dict[str, set[str]] = {}
+    for v in nodes:
+        group = topology.node[v].group
+        if group is not None:
+            boxes.setdefault(group, set()).add(v)
+    sent: dict[str, int] = {}
+    received: dict[str, int] = {}
+    leaving: dict[str, int] = {}  # bytes leaving each box
+    entering: dict[str, int] = {}
+    box_of = {v: topology.node[v].group for v in topology.compute_nodes}
+    for (a, b), amount in pairs.items():
+        sent[a] = sent.get(a, 0) + amount
+        received[b] = received.get(b, 0) + amount
+        ga, gb = box_of[a], box_of[b]
+        if ga != gb:
+            if ga is not None:
+                leaving[ga] = leaving.get(ga, 0) + amount
+            if gb is not None:
+                entering[gb] = entering.get(gb, 0) + amount
+    out_bw: dict[str, Fraction] = {}
+    in_bw: dict[str, Fraction] = {}
+    for (u, v), c in topology.capacity.items():
+        out_bw[u] = out_bw.get(u, Fraction(0)) + c
+        in_bw[v] = in_bw.get(v, Fraction(0)) + c
+    found: list[tuple[Fraction, frozenset[str]]] = []
+    for v in topology.compute_nodes:
+        if sent.get(v):
+            found.append((sent[v] / out_bw[v], frozenset({v})))
+        if received.get(v):
+            found.append((received[v] / in_bw[v], everything - {v}))
+    for group, members in boxes.items():
+        side = frozenset(members)
+        if leaving.get(group):
+            found.append((leaving[group] / topology.cut_bandwidth(side), side))
+        if entering.get(group):
+            found.append(
+                (entering[group] / topology.cut_bandwidth(everything - side), everything - side)
+            )
+    for side in itertools.chain.from_iterable((c, everything - c) for c in candidates):
+        found.append((_cut_ratio(topology, pairs, side), side))
+    for ratio, side in found:
         if ratio > best[0]:
             best = (ratio, side)
     return DemandCut(best[0], best[1], exhaustive)

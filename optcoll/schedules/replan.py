@@ -10,6 +10,8 @@ time (:func:`optcoll.bounds.demand.demand_optimum`) costs seconds; :func:`replan
   candidate is scored by its exact link loads, and the best of it, the hierarchical and
   the direct routes (:mod:`optcoll.schedules.alltoallv`) is returned, checked by the
   independent verifier (:func:`optcoll.verify.demand.verify_demand_routes`).
+* **Cold start.** Without a previous optimum (``replan_basis(topology)``), the better
+  baseline and the cut bound: no LP at all, at any scale.
 * **Lower bound.** Any length function ``l >= 0`` proves ``T >= sum_pairs D[s][d]
   dist_l(s, d) / sum_a bandwidth(a) l(a)`` for *every* demand, so the previous
   optimum's length function bounds the new demand too
@@ -79,25 +81,35 @@ class ReplanBasis:
     seconds: float
 
 
-def replan_basis(topology: Topology, optimum: DemandOptimum) -> ReplanBasis:
-    """Build the basis of :func:`replan` from an exact optimum on ``topology`` (once)."""
+def replan_basis(topology: Topology, optimum: DemandOptimum | None = None) -> ReplanBasis:
+    """Build the basis of :func:`replan` from an exact optimum on ``topology`` (once).
+
+    Without ``optimum`` (a cold start, no LP at all) the re-plan takes the better
+    baseline and the cut bound.
+    """
     topology_argument(topology)
-    instance_argument(optimum, DemandOptimum, "optimum", "optcoll.bounds.demand.demand_optimum")
-    check_demand(topology, optimum.demand)
     start = time.perf_counter()
-    pairs = optimum.demand.pairs()
-    paths = demand_path_decomposition(topology, optimum.routing, pairs)
-    shares = {
-        pair: tuple((path, w / pairs[pair]) for path, w in found) for pair, found in paths.items()
-    }
+    shares: dict[tuple[str, str], tuple[tuple[Path, Fraction], ...]] = {}
+    lengths: dict[Arc, Fraction] = {}
+    cut: frozenset[str] = frozenset()
+    if optimum is not None:
+        instance_argument(optimum, DemandOptimum, "optimum", "optcoll.bounds.demand.demand_optimum")
+        check_demand(topology, optimum.demand)
+        pairs = optimum.demand.pairs()
+        paths = demand_path_decomposition(topology, optimum.routing, pairs)
+        shares = {
+            pair: tuple((path, w / pairs[pair]) for path, w in found)
+            for pair, found in paths.items()
+        }
+        lengths, cut = dict(optimum.lengths), optimum.cut
     everyone = {(s, d): 1 for s in topology.compute_nodes for d in topology.compute_nodes if s != d}
     hierarchical = {p: found[0][0] for p, found in _relayed(topology, everyone, False).items()}
     direct = {p: found[0][0] for p, found in _relayed(topology, everyone, True).items()}
     return ReplanBasis(
         topology,
         shares,
-        dict(optimum.lengths),
-        optimum.cut,
+        lengths,
+        cut,
         hierarchical,
         direct,
         time.perf_counter() - start,
@@ -171,7 +183,7 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
     start = time.perf_counter()
     pairs = demand.pairs()
     candidates = {
-        "warm": _warm_routes(basis, pairs),
+        **({"warm": _warm_routes(basis, pairs)} if basis.shares else {}),
         "hierarchical": [
             Route(*p, (RoutePath(b, basis.hierarchical[p]),)) for p, b in pairs.items()
         ],
@@ -184,8 +196,12 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
         rows.setdefault(s, {})[d] = b
     commodities = [Commodity(s, sinks) for s, sinks in rows.items()]
     lengths = {arc: x for arc, x in basis.lengths.items() if x}
-    by_length = length_bound(topology.node_ids, topology.capacity, commodities, lengths)
-    cut = _demand_cut_bound(topology, pairs, [basis.cut])
+    by_length = (
+        length_bound(topology.node_ids, topology.capacity, commodities, lengths)
+        if lengths
+        else Fraction(0)
+    )
+    cut = _demand_cut_bound(topology, pairs, [basis.cut] if basis.cut else [])
     lower, kind = (by_length, "length function") if by_length >= cut.ratio else (cut.ratio, "cut")
     check = verify_demand_routes(topology, demand, candidates[method], lower)
     if not check.valid or check.time_factor != times[method]:

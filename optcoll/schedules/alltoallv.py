@@ -15,6 +15,10 @@ Methods (:data:`DEMAND_METHODS`):
     less than one byte, so a link carries at most one extra byte per pair whose path on
     it was rounded up; ``stats["ratio_to_optimum"]`` gives the exact cost, negligible for
     real sizes).
+``"spray"``
+    Ours, without an LP: every cross-box pair's bytes split evenly over all the rails
+    (inside the source's box to its GPU on rail ``j``, across on rail ``j``, inside the
+    destination's box), so every box's network links share its traffic evenly.
 ``"direct"``
     What NCCL's point-to-point all-to-all does: every pair's bytes on one fewest-hop path
     through switches (and NICs) only; where the network offers none (rail-optimised
@@ -70,7 +74,7 @@ Arc = tuple[str, str]
 Path = tuple[str, ...]
 
 #: The ways :func:`demand_schedule` routes a demand.
-DEMAND_METHODS = ("optimal", "direct", "hierarchical")
+DEMAND_METHODS = ("optimal", "spray", "direct", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,38 @@ def _relayed(
     return result
 
 
+def _sprayed(
+    topology: Topology, pairs: Mapping[tuple[str, str], int]
+) -> dict[tuple[str, str], list[tuple[Path, Fraction]]]:
+    """Each cross-box pair's bytes split evenly over every position ``j`` of the boxes:
+    inside the source's box to its GPU ``j``, through the network to the destination box's
+    GPU ``j`` (the same rail), inside that box to the destination; pairs in one box (or
+    without a path of that shape) as ``"hierarchical"``."""
+    direct = fewest_hop_paths(topology)
+    members, _ = _boxes(topology)
+    fallback = _relayed(topology, pairs, False)
+    result = {}
+    for (s, d), amount in pairs.items():
+        gs, gd = topology.node[s].group, topology.node[d].group
+        found: list[Path] = []
+        if gs is not None and gd is not None and gs != gd:
+            for first, second in zip(members[gs], members[gd], strict=False):
+                legs = [
+                    direct[u].get(v, ())
+                    for u, v in ((s, first), (first, second), (second, d))
+                    if u != v
+                ]
+                if all(legs):
+                    joined = legs[0] + tuple(x for leg in legs[1:] for x in leg[1:])
+                    if len(set(joined)) == len(joined):
+                        found.append(joined)
+        if found:
+            result[(s, d)] = [(path, Fraction(amount, len(found))) for path in found]
+        else:
+            result[(s, d)] = fallback[(s, d)]
+    return result
+
+
 def _breadth_first(
     out: Mapping[str, list[str]], source: str, relays: set[str] | None
 ) -> dict[str, Path]:
@@ -286,6 +322,8 @@ def demand_schedule(
         if optimum is None:
             optimum = _demand_optimum(topology, demand, None)
         exact = demand_path_decomposition(topology, optimum.routing, pairs)
+    elif method == "spray":
+        exact = _sprayed(topology, pairs)
     else:
         exact = _relayed(topology, pairs, method == "direct")
     routes = []

@@ -7,8 +7,8 @@ time (:func:`optcoll.bounds.demand.demand_optimum`) costs seconds; :func:`replan
 * **Schedule (upper bound).** Each pair's bytes are split over the previous optimum's
   paths for that pair in the same proportions (rounded to whole bytes by largest
   remainders); a pair that had no bytes before takes the hierarchical route. Every
-  candidate is scored by its exact link loads, and the best of it, the hierarchical and
-  the direct routes (:mod:`optcoll.schedules.alltoallv`) is returned, checked by the
+  candidate is scored by its exact link loads, and the best of it, the spray, the
+  hierarchical and the direct routes (:mod:`optcoll.schedules.alltoallv`) is returned, checked by the
   independent verifier (:func:`optcoll.verify.demand.verify_demand_routes`).
 * **Cold start.** Without a previous optimum (``replan_basis(topology)``), the better
   baseline and the cut bound: no LP at all, at any scale.
@@ -56,6 +56,7 @@ from optcoll.schedules.alltoall import _chunks
 from optcoll.schedules.alltoallv import (
     DemandSchedule,
     _relayed,
+    _sprayed,
     demand_path_decomposition,
 )
 from optcoll.verify.demand import verify_demand_routes
@@ -153,6 +154,15 @@ def _warm_routes(basis: ReplanBasis, pairs: Mapping[tuple[str, str], int]) -> li
     return routes
 
 
+def _spray_routes(topology: Topology, pairs: Mapping[tuple[str, str], int]) -> list[Route]:
+    routes = []
+    for pair, found in _sprayed(topology, pairs).items():
+        counts = _chunks([w / pairs[pair] for _, w in found], pairs[pair])
+        steps = tuple(RoutePath(b, path) for (path, _), b in zip(found, counts, strict=True) if b)
+        routes.append(Route(*pair, steps))
+    return routes
+
+
 def _time(topology: Topology, routes: list[Route]) -> Fraction:
     load: dict[Arc, int] = {}
     for route in routes:
@@ -188,6 +198,7 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
             Route(*p, (RoutePath(b, basis.hierarchical[p]),)) for p, b in pairs.items()
         ],
         "direct": [Route(*p, (RoutePath(b, basis.direct[p]),)) for p, b in pairs.items()],
+        "spray": _spray_routes(topology, pairs),
     }
     times = {name: _time(topology, routes) for name, routes in candidates.items()}
     method = min(times, key=lambda name: (times[name], name != "warm"))

@@ -43,7 +43,7 @@ def test_moe_and_solve_write_verified_routes(tmp_path, capsys):
     ]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["schedules"]) == {"optimal", "direct", "hierarchical"}
+    assert set(data["schedules"]) == {"optimal", "spray", "direct", "hierarchical"}
     for schedule in data["schedules"].values():
         assert Fraction(schedule["time_factor"]) >= Fraction(data["time_factor"])
     written = json.loads(Path(data["schedule"]).read_text())

@@ -95,3 +95,14 @@ def test_verifier_rejects_tampering(moe_h100):
     fine = [Route("n0", "n1", (RoutePath(1, ("n0", "n1")),))]
     assert verify_demand_routes(ring, d, fine).valid
     assert not verify_demand_routes(ring, d, fine, optimum=Fraction(2)).valid
+
+
+def test_spray_attains_the_cut_bound_on_a_skewed_moe(moe_h100):
+    topo, demand, optimum = moe_h100
+    spray = demand_schedule(topo, demand, "spray", optimum=optimum)
+    # the cut bound proves the spray optimal without the LP: it equals the LP's optimum
+    assert spray.time_factor == optimum.cut_bound == optimum.time_factor
+    route = next(r for r in spray.routes if (r.src, r.dst) == ("b0.gpu2", "b1.gpu5"))
+    rails = {node for p in route.paths for node in p.path if node.startswith("rail")}
+    assert len(route.paths) == 8 and rails == {f"rail{j}" for j in range(8)}
+    assert sum(p.chunks for p in route.paths) == demand.pairs()[("b0.gpu2", "b1.gpu5")]

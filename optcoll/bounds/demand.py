@@ -64,6 +64,7 @@ __all__ = [
     "demand_cut_bound",
     "check_demand",
     "time_us",
+    "cut_lengths",
 ]
 
 Arc = tuple[str, str]
@@ -208,6 +209,20 @@ def _demand_cut_bound(
     return DemandCut(best[0], best[1], exhaustive)
 
 
+def cut_lengths(topology: Topology, side: frozenset[str]) -> dict[Arc, Fraction]:
+    """The length function of a cut: ``1 / B+(S)`` on every link leaving ``side``, 0 elsewhere
+    (so ``sum_a bandwidth(a) l(a) = 1``); its length bound is at least the cut bound.
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> cut_lengths(load_topology("star:2,bw=4"), frozenset({"h0"}))
+    {('h0', 'hub'): Fraction(1, 4)}
+    """
+    width = topology.cut_bandwidth(side)
+    return {(u, v): 1 / width for (u, v) in topology.capacity if u in side and v not in side}
+
+
 @dataclass(frozen=True)
 class DemandOptimum:
     """The exact optimum of a demand with its routing and certificate.
@@ -217,7 +232,9 @@ class DemandOptimum:
     ``lengths`` the certifying length function (normalised to ``sum_a bandwidth(a)
     l(a) = 1``), ``certificate_bound`` the bound it proves (equal to ``time_factor``);
     ``tight_links`` the links of positive length, longest first; ``cut_bound``,
-    ``cut``, ``cut_exhaustive`` the best cut bound found; ``seconds`` wall time.
+    ``cut``, ``cut_exhaustive`` the best cut bound found; ``seconds`` wall time;
+    ``method``: ``"lp"`` (the LP's vertex and duals) or ``"cut"`` (a routing that meets
+    the cut bound, :func:`optcoll.schedules.alltoallv.proved_optimum`; no LP, no report).
     """
 
     topology: str
@@ -230,9 +247,10 @@ class DemandOptimum:
     cut_bound: Fraction
     cut: frozenset[str]
     cut_exhaustive: bool
-    lp_time_factor: float
-    report: SolverReport
+    lp_time_factor: float | None
+    report: SolverReport | None
     seconds: float
+    method: str = "lp"
 
     @property
     def time_us(self) -> float:
@@ -242,6 +260,13 @@ class DemandOptimum:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary; exact values as ``"p/q"`` strings."""
         report = self.report
+        solver = {"method": self.method}
+        if report is not None:
+            solver |= {
+                "lp_variables": report.num_variables,
+                "lp_constraints": report.num_constraints,
+                "lp_seconds": round(report.solve_seconds, 3),
+            }
         return {
             "topology": self.topology,
             "collective": "alltoall",
@@ -259,9 +284,7 @@ class DemandOptimum:
             "cut": sorted(self.cut),
             "cut_exhaustive": self.cut_exhaustive,
             "cut_explains_optimum": self.cut_bound == self.time_factor,
-            "lp_variables": report.num_variables,
-            "lp_constraints": report.num_constraints,
-            "lp_seconds": round(report.solve_seconds, 3),
+            **solver,
             "seconds": round(self.seconds, 3),
         }
 
@@ -339,6 +362,7 @@ def _demand_optimum(topology: Topology, demand: Demand, time_limit: float | None
         solved.lp_time * float(scale),
         solved.report,
         time.perf_counter() - start,
+        "lp",
     )
 
 

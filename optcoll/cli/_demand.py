@@ -74,9 +74,9 @@ def demand_of(topology: Any, args: argparse.Namespace) -> Any:
 
 def demand_bound(topology: Any, args: argparse.Namespace) -> int:
     """``bound --collective alltoall --demand FILE``."""
-    from optcoll.bounds.demand import demand_optimum
+    from optcoll.schedules.alltoallv import proved_optimum
 
-    optimum = demand_optimum(topology, demand_of(topology, args))
+    optimum = proved_optimum(topology, demand_of(topology, args))
     data = optimum.to_dict()
     if args.json:
         print_json(data)
@@ -118,7 +118,12 @@ def _optimum_rows(topology: Any, optimum: Any) -> list[tuple[str, str]]:
             "cut bound",
             f"{fraction_text(optimum.cut_bound)}, {explained} (S has {inside} compute nodes)",
         ),
-        ("LP", f"{optimum.report.num_variables} variables, {optimum.seconds:.3f} s"),
+        (
+            "method",
+            f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
+            if optimum.report is not None
+            else f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s",
+        ),
     ]
 
 
@@ -126,9 +131,8 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     """``solve --collective alltoall --demand FILE``: optimum, schedules, file."""
     import time
 
-    from optcoll.bounds.demand import demand_optimum
     from optcoll.core.output import check_output, write_output
-    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule
+    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
 
     if args.k is not None:
         raise ArgumentError("-k applies to the uniform alltoall; a demand's paths carry bytes")
@@ -136,7 +140,7 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     check_output(out, force=args.force, inputs=inputs)
     started = time.perf_counter()
     demand = demand_of(topology, args)
-    optimum = demand_optimum(topology, demand)
+    optimum = proved_optimum(topology, demand)
     schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in DEMAND_METHODS}
     best = schedules["optimal"]
     write_output(

@@ -52,7 +52,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.demand import DemandOptimum, _demand_optimum, check_demand, time_us
+from optcoll.bounds.demand import (
+    DemandOptimum,
+    _demand_cut_bound,
+    _demand_optimum,
+    check_demand,
+    cut_lengths,
+    time_us,
+)
 from optcoll.core.arguments import choice_argument, topology_argument
 from optcoll.core.demand import Demand
 from optcoll.core.rational import fraction_text
@@ -63,6 +70,8 @@ from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _find_path
 from optcoll.verify.demand import verify_demand_routes
 
 __all__ = [
+    "OPTIMUM_METHODS",
+    "proved_optimum",
     "DEMAND_METHODS",
     "DemandSchedule",
     "demand_schedule",
@@ -348,4 +357,87 @@ def demand_schedule(
         check.busiest,
         reference,
         stats,
+    )
+
+
+#: Ways :func:`proved_optimum` finds the optimum.
+OPTIMUM_METHODS = ("auto", "lp", "cut")
+
+
+def proved_optimum(
+    topology: Topology, demand: Demand, method: str = "auto", *, time_limit: float | None = None
+) -> DemandOptimum:
+    """The exact optimum of ``demand``, proved by a cut when one is met, else by the LP.
+
+    ``"cut"``: the ``"spray"`` routing's exact time is compared with the cut bound over
+    single compute nodes and boxes (:func:`optcoll.bounds.demand.demand_cut_bound`); equal,
+    the routing is optimal and the cut proves it (its length function,
+    :func:`~optcoll.bounds.demand.cut_lengths`, is the certificate), with no LP, at any
+    scale. Not equal, ``"cut"`` raises. ``"lp"``:
+    :func:`~optcoll.bounds.demand.demand_optimum`. ``"auto"`` (default): ``"cut"`` if it
+    succeeds, else ``"lp"``.
+
+    Raises
+    ------
+    ArgumentError
+        An unknown method or a demand over other ranks.
+    MethodError
+        ``"cut"`` when the spray does not meet the cut bound (the message gives both).
+
+    Examples
+    --------
+    >>> from optcoll import load_topology
+    >>> from optcoll.core.demand import uniform_demand
+    >>> topo = load_topology("dgx-h100:2")
+    >>> found = proved_optimum(topo, uniform_demand(topo.compute_nodes, 800))
+    >>> found.method, found.time_factor, found.certificate_bound
+    ('cut', Fraction(128, 1), Fraction(128, 1))
+    """
+    from optcoll.exceptions import MethodError
+
+    topology_argument(topology)
+    check_demand(topology, demand)
+    choice_argument(method, OPTIMUM_METHODS, "method")
+    if method == "lp":
+        return _demand_optimum(topology, demand, time_limit)
+    start = time.perf_counter()
+    pairs = demand.pairs()
+    cut = _demand_cut_bound(topology, pairs, ())
+    exact = _sprayed(topology, pairs)
+    routes = []
+    for (s, d), pieces in exact.items():
+        whole = _chunks([w / pairs[(s, d)] for _, w in pieces], pairs[(s, d)])
+        steps = tuple(RoutePath(b, p) for (p, _), b in zip(pieces, whole, strict=True) if b)
+        routes.append(Route(s, d, steps))
+    check = verify_demand_routes(topology, demand, routes, cut.ratio)
+    if not check.valid or check.time_factor != cut.ratio:
+        if method == "cut":
+            raise MethodError(
+                f"the spray routing takes {check.time_factor}, above the cut bound "
+                f"{cut.ratio}: no cut proves it optimal; use method='lp'"
+            )
+        return _demand_optimum(topology, demand, time_limit)
+    routing: dict[str, dict[Arc, Fraction]] = {}
+    for route in routes:
+        flow = routing.setdefault(route.src, {})
+        for step in route.paths:
+            for arc in zip(step.path, step.path[1:], strict=False):
+                flow[arc] = flow.get(arc, Fraction(0)) + step.chunks
+    lengths = cut_lengths(topology, cut.side)
+    tight = tuple(sorted(lengths))
+    return DemandOptimum(
+        topology.name,
+        demand,
+        cut.ratio,
+        routing,
+        lengths,
+        cut.ratio,
+        tight,
+        cut.ratio,
+        cut.side,
+        cut.exhaustive,
+        None,
+        None,
+        time.perf_counter() - start,
+        "cut",
     )

@@ -10,7 +10,8 @@ from optcoll import load_topology
 from optcoll.bounds.demand import demand_optimum
 from optcoll.core.demand import demand_matrix, uniform_demand
 from optcoll.core.moe import MoeSpec, moe_demand
-from optcoll.schedules.alltoallv import demand_schedule
+from optcoll.exceptions import MethodError
+from optcoll.schedules.alltoallv import demand_schedule, proved_optimum
 from optcoll.verify.demand import verify_demand_routes
 
 
@@ -106,3 +107,28 @@ def test_spray_attains_the_cut_bound_on_a_skewed_moe(moe_h100):
     rails = {node for p in route.paths for node in p.path if node.startswith("rail")}
     assert len(route.paths) == 8 and rails == {f"rail{j}" for j in range(8)}
     assert sum(p.chunks for p in route.paths) == demand.pairs()[("b0.gpu2", "b1.gpu5")]
+
+
+def test_proved_optimum_by_a_cut_equals_the_lp(moe_h100):
+    topo, demand, optimum = moe_h100
+    found = proved_optimum(topo, demand)
+    assert found.method == "cut" and found.report is None
+    assert found.time_factor == found.certificate_bound == optimum.time_factor
+    # the cut's length function proves it from scratch
+    from formulations.multicommodity import Commodity
+    from optcoll.bounds.multicommodity import length_bound
+
+    rows: dict = {}
+    for (s, d), b in demand.pairs().items():
+        rows.setdefault(s, {})[d] = b
+    ks = [Commodity(s, sinks) for s, sinks in rows.items()]
+    assert length_bound(topo.node_ids, topo.capacity, ks, found.lengths) == found.time_factor
+    assert proved_optimum(topo, demand, "lp").time_factor == optimum.time_factor
+
+
+def test_proved_optimum_falls_back_to_the_lp_where_no_cut_is_met():
+    topo = load_topology("ring:4,direction=uni,bw=1")  # flow-cut gap 3/2 for the uniform demand
+    demand = uniform_demand(topo.compute_nodes, 1)
+    assert proved_optimum(topo, demand).method == "lp"
+    with pytest.raises(MethodError, match="no cut proves it optimal"):
+        proved_optimum(topo, demand, "cut")

@@ -65,7 +65,7 @@ from optcoll.core.demand import Demand
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Route, RoutePath
 from optcoll.core.topology import Topology
-from optcoll.exceptions import ScheduleError
+from optcoll.exceptions import MethodError, ScheduleError
 from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _find_path
 from optcoll.verify.demand import verify_demand_routes
 
@@ -393,8 +393,6 @@ def proved_optimum(
     >>> found.method, found.time_factor, found.certificate_bound
     ('cut', Fraction(128, 1), Fraction(128, 1))
     """
-    from optcoll.exceptions import MethodError
-
     topology_argument(topology)
     check_demand(topology, demand)
     choice_argument(method, OPTIMUM_METHODS, "method")

@@ -9,7 +9,8 @@ Every measurement runs in a fresh subprocess, so its peak resident memory is its
 The demand is the MoE dispatch of :class:`optcoll.core.moe.MoeSpec` (4096 tokens per rank,
 hidden 7168, bf16, 256 experts, top-8, Zipf exponent 1.2, seed 0; DeepSeek-V3's sizes).
 
-* ``--exact``: the certified optimum (:func:`optcoll.bounds.demand.demand_optimum`):
+* ``--exact``: the certified optimum (:func:`optcoll.schedules.alltoallv.proved_optimum`,
+  ``--methods auto`` (a cut met by the spray, else the LP) and ``lp``):
   CPU and wall seconds, LP size, peak MiB (target: 64 GPUs < 10 s; 512 GPUs < 120 s and
   < 4 GB), each within ``--limit`` seconds.
 * ``--cold``: no LP: the better baseline and the cut bound, the gap certified.
@@ -38,16 +39,17 @@ _EXACT = """
 import json, resource, sys, time
 from optcoll.io import load_topology
 from optcoll.core.moe import moe_demand, parse_moe_spec
-from optcoll.bounds.demand import demand_optimum
-spec, moe = sys.argv[1], sys.argv[2]
+from optcoll.schedules.alltoallv import proved_optimum
+spec, moe, method = sys.argv[1], sys.argv[2], sys.argv[3]
 topology = load_topology(spec)
 demand = moe_demand(parse_moe_spec(moe), topology.compute_nodes)
 wall, cpu = time.perf_counter(), time.process_time()
-o = demand_optimum(topology, demand)
+o = proved_optimum(topology, demand, method)
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+lp = o.report is not None
 print(json.dumps({"n": topology.num_compute, "time_us": o.time_us, "wall": wall, "cpu": cpu,
-    "variables": o.report.num_variables, "constraints": o.report.num_constraints,
-    "highs_wall": o.report.solve_seconds, "cut_explains": o.cut_bound == o.time_factor,
+    "method": o.method, "variables": o.report.num_variables if lp else 0,
+    "constraints": o.report.num_constraints if lp else 0, "cut_explains": o.cut_bound == o.time_factor,
     "certified": o.certificate_bound == o.time_factor,
     "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -120,7 +122,8 @@ print(json.dumps(out))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--exact", nargs="*", default=["dgx-h100:8"])
+    parser.add_argument("--exact", nargs="*", default=["dgx-h100:8", "dgx-h100:16", "dgx-h100:64"])
+    parser.add_argument("--methods", nargs="+", default=["auto", "lp"], help="proved_optimum's")
     parser.add_argument("--cold", nargs="*", default=["dgx-h100:8", "dgx-h100:64"])
     parser.add_argument("--replan", nargs="*", default=["dgx-h100:8"])
     parser.add_argument("--moe", nargs="*", default=["dgx-h100:8"])
@@ -128,17 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=170.0, help="seconds per child")
     args = parser.parse_args(argv)
     rows = []
-    for spec in args.exact:
-        r = run_child(_EXACT, [spec, args.spec], args.limit)
+    for spec, method in ((s, m) for s in args.exact for m in args.methods):
+        r = run_child(_EXACT, [spec, args.spec, method], args.limit)
         if r is None:
-            rows.append([spec, "-", f"did not finish in {args.limit:.0f} s", "", "", "", "", ""])
+            rows.append([spec, method, "-", f"not in {args.limit:.0f} s", "", "", "", "", ""])
             continue
         rows.append(
             [
                 spec,
+                f"{method}: {r['method']}",
                 r["n"],
                 f"{r['time_us']:.2f}",
-                f"{r['variables']}x{r['constraints']}",
+                f"{r['variables']}x{r['constraints']}" if r["variables"] else "no LP",
                 f"{r['cpu']:.2f}",
                 f"{r['wall']:.2f}",
                 f"{r['maxrss_mib']:.0f}",
@@ -147,7 +151,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     if rows:
         print_table(
-            ["spec", "N", "optimum us", "LP size", "CPU s", "wall s", "peak MiB", "certified"], rows
+            [
+                "spec",
+                "method",
+                "N",
+                "optimum us",
+                "LP size",
+                "CPU s",
+                "wall s",
+                "peak MiB",
+                "certified",
+            ],
+            rows,
         )
     rows = []
     for spec in args.cold:

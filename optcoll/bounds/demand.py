@@ -260,7 +260,7 @@ class DemandOptimum:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary; exact values as ``"p/q"`` strings."""
         report = self.report
-        solver = {"method": self.method}
+        solver: dict[str, Any] = {"method": self.method}
         if report is not None:
             solver |= {
                 "lp_variables": report.num_variables,

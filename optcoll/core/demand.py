@@ -83,7 +83,7 @@ def _entry(value: Any, where: str) -> int:
     if isinstance(value, numbers.Integral):
         number = int(value)
     elif isinstance(value, numbers.Real) and float(value).is_integer():
-        number = int(value)
+        number = int(float(value))
     else:
         raise ArgumentError(
             f"{where}: expected a non-negative integer number of bytes, got {shown(value)}"

@@ -221,8 +221,7 @@ def _relayed(
     for s, d in pairs:
         gs, gd = topology.node[s].group, topology.node[d].group
         path: Path = direct[s].get(d, ())
-        cross = gs is not None and gd is not None and gs != gd
-        if cross and (not first_hop_local or not path):
+        if gs is not None and gd is not None and gs != gd and (not first_hop_local or not path):
             box, at = (members[gs], position[d]) if first_hop_local else (members[gd], position[s])
             relay = box[at] if at < len(box) else None
             if relay is not None and relay not in (s, d):

@@ -207,8 +207,10 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
         rows.setdefault(s, {})[d] = b
     commodities = [Commodity(s, sinks) for s, sinks in rows.items()]
     lengths = {arc: x for arc, x in basis.lengths.items() if x}
+    # integer capacities c = bandwidth / unit: the bound divides by sum_a c(a) l(a)
+    caps, unit = topology.integer_capacities()
     by_length = (
-        length_bound(topology.node_ids, topology.capacity, commodities, lengths)
+        length_bound(topology.node_ids, caps, commodities, lengths) / unit
         if lengths
         else Fraction(0)
     )

@@ -29,9 +29,9 @@ import math
 from collections.abc import Iterable
 from fractions import Fraction
 
+from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.schedule import Route
 from optcoll.core.topology import Topology
-from optcoll.sim.cost_model import DEFAULT_LATENCY
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,

@@ -141,12 +141,14 @@ def demand_cut_bound(
     """
     topology_argument(topology)
     check_demand(topology, demand)
-    return _demand_cut_bound(topology, demand.pairs(), candidates)
+    return demand_cut_bound_core(topology, demand.pairs(), candidates)
 
 
-def _demand_cut_bound(
+def demand_cut_bound_core(
     topology: Topology, pairs: Mapping[Arc, int], candidates: Iterable[frozenset[str]]
 ) -> DemandCut:
+    """The core of :func:`demand_cut_bound` on checked arguments (``pairs`` as
+    :meth:`Demand.pairs`); public for the schedules' use, not in ``__all__``."""
     nodes = topology.node_ids
     everything = frozenset(nodes)
     best = (Fraction(0), frozenset[str]())
@@ -317,11 +319,14 @@ def demand_optimum(
     """
     topology_argument(topology)
     check_demand(topology, demand)
-    return _demand_optimum(topology, demand, time_limit)
+    return demand_optimum_core(topology, demand, time_limit)
 
 
-def _demand_optimum(topology: Topology, demand: Demand, time_limit: float | None) -> DemandOptimum:
-    """The core of :func:`demand_optimum`: its arguments are already checked."""
+def demand_optimum_core(
+    topology: Topology, demand: Demand, time_limit: float | None
+) -> DemandOptimum:
+    """The core of :func:`demand_optimum`: its arguments are already checked (public for
+    the schedules' use, not in ``__all__``)."""
     from formulations.multicommodity import Commodity
     from optcoll.bounds.multicommodity import solve_multicommodity
 
@@ -346,7 +351,7 @@ def _demand_optimum(topology: Topology, demand: Demand, time_limit: float | None
     candidates = None
     if len(topology.node_ids) > EXHAUSTIVE_CUT_NODES:
         candidates = _level_sets(topology, lengths, list(rows))
-    cut = _demand_cut_bound(topology, pairs, candidates or ())
+    cut = demand_cut_bound_core(topology, pairs, candidates or ())
     assert cut.ratio <= optimum, "a cut bound above the optimum: the LP is wrong"
     return DemandOptimum(
         topology.name,

@@ -54,10 +54,10 @@ from typing import Any
 
 from optcoll.bounds.demand import (
     DemandOptimum,
-    _demand_cut_bound,
-    _demand_optimum,
     check_demand,
     cut_lengths,
+    demand_cut_bound_core,
+    demand_optimum_core,
     time_us,
 )
 from optcoll.core.arguments import choice_argument, topology_argument
@@ -328,7 +328,7 @@ def demand_schedule(
     pairs = demand.pairs()
     if method == "optimal":
         if optimum is None:
-            optimum = _demand_optimum(topology, demand, None)
+            optimum = demand_optimum_core(topology, demand, None)
         exact = demand_path_decomposition(topology, optimum.routing, pairs)
     elif method == "spray":
         exact = _sprayed(topology, pairs)
@@ -396,10 +396,10 @@ def proved_optimum(
     check_demand(topology, demand)
     choice_argument(method, OPTIMUM_METHODS, "method")
     if method == "lp":
-        return _demand_optimum(topology, demand, time_limit)
+        return demand_optimum_core(topology, demand, time_limit)
     start = time.perf_counter()
     pairs = demand.pairs()
-    cut = _demand_cut_bound(topology, pairs, ())
+    cut = demand_cut_bound_core(topology, pairs, ())
     exact = _sprayed(topology, pairs)
     routes = []
     for (s, d), pieces in exact.items():
@@ -413,7 +413,7 @@ def proved_optimum(
                 f"the spray routing takes {check.time_factor}, above the cut bound "
                 f"{cut.ratio}: no cut proves it optimal; use method='lp'"
             )
-        return _demand_optimum(topology, demand, time_limit)
+        return demand_optimum_core(topology, demand, time_limit)
     routing: dict[str, dict[Arc, Fraction]] = {}
     for route in routes:
         flow = routing.setdefault(route.src, {})

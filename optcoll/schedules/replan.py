@@ -43,8 +43,8 @@ from fractions import Fraction
 
 from optcoll.bounds.demand import (
     DemandOptimum,
-    _demand_cut_bound,
     check_demand,
+    demand_cut_bound_core,
 )
 from optcoll.core.arguments import instance_argument, topology_argument
 from optcoll.core.demand import Demand
@@ -214,7 +214,7 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
         if lengths
         else Fraction(0)
     )
-    cut = _demand_cut_bound(topology, pairs, [basis.cut] if basis.cut else [])
+    cut = demand_cut_bound_core(topology, pairs, [basis.cut] if basis.cut else [])
     lower, kind = (by_length, "length function") if by_length >= cut.ratio else (cut.ratio, "cut")
     check = verify_demand_routes(topology, demand, candidates[method], lower)
     if not check.valid or check.time_factor != times[method]:

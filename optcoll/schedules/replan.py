@@ -79,6 +79,7 @@ class ReplanBasis:
     cut: frozenset[str]
     hierarchical: Mapping[tuple[str, str], Path]
     direct: Mapping[tuple[str, str], Path]
+    spray: Mapping[tuple[str, str], tuple[Path, ...]]
     seconds: float
 
 
@@ -106,6 +107,9 @@ def replan_basis(topology: Topology, optimum: DemandOptimum | None = None) -> Re
     everyone = {(s, d): 1 for s in topology.compute_nodes for d in topology.compute_nodes if s != d}
     hierarchical = {p: found[0][0] for p, found in _relayed(topology, everyone, False).items()}
     direct = {p: found[0][0] for p, found in _relayed(topology, everyone, True).items()}
+    spray = {
+        p: tuple(path for path, _ in found) for p, found in _sprayed(topology, everyone).items()
+    }
     return ReplanBasis(
         topology,
         shares,
@@ -113,6 +117,7 @@ def replan_basis(topology: Topology, optimum: DemandOptimum | None = None) -> Re
         cut,
         hierarchical,
         direct,
+        spray,
         time.perf_counter() - start,
     )
 
@@ -154,11 +159,17 @@ def _warm_routes(basis: ReplanBasis, pairs: Mapping[tuple[str, str], int]) -> li
     return routes
 
 
-def _spray_routes(topology: Topology, pairs: Mapping[tuple[str, str], int]) -> list[Route]:
+def _spray_routes(basis: ReplanBasis, pairs: Mapping[tuple[str, str], int]) -> list[Route]:
+    """Each pair's bytes as evenly as whole bytes allow over its spray paths."""
     routes = []
-    for pair, found in _sprayed(topology, pairs).items():
-        counts = _chunks([w / pairs[pair] for _, w in found], pairs[pair])
-        steps = tuple(RoutePath(b, path) for (path, _), b in zip(found, counts, strict=True) if b)
+    for pair, amount in pairs.items():
+        found = basis.spray[pair]
+        share, extra = divmod(amount, len(found))  # the first ``extra`` paths take one more
+        steps = tuple(
+            RoutePath(share + (i < extra), path)
+            for i, path in enumerate(found)
+            if share + (i < extra)
+        )
         routes.append(Route(*pair, steps))
     return routes
 
@@ -198,7 +209,7 @@ def replan(basis: ReplanBasis, demand: Demand) -> Replan:
             Route(*p, (RoutePath(b, basis.hierarchical[p]),)) for p, b in pairs.items()
         ],
         "direct": [Route(*p, (RoutePath(b, basis.direct[p]),)) for p, b in pairs.items()],
-        "spray": _spray_routes(topology, pairs),
+        "spray": _spray_routes(basis, pairs),
     }
     times = {name: _time(topology, routes) for name, routes in candidates.items()}
     method = min(times, key=lambda name: (times[name], name != "warm"))

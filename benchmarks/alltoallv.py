@@ -109,7 +109,7 @@ for phase in ("dispatch", "combine"):
     demand = moe_demand(parse_moe_spec(moe + f",phase={phase}"), topology.compute_nodes)
     o = demand_optimum(topology, demand)
     rows = {"optimum": {"bandwidth_us": o.time_us}}
-    for method in ("optimal", "hierarchical", "direct"):
+    for method in ("optimal", "spray", "hierarchical", "direct"):
         s = demand_schedule(topology, demand, method, optimum=o)
         cpu = time.process_time()
         run = simulate_demand_schedule(topology, s.routes)

@@ -72,8 +72,15 @@ def demand_of(topology: Any, args: argparse.Namespace) -> Any:
     return moe_demand(parse_moe_spec(args.moe), topology.compute_nodes)
 
 
+def _no_method(args: argparse.Namespace, what: str) -> None:
+    """Refuse ``bound --method`` where it does not apply (it picks the allgather's method)."""
+    if getattr(args, "method", "combinatorial") != "combinatorial":
+        raise ArgumentError(f"--method {args.method} applies to the allgather cut ratio; {what}")
+
+
 def demand_bound(topology: Any, args: argparse.Namespace) -> int:
     """``bound --collective alltoall --demand FILE``."""
+    _no_method(args, "an uneven all-to-all is proved by a cut or its exact LP")
     from optcoll.schedules.alltoallv import proved_optimum
 
     optimum = proved_optimum(topology, demand_of(topology, args))
@@ -221,6 +228,7 @@ def _rooted_data(topology: Any, args: argparse.Namespace) -> tuple[Any, dict[str
 
 def rooted_bound(topology: Any, args: argparse.Namespace) -> int:
     """``bound --collective scatter|gather --root NODE``."""
+    _no_method(args, "a scatter or gather is solved by max-flow")
     cut, data = _rooted_data(topology, args)
     if args.json:
         print_json(data)

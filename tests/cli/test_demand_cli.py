@@ -72,6 +72,7 @@ def test_rooted_bound_and_solve(collective, tmp_path, capsys):
         (["--demand", "DATA"], "use --collective alltoall"),
         (["--collective", "alltoall", "--demand", "missing.json"], "missing.json"),
         (["--collective", "alltoall", "--moe", "topk=2"], "unknown key 'topk'"),
+        (["--collective", "scatter", "--root", "b0.gpu0", "--method", "lp"], "--method lp"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):

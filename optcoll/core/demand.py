@@ -29,7 +29,11 @@ from typing import Any
 
 from optcoll.exceptions import ArgumentError, shown
 
-__all__ = ["Demand", "demand_matrix", "demand_from_splits", "uniform_demand"]
+__all__ = ["MAX_BYTES", "Demand", "demand_matrix", "demand_from_splits", "uniform_demand"]
+
+#: Largest entry accepted (2**53 bytes, 9 PB): every entry and ratio stays exact in the
+#: solver's floating point, which mangles models whose coefficients span 40 decades.
+MAX_BYTES = 2**53
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ def _entry(value: Any, where: str) -> int:
         )
     if number < 0:
         raise ArgumentError(f"{where}: bytes must be non-negative, got {number}")
+    if number > MAX_BYTES:
+        raise ArgumentError(f"{where}: more than 2**53 bytes (9 PB), the most an entry may be")
     return number
 
 

@@ -31,6 +31,11 @@ RANKS = ("a", "b", "c")
         ([[0, 1, 2], [3, 0, 4], "abc"], "row 2 (rank c): expected a list of 3 entries"),
         ([[7, 0, 0], [0, 5, 0], [0, 0, 1]], "no byte leaves its rank"),
         ({"bytes": 1}, "expected a list of 3 rows"),
+        (
+            [[0, 10**41, 2], [3, 0, 4], [1, 1, 0]],
+            "row 0 (rank a), column 1 (rank b): more than 2**53 bytes",
+        ),
+        ([[0, 1e300, 2], [3, 0, 4], [1, 1, 0]], "more than 2**53 bytes"),
     ],
 )
 def test_bad_matrices_are_refused_naming_row_and_column(rows, message):

@@ -81,7 +81,7 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes
+from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collectives import (
     _allreduce,
@@ -410,7 +410,9 @@ def candidates(
     if topology.num_compute > STEP_NODES:
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
-    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
+    for steps in step_schedules(
+        topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+    ):
         found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
@@ -974,7 +976,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031]]
+    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031], [4.015]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

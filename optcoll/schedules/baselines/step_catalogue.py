@@ -1,8 +1,8 @@
 """The log-step schedules that apply to each collective, by name.
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
-:mod:`optcoll.schedules.baselines.logstep` and :mod:`optcoll.schedules.baselines.swing`
-that runs the collective, over the compute nodes in declaration order (their ranks), on
+:mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing` and
+:mod:`optcoll.schedules.baselines.bine` that runs the collective, over the compute nodes in declaration order (their ranks), on
 two or more equal boxes the hierarchical ones of
 :mod:`optcoll.schedules.baselines.hierarchical_steps`, and on a torus whose dimensions
 are powers of two (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`)
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
+from optcoll.schedules.baselines.bine import bine_allgather
 from optcoll.schedules.baselines.hierarchical_steps import (
     ACROSS,
     hierarchical_allgather,
@@ -52,7 +53,7 @@ __all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
 
 #: Per collective, the builders of its log-step schedules.
 STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = {
-    "allgather": (recursive_doubling_allgather, bruck_allgather, swing_allgather),
+    "allgather": (recursive_doubling_allgather, bruck_allgather, swing_allgather, bine_allgather),
     "reduce_scatter": (recursive_halving_reduce_scatter, swing_reduce_scatter),
     "allreduce": (
         recursive_doubling_allreduce,

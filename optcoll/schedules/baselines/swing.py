@@ -142,7 +142,6 @@ def _ports(
     nodes: Sequence[str],
     shape: Sequence[int],
     build: Callable[[Sequence[str], Callable[[int], Sequence[Pairing]], str], StepSchedule],
-    backwards: bool,
 ) -> StepSchedule:
     """The ``2D`` Swing collectives of ``build`` on ``shape`` at once (module docstring)."""
     if math.prod(shape) != len(nodes) or any(d < 2 or d & (d - 1) for d in shape):
@@ -153,8 +152,7 @@ def _ports(
 
     def port(start: int, sign: int) -> Callable[[int], Sequence[Pairing]]:
         def pairings(p: int) -> Sequence[Pairing]:
-            steps = torus_pairings(shape, start, sign)
-            return steps[::-1] if backwards else steps
+            return torus_pairings(shape, start, sign)
 
         return pairings
 
@@ -166,21 +164,22 @@ def _ports(
 
 def multiport_swing_allgather(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
     """Multiport Swing allgather on a torus of ``shape``: ``log2 N`` steps, ``2D`` messages
-    per node per step.
+    per node per step; the allgather half of the allreduce (Swing's steps last to first, so
+    the largest messages go to the nearest partners, as Bine's allgather orders them).
 
     >>> s = multiport_swing_allgather([f"n{i}" for i in range(16)], (4, 4))
     >>> s.num_steps, s.blocks, len(s.steps[0]) // 16
     (4, 64, 4)
     """
-    return _ports(nodes, shape, butterfly_allgather, True)
+    return _ports(nodes, shape, butterfly_allgather)
 
 
 def multiport_swing_reduce_scatter(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
     """Multiport Swing reduce-scatter on a torus of ``shape`` (``log2 N`` steps)."""
-    return _ports(nodes, shape, butterfly_reduce_scatter, False)
+    return _ports(nodes, shape, butterfly_reduce_scatter)
 
 
 def multiport_swing_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
     """Multiport Swing allreduce on a torus of ``shape``: reduce-scatter then allgather,
     ``2 log2 N`` steps."""
-    return _ports(nodes, shape, butterfly_allreduce, False)
+    return _ports(nodes, shape, butterfly_allreduce)

@@ -268,7 +268,7 @@ def step_costs(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
-    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'multiport Swing']
+    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
     """
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     return [

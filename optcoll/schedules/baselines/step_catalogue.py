@@ -1,8 +1,8 @@
 """The log-step schedules that apply to each collective, by name.
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
-:mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing` and
-:mod:`optcoll.schedules.baselines.bine` that runs the collective, over the compute nodes in declaration order (their ranks), on
+:mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing`,
+:mod:`optcoll.schedules.baselines.bine` and :mod:`optcoll.schedules.baselines.pat` that runs the collective, over the compute nodes in declaration order (their ranks), on
 two or more equal boxes the hierarchical ones of
 :mod:`optcoll.schedules.baselines.hierarchical_steps`, and on a torus whose dimensions
 are powers of two (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`)
@@ -39,6 +39,7 @@ from optcoll.schedules.baselines.logstep import (
     recursive_doubling_allreduce,
     recursive_halving_reduce_scatter,
 )
+from optcoll.schedules.baselines.pat import pat_allgather, pat_reduce_scatter
 from optcoll.schedules.baselines.swing import (
     multiport_swing_allgather,
     multiport_swing_allreduce,
@@ -53,8 +54,14 @@ __all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
 
 #: Per collective, the builders of its log-step schedules.
 STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = {
-    "allgather": (recursive_doubling_allgather, bruck_allgather, swing_allgather, bine_allgather),
-    "reduce_scatter": (recursive_halving_reduce_scatter, swing_reduce_scatter),
+    "allgather": (
+        recursive_doubling_allgather,
+        bruck_allgather,
+        swing_allgather,
+        bine_allgather,
+        pat_allgather,
+    ),
+    "reduce_scatter": (recursive_halving_reduce_scatter, swing_reduce_scatter, pat_reduce_scatter),
     "allreduce": (
         recursive_doubling_allreduce,
         rabenseifner_allreduce,

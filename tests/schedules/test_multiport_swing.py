@@ -12,7 +12,11 @@ import pytest
 from optcoll.exceptions import ScheduleError
 from optcoll.schedules.baselines.routing import torus_shape
 from optcoll.schedules.baselines.step_catalogue import TORUS_BUILDERS, step_schedules
-from optcoll.schedules.baselines.swing import rho, torus_pairings
+from optcoll.schedules.baselines.swing import (
+    multiport_swing_latency_allreduce,
+    rho,
+    torus_pairings,
+)
 from optcoll.topologies import build
 from optcoll.verify.steps import verify_steps
 
@@ -39,7 +43,7 @@ def _nodes(n: int) -> list[str]:
 @pytest.mark.parametrize("collective", sorted(TORUS_BUILDERS))
 def test_multiport_swing_delivers(shape, collective):
     n = math.prod(shape)
-    schedule = TORUS_BUILDERS[collective](_nodes(n), shape)
+    schedule = TORUS_BUILDERS[collective][0](_nodes(n), shape)
     verdict = verify_steps(schedule)
     assert verdict.valid, verdict.reason
     k = n.bit_length() - 1
@@ -53,6 +57,19 @@ def test_multiport_swing_delivers(shape, collective):
     # each port moves (N - 1) / N of its share per direction: (N - 1) blocks of 2D N
     per_rank = sum(len(m.blocks) for step in schedule.steps for m in step if m.src == "r0")
     assert per_rank == ports * (n - 1) * (2 if collective == "allreduce" else 1)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_multiport_latency_allreduce(shape):
+    """log2 N steps, each port exchanging its whole share (N blocks of 2D N) and adding it."""
+    n = math.prod(shape)
+    schedule = multiport_swing_latency_allreduce(_nodes(n), shape)
+    verdict = verify_steps(schedule)
+    assert verdict.valid, verdict.reason
+    assert schedule.num_steps == n.bit_length() - 1
+    assert schedule.blocks == 2 * len(shape) * n
+    assert {len(m.blocks) for step in schedule.steps for m in step} == {n}
+    assert all(m.reduce for step in schedule.steps for m in step)
 
 
 def test_ports_are_distinct_torus_neighbours_in_the_first_step():
@@ -73,4 +90,4 @@ def test_torus_shape_from_links_and_catalogue():
     methods = [s.method for s in step_schedules(_nodes(12), "allreduce", shape=(4, 3))]
     assert "multiport Swing" not in methods  # 3 is not a power of two
     with pytest.raises(ScheduleError, match="powers of two"):
-        TORUS_BUILDERS["allgather"](_nodes(12), (4, 3))
+        TORUS_BUILDERS["allgather"][0](_nodes(12), (4, 3))

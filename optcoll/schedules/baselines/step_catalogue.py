@@ -43,6 +43,7 @@ from optcoll.schedules.baselines.pat import pat_allgather, pat_reduce_scatter
 from optcoll.schedules.baselines.swing import (
     multiport_swing_allgather,
     multiport_swing_allreduce,
+    multiport_swing_latency_allreduce,
     multiport_swing_reduce_scatter,
     swing_allgather,
     swing_allreduce,
@@ -71,10 +72,10 @@ STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = 
 }
 
 #: Per collective, the builders of its schedules on a torus of a given shape.
-TORUS_BUILDERS: dict[str, Callable[[Sequence[str], Sequence[int]], StepSchedule]] = {
-    "allgather": multiport_swing_allgather,
-    "reduce_scatter": multiport_swing_reduce_scatter,
-    "allreduce": multiport_swing_allreduce,
+TORUS_BUILDERS: dict[str, tuple[Callable[[Sequence[str], Sequence[int]], StepSchedule], ...]] = {
+    "allgather": (multiport_swing_allgather,),
+    "reduce_scatter": (multiport_swing_reduce_scatter,),
+    "allreduce": (multiport_swing_allreduce, multiport_swing_latency_allreduce),
 }
 
 
@@ -96,7 +97,7 @@ def step_schedules(
         and collective in TORUS_BUILDERS
         and all(d >= 2 and d & (d - 1) == 0 for d in shape)
     ):
-        found.append(TORUS_BUILDERS[collective](nodes, shape))
+        found += [build(nodes, shape) for build in TORUS_BUILDERS[collective]]
     if boxes is None or collective not in STEP_BUILDERS:
         return found
     if collective == "allgather":

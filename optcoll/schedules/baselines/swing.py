@@ -57,6 +57,7 @@ __all__ = [
     "multiport_swing_allgather",
     "multiport_swing_reduce_scatter",
     "multiport_swing_allreduce",
+    "multiport_swing_latency_allreduce",
 ]
 
 
@@ -142,6 +143,7 @@ def _ports(
     nodes: Sequence[str],
     shape: Sequence[int],
     build: Callable[[Sequence[str], Callable[[int], Sequence[Pairing]], str], StepSchedule],
+    method: str = "multiport Swing",
 ) -> StepSchedule:
     """The ``2D`` Swing collectives of ``build`` on ``shape`` at once (module docstring)."""
     if math.prod(shape) != len(nodes) or any(d < 2 or d & (d - 1) for d in shape):
@@ -159,7 +161,7 @@ def _ports(
     collectives = [
         build(nodes, port(start, sign), "Swing") for sign in (1, -1) for start in range(len(shape))
     ]
-    return concurrent(collectives, "multiport Swing")
+    return concurrent(collectives, method)
 
 
 def multiport_swing_allgather(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
@@ -183,3 +185,14 @@ def multiport_swing_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> Ste
     """Multiport Swing allreduce on a torus of ``shape``: reduce-scatter then allgather,
     ``2 log2 N`` steps."""
     return _ports(nodes, shape, butterfly_allreduce)
+
+
+def multiport_swing_latency_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Multiport latency-optimal Swing allreduce on a torus of ``shape``: ``log2 N`` steps,
+    each port exchanging (and adding) its whole ``1 / 2D`` share of the vector.
+
+    >>> s = multiport_swing_latency_allreduce([f"n{i}" for i in range(16)], (4, 4))
+    >>> s.num_steps, {len(m.blocks) for step in s.steps for m in step}
+    (4, {16})
+    """
+    return _ports(nodes, shape, exchange_allreduce, "multiport Swing (latency)")

@@ -54,7 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
@@ -68,13 +68,17 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.graph.symmetry import automorphisms
 from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
     _allreduce,
     _build_collective,
-    _collective_lower_bound,
     _reduce_scatter,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.spanning_tree_allreduce import (
+    reduce_broadcast_trees,
+    reduces_over_spanning_trees,
+)
 from optcoll.sim.cost_model import (
     DEFAULT_LATENCY,
     SIZES,
@@ -385,6 +389,15 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if reduces_over_spanning_trees(topology):
+            found.append(
+                Candidate(
+                    "spanning trees (reduce+broadcast)",
+                    None,
+                    reduce_broadcast_trees(topology),
+                    (True, False),
+                )
+            )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     return found
@@ -532,12 +545,7 @@ def plan(
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
-    bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = _collective_lower_bound(topology, bound_collective, root)
-    assert bound is not None  # the root is set for broadcast and reduce
-    if collective == "allreduce" and topology.has_in_network:
-        # per M / N bytes, as the allgather bound: N / lambda
-        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
+    bound = collective_bound(topology, collective, root).time_factor
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency
     )

@@ -56,6 +56,7 @@ from fractions import Fraction
 
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.busbw import bus_factor
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
     ImageTrees,
@@ -282,6 +283,8 @@ class SizePlan:
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     bound: Fraction | None = None
     orders: tuple[tuple[str, str, int | None], ...] = ()
+    bus: Fraction = Fraction(1)
+    holds_for: str = ""
 
     @property
     def ratio(self) -> float:
@@ -295,16 +298,26 @@ class SizePlan:
         """``size / time`` in GB/s, as :attr:`optcoll.sim.simulator.Simulation.algbw`."""
         return self.size / self.time_us / 1000.0
 
+    @property
+    def busbw(self) -> float:
+        """nccl-tests' bus bandwidth: :attr:`algbw` times ``bus``
+        (:func:`optcoll.core.busbw.bus_factor`)."""
+        return self.algbw * float(self.bus)
+
     def to_dict(self) -> dict[str, object]:
-        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes",
-        "priority", "candidates": [{"method", "time_us"}, ...]}`` (``time_us`` None: too
-        many steps to simulate; ``slice_bytes`` None: whole chunks)."""
+        """``{"bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+        "bound_holds_for", "slice_bytes", "priority", "candidates": [{"method", "time_us"},
+        ...]}`` (``time_us`` None: too many steps to simulate; ``slice_bytes`` None: whole
+        chunks)."""
         return {
             "bytes": self.size,
             "method": self.method,
             "time_us": round(self.time_us, 4),
+            "algbw": round(self.algbw, 3),
+            "busbw": round(self.busbw, 3),
             "lower_bound_us": round(self.lower_bound_us, 4),
             "ratio": round(self.ratio, 6),
+            "bound_holds_for": self.holds_for,
             "slice_bytes": self.slice_bytes,
             "priority": self.priority,
             "candidates": [
@@ -545,7 +558,9 @@ def plan(
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
-    bound = collective_bound(topology, collective, root).time_factor
+    certified = collective_bound(topology, collective, root)
+    bound = certified.time_factor
+    bus = bus_factor(collective, topology.num_compute)
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=overhead, default_latency=default_latency
     )
@@ -585,6 +600,8 @@ def plan(
                 best.schedule,
                 lower,
                 search.fastest_orders(),
+                bus,
+                certified.describe(),
             )
         )
     if bar is not None:

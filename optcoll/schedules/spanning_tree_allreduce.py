@@ -18,7 +18,8 @@ al., Blink, MLSys 2020, pack spanning trees the same way).
 (:func:`optcoll.lp.column_generation.column_generation`), each column a spanning tree,
 the pricing a minimum spanning tree under the exact duals (Kruskal); the optimum is
 proved by LP duality there. :func:`reduce_broadcast_trees` turns the weights into
-integral trees: ``chunks`` per tree with ``k`` chunks in all, exactly the weights when
+integral trees: ``chunks`` per tree with ``k`` chunks in all: an exact integral packing
+peeled tree by tree on topologies of at most 32 nodes, else exactly the weights when
 their common denominator is at most ``max_chunks``, else the weights rounded (largest
 remainders) to ``max_chunks`` chunks; :func:`tree_time_factor` gives its exact time factor.
 The trees are rooted at their centres (least height), edges parents first, for
@@ -32,7 +33,7 @@ Examples
 Fraction(1, 160)
 >>> trees = reduce_broadcast_trees(build("mesh:4x4"))
 >>> sum(tree.chunks for tree in trees), tree_time_factor(build("mesh:4x4"), trees)
-(256, Fraction(161, 25600))
+(8, Fraction(1, 160))
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from optcoll.core.arguments import as_topology
 from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError
+from optcoll.graph.strength import graph_strength
 
 __all__ = [
     "TreePacking",
@@ -59,6 +61,13 @@ __all__ = [
 
 #: Default largest number of chunks :func:`reduce_broadcast_trees` cuts the message into.
 MAX_CHUNKS = 512
+
+#: Most times :func:`reduce_broadcast_trees` solves the LP again on the capacity left.
+RESOLVES = 4
+
+#: Largest topology (nodes) on which :func:`reduce_broadcast_trees` peels an exact packing
+#: (each step may cost a strength computation and each re-solve an LP).
+PEEL_MAX_NODES = 32
 
 #: Default relative gap to the optimum at which :func:`reduce_broadcast_trees` stops dealing.
 TOLERANCE = Fraction(1, 100)
@@ -125,14 +134,19 @@ def spanning_tree_packing(topology: Topology | object) -> TreePacking:
     ArgumentError
         The topology has switches, or its two-way links do not connect its nodes.
     """
-    from formulations.column_generation import Column
-    from optcoll.lp.column_generation import column_generation
-
     topology = as_topology(topology)
     edges = _edges(topology)
     nodes = topology.node_ids
     if len(_kruskal(nodes, {e: Fraction(0) for e in edges})) < len(nodes) - 1:
         raise ArgumentError(f"the two-way links of {topology.name} do not connect its nodes")
+    return _packing(nodes, edges, f"spanning trees of {topology.name}")
+
+
+def _packing(nodes: Sequence[str], edges: Mapping[Edge, Fraction], where: str) -> TreePacking:
+    """The LP of :func:`spanning_tree_packing` on a connected graph (positive capacities)."""
+    from formulations.column_generation import Column
+    from optcoll.lp.column_generation import column_generation
+
     scale = math.lcm(*(c.denominator for c in edges.values()))
     capacity = {e: int(c * scale) for e, c in edges.items()}
 
@@ -140,7 +154,7 @@ def spanning_tree_packing(topology: Topology | object) -> TreePacking:
         tree = _kruskal(nodes, prices)
         return [Column(0, tuple((e, 1) for e in tree), tree)]
 
-    packing = column_generation(1, capacity, price, where=f"spanning trees of {topology.name}")
+    packing = column_generation(1, capacity, price, where=where)
     trees = tuple((x, tuple(column.payload)) for column, x in packing.weights)
     return TreePacking(packing.t * scale, trees)
 
@@ -174,7 +188,10 @@ def reduce_broadcast_trees(
     """Integral rooted trees carrying the optimal packing's shares (module docstring).
 
     The shares are exact when their common denominator is at most ``max_chunks``;
-    otherwise ``k`` = 16, 32, ... up to ``max_chunks`` chunks are dealt: each tree first
+    otherwise an exact integral packing of ``K`` chunks is peeled when ``K`` (``tau`` in
+    the smallest integer scale of the capacities) is at most ``max_chunks`` (see
+    :func:`_peeled`; its time factor is checked to equal the optimum); otherwise
+    ``k`` = 16, 32, ... up to ``max_chunks`` chunks are dealt: each tree first
     gets ``floor(k x_T)``, then each remaining chunk goes to the tree whose busiest edge
     stays least loaded. The first ``k`` whose exact time factor is within ``tolerance``
     of the optimum is kept (else the best found).
@@ -192,9 +209,14 @@ def reduce_broadcast_trees(
     exact = math.lcm(*(x.denominator for x in weights))
     if exact <= max_chunks:
         return _trees(packing, [int(x * exact) for x in weights])
+    peeled = _peeled(topology, packing, max_chunks)
+    if peeled is not None:
+        trees = tuple(_rooted(edges, count) for edges, count in peeled)
+        if tree_time_factor(topology, trees) == packing.time_factor:
+            return trees
     capacity = _edges(topology)
     best: tuple[Fraction, tuple[Tree, ...]] | None = None
-    k = 16
+    k = min(16, max_chunks)
     while k <= max_chunks:
         trees = _trees(packing, _dealt(packing, capacity, k))
         factor = tree_time_factor(topology, trees)
@@ -205,6 +227,56 @@ def reduce_broadcast_trees(
         k *= 2
     assert best is not None
     return best[1]
+
+
+def _peeled(
+    topology: Topology, packing: TreePacking, max_chunks: int
+) -> list[tuple[tuple[Edge, ...], int]] | None:
+    """Trees and their chunks of an exact integral packing, or None.
+
+    Scaled so that every capacity ``m_e`` and ``K = tau`` are coprime integers, the
+    multigraph with ``m_e`` copies of each edge has strength ``K``, hence ``K``
+    edge-disjoint spanning trees (Nash-Williams, Tutte). They are peeled one at a time
+    from the LP's trees (largest weight first): a tree whose weight times the chunks left
+    at the last solve exceeds what it already gave since is taken as it is (the rest of
+    the LP's packing remains), any other when the rest still has strength ``K - 1``
+    (:func:`optcoll.graph.strength.graph_strength`, exact); when none is, the LP is solved
+    again on what is left, at most :data:`RESOLVES` times. None when ``K`` exceeds
+    ``max_chunks`` or the re-solves run out."""
+    capacity = _edges(topology)
+    tau = 1 / packing.time_factor
+    scale = math.lcm(*(c.denominator for c in capacity.values()), tau.denominator)
+    common = math.gcd(*(int(c * scale) for c in capacity.values()), int(tau * scale))
+    left = {e: int(c * scale) // common for e, c in capacity.items()}
+    remaining = int(tau * scale) // common
+    if remaining > max_chunks or len(topology.node_ids) > PEEL_MAX_NODES:
+        return None
+    taken: dict[tuple[Edge, ...], int] = {}
+    support, at_solve, solves = packing.trees, remaining, 0
+    since: dict[tuple[Edge, ...], int] = {}  # chunks each tree gave since the last solve
+    while remaining:
+        for weight, edges in sorted(support, key=lambda wt: (-wt[0], wt[1])):
+            if any(left[e] < 1 for e in edges):
+                continue
+            rest = {e: m - (e in edges) for e, m in left.items()}
+            sure = weight * at_solve >= since.get(edges, 0) + 1
+            if (
+                sure
+                or remaining == 1
+                or graph_strength(topology.node_ids, rest).value >= remaining - 1
+            ):
+                left, remaining = rest, remaining - 1
+                taken[edges] = taken.get(edges, 0) + 1
+                since[edges] = since.get(edges, 0) + 1
+                break
+        else:
+            if solves == RESOLVES:
+                return None
+            solves += 1
+            residual = {e: Fraction(m) for e, m in left.items() if m > 0}
+            support = _packing(topology.node_ids, residual, "residual spanning trees").trees
+            at_solve, since = remaining, {}
+    return sorted(taken.items())
 
 
 def _dealt(packing: TreePacking, capacity: Mapping[Edge, Fraction], k: int) -> list[int]:

@@ -155,8 +155,14 @@ def _packing(nodes: Sequence[str], edges: Mapping[Edge, Fraction], where: str) -
         return [Column(0, tuple((e, 1) for e in tree), tree)]
 
     packing = column_generation(1, capacity, price, where=where)
-    trees = tuple((x, tuple(column.payload)) for column, x in packing.weights)
+    trees = tuple((x, _payload_edges(column.payload)) for column, x in packing.weights)
     return TreePacking(packing.t * scale, trees)
+
+
+def _payload_edges(payload: object) -> tuple[Edge, ...]:
+    """A column's payload: the tree's edges, as :func:`_kruskal` returned them."""
+    assert isinstance(payload, tuple)
+    return tuple((str(u), str(v)) for u, v in payload)
 
 
 def _kruskal(nodes: Sequence[str], prices: Mapping[Edge, float | Fraction]) -> tuple[Edge, ...]:

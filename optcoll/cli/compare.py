@@ -46,17 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
 
     from optcoll.core.busbw import bus_factor
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.schedules.collective_bound import collective_bound
-    from optcoll.sim.cost_model import (
-        DEFAULT_LATENCY,
-        SIZES,
-        compare_group_methods,
-        compare_methods,
-    )
-    from optcoll.sim.plan import method_times
+    from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.size_plan import method_times
+    from optcoll.studies.compare import compare_group_methods, compare_methods
 
     inputs = command_inputs(args)
     if args.plot:
@@ -193,13 +190,13 @@ def _with_spanning_trees(
     when it is the fastest, else last."""
     from fractions import Fraction
 
+    from optcoll.core.cost import Cost, link_latencies
     from optcoll.core.schedule import canonical_collective
     from optcoll.schedules.spanning_tree_allreduce import (
         reduce_broadcast_trees,
         reduces_over_spanning_trees,
         tree_time_factor,
     )
-    from optcoll.sim.cost_model import Cost, link_latencies
 
     if canonical_collective(collective) != "allreduce" or not reduces_over_spanning_trees(topology):
         return costs

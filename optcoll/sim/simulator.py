@@ -64,7 +64,7 @@ import heapq
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -98,6 +98,7 @@ __all__ = [
     "chakra_tasks",
     "schedule_tasks",
     "tree_tasks",
+    "piece_order",
     "aggregation_tasks",
     "msccl_tasks",
     "mscclpp_tasks",
@@ -521,47 +522,65 @@ def tree_tasks(
     )
     up, down = any(phases), not all(phases)
     for number, tree in enumerate(trees):
-        ahead, spread = _ranks(tree, priority, tree.chunks * count)
-        if starts is not None:  # a timetable: each edge's start time is its place
-            ahead = {(e.src, e.dst): t for e, t in zip(tree.edges, starts[number], strict=True)}
-            ahead.update(
-                {(e.dst, e.src): t for e, t in zip(tree.edges, starts[number], strict=True)}
-            )
-            spread = 0.0
-        forward = (
-            [
-                (e.src, e.dst, network.path(e.path), ahead.get((e.src, e.dst), 0.0))
-                for e in tree.edges
-            ]
-            if down
-            else []
-        )
-        backward = (
-            [
-                (e.dst, e.src, network.path(e.path[::-1]), ahead.get((e.dst, e.src), 0.0))
-                for e in tree.edges
-            ]
-            if up
-            else []
-        )
+        place = piece_order(tree, priority, count, None if starts is None else starts[number])
+        forward = [(e.src, e.dst, network.path(e.path)) for e in tree.edges] if down else []
+        backward = [(e.dst, e.src, network.path(e.path[::-1])) for e in tree.edges] if up else []
         for piece_number in range(tree.chunks * count):
-            # how far through the tree's data this piece is: links serve the earliest first
-            loop = spread * _progress(piece_number, tree.chunks, count)
             at_root: list[int] = []
             for reverse in phases:
                 if reverse:
                     into: dict[str, list[int]] = {}
-                    for src, dst, path, rank in reversed(backward):  # leaves first
-                        task = graph.add((src, dst), path, piece, into.get(src, ()), rank + loop)
+                    for src, dst, path in reversed(backward):  # leaves first
+                        task = graph.add(
+                            (src, dst), path, piece, into.get(src, ()),
+                            place(src, dst, piece_number),
+                        )  # fmt: skip
                         into.setdefault(dst, []).append(task)
                     at_root = into.get(tree.root, [])
                 else:
                     arrived: dict[str, list[int]] = {tree.root: at_root}
-                    for src, dst, path, rank in forward:  # parents before children
+                    for src, dst, path in forward:  # parents before children
                         arrived[dst] = [
-                            graph.add((src, dst), path, piece, arrived[src], rank + loop)
+                            graph.add(
+                                (src, dst),
+                                path,
+                                piece,
+                                arrived[src],
+                                place(src, dst, piece_number),
+                            )  # fmt: skip
                         ]
                     at_root = []
+
+
+def piece_order(
+    tree: Tree, priority: str, count: int, starts: Sequence[float] | None = None
+) -> Callable[[str, str, int], float]:
+    """The place in its link's queue of piece ``number`` of ``tree`` sent from ``src`` to
+    ``dst`` (either way along a tree edge), as :func:`tree_tasks` orders it: pieces are
+    numbered chunk-major (slice ``number % count`` of the tree's chunk ``number // count``);
+    ``starts`` (a timetable's start time per edge) overrides ``priority``.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> tree = Tree("a", 2, (TreeEdge("a", "b", ("a", "b")),))
+    >>> place = piece_order(tree, "progress", 2)
+    >>> [place("a", "b", n) for n in range(4)]  # slice by slice across the chunks
+    [0.0, 0.5, 0.25, 0.75]
+    >>> piece_order(tree, "depth", 1)("b", "a", 0), piece_order(tree, "progress", 1, [7.5])("a", "b", 1)
+    (-1.0, 7.5)
+    """
+    ahead, spread = _ranks(tree, priority, tree.chunks * count)
+    if starts is not None:  # a timetable: each edge's start time is its place
+        ahead = {(e.src, e.dst): t for e, t in zip(tree.edges, starts, strict=True)}
+        ahead.update({(e.dst, e.src): t for e, t in zip(tree.edges, starts, strict=True)})
+        spread = 0.0
+
+    def place(src: str, dst: str, number: int) -> float:
+        # how far through the tree's data this piece is: links serve the earliest first
+        return ahead.get((src, dst), 0.0) + spread * _progress(number, tree.chunks, count)
+
+    return place
 
 
 def _ranks(tree: Tree, priority: str, pieces: int) -> tuple[dict[Arc, float], float]:
@@ -1123,11 +1142,14 @@ def chakra_tasks(
 ) -> TaskGraph:
     """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
     dependencies have finished; a send is a step of its connection (sender, receiver) and then
-    a transfer on the widest path between the two; a receive finishes when the ``i``-th send of
-    its (source, destination, tag, size) arrives (``i`` its place in the receiver's dependency
-    order); a reduction is a local step. As with MSCCL programs, the traces run once per
+    a transfer on the widest path between the two (one task, as :func:`tree_tasks` builds a
+    tree edge's); a receive finishes when the ``i``-th send of its (source, destination, tag,
+    size) arrives (``i`` its place in the receiver's dependency order) and its dependencies
+    have finished; a reduction when its dependencies have (neither is a task: no cost). As with MSCCL programs, the traces run once per
     slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
-    largest transfer.
+    largest transfer. A link serves its waiting slices earliest loop first; traces whose
+    nodes carry ``optcoll_order`` (as :func:`optcoll.export.chakra.chakra_traces` writes
+    sliced traces) are served in that order, then by loop.
     """
     compute = traces.members or tuple(topology.compute_nodes)
     missing = [v for v in compute if v not in topology.compute_nodes]
@@ -1155,34 +1177,58 @@ def chakra_tasks(
 
     orders = [_dependency_order(nodes) for nodes in traces.nodes]
     graph = TaskGraph()
+
+    def place(node: Any, loop: int) -> float:
+        given = node.get("optcoll_order")
+        return loop / count if given is None else given.value * count + loop
+
+    # sends in the order their tasks are made: by optcoll_task where the traces give it (the
+    # number tree_tasks gives them, so ties go as there), else rank by rank
+    ranked = [(rank, node) for rank, ordered in enumerate(orders) for node in ordered]
+    issued = sorted(
+        ((rank, node) for rank, node in ranked if kinds[node.type] == "send"),
+        key=lambda pair: _task_number(pair[1]),
+    )
     for loop in range(count):
-        done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
+        sends: dict[tuple[int, int], int] = {}  # (rank, send id) -> its transfer
         sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for rank, node in issued:
+            peer = node.get("comm_dst").value
+            size = node.get("comm_size").value
+            sends[(rank, node.id)] = graph.add(
+                ("send", rank, peer), route(rank, peer), size / count, (), place(node, loop)
+            )
+            sent[(rank, peer, node.get("comm_tag").value, size)].append(sends[(rank, node.id)])
         received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
-        for rank, ordered in enumerate(orders):
-            for node in ordered:
-                after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
-                kind = kinds[node.type]
-                if kind == "send":
-                    peer = node.get("comm_dst").value
-                    size = node.get("comm_size").value
-                    key = (rank, peer, node.get("comm_tag").value, size)
-                    step = graph.add(("send", rank, peer), (), 0.0, after, loop / count)
-                    done[(rank, node.id)] = graph.add(
-                        None, route(rank, peer), size / count, [step], loop / count
-                    )
-                    sent[key].append(done[(rank, node.id)])
-                elif kind == "recv":
-                    peer, size = node.get("comm_src").value, node.get("comm_size").value
-                    key = (peer, rank, node.get("comm_tag").value, size)
-                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
-                    received[key].append((rank, node.id))
-                else:
-                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
-        for matched, receives in received.items():
-            for transfer, (rank, ident) in zip(sent[matched], receives, strict=True):
-                _depend(graph, transfer, done[(rank, ident)])
+        for rank, node in ranked:
+            if kinds[node.type] == "recv":
+                peer, size = node.get("comm_src").value, node.get("comm_size").value
+                received[(peer, rank, node.get("comm_tag").value, size)].append((rank, node.id))
+        arrival = {
+            receive: transfer
+            for matched, receives in received.items()
+            for transfer, receive in zip(sent[matched], receives, strict=True)
+        }
+        # a receive or a reduction costs nothing: it finishes with the transfers it waits for
+        done: dict[tuple[int, int], set[int]] = {}  # (rank, node id) -> those transfers
+        waits: dict[tuple[int, int], set[int]] = {}
+        for rank, node in ranked:
+            key = (rank, node.id)
+            waits[key] = set().union(*(done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)))
+            if key in sends:
+                done[key] = {sends[key]}
+            else:
+                done[key] = waits[key] | ({arrival[key]} if key in arrival else set())
+        for rank, node in issued:
+            for before in sorted(waits[(rank, node.id)]):
+                _depend(graph, before, sends[(rank, node.id)])
     return graph
+
+
+def _task_number(node: Any) -> int:
+    """A send's ``optcoll_task`` (0 without one: the sort keeps file order)."""
+    given = node.get("optcoll_task")
+    return 0 if given is None else given.value
 
 
 def _dependency_order(nodes: Sequence[Any]) -> list[Any]:

@@ -128,6 +128,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="thread blocks per GPU cap (default: the runtime's)",
     )
     add_group_options(parser)
+    from optcoll.cli.simulate import add_simulator_options
+
+    add_simulator_options(parser)  # chakra: the simulator plan chooses each size's schedule in
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     parser.add_argument(
         "--unchecked", action="store_true", help="skip verifying the schedule before writing"
@@ -162,8 +165,16 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError(
             "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
         )
-    if (args.format == "chakra") != (args.size is not None):
-        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    if args.format == "chakra" and args.size is None and not args.bands:
+        raise ExportError("--format chakra needs --size (the traces are for one message size) "
+                          "or --bands --sizes (one trace set per size)")  # fmt: skip
+    if args.format != "chakra" and args.size is not None:
+        raise ExportError("--size is the message size of Chakra traces: it needs --format chakra")
+    if args.format != "chakra" and any(
+        getattr(args, a) is not None for a in ("overhead", "latency", "slice")
+    ):
+        raise ExportError("--overhead, --latency and --slice plan Chakra traces: they need "
+                          "--format chakra")  # fmt: skip
     if args.format == "chakra":
         from optcoll.cli._export_chakra import write_chakra
 

@@ -57,7 +57,8 @@ from optcoll.core.sizes import parse_size, size_text
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.io.astra_sim import from_astra_network
-from optcoll.sim.simulator import Network, chakra_tasks, read_chakra, simulate
+from optcoll.sim.programs import chakra_tasks, read_chakra
+from optcoll.sim.simulator import Network, simulate
 
 BINARY = "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
 NETWORKS = ("Ring:8", "Ring:16", "FullyConnected:8", "Switch:16")

@@ -24,10 +24,14 @@ def write_chakra(
     args: argparse.Namespace,
     groups_schedule: Callable[[argparse.Namespace], Any],
     schedules: Callable[[argparse.Namespace], Any],
+    verified: Callable[[Any, Any, Fraction | None], Fraction],
+    *,
+    planned: bool,
 ) -> int:
-    """Build (``groups_schedule``, ``schedules``: the export command's), check, write, report.
+    """Build (``groups_schedule``, ``schedules``, ``verified``: the export command's), check,
+    write, report.
 
-    From a topology without ``-k``/``--exact``/``--groups``: what ``optcoll plan`` chose
+    ``planned`` (a topology without ``-k``/``--exact``; not ``--groups``): what ``optcoll plan`` chose
     at ``--size`` (or at each of ``--bands --sizes``, one set ``PREFIX.<size>`` each),
     sliced and ordered as plan simulated it (:mod:`optcoll.export.planned`)."""
     from optcoll.core.output import check_output, input_files, write_output
@@ -50,8 +54,7 @@ def write_chakra(
         factor = None if args.unchecked else schedule.time_factor
         for index, part in enumerate(schedule.groups):
             sets.append((f"{prefix}.group{index}", part, None, factor, optimum, index, None, {}))
-    elif _planned(args):
-        from optcoll.cli.export import _verified
+    elif planned:
         from optcoll.schedules.collectives import collective_lower_bound
 
         topology, planned_sets = _plan(args)
@@ -69,7 +72,7 @@ def write_chakra(
             bound, factor = None, None
             if not args.unchecked:  # the verifier's exact time factor, or ExportError
                 bound = collective_lower_bound(topology, one.schedule.collective, args.root)
-                factor = _verified(topology, one.schedule, bound)
+                factor = verified(topology, one.schedule, bound)
             sets.append((base, one.schedule, None, factor, bound, None, list(one.traces), entry))
     else:
         if args.bands:
@@ -112,17 +115,11 @@ def write_chakra(
     return 0
 
 
-def _planned(args: argparse.Namespace) -> bool:
-    """Whether the traces follow plan: a topology, and neither -k nor --exact."""
-    from optcoll.cli.export import _schedule_file
-
-    return _schedule_file(args.source) is None and args.k is None and not args.exact
-
-
 def _plan(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.export.planned import planned_traces
     from optcoll.io import load_topology
-    from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
+    from optcoll.sim.cost_model import SIZES
     from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
     if args.bands and not args.sizes:

@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "chakra":
         from optcoll.cli._export_chakra import write_chakra
 
-        return write_chakra(args, _groups_schedule, _schedules)
+        planned = _schedule_file(args.source) is None and args.k is None and not args.exact
+        return write_chakra(args, _groups_schedule, _schedules, _verified, planned=planned)
     if args.format in _FORMATS:
         import importlib
 
@@ -454,9 +455,9 @@ def _schedules(
 
 
 def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list[Any]:
-    """``optcoll plan``'s size bands (:func:`optcoll.sim.plan.schedule_bands`) at ``--sizes``."""
+    """``optcoll plan``'s size bands (:func:`optcoll.sim.size_plan.schedule_bands`) at ``--sizes``."""
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.plan import candidates, plan, schedule_bands
+    from optcoll.sim.size_plan import candidates, plan, schedule_bands
 
     options = candidates(topology, args.collective, root=args.root, tolerance=tolerance)
     sizes = sorted(set(args.sizes or SIZES))

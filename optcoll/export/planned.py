@@ -1,6 +1,6 @@
 """Chakra traces of what ``optcoll plan`` chose at each size, as plan simulated it.
 
-At a message size ``M``, :func:`optcoll.sim.plan.plan` simulates every candidate schedule
+At a message size ``M``, :func:`optcoll.sim.size_plan.plan` simulates every candidate schedule
 and keeps the fastest with the slice size and the link order it ran fastest with.
 :func:`planned_traces` writes exactly that schedule as Chakra traces
 (:func:`optcoll.export.chakra.chakra_traces` with ``slice_bytes``): each slice its own
@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.schedule import Schedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces
-from optcoll.sim.cost_model import DEFAULT_LATENCY
-from optcoll.sim.plan import plan
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+from optcoll.sim.size_plan import candidates, plan
 
 __all__ = ["PlannedTraces", "planned_traces", "astra_sim_comm_size", "ASTRA_SIM_COMM_SIZE"]
 
@@ -100,7 +100,7 @@ def planned_traces(
 ) -> list[PlannedTraces]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes`` and ``choose_slice``, as
-    :func:`optcoll.sim.plan.plan`) and write the traces of each size's choice.
+    :func:`optcoll.sim.size_plan.plan`) and write the traces of each size's choice.
 
     Raises
     ------
@@ -167,8 +167,6 @@ def _schedule_of(
     topology: Topology, collective: str, method: str, root: str | None
 ) -> Schedule | None:
     """The schedule of plan's candidate ``method`` (None: not one tree schedule)."""
-    from optcoll.sim.plan import candidates
-
     for option in candidates(topology, collective, root=root):
         if option.method == method and option.schedule is not None:
             return option.schedule

@@ -11,7 +11,8 @@ import pytest
 
 from optcoll.cli import main
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
-from optcoll.sim.simulator import Network, chakra_tasks, read_chakra, simulate
+from optcoll.sim.programs import chakra_tasks, read_chakra
+from optcoll.sim.simulator import Network, simulate
 from optcoll.topologies import build
 from optcoll.verify.chakra import check_prefix
 

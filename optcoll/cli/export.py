@@ -178,7 +178,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "chakra":
         from optcoll.cli._export_chakra import write_chakra
 
-        planned = _schedule_file(args.source) is None and args.k is None and not args.exact
+        planned = (
+            _schedule_file(args.source) is None
+            and args.k is None
+            and not args.exact
+            and args.collective != "alltoall"  # the optimal routes, as without a plan
+        )
         return write_chakra(args, _groups_schedule, _schedules, _verified, planned=planned)
     if args.format in _FORMATS:
         import importlib

@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_sizes_option(parser)
     add_simulator_options(parser)
+    parser.add_argument(
+        "--switch-model",
+        choices=("cut-through", "store-and-forward"),
+        default="cut-through",
+        help="how a slice crosses a node: its head goes on at once (default), or all of it "
+        "arrives first (ASTRA-sim's analytical backend)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -92,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     overhead = DEFAULT_OVERHEAD if args.overhead is None else args.overhead
     slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
     sizes = args.sizes or list(SIZES)
-    network = Network.of(topology, latency)
+    network = Network.of(
+        topology, latency, store_and_forward=args.switch_model == "store-and-forward"
+    )
     in_network = False
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)

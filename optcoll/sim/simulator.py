@@ -121,16 +121,40 @@ def data_bytes(collective: str, size: float, num_compute: int) -> float:
 @dataclass
 class Network:
     """The links as the simulator sees them: per directed link its bandwidth (bytes/µs)
-    and latency (µs), indexed by arc number."""
+    and latency (µs), indexed by arc number. ``store_and_forward``: a slice enters its
+    next link only once all of it has arrived (ASTRA-sim's analytical congestion-aware
+    backend: ``Link::schedule_chunk_transmission`` delivers a chunk ``latency + size /
+    bandwidth`` after it starts, and only then does the next device send it on), instead
+    of virtual cut-through (its head ``latency`` after it starts)."""
 
     arcs: list[Arc]
     index: dict[Arc, int]
     rate: list[float]
     latency: list[float]
+    store_and_forward: bool = False
 
     @classmethod
-    def of(cls, topology: Topology, default_latency: Fraction = DEFAULT_LATENCY) -> Network:
-        """The network of ``topology`` (bandwidths read as GB/s = 1000 bytes/µs)."""
+    def of(
+        cls,
+        topology: Topology,
+        default_latency: Fraction = DEFAULT_LATENCY,
+        *,
+        store_and_forward: bool = False,
+    ) -> Network:
+        """The network of ``topology`` (bandwidths read as GB/s = 1000 bytes/µs).
+
+        Examples
+        --------
+        >>> from dataclasses import replace
+        >>> from optcoll.topologies import build
+        >>> net = Network.of(build("star:2,bw=1"), Fraction(0), store_and_forward=True)
+        >>> graph = TaskGraph()
+        >>> _ = graph.add(None, net.path(("h0", "hub", "h1")), 1000.0)
+        >>> simulate(graph, net, 1000).time_us  # two hops, each 1000 bytes at 1000 bytes/µs
+        2.0
+        >>> simulate(graph, replace(net, store_and_forward=False), 1000).time_us  # cut-through
+        1.0
+        """
         latency = link_latencies(topology, default_latency)
         arcs = sorted(topology.capacity)
         return cls(
@@ -138,6 +162,7 @@ class Network:
             {a: i for i, a in enumerate(arcs)},
             [float(topology.capacity[a]) * 1000.0 for a in arcs],
             [float(latency[a]) for a in arcs],
+            store_and_forward,
         )
 
     def path(self, nodes: Sequence[str]) -> tuple[int, ...]:
@@ -286,6 +311,7 @@ def simulate(
     lane_of, paths, sizes, order = graph.lane, graph.path, graph.size, graph.order
     waiting, successors = list(graph.waiting), graph.successors
     rate, latency = network.rate, network.latency
+    whole = network.store_and_forward  # a slice moves on once all of it has arrived
     lane_busy = [False] * len(graph.lanes)
     lane_queue: list[list[tuple[float, Any, int]]] = [[] for _ in graph.lanes]
     link_busy = [False] * len(network.arcs)
@@ -349,7 +375,7 @@ def simulate(
             push(heap, (finish, (begin, base[i] + 4 * hop + 1), arc, _FREE))
             following = (begin, base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code))
         if hop + 1 < len(path):
-            push(heap, (begin + latency[arc], following, i, hop + 1))
+            push(heap, ((finish if whole else begin) + latency[arc], following, i, hop + 1))
         else:
             push(heap, (tail[i], following, i, _DONE))
 

@@ -83,8 +83,8 @@ def write_chakra(
                      choice.optimum, None, None, {}))  # fmt: skip
     files: list[tuple[str, bytes]] = []
     entries = []
-    for base, schedule, allgather, factor, optimum, group, written, planned in sets:
-        size = planned.get("bytes", args.size)
+    for base, schedule, allgather, factor, optimum, group, written, chose in sets:
+        size = chose.get("bytes", args.size)
         traces = written if written is not None else chakra_traces(
             schedule, size, allgather=allgather, slice_bytes=args.slice
         )  # fmt: skip
@@ -103,7 +103,7 @@ def write_chakra(
                 "astra_sim_comm_size": astra_sim_comm_size(collective, size, len(traces)),
                 "time_factor": None if factor is None else fraction_text(factor),
                 "optimum": None if optimum is None else fraction_text(optimum),
-                **{key: value for key, value in planned.items() if key != "bytes"},
+                **{key: value for key, value in chose.items() if key != "bytes"},
             }
         )
     inputs = input_files(args.source)

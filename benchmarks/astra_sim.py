@@ -25,11 +25,13 @@ and optcoll's traces as its custom collective, every run with ``endpoint-delay``
 per-message overhead, as our simulator with ``--overhead 0``). The time is the largest
 ``sys[i] finished, T cycles`` (a cycle is 1 ns). Printed per case: the best native time
 and its setting, ASTRA-sim's time of our traces, our simulator's time of the same traces
-(and plan's figure), ours over the best native, and our simulator over ASTRA-sim.
+(cut-through, and ``store_and_forward`` as ASTRA-sim's backend moves a message) and plan's
+figure, ours over the best native, and our simulator over ASTRA-sim. Without
+``--astra-sim`` only optcoll's side is printed.
 
 Run from the repository root::
 
-    python -m benchmarks.astra_sim --astra-sim PATH [--networks Ring:8 Switch:16 ...]
+    python -m benchmarks.astra_sim [--astra-sim PATH] [--networks Ring:8 Switch:16 ...]
         [--collectives allreduce allgather reduce_scatter] [--sizes 64K 1M 16M 256M 1G]
         [--bandwidth 50] [--latency 500] [--json FILE]
 """
@@ -45,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -143,9 +146,10 @@ def base_system() -> dict[str, Any]:
             "local-mem-bw": 1_000_000, "boost-mode": 0}  # fmt: skip
 
 
-def case(astra: Path, pb: Any, folder: Path, block: str, npus: int, collective: str,
+def case(astra: Path | None, pb: Any, folder: Path, block: str, npus: int, collective: str,
          size: int, bandwidth: int, latency: int, limit: float) -> dict[str, Any]:  # fmt: skip
-    """One network, collective and size: every native run and ours."""
+    """One network, collective and size: every native run and ours (ASTRA-sim's runs only
+    with ``astra``)."""
     config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
               "latency": [latency]}  # fmt: skip
     network = folder / "network.yml"
@@ -157,13 +161,15 @@ def case(astra: Path, pb: Any, folder: Path, block: str, npus: int, collective: 
                            "size": size_text(size)}  # fmt: skip
     if comm_size is None:
         return {**row, "skipped": "no whole comm_size"}
-    work = workload(pb, folder / "work", npus, comm_type, comm_size)
     best: tuple[float, str] | None = None
-    for algorithm in NATIVE[collective]:
+    work = folder / "work"
+    if astra is not None:
+        workload(pb, work, npus, comm_type, comm_size)
+    for algorithm in NATIVE[collective] if astra is not None else ():
         for values in itertools.product(*SETTINGS.values()):
             setting = dict(zip(SETTINGS, values, strict=True))
             system = {**base_system(), **setting, key: [algorithm]}
-            took = run_astra(astra, folder, network, work / "", system, npus, limit)
+            took = run_astra(astra, folder, network, work, system, npus, limit)
             label = f"{algorithm} " + " ".join(str(v) for v in values)
             if took is not None and (best is None or took < best[0]):
                 best = (took, label)
@@ -177,26 +183,31 @@ def case(astra: Path, pb: Any, folder: Path, block: str, npus: int, collective: 
     net = Network.of(topology, latency_us)
     graph = chakra_tasks(read_chakra(str(prefix)), topology, net, slice_bytes=one.slice_bytes)
     predicted = simulate(graph, net, size, overhead=0).time_us
+    whole = replace(net, store_and_forward=True)  # as ASTRA-sim's backend moves a message
+    graph = chakra_tasks(read_chakra(str(prefix)), topology, whole, slice_bytes=one.slice_bytes)
+    forwarded = simulate(graph, whole, size, overhead=0).time_us
     system = {**base_system(), "preferred-dataset-splits": 1, "active-chunks-per-dimension": 1,
               ASTRA_SIM_COLLECTIVES[collective]: [str(prefix)]}  # fmt: skip
-    ours = run_astra(astra, folder, network, work / "", system, npus, limit)
+    ours = None if astra is None else run_astra(astra, folder, network, work, system, npus, limit)
     return {
         **row,
         "native_us": None if best is None else round(best[0], 3),
         "native": None if best is None else best[1],
         "ours_astra_us": None if ours is None else round(ours, 3),
         "ours_sim_us": round(predicted, 3),
+        "ours_sim_saf_us": round(forwarded, 3),
         "plan_us": round(one.time_us, 3),
         "method": f"{one.method}, {'whole' if one.slice_bytes is None else size_text(one.slice_bytes)}",
         "native_over_ours": None if best is None or ours is None else round(best[0] / ours, 3),
         "sim_over_astra": None if ours is None else round(predicted / ours, 4),
+        "saf_over_astra": None if ours is None else round(forwarded / ours, 4),
         "plan_cpu_s": round(cpu, 2),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--astra-sim", required=True, help="built astra-sim checkout")
+    parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
     parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
@@ -205,12 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=600, help="seconds per ASTRA-sim run")
     parser.add_argument("--json", help="also write the rows as JSON")
     args = parser.parse_args(argv)
-    astra = Path(args.astra_sim).resolve()
-    if not (astra / BINARY).exists():
+    astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
+    if astra is not None and not (astra / BINARY).exists():
         raise SystemExit(f"{astra}: no {BINARY}: build it with build/astra_analytical/build.sh")
     rows = []
     with tempfile.TemporaryDirectory(prefix="optcoll-astra-") as tmp:
-        pb = compile_proto(astra, Path(tmp))
+        pb = None if astra is None else compile_proto(astra, Path(tmp))
         for spec in args.networks:
             block, npus = spec.split(":")
             for collective in args.collectives:
@@ -221,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                      args.limit))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
     columns = ["network", "collective", "size", "native_us", "native", "ours_astra_us",
-               "ours_sim_us", "plan_us", "method", "native_over_ours", "sim_over_astra"]  # fmt: skip
+               "ours_sim_us", "ours_sim_saf_us", "plan_us", "method", "native_over_ours",
+               "sim_over_astra", "saf_over_astra"]  # fmt: skip
     print_table(columns, [[row.get(c, "-") for c in columns] for row in rows])
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")

@@ -12,7 +12,7 @@ import pytest
 from optcoll.cli import main
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.sim.programs import chakra_tasks, read_chakra
-from optcoll.sim.simulator import Network, simulate
+from optcoll.sim.simulator import Network, schedule_tasks, simulate
 from optcoll.topologies import build
 from optcoll.verify.chakra import check_prefix
 
@@ -91,3 +91,20 @@ def test_comm_size_per_collective():
     assert astra_sim_comm_size("reduce_scatter", 2**20, 8) == 2**20
     assert astra_sim_comm_size("alltoall", 2**20, 8) == 2**20
     assert astra_sim_comm_size("allgather", 2**20 + 1, 8) is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "collective"), [("dgx-a100:1", "reduce_scatter"), ("star:16,bw=50", "allreduce")]
+)
+def test_reduction_traces_simulate_as_their_schedule_does(tmp_path, spec, collective):
+    """The traces run as the full simulation of plan's schedule. (Plan's own figure here
+    comes from a quotient run, which measured lower: dgx-a100:1 reduce-scatter 1 MiB
+    6.06 against 8.68 µs; star:16 at 50 GiB/s and 0.5 µs, allreduce 40.6 against 57.7 µs.)"""
+    topology = build(spec)
+    [one] = planned_traces(topology, collective, [2**20])
+    _, time_us = _simulated(tmp_path, topology, one, Fraction(1))
+    network = Network.of(topology)
+    graph = schedule_tasks(
+        one.schedule, network, 2**20, slice_bytes=one.slice_bytes, priority=one.priority
+    )
+    assert time_us == pytest.approx(simulate(graph, network, 2**20).time_us, rel=1e-9)

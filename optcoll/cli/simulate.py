@@ -84,7 +84,13 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
+    from optcoll.sim.programs import (
+        chakra_tasks,
+        chakra_ties,
+        msccl_tasks,
+        read_chakra,
+        read_msccl,
+    )
     from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
@@ -113,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
         if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
+        ties = chakra_ties(traces, tasks)  # a compact schedule's: alike on every translate
+
         def graph(size: int) -> Any:
-            return tasks, None
+            return tasks, ties
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
         from optcoll.sim.programs import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan

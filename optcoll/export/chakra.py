@@ -92,7 +92,7 @@ class _Ranks:
         return node.id
 
     def transfer(self, src: int, dst: int, chunk: int, size: int, after: list[int],
-                 before: list[int], place: tuple[float, int] | None = None,
+                 before: list[int], place: tuple[float, int, int | None] | None = None,
                  ) -> tuple[int, int]:  # fmt: skip
         """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``);
         ``place``: the send's place in its link's queue (``optcoll_order``) and its task
@@ -101,7 +101,9 @@ class _Ranks:
         self.tags[(src, dst)] += 1
         common: dict[str, Any] = {"comm_size": size, "comm_tag": tag, "optcoll_chunk": chunk}
         if place is not None:
-            common["optcoll_order"], common["optcoll_task"] = place
+            common["optcoll_order"], common["optcoll_task"], tie = place
+            if tie is not None:
+                common["optcoll_tie"] = tie
         send = self.add(src, _SEND, f"send c{chunk} to {dst}", after, comm_src=src,
                         comm_dst=dst, **common)  # fmt: skip
         recv = self.add(dst, _RECV, f"recv c{chunk} from {src}", before, comm_src=src,
@@ -115,6 +117,7 @@ def chakra_traces(
     *,
     allgather: Schedule | None = None,
     slice_bytes: int | None = None,
+    equivariant: bool = False,
 ) -> list[bytes]:
     """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``).
 
@@ -139,6 +142,11 @@ def chakra_traces(
         ``simulate`` runs the traces exactly as the schedule ran. Nodes are written slice by slice
         across the chunks, the order ASTRA-sim issues ready nodes in. The traces then hold
         ``k * slices`` chunks per block (``optcoll_chunks``). None (default): whole chunks.
+    equivariant : bool
+        With ``slice_bytes`` and a compact schedule (its trees images of representatives):
+        every transfer also carries ``optcoll_tie``, the key that breaks ties alike on
+        every translate (:func:`optcoll.sim.quotient.translate_ties`), as plan simulates
+        such a schedule from its quotient; ``simulate`` then breaks ties by it.
 
     Raises
     ------
@@ -182,8 +190,8 @@ def chakra_traces(
         count = _slice_count(size / (blocks * k), slice_bytes)
         names = schedule.compute_nodes
         sliced = slice_bytes is not None
-        up_order = _orders(schedule, count, True) if sliced else None
-        down_order = _orders(allgather or schedule, count, False) if sliced else None
+        up_order = _orders(schedule, count, True, equivariant) if sliced else None
+        down_order = _orders(allgather or schedule, count, False, equivariant) if sliced else None
         for part in range(count):
             for chunk in sorted(set(up_of) | set(down_of)):
                 block, j = divmod(chunk, k)
@@ -222,17 +230,23 @@ def _slice_count(chunk: float, slice_bytes: int | None) -> int:
     return 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
 
 
-Place = Callable[[str, str, int], tuple[float, int]]
+Place = Callable[[str, str, int], tuple[float, int, int | None]]
 
 
-def _orders(schedule: Schedule, count: int, reverse: bool) -> list[Place]:
+def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) -> list[Place]:
     """Per tree of ``schedule``, where its pieces (numbered chunk-major) go in their links'
-    queues and the number :func:`optcoll.sim.simulator.tree_tasks` gives their task, in
-    the phase that runs the tree forward or, ``reverse``, toward its root."""
+    queues, the number :func:`optcoll.sim.simulator.tree_tasks` gives their task, in the
+    phase that runs the tree forward or, ``reverse``, toward its root, and (``equivariant``,
+    a compact schedule) its tie key as :func:`optcoll.sim.quotient.translate_ties` gives it:
+    the number of the same task of the tree's representative."""
     priority = schedule.stats.get("priority", "progress")
     starts = schedule.stats.get("starts") if priority == "timetable" else None
     phases = PHASES.get(schedule.collective, (reverse,))
     phase = phases.index(reverse) if reverse in phases else 0
+    representatives = getattr(schedule.trees, "representatives", None) if equivariant else None
+    firsts = [0]
+    for rep in representatives or ():
+        firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
     orders: list[Place] = []
     offset = 0
     for i, tree in enumerate(schedule.trees):
@@ -243,14 +257,20 @@ def _orders(schedule: Schedule, count: int, reverse: bool) -> list[Place]:
             ((e.dst, e.src) if reverse else (e.src, e.dst)): edges - 1 - j if reverse else j
             for j, e in enumerate(tree.edges)
         }
-        orders.append(_numbered(place, position, offset + phase * edges, len(phases) * edges))
+        tie = None if representatives is None else firsts[i % len(representatives)]
+        orders.append(_numbered(place, position, offset, phase * edges,
+                                len(phases) * edges, tie))  # fmt: skip
         offset += tree.chunks * count * len(phases) * edges
     return orders
 
 
 def _numbered(place: Callable[[str, str, int], float], position: dict[tuple[str, str], int],
-              first: int, per_piece: int) -> Place:  # fmt: skip
-    return lambda src, dst, n: (place(src, dst, n), first + n * per_piece + position[(src, dst)])
+              offset: int, phase: int, per_piece: int, tie: int | None) -> Place:  # fmt: skip
+    def numbered(src: str, dst: str, n: int) -> tuple[float, int, int | None]:
+        local = phase + n * per_piece + position[(src, dst)]
+        return place(src, dst, n), offset + local, None if tie is None else tie + local
+
+    return numbered
 
 
 def _placed(
@@ -259,9 +279,9 @@ def _placed(
     names: Sequence[str],
     count: int,
     part: int,
-) -> Callable[[int, int], tuple[float, int]] | None:
-    """Place and task number of slice ``part`` of a chunk sent from rank to rank (None:
-    unordered)."""
+) -> Callable[[int, int], tuple[float, int, int | None]] | None:
+    """Place, task number and tie key of slice ``part`` of a chunk sent from rank to rank
+    (None: unordered)."""
     if orders is None:
         return None
     place, number = orders[carrier[2]], carrier[3] * count + part
@@ -321,7 +341,7 @@ def _reaches_all(root: int, children: dict[int, list[int]], n: int) -> bool:
 
 def _up(
     tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
-    place: Callable[[int, int], tuple[float, int]] | None = None,
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
     """Reduce ``chunk`` toward the tree's root: every rank's last reduction and send up."""
     root, children = tree
@@ -343,7 +363,7 @@ def _up(
 def _down(
     tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
     reduced: dict[int, int], sent_up: dict[int, int],
-    place: Callable[[int, int], tuple[float, int]] | None = None,
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> None:  # fmt: skip
     """Carry ``chunk`` from the tree's root to every rank; the root's sends wait for its
     reduction, a rank's receive for its own send up (it overwrites what that sent)."""

@@ -8,7 +8,9 @@ message (so an ASTRA-sim switch forwards slices, not whole chunks), each transfe
 place in its link's queue and its simulator task number, so that ``optcoll simulate`` of
 the files gives plan's time (exactly where every slice has the same whole number of
 bytes; otherwise slices differ by under a byte from the simulator's equal shares, which
-can reorder slices that reach a link at the same instant).
+can reorder slices that reach a link at the same instant). Where plan simulated the
+schedule from its quotient (:mod:`optcoll.sim.quotient`), breaking ties alike on every
+translate, the transfers carry those tie keys too (``optcoll_tie``).
 
 A candidate that is not one tree schedule (NCCL's double binary tree, in-network
 aggregation trees) has no trace form: the fastest candidate that is one is written
@@ -30,7 +32,8 @@ from optcoll.core.schedule import Schedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces
-from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+from optcoll.sim.quotient import schedule_quotient
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network
 from optcoll.sim.size_plan import candidates, plan
 
 __all__ = ["PlannedTraces", "planned_traces", "astra_sim_comm_size", "ASTRA_SIM_COMM_SIZE"]
@@ -146,7 +149,10 @@ def planned_traces(
                     f"at {row.size} bytes no candidate of plan is a tree schedule to write as "
                     "traces"
                 )
-        traces = chakra_traces(schedule, row.size, slice_bytes=piece)
+        # plan simulates a schedule with a quotient from it, its ties alike on every translate
+        network = Network.of(topology, default_latency)
+        equivariant = schedule_quotient(schedule, topology, network) is not None
+        traces = chakra_traces(schedule, row.size, slice_bytes=piece, equivariant=equivariant)
         found.append(
             PlannedTraces(
                 row.size,

@@ -59,6 +59,7 @@ __all__ = [
     "ChakraTraces",
     "read_chakra",
     "chakra_tasks",
+    "chakra_ties",
 ]
 
 
@@ -508,6 +509,26 @@ def chakra_tasks(
             for before in sorted(waits[(rank, node.id)]):
                 _depend(graph, before, sends[(rank, node.id)])
     return graph
+
+
+def chakra_ties(traces: ChakraTraces, graph: TaskGraph) -> list[int] | None:
+    """The tie keys of :func:`chakra_tasks`'s ``graph`` of ``traces``: each send's
+    ``optcoll_tie`` (written for a compact schedule, the same on every translate,
+    :func:`optcoll.sim.quotient.translate_ties`), per loop; None if a send has none.
+
+    Examples
+    --------
+    >>> chakra_ties(ChakraTraces(((),), None, "allgather", None, None), TaskGraph()) is None
+    True
+    """
+    sends = sorted(
+        (node for nodes in traces.nodes for node in nodes if node.type == 5), key=_task_number
+    )
+    keys = [node.get("optcoll_tie") for node in sends]
+    if not keys or any(key is None for key in keys) or len(graph) % len(keys):
+        return None
+    count = len(graph) // len(keys)
+    return [key.value * count + loop for loop in range(count) for key in keys]
 
 
 def _task_number(node: Any) -> int:

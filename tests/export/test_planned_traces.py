@@ -11,8 +11,8 @@ import pytest
 
 from optcoll.cli import main
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
-from optcoll.sim.programs import chakra_tasks, read_chakra
-from optcoll.sim.simulator import Network, schedule_tasks, simulate
+from optcoll.sim.programs import chakra_tasks, chakra_ties, read_chakra
+from optcoll.sim.simulator import Network, simulate
 from optcoll.topologies import build
 from optcoll.verify.chakra import check_prefix
 
@@ -26,14 +26,15 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def _simulated(tmp_path, topology, one, latency):
+def _simulated(tmp_path, topology, one, latency, with_ties=True):
     prefix = tmp_path / f"t{one.size}"
     for rank, data in enumerate(one.traces):
         (tmp_path / f"t{one.size}.{rank}.et").write_bytes(data)
     network = Network.of(topology, latency)
     traces = read_chakra(str(prefix))
     graph = chakra_tasks(traces, topology, network, slice_bytes=one.slice_bytes)
-    return prefix, simulate(graph, network, one.size).time_us
+    ties = chakra_ties(traces, graph) if with_ties else None  # as optcoll simulate runs them
+    return prefix, simulate(graph, network, one.size, ties=ties).time_us
 
 
 # sizes whose slices are whole and equal (M / N / k / slices an integer): exactly plan's time
@@ -94,17 +95,24 @@ def test_comm_size_per_collective():
 
 
 @pytest.mark.parametrize(
-    ("spec", "collective"), [("dgx-a100:1", "reduce_scatter"), ("star:16,bw=50", "allreduce")]
+    ("spec", "collective", "latency"),
+    [("dgx-a100:1", "reduce_scatter", Fraction(1)), ("star:16,bw=50", "allreduce", Fraction(1, 2))],
 )
-def test_reduction_traces_simulate_as_their_schedule_does(tmp_path, spec, collective):
-    """The traces run as the full simulation of plan's schedule. (Plan's own figure here
-    comes from a quotient run, which measured lower: dgx-a100:1 reduce-scatter 1 MiB
-    6.06 against 8.68 µs; star:16 at 50 GiB/s and 0.5 µs, allreduce 40.6 against 57.7 µs.)"""
+def test_compact_schedules_carry_plans_ties(tmp_path, spec, collective, latency):
+    """Plan simulates these from their quotient, ties alike on every translate; the traces
+    carry those keys (optcoll_tie) and simulate to plan's time. First come first served,
+    as the traces ran before the keys, measured slower: dgx-a100:1 reduce-scatter 1 MiB
+    8.68 against plan's 6.06 µs; star:16 at 50 GiB/s and 0.5 µs allreduce 57.71 against
+    40.62 µs."""
     topology = build(spec)
-    [one] = planned_traces(topology, collective, [2**20])
-    _, time_us = _simulated(tmp_path, topology, one, Fraction(1))
-    network = Network.of(topology)
-    graph = schedule_tasks(
-        one.schedule, network, 2**20, slice_bytes=one.slice_bytes, priority=one.priority
+    [one] = planned_traces(topology, collective, [2**20], default_latency=latency)
+    prefix, first_come = _simulated(tmp_path, topology, one, latency, with_ties=False)
+    network = Network.of(topology, latency)
+    traces = read_chakra(str(prefix))
+    graph = chakra_tasks(traces, topology, network, slice_bytes=one.slice_bytes)
+    ties = chakra_ties(traces, graph)
+    assert ties is not None
+    assert simulate(graph, network, 2**20, ties=ties).time_us == pytest.approx(
+        one.time_us, rel=1e-9
     )
-    assert time_us == pytest.approx(simulate(graph, network, 2**20).time_us, rel=1e-9)
+    assert first_come > one.time_us * 1.2

@@ -1,18 +1,47 @@
-"""``optcoll export --format chakra``: ASTRA-sim traces ``PREFIX.<rank>.et`` (one set per
-process group: ``PREFIX.group<i>.<rank>.et``)."""
+"""``optcoll export --format chakra`` as a library: ASTRA-sim traces ``PREFIX.<rank>.et`` (one
+set per process group: ``PREFIX.group<i>.<rank>.et``), and their report.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from optcoll.export.request import ExportRequest
+>>> prefix = os.path.join(tempfile.mkdtemp(), "ring")
+>>> report = export_chakra(ExportRequest("ring:4", prefix, format="chakra", size=2**20))
+>>> [p.name for p in report.files], report.data["system_json_key"]
+(['ring.0.et', 'ring.1.et', 'ring.2.et', 'ring.3.et'], 'all-gather-implementation-custom')
+"""
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.cli._core import print_json, reader_options
+from optcoll.core.cost import DEFAULT_LATENCY
+from optcoll.core.output import check_output, input_files, write_output
 from optcoll.core.rational import fraction_text
 from optcoll.core.sizes import size_text
 from optcoll.exceptions import ExportError
-from optcoll.export.planned import ASTRA_SIM_COMM_SIZE, astra_sim_comm_size
+from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES, chakra_traces
+from optcoll.export.planned import (
+    ASTRA_SIM_COMM_SIZE,
+    PlannedTraces,
+    astra_sim_comm_size,
+    planned_traces,
+)
+from optcoll.export.report import ExportReport
+from optcoll.export.request import (
+    ExportRequest,
+    _verified,
+    chosen_schedules,
+    groups_schedule,
+    schedule_path,
+)
+from optcoll.io import load_topology
+from optcoll.schedules.collectives import collective_lower_bound
+from optcoll.sim.cost_model import SIZES
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+
+__all__ = ["export_chakra"]
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -20,46 +49,41 @@ if TYPE_CHECKING:
     from optcoll.core.schedule import Schedule
 
 
-def write_chakra(
-    args: argparse.Namespace,
-    groups_schedule: Callable[[argparse.Namespace], Any],
-    schedules: Callable[[argparse.Namespace], Any],
-    verified: Callable[[Any, Any, Fraction | None], Fraction],
-    *,
-    planned: bool,
-) -> int:
-    """Build (``groups_schedule``, ``schedules``, ``verified``: the export command's), check,
-    write, report.
+def export_chakra(request: ExportRequest) -> ExportReport:
+    """Build the traces of ``request``, check, write and report them.
 
-    ``planned`` (a topology without ``-k``/``--exact``; not ``--groups``): what ``optcoll plan`` chose
-    at ``--size`` (or at each of ``--bands --sizes``, one set ``PREFIX.<size>`` each),
-    sliced and ordered as plan simulated it (:mod:`optcoll.export.planned`)."""
-    from optcoll.core.output import check_output, input_files, write_output
-    from optcoll.export.chakra import chakra_traces
-
-    if args.size is not None and args.bands:
+    From a topology without ``k``/``exact``/``groups`` (not an all-to-all): what ``optcoll
+    plan`` chose at ``size`` (or at each of ``sizes`` with ``bands``: one set
+    ``PREFIX.<size>`` each), sliced and ordered as plan simulated it
+    (:mod:`optcoll.export.planned`); else the chosen schedule, in slices of ``slice``
+    bytes if given."""
+    if request.size is not None and request.bands:
         raise ExportError("--size writes one trace set: drop --bands, or drop --size and give "
                           "--bands --sizes")  # fmt: skip
-    if args.channels is not None or args.max_bytes is not None:
+    if request.channels is not None or request.max_bytes is not None:
         raise ExportError(
             "--format chakra writes traces for a size: drop --channels and --max-bytes"
         )
-    prefix = str(args.output)
-    # (prefix, schedule, allgather, time factor, optimum, group index, traces, plan entry)
+    prefix = str(request.output)
+    # (prefix, schedule, allgather, time factor, optimum, group, traces, plan entry)
     sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None,
                      int | None, list[bytes] | None, dict[str, Any]]] = []  # fmt: skip
-    grouped = groups_schedule(args)
+    grouped = groups_schedule(request)
+    planned = (
+        schedule_path(request.source) is None
+        and request.k is None
+        and not request.exact
+        and request.collective != "alltoall"  # the optimal routes, as without a plan
+    )
     if grouped is not None:
         _, schedule, optimum = grouped
-        factor = None if args.unchecked else schedule.time_factor
+        factor = None if request.unchecked else schedule.time_factor
         for index, part in enumerate(schedule.groups):
             sets.append((f"{prefix}.group{index}", part, None, factor, optimum, index, None, {}))
     elif planned:
-        from optcoll.schedules.collectives import collective_lower_bound
-
-        topology, planned_sets = _plan(args)
-        for one in planned_sets:
-            base = prefix if not args.bands else f"{prefix}.{size_text(one.size)}"
+        topology, found = _plan(request)
+        for one in found:
+            base = prefix if not request.bands else f"{prefix}.{size_text(one.size)}"
             entry = {
                 "bytes": one.size,
                 "planned": one.chosen,
@@ -70,23 +94,23 @@ def write_chakra(
                 "lower_bound_us": round(one.lower_bound_us, 4),
             }
             bound, factor = None, None
-            if not args.unchecked:  # the verifier's exact time factor, or ExportError
-                bound = collective_lower_bound(topology, one.schedule.collective, args.root)
-                factor = verified(topology, one.schedule, bound)
+            if not request.unchecked:  # the verifier's exact time factor, or ExportError
+                bound = collective_lower_bound(topology, one.schedule.collective, request.root)
+                factor = _verified(topology, one.schedule, bound)
             sets.append((base, one.schedule, None, factor, bound, None, list(one.traces), entry))
     else:
-        if args.bands:
+        if request.bands:
             raise ExportError("--bands with --format chakra plans a topology: drop -k, --exact")
-        _, chosen, _, _ = schedules(args)
+        _, chosen, _, _ = chosen_schedules(request)
         choice = chosen[0]
         sets.append((prefix, choice.schedule, choice.allgather, choice.time_factor,
                      choice.optimum, None, None, {}))  # fmt: skip
     files: list[tuple[str, bytes]] = []
     entries = []
     for base, schedule, allgather, factor, optimum, group, written, chose in sets:
-        size = chose.get("bytes", args.size)
+        size = chose.get("bytes", request.size)
         traces = written if written is not None else chakra_traces(
-            schedule, size, allgather=allgather, slice_bytes=args.slice
+            schedule, size, allgather=allgather, slice_bytes=request.slice
         )  # fmt: skip
         paths = [f"{base}.{rank}.et" for rank in range(len(traces))]
         files += zip(paths, traces, strict=True)
@@ -106,43 +130,38 @@ def write_chakra(
                 **{key: value for key, value in chose.items() if key != "bytes"},
             }
         )
-    inputs = input_files(args.source)
+    inputs = input_files(request.source)
     for path, _ in files:
-        check_output(path, force=args.force, inputs=inputs)
+        check_output(path, force=request.force, inputs=inputs)
     for path, data in files:
-        write_output(path, data, force=args.force, inputs=inputs)
-    _report(args, entries)
-    return 0
+        write_output(path, data, force=request.force, inputs=inputs)
+    return _report(request, entries, [Path(path) for path, _ in files])
 
 
-def _plan(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    from optcoll.core.cost import DEFAULT_LATENCY
-    from optcoll.export.planned import planned_traces
-    from optcoll.io import load_topology
-    from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
-
-    if args.bands and not args.sizes:
+def _plan(request: ExportRequest) -> tuple[Any, list[PlannedTraces]]:
+    """The topology of ``request`` and the planned traces of its size(s)."""
+    if request.bands and not request.sizes:
         raise ExportError(
             "--bands with --format chakra needs --sizes (one trace set per size, e.g. 64K 1M "
             f"1G; plan's default {len(SIZES)} sizes would write {len(SIZES)} sets)"
         )
-    topology = load_topology(args.source, **reader_options(args))
+    topology = load_topology(request.source, **request.reader_keywords())
+    sizes = [request.size] if request.size is not None else list(request.sizes or ())
     return topology, planned_traces(
         topology,
-        args.collective,
-        [args.size] if args.size is not None else list(args.sizes),
-        root=args.root,
-        overhead=DEFAULT_OVERHEAD if args.overhead is None else args.overhead,
-        default_latency=DEFAULT_LATENCY if args.latency is None else args.latency,
-        slice_bytes=DEFAULT_SLICE if args.slice is None else args.slice,
-        choose_slice=args.slice is None,
+        request.collective,
+        sizes,
+        root=request.root,
+        overhead=DEFAULT_OVERHEAD if request.overhead is None else request.overhead,
+        default_latency=DEFAULT_LATENCY if request.latency is None else request.latency,
+        slice_bytes=DEFAULT_SLICE if request.slice is None else request.slice,
+        choose_slice=request.slice is None,
     )
 
 
-def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
-    from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
-
+def _report(
+    request: ExportRequest, entries: list[dict[str, Any]], written: list[Path]
+) -> ExportReport:
     collective = entries[0]["collective"]
     key = ASTRA_SIM_COLLECTIVES.get(collective)
     warnings = []
@@ -152,7 +171,7 @@ def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
             f"all-to-all (astra-sim Workload.cc); these {collective} traces are for optcoll "
             "check-et and simulate"
         )
-    if args.unchecked:
+    if request.unchecked:
         warnings.append("not verified (--unchecked): no time factor is reported")
     for entry in entries:
         if key is not None and entry["astra_sim_comm_size"] is None:
@@ -161,15 +180,13 @@ def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
                 "has no whole per-NPU input: an ASTRA-sim all-gather workload cannot ask for "
                 "the same data (give a size that is a multiple of the NPUs)"
             )
-    if args.json:
-        print_json({"format": "chakra", "system_json_key": key, "sets": entries,
-                    "warnings": warnings})  # fmt: skip
-        return
+    data = {"format": "chakra", "system_json_key": key, "sets": entries, "warnings": warnings}
+    lines = []
     for entry in entries:
         factor = entry["time_factor"]
         shown = "unverified" if factor is None else f"time factor {factor}"
         group = "" if "group" not in entry else f" (group {entry['group']})"
-        print(
+        lines.append(
             f"wrote {entry['prefix']}.0.et .. {entry['prefix']}.{len(entry['files']) - 1}.et"
             f"{group}: {entry['collective']}, {len(entry['files'])} ranks, k = {entry['k']}, "
             f"{entry['bytes']} bytes, {shown}"
@@ -179,18 +196,17 @@ def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
             chosen = "" if entry["planned"] == entry["method"] else (
                 f" (plan chose {entry['planned']}, which has no trace form)"
             )  # fmt: skip
-            print(
+            lines.append(
                 f"  plan: {entry['method']}{chosen}, slices of "
                 f"{'whole chunks' if piece is None else size_text(piece)}, order "
                 f"{entry['priority']}: simulated {entry['plan_time_us']} µs"
             )
         if key is not None:
-            print(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
+            lines.append(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
             comm = entry["astra_sim_comm_size"]
-            print(
+            lines.append(
                 f"  ASTRA-sim workload comm_size: "
                 f"{'none is exact' if comm is None else f'{comm} bytes'} "
                 f"({ASTRA_SIM_COMM_SIZE[collective]})"
             )
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    return ExportReport(written, data, lines, warnings)

@@ -108,7 +108,8 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     files: list[tuple[str, bytes]] = []
     entries = []
     for base, schedule, allgather, factor, optimum, group, written, chose in sets:
-        size = chose.get("bytes", request.size)
+        size = chose.get("bytes", request.size)  # a planned set's, else --size
+        assert size is not None  # without --size every set is a planned one (--bands --sizes)
         traces = written if written is not None else chakra_traces(
             schedule, size, allgather=allgather, slice_bytes=request.slice
         )  # fmt: skip

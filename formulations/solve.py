@@ -147,7 +147,7 @@ class LpResult:
     report: SolverReport
 
 
-class _InterruptibleHiGHS(pulp.HiGHS):  # type: ignore[misc,name-defined]
+class _InterruptibleHiGHS(pulp.HiGHS):
     """PuLP's HiGHS adapter, with HiGHS run on a worker thread that the caller's thread
     waits for in short steps: a signal handler that raises (Ctrl-C, SIGTERM in the
     ``optcoll`` command) runs within :data:`WAIT_STEP` seconds, cancels the solve

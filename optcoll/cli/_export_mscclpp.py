@@ -186,7 +186,8 @@ def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
     """
     import math
 
-    from optcoll.sim.simulator import Network, mscclpp_tasks, simulate
+    from optcoll.sim.programs import mscclpp_tasks
+    from optcoll.sim.simulator import Network, simulate
     from optcoll.verify.mscclpp import granule
     from optcoll.verify.mscclpp.plan import parse_plan
 

@@ -222,6 +222,28 @@ def exact_amount(text: str, what: str, example: str) -> Fraction:
     return value
 
 
+def sim_options(args: argparse.Namespace) -> Any:
+    """The :class:`~optcoll.sim.simulator.SimOptions` of ``--overhead``, ``--slice`` and
+    ``--latency`` (each at its default where the command has no such flag or it is not given).
+
+    Examples
+    --------
+    >>> sim_options(argparse.Namespace(overhead=None, slice=None, latency=Fraction(2)))
+    SimOptions(overhead=1.0, slice_bytes=524288, default_latency=Fraction(2, 1))
+    """
+    from optcoll.core.cost import DEFAULT_LATENCY
+    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions
+
+    overhead = getattr(args, "overhead", None)
+    slice_bytes = getattr(args, "slice", None)
+    latency = getattr(args, "latency", None)
+    return SimOptions(
+        DEFAULT_OVERHEAD if overhead is None else overhead,
+        DEFAULT_SLICE if slice_bytes is None else slice_bytes,
+        DEFAULT_LATENCY if latency is None else latency,
+    )
+
+
 def latency_us(text: str) -> Fraction:
     """A ``--latency`` in microseconds: an exact finite number >= 0.
 
@@ -244,18 +266,25 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+def add_collective_option(
+    parser: argparse.ArgumentParser, help_text: str, extra: tuple[str, ...] = ()
+) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts, and ``extra``
+    names a command handles itself), with its help.
 
     Every command defaults to the same collective,
     :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
     """
     from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
+    def name(text: str) -> str:
+        key = text.strip().lower()
+        return key if key in extra else collective_name(text)
+
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
-        type=collective_name,
+        type=name,
         metavar="C",
         help=help_text,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from optcoll.cli._core import (
     message_size,
     print_json,
     reader_options,
+    sim_options,
     size_text,
 )
 
@@ -50,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_sizes_option(parser)
     add_simulator_options(parser)
+    parser.add_argument(
+        "--switch-model",
+        choices=("cut-through", "store-and-forward"),
+        default="cut-through",
+        help="how a slice crosses a node: its head goes on at once (default), or all of it "
+        "arrives first (ASTRA-sim's analytical backend)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -74,25 +83,27 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.core.busbw import bus_factor
-    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
+    from optcoll.sim.programs import (
+        chakra_tasks,
+        chakra_ties,
+        msccl_tasks,
+        read_chakra,
+        read_msccl,
+    )
     from optcoll.sim.simulator import (
-        DEFAULT_OVERHEAD,
-        DEFAULT_SLICE,
-        Network,
         aggregation_tasks,
         data_bytes,
-        simulate,
     )
 
     topology = load_topology(args.topo, **reader_options(args))
-    latency = DEFAULT_LATENCY if args.latency is None else args.latency
-    overhead = DEFAULT_OVERHEAD if args.overhead is None else args.overhead
-    slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
+    sim = sim_options(args)
+    overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
-    network = Network.of(topology, latency)
+    network = replace(
+        sim.network(topology), store_and_forward=args.switch_model == "store-and-forward"
+    )
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
         collective, root = traces.collective, None
@@ -103,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
+        ties = chakra_ties(traces, tasks)  # a compact schedule's: alike on every translate
+
         def graph(size: int) -> Any:
-            return tasks, None
+            return tasks, ties
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
         from optcoll.sim.programs import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan
@@ -145,13 +158,14 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.sim.size_plan import latency_bound
 
         floor = latency_bound(
-            topology, collective, root=root, overhead=overhead, default_latency=latency
-        )
+            topology, collective, root=root, overhead=sim.overhead,
+            default_latency=sim.default_latency,
+        )  # fmt: skip
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
         tasks, ties = graph(size)
-        run_ = simulate(tasks, network, size, overhead=overhead, progress=progress, ties=ties)
+        run_ = sim.run(tasks, network, size, progress=progress, ties=ties)
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["ratio"] = None

@@ -6,7 +6,9 @@ simulator's model:
 
     lower bound (µs) = max(latency bound, data(M) * bound)
 
-* the **bandwidth bound** ``data(M) * bound``: ``(M / N) * r*`` for allgather and for
+* the **bandwidth bound** ``data(M) * bound``, one per collective
+  (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
+  r*, the partition bound and the reduction cut): ``(M / N) * r*`` for allgather and for
   allreduce (an allreduce of inputs that are zero outside each node's own shard is an
   allgather, so r* bounds every allreduce algorithm; reduce-scatter followed by allgather
   needs ``2 r*``), the reversed topology's r* for reduce-scatter, the min-cut bound times
@@ -32,7 +34,10 @@ every allreduce, whatever the switches do), the larger of the two floors; for al
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
 (:func:`optcoll.schedules.baselines.hierarchical_alltoall_schedule`); for an allgather on a
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
-(:mod:`optcoll.sim.timetable`, synthesized for each size).
+(:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
+and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
+Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
+and simulated by :mod:`optcoll.sim.steps`, on up to :data:`STEP_NODES` compute nodes.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
 waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
@@ -79,6 +84,8 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
+from optcoll.schedules.baselines.routing import equal_boxes
+from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
     _allreduce,
@@ -105,13 +112,14 @@ from optcoll.sim.simulator import (
     MAX_TASKS,
     PRIORITIES,
     Network,
+    SimOptions,
     TaskGraph,
     aggregation_tasks,
     data_bytes,
     schedule_tasks,
-    simulate,
     tree_tasks,
 )
+from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -119,6 +127,7 @@ __all__ = [
     "planned_tasks",
     "PLAN_TASKS",
     "TIMETABLE_CHUNKS",
+    "STEP_NODES",
     "Candidate",
     "SizePlan",
     "candidates",
@@ -132,6 +141,10 @@ __all__ = [
 
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
 PLAN_TASKS = 300_000
+#: Most compute nodes on which :func:`candidates` offers the log-step schedules: routing
+#: every pair and checking the schedules takes 1.3 CPU s at 256 nodes (torus 16x16,
+#: allreduce), 28 at 1,024 (torus 32x32), more than plan's own 20 there.
+STEP_NODES = 256
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -156,8 +169,9 @@ _TRANSLATIONS = ""
 class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
-    or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    a greedy timetable of ``chunks_per_node`` chunks per node
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
+    log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
     until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
 
@@ -169,6 +183,7 @@ class Candidate:
     aggregation: AggregationSchedule | None = None
     deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
     floor: RingFloor | None = None
+    steps: RoutedSteps | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -176,8 +191,10 @@ class Candidate:
         aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
         if self.chunks_per_node:
             return (TIMETABLE,)
-        if self.aggregation is not None or (
-            self.schedule is not None and self.schedule.collective == "alltoall"
+        if (
+            self.steps is not None
+            or self.aggregation is not None
+            or (self.schedule is not None and self.schedule.collective == "alltoall")
         ):
             return ("progress",)
         return PRIORITIES
@@ -209,6 +226,8 @@ class Candidate:
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+        if self.steps is not None:
+            return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
             graph = TaskGraph()
             schedule = timetable.schedule
@@ -232,6 +251,8 @@ class Candidate:
 
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.steps is not None:
+            return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
@@ -339,8 +360,11 @@ def candidates(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names = [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
+    >>> names[8:]
+    ['recursive doubling', 'Bruck', 'Swing', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -411,6 +435,11 @@ def candidates(
             )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+    if topology.num_compute > STEP_NODES:
+        return found
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
+    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
+        found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
 
@@ -555,12 +584,13 @@ def plan(
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
-    network = Network.of(topology, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
     certified = collective_bound(topology, collective, root)
     bound = certified.time_factor
     bus = bus_factor(collective, topology.num_compute)
     floor = exact_latency_bound(
-        topology, collective, root=root, overhead=overhead, default_latency=default_latency
+        topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
     bar = None
     if progress:
@@ -572,13 +602,10 @@ def plan(
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
-        search = _Search(
-            topology, network, size, overhead, default_latency, max_tasks, lower, shared,
-            collective,
-        )  # fmt: skip
+        search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
-            search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
+            search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
             if bar is not None:
                 bar.update()
         search.reorder()
@@ -637,8 +664,7 @@ class _Search:
         topology: Topology,
         network: Network,
         size: int,
-        overhead: float,
-        default_latency: Fraction,
+        sim: SimOptions,
         max_tasks: int,
         lower: Fraction,
         shared: _Shared,
@@ -646,7 +672,7 @@ class _Search:
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
         self.lower = float(lower)
-        self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
+        self.sim, self.max_tasks = sim, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
         self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
@@ -683,7 +709,7 @@ class _Search:
         except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
             return None
         ties = None if quotient is None else range(len(graph))
-        run = simulate(graph, self.network, self.size, overhead=self.overhead, ties=ties)
+        run = self.sim.run(graph, self.network, self.size, ties=ties)
         schedule = option.schedule if table is None else _with_order(table)
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
@@ -704,10 +730,7 @@ class _Search:
             schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
             priority=priority, starts=starts,
         )  # fmt: skip
-        run = simulate(
-            graph, self.network, self.size, overhead=self.overhead, ties=range(len(graph)),
-            record=True,
-        )  # fmt: skip
+        run = self.sim.run(graph, self.network, self.size, ties=range(len(graph)), record=True)
         assert run.time_us == trial.time_us  # the same run
         check_expanded(
             schedule, quotient, self.network, self.size, run, slice_bytes=trial.slice_bytes,
@@ -749,7 +772,7 @@ class _Search:
             if _TRANSLATIONS not in self.quotients:
                 self.quotients[_TRANSLATIONS] = topology_quotient(self.topology, self.network)
             self.tables[option.method] = option.timetable(
-                self.topology, self.size, self.latency, self.quotients[_TRANSLATIONS]
+                self.topology, self.size, self.sim.default_latency, self.quotients[_TRANSLATIONS]
             )
         return self.tables[option.method]
 
@@ -762,6 +785,9 @@ class _Search:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             least = min(self.network.latency, default=0.0)
             return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
+        if option.steps is not None:
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            return data * float(option.steps.time_factor) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -806,7 +832,7 @@ class _Search:
         for trial in sorted(self.trials, key=lambda t: t.time_us):
             if all((t.method, t.priority) != (trial.method, trial.priority) for t in pairs):
                 pairs.append(trial)
-        factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.overhead > 0 else (
+        factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.sim.overhead > 0 else (
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
         for start in pairs[:REFINED]:
@@ -975,20 +1001,19 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015]]
+    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031]]
     """
-    network = Network.of(topology, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
     times = []
     for cost in costs:
         row: list[float | None] = []
         for size in sizes:
             try:
-                graph = _cost_tasks(cost, network, size, slice_bytes)
+                graph = _cost_tasks(cost, network, size, sim.slice_bytes)
             except ScheduleError:
                 graph = None
-            row.append(
-                None if graph is None else simulate(graph, network, size, overhead=overhead).time_us
-            )
+            row.append(None if graph is None else sim.run(graph, network, size).time_us)
         times.append(row)
     return times
 
@@ -999,6 +1024,8 @@ def _cost_tasks(
     """The task graph of a cost's method (None: nothing to simulate)."""
     if isinstance(cost.schedule, AggregationSchedule):
         return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
+    if isinstance(cost.schedule, RoutedSteps):
+        return step_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
         option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
         return option.tasks(network, size, slice_bytes)
@@ -1047,6 +1074,7 @@ def planned_tasks(
     >>> (chosen, _, _), = schedule_bands(rows, candidates(topo))
     >>> network = Network.of(topo)
     >>> graph, ties = planned_tasks(topo, chosen.schedule, network, 2**26)
+    >>> from optcoll.sim.simulator import simulate
     >>> simulate(graph, network, 2**26, ties=ties).time_us == rows[0].time_us
     True
     """

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from optcoll.cli import main
-from optcoll.cli._export_mscclpp import boxes_of
 from optcoll.exceptions import ExportError, FileFormatError
 from optcoll.export.mscclpp import (
     LL_COLLECTIVES,
+    boxes_of,
     mscclpp_placements,
     mscclpp_plan,
     pipeline_unit,
@@ -45,7 +45,7 @@ def _plans(spec: str, collectives=COLLECTIVES, protocol="Simple"):
                     best.schedule,
                     placement=placement,
                     allgather=best.allgather,
-                    boxes=boxes_of(topo.compute_nodes),
+                    boxes=boxes_of(topo),
                     unit_size=unit,
                     protocol=protocol,
                 ),

@@ -10,27 +10,28 @@ from typing import Any
 from optcoll.cli._core import print_json
 from optcoll.exceptions import ExportError
 
-__all__ = ["export_mscclpp", "boxes_of", "ll_limit", "LL_SIZES"]
+__all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
 
 #: Message sizes at which :func:`ll_limit` compares an LL plan with a Simple one.
 LL_SIZES = tuple(2**e for e in range(10, 25, 2))
 
 
-def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
-    """Box of each compute node: ``bX`` for the built-in boxes' ``bX.gpuY`` / ``bX.gcdY``
-    names, else the node itself (a box of its own: port channels).
+def box_source(boxes: dict[str, str], topology: Any) -> str:
+    """Where a plan's boxes (memory channels inside one) come from, in words.
 
     Examples
     --------
-    >>> boxes_of(("b0.gpu0", "b1.gpu0", "n3"))
-    {'b0.gpu0': 'b0', 'b1.gpu0': 'b1', 'n3': 'n3'}
+    >>> box_source({"g0": "server0", "g1": "server0"}, object())
+    "the topology's groups: 1 box, 2 GPUs in boxes"
+    >>> box_source({}, None)
+    'no topology (--unchecked): every GPU a box of its own'
     """
-    result = {}
-    for v in nodes:
-        head, _, tail = v.partition(".")
-        boxed = head[:1] == "b" and head[1:].isdigit() and tail[:3] in ("gpu", "gcd")
-        result[v] = head if boxed else v
-    return result
+    if topology is None:
+        return "no topology (--unchecked): every GPU a box of its own"
+    if not boxes:
+        return "the topology's groups: none, every GPU a box of its own"
+    count = len(set(boxes.values()))
+    return f"the topology's groups: {count} box{'es' * (count != 1)}, {len(boxes)} GPUs in boxes"
 
 
 def export_mscclpp(args: argparse.Namespace) -> int:
@@ -39,6 +40,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
     from optcoll.export.mscclpp import (
         DEFAULT_UNIT,
         LL_COLLECTIVES,
+        boxes_of,
         mscclpp_placements,
         pipeline_unit,
     )
@@ -63,6 +65,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
     files = []
+    boxes = boxes_of(topology)
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
@@ -71,7 +74,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             job_file, mscclpp_placements(coll), args.placement, what=f"MSCCL++ with a {coll}"
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
-            job = (schedule, allgather, placement, unit, name)
+            job = (schedule, allgather, placement, unit, name, boxes)
             plans = [(_plan(*job, "Simple", 0, args.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
@@ -112,6 +115,7 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             "pipeline_unit_bytes": plan.unit_size,
             "memory_channel_pairs": plan.memory_pairs,
             "port_channel_pairs": plan.port_pairs,
+            "boxes_from": box_source(boxes, topology),
             "size_granule_bytes": report.granule,
             "checked": True,
         }
@@ -126,7 +130,8 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             f"{e['threadblocks_per_gpu']} thread blocks "
             f"per GPU (at most {e['max_ops_per_threadblock']} ops each), "
             f"{_pieces(e)}, {e['memory_channel_pairs']} GPU pairs "
-            f"on memory and {e['port_channel_pairs']} on port channels; sizes: multiples of "
+            f"on memory and {e['port_channel_pairs']} on port channels (boxes from "
+            f"{e['boxes_from']}); sizes: multiples of "
             f"{e['size_granule_bytes']} B; check-plan: correct"
         )
     return 0
@@ -148,6 +153,7 @@ def _plan(
     placement: str,
     unit: int,
     name: str,
+    boxes: dict[str, str],
     protocol: str,
     low: int,
     high: int | None,
@@ -157,7 +163,7 @@ def _plan(
     return mscclpp_plan(
         schedule,
         placement=placement,
-        boxes=boxes_of(schedule.compute_nodes),
+        boxes=boxes,
         min_message_size=low,
         max_message_size=high,
         unit_size=unit,

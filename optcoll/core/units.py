@@ -24,7 +24,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["BYTES_PER_SECOND", "RELATIVE_UNITS", "REPORT_UNIT", "gigabytes_per_second"]
+__all__ = [
+    "BYTES_PER_SECOND",
+    "RELATIVE_UNITS",
+    "REPORT_UNIT",
+    "gigabytes_per_second",
+    "time_factor_share",
+    "time_factor_meaning",
+]
 
 #: The unit every computation and report uses.
 REPORT_UNIT = "GB/s"
@@ -93,4 +100,37 @@ def gigabytes_per_second(unit: str) -> Fraction | None:
     raise ValueError(
         f"unknown bandwidth unit {shown!r}; accepted: {bytes_units}, the same with b (bits) "
         f"for B (bytes), or {', '.join(RELATIVE_UNITS)}"
+    )
+
+
+def time_factor_share(collective: str) -> str:
+    """What a time factor of ``collective`` multiplies: the whole message ``M`` for a
+    broadcast or reduce, the shard ``M/N`` (``N`` compute nodes) for every other one.
+
+    Examples
+    --------
+    >>> time_factor_share("allreduce"), time_factor_share("broadcast")
+    ('M/N', 'M')
+    """
+    return "M" if collective in ("broadcast", "reduce") else "M/N"
+
+
+def time_factor_meaning(collective: str, unit: str = REPORT_UNIT) -> str:
+    """The one meaning of every ``time_factor`` (and ``lower_bound``) optcoll states for
+    ``collective``, in words: the ``time_factor_meaning`` of ``--json`` outputs.
+
+    Examples
+    --------
+    >>> time_factor_meaning("allreduce")
+    'T = (M/N) * time_factor (T in s, M in GB, time_factor per GB/s); algbw = N / time_factor GB/s'
+    >>> time_factor_meaning("reduce")
+    'T = M * time_factor (T in s, M in GB, time_factor per GB/s); algbw = 1 / time_factor GB/s'
+    """
+    share = time_factor_share(collective)
+    times = "(M/N)" if share == "M/N" else "M"
+    algbw = "N" if share == "M/N" else "1"
+    size = unit.split("/")[0]
+    return (
+        f"T = {times} * time_factor (T in s, M in {size}, time_factor per {unit}); "
+        f"algbw = {algbw} / time_factor {unit}"
     )

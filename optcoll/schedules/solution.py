@@ -323,10 +323,10 @@ def solve(
     """
 
     started = time.perf_counter()
-    topo = (
+    topo = as_topology(
         load_topology(path_argument(topology, "topology"))
         if isinstance(topology, (str, Path))
-        else as_topology(topology)
+        else topology
     )
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")

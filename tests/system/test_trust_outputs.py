@@ -99,3 +99,21 @@ def test_rooted_collectives_are_per_whole_message(tmp_path, capsys, collective):
     )
     assert data["time_factor_meaning"].startswith("T = M * time_factor")
     assert data["algbw"] == round(float(1 / Fraction(data["time_factor"])), 3)
+
+
+@pytest.mark.parametrize(
+    ("spec", "collective"),
+    [("star:4,sharp=1", "allreduce"), ("ring:4", "allreduce"), ("ring:4", "alltoall")],
+)
+def test_the_same_input_gives_the_same_bytes(tmp_path, capsys, spec, collective):
+    # main: an in-network solve wrote stats.seconds into the schedule file
+    written = []
+    for run in ("first", "second"):
+        argv = ["solve", spec, "--collective", collective, "-o", str(tmp_path / run)]
+        assert main(argv) == 0
+        files = sorted((tmp_path / run).iterdir())
+        written.append({path.name: path.read_bytes() for path in files})
+    assert written[0] == written[1]
+    for name, data in written[0].items():
+        if name.endswith(".json"):
+            assert "seconds" not in json.loads(data).get("stats", {}), name

@@ -154,6 +154,14 @@ class _Chosen:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command; its files appear together or not at all (a failed run leaves none)."""
+    from optcoll.core.output import output_transaction
+
+    with output_transaction():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from optcoll.core.output import require_suffix
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io import TOPOLOGY_SUFFIXES

@@ -73,6 +73,14 @@ def file_stem(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command; its files appear together or not at all (a failed run leaves none)."""
+    from optcoll.core.output import output_transaction
+
+    with output_transaction():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from optcoll.core.output import check_output

@@ -52,8 +52,8 @@ def message_size(text: str) -> int:
 
     Examples
     --------
-    >>> message_size("64K"), message_size("1MB"), message_size("512")
-    (65536, 1048576, 512)
+    >>> message_size("64K"), message_size("1MiB"), message_size("1MB"), message_size("512")
+    (65536, 1048576, 1000000, 512)
     """
     from optcoll.core.sizes import parse_size
 
@@ -264,7 +264,8 @@ def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> No
 def add_sizes_option(
     parser: argparse.ArgumentParser, help_text: str = "message sizes (default 1K 4K ... 4G)"
 ) -> None:
-    """``--sizes SIZE ...``: message sizes with an optional unit K, M or G."""
+    """``--sizes SIZE ...``: message sizes with an optional byte unit
+    (:func:`optcoll.core.sizes.parse_size`)."""
     parser.add_argument("--sizes", type=message_size, nargs="+", metavar="SIZE", help=help_text)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optcoll.cli._core import print_json
+from optcoll.core.schedule import a_collective
 from optcoll.exceptions import ExportError
 
 __all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
@@ -71,7 +72,10 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
         unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement, path in placement_paths(
-            job_file, mscclpp_placements(coll), args.placement, what=f"MSCCL++ with a {coll}"
+            job_file,
+            mscclpp_placements(coll),
+            args.placement,
+            what=f"MSCCL++ with {a_collective(coll)}",
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
             job = (schedule, allgather, placement, unit, name, boxes)

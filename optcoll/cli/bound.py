@@ -8,6 +8,7 @@ from typing import Any
 from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
+    collective_name,
     print_json,
     process_groups,
     reader_options,
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
+        type=collective_name,
         choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce"),
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "

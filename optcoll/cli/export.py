@@ -22,6 +22,7 @@ from optcoll.cli._core import (
     reader_options,
 )
 from optcoll.core.rational import fraction_text
+from optcoll.core.schedule import a_collective
 from optcoll.exceptions import ExportError
 
 NAME = "export"
@@ -201,8 +202,14 @@ def _run(args: argparse.Namespace) -> int:
         profile = replace(profile, max_threadblocks=args.max_threadblocks)
     if args.exact and args.k is not None:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
-    if args.bands and (args.exact or args.k is not None or args.format != "msccl"):
-        raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
+    if args.bands and args.format != "msccl":
+        raise ExportError(
+            f"--bands plans MSCCL XML size bands; --format {args.format} has none: drop --bands "
+            "or use --format msccl"
+        )
+    if args.bands and (args.exact or args.k is not None):
+        given = "--exact" if args.exact else "-k"
+        raise ExportError(f"--bands chooses the k of each band itself: drop {given}")
     if args.sizes and not args.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
     from optcoll.core.output import check_output, write_output
@@ -515,7 +522,7 @@ def _from_file(args: argparse.Namespace, path: Path) -> tuple[Any, list[Any]]:
         return topology, [schedule]
     if schedule.collective != "allgather" or args.collective not in ("reduce_scatter", "allreduce"):
         raise ScheduleError(
-            f"{path}: a {schedule.collective} schedule cannot be exported as {args.collective}; "
+            f"{path}: {a_collective(schedule.collective)} schedule cannot be exported as {args.collective}; "
             "only allgather schedules convert (to reduce_scatter or allreduce) - pass a "
             "topology instead to build it"
         )

@@ -960,6 +960,12 @@ class Topology:
             raise MissingFieldError(
                 f"a topology must be a mapping with 'nodes' and 'links', got {type(data).__name__}"
             )
+        if "collective" in data or str(data.get("format", "")).startswith("optcoll-schedule"):
+            raise UnknownFieldError(
+                "this is a schedule file (it has a 'collective'), not a topology: give the "
+                "topology first, the schedule second (optcoll verify TOPO SCHEDULE)",
+                ("collective",),
+            )
         _reject_unknown(data, _TOP_FIELDS, "topology", ())
         fmt = data.get("format", "optcoll-topology")
         if fmt != "optcoll-topology":

@@ -87,7 +87,7 @@ from fractions import Fraction
 from typing import TypedDict
 
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 
@@ -331,7 +331,7 @@ def mscclpp_plan(
         )
     if placement not in mscclpp_placements(coll):
         raise ExportError(
-            f"a {coll} plan is correct only {', '.join(mscclpp_placements(coll))}; "
+            f"{a_collective(coll)} plan is correct only {', '.join(mscclpp_placements(coll))}; "
             f"got placement {placement!r}"
         )
     if pieces is not None and pieces < 1:
@@ -454,7 +454,7 @@ def _segments(schedule: Schedule, allgather: Schedule | None) -> list[Segment]:
     roots = list(schedule.compute_nodes)
     if coll in ("broadcast", "reduce"):
         if schedule.root is None:
-            raise ExportError(f"a {coll} schedule needs a root")
+            raise ExportError(f"{a_collective(coll)} schedule needs a root")
         roots = [schedule.root]
     for root in roots:
         up = _ranges(up_sets, root)

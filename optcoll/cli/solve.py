@@ -188,7 +188,7 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
                 "k": schedule.k,
                 "time_factor": fraction_text(n * time_factor),
                 "time_factor_meaning": time_factor_meaning("allreduce", unit),
-                "algbw": round(schedule.algbw, 3),
+                "algbw": round(float(1 / time_factor), 3),
                 "lower_bound": fraction_text(n * cut_bound),
                 "optimal_algbw": round(float(1 / cut_bound), 3),
                 "optimal": time_factor == cut_bound,

@@ -69,12 +69,13 @@ def output_transaction() -> Iterator[None]:
         yield
         return
     staged: list[tuple[Path, Path, bool]] = []
+    reset = False
     token = _STAGED.set(staged)
     published: list[Path] = []
     try:
         yield
         _STAGED.reset(token)
-        token = None
+        reset = True
         for temporary, target, force in staged:
             try:
                 if force:
@@ -92,7 +93,7 @@ def output_transaction() -> Iterator[None]:
                 os.unlink(target)
         raise
     finally:
-        if token is not None:
+        if not reset:
             _STAGED.reset(token)
         for temporary, _, _ in staged:
             if os.path.lexists(temporary):

@@ -414,7 +414,7 @@ def _sizes(
         part = "piece for each rank" if collective == "alltoall" else "own part"
         r.add(
             "limit",
-            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: {a_collective(collective)} "
+            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: {a_collective(str(collective))} "
             f"rank's {part} is not a whole number of chunks",
         )
         return None

@@ -21,6 +21,7 @@ __all__ = [
     "add_reader_options",
     "reader_options",
     "collective_name",
+    "collective_choice",
     "resolution",
     "latency_us",
     "add_latency_option",
@@ -167,6 +168,24 @@ def reader_options(args: argparse.Namespace) -> dict[str, str]:
     return options
 
 
+def collective_choice(text: str) -> str:
+    """A ``--collective`` value with ``choices``: the canonical spelling of a known
+    collective (``all-reduce`` -> ``allreduce``), else the text for ``choices`` to judge.
+
+    Examples
+    --------
+    >>> collective_choice("All-Reduce"), collective_choice("scatter")
+    ('allreduce', 'scatter')
+    """
+    from optcoll.core.schedule import canonical_collective
+    from optcoll.exceptions import ScheduleError
+
+    try:
+        return canonical_collective(text)
+    except ScheduleError:
+        return text
+
+
 def collective_name(text: str) -> str:
     """A ``--collective`` value in canonical spelling (``reduce-scatter`` -> ``reduce_scatter``).
 
@@ -266,18 +285,25 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+def add_collective_option(
+    parser: argparse.ArgumentParser, help_text: str, extra: tuple[str, ...] = ()
+) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts, and ``extra``
+    names a command handles itself), with its help.
 
     Every command defaults to the same collective,
     :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
     """
     from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
+    def name(text: str) -> str:
+        key = text.strip().lower()
+        return key if key in extra else collective_name(text)
+
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
-        type=collective_name,
+        type=name,
         metavar="C",
         help=help_text,
     )

@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from optcoll.core.arguments import count_argument
 from optcoll.core.loads import phase_time_factor
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.schedules.collectives import (
@@ -123,7 +123,8 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
         if count > 0
     )
     factor = phase_time_factor(topology, trees, k, reverse=schedule.collective == "reduce")
-    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=dict(schedule.stats))
+    stats = {**schedule.stats, "trees": len(trees)}  # fewer trees when a share rounds to 0
+    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=stats)
 
 
 def deployable_schedule(
@@ -206,7 +207,7 @@ def deployable_schedule(
         chunks *= 2
     best_k, best = min(tried, key=lambda item: (item[1], item[0]))
     raise ExportError(
-        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives a {collective} within "
+        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives {a_collective(collective)} within "
         f"{float(tolerance):.2%} of the optimum (best: k = {best_k}, "
         f"{float(best - 1):.3%} above); raise --tolerance, force -k, or keep the optimal k "
         "with --exact"

@@ -116,6 +116,7 @@ from optcoll.core.schedule import (
     Schedule,
     Tree,
     TreeEdge,
+    a_collective,
     order_stats_error,
 )
 from optcoll.core.topology import Topology
@@ -327,7 +328,7 @@ def _verify_schedule(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
@@ -360,8 +361,11 @@ def _verify_images(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
-        _check_roots(topology, schedule, representatives, "representative tree")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
+        # each representative's root first; the chunk sums only once the group is known to
+        # act freely with one representative root per orbit (else the sums of the
+        # representatives say nothing about those of the trees: the full walk decides)
+        _check_roots(topology, schedule, representatives, "representative tree", sums=False)
         try:
             action = automorphism_action(topology, trees.group)
             check_free(action, topology, [t.root for t in representatives])
@@ -369,6 +373,7 @@ def _verify_images(
             if method == "auto":
                 return None
             raise _Invalid(f"the schedule's rotations do not qualify: {why}") from None
+        _check_roots(topology, schedule, representatives, "representative tree")
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
         checked: set[tuple[str, str, tuple[str, ...]]] = set()
@@ -717,9 +722,12 @@ def _check_roots(
     schedule: Schedule,
     representatives: Sequence[Tree] | None = None,
     what: str = "tree",
+    *,
+    sums: bool = True,
 ) -> None:
-    """Roots and chunk sums of every tree, or (compact) of the ``representatives``' roots."""
-    sums: dict[str, int] = {}
+    """Roots and (with ``sums``) chunk sums of every tree, or (compact) of the
+    ``representatives``' roots."""
+    totals: dict[str, int] = {}
     trees = schedule.trees if representatives is None else representatives
     for index, tree in enumerate(trees):
         root = tree.root
@@ -737,12 +745,14 @@ def _check_roots(
             raise _Invalid(
                 f"{what} {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
             )
-        sums[root] = sums.get(root, 0) + chunks
-    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(sums)
+        totals[root] = totals.get(root, 0) + chunks
+    if not sums:
+        return
+    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(totals)
     if schedule.collective in _SINGLE_ROOT and schedule.root is not None:
         roots = (schedule.root,)  # the header check has required the root
     for root in roots:
-        total = sums.get(root, 0)
+        total = totals.get(root, 0)
         if total != schedule.k:
             raise _Invalid(
                 f"root {root!r}: the chunks of its trees sum to {total}, expected k = {schedule.k}"

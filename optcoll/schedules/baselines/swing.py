@@ -116,7 +116,7 @@ def torus_pairings(shape: Sequence[int], start: int, sign: int) -> list[Pairing]
     ``start``, each with its own count of steps, distances ``sign * rho``."""
     done = [0] * len(shape)
     total = sum(d.bit_length() - 1 for d in shape)
-    pairings = []
+    pairings: list[Pairing] = []
     axis = start % len(shape)
     while len(pairings) < total:
         if 1 << done[axis] < shape[axis]:

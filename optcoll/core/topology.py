@@ -271,7 +271,7 @@ class Topology:
     def _validate(self) -> tuple[Fraction, ...]:
         # an imported file is held to the built-ins' limits before anything is indexed
         arcs = sum(2 if getattr(link, "bidirectional", False) is True else 1 for link in self.links)
-        check_size(f"topology {self.name!r}", len(self.nodes), arcs)
+        check_size(f"topology {self.name!r}", len(self.nodes), arcs, built=True)
         first_index: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)

@@ -36,7 +36,7 @@ Renaming = dict[str, str]
 
 _BOXED = re.compile(r"b(\d+)\.(.+)")
 _GPU_PART = re.compile(r"(gpu|nic)(\d+)")
-_RAIL = re.compile(r"rail(\d+)(\..+)?")
+_RAIL = re.compile(r"(rail|ib)(\d+)(\..+)?")
 _LEAF = re.compile(r"(rail\d+\.)?leaf(\d+)")
 _GROUPED = re.compile(r"g(\d+)\.(.+)")
 _HOST = re.compile(r"(.+)\.h(\d+)")
@@ -84,11 +84,11 @@ def _box_rotation(ids: Sequence[str]) -> Renaming:
 
 def _gpu_rotation(ids: Sequence[str]) -> Renaming:
     """GPU ``g -> g + G/R`` and NIC ``j -> j + 1`` in every box, rail ``j -> j + 1``
-    (``R`` NICs per box of ``G`` GPUs, rails ``rail{j}`` or ``rail{j}.leaf{l}``)."""
+    (``R`` NICs per box of ``G`` GPUs; rails ``rail{j}``, ``ib{j}`` or ``rail{j}.leaf{l}``)."""
     parts = [p for v in ids if (m := _BOXED.fullmatch(v)) and (p := _GPU_PART.fullmatch(m[2]))]
     gpus = 1 + max((int(p[2]) for p in parts if p[1] == "gpu"), default=-1)
     nics = 1 + max((int(p[2]) for p in parts if p[1] == "nic"), default=-1)
-    rails = _count(ids, _RAIL)
+    rails = _count(ids, _RAIL, 2)
     if gpus < 2 or (nics and gpus % nics):
         return {}
     step = gpus // nics if nics else 1
@@ -100,7 +100,7 @@ def _gpu_rotation(ids: Sequence[str]) -> Renaming:
                 return f"b{m[1]}.{p[1]}{(int(p[2]) + shift) % size}"
             return None
         if rails and (r := _RAIL.fullmatch(v)):
-            return f"rail{(int(r[1]) + 1) % rails}{r[2] or ''}"
+            return f"{r[1]}{(int(r[2]) + 1) % rails}{r[3] or ''}"
         return None
 
     return _renaming(ids, rename)

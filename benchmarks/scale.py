@@ -10,7 +10,8 @@ certificate check included) in a fresh process, so its peak resident set
 seconds to build and to bound, peak RSS, r*, max-flows and the declared symmetry
 generators used. With ``--baseline DIR`` the same runs on the code of another checkout
 (``git worktree add /tmp/scale-base main``) are printed beside, with the CPU ratio; a
-topology that code refuses is shown as refused.
+topology that code refuses is shown as refused (``--lift`` raises its size limits, to
+measure it anyway).
 
 Targets: 32,768 GPUs (``dgx-h100:4096``; a rail-optimised fat-tree of 4,096 DGX-like
 servers; a dragonfly of 1,024 routers with 32 hosts each) < 30 CPU s; 100,000 GPUs
@@ -43,6 +44,9 @@ import json, resource, sys, time
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.exceptions import OptCollError
 from optcoll.topologies import build
+if sys.argv[2:] == ["lift"]:  # the previous code's size limits raised, to measure it
+    import optcoll.core.limits as limits
+    limits.MAX_NODES, limits.MAX_LINKS = 250_000, 1_000_000
 start = time.process_time()
 try:
     topology = build(sys.argv[1])
@@ -62,10 +66,11 @@ print(json.dumps({
 """
 
 
-def run(checkout: Path, spec: str) -> dict:
-    """One build-and-bound of ``spec`` on the code of ``checkout``, in a fresh process."""
+def run(checkout: Path, spec: str, lift: bool = False) -> dict:
+    """One build-and-bound of ``spec`` on the code of ``checkout``, in a fresh process
+    (with ``lift``, its size limits raised to this code's)."""
     done = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, spec],
+        [sys.executable, "-c", _PROGRAM, spec, *(["lift"] if lift else [])],
         cwd=checkout,
         capture_output=True,
         text=True,
@@ -79,6 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
     parser.add_argument("--specs", nargs="+", default=list(SPECS))
+    parser.add_argument(
+        "--lift",
+        action="store_true",
+        help="raise the baseline's size limits to 250,000 nodes and 1,000,000 links",
+    )
     args = parser.parse_args(argv)
     print(
         f"{'topology':58} {'GPUs':>7} {'nodes':>7} {'links':>8} {'build s':>8} "
@@ -93,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{ours['max_flows']:>6} {ours['generators']:>5}  {ours['ratio']}"
         )
         if args.baseline:
-            base = run(args.baseline, spec)
+            base = run(args.baseline, spec, args.lift)
             if "refused" in base:
                 line += "   | base: refused (size limit)"
             else:

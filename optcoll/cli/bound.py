@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.cli._demand import add_demand_options, demand_bound, has_demand, rooted_bound
 from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
@@ -38,12 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
-        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce"),
+        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce", "scatter", "gather"),
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
         "reduce or multicast, the exact aggregation-tree optimum; against reduce-scatter + "
-        "allgather), broadcast or reduce (from or to rank 0)",
+        "allgather), broadcast or reduce (from or to --root, default rank 0), scatter or gather (exact, "
+        "from or to --root; algbw = M / T)",
     )
+    parser.add_argument(
+        "--root", metavar="NODE", help="root of a scatter or gather (also of a broadcast or reduce)"
+    )
+    add_demand_options(parser)
     add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -56,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     groups = process_groups(topology, args)
     if groups is not None:
         return _groups(groups, args)
+    if has_demand(args):
+        return demand_bound(topology, args)
+    if args.collective in ("scatter", "gather"):
+        return rooted_bound(topology, args)
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     if args.collective in ("allreduce", "broadcast", "reduce"):
@@ -138,14 +148,19 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     )
     from optcoll.core.rational import fraction_text, rounded_text
     from optcoll.exceptions import MethodError, OptCollError
+    from optcoll.schedules.collective_bound import collective_bound
     from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.spanning_tree_allreduce import (
+        reduces_over_spanning_trees,
+        spanning_tree_packing,
+    )
 
     if args.method != "combinatorial":
         raise MethodError(f"--method {args.method} applies to the allgather cut ratio only")
     unit = topology.bandwidth_unit
     n = topology.num_compute
     if args.collective != "allreduce":
-        root = topology.compute_nodes[0]
+        root = topology.compute_nodes[0] if args.root is None else args.root
         bound = collective_lower_bound(topology, args.collective, root)
         if bound is None:  # None only for a broadcast or reduce without a root
             raise OptCollError(f"no {args.collective} lower bound from root {root}")
@@ -185,6 +200,13 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         "reduce_scatter_allgather": fraction_text(relaying),
         "aggregation": None if aggregation is None else aggregation.to_dict(),
     }
+    certified = collective_bound(topology, "allreduce")
+    partition = certified.partition or _partition_or_none(topology)
+    trees = spanning_tree_packing(topology) if reduces_over_spanning_trees(topology) else None
+    data["bound"] = fraction_text(certified.time_factor / n)
+    data["bound_holds_for"] = certified.describe()
+    data["partition_bound"] = None if partition is None else _partition_dict(partition)
+    data["spanning_trees"] = None if trees is None else fraction_text(trees.time_factor)
     if args.json:
         print_json(data)
         return 0
@@ -208,6 +230,37 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             "reduce-scatter then allgather, switches relaying",
         ),
     ]
+    if partition is not None:
+        rows.append(
+            (
+                "partition",
+                f"T >= M * {fraction_text(partition.time_factor)} (algbw <= "
+                f"{float(1 / partition.time_factor):.3f} {unit}): p = {partition.compute_parts} "
+                f"compute parts, d = {partition.crossings}, C = {rounded_text(partition.capacity)}"
+                f" {unit} ({'best of all partitions' if partition.exact else partition.method}); "
+                f"holds for {partition.holds_for}",
+            )
+        )
+    if trees is not None:
+        rows.append(
+            (
+                "spanning trees",
+                f"T = M * {fraction_text(trees.time_factor)} (algbw "
+                f"{float(1 / trees.time_factor):.3f} {unit}): reduce + broadcast over "
+                f"{len(trees.trees)} spanning trees (exact LP)",
+            )
+        )
+    best = min([relaying, *([trees.time_factor] if trees is not None else [])])
+    if partition is not None and best == partition.time_factor:
+        which = "RS + AG" if best == relaying else "reduce + broadcast over spanning trees"
+        rows.append(
+            (
+                "optimal",
+                f"{which}: optimal among "
+                + partition.holds_for.replace("every allreduce", "all allreduce schedules"),
+            )
+        )
+    rows.append(("bound", certified.describe()))
     if len(capable) > MAX_CAPABLE_SWITCHES:
         rows.append(
             (
@@ -280,3 +333,29 @@ def _groups(groups: Any, args: argparse.Namespace) -> int:
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0
+
+
+def _partition_or_none(topology: Any) -> Any:
+    """The partition bound of the allreduce, or None where no partition applies."""
+    from optcoll.bounds.partition import partition_bound
+    from optcoll.exceptions import ArgumentError
+
+    try:
+        return partition_bound(topology, "allreduce")
+    except ArgumentError:
+        return None
+
+
+def _partition_dict(partition: Any) -> dict[str, Any]:
+    from optcoll.core.rational import fraction_text
+
+    return {
+        "time_factor": fraction_text(partition.time_factor),
+        "compute_parts": partition.compute_parts,
+        "crossings": partition.crossings,
+        "capacity": fraction_text(partition.capacity),
+        "exact": partition.exact,
+        "method": partition.method,
+        "holds_for": partition.holds_for,
+        "parts": [sorted(part) for part in partition.parts],
+    }

@@ -6,7 +6,9 @@ simulator's model:
 
     lower bound (µs) = max(latency bound, data(M) * bound)
 
-* the **bandwidth bound** ``data(M) * bound``: ``(M / N) * r*`` for allgather and for
+* the **bandwidth bound** ``data(M) * bound``, one per collective
+  (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
+  r*, the partition bound and the reduction cut): ``(M / N) * r*`` for allgather and for
   allreduce (an allreduce of inputs that are zero outside each node's own shard is an
   allgather, so r* bounds every allreduce algorithm; reduce-scatter followed by allgather
   needs ``2 r*``), the reversed topology's r* for reduce-scatter, the min-cut bound times
@@ -32,7 +34,10 @@ every allreduce, whatever the switches do), the larger of the two floors; for al
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
 (:func:`optcoll.schedules.baselines.hierarchical_alltoall_schedule`); for an allgather on a
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
-(:mod:`optcoll.sim.timetable`, synthesized for each size).
+(:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
+and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
+Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
+and simulated by :mod:`optcoll.sim.steps`, on up to :data:`STEP_NODES` compute nodes.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
 waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
@@ -54,8 +59,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
@@ -78,13 +84,19 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
+from optcoll.schedules.baselines.routing import equal_boxes
+from optcoll.schedules.baselines.step_catalogue import step_schedules
+from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
     _allreduce,
     _build_collective,
-    _collective_lower_bound,
     _reduce_scatter,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.spanning_tree_allreduce import (
+    reduce_broadcast_trees,
+    reduces_over_spanning_trees,
+)
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.quotient import (
     Quotient,
@@ -107,6 +119,7 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     tree_tasks,
 )
+from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -114,6 +127,7 @@ __all__ = [
     "planned_tasks",
     "PLAN_TASKS",
     "TIMETABLE_CHUNKS",
+    "STEP_NODES",
     "Candidate",
     "SizePlan",
     "candidates",
@@ -127,6 +141,10 @@ __all__ = [
 
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
 PLAN_TASKS = 300_000
+#: Most compute nodes on which :func:`candidates` offers the log-step schedules: routing
+#: every pair and checking the schedules takes 1.3 CPU s at 256 nodes (torus 16x16,
+#: allreduce), 28 at 1,024 (torus 32x32), more than plan's own 20 there.
+STEP_NODES = 256
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -151,8 +169,9 @@ _TRANSLATIONS = ""
 class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
-    or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    a greedy timetable of ``chunks_per_node`` chunks per node
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
+    log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
     until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
 
@@ -164,6 +183,7 @@ class Candidate:
     aggregation: AggregationSchedule | None = None
     deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
     floor: RingFloor | None = None
+    steps: RoutedSteps | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -171,8 +191,10 @@ class Candidate:
         aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
         if self.chunks_per_node:
             return (TIMETABLE,)
-        if self.aggregation is not None or (
-            self.schedule is not None and self.schedule.collective == "alltoall"
+        if (
+            self.steps is not None
+            or self.aggregation is not None
+            or (self.schedule is not None and self.schedule.collective == "alltoall")
         ):
             return ("progress",)
         return PRIORITIES
@@ -204,6 +226,8 @@ class Candidate:
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+        if self.steps is not None:
+            return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
             graph = TaskGraph()
             schedule = timetable.schedule
@@ -227,6 +251,8 @@ class Candidate:
 
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.steps is not None:
+            return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
@@ -276,6 +302,8 @@ class SizePlan:
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     bound: Fraction | None = None
     orders: tuple[tuple[str, str, int | None], ...] = ()
+    bus: Fraction = Fraction(1)
+    holds_for: str = ""
 
     @property
     def ratio(self) -> float:
@@ -289,16 +317,26 @@ class SizePlan:
         """``size / time`` in GB/s, as :attr:`optcoll.sim.simulator.Simulation.algbw`."""
         return self.size / self.time_us / 1000.0
 
+    @property
+    def busbw(self) -> float:
+        """nccl-tests' bus bandwidth: :attr:`algbw` times ``bus``
+        (:func:`optcoll.core.busbw.bus_factor`)."""
+        return self.algbw * float(self.bus)
+
     def to_dict(self) -> dict[str, object]:
-        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes",
-        "priority", "candidates": [{"method", "time_us"}, ...]}`` (``time_us`` None: too
-        many steps to simulate; ``slice_bytes`` None: whole chunks)."""
+        """``{"bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+        "bound_holds_for", "slice_bytes", "priority", "candidates": [{"method", "time_us"},
+        ...]}`` (``time_us`` None: too many steps to simulate; ``slice_bytes`` None: whole
+        chunks)."""
         return {
             "bytes": self.size,
             "method": self.method,
             "time_us": round(self.time_us, 4),
+            "algbw": round(self.algbw, 3),
+            "busbw": round(self.busbw, 3),
             "lower_bound_us": round(self.lower_bound_us, 4),
             "ratio": round(self.ratio, 6),
+            "bound_holds_for": self.holds_for,
             "slice_bytes": self.slice_bytes,
             "priority": self.priority,
             "candidates": [
@@ -322,8 +360,11 @@ def candidates(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names = [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
+    >>> names[8:]
+    ['recursive doubling', 'Bruck', 'Swing', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -383,8 +424,22 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if reduces_over_spanning_trees(topology):
+            found.append(
+                Candidate(
+                    "spanning trees (reduce+broadcast)",
+                    None,
+                    reduce_broadcast_trees(topology),
+                    (True, False),
+                )
+            )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+    if topology.num_compute > STEP_NODES:
+        return found
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
+    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
+        found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
 
@@ -531,12 +586,9 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
-    bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = _collective_lower_bound(topology, bound_collective, root)
-    assert bound is not None  # the root is set for broadcast and reduce
-    if collective == "allreduce" and topology.has_in_network:
-        # per M / N bytes, as the allgather bound: N / lambda
-        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
+    certified = collective_bound(topology, collective, root)
+    bound = certified.time_factor
+    bus = bus_factor(collective, topology.num_compute)
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
@@ -573,6 +625,8 @@ def plan(
                 best.schedule,
                 lower,
                 search.fastest_orders(),
+                bus,
+                certified.describe(),
             )
         )
     if bar is not None:
@@ -731,6 +785,9 @@ class _Search:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             least = min(self.network.latency, default=0.0)
             return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
+        if option.steps is not None:
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            return data * float(option.steps.time_factor) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -944,7 +1001,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015]]
+    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
@@ -967,6 +1024,8 @@ def _cost_tasks(
     """The task graph of a cost's method (None: nothing to simulate)."""
     if isinstance(cost.schedule, AggregationSchedule):
         return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
+    if isinstance(cost.schedule, RoutedSteps):
+        return step_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
         option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
         return option.tasks(network, size, slice_bytes)

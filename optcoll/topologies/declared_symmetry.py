@@ -169,15 +169,13 @@ def _translations(ids: Sequence[str]) -> list[Renaming]:
         for v in ids
         if (m := _POINT.fullmatch(v))
     ]
-    if not points:
+    if not points or len({len(x) for _, x, _ in points}) != 1:
         return []
     sizes = [1 + max(p[1][a] for p in points) for a in range(len(points[0][1]))]
     moves: list[Renaming] = []
     for axis, size in enumerate(sizes):
         image: Renaming = {}
         for prefix, x, rest in points:
-            if len(x) != len(sizes):
-                return []
             y = x[:axis] + ((x[axis] + 1) % size,) + x[axis + 1 :]
             if y != x:
                 image[f"{prefix}{'_'.join(map(str, x))}{rest}"] = (

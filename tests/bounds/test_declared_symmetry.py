@@ -2,6 +2,7 @@
 exactly, r* is unchanged with or without them, and a wrong candidate is dropped."""
 
 from fractions import Fraction
+from itertools import pairwise
 
 import pytest
 
@@ -119,3 +120,27 @@ def test_built_topologies_may_reach_100000_gpus_files_stay_at_50000_nodes():
         check_size("big.json", 50_001, 10)
     with pytest.raises(ArgumentError, match="every built topology is limited to 250000 nodes"):
         check_size("dgx-h100:20000", 17 * 20000 + 8, 48 * 20000, built=True)
+
+
+@pytest.mark.parametrize(
+    "name, ids",
+    [
+        ("torus:odd", ["n0", "n1_2", "n0_0_1"]),
+        ("dgx-h100:odd", ["b0.gpu0", "b1.nic3", "rail0", "b2.x"]),
+        ("dragonfly:odd", ["g0.r0.h0", "g1.r0", "g3.h2"]),
+        ("rail-fat-tree:odd", ["b0.gpu0", "rail0.leaf1", "leaf0", "b3.nic0"]),
+    ],
+)
+def test_a_file_under_a_family_name_gets_checked_candidates_and_its_exact_ratio(
+    monkeypatch, name, ids
+):
+    """Ids a family never makes (a path of links of bandwidths 1 and 2): reading
+    candidates off them is never an error, and r* is the exact one."""
+    from optcoll.core.topology import Link, Node, Topology
+
+    topology = Topology(
+        name,
+        [Node(v) for v in ids],
+        [Link(u, v, 1 + i % 2, bidirectional=True) for i, (u, v) in enumerate(pairwise(ids))],
+    )
+    assert optimal_cut_ratio(topology).ratio == _without_symmetry(monkeypatch, topology).ratio

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from formulations.congestion import FORMS, build_congestion
 from formulations.multicast import build_multicast
 from optcoll import load_topology
-from optcoll.bounds.congestion import congestion_bound, lp_cut_ratio
+from optcoll.bounds.congestion import congestion_bound
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.bounds.multicast import multicast_bound
 from optcoll.core.rational import integer_scaling, reconstruct_cut_ratio
@@ -32,8 +32,8 @@ def cut_ratio_of(topology: Topology, cut: frozenset[str]) -> Fraction:
 @pytest.mark.parametrize("form", FORMS)
 def test_congestion_matches_combinatorial_with_certificate(spec: str, form: str) -> None:
     topo = load_topology(spec)
-    found = lp_cut_ratio(topo, form=form)
-    ratio, cut = found.ratio, found.cut
+    found = congestion_bound(topo, form=form)
+    ratio, cut = found.cut_ratio, found.cut
     assert ratio == optimal_cut_ratio(topo).ratio
     assert cut_ratio_of(topo, cut) == ratio
 
@@ -41,14 +41,14 @@ def test_congestion_matches_combinatorial_with_certificate(spec: str, form: str)
 @pytest.mark.parametrize("spec", ["dgx-a100:1", "mi250:1"])
 def test_congestion_matches_brute_force(spec: str) -> None:
     topo = load_topology(spec)
-    assert lp_cut_ratio(topo).ratio == optimal_cut_ratio(topo, "brute-force").ratio
+    assert optimal_cut_ratio(topo, "lp").ratio == optimal_cut_ratio(topo, "brute-force").ratio
 
 
 def test_reference_optima() -> None:
     # Published optima (ForestColl reference implementation, confirmed by LP).
-    assert lp_cut_ratio(load_topology("dgx-a100:2")).ratio == Fraction(3, 65)
-    assert lp_cut_ratio(load_topology("mi250:1")).ratio == Fraction(7, 150)
-    assert lp_cut_ratio(load_topology("mi250:2")).ratio == Fraction(15, 166)
+    assert optimal_cut_ratio(load_topology("dgx-a100:2"), "lp").ratio == Fraction(3, 65)
+    assert optimal_cut_ratio(load_topology("mi250:1"), "lp").ratio == Fraction(7, 150)
+    assert optimal_cut_ratio(load_topology("mi250:2"), "lp").ratio == Fraction(15, 166)
 
 
 def test_bound_dispatches_to_lp() -> None:
@@ -71,7 +71,7 @@ def test_congestion_report_sizes() -> None:
 def test_multicast_matches_congestion(spec: str) -> None:
     topo = load_topology(spec)
     result = multicast_bound(topo)
-    assert result.cut_ratio == lp_cut_ratio(topo).ratio
+    assert result.cut_ratio == optimal_cut_ratio(topo, "lp").ratio
     assert result.scaled_ratio == pytest.approx(float(result.cut_ratio * result.unit))
     # Each root's exact capacity vector fits the links jointly, exactly.
     caps, _ = topo.integer_capacities()
@@ -147,4 +147,4 @@ def test_integer_scaling_names_bad_arc() -> None:
 
 def test_deterministic_cut() -> None:
     topo = load_topology("dgx-a100:2")
-    assert lp_cut_ratio(topo) == lp_cut_ratio(topo)
+    assert optimal_cut_ratio(topo, "lp") == optimal_cut_ratio(topo, "lp")

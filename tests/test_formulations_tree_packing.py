@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from formulations.tree_packing import build_tree_master
 from optcoll import load_topology
-from optcoll.bounds.congestion import lp_cut_ratio
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import SolverLimitError, TopologyError
@@ -75,7 +74,7 @@ def test_mi250_one_box() -> None:
     topo = load_topology("mi250:1")
     nodes = list(topo.compute_nodes)
     result = fractional_tree_packing(nodes, topo.capacity)
-    assert result.t == Fraction(7, 150) == lp_cut_ratio(topo).ratio
+    assert result.t == Fraction(7, 150) == optimal_cut_ratio(topo, "lp").ratio
     assert abs(result.t_float - 7 / 150) < 1e-12
     check_packing(result, nodes, dict(topo.capacity))
 

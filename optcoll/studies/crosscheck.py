@@ -209,11 +209,8 @@ def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, s
 
 
 def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.bounds.congestion import lp_cut_ratio
-
-    found = lp_cut_ratio(topology)
-    ratio, cut = found.ratio, found.cut
-    return ratio, cut, "dual cut, proved by LP duality"
+    found = _optimal_cut_ratio(topology, method="lp")
+    return found.ratio, found.bottleneck_cut, "dual cut, proved by LP duality"
 
 
 def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:

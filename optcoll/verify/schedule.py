@@ -120,6 +120,7 @@ from optcoll.core.schedule import (
 )
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, GroupError
+from optcoll.verify.report import Finding, Report
 from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
@@ -141,7 +142,7 @@ METHODS = ("auto", "compact", "full")
 
 
 @dataclass(frozen=True)
-class Verification:
+class Verification(Report):
     """The verdict of :func:`verify_schedule`.
 
     Attributes
@@ -173,6 +174,9 @@ class Verification:
         The ``stats`` fields the schedule states that no checker can recompute
         from the topology and the trees (a builder's own records, such as
         ``logical_arcs``); they are reported, never trusted.
+    findings : tuple of Finding
+        The checkers' common form of the verdict (:class:`~optcoll.verify.report.Report`):
+        empty when valid, else one ``invalid`` finding carrying ``reason``.
     """
 
     valid: bool
@@ -184,6 +188,11 @@ class Verification:
     switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unchecked: tuple[str, ...] = ()
     method: str = "full"
+    findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        found = () if self.valid else (Finding("invalid", self.reason or "invalid schedule"),)
+        object.__setattr__(self, "findings", found)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -192,6 +201,8 @@ class Verification:
         --------
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
+        >>> Verification(False, "root 'a' is missing").findings[0].kind
+        'invalid'
         """
         data: dict[str, Any] = {
             "valid": self.valid,

@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, Step, ThreadBlock
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Step, ThreadBlock
+from optcoll.verify.report import Finding
 
 __all__ = ["Execution", "execute", "expected_outputs", "describe_value"]
 

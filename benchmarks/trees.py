@@ -19,7 +19,7 @@ ours, with its peak resident set. Last, per family (and for the old code), how t
 CPU seconds and the peak resident set grow with N (least squares, N >= 64); the
 peak RSS of our code is the benchmark process's, which only grows from one
 topology to the next: run one spec per process to measure each alone.
-Targets: >= 50x on dgx-a100:4 and mi250:2; dgx-a100:128 < 15 s; dgx-h100:256 < 60 s
+Targets: >= 50x on dgx-a100:4 and mi250:2; dgx-a100:128 < 15 s; dgx-h100:256 < 30 s
 and < 4 GB; leaf-spine with 1,024 hosts < 60 s (full bisection and 2:1).
 """
 
@@ -54,6 +54,7 @@ SPECS = [
     "mi250:1",
     "mi250:2",
     "mi250:4",
+    "dgx-h100:64",  # the automorphism search's cost shows here first (3.6x slower once, unnoticed)
 ]
 
 #: spec -> (minimum speed-up over the reference, maximum seconds, maximum peak MiB)
@@ -61,7 +62,7 @@ TARGETS = {
     "dgx-a100:4": (50.0, None, None),
     "mi250:2": (50.0, None, None),
     "dgx-a100:128": (None, 15.0, None),
-    "dgx-h100:256": (None, 60.0, 4096.0),
+    "dgx-h100:256": (None, 30.0, 4096.0),
     "leaf-spine:leaves=32,hosts=32,spines=16": (None, 60.0, None),
     "leaf-spine:leaves=32,hosts=32,spines=8,oversub=2": (None, 60.0, None),
 }

@@ -322,24 +322,23 @@ class _Refiner:
         tails = np.array([u for u, _ in capacity], dtype=np.int64)
         heads = np.array([v for _, v in capacity], dtype=np.int64)
         kind = np.array([kinds[c] for c in capacity.values()], dtype=np.uint64)
-        self.tails = np.concatenate((tails, tails + n))
-        self.heads = np.concatenate((heads, heads + n))
-        self.kind = np.concatenate((kind, kind))
+        tails = np.concatenate((tails, tails + n))
+        heads = np.concatenate((heads, heads + n))
+        kind = np.concatenate((kind, kind))
+        self.tails, self.heads = tails, heads
+        self.out_kind = kind * np.uint64(4 << 32)  # the arc's direction and capacity class
+        self.in_kind = (kind * np.uint64(4) + np.uint64(1)) << np.uint64(32)
+        self.by_tail = _Segments(tails, 2 * n)
+        self.by_head = _Segments(heads, 2 * n)
 
     def refine(self, colour: Any) -> Any:
         """The coarsest stable refinement of ``colour`` (ranks ``0 ..``)."""
         np = _numpy()
-        tails, heads, kind = self.tails, self.heads, self.kind
         count = len(np.unique(colour))
         while True:
             c = colour.astype(np.uint64)
-            signature = np.zeros(len(colour), dtype=np.uint64)
-            np.add.at(signature, tails, _mix(kind * np.uint64(4 << 32) + c[heads]))
-            np.add.at(
-                signature,
-                heads,
-                _mix((kind * np.uint64(4) + np.uint64(1)) << np.uint64(32) ^ c[tails]),
-            )
+            signature = self.by_tail.sums(_mix(self.out_kind + c[self.heads]))
+            signature += self.by_head.sums(_mix(self.in_kind ^ c[self.tails]))
             key = _mix(_mix(c) ^ signature)  # (old colour, multiset), hashed once more
             _, colour = np.unique(key, return_inverse=True)
             colour = colour.reshape(-1)
@@ -366,10 +365,10 @@ class _Refiner:
         np = _numpy()
         n = self.n
         found: list[list[int]] = []
-        stack = [self.refine(colour)]
+        stack = [colour]  # refined when popped: a branch the search never reaches costs nothing
         budget = n + 1 if greedy else SEARCH_NODES
         while stack and len(found) < leaves and budget > 0:
-            colour = stack.pop()
+            colour = self.refine(stack.pop())
             budget -= 1
             left = np.bincount(colour[:n], minlength=int(colour.max()) + 1)
             right = np.bincount(colour[n:], minlength=len(left))
@@ -395,7 +394,7 @@ class _Refiner:
             for y in reversed(candidates):  # the stack pops the first candidate first
                 branch = colour.copy()
                 branch[x] = branch[n + y] = fresh
-                stack.append(self.refine(branch))
+                stack.append(branch)
         return found
 
 
@@ -406,13 +405,37 @@ def _numpy() -> Any:
 
 
 def _mix(x: Any) -> Any:
-    """splitmix64 of a uint64 array (wrapping arithmetic)."""
+    """splitmix64 of a uint64 array (wrapping arithmetic), in one new array."""
     np = _numpy()
     with np.errstate(over="ignore"):
-        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        return x
+
+
+class _Segments:
+    """Sums of per-arc values grouped by one end node, in wrapping uint64 arithmetic
+    (``numpy.add.at`` without its per-element cost): the arcs sorted by that end once,
+    then one ``add.reduceat`` per call."""
+
+    def __init__(self, ends: Any, nodes: int) -> None:
+        np = _numpy()
+        self.order = np.argsort(ends, kind="stable")
+        sorted_ends = ends[self.order]
+        self.starts = np.flatnonzero(np.r_[True, sorted_ends[1:] != sorted_ends[:-1]])
+        self.nodes = sorted_ends[self.starts]
+        self.size = nodes
+
+    def sums(self, values: Any) -> Any:
+        np = _numpy()
+        total = np.zeros(self.size, dtype=np.uint64)
+        if len(values):
+            total[self.nodes] = np.add.reduceat(values[self.order], self.starts)
+        return total
 
 
 def _complement(

@@ -280,10 +280,10 @@ def optimal_cut_ratio(topology: Topology | nx.Graph, method: str = "combinatoria
     """
     topology = as_topology(topology)
     text_argument(method, "method")
-    return _optimal_cut_ratio(topology, method)
+    return optimal_cut_ratio_core(topology, method)
 
 
-def _optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+def optimal_cut_ratio_core(topology: Topology, method: str = "combinatorial") -> CutRatio:
     """The core of :func:`optimal_cut_ratio`: its arguments are already checked."""
     solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _forwardable(_combinatorial_cut_ratio),

@@ -157,10 +157,10 @@ def _describe(index: int, link: Link) -> str:
     return f"links[{index}] ({link.src} {arrow} {link.dst})"
 
 
-def _reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
+def reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
     """Nodes reachable from ``start`` (itself included) along ``adjacency``.
 
-    >>> sorted(_reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
+    >>> sorted(reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
     ['a', 'b']
     """
     seen = {start}
@@ -385,8 +385,8 @@ class Topology:
         # Every compute node reaches and is reached from the first one iff all
         # compute nodes are mutually reachable.
         first = compute[0]
-        forward = _reachable(successors, first)
-        backward = _reachable(predecessors, first)
+        forward = reachable(successors, first)
+        backward = reachable(predecessors, first)
         for c in compute[1:]:
             if c not in forward:
                 raise NotStronglyConnectedError(

@@ -302,7 +302,7 @@ def verify_schedule(
             "method 'compact' needs a compact schedule (trees given as a group's images, "
             "a file with 'rotations'); use method 'auto' or 'full'"
         )
-    return _verify_schedule(
+    return verify_schedule_core(
         topology,
         schedule,
         optimum=optimum,
@@ -312,7 +312,7 @@ def verify_schedule(
     )
 
 
-def _verify_schedule(
+def verify_schedule_core(
     topology: Topology,
     schedule: Schedule,
     *,
@@ -523,7 +523,7 @@ def verify_groups_schedule(
             view.description,
             list(groups.groups[index]),
         )
-        alone = _verify_schedule(view, group)
+        alone = verify_schedule_core(view, group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

@@ -248,7 +248,7 @@ PLAN_CHILD = """
 import json, sys, time
 from fractions import Fraction
 from optcoll.topologies import build
-from optcoll.sim.plan import candidates, plan
+from optcoll.sim.size_plan import candidates, plan
 spec, latency = sys.argv[1], Fraction(sys.argv[2])
 sizes = [int(s) for s in sys.argv[3:]]
 start = time.process_time()

@@ -92,7 +92,8 @@ def simulated(
     """Rows of ``--simulate``: simulated time over the bound of trees and programs."""
     from optcoll.cli._core import size_text
     from optcoll.io import save_schedule
-    from optcoll.sim.simulator import data_bytes, simulate_msccl, simulate_schedule
+    from optcoll.sim.programs import simulate_msccl
+    from optcoll.sim.simulator import data_bytes, simulate_schedule
 
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as name:

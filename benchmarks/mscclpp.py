@@ -34,7 +34,8 @@ from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
 from optcoll.io import load_topology, save_schedule
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.schedules.deploy import deployable_schedule
-from optcoll.sim.simulator import Network, data_bytes, mscclpp_tasks, simulate, simulate_schedule
+from optcoll.sim.programs import mscclpp_tasks
+from optcoll.sim.simulator import Network, data_bytes, simulate, simulate_schedule
 from optcoll.verify.mscclpp.plan import parse_plan
 
 SPECS = ["ring:4", "dgx-a100:1", "dgx-a100:2", "dgx-h100:1", "mi250:1"]

@@ -12,7 +12,7 @@ schedule with :func:`optcoll.schedules.packing.pack_arborescences` twice in one 
 distinct peers of one GPU, the deepest root-to-node latency of the schedule
 (µs, :func:`optcoll.sim.cost_model.schedule_cost`) and the latency lower bound
 (:func:`optcoll.schedules.tree_shape.latency_lower_bound` on the same
-:func:`optcoll.sim.cost_model.link_latencies`). It fails unless both time
+:func:`optcoll.core.cost.link_latencies`). It fails unless both time
 factors are exactly equal and both schedules pass
 :func:`optcoll.verify.schedule.verify_schedule` at that factor.
 """
@@ -28,10 +28,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import print_table
+from optcoll.core.cost import link_latencies
 from optcoll.io import load_topology
 from optcoll.schedules.packing import pack_arborescences
 from optcoll.schedules.tree_shape import latency_lower_bound, peer_counts
-from optcoll.sim.cost_model import link_latencies, schedule_cost
+from optcoll.sim.cost_model import schedule_cost
 from optcoll.verify.schedule import verify_schedule
 
 SPECS = ["dgx-a100:2", "dgx-a100:2@8", "mi250:2", "mi250:4", "dgx-a100:16", "dgx-a100:32"]

@@ -19,15 +19,14 @@ from matplotlib.ticker import FuncFormatter
 from optcoll import load_topology
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.plot import plot_algbw_curves, save_figure
-from optcoll.sim.cost_model import (
-    SIZES,
+from optcoll.schedules.baselines import (
     hierarchical_ring_allgather,
     hierarchical_ring_schedule,
     ring_allgather,
     ring_schedule,
-    schedule_cost,
 )
-from optcoll.sim.plan import method_times
+from optcoll.sim.cost_model import SIZES, schedule_cost
+from optcoll.sim.size_plan import method_times
 from paper_figures._common import optimal_schedule, output_folder, write_csv
 
 FULL = ({"dgx-a100": (1, 2, 4, 8), "mi250": (1, 2, 4, 8)}, "dgx-a100:2")

@@ -4,7 +4,7 @@ on dgx-a100:2 and mi250:2, for every candidate of ``optcoll plan``.
 Each candidate (optimal k, the power-of-two k's, ring, hierarchical ring) is executed by
 the chunk-level simulator (:mod:`optcoll.sim.simulator`, default runtime parameters: 1 µs per
 step, 1 µs per link, 512 KiB slices); the dashed line is ``M`` over the lower bound
-``max(latency bound, (M/N) r*)`` of :mod:`optcoll.sim.plan`, which no schedule exceeds.
+``max(latency bound, (M/N) r*)`` of :mod:`optcoll.sim.size_plan`, which no schedule exceeds.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from optcoll import load_topology
 from optcoll.plot import plot_algbw_curves, save_figure
-from optcoll.sim.plan import plan
+from optcoll.sim.size_plan import plan
 from paper_figures._common import output_folder, write_csv
 
 FULL = ("dgx-a100:2", "mi250:2")

@@ -24,13 +24,13 @@ from optcoll.schedules.alltoall import (
     alltoall_schedule,
     path_decomposition,
 )
-from optcoll.sim.cost_model import (
-    compare_methods,
+from optcoll.schedules.baselines import (
     direct_alltoall,
     direct_alltoall_schedule,
     hierarchical_alltoall,
     hierarchical_alltoall_schedule,
 )
+from optcoll.studies.compare import compare_methods
 from optcoll.studies.crosscheck import ALLTOALL_METHODS, crosscheck
 from optcoll.verify.schedule import verify_schedule
 

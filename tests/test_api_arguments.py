@@ -24,7 +24,7 @@ from optcoll.groups import bounds as groups
 from optcoll.io import process_groups as process_groups_io
 from optcoll.schedules import alltoall, collectives, packing
 from optcoll.sim import cost_model as simulate
-from optcoll.studies import crosscheck, resilience, sweep
+from optcoll.studies import compare, crosscheck, resilience, sweep
 from optcoll.verify import msccl as mscclcheck
 from optcoll.verify import schedule as verify
 
@@ -150,7 +150,7 @@ def _cases() -> list[tuple[str, Callable[..., Any], dict[str, Any], str, Any]]:
             },
         ),
         (
-            simulate.compare_methods,
+            compare.compare_methods,
             {"topology": TOPO},
             {
                 "topology": NOT_A_TOPOLOGY,

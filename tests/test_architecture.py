@@ -320,6 +320,4 @@ def test_no_private_name_is_imported_across_subpackages():
         for path in sorted((ROOT / package).rglob("*.py")):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             sources[name] = path.read_text(encoding="utf-8")
-    found = _private_imports(sources)
-    # sim/ is being split by the other half of #35; its imports follow at that merge
-    assert [f for f in found if not f.startswith("optcoll.sim.")] == []
+    assert _private_imports(sources) == []

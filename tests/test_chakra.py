@@ -338,7 +338,8 @@ FACTOR = 1.01
 @pytest.mark.parametrize("collective", COLLECTIVES)
 def test_simulated_time_matches_the_trees(tmp_path, family, collective):
     from optcoll.schedules.deploy import deployable_schedule
-    from optcoll.sim.simulator import Network, chakra_tasks, read_chakra, schedule_tasks, simulate
+    from optcoll.sim.programs import chakra_tasks, read_chakra
+    from optcoll.sim.simulator import Network, schedule_tasks, simulate
     from optcoll.topologies import build
 
     topology = build(family)

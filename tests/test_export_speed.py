@@ -20,7 +20,8 @@ import pytest
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.schedules.deploy import deployable_schedule
-from optcoll.sim.simulator import data_bytes, simulate_msccl, simulate_schedule
+from optcoll.sim.programs import simulate_msccl
+from optcoll.sim.simulator import data_bytes, simulate_schedule
 from optcoll.topologies import build
 from optcoll.verify.msccl import check_program
 from optcoll.verify.msccl.program import read_program

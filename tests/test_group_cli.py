@@ -16,7 +16,8 @@ from optcoll.core.process_groups import make_groups
 from optcoll.groups.schedule import groups_lower_bound
 from optcoll.io.process_groups import parse_groups
 from optcoll.io.schedule_json import load_any_schedule
-from optcoll.sim.simulator import data_bytes, simulate_msccl
+from optcoll.sim.programs import simulate_msccl
+from optcoll.sim.simulator import data_bytes
 from optcoll.verify.msccl import check_file
 from optcoll.verify.schedule import verify_groups_schedule
 

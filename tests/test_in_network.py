@@ -35,8 +35,8 @@ from optcoll.io.native import read_native, save_topology
 from optcoll.io.schedule_json import load_any_schedule, load_schedule, save_schedule
 from optcoll.schedules.aggregation import aggregation_schedule, schedule_of_bound
 from optcoll.schedules.collectives import collective_lower_bound
-from optcoll.sim.cost_model import compare_methods
-from optcoll.sim.plan import plan
+from optcoll.sim.size_plan import plan
+from optcoll.studies.compare import compare_methods
 from optcoll.topologies import build
 from optcoll.verify.aggregation import verify_aggregation_schedule
 

@@ -232,7 +232,8 @@ def test_simulated_allreduce_near_the_trees(spec):
     """At 1 GiB the plan's simulated time is within 1 % of its trees' (measured: ring:4
     1.0064 vs 1.0025 of the bound, dgx-a100:1 1.0042 vs 1.0029, the leaf-spine 1.0019 vs
     1.0010; before pipelines ring:4 took 2.0031)."""
-    from optcoll.sim.simulator import Network, mscclpp_tasks, simulate, simulate_schedule
+    from optcoll.sim.programs import mscclpp_tasks
+    from optcoll.sim.simulator import Network, simulate, simulate_schedule
 
     topo = build(spec)
     (_, _, plan), *_ = _plans(spec, ("allreduce",))

@@ -9,13 +9,14 @@ import pytest
 
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
+from optcoll.core.cost import link_latencies
 from optcoll.core.topology import TopologyBuilder
 from optcoll.exceptions import ScheduleError
 from optcoll.io import load_schedule
+from optcoll.schedules.baselines import ring_floor, ring_schedule
 from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.cost_model import link_latencies, ring_floor, ring_schedule
-from optcoll.sim.plan import candidates, latency_bound, plan
 from optcoll.sim.simulator import simulate_schedule
+from optcoll.sim.size_plan import candidates, latency_bound, plan
 from optcoll.topologies import build
 from optcoll.verify.msccl import check_file
 from optcoll.verify.schedule import verify_schedule

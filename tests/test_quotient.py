@@ -13,7 +13,6 @@ from optcoll.core.schedule import ImageTrees
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.plan import candidates, plan
 from optcoll.sim.quotient import (
     check_expanded,
     regular_quotient,
@@ -31,6 +30,7 @@ from optcoll.sim.simulator import (
     simulate,
     tree_tasks,
 )
+from optcoll.sim.size_plan import candidates, plan
 from optcoll.sim.timetable import greedy_timetable
 from optcoll.topologies import build
 from optcoll.verify.schedule import verify_schedule

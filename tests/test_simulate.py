@@ -13,18 +13,17 @@ from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.cli import main
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import TopologyBuilder
-from optcoll.schedules.collectives import allreduce
-from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.cost_model import (
-    SIZES,
-    compare_methods,
+from optcoll.schedules.baselines import (
     double_binary_tree_allreduce,
     hierarchical_ring_allgather,
     ring_allgather,
     ring_allreduce,
-    schedule_cost,
     widest_paths,
 )
+from optcoll.schedules.collectives import allreduce
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.cost_model import SIZES, schedule_cost
+from optcoll.studies.compare import compare_methods
 from optcoll.topologies import build
 
 

@@ -13,13 +13,10 @@ from optcoll.cli import main
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import TopologyBuilder
 from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines import double_binary_trees, ring_schedule
 from optcoll.schedules.packing import pack_arborescences
-from optcoll.sim.cost_model import double_binary_trees, ring_schedule
-from optcoll.sim.simulator import (
-    simulate_msccl,
-    simulate_schedule,
-    simulate_trees,
-)
+from optcoll.sim.programs import simulate_msccl
+from optcoll.sim.simulator import simulate_schedule, simulate_trees
 from optcoll.topologies import build
 
 MiB = 1024**2
@@ -268,7 +265,7 @@ def _pipeline(topo, schedule, size, overhead, slice_bytes):
     import math
     from collections import Counter
 
-    from optcoll.sim.cost_model import link_latencies
+    from optcoll.core.cost import link_latencies
 
     n = len(schedule.compute_nodes)
     data = size / n if schedule.collective == "allgather" else size

@@ -387,7 +387,7 @@ PLANNED = {
 
 
 def test_plan_quantities_are_the_plan_at_each_size(tmp_path, monkeypatch):
-    from optcoll.sim.plan import candidates, plan
+    from optcoll.sim.size_plan import candidates, plan
 
     spec = _spec(PLANNED)
     assert spec.columns[1:3] == ("plan_method@4K", "plan_method@1G")

@@ -13,7 +13,6 @@ from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.export.msccl import msccl_program
 from optcoll.io import load_schedule
 from optcoll.schedules.deploy import deployable_schedule
-from optcoll.sim.plan import candidates, exact_latency_bound, plan
 from optcoll.sim.simulator import (
     PRIORITIES,
     Network,
@@ -22,6 +21,7 @@ from optcoll.sim.simulator import (
     simulate,
     tree_tasks,
 )
+from optcoll.sim.size_plan import candidates, exact_latency_bound, plan
 from optcoll.sim.timetable import greedy_timetable
 from optcoll.topologies import build
 from optcoll.verify.msccl import check_file, check_text

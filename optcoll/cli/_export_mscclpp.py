@@ -183,7 +183,8 @@ def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
     ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
     (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
     """
-    from optcoll.sim.simulator import Network, mscclpp_tasks, simulate
+    from optcoll.sim.programs import mscclpp_tasks
+    from optcoll.sim.simulator import Network, simulate
     from optcoll.verify.mscclpp.plan import parse_plan
 
     network = Network.of(topology)

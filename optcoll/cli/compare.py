@@ -45,16 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.sim.cost_model import (
-        DEFAULT_LATENCY,
-        SIZES,
-        compare_group_methods,
-        compare_methods,
-    )
-    from optcoll.sim.plan import method_times
+    from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.size_plan import method_times
+    from optcoll.studies.compare import compare_group_methods, compare_methods
 
     inputs = command_inputs(args)
     if args.plot:

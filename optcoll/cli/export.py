@@ -443,9 +443,9 @@ def _schedules(
 
 
 def _bands(args: argparse.Namespace, topology: Any, tolerance: Fraction) -> list[Any]:
-    """``optcoll plan``'s size bands (:func:`optcoll.sim.plan.schedule_bands`) at ``--sizes``."""
+    """``optcoll plan``'s size bands (:func:`optcoll.sim.size_plan.schedule_bands`) at ``--sizes``."""
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.plan import candidates, plan, schedule_bands
+    from optcoll.sim.size_plan import candidates, plan, schedule_bands
 
     options = candidates(topology, args.collective, root=args.root, tolerance=tolerance)
     sizes = sorted(set(args.sizes or SIZES))

@@ -55,12 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
-    from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
-    from optcoll.sim.plan import candidates, plan
+    from optcoll.sim.cost_model import SIZES
     from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+    from optcoll.sim.size_plan import candidates, plan
 
     inputs = command_inputs(args)
     if args.plot:
@@ -146,7 +147,7 @@ def _export(
     from optcoll.export.msccl import msccl_program, placements
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io.schedule_json import schedule_text
-    from optcoll.sim.plan import schedule_bands
+    from optcoll.sim.size_plan import schedule_bands
 
     profile = runtime_profile(args.runtime)
     files = []

@@ -74,18 +74,16 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.bounds.in_network import reduction_cut
+    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.io import load_schedule, load_topology
-    from optcoll.sim.cost_model import DEFAULT_LATENCY, SIZES
+    from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
     from optcoll.sim.simulator import (
         DEFAULT_OVERHEAD,
         DEFAULT_SLICE,
         Network,
         aggregation_tasks,
-        chakra_tasks,
         data_bytes,
-        msccl_tasks,
-        read_chakra,
-        read_msccl,
         simulate,
     )
 
@@ -109,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         def graph(size: int) -> Any:
             return tasks, None
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
-        from optcoll.sim.simulator import mscclpp_tasks
+        from optcoll.sim.programs import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan
 
         plan = read_plan(args.source)
@@ -131,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         def graph(size: int) -> Any:
             return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes), None
     else:
-        from optcoll.sim.plan import planned_slice, planned_tasks
+        from optcoll.sim.size_plan import planned_slice, planned_tasks
 
         schedule = _checked_schedule(load_schedule(args.source), topology, args.source)
         collective, root = schedule.collective, schedule.root
@@ -146,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         bound = topology.num_compute * reduction_cut(topology).time_factor
     floor = None
     if bound is not None and collective is not None:
-        from optcoll.sim.plan import latency_bound
+        from optcoll.sim.size_plan import latency_bound
 
         floor = latency_bound(
             topology, collective, root=root, overhead=overhead, default_latency=latency

@@ -668,7 +668,3 @@ def alltoall_schedule_core(
         stats=stats,
         routes=tuple(routes),
     )
-
-
-# The old private name, until sim/ imports the core (#35 moves sim/): removed at that merge.
-_alltoall_schedule = alltoall_schedule_core

@@ -638,10 +638,3 @@ def collective_lower_bound_core(
         usable = broadcast_usable(graph, root)
         return 1 / (broadcast_capacity(usable, root) * usable.integer_capacities()[1])
     return None
-
-
-# The old private names, until sim/ imports the cores (#35 moves sim/): removed at that merge.
-_allreduce = allreduce_core
-_build_collective = build_collective_core
-_collective_lower_bound = collective_lower_bound_core
-_reduce_scatter = reduce_scatter_core

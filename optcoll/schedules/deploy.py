@@ -6,7 +6,7 @@ for broadcast and reduce; see :mod:`optcoll.export.runtimes`). The optimal ``k``
 (ForestColl's, e.g. 13 on dgx-a100:2) makes that a number no power-of-two size
 is a multiple of. :func:`deployable_schedule` therefore takes the smallest
 ``k`` in ``{1, 2, 4, 8, ...}`` whose best ``k``-chunk schedule is within a
-tolerance of the optimum (:func:`optcoll.sim.plan.schedule_bands` splits the size axis
+tolerance of the optimum (:func:`optcoll.sim.size_plan.schedule_bands` splits the size axis
 among such schedules and the other candidates by the simulator).
 
 Broadcast and reduce use ``K`` arc-disjoint trees (``K`` the minimum cut from or

@@ -1283,7 +1283,3 @@ def pack_arborescences_core(
         stats=stats,
         rotation=rotation,
     )
-
-
-# The old private name, until sim/ imports the core (#35 moves sim/): removed at that merge.
-_pack_arborescences = pack_arborescences_core

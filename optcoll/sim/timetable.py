@@ -50,10 +50,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.schedule import ImageTrees, Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.sim.cost_model import DEFAULT_LATENCY, link_latencies
 from optcoll.sim.quotient import Quotient
 
 __all__ = ["EQUIVARIANT_ORDERS", "Timetable", "greedy_timetable"]

@@ -14,7 +14,7 @@ A sweep spec (a YAML/JSON file, or the same mapping in Python) names
     multiplying the bandwidth of every link with ``TEXT`` in its source or destination id
     (placeholders allowed: ``{links: nic, factor: "{nic_speed}"}``);
 ``plan`` (needed by the ``plan_*`` quantities)
-    the message sizes and collective of :func:`optcoll.sim.plan.plan`:
+    the message sizes and collective of :func:`optcoll.sim.size_plan.plan`:
     ``{sizes: [1K, 1M, 1G], collective: allreduce}`` (``collective`` defaults to
     ``allgather``); each ``plan_*`` quantity gets one column per size, ``NAME@SIZE``
     (``plan_ratio@1M``);
@@ -69,7 +69,7 @@ from optcoll.exceptions import BandwidthError, OptCollError, OutputError, Schedu
 from optcoll.io import load_topology, read_document
 from optcoll.schedules.alltoall import alltoall_bound_core
 from optcoll.schedules.packing import pack_arborescences_core
-from optcoll.sim.plan import plan
+from optcoll.sim.size_plan import plan
 from optcoll.studies.engines import TaskError, run_tasks
 from optcoll.topologies import is_spec
 
@@ -135,7 +135,7 @@ def _time_factor_k1(topology: Topology) -> str:
 #: (r*), ``U``, ``time_factor_k1`` (the best allgather with one chunk per root) and
 #: ``alltoall`` (t*) are exact ``"p/q"`` strings. The ``plan_*`` quantities are the plan
 #: at each of the spec's sizes: the fastest method, its simulated time and algbw, and its
-#: certified gap to the lower bound (:class:`optcoll.sim.plan.SizePlan`).
+#: certified gap to the lower bound (:class:`optcoll.sim.size_plan.SizePlan`).
 QUANTITIES: dict[str, _Quantity] = {
     "cut_ratio": _Quantity("text", "bound", lambda b: fraction_text(b.ratio)),
     "algbw": _Quantity("float", "bound", lambda b: round(b.algbw, 3)),

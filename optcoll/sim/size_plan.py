@@ -24,13 +24,13 @@ up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest ch
 (one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it), and
 every other ``k`` below the largest of those whose packing is closer to the optimum than
 every smaller ``k``'s; the ring and the hierarchical ring (as tree schedules,
-:func:`optcoll.sim.cost_model.ring_schedule`); NCCL's double binary tree (allreduce); where
+:func:`optcoll.schedules.baselines.ring_schedule`); NCCL's double binary tree (allreduce); where
 up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
 ``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose
 bandwidth bound is the cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`:
 every allreduce, whatever the switches do), the larger of the two floors; for all-to-all the
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
-(:func:`optcoll.sim.cost_model.hierarchical_alltoall_schedule`); for an allgather on a
+(:func:`optcoll.schedules.baselines.hierarchical_alltoall_schedule`); for an allgather on a
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
 (:mod:`optcoll.sim.timetable`, synthesized for each size).
 
@@ -56,6 +56,7 @@ from fractions import Fraction
 
 from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
     ImageTrees,
@@ -68,26 +69,23 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.graph.symmetry import automorphisms
 from optcoll.schedules.aggregation import aggregation_schedule
-from optcoll.schedules.collectives import (
-    _allreduce,
-    _build_collective,
-    _collective_lower_bound,
-    _reduce_scatter,
-)
-from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-from optcoll.sim.cost_model import (
-    DEFAULT_LATENCY,
-    SIZES,
-    Cost,
+from optcoll.schedules.baselines import (
     RingFloor,
     direct_alltoall_schedule,
     double_binary_trees,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
-    link_latencies,
     ring_floor,
     ring_schedule,
 )
+from optcoll.schedules.collectives import (
+    allreduce_core,
+    build_collective_core,
+    collective_lower_bound_core,
+    reduce_scatter_core,
+)
+from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.sim.cost_model import SIZES
 from optcoll.sim.quotient import (
     Quotient,
     check_expanded,
@@ -156,7 +154,7 @@ class Candidate:
     or a greedy timetable of ``chunks_per_node`` chunks per node
     (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
-    until then ``floor`` (:func:`optcoll.sim.cost_model.ring_floor`) bounds its time."""
+    until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
 
     method: str
     schedule: Schedule | None = None
@@ -331,7 +329,7 @@ def candidates(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = _build_collective(topology, collective, root=root)
+    optimal = build_collective_core(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -364,9 +362,9 @@ def candidates(
 
         def as_collective(ring: Schedule) -> Schedule:
             if collective == "reduce_scatter":
-                return _reduce_scatter(ring, topology)
+                return reduce_scatter_core(ring, topology)
             if collective == "allreduce":
-                return _allreduce(ring, topology)
+                return allreduce_core(ring, topology)
             return ring
 
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it
@@ -533,7 +531,7 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     network = Network.of(topology, default_latency)
     bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = _collective_lower_bound(topology, bound_collective, root)
+    bound = collective_lower_bound_core(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
     if collective == "allreduce" and topology.has_in_network:
         # per M / N bytes, as the allgather bound: N / lambda
@@ -949,7 +947,7 @@ def method_times(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> from optcoll.sim.cost_model import compare_methods
+    >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
     [[5.01], [4.02], [6.015]]

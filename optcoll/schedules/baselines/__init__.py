@@ -1,0 +1,65 @@
+"""Baselines: the algorithms the optimal schedules are compared with, one module per family.
+
+A baseline module builds, for a topology, what the runtimes' own algorithms would run, on
+the shared routing model of :mod:`~optcoll.schedules.baselines.routing` (each logical hop
+on a maximum-bandwidth path, fewest hops breaking ties). It provides, per algorithm:
+
+* a builder returning a :class:`~optcoll.core.schedule.Schedule` (trees or routes) or the
+  step program it is (trees with their phases), which :mod:`optcoll.verify` checks and the
+  simulator (:mod:`optcoll.sim`) runs; ``None`` where the algorithm does not apply (e.g.
+  hierarchical rings without two or more equal boxes);
+* where it has one, its exact cost terms (:class:`~optcoll.core.cost.Cost`: bandwidth term
+  and latency term), named after the collective (``ring_allgather``);
+* exact doctests of its time factor on a built-in topology.
+
+A new family goes in a new module here, exported below; ``optcoll compare``
+(:mod:`optcoll.studies.compare`) and ``optcoll plan`` (:mod:`optcoll.sim.size_plan`)
+pick the baselines up from this package.
+
+* :mod:`~optcoll.schedules.baselines.ring` - best ring, NCCL-like hierarchical rings;
+* :mod:`~optcoll.schedules.baselines.trees` - NCCL's double binary tree;
+* :mod:`~optcoll.schedules.baselines.alltoall` - direct and hierarchical (rail) all-to-all.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> ring_schedule(build("ring:4")).stats["method"]
+'ring'
+"""
+
+from __future__ import annotations
+
+from optcoll.schedules.baselines.alltoall import (
+    direct_alltoall,
+    direct_alltoall_schedule,
+    hierarchical_alltoall,
+    hierarchical_alltoall_schedule,
+)
+from optcoll.schedules.baselines.ring import (
+    RingFloor,
+    hierarchical_ring_allgather,
+    hierarchical_ring_schedule,
+    ring_allgather,
+    ring_allreduce,
+    ring_floor,
+    ring_schedule,
+)
+from optcoll.schedules.baselines.routing import widest_paths
+from optcoll.schedules.baselines.trees import double_binary_tree_allreduce, double_binary_trees
+
+__all__ = [
+    "widest_paths",
+    "ring_schedule",
+    "ring_floor",
+    "RingFloor",
+    "hierarchical_ring_schedule",
+    "double_binary_trees",
+    "ring_allgather",
+    "ring_allreduce",
+    "hierarchical_ring_allgather",
+    "double_binary_tree_allreduce",
+    "direct_alltoall",
+    "hierarchical_alltoall",
+    "direct_alltoall_schedule",
+    "hierarchical_alltoall_schedule",
+]

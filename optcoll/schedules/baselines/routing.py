@@ -1,0 +1,88 @@
+"""The routing model every baseline shares: each logical hop on a maximum-bandwidth path
+(fewest hops breaking ties); intermediate nodes only forward; the loads of all hops on a
+link add up.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> Router(build("ring:4")).arcs("n0", "n2")
+[('n0', 'n1'), ('n1', 'n2')]
+"""
+
+from __future__ import annotations
+
+import heapq
+from fractions import Fraction
+
+from optcoll.core.cost import path_latency
+from optcoll.core.topology import Topology
+
+__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes"]
+
+Arc = tuple[str, str]
+
+
+def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
+    """Maximum-bandwidth paths from ``source`` to every node (fewest hops, then
+    lexicographically smallest, breaking ties). Deterministic.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> widest_paths(build("dgx-a100:2"), "b0.gpu0")["b1.gpu0"]
+    ('b0.gpu0', 'b0.nic0', 'ib0', 'b1.nic0', 'b1.gpu0')
+    """
+    out: dict[str, list[tuple[str, Fraction]]] = {}
+    for (u, v), c in topology.capacity.items():
+        out.setdefault(u, []).append((v, c))
+    best: dict[str, tuple[str, ...]] = {}
+    heap: list[tuple[Fraction, int, tuple[str, ...]]] = [(Fraction(0), 0, (source,))]
+    while heap:
+        neg_width, hops, path = heapq.heappop(heap)
+        node = path[-1]
+        if node in best:
+            continue
+        best[node] = path
+        width = -neg_width if hops else None
+        for nxt, c in out.get(node, ()):
+            if nxt not in best:
+                w = c if width is None else min(width, c)
+                heapq.heappush(heap, (-w, hops + 1, path + (nxt,)))
+    return best
+
+
+class Router:
+    """Widest paths between compute nodes, computed once per source."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.paths = {c: widest_paths(topology, c) for c in topology.compute_nodes}
+        self._arcs: dict[tuple[str, str], list[Arc]] = {}
+
+    def arcs(self, a: str, b: str) -> list[Arc]:
+        key = (a, b)
+        if key not in self._arcs:
+            path = self.paths[a][b]
+            self._arcs[key] = list(zip(path, path[1:], strict=False))
+        return self._arcs[key]
+
+    def latency(self, a: str, b: str, latency: dict[Arc, Fraction]) -> Fraction:
+        return path_latency(self.paths[a][b], latency)
+
+
+def max_ratio(loads: dict[Arc, Fraction], topology: Topology) -> Fraction:
+    """The largest load over bandwidth of any link in ``loads``."""
+    capacity = topology.capacity
+    return max(load / capacity[arc] for arc, load in loads.items())
+
+
+def equal_boxes(topology: Topology) -> list[list[str]] | None:
+    """The compute nodes grouped in boxes by ``Node.group``; None unless there are two or
+    more boxes, all of the same size, and every compute node is in one."""
+    groups: dict[str | None, list[str]] = {}
+    for c in topology.compute_nodes:
+        groups.setdefault(topology.node[c].group, []).append(c)
+    boxes = list(groups.values())
+    if None in groups or len(boxes) < 2 or len({len(b) for b in boxes}) != 1:
+        return None
+    return boxes

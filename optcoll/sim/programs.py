@@ -1,0 +1,511 @@
+"""Readers of programs the simulator runs: MSCCL algorithm XML, MSCCL++ execution plans and
+Chakra execution traces, each turned into a task graph of the event engine
+(:mod:`optcoll.sim.simulator`, whose module docstring states the model).
+
+The programs are parsed by the independent checkers' parsers (:mod:`optcoll.verify.msccl`,
+:mod:`optcoll.verify.mscclpp`, :mod:`optcoll.verify.chakra`); a program they find wrong is
+refused with their first finding.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from optcoll.topologies import build
+>>> from optcoll.schedules.packing import pack_arborescences
+>>> from optcoll.export.msccl import to_msccl_xml
+>>> topo = build("ring:4")
+>>> path = os.path.join(tempfile.mkdtemp(), "ring4.xml")
+>>> with open(path, "w") as out:
+...     _ = out.write(to_msccl_xml(pack_arborescences(topo)))
+>>> round(simulate_msccl(path, topo, 2**20).time_us, 1)
+9.9
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from optcoll.core.cost import DEFAULT_LATENCY
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
+from optcoll.core.topology import Topology
+from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines.routing import widest_paths
+from optcoll.sim.simulator import (
+    DEFAULT_OVERHEAD,
+    DEFAULT_SLICE,
+    Network,
+    Simulation,
+    TaskGraph,
+    _check_size,
+    _slices,
+    simulate,
+)
+from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra.wire import decode_trace
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
+from optcoll.verify.msccl.program import read_program
+
+__all__ = [
+    "msccl_tasks",
+    "simulate_msccl",
+    "read_msccl",
+    "mscclpp_tasks",
+    "ChakraTraces",
+    "read_chakra",
+    "chakra_tasks",
+]
+
+
+# --- MSCCL programs ----------------------------------------------------------------------
+
+
+def msccl_tasks(
+    algo: Algo,
+    topology: Topology,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of a decoded MSCCL program for a ``size``-byte collective.
+
+    Rank ``r`` is the ``r``-th compute node; a send travels on the widest path between the
+    two (:func:`optcoll.schedules.baselines.widest_paths`). The program runs once per slice (its loop),
+    every thread block executing its steps in order; the ``i``-th chunk a connection
+    (sender, receiver, channel) carries is the ``i``-th its receiver takes; a step with
+    ``depid``/``deps`` also waits for that thread block's first ``hasdep`` step at or after
+    ``deps``. The message is the buffer ``M``: the output of an allgather, the input of the
+    other collectives; its chunk is ``M`` over that buffer's chunks.
+    """
+
+    compute = topology.compute_nodes
+    if algo.ngpus != len(compute):
+        raise ScheduleError(
+            f"the program has ngpus={algo.ngpus} but {topology.name} has {len(compute)} "
+            "compute nodes"
+        )
+    buffer = algo.output_chunks if algo.collective == "allgather" else algo.input_chunks
+    count, piece = _slices(size / max(buffer, 1), slice_bytes)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            paths = widest_paths(topology, compute[src])
+            routes[(src, dst)] = network.path(paths[compute[dst]])
+        return routes[(src, dst)]
+
+    blocks = [(g, tb) for g, tbs in sorted(algo.gpus.items()) for _, tb in sorted(tbs.items())]
+    _check_size(2 * count * sum(len(tb.steps) for _, tb in blocks), count)
+    graph = TaskGraph()
+    last: dict[tuple[int, int], list[int]] = {}  # each thread block's latest step
+    for loop in range(count):
+        step_task: dict[tuple[int, int, int], int] = {}
+        sent: dict[tuple[int, int, int], list[int]] = {}
+        for gpu, tb in blocks:
+            for step in tb.steps:
+                sends = STEP_SEMANTICS[step.type][1]
+                task = graph.add(
+                    ("tb", gpu, tb.id), (), 0.0, last.get((gpu, tb.id), []), loop / count
+                )
+                step_task[(gpu, tb.id, step.pos)] = task
+                if sends and tb.send >= 0:
+                    transfer = graph.add(
+                        None, route(gpu, tb.send), piece * step.cnt, [task], loop / count
+                    )
+                    sent.setdefault((gpu, tb.send, tb.chan), []).append(transfer)
+                last[(gpu, tb.id)] = [task]
+        # receives and dependency flags: extra predecessors, added now that every task exists
+        taken: dict[tuple[int, int, int], int] = {}
+        for gpu, tb in blocks:
+            for step in tb.steps:
+                task = step_task[(gpu, tb.id, step.pos)]
+                receives = STEP_SEMANTICS[step.type][0]
+                if receives and tb.recv >= 0:
+                    key = (tb.recv, gpu, tb.chan)
+                    n = taken.get(key, 0)
+                    taken[key] = n + 1
+                    transfers = sent.get(key, [])
+                    if n >= len(transfers):
+                        raise ScheduleError(
+                            f"{step.where()} receives from GPU {tb.recv} on channel {tb.chan}, "
+                            "which sends nothing more (run optcoll check-xml)"
+                        )
+                    _depend(graph, transfers[n], task)
+                if step.depid >= 0:
+                    flag = _flag_step(algo, gpu, step.depid, step.deps)
+                    if flag is None:
+                        raise ScheduleError(
+                            f"{step.where()} waits for tb {step.depid} step {step.deps}, which "
+                            "never sets its flag (run optcoll check-xml)"
+                        )
+                    _depend(graph, step_task[(gpu, step.depid, flag)], task)
+    return graph
+
+
+#: Packet (LL) ops of MSCCL++ plans: their reads of scratch wait for the packets' flags.
+_PACKET_OPS = frozenset("ppkt rppkt cpkt upkt respkt repkt recpkt recspkt".split())
+
+
+def _packet_tasks(
+    graph: TaskGraph,
+    op: Any,
+    rank: int,
+    task: int,
+    chunk: float,
+    route: Any,
+    packets: dict[tuple[int, int], list[int]],
+    reads: list[tuple[int, list[tuple[int, int]]]],
+) -> None:
+    """The transfers of packet op ``op`` (step ``task`` of ``rank``): packets written
+    locally (``cpkt``, ``recpkt``'s second output) or sent to a peer's scratch (twice the
+    data's bytes: LL packets carry a flag beside each datum), and the scratch chunks whose
+    packets it reads (``execution_kernel.hpp``)."""
+
+    def chunks(ref: Any, owner: int) -> list[tuple[int, int]]:
+        return [(owner, j) for j in range(ref.index, ref.index + ref.size)]
+
+    name, src, dst = op.name, op.src, op.dst
+    read = {"upkt": src[:1], "rppkt": src[:1]}.get(name, src[1:] if name != "ppkt" else ())
+    if name == "ppkt" and op.channel_type == "port":
+        read = src
+    wanted = [c for ref in read for c in chunks(ref, rank)]
+    if name not in ("cpkt", "ppkt"):
+        reads.append((task, wanted))
+    if name == "cpkt" or name in ("recpkt", "recspkt"):
+        local = dst[0] if name == "cpkt" else dst[1]
+        for cell in chunks(local, rank):
+            packets.setdefault(cell, []).append(task)
+    for d in dst:
+        if not d.remote:
+            continue
+        sent = []
+        count, piece = _slices(2 * d.size * chunk, None)
+        for _ in range(count):
+            sent.append(graph.add(None, route(rank, d.rank), piece, [task]))
+        for cell in chunks(d, d.rank):
+            packets.setdefault(cell, []).extend(sent)
+
+
+def _plan_program(
+    ops: Sequence[Any], chunk: float
+) -> Iterator[tuple[Any, float, float, tuple[int, int]]]:
+    """The ops a plan's thread block runs, in order, each with the byte offset and most
+    bytes it moves and its (iteration, iterations) of its loop: a ``pipeline``'s inner ops once
+    per unit of its ``num_chunks`` chunks (``ceil(num_chunks chunk / unit_size)`` units,
+    ``execution_plan.cc``), other ops once on their whole ranges."""
+    o = 0
+    while o < len(ops):
+        op = ops[o]
+        if op.loop is None:
+            yield op, 0.0, math.inf, (0, 1)
+            o += 1
+            continue
+        unit, chunks = op.loop
+        iterations = max(1, math.ceil(chunks * chunk / unit))
+        for i in range(iterations):
+            for inner in ops[o + 1 : o + 1 + op.body]:
+                yield inner, i * unit, unit, (i, iterations)
+        o += 1 + op.body
+
+
+def _depend(graph: TaskGraph, before: int, task: int) -> None:
+    graph.successors[before].append(task)
+    graph.waiting[task] += 1
+
+
+def _flag_step(algo: Algo, gpu: int, tb: int, deps: int) -> int | None:
+    """The first step at or after ``deps`` of thread block ``tb`` that sets its flag."""
+    block = algo.gpus.get(gpu, {}).get(tb)
+    if block is None:
+        return None
+    for step in block.steps[max(deps, 0) :]:
+        if step.hasdep and step.type != "nop":
+            return step.pos
+    return None
+
+
+def simulate_msccl(
+    source: str,
+    topology: Topology,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    default_latency: Fraction = DEFAULT_LATENCY,
+    progress: bool = False,
+) -> Simulation:
+    """Simulate the MSCCL XML file ``source`` on ``topology`` (see :func:`msccl_tasks`)."""
+    algo = read_msccl(source)
+    network = Network.of(topology, default_latency)
+    graph = msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    return simulate(graph, network, size, overhead=overhead, progress=progress)
+
+
+def read_msccl(source: str) -> Algo:
+    """Read and decode an MSCCL XML file with the program checker's parser; a file whose
+    attributes cannot be decoded is refused with the checker's first finding."""
+
+    decoded = decode(read_program(source), RUNTIMES[DEFAULT_RUNTIME])
+    algo, findings = decoded.algo, decoded.findings
+    blocking = [f for f in findings if f.kind in ("bounds", "structure")]
+    if algo is None or blocking:
+        first = (blocking or findings)[0].message if (blocking or findings) else "unreadable"
+        raise ScheduleError(f"{source}: cannot be executed: {first}")
+    return algo
+
+
+# --- MSCCL++ execution plans ---------------------------------------------------------------
+
+
+def mscclpp_tasks(
+    plan: Any,
+    topology: Topology,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
+
+    Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
+    link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
+    the widest path between them. Every thread block runs its ops in order (one
+    step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
+    unit of them) in slices;
+    the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
+    signal of its partner (a ``pws`` signals after its own put); the ``n``-th
+    ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
+    output of an allgather, the input of the other collectives.
+    """
+    compute = topology.compute_nodes
+    if plan.ranks != len(compute):
+        raise ScheduleError(
+            f"the plan has {plan.ranks} ranks but {topology.name} has {len(compute)} compute nodes"
+        )
+    first = plan.gpus[0].chunks
+    buffer = first["o"] if plan.collective == "allgather" else first["i"]
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            pair = (compute[src], compute[dst])
+            direct = pair if pair in topology.capacity else None
+            path = direct or widest_paths(topology, pair[0])[pair[1]]
+            routes[(src, dst)] = network.path(path)
+        return routes[(src, dst)]
+
+    graph = TaskGraph()
+    signals: dict[tuple, list[list[int]]] = {}
+    waits: list[tuple[int, tuple, int]] = []
+    packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
+    reads: list[tuple[int, list[tuple[int, int]]]] = []
+    chunk = size / max(buffer, 1)
+    for gpu in plan.gpus:
+        for tb in gpu.threadblocks:
+            last: list[int] = []
+            sent: list[int] = []
+            for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
+                task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
+                last = [task]
+                if op.name in ("put", "pws", "pwsf"):
+                    sent = []
+                    for d in op.dst:
+                        moved = max(0.0, min(d.size * chunk - offset, unit))
+                        count, piece = _slices(moved, slice_bytes)
+                        for s in range(count):
+                            sent.append(
+                                graph.add(
+                                    None,
+                                    route(gpu.rank, d.rank),
+                                    piece,
+                                    [task],
+                                    (i + s / count) / iterations,
+                                )
+                            )
+                    if op.name != "put" and op.channel_type == "port":
+                        for peer, ordinal in op.channel_peers:
+                            key = ("port", gpu.rank, peer, ordinal)
+                            signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("signal", "rlxsignal"):
+                    for peer, ordinal in op.channel_peers:
+                        key = (op.channel_type, gpu.rank, peer, ordinal)
+                        signals.setdefault(key, []).append(sent or [task])
+                elif op.name in ("wait", "rlxwait"):
+                    for peer, ordinal in op.channel_peers:
+                        waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name in _PACKET_OPS:
+                    _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
+                    sent = []
+                elif op.name == "sem_release":
+                    for sem in op.semaphores:
+                        signals.setdefault(("sem", gpu.rank, sem), []).append([task])
+                elif op.name == "sem_acquire":
+                    for sem in op.semaphores:
+                        waits.append((task, ("sem", gpu.rank, sem), gpu.semaphores[sem]))
+    for task, cells in reads:  # a packet is read once its flag is there: once written
+        for cell in cells:
+            writers = packets.get(cell)
+            if writers is None:
+                raise ScheduleError(
+                    f"rank {cell[0]} reads packets of scratch chunk {cell[1]} that nothing "
+                    "writes (run optcoll check-plan)"
+                )
+            for before in writers:
+                _depend(graph, before, task)
+    taken: dict[tuple, int] = {}
+    for task, key, initial in waits:
+        n = taken.get(key, 0) - initial
+        taken[key] = taken.get(key, 0) + 1
+        if n < 0:  # a semaphore's initial value lets its first acquires through
+            continue
+        sources = signals.get(key, [])
+        if n >= len(sources):
+            what = (
+                f"a sem_acquire of semaphore {key[2]} of rank {key[1]} has no sem_release"
+                if key[0] == "sem"
+                else f"a wait on {key[0]} channel {key[3]} of rank {key[2]} to rank "
+                f"{key[1]} has no signal"
+            )
+            raise ScheduleError(f"{what} (run optcoll check-plan)")
+        for before in sources[n]:
+            _depend(graph, before, task)
+    return graph
+
+
+# --- Chakra execution traces ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChakraTraces:
+    """Decoded Chakra traces of one collective (:func:`read_chakra`): each rank's nodes, the
+    message size and collective their metadata names (None if absent) and the compute nodes
+    of the ranks (``optcoll_members``; None: the topology's compute nodes in order)."""
+
+    nodes: tuple[tuple[Any, ...], ...]
+    size: int | None
+    collective: str | None
+    root: int | None
+    members: tuple[str, ...] | None
+
+
+def read_chakra(prefix: str) -> ChakraTraces:
+    """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
+    wrong are refused with its first finding (run ``optcoll check-et``)."""
+    raw = read_traces(prefix)
+    report = check_traces(raw)
+    if not report.ok:
+        raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
+    decoded = [decode_trace(data, name) for name, data in raw]
+    meta = decoded[0][0]
+
+    def value(name: str) -> Any:
+        attr = meta.get(name)
+        return None if attr is None else attr.value
+
+    members = value("optcoll_members")
+    return ChakraTraces(
+        tuple(tuple(nodes) for _, nodes in decoded),
+        value("optcoll_bytes"),
+        value("collective"),
+        value("optcoll_root"),
+        None if members is None else tuple(json.loads(members)),
+    )
+
+
+def chakra_tasks(
+    traces: ChakraTraces,
+    topology: Topology,
+    network: Network,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+) -> TaskGraph:
+    """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
+    dependencies have finished; a send is a step of its connection (sender, receiver) and then
+    a transfer on the widest path between the two; a receive finishes when the ``i``-th send of
+    its (source, destination, tag, size) arrives (``i`` its place in the receiver's dependency
+    order); a reduction is a local step. As with MSCCL programs, the traces run once per
+    slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
+    largest transfer.
+    """
+    compute = traces.members or tuple(topology.compute_nodes)
+    missing = [v for v in compute if v not in topology.compute_nodes]
+    if len(compute) != len(traces.nodes) or missing:
+        raise ScheduleError(
+            f"the traces have {len(traces.nodes)} ranks"
+            + (f" on compute nodes {', '.join(missing)} not" if missing else "")
+            + f" in {topology.name} ({len(topology.compute_nodes)} compute nodes)"
+        )
+    kinds = {5: "send", 6: "recv", 4: "comp"}
+    sizes = [
+        node.get("comm_size").value
+        for nodes in traces.nodes
+        for node in nodes
+        if kinds.get(node.type) == "send"
+    ]
+    count, _ = _slices(max(sizes, default=1), slice_bytes)
+    _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
+    routes: dict[tuple[int, int], tuple[int, ...]] = {}
+
+    def route(src: int, dst: int) -> tuple[int, ...]:
+        if (src, dst) not in routes:
+            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+        return routes[(src, dst)]
+
+    orders = [_dependency_order(nodes) for nodes in traces.nodes]
+    graph = TaskGraph()
+    for loop in range(count):
+        done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
+        sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
+        for rank, ordered in enumerate(orders):
+            for node in ordered:
+                after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
+                kind = kinds[node.type]
+                if kind == "send":
+                    peer = node.get("comm_dst").value
+                    size = node.get("comm_size").value
+                    key = (rank, peer, node.get("comm_tag").value, size)
+                    step = graph.add(("send", rank, peer), (), 0.0, after, loop / count)
+                    done[(rank, node.id)] = graph.add(
+                        None, route(rank, peer), size / count, [step], loop / count
+                    )
+                    sent[key].append(done[(rank, node.id)])
+                elif kind == "recv":
+                    peer, size = node.get("comm_src").value, node.get("comm_size").value
+                    key = (peer, rank, node.get("comm_tag").value, size)
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+                    received[key].append((rank, node.id))
+                else:
+                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
+        for matched, receives in received.items():
+            for transfer, (rank, ident) in zip(sent[matched], receives, strict=True):
+                _depend(graph, transfer, done[(rank, ident)])
+    return graph
+
+
+def _dependency_order(nodes: Sequence[Any]) -> list[Any]:
+    """``nodes`` in dependency order (ties in file order)."""
+    by_id = {node.id: node for node in nodes}
+    waiting = {node.id: len({*node.data_deps, *node.ctrl_deps}) for node in nodes}
+    children: dict[int, list[int]] = defaultdict(list)
+    for node in nodes:
+        for dep in {*node.data_deps, *node.ctrl_deps}:
+            children[dep].append(node.id)
+    position = {node.id: i for i, node in enumerate(nodes)}
+    queue = [(position[node.id], node.id) for node in nodes if waiting[node.id] == 0]
+    heapq.heapify(queue)
+    order = []
+    while queue:
+        _, ident = heapq.heappop(queue)
+        order.append(by_id[ident])
+        for child in children[ident]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(queue, (position[child], child))
+    return order

@@ -192,8 +192,8 @@ def _cases() -> list[tuple[str, Callable[..., Any], dict[str, Any], str, Any]]:
             {"path": "unused.json"},
             {"path": NOT_A_PATH, "format": [3, "nope"]},
         ),
-        (mscclcheck.check_text, {"text": "<algo/>"}, {"text": [None, 3, b"<algo/>"]}),
-        (mscclcheck.check_file, {"path": "unused.xml"}, {"path": NOT_A_PATH}),
+        (mscclcheck.verify_text, {"text": "<algo/>"}, {"text": [None, 3, b"<algo/>"]}),
+        (mscclcheck.verify_file, {"path": "unused.xml"}, {"path": NOT_A_PATH}),
         (
             plot.plot_topology,
             {"topology": TOPO},

@@ -14,7 +14,7 @@ import pytest
 
 from optcoll.cli import main
 from optcoll.export.chakra import _message_classes, chakra_traces
-from optcoll.verify.chakra import check_prefix, check_traces
+from optcoll.verify.chakra import verify_prefix, verify_traces
 from optcoll.verify.chakra.wire import decode_trace
 
 pytest.importorskip("google.protobuf")
@@ -62,7 +62,7 @@ def test_every_export_passes_check_et(tmp_path, family, collective):
     assert status == 0, err
     (entry,) = json.loads(out)["sets"]
     assert len(entry["files"]) == len(entry["ranks"])
-    report = check_prefix(prefix)
+    report = verify_prefix(prefix)
     assert report.ok, report.findings
     assert report.executed and report.judged and report.collective == collective
     status, out, _ = _run(["check-et", str(prefix)])
@@ -92,7 +92,7 @@ def test_groups_get_one_trace_set_each(tmp_path):
     sets = json.loads(out)["sets"]
     assert [s["prefix"] for s in sets] == [f"{prefix}.group0", f"{prefix}.group1"]
     for entry in sets:
-        report = check_prefix(entry["prefix"])
+        report = verify_prefix(entry["prefix"])
         assert report.ok and report.judged and report.ranks == 8, report.findings
 
 
@@ -133,7 +133,7 @@ def test_the_protobuf_library_reads_what_the_hand_decoder_reads():
 
 
 def test_astra_sims_own_traces_pass_without_labels():
-    report = check_prefix(DATA / "custom_allreduce")
+    report = verify_prefix(DATA / "custom_allreduce")
     assert report.ok and report.executed and not report.judged
     assert (report.ranks, report.nodes, report.transfers) == (8, 280, 112)
     assert report.bytes_sent == 112 * 131072  # 2 (N - 1) chunks of M / N per rank
@@ -219,12 +219,12 @@ def test_mutations_are_caught(collective):
 
     best = deployable_schedule(build("ring:4"), collective)
     files = chakra_traces(best.schedule, 4096, allgather=best.allgather)
-    assert check_traces([(f"t.{r}.et", b) for r, b in enumerate(files)]).ok
+    assert verify_traces([(f"t.{r}.et", b) for r, b in enumerate(files)]).ok
     mutants = _mutants(files, random.Random(7), 200)
     missed = [
         kind
         for kind, mutated in mutants
-        if check_traces([(f"t.{r}.et", b) for r, b in enumerate(mutated)]).ok
+        if verify_traces([(f"t.{r}.et", b) for r, b in enumerate(mutated)]).ok
     ]
     # a dropped receive-reduction pair or a removed dependency may leave data still right
     # (e.g. an edge the tree order already implies); everything else must be caught
@@ -234,10 +234,10 @@ def test_mutations_are_caught(collective):
 
 def test_truncated_and_foreign_bytes_are_format_findings():
     files = chakra_traces(_pair(), 64)
-    report = check_traces([("t.0.et", files[0][:-3]), ("t.1.et", files[1])])
+    report = verify_traces([("t.0.et", files[0][:-3]), ("t.1.et", files[1])])
     assert not report.ok and report.findings[0].kind == "format"
     assert "t.0.et" in report.findings[0].message
-    report = check_traces([("t.0.et", b"\xff\xff\xff"), ("t.1.et", files[1])])
+    report = verify_traces([("t.0.et", b"\xff\xff\xff"), ("t.1.et", files[1])])
     assert [f.kind for f in report.findings] == ["format"]
 
 
@@ -257,7 +257,7 @@ def test_comm_values_have_the_kinds_chakras_feeder_reads():
     size.uint64_val = size.int64_val  # the same number, another kind
     messages[1] = node.SerializeToString()
     mutated = b"".join(_varint(len(m)) + m for m in messages)
-    report = check_traces([("t.0.et", mutated), ("t.1.et", files[1])])
+    report = verify_traces([("t.0.et", mutated), ("t.1.et", files[1])])
     assert [f.message for f in report.findings] == [
         "rank 0 node 0 (COMM_SEND_NODE): comm_size is uint64; Chakra's ET feeder reads only "
         "int64 and would see 0"
@@ -319,7 +319,7 @@ def test_outputs_are_not_overwritten_without_force(tmp_path):
     assert status == 2 and "t.0.et exists; pass --force" in err
     assert (tmp_path / "t.2.et").read_bytes() == b"mine"  # nothing written before the refusal
     assert _run([*base, "--force"])[0] == 0
-    assert check_prefix(prefix).ok
+    assert verify_prefix(prefix).ok
 
 
 def test_check_et_bad_inputs(tmp_path):

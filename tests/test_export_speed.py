@@ -23,7 +23,7 @@ from optcoll.schedules.deploy import deployable_schedule
 from optcoll.sim.programs import simulate_msccl
 from optcoll.sim.simulator import data_bytes, simulate_schedule
 from optcoll.topologies import build
-from optcoll.verify.msccl import check_program
+from optcoll.verify.msccl import verify_program
 from optcoll.verify.msccl.program import read_program
 
 GIB = 1 << 30
@@ -59,7 +59,7 @@ def test_exported_program_runs_close_to_its_trees(
     program = msccl_program(schedule, placement=placements(collective)[0])
     path = tmp_path / "program.xml"
     path.write_text(program.text)
-    report = check_program(read_program(path), topology=topology)
+    report = verify_program(read_program(path), topology=topology)
     assert report.ok, report.findings
     assert report.executed and report.depths == (1, 2, 8)
     optimum = collective_lower_bound(topology, collective, schedule.root)

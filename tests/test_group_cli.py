@@ -18,7 +18,7 @@ from optcoll.io.process_groups import parse_groups
 from optcoll.io.schedule_json import load_any_schedule
 from optcoll.sim.programs import simulate_msccl
 from optcoll.sim.simulator import data_bytes
-from optcoll.verify.msccl import check_file
+from optcoll.verify.msccl import verify_file
 from optcoll.verify.schedule import verify_groups_schedule
 
 #: Every command that takes --groups, with the arguments that make it write into DIR.
@@ -171,7 +171,7 @@ def test_export_groups_programs_check_and_run(
         view = parsed.group_topology(index)  # spec groups: rank r is the r-th member
         alone = groups_lower_bound(make_groups(topo, [entry["members"]], relay), collective)
         for path in entry["files"]:
-            report = check_file(path, topology=view)  # the runtime's rules, then executed
+            report = verify_file(path, topology=view)  # the runtime's rules, then executed
             assert report.ok and report.ngpus == len(entry["members"]), report.findings
             size = 64 * 1024 * 1024
             run = simulate_msccl(path, view, size)

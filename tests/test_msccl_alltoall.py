@@ -22,7 +22,7 @@ from optcoll.cli import main
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.schedules.alltoall import alltoall_schedule
-from optcoll.verify.msccl import check_text
+from optcoll.verify.msccl import verify_text
 
 FAMILIES = (
     "ring:4",
@@ -49,7 +49,7 @@ def _programs(spec, k=None, runtime="rccl", max_bytes=None):
 
 
 def _checked(text, runtime, topology):
-    report = check_text(text, runtime=runtime, topology=topology)
+    report = verify_text(text, runtime=runtime, topology=topology)
     assert report.ok, report.findings
     assert report.executed and report.depths == (1, 2, 8)
     assert not report.notes  # the output was judged, not skipped
@@ -109,7 +109,7 @@ def test_checker_catches_a_piece_in_the_wrong_slot():
         if 'type="r"' in lines[i] and 'dstbuf="o" dstoff="0"' in lines[i]
     )
     lines[at] = lines[at].replace('dstoff="0"', 'dstoff="2"')
-    report = check_text("\n".join(lines), topology=topology)
+    report = verify_text("\n".join(lines), topology=topology)
     wrong = [f.message for f in report.findings if f.kind == "wrong-data"]
     assert (
         "out of place: rank 1 output chunk 0: expected rank 0 input 1, got uninitialised memory"
@@ -124,7 +124,7 @@ def test_checker_catches_an_out_of_place_program_run_in_place():
     # without the scratch copy, a received piece overwrites input not yet sent
     topology, _, (out, _) = _programs("ring:4")
     text = out.text.replace('inplace="0" outofplace="1"', 'inplace="1" outofplace="0"')
-    report = check_text(text, topology=topology)
+    report = verify_text(text, topology=topology)
     assert not report.ok
     assert {f.kind for f in report.findings} <= {"race", "wrong-data"}
     assert any(f.kind == "race" and "o[" in f.message for f in report.findings)
@@ -139,7 +139,7 @@ def test_checker_catches_a_receive_that_does_not_wait_for_the_input_copy():
         1,
     )
     assert text != inplace.text
-    report = check_text(text, topology=topology)
+    report = verify_text(text, topology=topology)
     assert [f.kind for f in report.findings] == ["race"]
     assert "GPU 0 o[1]" in report.findings[0].message
 
@@ -147,12 +147,12 @@ def test_checker_catches_a_receive_that_does_not_wait_for_the_input_copy():
 def test_checker_refuses_ragged_loops_and_msccl_in_place():
     _, _, (out, inplace) = _programs("ring:4", runtime="msccl-executor")
     ragged = out.text.replace('nchunksperloop="4"', 'nchunksperloop="6"')
-    report = check_text(ragged)
+    report = verify_text(ragged)
     assert not report.executed
     assert any(
         "nchunksperloop=6 is not a multiple of ngpus=4" in f.message for f in report.findings
     )
-    report = check_text(inplace.text.replace(' outofplace="0"', ""), runtime="msccl")
+    report = verify_text(inplace.text.replace(' outofplace="0"', ""), runtime="msccl")
     assert any(
         "msccl refuses every in-place alltoall call" in f.message
         and "never uses this file" in f.message

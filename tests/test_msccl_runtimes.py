@@ -20,7 +20,7 @@ from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES, SOURCE_COMMIT
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.export.msccl import msccl_program
 from optcoll.export.runtimes import coll_spelling
-from optcoll.verify.msccl import check_text
+from optcoll.verify.msccl import verify_text
 from optcoll.verify.msccl.limits import decode
 from optcoll.verify.msccl.program import parse_program
 
@@ -106,7 +106,7 @@ def test_writer_fills_the_count_limit_and_the_checker_accepts_exactly_that(runti
     assert used["max_count"] == profile.max_count
     assert used["min_count"] >= profile.min_count
     assert f'coll="{coll_spelling(profile, "allgather")}"' in program.text
-    report = check_text(program.text, runtime=runtime)
+    report = verify_text(program.text, runtime=runtime)
     assert report.ok, [f.message for f in report.findings]
     full = f'cnt="{profile.max_count}"'
     for bad in (profile.max_count + 1, profile.min_count - 1):

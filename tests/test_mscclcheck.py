@@ -11,7 +11,7 @@ import pytest
 from optcoll.cli import main
 from optcoll.core.msccl_runtimes import RUNTIMES
 from optcoll.exceptions import FileFormatError
-from optcoll.verify.msccl import check_text
+from optcoll.verify.msccl import verify_text
 
 # --- a small writer of test programs (the checker must not share the exporter's) ------------
 
@@ -103,7 +103,7 @@ def messages(report, kind):
 
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_ring_allgather_is_correct(n):
-    report = check_text(ring_allgather(n))
+    report = verify_text(ring_allgather(n))
     assert report.ok, report.findings
     assert report.executed and report.depths == (1, 2, 8)
     # every rank sends n - 1 of the n chunks to its successor
@@ -112,7 +112,7 @@ def test_ring_allgather_is_correct(n):
 
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_ring_allreduce_is_correct(n):
-    report = check_text(ring_allreduce(n))
+    report = verify_text(ring_allreduce(n))
     assert report.ok, report.findings
     assert report.max_pair_load == Fraction(2 * (n - 1), n)
 
@@ -123,7 +123,7 @@ def test_reduce_scatter_alltoall_broadcast_and_reduce_are_judged():
         [tb(1, 1, 0, [step("s", ("i", 1)), step("rrc", ("i", 0), ("o", 0))])],
         [tb(0, 0, 0, [step("s", ("i", 0)), step("rrc", ("i", 1), ("o", 0))])],
     ]
-    assert check_text(program("reducescatter", rs, loop=2, chunks=(2, 1))).ok
+    assert verify_text(program("reducescatter", rs, loop=2, chunks=(2, 1))).ok
     # alltoall on 2 GPUs: chunk j of rank r goes to rank j's slot r
     a2a = [
         [tb(1, 1, 0, [step("s", ("i", 1)), step("r", dst=("o", 1)),
@@ -131,21 +131,21 @@ def test_reduce_scatter_alltoall_broadcast_and_reduce_are_judged():
         [tb(0, 0, 0, [step("s", ("i", 0)), step("r", dst=("o", 0)),
                       step("cpy", ("i", 1), ("o", 1))])],
     ]  # fmt: skip
-    assert check_text(program("alltoall", a2a, loop=2, chunks=(2, 2))).ok
+    assert verify_text(program("alltoall", a2a, loop=2, chunks=(2, 2))).ok
     # broadcast from rank 1 along the chain 1 -> 0 -> 2
     bc = [
         [tb(2, 1, 0, [step("rcs", dst=("o", 0))])],
         [tb(0, -1, 0, [step("s", ("i", 0))]), tb(steps=[step("cpy", ("i", 0), ("o", 0))])],
         [tb(-1, 0, 0, [step("r", dst=("o", 0))])],
     ]
-    report = check_text(program("broadcast", bc, loop=1, chunks=(1, 1)))
+    report = verify_text(program("broadcast", bc, loop=1, chunks=(1, 1)))
     assert report.ok and report.root == 1
     # reduce to rank 0: rank 1 sends, rank 0 adds
     red = [
         [tb(-1, 1, 0, [step("rrc", ("i", 0), ("o", 0))])],
         [tb(0, -1, 0, [step("s", ("i", 0))])],
     ]
-    report = check_text(program("reduce", red, loop=1, chunks=(1, 1)))
+    report = verify_text(program("reduce", red, loop=1, chunks=(1, 1)))
     assert report.ok and report.root == 0
 
 
@@ -159,10 +159,10 @@ def test_in_place_allgather_is_correct_in_place():
         recvs = [step("r", dst=("o", (r - 1) % n), hasdep=1), step("r", dst=("o", (r - 2) % n))]
         gpus.append([tb(nxt, -1, 0, sends), tb(-1, prv, 0, recvs)])
     text = program("allgather", gpus, loop=n, chunks=(1, n), inplace=1, outofplace=0)
-    report = check_text(text)
+    report = verify_text(text)
     assert report.ok and report.placements == ("in place",)
     # out of place the output chunk r is never written
-    wrong = check_text(text.replace('inplace="1" outofplace="0"', 'inplace="0" outofplace="1"'))
+    wrong = verify_text(text.replace('inplace="1" outofplace="0"', 'inplace="0" outofplace="1"'))
     assert kinds(wrong) == ["wrong-data"]
     assert "rank 0 output chunk 0: expected rank 0 input 0, got uninitialised" in " ".join(
         messages(wrong, "wrong-data")
@@ -206,7 +206,7 @@ def test_a_program_in_msccl_tools_format_passes():
     """msccl-tools' writer (msccl/language/ir.py ir_to_xml): ``s`` numbering, ``nop`` steps
     carrying extra dependencies with offsets -1 and cnt 0, scratch buffers, an in-place
     allreduce whose output buffer is its input (o_chunks 0), as RCCL's bundled files do."""
-    report = check_text(MSCCL_TOOLS_STYLE)
+    report = verify_text(MSCCL_TOOLS_STYLE)
     assert report.ok, report.findings
     assert report.placements == ("in place",)
     assert report.pair_load == {(0, 1): Fraction(1), (1, 0): Fraction(1)}
@@ -219,7 +219,7 @@ def test_swapped_steps_deadlock_with_their_wait_for_cycle():
     # both GPUs receive before they send: each waits for the other
     gpus = [[tb(1, 1, 0, [step("r", dst=("o", 1)), step("s", ("i", 0))])],
             [tb(0, 0, 0, [step("r", dst=("o", 0)), step("s", ("i", 0))])]]  # fmt: skip
-    report = check_text(program("allgather", gpus, loop=2, chunks=(1, 2)))
+    report = verify_text(program("allgather", gpus, loop=2, chunks=(1, 2)))
     deadlocks = messages(report, "deadlock")
     assert deadlocks and "wait-for cycle" in deadlocks[0]
     assert "GPU 0 tb 0 step 0 (r" in deadlocks[0] and "GPU 1 tb 0 step 0 (r" in deadlocks[0]
@@ -234,7 +234,7 @@ def test_swapping_two_steps_of_a_ring_gives_wrong_data():
         lines[first + 1].replace('s="1"', 's="0"').replace('hasdep="0"', 'hasdep="1"'),
         lines[first].replace('s="0"', 's="1"').replace('hasdep="1"', 'hasdep="0"'),
     )
-    report = check_text("\n".join(lines))
+    report = verify_text("\n".join(lines))
     wrong = messages(report, "wrong-data")
     assert "out of place: rank 0 output chunk 1: expected rank 1 input 0, got rank 2 input 0" in (
         wrong
@@ -248,7 +248,7 @@ def test_dropped_receive_is_reported():
     last = max(i for i, line in enumerate(lines[:20]) if 'type="r"' in line)
     assert 'dstoff="1"' in lines[last]  # GPU 0's receive of chunk 1
     del lines[last]
-    report = check_text("\n".join(lines))
+    report = verify_text("\n".join(lines))
     assert "GPU 2 -> GPU 0 channel 0: 1 chunk(s) sent and never received" in " ".join(
         messages(report, "unmatched")
     )
@@ -262,7 +262,7 @@ def test_wrong_offset_names_the_rank_and_chunk():
         '<step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="2"',
         '<step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="3"',
     )
-    report = check_text(text)
+    report = verify_text(text)
     wrong = messages(report, "wrong-data")
     assert any("rank 2 output chunk 2: expected rank 2 input 0, got uninitialised" in m
                for m in wrong)  # fmt: skip
@@ -275,16 +275,16 @@ def test_wrong_peer_is_a_deadlock_and_off_the_topology():
     lines = text.splitlines()
     i = next(i for i, line in enumerate(lines) if '<tb id="0" send="1" recv="-1"' in line)
     lines[i] = lines[i].replace('send="1"', 'send="2"')
-    report = check_text("\n".join(lines))
+    report = verify_text("\n".join(lines))
     deadlock = messages(report, "deadlock")
     assert deadlock and "no thread block can satisfy" in deadlock[0]
     assert "GPU 1 tb 1 step 0 (r, line 24) waits for a chunk from GPU 0 on channel 0" in deadlock[0]
     from optcoll.topologies import build
 
     ring = build("ring:4,direction=uni")
-    on_ring = check_text("\n".join(lines), topology=ring)
+    on_ring = verify_text("\n".join(lines), topology=ring)
     assert any("GPU 0 (" in m and "sends to GPU 2" in m for m in messages(on_ring, "topology"))
-    assert check_text(text, topology=ring).ok
+    assert verify_text(text, topology=ring).ok
 
 
 def test_dependency_cycle_is_a_deadlock():
@@ -295,7 +295,7 @@ def test_dependency_cycle_is_a_deadlock():
         ],
         [tb(steps=[step("cpy", ("i", 0), ("o", 0))])],
     ]
-    report = check_text(program("allreduce", gpus, loop=1, chunks=(1, 1)))
+    report = verify_text(program("allreduce", gpus, loop=1, chunks=(1, 1)))
     deadlock = messages(report, "deadlock")
     assert deadlock and "wait-for cycle" in deadlock[0]
     assert "GPU 0 tb 0 step 0 (cpy, line 4) waits for tb 1 to finish step 0" in deadlock[0]
@@ -307,7 +307,7 @@ def test_duplicate_send_is_unmatched():
     lines = text.splitlines()
     i = next(i for i, line in enumerate(lines) if 'type="s"' in line)
     lines.insert(i + 1, lines[i])
-    report = check_text("\n".join(lines))
+    report = verify_text("\n".join(lines))
     assert any("GPU 0 -> GPU 1 channel 0" in m for m in messages(report, "unmatched"))
     assert "spelling" in kinds(report)  # the inserted step repeats s="1": numbering is off
     assert "wrong-data" in kinds(report)
@@ -320,7 +320,7 @@ def test_count_mismatch_is_reported():
         [tb(-1, 0, 0, [step("r", dst=("o", 0)), step("r", dst=("o", 1))]),
          tb(steps=[step("cpy", ("i", 0), ("o", 2), cnt=2)])],
     ]  # fmt: skip
-    report = check_text(program("allgather", gpus, loop=4, chunks=(2, 4)))
+    report = verify_text(program("allgather", gpus, loop=4, chunks=(2, 4)))
     mismatch = messages(report, "count-mismatch")
     assert len(mismatch) == 1  # found at every depth, reported once
     assert "GPU 1 tb 0 step 0 (r, line 12) receives chunk 0 of 1" in mismatch[0]
@@ -332,30 +332,30 @@ def test_limits_of_each_runtime():
     long_tb = [step("cpy", ("i", 0), ("o", 0))] * 65
     gpus = [[tb(steps=long_tb)], [tb(steps=[step("cpy", ("i", 0), ("o", 0))])]]
     text = program("allreduce", gpus, loop=1, chunks=(1, 1))
-    rccl = check_text(text, runtime="rccl")
+    rccl = verify_text(text, runtime="rccl")
     assert any("GPU 0 tb 0: 65 steps, above rccl's 64" in m for m in messages(rccl, "limit"))
-    msccl = check_text(text, runtime="msccl")
+    msccl = verify_text(text, runtime="msccl")
     assert messages(msccl, "limit") == [
         "<algo>: maxBytes=0: msccl selects only sizes below maxBytes, so never this file "
         f"({RUNTIMES['msccl'].sources['unlimited_max_bytes']})"
     ]
     # spellings: rccl reads reducescatter, msccl reduce_scatter
     rs = program("reduce_scatter", [[tb()] for _ in range(n)], loop=2, chunks=(2, 1))
-    assert "it spells it 'reducescatter'" in messages(check_text(rs), "spelling")[0]
+    assert "it spells it 'reducescatter'" in messages(verify_text(rs), "spelling")[0]
     # depid is an int8, cnt below 72, thread block ids without gaps
     big = ring_allgather(2).replace('depid="-1" deps="-1" hasdep="0"/>', 'depid="200" deps="0" '
                                     'hasdep="0"/>', 1).replace('cnt="1"', 'cnt="80"', 1)  # fmt: skip
-    found = " ".join(messages(check_text(big), "limit"))
+    found = " ".join(messages(verify_text(big), "limit"))
     assert "depid=200, stored in an int8" in found and "cnt=80, rccl accepts 0..71" in found
     gap = ring_allgather(2).replace('<tb id="2"', '<tb id="3"', 1)
-    assert "are not 0..n-1" in messages(check_text(gap), "limit")[0]
+    assert "are not 0..n-1" in messages(verify_text(gap), "limit")[0]
 
 
 def test_missing_attribute_and_xml_declaration_are_reported():
     text = ring_allgather(2).replace(' hasdep="0"/>', "/>", 1)
-    assert "required attribute 'hasdep' is missing" in messages(check_text(text), "limit")[0]
+    assert "required attribute 'hasdep' is missing" in messages(verify_text(text), "limit")[0]
     declared = '<?xml version="1.0"?>\n' + ring_allgather(2)
-    assert "declaration" in messages(check_text(declared), "spelling")[0]
+    assert "declaration" in messages(verify_text(declared), "spelling")[0]
 
 
 def test_in_place_aliasing_error():
@@ -363,7 +363,7 @@ def test_in_place_aliasing_error():
     gpus = [[tb(1 - g, 1 - g, 0, [step("s", ("i", 0)), step("r", dst=("o", 0)),
                                   step("re", ("i", 0), ("o", 0))])] for g in range(2)]  # fmt: skip
     text = program("allreduce", gpus, loop=1, chunks=(1, 1), inplace=1, outofplace=1)
-    report = check_text(text)
+    report = verify_text(text)
     assert report.placements == ("in place", "out of place")
     wrong = messages(report, "wrong-data")
     assert wrong and all(m.startswith("in place: ") for m in wrong)
@@ -380,17 +380,17 @@ def test_data_race_between_unordered_thread_blocks():
         [tb(-1, 0, 0, [step("r", dst=("o", 0))]), tb(2, -1, 0, [step("s", ("o", 0))])],
         [tb(-1, 1, 0, [step("r", dst=("o", 0))])],
     ]
-    report = check_text(program("broadcast", gpus, loop=1, chunks=(1, 1)))
+    report = verify_text(program("broadcast", gpus, loop=1, chunks=(1, 1)))
     assert any(m.startswith("out of place: GPU 1 o[0]:") for m in messages(report, "race"))
     # with the dependency it is ordered, and correct
     gpus[1][0]["steps"][0]["hasdep"] = 1
     gpus[1][1]["steps"][0]["dep"] = (0, 0)
-    assert check_text(program("broadcast", gpus, loop=1, chunks=(1, 1))).ok
+    assert verify_text(program("broadcast", gpus, loop=1, chunks=(1, 1))).ok
 
 
 def test_unknown_collective_runs_but_its_output_is_not_judged():
     text = ring_allgather(2).replace('coll="allgather"', 'coll="gather"')
-    report = check_text(text)
+    report = verify_text(text)
     assert report.ok and report.executed
     assert report.notes == [
         "coll='gather': the checker does not know its result; output not judged"
@@ -406,11 +406,11 @@ def test_deadlock_only_at_depth_one():
                       step("r", dst=("o", 1)), step("cpy", ("i", 0), ("o", 2), cnt=2)])],
     ]  # fmt: skip
     text = program("allgather", gpus, loop=4, chunks=(2, 4))
-    report = check_text(text)
+    report = verify_text(text)
     deadlocks = messages(report, "deadlock")
     assert len(deadlocks) == 1 and "deadlock at depth 1: wait-for cycle" in deadlocks[0]
     assert "waits for room on the connection to GPU 1 channel 0" in deadlocks[0]
-    assert check_text(text, depths=(2, 8)).ok
+    assert verify_text(text, depths=(2, 8)).ok
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -438,4 +438,4 @@ def test_cli_exit_statuses_and_json(tmp_path, capsys):
     assert err.count("\n") == 1 and "not well-formed XML" in err
     assert main(["check-xml", str(tmp_path / "missing.xml")]) == 2
     with pytest.raises(FileFormatError, match="expected <algo>"):
-        check_text("<program/>")
+        verify_text("<program/>")

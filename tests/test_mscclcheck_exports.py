@@ -16,7 +16,7 @@ import json
 import pytest
 
 from optcoll.cli import main
-from optcoll.verify.msccl import check_file
+from optcoll.verify.msccl import verify_file
 
 FAMILIES = (
     "ring:4",
@@ -52,7 +52,7 @@ def test_every_export_passes_check_xml(tmp_path, family, collective, channels):
     files = json.loads(out.getvalue())["files"]
     placements = set()
     for written in files:
-        report = check_file(written["path"], runtime="rccl")
+        report = verify_file(written["path"], runtime="rccl")
         assert report.ok, report.findings
         assert report.executed and report.depths == (1, 2, 8)
         assert report.pair_load and all(load > 0 for load in report.pair_load.values())

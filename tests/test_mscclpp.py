@@ -20,7 +20,7 @@ from optcoll.export.mscclpp import (
 )
 from optcoll.schedules.deploy import deployable_schedule
 from optcoll.topologies import build
-from optcoll.verify.mscclpp import check_plan, check_plan_file
+from optcoll.verify.mscclpp import verify_plan, verify_plan_file
 from optcoll.verify.mscclpp.plan import parse_plan
 
 DATA = Path(__file__).parent / "data" / "mscclpp"
@@ -63,7 +63,7 @@ def test_exports_pass_check_plan(spec, coll):
     protocols = ("Simple", "LL") if coll in LL_COLLECTIVES else ("Simple",)
     for protocol in protocols:
         for _, placement, plan in _plans(spec, (coll,), protocol):
-            report = check_plan(json.loads(plan.text))
+            report = verify_plan(json.loads(plan.text))
             assert report.ok, (protocol, placement, report.findings[:2])
             assert len(report.strategies) == 5 and not report.notes
             assert report.protocol == protocol
@@ -86,7 +86,7 @@ def test_cli_writes_simple_and_ll_bands(tmp_path, capsys):
     assert bands["p.ll.json"] == (0, 64 * 1024)
     assert bands["p.json"][0] == 64 * 1024 + 1
     for name in bands:
-        assert check_plan_file(tmp_path / name).ok
+        assert verify_plan_file(tmp_path / name).ok
 
 
 def test_cli_writes_the_simple_plan_when_no_ll_plan_fits(tmp_path, capsys):
@@ -107,13 +107,13 @@ def test_process_group_exports_pass_check_plan(tmp_path, coll):
     written = sorted(tmp_path.glob("p.group*.json"))
     assert {p.name.split(".")[1] for p in written} == {"group0", "group1"}
     for path in written:
-        report = check_plan_file(path)
+        report = verify_plan_file(path)
         assert report.ok and report.ranks == 4, (path.name, report.findings[:2])
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_shipped_plans_pass(path):
-    report = check_plan(json.loads(path.read_text()))
+    report = verify_plan(json.loads(path.read_text()))
     assert report.ok, report.findings[:2]
 
 
@@ -165,7 +165,7 @@ def _caught(document):
     for mutant in _mutations(document):
         total += 1
         try:
-            report = check_plan(mutant)
+            report = verify_plan(mutant)
         except FileFormatError:
             caught += 1
             continue
@@ -271,7 +271,7 @@ def test_a_defect_is_reported_once():
         if [o["name"] for o in op.get("ops", ())][2:5] == ["re", "nop", "pws"]
     )
     del inner[3]
-    report = check_plan(document)
+    report = verify_plan(document)
     assert [kind for kind, _ in report.findings] == ["race"], report.findings
     assert "(pws of unit 0) reads s[" in report.findings[0][1]
 
@@ -326,7 +326,7 @@ def test_a_buffer_of_zero_chunks_is_a_finding():
     doc = json.loads((DATA / "allreduce.json").read_text())
     for gpu in doc["gpus"]:
         gpu["output_chunks"] = 0
-    report = check_plan(doc)
+    report = verify_plan(doc)
     assert not report.ok
     assert any("division by zero" in message for _, message in report.findings)
 
@@ -349,7 +349,7 @@ def test_bands_keep_every_buffer_below_4_gib(coll):
                 scratch = chunk * sc * (2 if protocol == "LL" else 1)
                 assert max(chunk * ic, chunk * oc, scratch) <= 2**32 - 1, (protocol, gpu["id"])
                 assert max(chunk * ic, chunk * oc, scratch) > 2**31  # not cut needlessly
-    shipped = check_plan(json.loads((DATA / "allreduce.json").read_text()))
+    shipped = verify_plan(json.loads((DATA / "allreduce.json").read_text()))
     assert any("4 GiB" in note for note in shipped.notes)
 
 
@@ -358,8 +358,8 @@ def test_a_band_without_a_message_size_is_a_finding():
     multiple of the granule: a band holding no positive multiple serves nothing."""
     doc = json.loads((DATA / "allreduce.json").read_text())
     doc["min_message_size"], doc["max_message_size"] = 1, 100
-    report = check_plan(doc)
+    report = verify_plan(doc)
     assert report.granule > 100
     assert any("no message size fits" in message for _, message in report.findings)
     doc["max_message_size"] = report.granule
-    assert check_plan(doc).ok
+    assert verify_plan(doc).ok

@@ -18,7 +18,7 @@ from optcoll.schedules.packing import pack_arborescences
 from optcoll.sim.simulator import simulate_schedule
 from optcoll.sim.size_plan import candidates, latency_bound, plan
 from optcoll.topologies import build
-from optcoll.verify.msccl import check_file
+from optcoll.verify.msccl import verify_file
 from optcoll.verify.schedule import verify_schedule
 
 KiB, MiB = 1024, 1024**2
@@ -93,7 +93,7 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
         assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
         assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
     files = sorted(out.glob("*.xml"))
-    assert files and all(check_file(f, topology=build("dgx-a100:2")).ok for f in files)
+    assert files and all(verify_file(f, topology=build("dgx-a100:2")).ok for f in files)
     # beside each band's programs, its schedule with the order the plan chose
     orders = {row["priority"] for row in data["sizes"]}
     for f in files:

@@ -14,7 +14,7 @@ from optcoll import load_topology
 from optcoll.cli import main
 from optcoll.core.topology import Topology
 from optcoll.exceptions import OptCollError
-from optcoll.verify.msccl import check_file
+from optcoll.verify.msccl import verify_file
 
 DATA = Path(__file__).parent / "data"
 
@@ -108,7 +108,7 @@ def test_exports_write_the_rank_order_and_follow_it(tmp_path, collective):
         first = Path(entry["path"]).read_text().splitlines()[0]
         assert first == f"<!-- rank order (GPU id r is entry r): {json.dumps(order)} -->"
         # GPU id r is order[r]: the program's pairs are links of the file in that order
-        checked = check_file(entry["path"], topology=load_topology(str(path)))
+        checked = verify_file(entry["path"], topology=load_topology(str(path)))
         assert checked.ok, checked.findings
         neighbours = {(a, b) for a, b in load_topology(str(path)).capacity}
         assert {(order[s], order[d]) for s, d in checked.pair_load} <= neighbours

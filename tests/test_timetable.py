@@ -24,7 +24,7 @@ from optcoll.sim.simulator import (
 from optcoll.sim.size_plan import candidates, exact_latency_bound, plan
 from optcoll.sim.timetable import greedy_timetable
 from optcoll.topologies import build
-from optcoll.verify.msccl import check_file, check_text
+from optcoll.verify.msccl import verify_file, verify_text
 from optcoll.verify.schedule import verify_schedule
 
 MiB, GiB = 2**20, 2**30
@@ -124,7 +124,7 @@ def test_exported_timetable_carries_its_order_and_runs(tmp_path, capsys):
     assert [len(s) for s in starts] == [len(t.edges) for t in schedule.trees]
     assert verify_schedule(build(TORUS), schedule).valid
     files = sorted(out.glob("*.xml"))
-    assert files and all(check_file(f, topology=build(TORUS)).ok for f in files)
+    assert files and all(verify_file(f, topology=build(TORUS)).ok for f in files)
 
 
 def test_export_refuses_start_times_that_do_not_fit():
@@ -142,4 +142,4 @@ def test_export_refuses_start_times_that_do_not_fit():
     program = msccl_program(
         replace(table.schedule, stats={"starts": [list(s) for s in table.starts]})
     )
-    assert check_text(program.text, topology=topo).ok
+    assert verify_text(program.text, topology=topo).ok

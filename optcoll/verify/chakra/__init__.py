@@ -35,7 +35,7 @@ shares no code with optcoll's writer, and reports:
 
 Examples
 --------
->>> report = check_traces([("t.0.et", b"")])
+>>> report = verify_traces([("t.0.et", b"")])
 >>> report.ok, report.findings[0].kind
 (False, 'format')
 """
@@ -54,7 +54,7 @@ from optcoll.exceptions import FileFormatError
 from optcoll.verify.chakra.wire import Metadata, TraceNode, decode_trace
 from optcoll.verify.report import Finding, Report, capped
 
-__all__ = ["Finding", "EtReport", "check_traces", "check_prefix", "trace_files", "read_traces"]
+__all__ = ["Finding", "EtReport", "verify_traces", "verify_prefix", "trace_files", "read_traces"]
 
 _COMP, _SEND, _RECV = 4, 5, 6
 #: Tags are reduced modulo this (``Sys::FrontEndSendRecvType::COLLECTIVE``).
@@ -154,14 +154,14 @@ def read_traces(prefix: str | Path) -> list[tuple[str, bytes]]:
     return result
 
 
-def check_prefix(prefix: str | Path) -> EtReport:
-    """:func:`check_traces` of the files ``PREFIX.<rank>.et``."""
-    report = check_traces(read_traces(prefix))
+def verify_prefix(prefix: str | Path) -> EtReport:
+    """:func:`verify_traces` of the files ``PREFIX.<rank>.et``."""
+    report = verify_traces(read_traces(prefix))
     report.source = str(prefix)
     return report
 
 
-def check_traces(traces: list[tuple[str, bytes]]) -> EtReport:
+def verify_traces(traces: list[tuple[str, bytes]]) -> EtReport:
     """Decode, match and execute one trace per rank (``(name, bytes)``, rank order)."""
     report = EtReport(traces[0][0] if traces else "", len(traces), None, 0, 0, 0)
     decoded: list[tuple[Metadata, list[TraceNode]]] = []
@@ -635,3 +635,9 @@ def _judge(spec: _Spec, outcome: Outcome) -> list[Finding]:
 def _contributions(value: tuple[int, ...]) -> str:
     """``rank 0 x1, rank 2 x2``: whose inputs a chunk holds, how often (none: ``nothing``)."""
     return ", ".join(f"rank {r} x{c}" for r, c in enumerate(value) if c) or "nothing"
+
+
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_traces = verify_traces
+check_prefix = verify_prefix

@@ -10,8 +10,8 @@ cycle, wrong output chunks, data races, unmatched sends and the load of each GPU
 
 Examples
 --------
->>> from optcoll.verify.msccl import check_text
->>> report = check_text('<algo coll="allgather" ngpus="2"/>')
+>>> from optcoll.verify.msccl import verify_text
+>>> report = verify_text('<algo coll="allgather" ngpus="2"/>')
 >>> report.ok, report.findings[0].kind
 (False, 'limit')
 """
@@ -34,7 +34,7 @@ from optcoll.verify.msccl.profiles import runtime_profile
 from optcoll.verify.msccl.program import Program, parse_program, read_program
 from optcoll.verify.report import Finding, Report, capped
 
-__all__ = ["CheckReport", "check_program", "check_text", "check_file", "DEPTHS"]
+__all__ = ["CheckReport", "verify_program", "verify_text", "verify_file", "DEPTHS"]
 
 #: Connection depths (chunks in flight) every program is run at.
 DEPTHS = (1, 2, 8)
@@ -42,7 +42,7 @@ DEPTHS = (1, 2, 8)
 
 @dataclass
 class CheckReport(Report):
-    """What :func:`check_program` found.
+    """What :func:`verify_program` found.
 
     ``findings`` empty means the program is correct (``ok``); ``notes`` say what was not
     judged (the output of a collective the checker does not know). ``pair_load`` maps
@@ -99,7 +99,7 @@ class CheckReport(Report):
         }
 
 
-def check_program(
+def verify_program(
     program: Program,
     *,
     runtime: str = DEFAULT_RUNTIME,
@@ -162,16 +162,16 @@ def check_program(
     return report
 
 
-def check_text(text: str, **options: Any) -> CheckReport:
-    """:func:`check_program` of MSCCL XML ``text``."""
+def verify_text(text: str, **options: Any) -> CheckReport:
+    """:func:`verify_program` of MSCCL XML ``text``."""
     text_argument(text, "text")
-    return check_program(parse_program(text), **options)
+    return verify_program(parse_program(text), **options)
 
 
-def check_file(path: str | Path, **options: Any) -> CheckReport:
-    """:func:`check_program` of the MSCCL XML file at ``path``."""
+def verify_file(path: str | Path, **options: Any) -> CheckReport:
+    """:func:`verify_program` of the MSCCL XML file at ``path``."""
     path = path_argument(path)
-    return check_program(read_program(path), **options)
+    return verify_program(read_program(path), **options)
 
 
 def _pair_load(algo: Algo) -> dict[tuple[int, int], Fraction]:
@@ -294,3 +294,10 @@ def _infer_root(algo: Algo, memory, inplace: bool) -> int | None:
             if memory[rank].get(("o", 0)) == full:
                 return rank
     return None
+
+
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_program = verify_program
+check_text = verify_text
+check_file = verify_file

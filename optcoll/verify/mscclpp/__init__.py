@@ -11,7 +11,7 @@ outputs: every rank must end with the right chunks, sums of the right inputs.
 
 Examples
 --------
->>> report = check_plan({"name": "empty", "collective": "allgather", "protocol": "Simple",
+>>> report = verify_plan({"name": "empty", "collective": "allgather", "protocol": "Simple",
 ...     "inplace": False, "gpus": []})
 >>> report.ok, report.findings[0][0]
 (False, 'structure')
@@ -28,7 +28,7 @@ from optcoll.verify.mscclpp.execute import STRATEGIES, execute
 from optcoll.verify.mscclpp.plan import Plan, parse_plan, read_plan
 from optcoll.verify.report import Finding, Report
 
-__all__ = ["PlanReport", "check_plan", "check_plan_file", "granule", "read_plan"]
+__all__ = ["PlanReport", "verify_plan", "verify_plan_file", "granule", "read_plan"]
 
 _NAMES = {"reduce_scatter": "reducescatter", "all_to_all": "alltoall"}
 #: The largest buffer whose offsets and sizes fit the uint32_t fields of MSCCL++'s
@@ -38,7 +38,7 @@ UINT32_BYTES = 2**32 - 1
 
 @dataclass
 class PlanReport(Report):
-    """What :func:`check_plan` found; ``ok`` when ``findings`` is empty."""
+    """What :func:`verify_plan` found; ``ok`` when ``findings`` is empty."""
 
     name: str
     collective: str
@@ -102,13 +102,13 @@ def granule(plan: Plan) -> int:
     return step
 
 
-def check_plan_file(path: str | Path) -> PlanReport:
+def verify_plan_file(path: str | Path) -> PlanReport:
     """Check the plan in file ``path`` (FileFormatError if MSCCL++ would refuse it)."""
-    report = check_plan(read_plan(path))
+    report = verify_plan(read_plan(path))
     return report
 
 
-def check_plan(plan: Plan | dict) -> PlanReport:
+def verify_plan(plan: Plan | dict) -> PlanReport:
     """Check a parsed plan (or a decoded JSON document)."""
     if not isinstance(plan, Plan):
         plan = parse_plan(plan)
@@ -312,3 +312,9 @@ def _text(value: Any, parts: int) -> str:
     if parts == 1:
         return "+".join(f"in{r}[{j}]" for r, j in value)
     return "+".join(f"in{r}[{j // parts}].{j % parts}" for r, j in value)
+
+
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_plan = verify_plan
+check_plan_file = verify_plan_file

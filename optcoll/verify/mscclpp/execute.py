@@ -537,7 +537,7 @@ def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | No
             o += 1
             continue
         unit = unit_parts(plan, op.loop[0])
-        assert unit is not None, "check_plan does not execute plans with such units"
+        assert unit is not None, "verify_plan does not execute plans with such units"
         iterations = -(-op.loop[1] * plan.parts // unit)
         for i in range(iterations):
             program.extend((inner, (i, unit)) for inner in ops[o + 1 : o + 1 + op.body])

@@ -147,7 +147,8 @@ def test_small_commands_do_not_import_the_heavy_stacks(command):
 
 
 #: The layers of optcoll, lowest first, and the lower folders each may import (besides
-#: ``optcoll.exceptions`` and ``formulations``, which every folder may use). A folder not
+#: ``optcoll.exceptions`` and ``formulations``, which every folder may use): what each
+#: folder imports today, no more, and the "may import" column of docs/architecture.md. A folder not
 #: named here is a single module at the top of the package: it may import the folders
 #: listed under ``may_import`` of ``ABOVE_ALL``.
 LAYERS: dict[str, set[str]] = {
@@ -158,12 +159,12 @@ LAYERS: dict[str, set[str]] = {
     # independent checkers: they share no code with the builders and writers they judge
     "verify": {"core"},
     "io": {"core", "topologies"},
-    "bounds": {"core", "topologies", "graph", "lp"},
-    "schedules": {"core", "topologies", "io", "graph", "lp", "bounds", "verify"},
-    "groups": {"core", "topologies", "io", "graph", "lp", "bounds", "schedules", "verify"},
-    "sim": {"core", "topologies", "io", "graph", "lp", "bounds", "schedules", "groups", "verify"},
-    "export": {"core", "topologies", "io", "graph", "bounds", "schedules", "groups", "sim"},
-    "plot": {"core", "topologies", "io", "graph", "bounds", "schedules", "groups", "sim"},
+    "bounds": {"core", "graph", "lp"},
+    "schedules": {"core", "io", "graph", "lp", "bounds", "verify"},
+    "groups": {"core", "graph", "lp", "bounds", "schedules", "verify"},
+    "sim": {"core", "graph", "bounds", "schedules", "verify"},
+    "export": {"core", "io"},
+    "plot": {"core"},
 }
 ABOVE_ALL = {"studies", "cli", "__init__", "__main__"}  # may import every layer
 
@@ -321,3 +322,38 @@ def test_no_private_name_is_imported_across_subpackages():
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             sources[name] = path.read_text(encoding="utf-8")
     assert _private_imports(sources) == []
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def test_the_architecture_page_states_the_layers():
+    """Its folder table's "may import" column is ``LAYERS`` (``—``: nothing)."""
+    stated = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            folder = cells[0].strip("`/")
+            stated[folder] = set() if cells[2] == "—" else set(cells[2].split(", "))
+    layered = {folder: targets for folder, targets in stated.items() if folder in LAYERS}
+    assert layered == LAYERS
+    assert {folder for folder, targets in stated.items() if targets == {"everything"}} == (
+        ABOVE_ALL - {"__init__", "__main__"}
+    )
+
+
+def test_the_architecture_page_lists_every_module():
+    """Every module of optcoll and formulations by its path (optcoll's relative to the
+    package); a package's ``__init__.py`` without code by its folder."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    missing = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT / "optcoll" if package == "optcoll" else ROOT)
+            if path.name == "__init__.py" and not path.read_text(encoding="utf-8").strip():
+                name = f"`{package}/{relative.parent}/`".replace("/./", "/")
+            else:
+                name = f"`{relative.as_posix()}`"
+            if name not in page:
+                missing.append(name)
+    assert missing == []

@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import random_topologies
+from conftest import FAMILIES, random_topologies
 from hypothesis import HealthCheck, given, settings
 
 from optcoll import load_topology
@@ -222,25 +222,6 @@ def test_cli_solve_verify_export_plot_compare(
         ("direct", "4/5"),
         ("hierarchical (rail)", "8/25"),  # the relayed rail routes the simulator runs
     ]
-
-
-FAMILIES = [
-    "mi250:1",
-    "dgx-a100:1",
-    "dgx-h100:1",
-    "dgx-v100:1",
-    "dgx-2:1",
-    "ring:5",
-    "ring:4,direction=uni",
-    "line:4",
-    "torus:3x3",
-    "mesh:2x3",
-    "hypercube:3",
-    "fully-connected:4",
-    "star:5",
-    "leaf-spine:leaves=2,hosts=2,spines=2,oversub=2",
-    "random:n=6,switches=2,seed=2",
-]
 
 
 @pytest.mark.parametrize("spec", FAMILIES)

@@ -8,9 +8,8 @@ import json
 from fractions import Fraction
 
 import pytest
-from conftest import random_topologies
+from conftest import SMALL, concurrent_groups, random_topologies
 from hypothesis import HealthCheck, given, settings
-from test_groups import SMALL, concurrent_groups
 
 from formulations.column_generation import Column
 from optcoll import load_topology

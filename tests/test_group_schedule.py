@@ -9,9 +9,9 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from conftest import concurrent_groups, unpruned_optimum
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_groups import concurrent_groups, unpruned_optimum
 
 from optcoll import load_topology
 from optcoll.bounds.multicommodity import solve_multicommodity

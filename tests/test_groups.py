@@ -4,27 +4,24 @@ hand-checked optima."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import random_topologies
+from conftest import SMALL, concurrent_groups, random_topologies, unpruned_optimum
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_alltoall import FAMILIES
 
 from optcoll import load_topology
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
-from optcoll.bounds.multicommodity import solve_multicommodity
 from optcoll.cli import main
 from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.topology import Node, Topology
 from optcoll.exceptions import GroupError
 from optcoll.groups.bounds import group_optimum, groups_bound
-from optcoll.groups.concurrent import concurrent_optimum, group_commodities
+from optcoll.groups.concurrent import concurrent_optimum
 from optcoll.groups.symmetry import group_automorphism
 from optcoll.io.process_groups import parse_groups
 
@@ -32,12 +29,6 @@ from optcoll.io.process_groups import parse_groups
 BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
 
 # One small instance of every built-in family.
-SMALL = [
-    *FAMILIES,
-    "ndv2:1",
-    "hub-and-spoke:3,bw=2.5",
-    "fat-tree:leaves=2,hosts=3,spines=2,oversub=3",
-]
 
 
 @pytest.mark.parametrize("spec", SMALL)
@@ -140,35 +131,6 @@ def test_lp_and_combinatorial_agree_on_single_groups(topo: Topology, data: st.Da
     assert group_optimum(groups, 0).ratio == lp
     if all(view.in_bandwidth(v) >= view.out_bandwidth(v) for v in view.switch_nodes):
         assert lp == cut
-
-
-def unpruned_optimum(groups: ProcessGroups) -> Fraction:
-    """The concurrent LP over every group at once on every link the relaying allows."""
-    topo = groups.topology
-    caps, unit = topo.integer_capacities()
-    commodities = [
-        dataclasses.replace(k, arcs=None)
-        for _, k in group_commodities(groups, range(len(groups.groups)))
-    ]
-    return solve_multicommodity(topo.node_ids, dict(caps), commodities).time / unit
-
-
-@st.composite
-def concurrent_groups(draw: st.DrawFn) -> ProcessGroups:
-    """Two or three disjoint random groups on a small random topology, either relaying."""
-    topo = draw(random_topologies(max_compute=6, bandwidths=BANDWIDTHS))
-    compute = list(draw(st.permutations(topo.compute_nodes)))
-    assume(len(compute) >= 4)
-    cuts = sorted(draw(st.sets(st.integers(2, len(compute) - 2), min_size=1, max_size=2)))
-    bounds = [0, *cuts, len(compute)]
-    parts = [compute[a:b] for a, b in itertools.pairwise(bounds)]
-    assume(all(len(part) >= 2 for part in parts))
-    relay = draw(st.sampled_from(["members", "any"]))
-    try:
-        return make_groups(topo, parts, relay=relay)
-    except GroupError:
-        assume(False)
-        raise
 
 
 @settings(

@@ -29,8 +29,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import extract_revision, print_table
 from optcoll.cli._core import message_size
-from optcoll.cli._export_mscclpp import boxes_of
 from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp_workflow import boxes_of
 from optcoll.io import load_topology, save_schedule
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.schedules.deploy import deployable_schedule
@@ -46,7 +46,7 @@ COLLECTIVES = ["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"
 _WRITE_PLAN = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from optcoll.cli._export_mscclpp import boxes_of
+from optcoll.export.mscclpp_workflow import boxes_of
 from optcoll.export.mscclpp import mscclpp_plan
 from optcoll.io import load_schedule
 schedule = load_schedule(sys.argv[2])

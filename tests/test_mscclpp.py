@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from optcoll.cli import main
-from optcoll.cli._export_mscclpp import boxes_of
 from optcoll.exceptions import ExportError, FileFormatError
 from optcoll.export.mscclpp import (
     LL_COLLECTIVES,
@@ -18,6 +17,7 @@ from optcoll.export.mscclpp import (
     mscclpp_plan,
     pipeline_unit,
 )
+from optcoll.export.mscclpp_workflow import boxes_of
 from optcoll.schedules.deploy import deployable_schedule
 from optcoll.topologies import build
 from optcoll.verify.mscclpp import verify_plan, verify_plan_file

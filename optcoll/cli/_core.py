@@ -222,6 +222,28 @@ def exact_amount(text: str, what: str, example: str) -> Fraction:
     return value
 
 
+def sim_options(args: argparse.Namespace) -> Any:
+    """The :class:`~optcoll.sim.simulator.SimOptions` of ``--overhead``, ``--slice`` and
+    ``--latency`` (each at its default where the command has no such flag or it is not given).
+
+    Examples
+    --------
+    >>> sim_options(argparse.Namespace(overhead=None, slice=None, latency=Fraction(2)))
+    SimOptions(overhead=1.0, slice_bytes=524288, default_latency=Fraction(2, 1))
+    """
+    from optcoll.core.cost import DEFAULT_LATENCY
+    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions
+
+    overhead = getattr(args, "overhead", None)
+    slice_bytes = getattr(args, "slice", None)
+    latency = getattr(args, "latency", None)
+    return SimOptions(
+        DEFAULT_OVERHEAD if overhead is None else overhead,
+        DEFAULT_SLICE if slice_bytes is None else slice_bytes,
+        DEFAULT_LATENCY if latency is None else latency,
+    )
+
+
 def latency_us(text: str) -> Fraction:
     """A ``--latency`` in microseconds: an exact finite number >= 0.
 

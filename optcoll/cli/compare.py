@@ -17,6 +17,7 @@ from optcoll.cli._core import (
     print_json,
     process_groups,
     reader_options,
+    sim_options,
     size_text,
 )
 from optcoll.core.rational import fraction_text
@@ -45,7 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
-    latency = DEFAULT_LATENCY if args.latency is None else args.latency
+    latency = sim_options(args).default_latency
     sizes = args.sizes or list(SIZES)
     groups = process_groups(topology, args)
     if groups is None:

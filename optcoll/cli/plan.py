@@ -15,6 +15,7 @@ from optcoll.cli._core import (
     command_inputs,
     print_json,
     reader_options,
+    sim_options,
     size_text,
 )
 from optcoll.cli.simulate import add_simulator_options
@@ -55,12 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
     from optcoll.sim.size_plan import candidates, plan
 
     inputs = command_inputs(args)
@@ -79,9 +78,7 @@ def run(args: argparse.Namespace) -> int:
         args.collective,
         sizes,
         root=args.root,
-        overhead=DEFAULT_OVERHEAD if args.overhead is None else args.overhead,
-        slice_bytes=DEFAULT_SLICE if args.slice is None else args.slice,
-        default_latency=DEFAULT_LATENCY if args.latency is None else args.latency,
+        **sim_options(args).keywords(),
         progress=sys.stderr.isatty(),
         options=options,
         choose_slice=args.slice is None,

@@ -15,6 +15,7 @@ from optcoll.cli._core import (
     message_size,
     print_json,
     reader_options,
+    sim_options,
     size_text,
 )
 
@@ -74,25 +75,19 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.bounds.in_network import reduction_cut
-    from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import SIZES
     from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
     from optcoll.sim.simulator import (
-        DEFAULT_OVERHEAD,
-        DEFAULT_SLICE,
-        Network,
         aggregation_tasks,
         data_bytes,
-        simulate,
     )
 
     topology = load_topology(args.topo, **reader_options(args))
-    latency = DEFAULT_LATENCY if args.latency is None else args.latency
-    overhead = DEFAULT_OVERHEAD if args.overhead is None else args.overhead
-    slice_bytes = DEFAULT_SLICE if args.slice is None else args.slice
+    sim = sim_options(args)
+    overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
-    network = Network.of(topology, latency)
+    network = sim.network(topology)
     in_network = False
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
@@ -147,13 +142,14 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.sim.size_plan import latency_bound
 
         floor = latency_bound(
-            topology, collective, root=root, overhead=overhead, default_latency=latency
-        )
+            topology, collective, root=root, overhead=sim.overhead,
+            default_latency=sim.default_latency,
+        )  # fmt: skip
     progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
         tasks, ties = graph(size)
-        run_ = simulate(tasks, network, size, overhead=overhead, progress=progress, ties=ties)
+        run_ = sim.run(tasks, network, size, progress=progress, ties=ties)
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["ratio"] = None

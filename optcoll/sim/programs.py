@@ -40,11 +40,11 @@ from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
     Network,
+    SimOptions,
     Simulation,
     TaskGraph,
     _check_size,
     _slices,
-    simulate,
 )
 from optcoll.verify.chakra import read_traces, verify_traces
 from optcoll.verify.chakra.wire import decode_trace
@@ -242,9 +242,10 @@ def simulate_msccl(
 ) -> Simulation:
     """Simulate the MSCCL XML file ``source`` on ``topology`` (see :func:`msccl_tasks`)."""
     algo = read_msccl(source)
-    network = Network.of(topology, default_latency)
-    graph = msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
-    return simulate(graph, network, size, overhead=overhead, progress=progress)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
+    graph = msccl_tasks(algo, topology, network, size, slice_bytes=sim.slice_bytes)
+    return sim.run(graph, network, size, progress=progress)
 
 
 def read_msccl(source: str) -> Algo:

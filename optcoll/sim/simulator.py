@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_OVERHEAD",
     "DEFAULT_SLICE",
     "MAX_TASKS",
+    "SimOptions",
     "Simulation",
     "Network",
     "TaskGraph",
@@ -104,6 +105,59 @@ TIMELINE_BINS = 10
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 _DONE, _FREE, _ISSUE = -1, -2, -3
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How the simulator runs a collective, one value for every entry point: the per-step
+    ``overhead`` (µs) of a connection, the largest ``slice_bytes`` a chunk is sent in (None:
+    whole chunks) and the ``default_latency`` (µs) of links whose topology declares none.
+    The public functions take these as keywords and build one ``SimOptions`` from them.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("ring:4")
+    >>> sim = SimOptions(overhead=0.5)
+    >>> network = sim.network(topo)
+    >>> graph = schedule_tasks(pack_arborescences(topo), network, 2**20, slice_bytes=sim.slice_bytes)
+    >>> sim.run(graph, network, 2**20).time_us == simulate_schedule(
+    ...     topo, pack_arborescences(topo), 2**20, **sim.keywords()).time_us
+    True
+    """
+
+    overhead: float = DEFAULT_OVERHEAD
+    slice_bytes: int | None = DEFAULT_SLICE
+    default_latency: Fraction = DEFAULT_LATENCY
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as the keyword arguments of the public functions."""
+        return {
+            "overhead": self.overhead,
+            "slice_bytes": self.slice_bytes,
+            "default_latency": self.default_latency,
+        }
+
+    def network(self, topology: Topology) -> Network:
+        """The network of ``topology`` with these link latencies."""
+        return Network.of(topology, self.default_latency)
+
+    def run(
+        self,
+        graph: TaskGraph,
+        network: Network,
+        size: int,
+        *,
+        progress: bool = False,
+        ties: Sequence[int] | None = None,
+        record: bool = False,
+    ) -> Simulation:
+        """:func:`simulate` ``graph`` with this per-step overhead."""
+        return simulate(
+            graph, network, size, overhead=self.overhead, progress=progress, ties=ties,
+            record=record,
+        )  # fmt: skip
 
 
 def data_bytes(collective: str, size: float, num_compute: int) -> float:
@@ -636,9 +690,10 @@ def simulate_schedule(
     progress: bool = False,
 ) -> Simulation:
     """Simulate ``schedule`` on ``topology`` for an ``size``-byte collective."""
-    network = Network.of(topology, default_latency)
-    graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes)
-    return simulate(graph, network, size, overhead=overhead, progress=progress)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
+    graph = schedule_tasks(schedule, network, size, slice_bytes=sim.slice_bytes)
+    return sim.run(graph, network, size, progress=progress)
 
 
 def aggregation_tasks(
@@ -720,9 +775,10 @@ def simulate_aggregation(
     >>> round(run.algbw, 1)  # the cut bound is 450 GB/s
     447.8
     """
-    network = Network.of(topology, default_latency)
-    graph = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes)
-    return simulate(graph, network, size, overhead=overhead)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
+    graph = aggregation_tasks(schedule, network, size, slice_bytes=sim.slice_bytes)
+    return sim.run(graph, network, size)
 
 
 def simulate_trees(
@@ -738,8 +794,9 @@ def simulate_trees(
     """Simulate trees that split the whole ``size``-byte message among them (each tree's
     ``chunks`` out of their total), run in ``phases`` (e.g. ``(True, False)``: reduce to
     the roots, then broadcast, as NCCL's double binary tree allreduce does)."""
-    network = Network.of(topology, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
     graph = TaskGraph()
     chunk = size / sum(t.chunks for t in trees)
-    tree_tasks(graph, network, trees, chunk, phases, slice_bytes=slice_bytes)
-    return simulate(graph, network, size, overhead=overhead)
+    tree_tasks(graph, network, trees, chunk, phases, slice_bytes=sim.slice_bytes)
+    return sim.run(graph, network, size)

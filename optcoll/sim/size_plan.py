@@ -100,11 +100,11 @@ from optcoll.sim.simulator import (
     MAX_TASKS,
     PRIORITIES,
     Network,
+    SimOptions,
     TaskGraph,
     aggregation_tasks,
     data_bytes,
     schedule_tasks,
-    simulate,
     tree_tasks,
 )
 from optcoll.sim.timetable import Timetable, greedy_timetable
@@ -529,7 +529,8 @@ def plan(
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
-    network = Network.of(topology, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
     bound_collective = "allgather" if collective == "allreduce" else collective
     bound = collective_lower_bound_core(topology, bound_collective, root)
     assert bound is not None  # the root is set for broadcast and reduce
@@ -537,7 +538,7 @@ def plan(
         # per M / N bytes, as the allgather bound: N / lambda
         bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
     floor = exact_latency_bound(
-        topology, collective, root=root, overhead=overhead, default_latency=default_latency
+        topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
     bar = None
     if progress:
@@ -549,13 +550,10 @@ def plan(
     for size in sizes:
         data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
         lower = max(floor, data * bound / 1000)
-        search = _Search(
-            topology, network, size, overhead, default_latency, max_tasks, lower, shared,
-            collective,
-        )  # fmt: skip
+        search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
-            search.run(option, option.priorities[0], search.fitting(option, slice_bytes))
+            search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
             if bar is not None:
                 bar.update()
         search.reorder()
@@ -612,8 +610,7 @@ class _Search:
         topology: Topology,
         network: Network,
         size: int,
-        overhead: float,
-        default_latency: Fraction,
+        sim: SimOptions,
         max_tasks: int,
         lower: Fraction,
         shared: _Shared,
@@ -621,7 +618,7 @@ class _Search:
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
         self.lower = float(lower)
-        self.overhead, self.latency, self.max_tasks = overhead, default_latency, max_tasks
+        self.sim, self.max_tasks = sim, max_tasks
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
         self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
@@ -658,7 +655,7 @@ class _Search:
         except ScheduleError:  # too many steps to simulate (a huge k): not a candidate here
             return None
         ties = None if quotient is None else range(len(graph))
-        run = simulate(graph, self.network, self.size, overhead=self.overhead, ties=ties)
+        run = self.sim.run(graph, self.network, self.size, ties=ties)
         schedule = option.schedule if table is None else _with_order(table)
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
@@ -679,10 +676,7 @@ class _Search:
             schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
             priority=priority, starts=starts,
         )  # fmt: skip
-        run = simulate(
-            graph, self.network, self.size, overhead=self.overhead, ties=range(len(graph)),
-            record=True,
-        )  # fmt: skip
+        run = self.sim.run(graph, self.network, self.size, ties=range(len(graph)), record=True)
         assert run.time_us == trial.time_us  # the same run
         check_expanded(
             schedule, quotient, self.network, self.size, run, slice_bytes=trial.slice_bytes,
@@ -724,7 +718,7 @@ class _Search:
             if _TRANSLATIONS not in self.quotients:
                 self.quotients[_TRANSLATIONS] = topology_quotient(self.topology, self.network)
             self.tables[option.method] = option.timetable(
-                self.topology, self.size, self.latency, self.quotients[_TRANSLATIONS]
+                self.topology, self.size, self.sim.default_latency, self.quotients[_TRANSLATIONS]
             )
         return self.tables[option.method]
 
@@ -781,7 +775,7 @@ class _Search:
         for trial in sorted(self.trials, key=lambda t: t.time_us):
             if all((t.method, t.priority) != (trial.method, trial.priority) for t in pairs):
                 pairs.append(trial)
-        factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.overhead > 0 else (
+        factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.sim.overhead > 0 else (
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
         for start in pairs[:REFINED]:
@@ -952,18 +946,17 @@ def method_times(
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
     [[5.01], [4.02], [6.015]]
     """
-    network = Network.of(topology, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency)
+    network = sim.network(topology)
     times = []
     for cost in costs:
         row: list[float | None] = []
         for size in sizes:
             try:
-                graph = _cost_tasks(cost, network, size, slice_bytes)
+                graph = _cost_tasks(cost, network, size, sim.slice_bytes)
             except ScheduleError:
                 graph = None
-            row.append(
-                None if graph is None else simulate(graph, network, size, overhead=overhead).time_us
-            )
+            row.append(None if graph is None else sim.run(graph, network, size).time_us)
         times.append(row)
     return times
 
@@ -1022,6 +1015,7 @@ def planned_tasks(
     >>> (chosen, _, _), = schedule_bands(rows, candidates(topo))
     >>> network = Network.of(topo)
     >>> graph, ties = planned_tasks(topo, chosen.schedule, network, 2**26)
+    >>> from optcoll.sim.simulator import simulate
     >>> simulate(graph, network, 2**26, ties=ties).time_us == rows[0].time_us
     True
     """

@@ -17,7 +17,7 @@ Examples
 """
 
 # The family modules register themselves on import.
-from optcoll.topologies import amd, dgx, fabrics, generic  # noqa: F401
+from optcoll.topologies import amd, cluster, dgx, fabrics, generic  # noqa: F401
 from optcoll.topologies.registry import (
     FAMILIES,
     MAX_LINKS,

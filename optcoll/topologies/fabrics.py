@@ -56,12 +56,17 @@ import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 from optcoll.core.rational import exact_number
 from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.exceptions import TopologySpecError
+from optcoll.topologies.cluster import Server, cluster
 from optcoll.topologies.generic import _BW, _bandwidths, _dims, _family, _fmt
 from optcoll.topologies.registry import check_size, count, positive_number, switch_flag
+
+#: One number for every link class, or one per class.
+Rates = Sequence[Fraction | int] | Fraction | int
 
 __all__ = ["dragonfly", "hyperx", "twisted_torus", "rail_fat_tree", "nvl72"]
 
@@ -73,30 +78,27 @@ NVL72_TRAYS = 9
 NIC_400G = 50
 
 
-def _per_class(
-    values: Sequence[Fraction] | Fraction | int | None, classes: int, what: str, family: str
-) -> tuple[Fraction | None, ...]:
+def _per_class(values: Rates | None, classes: int, what: str, family: str) -> tuple[Any, ...]:
     """One value per link class: a single value for all, or exactly ``classes`` values."""
     if values is None:
         return (None,) * classes
-    if not isinstance(values, Sequence):
-        values = (values,)
-    values = tuple(exact_number(v, what) for v in values)
-    if len(values) == 1:
-        return values * classes
-    if len(values) != classes:
+    given = tuple(values) if isinstance(values, Sequence) else (values,)
+    exact = tuple(exact_number(v, what) for v in given)
+    if len(exact) == 1:
+        return exact * classes
+    if len(exact) != classes:
         raise TopologySpecError(
-            f"{family}: {what} gives {len(values)} values; give 1 or {classes} (one per link class)"
+            f"{family}: {what} gives {len(exact)} values; give 1 or {classes} (one per link class)"
         )
-    return values
+    return exact
 
 
-def _suffix(key: str, values: Sequence[Fraction | None], default: Sequence[Fraction | None]) -> str:
+def _suffix(key: str, values: Sequence[Any], default: Sequence[Any]) -> str:
     if tuple(values) == tuple(default) or values[0] is None:
         return ""
     if len(set(values)) == 1:
-        return f",{key}={_fmt(values[0])}"  # type: ignore[arg-type]
-    return f",{key}=" + "/".join(_fmt(v) for v in values)  # type: ignore[arg-type]
+        return f",{key}={_fmt(values[0])}"
+    return f",{key}=" + "/".join(_fmt(v) for v in values)
 
 
 def dragonfly(
@@ -104,8 +106,8 @@ def dragonfly(
     p: int,
     h: int,
     g: int | None = None,
-    bw: Sequence[Fraction] | Fraction | int = (100, 100, 50),
-    lat: Sequence[Fraction] | Fraction | None = None,
+    bw: Rates = (100, 100, 50),
+    lat: Rates | None = None,
 ) -> Topology:
     """A dragonfly of ``g`` groups of ``a`` routers, ``p`` hosts and ``h`` global ports each.
 
@@ -140,7 +142,7 @@ def dragonfly(
         spec,
         f"dragonfly: {groups} groups x {a} routers x {p} hosts, {h} global ports per router, "
         f"{per_pair} global link(s) per pair of groups; GB/s host/local/global "
-        f"{_fmt(host_bw)}/{_fmt(local_bw)}/{_fmt(global_bw)}",  # type: ignore[arg-type]
+        f"{_fmt(host_bw)}/{_fmt(local_bw)}/{_fmt(global_bw)}",
     )
     for i in range(groups):
         for j in range(a):
@@ -179,8 +181,8 @@ def dragonfly(
 def hyperx(
     shape: Sequence[int],
     t: int,
-    bw: Sequence[Fraction] | Fraction | int = 100,
-    lat: Sequence[Fraction] | Fraction | None = None,
+    bw: Rates = 100,
+    lat: Rates | None = None,
 ) -> Topology:
     """A HyperX: switches on a lattice, fully connected along every dimension,
     ``t`` hosts per switch. Bandwidth and latency per class: host-switch, switch-switch.
@@ -202,7 +204,7 @@ def hyperx(
     b = TopologyBuilder(
         spec,
         f"HyperX {shape_text}, {t} host(s) per switch; GB/s host/switch "
-        f"{_fmt(host_bw)}/{_fmt(switch_bw)}",  # type: ignore[arg-type]
+        f"{_fmt(host_bw)}/{_fmt(switch_bw)}",
     )
 
     def name(point: tuple[int, ...]) -> str:
@@ -286,8 +288,8 @@ def rail_fat_tree(
     per_leaf: int,
     spines: int,
     oversub: Fraction | int = 1,
-    bw: Sequence[Fraction] | Fraction | int = (450, 50),
-    lat: Sequence[Fraction] | Fraction | None = None,
+    bw: Rates = (450, 50),
+    lat: Rates | None = None,
 ) -> Topology:
     """Servers of ``gpus`` GPUs on NVSwitch, NIC j of each on rail j's leaf switches,
     every leaf linked to every spine. Bandwidth and latency per class: GPU-NVSwitch,
@@ -307,54 +309,13 @@ def rail_fat_tree(
     gpu_bw, nic_bw = _per_class(bw, 2, "bw", "rail-fat-tree")
     gpu_lat, nic_lat = _per_class(lat, 2, "lat", "rail-fat-tree")
     oversub = exact_number(oversub, "oversub")
-    leaves = servers // per_leaf
-    uplink = Fraction(per_leaf) * nic_bw / (spines * oversub)  # type: ignore[operator]
     spec = f"rail-fat-tree:servers={servers},gpus={gpus},per_leaf={per_leaf},spines={spines}"
     spec += "" if oversub == 1 else f",oversub={_fmt(oversub)}"
     spec += _suffix("bw", (gpu_bw, nic_bw), (450, 50))
     spec += _suffix("lat", (gpu_lat, nic_lat), (None, None))
-    check_size(
-        spec,
-        servers * (2 * gpus + 1) + gpus * leaves + spines,
-        servers * gpus * 6 + 2 * gpus * leaves * spines,
-    )
-    b = TopologyBuilder(
-        spec,
-        f"rail-optimised 2-tier fat-tree: {servers} servers x {gpus} GPUs (NVSwitch "
-        f"{_fmt(gpu_bw)} GB/s), NIC {_fmt(nic_bw)} GB/s, {leaves} leaf/leaves per rail of "  # type: ignore[arg-type]
-        f"{per_leaf} servers, {spines} spines, {_fmt(oversub)}:1 ({_fmt(uplink)} GB/s uplinks)",
-    )
-    for s in range(servers):
-        for g in range(gpus):
-            b.compute(f"b{s}.gpu{g}", f"box{s}")
-    for s in range(servers):
-        b.switch(f"b{s}.nvswitch", f"box{s}")
-        for g in range(gpus):
-            b.switch(f"b{s}.nic{g}", f"box{s}")
-    for j in range(gpus):
-        for leaf in range(leaves):
-            b.switch(f"rail{j}.leaf{leaf}")
-    for p in range(spines):
-        b.switch(f"spine{p}")
-    for s in range(servers):
-        for g in range(gpus):
-            gpu = f"b{s}.gpu{g}"
-            b.link(gpu, f"b{s}.nvswitch", gpu_bw, bidirectional=True, latency=gpu_lat)
-            b.link(gpu, f"b{s}.nic{g}", nic_bw, bidirectional=True, latency=nic_lat)
-            b.link(
-                f"b{s}.nic{g}",
-                f"rail{g}.leaf{s // per_leaf}",
-                nic_bw,
-                bidirectional=True,
-                latency=nic_lat,
-            )
-    for j in range(gpus):
-        for leaf in range(leaves):
-            for p in range(spines):
-                b.link(
-                    f"rail{j}.leaf{leaf}", f"spine{p}", uplink, bidirectional=True, latency=nic_lat
-                )
-    return b.build()
+    lats = None if gpu_lat is None else (gpu_lat, nic_lat, nic_lat)
+    template = Server(gpus, "switch", gpu_bw, nic_bw)
+    return cluster([template] * servers, "rails", per_leaf, spines, oversub, lats, name=spec)
 
 
 def nvl72(racks: int = 1, nvls: bool = False) -> Topology:

@@ -1,16 +1,29 @@
-"""``optcoll export --format chakra``: ASTRA-sim traces ``PREFIX.<rank>.et`` (one set per
-process group: ``PREFIX.group<i>.<rank>.et``)."""
+"""``optcoll export --format chakra`` as a library: ASTRA-sim traces ``PREFIX.<rank>.et`` (one
+set per process group: ``PREFIX.group<i>.<rank>.et``), and their report.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from optcoll.export.request import ExportRequest
+>>> prefix = os.path.join(tempfile.mkdtemp(), "ring")
+>>> report = export_chakra(ExportRequest("ring:4", prefix, format="chakra", size=2**20))
+>>> [p.name for p in report.files], report.data["system_json_key"]
+(['ring.0.et', 'ring.1.et', 'ring.2.et', 'ring.3.et'], 'all-gather-implementation-custom')
+"""
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.cli._core import print_json
+from optcoll.core.output import check_output, input_files, write_output
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ExportError
+from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES, chakra_traces
+from optcoll.export.report import ExportReport
+from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+
+__all__ = ["export_chakra"]
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -18,32 +31,28 @@ if TYPE_CHECKING:
     from optcoll.core.schedule import Schedule
 
 
-def write_chakra(
-    args: argparse.Namespace,
-    groups_schedule: Callable[[argparse.Namespace], Any],
-    schedules: Callable[[argparse.Namespace], Any],
-) -> int:
-    """Build (``groups_schedule``, ``schedules``: the export command's), check, write, report."""
-    from optcoll.core.output import check_output, input_files, write_output
-    from optcoll.export.chakra import chakra_traces
-
-    if args.bands or args.channels is not None or args.max_bytes is not None:
+def export_chakra(request: ExportRequest) -> ExportReport:
+    """Build the traces of ``request`` (``size`` bytes), check, write and report them."""
+    if request.size is None:
+        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    size = request.size
+    if request.bands or request.channels is not None or request.max_bytes is not None:
         raise ExportError(
             "--format chakra writes one trace set for --size: drop --bands, --channels and "
             "--max-bytes"
         )
-    prefix = str(args.output)
+    prefix = str(request.output)
     # (prefix, schedule, allgather, time factor, optimum, group index)
     sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None, int | None]]
     sets = []
-    grouped = groups_schedule(args)
+    grouped = groups_schedule(request)
     if grouped is not None:
         _, schedule, optimum = grouped
-        factor = None if args.unchecked else schedule.time_factor
+        factor = None if request.unchecked else schedule.time_factor
         for index, part in enumerate(schedule.groups):
             sets.append((f"{prefix}.group{index}", part, None, factor, optimum, index))
     else:
-        _, chosen, _, _ = schedules(args)
+        _, chosen, _, _ = chosen_schedules(request)
         choice = chosen[0]
         sets.append(
             (prefix, choice.schedule, choice.allgather, choice.time_factor, choice.optimum, None)
@@ -51,7 +60,7 @@ def write_chakra(
     files: list[tuple[str, bytes]] = []
     entries = []
     for base, schedule, allgather, factor, optimum, group in sets:
-        traces = chakra_traces(schedule, args.size, allgather=allgather)
+        traces = chakra_traces(schedule, size, allgather=allgather)
         paths = [f"{base}.{rank}.et" for rank in range(len(traces))]
         files += zip(paths, traces, strict=True)
         collective = "allreduce" if allgather is not None else schedule.collective
@@ -63,23 +72,22 @@ def write_chakra(
                 **({} if group is None else {"group": group}),
                 "ranks": list(schedule.compute_nodes),
                 "k": schedule.k,
-                "bytes": args.size,
+                "bytes": request.size,
                 "time_factor": None if factor is None else fraction_text(factor),
                 "optimum": None if optimum is None else fraction_text(optimum),
             }
         )
-    inputs = input_files(args.source)
+    inputs = input_files(request.source)
     for path, _ in files:
-        check_output(path, force=args.force, inputs=inputs)
+        check_output(path, force=request.force, inputs=inputs)
     for path, data in files:
-        write_output(path, data, force=args.force, inputs=inputs)
-    _report(args, entries)
-    return 0
+        write_output(path, data, force=request.force, inputs=inputs)
+    return _report(request, entries, [Path(path) for path, _ in files])
 
 
-def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
-    from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
-
+def _report(
+    request: ExportRequest, entries: list[dict[str, Any]], written: list[Path]
+) -> ExportReport:
     collective = entries[0]["collective"]
     key = ASTRA_SIM_COLLECTIVES.get(collective)
     warnings = []
@@ -89,22 +97,19 @@ def _report(args: argparse.Namespace, entries: list[dict[str, Any]]) -> None:
             f"all-to-all (astra-sim Workload.cc); these {collective} traces are for optcoll "
             "check-et and simulate"
         )
-    if args.unchecked:
+    if request.unchecked:
         warnings.append("not verified (--unchecked): no time factor is reported")
-    if args.json:
-        print_json({"format": "chakra", "system_json_key": key, "sets": entries,
-                    "warnings": warnings})  # fmt: skip
-        return
+    data = {"format": "chakra", "system_json_key": key, "sets": entries, "warnings": warnings}
+    lines = []
     for entry in entries:
         factor = entry["time_factor"]
         shown = "unverified" if factor is None else f"time factor {factor}"
         group = "" if "group" not in entry else f" (group {entry['group']})"
-        print(
+        lines.append(
             f"wrote {entry['prefix']}.0.et .. {entry['prefix']}.{len(entry['files']) - 1}.et"
             f"{group}: {entry['collective']}, {len(entry['files'])} ranks, k = {entry['k']}, "
             f"{entry['bytes']} bytes, {shown}"
         )
         if key is not None:
-            print(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+            lines.append(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
+    return ExportReport(written, data, lines, warnings)

@@ -1,14 +1,39 @@
-"""``optcoll export --format mscclpp``: MSCCL++ execution plans (FILE out of place, or the
-placement ``--placement`` asks for, and one per process group), each checked by the independent checker before anything is written."""
+"""``optcoll export --format mscclpp`` as a library: MSCCL++ execution plans (FILE out of
+place, or the placement ``placement`` asks for, and one per process group), each checked by
+the independent checker before anything is written, and their report.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from optcoll.export.request import ExportRequest
+>>> path = os.path.join(tempfile.mkdtemp(), "ring.json")
+>>> report = export_mscclpp(ExportRequest("ring:4", path, format="mscclpp"))
+>>> [p.name for p in report.files]
+['ring.json']
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from optcoll.cli._core import print_json
+from optcoll.core.output import check_output, input_files, require_suffix, write_output
+from optcoll.core.sizes import size_text
 from optcoll.exceptions import ExportError
+from optcoll.export.mscclpp import (
+    DEFAULT_UNIT,
+    LL_COLLECTIVES,
+    mscclpp_placements,
+    mscclpp_plan,
+    pipeline_unit,
+)
+from optcoll.export.placement import placement_paths
+from optcoll.export.report import ExportReport
+from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+from optcoll.sim.programs import mscclpp_tasks
+from optcoll.sim.simulator import Network, simulate
+from optcoll.verify.mscclpp import verify_plan
+from optcoll.verify.mscclpp.plan import parse_plan
 
 __all__ = ["export_mscclpp", "boxes_of", "ll_limit", "LL_SIZES"]
 
@@ -33,33 +58,24 @@ def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
     return result
 
 
-def export_mscclpp(args: argparse.Namespace) -> int:
-    from optcoll.cli.export import _groups_schedule, _schedules
-    from optcoll.core.output import check_output, input_files, require_suffix, write_output
-    from optcoll.export.mscclpp import (
-        DEFAULT_UNIT,
-        LL_COLLECTIVES,
-        mscclpp_placements,
-        pipeline_unit,
-    )
-    from optcoll.export.placement import placement_paths
-    from optcoll.verify.mscclpp import check_plan
-
-    require_suffix(args.output, (".json",), "an MSCCL++ execution plan")
-    if args.bands or args.channels is not None or args.max_threadblocks is not None:
+def export_mscclpp(request: ExportRequest) -> ExportReport:
+    """Build the plans of ``request``, check them with the independent checker, write and
+    report them (an LL plan beside the Simple one where it is simulated faster)."""
+    require_suffix(request.output, (".json",), "an MSCCL++ execution plan")
+    if request.bands or request.channels is not None or request.max_threadblocks is not None:
         raise ExportError(
             "--bands, --channels and --max-threadblocks apply to MSCCL XML; an "
             "MSCCL++ plan chooses its channels and thread blocks itself"
         )
-    base = Path(args.output)
+    base = Path(request.output)
     jobs: list[tuple[Any, Any, str, str]] = []  # schedule, allgather, suffix, name
-    grouped = _groups_schedule(args)
+    grouped = groups_schedule(request)
     if grouped is not None:
         topology, schedule, _ = grouped
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
     else:
-        topology, chosen, _, _ = _schedules(args)
+        topology, chosen, _, _ = chosen_schedules(request)
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
     files = []
@@ -68,24 +84,24 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
         unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement, path in placement_paths(
-            job_file, mscclpp_placements(coll), args.placement, what=f"MSCCL++ with a {coll}"
+            job_file, mscclpp_placements(coll), request.placement, what=f"MSCCL++ with a {coll}"
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
             job = (schedule, allgather, placement, unit, name)
-            plans = [(_plan(*job, "Simple", 0, args.max_bytes), "")]
+            plans = [(_plan(*job, "Simple", 0, request.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
                     packets = _plan(*job, "LL", 0, None)
                 except ExportError:  # no LL plan within the executor's limits: Simple only
                     packets = None
                 limit = None if packets is None else ll_limit(topology, plans[0][0], packets)
-                if limit is not None and (args.max_bytes is None or limit < args.max_bytes):
+                if limit is not None and (request.max_bytes is None or limit < request.max_bytes):
                     plans = [
-                        (_plan(*job, "Simple", limit + 1, args.max_bytes), ""),
+                        (_plan(*job, "Simple", limit + 1, request.max_bytes), ""),
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
-                report = check_plan(plan.document)
+                report = verify_plan(plan.document)
                 if not report.ok:
                     kind, message = report.findings[0]
                     raise ExportError(
@@ -94,11 +110,11 @@ def export_mscclpp(args: argparse.Namespace) -> int:
                 files.append(
                     (path.with_name(f"{path.stem}{tag}{path.suffix}"), plan, placement, report)
                 )
-    inputs = input_files(args.source)
+    inputs = input_files(request.source)
     for path, *_ in files:
-        check_output(path, force=args.force, inputs=inputs)
+        check_output(path, force=request.force, inputs=inputs)
     for path, plan, *_ in files:
-        write_output(path, plan.text, force=args.force, inputs=inputs)
+        write_output(path, plan.text, force=request.force, inputs=inputs)
     entries = [
         {
             "path": str(path),
@@ -117,11 +133,9 @@ def export_mscclpp(args: argparse.Namespace) -> int:
         }
         for path, plan, placement, report in files
     ]
-    if args.json:
-        print_json({"format": "mscclpp", "files": entries})
-        return 0
+    lines = []
     for e in entries:
-        print(
+        lines.append(
             f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
             f"{e['threadblocks_per_gpu']} thread blocks "
             f"per GPU (at most {e['max_ops_per_threadblock']} ops each), "
@@ -129,7 +143,9 @@ def export_mscclpp(args: argparse.Namespace) -> int:
             f"on memory and {e['port_channel_pairs']} on port channels; sizes: multiples of "
             f"{e['size_granule_bytes']} B; check-plan: correct"
         )
-    return 0
+    return ExportReport(
+        [path for path, *_ in files], {"format": "mscclpp", "files": entries}, lines, []
+    )
 
 
 def _pieces(entry: dict[str, Any]) -> str:
@@ -152,8 +168,6 @@ def _plan(
     low: int,
     high: int | None,
 ) -> Any:
-    from optcoll.export.mscclpp import mscclpp_plan
-
     return mscclpp_plan(
         schedule,
         placement=placement,
@@ -168,8 +182,6 @@ def _plan(
 
 
 def _band(entry: dict[str, Any]) -> str:
-    from optcoll.cli._core import size_text
-
     low, high = entry["min_message_size"], entry["max_message_size"]
     above = f" above {size_text(low - 1)}" if low else ""
     upto = f" up to {size_text(high)}" if high < 2**40 else ""
@@ -183,10 +195,6 @@ def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
     ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
     (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
     """
-    from optcoll.sim.programs import mscclpp_tasks
-    from optcoll.sim.simulator import Network, simulate
-    from optcoll.verify.mscclpp.plan import parse_plan
-
     network = Network.of(topology)
     parsed = [parse_plan(simple.document), parse_plan(packets.document)]
     limit = None

@@ -14,7 +14,7 @@ from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.exceptions import ImportFormatError
 from optcoll.io import detect_format, import_topology, load_topology
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 # --- TACCL: every profile of examples/topo/ --------------------------------------------

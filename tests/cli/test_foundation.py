@@ -13,7 +13,7 @@ from optcoll.cli import main
 from optcoll.io import load_topology, read_document
 from optcoll.topologies import families
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

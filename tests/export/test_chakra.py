@@ -19,7 +19,7 @@ from optcoll.verify.chakra.wire import decode_trace
 
 pytest.importorskip("google.protobuf")
 
-DATA = Path(__file__).parent / "data" / "astra" / "custom_ring_allreduce"
+DATA = Path(__file__).parents[1] / "data" / "astra" / "custom_ring_allreduce"
 FAMILIES = (
     "ring:4",
     "dgx-a100:1",

@@ -23,7 +23,7 @@ from optcoll.topologies import build
 from optcoll.verify.mscclpp import verify_plan, verify_plan_file
 from optcoll.verify.mscclpp.plan import parse_plan
 
-DATA = Path(__file__).parent / "data" / "mscclpp"
+DATA = Path(__file__).parents[1] / "data" / "mscclpp"
 SHIPPED = sorted(DATA.glob("*.json"))
 COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 LEAF_SPINE = "leaf-spine:leaves=2,hosts=2,spines=2"

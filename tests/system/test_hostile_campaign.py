@@ -25,7 +25,7 @@ from optcoll.core.limits import MAX_NODES
 from optcoll.core.rational import MAX_NUMBER_DIGITS
 from optcoll.core.schedule import FILE_STATS
 
-_NCCL = Path(__file__).parent / "data" / "nccl" / "dgx-a100.xml"
+_NCCL = Path(__file__).parents[1] / "data" / "nccl" / "dgx-a100.xml"
 
 
 def _cli(folder: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:

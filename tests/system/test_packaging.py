@@ -22,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:
     tomllib = pytest.importorskip("tomli")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / ".ci" / "oldest-constraints.txt"
 
 

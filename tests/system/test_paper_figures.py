@@ -140,7 +140,8 @@ def test_runs_twice_from_any_folder(tmp_path):
     import subprocess
     import sys
 
-    script = Path(__file__).resolve().parents[1] / "paper_figures"
+    root = Path(__file__).resolve().parents[2]  # the repository
+    script = root / "paper_figures"
     argv = [sys.executable, str(script), "--small", "optima_table", "--out", str(tmp_path / "o")]
     for _ in range(2):
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -38,8 +38,8 @@ _RING4 = {
         for i in range(4)
     ],
 }
-_NCCL = Path(__file__).parent / "data" / "nccl" / "dgx-a100.xml"
-_TACCL = Path(__file__).parent / "data" / "taccl" / "topo-ndv2-1MB.json"
+_NCCL = Path(__file__).parents[1] / "data" / "nccl" / "dgx-a100.xml"
+_TACCL = Path(__file__).parents[1] / "data" / "taccl" / "topo-ndv2-1MB.json"
 _XML_HEAD = (
     '<algo name="x" proto="Simple" nchannels="1" nchunksperloop="{loop}" ngpus="{ngpus}" '
     'coll="allgather" inplace="0" outofplace="1" minBytes="0" maxBytes="0">'

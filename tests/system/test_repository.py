@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Ways code reaches beside the repository: a relative ``..`` path into a sibling folder,
 #: or climbing above the repository root from ``__file__`` / the working directory.

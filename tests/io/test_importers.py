@@ -29,7 +29,7 @@ from optcoll.io import (
     import_topology,
 )
 
-DATA = Path(__file__).parent / "data" / "importers"
+DATA = Path(__file__).parents[1] / "data" / "importers"
 
 
 def write(tmp_path: Path, name: str, content: object) -> Path:

@@ -16,7 +16,7 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import OptCollError
 from optcoll.verify.msccl import verify_file
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _cli(args):

@@ -23,7 +23,7 @@ import yaml
 
 from optcoll.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 COMMANDS_PAGE = ROOT / "docs" / "commands.md"

@@ -266,18 +266,25 @@ def add_latency_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_collective_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--collective C`` (any spelling :func:`collective_name` accepts), with its help.
+def add_collective_option(
+    parser: argparse.ArgumentParser, help_text: str, extra: tuple[str, ...] = ()
+) -> None:
+    """``--collective C`` (any spelling :func:`collective_name` accepts, and ``extra``
+    names a command handles itself), with its help.
 
     Every command defaults to the same collective,
     :data:`~optcoll.core.schedule.DEFAULT_COLLECTIVE` (allgather).
     """
     from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
+    def name(text: str) -> str:
+        key = text.strip().lower()
+        return key if key in extra else collective_name(text)
+
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
-        type=collective_name,
+        type=name,
         metavar="C",
         help=help_text,
     )

@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.cli._demand import add_demand_options, demand_bound, has_demand, rooted_bound
 from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
@@ -38,12 +39,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
-        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce"),
+        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce", "scatter", "gather"),
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
         "reduce or multicast, the exact aggregation-tree optimum; against reduce-scatter + "
-        "allgather), broadcast or reduce (from or to rank 0)",
+        "allgather), broadcast or reduce (from or to --root, default rank 0), scatter or gather (exact, "
+        "from or to --root; algbw = M / T)",
     )
+    parser.add_argument(
+        "--root", metavar="NODE", help="root of a scatter or gather (also of a broadcast or reduce)"
+    )
+    add_demand_options(parser)
     add_group_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -56,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     groups = process_groups(topology, args)
     if groups is not None:
         return _groups(groups, args)
+    if has_demand(args):
+        return demand_bound(topology, args)
+    if args.collective in ("scatter", "gather"):
+        return rooted_bound(topology, args)
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     if args.collective in ("allreduce", "broadcast", "reduce"):
@@ -145,7 +155,7 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     unit = topology.bandwidth_unit
     n = topology.num_compute
     if args.collective != "allreduce":
-        root = topology.compute_nodes[0]
+        root = topology.compute_nodes[0] if args.root is None else args.root
         bound = collective_lower_bound(topology, args.collective, root)
         if bound is None:  # None only for a broadcast or reduce without a root
             raise OptCollError(f"no {args.collective} lower bound from root {root}")

@@ -98,6 +98,12 @@ def run(args: argparse.Namespace) -> int:
     _table(args, topology, rows)
     for path in files:
         print(f"wrote {path}")
+    stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
+    if args.export and stepped:
+        print(
+            f"not exported: {', '.join(stepped)} (log-step schedules have no MSCCL writer "
+            "yet; their bands hold the fastest tree schedule)"
+        )
     if args.plot:
         print(f"plot: {args.plot}")
     return 0

@@ -15,8 +15,17 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.cli._demand import (
+    add_demand_options,
+    demand_solve,
+    has_demand,
+    rooted_solve,
+)
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import OptCollError, OutputError
+
+#: The rooted collectives without copies or sums (solved by :mod:`optcoll.cli._demand`).
+ROOTED = ("scatter", "gather")
 
 NAME = "solve"
 HELP = "the main job: optimal bound, schedule, verification, schedule file and picture"
@@ -33,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reader_options(parser)
     add_collective_option(
         parser,
-        "allgather (default), reduce-scatter, allreduce, broadcast, reduce or alltoall",
+        "allgather (default), reduce-scatter, allreduce, broadcast, reduce, alltoall, scatter "
+        "or gather",
+        extra=ROOTED,
     )
     parser.add_argument(
         "-o",
@@ -49,7 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="fixed chunks per root (alltoall: per pair)",
     )
-    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
+    parser.add_argument(
+        "--root", metavar="NODE", help="root of a broadcast, reduce, scatter or gather"
+    )
+    add_demand_options(parser)
     add_group_options(parser)
     parser.add_argument(
         "--force", action="store_true", help="overwrite existing output files in DIR"
@@ -85,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     groups = process_groups(topology, args)
     if groups is not None:
         return _groups(groups, Path(args.out_dir) / f"{stem}.groups", args)
+    if has_demand(args):
+        return demand_solve(topology, args, Path(args.out_dir) / f"{stem}v.routes.json")
+    if args.collective in ROOTED:
+        return rooted_solve(topology, args, Path(args.out_dir) / f"{stem}.routes.json")
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / stem, args)
     if args.collective == "allreduce" and topology.has_in_network and args.k is None:

@@ -32,7 +32,10 @@ every allreduce, whatever the switches do), the larger of the two floors; for al
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
 (:func:`optcoll.schedules.baselines.hierarchical_alltoall_schedule`); for an allgather on a
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
-(:mod:`optcoll.sim.timetable`, synthesized for each size).
+(:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
+and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
+Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
+and simulated by :mod:`optcoll.sim.steps`, on up to :data:`STEP_NODES` compute nodes.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
 waiting slices (:data:`optcoll.sim.simulator.PRIORITIES`, or a timetable's own) and the
@@ -78,6 +81,8 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
+from optcoll.schedules.baselines.routing import equal_boxes
+from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collectives import (
     allreduce_core,
     build_collective_core,
@@ -107,6 +112,7 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     tree_tasks,
 )
+from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -114,6 +120,7 @@ __all__ = [
     "planned_tasks",
     "PLAN_TASKS",
     "TIMETABLE_CHUNKS",
+    "STEP_NODES",
     "Candidate",
     "SizePlan",
     "candidates",
@@ -127,6 +134,10 @@ __all__ = [
 
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
 PLAN_TASKS = 300_000
+#: Most compute nodes on which :func:`candidates` offers the log-step schedules: routing
+#: every pair and checking the schedules takes 1.3 CPU s at 256 nodes (torus 16x16,
+#: allreduce), 28 at 1,024 (torus 32x32), more than plan's own 20 there.
+STEP_NODES = 256
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -151,8 +162,9 @@ _TRANSLATIONS = ""
 class Candidate:
     """A way to run the collective: a tree (or route) schedule, trees that split the
     whole message among them (``trees`` run in ``phases``, e.g. the double binary tree),
-    or a greedy timetable of ``chunks_per_node`` chunks per node
-    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size).
+    a greedy timetable of ``chunks_per_node`` chunks per node
+    (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
+    log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
     until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
 
@@ -164,6 +176,7 @@ class Candidate:
     aggregation: AggregationSchedule | None = None
     deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
     floor: RingFloor | None = None
+    steps: RoutedSteps | None = None
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -171,8 +184,10 @@ class Candidate:
         aggregation trees earliest in the data, trees every one of :data:`PRIORITIES`."""
         if self.chunks_per_node:
             return (TIMETABLE,)
-        if self.aggregation is not None or (
-            self.schedule is not None and self.schedule.collective == "alltoall"
+        if (
+            self.steps is not None
+            or self.aggregation is not None
+            or (self.schedule is not None and self.schedule.collective == "alltoall")
         ):
             return ("progress",)
         return PRIORITIES
@@ -204,6 +219,8 @@ class Candidate:
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+        if self.steps is not None:
+            return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
             graph = TaskGraph()
             schedule = timetable.schedule
@@ -227,6 +244,8 @@ class Candidate:
 
     def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
         """How many tasks :meth:`tasks` builds (before building them)."""
+        if self.steps is not None:
+            return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
@@ -322,8 +341,11 @@ def candidates(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names = [c.method for c in candidates(build("dgx-a100:2"))]
+    >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
+    >>> names[8:]
+    ['recursive doubling', 'Bruck', 'Swing', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -385,6 +407,11 @@ def candidates(
         )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+    if topology.num_compute > STEP_NODES:
+        return found
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
+    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
+        found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
 
@@ -731,6 +758,9 @@ class _Search:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             least = min(self.network.latency, default=0.0)
             return max(data * float(option.floor.time_factor) / 1000, option.floor.hops * least)
+        if option.steps is not None:
+            data = data_bytes(self.collective, self.size, self.topology.num_compute)
+            return data * float(option.steps.time_factor) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -944,7 +974,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015]]
+    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
@@ -967,6 +997,8 @@ def _cost_tasks(
     """The task graph of a cost's method (None: nothing to simulate)."""
     if isinstance(cost.schedule, AggregationSchedule):
         return aggregation_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
+    if isinstance(cost.schedule, RoutedSteps):
+        return step_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
         option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
         return option.tasks(network, size, slice_bytes)

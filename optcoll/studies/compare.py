@@ -7,8 +7,10 @@ process groups; every size-dependent number comes from the event simulator
 Examples
 --------
 >>> from optcoll.topologies import build
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")]
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:4]
 ['optimal (k=1)', 'fixed k=1', 'ring', 'double binary tree']
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][4:]
+['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from optcoll.schedules.baselines import (
 from optcoll.schedules.collectives import allreduce_core
 from optcoll.schedules.packing import pack_arborescences_core
 from optcoll.sim.cost_model import aggregation_cost, schedule_cost
+from optcoll.sim.steps import step_costs
 from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = ["compare_methods", "compare_group_methods"]
@@ -51,8 +54,9 @@ def compare_methods(
 
     allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
     (multi-box topologies only); allreduce: the same two tree schedules run as
-    reduce-scatter + allgather, ring allreduce and the double binary tree;
-    alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
+    reduce-scatter + allgather, ring allreduce and the double binary tree; both: then the
+    log-step schedules (:func:`optcoll.sim.steps.step_costs`: recursive doubling, Bruck,
+    Rabenseifner, Swing); allreduce where switches reduce: in-network last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
     :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
     has the same candidates).
@@ -66,7 +70,7 @@ def compare_methods(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
-    ['optimal (k=1)', 'fixed k=1', 'ring']
+    ['optimal (k=1)', 'fixed k=1', 'ring', 'recursive doubling', 'Bruck', 'Swing']
     """
     topology_argument(topology)
     collective = collective_argument(collective)
@@ -103,9 +107,10 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
-        if has_aggregation_lp(topology):
-            schedule = aggregation_schedule(topology)
-            costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
+    costs += step_costs(topology, collective, default_latency=default_latency)
+    if collective == "allreduce" and has_aggregation_lp(topology):
+        schedule = aggregation_schedule(topology)
+        costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
     return costs
 
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-__all__ = ["Finding", "Report", "capped", "MAX_REPORTED"]
+__all__ = ["Finding", "Report", "Verdict", "capped", "MAX_REPORTED"]
 
 #: Findings of one kind a report lists at most before one that counts the rest.
 MAX_REPORTED = 12
@@ -83,3 +83,30 @@ class Report:
     def findings_to_dicts(self) -> list[dict[str, str]]:
         """The findings, JSON-ready."""
         return [finding.to_dict() for finding in self.findings]
+
+
+class Verdict(Report):
+    """The base of a report that stops at the first fault it finds: ``valid`` and the
+    ``reason`` it is not; its ``findings`` are that one reason (kind ``invalid``).
+
+    A subclass is a frozen dataclass that declares ``findings`` as a field
+    (``field(init=False, repr=False, compare=False)``); this fills it.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True)
+    ... class Seen(Verdict):
+    ...     valid: bool
+    ...     reason: str | None = None
+    ...     findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
+    >>> Seen(False, "link (a, b) overloaded").findings, Seen(True).ok
+    ((Finding(kind='invalid', message='link (a, b) overloaded'),), True)
+    """
+
+    valid: bool
+    reason: str | None
+
+    def __post_init__(self) -> None:
+        found = () if self.valid else (Finding("invalid", self.reason or "invalid"),)
+        object.__setattr__(self, "findings", found)

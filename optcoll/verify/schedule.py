@@ -120,7 +120,7 @@ from optcoll.core.schedule import (
 )
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, GroupError
-from optcoll.verify.report import Finding, Report
+from optcoll.verify.report import Finding, Verdict
 from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
@@ -142,7 +142,7 @@ METHODS = ("auto", "compact", "full")
 
 
 @dataclass(frozen=True)
-class Verification(Report):
+class Verification(Verdict):
     """The verdict of :func:`verify_schedule`.
 
     Attributes
@@ -189,10 +189,6 @@ class Verification(Report):
     unchecked: tuple[str, ...] = ()
     method: str = "full"
     findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        found = () if self.valid else (Finding("invalid", self.reason or "invalid schedule"),)
-        object.__setattr__(self, "findings", found)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).

@@ -182,6 +182,7 @@ def test_compare_curves_are_the_simulator_times(capsys):
     the same schedule (default overhead and slice), for trees, rings and the double
     binary tree; it never beats the asymptotic algbw."""
     from optcoll.sim.simulator import simulate_schedule, simulate_trees
+    from optcoll.sim.steps import RoutedSteps, simulate_steps
 
     topo = build("dgx-a100:1")
     assert main(["compare", "dgx-a100:1", "--collective", "allreduce", "--sizes", "1M", "256M",
@@ -191,13 +192,16 @@ def test_compare_curves_are_the_simulator_times(capsys):
     for method, cost in costs.items():
         for point in rows[method]["curve"]:
             size = point["bytes"]
-            if cost.schedule is not None:
+            if isinstance(cost.schedule, RoutedSteps):
+                time_us = simulate_steps(topo, cost.schedule, size).time_us
+            elif cost.schedule is not None:
                 time_us = simulate_schedule(topo, cost.schedule, size).time_us
             else:
                 time_us = simulate_trees(topo, cost.trees, size, cost.phases).time_us
             assert point["algbw"] == pytest.approx(size / time_us / 1000, abs=1e-3), method
             assert point["algbw"] <= rows[method]["algbw"] + 1e-6
-    assert set(rows) == {"optimal (k=1)", "fixed k=1", "ring", "double binary tree"}
+    assert set(rows) == {"optimal (k=1)", "fixed k=1", "ring", "double binary tree",
+                         "recursive doubling", "Rabenseifner", "Swing", "Swing (latency)"}  # fmt: skip
 
 
 def test_mi250_2_k2_disagreement_is_gone():

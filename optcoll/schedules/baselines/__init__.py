@@ -18,7 +18,13 @@ pick the baselines up from this package.
 
 * :mod:`~optcoll.schedules.baselines.ring` - best ring, NCCL-like hierarchical rings;
 * :mod:`~optcoll.schedules.baselines.trees` - NCCL's double binary tree;
-* :mod:`~optcoll.schedules.baselines.alltoall` - direct and hierarchical (rail) all-to-all.
+* :mod:`~optcoll.schedules.baselines.alltoall` - direct and hierarchical (rail) all-to-all;
+* :mod:`~optcoll.schedules.baselines.logstep` - recursive doubling and halving,
+  Rabenseifner, Bruck, as step schedules (:mod:`optcoll.core.step_schedule`), which
+  :mod:`optcoll.verify.steps` executes and :mod:`optcoll.sim.steps` routes and simulates;
+* :mod:`~optcoll.schedules.baselines.swing` - Swing's pairings on the same butterfly;
+* :mod:`~optcoll.schedules.baselines.step_catalogue` - the log-step schedules of each
+  collective, for ``plan`` and ``compare``.
 
 Examples
 --------

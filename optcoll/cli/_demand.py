@@ -1,0 +1,314 @@
+"""The all-to-allv (``--demand FILE`` / ``--moe SPEC``) and scatter/gather branches of
+``optcoll bound`` and ``optcoll solve``.
+
+``bound`` prints the exact optimum (``time_us`` in ``--json``), its certificate and
+bottleneck; ``solve`` adds the optimal schedule in bytes, checked by the independent
+verifier, beside the direct (NCCL) and hierarchical (DeepEP) baselines, and writes it
+as ``DIR/<topology>.alltoallv.routes.json``. Scatter and gather (``--root NODE``)
+report ``algbw`` = M / T.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from optcoll.cli._core import command_inputs, print_json
+from optcoll.core.rational import fraction_text
+from optcoll.exceptions import ArgumentError, OptCollError
+
+__all__ = [
+    "add_demand_options",
+    "has_demand",
+    "demand_of",
+    "demand_bound",
+    "demand_solve",
+    "rooted_bound",
+    "rooted_solve",
+]
+
+
+def add_demand_options(parser: argparse.ArgumentParser) -> None:
+    """``--demand FILE`` and ``--moe SPEC`` (one or the other)."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--demand",
+        metavar="FILE",
+        help='alltoall of uneven sizes: an N x N byte matrix ({"bytes": [[...]]} in .json, '
+        "or .csv, .npy; row = source, in rank order) or PyTorch split sizes "
+        '({"input_split_sizes": [[...]], "element_bytes": 2})',
+    )
+    which.add_argument(
+        "--moe",
+        metavar="SPEC",
+        help="alltoall of a generated mixture-of-experts layer: key=value,... of tokens, "
+        "hidden, dtype_bytes, experts, top_k, zipf (0 uniform routing, larger skewed), seed, "
+        "step, phase (dispatch or combine), placement (expert ranks joined by /)",
+    )
+
+
+def has_demand(args: argparse.Namespace) -> bool:
+    """Whether ``--demand`` or ``--moe`` was given."""
+    return bool(getattr(args, "demand", None) or getattr(args, "moe", None))
+
+
+def demand_of(topology: Any, args: argparse.Namespace) -> Any:
+    """The :class:`~optcoll.core.demand.Demand` of ``--demand`` or ``--moe``."""
+    if args.collective != "alltoall":
+        raise ArgumentError(
+            f"--demand and --moe give an alltoall's sizes; use --collective alltoall, not "
+            f"{args.collective}"
+        )
+    if args.demand:
+        from optcoll.io.demand import read_demand
+
+        return read_demand(args.demand, topology.compute_nodes)
+    from optcoll.core.moe import moe_demand, parse_moe_spec
+
+    return moe_demand(parse_moe_spec(args.moe), topology.compute_nodes)
+
+
+def _no_method(args: argparse.Namespace, what: str) -> None:
+    """Refuse ``bound --method`` where it does not apply (it picks the allgather's method)."""
+    if getattr(args, "method", "combinatorial") != "combinatorial":
+        raise ArgumentError(f"--method {args.method} applies to the allgather cut ratio; {what}")
+
+
+def demand_bound(topology: Any, args: argparse.Namespace) -> int:
+    """``bound --collective alltoall --demand FILE``."""
+    _no_method(args, "an uneven all-to-all is proved by a cut or its exact LP")
+    from optcoll.schedules.alltoallv import proved_optimum
+
+    optimum = proved_optimum(topology, demand_of(topology, args))
+    data = optimum.to_dict()
+    if args.json:
+        print_json(data)
+        return 0
+    for name, text in _optimum_rows(topology, optimum):
+        print(f"{name:<15} {text}")
+    return 0
+
+
+def _optimum_rows(topology: Any, optimum: Any) -> list[tuple[str, str]]:
+    unit = topology.bandwidth_unit
+    demand = optimum.demand
+    inside = sum(1 for v in optimum.cut if topology.is_compute(v))
+    links = ", ".join(f"{u}->{v}" for u, v in optimum.tight_links[:4])
+    more = len(optimum.tight_links) - 4
+    explained = (
+        "equals the optimum: this cut is the bottleneck"
+        if optimum.cut_bound == optimum.time_factor
+        else f"below the optimum (flow-cut gap {float(optimum.time_factor / optimum.cut_bound):.4f})"
+    )
+    return [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        (
+            "demand",
+            f"{demand.origin}: {demand.total_bytes} bytes over the network, "
+            f"{demand.local_bytes} kept local",
+        ),
+        (
+            "optimum T",
+            f"{optimum.time_us:.6g} us ({fraction_text(optimum.time_factor)} bytes per {unit})",
+        ),
+        (
+            "certificate",
+            f"length function on {len(optimum.lengths)} links proves "
+            f"{fraction_text(optimum.certificate_bound)}",
+        ),
+        ("tight links", links + (f" and {more} more" if more > 0 else "")),
+        (
+            "cut bound",
+            f"{fraction_text(optimum.cut_bound)}, {explained} (S has {inside} compute nodes)",
+        ),
+        (
+            "method",
+            f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
+            if optimum.report is not None
+            else f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s",
+        ),
+    ]
+
+
+def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
+    """``solve --collective alltoall --demand FILE``: optimum, schedules, file."""
+    import time
+
+    from optcoll.core.output import check_output, write_output
+    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
+
+    if args.k is not None:
+        raise ArgumentError("-k applies to the uniform alltoall; a demand's paths carry bytes")
+    inputs = command_inputs(args)
+    check_output(out, force=args.force, inputs=inputs)
+    started = time.perf_counter()
+    demand = demand_of(topology, args)
+    optimum = proved_optimum(topology, demand)
+    schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in DEMAND_METHODS}
+    best = schedules["optimal"]
+    write_output(
+        out, json.dumps(routes_document(best), indent=1) + "\n", force=args.force, inputs=inputs
+    )
+    summary = optimum.to_dict() | {
+        "schedules": {m: s.to_dict() for m, s in schedules.items()},
+        "verified": True,
+        "schedule": str(out),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    rows = _optimum_rows(topology, optimum)
+    for method, schedule in schedules.items():
+        ratio = float(schedule.time_factor / optimum.time_factor)
+        rows.append(
+            (
+                method,
+                f"{schedule.time_us:.6g} us ({ratio:.4f} x optimum), "
+                f"{len(schedule.routes)} routes, verified independently",
+            )
+        )
+    rows.append(("wrote", str(out)))
+    for name, text in rows:
+        print(f"{name:<15} {text}")
+    return 0
+
+
+def routes_document(schedule: Any) -> dict[str, Any]:
+    """The JSON of a demand schedule: its paths with their bytes."""
+    return {
+        "format": "optcoll-alltoallv-routes",
+        "topology": schedule.topology,
+        "ranks": list(schedule.demand.ranks),
+        "demand": schedule.demand.origin,
+        "method": schedule.method,
+        "time_factor": fraction_text(schedule.time_factor),
+        "time_us": round(schedule.time_us, 6),
+        "routes": [
+            {
+                "src": r.src,
+                "dst": r.dst,
+                "paths": [{"bytes": p.chunks, "path": list(p.path)} for p in r.paths],
+            }
+            for r in schedule.routes
+        ],
+    }
+
+
+def _root(topology: Any, args: argparse.Namespace) -> str:
+    if args.root is None:
+        raise ArgumentError(f"--collective {args.collective} needs --root NODE (a compute node)")
+    from optcoll.core.arguments import node_argument
+
+    return node_argument(topology, args.root, "--root")
+
+
+def _rooted_data(topology: Any, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from optcoll.bounds.scatter_gather import rooted_cut
+
+    cut = rooted_cut(topology, _root(topology, args), args.collective)
+    inside = sum(1 for v in cut.side if topology.is_compute(v))
+    return cut, {
+        "topology": topology.name,
+        "collective": args.collective,
+        "root": cut.root,
+        "num_compute": cut.num_compute,
+        "time_factor": fraction_text(cut.time_factor),
+        "algbw": round(float(cut.algbw), 3),
+        "piece_time_factor": fraction_text(cut.ratio),
+        "cut": sorted(cut.side),
+        "cut_compute_nodes": inside,
+        "max_flows": cut.max_flows,
+    }
+
+
+def rooted_bound(topology: Any, args: argparse.Namespace) -> int:
+    """``bound --collective scatter|gather --root NODE``."""
+    _no_method(args, "a scatter or gather is solved by max-flow")
+    cut, data = _rooted_data(topology, args)
+    if args.json:
+        print_json(data)
+        return 0
+    _print_rooted(topology, cut, data)
+    return 0
+
+
+def _print_rooted(topology: Any, cut: Any, data: dict[str, Any]) -> None:
+    unit = topology.bandwidth_unit
+    side = "the root's side" if cut.collective == "scatter" else "the side without the root"
+    for name, text in [
+        ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
+        (f"{cut.collective} T", f"M * {data['time_factor']} (root {cut.root})"),
+        ("algbw", f"{float(cut.algbw):.3f} {unit}"),
+        (
+            "bottleneck",
+            f"{side} has {data['cut_compute_nodes']} compute and "
+            f"{len(cut.side) - data['cut_compute_nodes']} other nodes; exact by "
+            f"{cut.max_flows} max-flows",
+        ),
+    ]:
+        print(f"{name:<15} {text}")
+
+
+def rooted_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
+    """``solve --collective scatter|gather --root NODE``: bound, LP, schedule, file."""
+    from optcoll.bounds.demand import demand_optimum
+    from optcoll.core.demand import Demand
+    from optcoll.core.output import check_output, write_output
+    from optcoll.schedules.alltoallv import demand_path_decomposition, demand_schedule
+
+    inputs = command_inputs(args)
+    check_output(out, force=args.force, inputs=inputs)
+    cut, data = _rooted_data(topology, args)
+    ranks = topology.compute_nodes
+    r = ranks.index(cut.root)
+    rows = tuple(
+        tuple(
+            int(i != j and (i == r if args.collective == "scatter" else j == r))
+            for j in range(len(ranks))
+        )
+        for i in range(len(ranks))
+    )
+    demand = Demand(ranks, rows, f"{args.collective} of one byte per rank, root {cut.root}")
+    optimum = demand_optimum(topology, demand)
+    if optimum.time_factor != cut.ratio:
+        raise OptCollError(
+            f"internal error: the {args.collective} LP gives {optimum.time_factor}, the "
+            f"max-flow cut {cut.ratio}"
+        )
+    # whole-byte paths attain the optimum once each piece is the paths' common denominator
+    paths = demand_path_decomposition(topology, optimum.routing, demand.pairs())
+    piece = math.lcm(*(w.denominator for found in paths.values() for _, w in found))
+    demand = demand.scaled(piece)
+    optimum = dataclasses.replace(
+        optimum,
+        demand=demand,
+        time_factor=optimum.time_factor * piece,
+        routing={s: {a: x * piece for a, x in f.items()} for s, f in optimum.routing.items()},
+    )
+    schedule = demand_schedule(topology, demand, optimum=optimum)
+    write_output(
+        out, json.dumps(routes_document(schedule), indent=1) + "\n", force=args.force, inputs=inputs
+    )
+    data |= {
+        "lp_agrees": True,
+        "piece_bytes": piece,
+        "schedule_time_factor": fraction_text(schedule.time_factor / piece / topology.num_compute),
+        "verified": True,
+        "routes": len(schedule.routes),
+        "schedule": str(out),
+    }
+    if args.json:
+        print_json(data)
+        return 0
+    _print_rooted(topology, cut, data)
+    print(
+        f"{'schedule':<15} {len(schedule.routes)} routes, time factor "
+        f"{data['schedule_time_factor']} (the LP agrees), verified independently"
+    )
+    print(f"{'wrote':<15} {out}")
+    return 0

@@ -1,0 +1,110 @@
+"""Step schedules: a collective as rounds of messages between compute nodes.
+
+The log-step algorithms (recursive doubling and halving, Rabenseifner, Bruck, Swing) are
+not trees of chunks but *rounds*: in each step every node sends at most a few messages,
+each carrying some *blocks* of the data, to other compute nodes, and waits for what it
+receives before its next step. A :class:`StepSchedule` holds exactly that, independent
+of the network: which blocks go from which node to which, step by step. How a message
+crosses the network (its path through switches) is the simulator's business, as for an
+MSCCL program: every message takes the widest path between its two nodes.
+
+Semantics (checked by executing them, :mod:`optcoll.verify.steps`):
+
+* the data is cut into ``blocks`` equal blocks: ``M / blocks`` bytes each for a
+  reduce-scatter or an allreduce of ``M`` bytes, one block per compute node
+  (``blocks == N``) of ``M / N`` bytes for an allgather;
+* at the start, for an allgather node ``i`` holds block ``i`` (its own shard); for a
+  reduce-scatter or an allreduce every node holds its own input of every block;
+* in step ``s`` every :class:`Send` carries the sender's value of each of its blocks as
+  the sender held it at the *start* of step ``s`` (so two nodes may exchange in one
+  step); with ``reduce`` the receiver adds it to its own value, else it stores it;
+* at the end, allgather: every node holds every block; reduce-scatter: node ``i`` holds
+  block ``i`` summed over all inputs; allreduce: every node holds every block summed over
+  all inputs.
+
+A message of ``b`` blocks is one step of its connection (one overhead in the simulator)
+and ``b * M / blocks`` bytes (``b * M / N`` for an allgather).
+
+Examples
+--------
+>>> s = StepSchedule("allgather", "pair exchange", ("a", "b"), 2,
+...                  ((Send("a", "b", (0,)), Send("b", "a", (1,))),))
+>>> s.num_steps, s.messages, s.max_blocks
+(1, 2, 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optcoll.exceptions import ScheduleError
+
+__all__ = ["Send", "StepSchedule", "STEP_COLLECTIVES"]
+
+#: The collectives a step schedule can hold.
+STEP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
+
+
+@dataclass(frozen=True)
+class Send:
+    """One message of a step: ``blocks`` from compute node ``src`` to ``dst``, added to the
+    receiver's values when ``reduce`` (else stored)."""
+
+    src: str
+    dst: str
+    blocks: tuple[int, ...]
+    reduce: bool = False
+
+
+@dataclass(frozen=True)
+class StepSchedule:
+    """A collective as steps of messages (see the module docstring).
+
+    Attributes
+    ----------
+    collective : str
+        One of :data:`STEP_COLLECTIVES`.
+    method : str
+        Display name, e.g. ``"recursive doubling"``.
+    compute_nodes : tuple of str
+        The ranks, in order: rank ``i`` is ``compute_nodes[i]``.
+    blocks : int
+        How many equal blocks the data is cut into.
+    steps : tuple of tuple of Send
+        The messages of each step.
+    """
+
+    collective: str
+    method: str
+    compute_nodes: tuple[str, ...]
+    blocks: int
+    steps: tuple[tuple[Send, ...], ...]
+
+    def __post_init__(self) -> None:
+        if self.collective not in STEP_COLLECTIVES:
+            raise ScheduleError(
+                f"a step schedule holds {', '.join(STEP_COLLECTIVES)}, not {self.collective!r}"
+            )
+
+    @property
+    def num_steps(self) -> int:
+        """How many steps the schedule takes."""
+        return len(self.steps)
+
+    @property
+    def messages(self) -> int:
+        """How many messages all steps send."""
+        return sum(len(step) for step in self.steps)
+
+    @property
+    def max_blocks(self) -> int:
+        """The most blocks one message carries."""
+        return max((len(send.blocks) for step in self.steps for send in step), default=0)
+
+    def block_bytes(self, size: float) -> float:
+        """Bytes of one block of an ``size``-byte collective.
+
+        >>> StepSchedule("allreduce", "x", ("a", "b", "c"), 6, ()).block_bytes(600)
+        100.0
+        """
+        return size / self.blocks

@@ -1,0 +1,114 @@
+"""Step schedules in the simulator: on a star the simulated time is the closed form
+exactly; plan and compare run them as candidates by name."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from optcoll.schedules.baselines.logstep import bruck_allgather, rabenseifner_allreduce
+from optcoll.schedules.baselines.step_catalogue import STEP_BUILDERS
+from optcoll.sim.size_plan import candidates, method_times, plan
+from optcoll.sim.steps import route_steps, simulate_steps, step_cost
+from optcoll.topologies import build
+
+BUILDERS = [b for builders in STEP_BUILDERS.values() for b in builders]
+OVERHEAD, LATENCY, BANDWIDTH = 1.0, 1.0, 100  # µs, µs, GB/s = 1e5 bytes/µs
+
+
+def _send_receive_ends(schedule, size: int) -> float:
+    """The closed form on a star: a step's message leaves when both its nodes have ended
+    their previous steps and takes o + 2 L + bytes / B; a node's step ends with its last
+    message."""
+    end = dict.fromkeys(schedule.compute_nodes, 0.0)
+    block = size / schedule.blocks
+    for step in schedule.steps:
+        now: dict[str, float] = {}
+        for m in step:
+            done = max(end[m.src], end[m.dst]) + OVERHEAD + 2 * LATENCY
+            done += len(m.blocks) * block / (BANDWIDTH * 1000)
+            for v in (m.src, m.dst):
+                now[v] = max(now.get(v, 0.0), done)
+        end.update(now)
+    return max(end.values())
+
+
+@pytest.mark.parametrize("n", range(2, 18))
+@pytest.mark.parametrize("build", BUILDERS, ids=lambda b: b.__name__)
+def test_star_time_is_the_closed_form(n, build):
+    topo = build_topology(n)
+    routed = route_steps(topo, build(topo.compute_nodes))
+    size = n * 3 * 10**5
+    run = simulate_steps(topo, routed, size, overhead=OVERHEAD, slice_bytes=None)
+    assert run.time_us == pytest.approx(_send_receive_ends(routed.schedule, size), rel=1e-12)
+
+
+def build_topology(n: int):
+    return build(f"star:{n},bw={BANDWIDTH}")
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+@pytest.mark.parametrize("build", BUILDERS, ids=lambda b: b.__name__)
+def test_power_of_two_star_is_latency_times_steps_plus_bytes_over_bandwidth(n, build):
+    """Every message of a step equally large: steps (o + 2 L) + sum of one message per
+    step over B, which is also the cost model's alpha + data * time factor."""
+    topo = build_topology(n)
+    routed = route_steps(topo, build(topo.compute_nodes))
+    size = n * 3 * 10**5
+    schedule = routed.schedule
+    per_step = [len(step[0].blocks) for step in schedule.steps]
+    closed = schedule.num_steps * (OVERHEAD + 2 * LATENCY) + sum(per_step) * (
+        size / schedule.blocks
+    ) / (BANDWIDTH * 1000)
+    run = simulate_steps(topo, routed, size, overhead=OVERHEAD, slice_bytes=None)
+    assert run.time_us == pytest.approx(closed, rel=1e-12)
+    cost = step_cost(topo, routed)
+    assert cost.alpha == 2 * schedule.num_steps
+    assert cost.time_factor == Fraction(sum(per_step) * n, schedule.blocks * BANDWIDTH)
+
+
+def test_bruck_on_a_star_of_five():
+    """3 steps of 1, 2 and 1 blocks: 3 (1 + 2) + 4 * 3 µs = 21 µs."""
+    topo = build_topology(5)
+    run = simulate_steps(
+        topo, route_steps(topo, bruck_allgather(topo.compute_nodes)), 5 * 3 * 10**5,
+        slice_bytes=None,
+    )  # fmt: skip
+    assert run.time_us == pytest.approx(21.0, rel=1e-12)
+
+
+def test_rabenseifner_routes_on_the_torus_and_loads_links():
+    """On ring:8 ranks 4 apart are 4 hops apart: the first halving step puts 4 messages
+    of half the vector on each link of the busiest direction."""
+    topo = build("ring:8")
+    routed = route_steps(topo, rabenseifner_allreduce(topo.compute_nodes))
+    assert len(routed.paths[("n0", "n4")]) == 5
+    assert routed.step_factor >= routed.time_factor > 0
+
+
+def test_plan_runs_and_chooses_log_step_candidates():
+    """With a 1 µs overhead at 1 KiB on torus 4x4 a log-step allreduce wins, and plan's
+    time for it is simulate_steps' time of the same routed schedule."""
+    topo = build("torus:4x4")
+    options = candidates(topo, "allreduce")
+    names = [o.method for o in options]
+    for name in ("recursive doubling", "Rabenseifner", "Swing", "Swing (latency)"):
+        assert name in names
+    (row,) = plan(topo, "allreduce", [1024], options=options, default_latency=Fraction(1, 2))
+    times = dict(row.candidates)
+    assert row.method in ("recursive doubling", "Swing (latency)", "Rabenseifner", "Swing")
+    chosen = next(o for o in options if o.method == row.method)
+    alone = simulate_steps(
+        topo, chosen.steps, 1024, slice_bytes=row.slice_bytes, default_latency=Fraction(1, 2)
+    )
+    assert times[row.method] == row.time_us == alone.time_us
+    assert row.time_us < times["k=1"]
+
+
+def test_compare_times_step_costs():
+    topo = build("star:8,bw=100")
+    cost = step_cost(topo, route_steps(topo, rabenseifner_allreduce(topo.compute_nodes)))
+    (row,) = method_times(topo, [cost], [8 * 3 * 10**5], slice_bytes=None)
+    # 6 steps of 1 + 2 µs, 4 + 2 + 1 + 1 + 2 + 4 blocks of 3 µs
+    assert row == [pytest.approx(6 * 3 + 14 * 3, rel=1e-12)]

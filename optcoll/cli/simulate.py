@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_sizes_option(parser)
     add_simulator_options(parser)
+    parser.add_argument(
+        "--switch-model",
+        choices=("cut-through", "store-and-forward"),
+        default="cut-through",
+        help="how a slice crosses a node: its head goes on at once (default), or all of it "
+        "arrives first (ASTRA-sim's analytical backend)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -77,7 +85,13 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.bounds.in_network import reduction_cut
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
+    from optcoll.sim.programs import (
+        chakra_tasks,
+        chakra_ties,
+        msccl_tasks,
+        read_chakra,
+        read_msccl,
+    )
     from optcoll.sim.simulator import (
         aggregation_tasks,
         data_bytes,
@@ -87,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
     sim = sim_options(args)
     overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
-    network = sim.network(topology)
+    network = replace(
+        sim.network(topology), store_and_forward=args.switch_model == "store-and-forward"
+    )
     in_network = False
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
@@ -99,8 +115,10 @@ def run(args: argparse.Namespace) -> int:
         if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
+        ties = chakra_ties(traces, tasks)  # a compact schedule's: alike on every translate
+
         def graph(size: int) -> Any:
-            return tasks, None
+            return tasks, ties
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
         from optcoll.sim.programs import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan

@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import Network, simulate
-from optcoll.verify.mscclpp import verify_plan
+from optcoll.verify.mscclpp import granule, verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
 __all__ = ["export_mscclpp", "boxes_of", "ll_limit", "LL_SIZES"]
@@ -189,16 +190,20 @@ def _band(entry: dict[str, Any]) -> str:
 
 
 def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
-    """The largest of :data:`LL_SIZES` up to which the LL plan ``packets`` is simulated at
-    least as fast as the Simple plan ``simple`` (both :class:`MscclppPlan`) on
+    """The largest of :data:`LL_SIZES` (rounded down to a size both plans take) up to which
+    the LL plan ``packets`` is simulated at least as fast as the Simple plan ``simple``
+    (both :class:`MscclppPlan`) on
     ``topology``, at every size up to it (None if not at the smallest): the LL band is
     ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
     (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
     """
     network = Network.of(topology)
     parsed = [parse_plan(simple.document), parse_plan(packets.document)]
+    # only sizes both plans take (multiples of their granules: 1536 B on 3 GPUs) are
+    # compared, so the LL band [0, limit] holds a size its plan accepts
+    step = math.lcm(*(granule(p) for p in parsed))
     limit = None
-    for size in LL_SIZES:
+    for size in sorted({size // step * step for size in LL_SIZES} - {0}):
         slow, fast = (
             simulate(mscclpp_tasks(p, topology, network, size), network, size).time_us
             for p in parsed

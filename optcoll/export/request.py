@@ -82,6 +82,9 @@ class ExportRequest:
     group_form: str | None = None
     force: bool = False
     unchecked: bool = False
+    overhead: float | None = None
+    latency: Fraction | None = None
+    slice: int | None = None
     reader_options: tuple[tuple[str, str], ...] = ()
     bandwidth_attr: str | None = None
     latency_attr: str | None = None

@@ -69,8 +69,16 @@ def export_files(request: ExportRequest) -> ExportReport:
         raise ExportError(
             "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
         )
-    if (request.format == "chakra") != (request.size is not None):
-        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    if request.format == "chakra" and request.size is None and not request.bands:
+        raise ExportError("--format chakra needs --size (the traces are for one message size) "
+                          "or --bands --sizes (one trace set per size)")  # fmt: skip
+    if request.format != "chakra" and request.size is not None:
+        raise ExportError("--size is the message size of Chakra traces: it needs --format chakra")
+    if request.format != "chakra" and any(
+        value is not None for value in (request.overhead, request.latency, request.slice)
+    ):
+        raise ExportError("--overhead, --latency and --slice plan Chakra traces: they need "
+                          "--format chakra")  # fmt: skip
     if request.format == "chakra":
         return export_chakra(request)
     if request.format == "mscclpp":

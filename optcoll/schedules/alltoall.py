@@ -157,6 +157,10 @@ def alltoall_cut_bound(
     return AlltoallCut(best[0], best[1], False)
 
 
+#: Most arc orbits whose lengths (one each) give the cut bound's candidate sets.
+ORBIT_CUT_LENGTHS = 64
+
+
 def _distance_level_sets(
     topology: Topology, lengths: dict[Arc, Fraction], sources: Iterable[str]
 ) -> list[frozenset[str]]:
@@ -413,6 +417,14 @@ def alltoall_bound_core(topology: Topology, time_limit: float | None) -> Alltoal
     if len(topology.node_ids) > EXHAUSTIVE_CUT_NODES:
         sources = topology.compute_nodes if optimum.symmetry is None else optimum.symmetry.sources
         candidates = _distance_level_sets(topology, optimum.lengths, sources)
+        if optimum.symmetry is not None and len(optimum.symmetry.arc_orbits) <= ORBIT_CUT_LENGTHS:
+            # a symmetric optimum spreads its lengths over every orbit, and its level sets
+            # are balls; unit lengths on one arc orbit and its reverse arcs (a length
+            # function the group preserves) give the slabs of a torus as well
+            for orbit in optimum.symmetry.arc_orbits:
+                lengths = dict.fromkeys(orbit, Fraction(1))
+                lengths.update(dict.fromkeys(((v, u) for u, v in orbit), Fraction(1)))
+                candidates += _distance_level_sets(topology, lengths, sources)
     found = alltoall_cut_bound(topology, candidates)
     cut_bound, cut, exhaustive = found.ratio, found.side, found.exhaustive
     assert cut_bound <= optimum.time_factor, "a cut bound above the optimum: the LP is wrong"

@@ -123,7 +123,8 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
         if count > 0
     )
     factor = phase_time_factor(topology, trees, k, reverse=schedule.collective == "reduce")
-    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=dict(schedule.stats))
+    stats = {**schedule.stats, "trees": len(trees)}  # fewer trees when a share rounds to 0
+    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=stats)
 
 
 def deployable_schedule(

@@ -62,7 +62,7 @@ import math
 import time
 from bisect import insort
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -1173,10 +1173,67 @@ def pack_arborescences_core(
     shape: bool = True,
     symmetry: bool = True,
 ) -> Schedule:
-    """The core of :func:`pack_arborescences`: its arguments are already checked."""
-    started = time.perf_counter()
+    """The core of :func:`pack_arborescences`: its arguments are already checked.
+
+    For a fixed ``k`` on a topology with switches, rounding the capacities down for
+    ``k`` can lose more than for a divisor ``d`` of ``k`` (whose trees, each carrying
+    ``k / d`` times the chunks, are a ``k``-chunk schedule of the same time factor):
+    every divisor is packed too and the best is kept (:func:`_best_over_divisors`).
+    Without switches the rounded capacities are exact (Edmonds), so no divisor can win.
+    """
     if bound is None:
         bound = optimal_cut_ratio_core(topology)
+    schedule = _pack_chunks(
+        topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
+    )
+    if k is None or k == 1 or not topology.switch_nodes:
+        return schedule
+    return _best_over_divisors(topology, schedule, bound, shape=shape, symmetry=symmetry)
+
+
+def _best_over_divisors(
+    topology: Topology, schedule: Schedule, bound: CutRatio, *, shape: bool, symmetry: bool
+) -> Schedule:
+    """``schedule`` (``k`` chunks per root), or the best packing for a divisor ``d`` of
+    ``k`` with every tree carrying ``k / d`` times its chunks when that is faster; the
+    search stops at r*, which no schedule beats. ``stats["divisor_k"]`` names ``d``."""
+    k = schedule.k
+    best = schedule
+    for d in range(k // 2, 0, -1):
+        if best.time_factor == bound.ratio:
+            break
+        if k % d == 0:
+            candidate = _pack_chunks(topology, d, bound=bound, shape=shape, symmetry=symmetry)
+            if (
+                candidate.time_factor is not None
+                and best.time_factor is not None
+                and (candidate.time_factor < best.time_factor)
+            ):
+                best = candidate
+    if best is schedule:
+        return schedule
+    times = k // best.k
+    trees: tuple[Tree, ...] | ImageTrees
+    if isinstance(best.trees, ImageTrees):
+        scaled = [Tree(t.root, t.chunks * times, t.edges) for t in best.trees.representatives]
+        trees = ImageTrees(scaled, best.trees.group, best.trees.compute_nodes)
+    else:
+        trees = tuple(Tree(t.root, t.chunks * times, t.edges) for t in best.trees)
+    return replace(best, k=k, trees=trees, stats={**best.stats, "divisor_k": best.k})
+
+
+def _pack_chunks(
+    topology: Topology,
+    k: int | None,
+    *,
+    bound: CutRatio,
+    progress: bool = False,
+    timings: dict[str, float] | None = None,
+    shape: bool = True,
+    symmetry: bool = True,
+) -> Schedule:
+    """One packing: the optimal ``k`` (None) or the capacities rounded for ``k``."""
+    started = time.perf_counter()
     usable = bound.usable  # the forwardable capacity when a switch is short of input
     if k is None:
         set_up = chunk_capacities(topology, k, bound=bound)

@@ -368,7 +368,10 @@ def _verify_images(
         _check_header(topology, schedule)
         if schedule.routes:
             raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
-        _check_roots(topology, schedule, representatives, "representative tree")
+        # each representative's root first; the chunk sums only once the group is known to
+        # act freely with one representative root per orbit (else the sums of the
+        # representatives say nothing about those of the trees: the full walk decides)
+        _check_roots(topology, schedule, representatives, "representative tree", sums=False)
         try:
             action = automorphism_action(topology, trees.group)
             check_free(action, topology, [t.root for t in representatives])
@@ -376,6 +379,7 @@ def _verify_images(
             if method == "auto":
                 return None
             raise _Invalid(f"the schedule's rotations do not qualify: {why}") from None
+        _check_roots(topology, schedule, representatives, "representative tree")
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
         checked: set[tuple[str, str, tuple[str, ...]]] = set()
@@ -724,9 +728,12 @@ def _check_roots(
     schedule: Schedule,
     representatives: Sequence[Tree] | None = None,
     what: str = "tree",
+    *,
+    sums: bool = True,
 ) -> None:
-    """Roots and chunk sums of every tree, or (compact) of the ``representatives``' roots."""
-    sums: dict[str, int] = {}
+    """Roots and (with ``sums``) chunk sums of every tree, or (compact) of the
+    ``representatives``' roots."""
+    totals: dict[str, int] = {}
     trees = schedule.trees if representatives is None else representatives
     for index, tree in enumerate(trees):
         root = tree.root
@@ -744,12 +751,14 @@ def _check_roots(
             raise _Invalid(
                 f"{what} {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
             )
-        sums[root] = sums.get(root, 0) + chunks
-    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(sums)
+        totals[root] = totals.get(root, 0) + chunks
+    if not sums:
+        return
+    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(totals)
     if schedule.collective in _SINGLE_ROOT and schedule.root is not None:
         roots = (schedule.root,)  # the header check has required the root
     for root in roots:
-        total = sums.get(root, 0)
+        total = totals.get(root, 0)
         if total != schedule.k:
             raise _Invalid(
                 f"root {root!r}: the chunks of its trees sum to {total}, expected k = {schedule.k}"

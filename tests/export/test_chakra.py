@@ -300,8 +300,8 @@ def _pair():
     "args,message",
     [
         (["--format", "chakra"], "--format chakra needs --size"),
-        (["--size", "1M"], "--format chakra needs --size"),
-        (["--format", "chakra", "--size", "7"], "is too small"),
+        (["--size", "1M"], "--size is the message size of Chakra traces"),
+        (["--format", "chakra", "--size", "7", "-k", "2"], "is too small"),
         (["--format", "chakra", "--size", "1M", "--bands"], "drop --bands"),
     ],
 )

@@ -13,6 +13,7 @@ from optcoll import cli
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.exceptions import ImportFormatError
 from optcoll.io import detect_format, import_topology, load_topology
+from optcoll.io.astra_sim import GB_PER_ASTRA_GB
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -259,24 +260,28 @@ def test_xml_files_are_told_apart_by_their_root(tmp_path):
 
 #: file -> (NPUs, switches, directed links, r*): a Ring of n NPUs has 2n arcs (n = 2: 2), a
 #: FullyConnected block n(n-1), a Switch block one switch and 2n arcs; r* checked by the LP.
+#: r* is in 1/(GB/s); the files' bandwidths are GiB/s (``GB_PER_ASTRA_GB`` GB/s each).
 ASTRA = {
-    "Ring_4npus.yml": (4, 0, 8, Fraction(3, 100)),
-    "Ring_8npus.yml": (8, 0, 16, Fraction(7, 100)),
-    "Ring_16npus.yml": (16, 0, 32, Fraction(3, 20)),
-    "HGX-H100-validated.yml": (8, 1, 16, Fraction(7, 400)),
-    "FullyConnected.yml": (16, 0, 240, Fraction(1, 50)),
-    "hgx_h100_16gpu.yml": (16, 2, 2 * 16 + 8 * 2, Fraction(1, 30)),
-    "hgx_h100_32gpu.yml": (32, 4, 2 * 32 + 8 * 8, Fraction(31, 500)),
-    "tpu_v3_32_2dtorus.yml": (32, 0, 4 * 32, Fraction(31, 320)),
+    name: (n, s, a, r / GB_PER_ASTRA_GB)
+    for name, (n, s, a, r) in {
+        "Ring_4npus.yml": (4, 0, 8, Fraction(3, 100)),
+        "Ring_8npus.yml": (8, 0, 16, Fraction(7, 100)),
+        "Ring_16npus.yml": (16, 0, 32, Fraction(3, 20)),
+        "HGX-H100-validated.yml": (8, 1, 16, Fraction(7, 400)),
+        "FullyConnected.yml": (16, 0, 240, Fraction(1, 50)),
+        "hgx_h100_16gpu.yml": (16, 2, 2 * 16 + 8 * 2, Fraction(1, 30)),
+        "hgx_h100_32gpu.yml": (32, 4, 2 * 32 + 8 * 8, Fraction(31, 500)),
+        "tpu_v3_32_2dtorus.yml": (32, 0, 4 * 32, Fraction(31, 320)),
+    }.items()
 }
 
 
 def test_astra_sim_dimensions_bandwidths_and_latencies():
     topo = import_topology(DATA / "astra" / "hgx_h100_32gpu.yml")  # [Switch, Ring] x [8, 4]
-    assert topo.capacity[("npu0", "dim0.sw0")] == 400
+    assert topo.capacity[("npu0", "dim0.sw0")] == 400 * Fraction(2**30, 10**9)  # GiB/s
     assert topo.latency[("npu0", "dim0.sw0")] == Fraction(93625, 100000)  # 936.25 ns in us
-    assert topo.capacity[("npu0", "npu8")] == 50  # dimension 1 moves in steps of 8
-    assert topo.capacity[("npu0", "npu24")] == 50  # ... around a ring of 4
+    assert topo.capacity[("npu0", "npu8")] == 50 * GB_PER_ASTRA_GB  # dim 1: steps of 8
+    assert topo.capacity[("npu0", "npu24")] == 50 * GB_PER_ASTRA_GB  # ... a ring of 4
     assert ("npu0", "npu16") not in topo.capacity
 
 

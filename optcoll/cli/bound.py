@@ -148,7 +148,12 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     )
     from optcoll.core.rational import fraction_text, rounded_text
     from optcoll.exceptions import MethodError, OptCollError
+    from optcoll.schedules.collective_bound import collective_bound
     from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.spanning_tree_allreduce import (
+        reduces_over_spanning_trees,
+        spanning_tree_packing,
+    )
 
     if args.method != "combinatorial":
         raise MethodError(f"--method {args.method} applies to the allgather cut ratio only")
@@ -195,6 +200,13 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         "reduce_scatter_allgather": fraction_text(relaying),
         "aggregation": None if aggregation is None else aggregation.to_dict(),
     }
+    certified = collective_bound(topology, "allreduce")
+    partition = certified.partition or _partition_or_none(topology)
+    trees = spanning_tree_packing(topology) if reduces_over_spanning_trees(topology) else None
+    data["bound"] = fraction_text(certified.time_factor / n)
+    data["bound_holds_for"] = certified.describe()
+    data["partition_bound"] = None if partition is None else _partition_dict(partition)
+    data["spanning_trees"] = None if trees is None else fraction_text(trees.time_factor)
     if args.json:
         print_json(data)
         return 0
@@ -218,6 +230,37 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             "reduce-scatter then allgather, switches relaying",
         ),
     ]
+    if partition is not None:
+        rows.append(
+            (
+                "partition",
+                f"T >= M * {fraction_text(partition.time_factor)} (algbw <= "
+                f"{float(1 / partition.time_factor):.3f} {unit}): p = {partition.compute_parts} "
+                f"compute parts, d = {partition.crossings}, C = {rounded_text(partition.capacity)}"
+                f" {unit} ({'best of all partitions' if partition.exact else partition.method}); "
+                f"holds for {partition.holds_for}",
+            )
+        )
+    if trees is not None:
+        rows.append(
+            (
+                "spanning trees",
+                f"T = M * {fraction_text(trees.time_factor)} (algbw "
+                f"{float(1 / trees.time_factor):.3f} {unit}): reduce + broadcast over "
+                f"{len(trees.trees)} spanning trees (exact LP)",
+            )
+        )
+    best = min([relaying, *([trees.time_factor] if trees is not None else [])])
+    if partition is not None and best == partition.time_factor:
+        which = "RS + AG" if best == relaying else "reduce + broadcast over spanning trees"
+        rows.append(
+            (
+                "optimal",
+                f"{which}: optimal among "
+                + partition.holds_for.replace("every allreduce", "all allreduce schedules"),
+            )
+        )
+    rows.append(("bound", certified.describe()))
     if len(capable) > MAX_CAPABLE_SWITCHES:
         rows.append(
             (
@@ -290,3 +333,29 @@ def _groups(groups: Any, args: argparse.Namespace) -> int:
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0
+
+
+def _partition_or_none(topology: Any) -> Any:
+    """The partition bound of the allreduce, or None where no partition applies."""
+    from optcoll.bounds.partition import partition_bound
+    from optcoll.exceptions import ArgumentError
+
+    try:
+        return partition_bound(topology, "allreduce")
+    except ArgumentError:
+        return None
+
+
+def _partition_dict(partition: Any) -> dict[str, Any]:
+    from optcoll.core.rational import fraction_text
+
+    return {
+        "time_factor": fraction_text(partition.time_factor),
+        "compute_parts": partition.compute_parts,
+        "crossings": partition.crossings,
+        "capacity": fraction_text(partition.capacity),
+        "exact": partition.exact,
+        "method": partition.method,
+        "holds_for": partition.holds_for,
+        "parts": [sorted(part) for part in partition.parts],
+    }

@@ -6,7 +6,9 @@ simulator's model:
 
     lower bound (µs) = max(latency bound, data(M) * bound)
 
-* the **bandwidth bound** ``data(M) * bound``: ``(M / N) * r*`` for allgather and for
+* the **bandwidth bound** ``data(M) * bound``, one per collective
+  (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
+  r*, the partition bound and the reduction cut): ``(M / N) * r*`` for allgather and for
   allreduce (an allreduce of inputs that are zero outside each node's own shard is an
   allgather, so r* bounds every allreduce algorithm; reduce-scatter followed by allgather
   needs ``2 r*``), the reversed topology's r* for reduce-scatter, the min-cut bound times
@@ -57,8 +59,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
@@ -83,13 +86,17 @@ from optcoll.schedules.baselines import (
 )
 from optcoll.schedules.baselines.routing import equal_boxes
 from optcoll.schedules.baselines.step_catalogue import step_schedules
+from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
     allreduce_core,
     build_collective_core,
-    collective_lower_bound_core,
     reduce_scatter_core,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.spanning_tree_allreduce import (
+    reduce_broadcast_trees,
+    reduces_over_spanning_trees,
+)
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.quotient import (
     Quotient,
@@ -295,6 +302,8 @@ class SizePlan:
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     bound: Fraction | None = None
     orders: tuple[tuple[str, str, int | None], ...] = ()
+    bus: Fraction = Fraction(1)
+    holds_for: str = ""
 
     @property
     def ratio(self) -> float:
@@ -308,16 +317,26 @@ class SizePlan:
         """``size / time`` in GB/s, as :attr:`optcoll.sim.simulator.Simulation.algbw`."""
         return self.size / self.time_us / 1000.0
 
+    @property
+    def busbw(self) -> float:
+        """nccl-tests' bus bandwidth: :attr:`algbw` times ``bus``
+        (:func:`optcoll.core.busbw.bus_factor`)."""
+        return self.algbw * float(self.bus)
+
     def to_dict(self) -> dict[str, object]:
-        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes",
-        "priority", "candidates": [{"method", "time_us"}, ...]}`` (``time_us`` None: too
-        many steps to simulate; ``slice_bytes`` None: whole chunks)."""
+        """``{"bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+        "bound_holds_for", "slice_bytes", "priority", "candidates": [{"method", "time_us"},
+        ...]}`` (``time_us`` None: too many steps to simulate; ``slice_bytes`` None: whole
+        chunks)."""
         return {
             "bytes": self.size,
             "method": self.method,
             "time_us": round(self.time_us, 4),
+            "algbw": round(self.algbw, 3),
+            "busbw": round(self.busbw, 3),
             "lower_bound_us": round(self.lower_bound_us, 4),
             "ratio": round(self.ratio, 6),
+            "bound_holds_for": self.holds_for,
             "slice_bytes": self.slice_bytes,
             "priority": self.priority,
             "candidates": [
@@ -405,6 +424,15 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if reduces_over_spanning_trees(topology):
+            found.append(
+                Candidate(
+                    "spanning trees (reduce+broadcast)",
+                    None,
+                    reduce_broadcast_trees(topology),
+                    (True, False),
+                )
+            )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
     if topology.num_compute > STEP_NODES:
@@ -558,12 +586,9 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
-    bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = collective_lower_bound_core(topology, bound_collective, root)
-    assert bound is not None  # the root is set for broadcast and reduce
-    if collective == "allreduce" and topology.has_in_network:
-        # per M / N bytes, as the allgather bound: N / lambda
-        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
+    certified = collective_bound(topology, collective, root)
+    bound = certified.time_factor
+    bus = bus_factor(collective, topology.num_compute)
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
@@ -600,6 +625,8 @@ def plan(
                 best.schedule,
                 lower,
                 search.fastest_orders(),
+                bus,
+                certified.describe(),
             )
         )
     if bar is not None:

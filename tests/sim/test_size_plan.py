@@ -87,9 +87,12 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
     for row in data["sizes"]:
         assert list(row) == [
-            "bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes", "priority",
-            "candidates",
+            "bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+            "bound_holds_for", "slice_bytes", "priority", "candidates",
         ]  # fmt: skip
+        # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
+        assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)
+        assert row["bound_holds_for"] == "cut bound r*: holds for every allgather"
         assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
         assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
     files = sorted(out.glob("*.xml"))

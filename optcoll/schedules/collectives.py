@@ -57,7 +57,7 @@ from optcoll.core.arguments import (
     topology_argument,
 )
 from optcoll.core.loads import phase_time_factor
-from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.schedule import Schedule, a_collective, canonical_collective
 from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.graph.maxflow import FlowNetwork
@@ -510,14 +510,14 @@ def build_collective_core(
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
-                f"a {collective} uses the maximum number of trees from its root; -k does not apply"
+                f"{a_collective(collective)} uses the maximum number of trees from its root; -k does not apply"
             )
         chosen = root if root is not None else topology.compute_nodes[0]
         make = broadcast if collective == "broadcast" else reduce
         return make(topology, chosen, progress=progress)
     if root is not None:
         raise ScheduleError(
-            f"a {collective} has no single root; --root applies to broadcast/reduce"
+            f"{a_collective(collective)} has no single root; --root applies to broadcast/reduce"
         )
     if collective == "alltoall":
         return alltoall_schedule_core(topology, k)

@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from optcoll.core.arguments import count_argument
 from optcoll.core.loads import phase_time_factor
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.schedules.collectives import (
@@ -207,7 +207,7 @@ def deployable_schedule(
         chunks *= 2
     best_k, best = min(tried, key=lambda item: (item[1], item[0]))
     raise ExportError(
-        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives a {collective} within "
+        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives {a_collective(collective)} within "
         f"{float(tolerance):.2%} of the optimum (best: k = {best_k}, "
         f"{float(best - 1):.3%} above); raise --tolerance, force -k, or keep the optimal k "
         "with --exact"

@@ -48,6 +48,7 @@ from optcoll.core.arguments import (
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import DEFAULT_COLLECTIVE, Schedule, canonical_collective
 from optcoll.core.topology import Topology
+from optcoll.core.units import time_factor_meaning, time_factor_share
 from optcoll.exceptions import SolveError
 from optcoll.io import load_topology
 from optcoll.schedules.alltoall import (
@@ -209,8 +210,8 @@ class Solution:
         ...     print(f"{label:<15} {text}")
         collective      allgather
         topology        ring:4 (4 compute nodes)
-        algbw           266.667 GB/s  (time factor 3/200 per GB/s)
-        optimum         266.667 GB/s  (lower bound 3/200 per GB/s)
+        algbw           266.667 GB/s  (time factor 3/200 per GB/s of M/N)
+        optimum         266.667 GB/s  (lower bound 3/200 per GB/s of M/N)
         optimality      optimal
         bottleneck cut  every node except n0: 3 compute nodes behind 200 GB/s
         schedule        8 trees, k = 2 chunks per root, verified independently
@@ -220,16 +221,17 @@ class Solution:
         root = "" if self.schedule.root is None else f" from root {self.schedule.root}"
         tf = fraction_text(self.time_factor)
         chunks = "chunk" if self.schedule.k == 1 else "chunks"
+        share = time_factor_share(self.collective)
         per = {"alltoall": "per pair", "broadcast": "of the message", "reduce": "of the message"}
         per_text = per.get(self.collective, "per root")
         return [
             ("collective", f"{self.collective.replace('_', '-')}{root}"),
             ("topology", f"{self.topology.name} ({n} compute nodes)"),
-            ("algbw", f"{self.algbw:.3f} {unit}  (time factor {tf} per {unit})"),
+            ("algbw", f"{self.algbw:.3f} {unit}  (time factor {tf} per {unit} of {share})"),
             (
                 "optimum",
                 f"{self.optimal_algbw:.3f} {unit}  "
-                f"(lower bound {fraction_text(self.lower_bound)} per {unit})",
+                f"(lower bound {fraction_text(self.lower_bound)} per {unit} of {share})",
             ),
             ("optimality", self.claim),
             ("bottleneck cut", self.describe_bound()),
@@ -250,6 +252,9 @@ class Solution:
             "root": self.schedule.root,
             "k": self.schedule.k,
             "time_factor": fraction_text(self.time_factor),
+            "time_factor_meaning": time_factor_meaning(
+                self.collective, self.topology.bandwidth_unit
+            ),
             "algbw": round(self.algbw, 3),
             "lower_bound": fraction_text(self.lower_bound),
             "optimal_algbw": round(self.optimal_algbw, 3),
@@ -318,10 +323,10 @@ def solve(
     """
 
     started = time.perf_counter()
-    topo = (
+    topo = as_topology(
         load_topology(path_argument(topology, "topology"))
         if isinstance(topology, (str, Path))
-        else as_topology(topology)
+        else topology
     )
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")

@@ -116,6 +116,7 @@ from optcoll.core.schedule import (
     Schedule,
     Tree,
     TreeEdge,
+    a_collective,
     order_stats_error,
 )
 from optcoll.core.topology import Topology
@@ -334,7 +335,7 @@ def verify_schedule_core(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
@@ -367,7 +368,7 @@ def _verify_images(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
         # each representative's root first; the chunk sums only once the group is known to
         # act freely with one representative root per orbit (else the sums of the
         # representatives say nothing about those of the trees: the full walk decides)

@@ -13,11 +13,11 @@ from optcoll.cli import main
 from optcoll.exceptions import ExportError, FileFormatError
 from optcoll.export.mscclpp import (
     LL_COLLECTIVES,
+    boxes_of,
     mscclpp_placements,
     mscclpp_plan,
     pipeline_unit,
 )
-from optcoll.export.mscclpp_workflow import boxes_of
 from optcoll.schedules.deploy import deployable_schedule
 from optcoll.topologies import build
 from optcoll.verify.mscclpp import verify_plan, verify_plan_file
@@ -45,7 +45,7 @@ def _plans(spec: str, collectives=COLLECTIVES, protocol="Simple"):
                     best.schedule,
                     placement=placement,
                     allgather=best.allgather,
-                    boxes=boxes_of(topo.compute_nodes),
+                    boxes=boxes_of(topo),
                     unit_size=unit,
                     protocol=protocol,
                 ),

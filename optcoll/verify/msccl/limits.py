@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from optcoll.core.limits import MAX_PROGRAM_CELLS
 from optcoll.core.msccl_runtimes import RUNTIMES, RuntimeProfile
+from optcoll.core.schedule import a_collective
 from optcoll.verify.msccl.program import Element, Program
 from optcoll.verify.report import Finding
 
@@ -401,7 +402,7 @@ def _sizes(
         part = "piece for each rank" if collective == "alltoall" else "own part"
         r.add(
             "limit",
-            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: a {collective} "
+            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: {a_collective(str(collective))} "
             f"rank's {part} is not a whole number of chunks",
         )
         return None

@@ -85,6 +85,5 @@ def schedule_of_bound(bound: AggregationBound) -> AggregationSchedule:
             "proved": bound.proved,
             "gap_to_cut_bound": str(bound.gap),
             "columns": bound.columns,
-            "seconds": round(bound.seconds, 3),
         },
     )

@@ -12,7 +12,7 @@ from optcoll.core.limits import check_size
 from optcoll.exceptions import ArgumentError
 from optcoll.graph.symmetry import is_automorphism
 from optcoll.topologies import build
-from optcoll.topologies.declared_symmetry import FAMILIES_WITH_SYMMETRY, declared_generators
+from optcoll.graph.family_symmetry import FAMILIES_WITH_SYMMETRY, declared_generators
 
 SMALL = [
     "dgx-a100:3",

@@ -60,9 +60,9 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.core.units import BYTES_PER_SECOND
 from optcoll.exceptions import MethodError, SolveError
+from optcoll.graph.family_symmetry import declared_generators
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
 from optcoll.graph.symmetry import automorphism_group, is_automorphism, preserves_capacity
-from optcoll.graph.family_symmetry import declared_generators
 
 if TYPE_CHECKING:
     import networkx as nx

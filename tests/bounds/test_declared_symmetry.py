@@ -10,9 +10,9 @@ from optcoll.bounds import cut_ratio
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
 from optcoll.core.limits import check_size
 from optcoll.exceptions import ArgumentError
+from optcoll.graph.family_symmetry import FAMILIES_WITH_SYMMETRY, declared_generators
 from optcoll.graph.symmetry import is_automorphism
 from optcoll.topologies import build
-from optcoll.graph.family_symmetry import FAMILIES_WITH_SYMMETRY, declared_generators
 
 SMALL = [
     "dgx-a100:3",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Mapping
+from contextvars import ContextVar
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_LINKS",
     "MAX_BUILT_NODES",
     "MAX_BUILT_LINKS",
+    "LARGE_BUILT",
     "MAX_PROGRAM_CELLS",
     "MAX_NESTING",
     "MAX_TRIALS",
@@ -60,6 +62,11 @@ MAX_LINKS = 250_000
 MAX_BUILT_NODES = 250_000
 #: Directed links of the largest topology built in Python (``dgx-h100:12500``: 600,000).
 MAX_BUILT_LINKS = 1_000_000
+#: Whether a topology built in Python may reach :data:`MAX_BUILT_NODES` and
+#: :data:`MAX_BUILT_LINKS`: true for the Python API and ``optcoll bound`` (whose cost grows
+#: with the orbits, not the nodes); the other commands set it false, so that ``solve`` or
+#: ``trees`` of a 100,000-GPU spec is refused at once instead of running for hours.
+LARGE_BUILT: ContextVar[bool] = ContextVar("large_built", default=True)
 #: Buffer cells (``ngpus * nchunksperloop``) of the largest MSCCL program the checker
 #: executes: each cell is a Python integer in a dictionary (about 100 bytes), so
 #: 4 million cells per buffer stay below a gigabyte.
@@ -168,9 +175,14 @@ def check_size(
     optcoll.exceptions.ArgumentError: torus:100000x100000 would have 10000000000 nodes and 40000000000 directed links; every topology file is limited to 50000 nodes and 250000 links (building alone would take minutes and gigabytes): choose a smaller size
     >>> check_size("dgx-h100:12500", 212508, 600000, built=True)
     """
-    most_nodes, most_links = (MAX_BUILT_NODES, MAX_BUILT_LINKS) if built else (MAX_NODES, MAX_LINKS)
+    large = built and LARGE_BUILT.get()
+    most_nodes, most_links = (MAX_BUILT_NODES, MAX_BUILT_LINKS) if large else (MAX_NODES, MAX_LINKS)
     if nodes > most_nodes or links > most_links:
-        kind = "built topology" if built else "topology file"
+        kind = (
+            "built topology" if large else "topology of this command" if built else "topology file"
+        )
+        if built and not large:
+            what = f"{what} (optcoll bound and the Python API take up to {MAX_BUILT_NODES} nodes)"
         raise error(
             f"{what} would have {_amount(nodes)} nodes and {_amount(links)} directed links; "
             f"every {kind} is limited to {most_nodes} nodes and {most_links} links (building "

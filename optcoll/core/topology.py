@@ -159,10 +159,10 @@ def _describe(index: int, link: Link) -> str:
     return f"links[{index}] ({link.src} {arrow} {link.dst})"
 
 
-def _reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
+def reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
     """Nodes reachable from ``start`` (itself included) along ``adjacency``.
 
-    >>> sorted(_reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
+    >>> sorted(reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
     ['a', 'b']
     """
     seen = {start}
@@ -290,7 +290,7 @@ class Topology:
     def _validate(self) -> tuple[Fraction, ...]:
         # an imported file is held to the built-ins' limits before anything is indexed
         arcs = sum(2 if getattr(link, "bidirectional", False) is True else 1 for link in self.links)
-        check_size(f"topology {self.name!r}", len(self.nodes), arcs)
+        check_size(f"topology {self.name!r}", len(self.nodes), arcs, built=True)
         first_index: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)
@@ -404,8 +404,8 @@ class Topology:
         # Every compute node reaches and is reached from the first one iff all
         # compute nodes are mutually reachable.
         first = compute[0]
-        forward = _reachable(successors, first)
-        backward = _reachable(predecessors, first)
+        forward = reachable(successors, first)
+        backward = reachable(predecessors, first)
         for c in compute[1:]:
             if c not in forward:
                 raise NotStronglyConnectedError(
@@ -522,12 +522,16 @@ class Topology:
 
     @cached_property
     def _node_bandwidths(self) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
-        """(ingress, egress) bandwidth of every node, computed in one pass."""
-        ingress = {n: Fraction(0) for n in self.node_ids}
-        egress = dict(ingress)
-        for (u, v), c in self.capacity.items():
-            egress[u] += c
-            ingress[v] += c
+        """(ingress, egress) bandwidth of every node, computed in one pass (summed in
+        integer capacity units, then scaled once per node)."""
+        caps, unit = self._integer_scaling
+        ingress_units = dict.fromkeys(self.node_ids, 0)
+        egress_units = dict(ingress_units)
+        for (u, v), c in caps.items():
+            egress_units[u] += c
+            ingress_units[v] += c
+        ingress = {n: unit * k for n, k in ingress_units.items()}
+        egress = {n: unit * k for n, k in egress_units.items()}
         return ingress, egress
 
     def out_bandwidth(self, node_id: str) -> Fraction:

@@ -35,7 +35,7 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import Network, simulate
-from optcoll.verify.mscclpp import check_plan, granule
+from optcoll.verify.mscclpp import granule, verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
 __all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
@@ -109,7 +109,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
-                report = check_plan(plan.document)
+                report = verify_plan(plan.document)
                 if not report.ok:
                     kind, message = report.findings[0]
                     raise ExportError(

@@ -83,11 +83,13 @@ __all__ = [
     "box_rotation",
     "box_rotations",
     "extend_automorphism",
+    "coloured_isomorphism",
     "automorphism_group",
     "PermutationGroup",
     "automorphisms",
     "path_rotation",
     "preserves_capacity",
+    "is_automorphism",
 ]
 
 
@@ -353,16 +355,25 @@ class _Refiner:
             count = new
 
     def search(
-        self, colour: Any, prefer: Callable[[int, int], bool], leaves: int
+        self,
+        colour: Any,
+        prefer: Callable[[int, int], bool],
+        leaves: int,
+        *,
+        greedy: bool = False,
     ) -> list[list[int]]:
         """Up to ``leaves`` bijections ``left -> right`` compatible with ``colour``,
         found by individualising one left node and each right candidate in turn
-        (candidates with ``prefer(x, y)`` first, then by index), depth first."""
+        (candidates with ``prefer(x, y)`` first, then by index), depth first.
+
+        ``greedy``: no backtracking; the least left node of a class with several
+        nodes is paired with the least right node of its class only, so at most
+        one bijection comes out, after at most ``n`` refinements."""
         np = _numpy()
         n = self.n
         found: list[list[int]] = []
         stack = [colour]  # refined when popped: a branch the search never reaches costs nothing
-        budget = SEARCH_NODES
+        budget = n + 1 if greedy else SEARCH_NODES
         while stack and len(found) < leaves and budget > 0:
             colour = self.refine(stack.pop())
             budget -= 1
@@ -376,11 +387,16 @@ class _Refiner:
                 image[np.argsort(colour[:n], kind="stable")] = order
                 found.append(image.tolist())
                 continue
-            sizes = np.where(left > 1, left, n + 1)
-            cell = int(np.argmin(sizes))
-            x = int(np.flatnonzero(colour[:n] == cell)[0])
-            candidates = np.flatnonzero(colour[n:] == cell).tolist()
-            candidates.sort(key=lambda y: (not prefer(x, y), y))
+            if greedy:
+                x = int(np.flatnonzero(left[colour[:n]] > 1)[0])
+                cell = int(colour[x])
+                candidates = [int(np.flatnonzero(colour[n:] == cell)[0])]
+            else:
+                sizes = np.where(left > 1, left, n + 1)
+                cell = int(np.argmin(sizes))
+                x = int(np.flatnonzero(colour[:n] == cell)[0])
+                candidates = np.flatnonzero(colour[n:] == cell).tolist()
+                candidates.sort(key=lambda y: (not prefer(x, y), y))
             fresh = int(colour.max()) + 1
             for y in reversed(candidates):  # the stack pops the first candidate first
                 branch = colour.copy()
@@ -756,6 +772,46 @@ def extend_automorphism(
     return None
 
 
+def coloured_isomorphism(
+    n: int,
+    capacity: Mapping[tuple[int, int], Any],
+    left: Sequence[Hashable],
+    right: Sequence[Hashable],
+    accept: Callable[[list[int]], bool] | None = None,
+) -> list[int] | None:
+    """An automorphism of ``0 .. n-1`` that maps every node of colour ``left[v]`` to a node
+    of the same colour in ``right`` (fixed colour classes), or ``None`` when none is found.
+
+    The search of :func:`automorphism_group` on two copies of the graph, the left one
+    coloured by ``left``, the right one by ``right``, in its greedy form: refine,
+    then pair the least node of a class with several nodes with the least node of
+    its class on the right, and refine again, without backtracking (at most ``n``
+    refinements). The map is checked exactly (:func:`preserves_capacity`, the
+    colours) and by ``accept`` when given (e.g. that it keeps process groups,
+    :mod:`optcoll.groups.symmetry`). It may miss an automorphism, never invents one.
+
+    Examples
+    --------
+    >>> ring = {(i, (i + 1) % 4): 1 for i in range(4)} | {((i + 1) % 4, i): 1 for i in range(4)}
+    >>> coloured_isomorphism(4, ring, [1, 0, 0, 0], [0, 0, 1, 0])  # node 0 onto node 2
+    [2, 1, 0, 3]
+    >>> coloured_isomorphism(4, ring, [1, 0, 0, 0], [0, 0, 1, 0], lambda g: g[1] == 3)
+    >>> coloured_isomorphism(4, ring, [1, 1, 0, 0], [1, 0, 1, 0]) is None  # an arc onto a non-arc
+    True
+    """
+    np = _numpy()
+    names: dict[Hashable, int] = {}
+    start = np.array([names.setdefault(c, len(names)) for c in (*left, *right)], dtype=np.int64)
+    for g in _Refiner(n, capacity).search(start, lambda x, y: True, 1, greedy=True):
+        if (
+            all(left[v] == right[w] for v, w in enumerate(g))
+            and preserves_capacity(capacity, dict(enumerate(g)))
+            and (accept is None or accept(g))
+        ):
+            return g
+    return None
+
+
 def root_symmetry(logical: LogicalGraph, groups: Mapping[str, str | None]) -> RootSymmetry | None:
     """The larger of :func:`box_rotation` and :func:`automorphism_group` of ``logical``.
 
@@ -893,3 +949,33 @@ def _path_image(logical: LogicalGraph, rho: Sequence[int]) -> dict[str, str] | N
     if len(set(images.values())) != len(images) or set(images.values()) != set(images):
         return None
     return {x: y for x, y in images.items() if x != y}
+
+
+def is_automorphism(
+    capacity: Mapping[tuple[Any, Any], Any],
+    kind: Mapping[Any, Hashable],
+    image: Mapping[Any, Any],
+) -> bool:
+    """Whether ``image`` (nodes not listed stay) is an automorphism of the capacitated
+    digraph whose nodes are the keys of ``kind``: a bijection of the nodes that keeps
+    each node's ``kind`` (e.g. compute or switch) and maps every arc to an arc of equal
+    capacity. Exact, ``O(nodes + arcs)``.
+
+    A bijection maps distinct arcs to distinct arcs, so keeping every arc's capacity
+    also maps the arc set onto itself.
+
+    Examples
+    --------
+    >>> arcs = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}
+    >>> kinds = {"a": 0, "b": 0, "c": 0}
+    >>> is_automorphism(arcs, kinds, {"a": "b", "b": "c", "c": "a"})
+    True
+    >>> is_automorphism(arcs, kinds, {"a": "b", "b": "a"}), is_automorphism(arcs, kinds, {"a": "b"})
+    (False, False)
+    """
+    moved = set(image)
+    if not moved <= kind.keys() or set(image.values()) != moved:
+        return False
+    if any(kind[w] != kind[v] for v, w in image.items()):
+        return False
+    return preserves_capacity(capacity, image)

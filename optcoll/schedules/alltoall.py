@@ -406,11 +406,11 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
     (Fraction(8, 25), Fraction(8, 25), '8/25')
     """
     topology_argument(topology)
-    return _alltoall_bound(topology, time_limit)
+    return alltoall_bound_core(topology, time_limit)
 
 
 @functools.lru_cache(maxsize=4)
-def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBound:
+def alltoall_bound_core(topology: Topology, time_limit: float | None) -> AlltoallBound:
     start = time.perf_counter()
     optimum = alltoall_optimum(topology, time_limit=time_limit)
     candidates = None
@@ -627,15 +627,15 @@ def alltoall_schedule(
         instance_argument(
             bound, AlltoallBound, "bound", "optcoll.schedules.alltoall.alltoall_bound"
         )
-    return _alltoall_schedule(topology, k, bound=bound)
+    return alltoall_schedule_core(topology, k, bound=bound)
 
 
-def _alltoall_schedule(
+def alltoall_schedule_core(
     topology: Topology, k: int | None = None, *, bound: AlltoallBound | None = None
 ) -> Schedule:
     """The core of :func:`alltoall_schedule`: its arguments are already checked."""
     if bound is None:
-        bound = _alltoall_bound(topology, None)
+        bound = alltoall_bound_core(topology, None)
     if bound.symmetry is not None and bound.flows is not None:
         paths = orbit_path_decomposition(topology, bound.symmetry, bound.flows)
     else:

@@ -36,7 +36,7 @@ from optcoll.bounds.partition import PartitionBound, partition_bound
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError
-from optcoll.schedules.collectives import _collective_lower_bound
+from optcoll.schedules.collectives import collective_lower_bound_core
 
 __all__ = ["CollectiveBound", "collective_bound"]
 
@@ -82,7 +82,7 @@ def collective_bound(
     collective = canonical_collective(collective)
     n = topology.num_compute
     if collective == "allreduce":
-        cut = _collective_lower_bound(topology, "allgather")
+        cut = collective_lower_bound_core(topology, "allgather")
         assert cut is not None
         best = CollectiveBound(collective, cut, "every allreduce", "cut bound r*")
         if topology.has_in_network:
@@ -103,7 +103,7 @@ def collective_bound(
                 collective, n * partition.time_factor, holds, "partition bound", partition
             )
         return best
-    factor = _collective_lower_bound(topology, collective, root)
+    factor = collective_lower_bound_core(topology, collective, root)
     if factor is None:
         raise ArgumentError(f"a {collective} bound needs a root")
     names = {

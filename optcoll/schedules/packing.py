@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.core.arguments import (
     as_topology,
     count_argument,
@@ -959,10 +959,10 @@ def chunk_capacities(
     (1, 7)
     """
     if k is not None:
-        fixed = _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)
+        fixed = fixed_k_capacity_core(topology, k, ratio=None if bound is None else bound.ratio)
         return ChunkCapacities(k, fixed.capacity)
     if bound is None:
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
     caps, unit = bound.usable.integer_capacities()
     scaled = bound.ratio * unit  # U / k in lowest terms
     return ChunkCapacities(scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()})
@@ -995,16 +995,16 @@ def fixed_k_capacity(
     """
     topology_argument(topology)
     k = count_argument(k, "k")
-    return _fixed_k_capacity(topology, k, ratio=ratio)
+    return fixed_k_capacity_core(topology, k, ratio=ratio)
 
 
-def _fixed_k_capacity(
+def fixed_k_capacity_core(
     topology: Topology, k: int, *, ratio: Fraction | None = None
 ) -> FixedKCapacity:
     """The core of :func:`fixed_k_capacity`: its arguments are already checked."""
     usable = topology
     if ratio is None or topology.short_switches():
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
         ratio, usable = bound.ratio, bound.usable
     caps, unit = usable.integer_capacities()
     _, topology_unit = topology.integer_capacities()
@@ -1158,12 +1158,12 @@ def pack_arborescences(
     flag_argument(progress, "progress")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
-    return _pack_arborescences(
+    return pack_arborescences_core(
         topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
     )
 
 
-def _pack_arborescences(
+def pack_arborescences_core(
     topology: Topology,
     k: int | None = None,
     *,
@@ -1182,7 +1182,7 @@ def _pack_arborescences(
     Without switches the rounded capacities are exact (Edmonds), so no divisor can win.
     """
     if bound is None:
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
     schedule = _pack_chunks(
         topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
     )
@@ -1239,7 +1239,7 @@ def _pack_chunks(
         set_up = chunk_capacities(topology, k, bound=bound)
         chunks, link_capacity, target = set_up.chunks, set_up.capacity, bound.ratio
     else:  # the best time factor any k-chunk packing of these capacities can have
-        fixed = _fixed_k_capacity(topology, k, ratio=bound.ratio)
+        fixed = fixed_k_capacity_core(topology, k, ratio=bound.ratio)
         chunks, link_capacity = k, fixed.capacity
         target = fixed.scale / (k * topology.integer_capacities()[1])
     compute = topology.compute_nodes

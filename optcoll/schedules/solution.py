@@ -36,7 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.core.arguments import (
     as_topology,
     collective_argument,
@@ -52,17 +52,17 @@ from optcoll.core.units import time_factor_meaning, time_factor_share
 from optcoll.exceptions import SolveError
 from optcoll.io import load_topology
 from optcoll.schedules.alltoall import (
-    _alltoall_bound,
-    _alltoall_schedule,
+    alltoall_bound_core,
+    alltoall_schedule_core,
 )
 from optcoll.schedules.collectives import (
-    _build_collective,
-    _collective_lower_bound,
+    build_collective_core,
+    collective_lower_bound_core,
     is_symmetric,
     packing_topology,
     reversed_topology,
 )
-from optcoll.verify.schedule import Verification, _verify_schedule
+from optcoll.verify.schedule import Verification, verify_schedule_core
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -334,28 +334,30 @@ def solve(
     flag_argument(progress, "progress")
     bound = None
     if collective == "alltoall":
-        optimum = _alltoall_bound(topo, None)
-        schedule = _alltoall_schedule(topo, k, bound=optimum)
+        optimum = alltoall_bound_core(topo, None)
+        schedule = alltoall_schedule_core(topo, k, bound=optimum)
         lower = optimum.time_factor
     elif collective in _ROOTED:
-        schedule = _build_collective(topo, collective, k=k, root=root, progress=progress)
-        rooted_lower = _collective_lower_bound(topo, collective, schedule.root)
+        schedule = build_collective_core(topo, collective, k=k, root=root, progress=progress)
+        rooted_lower = collective_lower_bound_core(topo, collective, schedule.root)
         assert rooted_lower is not None  # a broadcast/reduce schedule has its root
         lower = rooted_lower
     else:
         packed = packing_topology(topo, collective)
-        packed_bound = _optimal_cut_ratio(packed)
+        packed_bound = optimal_cut_ratio_core(packed)
         bound = packed_bound
         if collective == "allreduce":
-            bound = packed_bound if packed is topo else _optimal_cut_ratio(topo)
-            reverse = bound if is_symmetric(topo) else _optimal_cut_ratio(reversed_topology(topo))
+            bound = packed_bound if packed is topo else optimal_cut_ratio_core(topo)
+            reverse = (
+                bound if is_symmetric(topo) else optimal_cut_ratio_core(reversed_topology(topo))
+            )
             lower = bound.ratio + reverse.ratio
         else:
             lower = bound.ratio
-        schedule = _build_collective(
+        schedule = build_collective_core(
             topo, collective, k=k, root=root, progress=progress, bound=packed_bound
         )
-    check = _verify_schedule(topo, schedule, optimum=lower)
+    check = verify_schedule_core(topo, schedule, optimum=lower)
     if not check.valid:
         raise SolveError(f"internal error: the schedule failed verification: {check.reason}")
     return Solution(

@@ -46,7 +46,7 @@ from optcoll.sim.simulator import (
     _check_size,
     _slices,
 )
-from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra import read_traces, verify_traces
 from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
 from optcoll.verify.msccl.program import read_program
@@ -400,7 +400,7 @@ def read_chakra(prefix: str) -> ChakraTraces:
     """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
     wrong are refused with its first finding (run ``optcoll check-et``)."""
     raw = read_traces(prefix)
-    report = check_traces(raw)
+    report = verify_traces(raw)
     if not report.ok:
         raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
     decoded = [decode_trace(data, name) for name, data in raw]

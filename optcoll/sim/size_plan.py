@@ -88,9 +88,9 @@ from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
-    _allreduce,
-    _build_collective,
-    _reduce_scatter,
+    allreduce_core,
+    build_collective_core,
+    reduce_scatter_core,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.schedules.spanning_tree_allreduce import (
@@ -370,7 +370,7 @@ def candidates(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = _build_collective(topology, collective, root=root)
+    optimal = build_collective_core(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -403,9 +403,9 @@ def candidates(
 
         def as_collective(ring: Schedule) -> Schedule:
             if collective == "reduce_scatter":
-                return _reduce_scatter(ring, topology)
+                return reduce_scatter_core(ring, topology)
             if collective == "allreduce":
-                return _allreduce(ring, topology)
+                return allreduce_core(ring, topology)
             return ring
 
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it

@@ -121,6 +121,7 @@ from optcoll.core.schedule import (
 )
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, GroupError
+from optcoll.verify.report import Finding, Verdict
 from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
@@ -142,7 +143,7 @@ METHODS = ("auto", "compact", "full")
 
 
 @dataclass(frozen=True)
-class Verification:
+class Verification(Verdict):
     """The verdict of :func:`verify_schedule`.
 
     Attributes
@@ -174,6 +175,9 @@ class Verification:
         The ``stats`` fields the schedule states that no checker can recompute
         from the topology and the trees (a builder's own records, such as
         ``logical_arcs``); they are reported, never trusted.
+    findings : tuple of Finding
+        The checkers' common form of the verdict (:class:`~optcoll.verify.report.Report`):
+        empty when valid, else one ``invalid`` finding carrying ``reason``.
     """
 
     valid: bool
@@ -185,6 +189,7 @@ class Verification:
     switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unchecked: tuple[str, ...] = ()
     method: str = "full"
+    findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -193,6 +198,8 @@ class Verification:
         --------
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
+        >>> Verification(False, "root 'a' is missing").findings[0].kind
+        'invalid'
         """
         data: dict[str, Any] = {
             "valid": self.valid,
@@ -292,7 +299,7 @@ def verify_schedule(
             "method 'compact' needs a compact schedule (trees given as a group's images, "
             "a file with 'rotations'); use method 'auto' or 'full'"
         )
-    return _verify_schedule(
+    return verify_schedule_core(
         topology,
         schedule,
         optimum=optimum,
@@ -302,7 +309,7 @@ def verify_schedule(
     )
 
 
-def _verify_schedule(
+def verify_schedule_core(
     topology: Topology,
     schedule: Schedule,
     *,
@@ -517,7 +524,7 @@ def verify_groups_schedule(
             view.description,
             list(groups.groups[index]),
         )
-        alone = _verify_schedule(view, group)
+        alone = verify_schedule_core(view, group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)

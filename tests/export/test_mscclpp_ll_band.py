@@ -13,7 +13,7 @@ from fractions import Fraction
 from optcoll.cli import main
 from optcoll.core.topology import Topology, TopologyBuilder
 from optcoll.io import save_topology
-from optcoll.verify.mscclpp import check_plan_file
+from optcoll.verify.mscclpp import verify_plan_file
 
 
 def one_way_ring_with_a_switch() -> Topology:
@@ -49,4 +49,4 @@ def test_the_allreduce_plans_are_written_and_checked(tmp_path, capsys):
     assert packets["max_message_size"] % step == 0
     assert simple["min_message_size"] == packets["max_message_size"] + 1
     for entry in files:
-        assert check_plan_file(entry["path"]).ok
+        assert verify_plan_file(entry["path"]).ok

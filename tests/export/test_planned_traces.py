@@ -14,7 +14,7 @@ from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.sim.programs import chakra_tasks, chakra_ties, read_chakra
 from optcoll.sim.simulator import Network, simulate
 from optcoll.topologies import build
-from optcoll.verify.chakra import check_prefix
+from optcoll.verify.chakra import verify_prefix
 
 GIB40 = "42.94967296"  # 40 GiB/s in GB/s
 
@@ -52,7 +52,7 @@ def test_traces_simulate_to_plans_time(tmp_path, spec, collective, latency, size
     for one in planned_traces(topology, collective, sizes, default_latency=latency):
         prefix, time_us = _simulated(tmp_path, topology, one, latency)
         assert time_us == pytest.approx(one.time_us, rel=1e-9), (one.size, one.method)
-        assert check_prefix(str(prefix)).ok
+        assert verify_prefix(str(prefix)).ok
 
 
 def test_uneven_slices_stay_close(tmp_path):
@@ -85,7 +85,7 @@ def test_export_reports_plan_and_comm_size(tmp_path):
     assert [s["astra_sim_comm_size"] for s in sets] == [2**13, 2**21]  # M / N: per-NPU input
     assert all(s["plan_time_us"] > 0 and s["method"] for s in sets)
     for s in sets:
-        assert check_prefix(s["prefix"]).ok
+        assert verify_prefix(s["prefix"]).ok
 
 
 def test_comm_size_per_collective():

@@ -52,6 +52,7 @@ from optcoll.graph.strength import graph_strength
 __all__ = [
     "TreePacking",
     "reduces_over_spanning_trees",
+    "spanning_trees_beat_rs_ag",
     "spanning_tree_packing",
     "reduce_broadcast_trees",
     "tree_time_factor",
@@ -124,6 +125,30 @@ def reduces_over_spanning_trees(topology: Topology) -> bool:
         len(_kruskal(topology.node_ids, dict.fromkeys(edges, Fraction(0))))
         == len(topology.node_ids) - 1
     )
+
+
+def spanning_trees_beat_rs_ag(topology: Topology) -> bool:
+    """Whether reduce + broadcast over spanning trees is faster for large messages than
+    reduce-scatter + allgather: ``1/tau < (r*_RS + r*_AG) / N`` per byte of the message.
+
+    The optimal packing's time factor is ``1/tau`` (Nash-Williams and Tutte: the
+    fractional spanning-tree packing number equals the strength), found by max-flows
+    alone; the packing's LP is solved only where it can win. Where reduce-scatter +
+    allgather already attains ``M/tau`` (tori, hypercubes, rings: every node alike) the
+    spanning trees cannot be faster in the bandwidth term, and plan skips them.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> spanning_trees_beat_rs_ag(build("mesh:4x4")), spanning_trees_beat_rs_ag(build("torus:4x4"))
+    (True, False)
+    """
+    from optcoll.schedules.collectives import collective_lower_bound_core
+
+    tau = graph_strength(topology.node_ids, _edges(topology)).value
+    rs_ag = collective_lower_bound_core(topology, "allreduce")
+    assert rs_ag is not None
+    return tau > 0 and 1 / tau < rs_ag / topology.num_compute
 
 
 def spanning_tree_packing(topology: Topology | object) -> TreePacking:

@@ -96,6 +96,7 @@ from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.schedules.spanning_tree_allreduce import (
     reduce_broadcast_trees,
     reduces_over_spanning_trees,
+    spanning_trees_beat_rs_ag,
 )
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.quotient import (
@@ -424,7 +425,7 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
-        if reduces_over_spanning_trees(topology):
+        if reduces_over_spanning_trees(topology) and spanning_trees_beat_rs_ag(topology):
             found.append(
                 Candidate(
                     "spanning trees (reduce+broadcast)",

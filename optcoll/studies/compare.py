@@ -7,9 +7,9 @@ process groups; every size-dependent number comes from the event simulator
 Examples
 --------
 >>> from optcoll.topologies import build
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:4]
-['optimal (k=1)', 'fixed k=1', 'ring', 'double binary tree']
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][4:]
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:5]
+['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'double binary tree']
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][5:]
 ['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 """
 
@@ -32,6 +32,7 @@ from optcoll.schedules.baselines import (
     double_binary_tree_allreduce,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
+    nccl_ring_schedule,
     ring_schedule,
 )
 from optcoll.schedules.collectives import _allreduce
@@ -53,8 +54,9 @@ def compare_methods(
     """The optimal schedule and every applicable baseline, optimal first.
 
     allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
-    (multi-box topologies only); allreduce: the same two tree schedules run as
-    reduce-scatter + allgather, ring allreduce and the double binary tree; both: then the
+    (multi-box topologies only), NCCL-like rings (:func:`nccl_ring_schedule`: several
+    channels, both directions); allreduce: the same two tree schedules run as
+    reduce-scatter + allgather, ring allreduce, NCCL-like rings and the double binary tree; both: then the
     log-step schedules (:func:`optcoll.sim.steps.step_costs`: recursive doubling, Bruck,
     Rabenseifner, Swing); allreduce where switches reduce: in-network last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
@@ -70,7 +72,7 @@ def compare_methods(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
-    ['optimal (k=1)', 'fixed k=1', 'ring', 'recursive doubling', 'Bruck', 'Swing']
+    ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'recursive doubling', 'Bruck', 'Swing']
     """
     topology_argument(topology)
     collective = collective_argument(collective)
@@ -103,6 +105,12 @@ def compare_methods(
             ring = _allreduce(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
+    nccl = nccl_ring_schedule(topology)
+    if collective == "allreduce":
+        nccl = _allreduce(nccl, topology)
+    costs.append(
+        schedule_cost(topology, nccl, str(nccl.stats["method"]), default_latency=default_latency)
+    )
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
     costs += step_costs(topology, collective, default_latency=default_latency)

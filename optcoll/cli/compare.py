@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.nccl_model import NcclEstimate, nccl_model
     from optcoll.sim.size_plan import method_times
     from optcoll.studies.compare import compare_group_methods, compare_methods
 
@@ -76,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
     curves = [[None if t is None else m / t / 1000 for m, t in zip(sizes, row, strict=False)]
               for row in times]  # fmt: skip
     rows = []
+    model: dict[int, NcclEstimate] = {}
     for cost, curve in zip(costs, curves, strict=True):
+        nccl = groups is None and cost.method.startswith("NCCL-like ring")
+        if nccl:
+            model = {m: nccl_model(topology, args.collective, m) for m in [*sizes, mid]}
         rows.append(
             {
                 "method": cost.method,
@@ -85,7 +90,18 @@ def run(args: argparse.Namespace) -> int:
                 "time_factor": fraction_text(cost.time_factor),
                 "latency_us": float(cost.alpha),
                 "curve": [
-                    {"bytes": m, "algbw": None if bw is None else round(bw, 3)}
+                    {
+                        "bytes": m,
+                        "algbw": None if bw is None else round(bw, 3),
+                        **(
+                            {
+                                "nccl_model_us": round(model[m].time_us, 3),
+                                "nccl_model_choice": f"{model[m].algorithm}/{model[m].protocol}",
+                            }
+                            if nccl
+                            else {}
+                        ),
+                    }
                     for m, bw in zip(sizes, curve, strict=True)
                 ],
             }
@@ -115,6 +131,13 @@ def run(args: argparse.Namespace) -> int:
             f"{row['ratio_to_optimal']:>6.4f}  {at:>13} {unit}"
         )
     print("algbw at a size: simulated (optcoll simulate's model, 1 µs steps, 512K slices)")
+    if mid in model:
+        est = model[mid]
+        print(
+            f"NCCL's own tuning model (tuning.cc) at M = {size_text(mid)}: "
+            f"{est.time_us:.2f} µs ({est.algorithm}/{est.protocol}), "
+            f"algbw {mid / est.time_us / 1000:.2f} {unit}, from the NCCL-like rings' bus bandwidth"
+        )
     if args.plot:
         print(f"plot: {args.plot}")
     return 0

@@ -27,7 +27,8 @@ every smaller ``k``'s; the ring, the hierarchical ring and NCCL-like rings (seve
 channels, both directions) as tree schedules (:func:`optcoll.schedules.baselines.ring_schedule`,
 :func:`optcoll.schedules.baselines.nccl_ring_schedule`); NCCL's double binary tree (allreduce); where
 up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
-``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose
+``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`) and
+NCCL's ``NVLS`` / ``NVLS-tree`` (:func:`optcoll.schedules.baselines.nvls_schedule`), whose
 bandwidth bound is the cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`:
 every allreduce, whatever the switches do), the larger of the two floors; for all-to-all the
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
@@ -80,6 +81,7 @@ from optcoll.schedules.baselines import (
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
     nccl_ring_schedule,
+    nvls_schedule,
     ring_floor,
     ring_schedule,
 )
@@ -411,6 +413,9 @@ def candidates(
         )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+        nvls = nvls_schedule(topology)
+        if nvls is not None:
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
     if topology.num_compute > STEP_NODES:
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}

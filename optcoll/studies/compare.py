@@ -33,6 +33,7 @@ from optcoll.schedules.baselines import (
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
     nccl_ring_schedule,
+    nvls_schedule,
     ring_schedule,
 )
 from optcoll.schedules.collectives import _allreduce
@@ -58,7 +59,8 @@ def compare_methods(
     channels, both directions); allreduce: the same two tree schedules run as
     reduce-scatter + allgather, ring allreduce, NCCL-like rings and the double binary tree; both: then the
     log-step schedules (:func:`optcoll.sim.steps.step_costs`: recursive doubling, Bruck,
-    Rabenseifner, Swing); allreduce where switches reduce: in-network last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
+    Rabenseifner, Swing); allreduce where switches reduce: in-network, then NCCL's NVLS or NVLS-tree
+    (:func:`nvls_schedule`) last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
     :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
     has the same candidates).
@@ -117,6 +119,10 @@ def compare_methods(
     if collective == "allreduce" and has_aggregation_lp(topology):
         schedule = aggregation_schedule(topology)
         costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
+    nvls = nvls_schedule(topology) if collective == "allreduce" else None
+    if nvls is not None:
+        method = str(nvls.stats["method"])
+        costs.append(aggregation_cost(topology, nvls, method, default_latency=default_latency))
     return costs
 
 

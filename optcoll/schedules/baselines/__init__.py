@@ -19,6 +19,8 @@ pick the baselines up from this package.
 * :mod:`~optcoll.schedules.baselines.ring` - best ring, NCCL-like hierarchical rings;
 * :mod:`~optcoll.schedules.baselines.nccl_rings` - NCCL-like rings: several channels, both
   directions;
+* :mod:`~optcoll.schedules.baselines.nvls` - NCCL's NVLS and NVLS-tree where switches
+  reduce (aggregation trees);
 * :mod:`~optcoll.schedules.baselines.trees` - NCCL's double binary tree;
 * :mod:`~optcoll.schedules.baselines.alltoall` - direct and hierarchical (rail) all-to-all;
 * :mod:`~optcoll.schedules.baselines.logstep` - recursive doubling and halving,
@@ -44,6 +46,7 @@ from optcoll.schedules.baselines.alltoall import (
     hierarchical_alltoall_schedule,
 )
 from optcoll.schedules.baselines.nccl_rings import nccl_ring_schedule, nccl_rings
+from optcoll.schedules.baselines.nvls import nvls_schedule
 from optcoll.schedules.baselines.ring import (
     RingFloor,
     hierarchical_ring_allgather,
@@ -64,6 +67,7 @@ __all__ = [
     "hierarchical_ring_schedule",
     "nccl_rings",
     "nccl_ring_schedule",
+    "nvls_schedule",
     "double_binary_trees",
     "ring_allgather",
     "ring_allreduce",

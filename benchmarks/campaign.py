@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -1402,6 +1403,57 @@ def _plan_field(key: str, value: int) -> Callable[[Path], None]:
 # --------------------------------------------------------------------------- flags
 
 
+#: Bytes per second of every unit a topology may declare (written out independently).
+_UNIT_BYTES = {
+    f"{prefix}{kind}/s": Fraction(scale, 8 if kind == "b" else 1)
+    for prefix, scale in {
+        "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+    }.items()
+    for kind in ("B", "b")
+}  # fmt: skip
+
+
+def _triangle(unit: str, bandwidth: int = 400) -> str:
+    links = [
+        {"src": a, "dst": b, "bandwidth": bandwidth, "bidirectional": True}
+        for a, b in (("a", "b"), ("b", "c"), ("c", "a"))
+    ]
+    nodes = [{"id": v} for v in "abc"]
+    return json.dumps({"bandwidth_unit": unit, "nodes": nodes, "links": links})
+
+
+def _cut_ratio_is(expected: Fraction) -> Callable[[Path, Any], tuple[str, str] | None]:
+    def check(_: Path, result: Any) -> tuple[str, str] | None:
+        got = Fraction(json.loads(result.stdout)["cut_ratio"])
+        return None if got == expected else ("wrong-success", f"r* {got}, expected {expected}")
+
+    return check
+
+
+def unit_cases() -> list[Case]:
+    """Bandwidth units and message sizes (issue 38): every accepted unit converted exactly
+    (r* of a triangle of 400-unit links, 2 GPUs behind 800 units, checked in GB/s),
+    anything else refused; a message size in bits refused."""
+    cases = [
+        Case(
+            "units",
+            f"accepted {unit}",
+            ["bound", "t.json", "--json"],
+            {"t.json": _triangle(unit)},
+            check=_cut_ratio_is(Fraction(2 * 10**9) / (800 * Fraction(per_second))),
+        )
+        for unit, per_second in _UNIT_BYTES.items()
+    ]
+    for unit in ("potatoes", "GBps", "KB/s", "Kb/s", "gb/s", "", "GB", "1/s", "GB/s "):
+        cases.append(Case("units", f"refused {unit!r}", ["bound", "t.json"],
+                          {"t.json": _triangle(unit)}, expect="error"))  # fmt: skip
+    for size in ("1Mb", "8Kb", "1Gb", "64b", "1Mib", "1.5M", "-1K"):
+        cases.append(Case("units", f"size {size}", ["simulate", "ring4.json", "sched.json",
+                          "--sizes", size], expect="error"))  # fmt: skip
+    return cases
+
+
 def flag_cases() -> list[Case]:
     """Flags that do not apply where they are given: each must be refused (exit 2)."""
     rows = [
@@ -1742,6 +1794,7 @@ def main() -> None:
         + inputs_lost()
         + resource_cases()
         + flag_cases()
+        + unit_cases()
     )
     if args.only:
         cases = [c for c in cases if any(c.group.startswith(o) for o in args.only)]

@@ -393,7 +393,7 @@ def verdicts(
 ) -> dict[str, Any]:  # fmt: skip
     """Every checker's verdict on one trace set (True = accepted) and its reasons; with
     ``run`` (a built astra-sim checkout, the collective) also ASTRA-sim's (None: not run)."""
-    from optcoll.verify.chakra import check_traces
+    from optcoll.verify.chakra import verify_traces
 
     try:
         decoded = [read_with_chakra(py, f) for f in files]
@@ -404,7 +404,7 @@ def verdicts(
     row: dict[str, Any] = {"nodes": sum(len(d[1]) for d in decoded), "reasons": {}}
     if jsonizer and decoded:
         row["json_objects"] = sum(jsonize(py, f, folder) for f in files)
-    report = check_traces([(str(f), f.read_bytes()) for f in files])
+    report = verify_traces([(str(f), f.read_bytes()) for f in files])
     row["check-et"] = report.ok
     row["reasons"]["check-et"] = [f.message for f in report.findings[:3]]
     row["rules"] = not rules

@@ -6,7 +6,7 @@ Run from the repository root::
 
 Per topology and collective: the wall and CPU seconds (``time.process_time``) of
 ``optcoll export --runtime rccl`` (building and verifying the schedule, writing every
-file), then of ``check_file`` on each written file (parse, runtime rules, execution at
+file), then of ``verify_file`` on each written file (parse, runtime rules, execution at
 depths 8 with data and races, 2 and 1 with control only, in every placement the file
 serves), the program's size (GPUs, thread blocks, steps), the checker's verdict and the
 process's peak resident memory so far. One run each: the checker is deterministic.
@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import maxrss_mib, print_table, timed
 from optcoll.cli import main as optcoll
-from optcoll.verify.msccl import check_file
+from optcoll.verify.msccl import verify_file
 
 SPECS = ["dgx-a100:16", "mi250:8"]
 COLLECTIVES = ["allgather", "allreduce"]
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 for written in json.loads(out.getvalue())["files"]:
                     path = written["path"]
                     text = Path(path).read_text()
-                    report, check_wall, check_cpu = timed(lambda p=path: check_file(p))
+                    report, check_wall, check_cpu = timed(lambda p=path: verify_file(p))
                     rows.append(
                         [
                             spec,

@@ -5,13 +5,13 @@ Run from the repository root::
     python -m benchmarks.lp [--repeat 1] [--specs dgx-a100:8 mi250:4 ...] [--quick]
 
 Prints, for the congestion LP in both forms (``time``: min t as stated,
-``rate``: max 1/t, the default of :func:`optcoll.bounds.congestion.lp_cut_ratio`),
+``rate``: max 1/t, the default of ``optimal_cut_ratio(topology, method="lp")``),
 model size, build seconds (PuLP), solve seconds (hand-over to HiGHS + HiGHS),
 total, peak memory and the ratio to ``reference_seconds_2core["bound"]``; how
 build time grows with model size (exponent ~1 means linear); then column
 generation on ``mi250:1``, the multicast LP and the fixed-k MILP on small
 cases. Targets (issue 5): congestion LP on dgx-a100:8 and mi250:4 under 10 s
-including build (checked for the rate form, which ``lp_cut_ratio`` uses; the
+including build (checked for the rate form, which ``method="lp"`` uses; the
 time form is shown for comparison); column generation on mi250:1 to
 optimality under 30 s.
 """
@@ -75,7 +75,7 @@ def congestion_table(specs: list[str], repeat: int) -> list[str]:
             report = result.report
             correct = expected is None or str(result.cut_ratio) == expected["cut_ratio"]
             ref = reference_seconds("bound", spec)
-            # The target applies to the form lp_cut_ratio uses (rate); the time form is shown
+            # The target applies to the form method="lp" uses (rate); the time form is shown
             # for comparison.
             target = CONGESTION_TARGETS.get(spec) if form == "rate" else None
             ok = correct and (target is None or m.seconds < target)

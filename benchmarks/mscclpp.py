@@ -29,8 +29,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import extract_revision, print_table
 from optcoll.cli._core import message_size
-from optcoll.export.mscclpp import mscclpp_plan, pipeline_unit
-from optcoll.export.mscclpp_workflow import boxes_of
+from optcoll.export.mscclpp import boxes_of, mscclpp_plan, pipeline_unit
 from optcoll.io import load_topology, save_schedule
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.schedules.deploy import deployable_schedule
@@ -42,16 +41,16 @@ SPECS = ["ring:4", "dgx-a100:1", "dgx-a100:2", "dgx-h100:1", "mi250:1"]
 COLLECTIVES = ["allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"]
 
 #: Run in a fresh process with another revision's ``optcoll`` first on ``sys.path``: its
-#: plan of a schedule file (argv: code folder, schedule, allgather schedule or "", output).
+#: plan of a schedule file (argv: code folder, schedule, allgather schedule or "", output,
+#: the boxes as JSON: the same memory channels for both revisions).
 _WRITE_PLAN = """
-import sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
-from optcoll.export.mscclpp_workflow import boxes_of
 from optcoll.export.mscclpp import mscclpp_plan
 from optcoll.io import load_schedule
 schedule = load_schedule(sys.argv[2])
 down = load_schedule(sys.argv[3]) if sys.argv[3] else None
-plan = mscclpp_plan(schedule, allgather=down, boxes=boxes_of(schedule.compute_nodes))
+plan = mscclpp_plan(schedule, allgather=down, boxes=json.loads(sys.argv[5]))
 open(sys.argv[4], "w").write(plan.text)
 """
 
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 plan = mscclpp_plan(
                     schedule,
                     allgather=chosen.allgather,
-                    boxes=boxes_of(schedule.compute_nodes),
+                    boxes=boxes_of(topology),
                     unit_size=pipeline_unit(topology, schedule, chosen.allgather),
                 )
                 cpu = time.process_time() - cpu
@@ -93,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     out = folder / "old.json"
                     command = [sys.executable, "-c", _WRITE_PLAN, str(previous), str(saved[0])]
                     command += [str(saved[1]) if chosen.allgather else "", str(out)]
+                    command.append(json.dumps(boxes_of(topology)))
                     subprocess.run(command, check=True, cwd=folder)
                     documents["old"] = json.loads(out.read_text())
                 ratios = {

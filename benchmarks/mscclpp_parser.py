@@ -335,10 +335,10 @@ def run_driver(driver: Path, jobs: list[tuple[Path, int, int]]) -> list[str]:
 def _check_plan(document: dict[str, Any]) -> str:
     """``optcoll check-plan``'s verdict on a plan: ``correct``, or its first finding."""
     from optcoll.exceptions import OptCollError
-    from optcoll.verify.mscclpp import check_plan
+    from optcoll.verify.mscclpp import verify_plan
 
     try:
-        report = check_plan(document)
+        report = verify_plan(document)
     except OptCollError as err:
         return f"refused: {err}"
     if report.ok:

@@ -44,13 +44,17 @@ class Column:
 
 
 def build_master(
-    blocks: int, capacity: Mapping[Arc, int], columns: Sequence[Column]
+    blocks: int, capacity: Mapping[Arc, int], columns: Sequence[Column], *, scale: float = 1.0
 ) -> pulp.LpProblem:
     """The restricted master LP over ``columns`` (no side effects).
 
     Variables ``t`` and ``x_J`` (column number ``J``); rows ``block_B`` (block
     ``B``'s weights sum to 1) and ``cap_A`` (arc number ``A`` in ``capacity``'s
-    order: ``sum_J m_J(A) x_J <= capacity[A] * t``), one per arc.
+    order: ``sum_J m_J(A) x_J <= capacity[A] * t``), one per arc. The objective is
+    ``scale * t``: the same optimum, with every dual ``scale`` times larger (a
+    power of two near ``1 / t`` keeps them near 1, where the solver's absolute
+    tolerances are meant to work; with capacities of 10**8 units ``t`` is near
+    10**-8 and every reduced cost below HiGHS's tolerance).
 
     Examples
     --------
@@ -61,7 +65,7 @@ def build_master(
     """
     problem = pulp.LpProblem("column_master", pulp.LpMinimize)
     t = problem.add_variable("t", lowBound=0)
-    problem.setObjective(pulp.LpAffineExpression([(t, 1.0)]))
+    problem.setObjective(pulp.LpAffineExpression([(t, float(scale))]))
     arc_index = {arc: a for a, arc in enumerate(capacity)}
     convex: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in range(blocks)]
     load: list[list[tuple[pulp.LpVariable, float]]] = [[] for _ in capacity]

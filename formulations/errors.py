@@ -26,9 +26,39 @@ True
 
 from __future__ import annotations
 
+#: Longest run of characters without a space an error message keeps whole (a path fits).
+MAX_WORD = 200
+
+
+def bounded_message(message: str) -> str:
+    r"""``message`` on one line with every word longer than :data:`MAX_WORD` shortened
+    (its start, its end and its length), so no value can make an error unreadable.
+
+    Examples
+    --------
+    >>> text = bounded_message("time_factor must be exact, got '" + "7" * 100000 + "/3'")
+    >>> text
+    "time_factor must be exact, got '777777777777777777777777777777777777777...777777777/3' (100004 characters)"
+    >>> bounded_message("two\nlines")
+    'two lines'
+    """
+    words = message.replace("\r", " ").replace("\n", " ").split(" ")
+    return " ".join(
+        word if len(word) <= MAX_WORD else f"{word[:40]}...{word[-12:]} ({len(word)} characters)"
+        for word in words
+    )
+
 
 class OptCollError(Exception):
-    """Base class of every error optcoll raises on bad input or unsolvable problems."""
+    """Base class of every error optcoll raises on bad input or unsolvable problems.
+
+    Its message is :func:`bounded_message`: one line, long values shortened.
+    """
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (bounded_message(args[0]), *args[1:])
+        super().__init__(*args)
 
 
 class TopologyError(OptCollError):

@@ -16,9 +16,10 @@ Examples
 ...         return {("a", "b"): 1, ("b", "a"): 1}, Fraction(25)
 ...     def short_switches(self):
 ...         return []
->>> from optcoll.bounds.congestion import lp_cut_ratio
->>> lp_cut_ratio(Pair())
-LpCutRatio(ratio=Fraction(1, 25), cut=frozenset({'a'}))
+>>> from optcoll.bounds.congestion import congestion_bound
+>>> found = congestion_bound(Pair())
+>>> found.cut_ratio, found.cut
+(Fraction(1, 25), frozenset({'a'}))
 """
 
 from __future__ import annotations

@@ -147,6 +147,30 @@ class LpResult:
     report: SolverReport
 
 
+class _InterruptibleHiGHS(pulp.HiGHS):
+    """PuLP's HiGHS adapter, with HiGHS run on a worker thread that the caller's thread
+    waits for in short steps: a signal handler that raises (Ctrl-C, SIGTERM in the
+    ``optcoll`` command) runs within :data:`WAIT_STEP` seconds, cancels the solve
+    (HiGHS's interrupt callbacks stop it at its next check) and propagates. Run on the
+    calling thread, HiGHS would hold it until the end of the solve."""
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:
+        highs = lp.solverModel
+        highs.HandleUserInterrupt = True
+        highs.startSolve()
+        try:
+            while not highs.wait(WAIT_STEP)[0]:
+                pass
+        except BaseException:
+            highs.cancelSolve()
+            highs.wait()  # HiGHS stops at its next interrupt check
+            raise
+
+
+#: Seconds between the caller's checks for a signal while HiGHS runs.
+WAIT_STEP = 0.05
+
+
 @functools.cache
 def _silence_banner() -> None:
     """Create the process's first HiGHS instance with standard output closed.
@@ -234,7 +258,7 @@ def solve(
         options["dual_feasibility_tolerance"] = float(tolerance)
     if threads is None:
         threads = DEFAULT_THREADS
-    solver = pulp.HiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
+    solver = _InterruptibleHiGHS(msg=verbose, timeLimit=time_limit, threads=threads, **options)
     start = time.perf_counter()
     try:
         problem.solve(solver)

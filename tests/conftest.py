@@ -5,17 +5,21 @@ Test modules import the strategies with ``from conftest import random_topologies
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import tempfile
 from fractions import Fraction
 
 import networkx as nx
 import pytest
-from hypothesis import settings
+from hypothesis import assume, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import formulations.solve as _solve
+from optcoll.core.process_groups import ProcessGroups, make_groups
 from optcoll.core.topology import Link, Node, Topology, TopologyBuilder
+from optcoll.exceptions import GroupError
 
 # Hypothesis keeps no example database and caches nothing in the work tree: test state
 # stays out of the repository.
@@ -138,3 +142,66 @@ def rooted_connectivity(capacity, root_capacity, sinks):
     for r, c in root_capacity.items():
         g.add_edge("__source__", r, capacity=c)
     return min(nx.maximum_flow_value(g, "__source__", v) for v in sinks)
+
+
+#: Small instances of the built-in families (the all-to-all and process-group suites).
+FAMILIES = [
+    "mi250:1",
+    "dgx-a100:1",
+    "dgx-h100:1",
+    "dgx-v100:1",
+    "dgx-2:1",
+    "ring:5",
+    "ring:4,direction=uni",
+    "line:4",
+    "torus:3x3",
+    "mesh:2x3",
+    "hypercube:3",
+    "fully-connected:4",
+    "star:5",
+    "leaf-spine:leaves=2,hosts=2,spines=2,oversub=2",
+    "random:n=6,switches=2,seed=2",
+]
+
+#: FAMILIES and a few more, for the process-group suites.
+SMALL = [
+    *FAMILIES,
+    "ndv2:1",
+    "hub-and-spoke:3,bw=2.5",
+    "fat-tree:leaves=2,hosts=3,spines=2,oversub=3",
+]
+
+#: Bandwidths of the random topologies that concurrent groups are drawn on.
+GROUP_BANDWIDTHS = (1, 2, 3, Fraction(5, 2), 25, Fraction(1, 3))
+
+
+def unpruned_optimum(groups: ProcessGroups) -> Fraction:
+    """The concurrent LP over every group at once on every link the relaying allows."""
+    from optcoll.bounds.multicommodity import solve_multicommodity
+    from optcoll.groups.concurrent import group_commodities
+
+    topo = groups.topology
+    caps, unit = topo.integer_capacities()
+    commodities = [
+        dataclasses.replace(k, arcs=None)
+        for _, k in group_commodities(groups, range(len(groups.groups)))
+    ]
+    return solve_multicommodity(topo.node_ids, dict(caps), commodities).time / unit
+
+
+@st.composite
+def concurrent_groups(draw: st.DrawFn) -> ProcessGroups:
+    """Two or three disjoint random groups on a small random topology, either relaying."""
+    topo = draw(random_topologies(max_compute=6, bandwidths=GROUP_BANDWIDTHS))
+    compute = list(draw(st.permutations(topo.compute_nodes)))
+    assume(len(compute) >= 4)
+    cuts = sorted(draw(st.sets(st.integers(2, len(compute) - 2), min_size=1, max_size=2)))
+    bounds = [0, *cuts, len(compute)]
+    parts = [compute[a:b] for a, b in itertools.pairwise(bounds)]
+    assume(all(len(part) >= 2 for part in parts))
+    relay = draw(st.sampled_from(["members", "any"]))
+    try:
+        return make_groups(topo, parts, relay=relay)
+    except GroupError:
+        assume(False)
+        raise

@@ -10,12 +10,17 @@ LP duality (:func:`optcoll.lp.exact.solve_proved`). So the value is certified
 from both sides: the flows show it is attained, the cut that nothing is better.
 The ``rate`` form is solved by default (several times faster).
 
+This is a back end, not a second result: r* as a result is a
+:class:`~optcoll.bounds.cut_ratio.CutRatio`, whichever method computed it;
+``optimal_cut_ratio(topology, method="lp")`` builds it from the
+:class:`CongestionSolution` (the solved LP: form, scale, solver report).
+
 Examples
 --------
 >>> from optcoll import load_topology
 >>> topo = load_topology("dgx-a100:1")
->>> found = lp_cut_ratio(topo)
->>> r, cut = found.ratio, found.cut
+>>> found = congestion_bound(topo)
+>>> r, cut = found.cut_ratio, found.cut
 >>> r, sum(topo.is_compute(u) for u in cut), topo.cut_bandwidth(cut)
 (Fraction(7, 300), 7, Fraction(300, 1))
 """
@@ -33,12 +38,13 @@ from formulations.solve import LpResult, SolverReport
 from optcoll.exceptions import MethodError, ReconstructionError
 from optcoll.lp.exact import solve_proved
 
-__all__ = ["LpCutRatio", "congestion_bound", "lp_cut_ratio", "CongestionResult"]
+__all__ = ["congestion_bound", "CongestionSolution"]
 
 
 @dataclass(frozen=True)
-class CongestionResult:
-    """The solved congestion LP with its exact, verified optimum.
+class CongestionSolution:
+    """The solved congestion LP with its exact, verified optimum (the LP back end of
+    :func:`~optcoll.bounds.cut_ratio.optimal_cut_ratio`, whose result is a ``CutRatio``).
 
     ``cut_ratio`` is r* (in 1/bandwidth units), ``cut`` the node set S that
     certifies it (``|S ∩ Vc| / topology.cut_bandwidth(S) == cut_ratio``),
@@ -61,7 +67,7 @@ class CongestionResult:
 
 def congestion_bound(
     topology: Network, *, form: str = "rate", time_limit: float | None = None
-) -> CongestionResult:
+) -> CongestionSolution:
     """Build and solve the congestion LP; return r* exactly with its certifying cut.
 
     Raises
@@ -108,34 +114,7 @@ def congestion_bound(
             f"duality) is not the ratio {best} of the best cut recovered from the duals"
         )
     scaled = result.objective if form == "time" else 1.0 / result.objective
-    return CongestionResult(best / unit, cut, scaled, unit, form, result.report, usable)
-
-
-@dataclass(frozen=True)
-class LpCutRatio:
-    """What :func:`lp_cut_ratio` gives: r* (``ratio``) and a bottleneck cut ``S`` (``cut``)
-    with ``|S ∩ Vc| / B+(S) == ratio`` exactly."""
-
-    ratio: Fraction
-    cut: frozenset[str]
-
-
-def lp_cut_ratio(
-    topology: Network, *, form: str = "rate", time_limit: float | None = None
-) -> LpCutRatio:
-    """r* of ``topology`` by the congestion LP, exact, with a bottleneck cut S.
-
-    ``|S ∩ Vc| / topology.cut_bandwidth(S) == r*`` holds exactly. This is the
-    ``method="lp"`` back end of the bound's ``optimal_cut_ratio``.
-
-    Examples
-    --------
-    >>> from optcoll import load_topology
-    >>> lp_cut_ratio(load_topology("dgx-a100:1")).ratio
-    Fraction(7, 300)
-    """
-    result = congestion_bound(topology, form=form, time_limit=time_limit)
-    return LpCutRatio(result.cut_ratio, result.cut)
+    return CongestionSolution(best / unit, cut, scaled, unit, form, result.report, usable)
 
 
 def _best_dual_cut(

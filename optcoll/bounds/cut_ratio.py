@@ -58,6 +58,7 @@ from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import as_topology, text_argument
 from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
+from optcoll.core.units import BYTES_PER_SECOND
 from optcoll.exceptions import MethodError, SolveError
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
 from optcoll.graph.symmetry import automorphism_group, preserves_capacity
@@ -75,20 +76,6 @@ BRUTE_FORCE_MAX_NODES = 16
 
 #: What a method returns: r* (in 1/bandwidth_unit), a cut attaining it, work counters.
 _Solved = tuple[Fraction, frozenset[str], dict[str, int], Topology]
-
-#: Bytes per second in one unit of the bandwidth units optcoll knows.
-_BYTES_PER_SECOND = {
-    "B/s": 1,
-    "KB/s": 10**3,
-    "MB/s": 10**6,
-    "GB/s": 10**9,
-    "TB/s": 10**12,
-    "KiB/s": 2**10,
-    "MiB/s": 2**20,
-    "GiB/s": 2**30,
-    "Mb/s": 125 * 10**3,
-    "Gb/s": 125 * 10**6,
-}
 
 
 @dataclass(frozen=True)
@@ -163,7 +150,8 @@ class CutRatio:
     def allgather_time(self, message_bytes: int | Fraction) -> Fraction:
         """Optimal allgather time in seconds, (M/N) * r*, for M = ``message_bytes``.
 
-        Needs a known bandwidth unit (GB/s, Gb/s, GiB/s, MB/s, ...).
+        Needs a byte rate (GB/s; a topology declared in another rate unit is
+        converted to GB/s when built, :mod:`optcoll.core.units`), not a relative unit.
 
         Examples
         --------
@@ -172,12 +160,12 @@ class CutRatio:
         Fraction(7, 300)
         """
         unit = self.topology.bandwidth_unit
-        if unit not in _BYTES_PER_SECOND:
+        if unit not in BYTES_PER_SECOND:
             raise SolveError(
                 f"cannot convert bandwidth unit {unit!r} of topology {self.topology.name!r} to "
-                f"bytes per second; known units are {sorted(_BYTES_PER_SECOND)}"
+                "bytes per second: it is a relative unit (no byte rate)"
             )
-        return Fraction(message_bytes) / self.num_compute * self.ratio / _BYTES_PER_SECOND[unit]
+        return Fraction(message_bytes) / self.num_compute * self.ratio / BYTES_PER_SECOND[unit]
 
     def describe_cut(self) -> str:
         """The bottleneck cut in words, naming the node groups (boxes) it contains.
@@ -280,10 +268,10 @@ def optimal_cut_ratio(topology: Topology | nx.Graph, method: str = "combinatoria
     """
     topology = as_topology(topology)
     text_argument(method, "method")
-    return _optimal_cut_ratio(topology, method)
+    return optimal_cut_ratio_core(topology, method)
 
 
-def _optimal_cut_ratio(topology: Topology, method: str = "combinatorial") -> CutRatio:
+def optimal_cut_ratio_core(topology: Topology, method: str = "combinatorial") -> CutRatio:
     """The core of :func:`optimal_cut_ratio`: its arguments are already checked."""
     solvers: dict[str, Callable[[Topology], _Solved]] = {
         "combinatorial": _forwardable(_combinatorial_cut_ratio),

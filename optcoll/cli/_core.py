@@ -21,6 +21,7 @@ __all__ = [
     "add_reader_options",
     "reader_options",
     "collective_name",
+    "collective_choice",
     "resolution",
     "latency_us",
     "add_latency_option",
@@ -52,8 +53,8 @@ def message_size(text: str) -> int:
 
     Examples
     --------
-    >>> message_size("64K"), message_size("1MB"), message_size("512")
-    (65536, 1048576, 512)
+    >>> message_size("64K"), message_size("1MiB"), message_size("1MB"), message_size("512")
+    (65536, 1048576, 1000000, 512)
     """
     from optcoll.core.sizes import parse_size
 
@@ -165,6 +166,24 @@ def reader_options(args: argparse.Namespace) -> dict[str, str]:
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
     return options
+
+
+def collective_choice(text: str) -> str:
+    """A ``--collective`` value with ``choices``: the canonical spelling of a known
+    collective (``all-reduce`` -> ``allreduce``), else the text for ``choices`` to judge.
+
+    Examples
+    --------
+    >>> collective_choice("All-Reduce"), collective_choice("scatter")
+    ('allreduce', 'scatter')
+    """
+    from optcoll.core.schedule import canonical_collective
+    from optcoll.exceptions import ScheduleError
+
+    try:
+        return canonical_collective(text)
+    except ScheduleError:
+        return text
 
 
 def collective_name(text: str) -> str:
@@ -293,7 +312,8 @@ def add_collective_option(
 def add_sizes_option(
     parser: argparse.ArgumentParser, help_text: str = "message sizes (default 1K 4K ... 4G)"
 ) -> None:
-    """``--sizes SIZE ...``: message sizes with an optional unit K, M or G."""
+    """``--sizes SIZE ...``: message sizes with an optional byte unit
+    (:func:`optcoll.core.sizes.parse_size`)."""
     parser.add_argument("--sizes", type=message_size, nargs="+", metavar="SIZE", help=help_text)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
+    collective_choice,
     print_json,
     process_groups,
     reader_options,
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
+        type=collective_choice,
         choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce", "scatter", "gather"),
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
@@ -80,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         ("collective", "allgather (reduce-scatter: the same r* on the reversed topology)"),
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
-        ("cut ratio r*", f"{data['cut_ratio']} per {unit} (= {float(result.ratio):.6g})"),
+        ("cut ratio r*", f"{data['cut_ratio']} per {unit} of M/N (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
         (
             "k, U",
-            f"k = {result.k} chunk{'s' * (result.k != 1)} per root, U = k r* = {data['U']} per {unit}",
+            f"k = {result.k} chunk{'s' * (result.k != 1)} per root, U = k r* = {data['U']} per {unit} of M/N",
         ),
         ("bottleneck cut", result.describe_cut()),
         ("method", f"{result.method}, {result.seconds:.3f} s" + (f" ({work})" if work else "")),
@@ -122,7 +124,10 @@ def _alltoall(topology: Any, args: argparse.Namespace) -> int:
     inside = sum(1 for v in bound.cut if topology.is_compute(v))
     rows = [
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
-        ("all-to-all t*", f"{data['time_factor']} per {unit} (= {float(bound.time_factor):.6g})"),
+        (
+            "all-to-all t*",
+            f"{data['time_factor']} per {unit} of M/N (= {float(bound.time_factor):.6g})",
+        ),
         ("algbw N/t*", f"{bound.algbw:.3f} {unit}"),
         (
             "certificate",
@@ -147,8 +152,14 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         reduction_cut,
     )
     from optcoll.core.rational import fraction_text, rounded_text
+    from optcoll.core.units import time_factor_meaning
     from optcoll.exceptions import MethodError, OptCollError
+    from optcoll.schedules.collective_bound import collective_bound
     from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.spanning_tree_allreduce import (
+        reduces_over_spanning_trees,
+        spanning_tree_packing,
+    )
 
     if args.method != "combinatorial":
         raise MethodError(f"--method {args.method} applies to the allgather cut ratio only")
@@ -162,8 +173,11 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         data = {
             "topology": topology.name,
             "collective": args.collective,
+            "num_compute": n,
+            "bandwidth_unit": unit,
             "root": root,
             "time_factor": fraction_text(bound),
+            "time_factor_meaning": time_factor_meaning(args.collective, unit),
             "algbw": round(float(1 / bound), 3),
             "in_network": "unchanged: the whole message crosses every cut between the root "
             "and a compute node, whatever the switches copy or sum",
@@ -187,6 +201,13 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
     data = {
         "topology": topology.name,
         "collective": "allreduce",
+        "num_compute": n,
+        "bandwidth_unit": unit,
+        "lower_bound": fraction_text(n * cut.time_factor),
+        "time_factor_meaning": time_factor_meaning("allreduce", unit),
+        "algbw": round(float(1 / cut.time_factor), 3),
+        "per_message": "cut_bound, reduce_scatter_allgather and aggregation's cut_bound and "
+        "optimum are per whole message: T = M * value",
         "reducing_switches": list(topology.reducing_switches),
         "multicast_switches": list(topology.multicast_switches),
         "cut_bandwidth": fraction_text(cut.bandwidth),
@@ -195,6 +216,13 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
         "reduce_scatter_allgather": fraction_text(relaying),
         "aggregation": None if aggregation is None else aggregation.to_dict(),
     }
+    certified = collective_bound(topology, "allreduce")
+    partition = certified.partition or _partition_or_none(topology)
+    trees = spanning_tree_packing(topology) if reduces_over_spanning_trees(topology) else None
+    data["bound"] = fraction_text(certified.time_factor / n)
+    data["bound_holds_for"] = certified.describe()
+    data["partition_bound"] = None if partition is None else _partition_dict(partition)
+    data["spanning_trees"] = None if trees is None else fraction_text(trees.time_factor)
     if args.json:
         print_json(data)
         return 0
@@ -218,6 +246,37 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             "reduce-scatter then allgather, switches relaying",
         ),
     ]
+    if partition is not None:
+        rows.append(
+            (
+                "partition",
+                f"T >= M * {fraction_text(partition.time_factor)} (algbw <= "
+                f"{float(1 / partition.time_factor):.3f} {unit}): p = {partition.compute_parts} "
+                f"compute parts, d = {partition.crossings}, C = {rounded_text(partition.capacity)}"
+                f" {unit} ({'best of all partitions' if partition.exact else partition.method}); "
+                f"holds for {partition.holds_for}",
+            )
+        )
+    if trees is not None:
+        rows.append(
+            (
+                "spanning trees",
+                f"T = M * {fraction_text(trees.time_factor)} (algbw "
+                f"{float(1 / trees.time_factor):.3f} {unit}): reduce + broadcast over "
+                f"{len(trees.trees)} spanning trees (exact LP)",
+            )
+        )
+    best = min([relaying, *([trees.time_factor] if trees is not None else [])])
+    if partition is not None and best == partition.time_factor:
+        which = "RS + AG" if best == relaying else "reduce + broadcast over spanning trees"
+        rows.append(
+            (
+                "optimal",
+                f"{which}: optimal among "
+                + partition.holds_for.replace("every allreduce", "all allreduce schedules"),
+            )
+        )
+    rows.append(("bound", certified.describe()))
     if len(capable) > MAX_CAPABLE_SWITCHES:
         rows.append(
             (
@@ -290,3 +349,29 @@ def _groups(groups: Any, args: argparse.Namespace) -> int:
     for name, text in rows:
         print(f"{name:<15} {text}")
     return 0
+
+
+def _partition_or_none(topology: Any) -> Any:
+    """The partition bound of the allreduce, or None where no partition applies."""
+    from optcoll.bounds.partition import partition_bound
+    from optcoll.exceptions import ArgumentError
+
+    try:
+        return partition_bound(topology, "allreduce")
+    except ArgumentError:
+        return None
+
+
+def _partition_dict(partition: Any) -> dict[str, Any]:
+    from optcoll.core.rational import fraction_text
+
+    return {
+        "time_factor": fraction_text(partition.time_factor),
+        "compute_parts": partition.compute_parts,
+        "crossings": partition.crossings,
+        "capacity": fraction_text(partition.capacity),
+        "exact": partition.exact,
+        "method": partition.method,
+        "holds_for": partition.holds_for,
+        "parts": [sorted(part) for part in partition.parts],
+    }

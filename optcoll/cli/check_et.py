@@ -22,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.verify.chakra import check_prefix
+    from optcoll.verify.chakra import verify_prefix
 
-    report = check_prefix(args.prefix)
+    report = verify_prefix(args.prefix)
     if args.json:
         print_json(report.to_dict())
         return 0 if report.ok and report.judged else 1

@@ -22,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.verify.mscclpp import check_plan_file
+    from optcoll.verify.mscclpp import verify_plan_file
 
-    report = check_plan_file(args.file)
+    report = verify_plan_file(args.file)
     if args.json:
         print_json(report.to_dict())
         return 0 if report.ok and report.judged else 1

@@ -37,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from optcoll.core.rational import fraction_text
     from optcoll.io import load_topology
-    from optcoll.verify.msccl import check_file
+    from optcoll.verify.msccl import verify_file
 
     topology = load_topology(args.topology) if args.topology else None
-    report = check_file(args.file, runtime=args.runtime, topology=topology)
+    report = verify_file(args.file, runtime=args.runtime, topology=topology)
     if args.json:
         print_json(report.to_dict())
         return 0 if report.ok and report.judged else 1

@@ -46,9 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    from optcoll.core.busbw import bus_factor
     from optcoll.core.output import check_output, require_suffix
     from optcoll.io import load_topology
     from optcoll.plot import PICTURE_SUFFIXES
+    from optcoll.schedules.collective_bound import collective_bound
     from optcoll.sim.cost_model import SIZES
     from optcoll.sim.nccl_model import NcclEstimate, nccl_model
     from optcoll.sim.size_plan import method_times
@@ -70,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         costs = compare_group_methods(
             groups, args.collective, default_latency=latency, form=args.group_form
         )
+    if groups is None:
+        costs = _with_spanning_trees(topology, args.collective, costs, latency)
+    certified = collective_bound(topology, args.collective, topology.compute_nodes[0])
+    bus = float(bus_factor(args.collective, topology.num_compute))
     best = costs[0]
     mid = sizes[len(sizes) // 2]
     # every size-dependent number comes from the simulator (default overhead and slice)
@@ -86,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
             {
                 "method": cost.method,
                 "algbw": round(cost.asymptotic_algbw, 2),
+                "busbw": round(cost.asymptotic_algbw * bus, 2),
                 "ratio_to_optimal": round(float(best.time_factor / cost.time_factor), 4),
+                "ratio_to_bound": round(float(cost.time_factor / certified.time_factor), 4),
                 "time_factor": fraction_text(cost.time_factor),
                 "latency_us": float(cost.alpha),
                 "curve": [
@@ -111,7 +119,14 @@ def run(args: argparse.Namespace) -> int:
     scope = {} if groups is None else {"relay": groups.relay, "num_groups": len(groups.groups)}
     if args.json:
         print_json(
-            {"topology": topology.name, "collective": args.collective, **scope, "methods": rows}
+            {
+                "topology": topology.name,
+                "collective": args.collective,
+                **scope,
+                "bound": fraction_text(certified.time_factor),
+                "bound_holds_for": certified.describe(),
+                "methods": rows,
+            }
         )
         return 0
     unit = topology.bandwidth_unit
@@ -123,13 +138,21 @@ def run(args: argparse.Namespace) -> int:
         )
     width = max(len(cost.method) for cost in costs)
     at_mid = f"algbw at M = {size_text(mid)}"
-    print(f"{'method':<{width}}  {'algbw (large M)':>16}  {'ratio':>6}  {at_mid:>18}")
+    print(
+        f"bound (large M): algbw <= {float(_scale(topology, args.collective) / certified.time_factor):.2f}"
+        f" {unit}, {certified.describe()}"
+    )
+    print(
+        f"{'method':<{width}}  {'algbw (large M)':>16}  {'busbw (large M)':>16}  {'ratio':>6}  "
+        f"{'/bound':>6}  {at_mid:>18}"
+    )
     for row, time_us in zip(rows, (row[-1] for row in times), strict=True):
         at = "-" if time_us is None else f"{mid / time_us / 1000:.2f}"
         print(
-            f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  "
-            f"{row['ratio_to_optimal']:>6.4f}  {at:>13} {unit}"
+            f"{row['method']:<{width}}  {row['algbw']:>11.2f} {unit}  {row['busbw']:>11.2f} {unit}  "
+            f"{row['ratio_to_optimal']:>6.4f}  {row['ratio_to_bound']:>6.4f}  {at:>13} {unit}"
         )
+    print("ratio: to the best method's algbw; /bound: its time over the bound's (large M)")
     print("algbw at a size: simulated (optcoll simulate's model, 1 µs steps, 512K slices)")
     if mid in model:
         est = model[mid]
@@ -173,3 +196,49 @@ def _plot_curves(
         save_figure(figure, args.plot, dpi=120, force=args.force, inputs=command_inputs(args))
     finally:
         plt.close(figure)
+
+
+def _scale(topology: Any, collective: str) -> int:
+    """``data(M)`` is ``M / N`` for these collectives, ``M`` otherwise."""
+    from optcoll.core.schedule import canonical_collective
+
+    per_node = ("allgather", "reduce_scatter", "allreduce", "alltoall")
+    return topology.num_compute if canonical_collective(collective) in per_node else 1
+
+
+def _with_spanning_trees(
+    topology: Any, collective: str, costs: list[Any], latency: Any
+) -> list[Any]:
+    """``costs`` with reduce + broadcast over spanning trees (allreduce, no switches): first
+    when it is the fastest, else last."""
+    from fractions import Fraction
+
+    from optcoll.core.cost import Cost, link_latencies
+    from optcoll.core.schedule import canonical_collective
+    from optcoll.schedules.spanning_tree_allreduce import (
+        reduce_broadcast_trees,
+        reduces_over_spanning_trees,
+        tree_time_factor,
+    )
+
+    if canonical_collective(collective) != "allreduce" or not reduces_over_spanning_trees(topology):
+        return costs
+    trees = reduce_broadcast_trees(topology)
+    delay = link_latencies(topology, latency)
+    alpha = Fraction(0)
+    for tree in trees:  # the deepest path, up then down
+        depth = {tree.root: Fraction(0)}
+        for edge in tree.edges:
+            depth[edge.dst] = depth[edge.src] + delay[(edge.src, edge.dst)]
+        alpha = max(alpha, 2 * max(depth.values()))
+    n = topology.num_compute
+    cost = Cost(
+        "spanning trees (reduce+broadcast)",
+        "allreduce",
+        n,
+        n * tree_time_factor(topology, trees),
+        alpha,
+        trees=trees,
+        phases=(True, False),
+    )
+    return [cost, *costs] if cost.time_factor < costs[0].time_factor else [*costs, cost]

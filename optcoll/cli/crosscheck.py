@@ -7,6 +7,7 @@ import argparse
 from optcoll.cli._core import (
     add_group_options,
     add_reader_options,
+    collective_choice,
     print_json,
     process_groups,
     reader_options,
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--collective",
         default=DEFAULT_COLLECTIVE,
+        type=collective_choice,
         choices=("allgather", "alltoall"),
         help="allgather (r*, default) or alltoall (t* by two LPs and verified routes, with "
         "the cut bound beside it)",

@@ -121,6 +121,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="thread blocks per GPU cap (default: the runtime's)",
     )
     add_group_options(parser)
+    from optcoll.cli.simulate import add_simulator_options
+
+    add_simulator_options(parser)  # chakra: the simulator plan chooses each size's schedule in
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     parser.add_argument(
         "--unchecked", action="store_true", help="skip verifying the schedule before writing"

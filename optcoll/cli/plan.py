@@ -119,11 +119,12 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
         "slowest shortest path); ratio = fastest / lower bound"
     )
+    print(f"bandwidth bound: {rows[0].holds_for}")
     width = max(12, *(len(m) + 1 for m in methods))
     print(
         f"{'size':>6}  "
         + "".join(f"{m:>{width}}" for m in methods)
-        + f"  {'lower bound (µs)':>16}  {'ratio':>8}  {'slice':>6}  order"
+        + f"  {'lower bound (µs)':>16}  {'ratio':>8}  {'algbw':>9}  {'busbw':>9}  {'slice':>6}  order"
     )
     for row in rows:
         cells = "".join(
@@ -133,7 +134,7 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
         piece = "whole" if row.slice_bytes is None else size_text(row.slice_bytes)
         print(
             f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>16.3f}  {row.ratio:>8.4f}"
-            f"  {piece:>6}  {row.priority}"
+            f"  {row.algbw:>9.3f}  {row.busbw:>9.3f}  {piece:>6}  {row.priority}"
         )
     print(
         "- : not simulated (too many tasks, or its busiest link alone is slower than the "

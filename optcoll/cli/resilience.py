@@ -17,12 +17,19 @@ examples:
 """
 
 
-def _positive(text: str) -> int:
+def _positive(text: str, limit: int | None = None) -> int:
     from optcoll.core.limits import MAX_NODES, is_decimal
 
-    if not is_decimal(text) or not 1 <= int(text) <= MAX_NODES:
-        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 1 to {MAX_NODES}")
+    limit = MAX_NODES if limit is None else limit
+    if not is_decimal(text) or not 1 <= int(text) <= limit:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer from 1 to {limit}")
     return int(text)
+
+
+def _trials(text: str) -> int:
+    from optcoll.core.limits import MAX_TRIALS
+
+    return _positive(text, MAX_TRIALS)
 
 
 def _seed(text: str) -> int:
@@ -50,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=_seed, default=0, help="seed of --random (default 0)")
     parser.add_argument(
-        "--trials", type=_positive, default=1, help="with --random: how many draws (default 1)"
+        "--trials", type=_trials, default=1, help="with --random: how many draws (default 1)"
     )
     parser.add_argument(
         "--top", type=_positive, default=10, help="failures listed in the report (default 10)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_sizes_option(parser)
     add_simulator_options(parser)
+    parser.add_argument(
+        "--switch-model",
+        choices=("cut-through", "store-and-forward"),
+        default="cut-through",
+        help="how a slice crosses a node: its head goes on at once (default), or all of it "
+        "arrives first (ASTRA-sim's analytical backend)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -74,10 +82,16 @@ def add_simulator_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from optcoll.bounds.in_network import reduction_cut
+    from optcoll.core.busbw import bus_factor
     from optcoll.io import load_schedule, load_topology
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.programs import chakra_tasks, msccl_tasks, read_chakra, read_msccl
+    from optcoll.sim.programs import (
+        chakra_tasks,
+        chakra_ties,
+        msccl_tasks,
+        read_chakra,
+        read_msccl,
+    )
     from optcoll.sim.simulator import (
         aggregation_tasks,
         data_bytes,
@@ -87,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     sim = sim_options(args)
     overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
-    network = sim.network(topology)
-    in_network = False
+    network = replace(
+        sim.network(topology), store_and_forward=args.switch_model == "store-and-forward"
+    )
     if Path(f"{args.source}.0.et").is_file():
         traces = read_chakra(args.source)
         collective, root = traces.collective, None
@@ -99,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
+        ties = chakra_ties(traces, tasks)  # a compact schedule's: alike on every translate
+
         def graph(size: int) -> Any:
-            return tasks, None
+            return tasks, ties
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
         from optcoll.sim.programs import mscclpp_tasks
         from optcoll.verify.mscclpp.plan import read_plan
@@ -119,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
             return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes), None
     elif _is_aggregation(args.source):
         aggregation = _checked_aggregation(args.source, topology)
-        collective, root, in_network = "allreduce", None, True
+        collective, root = "allreduce", None
 
         def graph(size: int) -> Any:
             return aggregation_tasks(aggregation, network, size, slice_bytes=slice_bytes), None
@@ -134,9 +151,8 @@ def run(args: argparse.Namespace) -> int:
         def graph(size: int) -> Any:
             return planned_tasks(topology, schedule, network, size, slice_bytes=args.slice)
 
-    bound = _lower_bound(topology, collective, root)
-    if in_network:  # per M / N bytes: N / lambda, which every allreduce obeys
-        bound = topology.num_compute * reduction_cut(topology).time_factor
+    certified = _lower_bound(topology, collective, root)
+    bound = None if certified is None else certified.time_factor
     floor = None
     if bound is not None and collective is not None:
         from optcoll.sim.size_plan import latency_bound
@@ -153,6 +169,12 @@ def run(args: argparse.Namespace) -> int:
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["ratio"] = None
+        row["busbw"] = (
+            None
+            if collective is None
+            else round(run_.algbw * float(bus_factor(collective, topology.num_compute)), 3)
+        )
+        row["bound_holds_for"] = None if certified is None else certified.describe()
         if bound is not None and floor is not None and collective is not None:
             width = float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
             lower = max(width, floor)  # the bound plan reports as well
@@ -184,17 +206,19 @@ def run(args: argparse.Namespace) -> int:
             "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
             f"{rows[0]['latency_bound_us']:g} µs); ratio = time / lower bound"
         )
+        print(f"bandwidth bound: {rows[0]['bound_holds_for']}")
     print(
-        f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'bandwidth bound (µs)':>20}  "
+        f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'busbw':>14}  {'bandwidth bound (µs)':>20}  "
         f"{'lower bound (µs)':>16}  {'ratio':>8}"
     )
     for row in rows:
         bandwidth = "-" if row["bandwidth_bound_us"] is None else f"{row['bandwidth_bound_us']:.3f}"
         shown = "-" if row["lower_bound_us"] is None else f"{row['lower_bound_us']:.3f}"
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.4f}"
+        busbw = "-" if row["busbw"] is None else f"{row['busbw']:.3f} {unit}"
         print(
             f"{size_text(row['bytes']):>6}  {row['time_us']:>12.3f}  "
-            f"{row['algbw']:>9.3f} {unit}  {bandwidth:>20}  {shown:>16}  {ratio:>8}"
+            f"{row['algbw']:>9.3f} {unit}  {busbw:>14}  {bandwidth:>20}  {shown:>16}  {ratio:>8}"
         )
     last = rows[-1]
     print(f"busiest links at {size_text(last['bytes'])} (utilisation; over time in 10 bins):")
@@ -292,9 +316,13 @@ def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
 
 
 def _lower_bound(topology: Any, collective: str | None, root: str | None) -> Any:
-    from optcoll.core.schedule import COLLECTIVES
-    from optcoll.schedules.collectives import collective_lower_bound
+    """The one bound of :func:`optcoll.schedules.collective_bound.collective_bound`
+    (None for an unknown collective or a broadcast/reduce without root)."""
+    from optcoll.core.schedule import COLLECTIVES, canonical_collective
+    from optcoll.schedules.collective_bound import collective_bound
 
     if collective not in COLLECTIVES:
         return None
-    return collective_lower_bound(topology, collective, root)
+    if canonical_collective(collective) in ("broadcast", "reduce") and root is None:
+        return None
+    return collective_bound(topology, collective, root)

@@ -87,6 +87,14 @@ def file_stem(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command; its files appear together or not at all (a failed run leaves none)."""
+    from optcoll.core.output import output_transaction
+
+    with output_transaction():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from optcoll.core.output import check_output
@@ -139,11 +147,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _aggregation_claim(schedule: Any, attained: bool) -> str:
+    """What an aggregation schedule is optimal among, as its file states it."""
+    if attained:
+        return "optimal: attains the cut bound, which holds for every schedule"
+    if schedule.stats.get("proved") is True:
+        return f"optimal among {schedule.stats['optimal_among']}"
+    return "not proved optimal"
+
+
 def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
     """``solve --collective allreduce`` where switches reduce or multicast: aggregation trees."""
     import time
 
     from optcoll.core.output import check_output, input_files
+    from optcoll.core.units import time_factor_meaning
     from optcoll.io import save_schedule
     from optcoll.schedules.aggregation import aggregation_schedule
     from optcoll.schedules.collectives import collective_lower_bound
@@ -175,18 +193,32 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
         ("wrote", str(path)),
         ("seconds", f"{time.perf_counter() - start:.2f}"),
     ]
-    if args.json:
+    if args.json:  # the keys and per-shard time_factor of every other solve --json
+        n = topology.num_compute
         print_json(
             {
-                "topology": topology.name,
                 "collective": "allreduce",
+                "topology": topology.name,
+                "topology_hash": topology.content_hash,
+                "num_compute": n,
+                "bandwidth_unit": unit,
+                "root": None,
+                "k": schedule.k,
+                "time_factor": fraction_text(n * time_factor),
+                "time_factor_meaning": time_factor_meaning("allreduce", unit),
+                "algbw": round(float(1 / time_factor), 3),
+                "lower_bound": fraction_text(n * cut_bound),
+                "optimal_algbw": round(float(1 / cut_bound), 3),
+                "optimal": time_factor == cut_bound,
+                "claim": _aggregation_claim(schedule, time_factor == cut_bound),
+                "trees": len(schedule.trees),
+                "routes": 0,
+                "verified": True,
                 "in_network": True,
                 "cut_bound": fraction_text(cut_bound),
-                "time_factor": fraction_text(time_factor),
                 "reduce_scatter_allgather": fraction_text(relaying),
-                "k": schedule.k,
-                "trees": len(schedule.trees),
-                "verified": True,
+                "per_message": "cut_bound and reduce_scatter_allgather are per whole message: "
+                "T = M * value (as bound --collective allreduce states them)",
                 "files": [str(path)],
             }
         )

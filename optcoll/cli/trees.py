@@ -97,7 +97,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"topology     {topology.name}: {topology.num_compute} compute nodes")
     print(f"r*           {fraction_text(cut_ratio)}")
-    print(f"k            {schedule.k}")
+    divisor = stats.get("divisor_k")
+    print(
+        f"k            {schedule.k}"
+        + (
+            ""
+            if divisor is None
+            else f" (the trees of k = {divisor}, each carrying {schedule.k // divisor} times "
+            f"its chunks: faster than the capacities rounded for k = {schedule.k})"
+        )
+    )
     print(
         f"time factor  {fraction_text(time_factor)} (ratio to r* {stats['ratio_to_optimum']}, "
         f"algbw {algbw:.3f} {topology.bandwidth_unit})"

@@ -52,7 +52,22 @@ from optcoll.core.rational import fraction_text, parse_fraction
 from optcoll.core.schedule import SCHEDULE_VERSION, TreeEdge, parse_tree_edge
 from optcoll.exceptions import ScheduleError
 
-__all__ = ["AggregationTree", "AggregationSchedule", "is_aggregation_document"]
+__all__ = [
+    "AggregationTree",
+    "AggregationSchedule",
+    "is_aggregation_document",
+    "AGGREGATION_CLAIMS",
+    "OPTIMAL_AMONG",
+]
+
+#: What an aggregation schedule's optimum is optimal among (``stats.optimal_among``).
+OPTIMAL_AMONG = "aggregation-tree schedules"
+
+#: The ``stats`` of an aggregation schedule file that are claims a checker judges:
+#: ``optimal_among`` (:data:`OPTIMAL_AMONG`), ``proved`` (the time factor is the
+#: optimum among those schedules) and ``gap_to_cut_bound`` (time factor over the cut
+#: bound). The builder's other records (``columns``, ...) are reported, never trusted.
+AGGREGATION_CLAIMS = frozenset({"optimal_among", "proved", "gap_to_cut_bound"})
 
 _TOP_FIELDS = {
     "format",
@@ -119,7 +134,11 @@ class AggregationSchedule:
     topology_hash : str, optional
         :attr:`Topology.content_hash` of the topology it was built for.
     stats : dict
-        Free-form numbers about the construction.
+        Numbers about the construction; the claims among them (:data:`AGGREGATION_CLAIMS`)
+        are judged by :func:`optcoll.verify.aggregation.verify_aggregation_schedule`.
+    stated_algbw : float, optional
+        The ``algbw`` a schedule file states (read back only so that the checker can
+        judge it; files are written with the one :attr:`algbw` computes).
     """
 
     topology: str
@@ -130,6 +149,7 @@ class AggregationSchedule:
     time_factor: Fraction | None = None
     topology_hash: str | None = field(default=None, compare=False)
     stats: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    stated_algbw: float | None = field(default=None, compare=False, repr=False)
 
     #: What it computes (the schedule files' ``collective``).
     collective = "allreduce"
@@ -217,6 +237,11 @@ class AggregationSchedule:
             raise ScheduleError(f"field 'stats' must be a mapping, got {data['stats']!r}")
         if not isinstance(data["aggregation"], list):
             raise ScheduleError("field 'aggregation' must be a list")
+        algbw = data.get("algbw")
+        if algbw is not None and (
+            isinstance(algbw, bool) or not isinstance(algbw, int | float) or not algbw >= 0
+        ):
+            raise ScheduleError(f"field 'algbw' must be a number >= 0, got {algbw!r}")
         return cls(
             topology=str(data["topology"]),
             compute_nodes=tuple(nodes),
@@ -226,6 +251,7 @@ class AggregationSchedule:
             time_factor=_parse_ratio(data.get("time_factor"), "time_factor"),
             topology_hash=topology_hash,
             stats=dict(data.get("stats", {})),
+            stated_algbw=algbw,
         )
 
 

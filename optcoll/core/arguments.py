@@ -26,6 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
+from optcoll.core.limits import check_bandwidth_range
 from optcoll.core.rational import exact_number
 from optcoll.core.schedule import Schedule, canonical_collective
 from optcoll.core.topology import Topology
@@ -85,7 +86,8 @@ def topology_argument(value: Any, name: str = "topology") -> Topology:
 def as_topology(value: Any, name: str = "topology") -> Topology:
     """``value`` if it is a :class:`~optcoll.core.topology.Topology`; a networkx graph as
     one (:meth:`~optcoll.core.topology.Topology.from_networkx`, bandwidth in the edge
-    attribute ``bandwidth``).
+    attribute ``bandwidth``); either with every bandwidth in
+    :data:`~optcoll.core.limits.BANDWIDTH_RANGE` (as the command line requires).
 
     Examples
     --------
@@ -96,10 +98,13 @@ def as_topology(value: Any, name: str = "topology") -> Topology:
     ('0', '1', '2')
     """
     if isinstance(value, Topology):
-        return value
-    if type(value).__module__.startswith("networkx."):
-        return Topology.from_networkx(value)
-    return topology_argument(value, name)  # the error naming what is valid
+        topology = value
+    elif type(value).__module__.startswith("networkx."):
+        topology = Topology.from_networkx(value)
+    else:
+        topology = topology_argument(value, name)  # the error naming what is valid
+    check_bandwidth_range(topology.capacity, topology.name, topology.bandwidth_unit)
+    return topology
 
 
 def schedule_argument(value: Any, name: str = "schedule") -> Schedule:

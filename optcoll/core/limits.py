@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ __all__ = [
     "is_decimal",
     "MAX_FILE_BYTES",
     "MAX_LP_VARIABLES",
+    "BANDWIDTH_RANGE",
+    "check_bandwidth_range",
     "read_file",
 ]
 
@@ -62,6 +66,31 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Variables of the largest LP model ``optcoll lp`` builds: PuLP holds each variable and
 #: its terms as Python objects (about 1 KiB), so 2 million stay within a few gigabytes.
 MAX_LP_VARIABLES = 2_000_000
+#: Smallest and largest link bandwidth a computation accepts: exact values beyond it load,
+#: but an algbw or an LP coefficient of theirs overflows a float (about 1.8e308).
+BANDWIDTH_RANGE = (Fraction(1, 10**300), Fraction(10**300))
+
+
+def check_bandwidth_range(capacity: Mapping[Any, Fraction], name: str, unit: str) -> None:
+    """Refuse a topology ``name`` whose link capacities leave :data:`BANDWIDTH_RANGE`.
+
+    Examples
+    --------
+    >>> check_bandwidth_range({("a", "b"): Fraction(10**308)}, "t", "GB/s")
+    Traceback (most recent call last):
+    ...
+    optcoll.exceptions.ArgumentError: topology 't': link a -> b has bandwidth 1e+308 GB/s, beyond the range 1e-300 to 1e300 that floats (algbw, LP coefficients) hold; give the bandwidths in another bandwidth_unit
+    """
+    low, high = BANDWIDTH_RANGE
+    for arc, value in capacity.items():
+        if not low <= value <= high:
+            digits = len(str(value.numerator)) - len(str(value.denominator))
+            size = f"1e+{digits}" if digits > 0 else f"about 1e{digits}"
+            raise ArgumentError(
+                f"topology {name!r}: link {arc[0]} -> {arc[1]} has bandwidth {size} {unit}, "
+                "beyond the range 1e-300 to 1e300 that floats (algbw, LP coefficients) hold; "
+                "give the bandwidths in another bandwidth_unit"
+            )
 
 
 def read_file(path: str | Path, error: type[OptCollError] = FileFormatError) -> bytes:

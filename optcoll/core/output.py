@@ -6,24 +6,98 @@ no name yet in the target's folder (Linux ``O_TMPFILE``; elsewhere a hidden temp
 file), which becomes the target only once complete. An interrupted run leaves the old
 file, or none, never a truncated one; on Linux a killed run leaves no temporary file
 either.
+
+A command that writes several files does so inside :func:`output_transaction`: every file
+is written in full under a hidden temporary name first, and all take their names only
+once every one is complete, so a failure (a full disk at the second file) leaves none of
+them behind.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from optcoll.exceptions import ArgumentError, OutputError, OutputExistsError, shown
 
 __all__ = [
     "write_output",
+    "output_transaction",
     "check_output",
     "require_suffix",
     "input_files",
     "exists",
 ]
+
+
+#: The files staged by the innermost :func:`output_transaction`: (temporary, target, force).
+_STAGED: ContextVar[list[tuple[Path, Path, bool]] | None] = ContextVar("staged", default=None)
+
+
+@contextmanager
+def output_transaction() -> Iterator[None]:
+    """Stage every :func:`write_output` of the block; publish all files when it ends.
+
+    Each file is written completely under a hidden temporary name beside its target;
+    only when the block completes without an error do they take their names (each a
+    rename). An error inside the block removes every staged file, so a command that
+    fails leaves none of its outputs behind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> try:
+    ...     with output_transaction():
+    ...         _ = write_output(folder / "schedule.json", "{}")
+    ...         raise OSError("disk full")
+    ... except OSError:
+    ...     pass
+    >>> sorted(p.name for p in folder.iterdir())
+    []
+    >>> with output_transaction():
+    ...     _ = write_output(folder / "schedule.json", "{}")
+    ...     _ = write_output(folder / "cut.png", b"png")
+    >>> sorted(p.name for p in folder.iterdir())
+    ['cut.png', 'schedule.json']
+    """
+    if _STAGED.get() is not None:  # nested: the outer transaction publishes
+        yield
+        return
+    staged: list[tuple[Path, Path, bool]] = []
+    reset = False
+    token = _STAGED.set(staged)
+    published: list[Path] = []
+    try:
+        yield
+        _STAGED.reset(token)
+        reset = True
+        for temporary, target, force in staged:
+            try:
+                if force:
+                    os.replace(temporary, target)
+                else:
+                    os.link(temporary, target)  # fails if the target appeared meanwhile
+            except FileExistsError:
+                raise OutputExistsError(target, appeared=True) from None
+            except OSError as err:
+                raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+            published.append(target)
+    except BaseException:
+        for target in published:  # only files this transaction created or replaced
+            if os.path.lexists(target):
+                os.unlink(target)
+        raise
+    finally:
+        if not reset:
+            _STAGED.reset(token)
+        for temporary, _, _ in staged:
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
 
 
 def check_output(
@@ -108,6 +182,10 @@ def write_output(
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    staged = _STAGED.get()
+    if staged is not None:
+        staged.append((_write_staged(target, payload), target, force))
+        return target
     try:
         if not _write_anonymous(target, payload, force):
             _write_named(target, payload, force)
@@ -174,6 +252,25 @@ def _write_named(target: Path, payload: bytes, force: bool) -> None:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _write_staged(target: Path, payload: bytes) -> Path:
+    """``payload`` in full in a hidden temporary file beside ``target`` (its path)."""
+    try:
+        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as err:
+        raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    temporary = Path(name)
+    try:
+        try:
+            _write_all(handle, payload)
+        finally:
+            os.close(handle)
+        os.chmod(temporary, 0o644)
+    except OSError as err:
+        os.unlink(temporary)
+        raise OutputError(f"{target}: cannot write ({err.strerror})") from None
+    return temporary
 
 
 def _write_all(handle: int, payload: bytes) -> None:

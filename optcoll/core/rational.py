@@ -47,6 +47,7 @@ __all__ = [
     "WrittenNumber",
     "MAX_DECIMAL_EXPONENT",
     "fraction_text",
+    "decimal_text",
     "rounded_text",
     "count_text",
     "integer_scaling",
@@ -158,6 +159,35 @@ def fraction_text(value: Fraction | int | str) -> str:
     True
     """
     return str(Fraction(value))
+
+
+def decimal_text(value: Fraction) -> str | None:
+    """The exact decimal text of ``value``, or None if it has none (its denominator has a
+    prime factor other than 2 and 5).
+
+    Examples
+    --------
+    >>> decimal_text(Fraction(9765625, 1048576)), decimal_text(Fraction(-1, 8)), decimal_text(3)
+    ('9.31322574615478515625', '-0.125', '3')
+    >>> decimal_text(Fraction(1, 3)) is None
+    True
+    """
+    value = Fraction(value)
+    twos = fives = 0
+    rest = value.denominator
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return None
+    places = max(twos, fives)
+    scaled = abs(value.numerator) * 10**places // value.denominator
+    sign = "-" if value < 0 else ""
+    if places == 0:
+        return f"{sign}{scaled}"
+    whole, part = divmod(scaled, 10**places)
+    return f"{sign}{whole}.{part:0{places}d}"
 
 
 def rounded_text(value: Fraction, digits: int = 6) -> str:

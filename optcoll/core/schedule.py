@@ -39,7 +39,6 @@ True
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -50,6 +49,7 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError, TopologyMismatchError
 
 __all__ = [
+    "a_collective",
     "TreeEdge",
     "Tree",
     "Rotation",
@@ -77,10 +77,22 @@ COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce"
 DEFAULT_COLLECTIVE = "allgather"
 
 
+def a_collective(name: str) -> str:
+    """``name`` with its indefinite article: ``an allreduce``, ``a broadcast``.
+
+    Examples
+    --------
+    >>> a_collective("allreduce"), a_collective("reduce_scatter")
+    ('an allreduce', 'a reduce_scatter')
+    """
+    return f"{'an' if str(name)[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def canonical_collective(name: str) -> str:
     """The canonical spelling of a collective's name: ``reduce-scatter`` -> ``reduce_scatter``.
 
-    Case, hyphens and underscores do not matter (``Reduce-Scatter``, ``reduce_scatter``).
+    Case, hyphens and underscores do not matter (``Reduce-Scatter``, ``reduce_scatter``,
+    ``all-reduce``, ``all_gather``, ``all-to-all``).
 
     Raises
     ------
@@ -89,14 +101,15 @@ def canonical_collective(name: str) -> str:
 
     Examples
     --------
-    >>> canonical_collective("reduce-scatter"), canonical_collective("AllReduce")
+    >>> canonical_collective("reduce-scatter"), canonical_collective("All-Reduce")
     ('reduce_scatter', 'allreduce')
     """
-    key = str(name).strip().lower().replace("-", "_")
-    if key not in COLLECTIVES:
+    spelled = str(name).strip().lower().replace("-", "").replace("_", "")
+    key = {c.replace("_", ""): c for c in COLLECTIVES}.get(spelled)
+    if key is None:
         raise ScheduleError(
-            f"unknown collective {name!r}; valid: allgather, reduce-scatter (or reduce_scatter), "
-            "allreduce, broadcast, reduce, alltoall"
+            f"unknown collective {name!r}; valid: allgather, reduce-scatter, allreduce, "
+            "broadcast, reduce, alltoall (hyphens, underscores and case do not matter)"
         )
     return key
 
@@ -163,7 +176,7 @@ def order_stats_error(schedule: Schedule) -> str | None:
     >>> order_stats_error(one) is None
     True
     >>> order_stats_error(replace(one, stats={"priority": "timetable", "starts": [[0, 1]]}))
-    'field stats.starts[0]: tree 0 (root a) needs 1 finite start time, one per edge'
+    'field stats.starts[0]: tree 0 (root a) needs 1 finite start time, one per edge (microseconds, at most 1e300 in size)'
     """
     stats = schedule.stats
     priority = stats.get("priority", "progress")
@@ -187,17 +200,23 @@ def order_stats_error(schedule: Schedule) -> str | None:
         if (
             not isinstance(times, list)
             or len(times) != len(tree.edges)
-            or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
-                for t in times
-            )
+            or not all(_start_time(t) for t in times)
         ):
             edges = len(tree.edges)
             return (
                 f"field stats.starts[{number}]: tree {number} (root {tree.root}) needs "
                 f"{edges} finite start time{'s' if edges != 1 else ''}, one per edge"
+                " (microseconds, at most 1e300 in size)"
             )
     return None
+
+
+def _start_time(value: Any) -> bool:
+    """True for a start time a simulation can use: a number, finite, at most 1e300 in size
+    (a 900-digit integer is finite but no float holds it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return abs(value) <= 1e300 if isinstance(value, float) else abs(value) <= 10**300
 
 
 _TREE_FIELDS = {"root", "chunks", "edges"}
@@ -712,6 +731,11 @@ class Schedule:
         """
         if not isinstance(data, Mapping):
             raise ScheduleError(f"a schedule must be a mapping, got {type(data).__name__}")
+        if "nodes" in data and "links" in data:
+            raise ScheduleError(
+                "this is a topology file (it has 'nodes' and 'links'), not a schedule: give the "
+                "topology first, the schedule second (optcoll verify TOPO SCHEDULE)"
+            )
         _reject_unknown(data, _TOP_FIELDS, "schedule")
         if data.get("format", "optcoll-schedule") != "optcoll-schedule":
             raise ScheduleError(
@@ -730,9 +754,11 @@ class Schedule:
             raise ScheduleError(f"field 'topology_hash' must be a string, got {topology_hash!r}")
         body, other = ("routes", "trees") if collective == "alltoall" else ("trees", "routes")
         if body not in data:
-            raise ScheduleError(f"a {collective} schedule is missing the required field {body!r}")
+            raise ScheduleError(
+                f"{a_collective(collective)} schedule is missing the required field {body!r}"
+            )
         if other in data:
-            raise ScheduleError(f"a {collective} schedule has {body!r}, not {other!r}")
+            raise ScheduleError(f"{a_collective(collective)} schedule has {body!r}, not {other!r}")
         k = data["k"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ScheduleError(f"field 'k' must be a positive integer, got {k!r}")

@@ -1,7 +1,8 @@
 """The topology model: named compute and switch nodes joined by directed links.
 
 A :class:`Topology` is immutable once built. Links are directed and carry a
-bandwidth (any positive finite number, in ``bandwidth_unit``, GB/s by default)
+bandwidth (any positive finite number, in ``bandwidth_unit``, GB/s by default;
+another rate unit is converted exactly to GB/s, :mod:`optcoll.core.units`)
 and an optional latency in microseconds. A link declared ``bidirectional`` stands
 for two directed links of the same bandwidth; parallel links between the same
 ordered pair add their bandwidth.
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from optcoll.core.limits import check_size
 from optcoll.core.rational import count_text, exact_number, integer_scaling
+from optcoll.core.units import REPORT_UNIT, gigabytes_per_second
 from optcoll.exceptions import (
     ArgumentError,
     BandwidthError,
@@ -157,10 +159,10 @@ def _describe(index: int, link: Link) -> str:
     return f"links[{index}] ({link.src} {arrow} {link.dst})"
 
 
-def _reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
+def reachable(adjacency: Mapping[str, list[str]], start: str) -> set[str]:
     """Nodes reachable from ``start`` (itself included) along ``adjacency``.
 
-    >>> sorted(_reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
+    >>> sorted(reachable({"a": ["b"], "b": [], "c": ["a"]}, "a"))
     ['a', 'b']
     """
     seen = {start}
@@ -186,7 +188,9 @@ class Topology:
     links : iterable of Link
         Declared links; see :class:`Link`.
     bandwidth_unit : str
-        Unit of every bandwidth (default ``"GB/s"``).
+        Unit of every bandwidth (default ``"GB/s"``): a rate unit of
+        :data:`optcoll.core.units.BYTES_PER_SECOND` (the links are then converted
+        exactly to GB/s, the unit the topology reports in) or a relative unit.
     description : str
         Free text (shown by ``optcoll show``).
     rank_order : iterable of str, optional
@@ -233,12 +237,27 @@ class Topology:
         set_(self, "nodes", tuple(_iterable(nodes, "nodes")))
         set_(self, "links", tuple(_iterable(links, "links")))
         set_(self, "bandwidth_unit", _line(bandwidth_unit, "bandwidth_unit", "bandwidth_unit"))
-        if not self.bandwidth_unit:
-            raise ArgumentError("bandwidth_unit must name a unit such as 'GB/s', got ''")
+        try:
+            scale = gigabytes_per_second(self.bandwidth_unit)
+        except ValueError as err:
+            raise MissingFieldError(
+                f"field 'bandwidth_unit' of topology {self.name!r}: {err}", ("bandwidth_unit",)
+            ) from None
         if not isinstance(description, str):
             raise ArgumentError(f"description must be a string, got {type(description).__name__}")
         set_(self, "description", description)
         set_(self, "_bandwidths", self._validate())
+        if scale is not None and scale != 1:  # computed and reported in GB/s from here on
+            set_(self, "_bandwidths", tuple(bw * scale for bw in self._bandwidths))
+            set_(
+                self,
+                "links",
+                tuple(
+                    Link(link.src, link.dst, bw, link.latency, link.bidirectional)
+                    for link, bw in zip(self.links, self._bandwidths, strict=True)
+                ),
+            )
+            set_(self, "bandwidth_unit", REPORT_UNIT)
         set_(self, "rank_order", self._ranks(rank_order))
 
     def _ranks(self, rank_order: Iterable[str] | None) -> tuple[str, ...]:
@@ -385,8 +404,8 @@ class Topology:
         # Every compute node reaches and is reached from the first one iff all
         # compute nodes are mutually reachable.
         first = compute[0]
-        forward = _reachable(successors, first)
-        backward = _reachable(predecessors, first)
+        forward = reachable(successors, first)
+        backward = reachable(predecessors, first)
         for c in compute[1:]:
             if c not in forward:
                 raise NotStronglyConnectedError(
@@ -940,6 +959,12 @@ class Topology:
         if not isinstance(data, Mapping):
             raise MissingFieldError(
                 f"a topology must be a mapping with 'nodes' and 'links', got {type(data).__name__}"
+            )
+        if "collective" in data or str(data.get("format", "")).startswith("optcoll-schedule"):
+            raise UnknownFieldError(
+                "this is a schedule file (it has a 'collective'), not a topology: give the "
+                "topology first, the schedule second (optcoll verify TOPO SCHEDULE)",
+                ("collective",),
             )
         _reject_unknown(data, _TOP_FIELDS, "topology", ())
         fmt = data.get("format", "optcoll-topology")

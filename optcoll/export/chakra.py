@@ -43,14 +43,17 @@ Examples
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from optcoll.core.arguments import schedule_argument, size_argument
+from optcoll.core.loads import PHASES
 from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
+from optcoll.sim.simulator import piece_order
 
 __all__ = ["chakra_traces", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
 
@@ -73,7 +76,7 @@ class _Node:
     name: str
     type: int
     deps: list[int]
-    attrs: dict[str, int] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
 
 
 class _Ranks:
@@ -89,11 +92,18 @@ class _Ranks:
         return node.id
 
     def transfer(self, src: int, dst: int, chunk: int, size: int, after: list[int],
-                 before: list[int]) -> tuple[int, int]:  # fmt: skip
-        """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``)."""
+                 before: list[int], place: tuple[float, int, int | None] | None = None,
+                 ) -> tuple[int, int]:  # fmt: skip
+        """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``);
+        ``place``: the send's place in its link's queue (``optcoll_order``) and its task
+        number in the simulator (``optcoll_task``)."""
         tag = self.tags[(src, dst)]
         self.tags[(src, dst)] += 1
-        common = {"comm_size": size, "comm_tag": tag, "optcoll_chunk": chunk}
+        common: dict[str, Any] = {"comm_size": size, "comm_tag": tag, "optcoll_chunk": chunk}
+        if place is not None:
+            common["optcoll_order"], common["optcoll_task"], tie = place
+            if tie is not None:
+                common["optcoll_tie"] = tie
         send = self.add(src, _SEND, f"send c{chunk} to {dst}", after, comm_src=src,
                         comm_dst=dst, **common)  # fmt: skip
         recv = self.add(dst, _RECV, f"recv c{chunk} from {src}", before, comm_src=src,
@@ -102,7 +112,12 @@ class _Ranks:
 
 
 def chakra_traces(
-    schedule: Schedule, size: int, *, allgather: Schedule | None = None
+    schedule: Schedule,
+    size: int,
+    *,
+    allgather: Schedule | None = None,
+    slice_bytes: int | None = None,
+    equivariant: bool = False,
 ) -> list[bytes]:
     """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``).
 
@@ -115,6 +130,23 @@ def chakra_traces(
     allgather : Schedule, optional
         With a reduce_scatter ``schedule``: the allgather trees that follow it, making an
         allreduce (as :func:`optcoll.export.msccl.msccl_program`).
+    slice_bytes : int, optional
+        Send each chunk in slices of at most this many bytes, as the simulator runs it
+        (``ceil(chunk / slice_bytes)`` equal slices of the chunk's ``data(M) / k`` bytes,
+        :func:`optcoll.sim.simulator.tree_tasks`): every slice is its own message, a relay
+        forwards a slice once it has it, and every transfer carries ``optcoll_order``, its
+        place in its link's queue under the schedule's order (``stats.priority``, a
+        timetable's ``stats.starts``; :func:`optcoll.sim.simulator.piece_order`) as an
+        integer rank, and ``optcoll_task``, the number the simulator gives its task
+        (:func:`optcoll.sim.simulator.tree_tasks`, which breaks ties by it), so
+        ``simulate`` runs the traces exactly as the schedule ran. Nodes are written slice by slice
+        across the chunks, the order ASTRA-sim issues ready nodes in. The traces then hold
+        ``k * slices`` chunks per block (``optcoll_chunks``). None (default): whole chunks.
+    equivariant : bool
+        With ``slice_bytes`` and a compact schedule (its trees images of representatives):
+        every transfer also carries ``optcoll_tie``, the key that breaks ties alike on
+        every translate (:func:`optcoll.sim.quotient.translate_ties`), as plan simulates
+        such a schedule from its quotient; ``simulate`` then breaks ties by it.
 
     Raises
     ------
@@ -155,14 +187,27 @@ def chakra_traces(
             raise ExportError(f"the {coll} schedule names no root among its compute nodes")
         up_of = _chunk_trees(up, rank, k, root)
         down_of = _chunk_trees(down, rank, k, root)
-        for chunk in sorted(set(up_of) | set(down_of)):
-            nbytes = _chunk_bytes(coll, size, n, k, chunk)
-            reduced: dict[int, int] = {}
-            sent_up: dict[int, int] = {}
-            if chunk in up_of:
-                reduced, sent_up = _up(up_of[chunk], rank, chunk, nbytes, ranks)
-            if chunk in down_of:
-                _down(down_of[chunk], rank, chunk, nbytes, ranks, reduced, sent_up)
+        count = _slice_count(size / (blocks * k), slice_bytes)
+        names = schedule.compute_nodes
+        sliced = slice_bytes is not None
+        up_order = _orders(schedule, count, True, equivariant) if sliced else None
+        down_order = _orders(allgather or schedule, count, False, equivariant) if sliced else None
+        for part in range(count):
+            for chunk in sorted(set(up_of) | set(down_of)):
+                block, j = divmod(chunk, k)
+                piece = (block * k + j) * count + part
+                nbytes = _chunk_bytes(coll, size, n, k * count, piece)
+                reduced: dict[int, int] = {}
+                sent_up: dict[int, int] = {}
+                if chunk in up_of:
+                    order = _placed(up_order, up_of[chunk], names, count, part)
+                    reduced, sent_up = _up(up_of[chunk][:2], piece, nbytes, ranks, order)
+                if chunk in down_of:
+                    order = _placed(down_order, down_of[chunk], names, count, part)
+                    _down(down_of[chunk][:2], piece, nbytes, ranks, reduced, sent_up, order)
+        k *= count
+        if slice_bytes is not None:
+            _rank_orders(ranks)
     meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
@@ -179,10 +224,86 @@ def _chunk_bytes(coll: str, size: int, n: int, k: int, chunk: int) -> int:
     return whole * (j + 1) // k - whole * j // k
 
 
+def _slice_count(chunk: float, slice_bytes: int | None) -> int:
+    """Slices of a ``chunk``-byte chunk: the simulator's rule (``_slices`` of
+    :mod:`optcoll.sim.simulator`)."""
+    return 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
+
+
+Place = Callable[[str, str, int], tuple[float, int, int | None]]
+
+
+def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) -> list[Place]:
+    """Per tree of ``schedule``, where its pieces (numbered chunk-major) go in their links'
+    queues, the number :func:`optcoll.sim.simulator.tree_tasks` gives their task, in the
+    phase that runs the tree forward or, ``reverse``, toward its root, and (``equivariant``,
+    a compact schedule) its tie key as :func:`optcoll.sim.quotient.translate_ties` gives it:
+    the number of the same task of the tree's representative."""
+    priority = schedule.stats.get("priority", "progress")
+    starts = schedule.stats.get("starts") if priority == "timetable" else None
+    phases = PHASES.get(schedule.collective, (reverse,))
+    phase = phases.index(reverse) if reverse in phases else 0
+    representatives = getattr(schedule.trees, "representatives", None) if equivariant else None
+    firsts = [0]
+    for rep in representatives or ():
+        firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
+    orders: list[Place] = []
+    offset = 0
+    for i, tree in enumerate(schedule.trees):
+        place = piece_order(tree, "progress" if starts is not None else priority, count,
+                            None if starts is None else starts[i])  # fmt: skip
+        edges = len(tree.edges)
+        position = {
+            ((e.dst, e.src) if reverse else (e.src, e.dst)): edges - 1 - j if reverse else j
+            for j, e in enumerate(tree.edges)
+        }
+        tie = None if representatives is None else firsts[i % len(representatives)]
+        orders.append(_numbered(place, position, offset, phase * edges,
+                                len(phases) * edges, tie))  # fmt: skip
+        offset += tree.chunks * count * len(phases) * edges
+    return orders
+
+
+def _numbered(place: Callable[[str, str, int], float], position: dict[tuple[str, str], int],
+              offset: int, phase: int, per_piece: int, tie: int | None) -> Place:  # fmt: skip
+    def numbered(src: str, dst: str, n: int) -> tuple[float, int, int | None]:
+        local = phase + n * per_piece + position[(src, dst)]
+        return place(src, dst, n), offset + local, None if tie is None else tie + local
+
+    return numbered
+
+
+def _placed(
+    orders: list[Place] | None,
+    carrier: tuple[int, dict[int, list[int]], int, int],
+    names: Sequence[str],
+    count: int,
+    part: int,
+) -> Callable[[int, int], tuple[float, int, int | None]] | None:
+    """Place, task number and tie key of slice ``part`` of a chunk sent from rank to rank
+    (None: unordered)."""
+    if orders is None:
+        return None
+    place, number = orders[carrier[2]], carrier[3] * count + part
+    return lambda src, dst: place(names[src], names[dst], number)
+
+
+def _rank_orders(ranks: _Ranks) -> None:
+    """Every ``optcoll_order`` (a float place) replaced by its rank among them all."""
+    places = sorted({n.attrs["optcoll_order"] for r in ranks.nodes for n in r
+                     if "optcoll_order" in n.attrs})  # fmt: skip
+    index = {value: i for i, value in enumerate(places)}
+    for nodes in ranks.nodes:
+        for node in nodes:
+            if "optcoll_order" in node.attrs:
+                node.attrs["optcoll_order"] = index[node.attrs["optcoll_order"]]
+
+
 def _chunk_trees(
     trees: Sequence[Tree], rank: dict[str, int], k: int, root: int | None
-) -> dict[int, tuple[int, dict[int, list[int]]]]:
-    """chunk -> (root rank, children lists by rank) of the tree that carries it."""
+) -> dict[int, tuple[int, dict[int, list[int]], int, int]]:
+    """chunk -> (root rank, children lists by rank, tree index, the chunk's number within
+    its tree) of the tree that carries it."""
     result = {}
     used: dict[int, int] = defaultdict(int)
     for index, tree in enumerate(trees):
@@ -201,7 +322,7 @@ def _chunk_trees(
             raise ExportError(f"tree {index} (root {tree.root!r}) does not span the compute nodes")
         base = 0 if root is not None else r * k
         for j in range(used[r], used[r] + tree.chunks):
-            result[base + j] = (r, dict(children))
+            result[base + j] = (r, dict(children), index, j - used[r])
         used[r] += tree.chunks
     for r, count in used.items():
         if count != k:
@@ -219,8 +340,8 @@ def _reaches_all(root: int, children: dict[int, list[int]], n: int) -> bool:
 
 
 def _up(
-    tree: tuple[int, dict[int, list[int]]], rank: dict[str, int], chunk: int, size: int,
-    ranks: _Ranks,
+    tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
     """Reduce ``chunk`` toward the tree's root: every rank's last reduction and send up."""
     root, children = tree
@@ -230,7 +351,8 @@ def _up(
     for v in reversed(order):  # children before parents
         prev = -1
         for c in children.get(v, ()):
-            send, recv = ranks.transfer(c, v, chunk, size, [last.get(c, -1)], [])
+            send, recv = ranks.transfer(c, v, chunk, size, [last.get(c, -1)], [],
+                                        None if place is None else place(c, v))  # fmt: skip
             sent[c] = send
             prev = ranks.add(v, _COMP, f"reduce c{chunk} from {c}", [recv, prev],
                              optcoll_chunk=chunk)  # fmt: skip
@@ -239,8 +361,9 @@ def _up(
 
 
 def _down(
-    tree: tuple[int, dict[int, list[int]]], rank: dict[str, int], chunk: int, size: int,
-    ranks: _Ranks, reduced: dict[int, int], sent_up: dict[int, int],
+    tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
+    reduced: dict[int, int], sent_up: dict[int, int],
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> None:  # fmt: skip
     """Carry ``chunk`` from the tree's root to every rank; the root's sends wait for its
     reduction, a rank's receive for its own send up (it overwrites what that sent)."""
@@ -248,7 +371,8 @@ def _down(
     have = {root: reduced.get(root, -1)}
     for v in _preorder(root, children):
         for c in children.get(v, ()):
-            _, have[c] = ranks.transfer(v, c, chunk, size, [have[v]], [sent_up.get(c, -1)])
+            _, have[c] = ranks.transfer(v, c, chunk, size, [have[v]], [sent_up.get(c, -1)],
+                                        None if place is None else place(v, c))  # fmt: skip
 
 
 def _preorder(root: int, children: dict[int, list[int]]) -> list[int]:

@@ -7,7 +7,7 @@ directly. Each path of a route (``chunks`` = bytes, as in
 on it (switches are the network's business), each hop's send waiting for the previous
 hop's receive; tags number the transfers of each (sender, receiver) pair from 0, as in
 :mod:`optcoll.export.chakra`. The metadata names the collective ``alltoallv`` and carries
-no optcoll chunk labels, so :func:`optcoll.verify.chakra.check_traces` checks the traces'
+no optcoll chunk labels, so :func:`optcoll.verify.chakra.verify_traces` checks the traces'
 structure, matching and freedom from deadlock, not the data each rank ends with.
 
 Examples

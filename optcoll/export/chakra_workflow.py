@@ -16,12 +16,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.output import check_output, input_files, write_output
 from optcoll.core.rational import fraction_text
+from optcoll.core.sizes import size_text
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES, chakra_traces
+from optcoll.export.planned import (
+    ASTRA_SIM_COMM_SIZE,
+    PlannedTraces,
+    astra_sim_comm_size,
+    planned_traces,
+)
 from optcoll.export.report import ExportReport
-from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+from optcoll.export.request import (
+    ExportRequest,
+    _verified,
+    chosen_schedules,
+    groups_schedule,
+    schedule_path,
+)
+from optcoll.io import load_topology
+from optcoll.schedules.collectives import collective_lower_bound
+from optcoll.sim.cost_model import SIZES
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
 
 __all__ = ["export_chakra"]
 
@@ -32,35 +50,69 @@ if TYPE_CHECKING:
 
 
 def export_chakra(request: ExportRequest) -> ExportReport:
-    """Build the traces of ``request`` (``size`` bytes), check, write and report them."""
-    if request.size is None:
-        raise ExportError("--format chakra needs --size (the traces are for one message size)")
-    size = request.size
-    if request.bands or request.channels is not None or request.max_bytes is not None:
+    """Build the traces of ``request``, check, write and report them.
+
+    From a topology without ``k``/``exact``/``groups`` (not an all-to-all): what ``optcoll
+    plan`` chose at ``size`` (or at each of ``sizes`` with ``bands``: one set
+    ``PREFIX.<size>`` each), sliced and ordered as plan simulated it
+    (:mod:`optcoll.export.planned`); else the chosen schedule, in slices of ``slice``
+    bytes if given."""
+    if request.size is not None and request.bands:
+        raise ExportError("--size writes one trace set: drop --bands, or drop --size and give "
+                          "--bands --sizes")  # fmt: skip
+    if request.channels is not None or request.max_bytes is not None:
         raise ExportError(
-            "--format chakra writes one trace set for --size: drop --bands, --channels and "
-            "--max-bytes"
+            "--format chakra writes traces for a size: drop --channels and --max-bytes"
         )
     prefix = str(request.output)
-    # (prefix, schedule, allgather, time factor, optimum, group index)
-    sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None, int | None]]
-    sets = []
+    # (prefix, schedule, allgather, time factor, optimum, group, traces, plan entry)
+    sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None,
+                     int | None, list[bytes] | None, dict[str, Any]]] = []  # fmt: skip
     grouped = groups_schedule(request)
+    planned = (
+        schedule_path(request.source) is None
+        and request.k is None
+        and not request.exact
+        and request.collective != "alltoall"  # the optimal routes, as without a plan
+    )
     if grouped is not None:
         _, schedule, optimum = grouped
         factor = None if request.unchecked else schedule.time_factor
         for index, part in enumerate(schedule.groups):
-            sets.append((f"{prefix}.group{index}", part, None, factor, optimum, index))
+            sets.append((f"{prefix}.group{index}", part, None, factor, optimum, index, None, {}))
+    elif planned:
+        topology, found = _plan(request)
+        for one in found:
+            base = prefix if not request.bands else f"{prefix}.{size_text(one.size)}"
+            entry = {
+                "bytes": one.size,
+                "planned": one.chosen,
+                "method": one.method,
+                "priority": one.priority,
+                "slice_bytes": one.slice_bytes,
+                "plan_time_us": round(one.time_us, 4),
+                "lower_bound_us": round(one.lower_bound_us, 4),
+            }
+            bound, factor = None, None
+            if not request.unchecked:  # the verifier's exact time factor, or ExportError
+                bound = collective_lower_bound(topology, one.schedule.collective, request.root)
+                factor = _verified(topology, one.schedule, bound)
+            sets.append((base, one.schedule, None, factor, bound, None, list(one.traces), entry))
     else:
+        if request.bands:
+            raise ExportError("--bands with --format chakra plans a topology: drop -k, --exact")
         _, chosen, _, _ = chosen_schedules(request)
         choice = chosen[0]
-        sets.append(
-            (prefix, choice.schedule, choice.allgather, choice.time_factor, choice.optimum, None)
-        )
+        sets.append((prefix, choice.schedule, choice.allgather, choice.time_factor,
+                     choice.optimum, None, None, {}))  # fmt: skip
     files: list[tuple[str, bytes]] = []
     entries = []
-    for base, schedule, allgather, factor, optimum, group in sets:
-        traces = chakra_traces(schedule, size, allgather=allgather)
+    for base, schedule, allgather, factor, optimum, group, written, chose in sets:
+        size = chose.get("bytes", request.size)  # a planned set's, else --size
+        assert size is not None  # without --size every set is a planned one (--bands --sizes)
+        traces = written if written is not None else chakra_traces(
+            schedule, size, allgather=allgather, slice_bytes=request.slice
+        )  # fmt: skip
         paths = [f"{base}.{rank}.et" for rank in range(len(traces))]
         files += zip(paths, traces, strict=True)
         collective = "allreduce" if allgather is not None else schedule.collective
@@ -72,9 +124,11 @@ def export_chakra(request: ExportRequest) -> ExportReport:
                 **({} if group is None else {"group": group}),
                 "ranks": list(schedule.compute_nodes),
                 "k": schedule.k,
-                "bytes": request.size,
+                "bytes": size,
+                "astra_sim_comm_size": astra_sim_comm_size(collective, size, len(traces)),
                 "time_factor": None if factor is None else fraction_text(factor),
                 "optimum": None if optimum is None else fraction_text(optimum),
+                **{key: value for key, value in chose.items() if key != "bytes"},
             }
         )
     inputs = input_files(request.source)
@@ -83,6 +137,27 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     for path, data in files:
         write_output(path, data, force=request.force, inputs=inputs)
     return _report(request, entries, [Path(path) for path, _ in files])
+
+
+def _plan(request: ExportRequest) -> tuple[Any, list[PlannedTraces]]:
+    """The topology of ``request`` and the planned traces of its size(s)."""
+    if request.bands and not request.sizes:
+        raise ExportError(
+            "--bands with --format chakra needs --sizes (one trace set per size, e.g. 64K 1M "
+            f"1G; plan's default {len(SIZES)} sizes would write {len(SIZES)} sets)"
+        )
+    topology = load_topology(request.source, **request.reader_keywords())
+    sizes = [request.size] if request.size is not None else list(request.sizes or ())
+    return topology, planned_traces(
+        topology,
+        request.collective,
+        sizes,
+        root=request.root,
+        overhead=DEFAULT_OVERHEAD if request.overhead is None else request.overhead,
+        default_latency=DEFAULT_LATENCY if request.latency is None else request.latency,
+        slice_bytes=DEFAULT_SLICE if request.slice is None else request.slice,
+        choose_slice=request.slice is None,
+    )
 
 
 def _report(
@@ -99,6 +174,13 @@ def _report(
         )
     if request.unchecked:
         warnings.append("not verified (--unchecked): no time factor is reported")
+    for entry in entries:
+        if key is not None and entry["astra_sim_comm_size"] is None:
+            warnings.append(
+                f"{entry['prefix']}: {entry['bytes']} bytes over {len(entry['files'])} NPUs "
+                "has no whole per-NPU input: an ASTRA-sim all-gather workload cannot ask for "
+                "the same data (give a size that is a multiple of the NPUs)"
+            )
     data = {"format": "chakra", "system_json_key": key, "sets": entries, "warnings": warnings}
     lines = []
     for entry in entries:
@@ -110,6 +192,22 @@ def _report(
             f"{group}: {entry['collective']}, {len(entry['files'])} ranks, k = {entry['k']}, "
             f"{entry['bytes']} bytes, {shown}"
         )
+        if "method" in entry:
+            piece = entry["slice_bytes"]
+            chosen = "" if entry["planned"] == entry["method"] else (
+                f" (plan chose {entry['planned']}, which has no trace form)"
+            )  # fmt: skip
+            lines.append(
+                f"  plan: {entry['method']}{chosen}, slices of "
+                f"{'whole chunks' if piece is None else size_text(piece)}, order "
+                f"{entry['priority']}: simulated {entry['plan_time_us']} µs"
+            )
         if key is not None:
             lines.append(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
+            comm = entry["astra_sim_comm_size"]
+            lines.append(
+                f"  ASTRA-sim workload comm_size: "
+                f"{'none is exact' if comm is None else f'{comm} bytes'} "
+                f"({ASTRA_SIM_COMM_SIZE[collective]})"
+            )
     return ExportReport(written, data, lines, warnings)

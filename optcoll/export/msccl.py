@@ -100,7 +100,7 @@ from optcoll.core.arguments import (
     size_argument,
     text_argument,
 )
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.exceptions import ExportError
 from optcoll.export.placement import placement_paths
 from optcoll.export.runtimes import (
@@ -177,7 +177,7 @@ def placement_files(
         path,
         placements(collective, profile),
         placement,
-        what=f"{profile.name} with a {collective}",
+        what=f"{profile.name} with {a_collective(collective)}",
     )
 
 
@@ -319,7 +319,7 @@ def msccl_program(
         raise ExportError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
     if placement == "both" and coll in _PLACEMENT_SENSITIVE:
         raise ExportError(
-            f"a {coll} program is not correct both in place and out of place; "
+            f"{a_collective(coll)} program is not correct both in place and out of place; "
             "write one per placement"
         )
     if placement == "both" and not profile.has_outofplace:

@@ -59,8 +59,9 @@ range its total later overwrites (which is why reduce-scatter and reduce, whose 
 have no such range, have no LL plan).
 
 Default choices: GPUs in one *box* talk over memory channels, others over port
-channels (``boxes``; the CLI puts ``bX.*`` nodes of the built-in DGX/MI250 families in box
-``bX`` and every other node in a box of its own); protocol ``Simple``; up to 64 thread
+channels (``boxes``; :func:`boxes_of` takes the boxes from the topology's groups,
+``Node.group``, never from how node ids are spelled: a compute node without a group is a
+box of its own); protocol ``Simple``; up to 64 thread
 blocks; 1 MiB units; ``max_message_size`` as far as the 16-bit unit count and the
 32-bit offsets (every buffer below 4 GiB) allow.
 Not written: NVLS (switch channel) reductions, thread block groups.
@@ -86,7 +87,7 @@ from fractions import Fraction
 from typing import TypedDict
 
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 
@@ -95,6 +96,7 @@ __all__ = [
     "mscclpp_plan",
     "mscclpp_placements",
     "pipeline_unit",
+    "boxes_of",
     "COLLECTIVE_NAMES",
 ]
 
@@ -202,6 +204,25 @@ def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | 
     return min(MAX_UNIT, 2 ** math.ceil(math.log2(wanted)))
 
 
+def boxes_of(topology: Topology | None) -> dict[str, str]:
+    """The box of each compute node: its group (:attr:`Node.group
+    <optcoll.core.topology.Node.group>`), a topology fact; a node without a group is a
+    box of its own (port channels to every other GPU). No topology: no boxes.
+
+    Examples
+    --------
+    >>> from optcoll.core.topology import Link, Node, Topology
+    >>> t = Topology("t", [Node("s0.gpu0", group="server0"), Node("s0.gpu1", group="server0"),
+    ...                    Node("x")], [Link("s0.gpu0", "s0.gpu1", 1, bidirectional=True),
+    ...                                 Link("s0.gpu1", "x", 1, bidirectional=True)])
+    >>> boxes_of(t)
+    {'s0.gpu0': 'server0', 's0.gpu1': 'server0'}
+    """
+    if topology is None:
+        return {}
+    return {v: group for v in topology.compute_nodes if (group := topology.node[v].group)}
+
+
 def mscclpp_placements(collective: str) -> tuple[str, ...]:
     """The placements whose plans are correct: reduce-scatter and all-to-all only out of
     place (in place, results would overwrite inputs still to be sent).
@@ -280,8 +301,9 @@ def mscclpp_plan(
     placement : str
         ``outofplace`` or ``inplace`` (see :func:`mscclpp_placements`).
     boxes : mapping, optional
-        Compute node -> box; pairs in one box use memory channels, others port
-        channels. Default: every node in a box of its own (port channels everywhere).
+        Compute node -> box (:func:`boxes_of` the topology); pairs in one box use
+        memory channels, others port channels. A node it does not list is a box of its
+        own. Default: every node in a box of its own (port channels everywhere).
     pieces : int, optional
         Pieces per tree range, each its own steps (default: 1 with pipelines, else the
         most up to :data:`MAX_PIECES` that keep every thread block within 64 ops).
@@ -309,7 +331,7 @@ def mscclpp_plan(
         )
     if placement not in mscclpp_placements(coll):
         raise ExportError(
-            f"a {coll} plan is correct only {', '.join(mscclpp_placements(coll))}; "
+            f"{a_collective(coll)} plan is correct only {', '.join(mscclpp_placements(coll))}; "
             f"got placement {placement!r}"
         )
     if pieces is not None and pieces < 1:
@@ -432,7 +454,7 @@ def _segments(schedule: Schedule, allgather: Schedule | None) -> list[Segment]:
     roots = list(schedule.compute_nodes)
     if coll in ("broadcast", "reduce"):
         if schedule.root is None:
-            raise ExportError(f"a {coll} schedule needs a root")
+            raise ExportError(f"{a_collective(coll)} schedule needs a root")
         roots = [schedule.root]
     for root in roots:
         up = _ranges(up_sets, root)

@@ -14,15 +14,18 @@ Examples
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
+from optcoll.core.schedule import a_collective
 from optcoll.core.sizes import size_text
 from optcoll.exceptions import ExportError
 from optcoll.export.mscclpp import (
     DEFAULT_UNIT,
     LL_COLLECTIVES,
+    boxes_of,
     mscclpp_placements,
     mscclpp_plan,
     pipeline_unit,
@@ -32,30 +35,31 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import Network, simulate
-from optcoll.verify.mscclpp import check_plan
+from optcoll.verify.mscclpp import granule, verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
-__all__ = ["export_mscclpp", "boxes_of", "ll_limit", "LL_SIZES"]
+__all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
 
 #: Message sizes at which :func:`ll_limit` compares an LL plan with a Simple one.
 LL_SIZES = tuple(2**e for e in range(10, 25, 2))
 
 
-def boxes_of(nodes: tuple[str, ...]) -> dict[str, str]:
-    """Box of each compute node: ``bX`` for the built-in boxes' ``bX.gpuY`` / ``bX.gcdY``
-    names, else the node itself (a box of its own: port channels).
+def box_source(boxes: dict[str, str], topology: Any) -> str:
+    """Where a plan's boxes (memory channels inside one) come from, in words.
 
     Examples
     --------
-    >>> boxes_of(("b0.gpu0", "b1.gpu0", "n3"))
-    {'b0.gpu0': 'b0', 'b1.gpu0': 'b1', 'n3': 'n3'}
+    >>> box_source({"g0": "server0", "g1": "server0"}, object())
+    "the topology's groups: 1 box, 2 GPUs in boxes"
+    >>> box_source({}, None)
+    'no topology (--unchecked): every GPU a box of its own'
     """
-    result = {}
-    for v in nodes:
-        head, _, tail = v.partition(".")
-        boxed = head[:1] == "b" and head[1:].isdigit() and tail[:3] in ("gpu", "gcd")
-        result[v] = head if boxed else v
-    return result
+    if topology is None:
+        return "no topology (--unchecked): every GPU a box of its own"
+    if not boxes:
+        return "the topology's groups: none, every GPU a box of its own"
+    count = len(set(boxes.values()))
+    return f"the topology's groups: {count} box{'es' * (count != 1)}, {len(boxes)} GPUs in boxes"
 
 
 def export_mscclpp(request: ExportRequest) -> ExportReport:
@@ -79,15 +83,19 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
     files = []
+    boxes = boxes_of(topology)
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
         unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement, path in placement_paths(
-            job_file, mscclpp_placements(coll), request.placement, what=f"MSCCL++ with a {coll}"
+            job_file,
+            mscclpp_placements(coll),
+            request.placement,
+            what=f"MSCCL++ with {a_collective(coll)}",
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
-            job = (schedule, allgather, placement, unit, name)
+            job = (schedule, allgather, placement, unit, name, boxes)
             plans = [(_plan(*job, "Simple", 0, request.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
@@ -101,7 +109,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
-                report = check_plan(plan.document)
+                report = verify_plan(plan.document)
                 if not report.ok:
                     kind, message = report.findings[0]
                     raise ExportError(
@@ -128,6 +136,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
             "pipeline_unit_bytes": plan.unit_size,
             "memory_channel_pairs": plan.memory_pairs,
             "port_channel_pairs": plan.port_pairs,
+            "boxes_from": box_source(boxes, topology),
             "size_granule_bytes": report.granule,
             "checked": True,
         }
@@ -140,7 +149,8 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
             f"{e['threadblocks_per_gpu']} thread blocks "
             f"per GPU (at most {e['max_ops_per_threadblock']} ops each), "
             f"{_pieces(e)}, {e['memory_channel_pairs']} GPU pairs "
-            f"on memory and {e['port_channel_pairs']} on port channels; sizes: multiples of "
+            f"on memory and {e['port_channel_pairs']} on port channels (boxes from "
+            f"{e['boxes_from']}); sizes: multiples of "
             f"{e['size_granule_bytes']} B; check-plan: correct"
         )
     return ExportReport(
@@ -164,6 +174,7 @@ def _plan(
     placement: str,
     unit: int,
     name: str,
+    boxes: dict[str, str],
     protocol: str,
     low: int,
     high: int | None,
@@ -171,7 +182,7 @@ def _plan(
     return mscclpp_plan(
         schedule,
         placement=placement,
-        boxes=boxes_of(schedule.compute_nodes),
+        boxes=boxes,
         min_message_size=low,
         max_message_size=high,
         unit_size=unit,
@@ -189,16 +200,20 @@ def _band(entry: dict[str, Any]) -> str:
 
 
 def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
-    """The largest of :data:`LL_SIZES` up to which the LL plan ``packets`` is simulated at
-    least as fast as the Simple plan ``simple`` (both :class:`MscclppPlan`) on
+    """The largest of :data:`LL_SIZES` (rounded down to a size both plans take) up to which
+    the LL plan ``packets`` is simulated at least as fast as the Simple plan ``simple``
+    (both :class:`MscclppPlan`) on
     ``topology``, at every size up to it (None if not at the smallest): the LL band is
     ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
     (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
     """
     network = Network.of(topology)
     parsed = [parse_plan(simple.document), parse_plan(packets.document)]
+    # only sizes both plans take (multiples of their granules: 1536 B on 3 GPUs) are
+    # compared, so the LL band [0, limit] holds a size its plan accepts
+    step = math.lcm(*(granule(p) for p in parsed))
     limit = None
-    for size in LL_SIZES:
+    for size in sorted({size // step * step for size in LL_SIZES} - {0}):
         slow, fast = (
             simulate(mscclpp_tasks(p, topology, network, size), network, size).time_us
             for p in parsed

@@ -26,7 +26,7 @@ from optcoll import topologies
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import input_files
 from optcoll.core.process_groups import make_groups
-from optcoll.core.schedule import FILE_STATS, ORDER_STATS, check_schedule_topology
+from optcoll.core.schedule import FILE_STATS, ORDER_STATS, a_collective, check_schedule_topology
 from optcoll.exceptions import (
     ExportError,
     GroupError,
@@ -82,6 +82,9 @@ class ExportRequest:
     group_form: str | None = None
     force: bool = False
     unchecked: bool = False
+    overhead: float | None = None
+    latency: Fraction | None = None
+    slice: int | None = None
     reader_options: tuple[tuple[str, str], ...] = ()
     bandwidth_attr: str | None = None
     latency_attr: str | None = None
@@ -307,7 +310,8 @@ def _from_file(request: ExportRequest, path: Path) -> tuple[Any, list[Any]]:
         "allreduce",
     ):
         raise ScheduleError(
-            f"{path}: a {schedule.collective} schedule cannot be exported as {request.collective}; "
+            f"{path}: {a_collective(schedule.collective)} schedule cannot be exported as "
+            f"{request.collective}; "
             "only allgather schedules convert (to reduce_scatter or allreduce) - pass a "
             "topology instead to build it"
         )

@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from optcoll.core.output import check_output, require_suffix, write_output
+from optcoll.core.output import check_output, output_transaction, require_suffix, write_output
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ExportError
 from optcoll.export import export_text
@@ -47,7 +47,9 @@ def export_files(request: ExportRequest) -> ExportReport:
     """Write the files ``optcoll export`` writes for ``request`` and report them.
 
     Every schedule is verified first (unless ``request.unchecked``) and every file checked
-    before any is written; an existing file is replaced only with ``request.force``.
+    before any is written; an existing file is replaced only with ``request.force``. The
+    files appear together or not at all (:func:`optcoll.core.output.output_transaction`):
+    a failure while writing one leaves none of them.
 
     Raises
     ------
@@ -65,12 +67,25 @@ def export_files(request: ExportRequest) -> ExportReport:
     >>> [p.name for p in report.files], report.data["files"][0]["time_factor"]
     (['ag.xml'], '3/200')
     """
+    with output_transaction():
+        return _export_files(request)
+
+
+def _export_files(request: ExportRequest) -> ExportReport:
     if request.placement is not None and request.format not in ("msccl", "mscclpp"):
         raise ExportError(
             "--placement chooses an MSCCL or MSCCL++ program: it needs --format msccl or mscclpp"
         )
-    if (request.format == "chakra") != (request.size is not None):
-        raise ExportError("--format chakra needs --size (the traces are for one message size)")
+    if request.format == "chakra" and request.size is None and not request.bands:
+        raise ExportError("--format chakra needs --size (the traces are for one message size) "
+                          "or --bands --sizes (one trace set per size)")  # fmt: skip
+    if request.format != "chakra" and request.size is not None:
+        raise ExportError("--size is the message size of Chakra traces: it needs --format chakra")
+    if request.format != "chakra" and any(
+        value is not None for value in (request.overhead, request.latency, request.slice)
+    ):
+        raise ExportError("--overhead, --latency and --slice plan Chakra traces: they need "
+                          "--format chakra")  # fmt: skip
     if request.format == "chakra":
         return export_chakra(request)
     if request.format == "mscclpp":
@@ -95,8 +110,14 @@ def export_files(request: ExportRequest) -> ExportReport:
         profile = replace(profile, max_threadblocks=request.max_threadblocks)
     if request.exact and request.k is not None:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
-    if request.bands and (request.exact or request.k is not None or request.format != "msccl"):
-        raise ExportError("--bands chooses the k of each band itself (MSCCL only): drop -k/--exact")
+    if request.bands and request.format != "msccl":
+        raise ExportError(
+            f"--bands plans MSCCL XML size bands; --format {request.format} has none: drop "
+            "--bands or use --format msccl"
+        )
+    if request.bands and (request.exact or request.k is not None):
+        given = "--exact" if request.exact else "-k"
+        raise ExportError(f"--bands chooses the k of each band itself: drop {given}")
     if request.sizes and not request.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from optcoll.bounds.cut_ratio import _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio_core
 from optcoll.core.arguments import (
     choice_argument,
     instance_argument,
@@ -115,7 +115,7 @@ def group_optimum(groups: ProcessGroups, index: int) -> GroupOptimum:
     (True, 'cut')
     """
     view = groups.group_topology(index)
-    cut = _optimal_cut_ratio(view)
+    cut = optimal_cut_ratio_core(view)
     ratio, exact_by = cut.ratio, "cut"
     if not _balanced(view):
         from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP

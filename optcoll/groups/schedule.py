@@ -77,13 +77,13 @@ from optcoll.exceptions import ScheduleError, SolveError
 from optcoll.graph.splitting import realise_paths, split_switches
 from optcoll.groups.bounds import FORMS, GroupsBound, concurrent_groups_optimum, groups_bound
 from optcoll.schedules.collectives import (
-    _broadcast,
-    _collective_lower_bound,
     bidirectional_core,
+    broadcast_core,
+    collective_lower_bound_core,
     is_symmetric,
     reversed_topology,
 )
-from optcoll.schedules.packing import _pack_arborescences, pack_rooted
+from optcoll.schedules.packing import pack_arborescences_core, pack_rooted
 from optcoll.verify.schedule import verify_groups_schedule
 
 __all__ = [
@@ -164,7 +164,7 @@ def groups_schedule(
             views[g] = share_topology(groups, g, solved.loads[g], solved.time_factor)
     schedules = []
     for g, members in enumerate(groups.groups):
-        packed = _pack_arborescences(views[g])
+        packed = pack_arborescences_core(views[g])
         schedules.append(Schedule("allgather", topo.name, members, packed.k, packed.trees))
     schedule = GroupsSchedule(
         "allgather",
@@ -235,7 +235,7 @@ def rooted_optimum(groups: ProcessGroups, roots: tuple[str, ...]) -> Fraction:
     for component in groups.sharing_components():
         if _balanced_alone(groups, component):
             (g,) = component
-            t = _collective_lower_bound(groups.group_topology(g), "broadcast", roots[g])
+            t = collective_lower_bound_core(groups.group_topology(g), "broadcast", roots[g])
             assert t is not None, "a broadcast with a root has a bound"
         else:
             from optcoll.groups.concurrent import concurrent_optimum  # heavy: PuLP
@@ -325,7 +325,7 @@ def _rooted_schedule(groups: ProcessGroups, roots: tuple[str, ...]) -> list[Sche
     for component in groups.sharing_components():
         if _balanced_alone(groups, component):
             (g,) = component
-            alone = _broadcast(groups.group_topology(g), roots[g])
+            alone = broadcast_core(groups.group_topology(g), roots[g])
             schedules[g] = Schedule(
                 "broadcast", topo.name, groups.groups[g], alone.k, alone.trees, root=roots[g]
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 
 from optcoll.core.process_groups import ProcessGroups
-from optcoll.graph.symmetry import preserves_capacity
+from optcoll.graph.symmetry import coloured_isomorphism, preserves_capacity
 
 __all__ = ["group_automorphism", "root_automorphisms"]
 
@@ -25,13 +25,12 @@ def group_automorphism(groups: ProcessGroups, source: int, target: int) -> dict[
     bandwidth, and every group onto a group, member number i of ``source`` to
     member number i of ``target``; ``None`` when none is found.
 
-    Search: colour refinement (each node's colour refined by the colours and
-    bandwidths of its links until stable) on two copies of the topology, one
-    with the members of ``source`` numbered, the other with those of
-    ``target``; while a colour holds several nodes, the first of each copy are
-    given a new colour of their own and the refinement runs again. Without
-    backtracking this may miss an automorphism (then ``None``), never invents
-    one: the map found is checked link by link and group by group.
+    Search: :func:`optcoll.graph.symmetry.coloured_isomorphism` (colour refinement
+    on two copies of the topology, one with the members of ``source`` numbered,
+    the other with those of ``target``; while a colour holds several nodes, the
+    first of each copy are given a new colour of their own and the refinement runs
+    again). Without backtracking this may miss an automorphism (then ``None``),
+    never invents one: the map found is checked link by link and group by group.
 
     Examples
     --------
@@ -40,7 +39,7 @@ def group_automorphism(groups: ProcessGroups, source: int, target: int) -> dict[
 
     >>> from optcoll import load_topology
     >>> from optcoll.io.process_groups import parse_groups
-        >>> groups = parse_groups(load_topology("dgx-a100:2"), "strided:2", relay="any")
+    >>> groups = parse_groups(load_topology("dgx-a100:2"), "strided:2", relay="any")
     >>> sigma = group_automorphism(groups, 0, 3)
     >>> sigma["b0.gpu0"], sigma["b1.nic0"], sigma["ib0"]
     ('b0.gpu3', 'b1.nic3', 'ib1')
@@ -109,61 +108,16 @@ def root_automorphisms(groups: ProcessGroups, index: int) -> dict[str, dict[str,
 def _completed_map(
     groups: ProcessGroups, source: Mapping[str, Hashable], target: Mapping[str, Hashable]
 ) -> dict[str, str] | None:
-    """A node map from individualisation-refinement of two copies of the topology whose
-    nodes start coloured by (type, label); None when the copies' colour classes differ.
-    The map still has to be checked."""
+    """The node map of :func:`optcoll.graph.symmetry.coloured_isomorphism` between two
+    copies of the topology whose nodes are coloured by (type, label); None when it finds
+    none. The map still has to be checked against the groups."""
     topo = groups.topology
     nodes = topo.node_ids
-    order = {v: i for i, v in enumerate(nodes)}
-    initial: dict[Hashable, int] = {}
-
-    def start(label: Mapping[str, Hashable]) -> dict[str, int]:
-        return {v: initial.setdefault((topo.node[v].type, label[v]), len(initial)) for v in nodes}
-
-    # Colours are integers (individualised nodes get negative ones) and capacities
-    # the integer-scaled ones: signatures hash and sort fast.
-    colours = [start(source), start(target)]
-    outs: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
-    ins: dict[str, list[tuple[str, int]]] = {v: [] for v in nodes}
-    for (u, v), c in topo.integer_capacities()[0].items():
-        outs[u].append((v, c))
-        ins[v].append((u, c))
-    fresh = 0
-    while True:
-        while True:  # refine both copies with one shared naming of colours
-            names: dict[Hashable, int] = {}
-            refined: list[dict[str, int]] = []
-            for colour in colours:
-                refined.append(
-                    {
-                        v: names.setdefault(
-                            (
-                                colour[v],
-                                tuple(sorted([(colour[w], c) for w, c in outs[v]])),
-                                tuple(sorted([(colour[w], c) for w, c in ins[v]])),
-                            ),
-                            len(names),
-                        )
-                        for v in nodes
-                    }
-                )
-            if len(names) == len(set(colours[0].values()) | set(colours[1].values())):
-                break
-            colours = refined
-        classes: list[dict[int, list[str]]] = [{}, {}]
-        for side in (0, 1):
-            for v in nodes:
-                classes[side].setdefault(colours[side][v], []).append(v)
-        if {k: len(v) for k, v in classes[0].items()} != {k: len(v) for k, v in classes[1].items()}:
-            return None
-        crowded = [k for k, members in classes[0].items() if len(members) > 1]
-        if not crowded:
-            break
-        key = min(crowded, key=lambda k: order[classes[0][k][0]])
-        fresh += 1
-        colours[0] = {**colours[0], classes[0][key][0]: -fresh}
-        colours[1] = {**colours[1], classes[1][key][0]: -fresh}
-    return {classes[0][k][0]: classes[1][k][0] for k in classes[0]}
+    index = {v: i for i, v in enumerate(nodes)}
+    capacity = {(index[u], index[v]): c for (u, v), c in topo.capacity.items()}
+    left, right = ([(topo.node[v].type, label[v]) for v in nodes] for label in (source, target))
+    image = coloured_isomorphism(len(nodes), capacity, left, right)
+    return None if image is None else {v: nodes[image[i]] for i, v in enumerate(nodes)}
 
 
 def _keeps_groups(groups: ProcessGroups, image: dict[str, str]) -> bool:

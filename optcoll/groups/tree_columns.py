@@ -39,7 +39,7 @@ Edmonds' branching theorem it holds ``K`` arc-disjoint spanning
 ``r``-arborescences, each a tree of paths whose loads sum to at most
 ``K x_gr``. So ``x_gr`` dominates a convex combination of trees of paths and
 the column form's t* is at most the edge form's: the two are equal (tested
-exactly on random topologies with switches, ``tests/test_group_columns.py``).
+exactly on random topologies with switches, ``tests/groups/test_tree_columns.py``).
 The optimum is optimal *among* the fractional schedules in which members copy
 and every other node forwards without copying.
 

@@ -2,8 +2,13 @@
 
 The format (``NetworkParser.cpp`` of github:astra-sim/astra-network-analytical)
 has four lists of one entry per dimension: ``topology`` (``Ring``,
-``FullyConnected`` or ``Switch``), ``npus_count`` (> 1), ``bandwidth`` (GB/s,
-> 0) and ``latency`` (ns, >= 0). NPU ``k`` has the address ``k mod c0``,
+``FullyConnected`` or ``Switch``), ``npus_count`` (> 1), ``bandwidth`` (> 0)
+and ``latency`` (ns, >= 0). ASTRA-sim's "GB/s" is GiB/s: ``bw_GBps_to_Bpns`` in
+``common/NetworkFunction.cpp`` line 16 of astra-network-analytical (599a047)
+returns ``bw_GBps * (1 << 30) / (1'000'000'000)`` bytes per ns, so a
+``bandwidth`` of ``b`` is ``b * 2**30`` bytes/s, which optcoll (bandwidths in
+GB/s = 10**9 bytes/s) reads exactly as ``b * 2**30 / 10**9`` GB/s
+(:data:`GB_PER_ASTRA_GB`). NPU ``k`` has the address ``k mod c0``,
 ``(k div c0) mod c1``, ... (dimension 0 varies fastest, ``MultiDimTopology``);
 the NPUs that differ only in coordinate ``d`` form one block of dimension
 ``d``:
@@ -18,7 +23,8 @@ the NPUs that differ only in coordinate ``d`` form one block of dimension
     NPU of the block.
 
 Compute nodes are ``npu{k}``; latencies become µs (ns / 1000).
-:func:`to_astra_network` writes the config of a topology that has exactly this
+:func:`to_astra_network` writes bandwidths back in ASTRA-sim's unit, exactly
+(a decimal of as many digits as it needs), and the config of a topology that has exactly this
 shape (checked by rebuilding it), and refuses any other.
 """
 
@@ -27,20 +33,30 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from optcoll.core.limits import check_size
+from optcoll.core.rational import WrittenNumber, decimal_text
 from optcoll.core.topology import Link, Node, Topology
 from optcoll.exceptions import ImportFormatError, TopologyError
 from optcoll.io.fields import number
 
-__all__ = ["from_astra_network", "to_astra_network", "is_astra_network", "BLOCKS"]
+__all__ = [
+    "from_astra_network",
+    "to_astra_network",
+    "is_astra_network",
+    "BLOCKS",
+    "GB_PER_ASTRA_GB",
+]
 
 #: ASTRA-sim's basic topologies, one per dimension.
 BLOCKS = ("Ring", "FullyConnected", "Switch")
 _FIELDS = ("topology", "npus_count", "bandwidth", "latency")
+
+#: GB/s (10**9 bytes/s) in one ASTRA-sim bandwidth unit (2**30 bytes/s; ``bw_GBps_to_Bpns``,
+#: astra-network-analytical ``common/NetworkFunction.cpp`` line 16): 2**21 / 5**9 = 1.073741824.
+GB_PER_ASTRA_GB = Fraction(2**30, 10**9)
 
 
 def is_astra_network(data: Any) -> bool:
@@ -61,8 +77,10 @@ def from_astra_network(data: Any, *, name: str = "astra-sim") -> Topology:
     --------
     >>> t = from_astra_network({"topology": ["Switch", "Ring"], "npus_count": [4, 2],
     ...                         "bandwidth": [400, 50], "latency": [936.25, 1000]})
-    >>> t.num_compute, t.switch_nodes, t.capacity[("npu0", "npu4")], t.latency[("npu0", "dim0.sw0")]
-    (8, ('dim0.sw0', 'dim0.sw1'), Fraction(50, 1), Fraction(749, 800))
+    >>> t.num_compute, t.switch_nodes, t.latency[("npu0", "dim0.sw0")]
+    (8, ('dim0.sw0', 'dim0.sw1'), Fraction(749, 800))
+    >>> t.capacity[("npu0", "npu4")], float(t.capacity[("npu0", "npu4")])  # 50 GiB/s in GB/s
+    (Fraction(4194304, 78125), 53.6870912)
     """
     if not isinstance(data, Mapping):
         raise ImportFormatError(
@@ -108,7 +126,8 @@ def from_astra_network(data: Any, *, name: str = "astra-sim") -> Topology:
         ImportFormatError,
     )
     bandwidths = [
-        number(b, f"bandwidth[{d}]", positive=True) for d, b in enumerate(lists["bandwidth"])
+        number(b, f"bandwidth[{d}]", positive=True) * GB_PER_ASTRA_GB
+        for d, b in enumerate(lists["bandwidth"])
     ]
     latencies = [number(x, f"latency[{d}]") / 1000 for d, x in enumerate(lists["latency"])]
     return _build(name, blocks, sizes, bandwidths, latencies)
@@ -166,8 +185,11 @@ def to_astra_network(topology: Topology, *, max_dims: int = 3) -> dict[str, list
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> to_astra_network(build("torus:2x3,bw=10/20"))
-    {'topology': ['Ring', 'Ring'], 'npus_count': [3, 2], 'bandwidth': [20, 10], 'latency': [0, 0]}
+    >>> net = to_astra_network(build("torus:2x3,bw=10/20"))
+    >>> net["topology"], net["npus_count"], net["latency"]
+    (['Ring', 'Ring'], [3, 2], [0, 0])
+    >>> [b.text for b in net["bandwidth"]]  # 20 and 10 GB/s in GiB/s, every digit
+    ['18.6264514923095703125', '9.31322574615478515625']
     """
     if topology.bandwidth_unit != "GB/s":
         raise TopologyError(
@@ -194,7 +216,9 @@ def to_astra_network(topology: Topology, *, max_dims: int = 3) -> dict[str, list
                 return {
                     "topology": list(blocks),
                     "npus_count": list(sizes),
-                    "bandwidth": [_decimal(b, topology, "bandwidth") for b in bandwidths],
+                    "bandwidth": [
+                        _decimal(b / GB_PER_ASTRA_GB, topology, "bandwidth") for b in bandwidths
+                    ],
                     "latency": [_decimal(x * 1000, topology, "latency") for x in latencies],
                 }
     raise TopologyError(
@@ -273,13 +297,13 @@ def _canonical(topology: Topology, names: Mapping[str, str]) -> list[str]:
     )
 
 
-def _decimal(value: Fraction, topology: Topology, what: str) -> int | float:
-    """``value`` as a YAML number that is exactly it (an int, or a float whose repr is exact)."""
+def _decimal(value: Fraction, topology: Topology, what: str) -> int | WrittenNumber:
+    """``value`` as a YAML number that is exactly it (an int, or a decimal of every digit)."""
     if value.denominator == 1:
         return int(value)
-    text = repr(float(value))
-    if Fraction(Decimal(text)) != value:
+    digits = decimal_text(value)
+    if digits is None:
         raise TopologyError(
             f"{topology.name}: the {what} {value} has no exact decimal form for ASTRA-sim"
         )
-    return float(text)
+    return WrittenNumber(digits)

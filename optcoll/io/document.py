@@ -291,12 +291,51 @@ def document_text(data: Any, suffix: str = ".json") -> str:
     }
     >>> print(document_text({"a": [1, 2]}, ".yaml"), end="")
     a: [1, 2]
+
+    A :class:`~optcoll.core.rational.WrittenNumber` is written as its text, every digit kept:
+
+    >>> print(document_text({"a": [WrittenNumber("0.1000000000000000000001")]}), end="")
+    {
+      "a": [
+        0.1000000000000000000001
+      ]
+    }
     """
     if suffix.lower() in YAML_SUFFIXES:
         return yaml.dump(
-            data, Dumper=_SafeDumper, sort_keys=False, default_flow_style=None, width=100
+            data, Dumper=_WrittenDumper, sort_keys=False, default_flow_style=None, width=100
         )
-    return json.dumps(data, indent=2) + "\n"
+    written: list[str] = []
+    text = json.dumps(_marked(data, written), indent=2) + "\n"
+    for i, number in enumerate(written):
+        text = text.replace(json.dumps(f"{_MARK}{i}{_MARK}"), number, 1)
+    return text
+
+
+#: Brackets a placeholder for a written number in JSON (a character JSON escapes in strings).
+_MARK = "\x01"
+
+
+def _marked(data: Any, written: list[str]) -> Any:
+    """``data`` with each WrittenNumber replaced by a placeholder string, its text in ``written``."""
+    if isinstance(data, WrittenNumber):
+        written.append(data.text)
+        return f"{_MARK}{len(written) - 1}{_MARK}"
+    if isinstance(data, dict):
+        return {key: _marked(value, written) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_marked(value, written) for value in data]
+    return data
+
+
+class _WrittenDumper(_SafeDumper):
+    """The safe dumper, writing a WrittenNumber as its text."""
+
+
+_WrittenDumper.add_representer(
+    WrittenNumber,
+    lambda dumper, number: dumper.represent_scalar(_FLOAT_TAG, number.text),
+)
 
 
 def line_of(path: Path, location: tuple[str | int, ...]) -> int | None:

@@ -53,6 +53,7 @@ single arcs (block 0 may use either, block 1 only ``("a", "b")``):
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -242,8 +243,10 @@ def generate_columns(
 
     Without starting columns the oracle is first called with ``1 / c(a)``. Each
     round solves the master and adds the oracle's columns with reduced cost below
-    ``-tolerance * max(t, 1)``; it stops when there is none or the master's ``t`` is
-    within that of the Lagrangian bound. Nothing is exact yet: callers finish with
+    ``-tolerance * t``; it stops when there is none or the master's ``t`` is
+    within that of the Lagrangian bound. The master's objective is scaled by a power
+    of two near ``1 / t`` (from the previous round; a round solved far from it is
+    solved again), so that its duals are near 1 whatever the capacities' units. Nothing is exact yet: callers finish with
     the exact vertex and duals of :attr:`Generation.master`.
 
     Raises
@@ -288,23 +291,30 @@ def generate_columns(
 
     add(columns if columns else cheapest({arc: 1 / c for arc, c in capacity.items()}))
     iterations = 0
+    scale = 1.0  # the master's objective is scale * t (build_master): duals near 1
     while True:
         iterations += 1
-        master = build_master(blocks, capacity, pool)
+        master = build_master(blocks, capacity, pool, scale=scale)
         result = solve(master)
-        t_float = result.objective
-        prices = {arc: max(0.0, -result.duals[f"cap_{a}"]) for a, arc in enumerate(capacity)}
+        t_float = result.objective / scale
+        duals = {name: value / scale for name, value in result.duals.items()}
+        prices = {arc: max(0.0, -duals[f"cap_{a}"]) for a, arc in enumerate(capacity)}
         priced = sum(c * prices[arc] for arc, c in capacity.items())
         best = cheapest(prices)
         costs = [float(column_cost(column, prices)) for column in best]
         lower = sum(costs) / priced if priced else 0.0
-        slack = tolerance * max(t_float, 1.0)
+        slack = tolerance * t_float  # the block duals sum to t: reduced costs scale with it
         negative = [
             column
             for column, cost in zip(best, costs, strict=True)
-            if cost - result.duals[f"block_{column.block}"] < -slack
+            if cost - duals[f"block_{column.block}"] < -slack
         ]
-        if not negative or t_float - lower <= slack or not add(negative):
+        solved_at = scale
+        if t_float > 0:
+            scale = 2.0 ** -round(math.log2(t_float))
+        if abs(math.log2(scale / solved_at)) > 8:  # duals far from 1: solve again, rescaled
+            add(negative)
+        elif not negative or t_float - lower <= slack or not add(negative):
             return Generation(pool, master, result, t_float, lower, iterations, cheapest)
         elapsed = time.perf_counter() - start
         if iterations >= max_iterations or (time_limit is not None and elapsed > time_limit):

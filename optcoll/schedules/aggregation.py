@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 
 from optcoll.bounds.in_network import AggregationBound, aggregation_bound
-from optcoll.core.aggregation import AggregationSchedule, AggregationTree
+from optcoll.core.aggregation import OPTIMAL_AMONG, AggregationSchedule, AggregationTree
 from optcoll.core.arguments import topology_argument
 from optcoll.core.schedule import TreeEdge
 from optcoll.core.topology import Topology
@@ -81,10 +81,9 @@ def schedule_of_bound(bound: AggregationBound) -> AggregationSchedule:
         time_factor=bound.optimum,
         topology_hash=topology.content_hash,
         stats={
-            "optimal_among": "aggregation-tree schedules",
+            "optimal_among": OPTIMAL_AMONG,
             "proved": bound.proved,
             "gap_to_cut_bound": str(bound.gap),
             "columns": bound.columns,
-            "seconds": round(bound.seconds, 3),
         },
     )

@@ -157,6 +157,10 @@ def alltoall_cut_bound(
     return AlltoallCut(best[0], best[1], False)
 
 
+#: Most arc orbits whose lengths (one each) give the cut bound's candidate sets.
+ORBIT_CUT_LENGTHS = 64
+
+
 def _distance_level_sets(
     topology: Topology, lengths: dict[Arc, Fraction], sources: Iterable[str]
 ) -> list[frozenset[str]]:
@@ -402,17 +406,25 @@ def alltoall_bound(topology: Topology, *, time_limit: float | None = None) -> Al
     (Fraction(8, 25), Fraction(8, 25), '8/25')
     """
     topology_argument(topology)
-    return _alltoall_bound(topology, time_limit)
+    return alltoall_bound_core(topology, time_limit)
 
 
 @functools.lru_cache(maxsize=4)
-def _alltoall_bound(topology: Topology, time_limit: float | None) -> AlltoallBound:
+def alltoall_bound_core(topology: Topology, time_limit: float | None) -> AlltoallBound:
     start = time.perf_counter()
     optimum = alltoall_optimum(topology, time_limit=time_limit)
     candidates = None
     if len(topology.node_ids) > EXHAUSTIVE_CUT_NODES:
         sources = topology.compute_nodes if optimum.symmetry is None else optimum.symmetry.sources
         candidates = _distance_level_sets(topology, optimum.lengths, sources)
+        if optimum.symmetry is not None and len(optimum.symmetry.arc_orbits) <= ORBIT_CUT_LENGTHS:
+            # a symmetric optimum spreads its lengths over every orbit, and its level sets
+            # are balls; unit lengths on one arc orbit and its reverse arcs (a length
+            # function the group preserves) give the slabs of a torus as well
+            for orbit in optimum.symmetry.arc_orbits:
+                lengths = dict.fromkeys(orbit, Fraction(1))
+                lengths.update(dict.fromkeys(((v, u) for u, v in orbit), Fraction(1)))
+                candidates += _distance_level_sets(topology, lengths, sources)
     found = alltoall_cut_bound(topology, candidates)
     cut_bound, cut, exhaustive = found.ratio, found.side, found.exhaustive
     assert cut_bound <= optimum.time_factor, "a cut bound above the optimum: the LP is wrong"
@@ -615,15 +627,15 @@ def alltoall_schedule(
         instance_argument(
             bound, AlltoallBound, "bound", "optcoll.schedules.alltoall.alltoall_bound"
         )
-    return _alltoall_schedule(topology, k, bound=bound)
+    return alltoall_schedule_core(topology, k, bound=bound)
 
 
-def _alltoall_schedule(
+def alltoall_schedule_core(
     topology: Topology, k: int | None = None, *, bound: AlltoallBound | None = None
 ) -> Schedule:
     """The core of :func:`alltoall_schedule`: its arguments are already checked."""
     if bound is None:
-        bound = _alltoall_bound(topology, None)
+        bound = alltoall_bound_core(topology, None)
     if bound.symmetry is not None and bound.flows is not None:
         paths = orbit_path_decomposition(topology, bound.symmetry, bound.flows)
     else:

@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.bounds.forwardable import forwardable_topology
 from optcoll.core.arguments import (
     collective_argument,
@@ -57,16 +57,16 @@ from optcoll.core.arguments import (
     topology_argument,
 )
 from optcoll.core.loads import phase_time_factor
-from optcoll.core.schedule import Schedule, canonical_collective
+from optcoll.core.schedule import Schedule, a_collective, canonical_collective
 from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import NotStronglyConnectedError, ScheduleError
 from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import realise_paths, split_switches
 from optcoll.schedules.alltoall import (
-    _alltoall_bound,
-    _alltoall_schedule,
+    alltoall_bound_core,
+    alltoall_schedule_core,
 )
-from optcoll.schedules.packing import _pack_arborescences, pack_rooted
+from optcoll.schedules.packing import pack_arborescences_core, pack_rooted
 
 __all__ = [
     "collective_lower_bound",
@@ -216,10 +216,10 @@ def reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
-    return _reduce_scatter(schedule, topology)
+    return reduce_scatter_core(schedule, topology)
 
 
-def _reduce_scatter(schedule: Schedule, topology: Topology) -> Schedule:
+def reduce_scatter_core(schedule: Schedule, topology: Topology) -> Schedule:
     """The core of :func:`reduce_scatter`: its arguments are already checked."""
     _require_allgather(schedule, "reduce-scatter")
     factor = phase_time_factor(topology, schedule.trees, schedule.k, reverse=True)
@@ -258,10 +258,10 @@ def allreduce(schedule: Schedule, topology: Topology) -> Schedule:
     """
     schedule_argument(schedule)
     topology_argument(topology)
-    return _allreduce(schedule, topology)
+    return allreduce_core(schedule, topology)
 
 
-def _allreduce(schedule: Schedule, topology: Topology) -> Schedule:
+def allreduce_core(schedule: Schedule, topology: Topology) -> Schedule:
     """The core of :func:`allreduce`: its arguments are already checked."""
     _require_allgather(schedule, "allreduce")
     down = phase_time_factor(topology, schedule.trees, schedule.k)
@@ -381,10 +381,10 @@ def broadcast(topology: Topology, root: str, *, progress: bool = False) -> Sched
     topology_argument(topology)
     node_argument(topology, root, "root")
     flag_argument(progress, "progress")
-    return _broadcast(topology, root, progress=progress)
+    return broadcast_core(topology, root, progress=progress)
 
 
-def _broadcast(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+def broadcast_core(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
     """The core of :func:`broadcast`: its arguments are already checked."""
     usable = broadcast_usable(topology, root)
     k = broadcast_capacity(usable, root)
@@ -425,12 +425,12 @@ def reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule
     topology_argument(topology)
     node_argument(topology, root, "root")
     flag_argument(progress, "progress")
-    return _reduce(topology, root, progress=progress)
+    return reduce_core(topology, root, progress=progress)
 
 
-def _reduce(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
+def reduce_core(topology: Topology, root: str, *, progress: bool = False) -> Schedule:
     """The core of :func:`reduce`: its arguments are already checked."""
-    forward = _broadcast(reversed_topology(topology), root, progress=progress)
+    forward = broadcast_core(reversed_topology(topology), root, progress=progress)
     factor = phase_time_factor(topology, forward.trees, forward.k, reverse=True)
     return replace(
         forward,
@@ -492,10 +492,12 @@ def build_collective(
     collective = _checked_collective(topology, collective, root)
     k = None if k is None else count_argument(k, "k")
     flag_argument(progress, "progress")
-    return _build_collective(topology, collective, k=k, root=root, progress=progress, bound=bound)
+    return build_collective_core(
+        topology, collective, k=k, root=root, progress=progress, bound=bound
+    )
 
 
-def _build_collective(
+def build_collective_core(
     topology: Topology,
     collective: str,
     *,
@@ -508,28 +510,28 @@ def _build_collective(
     if collective in ("broadcast", "reduce"):
         if k is not None:
             raise ScheduleError(
-                f"a {collective} uses the maximum number of trees from its root; -k does not apply"
+                f"{a_collective(collective)} uses the maximum number of trees from its root; -k does not apply"
             )
         chosen = root if root is not None else topology.compute_nodes[0]
         make = broadcast if collective == "broadcast" else reduce
         return make(topology, chosen, progress=progress)
     if root is not None:
         raise ScheduleError(
-            f"a {collective} has no single root; --root applies to broadcast/reduce"
+            f"{a_collective(collective)} has no single root; --root applies to broadcast/reduce"
         )
     if collective == "alltoall":
-        return _alltoall_schedule(topology, k)
+        return alltoall_schedule_core(topology, k)
     packed = packing_topology(topology, collective)
-    schedule = _pack_arborescences(packed, k, progress=progress, bound=bound)
+    schedule = pack_arborescences_core(packed, k, progress=progress, bound=bound)
     if collective == "allgather":
         return schedule
     if collective == "reduce_scatter":
         own = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
-        result = _reduce_scatter(own, topology)
+        result = reduce_scatter_core(own, topology)
         return replace(result, cut_ratio=schedule.cut_ratio)  # r* of the packed topology
-    result = _allreduce(schedule, topology)
+    result = allreduce_core(schedule, topology)
     if packed is not topology:  # the allgather phase's bound is the whole topology's r*
-        result = replace(result, cut_ratio=_collective_cut_ratio(topology, "allreduce"))
+        result = replace(result, cut_ratio=collective_cut_ratio_core(topology, "allreduce"))
     return result
 
 
@@ -577,18 +579,18 @@ def collective_cut_ratio(
     Fraction(3, 200)
     """
     collective = _checked_collective(topology, collective, root)
-    return _collective_cut_ratio(topology, collective, root)
+    return collective_cut_ratio_core(topology, collective, root)
 
 
-def _collective_cut_ratio(
+def collective_cut_ratio_core(
     topology: Topology, collective: str, root: str | None = None
 ) -> Fraction | None:
     """The core of :func:`collective_cut_ratio`: its arguments are already checked."""
     if collective in ("allgather", "allreduce"):
-        return _collective_lower_bound(topology, "allgather")
+        return collective_lower_bound_core(topology, "allgather")
     if collective == "alltoall" or root is None and collective in ("broadcast", "reduce"):
         return None
-    return _collective_lower_bound(topology, collective, root)
+    return collective_lower_bound_core(topology, collective, root)
 
 
 def collective_lower_bound(
@@ -613,24 +615,24 @@ def collective_lower_bound(
     Fraction(1, 200)
     """
     collective = _checked_collective(topology, collective, root)
-    return _collective_lower_bound(topology, collective, root)
+    return collective_lower_bound_core(topology, collective, root)
 
 
-def _collective_lower_bound(
+def collective_lower_bound_core(
     topology: Topology, collective: str, root: str | None = None
 ) -> Fraction | None:
     """The core of :func:`collective_lower_bound`: its arguments are already checked."""
     if collective == "allgather":
-        return _optimal_cut_ratio(topology).ratio
+        return optimal_cut_ratio_core(topology).ratio
     if collective == "reduce_scatter":
-        return _optimal_cut_ratio(reversed_topology(topology)).ratio
+        return optimal_cut_ratio_core(reversed_topology(topology)).ratio
     if collective == "allreduce":
         return (
-            _optimal_cut_ratio(topology).ratio
-            + _optimal_cut_ratio(reversed_topology(topology)).ratio
+            optimal_cut_ratio_core(topology).ratio
+            + optimal_cut_ratio_core(reversed_topology(topology)).ratio
         )
     if collective == "alltoall":
-        return _alltoall_bound(topology, None).time_factor
+        return alltoall_bound_core(topology, None).time_factor
     if collective in ("broadcast", "reduce") and root is not None:
         graph = topology if collective == "broadcast" else reversed_topology(topology)
         usable = broadcast_usable(graph, root)

@@ -32,12 +32,12 @@ from fractions import Fraction
 
 from optcoll.core.arguments import count_argument
 from optcoll.core.loads import phase_time_factor
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.schedules.collectives import (
-    _build_collective,
-    _collective_lower_bound,
+    build_collective_core,
+    collective_lower_bound_core,
     is_symmetric,
 )
 
@@ -123,7 +123,8 @@ def redeal(schedule: Schedule, k: int, topology: Topology) -> Schedule:
         if count > 0
     )
     factor = phase_time_factor(topology, trees, k, reverse=schedule.collective == "reduce")
-    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=dict(schedule.stats))
+    stats = {**schedule.stats, "trees": len(trees)}  # fewer trees when a share rounds to 0
+    return replace(schedule, k=k, trees=trees, time_factor=factor, stats=stats)
 
 
 def deployable_schedule(
@@ -172,23 +173,23 @@ def deployable_schedule(
     rooted = collective in ("broadcast", "reduce")
     if rooted:
         root = root if root is not None else topology.compute_nodes[0]
-    optimum = _collective_lower_bound(topology, collective, root)
+    optimum = collective_lower_bound_core(topology, collective, root)
     assert optimum is not None  # every collective has a bound once the root is set
     composed = collective == "allreduce" and not is_symmetric(topology)
 
     def build(chunks: int | None) -> Deployment:
         down = None
         if rooted:
-            base = _build_collective(topology, collective, root=root)
+            base = build_collective_core(topology, collective, root=root)
             schedule = base if chunks is None else redeal(base, chunks, topology)
         elif composed:
             if chunks is None:  # both phases reach their optimum at a common multiple
-                rs_k = _build_collective(topology, "reduce_scatter").k
-                chunks = math.lcm(rs_k, _build_collective(topology, "allgather").k)
-            schedule = _build_collective(topology, "reduce_scatter", k=chunks)
-            down = _build_collective(topology, "allgather", k=chunks)
+                rs_k = build_collective_core(topology, "reduce_scatter").k
+                chunks = math.lcm(rs_k, build_collective_core(topology, "allgather").k)
+            schedule = build_collective_core(topology, "reduce_scatter", k=chunks)
+            down = build_collective_core(topology, "allgather", k=chunks)
         else:
-            schedule = _build_collective(topology, collective, k=chunks)
+            schedule = build_collective_core(topology, collective, k=chunks)
         factors = [s.time_factor for s in (schedule, down) if s is not None]
         assert None not in factors  # built schedules carry their exact factor
         ratio = sum((Fraction(f) for f in factors if f is not None), Fraction(0)) / optimum
@@ -206,7 +207,7 @@ def deployable_schedule(
         chunks *= 2
     best_k, best = min(tried, key=lambda item: (item[1], item[0]))
     raise ExportError(
-        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives a {collective} within "
+        f"no k in 1, 2, 4, ..., {MAX_DEPLOY_K} gives {a_collective(collective)} within "
         f"{float(tolerance):.2%} of the optimum (best: k = {best_k}, "
         f"{float(best - 1):.3%} above); raise --tolerance, force -k, or keep the optimal k "
         "with --exact"

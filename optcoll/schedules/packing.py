@@ -62,13 +62,13 @@ import math
 import time
 from bisect import insort
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.core.arguments import (
     as_topology,
     count_argument,
@@ -959,10 +959,10 @@ def chunk_capacities(
     (1, 7)
     """
     if k is not None:
-        fixed = _fixed_k_capacity(topology, k, ratio=None if bound is None else bound.ratio)
+        fixed = fixed_k_capacity_core(topology, k, ratio=None if bound is None else bound.ratio)
         return ChunkCapacities(k, fixed.capacity)
     if bound is None:
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
     caps, unit = bound.usable.integer_capacities()
     scaled = bound.ratio * unit  # U / k in lowest terms
     return ChunkCapacities(scaled.denominator, {e: scaled.numerator * c for e, c in caps.items()})
@@ -995,16 +995,16 @@ def fixed_k_capacity(
     """
     topology_argument(topology)
     k = count_argument(k, "k")
-    return _fixed_k_capacity(topology, k, ratio=ratio)
+    return fixed_k_capacity_core(topology, k, ratio=ratio)
 
 
-def _fixed_k_capacity(
+def fixed_k_capacity_core(
     topology: Topology, k: int, *, ratio: Fraction | None = None
 ) -> FixedKCapacity:
     """The core of :func:`fixed_k_capacity`: its arguments are already checked."""
     usable = topology
     if ratio is None or topology.short_switches():
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
         ratio, usable = bound.ratio, bound.usable
     caps, unit = usable.integer_capacities()
     _, topology_unit = topology.integer_capacities()
@@ -1158,12 +1158,12 @@ def pack_arborescences(
     flag_argument(progress, "progress")
     if bound is not None:
         instance_argument(bound, CutRatio, "bound", "optcoll.bounds.cut_ratio.optimal_cut_ratio")
-    return _pack_arborescences(
+    return pack_arborescences_core(
         topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
     )
 
 
-def _pack_arborescences(
+def pack_arborescences_core(
     topology: Topology,
     k: int | None = None,
     *,
@@ -1173,16 +1173,73 @@ def _pack_arborescences(
     shape: bool = True,
     symmetry: bool = True,
 ) -> Schedule:
-    """The core of :func:`pack_arborescences`: its arguments are already checked."""
-    started = time.perf_counter()
+    """The core of :func:`pack_arborescences`: its arguments are already checked.
+
+    For a fixed ``k`` on a topology with switches, rounding the capacities down for
+    ``k`` can lose more than for a divisor ``d`` of ``k`` (whose trees, each carrying
+    ``k / d`` times the chunks, are a ``k``-chunk schedule of the same time factor):
+    every divisor is packed too and the best is kept (:func:`_best_over_divisors`).
+    Without switches the rounded capacities are exact (Edmonds), so no divisor can win.
+    """
     if bound is None:
-        bound = _optimal_cut_ratio(topology)
+        bound = optimal_cut_ratio_core(topology)
+    schedule = _pack_chunks(
+        topology, k, progress=progress, timings=timings, bound=bound, shape=shape, symmetry=symmetry
+    )
+    if k is None or k == 1 or not topology.switch_nodes:
+        return schedule
+    return _best_over_divisors(topology, schedule, bound, shape=shape, symmetry=symmetry)
+
+
+def _best_over_divisors(
+    topology: Topology, schedule: Schedule, bound: CutRatio, *, shape: bool, symmetry: bool
+) -> Schedule:
+    """``schedule`` (``k`` chunks per root), or the best packing for a divisor ``d`` of
+    ``k`` with every tree carrying ``k / d`` times its chunks when that is faster; the
+    search stops at r*, which no schedule beats. ``stats["divisor_k"]`` names ``d``."""
+    k = schedule.k
+    best = schedule
+    for d in range(k // 2, 0, -1):
+        if best.time_factor == bound.ratio:
+            break
+        if k % d == 0:
+            candidate = _pack_chunks(topology, d, bound=bound, shape=shape, symmetry=symmetry)
+            if (
+                candidate.time_factor is not None
+                and best.time_factor is not None
+                and (candidate.time_factor < best.time_factor)
+            ):
+                best = candidate
+    if best is schedule:
+        return schedule
+    times = k // best.k
+    trees: tuple[Tree, ...] | ImageTrees
+    if isinstance(best.trees, ImageTrees):
+        scaled = [Tree(t.root, t.chunks * times, t.edges) for t in best.trees.representatives]
+        trees = ImageTrees(scaled, best.trees.group, best.trees.compute_nodes)
+    else:
+        trees = tuple(Tree(t.root, t.chunks * times, t.edges) for t in best.trees)
+    return replace(best, k=k, trees=trees, stats={**best.stats, "divisor_k": best.k})
+
+
+def _pack_chunks(
+    topology: Topology,
+    k: int | None,
+    *,
+    bound: CutRatio,
+    progress: bool = False,
+    timings: dict[str, float] | None = None,
+    shape: bool = True,
+    symmetry: bool = True,
+) -> Schedule:
+    """One packing: the optimal ``k`` (None) or the capacities rounded for ``k``."""
+    started = time.perf_counter()
     usable = bound.usable  # the forwardable capacity when a switch is short of input
     if k is None:
         set_up = chunk_capacities(topology, k, bound=bound)
         chunks, link_capacity, target = set_up.chunks, set_up.capacity, bound.ratio
     else:  # the best time factor any k-chunk packing of these capacities can have
-        fixed = _fixed_k_capacity(topology, k, ratio=bound.ratio)
+        fixed = fixed_k_capacity_core(topology, k, ratio=bound.ratio)
         chunks, link_capacity = k, fixed.capacity
         target = fixed.scale / (k * topology.integer_capacities()[1])
     compute = topology.compute_nodes

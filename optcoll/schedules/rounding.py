@@ -71,14 +71,14 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
-from optcoll.bounds.cut_ratio import _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio_core
 from optcoll.core.arguments import count_argument
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.packing import _pack_arborescences
+from optcoll.schedules.packing import pack_arborescences_core
 
 __all__ = ["round_packing", "PathMap"]
 
@@ -174,14 +174,14 @@ def round_packing(
         )
     )
     time_factor = phase_time_factor(topology, trees, k)
-    cut_ratio = _optimal_cut_ratio(topology).ratio
+    cut_ratio = optimal_cut_ratio_core(topology).ratio
     stats: dict[str, object] = {
         "rounding": mode,
         "trees": len(trees),
         "ratio_to_optimum": fraction_text(time_factor / cut_ratio),
     }
     if K is not None:
-        fixed = _pack_arborescences(topology, k=K).time_factor
+        fixed = pack_arborescences_core(topology, k=K).time_factor
         assert fixed is not None, "a packing always has its time factor"
         stats["fixed_k_optimum"] = fraction_text(fixed)
         stats["ratio_to_fixed_k_optimum"] = fraction_text(time_factor / fixed)

@@ -36,7 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.core.arguments import (
     as_topology,
     collective_argument,
@@ -48,20 +48,21 @@ from optcoll.core.arguments import (
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import DEFAULT_COLLECTIVE, Schedule, canonical_collective
 from optcoll.core.topology import Topology
+from optcoll.core.units import time_factor_meaning, time_factor_share
 from optcoll.exceptions import SolveError
 from optcoll.io import load_topology
 from optcoll.schedules.alltoall import (
-    _alltoall_bound,
-    _alltoall_schedule,
+    alltoall_bound_core,
+    alltoall_schedule_core,
 )
 from optcoll.schedules.collectives import (
-    _build_collective,
-    _collective_lower_bound,
+    build_collective_core,
+    collective_lower_bound_core,
     is_symmetric,
     packing_topology,
     reversed_topology,
 )
-from optcoll.verify.schedule import Verification, _verify_schedule
+from optcoll.verify.schedule import Verification, verify_schedule_core
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -209,8 +210,8 @@ class Solution:
         ...     print(f"{label:<15} {text}")
         collective      allgather
         topology        ring:4 (4 compute nodes)
-        algbw           266.667 GB/s  (time factor 3/200 per GB/s)
-        optimum         266.667 GB/s  (lower bound 3/200 per GB/s)
+        algbw           266.667 GB/s  (time factor 3/200 per GB/s of M/N)
+        optimum         266.667 GB/s  (lower bound 3/200 per GB/s of M/N)
         optimality      optimal
         bottleneck cut  every node except n0: 3 compute nodes behind 200 GB/s
         schedule        8 trees, k = 2 chunks per root, verified independently
@@ -220,16 +221,17 @@ class Solution:
         root = "" if self.schedule.root is None else f" from root {self.schedule.root}"
         tf = fraction_text(self.time_factor)
         chunks = "chunk" if self.schedule.k == 1 else "chunks"
+        share = time_factor_share(self.collective)
         per = {"alltoall": "per pair", "broadcast": "of the message", "reduce": "of the message"}
         per_text = per.get(self.collective, "per root")
         return [
             ("collective", f"{self.collective.replace('_', '-')}{root}"),
             ("topology", f"{self.topology.name} ({n} compute nodes)"),
-            ("algbw", f"{self.algbw:.3f} {unit}  (time factor {tf} per {unit})"),
+            ("algbw", f"{self.algbw:.3f} {unit}  (time factor {tf} per {unit} of {share})"),
             (
                 "optimum",
                 f"{self.optimal_algbw:.3f} {unit}  "
-                f"(lower bound {fraction_text(self.lower_bound)} per {unit})",
+                f"(lower bound {fraction_text(self.lower_bound)} per {unit} of {share})",
             ),
             ("optimality", self.claim),
             ("bottleneck cut", self.describe_bound()),
@@ -250,6 +252,9 @@ class Solution:
             "root": self.schedule.root,
             "k": self.schedule.k,
             "time_factor": fraction_text(self.time_factor),
+            "time_factor_meaning": time_factor_meaning(
+                self.collective, self.topology.bandwidth_unit
+            ),
             "algbw": round(self.algbw, 3),
             "lower_bound": fraction_text(self.lower_bound),
             "optimal_algbw": round(self.optimal_algbw, 3),
@@ -318,10 +323,10 @@ def solve(
     """
 
     started = time.perf_counter()
-    topo = (
+    topo = as_topology(
         load_topology(path_argument(topology, "topology"))
         if isinstance(topology, (str, Path))
-        else as_topology(topology)
+        else topology
     )
     collective = collective_argument(collective)
     k = None if k is None else count_argument(k, "k")
@@ -329,28 +334,30 @@ def solve(
     flag_argument(progress, "progress")
     bound = None
     if collective == "alltoall":
-        optimum = _alltoall_bound(topo, None)
-        schedule = _alltoall_schedule(topo, k, bound=optimum)
+        optimum = alltoall_bound_core(topo, None)
+        schedule = alltoall_schedule_core(topo, k, bound=optimum)
         lower = optimum.time_factor
     elif collective in _ROOTED:
-        schedule = _build_collective(topo, collective, k=k, root=root, progress=progress)
-        rooted_lower = _collective_lower_bound(topo, collective, schedule.root)
+        schedule = build_collective_core(topo, collective, k=k, root=root, progress=progress)
+        rooted_lower = collective_lower_bound_core(topo, collective, schedule.root)
         assert rooted_lower is not None  # a broadcast/reduce schedule has its root
         lower = rooted_lower
     else:
         packed = packing_topology(topo, collective)
-        packed_bound = _optimal_cut_ratio(packed)
+        packed_bound = optimal_cut_ratio_core(packed)
         bound = packed_bound
         if collective == "allreduce":
-            bound = packed_bound if packed is topo else _optimal_cut_ratio(topo)
-            reverse = bound if is_symmetric(topo) else _optimal_cut_ratio(reversed_topology(topo))
+            bound = packed_bound if packed is topo else optimal_cut_ratio_core(topo)
+            reverse = (
+                bound if is_symmetric(topo) else optimal_cut_ratio_core(reversed_topology(topo))
+            )
             lower = bound.ratio + reverse.ratio
         else:
             lower = bound.ratio
-        schedule = _build_collective(
+        schedule = build_collective_core(
             topo, collective, k=k, root=root, progress=progress, bound=packed_bound
         )
-    check = _verify_schedule(topo, schedule, optimum=lower)
+    check = verify_schedule_core(topo, schedule, optimum=lower)
     if not check.valid:
         raise SolveError(f"internal error: the schedule failed verification: {check.reason}")
     return Solution(

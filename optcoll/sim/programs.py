@@ -46,7 +46,7 @@ from optcoll.sim.simulator import (
     _check_size,
     _slices,
 )
-from optcoll.verify.chakra import check_traces, read_traces
+from optcoll.verify.chakra import read_traces, verify_traces
 from optcoll.verify.chakra.wire import decode_trace
 from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
 from optcoll.verify.msccl.program import read_program
@@ -59,6 +59,7 @@ __all__ = [
     "ChakraTraces",
     "read_chakra",
     "chakra_tasks",
+    "chakra_ties",
 ]
 
 
@@ -399,7 +400,7 @@ def read_chakra(prefix: str) -> ChakraTraces:
     """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
     wrong are refused with its first finding (run ``optcoll check-et``)."""
     raw = read_traces(prefix)
-    report = check_traces(raw)
+    report = verify_traces(raw)
     if not report.ok:
         raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
     decoded = [decode_trace(data, name) for name, data in raw]
@@ -428,11 +429,14 @@ def chakra_tasks(
 ) -> TaskGraph:
     """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
     dependencies have finished; a send is a step of its connection (sender, receiver) and then
-    a transfer on the widest path between the two; a receive finishes when the ``i``-th send of
-    its (source, destination, tag, size) arrives (``i`` its place in the receiver's dependency
-    order); a reduction is a local step. As with MSCCL programs, the traces run once per
+    a transfer on the widest path between the two (one task, as :func:`tree_tasks` builds a
+    tree edge's); a receive finishes when the ``i``-th send of its (source, destination, tag,
+    size) arrives (``i`` its place in the receiver's dependency order) and its dependencies
+    have finished; a reduction when its dependencies have (neither is a task: no cost). As with MSCCL programs, the traces run once per
     slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
-    largest transfer.
+    largest transfer. A link serves its waiting slices earliest loop first; traces whose
+    nodes carry ``optcoll_order`` (as :func:`optcoll.export.chakra.chakra_traces` writes
+    sliced traces) are served in that order, then by loop.
     """
     compute = traces.members or tuple(topology.compute_nodes)
     missing = [v for v in compute if v not in topology.compute_nodes]
@@ -460,34 +464,78 @@ def chakra_tasks(
 
     orders = [_dependency_order(nodes) for nodes in traces.nodes]
     graph = TaskGraph()
+
+    def place(node: Any, loop: int) -> float:
+        given = node.get("optcoll_order")
+        return loop / count if given is None else given.value * count + loop
+
+    # sends in the order their tasks are made: by optcoll_task where the traces give it (the
+    # number tree_tasks gives them, so ties go as there), else rank by rank
+    ranked = [(rank, node) for rank, ordered in enumerate(orders) for node in ordered]
+    issued = sorted(
+        ((rank, node) for rank, node in ranked if kinds[node.type] == "send"),
+        key=lambda pair: _task_number(pair[1]),
+    )
     for loop in range(count):
-        done: dict[tuple[int, int], int] = {}  # (rank, node id) -> task that finishes it
+        sends: dict[tuple[int, int], int] = {}  # (rank, send id) -> its transfer
         sent: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for rank, node in issued:
+            peer = node.get("comm_dst").value
+            size = node.get("comm_size").value
+            sends[(rank, node.id)] = graph.add(
+                ("send", rank, peer), route(rank, peer), size / count, (), place(node, loop)
+            )
+            sent[(rank, peer, node.get("comm_tag").value, size)].append(sends[(rank, node.id)])
         received: dict[tuple[int, ...], list[tuple[int, int]]] = defaultdict(list)
-        for rank, ordered in enumerate(orders):
-            for node in ordered:
-                after = [done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)]
-                kind = kinds[node.type]
-                if kind == "send":
-                    peer = node.get("comm_dst").value
-                    size = node.get("comm_size").value
-                    key = (rank, peer, node.get("comm_tag").value, size)
-                    step = graph.add(("send", rank, peer), (), 0.0, after, loop / count)
-                    done[(rank, node.id)] = graph.add(
-                        None, route(rank, peer), size / count, [step], loop / count
-                    )
-                    sent[key].append(done[(rank, node.id)])
-                elif kind == "recv":
-                    peer, size = node.get("comm_src").value, node.get("comm_size").value
-                    key = (peer, rank, node.get("comm_tag").value, size)
-                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
-                    received[key].append((rank, node.id))
-                else:
-                    done[(rank, node.id)] = graph.add(None, (), 0.0, after, loop / count)
-        for matched, receives in received.items():
-            for transfer, (rank, ident) in zip(sent[matched], receives, strict=True):
-                _depend(graph, transfer, done[(rank, ident)])
+        for rank, node in ranked:
+            if kinds[node.type] == "recv":
+                peer, size = node.get("comm_src").value, node.get("comm_size").value
+                received[(peer, rank, node.get("comm_tag").value, size)].append((rank, node.id))
+        arrival = {
+            receive: transfer
+            for matched, receives in received.items()
+            for transfer, receive in zip(sent[matched], receives, strict=True)
+        }
+        # a receive or a reduction costs nothing: it finishes with the transfers it waits for
+        done: dict[tuple[int, int], set[int]] = {}  # (rank, node id) -> those transfers
+        waits: dict[tuple[int, int], set[int]] = {}
+        for rank, node in ranked:
+            key = (rank, node.id)
+            waits[key] = set().union(*(done[(rank, d)] for d in (*node.data_deps, *node.ctrl_deps)))
+            if key in sends:
+                done[key] = {sends[key]}
+            else:
+                done[key] = waits[key] | ({arrival[key]} if key in arrival else set())
+        for rank, node in issued:
+            for before in sorted(waits[(rank, node.id)]):
+                _depend(graph, before, sends[(rank, node.id)])
     return graph
+
+
+def chakra_ties(traces: ChakraTraces, graph: TaskGraph) -> list[int] | None:
+    """The tie keys of :func:`chakra_tasks`'s ``graph`` of ``traces``: each send's
+    ``optcoll_tie`` (written for a compact schedule, the same on every translate,
+    :func:`optcoll.sim.quotient.translate_ties`), per loop; None if a send has none.
+
+    Examples
+    --------
+    >>> chakra_ties(ChakraTraces(((),), None, "allgather", None, None), TaskGraph()) is None
+    True
+    """
+    sends = sorted(
+        (node for nodes in traces.nodes for node in nodes if node.type == 5), key=_task_number
+    )
+    keys = [node.get("optcoll_tie") for node in sends]
+    if not keys or any(key is None for key in keys) or len(graph) % len(keys):
+        return None
+    count = len(graph) // len(keys)
+    return [key.value * count + loop for loop in range(count) for key in keys]
+
+
+def _task_number(node: Any) -> int:
+    """A send's ``optcoll_task`` (0 without one: the sort keeps file order)."""
+    given = node.get("optcoll_task")
+    return 0 if given is None else given.value
 
 
 def _dependency_order(nodes: Sequence[Any]) -> list[Any]:

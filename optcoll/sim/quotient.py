@@ -21,7 +21,7 @@ representative tasks that use a link of ``L``'s orbit appear exactly once each. 
 quotient run therefore keeps one link per orbit and one connection per orbit, feeds
 each representative task to its links' and connection's orbit representatives, and
 gives the same completion time, float for float, as the full run in the same order
-(``tests/test_quotient.py`` compares them): ``|H|`` (the number of nodes) times fewer
+(``tests/sim/test_quotient.py`` compares them): ``|H|`` (the number of nodes) times fewer
 tasks.
 
 :func:`expanded_transfers` maps the quotient run's transfers back to every translate

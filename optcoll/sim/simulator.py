@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -88,6 +88,7 @@ __all__ = [
     "simulate_aggregation",
     "schedule_tasks",
     "tree_tasks",
+    "piece_order",
     "aggregation_tasks",
     "data_bytes",
 ]
@@ -174,16 +175,40 @@ def data_bytes(collective: str, size: float, num_compute: int) -> float:
 @dataclass
 class Network:
     """The links as the simulator sees them: per directed link its bandwidth (bytes/µs)
-    and latency (µs), indexed by arc number."""
+    and latency (µs), indexed by arc number. ``store_and_forward``: a slice enters its
+    next link only once all of it has arrived (ASTRA-sim's analytical congestion-aware
+    backend: ``Link::schedule_chunk_transmission`` delivers a chunk ``latency + size /
+    bandwidth`` after it starts, and only then does the next device send it on), instead
+    of virtual cut-through (its head ``latency`` after it starts)."""
 
     arcs: list[Arc]
     index: dict[Arc, int]
     rate: list[float]
     latency: list[float]
+    store_and_forward: bool = False
 
     @classmethod
-    def of(cls, topology: Topology, default_latency: Fraction = DEFAULT_LATENCY) -> Network:
-        """The network of ``topology`` (bandwidths read as GB/s = 1000 bytes/µs)."""
+    def of(
+        cls,
+        topology: Topology,
+        default_latency: Fraction = DEFAULT_LATENCY,
+        *,
+        store_and_forward: bool = False,
+    ) -> Network:
+        """The network of ``topology`` (bandwidths read as GB/s = 1000 bytes/µs).
+
+        Examples
+        --------
+        >>> from dataclasses import replace
+        >>> from optcoll.topologies import build
+        >>> net = Network.of(build("star:2,bw=1"), Fraction(0), store_and_forward=True)
+        >>> graph = TaskGraph()
+        >>> _ = graph.add(None, net.path(("h0", "hub", "h1")), 1000.0)
+        >>> simulate(graph, net, 1000).time_us  # two hops, each 1000 bytes at 1000 bytes/µs
+        2.0
+        >>> simulate(graph, replace(net, store_and_forward=False), 1000).time_us  # cut-through
+        1.0
+        """
         latency = link_latencies(topology, default_latency)
         arcs = sorted(topology.capacity)
         return cls(
@@ -191,6 +216,7 @@ class Network:
             {a: i for i, a in enumerate(arcs)},
             [float(topology.capacity[a]) * 1000.0 for a in arcs],
             [float(latency[a]) for a in arcs],
+            store_and_forward,
         )
 
     def path(self, nodes: Sequence[str]) -> tuple[int, ...]:
@@ -339,6 +365,7 @@ def simulate(
     lane_of, paths, sizes, order = graph.lane, graph.path, graph.size, graph.order
     waiting, successors = list(graph.waiting), graph.successors
     rate, latency = network.rate, network.latency
+    whole = network.store_and_forward  # a slice moves on once all of it has arrived
     lane_busy = [False] * len(graph.lanes)
     lane_queue: list[list[tuple[float, Any, int]]] = [[] for _ in graph.lanes]
     link_busy = [False] * len(network.arcs)
@@ -402,7 +429,7 @@ def simulate(
             push(heap, (finish, (begin, base[i] + 4 * hop + 1), arc, _FREE))
             following = (begin, base[i] + (4 * hop + 4 if hop + 1 < len(path) else done_code))
         if hop + 1 < len(path):
-            push(heap, (begin + latency[arc], following, i, hop + 1))
+            push(heap, ((finish if whole else begin) + latency[arc], following, i, hop + 1))
         else:
             push(heap, (tail[i], following, i, _DONE))
 
@@ -562,47 +589,65 @@ def tree_tasks(
     )
     up, down = any(phases), not all(phases)
     for number, tree in enumerate(trees):
-        ahead, spread = _ranks(tree, priority, tree.chunks * count)
-        if starts is not None:  # a timetable: each edge's start time is its place
-            ahead = {(e.src, e.dst): t for e, t in zip(tree.edges, starts[number], strict=True)}
-            ahead.update(
-                {(e.dst, e.src): t for e, t in zip(tree.edges, starts[number], strict=True)}
-            )
-            spread = 0.0
-        forward = (
-            [
-                (e.src, e.dst, network.path(e.path), ahead.get((e.src, e.dst), 0.0))
-                for e in tree.edges
-            ]
-            if down
-            else []
-        )
-        backward = (
-            [
-                (e.dst, e.src, network.path(e.path[::-1]), ahead.get((e.dst, e.src), 0.0))
-                for e in tree.edges
-            ]
-            if up
-            else []
-        )
+        place = piece_order(tree, priority, count, None if starts is None else starts[number])
+        forward = [(e.src, e.dst, network.path(e.path)) for e in tree.edges] if down else []
+        backward = [(e.dst, e.src, network.path(e.path[::-1])) for e in tree.edges] if up else []
         for piece_number in range(tree.chunks * count):
-            # how far through the tree's data this piece is: links serve the earliest first
-            loop = spread * _progress(piece_number, tree.chunks, count)
             at_root: list[int] = []
             for reverse in phases:
                 if reverse:
                     into: dict[str, list[int]] = {}
-                    for src, dst, path, rank in reversed(backward):  # leaves first
-                        task = graph.add((src, dst), path, piece, into.get(src, ()), rank + loop)
+                    for src, dst, path in reversed(backward):  # leaves first
+                        task = graph.add(
+                            (src, dst), path, piece, into.get(src, ()),
+                            place(src, dst, piece_number),
+                        )  # fmt: skip
                         into.setdefault(dst, []).append(task)
                     at_root = into.get(tree.root, [])
                 else:
                     arrived: dict[str, list[int]] = {tree.root: at_root}
-                    for src, dst, path, rank in forward:  # parents before children
+                    for src, dst, path in forward:  # parents before children
                         arrived[dst] = [
-                            graph.add((src, dst), path, piece, arrived[src], rank + loop)
+                            graph.add(
+                                (src, dst),
+                                path,
+                                piece,
+                                arrived[src],
+                                place(src, dst, piece_number),
+                            )  # fmt: skip
                         ]
                     at_root = []
+
+
+def piece_order(
+    tree: Tree, priority: str, count: int, starts: Sequence[float] | None = None
+) -> Callable[[str, str, int], float]:
+    """The place in its link's queue of piece ``number`` of ``tree`` sent from ``src`` to
+    ``dst`` (either way along a tree edge), as :func:`tree_tasks` orders it: pieces are
+    numbered chunk-major (slice ``number % count`` of the tree's chunk ``number // count``);
+    ``starts`` (a timetable's start time per edge) overrides ``priority``.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> tree = Tree("a", 2, (TreeEdge("a", "b", ("a", "b")),))
+    >>> place = piece_order(tree, "progress", 2)
+    >>> [place("a", "b", n) for n in range(4)]  # slice by slice across the chunks
+    [0.0, 0.5, 0.25, 0.75]
+    >>> piece_order(tree, "depth", 1)("b", "a", 0), piece_order(tree, "progress", 1, [7.5])("a", "b", 1)
+    (-1.0, 7.5)
+    """
+    ahead, spread = _ranks(tree, priority, tree.chunks * count)
+    if starts is not None:  # a timetable: each edge's start time is its place
+        ahead = {(e.src, e.dst): t for e, t in zip(tree.edges, starts, strict=True)}
+        ahead.update({(e.dst, e.src): t for e, t in zip(tree.edges, starts, strict=True)})
+        spread = 0.0
+
+    def place(src: str, dst: str, number: int) -> float:
+        # how far through the tree's data this piece is: links serve the earliest first
+        return ahead.get((src, dst), 0.0) + spread * _progress(number, tree.chunks, count)
+
+    return place
 
 
 def _ranks(tree: Tree, priority: str, pieces: int) -> tuple[dict[Arc, float], float]:

@@ -6,7 +6,9 @@ simulator's model:
 
     lower bound (µs) = max(latency bound, data(M) * bound)
 
-* the **bandwidth bound** ``data(M) * bound``: ``(M / N) * r*`` for allgather and for
+* the **bandwidth bound** ``data(M) * bound``, one per collective
+  (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
+  r*, the partition bound and the reduction cut): ``(M / N) * r*`` for allgather and for
   allreduce (an allreduce of inputs that are zero outside each node's own shard is an
   allgather, so r* bounds every allreduce algorithm; reduce-scatter followed by allgather
   needs ``2 r*``), the reversed topology's r* for reduce-scatter, the min-cut bound times
@@ -59,8 +61,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from optcoll.bounds.in_network import has_aggregation_lp, reduction_cut
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import (
@@ -87,13 +90,17 @@ from optcoll.schedules.baselines import (
 )
 from optcoll.schedules.baselines.routing import equal_boxes
 from optcoll.schedules.baselines.step_catalogue import step_schedules
+from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
-    _allreduce,
-    _build_collective,
-    _collective_lower_bound,
-    _reduce_scatter,
+    allreduce_core,
+    build_collective_core,
+    reduce_scatter_core,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.spanning_tree_allreduce import (
+    reduce_broadcast_trees,
+    reduces_over_spanning_trees,
+)
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.quotient import (
     Quotient,
@@ -299,6 +306,8 @@ class SizePlan:
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     bound: Fraction | None = None
     orders: tuple[tuple[str, str, int | None], ...] = ()
+    bus: Fraction = Fraction(1)
+    holds_for: str = ""
 
     @property
     def ratio(self) -> float:
@@ -312,16 +321,26 @@ class SizePlan:
         """``size / time`` in GB/s, as :attr:`optcoll.sim.simulator.Simulation.algbw`."""
         return self.size / self.time_us / 1000.0
 
+    @property
+    def busbw(self) -> float:
+        """nccl-tests' bus bandwidth: :attr:`algbw` times ``bus``
+        (:func:`optcoll.core.busbw.bus_factor`)."""
+        return self.algbw * float(self.bus)
+
     def to_dict(self) -> dict[str, object]:
-        """``{"bytes", "method", "time_us", "lower_bound_us", "ratio", "slice_bytes",
-        "priority", "candidates": [{"method", "time_us"}, ...]}`` (``time_us`` None: too
-        many steps to simulate; ``slice_bytes`` None: whole chunks)."""
+        """``{"bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+        "bound_holds_for", "slice_bytes", "priority", "candidates": [{"method", "time_us"},
+        ...]}`` (``time_us`` None: too many steps to simulate; ``slice_bytes`` None: whole
+        chunks)."""
         return {
             "bytes": self.size,
             "method": self.method,
             "time_us": round(self.time_us, 4),
+            "algbw": round(self.algbw, 3),
+            "busbw": round(self.busbw, 3),
             "lower_bound_us": round(self.lower_bound_us, 4),
             "ratio": round(self.ratio, 6),
+            "bound_holds_for": self.holds_for,
             "slice_bytes": self.slice_bytes,
             "priority": self.priority,
             "candidates": [
@@ -355,7 +374,7 @@ def candidates(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = _build_collective(topology, collective, root=root)
+    optimal = build_collective_core(topology, collective, root=root)
     found = [Candidate(f"optimal (k={optimal.k})", optimal)]
     try:
         tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -388,9 +407,9 @@ def candidates(
 
         def as_collective(ring: Schedule) -> Schedule:
             if collective == "reduce_scatter":
-                return _reduce_scatter(ring, topology)
+                return reduce_scatter_core(ring, topology)
             if collective == "allreduce":
-                return _allreduce(ring, topology)
+                return allreduce_core(ring, topology)
             return ring
 
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it
@@ -411,6 +430,15 @@ def candidates(
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
         )
+        if reduces_over_spanning_trees(topology):
+            found.append(
+                Candidate(
+                    "spanning trees (reduce+broadcast)",
+                    None,
+                    reduce_broadcast_trees(topology),
+                    (True, False),
+                )
+            )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
         nvls = nvls_schedule(topology)
@@ -567,12 +595,9 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
-    bound_collective = "allgather" if collective == "allreduce" else collective
-    bound = _collective_lower_bound(topology, bound_collective, root)
-    assert bound is not None  # the root is set for broadcast and reduce
-    if collective == "allreduce" and topology.has_in_network:
-        # per M / N bytes, as the allgather bound: N / lambda
-        bound = max(bound, topology.num_compute * reduction_cut(topology).time_factor)
+    certified = collective_bound(topology, collective, root)
+    bound = certified.time_factor
+    bus = bus_factor(collective, topology.num_compute)
     floor = exact_latency_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
@@ -609,6 +634,8 @@ def plan(
                 best.schedule,
                 lower,
                 search.fastest_orders(),
+                bus,
+                certified.describe(),
             )
         )
     if bar is not None:

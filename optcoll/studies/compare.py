@@ -26,7 +26,7 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.groups.schedule import groups_collective
 from optcoll.schedules.aggregation import aggregation_schedule
-from optcoll.schedules.alltoall import _alltoall_schedule
+from optcoll.schedules.alltoall import alltoall_schedule_core
 from optcoll.schedules.baselines import (
     direct_alltoall,
     double_binary_tree_allreduce,
@@ -36,8 +36,8 @@ from optcoll.schedules.baselines import (
     nvls_schedule,
     ring_schedule,
 )
-from optcoll.schedules.collectives import _allreduce
-from optcoll.schedules.packing import _pack_arborescences
+from optcoll.schedules.collectives import allreduce_core
+from optcoll.schedules.packing import pack_arborescences_core
 from optcoll.sim.cost_model import aggregation_cost, schedule_cost
 from optcoll.sim.steps import step_costs
 from optcoll.verify.schedule import verify_groups_schedule
@@ -82,7 +82,9 @@ def compare_methods(
 
     if collective == "alltoall":
         costs = [
-            schedule_cost(topology, _alltoall_schedule(topology), default_latency=default_latency),
+            schedule_cost(
+                topology, alltoall_schedule_core(topology), default_latency=default_latency
+            ),
             direct_alltoall(topology, default_latency=default_latency),
         ]
         rail = hierarchical_alltoall_schedule(topology)
@@ -92,10 +94,10 @@ def compare_methods(
         return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = _pack_arborescences(topology, progress=progress)
-    single = _pack_arborescences(topology, 1, progress=progress)
+    optimal = pack_arborescences_core(topology, progress=progress)
+    single = pack_arborescences_core(topology, 1, progress=progress)
     if collective == "allreduce":
-        optimal, single = _allreduce(optimal, topology), _allreduce(single, topology)
+        optimal, single = allreduce_core(optimal, topology), allreduce_core(single, topology)
     costs = [
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
@@ -104,7 +106,7 @@ def compare_methods(
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
         if collective == "allreduce":
-            ring = _allreduce(ring, topology)
+            ring = allreduce_core(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     nccl = nccl_ring_schedule(topology)
@@ -171,7 +173,7 @@ def compare_group_methods(
     rings = []
     for view in views:
         ring = ring_schedule(view)
-        rings.append(_allreduce(ring, view) if collective == "allreduce" else ring)
+        rings.append(allreduce_core(ring, view) if collective == "allreduce" else ring)
     ringed = GroupsSchedule(collective, topology.name, groups.relay, tuple(rings))
     costs = []
     for method, schedule in ((None, optimal), ("ring", ringed)):

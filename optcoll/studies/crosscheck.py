@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.cut_ratio import _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio_core
 from optcoll.core.arguments import collective_argument, instance_argument, topology_argument
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.rational import fraction_text
@@ -59,13 +59,13 @@ from optcoll.graph.splitting import split_switches
 from optcoll.groups.bounds import groups_bound
 from optcoll.groups.schedule import groups_schedule
 from optcoll.schedules.alltoall import (
-    _alltoall_bound,
-    _alltoall_schedule,
+    alltoall_bound_core,
     alltoall_optimum,
+    alltoall_schedule_core,
 )
-from optcoll.schedules.packing import _pack_arborescences, chunk_capacities
+from optcoll.schedules.packing import chunk_capacities, pack_arborescences_core
 from optcoll.schedules.rounding import round_packing
-from optcoll.verify.schedule import _verify_schedule, verify_groups_schedule
+from optcoll.verify.schedule import verify_groups_schedule, verify_schedule_core
 
 __all__ = [
     "MethodResult",
@@ -198,22 +198,19 @@ class CrossCheck:
 
 def _combinatorial(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    bound = _optimal_cut_ratio(topology)
+    bound = optimal_cut_ratio_core(topology)
     return bound.ratio, bound.bottleneck_cut, f"k = {bound.k}"
 
 
 def _brute_force(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    bound = _optimal_cut_ratio(topology, method="brute-force")
+    bound = optimal_cut_ratio_core(topology, method="brute-force")
     return bound.ratio, bound.bottleneck_cut, f"{2 ** len(topology.node_ids)} subsets"
 
 
 def _congestion_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
-    from optcoll.bounds.congestion import lp_cut_ratio
-
-    found = lp_cut_ratio(topology)
-    ratio, cut = found.ratio, found.cut
-    return ratio, cut, "dual cut, proved by LP duality"
+    found = optimal_cut_ratio_core(topology, method="lp")
+    return found.ratio, found.bottleneck_cut, "dual cut, proved by LP duality"
 
 
 def _multicast_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
@@ -230,7 +227,7 @@ def _multicast_fits(topology: Topology) -> bool:
 
 def _trees(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    schedule = _pack_arborescences(topology)
+    schedule = pack_arborescences_core(topology)
     return _verified(topology, schedule)
 
 
@@ -246,7 +243,7 @@ def _lp_packing(topology: Topology) -> tuple[Fraction, frozenset[str] | None, st
     logical = None
     capacity: Any = topology.capacity
     if topology.switch_nodes:
-        bound = _optimal_cut_ratio(topology)  # on its forwardable capacity if a switch is short
+        bound = optimal_cut_ratio_core(topology)  # on its forwardable capacity if a switch is short
         set_up = chunk_capacities(topology, bound=bound)
         k, link_capacity = set_up.chunks, set_up.capacity
         roots = dict.fromkeys(topology.compute_nodes, k)
@@ -312,8 +309,8 @@ def _alltoall_path_lp(topology: Topology) -> tuple[Fraction, frozenset[str] | No
 
 def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | None, str]:
 
-    schedule = _alltoall_schedule(topology)
-    result = _verify_schedule(topology, schedule)
+    schedule = alltoall_schedule_core(topology)
+    result = verify_schedule_core(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     return result.time_factor, None, f"k = {schedule.k}, {schedule.stats['paths']} paths, verified"
@@ -321,7 +318,7 @@ def _alltoall_routes(topology: Topology) -> tuple[Fraction, frozenset[str] | Non
 
 def _verified(topology: Topology, schedule: Any) -> tuple[Fraction, None, str]:
 
-    result = _verify_schedule(topology, schedule)
+    result = verify_schedule_core(topology, schedule)
     if not result.valid or result.time_factor is None:
         raise _Failed(f"invalid schedule: {result.reason}")
     k = str(schedule.k) if schedule.k < 10**9 else f"a {len(str(schedule.k))}-digit number"
@@ -423,7 +420,7 @@ def crosscheck(
     cut_bound = cut_exhaustive = None
     if collective == "alltoall":
         try:
-            bound = _alltoall_bound(topology, None)
+            bound = alltoall_bound_core(topology, None)
             cut_bound, cut_exhaustive = bound.cut_bound, bound.cut_exhaustive
         except OptCollError:  # the LP row above already says why
             pass
@@ -480,7 +477,9 @@ def _run(
 
 def _groups_combinatorial(groups: ProcessGroups) -> tuple[Fraction, None, str]:
 
-    ratios = [_optimal_cut_ratio(groups.group_topology(g)).ratio for g in range(len(groups.groups))]
+    ratios = [
+        optimal_cut_ratio_core(groups.group_topology(g)).ratio for g in range(len(groups.groups))
+    ]
     worst = max(range(len(ratios)), key=ratios.__getitem__)
     return ratios[worst], None, f"group {worst}'s cut ratio, on the graph it sees"
 

@@ -44,11 +44,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.cut_ratio import CutRatio, _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
 from optcoll.core.arguments import choice_argument, count_argument, topology_argument
 from optcoll.core.limits import MAX_TRIALS, check_count
 from optcoll.core.rational import fraction_text
-from optcoll.core.topology import Link, Topology, _reachable
+from optcoll.core.topology import Link, Topology, reachable
 from optcoll.exceptions import OptCollError, SolveError
 from optcoll.graph.symmetry import preserves_capacity
 from optcoll.studies.engines import TaskError, run_tasks
@@ -249,11 +249,11 @@ def _disconnecting_set(
 
     if len(compute) < 2:
         return None
-    forward = _reachable(out, compute[0])
+    forward = reachable(out, compute[0])
     if any(c not in forward for c in compute):
         side = forward
     else:
-        backward = _reachable(into, compute[0])
+        backward = reachable(into, compute[0])
         if all(c in backward for c in compute):
             return None
         side = set(out) - backward
@@ -269,7 +269,7 @@ def _solve_failure(task: tuple[dict[str, Any], tuple[Element, ...]]) -> dict[str
     side = _disconnecting_set(topology, failed, capacity)
     if side is not None:
         return {"ratio": None, "cut": side, "usable": None}
-    bound = _optimal_cut_ratio(failed_topology(topology, failed))
+    bound = optimal_cut_ratio_core(failed_topology(topology, failed))
     order = {v: i for i, v in enumerate(topology.node_ids)}
     usable = None
     if bound.usable is not bound.topology:
@@ -411,7 +411,7 @@ def failure_study(
         for element in elements:
             image, swap = _canonical(topology, element, swaps)
             plan.append(((element,), (_same_link(image, pairs),), swap))
-    base = _optimal_cut_ratio(topology)
+    base = optimal_cut_ratio_core(topology)
     unique = list(dict.fromkeys(solved for _, solved, _ in plan))
     data = topology.to_dict()
     outcomes: dict[tuple[Element, ...], dict[str, Any]] = {}

@@ -57,7 +57,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from optcoll.bounds.cut_ratio import _optimal_cut_ratio
+from optcoll.bounds.cut_ratio import optimal_cut_ratio_core
 from optcoll.core.arguments import count_argument, flag_argument, instance_argument, path_argument
 from optcoll.core.limits import MAX_TRIALS
 from optcoll.core.output import check_output, exists, require_suffix, write_output
@@ -67,8 +67,8 @@ from optcoll.core.sizes import parse_size, size_text
 from optcoll.core.topology import Link, Topology
 from optcoll.exceptions import BandwidthError, OptCollError, OutputError, ScheduleError
 from optcoll.io import load_topology, read_document
-from optcoll.schedules.alltoall import _alltoall_bound
-from optcoll.schedules.packing import _pack_arborescences
+from optcoll.schedules.alltoall import alltoall_bound_core
+from optcoll.schedules.packing import pack_arborescences_core
 from optcoll.sim.size_plan import plan
 from optcoll.studies.engines import TaskError, run_tasks
 from optcoll.topologies import is_spec
@@ -121,12 +121,12 @@ class _Quantity:
 
 def _alltoall_optimum(topology: Topology) -> str:
 
-    return fraction_text(_alltoall_bound(topology, None).time_factor)
+    return fraction_text(alltoall_bound_core(topology, None).time_factor)
 
 
 def _time_factor_k1(topology: Topology) -> str:
 
-    schedule = _pack_arborescences(topology, k=1, shape=False)
+    schedule = pack_arborescences_core(topology, k=1, shape=False)
     assert schedule.time_factor is not None, "a packed schedule knows its time factor"
     return fraction_text(schedule.time_factor)
 
@@ -462,7 +462,7 @@ def evaluate_point(task: tuple[dict[str, Any], SweepSpec]) -> dict[str, Any]:
         quantity = QUANTITIES[name]
         if quantity.needs == "bound":
             if bound is None:
-                bound = _optimal_cut_ratio(topology)
+                bound = optimal_cut_ratio_core(topology)
             values[name] = quantity.compute(bound)
         elif quantity.needs == "plan":
             if rows is None:

@@ -26,9 +26,16 @@ What is checked, in this order (the first failure is the reported reason):
    ``max load / (k * bandwidth)``; what every switch receives, merges by summing
    (``reduced``: ``(children - 1) * chunks`` per in-tree vertex), adds by copying
    (``copied``) and sends, which must balance: ``sent = received - reduced + copied``;
-8. claims: a stated ``time_factor`` must equal the computed one; the time factor
-   may not beat the stated ``lower_bound`` or ``optimum``; with
-   ``require_optimal=True`` it must equal the optimum (an overloaded link is named).
+8. claims, every one the file states: ``time_factor`` and ``algbw`` must be the
+   computed ones; the time factor may not beat the stated ``lower_bound`` or the
+   given ``optimum``; with ``require_optimal=True`` it must equal the optimum (an
+   overloaded link is named). Given the exact ``cut_bound`` (the caller computes it,
+   :func:`optcoll.bounds.in_network.reduction_cut`), ``lower_bound`` must state it and
+   ``stats.gap_to_cut_bound`` must be ``time_factor / cut_bound``; ``stats.proved``
+   must be a boolean, and ``true`` only when the time factor equals the given
+   ``optimum`` (the least among aggregation-tree schedules); ``stats.optimal_among``
+   must name those. A claim whose bound was not given is listed in
+   :attr:`~optcoll.verify.schedule.Verification.unchecked`, never trusted.
 
 Examples
 --------
@@ -44,14 +51,26 @@ Examples
 (True, Fraction(1, 100), {'received': 3, 'reduced': 2, 'copied': 2, 'sent': 3})
 >>> verify_aggregation_schedule(build("star:3"), s).reason
 "tree 0: the apex 'hub' is a switch that does not declare both reduce and multicast"
+>>> from dataclasses import replace
+>>> claims = replace(s, lower_bound=Fraction(1, 200), stats={"proved": True})
+>>> print(verify_aggregation_schedule(star, claims, cut_bound=Fraction(1, 100)).reason)
+field 'lower_bound' states 1/200, but the exact cut bound of an allreduce on topology 'star:3,sharp=1' is 1/100
+>>> verify_aggregation_schedule(star, claims, cut_bound=Fraction(1, 100)).unchecked
+('proved',)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
-from optcoll.core.aggregation import AggregationSchedule, AggregationTree
+from optcoll.core.aggregation import (
+    AGGREGATION_CLAIMS,
+    OPTIMAL_AMONG,
+    AggregationSchedule,
+    AggregationTree,
+)
 from optcoll.core.arguments import instance_argument, number_argument, topology_argument
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import TreeEdge
@@ -73,6 +92,7 @@ def verify_aggregation_schedule(
     *,
     optimum: Fraction | None = None,
     require_optimal: bool = False,
+    cut_bound: Fraction | None = None,
 ) -> Verification:
     """Check an aggregation schedule on ``topology`` and compute its exact time factor.
 
@@ -81,15 +101,21 @@ def verify_aggregation_schedule(
     topology : Topology
     schedule : AggregationSchedule
     optimum : Fraction, optional
-        The optimal time factor (time ``M * optimum``) it is compared with.
+        The optimal time factor (time ``M * optimum``) among aggregation-tree
+        schedules, which ``stats.proved`` claims to reach.
     require_optimal : bool
         With ``optimum``: the time factor must equal it.
+    cut_bound : Fraction, optional
+        The exact cut bound of an allreduce on ``topology``, which ``lower_bound`` and
+        ``stats.gap_to_cut_bound`` are judged by.
 
     Returns
     -------
     Verification
         With :attr:`~optcoll.verify.schedule.Verification.switch_work` filled in.
-        Never raises on a bad schedule: the verdict says what is wrong.
+        Never raises on a bad schedule: the verdict says what is wrong; the stated
+        claims it could not judge (no bound given, a builder's records) are in
+        :attr:`~optcoll.verify.schedule.Verification.unchecked`.
     """
     topology_argument(topology)
     instance_argument(
@@ -100,6 +126,8 @@ def verify_aggregation_schedule(
     )
     if optimum is not None:
         optimum = Fraction(number_argument(optimum, "optimum"))
+    if cut_bound is not None:
+        cut_bound = Fraction(number_argument(cut_bound, "cut_bound"))
     try:
         _check_header(topology, schedule)
         for index, tree in enumerate(schedule.trees):
@@ -124,7 +152,19 @@ def verify_aggregation_schedule(
     reason = _check_balance(work) or _check_claims(
         topology, schedule, link_loads, time_factor, optimum, require_optimal
     )
-    return Verification(reason is None, reason, time_factor, link_loads, bottlenecks, ratio, work)
+    false, unchecked = _check_stated(topology, schedule, time_factor, optimum, cut_bound)
+    if false:
+        reason = "; ".join(([] if reason is None else [reason]) + false)
+    return Verification(
+        reason is None,
+        reason,
+        time_factor,
+        link_loads,
+        bottlenecks,
+        ratio,
+        work,
+        unchecked=tuple(unchecked),
+    )
 
 
 def _check_header(topology: Topology, schedule: AggregationSchedule) -> None:
@@ -303,3 +343,79 @@ def _check_claims(
             f"{fraction_text(time_factor)}), more than the optimum {fraction_text(optimum)} allows"
         )
     return None
+
+
+def _check_stated(
+    topology: Topology,
+    schedule: AggregationSchedule,
+    time_factor: Fraction,
+    optimum: Fraction | None,
+    cut_bound: Fraction | None,
+) -> tuple[list[str], list[str]]:
+    """The stated figures the schedule contradicts, and the stats no given bound can judge."""
+    false: list[str] = []
+    unchecked: list[str] = []
+    stated = schedule.stated_algbw
+    true_algbw = round(float(1 / time_factor), 3)
+    if stated is not None and stated != true_algbw:
+        false.append(
+            f"field 'algbw' states {stated}, but the time factor {fraction_text(time_factor)} "
+            f"gives {true_algbw} (bandwidth units)"
+        )
+    lower = schedule.lower_bound
+    if lower is not None and cut_bound is not None and lower != cut_bound:
+        false.append(
+            f"field 'lower_bound' states {fraction_text(lower)}, but the exact cut bound of an "
+            f"allreduce on topology {topology.name!r} is {fraction_text(cut_bound)}"
+        )
+    stats = schedule.stats
+    if "optimal_among" in stats and stats["optimal_among"] != OPTIMAL_AMONG:
+        false.append(
+            f"field 'stats.optimal_among' states {_shown(stats['optimal_among'])}, but an "
+            f"aggregation schedule's optimum is among {OPTIMAL_AMONG!r}"
+        )
+    if "gap_to_cut_bound" in stats:
+        gap = _ratio(stats["gap_to_cut_bound"])
+        if gap is None:
+            false.append(
+                f"field 'stats.gap_to_cut_bound' must be an exact ratio such as '3/2', got "
+                f"{_shown(stats['gap_to_cut_bound'])}"
+            )
+        elif cut_bound is None:
+            unchecked.append("gap_to_cut_bound")
+        elif gap != time_factor / cut_bound:
+            false.append(
+                f"field 'stats.gap_to_cut_bound' states {fraction_text(gap)}, but the time factor "
+                f"{fraction_text(time_factor)} is {fraction_text(time_factor / cut_bound)} times "
+                f"the cut bound {fraction_text(cut_bound)}"
+            )
+    if "proved" in stats:
+        proved = stats["proved"]
+        if not isinstance(proved, bool):
+            false.append(f"field 'stats.proved' must be true or false, got {_shown(proved)}")
+        elif proved and optimum is None:
+            unchecked.append("proved")
+        elif proved and optimum is not None and time_factor != optimum:
+            false.append(
+                f"field 'stats.proved' states true, but the time factor "
+                f"{fraction_text(time_factor)} is not the optimum {fraction_text(optimum)} "
+                f"among {OPTIMAL_AMONG}"
+            )
+    unchecked.extend(name for name in stats if name not in AGGREGATION_CLAIMS)
+    return false, unchecked
+
+
+def _ratio(value: Any) -> Fraction | None:
+    """``value`` as an exact ratio (a ``"p/q"`` string or an integer), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, shortened to one bounded line."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"

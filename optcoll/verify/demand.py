@@ -39,6 +39,7 @@ from fractions import Fraction
 from optcoll.core.demand import Demand
 from optcoll.core.schedule import Route
 from optcoll.core.topology import Topology
+from optcoll.verify.report import Finding, Verdict
 
 __all__ = ["DemandVerification", "verify_demand_routes"]
 
@@ -46,7 +47,7 @@ Arc = tuple[str, str]
 
 
 @dataclass(frozen=True)
-class DemandVerification:
+class DemandVerification(Verdict):
     """``valid`` with the ``reason`` when not; the exact ``time_factor`` (bytes per
     bandwidth unit), ``loads`` in bytes per link and the ``busiest`` links."""
 
@@ -55,6 +56,7 @@ class DemandVerification:
     time_factor: Fraction | None = None
     loads: dict[Arc, int] = field(default_factory=dict)
     busiest: tuple[Arc, ...] = ()
+    findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
 
 
 class _Invalid(Exception):

@@ -116,10 +116,12 @@ from optcoll.core.schedule import (
     Schedule,
     Tree,
     TreeEdge,
+    a_collective,
     order_stats_error,
 )
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, GroupError
+from optcoll.verify.report import Finding, Verdict
 from optcoll.verify.symmetric import GroupRejected, automorphism_action, check_free, orbit_sums
 
 __all__ = ["Verification", "verify_schedule", "verify_groups_schedule"]
@@ -141,7 +143,7 @@ METHODS = ("auto", "compact", "full")
 
 
 @dataclass(frozen=True)
-class Verification:
+class Verification(Verdict):
     """The verdict of :func:`verify_schedule`.
 
     Attributes
@@ -173,6 +175,9 @@ class Verification:
         The ``stats`` fields the schedule states that no checker can recompute
         from the topology and the trees (a builder's own records, such as
         ``logical_arcs``); they are reported, never trusted.
+    findings : tuple of Finding
+        The checkers' common form of the verdict (:class:`~optcoll.verify.report.Report`):
+        empty when valid, else one ``invalid`` finding carrying ``reason``.
     """
 
     valid: bool
@@ -184,6 +189,7 @@ class Verification:
     switch_work: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     unchecked: tuple[str, ...] = ()
     method: str = "full"
+    findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (exact ratios as ``"p/q"`` strings).
@@ -192,6 +198,8 @@ class Verification:
         --------
         >>> Verification(False, "root 'a' is missing").to_dict()["reason"]
         "root 'a' is missing"
+        >>> Verification(False, "root 'a' is missing").findings[0].kind
+        'invalid'
         """
         data: dict[str, Any] = {
             "valid": self.valid,
@@ -291,7 +299,7 @@ def verify_schedule(
             "method 'compact' needs a compact schedule (trees given as a group's images, "
             "a file with 'rotations'); use method 'auto' or 'full'"
         )
-    return _verify_schedule(
+    return verify_schedule_core(
         topology,
         schedule,
         optimum=optimum,
@@ -301,7 +309,7 @@ def verify_schedule(
     )
 
 
-def _verify_schedule(
+def verify_schedule_core(
     topology: Topology,
     schedule: Schedule,
     *,
@@ -327,7 +335,7 @@ def _verify_schedule(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
         _check_roots(topology, schedule)
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
@@ -360,8 +368,11 @@ def _verify_images(
     try:
         _check_header(topology, schedule)
         if schedule.routes:
-            raise _Invalid(f"a {schedule.collective} schedule has trees, not routes")
-        _check_roots(topology, schedule, representatives, "representative tree")
+            raise _Invalid(f"{a_collective(schedule.collective)} schedule has trees, not routes")
+        # each representative's root first; the chunk sums only once the group is known to
+        # act freely with one representative root per orbit (else the sums of the
+        # representatives say nothing about those of the trees: the full walk decides)
+        _check_roots(topology, schedule, representatives, "representative tree", sums=False)
         try:
             action = automorphism_action(topology, trees.group)
             check_free(action, topology, [t.root for t in representatives])
@@ -369,6 +380,7 @@ def _verify_images(
             if method == "auto":
                 return None
             raise _Invalid(f"the schedule's rotations do not qualify: {why}") from None
+        _check_roots(topology, schedule, representatives, "representative tree")
         phases = _PHASES[schedule.collective]
         compute = frozenset(topology.compute_nodes)
         checked: set[tuple[str, str, tuple[str, ...]]] = set()
@@ -512,7 +524,7 @@ def verify_groups_schedule(
             view.description,
             list(groups.groups[index]),
         )
-        alone = _verify_schedule(view, group)
+        alone = verify_schedule_core(view, group)
         if not alone.valid:
             return Verification(False, f"group {index}: {alone.reason}")
         forward = _loads(group.trees)
@@ -717,9 +729,12 @@ def _check_roots(
     schedule: Schedule,
     representatives: Sequence[Tree] | None = None,
     what: str = "tree",
+    *,
+    sums: bool = True,
 ) -> None:
-    """Roots and chunk sums of every tree, or (compact) of the ``representatives``' roots."""
-    sums: dict[str, int] = {}
+    """Roots and (with ``sums``) chunk sums of every tree, or (compact) of the
+    ``representatives``' roots."""
+    totals: dict[str, int] = {}
     trees = schedule.trees if representatives is None else representatives
     for index, tree in enumerate(trees):
         root = tree.root
@@ -737,12 +752,14 @@ def _check_roots(
             raise _Invalid(
                 f"{what} {index} (root {root!r}): chunks must be a positive integer, got {chunks!r}"
             )
-        sums[root] = sums.get(root, 0) + chunks
-    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(sums)
+        totals[root] = totals.get(root, 0) + chunks
+    if not sums:
+        return
+    roots: Sequence[str] = topology.compute_nodes if representatives is None else list(totals)
     if schedule.collective in _SINGLE_ROOT and schedule.root is not None:
         roots = (schedule.root,)  # the header check has required the root
     for root in roots:
-        total = sums.get(root, 0)
+        total = totals.get(root, 0)
         if total != schedule.k:
             raise _Invalid(
                 f"root {root!r}: the chunks of its trees sum to {total}, expected k = {schedule.k}"

@@ -24,15 +24,16 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optcoll.core.step_schedule import StepSchedule
+from optcoll.verify.report import Finding, Verdict
 
 __all__ = ["StepVerdict", "verify_steps"]
 
 
 @dataclass(frozen=True)
-class StepVerdict:
+class StepVerdict(Verdict):
     """What :func:`verify_steps` found: ``valid``, the first ``reason`` it is not, and the
     steps and messages executed."""
 
@@ -40,6 +41,7 @@ class StepVerdict:
     reason: str
     steps: int
     messages: int
+    findings: tuple[Finding, ...] = field(init=False, repr=False, compare=False)
 
 
 def verify_steps(schedule: StepSchedule) -> StepVerdict:

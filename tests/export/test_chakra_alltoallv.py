@@ -9,7 +9,7 @@ from optcoll.core.moe import MoeSpec, moe_demand
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra_alltoallv import chakra_demand_traces
 from optcoll.schedules.alltoallv import demand_schedule
-from optcoll.verify.chakra import check_traces
+from optcoll.verify.chakra import verify_traces
 
 
 @pytest.mark.parametrize("method", ["optimal", "spray", "hierarchical", "direct"])
@@ -19,7 +19,7 @@ def test_traces_match_run_without_deadlock_and_carry_the_bytes(method):
     demand = moe_demand(spec, topo.compute_nodes)
     schedule = demand_schedule(topo, demand, method)
     files = chakra_demand_traces(topo.compute_nodes, schedule.routes)
-    report = check_traces([(f"t.{r}.et", data) for r, data in enumerate(files)])
+    report = verify_traces([(f"t.{r}.et", data) for r, data in enumerate(files)])
     assert report.findings == [] and report.executed
     compute = set(topo.compute_nodes)
     expected = sum(

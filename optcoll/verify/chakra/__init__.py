@@ -35,7 +35,7 @@ shares no code with optcoll's writer, and reports:
 
 Examples
 --------
->>> report = check_traces([("t.0.et", b"")])
+>>> report = verify_traces([("t.0.et", b"")])
 >>> report.ok, report.findings[0].kind
 (False, 'format')
 """
@@ -52,8 +52,9 @@ from optcoll.core.arguments import path_argument
 from optcoll.core.limits import read_file
 from optcoll.exceptions import FileFormatError
 from optcoll.verify.chakra.wire import Metadata, TraceNode, decode_trace
+from optcoll.verify.report import Finding, Report, capped
 
-__all__ = ["Finding", "EtReport", "check_traces", "check_prefix", "trace_files", "read_traces"]
+__all__ = ["Finding", "EtReport", "verify_traces", "verify_prefix", "trace_files", "read_traces"]
 
 _COMP, _SEND, _RECV = 4, 5, 6
 #: Tags are reduced modulo this (``Sys::FrontEndSendRecvType::COLLECTIVE``).
@@ -62,7 +63,6 @@ ORDERS = ("first ready first", "last ready first", "random (seed 1)", "random (s
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
 _COLLECTIVES = (*_PER_NODE, "broadcast", "reduce", "alltoall")
-_MAX_REPORTED = 12
 #: The one value kind Chakra's own feeder reads for each attribute (mlcommons/chakra
 #: ``src/feeder/et_feeder_node.cpp``: ``attr.int64_val()`` / ``attr.int32_val()``; a value of
 #: another kind reads as 0); ASTRA-sim's ``feeder_v3`` converts any integer kind.
@@ -74,20 +74,9 @@ _FEEDER_KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem: its ``kind`` and a message naming the rank and node."""
-
-    kind: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "message": self.message}
-
-
 @dataclass
-class EtReport:
-    """What :func:`check_traces` found (``ok`` when ``findings`` is empty)."""
+class EtReport(Report):
+    """What :func:`verify_traces` found (``ok`` when ``findings`` is empty)."""
 
     source: str
     ranks: int
@@ -99,10 +88,6 @@ class EtReport:
     notes: list[str] = field(default_factory=list)
     executed: bool = False
     judged: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,7 +101,7 @@ class EtReport:
             "executed": self.executed,
             "result_judged": self.judged,
             "orders": list(ORDERS) if self.executed else [],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": self.findings_to_dicts(),
             "notes": list(self.notes),
         }
 
@@ -169,14 +154,14 @@ def read_traces(prefix: str | Path) -> list[tuple[str, bytes]]:
     return result
 
 
-def check_prefix(prefix: str | Path) -> EtReport:
-    """:func:`check_traces` of the files ``PREFIX.<rank>.et``."""
-    report = check_traces(read_traces(prefix))
+def verify_prefix(prefix: str | Path) -> EtReport:
+    """:func:`verify_traces` of the files ``PREFIX.<rank>.et``."""
+    report = verify_traces(read_traces(prefix))
     report.source = str(prefix)
     return report
 
 
-def check_traces(traces: list[tuple[str, bytes]]) -> EtReport:
+def verify_traces(traces: list[tuple[str, bytes]]) -> EtReport:
     """Decode, match and execute one trace per rank (``(name, bytes)``, rank order)."""
     report = EtReport(traces[0][0] if traces else "", len(traces), None, 0, 0, 0)
     decoded: list[tuple[Metadata, list[TraceNode]]] = []
@@ -210,7 +195,7 @@ def check_traces(traces: list[tuple[str, bytes]]) -> EtReport:
                 "no optcoll chunk labels: structure, matching and deadlock checked, the data "
                 "each rank ends with not judged"
             )
-    report.findings = _shorten(report.findings)
+    report.findings = capped(report.findings)
     return report
 
 
@@ -652,15 +637,7 @@ def _contributions(value: tuple[int, ...]) -> str:
     return ", ".join(f"rank {r} x{c}" for r, c in enumerate(value) if c) or "nothing"
 
 
-def _shorten(findings: list[Finding]) -> list[Finding]:
-    """At most a dozen findings of each kind (duplicates dropped), then one that counts the
-    rest."""
-    by_kind: dict[str, list[Finding]] = defaultdict(list)
-    for f in dict.fromkeys(findings):
-        by_kind[f.kind].append(f)
-    kept = []
-    for kind, group in by_kind.items():
-        kept += group[:_MAX_REPORTED]
-        if len(group) > _MAX_REPORTED:
-            kept.append(Finding(kind, f"... and {len(group) - _MAX_REPORTED} more {kind} findings"))
-    return kept
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_traces = verify_traces
+check_prefix = verify_prefix

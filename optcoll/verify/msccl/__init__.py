@@ -10,8 +10,8 @@ cycle, wrong output chunks, data races, unmatched sends and the load of each GPU
 
 Examples
 --------
->>> from optcoll.verify.msccl import check_text
->>> report = check_text('<algo coll="allgather" ngpus="2"/>')
+>>> from optcoll.verify.msccl import verify_text
+>>> report = verify_text('<algo coll="allgather" ngpus="2"/>')
 >>> report.ok, report.findings[0].kind
 (False, 'limit')
 """
@@ -29,20 +29,20 @@ from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME
 from optcoll.core.rational import fraction_text
 from optcoll.core.topology import Topology
 from optcoll.verify.msccl.execute import describe_value, execute, expected_outputs
-from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, decode
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, decode
 from optcoll.verify.msccl.profiles import runtime_profile
 from optcoll.verify.msccl.program import Program, parse_program, read_program
+from optcoll.verify.report import Finding, Report, capped
 
-__all__ = ["CheckReport", "check_program", "check_text", "check_file", "DEPTHS"]
+__all__ = ["CheckReport", "verify_program", "verify_text", "verify_file", "DEPTHS"]
 
 #: Connection depths (chunks in flight) every program is run at.
 DEPTHS = (1, 2, 8)
-_MAX_REPORTED = 12
 
 
 @dataclass
-class CheckReport:
-    """What :func:`check_program` found.
+class CheckReport(Report):
+    """What :func:`verify_program` found.
 
     ``findings`` empty means the program is correct (``ok``); ``notes`` say what was not
     judged (the output of a collective the checker does not know). ``pair_load`` maps
@@ -62,11 +62,6 @@ class CheckReport:
     pair_load: dict[tuple[int, int], Fraction] = field(default_factory=dict)
     executed: bool = False
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is wrong."""
-        return not self.findings
 
     @property
     def judged(self) -> bool:
@@ -93,7 +88,7 @@ class CheckReport:
             "placements": list(self.placements),
             "depths": list(self.depths),
             "root": self.root,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": self.findings_to_dicts(),
             "notes": list(self.notes),
             "judged": self.judged,
             "max_pair_load": fraction_text(self.max_pair_load),
@@ -104,7 +99,7 @@ class CheckReport:
         }
 
 
-def check_program(
+def verify_program(
     program: Program,
     *,
     runtime: str = DEFAULT_RUNTIME,
@@ -163,33 +158,20 @@ def check_program(
                 placed = Finding(f.kind, f"{placement}: {f.message}")
                 if placed not in findings:
                     findings.append(placed)
-    report.findings = _shorten(findings)
+    report.findings = capped(findings)
     return report
 
 
-def check_text(text: str, **options: Any) -> CheckReport:
-    """:func:`check_program` of MSCCL XML ``text``."""
+def verify_text(text: str, **options: Any) -> CheckReport:
+    """:func:`verify_program` of MSCCL XML ``text``."""
     text_argument(text, "text")
-    return check_program(parse_program(text), **options)
+    return verify_program(parse_program(text), **options)
 
 
-def check_file(path: str | Path, **options: Any) -> CheckReport:
-    """:func:`check_program` of the MSCCL XML file at ``path``."""
+def verify_file(path: str | Path, **options: Any) -> CheckReport:
+    """:func:`verify_program` of the MSCCL XML file at ``path``."""
     path = path_argument(path)
-    return check_program(read_program(path), **options)
-
-
-def _shorten(findings: list[Finding]) -> list[Finding]:
-    """At most a dozen findings of each kind, then one that counts the rest."""
-    by_kind: dict[str, list[Finding]] = defaultdict(list)
-    for f in findings:
-        by_kind[f.kind].append(f)
-    kept = []
-    for kind, group in by_kind.items():
-        kept += group[:_MAX_REPORTED]
-        if len(group) > _MAX_REPORTED:
-            kept.append(Finding(kind, f"... and {len(group) - _MAX_REPORTED} more {kind} findings"))
-    return kept
+    return verify_program(read_program(path), **options)
 
 
 def _pair_load(algo: Algo) -> dict[tuple[int, int], Fraction]:
@@ -312,3 +294,10 @@ def _infer_root(algo: Algo, memory, inplace: bool) -> int | None:
             if memory[rank].get(("o", 0)) == full:
                 return rank
     return None
+
+
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_program = verify_program
+check_text = verify_text
+check_file = verify_file

@@ -21,7 +21,7 @@ correct program must not rely on: its depth depends on the protocol).
 
 Examples
 --------
->>> from optcoll.verify.msccl import check_text
+>>> from optcoll.verify.msccl import verify_text
 >>> def step(s, kind, buf, off):
 ...     return (f'<step s="{s}" type="{kind}" srcbuf="{buf}" srcoff="{off}" dstbuf="{buf}" '
 ...             f'dstoff="{off}" cnt="1" depid="-1" deps="-1" hasdep="0"/>')
@@ -35,7 +35,7 @@ Examples
 >>> ring = ('<algo name="ring" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" '
 ...         'coll="allgather" inplace="0" outofplace="1" minBytes="0" maxBytes="0">'
 ...         + gpu(0) + gpu(1) + '</algo>')
->>> check_text(ring).ok
+>>> verify_text(ring).ok
 True
 """
 
@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Finding, Step, ThreadBlock
+from optcoll.verify.msccl.limits import STEP_SEMANTICS, Algo, Step, ThreadBlock
+from optcoll.verify.report import Finding
 
 __all__ = ["Execution", "execute", "expected_outputs", "describe_value"]
 

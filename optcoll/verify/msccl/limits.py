@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 
 from optcoll.core.limits import MAX_PROGRAM_CELLS
 from optcoll.core.msccl_runtimes import RUNTIMES, RuntimeProfile
+from optcoll.core.schedule import a_collective
 from optcoll.verify.msccl.program import Element, Program
+from optcoll.verify.report import Finding
 
-__all__ = ["Finding", "Step", "ThreadBlock", "Algo", "Decoded", "decode", "COLLECTIVE_NAMES"]
+__all__ = ["Step", "ThreadBlock", "Algo", "Decoded", "decode", "COLLECTIVE_NAMES"]
 
 #: Every spelling of ``coll`` any runtime accepts, mapped to the checker's collective name.
 COLLECTIVE_NAMES = {
@@ -54,19 +56,6 @@ STEP_SEMANTICS = {
 }
 
 _INTEGER = re.compile(r"-?[0-9]+\Z")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing wrong with a program: a kind (``limit``, ``deadlock``, ``wrong-data``, ...)
-    and a message naming the GPU, thread block, step or attribute at fault."""
-
-    kind: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        """``{"kind": ..., "message": ...}``."""
-        return {"kind": self.kind, "message": self.message}
 
 
 @dataclass
@@ -413,7 +402,7 @@ def _sizes(
         part = "piece for each rank" if collective == "alltoall" else "own part"
         r.add(
             "limit",
-            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: a {collective} "
+            f"<algo>: nchunksperloop={loop} is not a multiple of ngpus={ngpus}: {a_collective(str(collective))} "
             f"rank's {part} is not a whole number of chunks",
         )
         return None

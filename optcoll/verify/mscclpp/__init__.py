@@ -11,7 +11,7 @@ outputs: every rank must end with the right chunks, sums of the right inputs.
 
 Examples
 --------
->>> report = check_plan({"name": "empty", "collective": "allgather", "protocol": "Simple",
+>>> report = verify_plan({"name": "empty", "collective": "allgather", "protocol": "Simple",
 ...     "inplace": False, "gpus": []})
 >>> report.ok, report.findings[0][0]
 (False, 'structure')
@@ -26,8 +26,9 @@ from typing import Any
 
 from optcoll.verify.mscclpp.execute import STRATEGIES, execute
 from optcoll.verify.mscclpp.plan import Plan, parse_plan, read_plan
+from optcoll.verify.report import Finding, Report
 
-__all__ = ["PlanReport", "check_plan", "check_plan_file", "granule", "read_plan"]
+__all__ = ["PlanReport", "verify_plan", "verify_plan_file", "granule", "read_plan"]
 
 _NAMES = {"reduce_scatter": "reducescatter", "all_to_all": "alltoall"}
 #: The largest buffer whose offsets and sizes fit the uint32_t fields of MSCCL++'s
@@ -36,8 +37,8 @@ UINT32_BYTES = 2**32 - 1
 
 
 @dataclass
-class PlanReport:
-    """What :func:`check_plan` found; ``ok`` when ``findings`` is empty."""
+class PlanReport(Report):
+    """What :func:`verify_plan` found; ``ok`` when ``findings`` is empty."""
 
     name: str
     collective: str
@@ -49,13 +50,9 @@ class PlanReport:
     granule: int
     root: int | None = None
     strategies: tuple[str, ...] = ()
-    findings: list[tuple[str, str]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     known_collective: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
 
     @property
     def judged(self) -> bool:
@@ -78,7 +75,7 @@ class PlanReport:
             "interleavings": list(self.strategies),
             "ok": self.ok,
             "judged": self.judged,
-            "findings": [{"kind": k, "message": m} for k, m in self.findings],
+            "findings": self.findings_to_dicts(),
             "notes": self.notes,
         }
 
@@ -105,13 +102,13 @@ def granule(plan: Plan) -> int:
     return step
 
 
-def check_plan_file(path: str | Path) -> PlanReport:
+def verify_plan_file(path: str | Path) -> PlanReport:
     """Check the plan in file ``path`` (FileFormatError if MSCCL++ would refuse it)."""
-    report = check_plan(read_plan(path))
+    report = verify_plan(read_plan(path))
     return report
 
 
-def check_plan(plan: Plan | dict) -> PlanReport:
+def verify_plan(plan: Plan | dict) -> PlanReport:
     """Check a parsed plan (or a decoded JSON document)."""
     if not isinstance(plan, Plan):
         plan = parse_plan(plan)
@@ -127,13 +124,13 @@ def check_plan(plan: Plan | dict) -> PlanReport:
         granule(plan),
     )
     if not plan.gpus:
-        report.findings.append(("structure", "the plan has no GPUs"))
+        report.findings.append(Finding("structure", "the plan has no GPUs"))
         return report
     step = report.granule
     smallest = -(-max(plan.min_message_size, 1) // step) * step
     if smallest > plan.max_message_size:
         report.findings.append(
-            (
+            Finding(
                 "structure",
                 f"no message size fits the band [{plan.min_message_size}, "
                 f"{plan.max_message_size}]: checkMessageSize takes positive multiples of "
@@ -145,7 +142,7 @@ def check_plan(plan: Plan | dict) -> PlanReport:
             f"protocol {plan.protocol!r} is run as Simple (only 'LL' selects packets)"
         )
     for where, message in plan.overflows:
-        report.findings.append(("limit", f"{where}: {message}"))
+        report.findings.append(Finding("limit", f"{where}: {message}"))
     _check_chunks(plan, report)
     _check_pairing(plan, report)
     if plan.unsupported:
@@ -158,12 +155,12 @@ def check_plan(plan: Plan | dict) -> PlanReport:
         for kind, message in outcome.findings:
             if message not in seen:
                 seen.add(message)
-                report.findings.append((kind, f"[{strategy[0]}] {message}"))
+                report.findings.append(Finding(kind, f"[{strategy[0]}] {message}"))
         if outcome.completed:
             for message in _postcondition(plan, collective, outcome.values, report):
                 if message not in seen:
                     seen.add(message)
-                    report.findings.append(("wrong-data", f"[{strategy[0]}] {message}"))
+                    report.findings.append(Finding("wrong-data", f"[{strategy[0]}] {message}"))
     return report
 
 
@@ -172,7 +169,7 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
     for gpu in plan.gpus:
         if gpu.chunks != first:
             report.findings.append(
-                (
+                Finding(
                     "structure",
                     f"rank {gpu.rank} has chunks {gpu.chunks}, "
                     f"rank 0 {first}: one message size cannot fit both",
@@ -181,7 +178,7 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
         ic, oc = gpu.chunks["i"], gpu.chunks["o"]
         if ic == 0 and oc == 0:
             report.findings.append(
-                (
+                Finding(
                     "structure",
                     f"rank {gpu.rank}: input_chunks and "
                     "output_chunks are both 0 (the executor throws)",
@@ -189,7 +186,7 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
             )
         elif 0 in (ic, oc):
             report.findings.append(
-                (
+                Finding(
                     "structure",
                     f"rank {gpu.rank}: a buffer with 0 chunks; checkMessageSize divides "
                     "by it (an integer division by zero at every size)",
@@ -206,7 +203,7 @@ def _check_chunks(plan: Plan, report: PlanReport) -> None:
     expect = {"allgather": oc == n * ic, "reducescatter": ic == n * oc}
     if plan.collective in expect and not expect[plan.collective]:
         report.findings.append(
-            (
+            Finding(
                 "structure",
                 f"{plan.collective} with {ic} input and {oc} "
                 f"output chunks on {n} ranks: the chunk sizes differ",
@@ -240,7 +237,7 @@ def _check_pairing(plan: Plan, report: PlanReport) -> None:
         other = kinds.get((b, a, ordinal))
         if other is not None and other != ctype:
             report.findings.append(
-                (
+                Finding(
                     "structure",
                     f"channel {ordinal} of rank {a} to rank {b} is "
                     f"{ctype} but its partner on rank {b} is {other}",
@@ -315,3 +312,9 @@ def _text(value: Any, parts: int) -> str:
     if parts == 1:
         return "+".join(f"in{r}[{j}]" for r, j in value)
     return "+".join(f"in{r}[{j // parts}].{j % parts}" for r, j in value)
+
+
+#: The names before the checkers shared one verb (``verify_*``), for callers outside
+#: the package; out of ``__all__``.
+check_plan = verify_plan
+check_plan_file = verify_plan_file

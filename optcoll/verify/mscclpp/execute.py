@@ -48,6 +48,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
+from optcoll.verify.report import Finding
 
 __all__ = ["Outcome", "execute", "STRATEGIES"]
 
@@ -67,10 +68,10 @@ Stamp = tuple[int, int]  # (global thread block, op position)
 
 @dataclass
 class Outcome:
-    """One interleaving's result: findings as (kind, message) and final values."""
+    """One interleaving's result: its findings and final values."""
 
     strategy: str
-    findings: list[tuple[str, str]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     values: dict[Cell, Value] = field(default_factory=dict)
     completed: bool = False
 
@@ -148,7 +149,7 @@ class _Machine:
         key = message if key is None else key
         if key not in self.seen:
             self.seen.add(key)
-            self.outcome.findings.append((kind, message))
+            self.outcome.findings.append(Finding(kind, message))
 
     # --- memory ------------------------------------------------------------------------
 
@@ -536,7 +537,7 @@ def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | No
             o += 1
             continue
         unit = unit_parts(plan, op.loop[0])
-        assert unit is not None, "check_plan does not execute plans with such units"
+        assert unit is not None, "verify_plan does not execute plans with such units"
         iterations = -(-op.loop[1] * plan.parts // unit)
         for i in range(iterations):
             program.extend((inner, (i, unit)) for inner in ops[o + 1 : o + 1 + op.body])

@@ -1,0 +1,244 @@
+"""Benchmark: optcoll's Chakra traces against ASTRA-sim's native collectives, in ASTRA-sim.
+
+ASTRA-sim is not a dependency of optcoll and none of its code is here: give the script an
+astra-sim checkout (with its submodules) whose analytical backend you built with
+``build/astra_analytical/build.sh -t congestion_aware`` (the binary
+``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware``). For every
+network, collective and size it writes, in a temporary folder:
+
+* the network YAML (one ASTRA-sim block: ``Ring``, ``FullyConnected`` or ``Switch``;
+  ``bandwidth`` in ASTRA-sim's GiB/s, ``latency`` in ns), read back by optcoll's importer
+  (:mod:`optcoll.io.astra_sim`: GiB/s exactly), so both simulators see the same links;
+* a workload of one ``COMM_COLL_NODE`` per NPU (as ASTRA-sim's
+  ``examples/workload/microbenchmarks/generator_scripts``) whose ``comm_size`` is what
+  ASTRA-sim's native algorithms need for optcoll's message size ``M``
+  (:func:`optcoll.export.planned.astra_sim_comm_size`: all-gather ``M / N``, else ``M``),
+  encoded with the ``et_def.proto`` of the checkout's Chakra (compiled here by protoc);
+* optcoll's traces: what ``optcoll plan`` chose at ``M`` with no per-step overhead
+  (``optcoll export --format chakra --size M --overhead 0``: sliced and ordered as plan
+  simulated it).
+
+ASTRA-sim then runs each native algorithm (``ring``, ``direct``, ``halvingDoubling``, and
+``doubleBinaryTree`` for all-reduce) under a grid of its system settings
+(``preferred-dataset-splits``, ``active-chunks-per-dimension``, ``collective-optimization``),
+and optcoll's traces as its custom collective, every run with ``endpoint-delay`` 0 (no
+per-message overhead, as our simulator with ``--overhead 0``). The time is the largest
+``sys[i] finished, T cycles`` (a cycle is 1 ns). Printed per case: the best native time
+and its setting, ASTRA-sim's time of our traces, our simulator's time of the same traces
+(cut-through, and ``store_and_forward`` as ASTRA-sim's backend moves a message) and plan's
+figure, ours over the best native, and our simulator over ASTRA-sim. Without
+``--astra-sim`` only optcoll's side is printed.
+
+Run from the repository root::
+
+    python -m benchmarks.astra_sim [--astra-sim PATH] [--networks Ring:8 Switch:16 ...]
+        [--collectives allreduce allgather reduce_scatter] [--sizes 64K 1M 16M 256M 1G]
+        [--bandwidth 50] [--latency 500] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import print_table
+from optcoll.core.sizes import parse_size, size_text
+from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
+from optcoll.export.planned import astra_sim_comm_size, planned_traces
+from optcoll.io.astra_sim import from_astra_network
+from optcoll.sim.programs import chakra_tasks, read_chakra
+from optcoll.sim.simulator import Network, simulate
+
+BINARY = "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
+NETWORKS = ("Ring:8", "Ring:16", "FullyConnected:8", "Switch:16")
+COLLECTIVES = ("allreduce", "allgather", "reduce_scatter")
+SIZES = ("64K", "1M", "16M", "256M", "1G")
+#: ASTRA-sim's native algorithms per collective (system-JSON spellings).
+NATIVE = {
+    "allreduce": ("ring", "direct", "halvingDoubling", "doubleBinaryTree"),
+    "allgather": ("ring", "direct", "halvingDoubling"),
+    "reduce_scatter": ("ring", "direct", "halvingDoubling"),
+}
+#: System-JSON keys of the native implementations and Chakra's CollectiveCommType values.
+KEYS = {
+    "allreduce": ("all-reduce-implementation", 0),
+    "allgather": ("all-gather-implementation", 2),
+    "reduce_scatter": ("reduce-scatter-implementation", 7),
+}
+#: The grid of ASTRA-sim settings each native algorithm runs under.
+SETTINGS = {
+    "preferred-dataset-splits": (1, 4, 16),
+    "active-chunks-per-dimension": (1, 2),
+    "collective-optimization": ("baseline", "localBWAware"),
+}
+FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles")
+
+
+def compile_proto(astra: Path, folder: Path) -> Any:
+    """``et_def_pb2`` of the checkout's Chakra, compiled by protoc into ``folder``."""
+    proto = astra / "extern/graph_frontend/chakra/schema/protobuf"
+    subprocess.run(
+        ["protoc", "et_def.proto", f"--proto_path={proto}", f"--python_out={folder}"], check=True
+    )
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("et_def_pb2")
+
+
+def _delimited(message: Any) -> bytes:
+    data = message.SerializeToString()
+    size, out = len(data), bytearray()
+    while size > 0x7F:
+        out.append(size & 0x7F | 0x80)
+        size >>= 7
+    out.append(size)
+    return bytes(out) + data
+
+
+def workload(pb: Any, prefix: Path, npus: int, comm_type: int, comm_size: int) -> Path:
+    """One collective node per NPU (``PREFIX.<npu>.et``), as ASTRA-sim's generator scripts."""
+    for npu in range(npus):
+        node = pb.Node(id=0, name="collective", type=pb.COMM_COLL_NODE)
+        node.attr.append(pb.AttributeProto(name="is_cpu_op", bool_val=False))
+        node.attr.append(pb.AttributeProto(name="comm_type", int64_val=comm_type))
+        node.attr.append(pb.AttributeProto(name="comm_size", int64_val=comm_size))
+        data = _delimited(pb.GlobalMetadata(version="0.0.4")) + _delimited(node)
+        Path(f"{prefix}.{npu}.et").write_bytes(data)
+    return prefix
+
+
+def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict[str, Any],
+              npus: int, limit: float) -> float | None:  # fmt: skip
+    """ASTRA-sim's time in µs (the last NPU to finish), None if it fails or times out."""
+    path = folder / "system.json"
+    path.write_text(json.dumps(system))
+    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    try:
+        done = subprocess.run(
+            [str(astra / BINARY), f"--workload-configuration={work}",
+             f"--system-configuration={path}", f"--network-configuration={network}",
+             f"--remote-memory-configuration={memory}"],
+            capture_output=True, text=True, timeout=limit, cwd=folder,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None
+    times = {int(i): int(t) for i, t in FINISHED.findall(done.stdout)}
+    if done.returncode != 0 or len(times) != npus:
+        return None
+    return max(times.values()) / 1000
+
+
+def base_system() -> dict[str, Any]:
+    return {"scheduling-policy": "FIFO", "endpoint-delay": 0, "local-reduction-delay": 0,
+            "local-mem-bw": 1_000_000, "boost-mode": 0}  # fmt: skip
+
+
+def case(astra: Path | None, pb: Any, folder: Path, block: str, npus: int, collective: str,
+         size: int, bandwidth: int, latency: int, limit: float) -> dict[str, Any]:  # fmt: skip
+    """One network, collective and size: every native run and ours (ASTRA-sim's runs only
+    with ``astra``)."""
+    config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
+              "latency": [latency]}  # fmt: skip
+    network = folder / "network.yml"
+    network.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
+    topology = from_astra_network(config, name=f"{block}:{npus}")
+    key, comm_type = KEYS[collective]
+    comm_size = astra_sim_comm_size(collective, size, npus)
+    row: dict[str, Any] = {"network": f"{block}:{npus}", "collective": collective,
+                           "size": size_text(size)}  # fmt: skip
+    if comm_size is None:
+        return {**row, "skipped": "no whole comm_size"}
+    best: tuple[float, str] | None = None
+    work = folder / "work"
+    if astra is not None:
+        workload(pb, work, npus, comm_type, comm_size)
+    for algorithm in NATIVE[collective] if astra is not None else ():
+        for values in itertools.product(*SETTINGS.values()):
+            setting = dict(zip(SETTINGS, values, strict=True))
+            system = {**base_system(), **setting, key: [algorithm]}
+            took = run_astra(astra, folder, network, work, system, npus, limit)
+            label = f"{algorithm} " + " ".join(str(v) for v in values)
+            if took is not None and (best is None or took < best[0]):
+                best = (took, label)
+    start = time.process_time()
+    latency_us = Fraction(latency, 1000)
+    [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us)
+    cpu = time.process_time() - start
+    prefix = folder / "ours"
+    for rank, data in enumerate(one.traces):
+        Path(f"{prefix}.{rank}.et").write_bytes(data)
+    net = Network.of(topology, latency_us)
+    graph = chakra_tasks(read_chakra(str(prefix)), topology, net, slice_bytes=one.slice_bytes)
+    predicted = simulate(graph, net, size, overhead=0).time_us
+    whole = replace(net, store_and_forward=True)  # as ASTRA-sim's backend moves a message
+    graph = chakra_tasks(read_chakra(str(prefix)), topology, whole, slice_bytes=one.slice_bytes)
+    forwarded = simulate(graph, whole, size, overhead=0).time_us
+    system = {**base_system(), "preferred-dataset-splits": 1, "active-chunks-per-dimension": 1,
+              ASTRA_SIM_COLLECTIVES[collective]: [str(prefix)]}  # fmt: skip
+    ours = None if astra is None else run_astra(astra, folder, network, work, system, npus, limit)
+    return {
+        **row,
+        "native_us": None if best is None else round(best[0], 3),
+        "native": None if best is None else best[1],
+        "ours_astra_us": None if ours is None else round(ours, 3),
+        "ours_sim_us": round(predicted, 3),
+        "ours_sim_saf_us": round(forwarded, 3),
+        "plan_us": round(one.time_us, 3),
+        "method": f"{one.method}, {'whole' if one.slice_bytes is None else size_text(one.slice_bytes)}",
+        "native_over_ours": None if best is None or ours is None else round(best[0] / ours, 3),
+        "sim_over_astra": None if ours is None else round(predicted / ours, 4),
+        "saf_over_astra": None if ours is None else round(forwarded / ours, 4),
+        "plan_cpu_s": round(cpu, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES))
+    parser.add_argument("--bandwidth", type=int, default=50, help="GiB/s (default 50)")
+    parser.add_argument("--latency", type=int, default=500, help="ns (default 500)")
+    parser.add_argument("--limit", type=float, default=600, help="seconds per ASTRA-sim run")
+    parser.add_argument("--json", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
+    if astra is not None and not (astra / BINARY).exists():
+        raise SystemExit(f"{astra}: no {BINARY}: build it with build/astra_analytical/build.sh")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="optcoll-astra-") as tmp:
+        pb = None if astra is None else compile_proto(astra, Path(tmp))
+        for spec in args.networks:
+            block, npus = spec.split(":")
+            for collective in args.collectives:
+                for size in args.sizes:
+                    folder = Path(tempfile.mkdtemp(dir=tmp))
+                    rows.append(case(astra, pb, folder, block, int(npus), collective,
+                                     parse_size(size), args.bandwidth, args.latency,
+                                     args.limit))  # fmt: skip
+                    print(json.dumps(rows[-1]), flush=True)
+    columns = ["network", "collective", "size", "native_us", "native", "ours_astra_us",
+               "ours_sim_us", "ours_sim_saf_us", "plan_us", "method", "native_over_ours",
+               "sim_over_astra", "saf_over_astra"]  # fmt: skip
+    print_table(columns, [[row.get(c, "-") for c in columns] for row in rows])
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,370 @@
+"""Allreduce as reduce + broadcast over a fractional packing of spanning trees (Blink).
+
+On a topology without switches, split the message among spanning trees of the compute
+nodes in proportion to weights ``x_T`` (summing to 1). On each tree the data is reduced
+up to a root and broadcast back down, so each tree edge carries the tree's share once in
+each direction: the arc ``u -> v`` carries ``M * sum_{T containing uv} x_T``. The
+allreduce takes ``M * t`` with
+
+    t = min over distributions x of  max over links uv of  sum_{T containing uv} x_T / c(uv)
+
+where ``c(uv) = min(c(u -> v), c(v -> u))`` (a one-way link is not used). With
+symmetric links ``1 / t`` is the strength ``tau`` of the graph (Nash-Williams, Tutte),
+which is exactly the partition bound (:mod:`optcoll.bounds.partition`): the schedule is
+then **optimal among all allreduce schedules where only compute nodes reduce** (Wang et
+al., Blink, MLSys 2020, pack spanning trees the same way).
+
+:func:`spanning_tree_packing` solves the LP exactly by column generation
+(:func:`optcoll.lp.column_generation.column_generation`), each column a spanning tree,
+the pricing a minimum spanning tree under the exact duals (Kruskal); the optimum is
+proved by LP duality there. :func:`reduce_broadcast_trees` turns the weights into
+integral trees: ``chunks`` per tree with ``k`` chunks in all: an exact integral packing
+peeled tree by tree on topologies of at most 32 nodes, else exactly the weights when
+their common denominator is at most ``max_chunks``, else the weights rounded (largest
+remainders) to ``max_chunks`` chunks; :func:`tree_time_factor` gives its exact time factor.
+The trees are rooted at their centres (least height), edges parents first, for
+:func:`optcoll.sim.simulator.tree_tasks` with phases ``(True, False)``.
+
+Examples
+--------
+>>> from optcoll.topologies import build
+>>> packing = spanning_tree_packing(build("mesh:4x4"))
+>>> packing.time_factor  # M / 160 GB/s
+Fraction(1, 160)
+>>> trees = reduce_broadcast_trees(build("mesh:4x4"))
+>>> sum(tree.chunks for tree in trees), tree_time_factor(build("mesh:4x4"), trees)
+(8, Fraction(1, 160))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optcoll.core.arguments import as_topology
+from optcoll.core.schedule import Tree, TreeEdge
+from optcoll.core.topology import Topology
+from optcoll.exceptions import ArgumentError
+from optcoll.graph.strength import graph_strength
+
+__all__ = [
+    "TreePacking",
+    "reduces_over_spanning_trees",
+    "spanning_tree_packing",
+    "reduce_broadcast_trees",
+    "tree_time_factor",
+    "MAX_CHUNKS",
+    "TOLERANCE",
+]
+
+#: Default largest number of chunks :func:`reduce_broadcast_trees` cuts the message into.
+MAX_CHUNKS = 512
+
+#: Most times :func:`reduce_broadcast_trees` solves the LP again on the capacity left.
+RESOLVES = 4
+
+#: Largest topology (nodes) on which :func:`reduce_broadcast_trees` peels an exact packing
+#: (each step may cost a strength computation and each re-solve an LP).
+PEEL_MAX_NODES = 32
+
+#: Default relative gap to the optimum at which :func:`reduce_broadcast_trees` stops dealing.
+TOLERANCE = Fraction(1, 100)
+
+Edge = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class TreePacking:
+    """An exact optimal distribution of the allreduce over spanning trees.
+
+    Attributes
+    ----------
+    time_factor : Fraction
+        ``t``: the allreduce of ``M`` bytes per node takes ``M * t`` (1/bandwidth unit).
+    trees : tuple of (Fraction, tuple of (str, str))
+        Each tree's weight (they sum to 1) and its undirected edges.
+    """
+
+    time_factor: Fraction
+    trees: tuple[tuple[Fraction, tuple[Edge, ...]], ...]
+
+
+def _edges(topology: Topology) -> dict[Edge, Fraction]:
+    """Each pair of compute nodes linked both ways, with the smaller direction's capacity."""
+    if topology.switch_nodes:
+        raise ArgumentError(
+            f"{topology.name} has switches: reduce + broadcast over spanning trees needs a "
+            "topology of compute nodes only"
+        )
+    order = {v: i for i, v in enumerate(topology.node_ids)}
+    edges: dict[Edge, Fraction] = {}
+    for (u, v), c in topology.capacity.items():
+        back = topology.capacity.get((v, u))
+        if back and order[u] < order[v]:
+            edges[(u, v)] = min(c, back)
+    return edges
+
+
+def reduces_over_spanning_trees(topology: Topology) -> bool:
+    """Whether :func:`spanning_tree_packing` applies: no switches, and the links that go
+    both ways connect every node.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> reduces_over_spanning_trees(build("ring:4")), reduces_over_spanning_trees(build("dgx-a100:1"))
+    (True, False)
+    """
+    if topology.switch_nodes:
+        return False
+    edges = _edges(topology)
+    return (
+        len(_kruskal(topology.node_ids, dict.fromkeys(edges, Fraction(0))))
+        == len(topology.node_ids) - 1
+    )
+
+
+def spanning_tree_packing(topology: Topology | object) -> TreePacking:
+    """The exact optimal spanning-tree distribution of an allreduce (module docstring).
+
+    Raises
+    ------
+    ArgumentError
+        The topology has switches, or its two-way links do not connect its nodes.
+    """
+    topology = as_topology(topology)
+    edges = _edges(topology)
+    nodes = topology.node_ids
+    if len(_kruskal(nodes, {e: Fraction(0) for e in edges})) < len(nodes) - 1:
+        raise ArgumentError(f"the two-way links of {topology.name} do not connect its nodes")
+    return _packing(nodes, edges, f"spanning trees of {topology.name}")
+
+
+def _packing(nodes: Sequence[str], edges: Mapping[Edge, Fraction], where: str) -> TreePacking:
+    """The LP of :func:`spanning_tree_packing` on a connected graph (positive capacities)."""
+    from formulations.column_generation import Column
+    from optcoll.lp.column_generation import column_generation
+
+    scale = math.lcm(*(c.denominator for c in edges.values()))
+    capacity = {e: int(c * scale) for e, c in edges.items()}
+
+    def price(prices: Mapping[Edge, float | Fraction]) -> list[Column]:
+        tree = _kruskal(nodes, prices)
+        return [Column(0, tuple((e, 1) for e in tree), tree)]
+
+    packing = column_generation(1, capacity, price, where=where)
+    trees = tuple((x, _payload_edges(column.payload)) for column, x in packing.weights)
+    return TreePacking(packing.t * scale, trees)
+
+
+def _payload_edges(payload: object) -> tuple[Edge, ...]:
+    """A column's payload: the tree's edges, as :func:`_kruskal` returned them."""
+    assert isinstance(payload, tuple)
+    return tuple((str(u), str(v)) for u, v in payload)
+
+
+def _kruskal(nodes: Sequence[str], prices: Mapping[Edge, float | Fraction]) -> tuple[Edge, ...]:
+    """A minimum spanning forest under ``prices`` (ties by edge), edges sorted."""
+    parent = {v: v for v in nodes}
+
+    def find(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    chosen = []
+    for e in sorted(prices, key=lambda e: (prices[e], e)):
+        a, b = find(e[0]), find(e[1])
+        if a != b:
+            parent[a] = b
+            chosen.append(e)
+    return tuple(sorted(chosen))
+
+
+def reduce_broadcast_trees(
+    topology: Topology | object,
+    *,
+    tolerance: Fraction = TOLERANCE,
+    max_chunks: int = MAX_CHUNKS,
+    packing: TreePacking | None = None,
+) -> tuple[Tree, ...]:
+    """Integral rooted trees carrying the optimal packing's shares (module docstring).
+
+    The shares are exact when their common denominator is at most ``max_chunks``;
+    otherwise an exact integral packing of ``K`` chunks is peeled when ``K`` (``tau`` in
+    the smallest integer scale of the capacities) is at most ``max_chunks`` (see
+    :func:`_peeled`; its time factor is checked to equal the optimum); otherwise
+    ``k`` = 16, 32, ... up to ``max_chunks`` chunks are dealt: each tree first
+    gets ``floor(k x_T)``, then each remaining chunk goes to the tree whose busiest edge
+    stays least loaded. The first ``k`` whose exact time factor is within ``tolerance``
+    of the optimum is kept (else the best found).
+
+    Raises
+    ------
+    ArgumentError
+        As :func:`spanning_tree_packing`, or ``max_chunks`` below 1.
+    """
+    if max_chunks < 1:
+        raise ArgumentError(f"max_chunks must be at least 1, got {max_chunks}")
+    topology = as_topology(topology)
+    packing = spanning_tree_packing(topology) if packing is None else packing
+    weights = [x for x, _ in packing.trees]
+    exact = math.lcm(*(x.denominator for x in weights))
+    if exact <= max_chunks:
+        return _trees(packing, [int(x * exact) for x in weights])
+    peeled = _peeled(topology, packing, max_chunks)
+    if peeled is not None:
+        trees = tuple(_rooted(edges, count) for edges, count in peeled)
+        if tree_time_factor(topology, trees) == packing.time_factor:
+            return trees
+    capacity = _edges(topology)
+    best: tuple[Fraction, tuple[Tree, ...]] | None = None
+    k = min(16, max_chunks)
+    while k <= max_chunks:
+        trees = _trees(packing, _dealt(packing, capacity, k))
+        factor = tree_time_factor(topology, trees)
+        if best is None or factor < best[0]:
+            best = (factor, trees)
+        if factor <= packing.time_factor * (1 + tolerance):
+            break
+        k *= 2
+    assert best is not None
+    return best[1]
+
+
+def _peeled(
+    topology: Topology, packing: TreePacking, max_chunks: int
+) -> list[tuple[tuple[Edge, ...], int]] | None:
+    """Trees and their chunks of an exact integral packing, or None.
+
+    Scaled so that every capacity ``m_e`` and ``K = tau`` are coprime integers, the
+    multigraph with ``m_e`` copies of each edge has strength ``K``, hence ``K``
+    edge-disjoint spanning trees (Nash-Williams, Tutte). They are peeled one at a time
+    from the LP's trees (largest weight first): a tree whose weight times the chunks left
+    at the last solve exceeds what it already gave since is taken as it is (the rest of
+    the LP's packing remains), any other when the rest still has strength ``K - 1``
+    (:func:`optcoll.graph.strength.graph_strength`, exact); when none is, the LP is solved
+    again on what is left, at most :data:`RESOLVES` times. None when ``K`` exceeds
+    ``max_chunks`` or the re-solves run out."""
+    capacity = _edges(topology)
+    tau = 1 / packing.time_factor
+    scale = math.lcm(*(c.denominator for c in capacity.values()), tau.denominator)
+    common = math.gcd(*(int(c * scale) for c in capacity.values()), int(tau * scale))
+    left = {e: int(c * scale) // common for e, c in capacity.items()}
+    remaining = int(tau * scale) // common
+    if remaining > max_chunks or len(topology.node_ids) > PEEL_MAX_NODES:
+        return None
+    taken: dict[tuple[Edge, ...], int] = {}
+    support, at_solve, solves = packing.trees, remaining, 0
+    since: dict[tuple[Edge, ...], int] = {}  # chunks each tree gave since the last solve
+    while remaining:
+        for weight, edges in sorted(support, key=lambda wt: (-wt[0], wt[1])):
+            if any(left[e] < 1 for e in edges):
+                continue
+            rest = {e: m - (e in edges) for e, m in left.items()}
+            sure = weight * at_solve >= since.get(edges, 0) + 1
+            if (
+                sure
+                or remaining == 1
+                or graph_strength(topology.node_ids, rest).value >= remaining - 1
+            ):
+                left, remaining = rest, remaining - 1
+                taken[edges] = taken.get(edges, 0) + 1
+                since[edges] = since.get(edges, 0) + 1
+                break
+        else:
+            if solves == RESOLVES:
+                return None
+            solves += 1
+            residual = {e: Fraction(m) for e, m in left.items() if m > 0}
+            support = _packing(topology.node_ids, residual, "residual spanning trees").trees
+            at_solve, since = remaining, {}
+    return sorted(taken.items())
+
+
+def _dealt(packing: TreePacking, capacity: Mapping[Edge, Fraction], k: int) -> list[int]:
+    """Chunks per tree: ``floor(k x_T)``, then one at a time where the load stays least."""
+    weights = [x for x, _ in packing.trees]
+    chunks = [math.floor(x * k) for x in weights]
+    share = {e: 1 / float(c) for e, c in capacity.items()}
+    load = dict.fromkeys(capacity, 0.0)
+    for count, (_, edges) in zip(chunks, packing.trees, strict=True):
+        for e in edges:
+            load[e] += count * share[e]
+    for _ in range(k - sum(chunks)):
+        best = min(
+            range(len(chunks)),
+            key=lambda i: (
+                max(load[e] + share[e] for e in packing.trees[i][1]),
+                -(weights[i] * k - chunks[i]),
+                i,
+            ),
+        )
+        chunks[best] += 1
+        for e in packing.trees[best][1]:
+            load[e] += share[e]
+    return chunks
+
+
+def _trees(packing: TreePacking, chunks: Sequence[int]) -> tuple[Tree, ...]:
+    return tuple(
+        _rooted(edges, count)
+        for (_, edges), count in zip(packing.trees, chunks, strict=True)
+        if count
+    )
+
+
+def _rooted(edges: tuple[Edge, ...], chunks: int) -> Tree:
+    """The tree of ``edges`` rooted at its centre (least height, then first id)."""
+    adjacent: dict[str, list[str]] = {}
+    for u, v in edges:
+        adjacent.setdefault(u, []).append(v)
+        adjacent.setdefault(v, []).append(u)
+
+    def levels(root: str) -> list[tuple[str, str]]:
+        seen, order, frontier = {root}, [], [root]
+        while frontier:
+            following = []
+            for p in frontier:
+                for c in sorted(adjacent[p]):
+                    if c not in seen:
+                        seen.add(c)
+                        order.append((p, c))
+                        following.append(c)
+            frontier = following
+        return order
+
+    def height(root: str) -> int:
+        depth = {root: 0}
+        for p, c in levels(root):
+            depth[c] = depth[p] + 1
+        return max(depth.values())
+
+    root = min(sorted(adjacent), key=height)
+    return Tree(root, chunks, tuple(TreeEdge(p, c, (p, c)) for p, c in levels(root)))
+
+
+def tree_time_factor(topology: Topology | object, trees: Sequence[Tree]) -> Fraction:
+    """Exact time factor of reduce + broadcast over ``trees`` (shares ``chunks / k``):
+    the busiest arc's load over its capacity, each tree edge used once each way.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> ring = build("ring:4")
+    >>> tree = Tree("n0", 1, tuple(TreeEdge(a, b, (a, b)) for a, b in [("n0", "n1"), ("n1", "n2"), ("n2", "n3")]))
+    >>> tree_time_factor(ring, [tree]) == 1 / min(ring.capacity.values())
+    True
+    """
+    topology = as_topology(topology)
+    k = sum(tree.chunks for tree in trees)
+    load: dict[Edge, Fraction] = {}
+    for tree in trees:
+        for edge in tree.edges:
+            for arc in zip(edge.path, edge.path[1:], strict=False):
+                for a in (arc, arc[::-1]):
+                    load[a] = load.get(a, Fraction(0)) + Fraction(tree.chunks, k)
+    return max(value / topology.capacity[arc] for arc, value in load.items())

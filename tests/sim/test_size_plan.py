@@ -1,0 +1,223 @@
+"""optcoll plan: the fastest candidate per size, a lower bound it never beats, bands."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.cli import main
+from optcoll.core.cost import link_latencies
+from optcoll.core.topology import TopologyBuilder
+from optcoll.exceptions import ScheduleError
+from optcoll.io import load_schedule
+from optcoll.schedules.baselines import ring_floor, ring_schedule
+from optcoll.schedules.packing import pack_arborescences
+from optcoll.sim.simulator import simulate_schedule
+from optcoll.sim.size_plan import candidates, latency_bound, plan
+from optcoll.topologies import build
+from optcoll.verify.msccl import verify_file
+from optcoll.verify.schedule import verify_schedule
+
+KiB, MiB = 1024, 1024**2
+
+
+def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
+    topo = build("dgx-a100:2")
+    rows = plan(topo, "allgather", [KiB, MiB, 64 * MiB])
+    r_star = float(optimal_cut_ratio(topo).ratio)
+    for row in rows:
+        times = dict(row.candidates)
+        assert row.time_us == min(t for t in times.values() if t is not None) == times[row.method]
+        bandwidth = row.size / 16 * r_star / 1000
+        assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
+        assert row.ratio >= 1
+    small = dict(rows[0].candidates)
+    # the optimal trees are as low as one tree per root (2 high, layered), but k = 13
+    # chunks per root pay 13 per-step overheads on every link where k = 1 pays one
+    assert small["optimal (k=13)"] > 3 * small["k=1"]
+    assert rows[0].method == "k=1" and rows[0].ratio < 1.2
+    # at 64 MiB the optimal k wins once each link serves the slice with the most tree
+    # edges ahead of it first (the plan's order), within 3 % of the bound
+    assert (rows[-1].method, rows[-1].slice_bytes, rows[-1].priority) == (
+        "optimal (k=13)",
+        512 * KiB,
+        "depth",
+    )
+    assert rows[-1].ratio < 1.03
+
+
+def test_plan_ring_candidate_is_the_ring_closed_form():
+    """On a one-way ring the ring candidate takes (N-1)(o + alpha + M/(N B)) unsliced."""
+    b = TopologyBuilder("uniring")
+    nodes = [f"g{i}" for i in range(5)]
+    for v in nodes:
+        b.compute(v)
+    for u, v in zip(nodes, nodes[1:] + nodes[:1], strict=True):
+        b.link(u, v, 10, latency=2)
+    topo = b.build()
+    size = 5 * MiB
+    (row,) = plan(topo, "allgather", [size], overhead=0.5, slice_bytes=None)
+    ring = dict(row.candidates)["ring"]
+    assert ring == pytest.approx(4 * (0.5 + 2 + size / 5 / 10_000), rel=1e-12)
+    assert latency_bound(topo, overhead=0.5) == 0.5 + 4 * 2  # g0 to g4: four hops one way
+
+
+def test_allreduce_and_alltoall_candidates_never_beat_the_bound():
+    topo = build("dgx-a100:1")
+    rows = plan(topo, "allreduce", [KiB, 16 * MiB])
+    methods = [m for m, _ in rows[0].candidates]
+    assert "double binary tree" in methods and "ring" in methods
+    assert all(t is None or t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+    gather = [c.method for c in candidates(build("ring:4"), "alltoall")]
+    assert gather[0].startswith("optimal") and "direct" in gather
+    rows = plan(build("ring:4"), "alltoall", [KiB, MiB])
+    assert all(t is None or t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+
+
+def test_cli_plan_json_export_and_plot(tmp_path, capsys):
+    out = tmp_path / "bands"
+    picture = tmp_path / "plan.png"
+    argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
+    assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data) == ["collective", "topology", "sizes"]
+    assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
+    for row in data["sizes"]:
+        assert list(row) == [
+            "bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
+            "bound_holds_for", "slice_bytes", "priority", "candidates",
+        ]  # fmt: skip
+        # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
+        assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)
+        assert row["bound_holds_for"] == "cut bound r*: holds for every allgather"
+        assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
+        assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
+    files = sorted(out.glob("*.xml"))
+    assert files and all(verify_file(f, topology=build("dgx-a100:2")).ok for f in files)
+    # beside each band's programs, its schedule with the order the plan chose
+    orders = {row["priority"] for row in data["sizes"]}
+    for f in files:
+        band, method = f.name.split(".")[1:3]
+        schedule = load_schedule(out / f"allgather.{band}.{method}.json")
+        assert verify_schedule(build("dgx-a100:2"), schedule).valid
+        assert schedule.stats["priority"] in orders
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    # the bands tile the sizes from 0 with no limit at the top
+    bands = sorted({f.name.split(".")[1] for f in files}, key=lambda b: int(b.split("-")[0]))
+    assert bands[0].startswith("0-") and bands[-1].endswith("-maxB")
+    assert main([*argv, "--export", str(out)]) == 2  # existing files need --force
+    assert "exists" in capsys.readouterr().err
+    assert main(["plan", "ring:4", "--sizes", "1K"]) == 0
+    assert "ratio" in capsys.readouterr().out
+    assert main(["plan", "ring:4", "--collective", "broadcast", "--root", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_a_candidate_too_large_to_simulate_gets_no_time():
+    """Seven-digit bandwidths make the optimal k 62374632: no time, the rest still plan."""
+    b = TopologyBuilder("odd")
+    for v in "abc":
+        b.compute(v)
+    bandwidths = {("a", "b"): "101234567/10000000", ("b", "a"): "77654321/10000000",
+                  ("b", "c"): "93333337/10000000", ("c", "b"): 12,
+                  ("a", "c"): "31415927/10000000", ("c", "a"): 8}  # fmt: skip
+    for (u, v), w in bandwidths.items():
+        b.link(u, v, w)
+    topo = b.build()
+    (row,) = plan(topo, "allgather", [KiB])
+    times = dict(row.candidates)
+    assert times["optimal (k=62374632)"] is None
+    assert row.method in ("k=1", "k=2", "ring", "timetable (k=1)") and row.time_us == min(
+        t for t in times.values() if t is not None
+    )
+    assert row.to_dict()["candidates"][0] == {"method": "optimal (k=62374632)", "time_us": None}
+    with pytest.raises(ScheduleError, match="above the limit"):
+        simulate_schedule(topo, pack_arborescences(topo), KiB)
+
+
+def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
+    """export --bands plans the bands as plan --export does: the same programs, byte for byte,
+    each band's k the one plan finds fastest at the sizes in it."""
+    sizes = ["--sizes", "1K", "1M", "64M"]
+    assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
+    planned_rows = json.loads(capsys.readouterr().out)["sizes"]
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "--placement", "both"]
+    argv += ["-o", str(tmp_path / "bands" / "ag.xml")]
+    (tmp_path / "bands").mkdir()
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    planned = sorted(p.read_text() for p in (tmp_path / "plan").glob("*.xml"))
+    banded = sorted(p.read_text() for p in (tmp_path / "bands").iterdir())
+    assert len(planned) >= 2 and planned == banded
+    bands = sorted({(f["min_bytes"], f["max_bytes"], f["k"]) for f in report["files"]})
+    assert len(bands) >= 2 and bands[0][0] == 0 and bands[-1][1] is None
+    for row in planned_rows:
+        ((k,),) = {(k,) for low, high, k in bands if low <= row["bytes"] <= (high or row["bytes"])}
+        assert row["method"].rstrip(")").endswith(f"k={k}")
+    assert main(["export", "dgx-a100:2", *sizes, "-o", str(tmp_path / "x.xml")]) == 2
+    assert "--sizes plans the size bands: it needs --bands" in capsys.readouterr().err
+
+
+def test_alltoall_plan_simulates_the_hierarchical_routes():
+    """dgx-a100:2: optimal routes, direct and the rail routes; the simulator runs each, none
+    beats the bound, and at 1 MiB the rail routes are the fastest."""
+    topo = build("dgx-a100:2")
+    options = candidates(topo, "alltoall")
+    assert [o.method for o in options] == ["optimal (k=1)", "direct", "hierarchical (rail)"]
+    rows = plan(topo, "alltoall", [KiB, MiB], options=options)
+    assert all(t is None or t >= row.lower_bound_us for row in rows for _, t in row.candidates)
+    assert rows[1].method == "hierarchical (rail)"
+
+
+@pytest.mark.parametrize("spec", ["ring:4", "ring:7", "torus:4x4", "dgx-a100:1", "mesh:3x3"])
+def test_ring_floor_bounds_the_ring_it_saves_searching_for(spec):
+    """The ring's floor is below the ring's own time factor, and its latency part below
+    the ring's simulated time at a tiny size (no overhead): plan may skip the search."""
+    topo = build(spec)
+    ring = ring_schedule(topo)
+    floor = ring_floor(topo)
+    assert floor.time_factor <= ring.time_factor
+    run = simulate_schedule(topo, ring, 64, overhead=0.0)
+    least = min(link_latencies(topo, Fraction(1)).values())
+    assert floor.hops * least <= run.time_us
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:3x3", "dgx-a100:1"])
+def test_simulate_gives_the_time_plan_printed_for_its_exported_schedules(spec, tmp_path, capsys):
+    """One timing model: every schedule plan --export writes simulates, with no option
+    given, at the time plan printed for it at each size it won (its recorded order and
+    slices; on the torus every translate tied alike, as plan's quotient run)."""
+    sizes = ["1M", "64M"]
+    assert main(["plan", spec, "--sizes", *sizes, "--json", "--export", str(tmp_path)]) == 0
+    rows = json.loads(capsys.readouterr().out)["sizes"]
+    checked = 0
+    for path in sorted(tmp_path.glob("*.json")):
+        assert main(["simulate", spec, str(path), "--sizes", *sizes, "--json"]) == 0
+        runs = json.loads(capsys.readouterr().out)["results"]
+        for row, run in zip(rows, runs, strict=True):
+            low, high = path.name.split(".")[1].removesuffix("B").split("-")
+            if int(low) <= row["bytes"] and (high == "max" or row["bytes"] <= int(high)):
+                assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)  # as printed
+                checked += 1
+    assert checked == len(sizes)
+
+
+def test_a_schedule_whose_recorded_order_is_broken_is_refused(tmp_path, capsys):
+    topo = build("ring:4")
+    schedule = pack_arborescences(topo)
+    path = tmp_path / "s.json"
+    assert main(["trees", "ring:4", "-o", str(path)]) == 0
+    data = json.loads(path.read_text())
+    data["stats"].update({"priority": "timetable", "starts": [[0.0]] * len(schedule.trees)})
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["simulate", "ring:4", str(path), "--sizes", "1M"]) == 2
+    err = capsys.readouterr().err
+    assert "stats.starts[0]" in err and err.count("\n") == 1
+    data["stats"].update({"priority": "fastest"})
+    path.write_text(json.dumps(data))
+    assert main(["simulate", "ring:4", str(path), "--sizes", "1M"]) == 2
+    assert "stats.priority" in capsys.readouterr().err

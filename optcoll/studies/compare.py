@@ -111,7 +111,7 @@ def compare_methods(
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     nccl = nccl_ring_schedule(topology)
     if collective == "allreduce":
-        nccl = _allreduce(nccl, topology)
+        nccl = allreduce_core(nccl, topology)
     costs.append(
         schedule_cost(topology, nccl, str(nccl.stats["method"]), default_latency=default_latency)
     )

@@ -31,7 +31,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
+from optcoll.exceptions import SolveError
 from optcoll.schedules.baselines import nccl_ring_schedule
 from optcoll.schedules.collectives import allreduce, reduce_scatter
 from optcoll.sim.cost_model import schedule_cost
@@ -137,6 +139,11 @@ def nccl_model(topology: Topology, collective: str, size: int) -> NcclEstimate:
     LL, LL128 and Simple (:func:`nccl_model_time`), from the bus bandwidth and channels of
     the NCCL-like rings.
 
+    Raises
+    ------
+    SolveError
+        For another collective.
+
     Examples
     --------
     >>> from optcoll.topologies import build
@@ -144,6 +151,11 @@ def nccl_model(topology: Topology, collective: str, size: int) -> NcclEstimate:
     >>> est.algorithm, est.protocol, round(est.time_us, 2)
     ('ring', 'LL', 10.22)
     """
+    collective = canonical_collective(collective)
+    if collective not in _LL128_MAX_PER_CHANNEL:
+        raise SolveError(
+            f"NCCL's model here covers allgather, reduce_scatter and allreduce, got {collective!r}"
+        )
     schedule = nccl_ring_schedule(topology)
     channels = schedule.k
     if collective == "allreduce":

@@ -52,3 +52,20 @@ def test_compare_prints_nccls_model_beside_the_nccl_like_rings(capsys):
     assert "nccl_model_us" not in rows["ring"]["curve"][0]
     assert main(["compare", "ring:8", "--sizes", "1M"]) == 0
     assert "NCCL's own tuning model (tuning.cc) at M = 1M" in capsys.readouterr().out
+
+
+def test_plan_json_carries_nccls_model_per_size(capsys):
+    assert (
+        main(["plan", "ring:8", "--collective", "reduce-scatter", "--sizes", "1K", "--json"]) == 0
+    )
+    (row,) = json.loads(capsys.readouterr().out)["sizes"]
+    expected = nccl_model(build("ring:8"), "reduce_scatter", 1024)
+    assert row["nccl_model_us"] == round(expected.time_us, 3)
+    assert row["nccl_model_choice"] == f"{expected.algorithm}/{expected.protocol}"
+
+
+def test_other_collectives_are_refused():
+    from optcoll.exceptions import SolveError
+
+    with pytest.raises(SolveError, match="broadcast"):
+        nccl_model(build("ring:4"), "broadcast", 1024)

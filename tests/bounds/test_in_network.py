@@ -391,8 +391,10 @@ def test_schedule_files(tmp_path, star_schedule):
 def test_plan_chooses_by_size():
     rows = plan(build("dgx-h100:1,nvls=1"), "allreduce", [1024, 2**30])
     small, large = rows
-    # one box: NCCL's NVLS is the in-network optimum's single tree (M / 450 GB/s)
-    assert large.method in ("in-network", "NVLS") and small.method not in ("in-network", "NVLS")
+    # one box: NCCL's NVLS is a single tree through the switch (M / 450 GB/s, the optimum's
+    # time factor), and at 1 KiB its one step up and down beats every other candidate
+    assert large.method in ("in-network", "NVLS") and small.method in ("NVLS",)
+    assert small.time_us < min(t for m, t in small.candidates if m != "NVLS" and t is not None)
     assert all(row.ratio >= 1 for row in rows)
     # the floor at 1 GiB is the cut bound M / 450 GB/s (in µs)
     assert large.lower_bound_us == pytest.approx(2**30 / 450 / 1000)

@@ -47,7 +47,7 @@ Examples
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -60,8 +60,9 @@ from optcoll.core.rational import fraction_text, rounded_text
 from optcoll.core.topology import Topology
 from optcoll.core.units import BYTES_PER_SECOND
 from optcoll.exceptions import MethodError, SolveError
+from optcoll.graph.family_symmetry import declared_generators
 from optcoll.graph.maxflow import FlowNetwork, IntVector, RootedSearch
-from optcoll.graph.symmetry import automorphism_group, preserves_capacity
+from optcoll.graph.symmetry import automorphism_group, is_automorphism, preserves_capacity
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -367,6 +368,18 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
       source's arcs maps a flow to ``v`` onto one to its image), so one plain max-flow
       per orbit decides the pass: one on a torus or hypercube, and on a ring of any
       size (its rotation in declaration order is checked first, in ``O(links)``).
+      A built-in family's own symmetries (box, GPU and rail rotations of a DGX cluster,
+      group rotation of a dragonfly, translations of a torus;
+      :func:`~optcoll.graph.family_symmetry.declared_generators`) are tried
+      first, at any size, each checked exactly (:func:`~optcoll.graph.symmetry.is_automorphism`)
+      and dropped if it fails; the orbits of the group the valid ones generate are
+      found by union-find over the generators, without listing the group. The
+      argument needs no freeness: an automorphism ``σ`` of the topology keeping compute
+      nodes compute, extended by ``σ(s) = s``, maps the arcs ``s -> Vc`` (all of
+      capacity ``q``) onto themselves and every link to one of equal capacity ``p*c``,
+      so it maps each ``s``-``v`` flow (and cut) onto an ``s``-``σ(v)`` flow (cut) of
+      the same value; hence ``maxflow(s, v)`` is constant on each orbit of the
+      generated group (a product of generators and their inverses, which are powers).
 
     Any sink order is correct; the one used takes locally certified sinks
     first, then for a max-flow a sink no merged node has an arc into (on a
@@ -384,7 +397,7 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
     best, best_cut = _starting_cut(topology, caps)
     search = _ParametricSearch(topology, caps, best)
     rooted = search.rooted
-    representatives = _sink_representatives(topology, caps)
+    representatives, symmetry_stats = _sink_representatives(topology, caps)
     if representatives is not None:  # one unmerged max-flow per orbit of sinks
         for representative in representatives:
             while (side := search.violated_cut(representative)) is not None:
@@ -397,9 +410,16 @@ def _combinatorial_cut_ratio(topology: Topology) -> _Solved:
         "max_flows": rooted.max_flows,
         "sinks_passed_locally": rooted.passed_locally,
         "improvements": search.improvements,
+        **symmetry_stats,
     }
     return Fraction(search.p, search.q) / unit, best_cut, stats, topology
 
+
+#: A plain max-flow per orbit of declared symmetry replaces the merged pass over the
+#: sinks when there are at most ``N / ORBITS_PER_MAX_FLOW`` orbits: the merged pass with
+#: local certificates needs about one max-flow per box of 8 GPUs (dgx-v100:3, 8 orbits
+#: of GPUs: 8 max-flows against 3).
+ORBITS_PER_MAX_FLOW = 8
 
 #: Compute nodes from which :func:`_combinatorial_cut_ratio` looks for automorphisms.
 SYMMETRY_FROM = 256
@@ -407,14 +427,67 @@ SYMMETRY_FROM = 256
 
 def _sink_representatives(
     topology: Topology, caps: Mapping[tuple[str, str], int]
-) -> list[int] | None:
-    """One compute node index (declaration order) per orbit of a free group of
-    automorphisms, or None when the topology is small, has switches, or no group is
-    found.
+) -> tuple[list[int] | None, dict[str, int]]:
+    """One compute node index (declaration order) per orbit of a group of automorphisms,
+    or None when none is found or the topology is small; and counters (declared
+    generators used and rejected).
 
-    A switch-free topology that the rotation ``c_i -> c_(i+1 mod N)`` of its compute
-    nodes maps onto itself (a ring or any circulant graph declared in order, checked
-    link by link in ``O(links)``) has one orbit at any size."""
+    The family's declared generators are checked exactly and the orbits of those that
+    pass found by union-find; they are used when there are few
+    (:data:`ORBITS_PER_MAX_FLOW`). Otherwise: a switch-free topology that the rotation
+    ``c_i -> c_(i+1 mod N)`` of its compute nodes maps onto itself (a ring or any
+    circulant graph declared in order, checked link by link in ``O(links)``) has one
+    orbit at any size; a large switch-free one tries the generic search."""
+    declared = declared_generators(topology)
+    if declared:
+        kind = {node.id: (node.type, node.reduce, node.multicast) for node in topology.nodes}
+        valid = [g for g in declared if is_automorphism(caps, kind, g)]
+        stats = {
+            "declared_generators": len(valid),
+            "rejected_generators": len(declared) - len(valid),
+        }
+        orbits = _orbit_representatives(topology, valid) if valid else None
+        if orbits is not None and len(orbits) * ORBITS_PER_MAX_FLOW <= topology.num_compute:
+            return orbits, stats
+        representatives = _found_representatives(topology, caps)
+        return representatives, stats
+    return _found_representatives(topology, caps), {}
+
+
+def _orbit_representatives(
+    topology: Topology, generators: Sequence[Mapping[str, str]]
+) -> list[int]:
+    """The first compute node index (declaration order) of each orbit of the group
+    ``generators`` generate, by union-find over the arcs ``v -> g(v)``."""
+    index = {v: i for i, v in enumerate(topology.node_ids)}
+    parent = list(range(len(index)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for generator in generators:
+        for v, w in generator.items():
+            a, b = root(index[v]), root(index[w])
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    seen: set[int] = set()
+    representatives = []
+    for v in topology.compute_nodes:
+        i = index[v]
+        r = root(i)
+        if r not in seen:
+            seen.add(r)
+            representatives.append(i)
+    return sorted(representatives)
+
+
+def _found_representatives(
+    topology: Topology, caps: Mapping[tuple[str, str], int]
+) -> list[int] | None:
+    """:func:`_sink_representatives` without declared generators."""
     ids = topology.node_ids
     compute = topology.compute_nodes
     if not topology.switch_nodes and len(compute) >= 3:

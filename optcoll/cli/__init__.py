@@ -165,6 +165,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
+    from optcoll.core.limits import LARGE_BUILT
+
+    large = LARGE_BUILT.set(args.command == "bound")  # the one command whose cost follows orbits
     try:
         check_output_names(args)
         status = int(args.run(args) or 0)
@@ -189,3 +192,5 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         print("optcoll: error: output pipe closed before all output was written", file=sys.stderr)
         return 2
+    finally:
+        LARGE_BUILT.reset(large)

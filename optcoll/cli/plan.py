@@ -83,9 +83,12 @@ def run(args: argparse.Namespace) -> int:
         options=options,
         choose_slice=args.slice is None,
     )
-    files = _export(args, options, rows, inputs) if args.export else []
-    if args.plot:
-        _plot(args, topology, rows, inputs)
+    from optcoll.core.output import output_transaction
+
+    with output_transaction():  # the band files and the picture appear together or not at all
+        files = _export(args, options, rows, inputs) if args.export else []
+        if args.plot:
+            _plot(args, topology, rows, inputs)
     model = _nccl_model(topology, args.collective, rows)
     if args.json:
         print_json(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Mapping
+from contextvars import ContextVar
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ _DECIMAL = re.compile(r"[0-9]+\Z")
 __all__ = [
     "MAX_NODES",
     "MAX_LINKS",
+    "MAX_BUILT_NODES",
+    "MAX_BUILT_LINKS",
+    "LARGE_BUILT",
     "MAX_PROGRAM_CELLS",
     "MAX_NESTING",
     "MAX_TRIALS",
@@ -48,10 +52,21 @@ __all__ = [
     "read_file",
 ]
 
-#: Nodes of the largest topology (built-in or imported).
+#: Nodes of the largest topology read from a file (or declared by a file's counts).
 MAX_NODES = 50_000
-#: Directed links of the largest topology (built-in or imported).
+#: Directed links of the largest topology read from a file.
 MAX_LINKS = 250_000
+#: Nodes of the largest topology built in Python (a built-in family's spec, or
+#: :class:`~optcoll.core.topology.Topology` made by a program): 100,000 GPUs of
+#: ``dgx-h100:12500`` are 212,508 nodes.
+MAX_BUILT_NODES = 250_000
+#: Directed links of the largest topology built in Python (``dgx-h100:12500``: 600,000).
+MAX_BUILT_LINKS = 1_000_000
+#: Whether a topology built in Python may reach :data:`MAX_BUILT_NODES` and
+#: :data:`MAX_BUILT_LINKS`: true for the Python API and ``optcoll bound`` (whose cost grows
+#: with the orbits, not the nodes); the other commands set it false, so that ``solve`` or
+#: ``trees`` of a 100,000-GPU spec is refused at once instead of running for hours.
+LARGE_BUILT: ContextVar[bool] = ContextVar("large_built", default=True)
 #: Buffer cells (``ngpus * nchunksperloop``) of the largest MSCCL program the checker
 #: executes: each cell is a Python integer in a dictionary (about 100 bytes), so
 #: 4 million cells per buffer stay below a gigabyte.
@@ -133,9 +148,16 @@ def read_file(path: str | Path, error: type[OptCollError] = FileFormatError) -> 
 
 
 def check_size(
-    what: str, nodes: int, links: int, error: type[OptCollError] = ArgumentError
+    what: str,
+    nodes: int,
+    links: int,
+    error: type[OptCollError] = ArgumentError,
+    *,
+    built: bool = False,
 ) -> None:
-    """Refuse a topology of more than :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links.
+    """Refuse a topology of more than :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links
+    (with ``built``, a topology built in Python: :data:`MAX_BUILT_NODES` and
+    :data:`MAX_BUILT_LINKS`).
 
     Builders and readers call it with the node and directed-link counts (or upper
     bounds) an input declares, before building anything.
@@ -150,12 +172,20 @@ def check_size(
     >>> check_size("torus:100000x100000", 10**10, 4 * 10**10)
     Traceback (most recent call last):
     ...
-    optcoll.exceptions.ArgumentError: torus:100000x100000 would have 10000000000 nodes and 40000000000 directed links; every topology is limited to 50000 nodes and 250000 links (building alone would take minutes and gigabytes): choose a smaller size
+    optcoll.exceptions.ArgumentError: torus:100000x100000 would have 10000000000 nodes and 40000000000 directed links; every topology file is limited to 50000 nodes and 250000 links (building alone would take minutes and gigabytes): choose a smaller size
+    >>> check_size("dgx-h100:12500", 212508, 600000, built=True)
     """
-    if nodes > MAX_NODES or links > MAX_LINKS:
+    large = built and LARGE_BUILT.get()
+    most_nodes, most_links = (MAX_BUILT_NODES, MAX_BUILT_LINKS) if large else (MAX_NODES, MAX_LINKS)
+    if nodes > most_nodes or links > most_links:
+        kind = (
+            "built topology" if large else "topology of this command" if built else "topology file"
+        )
+        if built and not large:
+            what = f"{what} (optcoll bound and the Python API take up to {MAX_BUILT_NODES} nodes)"
         raise error(
             f"{what} would have {_amount(nodes)} nodes and {_amount(links)} directed links; "
-            f"every topology is limited to {MAX_NODES} nodes and {MAX_LINKS} links (building "
+            f"every {kind} is limited to {most_nodes} nodes and {most_links} links (building "
             "alone would take minutes and gigabytes): choose a smaller size"
         )
 

@@ -36,6 +36,8 @@ __all__ = [
 
 #: The files staged by the innermost :func:`output_transaction`: (temporary, target, force).
 _STAGED: ContextVar[list[tuple[Path, Path, bool]] | None] = ContextVar("staged", default=None)
+#: Folders the transaction's writes created, removed again (if empty) when it fails.
+_FOLDERS: ContextVar[list[Path] | None] = ContextVar("folders", default=None)
 
 
 @contextmanager
@@ -44,8 +46,8 @@ def output_transaction() -> Iterator[None]:
 
     Each file is written completely under a hidden temporary name beside its target;
     only when the block completes without an error do they take their names (each a
-    rename). An error inside the block removes every staged file, so a command that
-    fails leaves none of its outputs behind.
+    rename). An error inside the block removes every staged file, and the folders its
+    writes created, so a command that fails leaves none of its outputs behind.
 
     Examples
     --------
@@ -59,6 +61,14 @@ def output_transaction() -> Iterator[None]:
     ...     pass
     >>> sorted(p.name for p in folder.iterdir())
     []
+    >>> try:
+    ...     with output_transaction():
+    ...         _ = write_output(folder / "new" / "deeper" / "a.json", "{}")
+    ...         raise OSError("disk full")
+    ... except OSError:
+    ...     pass
+    >>> sorted(p.name for p in folder.iterdir())  # no empty folders left either
+    []
     >>> with output_transaction():
     ...     _ = write_output(folder / "schedule.json", "{}")
     ...     _ = write_output(folder / "cut.png", b"png")
@@ -69,12 +79,15 @@ def output_transaction() -> Iterator[None]:
         yield
         return
     staged: list[tuple[Path, Path, bool]] = []
+    folders: list[Path] = []
     reset = False
     token = _STAGED.set(staged)
+    folders_token = _FOLDERS.set(folders)
     published: list[Path] = []
     try:
         yield
         _STAGED.reset(token)
+        _FOLDERS.reset(folders_token)
         reset = True
         for temporary, target, force in staged:
             try:
@@ -91,10 +104,19 @@ def output_transaction() -> Iterator[None]:
         for target in published:  # only files this transaction created or replaced
             if os.path.lexists(target):
                 os.unlink(target)
+        for temporary, _, _ in staged:
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
+        for folder in reversed(folders):  # deepest first; only the empty ones go
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
         raise
     finally:
         if not reset:
             _STAGED.reset(token)
+            _FOLDERS.reset(folders_token)
         for temporary, _, _ in staged:
             if os.path.lexists(temporary):
                 os.unlink(temporary)
@@ -178,6 +200,10 @@ def write_output(
         raise ArgumentError(f"data must be text or bytes, got {type(data).__name__}")
     target = check_output(path, force=force, inputs=inputs)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    folders = _FOLDERS.get()
+    if folders is not None:  # the folders this write creates, outermost first
+        missing = [p for p in reversed(target.parents) if not os.path.lexists(p)]
+        folders.extend(p for p in missing if p not in folders)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:

@@ -290,7 +290,7 @@ class Topology:
     def _validate(self) -> tuple[Fraction, ...]:
         # an imported file is held to the built-ins' limits before anything is indexed
         arcs = sum(2 if getattr(link, "bidirectional", False) is True else 1 for link in self.links)
-        check_size(f"topology {self.name!r}", len(self.nodes), arcs)
+        check_size(f"topology {self.name!r}", len(self.nodes), arcs, built=True)
         first_index: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
             where = ("nodes", i)
@@ -522,12 +522,16 @@ class Topology:
 
     @cached_property
     def _node_bandwidths(self) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
-        """(ingress, egress) bandwidth of every node, computed in one pass."""
-        ingress = {n: Fraction(0) for n in self.node_ids}
-        egress = dict(ingress)
-        for (u, v), c in self.capacity.items():
-            egress[u] += c
-            ingress[v] += c
+        """(ingress, egress) bandwidth of every node, computed in one pass (summed in
+        integer capacity units, then scaled once per node)."""
+        caps, unit = self._integer_scaling
+        ingress_units = dict.fromkeys(self.node_ids, 0)
+        egress_units = dict(ingress_units)
+        for (u, v), c in caps.items():
+            egress_units[u] += c
+            ingress_units[v] += c
+        ingress = {n: unit * k for n, k in ingress_units.items()}
+        egress = {n: unit * k for n, k in egress_units.items()}
         return ingress, egress
 
     def out_bandwidth(self, node_id: str) -> Fraction:

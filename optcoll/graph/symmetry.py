@@ -89,6 +89,7 @@ __all__ = [
     "automorphisms",
     "path_rotation",
     "preserves_capacity",
+    "is_automorphism",
 ]
 
 
@@ -948,3 +949,33 @@ def _path_image(logical: LogicalGraph, rho: Sequence[int]) -> dict[str, str] | N
     if len(set(images.values())) != len(images) or set(images.values()) != set(images):
         return None
     return {x: y for x, y in images.items() if x != y}
+
+
+def is_automorphism(
+    capacity: Mapping[tuple[Any, Any], Any],
+    kind: Mapping[Any, Hashable],
+    image: Mapping[Any, Any],
+) -> bool:
+    """Whether ``image`` (nodes not listed stay) is an automorphism of the capacitated
+    digraph whose nodes are the keys of ``kind``: a bijection of the nodes that keeps
+    each node's ``kind`` (e.g. compute or switch) and maps every arc to an arc of equal
+    capacity. Exact, ``O(nodes + arcs)``.
+
+    A bijection maps distinct arcs to distinct arcs, so keeping every arc's capacity
+    also maps the arc set onto itself.
+
+    Examples
+    --------
+    >>> arcs = {("a", "b"): 1, ("b", "c"): 1, ("c", "a"): 1}
+    >>> kinds = {"a": 0, "b": 0, "c": 0}
+    >>> is_automorphism(arcs, kinds, {"a": "b", "b": "c", "c": "a"})
+    True
+    >>> is_automorphism(arcs, kinds, {"a": "b", "b": "a"}), is_automorphism(arcs, kinds, {"a": "b"})
+    (False, False)
+    """
+    moved = set(image)
+    if not moved <= kind.keys() or set(image.values()) != moved:
+        return False
+    if any(kind[w] != kind[v] for v, w in image.items()):
+        return False
+    return preserves_capacity(capacity, image)

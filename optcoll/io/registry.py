@@ -29,6 +29,7 @@ from typing import Any
 
 from optcoll import topologies
 from optcoll.core.arguments import path_argument, text_argument
+from optcoll.core.limits import check_size
 from optcoll.core.output import exists
 from optcoll.core.topology import Topology
 from optcoll.exceptions import FileFormatError, ImportFormatError, TopologyError
@@ -255,7 +256,15 @@ def import_topology(
                 raise ImportFormatError(
                     f"the {fmt.name} reader takes no option {key!r} (its options: {takes})"
                 )
-        return fmt.read(path, name, taken)
+        topology = fmt.read(path, name, taken)
+        # a file is held to the file limits (a built topology may be larger)
+        check_size(
+            f"topology {topology.name!r}",
+            len(topology.nodes),
+            len(topology.capacity),
+            ImportFormatError,
+        )
+        return topology
     except (ImportFormatError, TopologyError) as err:
         if str(err).startswith(f"{path}:"):
             raise

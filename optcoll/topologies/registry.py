@@ -107,8 +107,9 @@ def build(spec: str) -> Topology:
 
 
 def check_size(spec: str, nodes: int, links: int) -> None:
-    """Refuse a built-in topology beyond the limits every input shares
-    (:func:`optcoll.core.limits.check_size`); :class:`TopologySpecError` names ``spec``.
+    """Refuse a built-in topology beyond the limits of built topologies
+    (:func:`optcoll.core.limits.check_size`, ``built=True``: 250,000 nodes and 1,000,000
+    directed links); :class:`TopologySpecError` names ``spec``.
 
     Generators call it with their node and directed-link counts (or upper bounds)
     before building anything, so an oversized spec fails at once.
@@ -117,7 +118,7 @@ def check_size(spec: str, nodes: int, links: int) -> None:
     --------
     >>> check_size("ring:8", 8, 16)
     """
-    limits.check_size(spec, nodes, links, TopologySpecError)
+    limits.check_size(spec, nodes, links, TopologySpecError, built=True)
 
 
 def parse_params(

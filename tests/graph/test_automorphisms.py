@@ -132,6 +132,8 @@ def test_files_of_several_rotations_hold_the_representative_and_expand_to_the_sa
 )
 def test_the_bound_by_one_max_flow_per_orbit_equals_the_full_pass(spec, monkeypatch):
     topology = build(spec)
+    # the generic search only (declared family symmetry: tests/bounds/test_declared_symmetry.py)
+    monkeypatch.setattr(cut_ratio, "declared_generators", lambda t: ())
     full = optimal_cut_ratio(topology)
     monkeypatch.setattr(cut_ratio, "SYMMETRY_FROM", 1)
     by_orbits = optimal_cut_ratio(topology)

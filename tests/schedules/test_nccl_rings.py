@@ -73,3 +73,22 @@ def test_bidirectional_ring_time_is_the_closed_form(n, overhead):
     both = allreduce(schedule, topo)
     run = simulate_schedule(topo, both, size, overhead=overhead, slice_bytes=None)
     assert run.time_us == pytest.approx(2 * (n - 1) * step, rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 4, 6])
+@pytest.mark.parametrize("overhead", [0.0, 1.5])
+def test_star_time_is_the_closed_form(n, overhead):
+    """GPUs on one switch, both directions, unsliced: each GPU's link to the switch sends
+    its 2 (N - 1) chunks of M / (2 N) back to back, after one overhead, and the last one
+    crosses two links: o + 2 alpha + (N - 1) M / (N B)."""
+    b = TopologyBuilder(f"star{n}")
+    b.switch("sw")
+    for i in range(n):
+        b.compute(f"g{i}")
+        b.link(f"g{i}", "sw", 10, bidirectional=True, latency=2)
+    topo = b.build()
+    schedule = nccl_ring_schedule(topo)
+    assert schedule.stats["method"] == "NCCL-like ring (2 channels)"
+    size = 3 * MiB
+    run = simulate_schedule(topo, schedule, size, overhead=overhead, slice_bytes=None)
+    assert run.time_us == pytest.approx(overhead + 2 * 2 + (n - 1) * size / n / 10_000, rel=1e-12)

@@ -424,8 +424,11 @@ def candidates(
         if hierarchical is not None:
             ring = as_collective(hierarchical)
             found.append(Candidate(str(ring.stats["method"]), ring))
-        nccl = as_collective(nccl_ring_schedule(topology))
-        found.append(Candidate(str(nccl.stats["method"]), nccl))
+        try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
+            nccl = as_collective(nccl_ring_schedule(topology))
+            found.append(Candidate(str(nccl.stats["method"]), nccl))
+        except ScheduleError:
+            pass
     if collective == "allreduce":
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))

@@ -23,7 +23,7 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.topology import Topology
-from optcoll.exceptions import SolveError
+from optcoll.exceptions import ScheduleError, SolveError
 from optcoll.groups.schedule import groups_collective
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.alltoall import alltoall_schedule_core
@@ -109,12 +109,14 @@ def compare_methods(
             ring = allreduce_core(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
-    nccl = nccl_ring_schedule(topology)
-    if collective == "allreduce":
-        nccl = allreduce_core(nccl, topology)
-    costs.append(
-        schedule_cost(topology, nccl, str(nccl.stats["method"]), default_latency=default_latency)
-    )
+    try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
+        nccl = nccl_ring_schedule(topology)
+        if collective == "allreduce":
+            nccl = allreduce_core(nccl, topology)
+        method = str(nccl.stats["method"])
+        costs.append(schedule_cost(topology, nccl, method, default_latency=default_latency))
+    except ScheduleError:
+        pass
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
     costs += step_costs(topology, collective, default_latency=default_latency)

@@ -9,9 +9,15 @@ and once with all of them, and prints per size the fastest method and time of bo
 the best log-step candidate's time, the lower bound, and the CPU seconds of both calls
 (``candidates`` + ``plan``; the step schedules routed and verified included).
 
+With ``--new METHOD ...`` "before" is every candidate but those methods (e.g. ``--new
+"multiport Swing" Bine`` measures what they add to the other log-step candidates), and a
+column gives each named method's own simulated time (``--show`` adds more methods there,
+e.g. ``Swing``).
+
 Run from the repository root::
 
     python -m benchmarks.logstep [--specs torus:8x8 ...] [--collectives allreduce ...]
+        [--sizes 1024 65536 ...] [--new "multiport Swing" Bine] [--show Swing]
 """
 
 from __future__ import annotations
@@ -39,7 +45,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", nargs="+", default=SPECS)
     parser.add_argument("--collectives", nargs="+", default=COLLECTIVES)
+    parser.add_argument("--sizes", nargs="+", type=int, default=SIZES)
+    parser.add_argument("--new", nargs="+", default=None, help="methods left out of before")
+    parser.add_argument("--show", nargs="+", default=(), help="methods whose times to print")
     args = parser.parse_args()
+    shown = [*(args.new or ()), *args.show]
     rows = []
     for spec in args.specs:
         topology = build(spec)
@@ -49,9 +59,13 @@ def main() -> None:
                 start = time.process_time()
                 options = candidates(topology, collective)
                 if variant == "before":
-                    options = [o for o in options if o.steps is None]
+                    options = [
+                        o
+                        for o in options
+                        if (o.steps is None if args.new is None else o.method not in args.new)
+                    ]
                 planned = plan(
-                    topology, collective, SIZES, overhead=OVERHEAD, default_latency=LATENCY,
+                    topology, collective, args.sizes, overhead=OVERHEAD, default_latency=LATENCY,
                     options=options,
                 )  # fmt: skip
                 times[variant] = (time.process_time() - start, planned)
@@ -61,6 +75,8 @@ def main() -> None:
             for old, new in zip(before, after, strict=True):
                 simulated = [(t, m) for m, t in new.candidates if m in steps and t is not None]
                 best_step = min(simulated) if simulated else None
+                own = dict((m, t) for m, t in new.candidates)
+                named = "; ".join(f"{m} {own[m]:.2f}" for m in shown if own.get(m) is not None)
                 rows.append(
                     (
                         spec.split(",")[0] if "leaf" not in spec else "leaf-spine 4x8",
@@ -72,11 +88,12 @@ def main() -> None:
                         f"{new.lower_bound_us:.2f}",
                         f"{old.ratio:.2f} -> {new.ratio:.2f}",
                         f"{cpu_before:.1f} / {cpu_after:.1f}",
+                        named or "-",
                     )
                 )
     print_table(
         ("topology", "collective", "size", "before (µs, method)", "after (µs, method)",
-         "best log-step", "bound", "ratio", "CPU s before/after"),
+         "best log-step", "bound", "ratio", "CPU s before/after", "named methods (µs)"),
         rows,
     )  # fmt: skip
 

@@ -10,20 +10,22 @@ MSCCL program: every message takes the widest path between its two nodes.
 
 Semantics (checked by executing them, :mod:`optcoll.verify.steps`):
 
-* the data is cut into ``blocks`` equal blocks: ``M / blocks`` bytes each for a
-  reduce-scatter or an allreduce of ``M`` bytes, one block per compute node
-  (``blocks == N``) of ``M / N`` bytes for an allgather;
-* at the start, for an allgather node ``i`` holds block ``i`` (its own shard); for a
+* the data is cut into ``blocks`` equal blocks of ``M / blocks`` bytes each (``M`` the
+  allreduce's vector, the allgather's output, the reduce-scatter's input); for an
+  allgather or a reduce-scatter ``blocks`` is a multiple of ``N`` and block ``b`` is part
+  of node ``b mod N``'s shard (one block per node, ``blocks == N``, unless the shards
+  are cut into shares, as the multiport algorithms do);
+* at the start, for an allgather node ``i`` holds the blocks of its own shard; for a
   reduce-scatter or an allreduce every node holds its own input of every block;
 * in step ``s`` every :class:`Send` carries the sender's value of each of its blocks as
   the sender held it at the *start* of step ``s`` (so two nodes may exchange in one
   step); with ``reduce`` the receiver adds it to its own value, else it stores it;
 * at the end, allgather: every node holds every block; reduce-scatter: node ``i`` holds
-  block ``i`` summed over all inputs; allreduce: every node holds every block summed over
-  all inputs.
+  the blocks of its shard summed over all inputs; allreduce: every node holds every block
+  summed over all inputs.
 
 A message of ``b`` blocks is one step of its connection (one overhead in the simulator)
-and ``b * M / blocks`` bytes (``b * M / N`` for an allgather).
+and ``b * M / blocks`` bytes.
 
 Examples
 --------

@@ -88,7 +88,7 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes
+from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
@@ -368,7 +368,7 @@ def candidates(
     >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
     >>> names[8:]
-    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'hierarchical (recursive doubling + direct)']
+    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -450,7 +450,9 @@ def candidates(
     if topology.num_compute > STEP_NODES:
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
-    for steps in step_schedules(topology.compute_nodes, collective, equal_boxes(topology)):
+    for steps in step_schedules(
+        topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+    ):
         found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
 
@@ -1013,7 +1015,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [6.015], [5.031], [5.031], [4.031]]
+    [[5.01], [4.02], [6.015], [6.015], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

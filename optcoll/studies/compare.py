@@ -74,7 +74,7 @@ def compare_methods(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
-    ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'recursive doubling', 'Bruck', 'Swing']
+    ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT']
     """
     topology_argument(topology)
     collective = collective_argument(collective)

@@ -2,8 +2,7 @@
 
 Independent of the builders (:mod:`optcoll.schedules.baselines`): every node's value
 of every block is tracked as the set of inputs summed into it (a bit set, one bit per
-node) (an allgather's block
-``i`` is node ``i``'s input), the steps are executed as :mod:`optcoll.core.step_schedule`
+node) (an allgather's block ``b`` is node ``b mod N``'s input), the steps are executed as :mod:`optcoll.core.step_schedule`
 defines them (every message carries what its sender held at the start of the step), and
 the end state is compared with what the collective must leave. A reduction that would add
 an input twice, a message of a block its sender does not hold, a send to itself or to a
@@ -56,11 +55,11 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
 
     if len(rank) != n:
         return fail("a compute node is listed twice")
-    if schedule.collective != "allreduce" and blocks != n:
-        return fail(f"a {schedule.collective} has one block per node ({n}), not {blocks}")
+    if schedule.collective != "allreduce" and (blocks < n or blocks % n):
+        return fail(f"a {schedule.collective} has blocks a multiple of its {n} nodes, not {blocks}")
     held: list[dict[int, int]]
     if schedule.collective == "allgather":
-        held = [{i: 1 << i} for i in range(n)]
+        held = [{b: 1 << i for b in range(i, blocks, n)} for i in range(n)]
     else:
         held = [dict.fromkeys(range(blocks), 1 << i) for i in range(n)]
     for number, step in enumerate(schedule.steps):
@@ -93,9 +92,9 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
                 else:
                     target[block] = inputs
     for i, state in enumerate(held):
-        wanted = [i] if schedule.collective == "reduce_scatter" else range(blocks)
+        wanted = range(i, blocks, n) if schedule.collective == "reduce_scatter" else range(blocks)
         for block in wanted:
-            full = 1 << block if schedule.collective == "allgather" else everyone
+            full = 1 << block % n if schedule.collective == "allgather" else everyone
             if block not in state:
                 return fail(f"node {nodes[i]} ends without block {block}")
             if state[block] != full:

@@ -203,7 +203,11 @@ def test_simulate_gives_the_time_plan_printed_for_its_exported_schedules(spec, t
             if int(low) <= row["bytes"] and (high == "max" or row["bytes"] <= int(high)):
                 assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)  # as printed
                 checked += 1
-    assert checked == len(sizes)
+    # a band won by a log-step schedule is not exported (plan says so), so not simulated here
+    from optcoll.sim.size_plan import candidates
+
+    steps = {c.method for c in candidates(build(spec), "allgather") if c.steps is not None}
+    assert checked == sum(row["method"] not in steps for row in rows) >= 1
 
 
 def test_a_schedule_whose_recorded_order_is_broken_is_refused(tmp_path, capsys):

@@ -60,6 +60,7 @@ __all__ = [
     "recursive_doubling_allreduce",
     "rabenseifner_allreduce",
     "bruck_allgather",
+    "concurrent",
 ]
 
 #: A pairing of the ``p`` ranks of a butterfly step: rank ``x``'s partner.
@@ -318,3 +319,34 @@ def bruck_allgather(nodes: Sequence[str]) -> StepSchedule:
         )
         distance *= 2
     return StepSchedule("allgather", "Bruck", nodes, n, tuple(steps))
+
+
+def concurrent(schedules: Sequence[StepSchedule], method: str) -> StepSchedule:
+    """The ``schedules`` (one collective over the same nodes, as many steps each) run at
+    once, each on its own share of the data: step ``s`` holds every schedule's step ``s``,
+    the blocks of schedule ``j`` shifted past those of the schedules before it (so block
+    ``b`` of an allgather or reduce-scatter stays node ``b mod N``'s).
+
+    >>> two = concurrent([recursive_doubling_allgather("abcd")] * 2, "twice")
+    >>> two.blocks, two.num_steps, two.steps[0][4].blocks
+    (8, 2, (4,))
+    """
+    first = schedules[0]
+    if any(
+        (s.collective, s.compute_nodes, s.num_steps)
+        != (first.collective, first.compute_nodes, first.num_steps)
+        for s in schedules
+    ):
+        raise ScheduleError("concurrent schedules need one collective, nodes and step count")
+    offsets = [sum(s.blocks for s in schedules[:j]) for j in range(len(schedules))]
+    steps = tuple(
+        tuple(
+            Send(m.src, m.dst, tuple(b + offset for b in m.blocks), m.reduce)
+            for schedule, offset in zip(schedules, offsets, strict=True)
+            for m in schedule.steps[t]
+        )
+        for t in range(first.num_steps)
+    )
+    return StepSchedule(
+        first.collective, method, first.compute_nodes, sum(s.blocks for s in schedules), steps
+    )

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import copy
 import heapq
+import itertools
+import math
+import re
 from collections.abc import Iterable
 from fractions import Fraction
 
 from optcoll.core.cost import path_latency
 from optcoll.core.topology import Topology
 
-__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes"]
+__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape"]
 
 Arc = tuple[str, str]
 
@@ -98,3 +101,44 @@ def equal_boxes(topology: Topology) -> list[list[str]] | None:
     if None in groups or len(boxes) < 2 or len({len(b) for b in boxes}) != 1:
         return None
     return boxes
+
+
+_COORDINATES = re.compile(r"n(\d+(?:_\d+)*)")
+
+
+def torus_shape(topology: Topology) -> tuple[int, ...] | None:
+    """The shape of the torus (or ring) the compute nodes form in declaration order, else None.
+
+    The compute nodes must be named ``n{i}[_{j}[_{k}]]`` in row-major order of a grid (as
+    the built-in ``ring`` and ``torus`` name them) and every node must link to its
+    neighbours ``+-1 (mod size)`` along every dimension: the links the log-step schedules
+    of a torus (multiport Swing) are laid out on. A mesh (no wrap-around) is not a torus.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> torus_shape(build("torus:4x2x2")), torus_shape(build("ring:6"))
+    ((4, 2, 2), (6,))
+    >>> torus_shape(build("mesh:4x4")), torus_shape(build("hypercube:3"))
+    (None, None)
+    """
+    points = []
+    for node in topology.compute_nodes:
+        match = _COORDINATES.fullmatch(node)
+        if match is None:
+            return None
+        points.append(tuple(int(c) for c in match.group(1).split("_")))
+    shape = tuple(max(c) + 1 for c in zip(*points, strict=False))
+    if len(points) < 2 or len({len(p) for p in points}) != 1 or len(points) != math.prod(shape):
+        return None
+    if points != list(itertools.product(*(range(d) for d in shape))):
+        return None
+    nodes = dict(zip(points, topology.compute_nodes, strict=True))
+    capacity = topology.capacity
+    for point, node in nodes.items():
+        for axis, size in enumerate(shape):
+            for step in (1, -1) if size > 1 else ():
+                moved = point[:axis] + ((point[axis] + step) % size,) + point[axis + 1 :]
+                if (node, nodes[moved]) not in capacity:
+                    return None
+    return shape

@@ -8,9 +8,17 @@ so on a ring or torus whose ranks follow the ring a step crosses fewer hops. Thi
 gives Swing's pairings to the generic butterfly of
 :mod:`optcoll.schedules.baselines.logstep` (bandwidth-optimal: reduce-scatter then
 allgather; latency-optimal: exchanges of the whole vector), with the same folding of
-``N`` not a power of two. One-dimensional only: the ranks are the compute nodes in
-declaration order (row-major on the built-in tori), not the paper's multiport version
-that runs one Swing per torus dimension at once.
+``N`` not a power of two. The one-dimensional Swing takes the ranks as the compute
+nodes in declaration order (row-major on the built-in tori).
+
+**Multiport Swing** (the paper's torus version): on a torus of shape ``d_1 x ... x d_D``
+(every ``d_i`` a power of two, ranks row-major) a Swing step moves along one dimension,
+the dimensions taken in turn (skipping those whose ``log2 d_i`` steps are done), with
+Swing's distance ``rho`` of that dimension's own step count, the parity of the rank's
+coordinate in that dimension choosing the direction. The multiport collective runs
+``2D`` of these at once, each on ``1 / 2D`` of the data: collective ``j`` starts at
+dimension ``j mod D`` and the last ``D`` are mirrored (``-rho``), so in every step each
+node sends on all ``2D`` ports of its torus, with ``log2 N`` steps in all.
 
 Examples
 --------
@@ -18,18 +26,23 @@ Examples
 [1, -1, 3, -5, 11]
 >>> [f(0) for f in swing_pairings(8)]
 [1, 7, 3]
+>>> [f(0) for f in torus_pairings((4, 4), 0, 1)]  # (0,0) -> (1,0), (0,1), (3,0), (0,3)
+[4, 1, 12, 3]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
+from optcoll.exceptions import ScheduleError
 from optcoll.schedules.baselines.logstep import (
     Pairing,
     butterfly_allgather,
     butterfly_allreduce,
     butterfly_reduce_scatter,
+    concurrent,
     exchange_allreduce,
 )
 
@@ -40,6 +53,11 @@ __all__ = [
     "swing_reduce_scatter",
     "swing_allreduce",
     "swing_latency_allreduce",
+    "torus_pairings",
+    "multiport_swing_allgather",
+    "multiport_swing_reduce_scatter",
+    "multiport_swing_allreduce",
+    "multiport_swing_latency_allreduce",
 ]
 
 
@@ -91,3 +109,90 @@ def swing_allreduce(nodes: Sequence[str]) -> StepSchedule:
 def swing_latency_allreduce(nodes: Sequence[str]) -> StepSchedule:
     """Latency-optimal Swing allreduce: ``log2 p`` exchanges of the whole vector."""
     return exchange_allreduce(nodes, _reversed_pairings, "Swing (latency)")
+
+
+def torus_pairings(shape: Sequence[int], start: int, sign: int) -> list[Pairing]:
+    """Swing's steps on a torus of ``shape`` (row-major ranks): dimensions in turn from
+    ``start``, each with its own count of steps, distances ``sign * rho``."""
+    done = [0] * len(shape)
+    total = sum(d.bit_length() - 1 for d in shape)
+    pairings: list[Pairing] = []
+    axis = start % len(shape)
+    while len(pairings) < total:
+        if 1 << done[axis] < shape[axis]:
+            pairings.append(_torus_partner(shape, axis, sign * rho(done[axis])))
+            done[axis] += 1
+        axis = (axis + 1) % len(shape)
+    return pairings
+
+
+def _torus_partner(shape: Sequence[int], axis: int, distance: int) -> Pairing:
+    """Swing along ``axis``: an even coordinate moves ``distance`` ahead, an odd one behind."""
+    stride = math.prod(shape[axis + 1 :])
+    size = shape[axis]
+
+    def partner(x: int) -> int:
+        c = x // stride % size
+        moved = (c + distance) % size if c % 2 == 0 else (c - distance) % size
+        return x + (moved - c) * stride
+
+    return partner
+
+
+def _ports(
+    nodes: Sequence[str],
+    shape: Sequence[int],
+    build: Callable[[Sequence[str], Callable[[int], Sequence[Pairing]], str], StepSchedule],
+    method: str = "multiport Swing",
+) -> StepSchedule:
+    """The ``2D`` Swing collectives of ``build`` on ``shape`` at once (module docstring)."""
+    if math.prod(shape) != len(nodes) or any(d < 2 or d & (d - 1) for d in shape):
+        raise ScheduleError(
+            f"multiport Swing needs a torus of powers of two >= 2 holding the {len(nodes)} "
+            f"nodes, not {'x'.join(map(str, shape))}"
+        )
+
+    def port(start: int, sign: int) -> Callable[[int], Sequence[Pairing]]:
+        def pairings(p: int) -> Sequence[Pairing]:
+            return torus_pairings(shape, start, sign)
+
+        return pairings
+
+    collectives = [
+        build(nodes, port(start, sign), "Swing") for sign in (1, -1) for start in range(len(shape))
+    ]
+    return concurrent(collectives, method)
+
+
+def multiport_swing_allgather(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Multiport Swing allgather on a torus of ``shape``: ``log2 N`` steps, ``2D`` messages
+    per node per step; the allgather half of the allreduce (Swing's steps last to first, so
+    the largest messages go to the nearest partners, as Bine's allgather orders them).
+
+    >>> s = multiport_swing_allgather([f"n{i}" for i in range(16)], (4, 4))
+    >>> s.num_steps, s.blocks, len(s.steps[0]) // 16
+    (4, 64, 4)
+    """
+    return _ports(nodes, shape, butterfly_allgather)
+
+
+def multiport_swing_reduce_scatter(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Multiport Swing reduce-scatter on a torus of ``shape`` (``log2 N`` steps)."""
+    return _ports(nodes, shape, butterfly_reduce_scatter)
+
+
+def multiport_swing_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Multiport Swing allreduce on a torus of ``shape``: reduce-scatter then allgather,
+    ``2 log2 N`` steps."""
+    return _ports(nodes, shape, butterfly_allreduce)
+
+
+def multiport_swing_latency_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Multiport latency-optimal Swing allreduce on a torus of ``shape``: ``log2 N`` steps,
+    each port exchanging (and adding) its whole ``1 / 2D`` share of the vector.
+
+    >>> s = multiport_swing_latency_allreduce([f"n{i}" for i in range(16)], (4, 4))
+    >>> s.num_steps, {len(m.blocks) for step in s.steps for m in step}
+    (4, {16})
+    """
+    return _ports(nodes, shape, exchange_allreduce, "multiport Swing (latency)")

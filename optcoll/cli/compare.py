@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.schedules.collective_bound import collective_bound
     from optcoll.sim.cost_model import SIZES
+    from optcoll.sim.nccl_model import NcclEstimate, nccl_model
     from optcoll.sim.size_plan import method_times
     from optcoll.studies.compare import compare_group_methods, compare_methods
 
@@ -82,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
     curves = [[None if t is None else m / t / 1000 for m, t in zip(sizes, row, strict=False)]
               for row in times]  # fmt: skip
     rows = []
+    model: dict[int, NcclEstimate] = {}
     for cost, curve in zip(costs, curves, strict=True):
+        nccl = groups is None and cost.method.startswith("NCCL-like ring")
+        if nccl:
+            model = {m: nccl_model(topology, args.collective, m) for m in [*sizes, mid]}
         rows.append(
             {
                 "method": cost.method,
@@ -93,7 +98,18 @@ def run(args: argparse.Namespace) -> int:
                 "time_factor": fraction_text(cost.time_factor),
                 "latency_us": float(cost.alpha),
                 "curve": [
-                    {"bytes": m, "algbw": None if bw is None else round(bw, 3)}
+                    {
+                        "bytes": m,
+                        "algbw": None if bw is None else round(bw, 3),
+                        **(
+                            {
+                                "nccl_model_us": round(model[m].time_us, 3),
+                                "nccl_model_choice": f"{model[m].algorithm}/{model[m].protocol}",
+                            }
+                            if nccl
+                            else {}
+                        ),
+                    }
                     for m, bw in zip(sizes, curve, strict=True)
                 ],
             }
@@ -138,6 +154,13 @@ def run(args: argparse.Namespace) -> int:
         )
     print("ratio: to the best method's algbw; /bound: its time over the bound's (large M)")
     print("algbw at a size: simulated (optcoll simulate's model, 1 µs steps, 512K slices)")
+    if mid in model:
+        est = model[mid]
+        print(
+            f"NCCL's own tuning model (tuning.cc) at M = {size_text(mid)}: "
+            f"{est.time_us:.2f} µs ({est.algorithm}/{est.protocol}), "
+            f"algbw {mid / est.time_us / 1000:.2f} {unit}, from the NCCL-like rings' bus bandwidth"
+        )
     if args.plot:
         print(f"plot: {args.plot}")
     return 0

@@ -89,16 +89,25 @@ def run(args: argparse.Namespace) -> int:
         files = _export(args, options, rows, inputs) if args.export else []
         if args.plot:
             _plot(args, topology, rows, inputs)
+    model = _nccl_model(topology, args.collective, rows)
     if args.json:
         print_json(
             {
                 "collective": args.collective,
                 "topology": topology.name,
-                "sizes": [row.to_dict() for row in rows],
+                "sizes": [{**row.to_dict(), **model.get(row.size, {})} for row in rows],
             }
         )
         return 0
     _table(args, topology, rows)
+    if model:
+        print(
+            "NCCL's own tuning model (tuning.cc), from the NCCL-like rings' bus bandwidth: "
+            + ", ".join(
+                f"{size_text(size)} {m['nccl_model_us']:.3f} µs ({m['nccl_model_choice']})"
+                for size, m in model.items()
+            )
+        )
     for path in files:
         print(f"wrote {path}")
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
@@ -110,6 +119,23 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
+
+
+def _nccl_model(topology: Any, collective: str, rows: list[Any]) -> dict[int, dict[str, Any]]:
+    """Per size, NCCL's own tuning model's prediction (``nccl_model_us``,
+    ``nccl_model_choice``) where an NCCL-like ring is a candidate; empty otherwise."""
+    from optcoll.sim.nccl_model import nccl_model
+
+    if not rows or not any(m.startswith("NCCL-like ring") for m, _ in rows[0].candidates):
+        return {}
+    model = {}
+    for row in rows:
+        est = nccl_model(topology, collective, row.size)
+        model[row.size] = {
+            "nccl_model_us": round(est.time_us, 3),
+            "nccl_model_choice": f"{est.algorithm}/{est.protocol}",
+        }
+    return model
 
 
 def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:

@@ -25,10 +25,12 @@ power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries 
 up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest chunks
 (one tree per root, as :func:`optcoll.schedules.packing.pack_arborescences` builds it), and
 every other ``k`` below the largest of those whose packing is closer to the optimum than
-every smaller ``k``'s; the ring and the hierarchical ring (as tree schedules,
-:func:`optcoll.schedules.baselines.ring_schedule`); NCCL's double binary tree (allreduce); where
+every smaller ``k``'s; the ring, the hierarchical ring and NCCL-like rings (several
+channels, both directions) as tree schedules (:func:`optcoll.schedules.baselines.ring_schedule`,
+:func:`optcoll.schedules.baselines.nccl_ring_schedule`); NCCL's double binary tree (allreduce); where
 up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
-``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`), whose
+``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`) and
+NCCL's ``NVLS`` / ``NVLS-tree`` (:func:`optcoll.schedules.baselines.nvls_schedule`), whose
 bandwidth bound is the cut bound ``M / lambda`` (:func:`optcoll.bounds.in_network.reduction_cut`:
 every allreduce, whatever the switches do), the larger of the two floors; for all-to-all the
 optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (rail)``
@@ -81,6 +83,8 @@ from optcoll.schedules.baselines import (
     double_binary_trees,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
+    nccl_ring_schedule,
+    nvls_schedule,
     ring_floor,
     ring_schedule,
 )
@@ -365,7 +369,7 @@ def candidates(
     >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
     >>> names[8:]
-    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
+    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -421,6 +425,11 @@ def candidates(
         if hierarchical is not None:
             ring = as_collective(hierarchical)
             found.append(Candidate(str(ring.stats["method"]), ring))
+        try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
+            nccl = as_collective(nccl_ring_schedule(topology))
+            found.append(Candidate(str(nccl.stats["method"]), nccl))
+        except ScheduleError:
+            pass
     if collective == "allreduce":
         found.append(
             Candidate("double binary tree", None, double_binary_trees(topology), (True, False))
@@ -436,6 +445,9 @@ def candidates(
             )
         if has_aggregation_lp(topology):
             found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+        nvls = nvls_schedule(topology)
+        if nvls is not None:
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
     if topology.num_compute > STEP_NODES:
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -1004,7 +1016,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
+    [[5.01], [4.02], [6.015], [6.015], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

@@ -7,9 +7,9 @@ process groups; every size-dependent number comes from the event simulator
 Examples
 --------
 >>> from optcoll.topologies import build
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:4]
-['optimal (k=1)', 'fixed k=1', 'ring', 'double binary tree']
->>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][4:]
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:5]
+['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'double binary tree']
+>>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][5:]
 ['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 """
 
@@ -23,7 +23,7 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.process_groups import ProcessGroups
 from optcoll.core.topology import Topology
-from optcoll.exceptions import SolveError
+from optcoll.exceptions import ScheduleError, SolveError
 from optcoll.groups.schedule import groups_collective
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.alltoall import alltoall_schedule_core
@@ -32,6 +32,8 @@ from optcoll.schedules.baselines import (
     double_binary_tree_allreduce,
     hierarchical_alltoall_schedule,
     hierarchical_ring_schedule,
+    nccl_ring_schedule,
+    nvls_schedule,
     ring_schedule,
 )
 from optcoll.schedules.collectives import allreduce_core
@@ -53,10 +55,12 @@ def compare_methods(
     """The optimal schedule and every applicable baseline, optimal first.
 
     allgather: optimal (ForestColl's k), fixed k = 1, ring, hierarchical ring
-    (multi-box topologies only); allreduce: the same two tree schedules run as
-    reduce-scatter + allgather, ring allreduce and the double binary tree; both: then the
+    (multi-box topologies only), NCCL-like rings (:func:`nccl_ring_schedule`: several
+    channels, both directions); allreduce: the same two tree schedules run as
+    reduce-scatter + allgather, ring allreduce, NCCL-like rings and the double binary tree; both: then the
     log-step schedules (:func:`optcoll.sim.steps.step_costs`: recursive doubling, Bruck,
-    Rabenseifner, Swing); allreduce where switches reduce: in-network last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
+    Rabenseifner, Swing); allreduce where switches reduce: in-network, then NCCL's NVLS or NVLS-tree
+    (:func:`nvls_schedule`) last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
     :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
     has the same candidates).
@@ -70,7 +74,7 @@ def compare_methods(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
-    ['optimal (k=1)', 'fixed k=1', 'ring', 'recursive doubling', 'Bruck', 'Swing']
+    ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT']
     """
     topology_argument(topology)
     collective = collective_argument(collective)
@@ -105,12 +109,24 @@ def compare_methods(
             ring = allreduce_core(ring, topology)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
+    try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
+        nccl = nccl_ring_schedule(topology)
+        if collective == "allreduce":
+            nccl = allreduce_core(nccl, topology)
+        method = str(nccl.stats["method"])
+        costs.append(schedule_cost(topology, nccl, method, default_latency=default_latency))
+    except ScheduleError:
+        pass
     if collective == "allreduce":
         costs.append(double_binary_tree_allreduce(topology, default_latency=default_latency))
     costs += step_costs(topology, collective, default_latency=default_latency)
     if collective == "allreduce" and has_aggregation_lp(topology):
         schedule = aggregation_schedule(topology)
         costs.append(aggregation_cost(topology, schedule, default_latency=default_latency))
+    nvls = nvls_schedule(topology) if collective == "allreduce" else None
+    if nvls is not None:
+        method = str(nvls.stats["method"])
+        costs.append(aggregation_cost(topology, nvls, method, default_latency=default_latency))
     return costs
 
 

@@ -89,6 +89,7 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
         assert list(row) == [
             "bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
             "bound_holds_for", "slice_bytes", "priority", "candidates",
+            "nccl_model_us", "nccl_model_choice",
         ]  # fmt: skip
         # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
         assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)

@@ -17,6 +17,10 @@ A new family goes in a new module here, exported below; ``optcoll compare``
 pick the baselines up from this package.
 
 * :mod:`~optcoll.schedules.baselines.ring` - best ring, NCCL-like hierarchical rings;
+* :mod:`~optcoll.schedules.baselines.nccl_rings` - NCCL-like rings: several channels, both
+  directions;
+* :mod:`~optcoll.schedules.baselines.nvls` - NCCL's NVLS and NVLS-tree where switches
+  reduce (aggregation trees);
 * :mod:`~optcoll.schedules.baselines.trees` - NCCL's double binary tree;
 * :mod:`~optcoll.schedules.baselines.alltoall` - direct and hierarchical (rail) all-to-all;
 * :mod:`~optcoll.schedules.baselines.logstep` - recursive doubling and halving,
@@ -41,6 +45,8 @@ from optcoll.schedules.baselines.alltoall import (
     hierarchical_alltoall,
     hierarchical_alltoall_schedule,
 )
+from optcoll.schedules.baselines.nccl_rings import nccl_ring_schedule, nccl_rings
+from optcoll.schedules.baselines.nvls import nvls_schedule
 from optcoll.schedules.baselines.ring import (
     RingFloor,
     hierarchical_ring_allgather,
@@ -59,6 +65,9 @@ __all__ = [
     "ring_floor",
     "RingFloor",
     "hierarchical_ring_schedule",
+    "nccl_rings",
+    "nccl_ring_schedule",
+    "nvls_schedule",
     "double_binary_trees",
     "ring_allgather",
     "ring_allreduce",

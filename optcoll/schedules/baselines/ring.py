@@ -37,6 +37,9 @@ __all__ = [
     "RingFloor",
     "hierarchical_ring_allgather",
     "hierarchical_ring_schedule",
+    "best_ring",
+    "chain_schedule",
+    "hierarchical_rings",
 ]
 
 Arc = tuple[str, str]
@@ -71,7 +74,7 @@ def _ring_factor(order: Sequence[str], router: Router, topology: Topology) -> Fr
     return Fraction(best_num, 2 * best_den) / unit
 
 
-def _best_ring(
+def best_ring(
     topology: Topology, router: Router, nodes: Sequence[str] | None = None
 ) -> tuple[str, ...]:
     """Best ring order over ``nodes`` (default: all compute nodes)."""
@@ -121,7 +124,7 @@ def ring_allgather(topology: Topology, *, default_latency: Fraction = DEFAULT_LA
     Fraction(14, 1)
     """
     router = Router(topology)
-    order = _best_ring(topology, router)
+    order = best_ring(topology, router)
     n = topology.num_compute
     factor = (n - 1) * _ring_factor(order, router, topology)
     alpha = (n - 1) * _ring_alpha(order, router, link_latencies(topology, default_latency))
@@ -143,7 +146,7 @@ def _chain(order: Sequence[str], chunks: int, router: Router) -> Tree:
     )
 
 
-def _chain_schedule(
+def chain_schedule(
     topology: Topology, rings: Sequence[Sequence[str]], router: Router, name: str
 ) -> Schedule:
     """Every root's chunks passed around each ring in ``rings`` (one chunk per ring)."""
@@ -179,9 +182,9 @@ def ring_schedule(topology: Topology) -> Schedule:
     (2, True)
     """
     router = Router(topology)
-    order = _best_ring(topology, router)
-    one_way = _chain_schedule(topology, [order], router, "ring")
-    both = _chain_schedule(topology, [order, order[:1] + order[1:][::-1]], router, "ring")
+    order = best_ring(topology, router)
+    one_way = chain_schedule(topology, [order], router, "ring")
+    both = chain_schedule(topology, [order, order[:1] + order[1:][::-1]], router, "ring")
     assert one_way.time_factor is not None and both.time_factor is not None
     return both if both.time_factor < one_way.time_factor else one_way
 
@@ -245,9 +248,7 @@ def hierarchical_ring_schedule(topology: Topology) -> Schedule | None:
     if boxes is None:
         return None
     router = Router(topology)
-    return _chain_schedule(
-        topology, _hierarchical_rings(boxes, router), router, "hierarchical ring"
-    )
+    return chain_schedule(topology, hierarchical_rings(boxes, router), router, "hierarchical ring")
 
 
 def _exit_gpu(router: Router, box: list[str], target: str, c: int) -> int:
@@ -262,10 +263,10 @@ def _exit_gpu(router: Router, box: list[str], target: str, c: int) -> int:
     return min((e for e in range(size) if e != c), key=preference)
 
 
-def _hierarchical_rings(boxes: list[list[str]], router: Router) -> list[list[str]]:
+def hierarchical_rings(boxes: list[list[str]], router: Router) -> list[list[str]]:
     """The ``R`` rings of :func:`hierarchical_ring_allgather`, one per GPU position."""
     per_box = len(boxes[0])
-    positions = [boxes[0].index(g) for g in _best_ring(router.topology, router, boxes[0])]
+    positions = [boxes[0].index(g) for g in best_ring(router.topology, router, boxes[0])]
     boxes = [[box[p] for p in positions] for box in boxes]
     rings = []
     for c in range(per_box):
@@ -305,7 +306,7 @@ def hierarchical_ring_allgather(
     per_box = len(boxes[0])
     loads: dict[Arc, Fraction] = {}
     alpha = Fraction(0)
-    for order in _hierarchical_rings(boxes, router):
+    for order in hierarchical_rings(boxes, router):
         for u, v in zip(order, [*order[1:], order[0]], strict=True):
             for arc in router.arcs(u, v):
                 loads[arc] = loads.get(arc, Fraction(0)) + Fraction(1, per_box)

@@ -11,10 +11,12 @@ Examples
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
 
 from optcoll.core.cost import path_latency
@@ -68,6 +70,16 @@ class Router:
             path = self.paths[a][b]
             self._arcs[key] = list(zip(path, path[1:], strict=False))
         return self._arcs[key]
+
+    def direct(self, hops: Iterable[tuple[str, str]]) -> Router:
+        """A copy that routes every hop ``(a, b)`` of ``hops`` on its own link ``a -> b``
+        (e.g. a ring's hops between neighbours), every other hop as before."""
+        routed = copy.copy(self)
+        routed.paths = {c: dict(p) for c, p in self.paths.items()}
+        routed._arcs = {}
+        for a, b in hops:
+            routed.paths[a][b] = (a, b)
+        return routed
 
     def latency(self, a: str, b: str, latency: dict[Arc, Fraction]) -> Fraction:
         return path_latency(self.paths[a][b], latency)

@@ -48,6 +48,7 @@ from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError
 from optcoll.graph.strength import graph_strength
+from optcoll.schedules.collectives import collective_lower_bound_core
 
 __all__ = [
     "TreePacking",
@@ -143,8 +144,6 @@ def spanning_trees_beat_rs_ag(topology: Topology) -> bool:
     >>> spanning_trees_beat_rs_ag(build("mesh:4x4")), spanning_trees_beat_rs_ag(build("torus:4x4"))
     (True, False)
     """
-    from optcoll.schedules.collectives import collective_lower_bound_core
-
     tau = graph_strength(topology.node_ids, _edges(topology)).value
     rs_ag = collective_lower_bound_core(topology, "allreduce")
     assert rs_ag is not None

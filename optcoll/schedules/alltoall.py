@@ -532,20 +532,32 @@ def path_decomposition(
         for sink in topology.compute_nodes:
             if sink == source:
                 continue
-            need = Fraction(1)
-            paths: list[tuple[Path, Fraction]] = []
-            while need > 0:
-                path = _find_path(flow, order, source, sink)
-                arcs = list(zip(path, path[1:], strict=False))
-                amount = min(need, *(flow[arc] for arc in arcs))
-                for arc in arcs:
-                    flow[arc] -= amount
-                    if flow[arc] == 0:
-                        del flow[arc]
-                need -= amount
-                paths.append((path, amount))
-            result[(source, sink)] = paths
+            result[(source, sink)] = _peel_paths(flow, order, source, sink, Fraction(1))
     return result
+
+
+def _peel_paths(
+    flow: dict[Arc, Fraction],
+    order: Mapping[Arc, int],
+    source: str,
+    sink: str,
+    need: Fraction,
+) -> list[tuple[Path, Fraction]]:
+    """Take ``need`` units from ``source`` to ``sink`` out of the acyclic ``flow`` as
+    paths (each carrying the least of what is still needed and its arcs' flow), removing
+    them from ``flow``; the paths and their amounts."""
+    paths: list[tuple[Path, Fraction]] = []
+    while need > 0:
+        path = _find_path(flow, order, source, sink)
+        arcs = list(zip(path, path[1:], strict=False))
+        amount = min(need, *(flow[arc] for arc in arcs))
+        for arc in arcs:
+            flow[arc] -= amount
+            if flow[arc] == 0:
+                del flow[arc]
+        need -= amount
+        paths.append((path, amount))
+    return paths
 
 
 def orbit_path_decomposition(

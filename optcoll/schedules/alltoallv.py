@@ -66,7 +66,7 @@ from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import Route, RoutePath
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, ScheduleError
-from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _find_path
+from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _peel_paths
 from optcoll.verify.demand import verify_demand_routes
 
 __all__ = [
@@ -154,19 +154,7 @@ def demand_path_decomposition(
         flow = {arc: Fraction(x) for arc, x in routing[source].items() if x > 0}
         _cancel_cycles(flow)
         for sink, amount in wanted:
-            need = Fraction(amount)
-            found: list[tuple[Path, Fraction]] = []
-            while need > 0:
-                path = _find_path(flow, order, source, sink)
-                arcs = list(zip(path, path[1:], strict=False))
-                step = min(need, *(flow[arc] for arc in arcs))
-                for arc in arcs:
-                    flow[arc] -= step
-                    if flow[arc] == 0:
-                        del flow[arc]
-                need -= step
-                found.append((path, step))
-            result[(source, sink)] = found
+            result[(source, sink)] = _peel_paths(flow, order, source, sink, Fraction(amount))
     return result
 
 

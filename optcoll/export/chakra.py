@@ -457,12 +457,14 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _attribute(attr: Any, key: str, value: int) -> Any:
+def _attribute(attr: Any, key: str, value: int | str) -> Any:
     """``comm_src``/``comm_dst``/``comm_tag`` as int32 and ``comm_size`` as int64, the only
     kinds Chakra's own feeder reads (mlcommons/chakra ``src/feeder/et_feeder_node.cpp``:
     ``attr.int32_val()``, ``attr.int64_val()``; another kind reads as 0), and the kinds
     Chakra's converters write; ASTRA-sim's ``feeder_v3`` converts any integer kind. Our
-    labels as uint64."""
+    labels as uint64 (a list of chunks as a JSON string)."""
+    if isinstance(value, str):
+        return attr(name=key, string_val=value)
     if key in ("comm_src", "comm_dst", "comm_tag"):
         return attr(name=key, int32_val=value)
     if key == "comm_size":

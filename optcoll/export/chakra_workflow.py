@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.output import check_output, input_files, write_output
 from optcoll.core.rational import fraction_text
+from optcoll.core.schedule import Schedule
 from optcoll.core.sizes import size_text
+from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES, chakra_traces
 from optcoll.export.planned import (
@@ -40,13 +42,12 @@ from optcoll.io import load_topology
 from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE
+from optcoll.verify.chakra import verify_traces
 
 __all__ = ["export_chakra"]
 
 if TYPE_CHECKING:
     from fractions import Fraction
-
-    from optcoll.core.schedule import Schedule
 
 
 def export_chakra(request: ExportRequest) -> ExportReport:
@@ -66,7 +67,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
         )
     prefix = str(request.output)
     # (prefix, schedule, allgather, time factor, optimum, group, traces, plan entry)
-    sets: list[tuple[str, Schedule, Schedule | None, Fraction | None, Fraction | None,
+    sets: list[tuple[str, Schedule | StepSchedule, Schedule | None, Fraction | None, Fraction | None,
                      int | None, list[bytes] | None, dict[str, Any]]] = []  # fmt: skip
     grouped = groups_schedule(request)
     planned = (
@@ -94,7 +95,10 @@ def export_chakra(request: ExportRequest) -> ExportReport:
                 "lower_bound_us": round(one.lower_bound_us, 4),
             }
             bound, factor = None, None
-            if not request.unchecked:  # the verifier's exact time factor, or ExportError
+            if isinstance(one.schedule, StepSchedule):
+                # executed by verify_steps when plan routed it; the traces by check-et below
+                entry["steps"] = one.schedule.num_steps
+            elif not request.unchecked:  # the verifier's exact time factor, or ExportError
                 bound = collective_lower_bound(topology, one.schedule.collective, request.root)
                 factor = _verified(topology, one.schedule, bound)
             sets.append((base, one.schedule, None, factor, bound, None, list(one.traces), entry))
@@ -110,9 +114,15 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     for base, schedule, allgather, factor, optimum, group, written, chose in sets:
         size = chose.get("bytes", request.size)  # a planned set's, else --size
         assert size is not None  # without --size every set is a planned one (--bands --sizes)
-        traces = written if written is not None else chakra_traces(
-            schedule, size, allgather=allgather, slice_bytes=request.slice
-        )  # fmt: skip
+        if written is None:
+            assert isinstance(schedule, Schedule)  # only planned sets are step schedules
+            written = chakra_traces(schedule, size, allgather=allgather, slice_bytes=request.slice)
+        traces = written
+        if isinstance(schedule, StepSchedule):  # judged by the independent checker first
+            report = verify_traces([(f"{base}.{r}.et", t) for r, t in enumerate(traces)])
+            if not report.ok:
+                raise ExportError(f"the {schedule.method} traces fail check-et: "
+                                  f"{report.findings[0].message}; nothing written")  # fmt: skip
         paths = [f"{base}.{rank}.et" for rank in range(len(traces))]
         files += zip(paths, traces, strict=True)
         collective = "allreduce" if allgather is not None else schedule.collective
@@ -123,7 +133,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
                 "collective": collective,
                 **({} if group is None else {"group": group}),
                 "ranks": list(schedule.compute_nodes),
-                "k": schedule.k,
+                "k": getattr(schedule, "k", None),
                 "bytes": size,
                 "astra_sim_comm_size": astra_sim_comm_size(collective, size, len(traces)),
                 "time_factor": None if factor is None else fraction_text(factor),
@@ -186,17 +196,25 @@ def _report(
     for entry in entries:
         factor = entry["time_factor"]
         shown = "unverified" if factor is None else f"time factor {factor}"
+        if "steps" in entry:
+            shown = "a log-step schedule, executed by verify_steps and check-et"
         group = "" if "group" not in entry else f" (group {entry['group']})"
         lines.append(
             f"wrote {entry['prefix']}.0.et .. {entry['prefix']}.{len(entry['files']) - 1}.et"
-            f"{group}: {entry['collective']}, {len(entry['files'])} ranks, k = {entry['k']}, "
-            f"{entry['bytes']} bytes, {shown}"
+            f"{group}: {entry['collective']}, {len(entry['files'])} ranks, "
+            + (f"{entry['steps']} steps" if "steps" in entry else f"k = {entry['k']}")
+            + f", {entry['bytes']} bytes, {shown}"
         )
         if "method" in entry:
             piece = entry["slice_bytes"]
             chosen = "" if entry["planned"] == entry["method"] else (
                 f" (plan chose {entry['planned']}, which has no trace form)"
             )  # fmt: skip
+            if "steps" in entry:
+                chosen += (
+                    "; a message leaves once its sender is ready (plan also waits for the "
+                    "receiver: simulate may differ where partners finish steps apart)"
+                )
             lines.append(
                 f"  plan: {entry['method']}{chosen}, slices of "
                 f"{'whole chunks' if piece is None else size_text(piece)}, order "

@@ -12,9 +12,11 @@ can reorder slices that reach a link at the same instant). Where plan simulated 
 schedule from its quotient (:mod:`optcoll.sim.quotient`), breaking ties alike on every
 translate, the transfers carry those tie keys too (``optcoll_tie``).
 
-A candidate that is not one tree schedule (NCCL's double binary tree, in-network
-aggregation trees) has no trace form: the fastest candidate that is one is written
-instead, and :attr:`PlannedTraces.chosen` says what plan chose.
+A log-step candidate (a step schedule, :mod:`optcoll.sim.steps`) is written message by
+message, sliced as plan simulated it (:func:`optcoll.export.chakra_steps.step_traces`). A
+candidate that is neither a tree schedule nor a step schedule (NCCL's double binary tree,
+in-network aggregation trees) has no trace form: the fastest candidate that is one is
+written instead, and :attr:`PlannedTraces.chosen` says what plan chose.
 
 ASTRA-sim's workload ``comm_size`` (:func:`astra_sim_comm_size`) is the size its native
 collectives read: custom traces move the bytes written in them whatever it says, but a
@@ -29,12 +31,14 @@ from fractions import Fraction
 
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.schedule import Schedule
+from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces
+from optcoll.export.chakra_steps import step_traces
 from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network
-from optcoll.sim.size_plan import candidates, plan
+from optcoll.sim.size_plan import Candidate, candidates, plan
 
 __all__ = ["PlannedTraces", "planned_traces", "astra_sim_comm_size", "ASTRA_SIM_COMM_SIZE"]
 
@@ -108,8 +112,8 @@ def planned_traces(
     Raises
     ------
     ExportError
-        No candidate at some size is a tree schedule (all-to-all: plan's routes are
-        written by ``export`` without a plan).
+        No candidate at some size is a tree or step schedule (all-to-all: plan's routes
+        are written by ``export`` without a plan).
 
     Examples
     --------
@@ -120,6 +124,7 @@ def planned_traces(
     """
     if collective == "alltoall":
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
+    options = candidates(topology, collective, root=root)
     rows = plan(
         topology,
         collective,
@@ -129,26 +134,35 @@ def planned_traces(
         slice_bytes=slice_bytes,
         default_latency=default_latency,
         choose_slice=choose_slice,
+        options=options,
     )
     found = []
     for row in rows:
         method, priority, piece, schedule, time_us = (
             row.method, row.priority, row.slice_bytes, row.schedule, row.time_us,
         )  # fmt: skip
-        if schedule is None:  # the fastest with a schedule: plan ran it in these orders
+        steps = _steps_of(options, method)
+        if schedule is None and steps is None:  # the fastest that has a trace form
             ran = {m: (p, s) for m, p, s in row.orders}
             times = sorted((t, m) for m, t in row.candidates if t is not None and m in ran)
-            schedule = None
             for t, m in times:
-                schedule = _schedule_of(topology, collective, m, root)
-                if schedule is not None:
+                schedule, steps = _schedule_of(options, m), _steps_of(options, m)
+                if schedule is not None or steps is not None:
                     method, time_us, (priority, piece) = m, t, ran[m]
                     break
-            if schedule is None:
+            if schedule is None and steps is None:
                 raise ExportError(
-                    f"at {row.size} bytes no candidate of plan is a tree schedule to write as "
-                    "traces"
+                    f"at {row.size} bytes no candidate of plan is a tree or step schedule to "
+                    "write as traces"
                 )
+        if steps is not None:
+            traces = step_traces(steps, row.size, slice_bytes=piece)
+            found.append(
+                PlannedTraces(row.size, row.method, method, priority, piece, time_us,
+                              row.lower_bound_us, steps, tuple(traces))  # fmt: skip
+            )
+            continue
+        assert schedule is not None
         # plan simulates a schedule with a quotient from it, its ties alike on every translate
         network = Network.of(topology, default_latency)
         equivariant = schedule_quotient(schedule, topology, network) is not None
@@ -169,11 +183,17 @@ def planned_traces(
     return found
 
 
-def _schedule_of(
-    topology: Topology, collective: str, method: str, root: str | None
-) -> Schedule | None:
+def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:
     """The schedule of plan's candidate ``method`` (None: not one tree schedule)."""
-    for option in candidates(topology, collective, root=root):
+    for option in options:
         if option.method == method and option.schedule is not None:
             return option.schedule
+    return None
+
+
+def _steps_of(options: Sequence[Candidate], method: str) -> StepSchedule | None:
+    """The step schedule of plan's candidate ``method`` (None: not a log-step one)."""
+    for option in options:
+        if option.method == method and option.steps is not None:
+            return option.steps.schedule
     return None

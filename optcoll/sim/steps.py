@@ -58,6 +58,7 @@ __all__ = [
     "route_steps",
     "step_tasks",
     "step_task_count",
+    "message_slices",
     "simulate_steps",
     "step_cost",
     "step_costs",
@@ -137,8 +138,12 @@ def route_steps(
     return RoutedSteps(schedule, paths, factor, steps)
 
 
-def _slices(size: float, slice_bytes: int | None) -> int:
-    """Slices of a ``size``-byte message (the simulator's rule for a chunk)."""
+def message_slices(size: float, slice_bytes: int | None) -> int:
+    """Slices of a ``size``-byte message (the simulator's rule for a chunk).
+
+    >>> message_slices(1000, 512), message_slices(1000, None), message_slices(512, 512)
+    (2, 1, 1)
+    """
     return 1 if slice_bytes is None or size <= slice_bytes else math.ceil(size / slice_bytes)
 
 
@@ -147,7 +152,7 @@ def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> 
     block = routed.schedule.block_bytes(size)
     count = 0
     for step in routed.schedule.steps:
-        count += sum(_slices(block * len(send.blocks), slice_bytes) for send in step)
+        count += sum(message_slices(block * len(send.blocks), slice_bytes) for send in step)
         count += len({v for send in step for v in (send.src, send.dst)})  # the joins
     return count
 
@@ -186,7 +191,7 @@ def step_tasks(
         for send in step:
             after = sorted({last[v] for v in (send.src, send.dst) if v in last})
             message = block * len(send.blocks)
-            pieces = _slices(message, slice_bytes)
+            pieces = message_slices(message, slice_bytes)
             tasks = [
                 graph.add(
                     (send.src, send.dst),

@@ -28,10 +28,11 @@ shares no code with optcoll's writer, and reports:
   when its message is there) - run in four orders (first ready first, last ready first and
   two seeded random orders);
 * **result** and **race**: with optcoll's chunk labels (``optcoll_chunk`` on transfers and
-  reductions, ``optcoll_ranks``/``optcoll_chunks``/``optcoll_bytes`` in the metadata), the
-  data each rank ends with: every rank holds what the collective promises, each reduction
-  holds every rank's input exactly once, every transfer's size is its chunk's, and all four
-  orders agree. Traces without labels (another tool's) are checked for everything else.
+  reductions, or ``optcoll_chunk_list``, a JSON list of chunks, for one that carries
+  several, as a step schedule's message does; ``optcoll_ranks``/``optcoll_chunks``/
+  ``optcoll_bytes`` in the metadata), the data each rank ends with: every rank holds what
+  the collective promises, each reduction holds every rank's input exactly once, every
+  transfer's size is the sum of its chunks', and all four orders agree. Traces without labels (another tool's) are checked for everything else.
 
 Examples
 --------
@@ -42,6 +43,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -116,7 +118,7 @@ class _Op:
     peer: int = -1
     tag: int = -1
     size: int = 0
-    chunk: int | None = None
+    chunks: tuple[int, ...] | None = None
     parents: list[int] = field(default_factory=list)
     children: list[int] = field(default_factory=list)
 
@@ -356,12 +358,10 @@ def _ops(
 
 def _read_attributes(op: _Op, n: int, spec: _Spec | None, found: list[Finding]) -> None:
     node = op.node
-    chunk = node.get("optcoll_chunk")
     if spec is not None:
-        if chunk is None or not chunk.integer or not 0 <= chunk.value < spec.chunk_count():
+        op.chunks = _labels(node, spec.chunk_count())
+        if op.chunks is None:
             found.append(Finding("node", f"{op.where()}: no valid optcoll_chunk label"))
-        else:
-            op.chunk = chunk.value
     if op.kind == "comp":
         return
     names = ("comm_dst", "comm_size", "comm_tag") if op.kind == "send" else ("comm_src",)
@@ -396,14 +396,42 @@ def _read_attributes(op: _Op, n: int, spec: _Spec | None, found: list[Finding]) 
         found.append(Finding("node", f"{op.where()}: comm_tag {op.tag} outside 0..{TAG_LIMIT - 1}"))
     if op.size < 1:
         found.append(Finding("node", f"{op.where()}: comm_size {op.size} (must be >= 1)"))
-    elif spec is not None and op.chunk is not None and op.size != spec.chunk_bytes(op.chunk):
-        found.append(
-            Finding(
-                "node",
-                f"{op.where()}: comm_size {op.size} but chunk {op.chunk} has "
-                f"{spec.chunk_bytes(op.chunk)} bytes",
-            )  # fmt: skip
-        )
+    elif spec is not None and op.chunks is not None:
+        expected = sum(spec.chunk_bytes(c) for c in op.chunks)
+        if op.size != expected:
+            found.append(
+                Finding(
+                    "node",
+                    f"{op.where()}: comm_size {op.size} but chunk {_named(op.chunks)} has "
+                    f"{expected} bytes",
+                )  # fmt: skip
+            )
+
+
+def _labels(node: TraceNode, count: int) -> tuple[int, ...] | None:
+    """The chunks a node's labels name (``optcoll_chunk_list``, a JSON list, else
+    ``optcoll_chunk``), or None if they are missing, malformed or out of ``0 .. count - 1``."""
+    listed = node.get("optcoll_chunk_list")
+    if listed is not None:
+        try:
+            chunks = json.loads(listed.value) if listed.kind == "string" else None
+        except ValueError:
+            return None
+        if not isinstance(chunks, list) or not chunks:
+            return None
+        values = tuple(chunks)
+    else:
+        chunk = node.get("optcoll_chunk")
+        if chunk is None or not chunk.integer:
+            return None
+        values = (chunk.value,)
+    valid = all(type(c) is int and 0 <= c < count for c in values)
+    return values if valid and len(set(values)) == len(values) else None
+
+
+def _named(chunks: tuple[int, ...]) -> str:
+    """``3`` for one chunk, ``[3, 5]`` for several."""
+    return str(chunks[0]) if len(chunks) == 1 else str(list(chunks))
 
 
 def _check_order(ops: list[_Op], report: EtReport) -> None:
@@ -510,13 +538,16 @@ def _execute(ops: list[_Op], spec: _Spec | None, order: str, report: EtReport) -
     def arrive(i: int, sender: int, value: Any) -> None:
         op = ops[i]
         if spec is not None and value is not None:
-            if ops[sender].chunk != op.chunk:
-                found.append(Finding("match", f"{op.where()} receives chunk {ops[sender].chunk} "
-                                     f"from {ops[sender].where()}, labelled {op.chunk}"))  # fmt: skip
+            if ops[sender].chunks != op.chunks:
+                found.append(Finding("match", f"{op.where()} receives chunk "
+                                     f"{_named(ops[sender].chunks or ())} from "
+                                     f"{ops[sender].where()}, labelled "
+                                     f"{_named(op.chunks or ())}"))  # fmt: skip
             elif i in reduced:
                 incoming[i] = value
             else:
-                held[op.rank][op.chunk] = value  # type: ignore[index]
+                for chunk, part in zip(op.chunks or (), value, strict=True):
+                    held[op.rank][chunk] = part
         finish(i)
 
     while ready:
@@ -530,10 +561,12 @@ def _execute(ops: list[_Op], spec: _Spec | None, order: str, report: EtReport) -
         if op.kind == "send":
             value = None
             if spec is not None:
-                value = held[op.rank].get(op.chunk)  # type: ignore[arg-type]
+                parts = [held[op.rank].get(c) for c in op.chunks or ()]
+                value = None if any(p is None for p in parts) else tuple(parts)
                 if value is None:
-                    found.append(Finding("result", f"{op.where()} sends chunk {op.chunk}, which "
-                                         "the rank does not hold yet"))  # fmt: skip
+                    found.append(Finding("result", f"{op.where()} sends chunk "
+                                         f"{_named(op.chunks or ())}, which the rank does not "
+                                         "hold yet"))  # fmt: skip
             key = op.key()
             if posted[key]:
                 arrive(posted[key].popleft(), i, value)
@@ -563,17 +596,18 @@ def _reduce(
     incoming: dict[int, Any],
     found: list[Finding],
 ) -> None:
-    """A COMP node adds the data of the receives it depends on (same chunk) into its chunk."""
+    """A COMP node adds the data of the receives it depends on (same chunks) into its chunks."""
     op = ops[i]
-    sources = [p for p in op.parents if ops[p].kind == "recv" and ops[p].chunk == op.chunk]
+    chunks = op.chunks or ()
+    sources = [p for p in op.parents if ops[p].kind == "recv" and ops[p].chunks == op.chunks]
     if not sources:
-        found.append(Finding("result", f"{op.where()} reduces chunk {op.chunk} but depends on "
-                             "no receive of it"))  # fmt: skip
+        found.append(Finding("result", f"{op.where()} reduces chunk {_named(chunks)} but "
+                             "depends on no receive of it"))  # fmt: skip
         return
-    total = held[op.rank].get(op.chunk)  # type: ignore[arg-type]
-    if total is None:
-        found.append(Finding("result", f"{op.where()} reduces into chunk {op.chunk}, which the "
-                             "rank does not hold"))  # fmt: skip
+    totals = [held[op.rank].get(c) for c in chunks]
+    if any(total is None for total in totals):
+        found.append(Finding("result", f"{op.where()} reduces into chunk {_named(chunks)}, "
+                             "which the rank does not hold"))  # fmt: skip
         return
     for p in sources:
         value = incoming.pop(p, None)
@@ -581,8 +615,12 @@ def _reduce(
             found.append(Finding("result", f"{op.where()}: the data of {ops[p].where()} was "
                                  "already reduced"))  # fmt: skip
             return
-        total = tuple(a + b for a, b in zip(total, value, strict=True))
-    held[op.rank][op.chunk] = total  # type: ignore[index]
+        totals = [
+            tuple(a + b for a, b in zip(total, part, strict=True))  # type: ignore[arg-type]
+            for total, part in zip(totals, value, strict=True)
+        ]
+    for chunk, total in zip(chunks, totals, strict=True):
+        held[op.rank][chunk] = total
 
 
 def _stuck(

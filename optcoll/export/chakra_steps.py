@@ -1,0 +1,157 @@
+"""Chakra execution traces of a step schedule (recursive doubling, Rabenseifner, Bruck, Swing,
+Bine, PAT, hierarchical, direct, ...), one message at a time, sliced as plan simulates it.
+
+A :class:`~optcoll.core.step_schedule.StepSchedule` is steps of messages between compute
+nodes (:mod:`optcoll.core.step_schedule`); :func:`step_traces` writes every message as the
+simulator runs it (:func:`optcoll.sim.steps.step_tasks`): cut into
+:func:`~optcoll.sim.steps.message_slices` equal slices, each its own send and receive, in
+the order plan's simulator numbers them (``optcoll_task``) with its place in its link's
+queue (``optcoll_order``). A receive that adds (``Send.reduce``) feeds a ``COMP_NODE``
+(the reduction). A rank's sends of step ``s`` depend on every node of the last step before
+``s`` it took part in, so the data a message carries is the sender's at the start of its
+step; a receive (or its reduction) of step ``s`` also waits for the rank's own sends of
+step ``s`` that carry the same data, so that it never changes data still to be sent.
+
+Data. The ``M``-byte message is the schedule's ``blocks`` blocks (block ``b`` is part of
+rank ``b mod N``'s shard), each cut into ``q`` chunks, ``q`` the least number that puts
+every slice boundary on a chunk boundary (1 unless a message's slices cut its blocks; if
+that is above :data:`MAX_CHUNKS_PER_BLOCK`, that many, and a message's slices are whole
+chunks that differ by at most one chunk from the simulator's equal slices); in
+the checker's numbering (:mod:`optcoll.verify.chakra`: ``optcoll_chunks = k`` chunks per
+rank) chunk ``t`` of block ``b`` is ``(b mod N) k + (b div N) q + t``, ``k = q blocks / N``.
+A slice that carries several chunks lists them (``optcoll_chunk_list``, JSON), so
+``optcoll check-et`` executes the traces and judges what every rank ends with.
+
+What the traces cannot say: plan's simulator lets a message leave only once its receiver
+has also finished its previous step (a rendezvous); a Chakra send depends only on its own
+rank's nodes, so in the traces (and in ASTRA-sim) a message may leave earlier. Where a
+step's partners finish their previous steps together (every node in every step, ``N`` a
+power of two, alike links) the two agree; elsewhere ``optcoll simulate`` of the traces
+may differ from plan's time (measured in ``docs/chakra.md``).
+
+Examples
+--------
+>>> from optcoll.schedules.baselines.logstep import recursive_doubling_allgather
+>>> files = step_traces(recursive_doubling_allgather(("a", "b", "c", "d")), 4096)
+>>> len(files), files[0].count(b"comm_tag")  # rank 0: 2 sends and 2 receives
+(4, 4)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+
+from optcoll.core.arguments import size_argument
+from optcoll.core.step_schedule import StepSchedule
+from optcoll.exceptions import ExportError
+from optcoll.export.chakra import _COMP, _RECV, _SEND, _chunk_bytes, _encode, _Ranks
+from optcoll.sim.steps import message_slices
+
+__all__ = ["step_traces", "MAX_CHUNKS_PER_BLOCK"]
+
+#: The most chunks one block is cut into so that every slice is whole chunks.
+MAX_CHUNKS_PER_BLOCK = 64
+
+
+def step_traces(
+    schedule: StepSchedule, size: int, *, slice_bytes: int | None = None
+) -> list[bytes]:
+    """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``) of
+    ``schedule`` for an ``size``-byte collective, each message in slices of at most
+    ``slice_bytes`` (None: whole messages), as :func:`optcoll.sim.steps.step_tasks` runs it.
+
+    Raises
+    ------
+    ExportError
+        ``size`` too small for a byte per chunk.
+    """
+    size_argument(size, "size")
+    nodes = schedule.compute_nodes
+    n, blocks = len(nodes), schedule.blocks
+    block_bytes = schedule.block_bytes(size)
+    pieces = [
+        [message_slices(block_bytes * len(send.blocks), slice_bytes) for send in step]
+        for step in schedule.steps
+    ]
+    q, least = 1, 1
+    for step, counts in zip(schedule.steps, pieces, strict=True):
+        for send, p in zip(step, counts, strict=True):
+            q = math.lcm(q, p // math.gcd(p, len(send.blocks)))
+            least = max(least, -(-p // len(send.blocks)))
+    if q > MAX_CHUNKS_PER_BLOCK:  # slices of whole chunks, equal to within a chunk
+        q = max(MAX_CHUNKS_PER_BLOCK, least)
+    if size < blocks * q:
+        raise ExportError(
+            f"--size {size} bytes is too small: the {schedule.method} {schedule.collective} "
+            f"cuts it into {blocks * q} chunks, each needs at least one byte"
+        )
+    k = blocks // n * q  # chunks per rank in the checker's numbering
+    coll = schedule.collective
+
+    def chunk(b: int, t: int) -> int:
+        return (b % n) * k + (b // n) * q + t
+
+    rank = {v: i for i, v in enumerate(nodes)}
+    ranks = _Ranks(n)
+    last: dict[int, list[int]] = {}  # each rank's nodes of the last step it took part in
+    task = 0  # the simulator's task number of each slice
+    places: list[tuple[int, int, float]] = []  # (rank, node id, place in its link's queue)
+    for step, counts in zip(schedule.steps, pieces, strict=True):
+        now: dict[int, list[int]] = defaultdict(list)
+        sent: dict[int, list[tuple[frozenset[int], int]]] = defaultdict(list)
+        received = []
+        for send, p in zip(step, counts, strict=True):
+            src, dst = rank[send.src], rank[send.dst]
+            units = [chunk(b, t) for b in send.blocks for t in range(q)]
+            for piece in range(p):
+                labels = units[piece * len(units) // p : (piece + 1) * len(units) // p]
+                nbytes = sum(_chunk_bytes(coll, size, n, k, c) for c in labels)
+                tag = ranks.tags[(src, dst)]
+                ranks.tags[(src, dst)] += 1
+                attrs: dict[str, int | str] = {
+                    "comm_src": src, "comm_dst": dst, "comm_size": nbytes, "comm_tag": tag,
+                    "optcoll_task": task,
+                    **_label(labels),
+                }  # fmt: skip
+                task += 1
+                ident = ranks.add(src, _SEND, f"send {send.src}->{send.dst} step slice {piece}",
+                                  last.get(src, []), **attrs)  # fmt: skip
+                ranks.nodes[src][ident].attrs["optcoll_order"] = 0
+                places.append((src, ident, piece / p))
+                now[src].append(ident)
+                sent[src].append((frozenset(labels), ident))
+                received.append((src, dst, send, piece, labels, attrs))
+        for src, dst, send, piece, labels, attrs in received:
+            mine = set(labels)
+            before = [i for carried, i in sent[dst] if carried & mine]
+            recv_attrs = {key: value for key, value in attrs.items() if key != "optcoll_task"}
+            recv = ranks.add(dst, _RECV, f"recv {send.src}->{send.dst} slice {piece}",
+                             last.get(dst, []) + before, **recv_attrs)  # fmt: skip
+            now[dst].append(recv)
+            if send.reduce:
+                comp = ranks.add(dst, _COMP, f"reduce from {send.src} slice {piece}",
+                                 [recv, *before], **_label(labels))  # fmt: skip
+                now[dst].append(comp)
+        for v, idents in now.items():
+            last[v] = idents
+    # the places as integers (the attribute is an integer): their ranks among them all
+    index = {value: i for i, value in enumerate(sorted({p for _, _, p in places}))}
+    for src, ident, place in places:
+        ranks.nodes[src][ident].attrs["optcoll_order"] = index[place]
+    meta: dict[str, int | str] = {
+        "optcoll_ranks": n,
+        "optcoll_chunks": k,
+        "optcoll_bytes": size,
+        "optcoll_members": json.dumps(list(nodes)),
+        "optcoll_method": schedule.method,
+    }
+    return _encode(ranks, coll, meta)
+
+
+def _label(labels: list[int]) -> dict[str, int | str]:
+    """The chunk label of a node: ``optcoll_chunk``, or a JSON ``optcoll_chunk_list``."""
+    if len(labels) == 1:
+        return {"optcoll_chunk": labels[0]}
+    return {"optcoll_chunk_list": json.dumps(labels)}

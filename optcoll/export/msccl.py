@@ -92,6 +92,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from optcoll.core.arguments import (
     choice_argument,
@@ -124,6 +125,32 @@ __all__ = [
 
 Location = tuple[str, int]
 Block = tuple[str, int, int]  # (kind, peer rank, channel)
+
+
+class ProgramShape(Protocol):
+    """What the thread-block numbering and the rendering read of a schedule (a
+    :class:`~optcoll.core.schedule.Schedule`, or a step schedule's stand-in)."""
+
+    @property
+    def compute_nodes(self) -> tuple[str, ...]: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def root(self) -> str | None: ...
+    @property
+    def topology(self) -> str: ...
+
+
+class ProgramSteps(Protocol):
+    """What the channel assignment and the rendering read of a builder: every GPU's
+    steps, the buffers' chunk counts ``(i, o, s)`` and the collective."""
+
+    @property
+    def steps(self) -> dict[int, list[_Step]]: ...
+    @property
+    def chunks(self) -> tuple[int, int, int]: ...
+    @property
+    def collective(self) -> str: ...
 
 _SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
@@ -755,7 +782,7 @@ _DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv":
 
 
 def _assign_channels(
-    builder: _Builder, schedule: Schedule, profile: RuntimeProfile, channels: int | None
+    builder: ProgramSteps, schedule: ProgramShape, profile: RuntimeProfile, channels: int | None
 ) -> None:
     """Give every transfer its thread block (direction, peer, channel).
 
@@ -918,7 +945,7 @@ def _blocks(
 
 def _number(
     steps: dict[int, list[_Step]],
-    schedule: Schedule,
+    schedule: ProgramShape,
     profile: RuntimeProfile,
     pair_peers: bool | None,
 ) -> dict[int, list[tuple[Block, list[_Step]]]]:
@@ -967,7 +994,7 @@ def _number(
     return result
 
 
-def _more_blocks_hint(schedule: Schedule, profile: RuntimeProfile, needed: int) -> str:
+def _more_blocks_hint(schedule: ProgramShape, profile: RuntimeProfile, needed: int) -> str:
     """What helps a GPU that needs ``needed`` thread blocks: fewer steps per peer (a
     smaller k, so more send/receive pairs share a block) while k > 1, and the runtimes
     whose cap is large enough."""
@@ -981,8 +1008,8 @@ def _more_blocks_hint(schedule: Schedule, profile: RuntimeProfile, needed: int) 
 
 
 def _render(
-    schedule: Schedule,
-    builder: _Builder,
+    schedule: ProgramShape,
+    builder: ProgramSteps,
     tbs: dict[int, list[tuple[Block, list[_Step]]]],
     profile: RuntimeProfile,
     placement: str,

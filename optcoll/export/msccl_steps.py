@@ -1,0 +1,267 @@
+"""MSCCL algorithm XML of a step schedule (recursive doubling, Rabenseifner, Bruck, Swing, Bine,
+PAT, multiport Swing, hierarchical, direct, ...).
+
+A :class:`~optcoll.core.step_schedule.StepSchedule` is steps of messages between compute
+nodes; :func:`msccl_step_program` writes each message as MSCCL steps (the thread blocks,
+channels and XML of :mod:`optcoll.export.msccl`): a send (``s``) on the sender and a
+receive on the receiver, ``rrc`` where the message is added (``Send.reduce``), ``r`` where
+it is stored; one pair per run of the message's blocks that are consecutive chunks on both
+sides (at most the runtime's ``cnt``).
+
+Buffers. Block ``b`` is chunk ``(b mod N) k + b div N`` of a buffer of ``N k`` chunks
+(``k = blocks / N``). A rank's own data is where the collective gives it (allgather: its
+input, or its output in place; the others: the input). Every receive writes a chunk
+nothing has written before: the block's place in the output for its last write
+(allgather, allreduce; a reduce-scatter's own blocks at their place in its output), else
+the next free scratch chunks (one run per message). So no receive overwrites data a send
+may still be reading, and a receive need not wait for the rank's own sends.
+
+Order. The sends to and the receives from each peer have thread blocks of their own. A
+rank's receives run one after another (each waits, ``depid``/``deps``, for the rank's
+receive before it), and each send waits for the rank's last receive of an earlier step: a
+message carries what its sender held at the start of its step. Every wait points to an
+earlier receive, and a receive waits only for earlier receives and for its message: the
+program cannot deadlock, whatever a connection holds.
+
+Placement. An allgather program is written out of place (the own shard first copied
+from input to output, alongside) or in place. A reduce-scatter or allreduce is written
+out of place only: in place its last sums would overwrite inputs that earlier sends may
+still be reading.
+
+What the XML cannot carry: a message's slicing (an MSCCL program runs once per loop over
+its whole buffer, every message in as many pieces as a block has, where plan cuts a
+message of ``c`` blocks into ``ceil(c M / blocks / slice)`` slices); a message whose blocks
+are not consecutive chunks is several steps (Swing, Bine, Bruck, multiport Swing); a
+receive is a step of its own (one more overhead in ``optcoll simulate``); and a rank's
+receives are taken one after another. So ``simulate`` of the XML is slower than plan's
+time of the schedule wherever overheads count (measured in ``docs/log_step.md``).
+
+Examples
+--------
+>>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+>>> program = msccl_step_program(recursive_doubling_allreduce(("a", "b", "c", "d")))
+>>> program.placement, program.nchunksperloop, program.text.count('type="rrc"')
+('outofplace', 4, 8)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from optcoll.core.step_schedule import StepSchedule
+from optcoll.exceptions import ExportError
+from optcoll.export.msccl import (
+    Location,
+    MscclProgram,
+    _assign_channels,
+    _number,
+    _render,
+    _Step,
+)
+from optcoll.export.runtimes import (
+    DEFAULT_RUNTIME,
+    RuntimeProfile,
+    max_bytes_value,
+    runtime_profile,
+)
+
+__all__ = ["msccl_step_program", "step_placements"]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The names the renderer reads of a schedule."""
+
+    compute_nodes: tuple[str, ...]
+    k: int
+    topology: str
+    root: str | None = None
+
+
+@dataclass
+class _StepBuilder:
+    """Every GPU's MSCCL steps of a step schedule."""
+
+    collective: str
+    chunks: tuple[int, int, int]
+    steps: dict[int, list[_Step]] = field(default_factory=lambda: defaultdict(list))
+
+
+def step_placements(collective: str) -> tuple[str, ...]:
+    """The placements :func:`msccl_step_program` writes for ``collective``.
+
+    >>> step_placements("allgather"), step_placements("allreduce")
+    (('outofplace', 'inplace'), ('outofplace',))
+    """
+    return ("outofplace", "inplace") if collective == "allgather" else ("outofplace",)
+
+
+def msccl_step_program(
+    schedule: StepSchedule,
+    *,
+    runtime: RuntimeProfile | str = DEFAULT_RUNTIME,
+    placement: str = "outofplace",
+    name: str | None = None,
+    min_bytes: int = 0,
+    max_bytes: int | None = None,
+) -> MscclProgram:
+    """The MSCCL program of ``schedule`` for ``runtime`` (deterministic; see the module
+    docstring), ``placement`` one of :func:`step_placements`.
+
+    Raises
+    ------
+    ExportError
+        A limit of the runtime (thread blocks, steps, channels, offsets) is exceeded, or
+        the placement is not one this collective's program is correct in.
+    """
+    profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    coll = schedule.collective
+    if placement not in step_placements(coll):
+        raise ExportError(
+            f"a step schedule's {coll} program is written {' and '.join(step_placements(coll))}"
+            f", not {placement!r}"
+        )
+    if not profile.has_outofplace and placement == "outofplace":
+        raise ExportError(f"runtime {profile.name!r} reads only in-place programs")
+    nodes = schedule.compute_nodes
+    n, k = len(nodes), schedule.blocks // len(schedule.compute_nodes)
+    builder = _StepBuilder(coll, (0, 0, 0))
+    scratch = _build(schedule, builder, k, placement == "inplace", profile.max_count)
+    builder.chunks = {
+        "allgather": (k, n * k, 0),
+        "reduce_scatter": (n * k, k, scratch),
+        "allreduce": (n * k, n * k, scratch),
+    }[coll]
+    if max(builder.chunks) - 1 > profile.max_offset:
+        raise ExportError(
+            f"the {schedule.method} program needs {max(builder.chunks)} chunks of a buffer, "
+            f"above the {profile.max_offset + 1} offsets runtime {profile.name!r} can address "
+            f"({profile.sources['max_offset']})"
+        )
+    shape = _Shape(nodes, k, schedule.method)
+    _assign_channels(builder, shape, profile, 1)
+    for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
+        for step in gpu_steps:
+            if step.dep is not None and step.dep.tb == step.tb:
+                step.dep = None
+    tbs = _number(builder.steps, shape, profile, False)
+    text = _render(
+        shape,
+        builder,
+        tbs,
+        profile,
+        placement,
+        name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps)",
+        "Simple",
+        min_bytes,
+        max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
+    )
+    peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
+    return MscclProgram(
+        text=text,
+        placement=placement,
+        nchannels=1 + max((tb[2] for blocks in tbs.values() for tb, _ in blocks), default=0),
+        nchunksperloop=max(builder.chunks[0], builder.chunks[1]),
+        max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
+        max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
+        max_peers=max(peers, default=0),
+    )
+
+
+Target = tuple[int, Location, Location | None, Location]  # block, source, operand, target
+
+
+def _build(
+    schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int
+) -> int:
+    """The steps of every message (see the module docstring); returns the scratch chunks
+    the busiest rank uses."""
+    nodes = schedule.compute_nodes
+    n = len(nodes)
+    rank = {v: i for i, v in enumerate(nodes)}
+    coll = schedule.collective
+
+    def offset(b: int) -> int:
+        return (b % n) * k + b // n
+
+    where: dict[tuple[int, int], Location] = {}  # (rank, block) -> where its value is
+    for r in range(n):
+        for b in range(schedule.blocks):
+            if coll != "allgather":
+                where[(r, b)] = ("i", offset(b))
+            elif b % n == r:
+                where[(r, b)] = ("o", offset(b)) if inplace else ("i", b // n)
+    if coll == "allgather" and not inplace:  # the own shard into the output, alongside
+        for r in range(n):
+            for first in range(0, k, most):
+                cnt = min(most, k - first)
+                copy = _Step("cpy", ("i", first), ("o", r * k + first), cnt, (-1, 0, first), r, None)
+                builder.steps[r].append(copy)
+    writes: dict[tuple[int, int], int] = defaultdict(int)  # writes left to each block
+    for messages in schedule.steps:
+        for send in messages:
+            for b in send.blocks:
+                writes[(rank[send.dst], b)] += 1
+    used = [0] * n  # scratch chunks written on each rank
+    last_receive: dict[int, _Step] = {}  # each rank's latest receive so far
+    for s, messages in enumerate(schedule.steps):
+        before = dict(last_receive)  # what this step's sends wait for
+        start = dict(where)  # what this step's sends carry: the values at its start
+        for m, send in enumerate(messages):
+            src, dst = rank[send.src], rank[send.dst]
+            targets: list[Target] = []
+            for b in sorted(send.blocks, key=offset):
+                if (src, b) not in start:
+                    raise ExportError(
+                        f"the {schedule.method} schedule sends block {b} from {send.src} "
+                        "before it holds it"
+                    )
+                writes[(dst, b)] -= 1
+                last = writes[(dst, b)] == 0
+                if last and coll != "reduce_scatter":
+                    target: Location = ("o", offset(b))
+                elif last and b % n == dst:
+                    target = ("o", b // n)
+                else:
+                    target = ("s", used[dst])
+                    used[dst] += 1
+                # a reduction adds to the receiver's latest value (receives run in order)
+                targets.append((b, start[(src, b)], where.get((dst, b)), target))
+                where[(dst, b)] = target
+            for j, run in enumerate(_runs(targets, most)):
+                (_, source, operand, target), cnt = run[0], len(run)
+                key = (s, m, j)
+                out = _Step("s", source, target, cnt, key, src, (src, dst), before.get(src))
+                builder.steps[src].append(out)
+                if send.reduce:
+                    assert operand is not None  # a reducing rank holds its own input
+                    into = _Step("rrc", operand, target, cnt, key, dst, (src, dst))
+                else:
+                    into = _Step("r", source, target, cnt, key, dst, (src, dst))
+                into.dep = last_receive.get(dst)
+                last_receive[dst] = into
+                builder.steps[dst].append(into)
+    return max(used)
+
+
+def _runs(targets: list[Target], most: int) -> list[list[Target]]:
+    """A message's blocks (in buffer order) cut into runs that are consecutive chunks in
+    every buffer a step names (source, operand, target), at most ``most`` long."""
+    runs: list[list[Target]] = []
+    for item in targets:
+        if runs and len(runs[-1]) < most and _follows(runs[-1][-1], item):
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs
+
+
+def _follows(a: Target, b: Target) -> bool:
+    """Whether every location of ``b`` is the chunk after ``a``'s."""
+    for x, y in ((a[1], b[1]), (a[2], b[2]), (a[3], b[3])):
+        if (x is None) != (y is None):
+            return False
+        if x is not None and y is not None and (x[0] != y[0] or y[1] != x[1] + 1):
+            return False
+    return True

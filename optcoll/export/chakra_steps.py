@@ -122,8 +122,8 @@ def step_traces(
                 places.append((src, ident, piece / p))
                 now[src].append(ident)
                 sent[src].append((frozenset(labels), ident))
-                received.append((src, dst, send, piece, labels, attrs))
-        for src, dst, send, piece, labels, attrs in received:
+                received.append((dst, send, piece, labels, attrs))
+        for dst, send, piece, labels, attrs in received:
             mine = set(labels)
             before = [i for carried, i in sent[dst] if carried & mine]
             recv_attrs = {key: value for key, value in attrs.items() if key != "optcoll_task"}

@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw time and algbw vs message size")
     parser.add_argument(
-        "--export", metavar="DIR", help="write the MSCCL file of each size band into DIR"
+        "--export",
+        metavar="DIR",
+        help="write the MSCCL file of each size band into DIR (log-step winners included)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
 
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
-        files = _export(args, options, rows, inputs) if args.export else []
+        files, refused = _export(args, topology, options, rows, inputs) if args.export else ([], [])
         if args.plot:
             _plot(args, topology, rows, inputs)
     model = _nccl_model(topology, args.collective, rows)
@@ -110,11 +112,13 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in files:
         print(f"wrote {path}")
+    for why in refused:
+        print(f"not exported as MSCCL (its band holds the fastest other schedule): {why}")
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
-    if args.export and stepped:
+    if files and stepped:
         print(
-            f"not exported: {', '.join(stepped)} (log-step schedules have no MSCCL writer "
-            "yet; their bands hold the fastest tree schedule)"
+            "the log-step files move every message whole, each receive a step of its own: "
+            "MSCCL XML cannot carry plan's slices of a message (docs/log_step.md)"
         )
     if args.plot:
         print(f"plot: {args.plot}")
@@ -172,38 +176,74 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
 
 
 def _export(
-    args: argparse.Namespace, options: list[Any], rows: list[Any], inputs: list[Path]
-) -> list[Path]:
-    """The MSCCL files and the schedule JSON of every size band among the candidates
-    that are schedules or timetables."""
+    args: argparse.Namespace,
+    topology: Any,
+    options: list[Any],
+    rows: list[Any],
+    inputs: list[Path],
+) -> tuple[list[Path], list[str]]:
+    """The MSCCL files of every size band among the candidates that are schedules,
+    timetables or log-step schedules, with the schedule JSON of each tree band; and why
+    each log-step winner that could not be written was not (its band then holds the
+    fastest other candidate)."""
     from optcoll.core.output import check_output, write_output
+    from optcoll.exceptions import ExportError
     from optcoll.export.msccl import msccl_program, placements
+    from optcoll.export.msccl_steps import msccl_step_program, step_placements
     from optcoll.export.runtimes import runtime_profile
     from optcoll.io.schedule_json import schedule_text
     from optcoll.sim.size_plan import schedule_bands
+    from optcoll.verify.msccl import verify_text
 
     profile = runtime_profile(args.runtime)
-    files = []
-    for option, low, high in schedule_bands(rows, options):
-        schedule, method = option.schedule, option.method
-        assert schedule is not None  # schedule_bands keeps the candidates that are schedules
-        stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
-        band = f"{low}-{'max' if high is None else high}B"
-        for placement in placements(schedule.collective, profile):
-            program = msccl_program(
-                schedule, runtime=profile, placement=placement, min_bytes=low, max_bytes=high
-            )
-            where = "" if placement == "both" else f".{placement}"
-            path = Path(args.export) / f"{args.collective}.{band}.{stem}{where}.xml"
-            files.append((path, program.text))
-        # the schedule with the plan's order (priority, slice, a timetable's start times)
-        path = Path(args.export) / f"{args.collective}.{band}.{stem}.json"
-        files.append((path, schedule_text(schedule)))
+    refused: dict[str, str] = {}  # log-step method -> why it has no MSCCL file
+    while True:
+        allowed = [o for o in options if o.method not in refused]
+        files: list[tuple[Path, str]] = []
+        for option, low, high in schedule_bands(rows, allowed, steps=True):
+            method = option.method
+            stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
+            band = f"{low}-{'max' if high is None else high}B"
+            if option.steps is not None:
+                schedule = option.steps.schedule
+                try:
+                    for placement in step_placements(schedule.collective):
+                        program = msccl_step_program(
+                            schedule, runtime=profile, placement=placement, min_bytes=low,
+                            max_bytes=high,
+                        )  # fmt: skip
+                        report = verify_text(program.text, runtime=profile.name, topology=topology)
+                        if not report.ok:
+                            raise ExportError(report.findings[0].message)
+                        path = (
+                            Path(args.export) / f"{args.collective}.{band}.{stem}.{placement}.xml"
+                        )
+                        files.append((path, program.text))
+                except ExportError as err:
+                    refused[method] = str(err)
+                    break
+                continue
+            tree = option.schedule
+            assert tree is not None  # schedule_bands keeps the candidates that are schedules
+            for placement in placements(tree.collective, profile):
+                program = msccl_program(
+                    tree, runtime=profile, placement=placement, min_bytes=low, max_bytes=high
+                )
+                where = "" if placement == "both" else f".{placement}"
+                path = Path(args.export) / f"{args.collective}.{band}.{stem}{where}.xml"
+                files.append((path, program.text))
+            # the schedule with the plan's order (priority, slice, a timetable's start times)
+            path = Path(args.export) / f"{args.collective}.{band}.{stem}.json"
+            files.append((path, schedule_text(tree)))
+        else:
+            break
     for path, _ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text in files:
         write_output(path, text, force=args.force, inputs=inputs)
-    return [path for path, _ in files]
+    won = {r.method for r in rows}
+    notes = [f"{m}: {why}" for m, why in sorted(refused.items()) if m in won]
+    return [path for path, _ in files], notes
 
 
 def _plot(args: argparse.Namespace, topology: Any, rows: list[Any], inputs: list[Path]) -> None:

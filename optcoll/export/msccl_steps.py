@@ -9,7 +9,8 @@ it is stored; one pair per run of the message's blocks that are consecutive chun
 sides (at most the runtime's ``cnt``).
 
 Buffers. Block ``b`` is chunk ``(b mod N) k + b div N`` of a buffer of ``N k`` chunks
-(``k = blocks / N``). A rank's own data is where the collective gives it (allgather: its
+(``k = blocks / N``; an allreduce's blocks in the order of the messages that carry them,
+:func:`_layout`). A rank's own data is where the collective gives it (allgather: its
 input, or its output in place; the others: the input). Every receive writes a chunk
 nothing has written before: the block's place in the output for its last write
 (allgather, allreduce; a reduce-scatter's own blocks at their place in its output), else
@@ -172,9 +173,7 @@ def msccl_step_program(
 Target = tuple[int, Location, Location | None, Location]  # block, source, operand, target
 
 
-def _build(
-    schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int
-) -> int:
+def _build(schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int) -> int:
     """The steps of every message (see the module docstring); returns the scratch chunks
     the busiest rank uses."""
     nodes = schedule.compute_nodes
@@ -182,8 +181,10 @@ def _build(
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
 
+    place = _layout(schedule, k)
+
     def offset(b: int) -> int:
-        return (b % n) * k + b // n
+        return place[b]
 
     where: dict[tuple[int, int], Location] = {}  # (rank, block) -> where its value is
     for r in range(n):
@@ -196,7 +197,9 @@ def _build(
         for r in range(n):
             for first in range(0, k, most):
                 cnt = min(most, k - first)
-                copy = _Step("cpy", ("i", first), ("o", r * k + first), cnt, (-1, 0, first), r, None)
+                copy = _Step(
+                    "cpy", ("i", first), ("o", r * k + first), cnt, (-1, 0, first), r, None
+                )
                 builder.steps[r].append(copy)
     writes: dict[tuple[int, int], int] = defaultdict(int)  # writes left to each block
     for messages in schedule.steps:
@@ -243,6 +246,35 @@ def _build(
                 last_receive[dst] = into
                 builder.steps[dst].append(into)
     return max(used)
+
+
+def _layout(schedule: StepSchedule, k: int) -> dict[int, int]:
+    """The buffer chunk of every block. An allgather's or reduce-scatter's block ``b`` is
+    chunk ``(b mod N) k + b div N`` (its rank's shard, as the collective lays it out). An
+    allreduce adds every chunk alike, so its blocks may lie in any order: sorted by the
+    messages that carry them (numbered in step order), blocks that always travel together
+    are consecutive chunks and their messages one run each (the direct steps of the
+    hierarchical schedules: four runs a message become one on dgx-h100:4).
+
+    >>> from optcoll.core.step_schedule import Send
+    >>> s = StepSchedule("allreduce", "x", ("a", "b"), 4,
+    ...                  ((Send("a", "b", (0, 2), True), Send("b", "a", (1, 3), True)),
+    ...                   (Send("b", "a", (0, 2)), Send("a", "b", (1, 3)))))
+    >>> _layout(s, 2)
+    {0: 0, 2: 1, 1: 2, 3: 3}
+    """
+    n = len(schedule.compute_nodes)
+    if schedule.collective != "allreduce":
+        return {b: (b % n) * k + b // n for b in range(schedule.blocks)}
+    carried: dict[int, list[int]] = {b: [] for b in range(schedule.blocks)}
+    number = 0
+    for messages in schedule.steps:
+        for send in messages:
+            for b in send.blocks:
+                carried[b].append(number)
+            number += 1
+    order = sorted(range(schedule.blocks), key=lambda b: (carried[b], b))
+    return {b: i for i, b in enumerate(order)}
 
 
 def _runs(targets: list[Target], most: int) -> list[list[Target]]:

@@ -946,11 +946,13 @@ def size_bands(
 
 
 def schedule_bands(
-    rows: Sequence[SizePlan], options: Sequence[Candidate]
+    rows: Sequence[SizePlan], options: Sequence[Candidate], *, steps: bool = False
 ) -> list[tuple[Candidate, int, int | None]]:
-    """The size bands of the ``options`` that are schedules or timetables (what ``optcoll
-    plan --export`` and ``optcoll export --bands`` write): :func:`size_bands` among them,
-    each band as ``(candidate, smallest, largest or None)``. Each band's candidate holds
+    """The size bands of the ``options`` that are schedules or timetables (with ``steps``,
+    also log-step schedules: what ``optcoll plan --export`` writes; without, what
+    ``optcoll export --bands`` writes): :func:`size_bands` among them, each band as
+    ``(candidate, smallest, largest or None)``. A log-step band's candidate is the
+    option itself (its ``steps``). Each other band's candidate holds
     the schedule as the plan runs it at the first planned size where it is the fastest
     (a timetable: synthesized for that size), with the plan's order in its stats
     (``priority``, ``slice_bytes``, and a timetable's ``starts``).
@@ -967,10 +969,16 @@ def schedule_bands(
     ['progress', 'progress', 'depth']
     """
     methods = [
-        o.method for o in options if o.schedule is not None or o.chunks_per_node or o.deferred
+        o.method
+        for o in options
+        if o.schedule is not None or o.chunks_per_node or o.deferred or (steps and o.steps)
     ]
     bands = []
     for method, low, high in size_bands(rows, methods):
+        stepped = [o for o in options if o.method == method and o.steps is not None]
+        if stepped:
+            bands.append((stepped[0], low, high))
+            continue
         won = [r for r in rows if r.method == method and r.size >= low and r.schedule is not None]
         if won:
             row = won[0]

@@ -152,6 +152,7 @@ class ProgramSteps(Protocol):
     @property
     def collective(self) -> str: ...
 
+
 _SUPPORTED = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall")
 _REDUCING = ("reduce_scatter", "allreduce", "reduce")
 _PLACEMENT_SENSITIVE = ("allgather", "broadcast", "alltoall")

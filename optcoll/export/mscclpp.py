@@ -84,7 +84,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree, a_collective
@@ -146,6 +146,20 @@ MAX_UNITS = 2**16 - 1
 MAX_BUFFER_BYTES = 2**32 - 1
 
 Loc = tuple[str, int, int]  # (buffer, first chunk, chunks)
+
+
+class PlanShape(Protocol):
+    """What the rendering reads of a schedule (a :class:`~optcoll.core.schedule.Schedule`,
+    or a step schedule's stand-in)."""
+
+    @property
+    def compute_nodes(self) -> tuple[str, ...]: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def root(self) -> str | None: ...
+    @property
+    def topology(self) -> str: ...
 
 
 class _Chunks(TypedDict):
@@ -668,7 +682,7 @@ def _most_pieces(schedule: Schedule, coll: str, segments: list[Segment]) -> int:
 
 
 def _render(
-    schedule: Schedule,
+    schedule: PlanShape,
     coll: str,
     placement: str,
     name: str | None,

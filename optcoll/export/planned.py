@@ -158,8 +158,17 @@ def planned_traces(
         if steps is not None:
             traces = step_traces(steps, row.size, slice_bytes=piece)
             found.append(
-                PlannedTraces(row.size, row.method, method, priority, piece, time_us,
-                              row.lower_bound_us, steps, tuple(traces))  # fmt: skip
+                PlannedTraces(
+                    row.size,
+                    row.method,
+                    method,
+                    priority,
+                    piece,
+                    time_us,
+                    row.lower_bound_us,
+                    steps,
+                    tuple(traces),
+                )  # fmt: skip
             )
             continue
         assert schedule is not None

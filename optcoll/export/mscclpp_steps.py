@@ -1,0 +1,206 @@
+"""MSCCL++ execution plans of a step schedule (recursive doubling, Rabenseifner, Bruck, Swing,
+Bine, PAT, multiport Swing, hierarchical, direct, ...).
+
+A :class:`~optcoll.core.step_schedule.StepSchedule` is steps of messages between compute
+nodes; :func:`mscclpp_step_plan` runs it on one thread block per GPU, in the rules and ops of
+:mod:`optcoll.export.mscclpp` (whose renderer writes the document): for each step a GPU
+first puts every message it sends into its receiver's buffers (``put``, ``nop``,
+``signal`` on memory channels inside a box; ``pws`` on port channels), then waits for every
+message it receives (``wait``, ``nop``) and adds those that reduce (``re``, ``nop``), the
+waits and sums of one step followed by the puts of the next. A
+stored message is put straight where it belongs (the receiver's output for its last write,
+else its scratch); a reduced one into fresh scratch chunks, which the receiver adds to its
+own value into a chunk nothing wrote before (its output for the last sum). So no put
+overwrites data its receiver may still read, and the ops of one GPU, in order, carry what
+the sender held at the start of its step: every wait is for a signal of an earlier or the
+same step, and the plan cannot deadlock.
+
+Blocks are laid out as in :func:`optcoll.export.msccl_steps.msccl_step_program` (an
+allreduce's in the order of the messages that carry them); a message is one buffer range per
+run of consecutive chunks. Plans are written out of place only (in place, last sums
+would overwrite inputs that earlier puts may still read); ``protocol`` Simple, no
+pipelines: every put moves its whole range, which ``optcoll simulate`` sends in slices as it
+does a step schedule's message.
+
+What the plan cannot carry: ``optcoll simulate`` charges the overhead for every op of a
+thread block (the signals, waits, ``nop`` and ``re`` included) where plan's step schedule
+charges one per message, and a GPU's steps are one sequence of ops (a message of a later
+step cannot leave before the GPU's earlier receives are added).
+
+Examples
+--------
+>>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+>>> plan = mscclpp_step_plan(recursive_doubling_allreduce(("a", "b", "c", "d")))
+>>> plan.document["collective"], plan.threadblocks, plan.port_pairs
+('allreduce', 1, 4)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from optcoll.core.step_schedule import StepSchedule
+from optcoll.exceptions import ExportError
+from optcoll.export.msccl_steps import _layout
+from optcoll.export.mscclpp import (
+    MAX_OPS,
+    Loc,
+    MscclppPlan,
+    _Chunks,
+    _Limit,
+    _render,
+    _Step,
+    _uses,
+)
+
+__all__ = ["mscclpp_step_plan"]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The names the renderer reads of a schedule."""
+
+    compute_nodes: tuple[str, ...]
+    k: int
+    topology: str
+    root: str | None = None
+
+
+def mscclpp_step_plan(
+    schedule: StepSchedule,
+    *,
+    name: str | None = None,
+    boxes: Mapping[str, str] | None = None,
+    min_message_size: int = 0,
+    max_message_size: int | None = None,
+) -> MscclppPlan:
+    """The MSCCL++ plan of ``schedule``, out of place (deterministic; see the module
+    docstring). ``boxes``: compute node -> box, as :func:`optcoll.export.mscclpp.mscclpp_plan`
+    (pairs in one box use memory channels, others port channels).
+
+    Raises
+    ------
+    ExportError
+        The executor's limits (ops, channels or remote buffers per thread block) are
+        exceeded.
+    """
+    nodes = schedule.compute_nodes
+    n = len(nodes)
+    k = schedule.blocks // n
+    coll = schedule.collective
+    box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
+    steps, scratch = _steps(schedule, k)
+    chunks = _Chunks(
+        i=k if coll == "allgather" else n * k,
+        o=k if coll == "reduce_scatter" else n * k,
+        s=scratch,
+    )
+    shape = _Shape(nodes, k, schedule.method)
+    try:
+        document = _render(
+            shape, coll, "outofplace",
+            name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps) outofplace",
+            steps, chunks, box, min_message_size, max_message_size, None, "Simple",
+        )  # fmt: skip
+    except _Limit as err:
+        raise ExportError(f"no MSCCL++ plan of the {schedule.method} {coll}: {err}") from None
+    most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+    if most > MAX_OPS:
+        raise ExportError(
+            f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs {most} "
+            f"ops, above {MAX_OPS}"
+        )
+    pairs = {
+        (a, b) for a in range(n) for b in range(a + 1, n) if any(_uses(s, a, b) for s in steps)
+    }
+    memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
+    return MscclppPlan(document, 1, most, 1, memory, len(pairs) - memory, 0)
+
+
+Run = tuple[Loc, Loc, Loc | None, Loc]  # what is sent, where it lands, operand, target
+
+
+def _steps(schedule: StepSchedule, k: int) -> tuple[list[_Step], int]:
+    """Every GPU's steps (puts of a schedule step, then its waits and sums) and the scratch
+    chunks the busiest GPU uses."""
+    nodes = schedule.compute_nodes
+    n = len(nodes)
+    rank = {v: i for i, v in enumerate(nodes)}
+    coll = schedule.collective
+    place = _layout(schedule, k)
+    where: dict[tuple[int, int], Loc] = {}
+    out: list[_Step] = []
+    for r in range(n):
+        for b in range(schedule.blocks):
+            if coll != "allgather":
+                where[(r, b)] = ("i", place[b], 1)
+            elif b % n == r:
+                where[(r, b)] = ("i", b // n, 1)
+        if coll == "allgather":  # the own shard into the output first
+            copy = _Step(r, 0, 0, (-1, 0), 1, 0)
+            copy.copies.append((("o", r * k, k), ("i", 0, k)))
+            out.append(copy)
+    writes: dict[tuple[int, int], int] = defaultdict(int)
+    for messages in schedule.steps:
+        for send in messages:
+            for b in send.blocks:
+                writes[(rank[send.dst], b)] += 1
+    used = [0] * n
+
+    def fresh(r: int) -> Loc:
+        used[r] += 1
+        return ("s", used[r] - 1, 1)
+
+    # a GPU's step t: the waits and sums of schedule step t - 1, then the puts of step t
+    # (the renderer writes waits, nop, sums, puts: a put reads only after the nop)
+    turns = [
+        {r: _Step(r, 0, 0, (t,), 1, 0) for r in range(n)} for t in range(len(schedule.steps) + 1)
+    ]
+    for s, messages in enumerate(schedule.steps):
+        start = dict(where)
+        puts, sums = turns[s], turns[s + 1]
+        for send in messages:
+            src, dst = rank[send.src], rank[send.dst]
+            ordered = sorted(send.blocks, key=place.__getitem__)
+            targets = {}
+            for b in ordered:  # the targets first, then the landings: each a range
+                writes[(dst, b)] -= 1
+                last = writes[(dst, b)] == 0
+                if last and coll != "reduce_scatter":
+                    targets[b] = ("o", place[b], 1)
+                elif last and b % n == dst:
+                    targets[b] = ("o", b // n, 1)
+                else:
+                    targets[b] = fresh(dst)
+            runs: list[Run] = []
+            for b in ordered:
+                landing = fresh(dst) if send.reduce else targets[b]
+                operand = where.get((dst, b)) if send.reduce else None
+                runs.append((start[(src, b)], landing, operand, targets[b]))
+                where[(dst, b)] = targets[b]
+            for sent, landing, operand, target in _merged(runs):
+                puts[src].puts.append((dst, sent, landing))
+                sums[dst].waits.append(src)
+                if operand is not None:
+                    sums[dst].reduces.append((target, [operand, landing]))
+    out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
+    return out, max(used)
+
+
+def _merged(runs: list[Run]) -> list[Run]:
+    """Consecutive chunks in every location merged into ranges."""
+    merged: list[Run] = []
+    for run in runs:
+        if merged and all(
+            (a is None) == (b is None)
+            and (a is None or b is None or (a[0] == b[0] and b[1] == a[1] + a[2]))
+            for a, b in zip(merged[-1], run, strict=True)
+        ):
+            merged[-1] = tuple(  # type: ignore[assignment]
+                None if a is None else (a[0], a[1], a[2] + 1) for a in merged[-1]
+            )
+        else:
+            merged.append(run)
+    return merged

@@ -17,5 +17,9 @@ def test_plan_names_log_step_candidates_and_what_it_cannot_export(tmp_path, caps
     assert row["method"] == "multiport Swing (latency)"
     assert main([*args, "--export", str(tmp_path / "bands")]) == 0
     out = capsys.readouterr().out
-    assert "not exported: multiport Swing (latency)" in out
+    # its partners 3 and 5 hops away share no link: MSCCL connects GPUs joined by one
+    assert (
+        "not exported as MSCCL" in out
+        and "multiport Swing (latency): GPU 0 (n0) sends to GPU 3" in out
+    )
     assert [p.suffix for p in sorted((tmp_path / "bands").iterdir())] == [".json", ".xml"]

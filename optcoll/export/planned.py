@@ -40,7 +40,15 @@ from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network
 from optcoll.sim.size_plan import Candidate, candidates, plan
 
-__all__ = ["PlannedTraces", "planned_traces", "astra_sim_comm_size", "ASTRA_SIM_COMM_SIZE"]
+__all__ = [
+    "Ranked",
+    "PlannedChoice",
+    "planned_choices",
+    "PlannedTraces",
+    "planned_traces",
+    "astra_sim_comm_size",
+    "ASTRA_SIM_COMM_SIZE",
+]
 
 #: What ASTRA-sim's workload ``comm_size`` is for each collective, in terms of optcoll's
 #: message size ``M`` over ``N`` NPUs: the data each NPU puts in (astra-sim 518bd51,
@@ -94,7 +102,32 @@ class PlannedTraces:
     traces: tuple[bytes, ...]
 
 
-def planned_traces(
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate plan simulated at a size, as it ran at its fastest: its time, name,
+    link order, slice size and what it runs (a tree schedule or a step schedule)."""
+
+    time_us: float
+    method: str
+    priority: str
+    slice_bytes: int | None
+    schedule: Schedule | StepSchedule
+
+
+@dataclass(frozen=True)
+class PlannedChoice:
+    """What plan chose at one size (``chosen``), its time and lower bound, and every
+    candidate that is a tree or step schedule, fastest first (``ranked``; the first is
+    ``chosen`` itself when that is one). A writer takes the first it can write."""
+
+    size: int
+    chosen: str
+    time_us: float
+    lower_bound_us: float
+    ranked: tuple[Ranked, ...]
+
+
+def planned_choices(
     topology: Topology,
     collective: str,
     sizes: Sequence[int],
@@ -104,10 +137,11 @@ def planned_traces(
     default_latency: Fraction = DEFAULT_LATENCY,
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
-) -> list[PlannedTraces]:
+) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes`` and ``choose_slice``, as
-    :func:`optcoll.sim.size_plan.plan`) and write the traces of each size's choice.
+    :func:`optcoll.sim.size_plan.plan`): each size's choice and the candidates a file can
+    hold, fastest first.
 
     Raises
     ------
@@ -118,9 +152,9 @@ def planned_traces(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
-    >>> one.method, one.slice_bytes, len(one.traces)
-    ('timetable (k=4)', 524288, 4)
+    >>> [one] = planned_choices(build("ring:4"), "allgather", [2**20], overhead=0)
+    >>> one.chosen, [r.method for r in one.ranked][:2]
+    ('timetable (k=4)', ['timetable (k=4)', 'multiport Swing'])
     """
     if collective == "alltoall":
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
@@ -138,53 +172,76 @@ def planned_traces(
     )
     found = []
     for row in rows:
-        method, priority, piece, schedule, time_us = (
-            row.method, row.priority, row.slice_bytes, row.schedule, row.time_us,
-        )  # fmt: skip
-        steps = _steps_of(options, method)
-        if schedule is None and steps is None:  # the fastest that has a trace form
-            ran = {m: (p, s) for m, p, s in row.orders}
-            times = sorted((t, m) for m, t in row.candidates if t is not None and m in ran)
-            for t, m in times:
-                schedule, steps = _schedule_of(options, m), _steps_of(options, m)
-                if schedule is not None or steps is not None:
-                    method, time_us, (priority, piece) = m, t, ran[m]
-                    break
-            if schedule is None and steps is None:
-                raise ExportError(
-                    f"at {row.size} bytes no candidate of plan is a tree or step schedule to "
-                    "write as traces"
-                )
-        if steps is not None:
-            traces = step_traces(steps, row.size, slice_bytes=piece)
-            found.append(
-                PlannedTraces(
-                    row.size,
-                    row.method,
-                    method,
-                    priority,
-                    piece,
-                    time_us,
-                    row.lower_bound_us,
-                    steps,
-                    tuple(traces),
-                )  # fmt: skip
+        ran = {m: (p, s) for m, p, s in row.orders}
+        ranked = []
+        for t, m in sorted((t, m) for m, t in row.candidates if t is not None and m in ran):
+            # the winner runs its own schedule (a timetable's, a ring's), the others theirs
+            schedule = row.schedule if m == row.method else _schedule_of(options, m)
+            form = _steps_of(options, m) or schedule
+            if form is not None:
+                ranked.append(Ranked(t, m, *ran[m], form))
+        if not ranked:
+            raise ExportError(
+                f"at {row.size} bytes no candidate of plan is a tree or step schedule to write"
             )
-            continue
-        assert schedule is not None
-        # plan simulates a schedule with a quotient from it, its ties alike on every translate
-        network = Network.of(topology, default_latency)
-        equivariant = schedule_quotient(schedule, topology, network) is not None
-        traces = chakra_traces(schedule, row.size, slice_bytes=piece, equivariant=equivariant)
+        found.append(PlannedChoice(row.size, row.method, row.time_us, row.lower_bound_us,
+                                   tuple(ranked)))  # fmt: skip
+    return found
+
+
+def planned_traces(
+    topology: Topology,
+    collective: str,
+    sizes: Sequence[int],
+    *,
+    root: str | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+    default_latency: Fraction = DEFAULT_LATENCY,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    choose_slice: bool = True,
+) -> list[PlannedTraces]:
+    """Plan ``collective`` on ``topology`` at each of ``sizes`` (:func:`planned_choices`)
+    and write the traces of each size's choice.
+
+    Raises
+    ------
+    ExportError
+        No candidate at some size is a tree or step schedule (all-to-all: plan's routes
+        are written by ``export`` without a plan).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
+    >>> one.method, one.slice_bytes, len(one.traces)
+    ('timetable (k=4)', 524288, 4)
+    """
+    choices = planned_choices(
+        topology, collective, sizes, root=root, overhead=overhead,
+        default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
+    )  # fmt: skip
+    found = []
+    for choice in choices:
+        best = choice.ranked[0]
+        schedule, piece = best.schedule, best.slice_bytes
+        if isinstance(schedule, StepSchedule):
+            traces = step_traces(schedule, choice.size, slice_bytes=piece)
+        else:
+            # plan simulates a schedule with a quotient from it, its ties alike on every
+            # translate
+            network = Network.of(topology, default_latency)
+            equivariant = schedule_quotient(schedule, topology, network) is not None
+            traces = chakra_traces(schedule, choice.size, slice_bytes=piece,
+                                   equivariant=equivariant)  # fmt: skip
         found.append(
             PlannedTraces(
-                row.size,
-                row.method,
-                method,
-                priority,
+                choice.size,
+                choice.chosen,
+                best.method,
+                best.priority,
                 piece,
-                time_us,
-                row.lower_bound_us,
+                best.time_us,
+                choice.lower_bound_us,
                 schedule,
                 tuple(traces),
             )  # fmt: skip

@@ -57,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=message_size,
         default=None,
         metavar="SIZE",
-        help="with --format chakra: the message size the traces are for (e.g. 1M)",
+        help="write what plan chose at this message size (e.g. 1M): Chakra traces, or "
+        "with --format msccl or mscclpp the program of plan's choice (a log-step one "
+        "included), checked and simulated beside plan's time",
     )
     parser.add_argument(
         "--placement",

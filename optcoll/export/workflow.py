@@ -23,6 +23,7 @@ from optcoll.export import export_text
 from optcoll.export.chakra_workflow import export_chakra
 from optcoll.export.msccl import msccl_program, placement_files
 from optcoll.export.mscclpp_workflow import export_mscclpp
+from optcoll.export.planned_programs import export_planned_program
 from optcoll.export.report import ExportReport
 from optcoll.export.request import (
     Chosen,
@@ -79,15 +80,20 @@ def _export_files(request: ExportRequest) -> ExportReport:
     if request.format == "chakra" and request.size is None and not request.bands:
         raise ExportError("--format chakra needs --size (the traces are for one message size) "
                           "or --bands --sizes (one trace set per size)")  # fmt: skip
-    if request.format != "chakra" and request.size is not None:
-        raise ExportError("--size is the message size of Chakra traces: it needs --format chakra")
-    if request.format != "chakra" and any(
-        value is not None for value in (request.overhead, request.latency, request.slice)
+    if request.format == "json" and request.size is not None:
+        raise ExportError("--size writes plan's choice at that size: it needs --format chakra, "
+                          "msccl or mscclpp")  # fmt: skip
+    if (
+        request.size is None
+        and request.format != "chakra"
+        and any(value is not None for value in (request.overhead, request.latency, request.slice))
     ):
-        raise ExportError("--overhead, --latency and --slice plan Chakra traces: they need "
-                          "--format chakra")  # fmt: skip
+        raise ExportError("--overhead, --latency and --slice plan a size: they need --size "
+                          "(or --format chakra)")  # fmt: skip
     if request.format == "chakra":
         return export_chakra(request)
+    if request.size is not None:  # plan's choice at the size, as MSCCL XML or MSCCL++
+        return export_planned_program(request)
     if request.format == "mscclpp":
         return export_mscclpp(request)
     if request.format == "msccl":

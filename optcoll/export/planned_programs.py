@@ -1,0 +1,218 @@
+"""``optcoll export --format msccl|mscclpp --size S``: the MSCCL XML or MSCCL++ plan of what
+``optcoll plan`` chose at ``S``, checked, simulated and compared with plan's time.
+
+At ``S`` :func:`optcoll.export.planned.planned_choices` gives plan's choice and every
+candidate a file can hold, fastest first; the first one the format takes is written: a
+tree schedule (its ``k`` and trees, :func:`optcoll.export.msccl.msccl_program` /
+:func:`optcoll.export.mscclpp.mscclpp_plan`) or a log-step schedule
+(:func:`optcoll.export.msccl_steps.msccl_step_program` /
+:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`). Each file is judged by its
+independent checker (MSCCL: with the topology, so every pair it connects must be joined by
+a link or switches) and run by the simulator's reader (:mod:`optcoll.sim.programs`) at
+``S`` with plan's slice size; the report gives both times, so the difference is stated,
+not hidden.
+
+What the formats cannot carry of plan's choice: its link order (an MSCCL program's order
+is its thread blocks' step order; an MSCCL++ plan's, its ops'), a timetable's start
+times, and per-message slices of a step schedule (both formats loop over the buffer);
+and the readers charge the per-step overhead for every step of a thread block (an MSCCL
+receive, an MSCCL++ wait or reduction), where plan charges it once per message.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from optcoll.export.request import ExportRequest
+>>> path = os.path.join(tempfile.mkdtemp(), "ag.xml")
+>>> report = export_planned_program(ExportRequest("ring:4", path, size=2**20, overhead=0))
+>>> entry = report.data["files"][0]
+>>> entry["method"], entry["plan_time_us"] <= entry["file_time_us"]
+('k=2', True)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optcoll.core.cost import DEFAULT_LATENCY
+from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
+from optcoll.core.output import check_output, input_files, require_suffix, write_output
+from optcoll.core.schedule import Schedule
+from optcoll.core.sizes import size_text
+from optcoll.core.step_schedule import StepSchedule
+from optcoll.exceptions import ExportError
+from optcoll.export.msccl import msccl_program, placements
+from optcoll.export.msccl_steps import msccl_step_program, step_placements
+from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.placement import placement_paths
+from optcoll.export.planned import Ranked, planned_choices
+from optcoll.export.report import ExportReport
+from optcoll.export.request import ExportRequest, schedule_path
+from optcoll.export.runtimes import runtime_profile
+from optcoll.io import load_topology
+from optcoll.sim.programs import msccl_tasks, mscclpp_tasks
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions
+from optcoll.verify.msccl import verify_text
+from optcoll.verify.msccl.limits import decode
+from optcoll.verify.msccl.program import parse_program
+from optcoll.verify.mscclpp import verify_plan
+from optcoll.verify.mscclpp.plan import parse_plan
+
+__all__ = ["export_planned_program", "NOT_CARRIED"]
+
+#: What each format cannot carry of plan's choice (printed with every file).
+NOT_CARRIED = {
+    "msccl": "the link order (thread blocks run their steps in program order), a timetable's "
+    "start times and a log-step message's slices (the program loops over the buffer); "
+    "every receive is a step of its own",
+    "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
+    "log-step message's slices; every wait, signal and reduction is an op of its own",
+}
+
+
+def export_planned_program(request: ExportRequest) -> ExportReport:
+    """Write, check, simulate and report the program of plan's choice at ``request.size``
+    (see the module docstring).
+
+    Raises
+    ------
+    ExportError
+        Options a planned program does not take (a schedule file, ``-k``, ``--exact``,
+        ``--bands``, ``--groups``, an all-to-all), or no candidate the format can hold.
+    """
+    fmt, size = request.format, request.size
+    assert size is not None and fmt in ("msccl", "mscclpp")
+    require_suffix(request.output, (".xml",) if fmt == "msccl" else (".json",),
+                   "an MSCCL program" if fmt == "msccl" else "an MSCCL++ execution plan")  # fmt: skip
+    given = [flag for flag, on in (("-k", request.k is not None), ("--exact", request.exact),
+             ("--bands", request.bands), ("--groups", request.groups is not None),
+             ("--channels", request.channels is not None)) if on]  # fmt: skip
+    if schedule_path(request.source) is not None or given:
+        raise ExportError(
+            "--size writes what plan chose at that size for a topology: drop "
+            + (", ".join(given) if given else "the schedule file (give a topology)")
+        )
+    if request.collective == "alltoall":
+        raise ExportError("--size plans allgather, reduce-scatter, allreduce, broadcast or reduce")
+    topology = load_topology(request.source, **request.reader_keywords())
+    sim = SimOptions(
+        DEFAULT_OVERHEAD if request.overhead is None else request.overhead,
+        DEFAULT_SLICE if request.slice is None else request.slice,
+        DEFAULT_LATENCY if request.latency is None else request.latency,
+    )
+    (choice,) = planned_choices(
+        topology, request.collective, [size], root=request.root, overhead=sim.overhead,
+        default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
+        choose_slice=request.slice is None,
+    )  # fmt: skip
+    refused: list[str] = []
+    files: list[tuple[Path, str, str]] = []
+    for ranked in choice.ranked:
+        try:
+            files = _programs(request, topology, ranked)
+            break
+        except ExportError as err:
+            refused.append(f"{ranked.method}: {err}")
+    if not files:
+        raise ExportError(
+            f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
+        )
+    inputs = input_files(request.source)
+    for path, _, _ in files:
+        check_output(path, force=request.force, inputs=inputs)
+    for path, text, _ in files:
+        write_output(path, text, force=request.force, inputs=inputs)
+    network = SimOptions(sim.overhead, ranked.slice_bytes, sim.default_latency).network(topology)
+    entries = []
+    for path, text, placement in files:
+        file_us = _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
+                             sim.default_latency)  # fmt: skip
+        entries.append(
+            {
+                "path": str(path),
+                "placement": placement,
+                "bytes": size,
+                "planned": choice.chosen,
+                "method": ranked.method,
+                "k": getattr(ranked.schedule, "k", None),
+                "steps": getattr(ranked.schedule, "num_steps", None),
+                "slice_bytes": ranked.slice_bytes,
+                "priority": ranked.priority,
+                "plan_time_us": round(ranked.time_us, 4),
+                "file_time_us": round(file_us, 4),
+                "lower_bound_us": round(choice.lower_bound_us, 4),
+                "checked": True,
+            }
+        )
+    lines = []
+    for e in entries:
+        what = f"{e['steps']} steps" if e["steps"] is not None else f"k = {e['k']}"
+        chose = "" if e["planned"] == e["method"] else f" (plan chose {e['planned']})"
+        piece = "whole chunks" if e["slice_bytes"] is None else size_text(e["slice_bytes"])
+        lines.append(f"wrote {e['path']}: {e['placement']}, {e['method']}{chose}, {what}; checked")
+        lines.append(
+            f"  at {size_text(size)}: plan {e['plan_time_us']} µs, this file simulated "
+            f"{e['file_time_us']} µs ({e['file_time_us'] / e['plan_time_us'] - 1:+.1%}; "
+            f"simulate it with --slice {piece})"
+        )
+    lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
+    warnings = [f"not written ({why})" for why in refused]
+    data = {"format": fmt, "files": entries, "not_carried": NOT_CARRIED[fmt], "warnings": warnings}
+    return ExportReport([path for path, _, _ in files], data, lines, warnings)
+
+
+def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tuple[Path, str, str]]:
+    """The checked files of one candidate: (path, text, placement); ExportError if the
+    format cannot hold it or a checker refuses it."""
+    schedule = ranked.schedule
+    name = f"optcoll {request.collective} {ranked.method} at {size_text(request.size or 0)}"
+    out: list[tuple[Path, str, str]] = []
+    if request.format == "msccl":
+        profile = runtime_profile(request.runtime)
+        programs = step_placements(schedule.collective) if isinstance(schedule, StepSchedule) \
+            else placements(schedule.collective, profile)  # fmt: skip
+        for placement, path in placement_paths(request.output, programs, request.placement,
+                                               what=f"{profile.name}"):  # fmt: skip
+            if isinstance(schedule, StepSchedule):
+                text = msccl_step_program(schedule, runtime=profile, placement=placement,
+                                          name=name).text  # fmt: skip
+            else:
+                text = msccl_program(schedule, runtime=profile, placement=placement, name=name).text
+            report = verify_text(text, runtime=profile.name, topology=topology)
+            if not report.ok:
+                raise ExportError(f"check-xml: {report.findings[0].message}")
+            out.append((path, text, placement))
+        return out
+    boxes = boxes_of(topology)
+    if isinstance(schedule, StepSchedule):
+        programs: tuple[str, ...] = ("outofplace",)
+    else:
+        programs = mscclpp_placements(schedule.collective)
+    for placement, path in placement_paths(request.output, programs, request.placement,
+                                           what="MSCCL++"):  # fmt: skip
+        if isinstance(schedule, StepSchedule):
+            plan = mscclpp_step_plan(schedule, boxes=boxes, name=name)
+        else:
+            assert isinstance(schedule, Schedule)
+            plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
+                                unit_size=pipeline_unit(topology, schedule))  # fmt: skip
+        report = verify_plan(plan.document)
+        if not report.ok:
+            raise ExportError(f"check-plan: {report.findings[0][1]}")
+        out.append((path, plan.text, placement))
+    return out
+
+
+def _simulated(fmt: str, text: str, topology: Any, network: Any, size: int, overhead: float,
+               slice_bytes: int | None, latency: Any) -> float:  # fmt: skip
+    """The simulator's time of a written program at ``size`` (its reader)."""
+    sim = SimOptions(overhead, slice_bytes, latency)
+    if fmt == "msccl":
+        algo = decode(parse_program(text), RUNTIMES[DEFAULT_RUNTIME]).algo
+        graph = msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
+    else:
+        graph = mscclpp_tasks(parse_plan(json.loads(text)), topology, network, size,
+                              slice_bytes=slice_bytes)  # fmt: skip
+    return sim.run(graph, network, size).time_us

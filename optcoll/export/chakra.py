@@ -86,7 +86,7 @@ class _Ranks:
         self.nodes: list[list[_Node]] = [[] for _ in range(n)]
         self.tags: dict[tuple[int, int], int] = defaultdict(int)
 
-    def add(self, rank: int, kind: int, name: str, deps: list[int], **attrs: int) -> int:
+    def add(self, rank: int, kind: int, name: str, deps: list[int], **attrs: int | str) -> int:
         node = _Node(len(self.nodes[rank]), name, kind, [d for d in deps if d >= 0], attrs)
         self.nodes[rank].append(node)
         return node.id

@@ -98,7 +98,7 @@ class PlannedTraces:
     slice_bytes: int | None
     time_us: float
     lower_bound_us: float
-    schedule: Schedule
+    schedule: Schedule | StepSchedule
     traces: tuple[bytes, ...]
 
 

@@ -164,14 +164,18 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         for t, _, r, _, _ in tried
     ]
     lines = []
-    for e in entries:
-        what = f"{e['steps']} steps" if e["steps"] is not None else f"k = {e['k']}"
-        chose = "" if e["planned"] == e["method"] else f" (plan chose {e['planned']})"
-        piece = "whole chunks" if e["slice_bytes"] is None else size_text(e["slice_bytes"])
-        lines.append(f"wrote {e['path']}: {e['placement']}, {e['method']}{chose}, {what}; checked")
+    piece = "whole chunks" if ranked.slice_bytes is None else size_text(ranked.slice_bytes)
+    what = (
+        f"{ranked.schedule.num_steps} steps"
+        if isinstance(ranked.schedule, StepSchedule)
+        else f"k = {ranked.schedule.k}"
+    )
+    chose = "" if choice.chosen == ranked.method else f" (plan chose {choice.chosen})"
+    for (path, _, placement), file_us in zip(files, times, strict=True):
+        lines.append(f"wrote {path}: {placement}, {ranked.method}{chose}, {what}; checked")
         lines.append(
-            f"  at {size_text(size)}: plan {e['plan_time_us']} µs, this file simulated "
-            f"{e['file_time_us']} µs ({e['file_time_us'] / e['plan_time_us'] - 1:+.1%}; "
+            f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs, this file simulated "
+            f"{file_us:.4f} µs ({file_us / ranked.time_us - 1:+.1%}; "
             f"simulate it with --slice {piece})"
         )
     if len(compared) > 1:
@@ -201,18 +205,21 @@ def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tup
     out: list[tuple[Path, str, str]] = []
     if request.format == "msccl":
         profile = runtime_profile(request.runtime)
-        programs = step_placements(schedule.collective) if isinstance(schedule, StepSchedule) \
-            else placements(schedule.collective, profile)  # fmt: skip
-        for placement, path in placement_paths(request.output, programs, request.placement,
+        kinds = (
+            step_placements(schedule.collective)
+            if isinstance(schedule, StepSchedule)
+            else placements(schedule.collective, profile)
+        )
+        for placement, path in placement_paths(request.output, kinds, request.placement,
                                                what=f"{profile.name}"):  # fmt: skip
             if isinstance(schedule, StepSchedule):
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
                                           name=name).text  # fmt: skip
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name).text
-            report = verify_text(text, runtime=profile.name, topology=topology)
-            if not report.ok:
-                raise ExportError(f"check-xml: {report.findings[0].message}")
+            checked = verify_text(text, runtime=profile.name, topology=topology)
+            if not checked.ok:
+                raise ExportError(f"check-xml: {checked.findings[0].message}")
             out.append((path, text, placement))
         return out
     boxes = boxes_of(topology)
@@ -241,6 +248,7 @@ def _simulated(fmt: str, text: str, topology: Any, network: Any, size: int, over
     sim = SimOptions(overhead, slice_bytes, latency)
     if fmt == "msccl":
         algo = decode(parse_program(text), RUNTIMES[DEFAULT_RUNTIME]).algo
+        assert algo is not None  # the checker accepted the file
         graph = msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
     else:
         graph = mscclpp_tasks(parse_plan(json.loads(text)), topology, network, size,

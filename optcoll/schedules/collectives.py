@@ -43,6 +43,7 @@ Fraction(1, 50)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -82,6 +83,7 @@ __all__ = [
     "reduce",
     "build_collective",
     "packing_topology",
+    "from_allgather_trees",
 ]
 
 Arc = tuple[str, str]
@@ -558,6 +560,38 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
         if any((v, u) not in cap for u, v in cap):
             return bidirectional_core(topology)
     return topology
+
+
+def from_allgather_trees(
+    topology: Topology, collective: str, build: Callable[[Topology], Schedule]
+) -> Schedule:
+    """``collective`` run by the allgather trees that ``build`` makes, on any topology.
+
+    ``build`` packs its trees on :func:`packing_topology` (so a reduce-scatter's
+    reversed trees and an allreduce's backward phase find their links on an
+    asymmetric topology); the result is stated on ``topology``: the trees
+    themselves (allgather), reversed (reduce-scatter), or both (allreduce). How
+    ``plan``, ``compare`` and the NCCL model turn a ring or a packing into each
+    collective.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> topo = build("random:n=6,switches=2,seed=3")  # some links have no reverse
+    >>> from_allgather_trees(topo, "allreduce", ring_schedule).collective
+    'allreduce'
+    """
+    collective = canonical_collective(collective)
+    packed = packing_topology(topology, collective)
+    schedule = build(packed)
+    if packed is not topology:
+        schedule = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
+    if collective == "reduce_scatter":
+        return reduce_scatter_core(schedule, topology)
+    if collective == "allreduce":
+        return allreduce_core(schedule, topology)
+    return schedule
 
 
 def collective_cut_ratio(

@@ -84,6 +84,7 @@ __all__ = [
     "build_collective",
     "packing_topology",
     "from_allgather_trees",
+    "collective_phases",
 ]
 
 Arc = tuple[str, str]
@@ -582,16 +583,30 @@ def from_allgather_trees(
     >>> from_allgather_trees(topo, "allreduce", ring_schedule).collective
     'allreduce'
     """
+    return collective_phases(build(packing_topology(topology, collective)), topology, collective)
+
+
+def collective_phases(allgather: Schedule, topology: Topology, collective: str) -> Schedule:
+    """``collective`` run by the trees of ``allgather``, an allgather schedule packed on
+    :func:`packing_topology`: the trees themselves (allgather), reversed
+    (reduce-scatter), or both (allreduce), stated on ``topology``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> topo = build("ring:4")
+    >>> collective_phases(ring_schedule(topo), topo, "allreduce").time_factor
+    Fraction(3, 100)
+    """
     collective = canonical_collective(collective)
-    packed = packing_topology(topology, collective)
-    schedule = build(packed)
-    if packed is not topology:
-        schedule = replace(schedule, topology=topology.name, topology_hash=topology.content_hash)
+    if allgather.topology_hash != topology.content_hash:
+        allgather = replace(allgather, topology=topology.name, topology_hash=topology.content_hash)
     if collective == "reduce_scatter":
-        return reduce_scatter_core(schedule, topology)
+        return reduce_scatter_core(allgather, topology)
     if collective == "allreduce":
-        return allreduce_core(schedule, topology)
-    return schedule
+        return allreduce_core(allgather, topology)
+    return allgather
 
 
 def collective_cut_ratio(

@@ -93,6 +93,7 @@ from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
     build_collective_core,
+    collective_phases,
     from_allgather_trees,
     packing_topology,
 )
@@ -417,7 +418,7 @@ def candidates(
         )
         hierarchical = hierarchical_ring_schedule(packing_topology(topology, collective))
         if hierarchical is not None:
-            ring = as_collective(lambda _: hierarchical)
+            ring = collective_phases(hierarchical, topology, collective)
             found.append(Candidate(str(ring.stats["method"]), ring))
         try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
             nccl = as_collective(nccl_ring_schedule)

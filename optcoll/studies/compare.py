@@ -36,7 +36,12 @@ from optcoll.schedules.baselines import (
     nvls_schedule,
     ring_schedule,
 )
-from optcoll.schedules.collectives import allreduce_core, from_allgather_trees, packing_topology
+from optcoll.schedules.collectives import (
+    allreduce_core,
+    collective_phases,
+    from_allgather_trees,
+    packing_topology,
+)
 from optcoll.schedules.packing import pack_arborescences_core
 from optcoll.sim.cost_model import aggregation_cost, schedule_cost
 from optcoll.sim.steps import step_costs
@@ -108,7 +113,7 @@ def compare_methods(
     for ring in (ring_schedule(packed), hierarchical_ring_schedule(packed)):
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
-        ring = from_allgather_trees(topology, collective, lambda _, r=ring: r)
+        ring = collective_phases(ring, topology, collective)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     try:  # reversed rings need the reverse links (an asymmetric topology may lack them)

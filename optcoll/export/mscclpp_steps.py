@@ -7,7 +7,8 @@ nodes; :func:`mscclpp_step_plan` runs it on one thread block per GPU, in the rul
 first puts every message it sends into its receiver's buffers (``put``, ``nop``,
 ``signal`` on memory channels inside a box; ``pws`` on port channels), then waits for every
 message it receives (``wait``, ``nop``) and adds those that reduce (``re``, ``nop``), the
-waits and sums of one step followed by the puts of the next. A
+waits and sums of one step followed by the puts of the next (waits with nothing to read
+after them wait with the GPU's next step that reads, whose ``nop`` orders the reads). A
 stored message is put straight where it belongs (the receiver's output for its last write,
 else its scratch); a reduced one into fresh scratch chunks, which the receiver adds to its
 own value into a chunk nothing wrote before (its output for the last sum). So no put
@@ -185,6 +186,15 @@ def _steps(schedule: StepSchedule, k: int) -> tuple[list[_Step], int]:
                 sums[dst].waits.append(src)
                 if operand is not None:
                     sums[dst].reduces.append((target, [operand, landing]))
+    for r in range(n):  # waits with nothing after them in their turn move to the next
+        pending: list[int] = []  # turn that reads, so that its nop orders the reads
+        for turn in turns:
+            step = turn[r]
+            step.waits = pending + step.waits
+            pending = []
+            if step.waits and not (step.puts or step.reduces):
+                pending, step.waits = step.waits, []
+        turns[-1][r].waits += pending
     out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
     return out, max(used)
 

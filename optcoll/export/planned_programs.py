@@ -28,7 +28,7 @@ Examples
 >>> report = export_planned_program(ExportRequest("ring:4", path, size=2**20, overhead=0))
 >>> entry = report.data["files"][0]
 >>> entry["method"], entry["plan_time_us"] <= entry["file_time_us"]
-('k=2', True)
+('timetable (k=4)', True)
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ def _pair():
     "args,message",
     [
         (["--format", "chakra"], "--format chakra needs --size"),
-        (["--size", "1M"], "--size is the message size of Chakra traces"),
+        (["--format", "json", "--size", "1M"], "--size writes plan's choice at that size"),
         (["--format", "chakra", "--size", "7", "-k", "2"], "is too small"),
         (["--format", "chakra", "--size", "1M", "--bands"], "drop --bands"),
     ],

@@ -170,6 +170,92 @@ def exact_shortest_paths(
     return dist, preds
 
 
+Column = tuple[int, Any, Any]  # (block, arc numbers, loads): numpy arrays, or tuples of Fractions
+
+
+class _Columns:
+    """The columns so far, each ``(block, arcs, loads)`` (numpy ``int32`` arc numbers
+    and ``int64`` loads, or object arrays when a load could pass ``2**62``, or tuples
+    of Fractions for the caller's flows), with the data that prices and builds trees."""
+
+    def __init__(
+        self,
+        num_nodes: int,
+        arc_nodes: Sequence[tuple[int, int]],
+        source_nodes: Sequence[int],
+        sinks: Sequence[Sequence[tuple[int, int]]],
+    ) -> None:
+        import numpy as np
+
+        self.np = np
+        self.n = num_nodes
+        self.arc_nodes = arc_nodes
+        self.num_arcs = len(arc_nodes)
+        keys = np.array([u * num_nodes + v for u, v in arc_nodes], dtype=np.int64)
+        self.order = np.argsort(keys).astype(np.int32)
+        self.keys = keys[self.order]
+        self.source_nodes = np.array(source_nodes, dtype=np.int64)
+        self.sinks = sinks
+        self.sink_nodes = [np.array([d for d, _ in row], dtype=np.int64) for row in sinks]
+        totals = [sum(m for _, m in row) for row in sinks]
+        self.dtype: Any = np.int64 if max(totals) < 2**62 else object
+        self.sink_loads = [np.array([m for _, m in row], dtype=self.dtype) for row in sinks]
+        self.columns: list[Column] = []
+        self.known: set[bytes] = set()
+
+    def trees(self, pred: Any, chosen: Sequence[int]) -> list[Column]:
+        """The trees of ``pred`` (a predecessor row per source) for the ``chosen`` sources,
+        every sink's units added on its path back to the source: vectorised over all."""
+        np = self.np
+        if not chosen:
+            return []
+        pred = np.asarray(pred, dtype=np.int64)[list(chosen)]
+        row = np.concatenate(
+            [np.full(len(self.sink_nodes[i]), k, dtype=np.int64) for k, i in enumerate(chosen)]
+        )
+        current = np.concatenate([self.sink_nodes[i] for i in chosen])
+        amount = np.concatenate([self.sink_loads[i] for i in chosen])
+        root = self.source_nodes[list(chosen)][row]
+        acc = np.zeros(len(chosen) * self.num_arcs, dtype=self.dtype)
+        while current.size:
+            up = pred[row, current]
+            found = self.order[np.searchsorted(self.keys, up * self.n + current)]
+            np.add.at(acc, row * self.num_arcs + found, amount)
+            going = up != root
+            current, row, amount, root = up[going], row[going], amount[going], root[going]
+        acc = acc.reshape(len(chosen), self.num_arcs)
+        out = []
+        for k, i in enumerate(chosen):
+            nonzero = np.flatnonzero(acc[k]).astype(np.int32)
+            out.append((i, nonzero, acc[k][nonzero]))
+        return out
+
+    def add(self, found: Sequence[Column]) -> list[Column]:
+        """The columns of ``found`` not yet known, now known."""
+        import hashlib
+
+        fresh = []
+        for column in found:
+            b, arcs, loads = column
+            digest = hashlib.blake2b(
+                repr((b, bytes(self.np.asarray(arcs, dtype=self.np.int32)), list(loads))).encode()
+                if isinstance(loads, tuple) or loads.dtype == object
+                else b"%d|" % b + arcs.tobytes() + loads.tobytes(),
+                digest_size=16,
+            ).digest()
+            if digest not in self.known:
+                self.known.add(digest)
+                fresh.append(column)
+        self.columns.extend(fresh)
+        return fresh
+
+    def load(self, j: int) -> tuple[int, dict[int, int | Fraction]]:
+        """Column ``j``'s block and exact loads ``{arc number: units}``."""
+        b, arcs, loads = self.columns[j]
+        values = list(loads) if isinstance(loads, tuple) else loads.tolist()
+        return b, dict(zip(self.np.asarray(arcs).tolist(), values, strict=True))
+
+
 class _Master:
     """The restricted master in HiGHS: rows ``0..B-1`` the sources' convexity rows, then one
     capacity row per arc; column 0 is ``t`` (scaled), then one column per tree.
@@ -202,33 +288,35 @@ class _Master:
         self.highs.addCol(1.0, 0.0, inf, len(capacity), index, values)
         self.rows = rows
 
-    def add(self, columns: Sequence[tuple[int, Mapping[int, int | Fraction]]]) -> None:
-        """Append columns ``(block, {arc: load})``."""
+    def add(self, columns: Sequence[Column]) -> None:
+        """Append ``columns`` (each enters with its block's row and its loads)."""
         np = self.np
         if not columns:
             return
         starts, index, values = [], [], []
-        for block, load in columns:
-            starts.append(len(index))
-            index.append(block)
-            values.append(1.0)
-            for a, m in load.items():
-                index.append(self.blocks + a)
-                values.append(float(m) * self.scale)
+        at = 0
+        for b, arcs, loads in columns:
+            starts.append(at)
+            index.append(np.array([b], dtype=np.int32))
+            index.append(np.asarray(arcs, dtype=np.int32) + self.blocks)
+            values.append(np.ones(1))
+            values.append(np.array([float(m) for m in loads]) * self.scale)
+            at += 1 + len(arcs)
         k = len(columns)
         self.highs.addCols(
             k,
             np.zeros(k),
             np.zeros(k),
             np.full(k, self.highspy.kHighsInf),
-            len(index),
+            at,
             np.array(starts, dtype=np.int32),
-            np.array(index, dtype=np.int32),
-            np.array(values, dtype=np.float64),
+            np.concatenate(index),
+            np.concatenate(values),
         )
 
-    def solve(self, tight: bool = False) -> tuple[float, list[float], int]:
-        """``(t, row duals, simplex iterations)`` of the float optimum (in the model's scale)."""
+    def solve(self, tight: bool = False) -> tuple[list[float], int]:
+        """The row duals of the float optimum (in the model's scale) and the simplex
+        iterations it took."""
         if tight:
             self.highs.setOptionValue("primal_feasibility_tolerance", TIGHT_TOLERANCE)
             self.highs.setOptionValue("dual_feasibility_tolerance", TIGHT_TOLERANCE)
@@ -236,11 +324,11 @@ class _Master:
         status = self.highs.getModelStatus()
         if status != self.highspy.HighsModelStatus.kOptimal:
             raise ReconstructionError(
-                f"tree column generation: HiGHS stopped with {self.highs.modelStatusToString(status)}"
+                "tree column generation: HiGHS stopped with "
+                f"{self.highs.modelStatusToString(status)}"
             )
         info = self.highs.getInfo()
-        duals = list(self.highs.getSolution().row_dual)
-        return info.objective_function_value, duals, max(info.simplex_iteration_count, 0)
+        return list(self.highs.getSolution().row_dual), max(info.simplex_iteration_count, 0)
 
     def basis(self) -> tuple[list[int], list[int]]:
         """The basic columns and the nonbasic rows of the last solve."""
@@ -319,41 +407,13 @@ def tree_optimum_core(
     estimate = cut.ratio * unit / g  # a lower bound on t in the model's units
     scale = 2.0 ** -round(math.log2(float(estimate))) if estimate > 0 else 1.0
     master = _Master(len(sources), capacity, scale)
-    columns: list[tuple[int, dict[int, int | Fraction]]] = []
-    known: set[tuple[int, tuple[tuple[int, int | Fraction], ...]]] = set()
-
-    def add(found: Sequence[tuple[int, dict[int, int | Fraction]]]) -> int:
-        fresh = []
-        for b, load in found:
-            key = (b, tuple(sorted(load.items())))
-            if key not in known:
-                known.add(key)
-                fresh.append((b, load))
-        master.add(fresh)
-        columns.extend(fresh)
-        return len(fresh)
-
-    def trees(pred: Sequence[Sequence[int]], chosen: Sequence[int]) -> list:
-        found = []
-        for i in chosen:
-            back, s = pred[i], source_nodes[i]
-            load: dict[int, int | Fraction] = {}
-            for d, amount in sinks[i]:
-                v = d
-                while v != s:
-                    u = back[v]
-                    a = arc_of[(u, v)]
-                    load[a] = load.get(a, 0) + amount
-                    v = u
-            found.append((i, load))
-        return found
-
-    for s, flows in start.items():
-        for flow in flows:
-            load = {arc_of[(node[u], node[v])]: Fraction(x) / g for (u, v), x in flow.items() if x}
-            add([(block[s], load)])
+    pool = _Columns(len(nodes), arc_nodes, source_nodes, sinks)
     timing = {"lp": 0.0, "pricing": 0.0, "exact": 0.0}
     clock = time.perf_counter()
+    for s, flows in start.items():
+        for flow in flows:
+            used = sorted((arc_of[(node[u], node[v])], Fraction(x) / g) for (u, v), x in flow.items() if x)
+            master.add(pool.add([(block[s], tuple(a for a, _ in used), tuple(x for _, x in used))]))
     hop = [1] * len(arcs)
     dist, pred = exact_shortest_paths(len(nodes), arc_nodes, hop, source_nodes)
     for i, s in enumerate(sources):
@@ -363,7 +423,7 @@ def tree_optimum_core(
                 f"{demand.origin}: {nodes[missing]!r} cannot be reached from {s!r} in topology "
                 f"{topology.name!r}"
             )
-    add(trees(pred, range(len(sources))))
+    master.add(pool.add(pool.trees(pred, range(len(sources)))))
     timing["pricing"] += time.perf_counter() - clock
     rounds = exact_rounds = iterations = 0
     tight = False
@@ -371,14 +431,15 @@ def tree_optimum_core(
         while True:
             rounds += 1
             clock = time.perf_counter()
-            _, duals, its = master.solve(tight)
+            duals, its = master.solve(tight)
             iterations += its
             timing["lp"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            added = _price_float(master, duals, arc_nodes, len(nodes), source_nodes, sinks, trees, add)
+            fresh = pool.add(_price_float(master, pool, duals))
+            master.add(fresh)
             timing["pricing"] += time.perf_counter() - clock
             elapsed = time.perf_counter() - begin
-            if not added:
+            if not fresh:
                 break
             if rounds >= MAX_ROUNDS or (time_limit is not None and elapsed > time_limit):
                 raise SolverLimitError(
@@ -387,24 +448,27 @@ def tree_optimum_core(
                 )
         exact_rounds += 1
         clock = time.perf_counter()
-        proof = _exact_finish(master, columns, capacity, arc_nodes, len(nodes), source_nodes, sinks, trees)
+        proof = _exact_finish(master, pool, capacity)
         timing["exact"] += time.perf_counter() - clock
         if isinstance(proof, tuple):
             break
-        if proof != "retry" and add(proof):
-            continue
+        if proof:
+            fresh = pool.add(proof)
+            if fresh:
+                master.add(fresh)
+                continue
         if not tight:  # a float basis not optimal in exact arithmetic: HiGHS once more, tighter
             tight = True
             continue
         raise ReconstructionError(
-                f"tree column generation on {topology.name!r}: the exact basis is not proved "
-                "optimal and no exact tree prices out"
-            )
+            f"tree column generation on {topology.name!r}: the exact basis is not proved "
+            "optimal and no exact tree prices out"
+        )
     t, x, w, bound = proof
     time_scale = Fraction(g) / unit
     routing: dict[str, dict[Arc, Fraction]] = {}
     for j, weight in x.items():
-        b, load = columns[j]
+        b, load = pool.load(j)
         flow = routing.setdefault(sources[b], {})
         for a, m in load.items():
             flow[arcs[a]] = flow.get(arcs[a], Fraction(0)) + weight * m * g
@@ -416,7 +480,7 @@ def tree_optimum_core(
     stats = TreeColumnStats(
         rounds,
         exact_rounds,
-        len(columns),
+        len(pool.columns),
         master.rows,
         iterations,
         timing["lp"],
@@ -442,7 +506,7 @@ def tree_optimum_core(
     )
 
 
-def _price_float(master, duals, arc_nodes, n, source_nodes, sinks, trees, add) -> int:  # type: ignore[no-untyped-def]
+def _price_float(master: _Master, pool: _Columns, duals: Sequence[float]) -> list[Column]:
     """One float pricing round: the shortest-path trees whose reduced cost is negative."""
     import numpy as np
     from scipy.sparse import csr_matrix
@@ -452,25 +516,26 @@ def _price_float(master, duals, arc_nodes, n, source_nodes, sinks, trees, add) -
     prices = np.maximum(0.0, -np.array(duals[blocks:], dtype=np.float64))
     positive = prices[prices > 0]
     tiny = 1e-7 * float(positive.min()) if positive.size else 1.0
-    tails = np.array([u for u, _ in arc_nodes], dtype=np.int64)
-    heads = np.array([v for _, v in arc_nodes], dtype=np.int64)
-    graph = csr_matrix((prices + tiny, (tails, heads)), shape=(n, n))
-    dist, pred = dijkstra(graph, directed=True, indices=source_nodes, return_predecessors=True)
+    tails = np.array([u for u, _ in pool.arc_nodes], dtype=np.int64)
+    heads = np.array([v for _, v in pool.arc_nodes], dtype=np.int64)
+    graph = csr_matrix((prices + tiny, (tails, heads)), shape=(pool.n, pool.n))
+    dist, pred = dijkstra(
+        graph, directed=True, indices=pool.source_nodes, return_predecessors=True
+    )
     chosen = []
-    for i, row in enumerate(sinks):
-        where = np.array([d for d, _ in row], dtype=np.int64)
-        amounts = np.array([m for _, m in row], dtype=np.float64)
+    for i, where in enumerate(pool.sink_nodes):
+        amounts = pool.sink_loads[i].astype(np.float64)
         cost = float(amounts @ dist[i][where]) * master.scale  # the tie-break only adds
         mu = duals[i]
-        if cost < mu - PRICING_TOLERANCE * max(abs(mu), 1e-300):
+        if cost < mu - PRICING_TOLERANCE * abs(mu):
             chosen.append(i)
-    if not chosen:
-        return 0
-    return add(trees(pred.tolist(), chosen))
+    return pool.trees(pred, chosen)
 
 
-def _exact_finish(master, columns, capacity, arc_nodes, n, source_nodes, sinks, trees):  # type: ignore[no-untyped-def]
-    """``(t, x, w, L(w))`` proved, or the exact trees that price out, or ``"retry"``.
+def _exact_finish(
+    master: _Master, pool: _Columns, capacity: Sequence[int]
+) -> tuple[Fraction, dict[int, Fraction], dict[int, Fraction], Fraction] | list[Column]:
+    """``(t, x, w, L(w))`` proved, or the exact trees that price out (empty: retry).
 
     ``x``: the basic columns' exact weights (positive ones), ``w``: exact prices on the
     arcs (nonnegative, normalised to ``sum c w = 1``), ``L(w) == t``.
@@ -479,39 +544,37 @@ def _exact_finish(master, columns, capacity, arc_nodes, n, source_nodes, sinks, 
     basic, nonbasic_rows = master.basis()
     tight_arcs = [i - blocks for i in nonbasic_rows if i >= blocks]
     tight_set = set(tight_arcs)
+    loads = {j - 1: pool.load(j - 1) for j in basic if j}
     unknowns = [("x", j - 1) if j else ("t",) for j in basic]
     equations: list[dict[Any, int | Fraction]] = [{} for _ in range(blocks)]
     rhs: list[int | Fraction] = [1] * blocks
-    cap_rows = {a: {("t",): -capacity[a]} for a in tight_arcs}
-    for j in basic:
-        if not j:
-            continue
-        b, load = columns[j - 1]
-        equations[b][("x", j - 1)] = 1
+    cap_rows: dict[int, dict[Any, int | Fraction]] = {
+        a: {("t",): -capacity[a]} for a in tight_arcs
+    }
+    for j, (b, load) in loads.items():
+        equations[b][("x", j)] = 1
         for a, m in load.items():
             if a in tight_set:
-                cap_rows[a][("x", j - 1)] = m
+                cap_rows[a][("x", j)] = m
     equations.extend(cap_rows.values())
     rhs.extend([0] * len(cap_rows))
     try:
         primal = solve_linear_system(equations, rhs, unknowns)
     except SingularSystemError:
-        return "retry"
+        return []
     t = primal.get(("t",), Fraction(0))
     x = {key[1]: v for key, v in primal.items() if key[0] == "x" and v}
     if t <= 0 or any(v < 0 for v in x.values()):
-        return "retry"
-    # duals: reduced cost 0 on every basic column; unknowns the nonbasic rows' duals
-    dual_rows: list[dict[Any, int | Fraction]] = []
-    dual_rhs: list[int | Fraction] = []
+        return []
+    # the duals: reduced cost 0 on every basic column; unknowns the nonbasic rows' duals
     dual_unknowns = [("w", i - blocks) if i >= blocks else ("mu", i) for i in nonbasic_rows]
     present = set(dual_unknowns)
-    for j in basic:
-        if not j:
-            dual_rows.append({("w", a): capacity[a] for a in tight_arcs})
-            dual_rhs.append(1)
-            continue
-        b, load = columns[j - 1]
+    dual_rows: list[dict[Any, int | Fraction]] = []
+    dual_rhs: list[int | Fraction] = []
+    if 0 in basic:
+        dual_rows.append({("w", a): capacity[a] for a in tight_arcs})
+        dual_rhs.append(1)
+    for j, (b, load) in loads.items():
         row: dict[Any, int | Fraction] = {("w", a): m for a, m in load.items() if a in tight_set}
         if ("mu", b) in present:
             row[("mu", b)] = -1
@@ -520,46 +583,49 @@ def _exact_finish(master, columns, capacity, arc_nodes, n, source_nodes, sinks, 
     try:
         dual = solve_linear_system(dual_rows, dual_rhs, dual_unknowns)
     except SingularSystemError:
-        return "retry"
+        return []
     w = {key[1]: max(v, Fraction(0)) for key, v in dual.items() if key[0] == "w"}
     norm = sum((capacity[a] * v for a, v in w.items()), Fraction(0))
     if norm <= 0:
-        return "retry"
+        return []
     w = {a: v / norm for a, v in w.items() if v}
-    # primal feasibility, exactly, on every arc
+    # the routing's feasibility, exactly, on every arc
     load_on = [Fraction(0)] * len(capacity)
     total = [Fraction(0)] * blocks
     for j, weight in x.items():
-        b, load = columns[j]
+        b, load = loads[j]
         total[b] += weight
         for a, m in load.items():
             load_on[a] += weight * m
     if any(s != 1 for s in total) or any(
         load_on[a] > t * capacity[a] for a in range(len(capacity))
     ):
-        return "retry"
+        return []
     # the Lagrangian bound of w, exactly
     denominator = math.lcm(*(v.denominator for v in w.values()))
     integral = [int(w.get(a, 0) * denominator) for a in range(len(capacity))]
-    dist, pred = exact_shortest_paths(n, arc_nodes, integral, source_nodes)
+    dist, pred = exact_shortest_paths(pool.n, pool.arc_nodes, integral, pool.source_nodes.tolist())
     costs = [
-        sum(amount * dist[i][d] for d, amount in row) for i, row in enumerate(sinks)
+        sum(amount * dist[i][d] for d, amount in row) for i, row in enumerate(pool.sinks)
     ]
     bound = Fraction(sum(costs), denominator)
     if bound == t:
         return t, x, w, bound
     if bound > t:
         raise ReconstructionError(f"a lower bound {bound} above a feasible routing's time {t}")
-    # trees cheaper than their source's share: mu_b = min over the source's basic columns
-    share = [None] * blocks
-    for j, weight in x.items():
-        b, load = columns[j]
-        cost = sum(w.get(a, 0) * m for a, m in load.items())
-        share[b] = cost if share[b] is None else min(share[b], cost)
+    # trees cheaper than every column their source uses now
+    share: list[Fraction | None] = [None] * blocks
+    for j in x:
+        b, load = loads[j]
+        cost = sum((w.get(a, 0) * m for a, m in load.items()), Fraction(0))
+        held = share[b]
+        share[b] = cost if held is None else min(held, cost)
     chosen = [
-        i for i in range(blocks) if share[i] is None or Fraction(costs[i], denominator) < share[i]
+        i
+        for i, held in enumerate(share)
+        if held is None or Fraction(costs[i], denominator) < held
     ]
-    return trees(pred, chosen)
+    return pool.trees(pred, chosen)
 
 
 def _level_sets(

@@ -27,6 +27,8 @@ __all__ = [
     "demand_of",
     "demand_bound",
     "demand_solve",
+    "demand_export",
+    "VARIABLE_SIZE_REFUSALS",
     "rooted_bound",
     "rooted_solve",
 ]
@@ -311,4 +313,94 @@ def rooted_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
         f"{data['schedule_time_factor']} (the LP agrees), verified independently"
     )
     print(f"{'wrote':<15} {out}")
+    return 0
+
+
+#: Why ``export --demand`` refuses each format but Chakra (one line each).
+VARIABLE_SIZE_REFUSALS = {
+    "msccl": "MSCCL XML gives every chunk of a buffer one size (the buffer / chunks), so an "
+    "uneven all-to-all cannot be expressed",
+    "mscclpp": "an MSCCL++ plan gives every chunk of a buffer one size (the buffer / chunks), "
+    "so an uneven all-to-all cannot be expressed",
+    "json": "optcoll schedule JSON carries k equal chunks per pair; a demand's routes are the "
+    "routes file `optcoll solve --demand` writes",
+}
+
+
+def demand_export(topology: Any, args: argparse.Namespace) -> int:
+    """``export --collective alltoall --demand FILE --format chakra -o PREFIX|DIR/``: the
+    optimal schedule's Chakra traces, one file per rank, checked by the independent trace
+    checker before anything is written."""
+    import os
+
+    from optcoll.core.output import check_output, write_output
+    from optcoll.exceptions import ExportError
+    from optcoll.export.chakra_alltoallv import chakra_demand_traces
+    from optcoll.schedules.alltoallv import demand_schedule, proved_optimum
+    from optcoll.verify.chakra import verify_traces
+
+    if args.format != "chakra":
+        raise ExportError(
+            f"--format {args.format} with --demand: {VARIABLE_SIZE_REFUSALS[args.format]}; "
+            "use --format chakra (a size per message)"
+        )
+    ignored = [
+        flag
+        for flag, value in (
+            ("--size", args.size),
+            ("-k", args.k),
+            ("--bands", args.bands),
+            ("--exact", args.exact),
+            ("--placement", args.placement),
+            ("--groups", getattr(args, "groups", None)),
+        )
+        if value
+    ]
+    if ignored:
+        raise ArgumentError(
+            f"{ignored[0]} does not apply to --demand (the demand gives every size)"
+        )
+    demand = demand_of(topology, args)
+    optimum = proved_optimum(topology, demand)
+    schedule = demand_schedule(topology, demand, "optimal", optimum=optimum)
+    traces = chakra_demand_traces(topology.compute_nodes, schedule.routes)
+    output = str(args.output)
+    if output.endswith(os.sep) or Path(output).is_dir():
+        output = str(Path(output) / f"{topology.name.replace(':', '_')}.alltoallv")
+    paths = [f"{output}.{rank}.et" for rank in range(len(traces))]
+    check = verify_traces(list(zip(paths, traces, strict=True)))
+    if check.findings or not check.executed:
+        found = check.findings[0].message if check.findings else "not executed"
+        raise ExportError(f"the all-to-allv traces fail the trace checker: {found}")
+    inputs = command_inputs(args)
+    for path in paths:
+        check_output(path, force=args.force, inputs=inputs)
+    for path, data in zip(paths, traces, strict=True):
+        write_output(path, data, force=args.force, inputs=inputs)
+    data = {
+        "topology": topology.name,
+        "collective": "alltoallv",
+        "format": "chakra",
+        "demand": demand.origin,
+        "total_bytes": demand.total_bytes,
+        "files": paths,
+        "time_factor": fraction_text(schedule.time_factor),
+        "time_us": round(schedule.time_us, 6),
+        "optimum": fraction_text(optimum.time_factor),
+        "optimum_method": optimum.method,
+        "routes": len(schedule.routes),
+        "paths": sum(len(r.paths) for r in schedule.routes),
+        "bytes_sent": check.bytes_sent,
+        "verified": True,
+    }
+    if args.json:
+        print_json(data)
+        return 0
+    ratio = float(schedule.time_factor / optimum.time_factor)
+    print(
+        f"wrote {len(paths)} Chakra traces {output}.<rank>.et: the optimal all-to-allv "
+        f"({demand.total_bytes} bytes over the network, {schedule.time_us:.6g} us, "
+        f"{ratio:.6f} x the optimum proved by {optimum.method}), "
+        f"{data['paths']} paths, checked by the trace checker"
+    )
     return 0

@@ -28,6 +28,7 @@ __all__ = [
     "demand_bound",
     "demand_solve",
     "demand_export",
+    "demand_verify",
     "VARIABLE_SIZE_REFUSALS",
     "rooted_bound",
     "rooted_solve",
@@ -60,7 +61,7 @@ def has_demand(args: argparse.Namespace) -> bool:
 
 def demand_of(topology: Any, args: argparse.Namespace) -> Any:
     """The :class:`~optcoll.core.demand.Demand` of ``--demand`` or ``--moe``."""
-    if args.collective != "alltoall":
+    if getattr(args, "collective", "alltoall") != "alltoall":
         raise ArgumentError(
             f"--demand and --moe give an alltoall's sizes; use --collective alltoall, not "
             f"{args.collective}"
@@ -404,3 +405,58 @@ def demand_export(topology: Any, args: argparse.Namespace) -> int:
         f"{data['paths']} paths, checked by the trace checker"
     )
     return 0
+
+
+def demand_verify(topology: Any, args: argparse.Namespace) -> int:
+    """``verify TOPO ROUTES --demand FILE``: the routes file checked against the demand by
+    the independent verifier (every pair's bytes delivered on real links, exact time);
+    with ``--optimum`` also against the proved optimum. Exit status 1 when invalid."""
+    from optcoll.io.demand import read_demand_routes
+    from optcoll.verify.demand import verify_demand_routes
+
+    found = read_demand_routes(args.schedule)
+    if tuple(found.ranks) != tuple(topology.compute_nodes):
+        raise ArgumentError(
+            f"{args.schedule}: its ranks are not the compute nodes of {topology.name!r} in rank "
+            "order (written for another topology?)"
+        )
+    demand = demand_of(topology, args)
+    optimum = None
+    if args.optimum:
+        from optcoll.schedules.alltoallv import proved_optimum
+
+        optimum = proved_optimum(topology, demand)
+    check = verify_demand_routes(
+        topology, demand, found.routes, None if optimum is None else optimum.time_factor
+    )
+    data: dict[str, Any] = {
+        "topology": topology.name,
+        "routes_file": str(args.schedule),
+        "method": found.method,
+        "demand": demand.origin,
+        "valid": check.valid,
+        "reason": check.reason,
+        "routes": len(found.routes),
+        "time_factor": None if check.time_factor is None else fraction_text(check.time_factor),
+        "time_us": None if check.time_factor is None else round(float(check.time_factor) / 1000, 6),
+        "busiest_links": [list(arc) for arc in check.busiest],
+    }
+    if optimum is not None and check.time_factor is not None:
+        data["optimum"] = fraction_text(optimum.time_factor)
+        data["ratio_to_optimum"] = fraction_text(check.time_factor / optimum.time_factor)
+    if args.json:
+        print_json(data)
+    elif check.valid:
+        extra = (
+            f", {float(check.time_factor / optimum.time_factor):.6f} x the optimum"
+            if optimum is not None and check.time_factor is not None
+            else ""
+        )
+        print(
+            f"valid: {len(found.routes)} routes deliver every pair's bytes of {demand.origin} "
+            f"on {topology.name}; time {data['time_us']:.6g} us "
+            f"({data['time_factor']} bytes per {topology.bandwidth_unit}){extra}"
+        )
+    else:
+        print(f"INVALID: {check.reason}")
+    return 0 if check.valid else 1

@@ -24,6 +24,13 @@ Methods (:data:`DEMAND_METHODS`):
     through switches (and NICs) only; where the network offers none (rail-optimised
     boxes without a spine), NCCL's PXN: first inside the box to the GPU at the
     destination's position (its rail), then through the network.
+``"birkhoff"``
+    FLASH's phases (:mod:`optcoll.schedules.birkhoff`): the demand padded to equal row and
+    column sums and decomposed into permutations, one phase each, run one after the other
+    (a barrier between phases; no receiver ever has two senders at once), each pair's
+    bytes of a phase on its ``"direct"`` path. The time is the **sum** of the phases'
+    exact times (each phase verified on its own), never below the concurrent time of the
+    same routes.
 ``"hierarchical"``
     What DeepEP's dispatch does across boxes: the bytes go first over the network to
     the GPU of the destination's box at the source's own position in its box (same
@@ -85,7 +92,7 @@ Arc = tuple[str, str]
 Path = tuple[str, ...]
 
 #: The ways :func:`demand_schedule` routes a demand.
-DEMAND_METHODS = ("optimal", "spray", "direct", "hierarchical")
+DEMAND_METHODS = ("optimal", "spray", "direct", "hierarchical", "birkhoff")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,9 @@ class DemandSchedule:
     ``time_factor``: the exact time in bytes per bandwidth unit (for GB/s,
     :attr:`time_us` in µs), recomputed by the independent verifier; ``optimum``: the
     proved optimum when it was computed; ``busiest``: the links that take longest.
+    ``phases``: for a phased schedule (``"birkhoff"``), the routes of each phase, run one
+    after the other (``routes`` is then their union, and ``time_factor`` the sum of the
+    phases' times).
     """
 
     topology: str
@@ -105,6 +115,7 @@ class DemandSchedule:
     busiest: tuple[Arc, ...]
     optimum: Fraction | None = None
     stats: Mapping[str, Any] = field(default_factory=dict)
+    phases: tuple[tuple[Route, ...], ...] = ()
 
     @property
     def time_us(self) -> float:
@@ -316,6 +327,8 @@ def demand_schedule(
     choice_argument(method, DEMAND_METHODS, "method")
     start = time.perf_counter()
     pairs = demand.pairs()
+    if method == "birkhoff":
+        return _birkhoff_schedule(topology, demand, optimum, start)
     if method == "optimal":
         if optimum is None:
             optimum = demand_optimum_core(topology, demand, None)
@@ -346,6 +359,61 @@ def demand_schedule(
         check.busiest,
         reference,
         stats,
+    )
+
+
+def _birkhoff_schedule(
+    topology: Topology, demand: Demand, optimum: DemandOptimum | None, start: float
+) -> DemandSchedule:
+    """FLASH's phases (``method="birkhoff"`` of :func:`demand_schedule`), each verified."""
+    from optcoll.core.demand import Demand as DemandMatrix
+    from optcoll.schedules.birkhoff import birkhoff_phases
+
+    ranks, n = demand.ranks, len(demand.ranks)
+    pairs = demand.pairs()
+    path = {pair: pieces[0][0] for pair, pieces in _relayed(topology, pairs, True).items()}
+    phases: list[tuple[Route, ...]] = []
+    total = Fraction(0)
+    merged: dict[tuple[str, str], dict[Path, int]] = {}
+    for phase in birkhoff_phases(demand.bytes):
+        if not phase.pairs:
+            continue  # padding only: every rank idle
+        rows = [[0] * n for _ in range(n)]
+        routes = []
+        for (i, j), b in sorted(phase.pairs.items()):
+            rows[i][j] = b
+            pair = (ranks[i], ranks[j])
+            routes.append(Route(pair[0], pair[1], (RoutePath(b, path[pair]),)))
+            into = merged.setdefault(pair, {})
+            into[path[pair]] = into.get(path[pair], 0) + b
+        part = DemandMatrix(ranks, tuple(map(tuple, rows)), f"{demand.origin}, phase")
+        check = verify_demand_routes(topology, part, routes)
+        if not check.valid or check.time_factor is None:
+            raise ScheduleError(f"a Birkhoff phase fails verification: {check.reason}")
+        total += check.time_factor
+        phases.append(tuple(routes))
+    union = tuple(
+        Route(s, d, tuple(RoutePath(b, p) for p, b in merged[(s, d)].items())) for s, d in pairs
+    )
+    reference = None if optimum is None else optimum.time_factor
+    check = verify_demand_routes(topology, demand, union, reference)
+    if not check.valid or check.time_factor is None:
+        raise ScheduleError(f"the Birkhoff all-to-allv schedule fails verification: {check.reason}")
+    stats = {
+        "phases": len(phases),
+        "concurrent_time_factor": fraction_text(check.time_factor),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return DemandSchedule(
+        topology.name,
+        demand,
+        "birkhoff",
+        union,
+        total,
+        check.busiest,
+        reference,
+        stats,
+        tuple(phases),
     )
 
 

@@ -143,19 +143,28 @@ def exact_shortest_paths(
         tails = np.array([u for u, _ in arcs], dtype=np.int64)
         heads = np.array([v for _, v in arcs], dtype=np.int64)
         graph = csr_matrix((weights, (tails, heads)), shape=(n, n))
-        found, pred = dijkstra(graph, directed=True, indices=list(sources), return_predecessors=True)
+        found, pred = dijkstra(
+            graph, directed=True, indices=list(sources), return_predecessors=True
+        )
         dist: list[list[int | None]] = []
         for row in found:
             finite = np.isfinite(row)
             whole = np.where(finite, row, 0).astype(np.int64) // n
-            dist.append([int(x) if ok else None for x, ok in zip(whole.tolist(), finite.tolist())])
+            dist.append(
+                [
+                    int(x) if ok else None
+                    for x, ok in zip(whole.tolist(), finite.tolist(), strict=True)
+                ]
+            )
         pred = np.where(pred < 0, -1, pred)
         return dist, [list(map(int, row)) for row in pred.tolist()]
     import networkx as nx
 
     graph = nx.DiGraph()
     graph.add_nodes_from(range(n))
-    graph.add_weighted_edges_from((u, v, n * x + 1) for (u, v), x in zip(arcs, lengths))
+    graph.add_weighted_edges_from(
+        (u, v, n * x + 1) for (u, v), x in zip(arcs, lengths, strict=True)
+    )
     dist, preds = [], []
     for s in sources:
         reach, paths = nx.single_source_dijkstra(graph, s)
@@ -412,7 +421,9 @@ def tree_optimum_core(
     clock = time.perf_counter()
     for s, flows in start.items():
         for flow in flows:
-            used = sorted((arc_of[(node[u], node[v])], Fraction(x) / g) for (u, v), x in flow.items() if x)
+            used = sorted(
+                (arc_of[(node[u], node[v])], Fraction(x) / g) for (u, v), x in flow.items() if x
+            )
             master.add(pool.add([(block[s], tuple(a for a, _ in used), tuple(x for _, x in used))]))
     hop = [1] * len(arcs)
     dist, pred = exact_shortest_paths(len(nodes), arc_nodes, hop, source_nodes)
@@ -519,9 +530,7 @@ def _price_float(master: _Master, pool: _Columns, duals: Sequence[float]) -> lis
     tails = np.array([u for u, _ in pool.arc_nodes], dtype=np.int64)
     heads = np.array([v for _, v in pool.arc_nodes], dtype=np.int64)
     graph = csr_matrix((prices + tiny, (tails, heads)), shape=(pool.n, pool.n))
-    dist, pred = dijkstra(
-        graph, directed=True, indices=pool.source_nodes, return_predecessors=True
-    )
+    dist, pred = dijkstra(graph, directed=True, indices=pool.source_nodes, return_predecessors=True)
     chosen = []
     for i, where in enumerate(pool.sink_nodes):
         amounts = pool.sink_loads[i].astype(np.float64)
@@ -548,9 +557,7 @@ def _exact_finish(
     unknowns = [("x", j - 1) if j else ("t",) for j in basic]
     equations: list[dict[Any, int | Fraction]] = [{} for _ in range(blocks)]
     rhs: list[int | Fraction] = [1] * blocks
-    cap_rows: dict[int, dict[Any, int | Fraction]] = {
-        a: {("t",): -capacity[a]} for a in tight_arcs
-    }
+    cap_rows: dict[int, dict[Any, int | Fraction]] = {a: {("t",): -capacity[a]} for a in tight_arcs}
     for j, (b, load) in loads.items():
         equations[b][("x", j)] = 1
         for a, m in load.items():
@@ -574,7 +581,7 @@ def _exact_finish(
     if 0 in basic:
         dual_rows.append({("w", a): capacity[a] for a in tight_arcs})
         dual_rhs.append(1)
-    for j, (b, load) in loads.items():
+    for b, load in loads.values():
         row: dict[Any, int | Fraction] = {("w", a): m for a, m in load.items() if a in tight_set}
         if ("mu", b) in present:
             row[("mu", b)] = -1
@@ -605,9 +612,7 @@ def _exact_finish(
     denominator = math.lcm(*(v.denominator for v in w.values()))
     integral = [int(w.get(a, 0) * denominator) for a in range(len(capacity))]
     dist, pred = exact_shortest_paths(pool.n, pool.arc_nodes, integral, pool.source_nodes.tolist())
-    costs = [
-        sum(amount * dist[i][d] for d, amount in row) for i, row in enumerate(pool.sinks)
-    ]
+    costs = [sum(amount * dist[i][d] for d, amount in row) for i, row in enumerate(pool.sinks)]
     bound = Fraction(sum(costs), denominator)
     if bound == t:
         return t, x, w, bound
@@ -621,9 +626,7 @@ def _exact_finish(
         held = share[b]
         share[b] = cost if held is None else min(held, cost)
     chosen = [
-        i
-        for i, held in enumerate(share)
-        if held is None or Fraction(costs[i], denominator) < held
+        i for i, held in enumerate(share) if held is None or Fraction(costs[i], denominator) < held
     ]
     return pool.trees(pred, chosen)
 
@@ -651,7 +654,9 @@ def _level_sets(
         for row in rows:
             levels = sorted({x for x in row if x is not None})
             for level in levels[:-1]:
-                side = frozenset(nodes[v] for v, x in enumerate(row) if x is not None and x <= level)
+                side = frozenset(
+                    nodes[v] for v, x in enumerate(row) if x is not None and x <= level
+                )
                 found.add(frozenset(nodes) - side if toward else side)
     if len(found) <= 16:
         return sorted(found, key=sorted)

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from optcoll.cli._core import command_inputs, print_json
+from optcoll.cli._core import command_inputs, print_json, sim_options
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ArgumentError, OptCollError
 
@@ -29,6 +29,7 @@ __all__ = [
     "demand_solve",
     "demand_export",
     "demand_verify",
+    "demand_compare",
     "VARIABLE_SIZE_REFUSALS",
     "rooted_bound",
     "rooted_solve",
@@ -460,3 +461,53 @@ def demand_verify(topology: Any, args: argparse.Namespace) -> int:
     else:
         print(f"INVALID: {check.reason}")
     return 0 if check.valid else 1
+
+
+def demand_compare(topology: Any, args: argparse.Namespace) -> int:
+    """``compare TOPO --collective alltoall --demand FILE``: the proved optimum beside every
+    demand schedule (:data:`~optcoll.schedules.alltoallv.DEMAND_METHODS`: ours, the spray,
+    NCCL's direct sends, DeepEP's hierarchical route, FLASH's Birkhoff phases), each verified,
+    in the bandwidth model and in the event simulator."""
+    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
+    from optcoll.sim.demand import simulate_demand_phases, simulate_demand_schedule
+
+    for flag, value in (("--plot", args.plot), ("--sizes", args.sizes), ("--groups", args.groups)):
+        if value:
+            raise ArgumentError(f"{flag} does not apply to --demand (one demand, all sizes given)")
+    demand = demand_of(topology, args)
+    latency = sim_options(args).default_latency
+    optimum = proved_optimum(topology, demand)
+    rows = []
+    for method in DEMAND_METHODS:
+        schedule = demand_schedule(topology, demand, method, optimum=optimum)
+        if schedule.phases:
+            simulated = simulate_demand_phases(topology, schedule.phases, default_latency=latency)
+        else:
+            simulated = simulate_demand_schedule(
+                topology, schedule.routes, default_latency=latency
+            ).time_us
+        rows.append(
+            {
+                **schedule.to_dict(),
+                "ratio_to_optimum_float": round(
+                    float(schedule.time_factor / optimum.time_factor), 6
+                ),
+                "simulated_us": round(simulated, 4),
+            }
+        )
+    data = optimum.to_dict() | {"schedules": rows}
+    if args.json:
+        print_json(data)
+        return 0
+    print(
+        f"{topology.name}: {demand.origin}, {demand.total_bytes} bytes over the network; "
+        f"optimum {optimum.time_us:.6g} us (proved by {optimum.method})"
+    )
+    print(f"{'schedule':<14} {'bandwidth us':>14} {'x optimum':>10} {'simulated us':>14}  notes")
+    for row in rows:
+        note = f"{row['phases']} phases in sequence" if "phases" in row else f"{row['paths']} paths"
+        print(
+            f"{row['method']:<14} {row['time_us']:>14.6g} {row['ratio_to_optimum_float']:>10.4f} "
+            f"{row['simulated_us']:>14.6g}  {note}"
+        )
+    return 0

@@ -20,6 +20,7 @@ from optcoll.cli._core import (
     sim_options,
     size_text,
 )
+from optcoll.cli._demand import add_demand_options, demand_compare, has_demand
 from optcoll.core.rational import fraction_text
 
 NAME = "compare"
@@ -29,6 +30,7 @@ EXAMPLES = """\
 examples:
   optcoll compare dgx-a100:2
   optcoll compare mine.yaml --collective allreduce --sizes 1M 1G
+  optcoll compare dgx-h100:2 --collective alltoall --moe tokens=256,experts=16,top_k=2
 """
 
 
@@ -39,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sizes_option(parser, "message sizes for the algbw curve (default 1K 4K ... 4G)")
     add_latency_option(parser)
     add_group_options(parser)
+    add_demand_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
@@ -61,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
+    if has_demand(args):
+        return demand_compare(topology, args)
     latency = sim_options(args).default_latency
     sizes = args.sizes or list(SIZES)
     groups = process_groups(topology, args)

@@ -62,7 +62,6 @@ from optcoll.core.arguments import topology_argument
 from optcoll.core.demand import Demand
 from optcoll.core.topology import Topology
 from optcoll.exceptions import (
-    InfeasibleModelError,
     ReconstructionError,
     SingularSystemError,
     SolverLimitError,
@@ -367,8 +366,6 @@ def tree_optimum(
     ------
     ArgumentError
         ``demand`` is not over ``topology``'s compute nodes in rank order.
-    InfeasibleModelError
-        Some destination cannot be reached from its source.
     SolverLimitError
         ``time_limit`` seconds or :data:`MAX_ROUNDS` rounds passed first.
     ReconstructionError
@@ -427,13 +424,9 @@ def tree_optimum_core(
             master.add(pool.add([(block[s], tuple(a for a, _ in used), tuple(x for _, x in used))]))
     hop = [1] * len(arcs)
     dist, pred = exact_shortest_paths(len(nodes), arc_nodes, hop, source_nodes)
-    for i, s in enumerate(sources):
-        missing = next((d for d, _ in sinks[i] if dist[i][d] is None), None)
-        if missing is not None:
-            raise InfeasibleModelError(
-                f"{demand.origin}: {nodes[missing]!r} cannot be reached from {s!r} in topology "
-                f"{topology.name!r}"
-            )
+    assert all(dist[i][d] is not None for i, row in enumerate(sinks) for d, _ in row), (
+        "a topology's compute nodes reach each other"
+    )
     master.add(pool.add(pool.trees(pred, range(len(sources)))))
     timing["pricing"] += time.perf_counter() - clock
     rounds = exact_rounds = iterations = 0

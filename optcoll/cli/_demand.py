@@ -143,7 +143,7 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     import time
 
     from optcoll.core.output import check_output, write_output
-    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
+    from optcoll.schedules.alltoallv import ROUTED_METHODS, demand_schedule, proved_optimum
 
     if args.k is not None:
         raise ArgumentError("-k applies to the uniform alltoall; a demand's paths carry bytes")
@@ -152,7 +152,7 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     demand = demand_of(topology, args)
     optimum = proved_optimum(topology, demand)
-    schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in DEMAND_METHODS}
+    schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in ROUTED_METHODS}
     best = schedules["optimal"]
     write_output(
         out, json.dumps(routes_document(best), indent=1) + "\n", force=args.force, inputs=inputs

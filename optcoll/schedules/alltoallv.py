@@ -81,6 +81,7 @@ __all__ = [
     "OPTIMUM_METHODS",
     "proved_optimum",
     "DEMAND_METHODS",
+    "ROUTED_METHODS",
     "DemandSchedule",
     "demand_schedule",
     "demand_path_decomposition",
@@ -91,8 +92,11 @@ __all__ = [
 Arc = tuple[str, str]
 Path = tuple[str, ...]
 
-#: The ways :func:`demand_schedule` routes a demand.
-DEMAND_METHODS = ("optimal", "spray", "direct", "hierarchical", "birkhoff")
+#: The routings that send every pair's bytes at once (``optcoll solve --demand`` prints them).
+ROUTED_METHODS = ("optimal", "spray", "direct", "hierarchical")
+
+#: The ways :func:`demand_schedule` routes a demand: the routings, then the phased one.
+DEMAND_METHODS = (*ROUTED_METHODS, "birkhoff")
 
 
 @dataclass(frozen=True)

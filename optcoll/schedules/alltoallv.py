@@ -75,6 +75,7 @@ from optcoll.core.schedule import Route, RoutePath
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, ScheduleError
 from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _peel_paths
+from optcoll.schedules.birkhoff import birkhoff_phases
 from optcoll.verify.demand import verify_demand_routes
 
 __all__ = [
@@ -370,9 +371,6 @@ def _birkhoff_schedule(
     topology: Topology, demand: Demand, optimum: DemandOptimum | None, start: float
 ) -> DemandSchedule:
     """FLASH's phases (``method="birkhoff"`` of :func:`demand_schedule`), each verified."""
-    from optcoll.core.demand import Demand as DemandMatrix
-    from optcoll.schedules.birkhoff import birkhoff_phases
-
     ranks, n = demand.ranks, len(demand.ranks)
     pairs = demand.pairs()
     path = {pair: pieces[0][0] for pair, pieces in _relayed(topology, pairs, True).items()}
@@ -390,7 +388,7 @@ def _birkhoff_schedule(
             routes.append(Route(pair[0], pair[1], (RoutePath(b, path[pair]),)))
             into = merged.setdefault(pair, {})
             into[path[pair]] = into.get(path[pair], 0) + b
-        part = DemandMatrix(ranks, tuple(map(tuple, rows)), f"{demand.origin}, phase")
+        part = Demand(ranks, tuple(map(tuple, rows)), f"{demand.origin}, phase")
         check = verify_demand_routes(topology, part, routes)
         if not check.valid or check.time_factor is None:
             raise ScheduleError(f"a Birkhoff phase fails verification: {check.reason}")

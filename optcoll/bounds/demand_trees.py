@@ -285,6 +285,7 @@ class _Master:
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("threads", 1)
+        self.highs.setOptionValue("simplex_strategy", 4)
         inf = highspy.kHighsInf
         rows = blocks + len(capacity)
         lower = np.array([1.0] * blocks + [-inf] * len(capacity))

@@ -87,7 +87,6 @@ __all__ = [
     "demand_schedule",
     "demand_path_decomposition",
     "fewest_hop_paths",
-    "start_flows",
 ]
 
 Arc = tuple[str, str]
@@ -423,39 +422,6 @@ def _birkhoff_schedule(
 OPTIMUM_METHODS = ("auto", "columns", "lp", "cut")
 
 
-def start_flows(
-    topology: Topology, pairs: Mapping[tuple[str, str], int]
-) -> dict[str, list[dict[Arc, Fraction]]]:
-    """Flows of every source that deliver its whole row, to start column generation from:
-    the ``k``-th spray path of every pair (one flow per rail, whose average is the spray),
-    the hierarchical and the direct routings.
-
-    Examples
-    --------
-    >>> from optcoll import load_topology
-    >>> topo = load_topology("dgx-h100:2")
-    >>> flows = start_flows(topo, {("b0.gpu0", "b1.gpu1"): 8})
-    >>> len(flows["b0.gpu0"]), flows["b0.gpu0"][0][("b0.gpu0", "b0.nic0")]
-    (10, Fraction(8, 1))
-    """
-    flows: dict[str, list[dict[Arc, Fraction]]] = {}
-    routings = [_sprayed(topology, pairs), _relayed(topology, pairs, False)]
-    routings.append(_relayed(topology, pairs, True))
-    for routing in routings:
-        width: dict[str, int] = {}
-        for (s, _), pieces in routing.items():
-            width[s] = max(width.get(s, 0), len(pieces))
-        for source, k in width.items():
-            for j in range(k):
-                flow: dict[Arc, Fraction] = {}
-                for d, amount in ((d, b) for (s, d), b in pairs.items() if s == source):
-                    path = routing[(source, d)][j % len(routing[(source, d)])][0]
-                    for arc in zip(path, path[1:], strict=False):
-                        flow[arc] = flow.get(arc, Fraction(0)) + amount
-                flows.setdefault(source, []).append(flow)
-    return flows
-
-
 def proved_optimum(
     topology: Topology, demand: Demand, method: str = "auto", *, time_limit: float | None = None
 ) -> DemandOptimum:
@@ -466,8 +432,7 @@ def proved_optimum(
     the routing is optimal and the cut proves it (its length function,
     :func:`~optcoll.bounds.demand.cut_lengths`, is the certificate), with no LP, at any
     scale. Not equal, ``"cut"`` raises. ``"columns"``: column generation over each
-    source's trees (:func:`optcoll.bounds.demand_trees.tree_optimum`), started from the
-    baselines' routings (:func:`start_flows`). ``"lp"``: the edge LP of every source
+    source's trees (:func:`optcoll.bounds.demand_trees.tree_optimum`). ``"lp"``: the edge LP of every source
     (:func:`~optcoll.bounds.demand.demand_optimum`, the reference; small topologies).
     ``"auto"`` (default): ``"cut"`` if it succeeds, else ``"columns"``.
 
@@ -495,7 +460,7 @@ def proved_optimum(
     start = time.perf_counter()
     pairs = demand.pairs()
     if method == "columns":
-        return tree_optimum_core(topology, demand, start_flows(topology, pairs), time_limit)
+        return tree_optimum_core(topology, demand, {}, time_limit)
     cut = demand_cut_bound_core(topology, pairs, ())
     exact = _sprayed(topology, pairs)
     routes = []
@@ -510,7 +475,7 @@ def proved_optimum(
                 f"the spray routing takes {check.time_factor}, above the cut bound "
                 f"{cut.ratio}: no cut proves it optimal; use method='columns'"
             )
-        return tree_optimum_core(topology, demand, start_flows(topology, pairs), time_limit)
+        return tree_optimum_core(topology, demand, {}, time_limit)
     routing: dict[str, dict[Arc, Fraction]] = {}
     for route in routes:
         flow = routing.setdefault(route.src, {})

@@ -146,9 +146,9 @@ def exact_shortest_paths(
             graph, directed=True, indices=list(sources), return_predecessors=True
         )
         dist: list[list[int | None]] = []
-        for row in found:
-            finite = np.isfinite(row)
-            whole = np.where(finite, row, 0).astype(np.int64) // n
+        for lengths_from in found:
+            finite = np.isfinite(lengths_from)
+            whole = np.where(finite, lengths_from, 0).astype(np.int64) // n
             dist.append(
                 [
                     int(x) if ok else None
@@ -156,7 +156,7 @@ def exact_shortest_paths(
                 ]
             )
         pred = np.where(pred < 0, -1, pred)
-        return dist, [list(map(int, row)) for row in pred.tolist()]
+        return dist, [list(map(int, back)) for back in pred.tolist()]
     import networkx as nx
 
     graph = nx.DiGraph()
@@ -606,7 +606,10 @@ def _exact_finish(
     denominator = math.lcm(*(v.denominator for v in w.values()))
     integral = [int(w.get(a, 0) * denominator) for a in range(len(capacity))]
     dist, pred = exact_shortest_paths(pool.n, pool.arc_nodes, integral, pool.source_nodes.tolist())
-    costs = [sum(amount * dist[i][d] for d, amount in row) for i, row in enumerate(pool.sinks)]
+    costs = []
+    for i, wanted in enumerate(pool.sinks):
+        reach = dist[i]
+        costs.append(sum(amount * _reached(reach[d]) for d, amount in wanted))
     bound = Fraction(sum(costs), denominator)
     if bound == t:
         return t, x, w, bound
@@ -616,13 +619,19 @@ def _exact_finish(
     share: list[Fraction | None] = [None] * blocks
     for j in x:
         b, load = loads[j]
-        cost = sum((w.get(a, 0) * m for a, m in load.items()), Fraction(0))
+        cost = sum((w.get(a, Fraction(0)) * m for a, m in load.items()), Fraction(0))
         held = share[b]
         share[b] = cost if held is None else min(held, cost)
     chosen = [
         i for i, held in enumerate(share) if held is None or Fraction(costs[i], denominator) < held
     ]
     return pool.trees(pred, chosen)
+
+
+def _reached(distance: int | None) -> int:
+    """A distance known to be finite (every compute node reaches every other)."""
+    assert distance is not None, "a topology's compute nodes reach each other"
+    return distance
 
 
 def _level_sets(

@@ -377,8 +377,8 @@ def demand_export(topology: Any, args: argparse.Namespace) -> int:
     inputs = command_inputs(args)
     for path in paths:
         check_output(path, force=args.force, inputs=inputs)
-    for path, data in zip(paths, traces, strict=True):
-        write_output(path, data, force=args.force, inputs=inputs)
+    for path, trace in zip(paths, traces, strict=True):
+        write_output(path, trace, force=args.force, inputs=inputs)
     data = {
         "topology": topology.name,
         "collective": "alltoallv",

@@ -30,7 +30,6 @@ EXAMPLES = """\
 examples:
   optcoll compare dgx-a100:2
   optcoll compare mine.yaml --collective allreduce --sizes 1M 1G
-  optcoll compare dgx-h100:2 --collective alltoall --moe tokens=256,experts=16,top_k=2
 """
 
 

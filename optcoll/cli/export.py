@@ -30,7 +30,6 @@ EXAMPLES = """\
 examples:
   optcoll export dgx-a100:2 -o allgather.xml
   optcoll export dgx-a100:2 --collective allreduce --placement both -o ar.xml
-  optcoll export dgx-h100:2 --collective alltoall --moe tokens=256,experts=16,top_k=2 --format chakra -o moe
 """
 
 

@@ -129,13 +129,21 @@ def _optimum_rows(topology: Any, optimum: Any) -> list[tuple[str, str]]:
             "cut bound",
             f"{fraction_text(optimum.cut_bound)}, {explained} (S has {inside} compute nodes)",
         ),
-        (
-            "method",
-            f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
-            if optimum.report is not None
-            else f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s",
-        ),
+        ("method", _method_text(optimum)),
     ]
+
+
+def _method_text(optimum: Any) -> str:
+    """How the optimum was proved, in words."""
+    if optimum.report is not None:
+        return f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
+    if optimum.method == "columns":
+        stats = optimum.stats
+        return (
+            f"column generation over trees: {stats['columns']} trees, master of "
+            f"{stats['lp_rows']} rows, {stats['rounds']} rounds, {optimum.seconds:.3f} s"
+        )
+    return f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s"
 
 
 def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:

@@ -20,8 +20,8 @@ hidden 7168, bf16, 256 experts, top-8, Zipf exponent 1.2, seed 0; DeepSeek-V3's 
 * ``--replan``: the optimum of step 0, then steps 1-3 re-planned from it
   (:func:`optcoll.schedules.replan.replan`): CPU seconds and certified gap, and the
   exact optimum of each step for the true ratio (target: < 0.5 s within 5 %).
-* ``--moe``: optimum, our schedule, direct (NCCL) and hierarchical (DeepEP) in the
-  bandwidth model and in the event simulator.
+* ``--moe``: optimum, our schedule, direct (NCCL), hierarchical (DeepEP) and FLASH's
+  Birkhoff phases in the bandwidth model and in the event simulator (phases in sequence).
 """
 
 from __future__ import annotations
@@ -111,22 +111,26 @@ _MOE = """
 import json, sys, time
 from optcoll.io import load_topology
 from optcoll.core.moe import moe_demand, parse_moe_spec
-from optcoll.bounds.demand import demand_optimum
+from optcoll.schedules.alltoallv import proved_optimum
 from optcoll.schedules.alltoallv import demand_schedule
-from optcoll.sim.demand import simulate_demand_schedule
+from optcoll.sim.demand import simulate_demand_phases, simulate_demand_schedule
 spec, moe = sys.argv[1], sys.argv[2]
 topology = load_topology(spec)
 out = {}
 for phase in ("dispatch", "combine"):
     demand = moe_demand(parse_moe_spec(moe + f",phase={phase}"), topology.compute_nodes)
-    o = demand_optimum(topology, demand)
+    o = proved_optimum(topology, demand, "columns")
     rows = {"optimum": {"bandwidth_us": o.time_us}}
-    for method in ("optimal", "spray", "hierarchical", "direct"):
+    for method in ("optimal", "spray", "hierarchical", "direct", "birkhoff"):
         s = demand_schedule(topology, demand, method, optimum=o)
         cpu = time.process_time()
-        run = simulate_demand_schedule(topology, s.routes)
-        rows[method] = {"bandwidth_us": s.time_us, "simulated_us": run.time_us,
-                        "sim_cpu": time.process_time() - cpu, "paths": sum(len(r.paths) for r in s.routes)}
+        if s.phases:
+            simulated = simulate_demand_phases(topology, s.phases)
+        else:
+            simulated = simulate_demand_schedule(topology, s.routes).time_us
+        rows[method] = {"bandwidth_us": s.time_us, "simulated_us": simulated,
+                        "sim_cpu": time.process_time() - cpu, "paths": sum(len(r.paths) for r in s.routes),
+                        "phases": len(s.phases)}
     out[phase] = {"total_bytes": demand.total_bytes, "rows": rows}
 print(json.dumps(out))
 """

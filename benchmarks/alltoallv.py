@@ -121,7 +121,7 @@ for phase in ("dispatch", "combine"):
     demand = moe_demand(parse_moe_spec(moe + f",phase={phase}"), topology.compute_nodes)
     o = proved_optimum(topology, demand, "columns")
     rows = {"optimum": {"bandwidth_us": o.time_us}}
-    for method in ("optimal", "spray", "hierarchical", "direct", "birkhoff"):
+    for method in ("optimal", "spray", "hierarchical", "direct", "birkhoff", "flash"):
         s = demand_schedule(topology, demand, method, optimum=o)
         cpu = time.process_time()
         if s.phases:

@@ -474,7 +474,8 @@ def demand_verify(topology: Any, args: argparse.Namespace) -> int:
 def demand_compare(topology: Any, args: argparse.Namespace) -> int:
     """``compare TOPO --collective alltoall --demand FILE``: the proved optimum beside every
     demand schedule (:data:`~optcoll.schedules.alltoallv.DEMAND_METHODS`: ours, the spray,
-    NCCL's direct sends, DeepEP's hierarchical route, FLASH's Birkhoff phases), each verified,
+    NCCL's direct sends, DeepEP's hierarchical route, FLASH's Birkhoff phases per rank and
+    per box), each verified,
     in the bandwidth model and in the event simulator."""
     from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
     from optcoll.sim.demand import simulate_demand_phases, simulate_demand_schedule

@@ -31,6 +31,13 @@ Methods (:data:`DEMAND_METHODS`):
     bytes of a phase on its ``"direct"`` path. The time is the **sum** of the phases'
     exact times (each phase verified on its own), never below the concurrent time of the
     same routes.
+``"flash"``
+    FLASH as published, at the level of boxes (the nodes' ``group``; a node without one
+    is its own box): the pairs inside a box first, in a phase of their own (on NVLink),
+    then the box-to-box matrix decomposed the same way; a phase's bytes from box ``a`` to
+    box ``pi(a)`` are taken from its pairs in order, and each pair's share sprayed over
+    every rail (the GPU of each rail in both boxes relays: FLASH's balancing inside the
+    box). Time: the sum of the phases' exact times.
 ``"hierarchical"``
     What DeepEP's dispatch does across boxes: the bytes go first over the network to
     the GPU of the destination's box at the source's own position in its box (same
@@ -83,6 +90,7 @@ __all__ = [
     "proved_optimum",
     "DEMAND_METHODS",
     "ROUTED_METHODS",
+    "PHASED_METHODS",
     "DemandSchedule",
     "demand_schedule",
     "demand_path_decomposition",
@@ -95,8 +103,11 @@ Path = tuple[str, ...]
 #: The routings that send every pair's bytes at once (``optcoll solve --demand`` prints them).
 ROUTED_METHODS = ("optimal", "spray", "direct", "hierarchical")
 
-#: The ways :func:`demand_schedule` routes a demand: the routings, then the phased one.
-DEMAND_METHODS = (*ROUTED_METHODS, "birkhoff")
+#: The phased schedules (a barrier between phases): FLASH's Birkhoff decompositions.
+PHASED_METHODS = ("birkhoff", "flash")
+
+#: The ways :func:`demand_schedule` routes a demand: the routings, then the phased ones.
+DEMAND_METHODS = (*ROUTED_METHODS, *PHASED_METHODS)
 
 
 @dataclass(frozen=True)
@@ -331,8 +342,8 @@ def demand_schedule(
     choice_argument(method, DEMAND_METHODS, "method")
     start = time.perf_counter()
     pairs = demand.pairs()
-    if method == "birkhoff":
-        return _birkhoff_schedule(topology, demand, optimum, start)
+    if method in PHASED_METHODS:
+        return _phased_schedule(topology, demand, method, optimum, start)
     if method == "optimal":
         if optimum is None:
             optimum = demand_optimum_core(topology, demand, None)
@@ -366,31 +377,80 @@ def demand_schedule(
     )
 
 
-def _birkhoff_schedule(
-    topology: Topology, demand: Demand, optimum: DemandOptimum | None, start: float
-) -> DemandSchedule:
-    """FLASH's phases (``method="birkhoff"`` of :func:`demand_schedule`), each verified."""
-    ranks, n = demand.ranks, len(demand.ranks)
+def _phase_pairs(
+    topology: Topology, demand: Demand, method: str
+) -> tuple[list[dict[tuple[str, str], int]], dict[tuple[str, str], list[tuple[Path, Fraction]]]]:
+    """The phases (each pair's bytes in each) and every pair's paths (with their shares)
+    of ``"birkhoff"`` (ranks; direct paths) or ``"flash"`` (boxes; intra-box pairs first
+    on their own phase, then the box matrix's permutations, pairs' bytes taken in order
+    within each pair of boxes, sprayed over the rails)."""
+    ranks = demand.ranks
     pairs = demand.pairs()
-    path = {pair: pieces[0][0] for pair, pieces in _relayed(topology, pairs, True).items()}
+    if method == "birkhoff":
+        phases = [
+            {(ranks[i], ranks[j]): b for (i, j), b in phase.pairs.items()}
+            for phase in birkhoff_phases(demand.bytes)
+        ]
+        return phases, _relayed(topology, pairs, True)
+    unit = {v: topology.node[v].group or v for v in ranks}
+    units = list(dict.fromkeys(unit[v] for v in ranks))
+    index = {u: i for i, u in enumerate(units)}
+    inside = {(s, d): b for (s, d), b in pairs.items() if unit[s] == unit[d]}
+    queues: dict[tuple[int, int], list[list[Any]]] = {}
+    matrix = [[0] * len(units) for _ in units]
+    for (s, d), b in pairs.items():
+        if unit[s] != unit[d]:
+            key = (index[unit[s]], index[unit[d]])
+            queues.setdefault(key, []).append([s, d, b])
+            matrix[key[0]][key[1]] += b
+    phases = [inside] if inside else []
+    for phase in birkhoff_phases(matrix):
+        taken: dict[tuple[str, str], int] = {}
+        for key, amount in sorted(phase.pairs.items()):
+            queue = queues[key]
+            while amount:
+                s, d, left = queue[0]
+                step = min(amount, left)
+                taken[(s, d)] = step
+                amount -= step
+                if step == left:
+                    queue.pop(0)
+                else:
+                    queue[0][2] = left - step
+        phases.append(taken)
+    return phases, _sprayed(topology, pairs)
+
+
+def _phased_schedule(
+    topology: Topology, demand: Demand, method: str, optimum: DemandOptimum | None, start: float
+) -> DemandSchedule:
+    """``"birkhoff"`` or ``"flash"`` (:func:`demand_schedule`): phases one after the other,
+    each verified on its own; the union verified against the whole demand."""
+    ranks, n = demand.ranks, len(demand.ranks)
+    rank = {v: i for i, v in enumerate(ranks)}
+    pairs = demand.pairs()
+    found, paths = _phase_pairs(topology, demand, method)
     phases: list[tuple[Route, ...]] = []
     total = Fraction(0)
     merged: dict[tuple[str, str], dict[Path, int]] = {}
-    for phase in birkhoff_phases(demand.bytes):
-        if not phase.pairs:
+    for phase in found:
+        if not phase:
             continue  # padding only: every rank idle
         rows = [[0] * n for _ in range(n)]
         routes = []
-        for (i, j), b in sorted(phase.pairs.items()):
-            rows[i][j] = b
-            pair = (ranks[i], ranks[j])
-            routes.append(Route(pair[0], pair[1], (RoutePath(b, path[pair]),)))
-            into = merged.setdefault(pair, {})
-            into[path[pair]] = into.get(path[pair], 0) + b
+        for (src, dst), b in phase.items():
+            rows[rank[src]][rank[dst]] = b
+            pieces = paths[(src, dst)]
+            whole = _chunks([w / pairs[(src, dst)] for _, w in pieces], b)
+            steps = tuple(RoutePath(c, p) for (p, _), c in zip(pieces, whole, strict=True) if c)
+            routes.append(Route(src, dst, steps))
+            into = merged.setdefault((src, dst), {})
+            for step in steps:
+                into[step.path] = into.get(step.path, 0) + step.chunks
         part = Demand(ranks, tuple(map(tuple, rows)), f"{demand.origin}, phase")
         check = verify_demand_routes(topology, part, routes)
         if not check.valid or check.time_factor is None:
-            raise ScheduleError(f"a Birkhoff phase fails verification: {check.reason}")
+            raise ScheduleError(f"a {method} phase fails verification: {check.reason}")
         total += check.time_factor
         phases.append(tuple(routes))
     union = tuple(
@@ -399,7 +459,7 @@ def _birkhoff_schedule(
     reference = None if optimum is None else optimum.time_factor
     check = verify_demand_routes(topology, demand, union, reference)
     if not check.valid or check.time_factor is None:
-        raise ScheduleError(f"the Birkhoff all-to-allv schedule fails verification: {check.reason}")
+        raise ScheduleError(f"the {method} all-to-allv schedule fails verification: {check.reason}")
     stats = {
         "phases": len(phases),
         "concurrent_time_factor": fraction_text(check.time_factor),
@@ -408,7 +468,7 @@ def _birkhoff_schedule(
     return DemandSchedule(
         topology.name,
         demand,
-        "birkhoff",
+        method,
         union,
         total,
         check.busiest,

@@ -78,11 +78,11 @@ def test_compare_lists_every_demand_schedule(capsys):
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     rows = {row["method"]: row for row in data["schedules"]}
-    assert set(rows) == {"optimal", "spray", "direct", "hierarchical", "birkhoff"}
+    assert set(rows) == {"optimal", "spray", "direct", "hierarchical", "birkhoff", "flash"}
     optimum = Fraction(data["time_factor"])
     assert Fraction(rows["optimal"]["time_factor"]) == optimum
     for row in rows.values():
         assert Fraction(row["time_factor"]) >= optimum
         assert row["simulated_us"] >= row["time_us"]
-    assert rows["birkhoff"]["phases"] >= 1
+    assert rows["birkhoff"]["phases"] >= 1 and rows["flash"]["phases"] >= 1
     assert main([*args[:-1], "--plot", "x.png"]) == 2

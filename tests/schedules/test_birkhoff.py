@@ -84,3 +84,38 @@ def test_moe_schedule_is_verified_and_slower_than_concurrent():
     assert simulated == pytest.approx(
         sum(simulate_demand_schedule(topo, routes).time_us for routes in schedule.phases)
     )
+
+
+def test_flash_phases_are_box_permutations_with_intra_box_first():
+    """FLASH at the level of boxes on two DGX H100: the pairs inside a box in phase 0, then
+    box 0 -> box 1 and box 1 -> box 0 together (one permutation of two boxes: the box matrix
+    padded to equal line sums has one phase when both directions carry the same bytes,
+    two otherwise); every phase verified, their times summed."""
+    from optcoll.core.moe import MoeSpec, moe_demand
+
+    topo = load_topology("dgx-h100:2")
+    spec = MoeSpec(tokens=32, hidden=16, dtype_bytes=2, experts=16, top_k=2, zipf=1.0)
+    demand = moe_demand(spec, topo.compute_nodes)
+    optimum = proved_optimum(topo, demand)
+    schedule = demand_schedule(topo, demand, "flash", optimum=optimum)
+    box = {v: topo.node[v].group for v in topo.compute_nodes}
+    first = schedule.phases[0]
+    assert all(box[r.src] == box[r.dst] for r in first)
+    for routes in schedule.phases[1:]:
+        sending = {}
+        for r in routes:
+            assert box[r.src] != box[r.dst]
+            assert sending.setdefault(box[r.src], box[r.dst]) == box[r.dst]  # one target box
+    assert verify_demand_routes(topo, demand, schedule.routes).valid
+    index = {v: i for i, v in enumerate(topo.compute_nodes)}
+    phase_sum = Fraction(0)
+    for routes in schedule.phases:
+        part = [[0] * 16 for _ in range(16)]
+        for r in routes:
+            part[index[r.src]][index[r.dst]] = sum(p.chunks for p in r.paths)
+        phase_sum += verify_demand_routes(
+            topo, demand_matrix(part, topo.compute_nodes), routes
+        ).time_factor
+    assert schedule.time_factor == phase_sum >= optimum.time_factor
+    birkhoff = demand_schedule(topo, demand, "birkhoff", optimum=optimum)
+    assert len(schedule.phases) < len(birkhoff.phases)

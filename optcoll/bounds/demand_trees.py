@@ -11,12 +11,14 @@ that only add load. So the optimum is that of
                             sum_J m_J(a) x_J <= t * c(a)          for every link a,  x >= 0
 
 over columns ``J``: flows of one source, ``m_J(a)`` the demand units they put on link
-``a``. The columns are the caller's starting flows (baseline routings) and then, round by
-round, every source's **shortest-path tree** under the master's prices ``w`` (the capacity
-rows' duals) whenever its cost ``sum_d D[s][d] dist_w(s, d)`` is below the source's dual
-(pricing: one Dijkstra from every source, SciPy). The restricted master has
+``a``. The columns are every source's fewest-hop tree (and any flows the caller starts
+from) and then, round by round, every source's **shortest-path tree** under the master's
+prices ``w`` (the capacity rows' duals) whenever its cost ``sum_d D[s][d] dist_w(s, d)``
+is below the source's dual (pricing: one Dijkstra from every source, SciPy; the trees'
+loads summed along the predecessor arrays in NumPy). The restricted master has
 ``N + |links|`` rows (3,584 on 512 GPUs); it is handed to HiGHS directly as sparse
-columns (highspy, columns appended and re-solved from the previous basis), without PuLP.
+columns (highspy, columns appended and re-solved from the previous basis by the primal
+simplex, which keeps it feasible), without PuLP.
 
 **Exact proof** (the floats only steer). The master's final basis gives an exact vertex
 (``x``, ``t``) and exact prices ``w`` by two sparse linear systems over the rationals

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from optcoll.bounds.in_network import has_aggregation_lp
+from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
@@ -90,7 +91,7 @@ from optcoll.schedules.baselines import (
 )
 from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
-from optcoll.schedules.collective_bound import collective_bound
+from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
     allreduce_core,
     build_collective_core,
@@ -138,6 +139,8 @@ __all__ = [
     "candidates",
     "exact_latency_bound",
     "latency_bound",
+    "SizeBound",
+    "size_bound",
     "method_times",
     "plan",
     "size_bands",
@@ -555,6 +558,71 @@ def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, 
     return distance
 
 
+@dataclass(frozen=True)
+class SizeBound:
+    """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
+    the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
+    ``data(M) * certified.time_factor`` and the window cuts of ``startup``
+    (:mod:`optcoll.bounds.startup`), all in exact µs. Each holds, under the simulator's
+    model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> bounds = size_bound(build("torus:8x8"), "allgather", overhead=1.0,
+    ...                     default_latency=Fraction(1, 2))
+    >>> [float(bounds.lower_us(m)) for m in (2**10, 2**24, 2**32)]
+    [5.0, 42.78762, 10571.146]
+    >>> bounds.bandwidth_us(2**32) + Fraction(3, 2) == bounds.lower_us(2**32)  # o + one link
+    True
+    """
+
+    collective: str
+    num_compute: int
+    certified: CollectiveBound
+    latency: Fraction
+    startup: StartupBound
+
+    def bandwidth_us(self, size: int) -> Fraction:
+        """``data(M) * time factor`` (µs)."""
+        data = Fraction(size, self.num_compute) if self.collective in _PER_NODE else Fraction(size)
+        return data * self.certified.time_factor / 1000
+
+    def lower_us(self, size: int) -> Fraction:
+        """The largest of the three bounds (µs) at ``size`` bytes."""
+        return max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+
+    def describe(self) -> str:
+        """What the bound is and the schedules it holds for."""
+        return (
+            f"{self.certified.describe()}, as the simulator runs them; with its start-up and "
+            "drain windows at every size"
+        )
+
+
+def size_bound(
+    topology: Topology,
+    collective: str,
+    *,
+    root: str | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> SizeBound:
+    """The :class:`SizeBound` of ``collective`` on ``topology`` with a per-step
+    ``overhead`` (µs) and link latencies (``default_latency`` where none is declared)."""
+    collective = canonical_collective(collective)
+    if collective in ("broadcast", "reduce"):
+        root = root if root is not None else topology.compute_nodes[0]
+    certified = collective_bound(topology, collective, root)
+    latency = exact_latency_bound(
+        topology, collective, root=root, overhead=overhead, default_latency=default_latency
+    )
+    startup = certified.startup(
+        topology, overhead=overhead, default_latency=default_latency, root=root
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup)
+
+
 def plan(
     topology: Topology,
     collective: str = "allgather",
@@ -601,12 +669,10 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
-    certified = collective_bound(topology, collective, root)
-    bound = certified.time_factor
-    bus = bus_factor(collective, topology.num_compute)
-    floor = exact_latency_bound(
+    bounds = size_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
+    bus = bus_factor(collective, topology.num_compute)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -615,8 +681,7 @@ def plan(
     rows = []
     shared = _Shared()
     for size in sizes:
-        data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
-        lower = max(floor, data * bound / 1000)
+        lower = bounds.lower_us(size)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
@@ -641,7 +706,7 @@ def plan(
                 lower,
                 search.fastest_orders(),
                 bus,
-                certified.describe(),
+                bounds.describe(),
             )
         )
     if bar is not None:

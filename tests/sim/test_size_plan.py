@@ -93,7 +93,9 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
         ]  # fmt: skip
         # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
         assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)
-        assert row["bound_holds_for"] == "cut bound r*: holds for every allgather"
+        assert row["bound_holds_for"].startswith(
+            "cut bound r*: holds for every allgather, as the simulator runs them"
+        )
         assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
         assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
     files = sorted(out.glob("*.xml"))

@@ -4,7 +4,7 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -18,7 +18,11 @@ simulator's model:
 * the **latency bound** ``overhead + max over (source, destination)`` of the smallest sum
   of link latencies on a path between them (sources and destinations: every pair of
   compute nodes; from the root for broadcast, to it for reduce): data that must cross from
-  one to the other pays at least one step and those latencies.
+  one to the other pays at least one step and those latencies;
+* the **start-up bound** (:mod:`optcoll.bounds.startup`): cuts whose links carry the data
+  that must cross them only after the overhead and the latency from the data's source and
+  before the latency to its destination (``docs/bounds_every_size.md``). :class:`SizeBound`
+  holds the three, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -50,7 +54,7 @@ Examples
 >>> from optcoll.topologies import build
 >>> rows = plan(build("dgx-a100:1"), "allgather", [1024, 2**30])
 >>> [(r.method, round(r.ratio, 3)) for r in rows]  # one NVSwitch: a star from every GPU
-[('optimal (k=1)', 1.001), ('optimal (k=1)', 1.001)]
+[('optimal (k=1)', 1.0), ('optimal (k=1)', 1.0)]
 """
 
 from __future__ import annotations
@@ -572,7 +576,7 @@ class SizeBound:
     >>> bounds = size_bound(build("torus:8x8"), "allgather", overhead=1.0,
     ...                     default_latency=Fraction(1, 2))
     >>> [float(bounds.lower_us(m)) for m in (2**10, 2**24, 2**32)]
-    [5.0, 42.78762, 10571.146]
+    [5.00004, 42.78768, 10571.14608]
     >>> bounds.bandwidth_us(2**32) + Fraction(3, 2) == bounds.lower_us(2**32)  # o + one link
     True
     """

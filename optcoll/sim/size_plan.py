@@ -108,6 +108,7 @@ from optcoll.schedules.spanning_tree_allreduce import (
     spanning_trees_beat_rs_ag,
 )
 from optcoll.sim.cost_model import SIZES
+from optcoll.sim.nccl_model import nccl_ring_channels
 from optcoll.sim.quotient import (
     Quotient,
     check_expanded,
@@ -433,8 +434,11 @@ def candidates(
             ring = as_collective(hierarchical)
             found.append(Candidate(str(ring.stats["method"]), ring))
         try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
-            nccl = as_collective(nccl_ring_schedule(topology))
-            found.append(Candidate(str(nccl.stats["method"]), nccl))
+            # as many channels as NCCL runs at some size (fewer for small messages)
+            counts = set(nccl_ring_channels(topology, collective, list(SIZES)).values())
+            for count in sorted(counts, reverse=True):
+                nccl = as_collective(nccl_ring_schedule(topology, count))
+                found.append(Candidate(str(nccl.stats["method"]), nccl))
         except ScheduleError:
             pass
     if collective == "allreduce":

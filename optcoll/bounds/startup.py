@@ -48,7 +48,7 @@ Examples
 >>> bound.tightest(2**32).name
 'allgather: pieces of 63 nodes >= 1/2 from n7_7 into it'
 >>> float(bound.time_us(2**20)), bound.tightest(2**20).name  # 1 µs + 8 links + 16 KiB
-(5.04096, 'allgather: pieces of 1 nodes >= 4 from n7_7 into it')
+(5.04096, 'allgather: pieces of 1 node >= 4 from n7_7 into it')
 """
 
 from __future__ import annotations
@@ -225,6 +225,11 @@ def _representatives(topology: Topology, latency: dict[Arc, Fraction]) -> list[s
     return compute[:MOST_NODES]
 
 
+def _nodes(count: int) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{count} node{'s' * (count != 1)}"
+
+
 def _levels(
     distance: dict[str, int], members: Sequence[str], ends: Sequence[dict[str, int]]
 ) -> list[tuple[int, int, list[int]]]:
@@ -292,7 +297,7 @@ class _Builder:
         for count, level, least in _levels(self.distances.to_node(v), sources, tails):
             cuts.append(
                 WindowCut(
-                    f"{label}: pieces of {count} nodes >= {Fraction(level, self.distances.scale)}"
+                    f"{label}: pieces of {_nodes(count)} >= {Fraction(level, self.distances.scale)}"
                     f" from {v} into it",
                     share_each * count,
                     tuple(self.window(a, least[j], 0) for j, a in enumerate(arcs)),
@@ -311,7 +316,7 @@ class _Builder:
         for count, level, least in _levels(self.distances.from_node(x), targets, heads):
             cuts.append(
                 WindowCut(
-                    f"{label}: shards of {count} nodes >= {Fraction(level, self.distances.scale)}"
+                    f"{label}: shards of {_nodes(count)} >= {Fraction(level, self.distances.scale)}"
                     f" from {x} out of it",
                     share_each * count,
                     tuple(self.window(a, 0, least[j]) for j, a in enumerate(arcs)),

@@ -131,3 +131,21 @@ def test_no_simulated_candidate_beats_the_bound(
     sim = SimOptions(overhead, slice_bytes, latency)
     for method, time in _runs(topo, collective, size, sim, store_and_forward):
         assert time >= lower * (1 - 1e-9), (method, time, lower)
+
+
+@pytest.mark.parametrize(
+    "spec", ["star:4,sharp=1", "dgx-h100:1,nvls=1", "leaf-spine:leaves=2,hosts=2,spines=2"]
+)
+def test_in_network_and_switched_allreduce_candidates_respect_the_bound(spec):
+    """Where switches reduce (aggregation trees, NVLS) and on a leaf-spine, every plan
+    candidate of an allreduce runs no faster than the bound, at 1 KiB and 1 MiB."""
+    topo = build(spec)
+    sim = SimOptions(1.0, 512 * 1024, Fraction(1, 2))
+    for size in (1024, 2**20):
+        lower = float(
+            size_bound(
+                topo, "allreduce", overhead=1.0, default_latency=sim.default_latency
+            ).lower_us(size)
+        )
+        times = dict(_runs(topo, "allreduce", size, sim))
+        assert times and min(times.values()) >= lower * (1 - 1e-9), (times, lower)

@@ -193,16 +193,18 @@ def _nccl_times(
 ) -> list[float | None]:
     """The simulated time of NCCL-like rings at each size with NCCL's channel count there
     (:func:`optcoll.schedules.baselines.nccl_channels`), in the order of ``channels``."""
+    from functools import partial
+
     from optcoll.schedules.baselines import nccl_ring_schedule
-    from optcoll.schedules.collectives import allreduce_core
+    from optcoll.schedules.collectives import from_allgather_trees
     from optcoll.sim.cost_model import schedule_cost
     from optcoll.sim.size_plan import method_times
 
     times: dict[int, float | None] = {}
     for count in set(channels.values()):
-        schedule = nccl_ring_schedule(topology, count)
-        if collective == "allreduce":
-            schedule = allreduce_core(schedule, topology)
+        schedule = from_allgather_trees(
+            topology, collective, partial(nccl_ring_schedule, channels=count)
+        )
         cost = schedule_cost(topology, schedule, str(schedule.stats["method"]))
         sizes = [m for m, c in channels.items() if c == count]
         for size, time in zip(

@@ -378,8 +378,10 @@ def candidates(
     >>> names = [c.method for c in candidates(build("dgx-a100:2"))]
     >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
-    >>> names[8:]
-    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
+    >>> names[8:11]  # the channels NCCL runs at some size: 1 up to 64 KiB, 4 at 256 KiB
+    ['NCCL-like ring (16 channels)', 'NCCL-like ring (4 channels)', 'NCCL-like ring (1 channel)']
+    >>> names[11:]
+    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)

@@ -175,6 +175,7 @@ def step_tasks(
             "use a larger --slice or a smaller size"
         )
     graph = TaskGraph() if graph is None else graph
+    graph.posted = True  # simultaneous sends go in the order of their step
     schedule = routed.schedule
     block = schedule.block_bytes(size)
     arcs = {key: network.path(path) for key, path in routed.paths.items()}
@@ -268,7 +269,7 @@ def step_costs(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
-    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
+    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
     """
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     return [

@@ -1,21 +1,22 @@
 """The log-step schedules that apply to each collective, by name.
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
-:mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing`,
-:mod:`optcoll.schedules.baselines.bine` and :mod:`optcoll.schedules.baselines.pat` that runs the collective, over the compute nodes in declaration order (their ranks), on
-two or more equal boxes the hierarchical ones of
-:mod:`optcoll.schedules.baselines.hierarchical_steps`, and on a torus whose dimensions
-are powers of two (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`)
-multiport Swing.
+:mod:`optcoll.schedules.baselines.direct`, :mod:`optcoll.schedules.baselines.logstep`,
+:mod:`optcoll.schedules.baselines.swing`, :mod:`optcoll.schedules.baselines.bine` and
+:mod:`optcoll.schedules.baselines.pat` that runs the collective, over the compute nodes
+in declaration order (their ranks), on two or more equal boxes the hierarchical ones of
+:mod:`optcoll.schedules.baselines.hierarchical_steps` (every phase across of each
+collective), and on a torus whose dimensions are powers of two (``shape``,
+:func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing.
 
 Examples
 --------
 >>> [s.method for s in step_schedules("abcdef", "allreduce")]
-['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
+['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
 >>> [s.method for s in step_schedules("abcdef", "broadcast")]
 []
->>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-1]
-'hierarchical (recursive doubling + direct)'
+>>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-2:]
+['hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
 >>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-1]
 'multiport Swing'
 """
@@ -26,10 +27,19 @@ from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.schedules.baselines.bine import bine_allgather
+from optcoll.schedules.baselines.direct import (
+    direct_allgather,
+    direct_reduce_scatter,
+    one_shot_allreduce,
+    two_shot_allreduce,
+)
 from optcoll.schedules.baselines.hierarchical_steps import (
     ACROSS,
+    GATHER_ACROSS,
+    SCATTER_ACROSS,
     hierarchical_allgather,
     hierarchical_allreduce,
+    hierarchical_one_shot_allreduce,
     hierarchical_reduce_scatter,
 )
 from optcoll.schedules.baselines.logstep import (
@@ -56,14 +66,22 @@ __all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
 #: Per collective, the builders of its log-step schedules.
 STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = {
     "allgather": (
+        direct_allgather,
         recursive_doubling_allgather,
         bruck_allgather,
         swing_allgather,
         bine_allgather,
         pat_allgather,
     ),
-    "reduce_scatter": (recursive_halving_reduce_scatter, swing_reduce_scatter, pat_reduce_scatter),
+    "reduce_scatter": (
+        direct_reduce_scatter,
+        recursive_halving_reduce_scatter,
+        swing_reduce_scatter,
+        pat_reduce_scatter,
+    ),
     "allreduce": (
+        one_shot_allreduce,
+        two_shot_allreduce,
         recursive_doubling_allreduce,
         rabenseifner_allreduce,
         swing_allreduce,
@@ -101,9 +119,10 @@ def step_schedules(
     if boxes is None or collective not in STEP_BUILDERS:
         return found
     if collective == "allgather":
-        found.append(hierarchical_allgather(boxes))
+        found += [hierarchical_allgather(boxes, across) for across in GATHER_ACROSS]
     elif collective == "reduce_scatter":
-        found.append(hierarchical_reduce_scatter(boxes))
+        found += [hierarchical_reduce_scatter(boxes, across) for across in SCATTER_ACROSS]
     else:
         found += [hierarchical_allreduce(boxes, across) for across in ACROSS]
+        found.append(hierarchical_one_shot_allreduce(boxes))
     return found

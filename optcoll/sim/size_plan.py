@@ -369,7 +369,7 @@ def candidates(
     >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
     >>> names[8:]
-    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
+    ['NCCL-like ring (16 channels)', 'direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -1016,7 +1016,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [6.015], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
+    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

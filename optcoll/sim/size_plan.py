@@ -124,7 +124,13 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     tree_tasks,
 )
-from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
+from optcoll.sim.steps import (
+    RoutedSteps,
+    route_steps,
+    step_latency_floor,
+    step_task_count,
+    step_tasks,
+)
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -619,7 +625,7 @@ def plan(
         lower = max(floor, data * bound / 1000)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
-        for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
+        for option in sorted(options, key=lambda o: (search.floor_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
             if bar is not None:
                 bar.update()
@@ -652,11 +658,12 @@ def plan(
 @dataclass
 class _Shared:
     """What :func:`plan` finds once for all sizes: per candidate its quotient (None: none),
-    its deferred schedule made, its busiest-link time factor."""
+    its deferred schedule made, its busiest-link time factor, its latency floor (µs)."""
 
     quotients: dict[str, Quotient | None] = field(default_factory=dict)
     built: dict[str, Candidate] = field(default_factory=dict)
     factors: dict[str, Fraction] = field(default_factory=dict)
+    latencies: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -691,6 +698,7 @@ class _Search:
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
         self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
+        self.latencies = shared.latencies
         self.collective = collective
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
@@ -704,9 +712,10 @@ class _Search:
         if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
         if self.trials and (
-            self.bandwidth_us(option) >= self.best().time_us
+            self.floor_us(option) >= self.best().time_us
             or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
-        ):  # its busiest link alone takes longer than the fastest, or that is at the bound
+        ):  # its busiest link alone, or its chain of steps, takes longer than the fastest,
+            # or that is at the bound
             return None
         table = self._table(option)
         quotient = self.quotient(option)
@@ -803,6 +812,18 @@ class _Search:
         if option.steps is not None:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             return data * float(option.steps.time_factor) / 1000
+        if option.trees:  # trees splitting the whole message, in phases
+            if option.method not in self.factors:
+                self.factors[option.method] = max(
+                    phase_time_factor(
+                        self.topology,
+                        option.trees,
+                        sum(t.chunks for t in option.trees),
+                        reverse=reverse,
+                    )  # fmt: skip
+                    for reverse in set(option.phases)
+                )
+            return self.size * float(self.factors[option.method]) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -812,6 +833,32 @@ class _Search:
         if key not in self.factors:
             self.factors[key] = _busiest_factor(self.topology, schedule)
         return data * float(self.factors[key]) / 1000
+
+    def floor_us(self, option: Candidate) -> float:
+        """A lower bound on ``option``'s simulated time (µs): the larger of
+        :meth:`bandwidth_us` and its latency floor, whatever the size: a step schedule's
+        chain of steps (:func:`optcoll.sim.steps.step_latency_floor`), a tree's deepest
+        path in each phase (:func:`_tree_floor`)."""
+        if option.method not in self.latencies:
+            overhead = self.sim.overhead
+            floor = 0.0
+            if option.steps is not None:
+                floor = step_latency_floor(option.steps, self.network, overhead)
+            elif option.trees:
+                floor = _tree_floor(option.trees, len(option.phases), self.network, overhead)
+            elif (
+                option.schedule is not None
+                and option.schedule.collective != "alltoall"
+                and not option.chunks_per_node
+            ):
+                schedule = option.schedule
+                trees: Sequence[Tree] = schedule.trees
+                if isinstance(trees, ImageTrees):  # a subset of the trees bounds as well
+                    trees = trees.representatives
+                phases = len(PHASES[schedule.collective])
+                floor = _tree_floor(trees, phases, self.network, overhead)
+            self.latencies[option.method] = floor
+        return max(self.bandwidth_us(option), self.latencies[option.method])
 
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
@@ -902,6 +949,32 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
         phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
         for reverse in PHASES[schedule.collective]
     )
+
+
+def _tree_floor(trees: Sequence[Tree], phases: int, network: Network, overhead: float) -> float:
+    """A lower bound (µs) on running ``trees`` in ``phases`` phases: a slice crosses every
+    tree edge on its way from the root to a leaf (or up, in a reduce phase) as a step of
+    that edge's connection, ``overhead`` plus the edge path's latency after it arrived,
+    and a later phase starts where the earlier ended at the root; so every run takes at
+    least ``phases`` times the deepest such path of some tree.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> from optcoll.topologies import build
+    >>> topo = build("ring:3")
+    >>> chain = Tree("n0", 1, (TreeEdge("n0", "n1", ("n0", "n1")), TreeEdge("n1", "n2", ("n1", "n2"))))
+    >>> _tree_floor([chain], 2, Network.of(topo), 1.0)  # 2 phases of 2 edges of 1 + 1 µs
+    8.0
+    """
+    latency = network.latency
+    deepest = 0.0
+    for tree in trees:
+        depth = {tree.root: 0.0}
+        for e in tree.edges:  # parents before children
+            depth[e.dst] = depth[e.src] + overhead + sum(latency[a] for a in network.path(e.path))
+        deepest = max(deepest, *depth.values())
+    return phases * deepest
 
 
 def _with_order(table: Timetable) -> Schedule:

@@ -58,6 +58,7 @@ __all__ = [
     "route_steps",
     "step_tasks",
     "step_task_count",
+    "step_latency_floor",
     "simulate_steps",
     "step_cost",
     "step_costs",
@@ -150,6 +151,38 @@ def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> 
         count += sum(_slices(block * len(send.blocks), slice_bytes) for send in step)
         count += len({v for send in step for v in (send.src, send.dst)})  # the joins
     return count
+
+
+def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -> float:
+    """A lower bound (µs) on the simulated time of ``routed`` whatever the size: a node's
+    step ends once every message it sends or receives in it has arrived, each no sooner
+    than ``overhead`` plus its path's latency after the node's previous step ended, so
+    no run ends before, for any node, the sum over the steps it takes part in of
+    ``overhead`` plus its slowest message's path latency.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allgather
+    >>> topo = build("star:4")
+    >>> routed = route_steps(topo, recursive_doubling_allgather(topo.compute_nodes))
+    >>> step_latency_floor(routed, Network.of(topo), 1.0)  # 2 steps of 1 µs + 2 links of 1 µs
+    6.0
+    """
+    latency = network.latency
+    path_us = {
+        key: sum(latency[a] for a in network.path(path)) for key, path in routed.paths.items()
+    }
+    total: dict[str, float] = {}
+    for step in routed.schedule.steps:
+        slowest: dict[str, float] = {}
+        for send in step:
+            us = path_us[(send.src, send.dst)]
+            for v in (send.src, send.dst):
+                slowest[v] = max(slowest.get(v, 0.0), us)
+        for v, us in slowest.items():
+            total[v] = total.get(v, 0.0) + overhead + us
+    return max(total.values(), default=0.0)
 
 
 def step_tasks(

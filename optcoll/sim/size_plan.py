@@ -144,6 +144,7 @@ __all__ = [
     "candidates",
     "exact_latency_bound",
     "latency_bound",
+    "tree_latency_floor",
     "method_times",
     "plan",
     "size_bands",
@@ -838,14 +839,14 @@ class _Search:
         """A lower bound on ``option``'s simulated time (µs): the larger of
         :meth:`bandwidth_us` and its latency floor, whatever the size: a step schedule's
         chain of steps (:func:`optcoll.sim.steps.step_latency_floor`), a tree's deepest
-        path in each phase (:func:`_tree_floor`)."""
+        path in each phase (:func:`tree_latency_floor`)."""
         if option.method not in self.latencies:
             overhead = self.sim.overhead
             floor = 0.0
             if option.steps is not None:
                 floor = step_latency_floor(option.steps, self.network, overhead)
             elif option.trees:
-                floor = _tree_floor(option.trees, len(option.phases), self.network, overhead)
+                floor = tree_latency_floor(option.trees, len(option.phases), self.network, overhead)
             elif (
                 option.schedule is not None
                 and option.schedule.collective != "alltoall"
@@ -856,7 +857,7 @@ class _Search:
                 if isinstance(trees, ImageTrees):  # a subset of the trees bounds as well
                     trees = trees.representatives
                 phases = len(PHASES[schedule.collective])
-                floor = _tree_floor(trees, phases, self.network, overhead)
+                floor = tree_latency_floor(trees, phases, self.network, overhead)
             self.latencies[option.method] = floor
         return max(self.bandwidth_us(option), self.latencies[option.method])
 
@@ -951,7 +952,9 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
     )
 
 
-def _tree_floor(trees: Sequence[Tree], phases: int, network: Network, overhead: float) -> float:
+def tree_latency_floor(
+    trees: Sequence[Tree], phases: int, network: Network, overhead: float
+) -> float:
     """A lower bound (µs) on running ``trees`` in ``phases`` phases: a slice crosses every
     tree edge on its way from the root to a leaf (or up, in a reduce phase) as a step of
     that edge's connection, ``overhead`` plus the edge path's latency after it arrived,
@@ -964,7 +967,7 @@ def _tree_floor(trees: Sequence[Tree], phases: int, network: Network, overhead: 
     >>> from optcoll.topologies import build
     >>> topo = build("ring:3")
     >>> chain = Tree("n0", 1, (TreeEdge("n0", "n1", ("n0", "n1")), TreeEdge("n1", "n2", ("n1", "n2"))))
-    >>> _tree_floor([chain], 2, Network.of(topo), 1.0)  # 2 phases of 2 edges of 1 + 1 µs
+    >>> tree_latency_floor([chain], 2, Network.of(topo), 1.0)  # 2 phases of 2 edges of 1 + 1 µs
     8.0
     """
     latency = network.latency

@@ -88,7 +88,7 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
+from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
@@ -459,7 +459,11 @@ def candidates(
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     for steps in step_schedules(
-        topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+        topology.compute_nodes,
+        collective,
+        equal_boxes(topology),
+        torus_shape(topology),
+        grid_lines(topology),
     ):
         found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
@@ -713,10 +717,11 @@ class _Search:
         if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
         if self.trials and (
-            self.floor_us(option) >= self.best().time_us
+            self.bandwidth_us(option) >= self.best().time_us
+            or self.floor_us(option) >= self.fastest_like(option)
             or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
-        ):  # its busiest link alone, or its chain of steps, takes longer than the fastest,
-            # or that is at the bound
+        ):  # its busiest link alone takes longer than the fastest, or its latency floor
+            # longer than the fastest of its kind, or that is at the bound
             return None
         table = self._table(option)
         quotient = self.quotient(option)
@@ -739,6 +744,15 @@ class _Search:
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def fastest_like(self, option: Candidate) -> float:
+        """The fastest time so far of a candidate that, like ``option``, is a schedule
+        or timetable (what ``plan --export`` writes, :func:`schedule_bands`: the fastest
+        of them at each size is needed even where a step schedule is faster), or of any
+        candidate for the others (infinite: none yet)."""
+        exportable = _exportable(option)
+        times = [t.time_us for t in self.trials if not exportable or _exportable(t.option)]
+        return min(times, default=math.inf)
 
     def check(self, trial: _Trial) -> None:
         """Re-run a trial simulated from its quotient, recording it, and check it as the
@@ -949,6 +963,13 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
     return max(
         phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
         for reverse in PHASES[schedule.collective]
+    )
+
+
+def _exportable(option: Candidate) -> bool:
+    """A schedule or timetable candidate (:func:`schedule_bands` writes only those)."""
+    return (
+        option.schedule is not None or bool(option.chunks_per_node) or option.deferred is not None
     )
 
 

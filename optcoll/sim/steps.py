@@ -40,7 +40,7 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latenc
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.baselines.routing import equal_boxes, torus_shape, widest_paths
+from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape, widest_paths
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -308,6 +308,10 @@ def step_costs(
     return [
         step_cost(topology, route_steps(topology, s, widest), default_latency=default_latency)
         for s in step_schedules(
-            topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+            topology.compute_nodes,
+            collective,
+            equal_boxes(topology),
+            torus_shape(topology),
+            grid_lines(topology),
         )
     ]

@@ -142,3 +142,27 @@ def test_catalogue_lists_them_first():
         "hierarchical (direct + two-shot)",
         "hierarchical (one-shot + one-shot)",
     ]
+
+
+def test_dimension_wise_on_grid_lines():
+    """On a grid the direct compositions run along the rows, then across them (the columns):
+    torus 4x4, the two-step one-shot is a row one-shot then a column one-shot."""
+    from optcoll.schedules.baselines.routing import grid_lines
+    from optcoll.topologies import build
+
+    topo = build("torus:4x4")
+    lines = grid_lines(topo)
+    assert lines == [[f"n{i}_{j}" for j in range(4)] for i in range(4)]
+    found = {s.method: s for s in step_schedules(topo.compute_nodes, "allreduce", lines=lines)}
+    assert {
+        "dimension-wise (direct + one-shot)",
+        "dimension-wise (direct + two-shot)",
+        "dimension-wise (one-shot + one-shot)",
+    } <= set(found)
+    two = found["dimension-wise (one-shot + one-shot)"]
+    assert verify_steps(two).valid
+    rows, columns = two.steps
+    assert all(m.src[:2] == m.dst[:2] for m in rows)  # n{i}_: the same row
+    assert all(m.src[-1] == m.dst[-1] for m in columns)  # the same column
+    gather = step_schedules(topo.compute_nodes, "allgather", lines=lines)[-1]
+    assert gather.method == "dimension-wise (direct + direct)" and verify_steps(gather).valid

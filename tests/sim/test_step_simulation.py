@@ -119,7 +119,7 @@ def test_plan_runs_and_chooses_log_step_candidates():
         topo, chosen.steps, 1024, slice_bytes=row.slice_bytes, default_latency=Fraction(1, 2)
     )
     assert times[row.method] == row.time_us == alone.time_us
-    assert row.time_us < times["k=1"]
+    assert times["k=1"] is None or row.time_us < times["k=1"]  # None: its floor is slower
 
 
 def test_compare_times_step_costs():

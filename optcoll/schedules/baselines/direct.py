@@ -79,7 +79,7 @@ def direct_reduce_scatter(nodes: Sequence[str]) -> StepSchedule:
     """One step: every rank sends each other rank ``j`` its value of block ``j``, added.
 
     >>> [(m.src, m.dst, m.blocks) for m in direct_reduce_scatter("abc").steps[0]][:2]
-    [('a', 'b', (1,)), ('a', 'c', (2,))]
+    [('a', 'b', (1,)), ('b', 'c', (2,))]
     """
     nodes = _checked(nodes)
     return StepSchedule("reduce_scatter", "direct", nodes, len(nodes), (_scatter_step(nodes),))

@@ -23,6 +23,10 @@ allreduce inside each box (every GPU sends its whole input to the others of its 
 add it), then every GPU ``j`` sends its box's sum, the whole vector, to the GPU ``j`` of
 every other box, which adds it.
 
+The same compositions run *dimension-wise* on a grid (``name`` ``"dimension-wise"``): the
+lines of the grid as boxes (:func:`optcoll.schedules.baselines.routing.grid_lines`), so a
+phase inside runs along the last dimension and a phase across along the others.
+
 Examples
 --------
 >>> boxes = [["a0", "a1"], ["b0", "b1"], ["c0", "c1"], ["d0", "d1"]]
@@ -156,7 +160,7 @@ def _builder(table: dict[str, Builder], across: str, what: str) -> Builder:
 
 
 def hierarchical_allgather(
-    boxes: Sequence[Sequence[str]], across: str = "recursive doubling"
+    boxes: Sequence[Sequence[str]], across: str = "recursive doubling", name: str = "hierarchical"
 ) -> StepSchedule:
     """The allgather ``across`` (a key of :data:`GATHER_ACROSS`) across boxes per position,
     then one direct step inside each box (a box of one GPU: no step inside).
@@ -169,21 +173,23 @@ def hierarchical_allgather(
     boxes = _checked(boxes)
     build = _builder(GATHER_ACROSS, across, "allgather")
     steps = _across(boxes, build) + _inside(boxes, reduce=False)
-    return _schedule("allgather", f"hierarchical ({across} + direct)", boxes, steps)
+    return _schedule("allgather", f"{name} ({across} + direct)", boxes, steps)
 
 
 def hierarchical_reduce_scatter(
-    boxes: Sequence[Sequence[str]], across: str = "recursive halving"
+    boxes: Sequence[Sequence[str]], across: str = "recursive halving", name: str = "hierarchical"
 ) -> StepSchedule:
     """One direct step inside each box, then the reduce-scatter ``across`` (a key of
     :data:`SCATTER_ACROSS`) across boxes per position."""
     boxes = _checked(boxes)
     build = _builder(SCATTER_ACROSS, across, "reduce-scatter")
     steps = _inside(boxes, reduce=True) + _across(boxes, build)
-    return _schedule("reduce_scatter", f"hierarchical (direct + {across})", boxes, steps)
+    return _schedule("reduce_scatter", f"{name} (direct + {across})", boxes, steps)
 
 
-def hierarchical_allreduce(boxes: Sequence[Sequence[str]], across: str) -> StepSchedule:
+def hierarchical_allreduce(
+    boxes: Sequence[Sequence[str]], across: str, name: str = "hierarchical"
+) -> StepSchedule:
     """Direct reduce-scatter inside each box, the allreduce ``across`` (a key of
     :data:`ACROSS`) among the GPUs of each position, direct allgather inside each box.
 
@@ -193,10 +199,12 @@ def hierarchical_allreduce(boxes: Sequence[Sequence[str]], across: str) -> StepS
     boxes = _checked(boxes)
     build = _builder(ACROSS, across, "allreduce")
     steps = _inside(boxes, reduce=True) + _across(boxes, build) + _inside(boxes, reduce=False)
-    return _schedule("allreduce", f"hierarchical (direct + {across})", boxes, steps)
+    return _schedule("allreduce", f"{name} (direct + {across})", boxes, steps)
 
 
-def hierarchical_one_shot_allreduce(boxes: Sequence[Sequence[str]]) -> StepSchedule:
+def hierarchical_one_shot_allreduce(
+    boxes: Sequence[Sequence[str]], name: str = "hierarchical"
+) -> StepSchedule:
     """Two steps: a one-shot allreduce inside each box, then every GPU ``j`` sends its box's
     sum (the whole vector) to the GPU ``j`` of every other box, which adds it.
 
@@ -214,4 +222,4 @@ def hierarchical_one_shot_allreduce(boxes: Sequence[Sequence[str]]) -> StepSched
         if c != d
         for j in range(len(box))
     )
-    return _schedule("allreduce", "hierarchical (one-shot + one-shot)", boxes, [inside, across])
+    return _schedule("allreduce", f"{name} (one-shot + one-shot)", boxes, [inside, across])

@@ -6,7 +6,9 @@ One list for ``optcoll plan`` and ``optcoll compare``: every builder of
 :mod:`optcoll.schedules.baselines.pat` that runs the collective, over the compute nodes
 in declaration order (their ranks), on two or more equal boxes the hierarchical ones of
 :mod:`optcoll.schedules.baselines.hierarchical_steps` (every phase across of each
-collective), and on a torus whose dimensions are powers of two (``shape``,
+collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.grid_lines`)
+the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), and on a
+torus whose dimensions are powers of two (``shape``,
 :func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing.
 
 Examples
@@ -61,7 +63,7 @@ from optcoll.schedules.baselines.swing import (
     swing_reduce_scatter,
 )
 
-__all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
+__all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "DIMENSION_WISE", "step_schedules"]
 
 #: Per collective, the builders of its log-step schedules.
 STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = {
@@ -97,16 +99,27 @@ TORUS_BUILDERS: dict[str, tuple[Callable[[Sequence[str], Sequence[int]], StepSch
 }
 
 
+#: The direct compositions run dimension-wise on a grid: per collective, the phases across.
+DIMENSION_WISE = {
+    "allgather": ("direct",),
+    "reduce_scatter": ("direct",),
+    "allreduce": ("one-shot", "two-shot"),
+}
+
+
 def step_schedules(
     nodes: Sequence[str],
     collective: str,
     boxes: Sequence[Sequence[str]] | None = None,
     shape: Sequence[int] | None = None,
+    lines: Sequence[Sequence[str]] | None = None,
 ) -> list[StepSchedule]:
-    """Every log-step schedule of ``collective`` over ``nodes`` (none for a collective
+    """Every step schedule of ``collective`` over ``nodes`` (none for a collective
     without one, or fewer than two nodes), with ``boxes`` (two or more equal boxes of
-    the same nodes) the hierarchical ones, and with ``shape`` (the torus the nodes form,
-    row-major) multiport Swing if every dimension is a power of two."""
+    the same nodes) the hierarchical ones, with ``shape`` (the torus the nodes form,
+    row-major) multiport Swing if every dimension is a power of two, and with ``lines``
+    (the lines of the grid the nodes form) the dimension-wise direct ones
+    (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot)."""
     if len(nodes) < 2:
         return []
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
@@ -116,13 +129,23 @@ def step_schedules(
         and all(d >= 2 and d & (d - 1) == 0 for d in shape)
     ):
         found += [build(nodes, shape) for build in TORUS_BUILDERS[collective]]
+    if lines is not None and collective in DIMENSION_WISE:
+        found += _composed(collective, lines, DIMENSION_WISE[collective], "dimension-wise")
     if boxes is None or collective not in STEP_BUILDERS:
         return found
+    across = {"allgather": GATHER_ACROSS, "reduce_scatter": SCATTER_ACROSS}.get(collective, ACROSS)
+    return found + _composed(collective, boxes, tuple(across), "hierarchical")
+
+
+def _composed(
+    collective: str, boxes: Sequence[Sequence[str]], phases: Sequence[str], name: str
+) -> list[StepSchedule]:
+    """The compositions of :mod:`optcoll.schedules.baselines.hierarchical_steps` over
+    ``boxes`` with each of ``phases`` across (an allreduce also the two-step one-shot)."""
     if collective == "allgather":
-        found += [hierarchical_allgather(boxes, across) for across in GATHER_ACROSS]
-    elif collective == "reduce_scatter":
-        found += [hierarchical_reduce_scatter(boxes, across) for across in SCATTER_ACROSS]
-    else:
-        found += [hierarchical_allreduce(boxes, across) for across in ACROSS]
-        found.append(hierarchical_one_shot_allreduce(boxes))
+        return [hierarchical_allgather(boxes, across, name) for across in phases]
+    if collective == "reduce_scatter":
+        return [hierarchical_reduce_scatter(boxes, across, name) for across in phases]
+    found = [hierarchical_allreduce(boxes, across, name) for across in phases]
+    found.append(hierarchical_one_shot_allreduce(boxes, name))
     return found

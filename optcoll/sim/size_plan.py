@@ -824,15 +824,18 @@ class _Search:
             return data * float(option.steps.time_factor) / 1000
         if option.trees:  # trees splitting the whole message, in phases
             if option.method not in self.factors:
-                self.factors[option.method] = max(
-                    phase_time_factor(
-                        self.topology,
-                        option.trees,
-                        sum(t.chunks for t in option.trees),
-                        reverse=reverse,
-                    )  # fmt: skip
-                    for reverse in set(option.phases)
-                )
+                try:
+                    self.factors[option.method] = max(
+                        phase_time_factor(
+                            self.topology,
+                            option.trees,
+                            sum(t.chunks for t in option.trees),
+                            reverse=reverse,
+                        )  # fmt: skip
+                        for reverse in set(option.phases)
+                    )
+                except ScheduleError:  # a path the topology lacks: it cannot run (no bound)
+                    self.factors[option.method] = Fraction(0)
             return self.size * float(self.factors[option.method]) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
@@ -850,25 +853,33 @@ class _Search:
         chain of steps (:func:`optcoll.sim.steps.step_latency_floor`), a tree's deepest
         path in each phase (:func:`tree_latency_floor`)."""
         if option.method not in self.latencies:
-            overhead = self.sim.overhead
-            floor = 0.0
-            if option.steps is not None:
-                floor = step_latency_floor(option.steps, self.network, overhead)
-            elif option.trees:
-                floor = tree_latency_floor(option.trees, len(option.phases), self.network, overhead)
-            elif (
-                option.schedule is not None
-                and option.schedule.collective != "alltoall"
-                and not option.chunks_per_node
-            ):
-                schedule = option.schedule
-                trees: Sequence[Tree] = schedule.trees
-                if isinstance(trees, ImageTrees):  # a subset of the trees bounds as well
-                    trees = trees.representatives
-                phases = len(PHASES[schedule.collective])
-                floor = tree_latency_floor(trees, phases, self.network, overhead)
+            try:
+                floor = self._latency_floor(option)
+            except ScheduleError:  # a path the network lacks: it cannot run (no floor)
+                floor = 0.0
             self.latencies[option.method] = floor
         return max(self.bandwidth_us(option), self.latencies[option.method])
+
+    def _latency_floor(self, option: Candidate) -> float:
+        """The latency floor of :meth:`floor_us` (0 for a candidate without one)."""
+        overhead = self.sim.overhead
+        floor = 0.0
+        if option.steps is not None:
+            floor = step_latency_floor(option.steps, self.network, overhead)
+        elif option.trees:
+            floor = tree_latency_floor(option.trees, option.phases, self.network, overhead)
+        elif (
+            option.schedule is not None
+            and option.schedule.collective != "alltoall"
+            and not option.chunks_per_node
+        ):
+            schedule = option.schedule
+            trees: Sequence[Tree] = schedule.trees
+            if isinstance(trees, ImageTrees):  # a subset of the trees bounds as well
+                trees = trees.representatives
+            phases = PHASES[schedule.collective]
+            floor = tree_latency_floor(trees, phases, self.network, overhead)
+        return floor
 
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
@@ -969,13 +980,18 @@ def _exportable(option: Candidate) -> bool:
 
 
 def tree_latency_floor(
-    trees: Sequence[Tree], phases: int, network: Network, overhead: float
+    trees: Sequence[Tree], phases: Sequence[bool], network: Network, overhead: float
 ) -> float:
-    """A lower bound (µs) on running ``trees`` in ``phases`` phases: a slice crosses every
-    tree edge on its way from the root to a leaf (or up, in a reduce phase) as a step of
-    that edge's connection, ``overhead`` plus the edge path's latency after it arrived,
-    and a later phase starts where the earlier ended at the root; so every run takes at
-    least ``phases`` times the deepest such path of some tree.
+    """A lower bound (µs) on running ``trees`` in ``phases`` (``True``: a reduce phase, up
+    the reversed paths): a slice crosses every tree edge on its way from the root to a
+    leaf (or up) as a step of that edge's connection, ``overhead`` plus the path's latency
+    after it arrived, and a later phase starts where the earlier ended at the root; so
+    every run takes at least the sum over phases of some tree's deepest such path.
+
+    Raises
+    ------
+    ScheduleError
+        A path uses a link the network does not have.
 
     Examples
     --------
@@ -983,17 +999,21 @@ def tree_latency_floor(
     >>> from optcoll.topologies import build
     >>> topo = build("ring:3")
     >>> chain = Tree("n0", 1, (TreeEdge("n0", "n1", ("n0", "n1")), TreeEdge("n1", "n2", ("n1", "n2"))))
-    >>> tree_latency_floor([chain], 2, Network.of(topo), 1.0)  # 2 phases of 2 edges of 1 + 1 µs
+    >>> tree_latency_floor([chain], (True, False), Network.of(topo), 1.0)  # 2 x 2 edges of 1 + 1 µs
     8.0
     """
     latency = network.latency
-    deepest = 0.0
-    for tree in trees:
-        depth = {tree.root: 0.0}
-        for e in tree.edges:  # parents before children
-            depth[e.dst] = depth[e.src] + overhead + sum(latency[a] for a in network.path(e.path))
-        deepest = max(deepest, *depth.values())
-    return phases * deepest
+    total = 0.0
+    for reverse in phases:
+        deepest = 0.0
+        for tree in trees:
+            depth = {tree.root: 0.0}
+            for e in tree.edges:  # parents before children
+                path = network.path(e.path[::-1] if reverse else e.path)
+                depth[e.dst] = depth[e.src] + overhead + sum(latency[a] for a in path)
+            deepest = max(deepest, *depth.values())
+        total += deepest
+    return total
 
 
 def _with_order(table: Timetable) -> Schedule:

@@ -10,7 +10,7 @@ Examples
 >>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:5]
 ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'double binary tree']
 >>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][5:]
-['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
+['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ def _floor(option, network, overhead):
     if option.steps is not None:
         return step_latency_floor(option.steps, network, overhead)
     if option.trees:
-        return tree_latency_floor(option.trees, len(option.phases), network, overhead)
+        return tree_latency_floor(option.trees, option.phases, network, overhead)
     if option.schedule is not None and option.schedule.collective != "alltoall":
         trees = option.schedule.trees
         if isinstance(trees, ImageTrees):
             trees = trees.representatives
-        return tree_latency_floor(trees, len(PHASES[option.schedule.collective]), network, overhead)
+        return tree_latency_floor(trees, PHASES[option.schedule.collective], network, overhead)
     return 0.0
 
 

@@ -35,7 +35,12 @@ def _floor(option, network, overhead):
 
 @pytest.mark.parametrize(
     ("spec", "collective"),
-    [("torus:4x4", "allreduce"), ("dgx-h100:2", "allreduce"), ("mesh:3x3", "allgather")],
+    [
+        ("torus:4x4", "allreduce"),
+        ("dgx-h100:2", "allreduce"),
+        ("mesh:3x3", "allgather"),
+        ("random:n=6,switches=2,seed=3", "reduce_scatter"),  # links without their reverse
+    ],
 )
 def test_floors_lie_below_every_simulated_time(spec, collective):
     topo = build(spec)

@@ -236,7 +236,10 @@ class TaskGraph:
     Task ``i`` runs on ``lane[i]`` (a connection, -1 for none: no overhead), then sends
     ``size[i]`` bytes along the arcs ``path[i]`` (empty: a local step). It may start once
     every task listing it in ``successors`` has completed (a local step completes when its
-    overhead is spent, a transfer when its last byte arrives).
+    overhead is spent, a transfer when its last byte arrives). With ``posted``, things
+    that happen at the same time go in the order the tasks were added (:func:`simulate`
+    with ``ties`` the task numbers), not in the order they became ready: a step schedule's
+    messages of one step are posted in its order (:mod:`optcoll.sim.steps`).
     """
 
     lane: list[int] = field(default_factory=list)
@@ -246,6 +249,7 @@ class TaskGraph:
     order: list[float] = field(default_factory=list)
     successors: list[list[int]] = field(default_factory=list)
     lanes: dict[Any, int] = field(default_factory=dict)
+    posted: bool = False
 
     def add(
         self,
@@ -352,7 +356,8 @@ def simulate(
     ``ties`` decides between things that happen at the same time and between slices of
     equal place in a queue: None, first come first served; else task ``i``'s key
     ``ties[i]`` (then its hop and the kind of event), so that tasks with equal keys are
-    served alike wherever they are. Giving the translates of a task under a group of
+    served alike wherever they are (a ``posted`` graph: by default the task numbers).
+    Giving the translates of a task under a group of
     automorphisms one key makes the run equivariant, which
     :mod:`optcoll.sim.quotient` relies on to simulate one task per orbit. ``record``
     keeps every transfer (:attr:`Simulation.transfers`).
@@ -362,6 +367,8 @@ def simulate(
     ScheduleError
         Tasks that never become ready (a dependency cycle, e.g. a deadlocked program).
     """
+    if ties is None and graph.posted:
+        ties = range(len(graph))
     lane_of, paths, sizes, order = graph.lane, graph.path, graph.size, graph.order
     waiting, successors = list(graph.waiting), graph.successors
     rate, latency = network.rate, network.latency

@@ -94,7 +94,7 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
+from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
@@ -132,7 +132,13 @@ from optcoll.sim.simulator import (
     schedule_tasks,
     tree_tasks,
 )
-from optcoll.sim.steps import RoutedSteps, route_steps, step_task_count, step_tasks
+from optcoll.sim.steps import (
+    RoutedSteps,
+    route_steps,
+    step_latency_floor,
+    step_task_count,
+    step_tasks,
+)
 from optcoll.sim.timetable import Timetable, greedy_timetable
 
 __all__ = [
@@ -146,6 +152,7 @@ __all__ = [
     "candidates",
     "exact_latency_bound",
     "latency_bound",
+    "tree_latency_floor",
     "SizeBound",
     "size_bound",
     "method_times",
@@ -381,7 +388,7 @@ def candidates(
     >>> names[8:11]  # the channels NCCL runs at some size: 1 up to 64 KiB, 4 at 256 KiB
     ['NCCL-like ring (16 channels)', 'NCCL-like ring (4 channels)', 'NCCL-like ring (1 channel)']
     >>> names[11:]
-    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
+    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -461,7 +468,11 @@ def candidates(
         return found
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     for steps in step_schedules(
-        topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+        topology.compute_nodes,
+        collective,
+        equal_boxes(topology),
+        torus_shape(topology),
+        grid_lines(topology),
     ):
         found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
     return found
@@ -690,7 +701,7 @@ def plan(
         lower = bounds.lower_us(size)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
-        for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
+        for option in sorted(options, key=lambda o: (search.floor_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
             if bar is not None:
                 bar.update()
@@ -723,11 +734,12 @@ def plan(
 @dataclass
 class _Shared:
     """What :func:`plan` finds once for all sizes: per candidate its quotient (None: none),
-    its deferred schedule made, its busiest-link time factor."""
+    its deferred schedule made, its busiest-link time factor, its latency floor (µs)."""
 
     quotients: dict[str, Quotient | None] = field(default_factory=dict)
     built: dict[str, Candidate] = field(default_factory=dict)
     factors: dict[str, Fraction] = field(default_factory=dict)
+    latencies: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -762,6 +774,7 @@ class _Search:
         self.trials: list[_Trial] = []
         self.tables: dict[str, Timetable] = {}
         self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
+        self.latencies = shared.latencies
         self.collective = collective
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
@@ -776,8 +789,10 @@ class _Search:
             return None
         if self.trials and (
             self.bandwidth_us(option) >= self.best().time_us
+            or self.floor_us(option) >= self.fastest_like(option)
             or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
-        ):  # its busiest link alone takes longer than the fastest, or that is at the bound
+        ):  # its busiest link alone takes longer than the fastest, or its latency floor
+            # longer than the fastest of its kind, or that is at the bound
             return None
         table = self._table(option)
         quotient = self.quotient(option)
@@ -800,6 +815,15 @@ class _Search:
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def fastest_like(self, option: Candidate) -> float:
+        """The fastest time so far of a candidate that, like ``option``, is a schedule
+        or timetable (what ``plan --export`` writes, :func:`schedule_bands`: the fastest
+        of them at each size is needed even where a step schedule is faster), or of any
+        candidate for the others (infinite: none yet)."""
+        exportable = _exportable(option)
+        times = [t.time_us for t in self.trials if not exportable or _exportable(t.option)]
+        return min(times, default=math.inf)
 
     def check(self, trial: _Trial) -> None:
         """Re-run a trial simulated from its quotient, recording it, and check it as the
@@ -874,6 +898,21 @@ class _Search:
         if option.steps is not None:
             data = data_bytes(self.collective, self.size, self.topology.num_compute)
             return data * float(option.steps.time_factor) / 1000
+        if option.trees:  # trees splitting the whole message, in phases
+            if option.method not in self.factors:
+                try:
+                    self.factors[option.method] = max(
+                        phase_time_factor(
+                            self.topology,
+                            option.trees,
+                            sum(t.chunks for t in option.trees),
+                            reverse=reverse,
+                        )  # fmt: skip
+                        for reverse in set(option.phases)
+                    )
+                except ScheduleError:  # a path the topology lacks: it cannot run (no bound)
+                    self.factors[option.method] = Fraction(0)
+            return self.size * float(self.factors[option.method]) / 1000
         table = self._table(option)
         schedule = option.schedule if table is None else table.schedule
         if schedule is None:
@@ -883,6 +922,40 @@ class _Search:
         if key not in self.factors:
             self.factors[key] = _busiest_factor(self.topology, schedule)
         return data * float(self.factors[key]) / 1000
+
+    def floor_us(self, option: Candidate) -> float:
+        """A lower bound on ``option``'s simulated time (µs): the larger of
+        :meth:`bandwidth_us` and its latency floor, whatever the size: a step schedule's
+        chain of steps (:func:`optcoll.sim.steps.step_latency_floor`), a tree's deepest
+        path in each phase (:func:`tree_latency_floor`)."""
+        if option.method not in self.latencies:
+            try:
+                floor = self._latency_floor(option)
+            except ScheduleError:  # a path the network lacks: it cannot run (no floor)
+                floor = 0.0
+            self.latencies[option.method] = floor
+        return max(self.bandwidth_us(option), self.latencies[option.method])
+
+    def _latency_floor(self, option: Candidate) -> float:
+        """The latency floor of :meth:`floor_us` (0 for a candidate without one)."""
+        overhead = self.sim.overhead
+        floor = 0.0
+        if option.steps is not None:
+            floor = step_latency_floor(option.steps, self.network, overhead)
+        elif option.trees:
+            floor = tree_latency_floor(option.trees, option.phases, self.network, overhead)
+        elif (
+            option.schedule is not None
+            and option.schedule.collective != "alltoall"
+            and not option.chunks_per_node
+        ):
+            schedule = option.schedule
+            trees: Sequence[Tree] = schedule.trees
+            if isinstance(trees, ImageTrees):  # a subset of the trees bounds as well
+                trees = trees.representatives
+            phases = PHASES[schedule.collective]
+            floor = tree_latency_floor(trees, phases, self.network, overhead)
+        return floor
 
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
@@ -973,6 +1046,50 @@ def _busiest_factor(topology: Topology, schedule: Schedule) -> Fraction:
         phase_time_factor(topology, trees, schedule.k, reverse=reverse, rotation=group)
         for reverse in PHASES[schedule.collective]
     )
+
+
+def _exportable(option: Candidate) -> bool:
+    """A schedule or timetable candidate (:func:`schedule_bands` writes only those)."""
+    return (
+        option.schedule is not None or bool(option.chunks_per_node) or option.deferred is not None
+    )
+
+
+def tree_latency_floor(
+    trees: Sequence[Tree], phases: Sequence[bool], network: Network, overhead: float
+) -> float:
+    """A lower bound (µs) on running ``trees`` in ``phases`` (``True``: a reduce phase, up
+    the reversed paths): a slice crosses every tree edge on its way from the root to a
+    leaf (or up) as a step of that edge's connection, ``overhead`` plus the path's latency
+    after it arrived, and a later phase starts where the earlier ended at the root; so
+    every run takes at least the sum over phases of some tree's deepest such path.
+
+    Raises
+    ------
+    ScheduleError
+        A path uses a link the network does not have.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> from optcoll.topologies import build
+    >>> topo = build("ring:3")
+    >>> chain = Tree("n0", 1, (TreeEdge("n0", "n1", ("n0", "n1")), TreeEdge("n1", "n2", ("n1", "n2"))))
+    >>> tree_latency_floor([chain], (True, False), Network.of(topo), 1.0)  # 2 x 2 edges of 1 + 1 µs
+    8.0
+    """
+    latency = network.latency
+    total = 0.0
+    for reverse in phases:
+        deepest = 0.0
+        for tree in trees:
+            depth = {tree.root: 0.0}
+            for e in tree.edges:  # parents before children
+                path = network.path(e.path[::-1] if reverse else e.path)
+                depth[e.dst] = depth[e.src] + overhead + sum(latency[a] for a in path)
+            deepest = max(deepest, *depth.values())
+        total += deepest
+    return total
 
 
 def _with_order(table: Timetable) -> Schedule:
@@ -1095,7 +1212,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [6.015], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
+    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

@@ -40,7 +40,7 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latenc
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.baselines.routing import equal_boxes, torus_shape, widest_paths
+from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape, widest_paths
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -59,6 +59,7 @@ __all__ = [
     "step_tasks",
     "step_task_count",
     "message_slices",
+    "step_latency_floor",
     "simulate_steps",
     "step_cost",
     "step_costs",
@@ -157,6 +158,38 @@ def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> 
     return count
 
 
+def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -> float:
+    """A lower bound (µs) on the simulated time of ``routed`` whatever the size: a node's
+    step ends once every message it sends or receives in it has arrived, each no sooner
+    than ``overhead`` plus its path's latency after the node's previous step ended, so
+    no run ends before, for any node, the sum over the steps it takes part in of
+    ``overhead`` plus its slowest message's path latency.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allgather
+    >>> topo = build("star:4")
+    >>> routed = route_steps(topo, recursive_doubling_allgather(topo.compute_nodes))
+    >>> step_latency_floor(routed, Network.of(topo), 1.0)  # 2 steps of 1 µs + 2 links of 1 µs
+    6.0
+    """
+    latency = network.latency
+    path_us = {
+        key: sum(latency[a] for a in network.path(path)) for key, path in routed.paths.items()
+    }
+    total: dict[str, float] = {}
+    for step in routed.schedule.steps:
+        slowest: dict[str, float] = {}
+        for send in step:
+            us = path_us[(send.src, send.dst)]
+            for v in (send.src, send.dst):
+                slowest[v] = max(slowest.get(v, 0.0), us)
+        for v, us in slowest.items():
+            total[v] = total.get(v, 0.0) + overhead + us
+    return max(total.values(), default=0.0)
+
+
 def step_tasks(
     routed: RoutedSteps,
     network: Network,
@@ -180,6 +213,7 @@ def step_tasks(
             "use a larger --slice or a smaller size"
         )
     graph = TaskGraph() if graph is None else graph
+    graph.posted = True  # simultaneous sends go in the order of their step
     schedule = routed.schedule
     block = schedule.block_bytes(size)
     arcs = {key: network.path(path) for key, path in routed.paths.items()}
@@ -273,12 +307,16 @@ def step_costs(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
-    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
+    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
     """
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     return [
         step_cost(topology, route_steps(topology, s, widest), default_latency=default_latency)
         for s in step_schedules(
-            topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
+            topology.compute_nodes,
+            collective,
+            equal_boxes(topology),
+            torus_shape(topology),
+            grid_lines(topology),
         )
     ]

@@ -10,7 +10,7 @@ Examples
 >>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][:5]
 ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'double binary tree']
 >>> [c.method for c in compare_methods(build("dgx-a100:1"), "allreduce")][5:]
-['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
+['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def compare_methods(
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> [c.method for c in compare_methods(build("dgx-a100:1"))]
-    ['optimal (k=1)', 'fixed k=1', 'ring', 'NCCL-like ring (2 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT']
+    >>> [c.method for c in compare_methods(build("dgx-a100:1"))][4:]
+    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT']
     """
     topology_argument(topology)
     collective = collective_argument(collective)

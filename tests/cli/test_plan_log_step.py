@@ -14,12 +14,9 @@ def test_plan_names_log_step_candidates_and_what_it_cannot_export(tmp_path, caps
     (row,) = json.loads(capsys.readouterr().out)["sizes"]
     names = [c["method"] for c in row["candidates"]]
     assert {"recursive doubling", "Rabenseifner", "Swing", "Swing (latency)"} <= set(names)
-    assert row["method"] == "multiport Swing (latency)"
+    assert row["method"] == "one-shot"  # one step: 7 messages of 1 KiB, each on its own path
     assert main([*args, "--export", str(tmp_path / "bands")]) == 0
     out = capsys.readouterr().out
-    # its partners 3 and 5 hops away share no link: MSCCL connects GPUs joined by one
-    assert (
-        "not exported as MSCCL" in out
-        and "multiport Swing (latency): GPU 0 (n0) sends to GPU 3" in out
-    )
+    # one-shot's partners up to 4 hops away share no link: MSCCL connects GPUs joined by one
+    assert "not exported as MSCCL" in out and "one-shot: GPU 0 (n0) sends to GPU" in out
     assert [p.suffix for p in sorted((tmp_path / "bands").iterdir())] == [".json", ".xml"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
+from optcoll.exceptions import ExportError
 from optcoll.export.chakra_steps import step_traces
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of
@@ -44,6 +45,14 @@ def _schedules(topology, collective):
             topology.compute_nodes, collective, equal_boxes(topology), torus_shape(topology)
         )
     }
+
+
+def _one_partner(schedule):
+    """Every node sends at most one message a step: the schedules whose files run as plan
+    simulates them (with several partners a step, a file's sends leave in another order:
+    Trivance below, and the direct schedules)."""
+    return all(len({m.dst for m in step if m.src == v}) <= 1 for step in schedule.steps
+               for v in schedule.compute_nodes)  # fmt: skip
 
 
 def _plan_time(topology, schedule, size, sim):
@@ -113,7 +122,7 @@ def test_chakra_slices_cut_blocks_into_whole_chunks():
     of 174,762.7 bytes) cut every block into chunks: the least count that puts every slice
     boundary on a chunk boundary (Bruck: 3, PAT: 24), else 64; the traces still move
     exactly each message's blocks."""
-    chunks = {"recursive doubling": 64, "Bruck": 3, "Swing": 64, "Bine": 64, "PAT": 24}
+    chunks = {"direct": 3, "recursive doubling": 64, "Bruck": 3, "Swing": 64, "Bine": 64, "PAT": 24}
     topology = build("ring:6")
     size, n = 2**20, 6
 
@@ -202,7 +211,7 @@ def test_msccl_step_programs_reproduce_plan_without_overhead():
     receive, a step of its own, adds one overhead per step on a star."""
     topology = build("star:8")
     for schedule in _schedules(topology, "allreduce").values():
-        if schedule.method.startswith("Trivance"):  # see the next test
+        if not _one_partner(schedule):  # Trivance: see below; the direct ones likewise
             continue
         text = msccl_step_program(schedule).text
         free = SimOptions(0.0, 2**19)
@@ -220,13 +229,13 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
-        [sys.executable, "-m", "optcoll", "plan", "dgx-h100:2", "--collective", "allreduce",
+        [sys.executable, "-m", "optcoll", "plan", "star:8", "--collective", "allreduce",
          "--sizes", "1K", "1M", "--overhead", "1", "--latency", "0.5", "--export", str(out)],
         capture_output=True, text=True, cwd=ROOT, env=env, check=True,
     )  # fmt: skip
-    stepped = out / "allreduce.0-1048575B.hierarchical__direct___recursive_doubling_.outofplace.xml"
+    stepped = out / "allreduce.0-1048575B.one-shot.outofplace.xml"  # one step through the hub
     assert f"wrote {stepped}" in run.stdout
-    report = verify_text(stepped.read_text(), topology=build("dgx-h100:2"))
+    report = verify_text(stepped.read_text(), topology=build("star:8"))
     assert report.ok and report.executed
 
 
@@ -247,10 +256,14 @@ def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, co
     free = SimOptions(0.0, 2**19)
     network = free.network(topology)
     for schedule in _schedules(topology, collective).values():
-        plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))
+        try:
+            plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))
+        except ExportError as refused:  # 15 peers in one step: one thread block cannot
+            assert "more than 16 remote buffers" in str(refused), schedule.method
+            continue
         report = verify_plan(plan.document)
         assert report.ok, (schedule.method, report.findings[:1])
-        if schedule.method.startswith("Trivance"):  # two partners a step: see below
+        if not _one_partner(schedule):  # Trivance: see below; the direct ones likewise
             continue
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size)
         got = free.run(graph, network, size).time_us

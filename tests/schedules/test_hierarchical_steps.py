@@ -53,7 +53,7 @@ def test_inside_step_is_direct():
 def test_bad_boxes_are_refused():
     with pytest.raises(ScheduleError, match="equal"):
         hierarchical_allgather([["a", "b"], ["c"]])
-    with pytest.raises(ScheduleError, match="unknown log-step"):
+    with pytest.raises(ScheduleError, match="unknown allreduce across boxes"):
         hierarchical_allreduce(_boxes(2, 2), "ring")
 
 

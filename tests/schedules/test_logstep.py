@@ -50,7 +50,9 @@ def test_step_counts(n):
     assert rabenseifner_allreduce(nodes).num_steps == 2 * k + extra
     assert bruck_allgather(nodes).num_steps == math.ceil(math.log2(n))
     for schedule in step_schedules(nodes, "allreduce"):
-        assert schedule.num_steps in (k + extra, 2 * k + extra)
+        # direct: 1 and 2 steps; Trivance: log3 N (tests/schedules/test_trivance.py)
+        if schedule.method not in ("one-shot", "two-shot", "Trivance (latency)"):
+            assert schedule.num_steps in (k + extra, 2 * k + extra)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])

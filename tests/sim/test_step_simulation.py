@@ -13,7 +13,14 @@ from optcoll.sim.size_plan import candidates, method_times, plan
 from optcoll.sim.steps import route_steps, simulate_steps, step_cost
 from optcoll.topologies import build
 
-BUILDERS = [b for builders in STEP_BUILDERS.values() for b in builders]
+# the log-step builders: at most one message from and one to each node a step (the direct
+# ones, many messages a node, have their own closed forms: tests/sim/test_direct_steps.py)
+BUILDERS = [
+    b
+    for builders in STEP_BUILDERS.values()
+    for b in builders
+    if b.__module__ != "optcoll.schedules.baselines.direct"
+]
 OVERHEAD, LATENCY, BANDWIDTH = 1.0, 1.0, 100  # µs, µs, GB/s = 1e5 bytes/µs
 
 
@@ -98,6 +105,8 @@ def test_plan_runs_and_chooses_log_step_candidates():
     (row,) = plan(topo, "allreduce", [1024], options=options, default_latency=Fraction(1, 2))
     times = dict(row.candidates)
     assert row.method in (
+        "one-shot",
+        "two-shot",
         "recursive doubling",
         "Swing (latency)",
         "Rabenseifner",
@@ -110,7 +119,7 @@ def test_plan_runs_and_chooses_log_step_candidates():
         topo, chosen.steps, 1024, slice_bytes=row.slice_bytes, default_latency=Fraction(1, 2)
     )
     assert times[row.method] == row.time_us == alone.time_us
-    assert row.time_us < times["k=1"]
+    assert times["k=1"] is None or row.time_us < times["k=1"]  # None: its floor is slower
 
 
 def test_compare_times_step_costs():

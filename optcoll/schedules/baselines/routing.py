@@ -22,7 +22,7 @@ from fractions import Fraction
 from optcoll.core.cost import path_latency
 from optcoll.core.topology import Topology
 
-__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape"]
+__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape", "grid_lines"]
 
 Arc = tuple[str, str]
 
@@ -104,6 +104,39 @@ def equal_boxes(topology: Topology) -> list[list[str]] | None:
 
 
 _COORDINATES = re.compile(r"n(\d+(?:_\d+)*)")
+
+
+def grid_lines(topology: Topology) -> list[list[str]] | None:
+    """The lines of the grid of two or more dimensions the compute nodes form by name
+    (``n{i}_{j}[_{k}]``, row-major, as the built-in ``torus`` and ``mesh`` name them): the
+    nodes grouped by every coordinate but the last, each line in order; None for other
+    names or a grid with a dimension of 1. The dimension-wise step schedules run inside
+    these lines, then across them (:mod:`optcoll.schedules.baselines.hierarchical_steps`);
+    the links are not checked here: a step schedule is valid on any grouping, and the
+    simulator prices it on the links there are.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> grid_lines(build("mesh:2x3"))
+    [['n0_0', 'n0_1', 'n0_2'], ['n1_0', 'n1_1', 'n1_2']]
+    >>> grid_lines(build("ring:4")), grid_lines(build("dgx-a100:2"))
+    (None, None)
+    """
+    points = []
+    for node in topology.compute_nodes:
+        match = _COORDINATES.fullmatch(node)
+        if match is None:
+            return None
+        points.append(tuple(int(c) for c in match.group(1).split("_")))
+    if len({len(p) for p in points}) != 1 or len(points[0]) < 2:
+        return None
+    shape = tuple(max(c) + 1 for c in zip(*points, strict=False))
+    if min(shape) < 2 or points != list(itertools.product(*(range(d) for d in shape))):
+        return None
+    names = list(topology.compute_nodes)
+    width = shape[-1]
+    return [names[i : i + width] for i in range(0, len(names), width)]
 
 
 def torus_shape(topology: Topology) -> tuple[int, ...] | None:

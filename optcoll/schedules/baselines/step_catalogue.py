@@ -1,22 +1,26 @@
 """The log-step schedules that apply to each collective, by name.
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
-:mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing`,
-:mod:`optcoll.schedules.baselines.bine`, :mod:`optcoll.schedules.baselines.pat` and :mod:`optcoll.schedules.baselines.trivance` that runs the collective, over the compute nodes in declaration order (their ranks), on
+:mod:`optcoll.schedules.baselines.direct`, :mod:`optcoll.schedules.baselines.logstep`,
+:mod:`optcoll.schedules.baselines.swing`, :mod:`optcoll.schedules.baselines.bine`,
+:mod:`optcoll.schedules.baselines.pat` and :mod:`optcoll.schedules.baselines.trivance`
+that runs the collective, over the compute nodes in declaration order (their ranks), on
 two or more equal boxes the hierarchical ones of
-:mod:`optcoll.schedules.baselines.hierarchical_steps`, and on a torus whose dimensions
-are powers of two (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`)
-multiport Swing; on a torus of two or more dimensions of any sides Trivance dimension by
-dimension.
+:mod:`optcoll.schedules.baselines.hierarchical_steps` (every phase across of each
+collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.grid_lines`)
+the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), on a torus
+whose dimensions are powers of two (``shape``,
+:func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing, and on a torus
+of two or more dimensions of any sides Trivance dimension by dimension.
 
 Examples
 --------
 >>> [s.method for s in step_schedules("abcdef", "allreduce")]
-['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
+['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
 >>> [s.method for s in step_schedules("abcdef", "broadcast")]
 []
->>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-1]
-'hierarchical (recursive doubling + direct)'
+>>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-2:]
+['hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
 >>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-1]
 'multiport Swing'
 """
@@ -27,10 +31,19 @@ from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.schedules.baselines.bine import bine_allgather
+from optcoll.schedules.baselines.direct import (
+    direct_allgather,
+    direct_reduce_scatter,
+    one_shot_allreduce,
+    two_shot_allreduce,
+)
 from optcoll.schedules.baselines.hierarchical_steps import (
     ACROSS,
+    GATHER_ACROSS,
+    SCATTER_ACROSS,
     hierarchical_allgather,
     hierarchical_allreduce,
+    hierarchical_one_shot_allreduce,
     hierarchical_reduce_scatter,
 )
 from optcoll.schedules.baselines.logstep import (
@@ -53,19 +66,27 @@ from optcoll.schedules.baselines.swing import (
 )
 from optcoll.schedules.baselines.trivance import trivance_allreduce, trivance_torus_allreduce
 
-__all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
+__all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "DIMENSION_WISE", "step_schedules"]
 
 #: Per collective, the builders of its log-step schedules.
 STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = {
     "allgather": (
+        direct_allgather,
         recursive_doubling_allgather,
         bruck_allgather,
         swing_allgather,
         bine_allgather,
         pat_allgather,
     ),
-    "reduce_scatter": (recursive_halving_reduce_scatter, swing_reduce_scatter, pat_reduce_scatter),
+    "reduce_scatter": (
+        direct_reduce_scatter,
+        recursive_halving_reduce_scatter,
+        swing_reduce_scatter,
+        pat_reduce_scatter,
+    ),
     "allreduce": (
+        one_shot_allreduce,
+        two_shot_allreduce,
         recursive_doubling_allreduce,
         rabenseifner_allreduce,
         swing_allreduce,
@@ -81,16 +102,27 @@ TORUS_BUILDERS: dict[str, tuple[Callable[[Sequence[str], Sequence[int]], StepSch
 }
 
 
+#: The direct compositions run dimension-wise on a grid: per collective, the phases across.
+DIMENSION_WISE = {
+    "allgather": ("direct",),
+    "reduce_scatter": ("direct",),
+    "allreduce": ("one-shot", "two-shot"),
+}
+
+
 def step_schedules(
     nodes: Sequence[str],
     collective: str,
     boxes: Sequence[Sequence[str]] | None = None,
     shape: Sequence[int] | None = None,
+    lines: Sequence[Sequence[str]] | None = None,
 ) -> list[StepSchedule]:
-    """Every log-step schedule of ``collective`` over ``nodes`` (none for a collective
+    """Every step schedule of ``collective`` over ``nodes`` (none for a collective
     without one, or fewer than two nodes), with ``boxes`` (two or more equal boxes of
-    the same nodes) the hierarchical ones, and with ``shape`` (the torus the nodes form,
-    row-major) multiport Swing if every dimension is a power of two."""
+    the same nodes) the hierarchical ones, with ``shape`` (the torus the nodes form,
+    row-major) multiport Swing if every dimension is a power of two, and with ``lines``
+    (the lines of the grid the nodes form) the dimension-wise direct ones
+    (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot)."""
     if len(nodes) < 2:
         return []
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
@@ -104,12 +136,23 @@ def step_schedules(
         found.append(trivance_allreduce(nodes))
         if shape is not None and len(shape) > 1:
             found.append(trivance_torus_allreduce(nodes, shape))
+    if lines is not None and collective in DIMENSION_WISE:
+        found += _composed(collective, lines, DIMENSION_WISE[collective], "dimension-wise")
     if boxes is None or collective not in STEP_BUILDERS:
         return found
+    across = {"allgather": GATHER_ACROSS, "reduce_scatter": SCATTER_ACROSS}.get(collective, ACROSS)
+    return found + _composed(collective, boxes, tuple(across), "hierarchical")
+
+
+def _composed(
+    collective: str, boxes: Sequence[Sequence[str]], phases: Sequence[str], name: str
+) -> list[StepSchedule]:
+    """The compositions of :mod:`optcoll.schedules.baselines.hierarchical_steps` over
+    ``boxes`` with each of ``phases`` across (an allreduce also the two-step one-shot)."""
     if collective == "allgather":
-        found.append(hierarchical_allgather(boxes))
-    elif collective == "reduce_scatter":
-        found.append(hierarchical_reduce_scatter(boxes))
-    else:
-        found += [hierarchical_allreduce(boxes, across) for across in ACROSS]
+        return [hierarchical_allgather(boxes, across, name) for across in phases]
+    if collective == "reduce_scatter":
+        return [hierarchical_reduce_scatter(boxes, across, name) for across in phases]
+    found = [hierarchical_allreduce(boxes, across, name) for across in phases]
+    found.append(hierarchical_one_shot_allreduce(boxes, name))
     return found

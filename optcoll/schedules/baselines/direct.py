@@ -19,7 +19,7 @@ Examples
 --------
 >>> s = one_shot_allreduce(["a", "b", "c"])
 >>> s.num_steps, s.messages, s.blocks, s.steps[0][0]
-(1, 6, 1, Send(src='a', dst='b', blocks=(0,), reduce=True))
+(1, 6, 3, Send(src='a', dst='b', blocks=(0, 1, 2), reduce=True))
 >>> t = two_shot_allreduce(["a", "b", "c", "d"])
 >>> t.num_steps, t.messages, t.max_blocks
 (2, 24, 1)

@@ -253,6 +253,35 @@ def _relayed(
     return result
 
 
+def _spray_flows(
+    topology: Topology,
+    pairs: Mapping[tuple[str, str], int],
+    sprayed: Mapping[tuple[str, str], list[tuple[Path, Fraction]]],
+) -> tuple[dict[str, dict[Arc, Fraction]], Fraction]:
+    """The sprayed routing as exact flows per source, and its exact time factor (the
+    busiest link's load over its bandwidth). Each pair's pieces are checked to start at
+    its source, end at its destination, run along links and carry exactly its bytes: the
+    fractional routing itself is the certificate, not a rounding of it to whole bytes
+    (which can land a byte above the cut bound where the routing meets it)."""
+    capacity = topology.capacity
+    routing: dict[str, dict[Arc, Fraction]] = {}
+    load: dict[Arc, Fraction] = {}
+    for (s, d), pieces in sprayed.items():
+        if sum(w for _, w in pieces) != pairs[(s, d)]:
+            raise MethodError(f"internal error: the spray of {s} -> {d} does not carry its bytes")
+        flow = routing.setdefault(s, {})
+        for path, weight in pieces:
+            if path[0] != s or path[-1] != d:
+                raise MethodError(f"internal error: a spray path of {s} -> {d} runs {path}")
+            for arc in zip(path, path[1:], strict=False):
+                if arc not in capacity:
+                    raise MethodError(f"internal error: a spray path uses no link {arc}")
+                flow[arc] = flow.get(arc, Fraction(0)) + weight
+                load[arc] = load.get(arc, Fraction(0)) + weight
+    factor = max((value / capacity[arc] for arc, value in load.items()), default=Fraction(0))
+    return routing, factor
+
+
 def _sprayed(
     topology: Topology, pairs: Mapping[tuple[str, str], int]
 ) -> dict[tuple[str, str], list[tuple[Path, Fraction]]]:
@@ -522,26 +551,14 @@ def proved_optimum(
     if method == "columns":
         return tree_optimum_core(topology, demand, {}, time_limit)
     cut = demand_cut_bound_core(topology, pairs, ())
-    exact = _sprayed(topology, pairs)
-    routes = []
-    for (s, d), pieces in exact.items():
-        whole = _chunks([w / pairs[(s, d)] for _, w in pieces], pairs[(s, d)])
-        steps = tuple(RoutePath(b, p) for (p, _), b in zip(pieces, whole, strict=True) if b)
-        routes.append(Route(s, d, steps))
-    check = verify_demand_routes(topology, demand, routes, cut.ratio)
-    if not check.valid or check.time_factor != cut.ratio:
+    routing, factor = _spray_flows(topology, pairs, _sprayed(topology, pairs))
+    if factor != cut.ratio:
         if method == "cut":
             raise MethodError(
-                f"the spray routing takes {check.time_factor}, above the cut bound "
+                f"the spray routing takes {factor}, above the cut bound "
                 f"{cut.ratio}: no cut proves it optimal; use method='columns'"
             )
         return tree_optimum_core(topology, demand, {}, time_limit)
-    routing: dict[str, dict[Arc, Fraction]] = {}
-    for route in routes:
-        flow = routing.setdefault(route.src, {})
-        for step in route.paths:
-            for arc in zip(step.path, step.path[1:], strict=False):
-                flow[arc] = flow.get(arc, Fraction(0)) + step.chunks
     lengths = cut_lengths(topology, cut.side)
     tight = tuple(sorted(lengths))
     return DemandOptimum(

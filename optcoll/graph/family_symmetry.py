@@ -26,12 +26,15 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from optcoll.core.topology import Topology
+from optcoll.graph.symmetry import is_automorphism
 
-__all__ = ["declared_generators", "FAMILIES_WITH_SYMMETRY"]
+__all__ = ["declared_generators", "declared_group", "DeclaredGroup", "FAMILIES_WITH_SYMMETRY"]
 
 #: A node renaming: node id -> node id (ids not listed stay where they are).
 Renaming = dict[str, str]
@@ -201,3 +204,97 @@ _GENERATORS: dict[str, Callable[[Sequence[str]], list[Renaming]]] = {
 
 #: Families whose topologies :func:`declared_generators` gives candidates for.
 FAMILIES_WITH_SYMMETRY = tuple(sorted(_GENERATORS))
+
+
+@dataclass(frozen=True)
+class DeclaredGroup:
+    """A family's declared generators that passed every check, as a group acting freely
+    on the compute nodes.
+
+    Attributes
+    ----------
+    generators : tuple of dict
+        Node renamings (ids not listed stay), each an automorphism of the topology.
+    orders : tuple of int
+        Each generator's order (the lcm of its cycle lengths).
+    representatives : tuple of str
+        The first compute node (declaration order) of every orbit of compute nodes.
+    """
+
+    generators: tuple[Renaming, ...]
+    orders: tuple[int, ...]
+    representatives: tuple[str, ...]
+
+    @property
+    def order(self) -> int:
+        """``|G|``: the product of the orders (the group is their direct product)."""
+        return math.prod(self.orders)
+
+
+def declared_group(topology: Topology) -> DeclaredGroup | None:
+    """The group the family's declared generators generate, or ``None`` unless it is a
+    direct product of cyclic groups acting freely on the compute nodes.
+
+    Every generator is checked exactly (:func:`~optcoll.graph.symmetry.is_automorphism`)
+    and a failing one is dropped; the others must commute pairwise (``g(h(v)) =
+    h(g(v))`` for every node) and every orbit of compute nodes must have
+    ``m_1 * ... * m_d`` elements (then ``<g_1> x ... x <g_d>`` maps onto the orbit
+    one to one: the action is free). ``O((nodes + links) * generators^2)``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> g = declared_group(build("dgx-h100:4"))
+    >>> g.orders, g.representatives
+    ((4, 8), ('b0.gpu0',))
+    >>> declared_group(build("ring:5")) is None
+    True
+    """
+    declared = declared_generators(topology)
+    if not declared:
+        return None
+    caps = topology.capacity
+    kind = {node.id: (node.type, node.reduce, node.multicast) for node in topology.nodes}
+    generators = [g for g in declared if is_automorphism(caps, kind, g)]
+    if not generators:
+        return None
+    for i, g in enumerate(generators):
+        for h in generators[i + 1 :]:
+            moved = g.keys() | h.keys()
+            if any(g.get(h.get(v, v), h.get(v, v)) != h.get(g.get(v, v), g.get(v, v)) for v in moved):
+                return None
+    orders = tuple(_order(g) for g in generators)
+    size = math.prod(orders)
+    seen: set[str] = set()
+    representatives = []
+    for v in topology.compute_nodes:
+        if v in seen:
+            continue
+        orbit = [v]
+        seen.add(v)
+        for x in orbit:
+            for g in generators:
+                y = g.get(x, x)
+                if y not in seen:
+                    seen.add(y)
+                    orbit.append(y)
+        if len(orbit) != size:
+            return None
+        representatives.append(v)
+    return DeclaredGroup(tuple(generators), orders, tuple(representatives))
+
+
+def _order(image: Renaming) -> int:
+    """The lcm of the cycle lengths of the permutation ``image``."""
+    order = 1
+    seen: set[str] = set()
+    for start in image:
+        if start in seen:
+            continue
+        length, v = 0, start
+        while v not in seen:
+            seen.add(v)
+            v = image[v]
+            length += 1
+        order = math.lcm(order, length)
+    return order

@@ -45,7 +45,7 @@ Examples
 >>> len(trees), trees[0].root, len(trees[0].edges)
 (1, 'b0.gpu0', 63)
 >>> trees[0].edges[-1].path
-('b7.gpu0', 'b7.nvswitch', 'b7.gpu7')
+('b7.gpu0', 'b7.nvswitch', 'b7.gpu1')
 """
 
 from __future__ import annotations

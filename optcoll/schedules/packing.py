@@ -1184,6 +1184,14 @@ def pack_arborescences_core(
     every divisor is packed too and the best is kept (:func:`_best_over_divisors`).
     Without switches the rounded capacities are exact (Edmonds), so no divisor can win.
     """
+    if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:
+        if k is not None or not symmetry or declared_group(topology) is None:
+            raise ArgumentError(
+                f"{topology.name}: {len(topology.node_ids)} nodes and {len(topology.capacity)} "
+                f"links; beyond {MAX_NODES} nodes or {MAX_LINKS} links trees are packed only "
+                "for the optimal k, by the family's declared symmetry (one root per orbit), "
+                "which this topology does not have: choose a smaller size"
+            )
     if bound is None:
         bound = optimal_cut_ratio_core(topology)
     schedule = _pack_chunks(
@@ -1253,9 +1261,9 @@ def _pack_chunks(
     if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:
         raise ArgumentError(
             f"{topology.name}: {len(topology.node_ids)} nodes and {len(topology.capacity)} "
-            f"links; trees packs a topology beyond {MAX_NODES} nodes or {MAX_LINKS} links only "
-            "by its family's declared symmetry (one root per orbit), which does not complete "
-            "its trees here: choose a smaller size"
+            f"links; beyond {MAX_NODES} nodes or {MAX_LINKS} links trees are packed only by "
+            "the family's declared symmetry (one root per orbit), whose greedy does not "
+            "complete the trees at r* here: choose a smaller size"
         )
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()

@@ -261,7 +261,9 @@ def declared_group(topology: Topology) -> DeclaredGroup | None:
     for i, g in enumerate(generators):
         for h in generators[i + 1 :]:
             moved = g.keys() | h.keys()
-            if any(g.get(h.get(v, v), h.get(v, v)) != h.get(g.get(v, v), g.get(v, v)) for v in moved):
+            if any(
+                g.get(h.get(v, v), h.get(v, v)) != h.get(g.get(v, v), g.get(v, v)) for v in moved
+            ):
                 return None
     orders = tuple(_order(g) for g in generators)
     size = math.prod(orders)

@@ -162,9 +162,7 @@ def declared_trees(
                 Tree(
                     root,
                     mu,
-                    tuple(
-                        TreeEdge(ids[p[0]], ids[p[-1]], tuple(ids[x] for x in p)) for p in grown
-                    ),
+                    tuple(TreeEdge(ids[p[0]], ids[p[-1]], tuple(ids[x] for x in p)) for p in grown),
                 )
             )
             left -= mu

@@ -82,9 +82,9 @@ from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError, SolveError
+from optcoll.graph.family_symmetry import declared_group
 from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
-from optcoll.graph.family_symmetry import declared_group
 from optcoll.graph.symmetry import RootSymmetry, path_rotation, root_symmetry
 from optcoll.schedules.declared_trees import declared_trees, hop_eccentricity
 from optcoll.schedules.tree_shape import shorten_trees

@@ -143,13 +143,39 @@ def declared_trees(
         out[index[u]].append((index[v], i))
         arc[(index[u], index[v])] = i
     n_compute = topology.num_compute
+    names: dict[str | None, int] = {None: -1}
+    box = [names.setdefault(topology.node[v].group, len(names) - 1) for v in ids]
+    for once in (True, False):
+        trees = _all_trees(
+            group, index, ids, out, arc, compute, box, orbit, list(budget), chunks, n_compute, once
+        )
+        if trees is not None:
+            return trees
+    return None
+
+
+def _all_trees(
+    group: DeclaredGroup,
+    index: Mapping[str, int],
+    ids: tuple[str, ...],
+    out: list[list[tuple[int, int]]],
+    arc: Mapping[tuple[int, int], int],
+    compute: list[bool],
+    box: list[int],
+    orbit: list[int],
+    budget: list[int],
+    chunks: int,
+    n_compute: int,
+    once: bool,
+) -> list[Tree] | None:
+    """Every representative's trees (see :func:`declared_trees`), or ``None``."""
     trees: list[Tree] = []
     for root in group.representatives:
         left, mu = chunks, chunks
         while left:
             # this tree's fair share of every orbit's budget: ceil(budget / left) per chunk
             allowance = [min(b, mu * -(-b // left)) for b in budget]
-            grown = _grow(index[root], mu, out, compute, orbit, allowance, n_compute)
+            grown = _grow(index[root], mu, out, compute, box, orbit, allowance, n_compute, once)
             if grown is None:
                 if mu == 1:
                     return None
@@ -175,12 +201,16 @@ def _grow(
     mu: int,
     out: list[list[tuple[int, int]]],
     compute: list[bool],
+    box: list[int],
     orbit: list[int],
     budget: list[int],
     n_compute: int,
+    once: bool,
 ) -> list[list[int]] | None:
     """One tree of ``mu`` chunks from ``root`` within ``budget`` (spent in place): its
-    paths (node indices), parents first, or ``None``."""
+    paths (node indices), parents first, or ``None``. With ``once``, a path from outside
+    a node group (a box) the tree has entered already does not enter it again."""
+    entered = {box[root]}
     live = [list(adj) for adj in out]  # per tree: the out-links still worth a look
     dead = [False] * len(out)
     in_tree = [False] * len(out)
@@ -200,6 +230,9 @@ def _grow(
                 if budget[orbit[link]] < mu or (compute[y] and in_tree[y]) or dead[y]:
                     adj[i] = adj[-1]
                     adj.pop()
+                    continue
+                if once and box[y] >= 0 and box[y] != box[u] and box[y] in entered:
+                    i += 1
                     continue
                 if not compute[y]:
                     if y not in parent:
@@ -227,6 +260,7 @@ def _grow(
                 path.reverse()
                 paths.append(path)
                 in_tree[y] = True
+                entered.add(box[y])
                 queue.append(y)
                 adj[i] = adj[-1]
                 adj.pop()

@@ -50,6 +50,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Mapping
 
@@ -145,10 +146,11 @@ def declared_trees(
     n_compute = topology.num_compute
     names: dict[str | None, int] = {None: -1}
     box = [names.setdefault(topology.node[v].group, len(names) - 1) for v in ids]
-    for once in (True, False):
+    for once, across in itertools.product((True, False), (False, True)):
         trees = _all_trees(
-            group, index, ids, out, arc, compute, box, orbit, list(budget), chunks, n_compute, once
-        )
+            group, index, ids, out, arc, compute, box, orbit, list(budget), chunks, n_compute,
+            once, across,
+        )  # fmt: skip
         if trees is not None:
             return trees
     return None
@@ -167,14 +169,19 @@ def _all_trees(
     chunks: int,
     n_compute: int,
     once: bool,
+    across: bool,
 ) -> list[Tree] | None:
-    """Every representative's trees (see :func:`declared_trees`), or ``None``."""
+    """Every representative's trees (see :func:`declared_trees`), or ``None``. Each tree
+    may spend of an orbit's budget at most its chunks' fair share: among the chunks of
+    all representatives still to pack (``across``) or of its own root."""
     trees: list[Tree] = []
+    to_pack = chunks * len(group.representatives)  # chunks of all roots not yet packed
     for root in group.representatives:
         left, mu = chunks, chunks
         while left:
-            # this tree's fair share of every orbit's budget: ceil(budget / left) per chunk
-            allowance = [min(b, mu * -(-b // left)) for b in budget]
+            # this tree's fair share of every orbit's budget: ceil(budget / share) per chunk
+            share = to_pack if across else left
+            allowance = [min(b, mu * -(-b // share)) for b in budget]
             grown = _grow(index[root], mu, out, compute, box, orbit, allowance, n_compute, once)
             if grown is None:
                 if mu == 1:
@@ -192,6 +199,7 @@ def _all_trees(
                 )
             )
             left -= mu
+            to_pack -= mu
             mu = min(mu, left)
     return trees
 

@@ -22,13 +22,16 @@ its links' orbits. Trees that stay within the budgets are, with their images, an
 allgather whose time factor is at most r*, hence exactly r*: optimal among all
 schedules (r* is a lower bound for every allgather).
 
-**Growing a tree.** From the root, in breadth-first order of the tree's nodes, each
-tree node ``u`` searches breadth-first through switches over links whose orbit has
-budget left, and takes every compute node not yet in the tree that it meets, on the
-path it met it by, while the whole path stays within the budgets. A link whose orbit's
-budget falls below ``mu``, a compute node already in the tree and a switch that leads
-nowhere new are struck from the search for the rest of the tree, so each link is looked
-at a bounded number of times per tree: ``O(links + tree edges * path length)`` per tree.
+**Growing a tree.** In rounds, one breadth-first search from all the tree's nodes at
+once runs through switches over links whose orbit has budget left; at the first level
+where it meets compute nodes not yet in the tree, it takes them, each on the path it met
+it by while the whole path stays within the budgets, and the next round starts. A link
+whose orbit's budget falls below ``mu``, a compute node already in the tree and a switch
+that leads nowhere new are struck from the search for the rest of the tree, so a round
+costs ``O(links)``, and a tree as many rounds as it has levels (3 on ``dgx-h100:4096``).
+Each tree may spend at most its fair share of every budget (its chunks' share of the
+chunks still to pack), and a path from outside a box the tree has entered does not enter
+it again; four passes try each rule on and off.
 The trees of the greedy are not always completed (it is a heuristic, not Edmonds'
 theorem); then :func:`declared_trees` returns ``None`` and the caller packs otherwise.
 
@@ -216,73 +219,80 @@ def _grow(
     once: bool,
 ) -> list[list[int]] | None:
     """One tree of ``mu`` chunks from ``root`` within ``budget`` (spent in place): its
-    paths (node indices), parents first, or ``None``. With ``once``, a path from outside
-    a node group (a box) the tree has entered already does not enter it again."""
-    entered = {box[root]}
+    paths (node indices), parents first, or ``None``.
+
+    Rounds of one breadth-first search from every tree node at once, through switches:
+    a round takes the nearest compute nodes not in the tree (the first level at which
+    any path fits the budgets), so short paths go first whichever tree node has them.
+    With ``once``, a path from outside a node group (a box) the tree has entered
+    already does not enter it again."""
     live = [list(adj) for adj in out]  # per tree: the out-links still worth a look
     dead = [False] * len(out)
     in_tree = [False] * len(out)
     in_tree[root] = True
-    queue = [root]
+    entered = {box[root]}
+    members = 1
     paths: list[list[int]] = []
-    for u in queue:
-        parent: dict[int, tuple[int, int]] = {u: (-1, -1)}  # switch -> (previous node, link)
-        frontier = [u]
-        for x in frontier:
-            if x != u and not _prefix_within(x, parent, orbit, budget, mu):
-                continue
-            adj = live[x]
-            i = 0
-            while i < len(adj):
-                y, link = adj[i]
-                if budget[orbit[link]] < mu or (compute[y] and in_tree[y]) or dead[y]:
+    sources = [root]
+    while members < n_compute:
+        parent: dict[int, tuple[int, int, int]] = {s: (-1, -1, s) for s in sources}
+        level, joined = list(sources), []
+        while level and not joined:
+            ahead = []
+            for x in level:
+                previous, _, origin = parent[x]
+                if previous >= 0 and not _prefix_within(x, parent, orbit, budget, mu):
+                    continue
+                adj = live[x]
+                i = 0
+                while i < len(adj):
+                    y, link = adj[i]
+                    if budget[orbit[link]] < mu or (compute[y] and in_tree[y]) or dead[y]:
+                        adj[i] = adj[-1]
+                        adj.pop()
+                        continue
+                    if once and box[y] >= 0 and box[y] != box[origin] and box[y] in entered:
+                        i += 1
+                        continue
+                    if not compute[y]:
+                        if y not in parent:
+                            parent[y] = (x, link, origin)
+                            ahead.append(y)
+                        i += 1
+                        continue
+                    path, need = [y, x], {orbit[link]: mu}
+                    z = x
+                    while z != origin:
+                        z, step, _ = parent[z]
+                        path.append(z)
+                        need[orbit[step]] = need.get(orbit[step], 0) + mu
+                    if any(budget[o] < amount for o, amount in need.items()):
+                        break  # the way to x is spent (or the path meets an orbit twice)
+                    for o, amount in need.items():
+                        budget[o] -= amount
+                    path.reverse()
+                    paths.append(path)
+                    in_tree[y] = True
+                    entered.add(box[y])
+                    members += 1
+                    joined.append(y)
                     adj[i] = adj[-1]
                     adj.pop()
-                    continue
-                if once and box[y] >= 0 and box[y] != box[u] and box[y] in entered:
-                    i += 1
-                    continue
-                if not compute[y]:
-                    if y not in parent:
-                        parent[y] = (x, link)
-                        frontier.append(y)
-                    i += 1
-                    continue
-                used = [link]
-                z = x
-                while z != u:
-                    z, step = parent[z]
-                    used.append(step)
-                need: dict[int, int] = {}
-                for step in used:
-                    need[orbit[step]] = need.get(orbit[step], 0) + mu
-                if any(budget[o] < amount for o, amount in need.items()):
-                    break  # the way to x is spent (or the path meets an orbit twice)
-                for o, amount in need.items():
-                    budget[o] -= amount
-                path = [y, x]
-                z = x
-                while z != u:
-                    z = parent[z][0]
-                    path.append(z)
-                path.reverse()
-                paths.append(path)
-                in_tree[y] = True
-                entered.add(box[y])
-                queue.append(y)
-                adj[i] = adj[-1]
-                adj.pop()
-            if not adj and not compute[x]:
-                dead[x] = True
-    return paths if len(queue) == n_compute else None
+                if not adj and not compute[x]:
+                    dead[x] = True
+            level = ahead
+        if not joined:
+            return None
+        sources = [s for s in sources if live[s]] + joined
+    return paths
 
 
 def _prefix_within(
-    x: int, parent: Mapping[int, tuple[int, int]], orbit: list[int], budget: list[int], mu: int
+    x: int, parent: Mapping[int, tuple[int, int, int]], orbit: list[int], budget: list[int], mu: int
 ) -> bool:
     """Whether every link on the way to ``x`` still has ``mu`` left in its orbit."""
     while True:
-        x, link = parent[x]
+        x, link, _ = parent[x]
         if link < 0:
             return True
         if budget[orbit[link]] < mu:

@@ -1246,16 +1246,23 @@ def _pack_chunks(
     """One packing: the optimal ``k`` (None) or the capacities rounded for ``k``."""
     started = time.perf_counter()
     usable = bound.usable  # the forwardable capacity when a switch is short of input
-    if k is None:
-        set_up = chunk_capacities(topology, k, bound=bound)
-        chunks, link_capacity, target = set_up.chunks, set_up.capacity, bound.ratio
+    compute = topology.compute_nodes
+    declare = symmetry and len(compute) >= DECLARED_FROM
+    optimal = chunk_capacities(topology, None, bound=bound) if k is None or declare else None
+    if optimal is not None and (k is None or k % optimal.chunks == 0):
+        # k = m * k*: the optimal capacities times m reach r* (the best any k can)
+        times = 1 if k is None else k // optimal.chunks
+        chunks, target = optimal.chunks * times, bound.ratio
+        link_capacity = {e: c * times for e, c in optimal.capacity.items()}
     else:  # the best time factor any k-chunk packing of these capacities can have
+        assert k is not None
         fixed = fixed_k_capacity_core(topology, k, ratio=bound.ratio)
         chunks, link_capacity = k, fixed.capacity
         target = fixed.scale / (k * topology.integer_capacities()[1])
-    compute = topology.compute_nodes
-    if k is None and symmetry and len(compute) >= DECLARED_FROM:
-        declared = _pack_declared(topology, usable, chunks, link_capacity, bound, started, timings)
+    if declare:
+        declared = _pack_declared(
+            topology, usable, chunks, link_capacity, bound, target, started, timings
+        )
         if declared is not None:
             return declared
     if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:
@@ -1377,12 +1384,14 @@ def _pack_declared(
     chunks: int,
     capacity: Mapping[Arc, int],
     bound: CutRatio,
+    target: Fraction,
     started: float,
     timings: dict[str, float] | None,
 ) -> Schedule | None:
-    """The compact optimal schedule of :func:`~optcoll.schedules.declared_trees.declared_trees`
-    (representatives' trees and the declared group), or ``None`` when the family declares
-    no free group or the greedy does not complete its trees at r*."""
+    """The compact schedule of :func:`~optcoll.schedules.declared_trees.declared_trees`
+    (representatives' trees and the declared group) at time factor ``target`` (r*, or the
+    best of ``chunks`` per root), or ``None`` when the family declares no free group or the
+    greedy does not complete its trees at ``target``."""
     group = declared_group(usable)
     if group is None:
         return None
@@ -1394,7 +1403,7 @@ def _pack_declared(
     rotations = tuple(Rotation(m, g) for m, g in zip(group.orders, group.generators, strict=True))
     rotation = rotations[0] if len(rotations) == 1 else Rotations(rotations)
     time_factor = phase_time_factor(topology, representatives, chunks, rotation=rotation)
-    if time_factor != bound.ratio:
+    if time_factor != target:
         return None
     compute = topology.compute_nodes
     heights = _heights(representatives)
@@ -1407,11 +1416,11 @@ def _pack_declared(
         "height_excess": max(heights) - eccentricity,
         "total_sends": sum(len(t.edges) for t in representatives) * group.order,
         "logical_arcs": None,
-        "ratio_to_optimum": "1",
+        "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
         "packed_roots": len(group.representatives),
     }
     scaled = bound.ratio * topology.integer_capacities()[1] * chunks
-    if scaled.denominator == 1:
+    if target == bound.ratio and scaled.denominator == 1:
         stats = {"U_scaled": scaled.numerator, **stats}
     if timings is not None:
         timings.update(

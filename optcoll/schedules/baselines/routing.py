@@ -37,11 +37,11 @@ def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
     >>> widest_paths(build("dgx-a100:2"), "b0.gpu0")["b1.gpu0"]
     ('b0.gpu0', 'b0.nic0', 'ib0', 'b1.nic0', 'b1.gpu0')
     """
-    out: dict[str, list[tuple[str, Fraction]]] = {}
-    for (u, v), c in topology.capacity.items():
+    out: dict[str, list[tuple[str, int]]] = {}
+    for (u, v), c in topology.integer_capacities()[0].items():  # the order of the Fractions
         out.setdefault(u, []).append((v, c))
     best: dict[str, tuple[str, ...]] = {}
-    heap: list[tuple[Fraction, int, tuple[str, ...]]] = [(Fraction(0), 0, (source,))]
+    heap: list[tuple[int, int, tuple[str, ...]]] = [(0, 0, (source,))]
     while heap:
         neg_width, hops, path = heapq.heappop(heap)
         node = path[-1]
@@ -56,12 +56,27 @@ def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
     return best
 
 
+class _Paths(dict):  # type: ignore[type-arg]
+    """``source -> widest_paths(topology, source)``, each made when first looked up (a
+    ring on 1,024 hosts needs few sources' paths, not every one's)."""
+
+    def __init__(self, topology: Topology, made: dict[str, dict[str, tuple[str, ...]]]) -> None:
+        super().__init__(made)
+        self.topology = topology
+
+    def __missing__(self, source: str) -> dict[str, tuple[str, ...]]:
+        if not self.topology.is_compute(source):
+            raise KeyError(source)
+        paths = self[source] = widest_paths(self.topology, source)
+        return paths
+
+
 class Router:
-    """Widest paths between compute nodes, computed once per source."""
+    """Widest paths between compute nodes, computed once per source (when first used)."""
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
-        self.paths = {c: widest_paths(topology, c) for c in topology.compute_nodes}
+        self.paths: dict[str, dict[str, tuple[str, ...]]] = _Paths(topology, {})
         self._arcs: dict[tuple[str, str], list[Arc]] = {}
 
     def arcs(self, a: str, b: str) -> list[Arc]:
@@ -75,7 +90,7 @@ class Router:
         """A copy that routes every hop ``(a, b)`` of ``hops`` on its own link ``a -> b``
         (e.g. a ring's hops between neighbours), every other hop as before."""
         routed = copy.copy(self)
-        routed.paths = {c: dict(p) for c, p in self.paths.items()}
+        routed.paths = _Paths(self.topology, {c: dict(p) for c, p in self.paths.items()})
         routed._arcs = {}
         for a, b in hops:
             routed.paths[a][b] = (a, b)

@@ -136,8 +136,8 @@ def declared_trees(
     links, orbit, size = link_orbits(topology, group.generators)
     order = group.order
     budget = [0] * len(size)
-    for i, arc in enumerate(links):
-        budget[orbit[i]] = capacity.get(arc, 0) * size[orbit[i]] // order
+    for i, link in enumerate(links):
+        budget[orbit[i]] = capacity.get(link, 0) * size[orbit[i]] // order
     ids = topology.node_ids
     index = {v: i for i, v in enumerate(ids)}
     compute = [topology.is_compute(v) for v in ids]
@@ -236,7 +236,7 @@ def _grow(
     sources = [root]
     while members < n_compute:
         parent: dict[int, tuple[int, int, int]] = {s: (-1, -1, s) for s in sources}
-        level, joined = list(sources), []
+        level, joined = list(sources), list[int]()
         while level and not joined:
             ahead = []
             for x in level:

@@ -71,7 +71,7 @@ def out_arcs(topology: Topology) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-class _Paths(dict):  # type: ignore[type-arg]
+class _Paths(dict[str, dict[str, tuple[str, ...]]]):
     """``source -> widest_paths(topology, source)``, each made when first looked up (a
     ring on 1,024 hosts needs few sources' paths, not every one's)."""
 

@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.cli._demand import add_demand_options, demand_verify, has_demand
 from optcoll.core.rational import fraction_text
 
 NAME = "verify"
@@ -20,6 +21,7 @@ HELP = "check a schedule file against a topology (exact)"
 EXAMPLES = """\
 examples:
   optcoll verify dgx-a100:2 optcoll-out/dgx-a100_2.allgather.schedule.json
+  optcoll verify dgx-h100:2 optcoll-out/dgx-h100_2.alltoallv.routes.json --moe tokens=256,experts=16
 """
 
 
@@ -34,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="walk every tree of a compact schedule (one with rotations) instead of checking "
         "its representatives and the group's generators",
     )
+    add_demand_options(parser)
+    parser.add_argument(
+        "--optimum",
+        action="store_true",
+        help="with --demand/--moe: also prove the demand's optimum and compare",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -47,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.verify.schedule import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
+    if has_demand(args):
+        return demand_verify(topology, args)
+    if args.optimum:
+        raise ScheduleError("--optimum compares an all-to-allv routes file: give --demand or --moe")
     expected = process_groups(topology, args)
     loaded = load_any_schedule(args.schedule)
     check_schedule_topology(loaded, topology, str(args.schedule))
@@ -125,14 +137,18 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
         has_aggregation_lp,
         reduction_cut,
     )
+    from optcoll.bounds.partition import partition_bound
     from optcoll.exceptions import ScheduleError
     from optcoll.verify.aggregation import verify_aggregation_schedule
 
     if expected is not None:
         raise ScheduleError(f"{args.schedule}: an aggregation allreduce plans no process groups")
     bound = reduction_cut(topology).time_factor
-    optimum = None
-    if schedule.stats.get("proved") is True and has_aggregation_lp(topology):
+    optimum = partition = None
+    if not topology.switch_nodes:  # compute nodes only: the exact partition bound is the
+        partition = partition_bound(topology, "allreduce")  # least time of every allreduce
+        optimum = partition.time_factor if partition.exact else None
+    elif schedule.stats.get("proved") is True and has_aggregation_lp(topology):
         exact = aggregation_bound(topology)  # the optimum that stats.proved claims
         optimum = exact.optimum if exact.proved else None
     result = verify_aggregation_schedule(topology, schedule, optimum=optimum, cut_bound=bound)
@@ -155,6 +171,14 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
                 "aggregation_trees": len(schedule.trees),
                 "cut_bound": fraction_text(bound),
                 "at_cut_bound": reaches,
+                **(
+                    {}
+                    if partition is None
+                    else {
+                        "partition_bound": fraction_text(partition.time_factor),
+                        "at_partition_bound": result.time_factor == partition.time_factor,
+                    }
+                ),
                 **result.to_dict(),
             }
         )
@@ -173,6 +197,13 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
             f"cut bound    {fraction_text(bound)}"
             + (" (attained)" if reaches else f" (ratio {float(result.time_factor / bound):.6f})")
         )
+        if partition is not None:
+            ratio = result.time_factor / partition.time_factor
+            print(
+                f"partition    {fraction_text(partition.time_factor)}"
+                + (" (attained)" if ratio == 1 else f" (ratio {float(ratio):.6f})")
+                + f": {partition.holds_for}"
+            )
     for switch, work in list(result.switch_work.items())[:8]:
         print(
             f"switch       {switch}: receives {work['received']}, sums away {work['reduced']}, "

@@ -17,4 +17,5 @@ FIGURES = (
     "fixed_k",
     "generation_time",
     "plan_algbw",
+    "families",
 )

@@ -167,7 +167,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     from optcoll.core.limits import LARGE_BUILT
 
-    large = LARGE_BUILT.set(args.command == "bound")  # the one command whose cost follows orbits
+    # the commands whose cost follows the orbits (trees: by a family's declared symmetry;
+    # verify: a compact schedule by its group)
+    large = LARGE_BUILT.set(args.command in ("bound", "trees", "verify"))
     try:
         check_output_names(args)
         status = int(args.run(args) or 0)

@@ -63,9 +63,10 @@ MAX_BUILT_NODES = 250_000
 #: Directed links of the largest topology built in Python (``dgx-h100:12500``: 600,000).
 MAX_BUILT_LINKS = 1_000_000
 #: Whether a topology built in Python may reach :data:`MAX_BUILT_NODES` and
-#: :data:`MAX_BUILT_LINKS`: true for the Python API and ``optcoll bound`` (whose cost grows
-#: with the orbits, not the nodes); the other commands set it false, so that ``solve`` or
-#: ``trees`` of a 100,000-GPU spec is refused at once instead of running for hours.
+#: :data:`MAX_BUILT_LINKS`: true for the Python API, ``optcoll bound`` and ``optcoll trees``
+#: (whose costs grow with the orbits, not the nodes; ``trees`` refuses at once a large
+#: topology without declared symmetry); the other commands set it false, so that ``solve``
+#: of a 100,000-GPU spec is refused at once instead of running for hours.
 LARGE_BUILT: ContextVar[bool] = ContextVar("large_built", default=True)
 #: Buffer cells (``ngpus * nchunksperloop``) of the largest MSCCL program the checker
 #: executes: each cell is a Python integer in a dictionary (about 100 bytes), so
@@ -182,7 +183,10 @@ def check_size(
             "built topology" if large else "topology of this command" if built else "topology file"
         )
         if built and not large:
-            what = f"{what} (optcoll bound and the Python API take up to {MAX_BUILT_NODES} nodes)"
+            what = (
+                f"{what} (optcoll bound, optcoll trees and the Python API take up to "
+                f"{MAX_BUILT_NODES} nodes)"
+            )
         raise error(
             f"{what} would have {_amount(nodes)} nodes and {_amount(links)} directed links; "
             f"every {kind} is limited to {most_nodes} nodes and {most_links} links (building "

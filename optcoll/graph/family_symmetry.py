@@ -26,12 +26,15 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from optcoll.core.topology import Topology
+from optcoll.graph.symmetry import is_automorphism
 
-__all__ = ["declared_generators", "FAMILIES_WITH_SYMMETRY"]
+__all__ = ["declared_generators", "declared_group", "DeclaredGroup", "FAMILIES_WITH_SYMMETRY"]
 
 #: A node renaming: node id -> node id (ids not listed stay where they are).
 Renaming = dict[str, str]
@@ -133,6 +136,14 @@ def _leaf_rotations(ids: Sequence[str]) -> list[Renaming]:
     return [_renaming(ids, within), _renaming(ids, across)]
 
 
+def _cluster(ids: Sequence[str]) -> list[Renaming]:
+    """A ``cluster:`` spec: as a rail-fat-tree on leaves, else (one fabric switch) boxes
+    rotated as a DGX cluster's."""
+    if _count(ids, _LEAF, 2):
+        return _rail_fat_tree(ids)
+    return _dgx(ids)
+
+
 def _dgx(ids: Sequence[str]) -> list[Renaming]:
     return [_box_rotation(ids), _gpu_rotation(ids)]
 
@@ -187,6 +198,87 @@ def _translations(ids: Sequence[str]) -> list[Renaming]:
     return [*moves, _host_rotation(ids)]
 
 
+_LEAF_HOST = re.compile(r"l(\d+)\.h(\d+)")
+_SINGLE = re.compile(r"n(\d+)")
+_RACKED = re.compile(r"r(\d+)\.(gpu|nic|tray)(\d+)")
+
+
+def _leaf_spine(ids: Sequence[str]) -> list[Renaming]:
+    """Host ``l{l}.h{h} -> l{l}.h{h+1}`` within every leaf, and leaf ``l -> l+1`` with its
+    hosts (spines stay)."""
+    leaves = _count(ids, _LEAF_HOST)
+    hosts = _count(ids, _LEAF_HOST, 2)
+
+    def within(v: str) -> str | None:
+        m = _LEAF_HOST.fullmatch(v)
+        return f"l{m[1]}.h{(int(m[2]) + 1) % hosts}" if m else None
+
+    def across(v: str) -> str | None:
+        if m := _LEAF_HOST.fullmatch(v):
+            return f"l{(int(m[1]) + 1) % leaves}.h{m[2]}"
+        if m := _LEAF.fullmatch(v):
+            return f"leaf{(int(m[2]) + 1) % leaves}" if not m[1] else None
+        return None
+
+    return [_renaming(ids, within), _renaming(ids, across)]
+
+
+def _reflections(ids: Sequence[str]) -> list[Renaming]:
+    """Point ``x -> size - 1 - x`` along each axis of ids ``n{x0}_{x1}...`` (a mesh: free
+    when the axis has even size; an odd axis fixes its middle, and the group check drops
+    the family's group)."""
+    points = [tuple(map(int, m[2].split("_"))) for v in ids if (m := _POINT.fullmatch(v))]
+    if not points or len({len(x) for x in points}) != 1:
+        return []
+    sizes = [1 + max(p[a] for p in points) for a in range(len(points[0]))]
+    moves = []
+    for axis, size in enumerate(sizes):
+        image: Renaming = {}
+        for x in points:
+            y = x[:axis] + (size - 1 - x[axis],) + x[axis + 1 :]
+            if y != x:
+                image["n" + "_".join(map(str, x))] = "n" + "_".join(map(str, y))
+        moves.append(image)
+    return moves
+
+
+def _bit_flips(ids: Sequence[str]) -> list[Renaming]:
+    """Node ``n{i} -> n{i xor 2^b}`` for every bit ``b`` of a hypercube's indices."""
+    indices = [int(m[1]) for v in ids if (m := _SINGLE.fullmatch(v))]
+    if not indices:
+        return []
+    bits = max(indices).bit_length()
+    return [{f"n{i}": f"n{i ^ (1 << b)}" for i in indices} for b in range(bits)]
+
+
+def _nvl72(ids: Sequence[str]) -> list[Renaming]:
+    """Rack ``r -> r+1``; GPU and NIC ``g -> g+1`` (mod 72) with rail ``j -> j+1`` (mod 8)
+    in every rack; tray ``t -> t+1`` (mod 9) in every rack."""
+    racks = _count(ids, _RACKED)
+    sizes = {"gpu": 0, "nic": 0, "tray": 0}
+    for v in ids:
+        if m := _RACKED.fullmatch(v):
+            sizes[m[2]] = max(sizes[m[2]], int(m[3]) + 1)
+    rails = _count(ids, _RAIL, 2)
+
+    def rack(v: str) -> str | None:
+        m = _RACKED.fullmatch(v)
+        return f"r{(int(m[1]) + 1) % racks}.{m[2]}{m[3]}" if m else None
+
+    def gpu(v: str) -> str | None:
+        if (m := _RACKED.fullmatch(v)) and m[2] != "tray":
+            return f"r{m[1]}.{m[2]}{(int(m[3]) + 1) % sizes[m[2]]}"
+        if rails and (r := _RAIL.fullmatch(v)):
+            return f"{r[1]}{(int(r[2]) + 1) % rails}{r[3] or ''}"
+        return None
+
+    def tray(v: str) -> str | None:
+        m = _RACKED.fullmatch(v)
+        return f"r{m[1]}.tray{(int(m[3]) + 1) % sizes['tray']}" if m and m[2] == "tray" else None
+
+    return [_renaming(ids, rack), _renaming(ids, gpu), _renaming(ids, tray)]
+
+
 _GENERATORS: dict[str, Callable[[Sequence[str]], list[Renaming]]] = {
     "dgx-a100": _dgx,
     "dgx-h100": _dgx,
@@ -197,7 +289,132 @@ _GENERATORS: dict[str, Callable[[Sequence[str]], list[Renaming]]] = {
     "torus": _translations,
     "twisted-torus": _translations,
     "hyperx": _translations,
+    "cluster": _cluster,
+    "leaf-spine": _leaf_spine,
+    "mesh": _reflections,
+    "hypercube": _bit_flips,
+    "nvl72": _nvl72,
 }
 
 #: Families whose topologies :func:`declared_generators` gives candidates for.
 FAMILIES_WITH_SYMMETRY = tuple(sorted(_GENERATORS))
+
+
+@dataclass(frozen=True)
+class DeclaredGroup:
+    """A family's declared generators that passed every check, as a group acting freely
+    on the compute nodes.
+
+    Attributes
+    ----------
+    generators : tuple of dict
+        Node renamings (ids not listed stay), each an automorphism of the topology.
+    orders : tuple of int
+        Each generator's order (the lcm of its cycle lengths).
+    representatives : tuple of str
+        The first compute node (declaration order) of every orbit of compute nodes.
+    """
+
+    generators: tuple[Renaming, ...]
+    orders: tuple[int, ...]
+    representatives: tuple[str, ...]
+
+    @property
+    def order(self) -> int:
+        """``|G|``: the product of the orders (the group is their direct product)."""
+        return math.prod(self.orders)
+
+
+def declared_group(topology: Topology) -> DeclaredGroup | None:
+    """The group the family's declared generators generate, or ``None`` unless it is a
+    direct product of cyclic groups acting freely on the compute nodes.
+
+    Every generator is checked exactly (:func:`~optcoll.graph.symmetry.is_automorphism`)
+    and a failing one is dropped; the others are kept in turn when they move a compute
+    node, commute with those kept (``g(h(v)) = h(g(v))`` for every node) and leave every
+    orbit of compute nodes with ``m_1 * ... * m_d`` elements (then ``<g_1> x ... x
+    <g_d>`` maps onto the orbit one to one: the action is free); ``None`` when none is
+    kept. ``O((nodes + links) * generators^2)``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> g = declared_group(build("dgx-h100:4"))
+    >>> g.orders, g.representatives
+    ((4, 8), ('b0.gpu0',))
+    >>> declared_group(build("ring:5")) is None
+    True
+    >>> declared_group(build("mesh:3x2")).orders  # the reflection of the odd axis fixes n1_*
+    (2,)
+    """
+    declared = declared_generators(topology)
+    if not declared:
+        return None
+    caps = topology.capacity
+    kind = {node.id: (node.type, node.reduce, node.multicast) for node in topology.nodes}
+    generators = [g for g in declared if is_automorphism(caps, kind, g)]
+    if not generators:
+        return None
+    kept: list[Renaming] = []
+    representatives: tuple[str, ...] | None = None
+    for g in generators:  # each kept if the group stays a free direct product with it
+        if not any(g.get(v, v) != v for v in topology.compute_nodes):
+            continue  # moves no compute node (trays of a rack): no use for roots
+        if any(not _commute(g, h) for h in kept):
+            continue
+        found = _free_representatives(topology.compute_nodes, [*kept, g])
+        if found is not None:
+            kept.append(g)
+            representatives = found
+    if representatives is None:
+        return None
+    return DeclaredGroup(tuple(kept), tuple(_order(g) for g in kept), representatives)
+
+
+def _commute(g: Renaming, h: Renaming) -> bool:
+    """Whether ``g(h(v)) = h(g(v))`` for every node either moves."""
+    return all(
+        g.get(h.get(v, v), h.get(v, v)) == h.get(g.get(v, v), g.get(v, v))
+        for v in g.keys() | h.keys()
+    )
+
+
+def _free_representatives(
+    compute: Sequence[str], generators: list[Renaming]
+) -> tuple[str, ...] | None:
+    """The first node of every orbit of ``compute`` under ``generators``, or ``None`` unless
+    every orbit has as many nodes as the product of their orders (a free action)."""
+    size = math.prod(_order(g) for g in generators)
+    seen: set[str] = set()
+    representatives = []
+    for v in compute:
+        if v in seen:
+            continue
+        orbit = [v]
+        seen.add(v)
+        for x in orbit:
+            for g in generators:
+                y = g.get(x, x)
+                if y not in seen:
+                    seen.add(y)
+                    orbit.append(y)
+        if len(orbit) != size:
+            return None
+        representatives.append(v)
+    return tuple(representatives)
+
+
+def _order(image: Renaming) -> int:
+    """The lcm of the cycle lengths of the permutation ``image``."""
+    order = 1
+    seen: set[str] = set()
+    for start in image:
+        if start in seen:
+            continue
+        length, v = 0, start
+        while v not in seen:
+            seen.add(v)
+            v = image[v]
+            length += 1
+        order = math.lcm(order, length)
+    return order

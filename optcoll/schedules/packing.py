@@ -76,14 +76,17 @@ from optcoll.core.arguments import (
     instance_argument,
     topology_argument,
 )
+from optcoll.core.limits import MAX_LINKS, MAX_NODES
 from optcoll.core.loads import phase_time_factor
 from optcoll.core.rational import fraction_text
 from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
-from optcoll.exceptions import SolveError
+from optcoll.exceptions import ArgumentError, SolveError
+from optcoll.graph.family_symmetry import declared_group
 from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.graph.symmetry import RootSymmetry, path_rotation, root_symmetry
+from optcoll.schedules.declared_trees import declared_trees, hop_eccentricity
 from optcoll.schedules.tree_shape import shorten_trees
 
 if TYPE_CHECKING:
@@ -1181,6 +1184,14 @@ def pack_arborescences_core(
     every divisor is packed too and the best is kept (:func:`_best_over_divisors`).
     Without switches the rounded capacities are exact (Edmonds), so no divisor can win.
     """
+    if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:
+        if k is not None or not symmetry or declared_group(topology) is None:
+            raise ArgumentError(
+                f"{topology.name}: {len(topology.node_ids)} nodes and {len(topology.capacity)} "
+                f"links; beyond {MAX_NODES} nodes or {MAX_LINKS} links trees are packed only "
+                "for the optimal k, by the family's declared symmetry (one root per orbit), "
+                "which this topology does not have: choose a smaller size"
+            )
     if bound is None:
         bound = optimal_cut_ratio_core(topology)
     schedule = _pack_chunks(
@@ -1235,14 +1246,32 @@ def _pack_chunks(
     """One packing: the optimal ``k`` (None) or the capacities rounded for ``k``."""
     started = time.perf_counter()
     usable = bound.usable  # the forwardable capacity when a switch is short of input
-    if k is None:
-        set_up = chunk_capacities(topology, k, bound=bound)
-        chunks, link_capacity, target = set_up.chunks, set_up.capacity, bound.ratio
+    compute = topology.compute_nodes
+    declare = symmetry and len(compute) >= DECLARED_FROM
+    optimal = chunk_capacities(topology, None, bound=bound) if k is None or declare else None
+    if optimal is not None and (k is None or k % optimal.chunks == 0):
+        # k = m * k*: the optimal capacities times m reach r* (the best any k can)
+        times = 1 if k is None else k // optimal.chunks
+        chunks, target = optimal.chunks * times, bound.ratio
+        link_capacity = {e: c * times for e, c in optimal.capacity.items()}
     else:  # the best time factor any k-chunk packing of these capacities can have
+        assert k is not None
         fixed = fixed_k_capacity_core(topology, k, ratio=bound.ratio)
         chunks, link_capacity = k, fixed.capacity
         target = fixed.scale / (k * topology.integer_capacities()[1])
-    compute = topology.compute_nodes
+    if declare:
+        declared = _pack_declared(
+            topology, usable, chunks, link_capacity, bound, target, started, timings
+        )
+        if declared is not None:
+            return declared
+    if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:
+        raise ArgumentError(
+            f"{topology.name}: {len(topology.node_ids)} nodes and {len(topology.capacity)} "
+            f"links; beyond {MAX_NODES} nodes or {MAX_LINKS} links trees are packed only by "
+            "the family's declared symmetry (one root per orbit), whose greedy does not "
+            "complete the trees at r* here: choose a smaller size"
+        )
     root_capacity = dict.fromkeys(compute, chunks)
     bounded = time.perf_counter()
     logical = split_switches(
@@ -1334,6 +1363,79 @@ def _pack_chunks(
         compute,
         chunks,
         trees if isinstance(trees, ImageTrees) else tuple(trees),
+        cut_ratio=bound.ratio,
+        time_factor=time_factor,
+        topology_hash=topology.content_hash,
+        stats=stats,
+        rotation=rotation,
+    )
+
+
+#: Compute nodes from which the optimal trees are first tried on the physical topology by
+#: the family's declared symmetry (:mod:`optcoll.schedules.declared_trees`), before the
+#: switch splitting, whose logical graph grows with the square of a rail's size
+#: (``dgx-h100:256``: 29 CPU s of splitting and 29 of packing).
+DECLARED_FROM = 1024
+
+
+def _pack_declared(
+    topology: Topology,
+    usable: Topology,
+    chunks: int,
+    capacity: Mapping[Arc, int],
+    bound: CutRatio,
+    target: Fraction,
+    started: float,
+    timings: dict[str, float] | None,
+) -> Schedule | None:
+    """The compact schedule of :func:`~optcoll.schedules.declared_trees.declared_trees`
+    (representatives' trees and the declared group) at time factor ``target`` (r*, or the
+    best of ``chunks`` per root), or ``None`` when the family declares no free group or the
+    greedy does not complete its trees at ``target``."""
+    group = declared_group(usable)
+    if group is None:
+        return None
+    bounded = time.perf_counter()
+    representatives = declared_trees(usable, capacity, chunks, group)
+    packed = time.perf_counter()
+    if representatives is None:
+        return None
+    rotations = tuple(Rotation(m, g) for m, g in zip(group.orders, group.generators, strict=True))
+    rotation = rotations[0] if len(rotations) == 1 else Rotations(rotations)
+    time_factor = phase_time_factor(topology, representatives, chunks, rotation=rotation)
+    if time_factor != target:
+        return None
+    compute = topology.compute_nodes
+    heights = _heights(representatives)
+    eccentricity = max(hop_eccentricity(usable, t.root) for t in representatives)
+    stats = {
+        "trees": len(representatives) * group.order,
+        "max_height": max(heights),
+        "mean_height": round(sum(heights) / len(heights), 3),
+        "max_eccentricity": eccentricity,
+        "height_excess": max(heights) - eccentricity,
+        "total_sends": sum(len(t.edges) for t in representatives) * group.order,
+        "logical_arcs": None,
+        "ratio_to_optimum": fraction_text(time_factor / bound.ratio),
+        "packed_roots": len(group.representatives),
+    }
+    scaled = bound.ratio * topology.integer_capacities()[1] * chunks
+    if target == bound.ratio and scaled.denominator == 1:
+        stats = {"U_scaled": scaled.numerator, **stats}
+    if timings is not None:
+        timings.update(
+            bound=bounded - started,
+            splitting=0.0,
+            packing=packed - bounded,
+            shape=0.0,
+            paths=time.perf_counter() - packed,
+        )
+    return Schedule(
+        "allgather",
+        topology.name,
+        compute,
+        chunks,
+        ImageTrees(representatives, rotation, compute),
         cut_ratio=bound.ratio,
         time_factor=time_factor,
         topology_hash=topology.content_hash,

@@ -27,6 +27,12 @@ SMALL = [
     "torus:3x4",
     "twisted-torus:2x2x4",
     "hyperx:3x3,t=2",
+    "cluster:servers=4x4,box=ring,box_bw=100,nic_bw=25,fabric=rails,per_leaf=2,spines=2",
+    "cluster:servers=4x2,box=fc,box_bw=100,nic_bw=25,fabric=star",
+    "leaf-spine:leaves=4,hosts=3,spines=2,oversub=2",
+    "mesh:4x3",
+    "hypercube:4",
+    "nvl72:racks=2",
 ]
 
 

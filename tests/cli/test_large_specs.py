@@ -1,5 +1,6 @@
-"""Only `optcoll bound` takes built topologies beyond the file limits (its cost follows
-the orbits); the other commands refuse them at once instead of running for hours."""
+"""Only `optcoll bound` and `optcoll trees` take built topologies beyond the file limits
+(their costs follow the orbits); the other commands refuse them at once instead of running
+for hours."""
 
 import subprocess
 import sys
@@ -12,13 +13,13 @@ from optcoll.exceptions import ArgumentError
 
 def test_commands_other_than_bound_refuse_a_100k_gpu_spec_at_once():
     done = subprocess.run(
-        [sys.executable, "-m", "optcoll", "trees", "dgx-h100:12500"],
+        [sys.executable, "-m", "optcoll", "solve", "dgx-h100:12500"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2
-    assert "optcoll bound and the Python API take up to 250000 nodes" in done.stderr
+    assert "optcoll bound, optcoll trees and the Python API take up to 250000 nodes" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 

@@ -256,7 +256,7 @@ def _exit_gpu(router: Router, box: list[str], target: str, c: int) -> int:
     size = len(box)
 
     def preference(e: int) -> tuple[int, Fraction, bool, int]:
-        path = router.paths[box[e]][target]
+        path = router.path(box[e], target)
         width = min(router.topology.capacity[a] for a in zip(path, path[1:], strict=False))
         return (len(path), -width, e != (c - 1) % size, (e - c) % size)
 

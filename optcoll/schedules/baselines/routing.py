@@ -27,9 +27,15 @@ __all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape", 
 Arc = tuple[str, str]
 
 
-def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
+def widest_paths(
+    topology: Topology,
+    source: str,
+    target: str | None = None,
+    out: dict[str, list[tuple[str, int]]] | None = None,
+) -> dict[str, tuple[str, ...]]:
     """Maximum-bandwidth paths from ``source`` to every node (fewest hops, then
-    lexicographically smallest, breaking ties). Deterministic.
+    lexicographically smallest, breaking ties). Deterministic. With ``target``, the search
+    stops once its path is final (the paths found so far are those of the full search).
 
     Examples
     --------
@@ -37,17 +43,18 @@ def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
     >>> widest_paths(build("dgx-a100:2"), "b0.gpu0")["b1.gpu0"]
     ('b0.gpu0', 'b0.nic0', 'ib0', 'b1.nic0', 'b1.gpu0')
     """
-    out: dict[str, list[tuple[str, Fraction]]] = {}
-    for (u, v), c in topology.capacity.items():
-        out.setdefault(u, []).append((v, c))
+    if out is None:
+        out = out_arcs(topology)
     best: dict[str, tuple[str, ...]] = {}
-    heap: list[tuple[Fraction, int, tuple[str, ...]]] = [(Fraction(0), 0, (source,))]
+    heap: list[tuple[int, int, tuple[str, ...]]] = [(0, 0, (source,))]
     while heap:
         neg_width, hops, path = heapq.heappop(heap)
         node = path[-1]
         if node in best:
             continue
         best[node] = path
+        if node == target:
+            break
         width = -neg_width if hops else None
         for nxt, c in out.get(node, ()):
             if nxt not in best:
@@ -56,13 +63,53 @@ def widest_paths(topology: Topology, source: str) -> dict[str, tuple[str, ...]]:
     return best
 
 
+def out_arcs(topology: Topology) -> dict[str, list[tuple[str, int]]]:
+    """``node -> [(head, integer capacity), ...]``: the integers order as the capacities."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for (u, v), c in topology.integer_capacities()[0].items():
+        out.setdefault(u, []).append((v, c))
+    return out
+
+
+class _Paths(dict[str, dict[str, tuple[str, ...]]]):
+    """``source -> widest_paths(topology, source)``, each made when first looked up (a
+    ring on 1,024 hosts needs few sources' paths, not every one's)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        made: dict[str, dict[str, tuple[str, ...]]],
+        out: dict[str, list[tuple[str, int]]],
+    ) -> None:
+        super().__init__(made)
+        self.topology = topology
+        self.out = out
+
+    def __missing__(self, source: str) -> dict[str, tuple[str, ...]]:
+        if not self.topology.is_compute(source):
+            raise KeyError(source)
+        paths = self[source] = widest_paths(self.topology, source, out=self.out)
+        return paths
+
+
 class Router:
-    """Widest paths between compute nodes, computed once per source."""
+    """Widest paths between compute nodes, computed once per source (when first used)."""
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
-        self.paths = {c: widest_paths(topology, c) for c in topology.compute_nodes}
+        self._out = out_arcs(topology)
+        self.paths: dict[str, dict[str, tuple[str, ...]]] = _Paths(topology, {}, self._out)
         self._arcs: dict[tuple[str, str], list[Arc]] = {}
+        self._pairs: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def path(self, a: str, b: str) -> tuple[str, ...]:
+        """``paths[a][b]``, searched from ``a`` only as far as ``b`` when ``a``'s paths
+        are not made yet."""
+        if a in self.paths:
+            return self.paths[a][b]
+        if (a, b) not in self._pairs:
+            self._pairs[(a, b)] = widest_paths(self.topology, a, b, self._out)[b]
+        return self._pairs[(a, b)]
 
     def arcs(self, a: str, b: str) -> list[Arc]:
         key = (a, b)
@@ -75,8 +122,9 @@ class Router:
         """A copy that routes every hop ``(a, b)`` of ``hops`` on its own link ``a -> b``
         (e.g. a ring's hops between neighbours), every other hop as before."""
         routed = copy.copy(self)
-        routed.paths = {c: dict(p) for c, p in self.paths.items()}
-        routed._arcs = {}
+        made = {c: dict(p) for c, p in self.paths.items()}
+        routed.paths = _Paths(self.topology, made, self._out)
+        routed._arcs, routed._pairs = {}, {}
         for a, b in hops:
             routed.paths[a][b] = (a, b)
         return routed

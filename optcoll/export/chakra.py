@@ -208,6 +208,7 @@ def chakra_traces(
         k *= count
         if slice_bytes is not None:
             _rank_orders(ranks)
+            _gate_sends(ranks, equivariant)
     meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
@@ -297,6 +298,36 @@ def _rank_orders(ranks: _Ranks) -> None:
         for node in nodes:
             if "optcoll_order" in node.attrs:
                 node.attrs["optcoll_order"] = index[node.attrs["optcoll_order"]]
+
+
+def _gate_sends(ranks: _Ranks, equivariant: bool) -> None:
+    """Issue a rank's sends that wait for the same nodes in their queue order.
+
+    ASTRA-sim issues the nodes that become ready together in the order of an
+    ``std::unordered_set`` (``issue_dep_free_nodes`` of ``CustomAlgorithm.cc`` walks
+    ``get_dependancy_free_nodes()`` of Chakra's ``feeder_v3/dependancy_solver.h``), not in
+    file order, and each link serves messages first come first served
+    (``Link::send`` of astra-network-analytical ``congestion_aware/network/Link.cpp``
+    appends to ``pending_chunks``). Sends of one rank with the same dependencies are put in
+    the simulator's queue order (``optcoll_order``, then ``optcoll_tie`` for a compact
+    schedule, else ``optcoll_task``) and chained by order gates: a ``COMP_NODE`` labelled
+    ``optcoll_gate`` that moves no data, which ASTRA-sim runs for 1 ns (``runtime()`` 0,
+    ``CustomAlgorithm::issue``), so the ``j``-th send is issued ``j - 1`` ns after the first,
+    behind it in every queue they share. optcoll's simulator gives a node that moves no
+    data no time, so the gates change nothing there."""
+    key = "optcoll_tie" if equivariant else "optcoll_task"
+    for rank, nodes in enumerate(ranks.nodes):
+        groups: dict[tuple[int, ...], list[_Node]] = defaultdict(list)
+        for node in nodes:
+            if node.type == _SEND and "optcoll_order" in node.attrs:
+                groups[tuple(sorted(node.deps))].append(node)
+        for deps, sends in groups.items():
+            sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
+            gate = None
+            for j, send in enumerate(sends[:-1]):
+                gate = ranks.add(rank, _COMP, f"gate {j + 1}", list(deps) if gate is None
+                                 else [gate], optcoll_gate=1)  # fmt: skip
+                sends[j + 1].deps = [gate]
 
 
 def _chunk_trees(

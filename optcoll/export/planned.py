@@ -100,10 +100,13 @@ def planned_traces(
     default_latency: Fraction = DEFAULT_LATENCY,
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
+    store_and_forward: bool = False,
 ) -> list[PlannedTraces]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
-    ``overhead``, ``default_latency``, ``slice_bytes`` and ``choose_slice``, as
-    :func:`optcoll.sim.size_plan.plan`) and write the traces of each size's choice.
+    ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
+    ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`) and write the traces of
+    each size's choice. ASTRA-sim's analytical backend stores and forwards every message
+    at a switch: plan for it with ``store_and_forward=True``.
 
     Raises
     ------
@@ -129,6 +132,7 @@ def planned_traces(
         slice_bytes=slice_bytes,
         default_latency=default_latency,
         choose_slice=choose_slice,
+        store_and_forward=store_and_forward,
     )
     found = []
     for row in rows:
@@ -150,7 +154,7 @@ def planned_traces(
                     "traces"
                 )
         # plan simulates a schedule with a quotient from it, its ties alike on every translate
-        network = Network.of(topology, default_latency)
+        network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
         equivariant = schedule_quotient(schedule, topology, network) is not None
         traces = chakra_traces(schedule, row.size, slice_bytes=piece, equivariant=equivariant)
         found.append(

@@ -131,6 +131,8 @@ class SimOptions:
     overhead: float = DEFAULT_OVERHEAD
     slice_bytes: int | None = DEFAULT_SLICE
     default_latency: Fraction = DEFAULT_LATENCY
+    #: Switches store and forward each slice (:attr:`Network.store_and_forward`).
+    store_and_forward: bool = False
 
     def keywords(self) -> dict[str, Any]:
         """The options as the keyword arguments of the public functions."""
@@ -141,8 +143,8 @@ class SimOptions:
         }
 
     def network(self, topology: Topology) -> Network:
-        """The network of ``topology`` with these link latencies."""
-        return Network.of(topology, self.default_latency)
+        """The network of ``topology`` with these link latencies and switch model."""
+        return Network.of(topology, self.default_latency, store_and_forward=self.store_and_forward)
 
     def run(
         self,

@@ -568,6 +568,7 @@ def plan(
     options: Sequence[Candidate] | None = None,
     choose_slice: bool = True,
     max_tasks: int = PLAN_TASKS,
+    store_and_forward: bool = False,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -584,6 +585,10 @@ def plan(
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
+    ``store_and_forward``: switches store and forward every slice
+    (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
+    backend), so smaller slices can win there (the refinement starts from the first slice
+    smaller than a chunk); the lower bound is the cut-through one.
 
     A schedule whose trees are one root's and their images under a group acting
     regularly on the compute nodes (a torus's translations) is simulated from its
@@ -599,7 +604,7 @@ def plan(
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
-    sim = SimOptions(overhead, slice_bytes, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency, store_and_forward)
     network = sim.network(topology)
     certified = collective_bound(topology, collective, root)
     bound = certified.time_factor
@@ -856,9 +861,16 @@ class _Search:
             for factor in factors:
                 current, piece = start, start.slice_bytes
                 while True:
-                    piece = int(piece * factor)
+                    previous, piece = piece, int(piece * factor)
                     if piece < MIN_SLICE or piece > MAX_SLICE:
                         break
+                    if (
+                        self.network.store_and_forward
+                        and factor < 1
+                        and self.count(current.option, piece)
+                        == self.count(current.option, previous)
+                    ):
+                        continue  # still whole chunks: a switch forwards them whole
                     smaller = self.run(current.option, current.priority, piece)
                     if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break

@@ -324,10 +324,10 @@ def _gate_sends(ranks: _Ranks, equivariant: bool) -> None:
         for deps, sends in groups.items():
             sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
             gate = None
-            for j, send in enumerate(sends[:-1]):
+            for j, later in enumerate(sends[1:]):
                 gate = ranks.add(rank, _COMP, f"gate {j + 1}", list(deps) if gate is None
                                  else [gate], optcoll_gate=1)  # fmt: skip
-                sends[j + 1].deps = [gate]
+                later.deps = [gate]
 
 
 def _chunk_trees(

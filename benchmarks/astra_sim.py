@@ -88,7 +88,9 @@ KEYS = {
 SETTINGS = {
     "preferred-dataset-splits": (1, 4, 16),
     "active-chunks-per-dimension": (1, 2),
-    "collective-optimization": ("baseline", "localBWAware"),
+    # localBWAware never ran faster than baseline on these one-dimensional networks (90 of
+    # 90 cases, 2026-12-02): ``--optimizations`` adds it back
+    "collective-optimization": ("baseline",),
     "num-queues-per-dim": (1, 2),
 }
 #: Settings given on ASTRA-sim's command line, not in the system JSON (``CmdLineParser.cc``:
@@ -258,7 +260,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the switch model plan chooses our traces under (default: "
                              "store-and-forward, as ASTRA-sim's analytical backend)")  # fmt: skip
     parser.add_argument("--json", help="also write the rows as JSON")
+    parser.add_argument("--optimizations", nargs="+", default=["baseline"],
+                        help="ASTRA-sim collective-optimization values to try")  # fmt: skip
     args = parser.parse_args(argv)
+    SETTINGS["collective-optimization"] = tuple(args.optimizations)
     astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
     if astra is not None and not (astra / BINARY).exists():
         raise SystemExit(f"{astra}: no {BINARY}: build it with build/astra_analytical/build.sh")

@@ -246,6 +246,64 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus
     }
 
 
+def moe_case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus: int,
+             spec: str, bandwidth: float, latency: float, limit: float,
+             slice_bytes: int) -> dict[str, Any]:  # fmt: skip
+    """One MoE dispatch (:func:`optcoll.core.moe.moe_demand` of ``spec``) on one network:
+    our all-to-allv traces (the proved optimum's routes, and direct sends; in
+    ``slice_bytes`` slices, :func:`optcoll.export.chakra_alltoallv.chakra_demand_traces`)
+    in ASTRA-sim and in our store-and-forward simulator, against ASTRA-sim's native
+    all-to-all (``ComType::All_to_All`` sends ``comm_size / N`` to every peer, ``Ring.cc``
+    lines 83-85): padded to the largest pair (``comm_size = N * max``: what a uniform
+    all-to-all must send to carry the demand) and, for reference, the mean pair."""
+    from optcoll.core.moe import moe_demand, parse_moe_spec
+    from optcoll.export.chakra_alltoallv import chakra_demand_traces
+    from optcoll.schedules.alltoallv import demand_schedule
+    from optcoll.sim.demand import demand_tasks
+
+    config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
+              "latency": [latency]}  # fmt: skip
+    network = folder / "network.yml"
+    network.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
+    topology = from_astra_network(config, name=label)
+    demand = moe_demand(parse_moe_spec(spec), topology.compute_nodes)
+    pairs = [b for s, row in enumerate(demand.bytes) for d, b in enumerate(row) if s != d]
+    row: dict[str, Any] = {"network": label, "max_pair": max(pairs),
+                           "mean_pair": sum(pairs) // len(pairs)}  # fmt: skip
+    whole = Network.of(topology, Fraction(latency) / 1000, store_and_forward=True)
+    for method in ("optimal", "direct"):
+        schedule = demand_schedule(topology, demand, method)
+        prefix = folder / method
+        for rank, data in enumerate(
+            chakra_demand_traces(topology.compute_nodes, schedule.routes, slice_bytes=slice_bytes)
+        ):
+            Path(f"{prefix}.{rank}.et").write_bytes(data)
+        graph = demand_tasks(whole, schedule.routes, slice_bytes)
+        row[f"{method}_bound_us"] = round(schedule.time_us, 3)
+        row[f"{method}_sim_saf_us"] = round(simulate(graph, whole, 1, overhead=0).time_us, 3)
+        if astra is not None:
+            system = {**base_system(), "preferred-dataset-splits": 1,
+                      "active-chunks-per-dimension": 1,
+                      ASTRA_SIM_COLLECTIVES["alltoall"]: [str(prefix)]}  # fmt: skip
+            workload(pb, folder / "work", npus, 6, npus * max(pairs))
+            took = run_astra(astra, folder, network, folder / "work", system, npus, limit)
+            row[f"{method}_astra_us"] = None if took is None else round(took, 3)
+    for name, pair in (("padded", max(pairs)), ("mean", sum(pairs) // len(pairs))):
+        best: tuple[float, str] | None = None
+        if astra is not None:
+            workload(pb, folder / "work", npus, 6, npus * pair)
+        for algorithm in ("ring", "direct", "halvingDoubling") if astra is not None else ():
+            for values in itertools.product(*SETTINGS.values()):
+                setting = dict(zip(SETTINGS, values, strict=True))
+                system = {**base_system(), **setting, "all-to-all-implementation": [algorithm]}
+                took = run_astra(astra, folder, network, folder / "work", system, npus, limit)
+                if took is not None and (best is None or took < best[0]):
+                    best = (took, f"{algorithm} " + " ".join(str(v) for v in values))
+        row[f"native_{name}_us"] = None if best is None else round(best[0], 3)
+        row[f"native_{name}"] = None if best is None else best[1]
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
@@ -262,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the rows as JSON")
     parser.add_argument("--optimizations", nargs="+", default=["baseline"],
                         help="ASTRA-sim collective-optimization values to try")  # fmt: skip
+    parser.add_argument(
+        "--moe",
+        help="instead: an MoE dispatch (optcoll.core.moe spec, e.g. "
+        "tokens=1024,experts=64,top_k=8,zipf=1.2) on each network",
+    )
+    parser.add_argument("--moe-slice", default="512K", help="slice of the MoE traces")
     args = parser.parse_args(argv)
     SETTINGS["collective-optimization"] = tuple(args.optimizations)
     astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
@@ -274,6 +338,13 @@ def main(argv: list[str] | None = None) -> int:
             label, block, npus, bandwidth, latency = parse_network(
                 spec, args.bandwidth, args.latency
             )
+            if args.moe:
+                folder = Path(tempfile.mkdtemp(dir=tmp))
+                rows.append(moe_case(astra, pb, folder, label, block, npus, args.moe,
+                                     bandwidth, latency, args.limit,
+                                     parse_size(args.moe_slice)))  # fmt: skip
+                print(json.dumps(rows[-1]), flush=True)
+                continue
             for collective in args.collectives:
                 for size in args.sizes:
                     folder = Path(tempfile.mkdtemp(dir=tmp))
@@ -281,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
                                      parse_size(size), bandwidth, latency, args.limit,
                                      args.switch_model == "store-and-forward"))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
+    if args.moe:
+        columns = list(rows[0]) if rows else []
+        print_table(columns, [[row.get(c, "-") for c in columns] for row in rows])
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
     columns = ["network", "collective", "size", "native_us", "native", "ours_astra_us",
                "ours_sim_us", "ours_sim_saf_us", "plan_us", "method", "native_over_ours",
                "sim_over_astra", "saf_over_astra"]  # fmt: skip

@@ -82,10 +82,11 @@ def _export_files(request: ExportRequest) -> ExportReport:
     if request.format != "chakra" and request.size is not None:
         raise ExportError("--size is the message size of Chakra traces: it needs --format chakra")
     if request.format != "chakra" and any(
-        value is not None for value in (request.overhead, request.latency, request.slice)
+        value is not None
+        for value in (request.overhead, request.latency, request.slice, request.switch_model)
     ):
-        raise ExportError("--overhead, --latency and --slice plan Chakra traces: they need "
-                          "--format chakra")  # fmt: skip
+        raise ExportError("--overhead, --latency, --slice and --switch-model plan Chakra traces: "
+                          "they need --format chakra")  # fmt: skip
     if request.format == "chakra":
         return export_chakra(request)
     if request.format == "mscclpp":

@@ -862,6 +862,8 @@ class _Search:
                 current, piece = start, start.slice_bytes
                 while True:
                     previous, piece = piece, int(piece * factor)
+                    if self.network.store_and_forward and previous > MIN_SLICE > piece:
+                        piece = MIN_SLICE  # the smallest slice too: a switch holds one
                     if piece < MIN_SLICE or piece > MAX_SLICE:
                         break
                     if (

@@ -217,7 +217,9 @@ def _undirected(topology: Topology, nodes: Sequence[str]) -> dict[tuple[str, str
     return edges
 
 
-def partition_bound(topology: Topology | object, collective: str = "allreduce") -> PartitionBound:
+def partition_bound(
+    topology: Topology | object, collective: str = "allreduce", *, strength: bool = True
+) -> PartitionBound:
     """The largest partition bound found for ``collective`` on ``topology``.
 
     Without switches it is the best of all partitions (``exact``): ``d = 1`` and, with
@@ -225,6 +227,10 @@ def partition_bound(topology: Topology | object, collective: str = "allreduce") 
     ``2 (p - 1) / C(P) = (p - 1) / C_u(P)`` is largest at the partition attaining the
     strength ``tau`` of the undirected graph: ``T >= M / tau`` (allreduce). With
     switches, the best of the structured partitions of the module docstring.
+    ``strength=False`` skips the strength search (max-flows; 16 s on torus 32x32):
+    only the single-node and box partitions, ``O(links)`` each, a bound that may be
+    weaker (never ``exact``); ``solve`` uses it to state what reduce-scatter +
+    allgather is optimal among.
 
     Examples
     --------
@@ -243,13 +249,13 @@ def partition_bound(topology: Topology | object, collective: str = "allreduce") 
     """
     topology = as_topology(topology)
     collective = canonical_collective(collective)
-    if not topology.switch_nodes:
-        strength = graph_strength(topology.node_ids, _undirected(topology, topology.node_ids))
+    if not topology.switch_nodes and strength:
+        tau = graph_strength(topology.node_ids, _undirected(topology, topology.node_ids))
         return evaluate_partition(
-            topology, strength.parts, collective, method="graph strength", exact=True
+            topology, tau.parts, collective, method="graph strength", exact=True
         )
     best: PartitionBound | None = None
-    for method, parts in _structured_partitions(topology):
+    for method, parts in _structured_partitions(topology, strength):
         try:
             found = evaluate_partition(topology, parts, collective, method=method)
         except ArgumentError:
@@ -268,8 +274,11 @@ def partition_bound(topology: Topology | object, collective: str = "allreduce") 
 STRENGTH_MAX_NODES = 2000
 
 
-def _structured_partitions(topology: Topology) -> list[tuple[str, list[set[str]]]]:
-    """Candidate partitions of a topology with switches (see :func:`partition_bound`)."""
+def _structured_partitions(
+    topology: Topology, strength: bool = True
+) -> list[tuple[str, list[set[str]]]]:
+    """Candidate partitions of a topology (see :func:`partition_bound`); the strength
+    partition only with ``strength``."""
     cores: list[tuple[str, list[set[str]]]] = [
         ("single compute nodes", [{v} for v in topology.node_ids]),
     ]
@@ -278,10 +287,10 @@ def _structured_partitions(topology: Topology) -> list[tuple[str, list[set[str]]
         group = topology.node[v].group
         groups.setdefault(f"group {group}" if group is not None else f"node {v}", set()).add(v)
     cores.append(("boxes", list(groups.values())))
-    if len(topology.node_ids) <= STRENGTH_MAX_NODES:
+    if strength and len(topology.node_ids) <= STRENGTH_MAX_NODES:
         edges = _undirected(topology, topology.node_ids)
-        strength = graph_strength(topology.node_ids, edges)
-        cores.append(("strength partition", [set(part) for part in strength.parts]))
+        tau = graph_strength(topology.node_ids, edges)
+        cores.append(("strength partition", [set(part) for part in tau.parts]))
     found = []
     for name, parts in cores:
         compute = [part for part in parts if any(topology.is_compute(v) for v in part)]

@@ -113,8 +113,17 @@ def _run(args: argparse.Namespace) -> int:
         return rooted_solve(topology, args, Path(args.out_dir) / f"{stem}.routes.json")
     if args.collective == "alltoall":
         return _alltoall(topology, Path(args.out_dir) / stem, args)
-    if args.collective == "allreduce" and topology.has_in_network and args.k is None:
-        return _aggregation(topology, Path(args.out_dir) / f"{stem}.schedule.json", args)
+    if args.collective == "allreduce" and args.k is None:
+        from optcoll.schedules.spanning_tree_allreduce import (
+            reduces_over_spanning_trees,
+            spanning_trees_beat_rs_ag,
+        )
+
+        path = Path(args.out_dir) / f"{stem}.schedule.json"
+        if topology.has_in_network:
+            return _aggregation(topology, path, args)
+        if reduces_over_spanning_trees(topology) and spanning_trees_beat_rs_ag(topology):
+            return _aggregation(topology, path, args, spanning=True)
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir} is a file; -o names the folder for the output files")
@@ -147,48 +156,82 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _aggregation_claim(schedule: Any, attained: bool) -> str:
+def _aggregation_claim(schedule: Any, attained: bool, spanning: bool = False) -> str:
     """What an aggregation schedule is optimal among, as its file states it."""
     if attained:
         return "optimal: attains the cut bound, which holds for every schedule"
+    if spanning and schedule.stats.get("proved") is True:
+        return (
+            "optimal among all allreduce schedules in which only compute nodes reduce "
+            "(partition bound attained)"
+        )
     if schedule.stats.get("proved") is True:
         return f"optimal among {schedule.stats['optimal_among']}"
     return "not proved optimal"
 
 
-def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
-    """``solve --collective allreduce`` where switches reduce or multicast: aggregation trees."""
+def _aggregation(
+    topology: Any, path: Any, args: argparse.Namespace, *, spanning: bool = False
+) -> int:
+    """``solve --collective allreduce`` by aggregation trees: where switches reduce or
+    multicast, or (``spanning``) reduce + broadcast over spanning trees where that beats
+    reduce-scatter + allgather (a topology without switches)."""
     import time
 
+    from optcoll.bounds.partition import partition_bound
     from optcoll.core.output import check_output, input_files
     from optcoll.core.units import time_factor_meaning
     from optcoll.io import save_schedule
     from optcoll.schedules.aggregation import aggregation_schedule
     from optcoll.schedules.collectives import collective_lower_bound
+    from optcoll.schedules.spanning_tree_allreduce import spanning_tree_schedule
     from optcoll.verify.aggregation import verify_aggregation_schedule
 
     start = time.perf_counter()
     inputs = input_files(args.topo)
     check_output(path, force=args.force, inputs=inputs)
-    schedule = aggregation_schedule(topology)
+    schedule = spanning_tree_schedule(topology) if spanning else aggregation_schedule(topology)
     cut_bound, time_factor = schedule.lower_bound, schedule.time_factor
-    if cut_bound is None or time_factor is None:  # aggregation_schedule sets both
+    if cut_bound is None or time_factor is None:  # both builders set both
         raise OptCollError("the aggregation schedule carries no cut bound or time factor")
-    verdict = verify_aggregation_schedule(topology, schedule, optimum=time_factor)
+    # without switches the exact partition bound is the least time of every allreduce
+    partition = partition_bound(topology, "allreduce") if spanning else None
+    optimum = partition.time_factor if partition is not None and partition.exact else None
+    verdict = verify_aggregation_schedule(
+        topology, schedule, optimum=time_factor if optimum is None else optimum
+    )
     if not verdict.valid:
         raise OptCollError(f"the aggregation schedule failed verification: {verdict.reason}")
+    best_bound = cut_bound if optimum is None else max(cut_bound, optimum)
     relaying = collective_lower_bound(topology, "allreduce") / topology.num_compute
     save_schedule(schedule, path, force=args.force, inputs=inputs)
     unit = topology.bandwidth_unit
+    what = (
+        "allreduce by reduce + broadcast over spanning trees (compute nodes reduce)"
+        if spanning
+        else "allreduce by aggregation trees (switches reduce and multicast)"
+    )
     rows = [
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
-        ("collective", "allreduce by aggregation trees (switches reduce and multicast)"),
+        ("collective", what),
         ("cut bound", f"M * {fraction_text(cut_bound)}"),
+        *(
+            []
+            if partition is None
+            else [
+                (
+                    "partition",
+                    f"M * {fraction_text(partition.time_factor)} (algbw "
+                    f"{float(1 / partition.time_factor):.3f} {unit}), {partition.holds_for}",
+                )
+            ]
+        ),
         (
             "schedule",
             f"M * {fraction_text(time_factor)} (algbw {schedule.algbw:.3f} {unit}), "
             f"k = {schedule.k}, {len(schedule.trees)} trees, verified",
         ),
+        ("optimality", _aggregation_claim(schedule, time_factor == cut_bound, spanning)),
         ("RS + AG", f"M * {fraction_text(relaying)} (algbw {float(1 / relaying):.3f} {unit})"),
         ("wrote", str(path)),
         ("seconds", f"{time.perf_counter() - start:.2f}"),
@@ -207,14 +250,23 @@ def _aggregation(topology: Any, path: Any, args: argparse.Namespace) -> int:
                 "time_factor": fraction_text(n * time_factor),
                 "time_factor_meaning": time_factor_meaning("allreduce", unit),
                 "algbw": round(float(1 / time_factor), 3),
-                "lower_bound": fraction_text(n * cut_bound),
-                "optimal_algbw": round(float(1 / cut_bound), 3),
-                "optimal": time_factor == cut_bound,
-                "claim": _aggregation_claim(schedule, time_factor == cut_bound),
+                "lower_bound": fraction_text(n * best_bound),
+                "optimal_algbw": round(float(1 / best_bound), 3),
+                "optimal": time_factor == best_bound,
+                "claim": _aggregation_claim(schedule, time_factor == cut_bound, spanning),
                 "trees": len(schedule.trees),
                 "routes": 0,
                 "verified": True,
-                "in_network": True,
+                "in_network": not spanning,
+                "method": str(schedule.stats.get("method", "aggregation trees")),
+                **(
+                    {}
+                    if partition is None
+                    else {
+                        "partition_bound": fraction_text(n * partition.time_factor),
+                        "partition_holds_for": partition.holds_for,
+                    }
+                ),
                 "cut_bound": fraction_text(cut_bound),
                 "reduce_scatter_allgather": fraction_text(relaying),
                 "per_message": "cut_bound and reduce_scatter_allgather are per whole message: "

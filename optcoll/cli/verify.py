@@ -125,14 +125,18 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
         has_aggregation_lp,
         reduction_cut,
     )
+    from optcoll.bounds.partition import partition_bound
     from optcoll.exceptions import ScheduleError
     from optcoll.verify.aggregation import verify_aggregation_schedule
 
     if expected is not None:
         raise ScheduleError(f"{args.schedule}: an aggregation allreduce plans no process groups")
     bound = reduction_cut(topology).time_factor
-    optimum = None
-    if schedule.stats.get("proved") is True and has_aggregation_lp(topology):
+    optimum = partition = None
+    if not topology.switch_nodes:  # compute nodes only: the exact partition bound is the
+        partition = partition_bound(topology, "allreduce")  # least time of every allreduce
+        optimum = partition.time_factor if partition.exact else None
+    elif schedule.stats.get("proved") is True and has_aggregation_lp(topology):
         exact = aggregation_bound(topology)  # the optimum that stats.proved claims
         optimum = exact.optimum if exact.proved else None
     result = verify_aggregation_schedule(topology, schedule, optimum=optimum, cut_bound=bound)
@@ -155,6 +159,14 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
                 "aggregation_trees": len(schedule.trees),
                 "cut_bound": fraction_text(bound),
                 "at_cut_bound": reaches,
+                **(
+                    {}
+                    if partition is None
+                    else {
+                        "partition_bound": fraction_text(partition.time_factor),
+                        "at_partition_bound": result.time_factor == partition.time_factor,
+                    }
+                ),
                 **result.to_dict(),
             }
         )
@@ -173,6 +185,13 @@ def _aggregation(topology: Any, schedule: Any, args: argparse.Namespace, expecte
             f"cut bound    {fraction_text(bound)}"
             + (" (attained)" if reaches else f" (ratio {float(result.time_factor / bound):.6f})")
         )
+        if partition is not None:
+            ratio = result.time_factor / partition.time_factor
+            print(
+                f"partition    {fraction_text(partition.time_factor)}"
+                + (" (attained)" if ratio == 1 else f" (ratio {float(ratio):.6f})")
+                + f": {partition.holds_for}"
+            )
     for switch, work in list(result.switch_work.items())[:8]:
         print(
             f"switch       {switch}: receives {work['received']}, sums away {work['reduced']}, "

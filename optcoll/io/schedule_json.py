@@ -91,9 +91,9 @@ def load_schedule(path: str | Path) -> Schedule:
     schedule = load_any_schedule(path)
     if isinstance(schedule, AggregationSchedule):
         raise ScheduleError(
-            f"{path} holds an allreduce by aggregation trees through reducing switches (field "
-            f"'aggregation'); `optcoll verify` and `optcoll simulate` read those, other "
-            f"commands do not yet"
+            f"{path} holds an allreduce by aggregation trees (field 'aggregation': reduce and "
+            f"multicast trees, through reducing switches or over spanning trees); `optcoll "
+            f"verify` and `optcoll simulate` read those, other commands do not yet"
         )
     if not isinstance(schedule, Schedule):
         raise ScheduleError(

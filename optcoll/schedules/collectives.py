@@ -43,6 +43,7 @@ Fraction(1, 50)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -82,6 +83,8 @@ __all__ = [
     "reduce",
     "build_collective",
     "packing_topology",
+    "from_allgather_trees",
+    "collective_phases",
 ]
 
 Arc = tuple[str, str]
@@ -558,6 +561,52 @@ def packing_topology(topology: Topology, collective: str) -> Topology:
         if any((v, u) not in cap for u, v in cap):
             return bidirectional_core(topology)
     return topology
+
+
+def from_allgather_trees(
+    topology: Topology, collective: str, build: Callable[[Topology], Schedule]
+) -> Schedule:
+    """``collective`` run by the allgather trees that ``build`` makes, on any topology.
+
+    ``build`` packs its trees on :func:`packing_topology` (so a reduce-scatter's
+    reversed trees and an allreduce's backward phase find their links on an
+    asymmetric topology); the result is stated on ``topology``: the trees
+    themselves (allgather), reversed (reduce-scatter), or both (allreduce). How
+    ``plan``, ``compare`` and the NCCL model turn a ring or a packing into each
+    collective.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> topo = build("random:n=6,switches=2,seed=3")  # some links have no reverse
+    >>> from_allgather_trees(topo, "allreduce", ring_schedule).collective
+    'allreduce'
+    """
+    return collective_phases(build(packing_topology(topology, collective)), topology, collective)
+
+
+def collective_phases(allgather: Schedule, topology: Topology, collective: str) -> Schedule:
+    """``collective`` run by the trees of ``allgather``, an allgather schedule packed on
+    :func:`packing_topology`: the trees themselves (allgather), reversed
+    (reduce-scatter), or both (allreduce), stated on ``topology``.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> topo = build("ring:4")
+    >>> collective_phases(ring_schedule(topo), topo, "allreduce").time_factor
+    Fraction(3, 100)
+    """
+    collective = canonical_collective(collective)
+    if allgather.topology_hash != topology.content_hash:
+        allgather = replace(allgather, topology=topology.name, topology_hash=topology.content_hash)
+    if collective == "reduce_scatter":
+        return reduce_scatter_core(allgather, topology)
+    if collective == "allreduce":
+        return allreduce_core(allgather, topology)
+    return allgather
 
 
 def collective_cut_ratio(

@@ -14,6 +14,9 @@ What "optimal" means for each collective (the bandwidth model of docs/theory.md)
 * allreduce: optimal among schedules made of a reduce-scatter followed by an
   allgather (time factor ``r*`` of each phase summed, ``2 r*`` on a symmetric
   topology); in-network reduction or interleaved phases are outside this bound;
+  where it also attains the partition bound of single nodes or boxes
+  (:func:`optcoll.bounds.partition.partition_bound`), optimal among all allreduce
+  schedules in which only compute nodes reduce;
 * all-to-all: optimal among all routings (t*, the max-concurrent-flow LP of
   :mod:`optcoll.schedules.alltoall`, exact);
 * with ``k`` given: the best schedule with exactly ``k`` chunks per root.
@@ -23,7 +26,7 @@ Examples
 >>> import optcoll
 >>> solution = optcoll.solve("dgx-a100:2", collective="allreduce")
 >>> solution
-Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among reduce-scatter + allgather schedules, k = 13, 32 trees, verified)
+Solution(allreduce on dgx-a100:2: algbw 173.333 GB/s, optimal among all allreduce schedules in which only compute nodes reduce (partition bound attained), k = 13, 32 trees, verified)
 >>> solution.time_factor, solution.lower_bound, solution.bound.ratio
 (Fraction(6, 65), Fraction(6, 65), Fraction(3, 65))
 """
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optcoll.bounds.cut_ratio import CutRatio, optimal_cut_ratio_core
+from optcoll.bounds.partition import PartitionBound, partition_bound
 from optcoll.core.arguments import (
     as_topology,
     collective_argument,
@@ -111,6 +115,11 @@ class Solution:
         True when ``k`` was given: the schedule is the best with that ``k``.
     seconds : float
         Wall-clock seconds of the whole computation.
+    partition : PartitionBound or None
+        Allreduce: the partition bound of single nodes and boxes
+        (:func:`optcoll.bounds.partition.partition_bound` without the strength
+        search), which holds for every allreduce in which only compute nodes reduce;
+        where the schedule attains it, it is optimal among all of those.
     """
 
     topology: Topology
@@ -120,6 +129,15 @@ class Solution:
     verification: Verification
     fixed_k: bool = False
     seconds: float = field(default=0.0, compare=False)
+    partition: PartitionBound | None = None
+
+    @property
+    def attains_partition_bound(self) -> bool:
+        """True when the time factor equals the partition bound (per ``M/N``): no allreduce
+        in which only compute nodes reduce is faster."""
+        if self.partition is None:
+            return False
+        return self.time_factor == self.topology.num_compute * self.partition.time_factor
 
     @property
     def collective(self) -> str:
@@ -160,6 +178,8 @@ class Solution:
             return f"paths rounded to k = {self.schedule.k} chunks per pair: {ratio} times t*"
         if self.fixed_k:
             return optimality_claim(self.collective, self.schedule.k)
+        if self.attains_partition_bound:
+            return "optimal among all allreduce schedules in which only compute nodes reduce (partition bound attained)"
         return optimality_claim(self.collective) if self.optimal else "not optimal"
 
     def describe_bound(self) -> str:
@@ -234,11 +254,25 @@ class Solution:
                 f"(lower bound {fraction_text(self.lower_bound)} per {unit} of {share})",
             ),
             ("optimality", self.claim),
+            *self._partition_rows(),
             ("bottleneck cut", self.describe_bound()),
             (
                 "schedule",
                 f"{self._parts()}, k = {self.schedule.k} {chunks} {per_text}, verified independently",
             ),
+        ]
+
+    def _partition_rows(self) -> list[tuple[str, str]]:
+        """The partition bound's row (allreduce), when it is not already the claim."""
+        if self.partition is None or self.attains_partition_bound:
+            return []
+        unit = self.topology.bandwidth_unit
+        return [
+            (
+                "partition",
+                f"{float(1 / self.partition.time_factor):.3f} {unit} at most for "
+                f"{self.partition.holds_for} ({self.partition.method})",
+            )
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -271,6 +305,13 @@ class Solution:
                 "bottleneck_cut": bound["bottleneck_cut"],
                 "cut_compute": bound["cut_compute"],
                 "cut_bandwidth": bound["cut_bandwidth"],
+            }
+        if self.partition is not None:
+            data |= {
+                "partition_bound": fraction_text(
+                    self.topology.num_compute * self.partition.time_factor
+                ),
+                "partition_holds_for": self.partition.holds_for,
             }
         data["cut_description"] = self.describe_bound()
         data["seconds"] = round(self.seconds, 3)
@@ -360,6 +401,9 @@ def solve(
     check = verify_schedule_core(topo, schedule, optimum=lower)
     if not check.valid:
         raise SolveError(f"internal error: the schedule failed verification: {check.reason}")
+    partition = None
+    if collective == "allreduce":
+        partition = partition_bound(topo, "allreduce", strength=False)
     return Solution(
         topo,
         schedule,
@@ -368,4 +412,5 @@ def solve(
         check,
         fixed_k=k is not None,
         seconds=time.perf_counter() - started,
+        partition=partition,
     )

@@ -43,6 +43,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.bounds.in_network import reduction_cut
+from optcoll.bounds.partition import partition_bound
+from optcoll.core.aggregation import OPTIMAL_AMONG, AggregationSchedule, AggregationTree
 from optcoll.core.arguments import as_topology
 from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
@@ -57,6 +60,7 @@ __all__ = [
     "spanning_tree_packing",
     "reduce_broadcast_trees",
     "tree_time_factor",
+    "spanning_tree_schedule",
     "MAX_CHUNKS",
     "TOLERANCE",
 ]
@@ -392,3 +396,57 @@ def tree_time_factor(topology: Topology | object, trees: Sequence[Tree]) -> Frac
                 for a in (arc, arc[::-1]):
                     load[a] = load.get(a, Fraction(0)) + Fraction(tree.chunks, k)
     return max(value / topology.capacity[arc] for arc, value in load.items())
+
+
+def spanning_tree_schedule(
+    topology: Topology | object, *, tolerance: Fraction = TOLERANCE
+) -> AggregationSchedule:
+    """Reduce + broadcast over :func:`reduce_broadcast_trees`, as a schedule file holds it.
+
+    Each tree is an :class:`~optcoll.core.aggregation.AggregationTree` whose apex is its
+    root, a compute node: the in-tree is the tree's edges reversed, the out-tree its
+    edges, so :func:`optcoll.verify.aggregation.verify_aggregation_schedule` checks it,
+    ``simulate`` runs it and ``verify`` reads its file as any aggregation allreduce.
+    ``lower_bound`` is the cut bound (as every aggregation schedule states it);
+    ``stats.proved`` is true when the time factor equals the partition bound ``1/tau``,
+    the least time of every allreduce in which only compute nodes reduce (on a
+    topology without switches: of every allreduce), hence of every aggregation-tree
+    schedule.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> s = spanning_tree_schedule(build("mesh:4x4"))
+    >>> s.time_factor, s.k, s.stats["proved"]
+    (Fraction(1, 160), 8, True)
+    """
+    topology = as_topology(topology)
+    packing = spanning_tree_packing(topology)
+    trees = reduce_broadcast_trees(topology, tolerance=tolerance, packing=packing)
+    aggregation = tuple(
+        AggregationTree(
+            tree.root,
+            tree.chunks,
+            tuple(TreeEdge(e.dst, e.src, tuple(reversed(e.path))) for e in tree.edges),
+            tree.edges,
+        )
+        for tree in trees
+    )
+    time_factor = tree_time_factor(topology, trees)
+    cut = reduction_cut(topology).time_factor
+    bound = partition_bound(topology, "allreduce")
+    return AggregationSchedule(
+        topology.name,
+        topology.compute_nodes,
+        sum(tree.chunks for tree in trees),
+        aggregation,
+        lower_bound=cut,
+        time_factor=time_factor,
+        topology_hash=topology.content_hash,
+        stats={
+            "method": "spanning trees (reduce+broadcast)",
+            "optimal_among": OPTIMAL_AMONG,
+            "proved": bound.exact and time_factor == bound.time_factor,
+            "gap_to_cut_bound": str(time_factor / cut),
+        },
+    )

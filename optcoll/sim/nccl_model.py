@@ -35,7 +35,7 @@ from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 from optcoll.schedules.baselines import nccl_ring_schedule
-from optcoll.schedules.collectives import allreduce, reduce_scatter
+from optcoll.schedules.collectives import from_allgather_trees
 from optcoll.sim.cost_model import schedule_cost
 
 __all__ = ["NcclEstimate", "nccl_model", "nccl_model_time", "PROTOCOLS"]
@@ -156,12 +156,8 @@ def nccl_model(topology: Topology, collective: str, size: int) -> NcclEstimate:
         raise SolveError(
             f"NCCL's model here covers allgather, reduce_scatter and allreduce, got {collective!r}"
         )
-    schedule = nccl_ring_schedule(topology)
+    schedule = from_allgather_trees(topology, collective, nccl_ring_schedule)
     channels = schedule.k
-    if collective == "allreduce":
-        schedule = allreduce(schedule, topology)
-    elif collective == "reduce_scatter":
-        schedule = reduce_scatter(schedule, topology)
     ranks = topology.num_compute
     steps = 2 * (ranks - 1) if collective == "allreduce" else ranks - 1
     bus_bw = schedule_cost(topology, schedule).asymptotic_algbw * steps / ranks

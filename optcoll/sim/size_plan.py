@@ -92,9 +92,10 @@ from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import collective_bound
 from optcoll.schedules.collectives import (
-    allreduce_core,
     build_collective_core,
-    reduce_scatter_core,
+    collective_phases,
+    from_allgather_trees,
+    packing_topology,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.schedules.spanning_tree_allreduce import (
@@ -406,27 +407,21 @@ def candidates(
         return found
     if collective in ("allgather", "reduce_scatter", "allreduce"):
 
-        def as_collective(ring: Schedule) -> Schedule:
-            if collective == "reduce_scatter":
-                return reduce_scatter_core(ring, topology)
-            if collective == "allreduce":
-                return allreduce_core(ring, topology)
-            return ring
+        def as_collective(build: Callable[[Topology], Schedule]) -> Schedule:
+            return from_allgather_trees(topology, collective, build)
 
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it
         found.append(
             Candidate(
-                "ring",
-                deferred=lambda: as_collective(ring_schedule(topology)),
-                floor=ring_floor(topology),
+                "ring", deferred=lambda: as_collective(ring_schedule), floor=ring_floor(topology)
             )
         )
-        hierarchical = hierarchical_ring_schedule(topology)
+        hierarchical = hierarchical_ring_schedule(packing_topology(topology, collective))
         if hierarchical is not None:
-            ring = as_collective(hierarchical)
+            ring = collective_phases(hierarchical, topology, collective)
             found.append(Candidate(str(ring.stats["method"]), ring))
         try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
-            nccl = as_collective(nccl_ring_schedule(topology))
+            nccl = as_collective(nccl_ring_schedule)
             found.append(Candidate(str(nccl.stats["method"]), nccl))
         except ScheduleError:
             pass

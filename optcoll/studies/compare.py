@@ -36,7 +36,12 @@ from optcoll.schedules.baselines import (
     nvls_schedule,
     ring_schedule,
 )
-from optcoll.schedules.collectives import allreduce_core
+from optcoll.schedules.collectives import (
+    allreduce_core,
+    collective_phases,
+    from_allgather_trees,
+    packing_topology,
+)
 from optcoll.schedules.packing import pack_arborescences_core
 from optcoll.sim.cost_model import aggregation_cost, schedule_cost
 from optcoll.sim.steps import step_costs
@@ -94,25 +99,25 @@ def compare_methods(
         return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = pack_arborescences_core(topology, progress=progress)
-    single = pack_arborescences_core(topology, 1, progress=progress)
-    if collective == "allreduce":
-        optimal, single = allreduce_core(optimal, topology), allreduce_core(single, topology)
+    optimal = from_allgather_trees(
+        topology, collective, lambda t: pack_arborescences_core(t, progress=progress)
+    )
+    single = from_allgather_trees(
+        topology, collective, lambda t: pack_arborescences_core(t, 1, progress=progress)
+    )
     costs = [
         schedule_cost(topology, optimal, default_latency=default_latency),
         schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
     ]
-    for ring in (ring_schedule(topology), hierarchical_ring_schedule(topology)):
+    packed = packing_topology(topology, collective)
+    for ring in (ring_schedule(packed), hierarchical_ring_schedule(packed)):
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
-        if collective == "allreduce":
-            ring = allreduce_core(ring, topology)
+        ring = collective_phases(ring, topology, collective)
         method = str(ring.stats["method"])
         costs.append(schedule_cost(topology, ring, method, default_latency=default_latency))
     try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
-        nccl = nccl_ring_schedule(topology)
-        if collective == "allreduce":
-            nccl = allreduce_core(nccl, topology)
+        nccl = from_allgather_trees(topology, collective, nccl_ring_schedule)
         method = str(nccl.stats["method"])
         costs.append(schedule_cost(topology, nccl, method, default_latency=default_latency))
     except ScheduleError:

@@ -376,7 +376,7 @@ def test_schedule_files(tmp_path, star_schedule):
     save_schedule(schedule, path)
     again = load_any_schedule(path)
     assert again == schedule and again.topology_hash == topology.content_hash
-    with pytest.raises(ScheduleError, match="aggregation trees through reducing switches"):
+    with pytest.raises(ScheduleError, match="allreduce by aggregation trees"):
         load_schedule(path)
     data = json.loads(path.read_text())
     data["aggregation"][0]["apex"] = 3

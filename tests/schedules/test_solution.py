@@ -9,6 +9,7 @@ import pytest
 
 import optcoll
 from optcoll.bounds.cut_ratio import optimal_cut_ratio
+from optcoll.bounds.partition import evaluate_partition
 from optcoll.cli import main
 from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.io import load_schedule
@@ -45,8 +46,25 @@ def test_known_optima_of_dgx_a100_2():
     assert optcoll.solve("dgx-a100:2").collective == "allgather"  # the default of every command
     allreduce = optcoll.solve("dgx-a100:2", collective="allreduce")
     assert allreduce.collective == "allreduce" and allreduce.time_factor == 2 * r
-    assert allreduce.claim == "optimal among reduce-scatter + allgather schedules"
+    # RS + AG attains the partition bound of single GPUs: 2 (N - 1) / C(P) per byte
+    assert allreduce.attains_partition_bound
+    assert allreduce.claim == (
+        "optimal among all allreduce schedules in which only compute nodes reduce "
+        "(partition bound attained)"
+    )
+    assert allreduce.partition is not None
+    again = evaluate_partition(build("dgx-a100:2"), allreduce.partition.parts)  # re-checked
+    assert again.compute_parts == 16 and 16 * again.time_factor == 2 * r
     assert round(allreduce.algbw, 3) == 173.333
+
+
+def test_claim_stays_rs_ag_where_the_partition_bound_is_lower():
+    mesh = optcoll.solve("mesh:4x4", collective="allreduce")
+    assert mesh.optimal and not mesh.attains_partition_bound
+    assert mesh.claim == "optimal among reduce-scatter + allgather schedules"
+    assert mesh.partition is not None and mesh.partition.time_factor == Fraction(1, 160)
+    assert dict(mesh.report_rows())["partition"].startswith("160.000 GB/s at most")
+    assert mesh.to_dict()["partition_bound"] == "1/10"  # per M/N: 16 / 160
 
 
 def test_asymmetric_reduce_scatter_uses_the_reversed_bound():

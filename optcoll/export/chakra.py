@@ -340,8 +340,8 @@ def _gate_sends(
         for node in nodes:
             if node.type == _SEND and "optcoll_order" in node.attrs:
                 hop = first_hops.get((rank, node.attrs["comm_dst"]))
-                groups[(hop, *sorted(node.deps))].append(node)
-        for (_, *deps), sends in groups.items():
+                groups[(hop, tuple(sorted(node.deps)))].append(node)
+        for (_, deps), sends in groups.items():
             sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
             gate = None
             for j, later in enumerate(sends[1:]):

@@ -165,6 +165,10 @@ SLICE_STEP = 4
 SLICE_GAIN = 0.0005
 #: Smallest and largest slices the search tries (bytes).
 MIN_SLICE, MAX_SLICE = 4 * 1024, 64 * 1024 * 1024
+#: With store-and-forward switches, the least time (µs) a slice takes on the fastest link:
+#: ASTRA-sim truncates every hop to whole ns (``Link::serialization_delay``), so a shorter
+#: slice would gain up to 1 % a hop from rounding rather than from the schedule.
+SLICE_US = Fraction(1, 10)
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 #: The key of the topology's own translations among :class:`_Search`'s quotients.
@@ -583,7 +587,8 @@ def plan(
     ``store_and_forward``: switches store and forward every slice
     (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
     backend), so smaller slices can win there (the refinement starts from the first slice
-    smaller than a chunk); the lower bound is the cut-through one.
+    smaller than a chunk and goes down to one of :data:`SLICE_US` on the fastest link, at
+    least :data:`MIN_SLICE`); the lower bound is the cut-through one.
 
     A schedule whose trees are one root's and their images under a group acting
     regularly on the compute nodes (a torus's translations) is simulated from its
@@ -850,6 +855,10 @@ class _Search:
         factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.sim.overhead > 0 else (
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
+        least = MIN_SLICE
+        if self.network.store_and_forward:  # a switch holds one slice: down to the least
+            fastest = max((r for r in self.network.rate if math.isfinite(r)), default=0.0)
+            least = max(MIN_SLICE, math.ceil(fastest * SLICE_US))
         for start in pairs[:REFINED]:
             if start.slice_bytes is None:
                 continue
@@ -857,9 +866,9 @@ class _Search:
                 current, piece = start, start.slice_bytes
                 while True:
                     previous, piece = piece, int(piece * factor)
-                    if self.network.store_and_forward and previous > MIN_SLICE > piece:
-                        piece = MIN_SLICE  # the smallest slice too: a switch holds one
-                    if piece < MIN_SLICE or piece > MAX_SLICE:
+                    if self.network.store_and_forward and previous > least > piece:
+                        piece = least
+                    if piece < least or piece > MAX_SLICE:
                         break
                     if (
                         self.network.store_and_forward

@@ -218,12 +218,15 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
             print("  ".join("-" * w for w in widths))
 
 
-def run_child(code: str, args: Sequence[str], limit: float) -> dict[str, Any] | None:
+def run_child(
+    code: str, args: Sequence[str], limit: float, root: Path | None = None
+) -> dict[str, Any] | None:
     """Run ``code`` in a fresh interpreter with ``args``; the JSON of its last output line.
 
     A fresh process makes the peak memory the run's own. None if it does not
     finish within ``limit`` seconds; a failure raises with the child's last
-    error line.
+    error line. ``root``: the checkout whose optcoll the child imports (default this one;
+    another, e.g. a worktree of an earlier revision, for side-by-side measurements).
     """
     try:
         done = subprocess.run(
@@ -231,7 +234,7 @@ def run_child(code: str, args: Sequence[str], limit: float) -> dict[str, Any] | 
             capture_output=True,
             text=True,
             timeout=limit,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=root or Path(__file__).resolve().parents[1],
             check=False,
         )
     except subprocess.TimeoutExpired:

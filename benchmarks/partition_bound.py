@@ -13,10 +13,13 @@ codes. Two setups:
 ``sizes``
     1 KiB to 4 GiB with a 1 µs overhead and 0.5 µs links (the issue's ratio table):
     allreduce and allgather on torus 8x8, mesh 4x4 and dgx-h100:4.
+``startup``
+    the same at 1K, 64K, 1M, 16M, 256M and 4G for allgather, reduce-scatter and allreduce
+    (the start-up bound, ``docs/bounds_every_size.md``).
 
 Run from the repository root::
 
-    python -m benchmarks.partition_bound [--setup large|sizes] [--previous /tmp/base]
+    python -m benchmarks.partition_bound [--setup large|sizes|startup] [--previous /tmp/base]
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ SIZES = {
     "sizes": ["1K", "64K", "1M", "64M", "1G", "4G"],
     "options": ["--overhead", "1", "--latency", "0.5"],
 }  # fmt: skip
+STARTUP = {
+    "specs": [(spec, collective) for spec in ("torus:8x8", "mesh:4x4", "dgx-h100:4")
+              for collective in ("allgather", "reduce_scatter", "allreduce")],
+    "sizes": ["1K", "64K", "1M", "16M", "256M", "4G"],
+    "options": ["--overhead", "1", "--latency", "0.5"],
+}  # fmt: skip
+SETUPS = {"large": LARGE, "sizes": SIZES, "startup": STARTUP}
 
 
 def run_plan(
@@ -59,11 +69,11 @@ def run_plan(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--setup", choices=("large", "sizes"), default="large")
+    parser.add_argument("--setup", choices=tuple(SETUPS), default="large")
     parser.add_argument("--previous", type=Path, help="a worktree of the previous code")
     parser.add_argument("--specs", nargs="*", help="only these topologies")
     args = parser.parse_args()
-    setup = LARGE if args.setup == "large" else SIZES
+    setup = SETUPS[args.setup]
     revisions = [("this", ROOT)] + ([("previous", args.previous)] if args.previous else [])
     print(
         "topology, collective | size | revision: time µs / lower bound µs = ratio (method) | CPU s"

@@ -172,7 +172,7 @@ WAIT_STEP = 0.05
 
 
 @functools.cache
-def _silence_banner() -> None:
+def silence_banner() -> None:
     """Create the process's first HiGHS instance with standard output closed.
 
     HiGHS prints its copyright banner on standard output once per process, at the
@@ -245,7 +245,7 @@ def solve(
     >>> result.status.value, round(result.objective, 9), result.report.num_constraints
     ('optimal', 7.0, 200)
     """
-    _silence_banner()
+    silence_banner()
     variables = problem.variables()
     is_mip = any(v.cat == pulp.LpInteger for v in variables)
     options: dict[str, object] = {}

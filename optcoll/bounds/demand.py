@@ -43,7 +43,7 @@ import itertools
 import math
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -235,8 +235,10 @@ class DemandOptimum:
     l(a) = 1``), ``certificate_bound`` the bound it proves (equal to ``time_factor``);
     ``tight_links`` the links of positive length, longest first; ``cut_bound``,
     ``cut``, ``cut_exhaustive`` the best cut bound found; ``seconds`` wall time;
-    ``method``: ``"lp"`` (the LP's vertex and duals) or ``"cut"`` (a routing that meets
-    the cut bound, :func:`optcoll.schedules.alltoallv.proved_optimum`; no LP, no report).
+    ``method``: ``"lp"`` (the LP's vertex and duals), ``"columns"`` (column generation
+    over trees, :func:`optcoll.bounds.demand_trees.tree_optimum`; its counts in ``stats``)
+    or ``"cut"`` (a routing that meets the cut bound,
+    :func:`optcoll.schedules.alltoallv.proved_optimum`; no LP, no report).
     """
 
     topology: str
@@ -253,6 +255,7 @@ class DemandOptimum:
     report: SolverReport | None
     seconds: float
     method: str = "lp"
+    stats: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def time_us(self) -> float:
@@ -262,7 +265,7 @@ class DemandOptimum:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary; exact values as ``"p/q"`` strings."""
         report = self.report
-        solver: dict[str, Any] = {"method": self.method}
+        solver: dict[str, Any] = {"method": self.method, **self.stats}
         if report is not None:
             solver |= {
                 "lp_variables": report.num_variables,

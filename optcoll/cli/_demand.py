@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from optcoll.cli._core import command_inputs, print_json
+from optcoll.cli._core import command_inputs, print_json, sim_options
 from optcoll.core.rational import fraction_text
 from optcoll.exceptions import ArgumentError, OptCollError
 
@@ -27,6 +27,10 @@ __all__ = [
     "demand_of",
     "demand_bound",
     "demand_solve",
+    "demand_export",
+    "demand_verify",
+    "demand_compare",
+    "VARIABLE_SIZE_REFUSALS",
     "rooted_bound",
     "rooted_solve",
 ]
@@ -58,7 +62,7 @@ def has_demand(args: argparse.Namespace) -> bool:
 
 def demand_of(topology: Any, args: argparse.Namespace) -> Any:
     """The :class:`~optcoll.core.demand.Demand` of ``--demand`` or ``--moe``."""
-    if args.collective != "alltoall":
+    if getattr(args, "collective", "alltoall") != "alltoall":
         raise ArgumentError(
             f"--demand and --moe give an alltoall's sizes; use --collective alltoall, not "
             f"{args.collective}"
@@ -125,13 +129,21 @@ def _optimum_rows(topology: Any, optimum: Any) -> list[tuple[str, str]]:
             "cut bound",
             f"{fraction_text(optimum.cut_bound)}, {explained} (S has {inside} compute nodes)",
         ),
-        (
-            "method",
-            f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
-            if optimum.report is not None
-            else f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s",
-        ),
+        ("method", _method_text(optimum)),
     ]
+
+
+def _method_text(optimum: Any) -> str:
+    """How the optimum was proved, in words."""
+    if optimum.report is not None:
+        return f"LP of {optimum.report.num_variables} variables, {optimum.seconds:.3f} s"
+    if optimum.method == "columns":
+        stats = optimum.stats
+        return (
+            f"column generation over trees: {stats['columns']} trees, master of "
+            f"{stats['lp_rows']} rows, {stats['rounds']} rounds, {optimum.seconds:.3f} s"
+        )
+    return f"a routing meets the cut bound (no LP), {optimum.seconds:.3f} s"
 
 
 def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
@@ -139,7 +151,7 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     import time
 
     from optcoll.core.output import check_output, write_output
-    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
+    from optcoll.schedules.alltoallv import ROUTED_METHODS, demand_schedule, proved_optimum
 
     if args.k is not None:
         raise ArgumentError("-k applies to the uniform alltoall; a demand's paths carry bytes")
@@ -148,7 +160,7 @@ def demand_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     demand = demand_of(topology, args)
     optimum = proved_optimum(topology, demand)
-    schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in DEMAND_METHODS}
+    schedules = {m: demand_schedule(topology, demand, m, optimum=optimum) for m in ROUTED_METHODS}
     best = schedules["optimal"]
     write_output(
         out, json.dumps(routes_document(best), indent=1) + "\n", force=args.force, inputs=inputs
@@ -311,4 +323,200 @@ def rooted_solve(topology: Any, args: argparse.Namespace, out: Path) -> int:
         f"{data['schedule_time_factor']} (the LP agrees), verified independently"
     )
     print(f"{'wrote':<15} {out}")
+    return 0
+
+
+#: Why ``export --demand`` refuses each format but Chakra (one line each).
+VARIABLE_SIZE_REFUSALS = {
+    "msccl": "MSCCL XML gives every chunk of a buffer one size (the buffer / chunks), so an "
+    "uneven all-to-all cannot be expressed",
+    "mscclpp": "an MSCCL++ plan gives every chunk of a buffer one size (the buffer / chunks), "
+    "so an uneven all-to-all cannot be expressed",
+    "json": "optcoll schedule JSON carries k equal chunks per pair; a demand's routes are the "
+    "routes file `optcoll solve --demand` writes",
+}
+
+
+def demand_export(topology: Any, args: argparse.Namespace) -> int:
+    """``export --collective alltoall --demand FILE --format chakra -o PREFIX|DIR/``: the
+    optimal schedule's Chakra traces, one file per rank, checked by the independent trace
+    checker before anything is written."""
+    import os
+
+    from optcoll.core.output import check_output, write_output
+    from optcoll.exceptions import ExportError
+    from optcoll.export.chakra_alltoallv import chakra_demand_traces
+    from optcoll.schedules.alltoallv import demand_schedule, proved_optimum
+    from optcoll.verify.chakra import verify_traces
+
+    if args.format != "chakra":
+        raise ExportError(
+            f"--format {args.format} with --demand: {VARIABLE_SIZE_REFUSALS[args.format]}; "
+            "use --format chakra (a size per message)"
+        )
+    ignored = [
+        flag
+        for flag, value in (
+            ("--size", args.size),
+            ("-k", args.k),
+            ("--bands", args.bands),
+            ("--exact", args.exact),
+            ("--placement", args.placement),
+            ("--groups", getattr(args, "groups", None)),
+        )
+        if value
+    ]
+    if ignored:
+        raise ArgumentError(
+            f"{ignored[0]} does not apply to --demand (the demand gives every size)"
+        )
+    demand = demand_of(topology, args)
+    optimum = proved_optimum(topology, demand)
+    schedule = demand_schedule(topology, demand, "optimal", optimum=optimum)
+    traces = chakra_demand_traces(topology.compute_nodes, schedule.routes)
+    output = str(args.output)
+    if output.endswith(os.sep) or Path(output).is_dir():
+        output = str(Path(output) / f"{topology.name.replace(':', '_')}.alltoallv")
+    paths = [f"{output}.{rank}.et" for rank in range(len(traces))]
+    check = verify_traces(list(zip(paths, traces, strict=True)))
+    if check.findings or not check.executed:
+        found = check.findings[0].message if check.findings else "not executed"
+        raise ExportError(f"the all-to-allv traces fail the trace checker: {found}")
+    inputs = command_inputs(args)
+    for path in paths:
+        check_output(path, force=args.force, inputs=inputs)
+    for path, trace in zip(paths, traces, strict=True):
+        write_output(path, trace, force=args.force, inputs=inputs)
+    data = {
+        "topology": topology.name,
+        "collective": "alltoallv",
+        "format": "chakra",
+        "demand": demand.origin,
+        "total_bytes": demand.total_bytes,
+        "files": paths,
+        "time_factor": fraction_text(schedule.time_factor),
+        "time_us": round(schedule.time_us, 6),
+        "optimum": fraction_text(optimum.time_factor),
+        "optimum_method": optimum.method,
+        "routes": len(schedule.routes),
+        "paths": sum(len(r.paths) for r in schedule.routes),
+        "bytes_sent": check.bytes_sent,
+        "verified": True,
+    }
+    if args.json:
+        print_json(data)
+        return 0
+    ratio = float(schedule.time_factor / optimum.time_factor)
+    print(
+        f"wrote {len(paths)} Chakra traces {output}.<rank>.et: the optimal all-to-allv "
+        f"({demand.total_bytes} bytes over the network, {schedule.time_us:.6g} us, "
+        f"{ratio:.6f} x the optimum proved by {optimum.method}), "
+        f"{data['paths']} paths, checked by the trace checker"
+    )
+    return 0
+
+
+def demand_verify(topology: Any, args: argparse.Namespace) -> int:
+    """``verify TOPO ROUTES --demand FILE``: the routes file checked against the demand by
+    the independent verifier (every pair's bytes delivered on real links, exact time);
+    with ``--optimum`` also against the proved optimum. Exit status 1 when invalid."""
+    from optcoll.io.demand import read_demand_routes
+    from optcoll.verify.demand import verify_demand_routes
+
+    found = read_demand_routes(args.schedule)
+    if tuple(found.ranks) != tuple(topology.compute_nodes):
+        raise ArgumentError(
+            f"{args.schedule}: its ranks are not the compute nodes of {topology.name!r} in rank "
+            "order (written for another topology?)"
+        )
+    demand = demand_of(topology, args)
+    optimum = None
+    if args.optimum:
+        from optcoll.schedules.alltoallv import proved_optimum
+
+        optimum = proved_optimum(topology, demand)
+    check = verify_demand_routes(
+        topology, demand, found.routes, None if optimum is None else optimum.time_factor
+    )
+    data: dict[str, Any] = {
+        "topology": topology.name,
+        "routes_file": str(args.schedule),
+        "method": found.method,
+        "demand": demand.origin,
+        "valid": check.valid,
+        "reason": check.reason,
+        "routes": len(found.routes),
+        "time_factor": None if check.time_factor is None else fraction_text(check.time_factor),
+        "time_us": None if check.time_factor is None else round(float(check.time_factor) / 1000, 6),
+        "busiest_links": [list(arc) for arc in check.busiest],
+    }
+    if optimum is not None and check.time_factor is not None:
+        data["optimum"] = fraction_text(optimum.time_factor)
+        data["ratio_to_optimum"] = fraction_text(check.time_factor / optimum.time_factor)
+    if args.json:
+        print_json(data)
+    elif check.valid:
+        extra = (
+            f", {float(check.time_factor / optimum.time_factor):.6f} x the optimum"
+            if optimum is not None and check.time_factor is not None
+            else ""
+        )
+        print(
+            f"valid: {len(found.routes)} routes deliver every pair's bytes of {demand.origin} "
+            f"on {topology.name}; time {data['time_us']:.6g} us "
+            f"({data['time_factor']} bytes per {topology.bandwidth_unit}){extra}"
+        )
+    else:
+        print(f"INVALID: {check.reason}")
+    return 0 if check.valid else 1
+
+
+def demand_compare(topology: Any, args: argparse.Namespace) -> int:
+    """``compare TOPO --collective alltoall --demand FILE``: the proved optimum beside every
+    demand schedule (:data:`~optcoll.schedules.alltoallv.DEMAND_METHODS`: ours, the spray,
+    NCCL's direct sends, DeepEP's hierarchical route, FLASH's Birkhoff phases per rank and
+    per box), each verified,
+    in the bandwidth model and in the event simulator."""
+    from optcoll.schedules.alltoallv import DEMAND_METHODS, demand_schedule, proved_optimum
+    from optcoll.sim.demand import simulate_demand_phases, simulate_demand_schedule
+
+    for flag, value in (("--plot", args.plot), ("--sizes", args.sizes), ("--groups", args.groups)):
+        if value:
+            raise ArgumentError(f"{flag} does not apply to --demand (one demand, all sizes given)")
+    demand = demand_of(topology, args)
+    latency = sim_options(args).default_latency
+    optimum = proved_optimum(topology, demand)
+    rows = []
+    for method in DEMAND_METHODS:
+        schedule = demand_schedule(topology, demand, method, optimum=optimum)
+        if schedule.phases:
+            simulated = simulate_demand_phases(topology, schedule.phases, default_latency=latency)
+        else:
+            simulated = simulate_demand_schedule(
+                topology, schedule.routes, default_latency=latency
+            ).time_us
+        rows.append(
+            {
+                **schedule.to_dict(),
+                "ratio_to_optimum_float": round(
+                    float(schedule.time_factor / optimum.time_factor), 6
+                ),
+                "simulated_us": round(simulated, 4),
+            }
+        )
+    data = optimum.to_dict() | {"schedules": rows}
+    if args.json:
+        print_json(data)
+        return 0
+    print(
+        f"{topology.name}: {demand.origin}, {demand.total_bytes} bytes over the network; "
+        f"optimum {optimum.time_us:.6g} us (proved by {optimum.method})"
+    )
+    print(f"{'schedule':<14} {'bandwidth us':>14} {'x optimum':>10} {'simulated us':>14}  notes")
+    for row in rows:
+        note = f"{row['phases']} phases in sequence" if "phases" in row else f"{row['paths']} paths"
+        print(
+            f"{row['method']:<14} {row['time_us']:>14.6g} {row['ratio_to_optimum_float']:>10.4f} "
+            f"{row['simulated_us']:>14.6g}  {note}"
+        )
     return 0

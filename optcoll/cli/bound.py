@@ -7,13 +7,18 @@ from typing import Any
 
 from optcoll.cli._core import (
     add_group_options,
+    add_latency_option,
     add_reader_options,
+    add_sizes_option,
     collective_choice,
     print_json,
     process_groups,
     reader_options,
+    sim_options,
+    size_text,
 )
 from optcoll.cli._demand import add_demand_options, demand_bound, has_demand, rooted_bound
+from optcoll.cli.simulate import overhead_us
 from optcoll.core.schedule import DEFAULT_COLLECTIVE
 
 NAME = "bound"
@@ -24,8 +29,8 @@ HELP = (
 #: Shown at the end of ``optcoll bound --help`` (the test suite parses each line).
 EXAMPLES = """\
 examples:
-  optcoll bound dgx-a100:2
   optcoll bound mine.yaml --collective alltoall --json
+  optcoll bound torus:8x8 --collective allreduce --sizes 1K 1M 1G --overhead 1 --latency 0.5
 """
 
 
@@ -41,7 +46,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--collective",
         default=DEFAULT_COLLECTIVE,
         type=collective_choice,
-        choices=("allgather", "alltoall", "allreduce", "broadcast", "reduce", "scatter", "gather"),
+        choices=(
+            "allgather",
+            "reduce_scatter",
+            "alltoall",
+            "allreduce",
+            "broadcast",
+            "reduce",
+            "scatter",
+            "gather",
+        ),  # fmt: skip
         help="allgather (default: r* and its cut), alltoall (t* by the exact LP, its "
         "certificate and the cut bound), allreduce (the cut bound M/lambda and, when switches "
         "reduce or multicast, the exact aggregation-tree optimum; against reduce-scatter + "
@@ -53,6 +67,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_demand_options(parser)
     add_group_options(parser)
+    add_sizes_option(
+        parser,
+        "the lower bound plan and simulate divide by at these message sizes: latency, "
+        "bandwidth and start-up bounds (docs/bounds_every_size.md)",
+    )
+    parser.add_argument(
+        "--overhead",
+        type=overhead_us,
+        default=None,
+        metavar="US",
+        help="with --sizes: per-step overhead of a connection in µs (default 1)",
+    )
+    add_latency_option(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -68,19 +95,30 @@ def run(args: argparse.Namespace) -> int:
         return demand_bound(topology, args)
     if args.collective in ("scatter", "gather"):
         return rooted_bound(topology, args)
+    if args.sizes:
+        return _sizes(topology, args)
     if args.collective == "alltoall":
         return _alltoall(topology, args)
     if args.collective in ("allreduce", "broadcast", "reduce"):
         return _in_network(topology, args)
+    if args.collective == "reduce_scatter":
+        from optcoll.schedules.collectives import reversed_topology
+
+        topology = reversed_topology(topology)
     result = optimal_cut_ratio(topology, args.method)
     if args.json:
-        print_json({"collective": "allgather", **result.to_dict()})
+        print_json({"collective": args.collective, **result.to_dict()})
         return 0
     unit = topology.bandwidth_unit
     data = result.to_dict()
     work = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in result.stats.items())
     rows = [
-        ("collective", "allgather (reduce-scatter: the same r* on the reversed topology)"),
+        (
+            "collective",
+            "reduce-scatter: r* of the reversed topology"
+            if args.collective == "reduce_scatter"
+            else "allgather (reduce-scatter: the same r* on the reversed topology)",
+        ),
         ("topology", f"{topology.name} ({topology.num_compute} compute nodes)"),
         ("cut ratio r*", f"{data['cut_ratio']} per {unit} of M/N (= {float(result.ratio):.6g})"),
         ("algbw N/r*", f"{result.algbw:.3f} {unit}"),
@@ -102,6 +140,62 @@ def run(args: argparse.Namespace) -> int:
         )
     for name, text in rows:
         print(f"{name:<15} {text}")
+    return 0
+
+
+def _sizes(topology: Any, args: argparse.Namespace) -> int:
+    """The lower bound of plan and simulate at each of ``--sizes``
+    (:class:`optcoll.sim.size_plan.SizeBound`)."""
+    from optcoll.exceptions import MethodError
+    from optcoll.sim.size_plan import size_bound
+
+    if args.method != "combinatorial":
+        raise MethodError(f"--method {args.method} does not apply with --sizes")
+    sim = sim_options(args)
+    bounds = size_bound(
+        topology, args.collective, root=args.root, overhead=sim.overhead,
+        default_latency=sim.default_latency,
+    )  # fmt: skip
+    rows = []
+    for size in args.sizes:
+        tightest = bounds.startup.tightest(size)
+        rows.append(
+            {
+                "bytes": size,
+                "latency_bound_us": round(float(bounds.latency), 4),
+                "bandwidth_bound_us": round(float(bounds.bandwidth_us(size)), 4),
+                "startup_bound_us": round(float(bounds.startup.time_us(size)), 4),
+                "lower_bound_us": round(float(bounds.lower_us(size)), 4),
+                "startup_cut": None if tightest is None else tightest.name,
+            }
+        )
+    if args.json:
+        print_json(
+            {
+                "topology": topology.name,
+                "collective": bounds.collective,
+                "overhead_us": sim.overhead,
+                "latency_us": str(sim.default_latency),
+                "bound_holds_for": bounds.describe(),
+                "sizes": rows,
+            }
+        )
+        return 0
+    print(
+        f"{bounds.collective} on {topology.name} ({topology.num_compute} compute nodes), "
+        f"overhead {sim.overhead:g} µs, links without a latency {float(sim.default_latency):g} µs"
+    )
+    print("lower bound = max(latency, bandwidth, start-up); holds for: " + bounds.describe())
+    print(
+        f"{'size':>6}  {'latency':>10}  {'bandwidth':>12}  {'start-up':>12}  {'lower bound':>12}"
+        "  tightest start-up cut"
+    )
+    for row in rows:
+        print(
+            f"{size_text(row['bytes']):>6}  {row['latency_bound_us']:>10.3f}  "
+            f"{row['bandwidth_bound_us']:>12.3f}  {row['startup_bound_us']:>12.3f}  "
+            f"{row['lower_bound_us']:>12.3f}  {row['startup_cut'] or '-'}"
+        )
     return 0
 
 

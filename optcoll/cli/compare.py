@@ -20,6 +20,7 @@ from optcoll.cli._core import (
     sim_options,
     size_text,
 )
+from optcoll.cli._demand import add_demand_options, demand_compare, has_demand
 from optcoll.core.rational import fraction_text
 
 NAME = "compare"
@@ -39,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sizes_option(parser, "message sizes for the algbw curve (default 1K 4K ... 4G)")
     add_latency_option(parser)
     add_group_options(parser)
+    add_demand_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw algbw vs message size")
     parser.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
@@ -52,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.plot import PICTURE_SUFFIXES
     from optcoll.schedules.collective_bound import collective_bound
     from optcoll.sim.cost_model import SIZES
-    from optcoll.sim.nccl_model import NcclEstimate, nccl_model
-    from optcoll.sim.size_plan import method_times
+    from optcoll.sim.nccl_model import NcclEstimate, nccl_model, nccl_ring_channels
+    from optcoll.sim.size_plan import method_times, size_bound
     from optcoll.studies.compare import compare_group_methods, compare_methods
 
     inputs = command_inputs(args)
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
+    if has_demand(args):
+        return demand_compare(topology, args)
     latency = sim_options(args).default_latency
     sizes = args.sizes or list(SIZES)
     groups = process_groups(topology, args)
@@ -80,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     mid = sizes[len(sizes) // 2]
     # every size-dependent number comes from the simulator (default overhead and slice)
     times = method_times(topology, costs, [*sizes, mid], default_latency=latency)
+    channels: dict[int, int] = {}
+    for index, cost in enumerate(costs):
+        if groups is None and cost.method.startswith("NCCL-like ring"):
+            channels = nccl_ring_channels(topology, args.collective, [*sizes, mid])
+            times[index] = _nccl_times(topology, args.collective, channels, latency)
     curves = [[None if t is None else m / t / 1000 for m, t in zip(sizes, row, strict=False)]
               for row in times]  # fmt: skip
     rows = []
@@ -103,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                         "algbw": None if bw is None else round(bw, 3),
                         **(
                             {
+                                "nccl_channels": channels[m],
                                 "nccl_model_us": round(model[m].time_us, 3),
                                 "nccl_model_choice": f"{model[m].algorithm}/{model[m].protocol}",
                             }
@@ -117,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot_curves(costs, sizes, curves, topology, args.collective, args)
     scope = {} if groups is None else {"relay": groups.relay, "num_groups": len(groups.groups)}
+    floors: dict[int, float] = {}
+    if groups is None:  # the bound plan and simulate divide by, at the simulated sizes
+        bounds = size_bound(topology, args.collective, default_latency=latency)
+        floors = {m: float(bounds.lower_us(m)) for m in [*sizes, mid]}
     if args.json:
         print_json(
             {
@@ -125,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
                 **scope,
                 "bound": fraction_text(certified.time_factor),
                 "bound_holds_for": certified.describe(),
+                "lower_bound_us": [
+                    {"bytes": m, "lower_bound_us": round(floors[m], 4)} for m in sizes if floors
+                ],
                 "methods": rows,
             }
         )
@@ -153,7 +170,16 @@ def run(args: argparse.Namespace) -> int:
             f"{row['ratio_to_optimal']:>6.4f}  {row['ratio_to_bound']:>6.4f}  {at:>13} {unit}"
         )
     print("ratio: to the best method's algbw; /bound: its time over the bound's (large M)")
+    if floors:
+        print(
+            f"lower bound at M = {size_text(mid)}: {floors[mid]:.3f} µs (algbw <= "
+            f"{mid / floors[mid] / 1000:.2f} {unit}; latency, bandwidth and start-up bounds, "
+            "docs/bounds_every_size.md)"
+        )
     print("algbw at a size: simulated (optcoll simulate's model, 1 µs steps, 512K slices)")
+    if channels:
+        counts = ", ".join(f"{size_text(m)}: {c}" for m, c in channels.items() if m in sizes)
+        print(f"NCCL-like rings at a size: on NCCL's channel count there (enqueue.cc): {counts}")
     if mid in model:
         est = model[mid]
         print(
@@ -164,6 +190,32 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
+
+
+def _nccl_times(
+    topology: Any, collective: str, channels: dict[int, int], latency: Any
+) -> list[float | None]:
+    """The simulated time of NCCL-like rings at each size with NCCL's channel count there
+    (:func:`optcoll.schedules.baselines.nccl_channels`), in the order of ``channels``."""
+    from functools import partial
+
+    from optcoll.schedules.baselines import nccl_ring_schedule
+    from optcoll.schedules.collectives import from_allgather_trees
+    from optcoll.sim.cost_model import schedule_cost
+    from optcoll.sim.size_plan import method_times
+
+    times: dict[int, float | None] = {}
+    for count in set(channels.values()):
+        schedule = from_allgather_trees(
+            topology, collective, partial(nccl_ring_schedule, channels=count)
+        )
+        cost = schedule_cost(topology, schedule, str(schedule.stats["method"]))
+        sizes = [m for m, c in channels.items() if c == count]
+        for size, time in zip(
+            sizes, method_times(topology, [cost], sizes, default_latency=latency)[0], strict=True
+        ):
+            times[size] = time
+    return [times[m] for m in channels]
 
 
 def _plot_curves(

@@ -19,7 +19,9 @@ from optcoll.cli._core import (
     exact_amount,
     message_size,
     print_json,
+    reader_options,
 )
+from optcoll.cli._demand import add_demand_options, demand_export, has_demand
 
 NAME = "export"
 HELP = "write a collective schedule as MSCCL XML or schedule JSON"
@@ -121,6 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="thread blocks per GPU cap (default: the runtime's)",
     )
     add_group_options(parser)
+    add_demand_options(parser)
     from optcoll.cli.simulate import add_simulator_options
 
     add_simulator_options(parser)  # chakra: the simulator plan chooses each size's schedule in
@@ -148,6 +151,12 @@ def _tolerance(text: str) -> Fraction:
 
 def run(args: argparse.Namespace) -> int:
     from optcoll.export.workflow import ExportRequest, export_files
+
+    if has_demand(args):
+        from optcoll.io import load_topology
+
+        topology = load_topology(args.source, **reader_options(args))
+        return demand_export(topology, args)
 
     request = ExportRequest(
         **{name: getattr(args, name) for name in ExportRequest.argument_names()},

@@ -146,9 +146,11 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
     )
     print(
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
-        "slowest shortest path); ratio = fastest / lower bound"
+        "slowest shortest path, start-up bound: cuts whose links carry data only after the "
+        "overhead and the latency from its source, before the latency to its destination); "
+        "ratio = fastest / lower bound"
     )
-    print(f"bandwidth bound: {rows[0].holds_for}")
+    print(f"holds for: {rows[0].holds_for}")
     width = max(12, *(len(m) + 1 for m in methods))
     print(
         f"{'size':>6}  "

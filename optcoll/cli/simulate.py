@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,7 @@ def run(args: argparse.Namespace) -> int:
         read_chakra,
         read_msccl,
     )
-    from optcoll.sim.simulator import (
-        aggregation_tasks,
-        data_bytes,
-    )
+    from optcoll.sim.simulator import aggregation_tasks
 
     topology = load_topology(args.topo, **reader_options(args))
     sim = sim_options(args)
@@ -151,13 +149,12 @@ def run(args: argparse.Namespace) -> int:
         def graph(size: int) -> Any:
             return planned_tasks(topology, schedule, network, size, slice_bytes=args.slice)
 
-    certified = _lower_bound(topology, collective, root)
-    bound = None if certified is None else certified.time_factor
-    floor = None
-    if bound is not None and collective is not None:
-        from optcoll.sim.size_plan import latency_bound
+    bounds = None
+    if _lower_bound(topology, collective, root) is not None:
+        from optcoll.sim.size_plan import size_bound
 
-        floor = latency_bound(
+        assert collective is not None  # _lower_bound has one
+        bounds = size_bound(
             topology, collective, root=root, overhead=sim.overhead,
             default_latency=sim.default_latency,
         )  # fmt: skip
@@ -168,20 +165,20 @@ def run(args: argparse.Namespace) -> int:
         run_ = sim.run(tasks, network, size, progress=progress, ties=ties)
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
-        row["ratio"] = None
+        row["startup_bound_us"] = row["ratio"] = None
         row["busbw"] = (
             None
             if collective is None
             else round(run_.algbw * float(bus_factor(collective, topology.num_compute)), 3)
         )
-        row["bound_holds_for"] = None if certified is None else certified.describe()
-        if bound is not None and floor is not None and collective is not None:
-            width = float(bound) * data_bytes(collective, size, topology.num_compute) / 1000
-            lower = max(width, floor)  # the bound plan reports as well
-            row["bandwidth_bound_us"] = round(width, 4)
-            row["latency_bound_us"] = round(floor, 4)
-            row["lower_bound_us"] = round(lower, 4)
-            row["ratio"] = None if lower == 0 else round(run_.time_us / lower, 6)
+        row["bound_holds_for"] = None if bounds is None else bounds.describe()
+        if bounds is not None:
+            lower = bounds.lower_us(size)  # the bound plan reports as well
+            row["bandwidth_bound_us"] = round(float(bounds.bandwidth_us(size)), 4)
+            row["latency_bound_us"] = round(float(bounds.latency), 4)
+            row["startup_bound_us"] = round(float(bounds.startup.time_us(size)), 4)
+            row["lower_bound_us"] = round(float(lower), 4)
+            row["ratio"] = None if lower == 0 else round(float(Fraction(run_.time_us) / lower), 6)
         rows.append(row)
     if args.json:
         print_json(
@@ -204,9 +201,11 @@ def run(args: argparse.Namespace) -> int:
     if rows[0]["latency_bound_us"] is not None:
         print(
             "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
-            f"{rows[0]['latency_bound_us']:g} µs); ratio = time / lower bound"
+            f"{rows[0]['latency_bound_us']:g} µs, start-up bound: cuts whose links carry data "
+            "only after the overhead and the latency from the data's source and before the "
+            "latency to its destination); ratio = time / lower bound"
         )
-        print(f"bandwidth bound: {rows[0]['bound_holds_for']}")
+        print(f"holds for: {rows[0]['bound_holds_for']}")
     print(
         f"{'size':>6}  {'time (µs)':>12}  {'algbw':>14}  {'busbw':>14}  {'bandwidth bound (µs)':>20}  "
         f"{'lower bound (µs)':>16}  {'ratio':>8}"

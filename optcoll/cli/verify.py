@@ -12,6 +12,7 @@ from optcoll.cli._core import (
     process_groups,
     reader_options,
 )
+from optcoll.cli._demand import add_demand_options, demand_verify, has_demand
 from optcoll.core.rational import fraction_text
 
 NAME = "verify"
@@ -20,6 +21,7 @@ HELP = "check a schedule file against a topology (exact)"
 EXAMPLES = """\
 examples:
   optcoll verify dgx-a100:2 optcoll-out/dgx-a100_2.allgather.schedule.json
+  optcoll verify dgx-h100:2 optcoll-out/dgx-h100_2.alltoallv.routes.json --moe tokens=256,experts=16
 """
 
 
@@ -34,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="walk every tree of a compact schedule (one with rotations) instead of checking "
         "its representatives and the group's generators",
     )
+    add_demand_options(parser)
+    parser.add_argument(
+        "--optimum",
+        action="store_true",
+        help="with --demand/--moe: also prove the demand's optimum and compare",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -47,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.verify.schedule import verify_schedule
 
     topology = load_topology(args.topo, **reader_options(args))
+    if has_demand(args):
+        return demand_verify(topology, args)
+    if args.optimum:
+        raise ScheduleError("--optimum compares an all-to-allv routes file: give --demand or --moe")
     expected = process_groups(topology, args)
     loaded = load_any_schedule(args.schedule)
     check_schedule_topology(loaded, topology, str(args.schedule))

@@ -34,16 +34,21 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from optcoll.core.arguments import path_argument
 from optcoll.core.demand import Demand, demand_from_splits, demand_matrix
 from optcoll.core.limits import read_file
+from optcoll.core.schedule import Route, RoutePath
 from optcoll.exceptions import ArgumentError, FileFormatError, shown
 from optcoll.io.document import read_document, read_text
 
-__all__ = ["DEMAND_SUFFIXES", "read_demand"]
+__all__ = ["DEMAND_SUFFIXES", "ROUTES_FORMAT", "DemandRoutes", "read_demand", "read_demand_routes"]
+
+#: The ``format`` field of an all-to-allv routes file (``optcoll solve --demand`` writes it).
+ROUTES_FORMAT = "optcoll-alltoallv-routes"
 
 #: The suffixes :func:`read_demand` reads.
 DEMAND_SUFFIXES = (".json", ".yaml", ".yml", ".csv", ".npy")
@@ -144,3 +149,74 @@ def _npy_rows(path: Path) -> list[list[Any]]:
     if array.dtype.kind not in "iuf":
         raise FileFormatError(f"{path}: expected an integer array, got dtype {array.dtype}")
     return array.tolist()
+
+
+@dataclass(frozen=True)
+class DemandRoutes:
+    """An all-to-allv routes file: its ``topology`` and ``ranks`` as written, its
+    ``method`` and its ``routes`` (one per pair; ``chunks`` = bytes on each path)."""
+
+    topology: str
+    ranks: tuple[str, ...]
+    method: str
+    routes: tuple[Route, ...]
+
+
+def read_demand_routes(path: str | Path) -> DemandRoutes:
+    """The routes in an all-to-allv routes file (``format: optcoll-alltoallv-routes``).
+
+    Only the shape is checked here (objects, names, positive integer bytes); whether the
+    routes deliver a demand over real links is the independent verifier's job
+    (:func:`optcoll.verify.demand.verify_demand_routes`).
+
+    Raises
+    ------
+    FileFormatError
+        Not such a file, or a route, path or field of the wrong type (named).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> doc = {"format": ROUTES_FORMAT, "topology": "star:2", "ranks": ["h0", "h1"],
+    ...        "method": "direct", "routes": [{"src": "h0", "dst": "h1",
+    ...        "paths": [{"bytes": 6, "path": ["h0", "hub", "h1"]}]}]}
+    >>> _ = path.write_text(json.dumps(doc))
+    >>> read_demand_routes(path).routes
+    (Route(src='h0', dst='h1', paths=(RoutePath(chunks=6, path=('h0', 'hub', 'h1')),)),)
+    """
+    path = path_argument(path, "routes file")
+    data = read_document(path)
+    if not isinstance(data, dict) or data.get("format") != ROUTES_FORMAT:
+        raise FileFormatError(f"{path}: not an all-to-allv routes file (format {ROUTES_FORMAT!r})")
+    for key in ("topology", "method"):
+        if not isinstance(data.get(key), str):
+            raise FileFormatError(f"{path}: field {key!r} must be a string")
+    ranks = data.get("ranks")
+    if not isinstance(ranks, list) or not all(isinstance(r, str) for r in ranks):
+        raise FileFormatError(f"{path}: field 'ranks' must be a list of node names")
+    listed = data.get("routes")
+    if not isinstance(listed, list):
+        raise FileFormatError(f"{path}: field 'routes' must be a list")
+    routes = []
+    for i, route in enumerate(listed):
+        where = f"{path}: route {i}"
+        if not isinstance(route, dict) or not isinstance(route.get("paths"), list):
+            raise FileFormatError(f"{where}: expected {{'src', 'dst', 'paths': [...]}}")
+        src, dst = route.get("src"), route.get("dst")
+        if not isinstance(src, str) or not isinstance(dst, str):
+            raise FileFormatError(f"{where}: 'src' and 'dst' must be node names")
+        steps = []
+        for j, step in enumerate(route["paths"]):
+            if not isinstance(step, dict):
+                raise FileFormatError(f"{where}, path {j}: expected {{'bytes', 'path'}}")
+            amount, nodes = step.get("bytes"), step.get("path")
+            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+                raise FileFormatError(
+                    f"{where}, path {j}: 'bytes' must be a positive integer, got {shown(amount)}"
+                )
+            if not isinstance(nodes, list) or not all(isinstance(v, str) for v in nodes):
+                raise FileFormatError(f"{where}, path {j}: 'path' must be a list of node names")
+            steps.append(RoutePath(amount, tuple(nodes)))
+        routes.append(Route(src, dst, tuple(steps)))
+    return DemandRoutes(data["topology"], tuple(ranks), data["method"], tuple(routes))

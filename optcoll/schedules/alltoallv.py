@@ -24,6 +24,20 @@ Methods (:data:`DEMAND_METHODS`):
     through switches (and NICs) only; where the network offers none (rail-optimised
     boxes without a spine), NCCL's PXN: first inside the box to the GPU at the
     destination's position (its rail), then through the network.
+``"birkhoff"``
+    FLASH's phases (:mod:`optcoll.schedules.birkhoff`): the demand padded to equal row and
+    column sums and decomposed into permutations, one phase each, run one after the other
+    (a barrier between phases; no receiver ever has two senders at once), each pair's
+    bytes of a phase on its ``"direct"`` path. The time is the **sum** of the phases'
+    exact times (each phase verified on its own), never below the concurrent time of the
+    same routes.
+``"flash"``
+    FLASH as published, at the level of boxes (the nodes' ``group``; a node without one
+    is its own box): the pairs inside a box first, in a phase of their own (on NVLink),
+    then the box-to-box matrix decomposed the same way; a phase's bytes from box ``a`` to
+    box ``pi(a)`` are taken from its pairs in order, and each pair's share sprayed over
+    every rail (the GPU of each rail in both boxes relays: FLASH's balancing inside the
+    box). Time: the sum of the phases' exact times.
 ``"hierarchical"``
     What DeepEP's dispatch does across boxes: the bytes go first over the network to
     the GPU of the destination's box at the source's own position in its box (same
@@ -60,6 +74,7 @@ from optcoll.bounds.demand import (
     demand_optimum_core,
     time_us,
 )
+from optcoll.bounds.demand_trees import tree_optimum_core
 from optcoll.core.arguments import choice_argument, topology_argument
 from optcoll.core.demand import Demand
 from optcoll.core.rational import fraction_text
@@ -67,12 +82,15 @@ from optcoll.core.schedule import Route, RoutePath
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, ScheduleError
 from optcoll.schedules.alltoall import _cancel_cycles, _chunks, _peel_paths
+from optcoll.schedules.birkhoff import birkhoff_phases
 from optcoll.verify.demand import verify_demand_routes
 
 __all__ = [
     "OPTIMUM_METHODS",
     "proved_optimum",
     "DEMAND_METHODS",
+    "ROUTED_METHODS",
+    "PHASED_METHODS",
     "DemandSchedule",
     "demand_schedule",
     "demand_path_decomposition",
@@ -82,8 +100,14 @@ __all__ = [
 Arc = tuple[str, str]
 Path = tuple[str, ...]
 
-#: The ways :func:`demand_schedule` routes a demand.
-DEMAND_METHODS = ("optimal", "spray", "direct", "hierarchical")
+#: The routings that send every pair's bytes at once (``optcoll solve --demand`` prints them).
+ROUTED_METHODS = ("optimal", "spray", "direct", "hierarchical")
+
+#: The phased schedules (a barrier between phases): FLASH's Birkhoff decompositions.
+PHASED_METHODS = ("birkhoff", "flash")
+
+#: The ways :func:`demand_schedule` routes a demand: the routings, then the phased ones.
+DEMAND_METHODS = (*ROUTED_METHODS, *PHASED_METHODS)
 
 
 @dataclass(frozen=True)
@@ -93,6 +117,9 @@ class DemandSchedule:
     ``time_factor``: the exact time in bytes per bandwidth unit (for GB/s,
     :attr:`time_us` in µs), recomputed by the independent verifier; ``optimum``: the
     proved optimum when it was computed; ``busiest``: the links that take longest.
+    ``phases``: for a phased schedule (``"birkhoff"``), the routes of each phase, run one
+    after the other (``routes`` is then their union, and ``time_factor`` the sum of the
+    phases' times).
     """
 
     topology: str
@@ -103,6 +130,7 @@ class DemandSchedule:
     busiest: tuple[Arc, ...]
     optimum: Fraction | None = None
     stats: Mapping[str, Any] = field(default_factory=dict)
+    phases: tuple[tuple[Route, ...], ...] = ()
 
     @property
     def time_us(self) -> float:
@@ -314,6 +342,8 @@ def demand_schedule(
     choice_argument(method, DEMAND_METHODS, "method")
     start = time.perf_counter()
     pairs = demand.pairs()
+    if method in PHASED_METHODS:
+        return _phased_schedule(topology, demand, method, optimum, start)
     if method == "optimal":
         if optimum is None:
             optimum = demand_optimum_core(topology, demand, None)
@@ -347,22 +377,124 @@ def demand_schedule(
     )
 
 
+def _phase_pairs(
+    topology: Topology, demand: Demand, method: str
+) -> tuple[list[dict[tuple[str, str], int]], dict[tuple[str, str], list[tuple[Path, Fraction]]]]:
+    """The phases (each pair's bytes in each) and every pair's paths (with their shares)
+    of ``"birkhoff"`` (ranks; direct paths) or ``"flash"`` (boxes; intra-box pairs first
+    on their own phase, then the box matrix's permutations, pairs' bytes taken in order
+    within each pair of boxes, sprayed over the rails)."""
+    ranks = demand.ranks
+    pairs = demand.pairs()
+    if method == "birkhoff":
+        phases = [
+            {(ranks[i], ranks[j]): b for (i, j), b in phase.pairs.items()}
+            for phase in birkhoff_phases(demand.bytes)
+        ]
+        return phases, _relayed(topology, pairs, True)
+    unit = {v: topology.node[v].group or v for v in ranks}
+    units = list(dict.fromkeys(unit[v] for v in ranks))
+    index = {u: i for i, u in enumerate(units)}
+    inside = {(s, d): b for (s, d), b in pairs.items() if unit[s] == unit[d]}
+    queues: dict[tuple[int, int], list[list[Any]]] = {}
+    matrix = [[0] * len(units) for _ in units]
+    for (s, d), b in pairs.items():
+        if unit[s] != unit[d]:
+            key = (index[unit[s]], index[unit[d]])
+            queues.setdefault(key, []).append([s, d, b])
+            matrix[key[0]][key[1]] += b
+    phases = [inside] if inside else []
+    for phase in birkhoff_phases(matrix):
+        taken: dict[tuple[str, str], int] = {}
+        for key, amount in sorted(phase.pairs.items()):
+            queue = queues[key]
+            while amount:
+                s, d, left = queue[0]
+                step = min(amount, left)
+                taken[(s, d)] = step
+                amount -= step
+                if step == left:
+                    queue.pop(0)
+                else:
+                    queue[0][2] = left - step
+        phases.append(taken)
+    return phases, _sprayed(topology, pairs)
+
+
+def _phased_schedule(
+    topology: Topology, demand: Demand, method: str, optimum: DemandOptimum | None, start: float
+) -> DemandSchedule:
+    """``"birkhoff"`` or ``"flash"`` (:func:`demand_schedule`): phases one after the other,
+    each verified on its own; the union verified against the whole demand."""
+    ranks, n = demand.ranks, len(demand.ranks)
+    rank = {v: i for i, v in enumerate(ranks)}
+    pairs = demand.pairs()
+    found, paths = _phase_pairs(topology, demand, method)
+    phases: list[tuple[Route, ...]] = []
+    total = Fraction(0)
+    merged: dict[tuple[str, str], dict[Path, int]] = {}
+    for phase in found:
+        if not phase:
+            continue  # padding only: every rank idle
+        rows = [[0] * n for _ in range(n)]
+        routes = []
+        for (src, dst), b in phase.items():
+            rows[rank[src]][rank[dst]] = b
+            pieces = paths[(src, dst)]
+            whole = _chunks([w / pairs[(src, dst)] for _, w in pieces], b)
+            steps = tuple(RoutePath(c, p) for (p, _), c in zip(pieces, whole, strict=True) if c)
+            routes.append(Route(src, dst, steps))
+            into = merged.setdefault((src, dst), {})
+            for step in steps:
+                into[step.path] = into.get(step.path, 0) + step.chunks
+        part = Demand(ranks, tuple(map(tuple, rows)), f"{demand.origin}, phase")
+        check = verify_demand_routes(topology, part, routes)
+        if not check.valid or check.time_factor is None:
+            raise ScheduleError(f"a {method} phase fails verification: {check.reason}")
+        total += check.time_factor
+        phases.append(tuple(routes))
+    union = tuple(
+        Route(s, d, tuple(RoutePath(b, p) for p, b in merged[(s, d)].items())) for s, d in pairs
+    )
+    reference = None if optimum is None else optimum.time_factor
+    check = verify_demand_routes(topology, demand, union, reference)
+    if not check.valid or check.time_factor is None:
+        raise ScheduleError(f"the {method} all-to-allv schedule fails verification: {check.reason}")
+    stats = {
+        "phases": len(phases),
+        "concurrent_time_factor": fraction_text(check.time_factor),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return DemandSchedule(
+        topology.name,
+        demand,
+        method,
+        union,
+        total,
+        check.busiest,
+        reference,
+        stats,
+        tuple(phases),
+    )
+
+
 #: Ways :func:`proved_optimum` finds the optimum.
-OPTIMUM_METHODS = ("auto", "lp", "cut")
+OPTIMUM_METHODS = ("auto", "columns", "lp", "cut")
 
 
 def proved_optimum(
     topology: Topology, demand: Demand, method: str = "auto", *, time_limit: float | None = None
 ) -> DemandOptimum:
-    """The exact optimum of ``demand``, proved by a cut when one is met, else by the LP.
+    """The exact optimum of ``demand``, proved by a cut when one is met, else by an LP.
 
     ``"cut"``: the ``"spray"`` routing's exact time is compared with the cut bound over
     single compute nodes and boxes (:func:`optcoll.bounds.demand.demand_cut_bound`); equal,
     the routing is optimal and the cut proves it (its length function,
     :func:`~optcoll.bounds.demand.cut_lengths`, is the certificate), with no LP, at any
-    scale. Not equal, ``"cut"`` raises. ``"lp"``:
-    :func:`~optcoll.bounds.demand.demand_optimum`. ``"auto"`` (default): ``"cut"`` if it
-    succeeds, else ``"lp"``.
+    scale. Not equal, ``"cut"`` raises. ``"columns"``: column generation over each
+    source's trees (:func:`optcoll.bounds.demand_trees.tree_optimum`). ``"lp"``: the edge LP of every source
+    (:func:`~optcoll.bounds.demand.demand_optimum`, the reference; small topologies).
+    ``"auto"`` (default): ``"cut"`` if it succeeds, else ``"columns"``.
 
     Raises
     ------
@@ -387,6 +519,8 @@ def proved_optimum(
         return demand_optimum_core(topology, demand, time_limit)
     start = time.perf_counter()
     pairs = demand.pairs()
+    if method == "columns":
+        return tree_optimum_core(topology, demand, {}, time_limit)
     cut = demand_cut_bound_core(topology, pairs, ())
     exact = _sprayed(topology, pairs)
     routes = []
@@ -399,9 +533,9 @@ def proved_optimum(
         if method == "cut":
             raise MethodError(
                 f"the spray routing takes {check.time_factor}, above the cut bound "
-                f"{cut.ratio}: no cut proves it optimal; use method='lp'"
+                f"{cut.ratio}: no cut proves it optimal; use method='columns'"
             )
-        return demand_optimum_core(topology, demand, time_limit)
+        return tree_optimum_core(topology, demand, {}, time_limit)
     routing: dict[str, dict[Arc, Fraction]] = {}
     for route in routes:
         flow = routing.setdefault(route.src, {})

@@ -31,12 +31,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.bounds.cut_ratio import optimal_cut_ratio_core
 from optcoll.bounds.in_network import reduction_cut
-from optcoll.bounds.partition import PartitionBound, partition_bound
+from optcoll.bounds.partition import COLLECTIVES, PartitionBound, partition_bound
+from optcoll.bounds.startup import StartupBound, startup_bound
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError
-from optcoll.schedules.collectives import collective_lower_bound_core
+from optcoll.schedules.collectives import collective_lower_bound_core, reversed_topology
 
 __all__ = ["CollectiveBound", "collective_bound"]
 
@@ -56,6 +58,9 @@ class CollectiveBound:
         Which bound it is (``"cut bound r*"``, ``"partition bound"``, ...).
     partition : PartitionBound or None
         The certificate when the partition bound is the largest.
+    cut : frozenset of str or None
+        The bottleneck node set of r* (allgather) or of the reversed topology's r*
+        (reduce-scatter), for :meth:`startup`.
     """
 
     collective: str
@@ -63,10 +68,32 @@ class CollectiveBound:
     holds_for: str
     name: str
     partition: PartitionBound | None = None
+    cut: frozenset[str] | None = None
 
     def describe(self) -> str:
         """``name (holds for ...)``, for reports."""
         return f"{self.name}: holds for {self.holds_for}"
+
+    def startup(
+        self,
+        topology: Topology,
+        *,
+        overhead: Fraction | float,
+        default_latency: Fraction,
+        root: str | None = None,
+    ) -> StartupBound:
+        """The window cuts (:func:`optcoll.bounds.startup.startup_bound`) of this
+        collective under a per-step ``overhead`` and link latencies, from this bound's
+        cut or partition: they hold for the same schedules, as the simulator runs them."""
+        partition = None
+        if self.partition is not None:
+            p = self.partition
+            share = COLLECTIVES[p.collective] * (p.compute_parts - 1) * p.crossings
+            partition = (p.parts, Fraction(share))
+        return startup_bound(
+            topology, self.collective, overhead=overhead, default_latency=default_latency,
+            root=root, cut=self.cut, partition=partition,
+        )  # fmt: skip
 
 
 def collective_bound(
@@ -103,17 +130,16 @@ def collective_bound(
                 collective, n * partition.time_factor, holds, "partition bound", partition
             )
         return best
+    if collective in ("allgather", "reduce_scatter"):
+        graph = topology if collective == "allgather" else reversed_topology(topology)
+        found = optimal_cut_ratio_core(graph)
+        names = {"allgather": "cut bound r*", "reduce_scatter": "cut bound r* (reversed)"}
+        return CollectiveBound(
+            collective, found.ratio, f"every {collective.replace('_', '-')}",
+            names[collective], cut=found.bottleneck_cut,
+        )  # fmt: skip
     factor = collective_lower_bound_core(topology, collective, root)
     if factor is None:
         raise ArgumentError(f"a {collective} bound needs a root")
-    names = {
-        "allgather": "cut bound r*",
-        "reduce_scatter": "cut bound r* (reversed)",
-        "alltoall": "all-to-all bound t*",
-    }
-    return CollectiveBound(
-        collective,
-        factor,
-        f"every {collective.replace('_', '-')}",
-        names.get(collective, "min-cut bound"),
-    )
+    name = "all-to-all bound t*" if collective == "alltoall" else "min-cut bound"
+    return CollectiveBound(collective, factor, f"every {collective.replace('_', '-')}", name)

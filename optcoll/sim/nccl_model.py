@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
-from optcoll.schedules.baselines import nccl_ring_schedule
+from optcoll.schedules.baselines import nccl_channels, nccl_ring_schedule
 from optcoll.schedules.collectives import from_allgather_trees
 from optcoll.sim.cost_model import schedule_cost
 
-__all__ = ["NcclEstimate", "nccl_model", "nccl_model_time", "PROTOCOLS"]
+__all__ = ["NcclEstimate", "nccl_model", "nccl_model_time", "nccl_ring_channels", "PROTOCOLS"]
 
 #: NCCL's protocols, in ``tuning.cc``'s order.
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -133,6 +133,40 @@ def nccl_model_time(
     return latency + size / (1000 * algbw)
 
 
+def _ring_terms(topology: Topology, collective: str) -> tuple[int, int, int, float]:
+    """``(ranks, nodes, channels, bus bandwidth)`` of the NCCL-like rings (full channels)."""
+    schedule = from_allgather_trees(topology, collective, nccl_ring_schedule)
+    channels = schedule.k
+    ranks = topology.num_compute
+    steps = 2 * (ranks - 1) if collective == "allreduce" else ranks - 1
+    bus_bw = schedule_cost(topology, schedule).asymptotic_algbw * steps / ranks
+    nodes = len({topology.node[c].group for c in topology.compute_nodes})
+    return ranks, nodes, channels, bus_bw
+
+
+def nccl_ring_channels(topology: Topology, collective: str, sizes: list[int]) -> dict[int, int]:
+    """Per size, how many channels NCCL's ring uses (:func:`nccl_channels`) with the
+    protocol NCCL's model finds fastest for the ring at that size.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> nccl_ring_channels(build("dgx-h100:4"), "allreduce", [2**10, 2**20, 2**30])
+    {1024: 1, 1048576: 8, 1073741824: 16}
+    """
+    collective = canonical_collective(collective)
+    ranks, nodes, channels, bus_bw = _ring_terms(topology, collective)
+    counts = {}
+    for size in sizes:
+        times = {
+            p: nccl_model_time(collective, size, ranks, nodes, bus_bw, channels, "ring", p)
+            for p in PROTOCOLS
+        }
+        protocol = min(PROTOCOLS, key=lambda p: times[p] or math.inf)
+        counts[size] = nccl_channels(channels, size, ranks, protocol)
+    return counts
+
+
 def nccl_model(topology: Topology, collective: str, size: int) -> NcclEstimate:
     """NCCL's prediction for a ``size``-byte ``collective`` (allgather, reduce_scatter,
     allreduce) on ``topology``: the fastest of ring and tree (allreduce only) with each of
@@ -156,12 +190,7 @@ def nccl_model(topology: Topology, collective: str, size: int) -> NcclEstimate:
         raise SolveError(
             f"NCCL's model here covers allgather, reduce_scatter and allreduce, got {collective!r}"
         )
-    schedule = from_allgather_trees(topology, collective, nccl_ring_schedule)
-    channels = schedule.k
-    ranks = topology.num_compute
-    steps = 2 * (ranks - 1) if collective == "allreduce" else ranks - 1
-    bus_bw = schedule_cost(topology, schedule).asymptotic_algbw * steps / ranks
-    nodes = len({topology.node[c].group for c in topology.compute_nodes})
+    ranks, nodes, channels, bus_bw = _ring_terms(topology, collective)
     best: NcclEstimate | None = None
     for algorithm in ("ring", "tree"):
         for protocol in PROTOCOLS:

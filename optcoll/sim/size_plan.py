@@ -4,7 +4,7 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -18,7 +18,11 @@ simulator's model:
 * the **latency bound** ``overhead + max over (source, destination)`` of the smallest sum
   of link latencies on a path between them (sources and destinations: every pair of
   compute nodes; from the root for broadcast, to it for reduce): data that must cross from
-  one to the other pays at least one step and those latencies.
+  one to the other pays at least one step and those latencies;
+* the **start-up bound** (:mod:`optcoll.bounds.startup`): cuts whose links carry the data
+  that must cross them only after the overhead and the latency from the data's source and
+  before the latency to its destination (``docs/bounds_every_size.md``). :class:`SizeBound`
+  holds the three, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -50,7 +54,7 @@ Examples
 >>> from optcoll.topologies import build
 >>> rows = plan(build("dgx-a100:1"), "allgather", [1024, 2**30])
 >>> [(r.method, round(r.ratio, 3)) for r in rows]  # one NVSwitch: a star from every GPU
-[('optimal (k=1)', 1.001), ('optimal (k=1)', 1.001)]
+[('optimal (k=1)', 1.0), ('optimal (k=1)', 1.0)]
 """
 
 from __future__ import annotations
@@ -60,8 +64,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import partial
 
 from optcoll.bounds.in_network import has_aggregation_lp
+from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
@@ -90,7 +96,7 @@ from optcoll.schedules.baselines import (
 )
 from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
-from optcoll.schedules.collective_bound import collective_bound
+from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
     build_collective_core,
     collective_phases,
@@ -104,6 +110,7 @@ from optcoll.schedules.spanning_tree_allreduce import (
     spanning_trees_beat_rs_ag,
 )
 from optcoll.sim.cost_model import SIZES
+from optcoll.sim.nccl_model import nccl_ring_channels
 from optcoll.sim.quotient import (
     Quotient,
     check_expanded,
@@ -139,6 +146,8 @@ __all__ = [
     "candidates",
     "exact_latency_bound",
     "latency_bound",
+    "SizeBound",
+    "size_bound",
     "method_times",
     "plan",
     "size_bands",
@@ -373,8 +382,10 @@ def candidates(
     >>> names = [c.method for c in candidates(build("dgx-a100:2"))]
     >>> names[:8]
     ['optimal (k=13)', 'k=1', 'k=2', 'k=4', 'k=7', 'k=8', 'ring', 'hierarchical ring']
-    >>> names[8:]
-    ['NCCL-like ring (16 channels)', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
+    >>> names[8:11]  # the channels NCCL runs at some size: 1 up to 64 KiB, 4 at 256 KiB
+    ['NCCL-like ring (16 channels)', 'NCCL-like ring (4 channels)', 'NCCL-like ring (1 channel)']
+    >>> names[11:]
+    ['recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'hierarchical (recursive doubling + direct)']
     """
 
     collective = canonical_collective(collective)
@@ -425,8 +436,11 @@ def candidates(
             ring = collective_phases(hierarchical, topology, collective)
             found.append(Candidate(str(ring.stats["method"]), ring))
         try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
-            nccl = as_collective(nccl_ring_schedule)
-            found.append(Candidate(str(nccl.stats["method"]), nccl))
+            # as many channels as NCCL runs at some size (fewer for small messages)
+            counts = set(nccl_ring_channels(topology, collective, list(SIZES)).values())
+            for count in sorted(counts, reverse=True):
+                nccl = as_collective(partial(nccl_ring_schedule, channels=count))
+                found.append(Candidate(str(nccl.stats["method"]), nccl))
         except ScheduleError:
             pass
     if collective == "allreduce":
@@ -554,6 +568,71 @@ def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, 
     return distance
 
 
+@dataclass(frozen=True)
+class SizeBound:
+    """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
+    the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
+    ``data(M) * certified.time_factor`` and the window cuts of ``startup``
+    (:mod:`optcoll.bounds.startup`), all in exact µs. Each holds, under the simulator's
+    model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> bounds = size_bound(build("torus:8x8"), "allgather", overhead=1.0,
+    ...                     default_latency=Fraction(1, 2))
+    >>> [float(bounds.lower_us(m)) for m in (2**10, 2**24, 2**32)]
+    [5.00004, 42.78768, 10571.14608]
+    >>> bounds.bandwidth_us(2**32) + Fraction(3, 2) == bounds.lower_us(2**32)  # o + one link
+    True
+    """
+
+    collective: str
+    num_compute: int
+    certified: CollectiveBound
+    latency: Fraction
+    startup: StartupBound
+
+    def bandwidth_us(self, size: int) -> Fraction:
+        """``data(M) * time factor`` (µs)."""
+        data = Fraction(size, self.num_compute) if self.collective in _PER_NODE else Fraction(size)
+        return data * self.certified.time_factor / 1000
+
+    def lower_us(self, size: int) -> Fraction:
+        """The largest of the three bounds (µs) at ``size`` bytes."""
+        return max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+
+    def describe(self) -> str:
+        """What the bound is and the schedules it holds for."""
+        return (
+            f"{self.certified.describe()}, as the simulator runs them; with its start-up and "
+            "drain windows at every size"
+        )
+
+
+def size_bound(
+    topology: Topology,
+    collective: str,
+    *,
+    root: str | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> SizeBound:
+    """The :class:`SizeBound` of ``collective`` on ``topology`` with a per-step
+    ``overhead`` (µs) and link latencies (``default_latency`` where none is declared)."""
+    collective = canonical_collective(collective)
+    if collective in ("broadcast", "reduce"):
+        root = root if root is not None else topology.compute_nodes[0]
+    certified = collective_bound(topology, collective, root)
+    latency = exact_latency_bound(
+        topology, collective, root=root, overhead=overhead, default_latency=default_latency
+    )
+    startup = certified.startup(
+        topology, overhead=overhead, default_latency=default_latency, root=root
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup)
+
+
 def plan(
     topology: Topology,
     collective: str = "allgather",
@@ -606,12 +685,10 @@ def plan(
     options = list(options) if options is not None else candidates(topology, collective, root=root)
     sim = SimOptions(overhead, slice_bytes, default_latency, store_and_forward)
     network = sim.network(topology)
-    certified = collective_bound(topology, collective, root)
-    bound = certified.time_factor
-    bus = bus_factor(collective, topology.num_compute)
-    floor = exact_latency_bound(
+    bounds = size_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
     )
+    bus = bus_factor(collective, topology.num_compute)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -620,8 +697,7 @@ def plan(
     rows = []
     shared = _Shared()
     for size in sizes:
-        data = Fraction(size) / topology.num_compute if collective in _PER_NODE else size
-        lower = max(floor, data * bound / 1000)
+        lower = bounds.lower_us(size)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.bandwidth_us(o), -o.chunks_per_node)):
@@ -646,7 +722,7 @@ def plan(
                 lower,
                 search.fastest_orders(),
                 bus,
-                certified.describe(),
+                bounds.describe(),
             )
         )
     if bar is not None:

@@ -126,9 +126,11 @@ def test_proved_optimum_by_a_cut_equals_the_lp(moe_h100):
     assert proved_optimum(topo, demand, "lp").time_factor == optimum.time_factor
 
 
-def test_proved_optimum_falls_back_to_the_lp_where_no_cut_is_met():
+def test_proved_optimum_falls_back_to_column_generation_where_no_cut_is_met():
     topo = load_topology("ring:4,direction=uni,bw=1")  # flow-cut gap 3/2 for the uniform demand
     demand = uniform_demand(topo.compute_nodes, 1)
-    assert proved_optimum(topo, demand).method == "lp"
+    found = proved_optimum(topo, demand)
+    assert found.method == "columns" and found.time_factor == 6 == found.certificate_bound
+    assert proved_optimum(topo, demand, "lp").time_factor == 6
     with pytest.raises(MethodError, match="no cut proves it optimal"):
         proved_optimum(topo, demand, "cut")

@@ -202,7 +202,7 @@ def test_compare_curves_are_the_simulator_times(capsys):
             assert point["algbw"] <= rows[method]["algbw"] + 1e-6
     assert set(rows) == {"optimal (k=1)", "fixed k=1", "ring", "NCCL-like ring (2 channels)",
                          "double binary tree",
-                         "recursive doubling", "Rabenseifner", "Swing", "Swing (latency)"}  # fmt: skip
+                         "recursive doubling", "Rabenseifner", "Swing", "Swing (latency)", "Trivance (latency)"}  # fmt: skip
 
 
 def test_mi250_2_k2_disagreement_is_gone():

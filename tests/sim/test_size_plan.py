@@ -32,7 +32,7 @@ def test_plan_on_dgx_a100_2_beats_the_optimal_k_at_small_sizes():
         times = dict(row.candidates)
         assert row.time_us == min(t for t in times.values() if t is not None) == times[row.method]
         bandwidth = row.size / 16 * r_star / 1000
-        assert row.lower_bound_us == pytest.approx(max(7.0, bandwidth))
+        assert row.lower_bound_us >= max(7.0, bandwidth) * (1 - 1e-12)  # start-up bound adds
         assert row.ratio >= 1
     small = dict(rows[0].candidates)
     # the optimal trees are as low as one tree per root (2 high, layered), but k = 13
@@ -59,7 +59,8 @@ def test_plan_ring_candidate_is_the_ring_closed_form():
         b.link(u, v, 10, latency=2)
     topo = b.build()
     size = 5 * MiB
-    (row,) = plan(topo, "allgather", [size], overhead=0.5, slice_bytes=None)
+    ring_only = [c for c in candidates(topo) if c.method == "ring"]
+    (row,) = plan(topo, "allgather", [size], overhead=0.5, slice_bytes=None, options=ring_only)
     ring = dict(row.candidates)["ring"]
     assert ring == pytest.approx(4 * (0.5 + 2 + size / 5 / 10_000), rel=1e-12)
     assert latency_bound(topo, overhead=0.5) == 0.5 + 4 * 2  # g0 to g4: four hops one way
@@ -93,7 +94,9 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
         ]  # fmt: skip
         # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
         assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)
-        assert row["bound_holds_for"] == "cut bound r*: holds for every allgather"
+        assert row["bound_holds_for"].startswith(
+            "cut bound r*: holds for every allgather, as the simulator runs them"
+        )
         assert row["ratio"] == pytest.approx(row["time_us"] / row["lower_bound_us"], rel=1e-4)
         assert all(set(c) == {"method", "time_us"} for c in row["candidates"])
     files = sorted(out.glob("*.xml"))

@@ -92,7 +92,9 @@ def test_plan_chooses_k_slice_and_order_and_certifies_the_gap_exactly():
     floor = exact_latency_bound(topo, overhead=0.0, default_latency=HALF)
     assert floor == 2  # four hops of 0.5 µs across the torus
     for row, tacos in zip(rows, (8.60, 316.5, 5002.0), strict=True):
-        assert row.bound == max(floor, Fraction(row.size, 16) * r_star / 1000)
+        # the start-up bound: a node's 15 pieces enter through its 4 links after the
+        # overhead (0 here), each link's 0.5 µs to go: r*'s bound + 1/2 from 1 MiB up
+        assert row.bound == max(floor, Fraction(row.size, 16) * r_star / 1000 + HALF)
         assert row.time_us >= row.lower_bound_us and row.time_us < tacos
         assert row.ratio == float(Fraction(row.time_us) / row.bound)
         assert row.schedule is not None and verify_schedule(topo, row.schedule).valid

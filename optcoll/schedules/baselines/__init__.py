@@ -45,7 +45,7 @@ from optcoll.schedules.baselines.alltoall import (
     hierarchical_alltoall,
     hierarchical_alltoall_schedule,
 )
-from optcoll.schedules.baselines.nccl_rings import nccl_ring_schedule, nccl_rings
+from optcoll.schedules.baselines.nccl_rings import nccl_channels, nccl_ring_schedule, nccl_rings
 from optcoll.schedules.baselines.nvls import nvls_schedule
 from optcoll.schedules.baselines.ring import (
     RingFloor,
@@ -67,6 +67,7 @@ __all__ = [
     "hierarchical_ring_schedule",
     "nccl_rings",
     "nccl_ring_schedule",
+    "nccl_channels",
     "nvls_schedule",
     "double_binary_trees",
     "ring_allgather",

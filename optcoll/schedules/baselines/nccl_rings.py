@@ -43,6 +43,7 @@ from optcoll.schedules.baselines.routing import Router, equal_boxes
 __all__ = [
     "nccl_rings",
     "nccl_ring_schedule",
+    "nccl_channels",
     "disjoint_hamiltonian_cycles",
     "rail_rings",
     "NCCL_RING",
@@ -220,10 +221,46 @@ def _factor(topology: Topology, rings: Sequence[Sequence[str]], router: Router) 
     return chain_schedule(topology, rings, router, "").time_factor or Fraction(0)
 
 
-def nccl_ring_schedule(topology: Topology) -> Schedule:
+#: Per protocol, the threads of one channel (``maxThreads`` of the ring: NVIDIA/nccl
+#: ``src/include/device.h``, ``NCCL_LL_MAX_NTHREADS``, ``NCCL_LL128_MAX_NTHREADS``,
+#: ``NCCL_SIMPLE_MAX_NTHREADS``; Simple drops to 256 only when the rings' bandwidth is at
+#: most PCIe's) and the bytes per thread below which it drops a channel
+#: (``threadThresholds``: ``src/include/comm.h`` lines 49-51, times the ranks for ring LL,
+#: ``src/graph/tuning.cc`` lines 589-593), at commit
+#: ``5067397c2676d5aed50042fc39e5c8ee96eb0027``.
+NCCL_THREADS = {"LL": (512, 8), "LL128": (640, 8), "Simple": (512, 64)}
+
+
+def nccl_channels(channels: int, size: int, ranks: int, protocol: str) -> int:
+    """How many of its ``channels`` NCCL's ring runs a ``size``-byte collective on (the
+    whole buffer: ``M`` for allgather and reduce-scatter as for allreduce, NCCL's
+    ``ncclFuncMaxSendRecvCount``, ``src/include/enqueue.h`` lines 39-41) with
+    ``protocol``: fewer while the bytes do not give every thread of every channel its
+    threshold. NVIDIA/nccl ``src/enqueue.cc`` (commit ``5067397c``), ``topoGetAlgoInfo``,
+    lines 2092-2096: ``while (nBytes < nc * nt * threadThreshold) { if (nc >= 2) nc--;
+    else break; }`` (the rule only; the code is this project's).
+
+    Examples
+    --------
+    >>> nccl_channels(16, 1024, 32, "LL"), nccl_channels(16, 2**20, 32, "LL")  # 131,072 B each
+    (1, 8)
+    >>> nccl_channels(16, 2**20, 32, "Simple")  # 512 threads x 64 B = 32 KiB per channel
+    16
+    """
+    threads, threshold = NCCL_THREADS[protocol]
+    if protocol == "LL":
+        threshold *= ranks
+    count = channels
+    while size < count * threads * threshold and count >= 2:
+        count -= 1
+    return count
+
+
+def nccl_ring_schedule(topology: Topology, channels: int | None = None) -> Schedule:
     """NCCL-like rings as an allgather tree schedule (``k = C``, one chunk of every root per
     channel), named ``NCCL-like ring (C channels)``; run it reversed then forward
     (:func:`optcoll.schedules.collectives.allreduce`) for reduce-scatter and allreduce.
+    ``channels``: only the first ones (NCCL's count at a size, :func:`nccl_channels`).
 
     Examples
     --------
@@ -231,7 +268,10 @@ def nccl_ring_schedule(topology: Topology) -> Schedule:
     >>> s = nccl_ring_schedule(build("torus:4x4"))
     >>> s.stats["method"], s.time_factor  # every link direction in one channel: 15 / 400
     ('NCCL-like ring (4 channels)', Fraction(3, 80))
+    >>> nccl_ring_schedule(build("torus:4x4"), 1).stats["method"]
+    'NCCL-like ring (1 channel)'
     """
     rings, router = _channels(topology)
-    channels = f"{len(rings)} channel{'s' if len(rings) > 1 else ''}"
-    return chain_schedule(topology, rings, router, NCCL_RING.format(channels))
+    rings = rings[: channels or len(rings)]
+    count = f"{len(rings)} channel{'s' if len(rings) > 1 else ''}"
+    return chain_schedule(topology, rings, router, NCCL_RING.format(count))

@@ -2,16 +2,17 @@
 
 One list for ``optcoll plan`` and ``optcoll compare``: every builder of
 :mod:`optcoll.schedules.baselines.logstep`, :mod:`optcoll.schedules.baselines.swing`,
-:mod:`optcoll.schedules.baselines.bine` and :mod:`optcoll.schedules.baselines.pat` that runs the collective, over the compute nodes in declaration order (their ranks), on
+:mod:`optcoll.schedules.baselines.bine`, :mod:`optcoll.schedules.baselines.pat` and :mod:`optcoll.schedules.baselines.trivance` that runs the collective, over the compute nodes in declaration order (their ranks), on
 two or more equal boxes the hierarchical ones of
 :mod:`optcoll.schedules.baselines.hierarchical_steps`, and on a torus whose dimensions
 are powers of two (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`)
-multiport Swing.
+multiport Swing; on a torus of two or more dimensions of any sides Trivance dimension by
+dimension.
 
 Examples
 --------
 >>> [s.method for s in step_schedules("abcdef", "allreduce")]
-['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)']
+['recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
 >>> [s.method for s in step_schedules("abcdef", "broadcast")]
 []
 >>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-1]
@@ -50,6 +51,7 @@ from optcoll.schedules.baselines.swing import (
     swing_latency_allreduce,
     swing_reduce_scatter,
 )
+from optcoll.schedules.baselines.trivance import trivance_allreduce, trivance_torus_allreduce
 
 __all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "step_schedules"]
 
@@ -98,6 +100,10 @@ def step_schedules(
         and all(d >= 2 and d & (d - 1) == 0 for d in shape)
     ):
         found += [build(nodes, shape) for build in TORUS_BUILDERS[collective]]
+    if collective == "allreduce":  # two messages per node and step, on any ring or torus
+        found.append(trivance_allreduce(nodes))
+        if shape is not None and len(shape) > 1:
+            found.append(trivance_torus_allreduce(nodes, shape))
     if boxes is None or collective not in STEP_BUILDERS:
         return found
     if collective == "allgather":

@@ -1,0 +1,122 @@
+"""Trivance: the latency-optimal allreduce in ``log3`` steps on bidirectional rings and tori.
+
+On a ring of ``p = 3^k`` ranks, in step ``s`` every rank ``x`` sends its current partial
+sum to both ``x + 3^s`` and ``x - 3^s`` (mod ``p``), and adds what it receives. After step
+``s`` rank ``x`` holds the sum over the window of radius ``(3^(s+1) - 1) / 2`` around it:
+the windows of ``x - 3^s``, ``x`` and ``x + 3^s`` (radius ``r = (3^s - 1) / 2`` each) are
+disjoint and adjacent, since ``3^s - 2 r = 1``; after ``k`` steps the window is the ring.
+Each step uses both directions of the ring at once, so the step count is ``log3 p``
+where recursive doubling needs ``log2 p`` (Trivance, 2026: "latency-optimal allreduce by
+shortcutting multiport networks"; the windows argument is ours).
+
+Any ``N``: with ``p`` the largest power of three not above ``N``, rank ``e >= p`` folds
+into rank ``e - p`` (or ``e - 2p``: each of the ``p`` ranks takes at most two) in a first
+step (the whole vector, added) and gets the result back in a last step, as recursive
+doubling folds to a power of two (:class:`optcoll.schedules.baselines.logstep.Fold`). On
+a torus (:func:`trivance_torus_allreduce`) the lines of each dimension run it in turn,
+all lines of a dimension at once: after dimension ``j`` a node holds the sum over its
+sub-torus of the dimensions done, after the last the whole sum.
+
+:func:`optcoll.verify.steps.verify_steps` checks each schedule by executing it
+(``tests/schedules/test_trivance.py``: ``N = 2 .. 30`` and torus shapes).
+
+Examples
+--------
+>>> s = trivance_allreduce([f"g{i}" for i in range(9)])
+>>> s.num_steps, sorted({m.dst for m in s.steps[0] if m.src == "g0"})
+(2, ['g1', 'g8'])
+>>> trivance_allreduce([f"g{i}" for i in range(10)]).num_steps  # fold, 2 steps, unfold
+4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from optcoll.core.step_schedule import Send, StepSchedule
+from optcoll.exceptions import ScheduleError
+
+__all__ = ["trivance_allreduce", "trivance_torus_allreduce", "trivance_line_steps"]
+
+Steps = list[tuple[Send, ...]]
+
+
+def trivance_line_steps(line: Sequence[str], blocks: tuple[int, ...]) -> Steps:
+    """The steps of a Trivance allreduce of ``blocks`` among the nodes of ``line`` (in
+    ring order): fold, ``log3 p`` exchanges with both ``3^s``-neighbours, unfold (no
+    steps for one node)."""
+    n = len(line)
+    if n < 2:
+        return []
+    p = 1
+    while 3 * p <= n:
+        p *= 3
+    home = {e: e - p if e - p < p else e - 2 * p for e in range(p, n)}
+    steps: Steps = []
+    if home:
+        steps.append(tuple(Send(line[e], line[a], blocks, True) for e, a in home.items()))
+    distance = 1
+    while distance < p:
+        steps.append(
+            tuple(
+                Send(line[x], line[(x + sign * distance) % p], blocks, True)
+                for x in range(p)
+                for sign in (1, -1)
+            )
+        )
+        distance *= 3
+    if home:
+        steps.append(tuple(Send(line[a], line[e], blocks) for e, a in home.items()))
+    return steps
+
+
+def _checked(nodes: Sequence[str]) -> tuple[str, ...]:
+    nodes = tuple(nodes)
+    if len(nodes) < 2 or len(set(nodes)) != len(nodes):
+        raise ScheduleError("a Trivance allreduce needs two or more distinct compute nodes")
+    return nodes
+
+
+def trivance_allreduce(nodes: Sequence[str]) -> StepSchedule:
+    """Trivance allreduce over ``nodes`` in ring order (module docstring): ``log3 N``
+    steps of the whole vector to both neighbours ``3^s`` away, two more unless ``N`` is
+    a power of three.
+
+    >>> [len(step) for step in trivance_allreduce("abc").steps]  # each sends to both others
+    [6]
+    """
+    nodes = _checked(nodes)
+    whole = tuple(range(len(nodes)))
+    steps = trivance_line_steps(nodes, whole)
+    return StepSchedule("allreduce", "Trivance (latency)", nodes, len(nodes), tuple(steps))
+
+
+def trivance_torus_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
+    """Trivance along each dimension of a torus of ``shape`` (``nodes`` row-major), the
+    last dimension first, every line of a dimension at once.
+
+    >>> s = trivance_torus_allreduce([f"n{i}" for i in range(9)], (3, 3))
+    >>> s.num_steps, len(s.steps[0])  # one step per dimension, 9 nodes x 2 neighbours
+    (2, 18)
+    """
+    nodes = _checked(nodes)
+    dims = tuple(shape)
+    size = 1
+    for d in dims:
+        size *= d
+    if size != len(nodes) or any(d < 1 for d in dims):
+        raise ScheduleError(f"a torus of shape {dims} does not have {len(nodes)} nodes")
+    whole = tuple(range(len(nodes)))
+    steps: Steps = []
+    stride = 1
+    for d in reversed(dims):
+        lines = [
+            [nodes[base + i * stride] for i in range(d)]
+            for base in range(len(nodes))
+            if (base // stride) % d == 0
+        ]
+        per_line = [trivance_line_steps(line, whole) for line in lines]
+        for s in range(len(per_line[0])):
+            steps.append(tuple(m for line in per_line for m in line[s]))
+        stride *= d
+    return StepSchedule("allreduce", "Trivance (latency, torus)", nodes, len(nodes), tuple(steps))

@@ -14,9 +14,11 @@ network, collective and size it writes, in a temporary folder:
   ASTRA-sim's native algorithms need for optcoll's message size ``M``
   (:func:`optcoll.export.planned.astra_sim_comm_size`: all-gather ``M / N``, else ``M``),
   encoded with the ``et_def.proto`` of the checkout's Chakra (compiled here by protoc);
-* optcoll's traces: what ``optcoll plan`` chose at ``M`` with no per-step overhead
-  (``optcoll export --format chakra --size M --overhead 0``: sliced and ordered as plan
-  simulated it).
+* optcoll's traces: what ``optcoll plan`` chose at ``M`` with no per-step overhead and
+  (``--switch-model``, default) switches that store and forward every message, as
+  ASTRA-sim's analytical backend moves them
+  (:func:`optcoll.export.planned.planned_traces` with ``store_and_forward=True``: sliced
+  and ordered as plan simulated it).
 
 ASTRA-sim then runs each native algorithm (``ring``, ``direct``, ``halvingDoubling``, and
 ``doubleBinaryTree`` for all-reduce) under a grid of its system settings
@@ -60,11 +62,14 @@ from optcoll.core.sizes import parse_size, size_text
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.io.astra_sim import from_astra_network
-from optcoll.sim.programs import chakra_tasks, read_chakra
+from optcoll.sim.programs import chakra_tasks, chakra_ties, read_chakra
 from optcoll.sim.simulator import Network, simulate
 
 BINARY = "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
-NETWORKS = ("Ring:8", "Ring:16", "FullyConnected:8", "Switch:16")
+NETWORKS = ("Ring:8", "Ring:16", "FullyConnected:8", "Switch:16", "HGX-H100")
+#: Named networks: ASTRA-sim's ``examples/network/analytical/HGX-H100-validated.yml``
+#: (one switch of 8 NPUs, 400 GiB/s, 936.25 ns).
+NAMED = {"HGX-H100": "Switch:8@400/936.25"}
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter")
 SIZES = ("64K", "1M", "16M", "256M", "1G")
 #: ASTRA-sim's native algorithms per collective (system-JSON spellings).
@@ -83,8 +88,14 @@ KEYS = {
 SETTINGS = {
     "preferred-dataset-splits": (1, 4, 16),
     "active-chunks-per-dimension": (1, 2),
-    "collective-optimization": ("baseline", "localBWAware"),
+    # localBWAware never ran faster than baseline on these one-dimensional networks (90 of
+    # 90 cases, 2026-12-02): ``--optimizations`` adds it back
+    "collective-optimization": ("baseline",),
+    "num-queues-per-dim": (1, 2),
 }
+#: Settings given on ASTRA-sim's command line, not in the system JSON (``CmdLineParser.cc``:
+#: ``--num-queues-per-dim``, 2 runs a ring in both directions).
+COMMAND_LINE = ("num-queues-per-dim",)
 FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles")
 
 
@@ -124,13 +135,14 @@ def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict
               npus: int, limit: float) -> float | None:  # fmt: skip
     """ASTRA-sim's time in µs (the last NPU to finish), None if it fails or times out."""
     path = folder / "system.json"
-    path.write_text(json.dumps(system))
+    flags = [f"--{key}={system[key]}" for key in COMMAND_LINE if key in system]
+    path.write_text(json.dumps({k: v for k, v in system.items() if k not in COMMAND_LINE}))
     memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
     try:
         done = subprocess.run(
             [str(astra / BINARY), f"--workload-configuration={work}",
              f"--system-configuration={path}", f"--network-configuration={network}",
-             f"--remote-memory-configuration={memory}"],
+             f"--remote-memory-configuration={memory}", *flags],
             capture_output=True, text=True, timeout=limit, cwd=folder,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -142,22 +154,48 @@ def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict
 
 
 def base_system() -> dict[str, Any]:
-    return {"scheduling-policy": "FIFO", "endpoint-delay": 0, "local-reduction-delay": 0,
+    """The system JSON every run shares. ``endpoint-delay`` is 1 ns, the least ASTRA-sim
+    runs a native collective with: at 0 its event queue schedules an event at the current
+    time and stops (``common/event-queue/EventQueue.cpp`` line 33 of astra-network-analytical
+    599a047, ``current_event_list.get_event_time() > current_time``). Custom traces do not
+    use it (``CustomAlgorithm::issue`` sends with delay 0)."""
+    return {"scheduling-policy": "FIFO", "endpoint-delay": 1, "local-reduction-delay": 0,
             "local-mem-bw": 1_000_000, "boost-mode": 0}  # fmt: skip
 
 
-def case(astra: Path | None, pb: Any, folder: Path, block: str, npus: int, collective: str,
-         size: int, bandwidth: int, latency: int, limit: float) -> dict[str, Any]:  # fmt: skip
+def parse_network(
+    spec: str, bandwidth: float, latency: float
+) -> tuple[str, str, int, float, float]:
+    """``(label, block, npus, bandwidth GiB/s, latency ns)`` of ``BLOCK:N[@BW/LAT]`` or a
+    name of :data:`NAMED`.
+
+    Examples
+    --------
+    >>> parse_network("Ring:8", 50, 500), parse_network("HGX-H100", 50, 500)[1:]
+    (('Ring:8', 'Ring', 8, 50, 500), ('Switch', 8, 400.0, 936.25))
+    """
+    label, text = spec, NAMED.get(spec, spec)
+    shape, _, links = text.partition("@")
+    block, npus = shape.split(":")
+    if links:
+        bw, lat = links.split("/")
+        bandwidth, latency = float(bw), float(lat)
+    return label, block, int(npus), bandwidth, latency
+
+
+def case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus: int,
+         collective: str, size: int, bandwidth: float, latency: float, limit: float,
+         store_and_forward: bool = True) -> dict[str, Any]:  # fmt: skip
     """One network, collective and size: every native run and ours (ASTRA-sim's runs only
     with ``astra``)."""
     config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
               "latency": [latency]}  # fmt: skip
     network = folder / "network.yml"
     network.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
-    topology = from_astra_network(config, name=f"{block}:{npus}")
+    topology = from_astra_network(config, name=label)
     key, comm_type = KEYS[collective]
     comm_size = astra_sim_comm_size(collective, size, npus)
-    row: dict[str, Any] = {"network": f"{block}:{npus}", "collective": collective,
+    row: dict[str, Any] = {"network": label, "collective": collective,
                            "size": size_text(size)}  # fmt: skip
     if comm_size is None:
         return {**row, "skipped": "no whole comm_size"}
@@ -174,18 +212,21 @@ def case(astra: Path | None, pb: Any, folder: Path, block: str, npus: int, colle
             if took is not None and (best is None or took < best[0]):
                 best = (took, label)
     start = time.process_time()
-    latency_us = Fraction(latency, 1000)
-    [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us)
+    latency_us = Fraction(latency) / 1000
+    [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us,
+                           store_and_forward=store_and_forward)  # fmt: skip
     cpu = time.process_time() - start
     prefix = folder / "ours"
     for rank, data in enumerate(one.traces):
         Path(f"{prefix}.{rank}.et").write_bytes(data)
+    traces = read_chakra(str(prefix))
     net = Network.of(topology, latency_us)
-    graph = chakra_tasks(read_chakra(str(prefix)), topology, net, slice_bytes=one.slice_bytes)
-    predicted = simulate(graph, net, size, overhead=0).time_us
+    graph = chakra_tasks(traces, topology, net, slice_bytes=one.slice_bytes)
+    ties = chakra_ties(traces, graph)  # a compact schedule's, as plan ran it
+    predicted = simulate(graph, net, size, overhead=0, ties=ties).time_us
     whole = replace(net, store_and_forward=True)  # as ASTRA-sim's backend moves a message
-    graph = chakra_tasks(read_chakra(str(prefix)), topology, whole, slice_bytes=one.slice_bytes)
-    forwarded = simulate(graph, whole, size, overhead=0).time_us
+    graph = chakra_tasks(traces, topology, whole, slice_bytes=one.slice_bytes)
+    forwarded = simulate(graph, whole, size, overhead=0, ties=ties).time_us
     system = {**base_system(), "preferred-dataset-splits": 1, "active-chunks-per-dimension": 1,
               ASTRA_SIM_COLLECTIVES[collective]: [str(prefix)]}  # fmt: skip
     ours = None if astra is None else run_astra(astra, folder, network, work, system, npus, limit)
@@ -205,17 +246,88 @@ def case(astra: Path | None, pb: Any, folder: Path, block: str, npus: int, colle
     }
 
 
+def moe_case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus: int,
+             spec: str, bandwidth: float, latency: float, limit: float,
+             slice_bytes: int) -> dict[str, Any]:  # fmt: skip
+    """One MoE dispatch (:func:`optcoll.core.moe.moe_demand` of ``spec``) on one network:
+    our all-to-allv traces (the proved optimum's routes, and direct sends; in
+    ``slice_bytes`` slices, :func:`optcoll.export.chakra_alltoallv.chakra_demand_traces`)
+    in ASTRA-sim and in our store-and-forward simulator, against ASTRA-sim's native
+    all-to-all (``ComType::All_to_All`` sends ``comm_size / N`` to every peer, ``Ring.cc``
+    lines 83-85): padded to the largest pair (``comm_size = N * max``: what a uniform
+    all-to-all must send to carry the demand) and, for reference, the mean pair."""
+    from optcoll.core.moe import moe_demand, parse_moe_spec
+    from optcoll.export.chakra_alltoallv import chakra_demand_traces
+    from optcoll.schedules.alltoallv import demand_schedule
+    from optcoll.sim.demand import demand_tasks
+
+    config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
+              "latency": [latency]}  # fmt: skip
+    network = folder / "network.yml"
+    network.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
+    topology = from_astra_network(config, name=label)
+    demand = moe_demand(parse_moe_spec(spec), topology.compute_nodes)
+    pairs = [b for s, row in enumerate(demand.bytes) for d, b in enumerate(row) if s != d]
+    row: dict[str, Any] = {"network": label, "max_pair": max(pairs),
+                           "mean_pair": sum(pairs) // len(pairs)}  # fmt: skip
+    whole = Network.of(topology, Fraction(latency) / 1000, store_and_forward=True)
+    for method in ("optimal", "direct"):
+        schedule = demand_schedule(topology, demand, method)
+        prefix = folder / method
+        for rank, data in enumerate(
+            chakra_demand_traces(topology.compute_nodes, schedule.routes, slice_bytes=slice_bytes)
+        ):
+            Path(f"{prefix}.{rank}.et").write_bytes(data)
+        graph = demand_tasks(whole, schedule.routes, slice_bytes)
+        row[f"{method}_bound_us"] = round(schedule.time_us, 3)
+        row[f"{method}_sim_saf_us"] = round(simulate(graph, whole, 1, overhead=0).time_us, 3)
+        if astra is not None:
+            system = {**base_system(), "preferred-dataset-splits": 1,
+                      "active-chunks-per-dimension": 1,
+                      ASTRA_SIM_COLLECTIVES["alltoall"]: [str(prefix)]}  # fmt: skip
+            workload(pb, folder / "work", npus, 6, npus * max(pairs))
+            took = run_astra(astra, folder, network, folder / "work", system, npus, limit)
+            row[f"{method}_astra_us"] = None if took is None else round(took, 3)
+    for name, pair in (("padded", max(pairs)), ("mean", sum(pairs) // len(pairs))):
+        best: tuple[float, str] | None = None
+        if astra is not None:
+            workload(pb, folder / "work", npus, 6, npus * pair)
+        for algorithm in ("ring", "direct", "halvingDoubling") if astra is not None else ():
+            for values in itertools.product(*SETTINGS.values()):
+                setting = dict(zip(SETTINGS, values, strict=True))
+                system = {**base_system(), **setting, "all-to-all-implementation": [algorithm]}
+                took = run_astra(astra, folder, network, folder / "work", system, npus, limit)
+                if took is not None and (best is None or took < best[0]):
+                    best = (took, f"{algorithm} " + " ".join(str(v) for v in values))
+        row[f"native_{name}_us"] = None if best is None else round(best[0], 3)
+        row[f"native_{name}"] = None if best is None else best[1]
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
     parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
-    parser.add_argument("--bandwidth", type=int, default=50, help="GiB/s (default 50)")
-    parser.add_argument("--latency", type=int, default=500, help="ns (default 500)")
+    parser.add_argument("--bandwidth", type=float, default=50, help="GiB/s (default 50)")
+    parser.add_argument("--latency", type=float, default=500, help="ns (default 500)")
     parser.add_argument("--limit", type=float, default=600, help="seconds per ASTRA-sim run")
+    parser.add_argument("--switch-model", choices=("store-and-forward", "cut-through"),
+                        default="store-and-forward",
+                        help="the switch model plan chooses our traces under (default: "
+                             "store-and-forward, as ASTRA-sim's analytical backend)")  # fmt: skip
     parser.add_argument("--json", help="also write the rows as JSON")
+    parser.add_argument("--optimizations", nargs="+", default=["baseline"],
+                        help="ASTRA-sim collective-optimization values to try")  # fmt: skip
+    parser.add_argument(
+        "--moe",
+        help="instead: an MoE dispatch (optcoll.core.moe spec, e.g. "
+        "tokens=1024,experts=64,top_k=8,zipf=1.2) on each network",
+    )
+    parser.add_argument("--moe-slice", default="512K", help="slice of the MoE traces")
     args = parser.parse_args(argv)
+    SETTINGS["collective-optimization"] = tuple(args.optimizations)
     astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
     if astra is not None and not (astra / BINARY).exists():
         raise SystemExit(f"{astra}: no {BINARY}: build it with build/astra_analytical/build.sh")
@@ -223,14 +335,29 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="optcoll-astra-") as tmp:
         pb = None if astra is None else compile_proto(astra, Path(tmp))
         for spec in args.networks:
-            block, npus = spec.split(":")
+            label, block, npus, bandwidth, latency = parse_network(
+                spec, args.bandwidth, args.latency
+            )
+            if args.moe:
+                folder = Path(tempfile.mkdtemp(dir=tmp))
+                rows.append(moe_case(astra, pb, folder, label, block, npus, args.moe,
+                                     bandwidth, latency, args.limit,
+                                     parse_size(args.moe_slice)))  # fmt: skip
+                print(json.dumps(rows[-1]), flush=True)
+                continue
             for collective in args.collectives:
                 for size in args.sizes:
                     folder = Path(tempfile.mkdtemp(dir=tmp))
-                    rows.append(case(astra, pb, folder, block, int(npus), collective,
-                                     parse_size(size), args.bandwidth, args.latency,
-                                     args.limit))  # fmt: skip
+                    rows.append(case(astra, pb, folder, label, block, npus, collective,
+                                     parse_size(size), bandwidth, latency, args.limit,
+                                     args.switch_model == "store-and-forward"))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
+    if args.moe:
+        columns = list(rows[0]) if rows else []
+        print_table(columns, [[row.get(c, "-") for c in columns] for row in rows])
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
     columns = ["network", "collective", "size", "native_us", "native", "ours_astra_us",
                "ours_sim_us", "ours_sim_saf_us", "plan_us", "method", "native_over_ours",
                "sim_over_astra", "saf_over_astra"]  # fmt: skip

@@ -129,6 +129,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from optcoll.cli.simulate import add_simulator_options
 
     add_simulator_options(parser)  # chakra: the simulator plan chooses each size's schedule in
+    parser.add_argument(
+        "--switch-model",
+        choices=("cut-through", "store-and-forward"),
+        default=None,
+        help="with --format chakra: how plan's simulator moves a slice through a switch when it "
+        "chooses each size's schedule (default store-and-forward, as ASTRA-sim's analytical "
+        "backend)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     parser.add_argument(
         "--unchecked", action="store_true", help="skip verifying the schedule before writing"

@@ -22,9 +22,9 @@ moves or reduces a chunk carries it as the attribute ``optcoll_chunk``; the meta
 ignores attributes it does not know.
 
 Steps. A tree carries its chunks down (allgather, broadcast: a relay's sends depend on its
-receive) or, reversed, up (reduce-scatter, reduce: each receive from a child feeds a
-``COMP_NODE``, the node's reductions are chained and its send to the parent depends on the
-last); allreduce runs a chunk up its tree, then down from the root (the root's sends and a
+receive) or, reversed, up (reduce-scatter, reduce: a node's receives from its children
+feed one ``COMP_NODE``, which ASTRA-sim runs for 1 ns, and its send to the parent depends on
+it); allreduce runs a chunk up its tree, then down from the root (the root's sends and a
 rank's receive of the result depend on its reduction and its own send up). An all-to-all
 route carries each chunk hop by hop through the compute nodes on its path. Tags number the
 transfers of each (sender, receiver) pair from 0, so every send meets exactly one receive
@@ -208,6 +208,7 @@ def chakra_traces(
         k *= count
         if slice_bytes is not None:
             _rank_orders(ranks)
+            _gate_sends(ranks, equivariant, _first_hops(up, down, rank))
     meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
@@ -299,6 +300,56 @@ def _rank_orders(ranks: _Ranks) -> None:
                 node.attrs["optcoll_order"] = index[node.attrs["optcoll_order"]]
 
 
+def _first_hops(
+    up: Sequence[Tree], down: Sequence[Tree], rank: dict[str, int]
+) -> dict[tuple[int, int], str | None]:
+    """(sender, receiver) rank -> the node its transfers enter first (the tree edges' paths;
+    None where trees route the pair differently)."""
+    hops: dict[tuple[int, int], str | None] = {}
+    for trees, reverse in ((up, True), (down, False)):
+        for tree in trees:
+            for e in tree.edges:
+                pair = (rank[e.dst], rank[e.src]) if reverse else (rank[e.src], rank[e.dst])
+                hop = e.path[-2] if reverse else e.path[1]
+                hops[pair] = hop if hops.get(pair, hop) == hop else None
+    return hops
+
+
+def _gate_sends(
+    ranks: _Ranks, equivariant: bool, first_hops: dict[tuple[int, int], str | None]
+) -> None:
+    """Issue a rank's sends that wait for the same nodes and enter the same link in their
+    queue order.
+
+    ASTRA-sim issues the nodes that become ready together in the order of an
+    ``std::unordered_set`` (``issue_dep_free_nodes`` of ``CustomAlgorithm.cc`` walks
+    ``get_dependancy_free_nodes()`` of Chakra's ``feeder_v3/dependancy_solver.h``), not in
+    file order, and each link serves messages first come first served
+    (``Link::send`` of astra-network-analytical ``congestion_aware/network/Link.cpp``
+    appends to ``pending_chunks``). Sends of one rank with the same dependencies are put in
+    the simulator's queue order (``optcoll_order``, then ``optcoll_tie`` for a compact
+    schedule, else ``optcoll_task``) and chained by order gates: a ``COMP_NODE`` labelled
+    ``optcoll_gate`` that moves no data, which ASTRA-sim runs for 1 ns (``runtime()`` 0,
+    ``CustomAlgorithm::issue``), so the ``j``-th send is issued ``j - 1`` ns after the first,
+    behind it in every queue they share. Sends that enter different links (``first_hops``)
+    are not chained. optcoll's simulator gives a node that moves no data no time, so the
+    gates change nothing there."""
+    key = "optcoll_tie" if equivariant else "optcoll_task"
+    for rank, nodes in enumerate(ranks.nodes):
+        groups: dict[tuple[Any, ...], list[_Node]] = defaultdict(list)
+        for node in nodes:
+            if node.type == _SEND and "optcoll_order" in node.attrs:
+                hop = first_hops.get((rank, node.attrs["comm_dst"]))
+                groups[(hop, tuple(sorted(node.deps)))].append(node)
+        for (_, deps), sends in groups.items():
+            sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
+            gate = None
+            for j, later in enumerate(sends[1:]):
+                gate = ranks.add(rank, _COMP, f"gate {j + 1}", list(deps) if gate is None
+                                 else [gate], optcoll_gate=1)  # fmt: skip
+                later.deps = [gate]
+
+
 def _chunk_trees(
     trees: Sequence[Tree], rank: dict[str, int], k: int, root: int | None
 ) -> dict[int, tuple[int, dict[int, list[int]], int, int]]:
@@ -349,14 +400,18 @@ def _up(
     last: dict[int, int] = {}
     sent: dict[int, int] = {}
     for v in reversed(order):  # children before parents
-        prev = -1
+        received = []
         for c in children.get(v, ()):
             send, recv = ranks.transfer(c, v, chunk, size, [last.get(c, -1)], [],
                                         None if place is None else place(c, v))  # fmt: skip
             sent[c] = send
-            prev = ranks.add(v, _COMP, f"reduce c{chunk} from {c}", [recv, prev],
-                             optcoll_chunk=chunk)  # fmt: skip
-        last[v] = prev
+            received.append(recv)
+        if received:  # one reduction of all: ASTRA-sim runs each COMP_NODE at least 1 ns
+            from_ = ",".join(str(c) for c in children[v])
+            last[v] = ranks.add(v, _COMP, f"reduce c{chunk} from {from_}", received,
+                                optcoll_chunk=chunk)  # fmt: skip
+        else:
+            last[v] = -1
     return last, sent
 
 

@@ -21,17 +21,29 @@ Examples
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from optcoll.core.schedule import Route
 from optcoll.exceptions import ExportError
-from optcoll.export.chakra import _encode, _Ranks
+from optcoll.export.chakra import _COMP, _encode, _Ranks
 
 __all__ = ["chakra_demand_traces"]
 
 
-def chakra_demand_traces(compute_nodes: Sequence[str], routes: Iterable[Route]) -> list[bytes]:
+def chakra_demand_traces(
+    compute_nodes: Sequence[str], routes: Iterable[Route], *, slice_bytes: int | None = None
+) -> list[bytes]:
     """The Chakra ET file of every rank (rank ``r`` = ``compute_nodes[r]``) for ``routes``.
+
+    ``slice_bytes``: send each path's bytes in ``ceil(bytes / slice_bytes)`` messages of
+    (nearly) equal size, each carried hop by hop on its own, so that a switch that stores
+    and forwards every message (ASTRA-sim's analytical backend) holds back one slice, not
+    the whole path. A rank's first-hop messages then start in rounds: slice ``i`` of every
+    path before slice ``i + 1``, within a round destination ``r + 1, r + 2, ...`` (mod
+    ``N``) from rank ``r``, the order kept by order gates (``COMP_NODE`` labelled
+    ``optcoll_gate``, :mod:`optcoll.export.chakra`) since ASTRA-sim issues nodes that are
+    ready together in any order. None (default): one message per path and hop.
 
     Raises
     ------
@@ -41,7 +53,9 @@ def chakra_demand_traces(compute_nodes: Sequence[str], routes: Iterable[Route]) 
         of no byte.
     """
     rank = {v: i for i, v in enumerate(compute_nodes)}
-    ranks = _Ranks(len(rank))
+    n = len(rank)
+    ranks = _Ranks(n)
+    first: dict[tuple[int, str], list[tuple[tuple[int, int, int], int]]] = defaultdict(list)
     piece = 0
     for index, route in enumerate(routes):
         if route.src not in rank or route.dst not in rank or route.src == route.dst:
@@ -56,8 +70,20 @@ def chakra_demand_traces(compute_nodes: Sequence[str], routes: Iterable[Route]) 
                 raise ExportError(
                     f"route {index}: a path visits a compute node twice or carries no byte"
                 )
-            have = -1
-            for a, b in zip(hops, hops[1:], strict=False):
-                _, have = ranks.transfer(a, b, piece, path.chunks, [have], [])
+            count = 1 if slice_bytes is None else -(-path.chunks // slice_bytes)
+            for part in range(count):
+                size = path.chunks * (part + 1) // count - path.chunks * part // count
+                have = -1
+                for a, b in zip(hops, hops[1:], strict=False):
+                    send, have = ranks.transfer(a, b, piece, size, [have], [])
+                    if a == hops[0] and slice_bytes is not None:
+                        turn = (part, (b - a) % n, len(first[(a, path.path[1])]))
+                        first[(a, path.path[1])].append((turn, send))
             piece += 1
+    for (source, _), sends in first.items():
+        sends.sort()
+        gate = -1
+        for j, (_, send) in enumerate(sends[1:]):
+            gate = ranks.add(source, _COMP, f"gate {j + 1}", [gate], optcoll_gate=1)
+            ranks.nodes[source][send].deps = [gate]
     return _encode(ranks, "alltoallv", {})

@@ -93,6 +93,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
                 "slice_bytes": one.slice_bytes,
                 "plan_time_us": round(one.time_us, 4),
                 "lower_bound_us": round(one.lower_bound_us, 4),
+                "switch_model": request.switch_model or "store-and-forward",
             }
             bound, factor = None, None
             if isinstance(one.schedule, StepSchedule):
@@ -167,6 +168,7 @@ def _plan(request: ExportRequest) -> tuple[Any, list[PlannedTraces]]:
         default_latency=DEFAULT_LATENCY if request.latency is None else request.latency,
         slice_bytes=DEFAULT_SLICE if request.slice is None else request.slice,
         choose_slice=request.slice is None,
+        store_and_forward=request.switch_model != "cut-through",
     )
 
 
@@ -218,7 +220,8 @@ def _report(
             lines.append(
                 f"  plan: {entry['method']}{chosen}, slices of "
                 f"{'whole chunks' if piece is None else size_text(piece)}, order "
-                f"{entry['priority']}: simulated {entry['plan_time_us']} µs"
+                f"{entry['priority']}: simulated {entry['plan_time_us']} µs "
+                f"({entry['switch_model']} switches)"
             )
         if key is not None:
             lines.append(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')

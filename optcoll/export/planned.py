@@ -137,11 +137,12 @@ def planned_choices(
     default_latency: Fraction = DEFAULT_LATENCY,
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
+    store_and_forward: bool = False,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
-    ``overhead``, ``default_latency``, ``slice_bytes`` and ``choose_slice``, as
-    :func:`optcoll.sim.size_plan.plan`): each size's choice and the candidates a file can
-    hold, fastest first.
+    ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
+    ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
+    the candidates a file can hold, fastest first.
 
     Raises
     ------
@@ -169,6 +170,7 @@ def planned_choices(
         default_latency=default_latency,
         choose_slice=choose_slice,
         options=options,
+        store_and_forward=store_and_forward,
     )
     found = []
     for row in rows:
@@ -199,9 +201,13 @@ def planned_traces(
     default_latency: Fraction = DEFAULT_LATENCY,
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
+    store_and_forward: bool = False,
 ) -> list[PlannedTraces]:
-    """Plan ``collective`` on ``topology`` at each of ``sizes`` (:func:`planned_choices`)
-    and write the traces of each size's choice.
+    """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
+    ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
+    ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`) and write the traces of
+    each size's choice. ASTRA-sim's analytical backend stores and forwards every message
+    at a switch: plan for it with ``store_and_forward=True``.
 
     Raises
     ------
@@ -219,6 +225,7 @@ def planned_traces(
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
+        store_and_forward=store_and_forward,
     )  # fmt: skip
     found = []
     for choice in choices:
@@ -229,7 +236,7 @@ def planned_traces(
         else:
             # plan simulates a schedule with a quotient from it, its ties alike on every
             # translate
-            network = Network.of(topology, default_latency)
+            network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
             equivariant = schedule_quotient(schedule, topology, network) is not None
             traces = chakra_traces(schedule, choice.size, slice_bytes=piece,
                                    equivariant=equivariant)  # fmt: skip

@@ -85,6 +85,7 @@ class ExportRequest:
     overhead: float | None = None
     latency: Fraction | None = None
     slice: int | None = None
+    switch_model: str | None = None
     reader_options: tuple[tuple[str, str], ...] = ()
     bandwidth_attr: str | None = None
     latency_attr: str | None = None

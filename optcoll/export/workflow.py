@@ -90,6 +90,9 @@ def _export_files(request: ExportRequest) -> ExportReport:
     ):
         raise ExportError("--overhead, --latency and --slice plan a size: they need --size "
                           "(or --format chakra)")  # fmt: skip
+    if request.format != "chakra" and request.switch_model is not None:
+        raise ExportError("--switch-model plans Chakra traces for ASTRA-sim's switches: it "
+                          "needs --format chakra")  # fmt: skip
     if request.format == "chakra":
         return export_chakra(request)
     if request.size is not None:  # plan's choice at the size, as MSCCL XML or MSCCL++

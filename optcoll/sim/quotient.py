@@ -126,6 +126,7 @@ class Quotient:
             {a: arc_class[i] for a, i in network.index.items()},
             network.rate,
             network.latency,
+            network.store_and_forward,
         )
 
     def carrier(self, node: str) -> int:

@@ -131,6 +131,8 @@ class SimOptions:
     overhead: float = DEFAULT_OVERHEAD
     slice_bytes: int | None = DEFAULT_SLICE
     default_latency: Fraction = DEFAULT_LATENCY
+    #: Switches store and forward each slice (:attr:`Network.store_and_forward`).
+    store_and_forward: bool = False
 
     def keywords(self) -> dict[str, Any]:
         """The options as the keyword arguments of the public functions."""
@@ -141,8 +143,8 @@ class SimOptions:
         }
 
     def network(self, topology: Topology) -> Network:
-        """The network of ``topology`` with these link latencies."""
-        return Network.of(topology, self.default_latency)
+        """The network of ``topology`` with these link latencies and switch model."""
+        return Network.of(topology, self.default_latency, store_and_forward=self.store_and_forward)
 
     def run(
         self,
@@ -179,7 +181,11 @@ class Network:
     next link only once all of it has arrived (ASTRA-sim's analytical congestion-aware
     backend: ``Link::schedule_chunk_transmission`` delivers a chunk ``latency + size /
     bandwidth`` after it starts, and only then does the next device send it on), instead
-    of virtual cut-through (its head ``latency`` after it starts)."""
+    of virtual cut-through (its head ``latency`` after it starts), and every link serves
+    slices first come first served (``Link::send`` appends to ``pending_chunks``): a
+    sender's slices that are ready at the same time in the schedule's order (the order
+    gates of :mod:`optcoll.export.chakra` make ASTRA-sim issue them so), a forwarded slice
+    after a sender's own that reach the link at the same time."""
 
     arcs: list[Arc]
     index: dict[Arc, int]
@@ -459,7 +465,10 @@ def simulate(
             if link_busy[arc]:
                 counter += 1
                 stamp = counter if base is None else (now, base[i] + 4 * hop)
-                push(queued[arc], (order[i], stamp, i, hop))
+                # store and forward: first come first served (ASTRA-sim's Link::send), a
+                # sender's slices that come together in the schedule's order
+                key: Any = (now, math.inf if hop else order[i]) if whole else order[i]
+                push(queued[arc], (key, stamp, i, hop))
             else:
                 transmit(i, hop, now)
         elif hop == _FREE:  # link i is free: the waiting slice of the earliest loop goes

@@ -181,6 +181,10 @@ SLICE_STEP = 4
 SLICE_GAIN = 0.0005
 #: Smallest and largest slices the search tries (bytes).
 MIN_SLICE, MAX_SLICE = 4 * 1024, 64 * 1024 * 1024
+#: With store-and-forward switches, the least time (µs) a slice takes on the fastest link:
+#: ASTRA-sim truncates every hop to whole ns (``Link::serialization_delay``), so a shorter
+#: slice would gain up to 1 % a hop from rounding rather than from the schedule.
+SLICE_US = Fraction(1, 10)
 
 _PER_NODE = ("allgather", "reduce_scatter", "allreduce", "alltoall")
 #: The key of the topology's own translations among :class:`_Search`'s quotients.
@@ -653,6 +657,7 @@ def plan(
     options: Sequence[Candidate] | None = None,
     choose_slice: bool = True,
     max_tasks: int = PLAN_TASKS,
+    store_and_forward: bool = False,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -669,6 +674,11 @@ def plan(
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
     less than the fastest time found before it (candidates run in order of that bound).
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
+    ``store_and_forward``: switches store and forward every slice
+    (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
+    backend), so smaller slices can win there (the refinement starts from the first slice
+    smaller than a chunk and goes down to one of :data:`SLICE_US` on the fastest link, at
+    least :data:`MIN_SLICE`); the lower bound is the cut-through one.
 
     A schedule whose trees are one root's and their images under a group acting
     regularly on the compute nodes (a torus's translations) is simulated from its
@@ -684,7 +694,7 @@ def plan(
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     options = list(options) if options is not None else candidates(topology, collective, root=root)
-    sim = SimOptions(overhead, slice_bytes, default_latency)
+    sim = SimOptions(overhead, slice_bytes, default_latency, store_and_forward)
     network = sim.network(topology)
     bounds = size_bound(
         topology, collective, root=root, overhead=sim.overhead, default_latency=sim.default_latency
@@ -994,15 +1004,28 @@ class _Search:
         factors = (Fraction(1, SLICE_STEP), SLICE_STEP) if self.sim.overhead > 0 else (
             Fraction(1, SLICE_STEP),
         )  # fmt: skip
+        least = MIN_SLICE
+        if self.network.store_and_forward:  # a switch holds one slice: down to the least
+            fastest = max((r for r in self.network.rate if math.isfinite(r)), default=0.0)
+            least = max(MIN_SLICE, math.ceil(fastest * SLICE_US))
         for start in pairs[:REFINED]:
             if start.slice_bytes is None:
                 continue
             for factor in factors:
                 current, piece = start, start.slice_bytes
                 while True:
-                    piece = int(piece * factor)
-                    if piece < MIN_SLICE or piece > MAX_SLICE:
+                    previous, piece = piece, int(piece * factor)
+                    if self.network.store_and_forward and previous > least > piece:
+                        piece = least
+                    if piece < least or piece > MAX_SLICE:
                         break
+                    if (
+                        self.network.store_and_forward
+                        and factor < 1
+                        and self.count(current.option, piece)
+                        == self.count(current.option, previous)
+                    ):
+                        continue  # still whole chunks: a switch forwards them whole
                     smaller = self.run(current.option, current.priority, piece)
                     if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break

@@ -18,22 +18,22 @@ ARGS = ["dgx-h100:2", "--collective", "allreduce", "--size", "1K", "--overhead",
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("msccl", ".xml"), ("mscclpp", ".json")])
 def test_planned_program_is_checked_and_timed_as_simulate_times_it(fmt, suffix, tmp_path, capsys):
-    """At 1 KiB plan chooses the hierarchical log-step allreduce; each of plan's four
-    fastest candidates the format holds is written, checked and simulated, and the fastest
-    file is kept (MSCCL: recursive doubling, whose receives cost fewer steps); simulate of
-    the written file gives the time the report states."""
+    """At 1 KiB plan chooses the one-shot allreduce; of plan's four fastest candidates
+    the format holds (MSCCL: not one-shot, whose GPUs 0 and 9 no link or switch joins),
+    each is written, checked and simulated, and the fastest file is kept; simulate of the
+    written file gives the time the report states."""
     path = tmp_path / f"ar{suffix}"
     assert main(["export", *ARGS, "--format", fmt, "-o", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     (entry,) = report["files"]
-    assert entry["planned"] == "hierarchical (direct + recursive doubling)"
+    assert entry["planned"] == "one-shot"
     compared = report["compared"]
-    assert len(compared) == 4 and compared[0]["method"] == entry["planned"]
+    assert 1 <= len(compared) <= 4
     assert entry["file_time_us"] == min(c["file_time_us"] for c in compared)
     assert entry["plan_time_us"] < entry["file_time_us"]  # the overhead of every step
     topology = build("dgx-h100:2")
     if fmt == "msccl":
-        assert entry["method"] == "recursive doubling" and entry["steps"] == 4
+        assert "one-shot" not in [c["method"] for c in compared]
         assert verify_file(path, topology=topology).ok
     else:
         assert verify_plan(json.loads(path.read_text())).ok
@@ -44,21 +44,23 @@ def test_planned_program_is_checked_and_timed_as_simulate_times_it(fmt, suffix, 
 
 
 def test_planned_log_step_programs_without_overhead_run_as_planned(tmp_path, capsys):
-    """With no per-step overhead the MSCCL files of plan's log-step candidates run in plan's
-    time (star:8 allreduce at 64 KiB: the readers' extra steps cost nothing then); the tree
-    schedule plan chose, k = 1, loses its link order in the XML (5.64 against 5.15 µs) and is
-    still the fastest file."""
+    """With no per-step overhead (star:8 allreduce at 64 KiB) plan chooses the tree schedule
+    k = 1, which loses its link order in the XML (5.64 against 5.15 µs) and is still the
+    fastest file; the direct log-step candidates among plan's four fastest are written and
+    simulated too, and run slower as XML than in plan (their several sends a step leave in
+    the program's order; the one-partner schedules run exactly as planned:
+    tests/export/test_step_exports.py)."""
     path = tmp_path / "ar.xml"
     argv = ["export", "star:8", "--collective", "allreduce", "--size", "64K", "--overhead", "0"]
     assert main([*argv, "-o", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     (entry,) = report["files"]
     assert entry["method"] == entry["planned"] == "optimal (k=1)"
-    stepped = [c for c in report["compared"] if c["method"] in
-               ("recursive doubling", "Swing (latency)")]  # fmt: skip
-    assert len(stepped) == 2
-    for c in stepped:
-        assert c["file_time_us"] == pytest.approx(c["plan_time_us"], abs=1e-4)
+    compared = {c["method"]: c for c in report["compared"]}
+    assert {"two-shot", "one-shot"} <= set(compared)
+    for method in ("two-shot", "one-shot"):
+        c = compared[method]
+        assert c["file_time_us"] > c["plan_time_us"] >= entry["plan_time_us"]
 
 
 @pytest.mark.parametrize("extra", [["-k", "2"], ["--bands"], ["--exact"]])

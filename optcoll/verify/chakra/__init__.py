@@ -7,7 +7,8 @@ JSON's ``all-reduce-implementation-custom`` and its kin,
 ``astra-sim/system/astraccl/CollectiveImplLookup.cc``). It issues every node whose
 ``data_deps`` and ``ctrl_deps`` have finished and honours three node types:
 ``COMM_SEND_NODE`` (``comm_dst``, ``comm_size`` bytes, ``comm_tag``), ``COMM_RECV_NODE``
-(``comm_src``, ``comm_size``, ``comm_tag``) and ``COMP_NODE`` (a reduction, ``duration_micros``);
+(``comm_src``, ``comm_size``, ``comm_tag``) and ``COMP_NODE`` (a reduction, ``duration_micros``;
+labelled ``optcoll_gate``: an order gate that moves no data, see :mod:`optcoll.export.chakra`);
 any other node is taken and never finishes. The network matches the ``i``-th send with the
 ``i``-th receive of the same (tag, source, destination, size) (the analytical backend's
 ``ChunkIdGenerator``/``CallbackTracker``); tags are taken modulo 500,000,000
@@ -114,7 +115,7 @@ class _Op:
 
     rank: int
     node: TraceNode
-    kind: str  # "send", "recv", "comp" or "other"
+    kind: str  # "send", "recv", "comp", "gate" or "other"
     peer: int = -1
     tag: int = -1
     size: int = 0
@@ -326,9 +327,10 @@ def _ops(
         index: dict[int, int] = {}
         first = len(ops)
         for node in nodes:
-            op = _Op(
-                rank, node, {_SEND: "send", _RECV: "recv", _COMP: "comp"}.get(node.type, "other")
-            )
+            kind = {_SEND: "send", _RECV: "recv", _COMP: "comp"}.get(node.type, "other")
+            if kind == "comp" and node.get("optcoll_gate") is not None:
+                kind = "gate"  # optcoll's order gate: a COMP_NODE that moves no data
+            op = _Op(rank, node, kind)
             if node.id in index:
                 found.append(Finding("node", f"{op.where()}: a second node with this id"))
             index[node.id] = len(ops)
@@ -358,6 +360,8 @@ def _ops(
 
 def _read_attributes(op: _Op, n: int, spec: _Spec | None, found: list[Finding]) -> None:
     node = op.node
+    if op.kind == "gate":
+        return
     if spec is not None:
         op.chunks = _labels(node, spec.chunk_count())
         if op.chunks is None:
@@ -581,7 +585,7 @@ def _execute(ops: list[_Op], spec: _Spec | None, order: str, report: EtReport) -
             else:
                 posted[key].append(i)
         else:
-            if spec is not None:
+            if spec is not None and op.kind == "comp":
                 _reduce(ops, i, held, incoming, found)
             finish(i)
     if done < len(ops):

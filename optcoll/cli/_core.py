@@ -248,7 +248,7 @@ def sim_options(args: argparse.Namespace) -> Any:
     Examples
     --------
     >>> sim_options(argparse.Namespace(overhead=None, slice=None, latency=Fraction(2)))
-    SimOptions(overhead=1.0, slice_bytes=524288, default_latency=Fraction(2, 1))
+    SimOptions(overhead=1.0, slice_bytes=524288, default_latency=Fraction(2, 1), store_and_forward=False)
     """
     from optcoll.core.cost import DEFAULT_LATENCY
     from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions

@@ -208,6 +208,8 @@ def _leaf_spine(ids: Sequence[str]) -> list[Renaming]:
     hosts (spines stay)."""
     leaves = _count(ids, _LEAF_HOST)
     hosts = _count(ids, _LEAF_HOST, 2)
+    if not leaves or not hosts:  # not the family's ids (a file named leaf-spine, say)
+        return []
 
     def within(v: str) -> str | None:
         m = _LEAF_HOST.fullmatch(v)

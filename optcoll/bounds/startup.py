@@ -62,7 +62,7 @@ from fractions import Fraction
 from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
-from optcoll.graph.symmetry import automorphisms
+from optcoll.graph.symmetry import latency_orbit_representatives
 
 __all__ = [
     "ALL_NODES",
@@ -215,14 +215,7 @@ def _representatives(topology: Topology, latency: dict[Arc, Fraction]) -> list[s
     compute = list(topology.compute_nodes)
     if len(compute) <= ALL_NODES:
         return compute
-    names = list(topology.node)
-    number = {v: i for i, v in enumerate(names)}
-    arcs = {(number[u], number[v]): (c, latency[(u, v)]) for (u, v), c in topology.capacity.items()}
-    kind = set(compute)
-    group = automorphisms(len(names), arcs, [int(v in kind) for v in names])
-    if group is not None:
-        compute = [names[o[0]] for o in group.orbits() if names[o[0]] in kind]
-    return compute[:MOST_NODES]
+    return latency_orbit_representatives(topology, latency)[:MOST_NODES]
 
 
 def _nodes(count: int) -> str:

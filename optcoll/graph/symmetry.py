@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import Any
 
+from optcoll.core.topology import Topology
 from optcoll.graph.splitting import LogicalGraph
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "path_rotation",
     "preserves_capacity",
     "is_automorphism",
+    "latency_orbit_representatives",
 ]
 
 
@@ -979,3 +981,29 @@ def is_automorphism(
     if any(kind[w] != kind[v] for v, w in image.items()):
         return False
     return preserves_capacity(capacity, image)
+
+
+def latency_orbit_representatives(
+    topology: Topology, latency: Mapping[tuple[str, str], Any]
+) -> list[str]:
+    """One compute node per orbit of a group of automorphisms that keep every link's
+    capacity and ``latency`` and keep compute nodes apart (:func:`automorphisms`, every
+    map checked exactly); every compute node when no group is found. Whatever holds of a
+    node's distances (latency sums, cuts from it) holds of every node of its orbit.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> ring = build("ring:6")
+    >>> latency_orbit_representatives(ring, dict.fromkeys(ring.capacity, 1))
+    ['n0']
+    """
+    compute = list(topology.compute_nodes)
+    names = list(topology.node)
+    number = {v: i for i, v in enumerate(names)}
+    arcs = {(number[u], number[v]): (c, latency[(u, v)]) for (u, v), c in topology.capacity.items()}
+    kind = set(compute)
+    group = automorphisms(len(names), arcs, [int(v in kind) for v in names])
+    if group is None:
+        return compute
+    return [names[orbit[0]] for orbit in group.orbits() if names[orbit[0]] in kind]

@@ -81,7 +81,7 @@ from optcoll.core.schedule import (
 )
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError, ScheduleError
-from optcoll.graph.symmetry import automorphisms
+from optcoll.graph.symmetry import latency_orbit_representatives
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.baselines import (
     RingFloor,
@@ -553,14 +553,7 @@ def _source_orbits(topology: Topology, latency: dict[tuple[str, str], Fraction])
     compute = list(topology.compute_nodes)
     if len(compute) * len(latency) <= LATENCY_ORBITS:
         return compute
-    names = list(topology.node)
-    number = {v: i for i, v in enumerate(names)}
-    arcs = {(number[u], number[v]): (c, latency[(u, v)]) for (u, v), c in topology.capacity.items()}
-    kind = set(compute)
-    group = automorphisms(len(names), arcs, [int(v in kind) for v in names])
-    if group is None:
-        return compute
-    return [names[orbit[0]] for orbit in group.orbits() if names[orbit[0]] in kind]
+    return latency_orbit_representatives(topology, latency)
 
 
 def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, int]:

@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
-        files, refused = _export(args, topology, options, rows, inputs) if args.export else ([], [])
+        files, refused, gaps = (
+            _export(args, topology, options, rows, inputs) if args.export else ([], [], [])
+        )
         if args.plot:
             _plot(args, topology, rows, inputs)
     model = _nccl_model(topology, args.collective, rows)
@@ -112,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in files:
         print(f"wrote {path}")
+    for line in gaps:
+        print(line)
     for why in refused:
         print(f"not exported as MSCCL (its band holds the fastest other schedule): {why}")
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
@@ -183,69 +187,62 @@ def _export(
     options: list[Any],
     rows: list[Any],
     inputs: list[Path],
-) -> tuple[list[Path], list[str]]:
-    """The MSCCL files of every size band among the candidates that are schedules,
-    timetables or log-step schedules, with the schedule JSON of each tree band; and why
-    each log-step winner that could not be written was not (its band then holds the
-    fastest other candidate)."""
-    from optcoll.core.output import check_output, write_output
-    from optcoll.exceptions import ExportError
-    from optcoll.export.msccl import msccl_program, placements
-    from optcoll.export.msccl_steps import msccl_step_program, step_placements
-    from optcoll.export.runtimes import runtime_profile
-    from optcoll.io.schedule_json import schedule_text
-    from optcoll.sim.size_plan import schedule_bands
-    from optcoll.verify.msccl import verify_text
+) -> tuple[list[Path], list[str], list[str]]:
+    """The MSCCL files of every size band (:func:`optcoll.export.planned_bands.planned_bands`:
+    at each size the fastest as a file of plan's fastest candidates, trees, timetables and
+    log-step schedules, checked and simulated; consecutive sizes with the same file one
+    band), with the schedule JSON of each tree band; and why each winner that could not
+    be written was not (its band then holds the fastest other candidate); and per planned
+    size plan's time and the file's."""
+    from dataclasses import replace
 
-    profile = runtime_profile(args.runtime)
-    refused: dict[str, str] = {}  # log-step method -> why it has no MSCCL file
-    while True:
-        allowed = [o for o in options if o.method not in refused]
-        files: list[tuple[Path, str]] = []
-        for option, low, high in schedule_bands(rows, allowed, steps=True):
-            method = option.method
-            stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
-            band = f"{low}-{'max' if high is None else high}B"
-            if option.steps is not None:
-                schedule = option.steps.schedule
-                try:
-                    for placement in step_placements(schedule.collective):
-                        program = msccl_step_program(
-                            schedule, runtime=profile, placement=placement, min_bytes=low,
-                            max_bytes=high,
-                        )  # fmt: skip
-                        report = verify_text(program.text, runtime=profile.name, topology=topology)
-                        if not report.ok:
-                            raise ExportError(report.findings[0].message)
-                        path = (
-                            Path(args.export) / f"{args.collective}.{band}.{stem}.{placement}.xml"
-                        )
-                        files.append((path, program.text))
-                except ExportError as err:
-                    refused[method] = str(err)
-                    break
-                continue
-            tree = option.schedule
-            assert tree is not None  # schedule_bands keeps the candidates that are schedules
-            for placement in placements(tree.collective, profile):
-                program = msccl_program(
-                    tree, runtime=profile, placement=placement, min_bytes=low, max_bytes=high
-                )
-                where = "" if placement == "both" else f".{placement}"
-                path = Path(args.export) / f"{args.collective}.{band}.{stem}{where}.xml"
-                files.append((path, program.text))
-            # the schedule with the plan's order (priority, slice, a timetable's start times)
-            path = Path(args.export) / f"{args.collective}.{band}.{stem}.json"
-            files.append((path, schedule_text(tree)))
-        else:
-            break
+    from optcoll.core.output import check_output, write_output
+    from optcoll.core.schedule import Schedule
+    from optcoll.export.planned import ranked_choices
+    from optcoll.export.planned_bands import band_name, planned_bands
+    from optcoll.export.request import ExportRequest
+    from optcoll.io.schedule_json import schedule_text
+
+    folder = Path(args.export)
+    request = ExportRequest(
+        args.topo, str(folder / f"{args.collective}.xml"), collective=args.collective,
+        runtime=args.runtime, placement="both", root=args.root, overhead=args.overhead,
+        latency=args.latency, slice=args.slice, bands=True,
+    )  # fmt: skip
+
+    def stem(method: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
+
+    def named(low: int, high: int | None, method: str) -> Path:
+        return folder / f"{args.collective}.{band_name(low, high)}.{stem(method)}.xml"
+
+    bands = planned_bands(request, topology, ranked_choices(rows, options), output=named)
+    files: list[tuple[Path, str]] = []
+    for band in bands:
+        for path, text, placement in band.files:
+            where = "" if placement == "both" else f".{placement}"
+            files.append((named(band.low, band.high, band.method).with_suffix(f"{where}.xml"), text))
+        ranked = band.sizes[0].ranked
+        if isinstance(ranked.schedule, Schedule):  # with the plan's order and slices
+            stats = {**ranked.schedule.stats, "priority": ranked.priority,
+                     "slice_bytes": ranked.slice_bytes}  # fmt: skip
+            path = named(band.low, band.high, band.method).with_suffix(".json")
+            files.append((path, schedule_text(replace(ranked.schedule, stats=stats))))
     for path, _ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text in files:
         write_output(path, text, force=args.force, inputs=inputs)
     won = {r.method for r in rows}
-    notes = [f"{m}: {why}" for m, why in sorted(refused.items()) if m in won]
-    return [path for path, _ in files], notes
+    refused = {why for band in bands for one in band.sizes for why in one.refused}
+    notes = sorted(why for why in refused if why.split(":", 1)[0] in won)
+    gaps = [
+        f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
+        f"plan {one.plan_us:.3f} µs ({one.chosen}), the MSCCL file simulated "
+        f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
+        for band in bands
+        for one in band.sizes
+    ]
+    return [path for path, _ in files], notes, gaps
 
 
 def _plot(args: argparse.Namespace, topology: Any, rows: list[Any], inputs: list[Path]) -> None:

@@ -38,12 +38,13 @@ from optcoll.export.chakra import chakra_traces
 from optcoll.export.chakra_steps import step_traces
 from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network
-from optcoll.sim.size_plan import Candidate, candidates, plan
+from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
 
 __all__ = [
     "Ranked",
     "PlannedChoice",
     "planned_choices",
+    "ranked_choices",
     "PlannedTraces",
     "planned_traces",
     "astra_sim_comm_size",
@@ -172,6 +173,18 @@ def planned_choices(
         options=options,
         store_and_forward=store_and_forward,
     )
+    return ranked_choices(rows, options)
+
+
+def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> list[PlannedChoice]:
+    """Each planned size's choice (``rows`` of :func:`optcoll.sim.size_plan.plan` over
+    ``options``) and its candidates a file can hold, fastest first.
+
+    Raises
+    ------
+    ExportError
+        No candidate at some size is a tree or step schedule.
+    """
     found = []
     for row in rows:
         ran = {m: (p, s) for m, p, s in row.orders}

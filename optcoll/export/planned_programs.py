@@ -34,6 +34,7 @@ Examples
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
-from optcoll.export.planned import Ranked, planned_choices
+from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
 from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, schedule_path
 from optcoll.export.runtimes import runtime_profile
@@ -62,7 +63,16 @@ from optcoll.verify.msccl.program import parse_program
 from optcoll.verify.mscclpp import verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
-__all__ = ["export_planned_program", "NOT_CARRIED", "FILE_CANDIDATES"]
+__all__ = [
+    "export_planned_program",
+    "FileChoice",
+    "file_choice",
+    "program_files",
+    "refuse_unplanned",
+    "request_sim",
+    "NOT_CARRIED",
+    "FILE_CANDIDATES",
+]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
 #: as files; the one whose file runs fastest is kept.
@@ -76,6 +86,119 @@ NOT_CARRIED = {
     "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
     "log-step message's slices; every wait, signal and reduction is an op of its own",
 }
+
+
+@dataclass(frozen=True)
+class FileChoice:
+    """The file form of plan's choice at one size: what plan chose (``chosen``, its time
+    ``plan_us``) and its lower bound, the candidate written (``ranked``: the fastest as a
+    file of plan's :data:`FILE_CANDIDATES` fastest the format holds), its checked files
+    (``files``: path, text, placement), each one's simulated time at ``size``
+    (``times``), every candidate tried as ``(candidate, file time)`` and why the
+    others were not written (``refused``)."""
+
+    size: int
+    chosen: str
+    plan_us: float
+    lower_bound_us: float
+    ranked: Ranked
+    files: tuple[tuple[Path, str, str], ...]
+    times: tuple[float, ...]
+    compared: tuple[tuple[Ranked, float], ...]
+    refused: tuple[str, ...]
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The files' texts (what a band of sizes must share)."""
+        return tuple(text for _, text, _ in self.files)
+
+
+def file_choice(
+    request: ExportRequest,
+    topology: Any,
+    choice: PlannedChoice,
+    sim: SimOptions,
+    *,
+    output: str | Path | None = None,
+    written: dict[int, tuple[Any, list[tuple[Path, str, str]] | ExportError]] | None = None,
+) -> FileChoice:
+    """Write (in memory), check and simulate at ``choice.size`` the first
+    :data:`FILE_CANDIDATES` of plan's candidates (``choice.ranked``) that ``request.format``
+    holds, and keep the one whose file runs fastest (module docstring). ``output``: the
+    file they are named after (default ``request.output``); ``written``: a cache of the
+    files of each candidate schedule (by ``id``), shared between sizes.
+
+    Raises
+    ------
+    ExportError
+        No candidate the format can hold.
+    """
+    fmt, size = request.format, choice.size
+    written = {} if written is None else written
+    refused: list[str] = []
+    network = sim.network(topology)
+    tried: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
+    for ranked in choice.ranked:
+        if len(tried) == FILE_CANDIDATES:
+            break
+        key = id(ranked.schedule)
+        if key not in written or written[key][0] is not ranked.schedule:
+            try:
+                made: list[tuple[Path, str, str]] | ExportError = program_files(
+                    request, topology, ranked, output=output
+                )
+            except ExportError as err:
+                made = err
+            written[key] = (ranked.schedule, made)
+        files = written[key][1]
+        if isinstance(files, ExportError):
+            refused.append(f"{ranked.method}: {files}")
+            continue
+        times = [
+            _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
+                       sim.default_latency)
+            for _, text, _ in files
+        ]  # fmt: skip
+        tried.append((times[0], len(tried), ranked, files, times))
+    if not tried:
+        raise ExportError(
+            f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
+        )
+    _, _, ranked, files, times = min(tried, key=lambda t: (t[0], t[1]))
+    return FileChoice(
+        size,
+        choice.chosen,
+        choice.time_us,
+        choice.lower_bound_us,
+        ranked,
+        tuple(files),
+        tuple(times),
+        tuple((r, first) for first, _, r, _, _ in tried),
+        tuple(refused),
+    )
+
+
+def request_sim(request: ExportRequest) -> SimOptions:
+    """The simulator's options of ``request`` (plan's defaults where not given)."""
+    return SimOptions(
+        DEFAULT_OVERHEAD if request.overhead is None else request.overhead,
+        DEFAULT_SLICE if request.slice is None else request.slice,
+        DEFAULT_LATENCY if request.latency is None else request.latency,
+    )
+
+
+def refuse_unplanned(request: ExportRequest, flag: str) -> None:
+    """Refuse what a planned program does not take."""
+    given = [name for name, on in (("-k", request.k is not None), ("--exact", request.exact),
+             ("--groups", request.groups is not None),
+             ("--channels", request.channels is not None)) if on]  # fmt: skip
+    if schedule_path(request.source) is not None or given:
+        raise ExportError(
+            f"{flag} writes what plan chose for a topology: drop "
+            + (", ".join(given) if given else "the schedule file (give a topology)")
+        )
+    if request.collective == "alltoall":
+        raise ExportError(f"{flag} plans allgather, reduce-scatter, allreduce, broadcast or reduce")
 
 
 def export_planned_program(request: ExportRequest) -> ExportReport:
@@ -92,49 +215,18 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     assert size is not None and fmt in ("msccl", "mscclpp")
     require_suffix(request.output, (".xml",) if fmt == "msccl" else (".json",),
                    "an MSCCL program" if fmt == "msccl" else "an MSCCL++ execution plan")  # fmt: skip
-    given = [flag for flag, on in (("-k", request.k is not None), ("--exact", request.exact),
-             ("--bands", request.bands), ("--groups", request.groups is not None),
-             ("--channels", request.channels is not None)) if on]  # fmt: skip
-    if schedule_path(request.source) is not None or given:
-        raise ExportError(
-            "--size writes what plan chose at that size for a topology: drop "
-            + (", ".join(given) if given else "the schedule file (give a topology)")
-        )
-    if request.collective == "alltoall":
-        raise ExportError("--size plans allgather, reduce-scatter, allreduce, broadcast or reduce")
+    if request.bands:
+        raise ExportError("--size writes what plan chose at that size: drop --bands")
+    refuse_unplanned(request, "--size")
     topology = load_topology(request.source, **request.reader_keywords())
-    sim = SimOptions(
-        DEFAULT_OVERHEAD if request.overhead is None else request.overhead,
-        DEFAULT_SLICE if request.slice is None else request.slice,
-        DEFAULT_LATENCY if request.latency is None else request.latency,
-    )
+    sim = request_sim(request)
     (choice,) = planned_choices(
         topology, request.collective, [size], root=request.root, overhead=sim.overhead,
         default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
         choose_slice=request.slice is None,
     )  # fmt: skip
-    refused: list[str] = []
-    network = sim.network(topology)
-    tried: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
-    for ranked in choice.ranked:
-        if len(tried) == FILE_CANDIDATES:
-            break
-        try:
-            written = _programs(request, topology, ranked)
-        except ExportError as err:
-            refused.append(f"{ranked.method}: {err}")
-            continue
-        times = [
-            _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
-                       sim.default_latency)
-            for _, text, _ in written
-        ]  # fmt: skip
-        tried.append((times[0], len(tried), ranked, written, times))
-    if not tried:
-        raise ExportError(
-            f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
-        )
-    _, _, ranked, files, times = min(tried, key=lambda t: (t[0], t[1]))
+    best = file_choice(request, topology, choice, sim)
+    ranked, files, times = best.ranked, best.files, best.times
     inputs = input_files(request.source)
     for path, _, _ in files:
         check_output(path, force=request.force, inputs=inputs)
@@ -161,18 +253,13 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         )
     compared = [
         {"method": r.method, "plan_time_us": round(r.time_us, 4), "file_time_us": round(t, 4)}
-        for t, _, r, _, _ in tried
+        for r, t in best.compared
     ]
     lines = []
     piece = "whole chunks" if ranked.slice_bytes is None else size_text(ranked.slice_bytes)
-    what = (
-        f"{ranked.schedule.num_steps} steps"
-        if isinstance(ranked.schedule, StepSchedule)
-        else f"k = {ranked.schedule.k}"
-    )
     chose = "" if choice.chosen == ranked.method else f" (plan chose {choice.chosen})"
     for (path, _, placement), file_us in zip(files, times, strict=True):
-        lines.append(f"wrote {path}: {placement}, {ranked.method}{chose}, {what}; checked")
+        lines.append(f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}; checked")
         lines.append(
             f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs, this file simulated "
             f"{file_us:.4f} µs ({file_us / ranked.time_us - 1:+.1%}; "
@@ -186,7 +273,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             )  # fmt: skip
         )
     lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
-    warnings = [f"not written ({why})" for why in refused]
+    warnings = [f"not written ({why})" for why in best.refused]
     data = {
         "format": fmt,
         "files": entries,
@@ -197,11 +284,28 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
 
 
-def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tuple[Path, str, str]]:
-    """The checked files of one candidate: (path, text, placement); ExportError if the
-    format cannot hold it or a checker refuses it."""
+def _what(ranked: Ranked) -> str:
+    """A candidate's shape in words: its steps or its k."""
+    if isinstance(ranked.schedule, StepSchedule):
+        return f"{ranked.schedule.num_steps} steps"
+    return f"k = {ranked.schedule.k}"
+
+
+def program_files(
+    request: ExportRequest,
+    topology: Any,
+    ranked: Ranked,
+    *,
+    output: str | Path | None = None,
+    low: int = 0,
+    high: int | None = None,
+) -> list[tuple[Path, str, str]]:
+    """The checked files of one candidate for messages of ``low`` to ``high`` bytes (None:
+    no limit), named after ``output`` (default ``request.output``): (path, text,
+    placement); ExportError if the format cannot hold it or a checker refuses it."""
     schedule = ranked.schedule
-    name = f"optcoll {request.collective} {ranked.method} at {size_text(request.size or 0)}"
+    base = request.output if output is None else output
+    name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
     if request.format == "msccl":
         profile = runtime_profile(request.runtime)
@@ -210,13 +314,14 @@ def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tup
             if isinstance(schedule, StepSchedule)
             else placements(schedule.collective, profile)
         )
-        for placement, path in placement_paths(request.output, kinds, request.placement,
+        for placement, path in placement_paths(base, kinds, request.placement,
                                                what=f"{profile.name}"):  # fmt: skip
             if isinstance(schedule, StepSchedule):
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
-                                          name=name).text  # fmt: skip
+                                          name=name, min_bytes=low, max_bytes=high).text  # fmt: skip
             else:
-                text = msccl_program(schedule, runtime=profile, placement=placement, name=name).text
+                text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
+                                     min_bytes=low, max_bytes=high).text  # fmt: skip
             checked = verify_text(text, runtime=profile.name, topology=topology)
             if not checked.ok:
                 raise ExportError(f"check-xml: {checked.findings[0].message}")
@@ -227,14 +332,16 @@ def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tup
         programs: tuple[str, ...] = ("outofplace",)
     else:
         programs = mscclpp_placements(schedule.collective)
-    for placement, path in placement_paths(request.output, programs, request.placement,
+    for placement, path in placement_paths(base, programs, request.placement,
                                            what="MSCCL++"):  # fmt: skip
         if isinstance(schedule, StepSchedule):
-            plan = mscclpp_step_plan(schedule, boxes=boxes, name=name)
+            plan = mscclpp_step_plan(schedule, boxes=boxes, name=name, min_message_size=low,
+                                     max_message_size=high)  # fmt: skip
         else:
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
-                                unit_size=pipeline_unit(topology, schedule))  # fmt: skip
+                                unit_size=pipeline_unit(topology, schedule),
+                                min_message_size=low, max_message_size=high)  # fmt: skip
         report = verify_plan(plan.document)
         if not report.ok:
             raise ExportError(f"check-plan: {report.findings[0][1]}")

@@ -23,6 +23,7 @@ from optcoll.export import export_text
 from optcoll.export.chakra_workflow import export_chakra
 from optcoll.export.msccl import msccl_program, placement_files
 from optcoll.export.mscclpp_workflow import export_mscclpp
+from optcoll.export.planned_bands import export_planned_bands
 from optcoll.export.planned_programs import export_planned_program
 from optcoll.export.report import ExportReport
 from optcoll.export.request import (
@@ -85,11 +86,12 @@ def _export_files(request: ExportRequest) -> ExportReport:
                           "msccl or mscclpp")  # fmt: skip
     if (
         request.size is None
+        and not request.bands
         and request.format != "chakra"
         and any(value is not None for value in (request.overhead, request.latency, request.slice))
     ):
-        raise ExportError("--overhead, --latency and --slice plan a size: they need --size "
-                          "(or --format chakra)")  # fmt: skip
+        raise ExportError("--overhead, --latency and --slice plan a size: they need --size, "
+                          "--bands (or --format chakra)")  # fmt: skip
     if request.format != "chakra" and request.switch_model is not None:
         raise ExportError("--switch-model plans Chakra traces for ASTRA-sim's switches: it "
                           "needs --format chakra")  # fmt: skip
@@ -97,6 +99,11 @@ def _export_files(request: ExportRequest) -> ExportReport:
         return export_chakra(request)
     if request.size is not None:  # plan's choice at the size, as MSCCL XML or MSCCL++
         return export_planned_program(request)
+    if request.bands and request.format in ("msccl", "mscclpp"):  # plan's choice per band
+        if request.exact or request.k is not None:
+            given = "--exact" if request.exact else "-k"
+            raise ExportError(f"--bands writes plan's choice in each band: drop {given}")
+        return export_planned_bands(request)
     if request.format == "mscclpp":
         return export_mscclpp(request)
     if request.format == "msccl":

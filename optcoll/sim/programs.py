@@ -58,6 +58,7 @@ __all__ = [
     "mscclpp_tasks",
     "ChakraTraces",
     "read_chakra",
+    "decode_chakra",
     "chakra_tasks",
     "chakra_ties",
 ]
@@ -399,8 +400,19 @@ class ChakraTraces:
 def read_chakra(prefix: str) -> ChakraTraces:
     """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
     wrong are refused with its first finding (run ``optcoll check-et``)."""
-    raw = read_traces(prefix)
-    report = verify_traces(raw)
+    return decode_chakra(read_traces(prefix), prefix)
+
+
+def decode_chakra(raw: Sequence[tuple[str, bytes]], prefix: str) -> ChakraTraces:
+    """Decode each rank's trace ``(name, data)`` of one set (``prefix``, for messages) with
+    the trace checker's decoder, once the checker accepts them.
+
+    Raises
+    ------
+    ScheduleError
+        The trace checker's first finding.
+    """
+    report = verify_traces(list(raw))
     if not report.ok:
         raise ScheduleError(f"{prefix}: cannot be simulated: {report.findings[0].message}")
     decoded = [decode_trace(data, name) for name, data in raw]

@@ -44,7 +44,7 @@ ops (a plan with them is not executed).
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
@@ -334,7 +334,10 @@ class _Machine:
             return True
         if name in ("wait", "rlxwait"):
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
-            if any(self.taken[k] >= len(self.signals[k]) for k in keys):
+            # a channel listed twice is waited on twice: each of its threads takes the next
+            # expected signal (an atomic add, mscclpp semaphore_device.hpp)
+            need = Counter(keys)
+            if any(self.taken[k] + c > len(self.signals[k]) for k, c in need.items()):
                 return False
             for k in keys:
                 message = self.signals[k][self.taken[k]]

@@ -219,9 +219,11 @@ def _export(
     bands = planned_bands(request, topology, ranked_choices(rows, options), output=named)
     files: list[tuple[Path, str]] = []
     for band in bands:
-        for path, text, placement in band.files:
+        for _, text, placement in band.files:
             where = "" if placement == "both" else f".{placement}"
-            files.append((named(band.low, band.high, band.method).with_suffix(f"{where}.xml"), text))
+            files.append(
+                (named(band.low, band.high, band.method).with_suffix(f"{where}.xml"), text)
+            )
         ranked = band.sizes[0].ranked
         if isinstance(ranked.schedule, Schedule):  # with the plan's order and slices
             stats = {**ranked.schedule.stats, "priority": ranked.priority,

@@ -108,7 +108,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     else:
         if request.bands:
             raise ExportError("--bands with --format chakra plans a topology: drop -k, --exact")
-        _, chosen, _, _ = chosen_schedules(request)
+        _, chosen, _ = chosen_schedules(request)
         choice = chosen[0]
         sets.append((prefix, choice.schedule, choice.allgather, choice.time_factor,
                      choice.optimum, None, None, {}))  # fmt: skip

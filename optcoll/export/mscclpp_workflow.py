@@ -66,9 +66,12 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
     """Build the plans of ``request``, check them with the independent checker, write and
     report them (an LL plan beside the Simple one where it is simulated faster)."""
     require_suffix(request.output, (".json",), "an MSCCL++ execution plan")
-    if request.bands or request.channels is not None or request.max_threadblocks is not None:
+    if request.bands:
+        raise ExportError("--bands writes plan's choice per band for a topology: drop -k, "
+                          "--exact, --groups or the schedule file")  # fmt: skip
+    if request.channels is not None or request.max_threadblocks is not None:
         raise ExportError(
-            "--bands, --channels and --max-threadblocks apply to MSCCL XML; an "
+            "--channels and --max-threadblocks apply to MSCCL XML; an "
             "MSCCL++ plan chooses its channels and thread blocks itself"
         )
     base = Path(request.output)
@@ -79,7 +82,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
     else:
-        topology, chosen, _, _ = chosen_schedules(request)
+        topology, chosen, _ = chosen_schedules(request)
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
     files = []

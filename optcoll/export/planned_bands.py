@@ -18,9 +18,12 @@ Examples
 >>> from optcoll.export.request import ExportRequest
 >>> from optcoll.topologies import build
 >>> request = ExportRequest("ring:4", os.path.join(tempfile.mkdtemp(), "ag.xml"), bands=True,
-...                         sizes=[2**16, 2**24], overhead=0)
->>> [(b.low, b.high, b.method) for b in planned_bands(request, build("ring:4"))]
-[(0, 16777215, 'timetable (k=4)'), (16777216, None, 'timetable (k=4)')]
+...                         sizes=[2**10, 2**30])
+>>> bands = planned_bands(request, build("ring:4"))
+>>> [(b.low, b.high, b.method) for b in bands]
+[(0, 1073741823, 'k=1'), (1073741824, None, 'timetable (k=4)')]
+>>> [round(one.times[0] / one.plan_us - 1, 4) for b in bands for one in b.sizes]  # file vs plan
+[0.9983, 0.0002]
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from typing import Any
 
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
 from optcoll.core.sizes import size_text
-from optcoll.exceptions import ExportError
 from optcoll.export.planned import PlannedChoice, planned_choices
 from optcoll.export.planned_programs import (
     NOT_CARRIED,
@@ -106,7 +108,10 @@ def planned_bands(
             break
         best = file_choice(request, topology, choice, sim, written=cache)
         last = runs[-1][-1] if runs else None
-        if last is not None and (last.ranked.method, last.texts) == (best.ranked.method, best.texts):
+        if last is not None and (last.ranked.method, last.texts) == (
+            best.ranked.method,
+            best.texts,
+        ):
             runs[-1].append(best)
         else:
             runs.append([best])
@@ -180,7 +185,9 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
                     "sizes": at,
                 }
             )
-            lines.append(f"wrote {path}: {placement}, {band.method}, {band.low} B .. {top}; checked")
+            lines.append(
+                f"wrote {path}: {placement}, {band.method}, {band.low} B .. {top}; checked"
+            )
         for one in at:
             chose = "" if one["planned"] == band.method else f" (plan chose {one['planned']})"
             lines.append(
@@ -193,4 +200,3 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
     data = {"format": fmt, "bands": True, "files": entries, "not_carried": NOT_CARRIED[fmt],
             "warnings": warnings}  # fmt: skip
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
-

@@ -10,9 +10,9 @@ into files.
 Examples
 --------
 >>> request = ExportRequest("ring:4", "ag.xml")
->>> topology, chosen, tried, bands = chosen_schedules(request)
->>> chosen[0].schedule.k, chosen[0].time_factor, bands
-(2, Fraction(3, 200), None)
+>>> topology, chosen, tried = chosen_schedules(request)
+>>> chosen[0].schedule.k, chosen[0].time_factor
+(2, Fraction(3, 200))
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from optcoll import topologies
+from optcoll.bounds.partition import partition_bound
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import input_files
 from optcoll.core.process_groups import make_groups
@@ -46,8 +48,8 @@ from optcoll.schedules.collectives import (
     reduce_scatter,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-from optcoll.sim.cost_model import SIZES
-from optcoll.sim.size_plan import candidates, plan, schedule_bands
+from optcoll.schedules.spanning_tree_allreduce import rooted_schedule
+from optcoll.verify.aggregation import verify_aggregation_schedule
 from optcoll.verify.schedule import verify_groups_schedule, verify_schedule
 
 __all__ = ["ExportRequest", "Chosen", "chosen_schedules", "groups_schedule", "schedule_path"]
@@ -201,15 +203,13 @@ def groups_schedule(request: ExportRequest) -> tuple[Any, Any, Fraction | None] 
     return topology, schedule, optimum
 
 
-def chosen_schedules(
-    request: ExportRequest,
-) -> tuple[Any, list[Chosen], tuple, list[tuple[int, int | None]] | None]:
-    """The topology (None if unknown and unchecked), the verified schedules to write and,
-    with ``--bands``, the size band of each (``(smallest, largest or None)``)."""
+def chosen_schedules(request: ExportRequest) -> tuple[Any, list[Chosen], tuple]:
+    """The topology (None if unknown and unchecked), the verified schedules to write and the
+    ``k`` tried (``--bands`` plans each band's choice instead:
+    :mod:`optcoll.export.planned_bands`)."""
 
     tolerance = DEFAULT_TOLERANCE if request.tolerance is None else request.tolerance
     schedule_file = schedule_path(request.source)
-    edges = None
     if schedule_file is None:
         topology = load_topology(request.source, **request.reader_keywords())
         best = deployable_schedule(
@@ -221,10 +221,6 @@ def chosen_schedules(
             root=request.root,
         )
         phases = [(best.schedule, best.allgather)]
-        if request.bands:
-            bands = _bands(request, topology, tolerance)
-            phases = [(option.schedule, None) for option, _, _ in bands]
-            edges = [(low, high) for _, low, high in bands]
         tried = best.tried
     else:
         if request.k is not None or request.exact or request.bands:
@@ -232,6 +228,9 @@ def chosen_schedules(
                 f"{request.source} is a schedule file with its own k; -k, --exact and --bands "
                 "apply to a topology"
             )
+        spanning = _spanning_trees(request, schedule_file)
+        if spanning is not None:
+            return spanning
         topology, schedules = _from_file(request, schedule_file)
         phases = [(schedule, None) for schedule in schedules]
         tried = ()
@@ -249,23 +248,44 @@ def chosen_schedules(
                 factor += _verified(topology, phase, bound)
                 optimum += bound
         chosen.append(Chosen(schedule, factor, optimum, allgather))
-    return topology, chosen, tried, edges
+    return topology, chosen, tried
 
 
-def _bands(request: ExportRequest, topology: Any, tolerance: Fraction) -> list[Any]:
-    """``optcoll plan``'s size bands (:func:`optcoll.sim.size_plan.schedule_bands`) at ``--sizes``."""
-
-    options = candidates(topology, request.collective, root=request.root, tolerance=tolerance)
-    sizes = sorted(set(request.sizes or SIZES))
-    rows = plan(
-        topology,
-        request.collective,
-        sizes,
-        root=request.root,
-        progress=request.progress,
-        options=options,
-    )
-    return schedule_bands(rows, options)
+def _spanning_trees(request: ExportRequest, path: Path) -> tuple[Any, list[Chosen], tuple] | None:
+    """An aggregation schedule file of reduce + broadcast over spanning trees (``solve
+    --collective allreduce`` where they beat reduce-scatter + allgather) as the tree schedule
+    the writers take (:func:`optcoll.schedules.spanning_tree_allreduce.rooted_schedule`):
+    the topology, the schedule with the aggregation verifier's exact time factor (``N``
+    times it, a tree schedule's time being ``(M / N) * time_factor``) and the partition
+    bound as its optimum (the least time of every allreduce in which only compute nodes
+    reduce, where exact); None if the file holds no aggregation schedule."""
+    loaded = load_any_schedule(path)
+    if not isinstance(loaded, AggregationSchedule):
+        return None
+    if request.collective != "allreduce":
+        raise ExportError(f"{path} holds an allreduce (aggregation trees): give --collective "
+                          "allreduce")  # fmt: skip
+    topology = _topology_of(request.topology, loaded, path, request.reader_keywords())
+    try:
+        schedule = rooted_schedule(loaded)
+    except ScheduleError as err:
+        raise ExportError(f"{path}: {err}") from None
+    n = len(schedule.compute_nodes)
+    if request.unchecked:
+        plain = replace(schedule, time_factor=None, stats={})
+        return topology, [Chosen(plain, None, None)], ()
+    verdict = verify_aggregation_schedule(topology, loaded)
+    if not verdict.valid or verdict.time_factor is None:
+        raise ExportError(f"{path} fails verification on {topology.name!r}: {verdict.reason}; "
+                          "nothing written (--unchecked writes it anyway)")  # fmt: skip
+    rooted = verify_schedule(topology, replace(schedule, time_factor=None))
+    if not rooted.valid:  # the same trees and paths, so never; but checked, not assumed
+        raise ExportError(f"the rooted trees of {path} fail verification: {rooted.reason}")
+    bound = partition_bound(topology, "allreduce")
+    factor = n * verdict.time_factor
+    chosen = Chosen(replace(schedule, time_factor=factor), factor,
+                    n * bound.time_factor if bound.exact else None)  # fmt: skip
+    return topology, [chosen], ()
 
 
 def _verified(topology: Any, schedule: Any, optimum: Fraction | None) -> Fraction:

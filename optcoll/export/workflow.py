@@ -126,14 +126,11 @@ def _export_files(request: ExportRequest) -> ExportReport:
         profile = replace(profile, max_threadblocks=request.max_threadblocks)
     if request.exact and request.k is not None:
         raise ExportError("--exact keeps the optimal k; it cannot be combined with -k")
-    if request.bands and request.format != "msccl":
+    if request.bands:
         raise ExportError(
-            f"--bands plans MSCCL XML size bands; --format {request.format} has none: drop "
-            "--bands or use --format msccl"
+            f"--bands plans MSCCL XML, MSCCL++ or Chakra size bands; --format {request.format} "
+            "has none: drop --bands or use --format msccl, mscclpp or chakra"
         )
-    if request.bands and (request.exact or request.k is not None):
-        given = "--exact" if request.exact else "-k"
-        raise ExportError(f"--bands chooses the k of each band itself: drop {given}")
     if request.sizes and not request.bands:
         raise ExportError("--sizes plans the size bands: it needs --bands")
 
@@ -142,8 +139,8 @@ def _export_files(request: ExportRequest) -> ExportReport:
         files = _plan_groups(request, profile, *grouped)
         _write(request, files)
         return _report_groups(request, profile, grouped[1], files)
-    topology, chosen, tried, edges = chosen_schedules(request)
-    files = _plan(request, profile, chosen, edges)
+    topology, chosen, tried = chosen_schedules(request)
+    files = _plan(request, profile, chosen)
 
     _write(request, files)
     return _report(request, profile, chosen, files, tried)
@@ -271,7 +268,6 @@ def _plan(
     request: ExportRequest,
     profile: Any,
     chosen: list[Chosen],
-    edges: list[tuple[int, int | None]] | None,
 ) -> list[tuple[Path, str, dict[str, Any]]]:
     """Every file to write: (path, text, report entry)."""
 
@@ -286,45 +282,36 @@ def _plan(
             )
         entry = {"path": str(base), "k": first.k, **_factors(chosen[0]), **_rounding(first)}
         return [(base, export_text(first, "json"), entry)]
-    bands = [(i, low, high) for i, (low, high) in enumerate(edges or [(0, None)])]
+    choice = chosen[0]
+    schedule = choice.schedule
+    low, high = 0, request.max_bytes
     files = []
-    for index, low, high in bands:
-        if request.max_bytes is not None:
-            if low > request.max_bytes:
-                continue
-            high = request.max_bytes if high is None else min(high, request.max_bytes)
-        choice = chosen[index]
-        schedule = choice.schedule
-        band = f".{low}-{'max' if high is None else high}B" if len(bands) > 1 else ""
-        band_file = base.with_name(f"{base.stem}{band}{base.suffix}")
-        for placement, path in placement_files(
-            band_file, schedule.collective, profile, request.placement
-        ):
-            program = msccl_program(
-                schedule,
-                runtime=profile,
-                channels=request.channels,
-                placement=placement,
-                min_bytes=low,
-                max_bytes=high,
-                allgather=choice.allgather,
-            )
-            entry = {
-                "path": str(path),
-                "k": schedule.k,
-                **_factors(choice),
-                **_rounding(schedule),
-                "placement": placement,
-                "min_bytes": low,
-                "max_bytes": high,
-                "nchunksperloop": program.nchunksperloop,
-                "nchannels": program.nchannels,
-                "steps_per_threadblock": program.max_steps,
-                "threadblocks_per_gpu": program.max_threadblocks,
-                "peers_per_gpu": program.max_peers,
-                "powers_of_two_from": _powers_of_two_from(program.nchunksperloop, low, high),
-            }
-            files.append((path, program.text, entry))
+    for placement, path in placement_files(base, schedule.collective, profile, request.placement):
+        program = msccl_program(
+            schedule,
+            runtime=profile,
+            channels=request.channels,
+            placement=placement,
+            min_bytes=low,
+            max_bytes=high,
+            allgather=choice.allgather,
+        )
+        entry = {
+            "path": str(path),
+            "k": schedule.k,
+            **_factors(choice),
+            **_rounding(schedule),
+            "placement": placement,
+            "min_bytes": low,
+            "max_bytes": high,
+            "nchunksperloop": program.nchunksperloop,
+            "nchannels": program.nchannels,
+            "steps_per_threadblock": program.max_steps,
+            "threadblocks_per_gpu": program.max_threadblocks,
+            "peers_per_gpu": program.max_peers,
+            "powers_of_two_from": _powers_of_two_from(program.nchunksperloop, low, high),
+        }
+        files.append((path, program.text, entry))
     return files
 
 

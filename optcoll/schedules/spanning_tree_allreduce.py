@@ -39,6 +39,7 @@ Fraction(1, 160)
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -47,9 +48,9 @@ from optcoll.bounds.in_network import reduction_cut
 from optcoll.bounds.partition import partition_bound
 from optcoll.core.aggregation import OPTIMAL_AMONG, AggregationSchedule, AggregationTree
 from optcoll.core.arguments import as_topology
-from optcoll.core.schedule import Tree, TreeEdge
+from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
-from optcoll.exceptions import ArgumentError
+from optcoll.exceptions import ArgumentError, ScheduleError
 from optcoll.graph.strength import graph_strength
 from optcoll.schedules.collectives import collective_lower_bound_core
 
@@ -61,6 +62,7 @@ __all__ = [
     "reduce_broadcast_trees",
     "tree_time_factor",
     "spanning_tree_schedule",
+    "rooted_schedule",
     "MAX_CHUNKS",
     "TOLERANCE",
 ]
@@ -450,3 +452,89 @@ def spanning_tree_schedule(
             "gap_to_cut_bound": str(time_factor / cut),
         },
     )
+
+
+def rooted_schedule(schedule: AggregationSchedule) -> Schedule:
+    """An allreduce by reduce + broadcast over spanning trees of the compute nodes as a
+    tree :class:`~optcoll.core.schedule.Schedule` (what the MSCCL, MSCCL++ and Chakra
+    writers take): the same trees, each chunk reduced up its tree and broadcast down it.
+
+    A tree's edges carry each of its chunks once toward the apex and once away, whichever
+    node is the apex, so the apex of each chunk may be chosen freely without changing any
+    link's load. The ``k`` chunks of the message, tree by tree, become ``N k`` chunk
+    units (tree ``t`` of ``c_t`` chunks: ``N c_t`` units), dealt in order ``k`` to each
+    compute node: node ``r``'s units ``r k .. r k + k - 1`` are its shard, and each tree
+    carries the units it was dealt to ``r`` rooted at ``r``. The result is a valid
+    allreduce schedule of ``k`` chunks per shard with the aggregation schedule's link loads
+    (its time factor, ``(M / N) * time_factor``, is ``N`` times the aggregation one's).
+
+    Raises
+    ------
+    ScheduleError
+        A tree whose apex is not a compute node, whose vertices are not exactly the compute
+        nodes (a switch that reduces or multicasts: NVLS, SHARP), or whose reduce edges are
+        not its multicast edges reversed.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> aggregated = spanning_tree_schedule(build("mesh:4x4"))
+    >>> rooted = rooted_schedule(aggregated)
+    >>> rooted.k == aggregated.k, rooted.time_factor == 16 * aggregated.time_factor
+    (True, True)
+    """
+    nodes = schedule.compute_nodes
+    n, k = len(nodes), schedule.k
+    units: list[tuple[int, int, int]] = []  # (tree, first unit, last unit + 1)
+    start = 0
+    for index, tree in enumerate(schedule.trees):
+        reversed_multicast = {(e.dst, e.src, tuple(reversed(e.path))) for e in tree.multicast_edges}
+        vertices = {tree.apex} | {e.dst for e in tree.multicast_edges}
+        if (
+            tree.apex not in nodes
+            or vertices != set(nodes)
+            or len(tree.multicast_edges) != n - 1
+            or {(e.src, e.dst, tuple(e.path)) for e in tree.reduce_edges} != reversed_multicast
+        ):
+            raise ScheduleError(
+                f"aggregation tree {index} (apex {tree.apex!r}) is not a spanning tree of the "
+                "compute nodes reduced up and broadcast down the same edges: only a "
+                "spanning-tree allreduce (no switch reduces or multicasts) has a tree schedule"
+            )
+        units.append((index, start, start + n * tree.chunks))
+        start += n * tree.chunks
+    trees = []
+    for r, root in enumerate(nodes):
+        for index, first, last in units:
+            count = min(last, (r + 1) * k) - max(first, r * k)
+            if count > 0:
+                trees.append(_rerooted(schedule.trees[index].multicast_edges, root, count))
+    time_factor = None if schedule.time_factor is None else n * schedule.time_factor
+    return Schedule(
+        "allreduce",
+        schedule.topology,
+        nodes,
+        k,
+        tuple(trees),
+        time_factor=time_factor,
+        topology_hash=schedule.topology_hash,
+        stats={"method": "spanning trees (reduce+broadcast)"},
+    )
+
+
+def _rerooted(edges: Sequence[TreeEdge], root: str, chunks: int) -> Tree:
+    """The tree of ``edges`` (any orientation) with its edges directed away from ``root``,
+    each path reversed where its edge is."""
+    around: dict[str, list[TreeEdge]] = defaultdict(list)
+    for e in edges:
+        around[e.src].append(e)
+        around[e.dst].append(TreeEdge(e.dst, e.src, tuple(reversed(e.path))))
+    out, seen, stack = [], {root}, [root]
+    while stack:
+        v = stack.pop()
+        for e in around[v]:
+            if e.dst not in seen:
+                seen.add(e.dst)
+                out.append(e)
+                stack.append(e.dst)
+    return Tree(root, chunks, tuple(out))

@@ -148,7 +148,7 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
     fmt = request.format
     require_suffix(request.output, (".xml",) if fmt == "msccl" else (".json",),
                    "an MSCCL program" if fmt == "msccl" else "an MSCCL++ execution plan")  # fmt: skip
-    refuse_unplanned(request, "--bands")
+    refuse_unplanned(request, "--bands writes what plan chose in each band")
     topology = load_topology(request.source, **request.reader_keywords())
     bands = planned_bands(request, topology)
     inputs = input_files(request.source)

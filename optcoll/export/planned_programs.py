@@ -188,17 +188,26 @@ def request_sim(request: ExportRequest) -> SimOptions:
 
 
 def refuse_unplanned(request: ExportRequest, flag: str) -> None:
-    """Refuse what a planned program does not take."""
+    """Refuse what a planned program does not take (``flag``: what the option does, for
+    the message).
+
+    Raises
+    ------
+    ExportError
+        A schedule file, ``-k``, ``--exact``, ``--groups``, ``--channels`` or an all-to-all.
+    """
     given = [name for name, on in (("-k", request.k is not None), ("--exact", request.exact),
              ("--groups", request.groups is not None),
              ("--channels", request.channels is not None)) if on]  # fmt: skip
     if schedule_path(request.source) is not None or given:
         raise ExportError(
-            f"{flag} writes what plan chose for a topology: drop "
+            f"{flag} for a topology: drop "
             + (", ".join(given) if given else "the schedule file (give a topology)")
         )
     if request.collective == "alltoall":
-        raise ExportError(f"{flag} plans allgather, reduce-scatter, allreduce, broadcast or reduce")
+        raise ExportError(
+            f"{flag.split()[0]} plans allgather, reduce-scatter, allreduce, broadcast or reduce"
+        )
 
 
 def export_planned_program(request: ExportRequest) -> ExportReport:
@@ -216,8 +225,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     require_suffix(request.output, (".xml",) if fmt == "msccl" else (".json",),
                    "an MSCCL program" if fmt == "msccl" else "an MSCCL++ execution plan")  # fmt: skip
     if request.bands:
-        raise ExportError("--size writes what plan chose at that size: drop --bands")
-    refuse_unplanned(request, "--size")
+        raise ExportError("--size writes what plan chose at that size for a topology: drop --bands")
+    refuse_unplanned(request, "--size writes what plan chose at that size")
     topology = load_topology(request.source, **request.reader_keywords())
     sim = request_sim(request)
     (choice,) = planned_choices(

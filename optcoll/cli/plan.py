@@ -216,7 +216,17 @@ def _export(
     def named(low: int, high: int | None, method: str) -> Path:
         return folder / f"{args.collective}.{band_name(low, high)}.{stem(method)}.xml"
 
-    bands = planned_bands(request, topology, ranked_choices(rows, options), output=named)
+    def ordered(one: Any) -> str | None:
+        """A tree choice's schedule file, with plan's order and slices (a band holds one)."""
+        ranked = one.ranked
+        if not isinstance(ranked.schedule, Schedule):
+            return None
+        stats = {**ranked.schedule.stats, "priority": ranked.priority,
+                 "slice_bytes": ranked.slice_bytes}  # fmt: skip
+        return schedule_text(replace(ranked.schedule, stats=stats))
+
+    bands = planned_bands(request, topology, ranked_choices(rows, options), output=named,
+                          same=lambda a, b: ordered(a) == ordered(b))  # fmt: skip
     files: list[tuple[Path, str]] = []
     for band in bands:
         for _, text, placement in band.files:
@@ -224,12 +234,9 @@ def _export(
             files.append(
                 (named(band.low, band.high, band.method).with_suffix(f"{where}.xml"), text)
             )
-        ranked = band.sizes[0].ranked
-        if isinstance(ranked.schedule, Schedule):  # with the plan's order and slices
-            stats = {**ranked.schedule.stats, "priority": ranked.priority,
-                     "slice_bytes": ranked.slice_bytes}  # fmt: skip
-            path = named(band.low, band.high, band.method).with_suffix(".json")
-            files.append((path, schedule_text(replace(ranked.schedule, stats=stats))))
+        saved = ordered(band.sizes[0])
+        if saved is not None:
+            files.append((named(band.low, band.high, band.method).with_suffix(".json"), saved))
     for path, _ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text in files:

@@ -28,7 +28,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,13 +80,16 @@ def planned_bands(
     choices: Sequence[PlannedChoice] | None = None,
     *,
     output: Any = None,
+    same: Callable[[FileChoice, FileChoice], bool] | None = None,
 ) -> list[PlannedBand]:
     """The bands of plan's choices (module docstring) for ``request`` (its format, runtime,
     placement, sizes and simulator options) on ``topology``. ``choices``: plan's at each
     size, if already planned (:func:`optcoll.export.planned.ranked_choices`); ``output``:
     maps ``(low, high, method)`` to the file a band is named after (default:
     ``STEM.LOW-HIGHB.SUFFIX`` beside ``request.output``, or ``request.output`` itself for
-    a single band).
+    a single band); ``same``: whether two consecutive sizes' choices may share a band
+    beyond writing the same files (``plan --export`` also writes each tree band's schedule
+    with plan's order and slices).
 
     Raises
     ------
@@ -108,9 +111,10 @@ def planned_bands(
             break
         best = file_choice(request, topology, choice, sim, written=cache)
         last = runs[-1][-1] if runs else None
-        if last is not None and (last.ranked.method, last.texts) == (
-            best.ranked.method,
-            best.texts,
+        if (
+            last is not None
+            and (last.ranked.method, last.texts) == (best.ranked.method, best.texts)
+            and (same is None or same(last, best))
         ):
             runs[-1].append(best)
         else:
@@ -179,6 +183,8 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
                     "path": str(path),
                     "placement": placement,
                     "method": band.method,
+                    "k": getattr(band.sizes[0].ranked.schedule, "k", None),
+                    "steps": getattr(band.sizes[0].ranked.schedule, "num_steps", None),
                     "min_bytes": band.low,
                     "max_bytes": band.high,
                     "checked": True,

@@ -18,5 +18,5 @@ def test_plan_names_log_step_candidates_and_what_it_cannot_export(tmp_path, caps
     assert main([*args, "--export", str(tmp_path / "bands")]) == 0
     out = capsys.readouterr().out
     # one-shot's partners up to 4 hops away share no link: MSCCL connects GPUs joined by one
-    assert "not exported as MSCCL" in out and "one-shot: GPU 0 (n0) sends to GPU" in out
+    assert "not exported as MSCCL" in out and "one-shot: check-xml: GPU 0 (n0) sends to GPU" in out
     assert [p.suffix for p in sorted((tmp_path / "bands").iterdir())] == [".json", ".xml"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 
@@ -38,7 +39,10 @@ def test_rooted_trees_keep_every_link_load(mesh):
     topology, aggregated = mesh
     rooted = rooted_schedule(aggregated)
     n = len(topology.compute_nodes)
-    assert aggregated.time_factor == 1 / 160 and rooted.time_factor == n * aggregated.time_factor
+    assert (
+        aggregated.time_factor == Fraction(1, 160)
+        and rooted.time_factor == n * aggregated.time_factor
+    )
     assert {t.root for t in rooted.trees} == set(topology.compute_nodes)
     for root in topology.compute_nodes:  # every rank reduces k chunks of its shard
         assert sum(t.chunks for t in rooted.trees if t.root == root) == rooted.k

@@ -146,8 +146,7 @@ def test_a_candidate_too_large_to_simulate_gets_no_time():
 
 def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     """export --bands plans the bands as plan --export does: the same programs, byte for byte,
-    each band's k the one plan finds fastest at the sizes in it (at sizes where trees win:
-    at 1 KiB the direct step schedule does, which plan --export writes and --bands not)."""
+    each band's file the fastest of plan's candidates as a file at the sizes in it."""
     sizes = ["--sizes", "64K", "1M", "64M"]
     assert main(["plan", "dgx-a100:2", *sizes, "--json", "--export", str(tmp_path / "plan")]) == 0
     planned_rows = json.loads(capsys.readouterr().out)["sizes"]
@@ -161,9 +160,9 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     assert len(planned) >= 2 and planned == banded
     bands = sorted({(f["min_bytes"], f["max_bytes"], f["k"]) for f in report["files"]})
     assert len(bands) >= 2 and bands[0][0] == 0 and bands[-1][1] is None
-    for row in planned_rows:
-        ((k,),) = {(k,) for low, high, k in bands if low <= row["bytes"] <= (high or row["bytes"])}
-        assert row["method"].rstrip(")").endswith(f"k={k}")
+    # every planned size in one band, plan's choice there reported beside the band's file
+    at = {one["bytes"]: one["planned"] for f in report["files"] for one in f["sizes"]}
+    assert at == {row["bytes"]: row["method"] for row in planned_rows}
     assert main(["export", "dgx-a100:2", *sizes, "-o", str(tmp_path / "x.xml")]) == 2
     assert "--sizes plans the size bands: it needs --bands" in capsys.readouterr().err
 
@@ -207,13 +206,21 @@ def test_simulate_gives_the_time_plan_printed_for_its_exported_schedules(spec, t
         for row, run in zip(rows, runs, strict=True):
             low, high = path.name.split(".")[1].removesuffix("B").split("-")
             if int(low) <= row["bytes"] and (high == "max" or row["bytes"] <= int(high)):
-                assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)  # as printed
+                # the band's candidate (the fastest MSCCL file): as printed for it
+                (printed,) = [c["time_us"] for c in row["candidates"]
+                              if _stem(c["method"]) == path.name.split(".")[2]]  # fmt: skip
+                assert run["time_us"] == pytest.approx(printed, abs=1e-4)
                 checked += 1
     # a band won by a log-step schedule is not exported (plan says so), so not simulated here
     from optcoll.sim.size_plan import candidates
 
     steps = {c.method for c in candidates(build(spec), "allgather") if c.steps is not None}
-    assert checked == sum(row["method"] not in steps for row in rows) >= 1
+    assert checked >= sum(row["method"] not in steps for row in rows) >= 1
+
+
+def _stem(method: str) -> str:
+    """A method's part of a plan --export file name."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
 
 
 def test_a_schedule_whose_recorded_order_is_broken_is_refused(tmp_path, capsys):

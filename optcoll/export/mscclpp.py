@@ -404,12 +404,7 @@ def mscclpp_plan(
             for g in document["gpus"]
             for tb in g["threadblocks"]
         )
-        pairs = {
-            (a, b)
-            for a in range(len(nodes))
-            for b in range(a + 1, len(nodes))
-            if any(_uses(st, a, b) for st in steps)
-        }
+        pairs = channel_pairs(steps)
         memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
         return MscclppPlan(
             document, blocks, most, count, memory, len(pairs) - memory, unit_size or 0
@@ -420,9 +415,21 @@ def mscclpp_plan(
     )
 
 
-def _uses(step: _Step, a: int, b: int) -> bool:
-    peers = set(step.waits) | {p for p, _, _ in step.puts}
-    return (step.rank == a and b in peers) or (step.rank == b and a in peers)
+def channel_pairs(steps: Sequence[_Step]) -> set[tuple[int, int]]:
+    """The GPU pairs ``(a, b)``, ``a < b``, that some step connects (a wait or a put of one
+    for the other), in one pass over the steps.
+
+    >>> step = _Step(0, 0, 0, (0,), 1, 0)
+    >>> step.waits, step.puts = [2], [(1, ("o", 0, 1), ("o", 0, 1))]
+    >>> sorted(channel_pairs([step]))
+    [(0, 1), (0, 2)]
+    """
+    pairs = set()
+    for step in steps:
+        for peer in {*step.waits, *(p for p, _, _ in step.puts)}:
+            if peer != step.rank:
+                pairs.add((min(step.rank, peer), max(step.rank, peer)))
+    return pairs
 
 
 class _Limit(Exception):

@@ -53,7 +53,7 @@ from optcoll.export.mscclpp import (
     _Limit,
     _render,
     _Step,
-    _uses,
+    channel_pairs,
 )
 
 __all__ = ["mscclpp_step_plan"]
@@ -113,9 +113,7 @@ def mscclpp_step_plan(
             f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs {most} "
             f"ops, above {MAX_OPS}"
         )
-    pairs = {
-        (a, b) for a in range(n) for b in range(a + 1, n) if any(_uses(s, a, b) for s in steps)
-    }
+    pairs = channel_pairs(steps)
     memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
     return MscclppPlan(document, 1, most, 1, memory, len(pairs) - memory, 0)
 

@@ -3,8 +3,9 @@
 
 At ``S`` :func:`optcoll.export.planned.planned_choices` gives plan's choice and every
 candidate a file can hold, fastest first; the first :data:`FILE_CANDIDATES` the format
-takes are written, checked and simulated as files, and the one whose file runs fastest is
-kept (plan's choice unless the format loses more of it than of another): a
+takes are written and simulated as files, and the fastest file its checker accepts is
+kept (plan's choice unless the format loses more of it than of another; the checker
+judges them fastest first, and one it refuses gives its place to the next candidate): a
 tree schedule (its ``k`` and trees, :func:`optcoll.export.msccl.msccl_program` /
 :func:`optcoll.export.mscclpp.mscclpp_plan`) or a log-step schedule
 (:func:`optcoll.export.msccl_steps.msccl_step_program` /
@@ -120,13 +121,15 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[int, tuple[Any, list[tuple[Path, str, str]] | ExportError]] | None = None,
+    written: dict[int, list[Any]] | None = None,
 ) -> FileChoice:
-    """Write (in memory), check and simulate at ``choice.size`` the first
-    :data:`FILE_CANDIDATES` of plan's candidates (``choice.ranked``) that ``request.format``
-    holds, and keep the one whose file runs fastest (module docstring). ``output``: the
+    """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
+    of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
+    fastest file its checker accepts: the checker judges them fastest first, and one it
+    refuses gives its place to the next candidate (module docstring). ``output``: the
     file they are named after (default ``request.output``); ``written``: a cache of the
-    files of each candidate schedule (by ``id``), shared between sizes.
+    files of each candidate schedule (by ``id``) and whether they were checked, shared
+    between sizes.
 
     Raises
     ------
@@ -137,34 +140,47 @@ def file_choice(
     written = {} if written is None else written
     refused: list[str] = []
     network = sim.network(topology)
-    tried: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
-    for ranked in choice.ranked:
-        if len(tried) == FILE_CANDIDATES:
-            break
-        key = id(ranked.schedule)
-        if key not in written or written[key][0] is not ranked.schedule:
+    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
+    candidates = iter(enumerate(choice.ranked))
+    while True:
+        while len(pool) < FILE_CANDIDATES:
+            order, ranked = next(candidates, (-1, None))
+            if ranked is None:
+                break
+            key = id(ranked.schedule)
+            if key not in written or written[key][0] is not ranked.schedule:
+                try:
+                    made: Any = program_texts(request, topology, ranked, output=output)
+                except ExportError as err:
+                    made = err
+                written[key] = [ranked.schedule, made, False]
+            files = written[key][1]
+            if isinstance(files, ExportError):
+                refused.append(f"{ranked.method}: {files}")
+                continue
+            times = [
+                _simulated(fmt, text, topology, network, size, sim.overhead,
+                           ranked.slice_bytes, sim.default_latency)
+                for _, text, _ in files
+            ]  # fmt: skip
+            pool.append((times[0], order, ranked, files, times))
+        if not pool:
+            raise ExportError(
+                f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
+            )
+        best = min(pool, key=lambda t: (t[0], t[1]))
+        entry = written[id(best[2].schedule)]
+        if not entry[2]:
             try:
-                made: list[tuple[Path, str, str]] | ExportError = program_files(
-                    request, topology, ranked, output=output
-                )
+                check_texts(request, topology, best[3])
             except ExportError as err:
-                made = err
-            written[key] = (ranked.schedule, made)
-        files = written[key][1]
-        if isinstance(files, ExportError):
-            refused.append(f"{ranked.method}: {files}")
-            continue
-        times = [
-            _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
-                       sim.default_latency)
-            for _, text, _ in files
-        ]  # fmt: skip
-        tried.append((times[0], len(tried), ranked, files, times))
-    if not tried:
-        raise ExportError(
-            f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
-        )
-    _, _, ranked, files, times = min(tried, key=lambda t: (t[0], t[1]))
+                entry[1] = err
+                refused.append(f"{best[2].method}: {err}")
+                pool.remove(best)
+                continue
+            entry[2] = True
+        break
+    _, _, ranked, files, times = best
     return FileChoice(
         size,
         choice.chosen,
@@ -173,7 +189,7 @@ def file_choice(
         ranked,
         tuple(files),
         tuple(times),
-        tuple((r, first) for first, _, r, _, _ in tried),
+        tuple((r, first) for first, _, r, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
     )
 
@@ -309,9 +325,25 @@ def program_files(
     low: int = 0,
     high: int | None = None,
 ) -> list[tuple[Path, str, str]]:
-    """The checked files of one candidate for messages of ``low`` to ``high`` bytes (None:
-    no limit), named after ``output`` (default ``request.output``): (path, text,
-    placement); ExportError if the format cannot hold it or a checker refuses it."""
+    """The checked files of one candidate (:func:`program_texts`, then
+    :func:`check_texts`); ExportError if the format cannot hold it or a checker refuses it."""
+    files = program_texts(request, topology, ranked, output=output, low=low, high=high)
+    check_texts(request, topology, files)
+    return files
+
+
+def program_texts(
+    request: ExportRequest,
+    topology: Any,
+    ranked: Ranked,
+    *,
+    output: str | Path | None = None,
+    low: int = 0,
+    high: int | None = None,
+) -> list[tuple[Path, str, str]]:
+    """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
+    limit), named after ``output`` (default ``request.output``), not yet checked: (path,
+    text, placement); ExportError if the format cannot hold it."""
     schedule = ranked.schedule
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
@@ -331,9 +363,6 @@ def program_files(
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
                                      min_bytes=low, max_bytes=high).text  # fmt: skip
-            checked = verify_text(text, runtime=profile.name, topology=topology)
-            if not checked.ok:
-                raise ExportError(f"check-xml: {checked.findings[0].message}")
             out.append((path, text, placement))
         return out
     boxes = boxes_of(topology)
@@ -351,11 +380,23 @@ def program_files(
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
                                 unit_size=pipeline_unit(topology, schedule),
                                 min_message_size=low, max_message_size=high)  # fmt: skip
-        report = verify_plan(plan.document)
-        if not report.ok:
-            raise ExportError(f"check-plan: {report.findings[0][1]}")
         out.append((path, plan.text, placement))
     return out
+
+
+def check_texts(request: ExportRequest, topology: Any, files: list[tuple[Path, str, str]]) -> None:
+    """Judge each file with its format's independent checker (MSCCL: with the topology);
+    ExportError with the first finding of one it refuses."""
+    for _, text, _ in files:
+        if request.format == "msccl":
+            checked = verify_text(text, runtime=runtime_profile(request.runtime).name,
+                                  topology=topology)  # fmt: skip
+            if not checked.ok:
+                raise ExportError(f"check-xml: {checked.findings[0].message}")
+        else:
+            report = verify_plan(json.loads(text))
+            if not report.ok:
+                raise ExportError(f"check-plan: {report.findings[0][1]}")
 
 
 def _simulated(fmt: str, text: str, topology: Any, network: Any, size: int, overhead: float,

@@ -47,6 +47,8 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
 from optcoll.verify.report import Finding
 
@@ -77,29 +79,27 @@ class Outcome:
 
 
 class _Clock:
-    """A vector clock over thread blocks plus single ops ordered out of turn (``pws``)."""
+    """A vector clock over thread blocks plus single ops ordered out of turn (``pws``); its
+    entries an integer array, so a join is one element-wise maximum."""
 
     __slots__ = ("time", "extra")
 
     def __init__(self, size: int) -> None:
-        self.time = [0] * size
+        self.time = np.zeros(size, dtype=np.int64)
         self.extra: set[Stamp] = set()
 
     def copy(self) -> _Clock:
         other = _Clock(0)
-        other.time = list(self.time)
+        other.time = self.time.copy()
         other.extra = set(self.extra)
         return other
 
     def join(self, other: _Clock) -> None:
-        mine = self.time
-        for i, v in enumerate(other.time):
-            if v > mine[i]:
-                mine[i] = v
+        np.maximum(self.time, other.time, out=self.time)
         self.extra |= other.extra
 
     def covers(self, stamp: Stamp) -> bool:
-        return self.time[stamp[0]] > stamp[1] or stamp in self.extra
+        return bool(self.time[stamp[0]] > stamp[1]) or stamp in self.extra
 
 
 class _Machine:
@@ -315,10 +315,11 @@ class _Machine:
         return done
 
     def _sync(self, t: int, position: int) -> None:
-        clock = self.clock[t]
-        clock.join(self.pending[t])
-        self.pending[t] = _Clock(len(self.blocks))
-        clock.time[t] = max(clock.time[t], position + 1)
+        clock, pending = self.clock[t], self.pending[t]
+        clock.join(pending)
+        pending.time.fill(0)  # emptied in place: nothing else holds it
+        pending.extra = set()
+        clock.time[t] = max(int(clock.time[t]), position + 1)
 
     def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
         name = op.name

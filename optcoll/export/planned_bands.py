@@ -164,7 +164,7 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
     entries, lines = [], []
     for band in bands:
         top = "no limit" if band.high is None else f"{band.high} B"
-        at = [
+        at: list[dict[str, Any]] = [
             {
                 "bytes": one.size,
                 "planned": one.chosen,

@@ -57,7 +57,7 @@ Examples
 >>> gpu["input_chunks"], [c["channel_type"] for c in gpu["channels"]]
 (16, ['memory', 'switch', 'switch'])
 >>> [op["name"] for op in gpu["threadblocks"][1]["ops"]]
-['signal', 'wait', 'nop', 'pipeline', 'nop', 'signal', 'wait', 'nop']
+['signal', 'wait', 'nop', 'pipeline', 'nop', 'signal', 'wait']
 >>> gpu["threadblocks"][1]["ops"][3]["ops"][0]["src_buff"]  # block 1 of GPU 0: chunk 1
 [{'switch_channel_id': 0, 'index': 1, 'size': 1}]
 """
@@ -89,29 +89,34 @@ NVLS_THREADBLOCKS = 8
 
 
 def _check_schedule(topology: Topology, schedule: AggregationSchedule) -> None:
-    """Every tree must be one switch of the domain summing every compute node's data and
-    multicasting the sum back over direct links: what a switch channel does."""
-    domain = set(topology.nvls_domain())
+    """Every tree must sum every compute node's data in one switch of the domain and
+    multicast the sum from it over direct links, what a switch channel does: the switch as
+    apex (every GPU up, the sum down to every GPU), or a GPU ``r`` as apex (the others up,
+    the switch's sum down to ``r``, which adds its own and sends it up to be copied to the
+    others: ``solve``'s form)."""
+    domain = topology.nvls_domain()
     nodes = set(topology.compute_nodes)
     if set(schedule.compute_nodes) != nodes:
         raise ExportError(
             f"the aggregation schedule serves {len(schedule.compute_nodes)} compute nodes, "
             f"{topology.name} has {len(nodes)}"
         )
+
+    def star(apex: str, s: str) -> tuple[set, set]:
+        others = nodes - {apex}
+        up = {(g, s, (g, s)) for g in others} | ({(s, apex, (s, apex))} if apex != s else set())
+        down = {(s, g, (s, g)) for g in others} | ({(apex, s, (apex, s))} if apex != s else set())
+        return up, down
+
     for i, tree in enumerate(schedule.trees):
         ups = {(e.src, e.dst, e.path) for e in tree.reduce_edges}
         downs = {(e.src, e.dst, e.path) for e in tree.multicast_edges}
-        s = tree.apex
-        if (
-            s not in domain
-            or ups != {(g, s, (g, s)) for g in nodes}
-            or downs != {(s, g, (s, g)) for g in nodes}
-        ):
+        if not any(star(tree.apex, s) == (ups, downs) for s in domain):
             raise ExportError(
-                f"aggregation tree {i} (apex {s!r}) is not one NVLS switch summing every "
-                "GPU and multicasting back over direct links; an MSCCL++ switch channel "
-                "plan covers one NVLS domain (every GPU on the same reducing and "
-                "multicasting switches)"
+                f"aggregation tree {i} (apex {tree.apex!r}) does not sum every GPU in one "
+                "NVLS switch and multicast the sum from it over direct links; an MSCCL++ "
+                "switch channel plan covers one NVLS domain (every GPU on the same "
+                "reducing and multicasting switches)"
             )
 
 
@@ -233,10 +238,7 @@ def mscclpp_nvls_plan(
     high = min(MAX_BUFFER_BYTES, MAX_UNITS * unit * chunks)
     if max_message_size is not None:
         high = min(high, max_message_size)
-    group = [{"size": n, "ranks": list(range(n))}]
-    switches = [{"channel_type": "switch", "buffer_type": "i", "rank_groups": group}]
-    if placement == "outofplace":
-        switches.append({"channel_type": "switch", "buffer_type": "o", "rank_groups": group})
+    bound = ("i", "o") if placement == "outofplace" else ("i",)  # buffers on switch channels
     target = 1 if placement == "outofplace" else 0
     gpus = []
     most = 0
@@ -271,7 +273,7 @@ def mscclpp_nvls_plan(
                     ],
                 },
                 {"name": "nop"},
-                *_barrier(rounds, local),
+                *_barrier(rounds, local)[:-1],  # a wait ends the kernel: no nop after it
             ]
             if len(ops) + 1 > MAX_OPS:  # the pipeline's inner op counts too
                 raise ExportError(f"a thread block needs {len(ops) + 1} ops, above {MAX_OPS}")
@@ -282,7 +284,7 @@ def mscclpp_nvls_plan(
                     "ops": ops,
                     "channels": [
                         {"channel_type": "memory", "channel_ids": [index[p] for p in peers]},
-                        {"channel_type": "switch", "channel_ids": list(range(len(switches)))},
+                        {"channel_type": "switch", "channel_ids": list(range(len(bound)))},
                     ],
                     "remote_buffer_refs": [],
                 }
@@ -296,7 +298,14 @@ def mscclpp_nvls_plan(
                 "threadblocks": threadblocks,
                 "channels": [
                     {"channel_type": "memory", "connected_to": connected},
-                    *switches,
+                    *(
+                        {
+                            "channel_type": "switch",
+                            "buffer_type": kind,
+                            "rank_groups": [{"size": n, "ranks": list(range(n))}],
+                        }
+                        for kind in bound
+                    ),
                 ],
                 "remote_buffers": [],
                 "semaphores": [],

@@ -2,6 +2,13 @@
 place, or the placement ``placement`` asks for, and one per process group), each checked by
 the independent checker before anything is written, and their report.
 
+An allreduce on a topology whose compute nodes share switches that reduce and multicast
+(one NVLS domain, :meth:`~optcoll.core.topology.Topology.nvls_domain`) is written as the
+in-network allreduce ``solve`` finds (the optimal aggregation trees where the exact LP runs,
+else NCCL's NVLS, :func:`optcoll.schedules.baselines.nvls_schedule`; verified), on switch
+channels (:func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan`), with the tree schedule's
+LL plan beside it where that is simulated faster at small sizes.
+
 Examples
 --------
 >>> import tempfile, os
@@ -18,6 +25,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
 from optcoll.core.schedule import a_collective
 from optcoll.core.sizes import size_text
@@ -30,15 +38,19 @@ from optcoll.export.mscclpp import (
     mscclpp_plan,
     pipeline_unit,
 )
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import Network, simulate
+from optcoll.verify.aggregation import verify_aggregation_schedule
 from optcoll.verify.mscclpp import granule, verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
-__all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
+__all__ = ["export_mscclpp", "box_source", "ll_limit", "in_network_schedule", "LL_SIZES"]
 
 #: Message sizes at which :func:`ll_limit` compares an LL plan with a Simple one.
 LL_SIZES = tuple(2**e for e in range(10, 25, 2))
@@ -83,9 +95,11 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
     files = []
+    switched: set[int] = set()  # the files on switch channels
     boxes = boxes_of(topology)
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
+        nvls = None if grouped is not None or coll != "allreduce" else in_network_schedule(topology)
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
         unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement, path in placement_paths(
@@ -96,7 +110,16 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
             job = (schedule, allgather, placement, unit, name, boxes)
-            plans = [(_plan(*job, "Simple", 0, request.max_bytes), "")]
+
+            def simple(low: int, high: int | None, job: tuple = job, nvls: Any = nvls) -> Any:
+                if nvls is None:
+                    return _plan(*job, "Simple", low, high)
+                return mscclpp_nvls_plan(
+                    topology, nvls, placement=job[2], name=f"{job[4]} NVLS",
+                    min_message_size=low, max_message_size=high,
+                )  # fmt: skip
+
+            plans = [(simple(0, request.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
                     packets = _plan(*job, "LL", 0, None)
@@ -105,7 +128,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                 limit = None if packets is None else ll_limit(topology, plans[0][0], packets)
                 if limit is not None and (request.max_bytes is None or limit < request.max_bytes):
                     plans = [
-                        (_plan(*job, "Simple", limit + 1, request.max_bytes), ""),
+                        (simple(limit + 1, request.max_bytes), ""),
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
@@ -118,6 +141,8 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                 files.append(
                     (path.with_name(f"{path.stem}{tag}{path.suffix}"), plan, placement, report)
                 )
+                if tag == "" and nvls is not None:
+                    switched.add(len(files) - 1)
     inputs = input_files(request.source)
     for path, *_ in files:
         check_output(path, force=request.force, inputs=inputs)
@@ -138,12 +163,29 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
             "port_channel_pairs": plan.port_pairs,
             "boxes_from": box_source(boxes, topology),
             "size_granule_bytes": report.granule,
+            "switch_channels": (
+                {"switches": list(topology.nvls_domain()), "ranks": len(plan.document["gpus"])}
+                if index in switched
+                else None
+            ),
             "checked": True,
         }
-        for path, plan, placement, report in files
+        for index, (path, plan, placement, report) in enumerate(files)
     ]
     lines = []
     for e in entries:
+        if e["switch_channels"] is not None:
+            lines.append(
+                f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
+                f"in-network (NVLS) on switch channels over all "
+                f"{e['switch_channels']['ranks']} GPUs through "
+                f"{', '.join(e['switch_channels']['switches'])}: each GPU's shard by glres "
+                f"(multimem load-reduce and store) in {e['threadblocks_per_gpu']} thread "
+                f"blocks per GPU (at most {e['max_ops_per_threadblock']} ops each), "
+                f"{_pieces(e)}, barriers on memory channels; sizes: multiples of "
+                f"{e['size_granule_bytes']} B; check-plan: correct"
+            )
+            continue
         lines.append(
             f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
             f"{e['threadblocks_per_gpu']} thread blocks "
@@ -156,6 +198,31 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
     return ExportReport(
         [path for path, *_ in files], {"format": "mscclpp", "files": entries}, lines, []
     )
+
+
+def in_network_schedule(topology: Any) -> Any:
+    """The verified in-network allreduce an MSCCL++ plan of ``topology`` runs on switch
+    channels: ``solve``'s optimal aggregation trees where the exact LP runs (at most 8
+    capable switches), else NCCL's NVLS (:func:`optcoll.schedules.baselines.nvls_schedule`);
+    None where the compute nodes share no NVLS domain (or there is no topology).
+
+    Raises
+    ------
+    ExportError
+        The schedule fails :func:`optcoll.verify.aggregation.verify_aggregation_schedule`.
+    """
+    if topology is None or topology.num_compute < 2 or not topology.nvls_domain():
+        return None
+    schedule = (
+        aggregation_schedule(topology) if has_aggregation_lp(topology) else nvls_schedule(topology)
+    )
+    verdict = verify_aggregation_schedule(topology, schedule)
+    if not verdict.valid:
+        raise ExportError(
+            f"the in-network allreduce fails verification on {topology.name!r}: "
+            f"{verdict.reason}; nothing written"
+        )
+    return schedule
 
 
 def _pieces(entry: dict[str, Any]) -> str:

@@ -373,11 +373,16 @@ def _pair_switches(plan: Plan) -> None:
                 theirs = [h for h in plan.gpus[peer].switches if gpu.rank in h.ranks]
                 place = sum(1 for h in gpu.switches[:g] if peer in h.ranks)
                 if place >= len(theirs) or theirs[place].ranks != group.ranks:
-                    got = list(theirs[place].ranks) if place < len(theirs) else "nothing"
+                    got, odd = "nothing", ""
+                    if place < len(theirs):
+                        got = str(list(theirs[place].ranks))
+                        extra = sorted(set(theirs[place].ranks) ^ set(group.ranks))
+                        if extra:
+                            odd = f"; rank(s) {extra} in one and not the other"
                     raise FileFormatError(
                         f"{group.where}: {list(group.ranks)} is switch channel {place} of "
                         f"rank {gpu.rank} with rank {peer}, but rank {peer} declares "
-                        f"{got} there (connectNvlsCollective, a collective call of the "
+                        f"{got} there{odd} (connectNvlsCollective, a collective call of the "
                         "group's ranks, would never complete)"
                     )
                 if len(mine) != len(theirs):

@@ -25,11 +25,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
 from optcoll.core.schedule import a_collective
 from optcoll.core.sizes import size_text
-from optcoll.exceptions import ExportError
+from optcoll.exceptions import ExportError, MethodError
 from optcoll.export.mscclpp import (
     DEFAULT_UNIT,
     LL_COLLECTIVES,
@@ -110,16 +109,8 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
             job = (schedule, allgather, placement, unit, name, boxes)
-
-            def simple(low: int, high: int | None, job: tuple = job, nvls: Any = nvls) -> Any:
-                if nvls is None:
-                    return _plan(*job, "Simple", low, high)
-                return mscclpp_nvls_plan(
-                    topology, nvls, placement=job[2], name=f"{job[4]} NVLS",
-                    min_message_size=low, max_message_size=high,
-                )  # fmt: skip
-
-            plans = [(simple(0, request.max_bytes), "")]
+            switched_job = (topology, nvls, placement, f"{name} NVLS")
+            plans = [(_simple(job, switched_job, 0, request.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
                     packets = _plan(*job, "LL", 0, None)
@@ -128,7 +119,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                 limit = None if packets is None else ll_limit(topology, plans[0][0], packets)
                 if limit is not None and (request.max_bytes is None or limit < request.max_bytes):
                     plans = [
-                        (simple(limit + 1, request.max_bytes), ""),
+                        (_simple(job, switched_job, limit + 1, request.max_bytes), ""),
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
@@ -213,9 +204,12 @@ def in_network_schedule(topology: Any) -> Any:
     """
     if topology is None or topology.num_compute < 2 or not topology.nvls_domain():
         return None
-    schedule = (
-        aggregation_schedule(topology) if has_aggregation_lp(topology) else nvls_schedule(topology)
-    )
+    try:
+        schedule: Any = aggregation_schedule(topology)
+    except MethodError:  # the exact LP takes at most 8 capable switches
+        schedule = nvls_schedule(topology)
+        if schedule is None:  # no box switch both ways to every GPU: as nvls_domain says
+            return None
     verdict = verify_aggregation_schedule(topology, schedule)
     if not verdict.valid:
         raise ExportError(
@@ -233,6 +227,22 @@ def _pieces(entry: dict[str, Any]) -> str:
     if entry["pipeline_unit_bytes"]:
         return f"ranges pipelined in {entry['pipeline_unit_bytes'] // 1024} KiB units"
     return f"up to {entry['pieces_per_tree']} piece(s) per tree"
+
+
+def _simple(
+    job: tuple[Any, Any, str, int, str, dict[str, str]],
+    switched: tuple[Any, Any, str, str],
+    low: int,
+    high: int | None,
+) -> Any:
+    """The Simple plan of a job: on switch channels when ``switched`` holds an in-network
+    schedule (``(topology, schedule, placement, name)``), else of the tree schedule."""
+    topology, nvls, placement, name = switched
+    if nvls is None:
+        return _plan(*job, "Simple", low, high)
+    return mscclpp_nvls_plan(
+        topology, nvls, placement=placement, name=name, min_message_size=low, max_message_size=high
+    )
 
 
 def _plan(

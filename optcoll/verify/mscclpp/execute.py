@@ -553,8 +553,8 @@ class _Machine:
         ends: dict[int, _Clock] = {}
         for u, (rank, _) in enumerate(self.blocks):
             done = self.clock[u].copy()
-            for part in (self.pending[u], self.control[u], self.pending_control[u]):
-                done.join(part)
+            for seen in (self.pending[u], self.control[u], self.pending_control[u]):
+                done.join(seen)
             done.time[u] = len(self.program[u])
             ends.setdefault(rank, _Clock(len(self.blocks))).join(done)
         for (rank, kind, part), stamp in sorted(self.multicast.items()):

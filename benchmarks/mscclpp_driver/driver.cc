@@ -65,7 +65,7 @@ bool movesData(mscclpp::OperationType t) {
   using T = mscclpp::OperationType;
   return t == T::PUT || t == T::PUT_WITH_SIGNAL || t == T::PUT_WITH_SIGNAL_AND_FLUSH || t == T::GET ||
          t == T::COPY || t == T::REDUCE || t == T::REDUCE_SEND || t == T::READ_REDUCE || t == T::READ_REDUCE_SEND ||
-         isPacketOp(t);
+         t == T::MULTI_LOAD_REDUCE_STORE || t == T::MULTI_STORE || isPacketOp(t);
 }
 
 const char* bufferName(mscclpp::BufferType t) {

@@ -25,6 +25,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
 from optcoll.core.schedule import a_collective
 from optcoll.core.sizes import size_text
@@ -40,7 +41,14 @@ from optcoll.export.mscclpp import (
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.report import ExportReport
-from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+from optcoll.export.request import (
+    ExportRequest,
+    chosen_schedules,
+    groups_schedule,
+    schedule_path,
+    topology_of,
+)
+from optcoll.io.schedule_json import load_any_schedule
 from optcoll.schedules.aggregation import aggregation_schedule
 from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.programs import mscclpp_tasks
@@ -84,17 +92,24 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         )
     base = Path(request.output)
     jobs: list[tuple[Any, Any, str, str]] = []  # schedule, allgather, suffix, name
-    grouped = groups_schedule(request)
+    files: list[tuple[Path, Any, str, Any]] = []  # path, plan, placement, check-plan's report
+    switched: set[int] = set()  # the files on switch channels
+    source = schedule_path(request.source)
+    loaded = None if source is None else load_any_schedule(source)
+    grouped = None
+    if source is not None and isinstance(loaded, AggregationSchedule):
+        topology = _aggregation_file(request, source, loaded, files)
+        switched = set(range(len(files)))
+    else:
+        grouped = groups_schedule(request)
     if grouped is not None:
         topology, schedule, _ = grouped
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
-    else:
+    elif not files:
         topology, chosen, _, _ = chosen_schedules(request)
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
-    files = []
-    switched: set[int] = set()  # the files on switch channels
     boxes = boxes_of(topology)
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
@@ -189,6 +204,43 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
     return ExportReport(
         [path for path, *_ in files], {"format": "mscclpp", "files": entries}, lines, []
     )
+
+
+def _aggregation_file(
+    request: ExportRequest, path: Path, schedule: AggregationSchedule, files: list
+) -> Any:
+    """The plans of a schedule file of aggregation trees (``solve -o``), on switch channels,
+    checked, appended to ``files``; its topology (``--topology`` or its built-in spec)."""
+    given = [flag for flag, on in (("-k", request.k is not None), ("--exact", request.exact),
+             ("--groups", request.groups is not None), ("--root", request.root is not None))
+             if on]  # fmt: skip
+    if given:
+        raise ExportError(f"{path} holds its own in-network allreduce: drop {', '.join(given)}")
+    if request.collective != "allreduce":
+        raise ExportError(
+            f"{path} holds an allreduce by aggregation trees; give --collective allreduce"
+        )
+    topology = topology_of(request.topology, schedule, path, request.reader_keywords())
+    if not request.unchecked:
+        verdict = verify_aggregation_schedule(topology, schedule)
+        if not verdict.valid:
+            raise ExportError(
+                f"{path} fails verification on {topology.name!r}: {verdict.reason}; nothing "
+                "written (--unchecked writes it anyway)"
+            )
+    for placement, out in placement_paths(
+        Path(request.output), ("outofplace", "inplace"), request.placement, what="MSCCL++"
+    ):
+        plan = mscclpp_nvls_plan(
+            topology, schedule, placement=placement, max_message_size=request.max_bytes,
+            name=f"optcoll allreduce {schedule.topology} {placement} NVLS",
+        )  # fmt: skip
+        report = verify_plan(plan.document)
+        if not report.ok:
+            kind, message = report.findings[0]
+            raise ExportError(f"the plan fails check-plan ({kind}: {message}); nothing written")
+        files.append((out, plan, placement, report))
+    return topology
 
 
 def in_network_schedule(topology: Any) -> Any:

@@ -211,3 +211,24 @@ def test_sharp_star_and_refusals():
     sim = SimOptions()
     with pytest.raises(ScheduleError, match="rank 0's glres: no switch of star:4"):
         mscclpp_tasks(plan, plain, sim.network(plain), 2**20)
+
+
+def test_solves_schedule_file_exports_on_switch_channels(tmp_path, capsys):
+    """``solve -o`` writes the in-network allreduce (aggregation trees, apex a GPU) that
+    ``export`` turns into a switch-channel plan; a file for another topology is refused."""
+    assert main(["solve", H100, "--collective", "allreduce", "-o", str(tmp_path)]) == 0
+    (solved,) = tmp_path.glob("*.schedule.json")
+    assert json.loads(solved.read_text())["aggregation"][0]["apex"] == "b0.gpu0"
+    out = tmp_path / "solved.json"
+    args = ["export", str(solved), "--format", "mscclpp", "-o", str(out)]
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "give --collective allreduce" in capsys.readouterr().err
+    assert main([*args, "--collective", "allreduce"]) == 0
+    document = json.loads(out.read_text())
+    assert _glres(document, 6, 7)["src_buff"] == [{"switch_channel_id": 0, "index": 55, "size": 1}]
+    assert main(["check-plan", str(out)]) == 0
+    other = [*args, "--collective", "allreduce", "--topology", "star:8,sharp=1", "--force"]
+    capsys.readouterr()
+    assert main(other) == 2
+    assert "built for topology" in capsys.readouterr().err

@@ -353,7 +353,7 @@ def mscclpp_tasks(
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
                 elif op.name in ("glres", "gstore"):
                     sent = []
-                    for d in op.dst[:1]:
+                    for d in op.src[:1]:  # the kernel moves the source range's bytes
                         moved = max(0.0, min(d.size * chunk - offset, unit))
                         count, piece = _slices(moved, slice_bytes)
                         for s in range(count):
@@ -415,6 +415,11 @@ def _switch_tasks(
     :func:`mscclpp_tasks`); the copies down to the ranks, which a later signal waits for."""
     compute = topology.compute_nodes
     gpu = plan.gpus[rank]
+    refs = (op.src[:1] if op.name == "glres" else ()) + op.dst[:1]
+    if len(refs) < 1 + (op.name == "glres") or any(r.switch is None for r in refs):
+        raise ScheduleError(
+            f"rank {rank}'s {op.name} names no switch channel (run optcoll check-plan)"
+        )
     source = gpu.switches[op.src[0].switch].ranks if op.name == "glres" else None
     target = gpu.switches[op.dst[0].switch].ranks
     members = sorted(set(target) | set(source or ()))

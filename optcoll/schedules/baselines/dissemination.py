@@ -100,7 +100,9 @@ def transpose_rounds(rounds: Sequence[Sequence[Message]]) -> list[list[Message]]
     return [[(y, x, blocks) for x, y, blocks in arcs] for arcs in reversed(rounds)]
 
 
-def torus_arcs(shape: Sequence[int], start: int, steps: Sequence[Sequence[SideStep]]) -> list[list[Arc]]:
+def torus_arcs(
+    shape: Sequence[int], start: int, steps: Sequence[Sequence[SideStep]]
+) -> list[list[Arc]]:
     """The allgather rounds of one collective on a torus of ``shape`` (ranks row-major):
     ``steps[i]`` are side ``i``'s steps in reduce-scatter order (nearest first); the
     sides take turns from ``start`` (skipping a side whose steps are done), every line of

@@ -61,6 +61,17 @@ def test_a_block_two_senders_offer_comes_from_the_first():
     assert gathered == [[(0, 1, (0,)), (1, 0, (1,)), (1, 2, (1,))]]
 
 
+def test_two_senders_share_an_overlap_evenly():
+    # ranks 0 and 2 both hold blocks 0 and 1, rank 1 needs them: one block from each
+    gathered = gather_rounds([0b11, 0, 0b11], [[(0, 1), (2, 1)]])
+    assert gathered == [[(0, 1, (0,)), (2, 1, (1,))]]
+
+
+def test_an_arc_listed_twice_is_one_message():
+    # a side of 6 at distance 3: x + 3 and x - 3 are the same partner
+    assert gather_rounds([1, 2], [[(0, 1), (0, 1), (1, 0)]]) == [[(0, 1, (0,)), (1, 0, (1,))]]
+
+
 def test_torus_arcs_take_the_sides_in_turn_backwards():
     rounds = torus_arcs((3, 2), 1, [[lambda c: (c + 1,)], [lambda c: (c + 1,)]])
     # reduce-scatter order: side 1 (stride 1) then side 0 (stride 2); the allgather reverses

@@ -1,8 +1,9 @@
 """Allgather by dissemination over any rounds of arcs, and reduce-scatter as its transpose.
 
 A *round* is a set of arcs ``(x, y)`` between ranks: in it ``x`` sends ``y`` every block
-``x`` holds and ``y`` does not (a block two senders could give ``y`` in one round comes
-from the first arc listing it). Starting from each rank holding the blocks it owns, the
+``x`` holds and ``y`` does not (a block several senders could give ``y`` in one round
+comes from the one giving ``y`` the fewest blocks so far, the first listed on ties, so
+an overlap is shared evenly). Starting from each rank holding the blocks it owns, the
 rounds are an allgather when every rank ends holding every block. Every rank then
 receives every block it does not own exactly once, so the blocks a block's owner's
 value travels along form a tree spanning the ranks (each rank's parent the rank it
@@ -77,21 +78,45 @@ def gather_rounds(owned: Sequence[int], rounds: Sequence[Sequence[Arc]]) -> list
         everything |= blocks
     messages: list[list[Message]] = []
     for arcs in rounds:
-        incoming = list(held)  # what each receiver will hold after the round
-        sent: list[Message] = []
-        for x, y in arcs:
-            new = held[x] & ~incoming[y]
-            if new:
-                incoming[y] |= new
-                sent.append((x, y, _members(new)))
-        held = incoming
-        messages.append(sent)
+        unique = list(dict.fromkeys(arcs))  # an arc listed twice is one message
+        senders: dict[int, list[int]] = {}
+        for x, y in unique:
+            senders.setdefault(y, []).append(x)
+        carried = {}
+        for y, xs in senders.items():
+            carried.update(_shares(y, xs, [held[x] & ~held[y] for x in xs]))
+        for y in senders:
+            held[y] |= sum(carried[(x, y)] for x in senders[y])
+        messages.append([(x, y, _members(carried[(x, y)])) for x, y in unique if carried[(x, y)]])
     for x, blocks in enumerate(held):
         if blocks != everything:
             raise ScheduleError(
                 f"the rounds leave rank {x} without blocks {_members(everything & ~blocks)}"
             )
     return messages
+
+
+def _shares(y: int, senders: Sequence[int], offers: Sequence[int]) -> dict[Arc, int]:
+    """What each of ``senders`` gives ``y`` of the blocks it offers (bit sets): a block
+    several offer goes to the one that gives ``y`` the fewest blocks so far (the first
+    listed on ties), so two senders of an overlap share it evenly."""
+    if sum(o.bit_count() for o in offers) == _union(offers).bit_count():  # no overlap
+        return {(x, y): o for x, o in zip(senders, offers, strict=True)}
+    given = [0] * len(senders)
+    counts = [0] * len(senders)
+    for b in _members(_union(offers)):
+        bit = 1 << b
+        i = min((i for i, o in enumerate(offers) if o & bit), key=lambda i: counts[i])
+        given[i] |= bit
+        counts[i] += 1
+    return {(x, y): g for x, g in zip(senders, given, strict=True)}
+
+
+def _union(bits: Sequence[int]) -> int:
+    total = 0
+    for b in bits:
+        total |= b
+    return total
 
 
 def transpose_rounds(rounds: Sequence[Sequence[Message]]) -> list[list[Message]]:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from optcoll.schedules.baselines.dissemination import gather_rounds
 from optcoll.schedules.baselines.routing import torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.baselines.swing import (
@@ -89,3 +90,15 @@ def test_plan_catalogue_offers_it_on_tori(spec):
     methods = [s.method for s in step_schedules(topology.compute_nodes, "allreduce", shape=shape)]
     assert "multiport Swing" in methods
     assert "multiport Swing (latency)" not in methods
+
+
+def test_swing_pairings_reach_every_even_ring_up_to_128():
+    """The docs' claim: on every even ring Swing's pairings mod ``d`` reach every rank in
+    ``ceil(log2 d)`` steps (gather_rounds raises otherwise), and each step pairs ranks."""
+    for d in range(2, 129, 2):
+        rounds = torus_rounds((d,), 0, 1)
+        assert len(rounds) == (d - 1).bit_length()
+        for arcs in rounds:
+            partner = dict(arcs)
+            assert all(partner[partner[x]] == x for x in range(d))
+        gather_rounds([1 << x for x in range(d)], rounds)

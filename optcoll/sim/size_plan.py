@@ -1296,7 +1296,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
+    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015], [4.02]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

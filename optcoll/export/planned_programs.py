@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
@@ -49,6 +50,7 @@ from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
@@ -72,6 +74,7 @@ __all__ = [
     "refuse_unplanned",
     "request_sim",
     "NOT_CARRIED",
+    "SWITCH_COST",
     "FILE_CANDIDATES",
 ]
 
@@ -87,6 +90,14 @@ NOT_CARRIED = {
     "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
     "log-step message's slices; every wait, signal and reduction is an op of its own",
 }
+
+
+#: What a switch-channel (NVLS) plan costs beyond plan's aggregation trees (printed with it).
+SWITCH_COST = (
+    "each GPU issues glres (multimem load-reduce, then store) on its 1/N of the data, so its "
+    "own share goes up and comes down once more than in plan's trees: (N + 1)/N of the "
+    "bytes on every GPU link, and barriers before and after"
+)
 
 
 @dataclass(frozen=True)
@@ -140,8 +151,13 @@ def file_choice(
     written = {} if written is None else written
     refused: list[str] = []
     network = sim.network(topology)
+    offered = list(choice.ranked)
+    if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
+        offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
+    elif choice.in_network and choice.in_network[0].method == choice.chosen:
+        refused.append(f"{choice.chosen}: {fmt} has no switch (NVLS) channels")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
-    candidates = iter(enumerate(choice.ranked))
+    candidates = iter(enumerate(offered))
     while True:
         while len(pool) < FILE_CANDIDATES:
             order, ranked = next(candidates, (-1, None))
@@ -298,21 +314,26 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             )  # fmt: skip
         )
     lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
+    if isinstance(ranked.schedule, AggregationSchedule):
+        lines.append(f"  switch channels: {SWITCH_COST}")
     warnings = [f"not written ({why})" for why in best.refused]
     data = {
         "format": fmt,
         "files": entries,
         "compared": compared,
         "not_carried": NOT_CARRIED[fmt],
+        "switch_cost": SWITCH_COST if isinstance(ranked.schedule, AggregationSchedule) else None,
         "warnings": warnings,
     }
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
 
 
 def _what(ranked: Ranked) -> str:
-    """A candidate's shape in words: its steps or its k."""
+    """A candidate's shape in words: its steps, switch channels or its k."""
     if isinstance(ranked.schedule, StepSchedule):
         return f"{ranked.schedule.num_steps} steps"
+    if isinstance(ranked.schedule, AggregationSchedule):
+        return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
 
 
@@ -348,6 +369,13 @@ def program_texts(
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
+    if isinstance(schedule, AggregationSchedule):  # only MSCCL++ is offered them
+        for placement, path in placement_paths(base, ("outofplace", "inplace"),
+                                               request.placement, what="MSCCL++"):  # fmt: skip
+            text = mscclpp_nvls_plan(topology, schedule, placement=placement, name=name,
+                                     min_message_size=low, max_message_size=high).text  # fmt: skip
+            out.append((path, text, placement))
+        return out
     if request.format == "msccl":
         profile = runtime_profile(request.runtime)
         kinds = (

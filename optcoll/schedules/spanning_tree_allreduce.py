@@ -63,6 +63,7 @@ __all__ = [
     "tree_time_factor",
     "spanning_tree_schedule",
     "rooted_schedule",
+    "is_spanning_tree_allreduce",
     "MAX_CHUNKS",
     "TOLERANCE",
 ]
@@ -538,3 +539,19 @@ def _rerooted(edges: Sequence[TreeEdge], root: str, chunks: int) -> Tree:
                 out.append(e)
                 stack.append(e.dst)
     return Tree(root, chunks, tuple(out))
+
+
+def is_spanning_tree_allreduce(schedule: AggregationSchedule) -> bool:
+    """Whether every tree of ``schedule`` is a spanning tree of the compute nodes reduced up
+    and broadcast down the same edges (:func:`rooted_schedule` takes it); false where a
+    switch reduces or multicasts.
+
+    >>> from optcoll.topologies import build
+    >>> is_spanning_tree_allreduce(spanning_tree_schedule(build("mesh:3x3")))
+    True
+    """
+    try:
+        rooted_schedule(schedule)
+    except ScheduleError:
+        return False
+    return True

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from optcoll import topologies
-from optcoll.bounds.partition import partition_bound
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import input_files
@@ -48,7 +47,7 @@ from optcoll.schedules.collectives import (
     reduce_scatter,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
-from optcoll.schedules.spanning_tree_allreduce import rooted_schedule
+from optcoll.schedules.spanning_tree_allreduce import rooted_optimum, rooted_schedule
 from optcoll.verify.aggregation import verify_aggregation_schedule
 from optcoll.verify.schedule import verify_groups_schedule, verify_schedule
 
@@ -288,10 +287,8 @@ def _spanning_trees(request: ExportRequest, path: Path) -> tuple[Any, list[Chose
     rooted = verify_schedule(topology, replace(schedule, time_factor=None))
     if not rooted.valid:  # the same trees and paths, so never; but checked, not assumed
         raise ExportError(f"the rooted trees of {path} fail verification: {rooted.reason}")
-    bound = partition_bound(topology, "allreduce")
     factor = n * verdict.time_factor
-    chosen = Chosen(replace(schedule, time_factor=factor), factor,
-                    n * bound.time_factor if bound.exact else None)  # fmt: skip
+    chosen = Chosen(replace(schedule, time_factor=factor), factor, rooted_optimum(topology))
     return topology, [chosen], ()
 
 

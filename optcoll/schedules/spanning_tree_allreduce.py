@@ -64,6 +64,7 @@ __all__ = [
     "spanning_tree_schedule",
     "rooted_schedule",
     "is_spanning_tree_allreduce",
+    "rooted_optimum",
     "MAX_CHUNKS",
     "TOLERANCE",
 ]
@@ -555,3 +556,18 @@ def is_spanning_tree_allreduce(schedule: AggregationSchedule) -> bool:
     except ScheduleError:
         return False
     return True
+
+
+def rooted_optimum(topology: Topology | object) -> Fraction | None:
+    """The least time factor of every allreduce on ``topology`` in which only compute nodes
+    reduce, in a tree schedule's form (time ``(M / N) * factor``): ``N`` times the exact
+    partition bound ``1 / tau`` (:func:`optcoll.bounds.partition.partition_bound`); None
+    where that bound is not exact (switches).
+
+    >>> from optcoll.topologies import build
+    >>> rooted_optimum(build("mesh:4x4"))
+    Fraction(1, 10)
+    """
+    topology = as_topology(topology)
+    bound = partition_bound(topology, "allreduce")
+    return topology.num_compute * bound.time_factor if bound.exact else None

@@ -66,6 +66,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 
+from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
+from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule
@@ -596,6 +598,7 @@ class SizeBound:
     certified: CollectiveBound
     latency: Fraction
     startup: StartupBound
+    depth: DepthBound | None = None
 
     def bandwidth_us(self, size: int) -> Fraction:
         """``data(M) * time factor`` (µs)."""
@@ -603,15 +606,21 @@ class SizeBound:
         return data * self.certified.time_factor / 1000
 
     def lower_us(self, size: int) -> Fraction:
-        """The largest of the three bounds (µs) at ``size`` bytes."""
-        return max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+        """The largest of the bounds (µs) at ``size`` bytes."""
+        other = max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+        if self.depth is None:
+            return other
+        return max(other, self.depth.time_us(size, other))
 
     def describe(self) -> str:
         """What the bound is and the schedules it holds for."""
-        return (
+        text = (
             f"{self.certified.describe()}, as the simulator runs them; with its start-up and "
             "drain windows at every size"
         )
+        if self.depth is not None:
+            text += f"; {self.depth.describe()}: holds for {DEPTH_HOLDS_FOR[self.collective]}"
+        return text
 
 
 def size_bound(
@@ -634,7 +643,11 @@ def size_bound(
     startup = certified.startup(
         topology, overhead=overhead, default_latency=default_latency, root=root
     )
-    return SizeBound(collective, topology.num_compute, certified, latency, startup)
+    parts = certified.partition.parts if certified.partition is not None else ()
+    depth = depth_bound(
+        topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth)
 
 
 def plan(

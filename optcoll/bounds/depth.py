@@ -58,7 +58,8 @@ from optcoll.exceptions import SolveError
 
 __all__ = [
     "COLLECTIVES",
-    "MOST_DEPTH",
+    "MOST_LAYERS",
+    "FINEST",
     "MOST_VARIABLES",
     "HOLDS_FOR",
     "ShallowCost",
@@ -70,6 +71,8 @@ __all__ = [
     "cost_symmetry",
     "shallow_cost",
     "check_shallow_cost",
+    "chain_layers",
+    "reachable",
     "depth_bound",
 ]
 
@@ -85,8 +88,10 @@ HOLDS_FOR = {
     "allgather": "every allgather in which only compute nodes copy",
 }
 
-#: The deepest ``D`` solved; beyond it the family claims nothing at that size.
-MOST_DEPTH = 8
+#: The most layers solved; beyond them the bound claims nothing at that size.
+MOST_LAYERS = 24
+#: Layers of ``q``: the least step ``o + lam`` lasts at most this many.
+FINEST = 3
 #: The most LP variables (arc orbits times layers) solved for one depth.
 MOST_VARIABLES = 20_000
 #: Max-flow capacities are the LP's values times this, rounded down (cuts are re-checked).
@@ -103,7 +108,7 @@ _MIX = 0.5
 #: Cut generation stops once the LP's value is within this fraction of a feasible one.
 _GAP = 0.01
 #: Cut-generation rounds per depth before the certificate is taken as it stands.
-_ROUNDS = 25
+_ROUNDS = 12
 
 
 #: Per topology, collective and weighting: the certified LP values found so far and the
@@ -235,11 +240,14 @@ class _Orbits:
     size: Any  # per orbit, its number of (k, a, b)
     cost: list[int]  # per orbit, the cost of its arcs (constant on it: checked)
     demands: list[tuple[int, int, int]]  # one (k, u, v) per orbit of needed pairs
+    span: list[int]  # per orbit, the layers its transfers span (constant on it: checked)
+    spans: list[list[int]]  # per pair of compute nodes
 
 
 def _orbits(
-    costs: Sequence[Sequence[int]], kind: str, generators: Sequence[Sequence[int]]
-) -> _Orbits:
+    costs: Sequence[Sequence[int]], kind: str, generators: Sequence[Sequence[int]],
+    spans: Sequence[Sequence[int]] | None = None,
+) -> _Orbits:  # fmt: skip
     np = _numpy()
     from scipy.sparse import coo_array
     from scipy.sparse.csgraph import connected_components
@@ -275,6 +283,12 @@ def _orbits(
     cost[label[mask]] = arc_cost[mask]
     if not np.array_equal(cost[label[mask]], arc_cost[mask]):
         raise SolveError("the depth bound's symmetry does not keep the costs")  # pragma: no cover
+    spans = spans if spans is not None else [[1] * n for _ in range(n)]
+    arc_span = np.broadcast_to(np.asarray(spans, dtype=np.int64)[None, :, :], (families, n, n))
+    span = np.zeros(count, dtype=np.int64)
+    span[label[mask]] = arc_span[mask]
+    if not np.array_equal(span[label[mask]], arc_span[mask]) or span.min(initial=1) < 1:
+        raise SolveError("the depth bound's spans are not positive and kept by its symmetry")
     if kind == "allreduce":
         needed = [(0, u, v) for u in range(n) for v in range(n) if u != v]
     elif kind == "allgather":
@@ -284,7 +298,10 @@ def _orbits(
     demands: dict[int, tuple[int, int, int]] = {}
     for triple in needed:
         demands.setdefault(int(label[triple]), triple)
-    return _Orbits(n, families, label, size, [int(c) for c in cost], list(demands.values()))
+    return _Orbits(
+        n, families, label, size, [int(c) for c in cost], list(demands.values()),
+        [int(k) for k in span], [list(map(int, row)) for row in spans],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -325,7 +342,8 @@ class ShallowCost:
 
 
 class _Expanded:
-    """The time-expanded graph of one depth: transfer arcs then idle arcs."""
+    """The time-expanded graph of ``depth`` layers: transfer arcs ``(t, a) -> (t + k_ab,
+    b)`` (``t + k_ab <= depth``), then idle arcs ``(t, a) -> (t + 1, a)``; node ``t * n + a``."""
 
     def __init__(self, orbits: _Orbits, depth: int) -> None:
         np = _numpy()
@@ -333,15 +351,16 @@ class _Expanded:
 
         n = orbits.n
         a, b = np.nonzero(~np.eye(n, dtype=bool))
-        layers = np.repeat(np.arange(1, depth + 1), len(a))
-        self.tail = (layers - 1) * n + np.tile(a, depth)
-        self.head = layers * n + np.tile(b, depth)
-        self.pair_a, self.pair_b = np.tile(a, depth), np.tile(b, depth)
-        self.layer = layers - 1
+        k = np.asarray(orbits.spans, dtype=np.int64)[a, b]
+        start = np.repeat(np.arange(depth), len(a))
+        a, b, k = np.tile(a, depth), np.tile(b, depth), np.tile(k, depth)
+        fits = start + k <= depth
+        self.pair_a, self.pair_b, self.layer = a[fits], b[fits], start[fits]
+        self.tail = self.layer * n + self.pair_a
+        self.head = (self.layer + k[fits]) * n + self.pair_b
         idle_tail = np.arange(depth * n)
         tails = np.concatenate([self.tail, idle_tail])
         heads = np.concatenate([self.head, idle_tail + n])
-        self.transfers = len(self.tail)
         self.idle = depth * n
         zero = np.zeros(len(tails), dtype=np.int64)
         self.network = FlowNetwork((depth + 1) * n, tails, heads, zero)
@@ -351,7 +370,8 @@ class _Expanded:
         self.count = len(orbits.size)
 
     def variables(self, k: int) -> Any:
-        """Per transfer arc, its LP variable in family ``k``: layer times orbits + orbit."""
+        """Per transfer arc, its LP variable in family ``k``: start layer times orbits +
+        orbit."""
         label = self.orbits.label[k][self.pair_a, self.pair_b]
         return self.layer * self.count + label
 
@@ -361,17 +381,45 @@ class _Expanded:
         return self.variables(k)[crossing]
 
 
+def chain_layers(spans: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The fewest layers a chain of transfers from ``a`` to ``b`` spans (shortest paths
+    over the spans), and 0 from a node to itself.
+
+    >>> chain_layers([[0, 3, 1], [3, 0, 1], [1, 1, 0]])[0]
+    [0, 2, 1]
+    """
+    n = len(spans)
+    best = [[0 if a == b else spans[a][b] for b in range(n)] for a in range(n)]
+    for m in range(n):
+        for a in range(n):
+            via = best[a][m]
+            row, out = best[a], best[m]
+            for b in range(n):
+                if via + out[b] < row[b]:
+                    row[b] = via + out[b]
+    return best
+
+
 def shallow_cost(
     costs: Sequence[Sequence[int]],
     kind: str,
     depth: int,
     generators: Sequence[Sequence[int]] = (),
+    spans: Sequence[Sequence[int]] | None = None,
 ) -> ShallowCost:
     """A lower bound on ``h(depth)`` of the module docstring for ``kind`` with transfer
     costs ``costs`` (integers, compute nodes ``0..n-1``), certified exactly.
 
-    ``generators``: permutations of the compute nodes; those that keep the costs
-    (:func:`cost_generators`) make the LP's variables constant on orbits.
+    ``spans``: the layers a transfer from ``a`` to ``b`` spans (integers >= 1; default 1,
+    the layers are then dependency steps). ``generators``: permutations of the compute
+    nodes; those that keep the costs and spans (:func:`cost_generators`) make the LP's
+    variables constant on orbits.
+
+    Raises
+    ------
+    SolveError
+        No chain of transfers fits ``depth`` layers for a pair the collective needs
+        (then no schedule has such chains at all), or an unknown ``kind``.
 
     Examples
     --------
@@ -382,14 +430,60 @@ def shallow_cost(
     Fraction(4, 1)
     >>> shallow_cost(line, "allgather", 2, [[2, 1, 0]]).value  # three chains 0-1-2, 1-0 1-2, 2-1-0
     Fraction(6, 1)
+    >>> shallow_cost(line, "allreduce", 2, spans=[[1, 1, 2], [1, 1, 1], [2, 1, 1]]).value
+    Fraction(4, 1)
     """
     if kind not in COLLECTIVES:
         raise SolveError(f"the depth bound covers {', '.join(COLLECTIVES)}, not {kind}")
-    if depth < 1:
-        raise SolveError(f"the depth bound needs a depth of at least 1, got {depth}")
-    kept = cost_generators(costs, generators)
-    orbits = _orbits(costs, kind, kept)
+    n = len(costs)
+    spans = spans if spans is not None else [[1] * n for _ in range(n)]
+    if not reachable(spans, kind, depth):
+        raise SolveError(f"no chain of transfers fits {depth} layers for every pair")
+    kept = cost_generators(_signature(costs, spans), generators)
+    orbits = _orbits(costs, kind, kept, spans)
     return _solve(orbits, kind, depth, tuple(tuple(g) for g in kept))
+
+
+def _signature(costs: Sequence[Sequence[int]], spans: Sequence[Sequence[int]]) -> list[list[int]]:
+    """One integer per pair that a permutation keeps iff it keeps the cost and the span."""
+    top = max(max(row) for row in spans) + 1
+    return [
+        [c * top + k for c, k in zip(cr, kr, strict=True)]
+        for cr, kr in zip(costs, spans, strict=True)
+    ]
+
+
+def reachable(spans: Sequence[Sequence[int]], kind: str, depth: int) -> bool:
+    """Whether every pair ``kind`` needs has a chain within ``depth`` layers (every pair
+    does for all three collectives).
+
+    >>> reachable([[0, 3], [3, 0]], "allreduce", 2)
+    False
+    """
+    return max(max(row) for row in chain_layers(spans)) <= depth
+
+
+def _chain(spans: Sequence[Sequence[int]], u: int, v: int) -> list[tuple[int, int, int]]:
+    """A chain from ``u`` to ``v`` spanning the fewest layers: ``(start layer, a, b)`` per
+    transfer."""
+    import heapq
+
+    n = len(spans)
+    best, before = {u: 0}, {u: u}
+    heap = [(0, u)]
+    while heap:
+        d, a = heapq.heappop(heap)
+        if d > best[a]:
+            continue
+        for b in range(n):
+            if b != a and d + spans[a][b] < best.get(b, d + spans[a][b] + 1):
+                best[b], before[b] = d + spans[a][b], a
+                heapq.heappush(heap, (best[b], b))
+    path = [v]
+    while path[-1] != u:
+        path.append(before[path[-1]])
+    path.reverse()
+    return [(best[a], a, b) for a, b in zip(path, path[1:], strict=False)]
 
 
 def _solve(
@@ -433,8 +527,10 @@ def _solve(
         out[u::n] = True
         add(k, out)
         add(k, ~np.roll(out, v - u))
-    core = np.zeros(variables)  # feasible: every pair directly in the first layer
-    core[:count] = 1
+    core = np.zeros(variables)  # feasible: the orbits of the fastest chains, all layers
+    for k, u, v in orbits.demands:
+        for start, a, b in _chain(orbits.spans, u, v):
+            core[start * count + int(orbits.label[k, a, b])] = 1
     upper = float(objective @ core)
     optimal = False
     for _ in range(_ROUNDS):
@@ -514,10 +610,14 @@ def _certify(
     )
 
 
-def check_shallow_cost(costs: Sequence[Sequence[int]], certificate: ShallowCost) -> Fraction:
-    """Re-check ``certificate`` exactly from its cuts alone and return the bound it proves.
+def check_shallow_cost(
+    costs: Sequence[Sequence[int]], certificate: ShallowCost,
+    spans: Sequence[Sequence[int]] | None = None,
+) -> Fraction:  # fmt: skip
+    """Re-check ``certificate`` exactly from its cuts alone and return the bound it proves
+    (``spans`` as given to :func:`shallow_cost`).
 
-    Every generator must keep the costs; every cut's source side must hold its pair's
+    Every generator must keep the costs and spans; every cut's source side must hold its pair's
     sender at layer 0, not its receiver at the last layer, and be left by no idle arc
     (so every chain of the pair crosses one of its transfer arcs); and the multipliers,
     spread over the group's images of each cut, must be dual feasible: ``sum over cuts C
@@ -529,9 +629,11 @@ def check_shallow_cost(costs: Sequence[Sequence[int]], certificate: ShallowCost)
         The certificate fails one of the checks (named).
     """
     generators = certificate.generators
-    if cost_generators(costs, generators) != [list(g) for g in generators]:
+    n = len(costs)
+    spans = spans if spans is not None else [[1] * n for _ in range(n)]
+    if cost_generators(_signature(costs, spans), generators) != [list(g) for g in generators]:
         raise SolveError("a generator of the depth certificate does not keep the costs")
-    orbits = _orbits(costs, certificate.kind, generators)
+    orbits = _orbits(costs, certificate.kind, generators, spans)
     depth, n = certificate.depth, orbits.n
     count = len(orbits.size)
     load: dict[int, Fraction] = {}
@@ -556,91 +658,100 @@ def check_shallow_cost(costs: Sequence[Sequence[int]], certificate: ShallowCost)
             and u != v for u in senders for v in receivers
         ):  # fmt: skip
             raise SolveError("a cut of the depth certificate separates no needed pair")
-        for i in range(1, depth + 1):
+        for t in range(depth):
             for a in range(n):
-                if not inside[(i - 1) * n + a]:
+                if not inside[t * n + a]:
                     continue
                 for b in range(n):
-                    if a != b and not inside[i * n + b]:
-                        j = (i - 1) * count + int(orbits.label[k, a, b])
+                    end = t + spans[a][b]
+                    if a != b and end <= depth and not inside[end * n + b]:
+                        j = t * count + int(orbits.label[k, a, b])
                         load[j] = load.get(j, Fraction(0)) + m
     for j, used in load.items():
         orbit = j % count
         if used > orbits.cost[orbit] * int(orbits.size[orbit]):
             raise SolveError(
-                f"the depth certificate overloads arc orbit {orbit} at layer {j // count + 1}"
+                f"the depth certificate overloads arc orbit {orbit} from layer {j // count}"
             )
     return sum(certificate.multipliers, Fraction(0))
 
 
 @dataclass
 class DepthFamily:
-    """One weighting's half of the depth bound: ``share * M * h_w(D)`` over the
+    """One weighting's half of the depth bound: ``share * M * h_w(L)`` over the
     weighted windows.
 
     Attributes
     ----------
     name : str
         Which links weigh (for reports).
+    kind : str
+        The collective.
     share : Fraction
         Elements per byte of ``M`` per unit of the LP's value (1 for allreduce, ``1 / N``
         for allgather and reduce-scatter, whose LP sums the owners' families).
     costs : list of list of int
         ``c_w`` between compute nodes.
+    spans : list of list of int
+        The layers a transfer spans (:func:`depth_bound`).
     generators : list of list of int
-        Checked permutations of the compute nodes keeping ``costs``.
+        Checked permutations of the compute nodes keeping ``costs`` and ``spans``.
     windows : tuple of (Fraction, Fraction)
         Per link of positive weight, ``(w_e B_e, c_e)``.
+    solved : dict
+        The certified LP values found so far, per number of layers (shared by every
+        bound of the same topology, collective and weighting).
     """
 
     name: str
     kind: str
     share: Fraction
     costs: list[list[int]]
+    spans: list[list[int]]
     generators: list[list[int]]
     windows: tuple[Window, ...]
     solved: dict[int, ShallowCost | None] = field(default_factory=dict, repr=False)
 
     def cost(
-        self, depth: int, enough: float = math.inf, useless: float = -math.inf
+        self, layers: int, enough: float = math.inf, useless: float = -math.inf
     ) -> ShallowCost | None:
-        """The certified ``h_w(depth)``, None when the LP would exceed
+        """The certified ``h_w(layers)``, None when the LP would exceed
         :data:`MOST_VARIABLES`; the search may stop once the value reaches ``enough`` or
         cannot exceed ``useless`` (a cached result that decides as much is reused)."""
-        found = self.solved.get(depth, False)
+        found = self.solved.get(layers, False)
         if found is None:
             return None
         if found is not False and (
             found.optimal or found.value >= enough or (found.upper or math.inf) <= useless
         ):
             return found
-        orbits = _orbits(self.costs, self.kind, self.generators)
-        if depth * len(orbits.size) > MOST_VARIABLES:
-            self.solved[depth] = None
+        orbits = _orbits(self.costs, self.kind, self.generators, self.spans)
+        if layers * len(orbits.size) > MOST_VARIABLES:
+            self.solved[layers] = None
             return None
         kept = tuple(tuple(g) for g in self.generators)
-        result = _solve(orbits, self.kind, depth, kept, enough, useless)
+        result = _solve(orbits, self.kind, layers, kept, enough, useless)
         if found is False or result.value > found.value:
-            self.solved[depth] = result
-        return self.solved[depth]
+            self.solved[layers] = result
+        return self.solved[layers]
 
     def demand(self, time: Fraction) -> Fraction:
         """The most link cost the windows allow by ``time``."""
         return sum((b * max(Fraction(0), time - c) for b, c in self.windows), Fraction(0))
 
     def time_us(
-        self, size: int | Fraction, depth: int, enough: Fraction | None = None,
+        self, size: int | Fraction, layers: int, enough: Fraction | None = None,
         useless: Fraction = Fraction(0),
     ) -> Fraction:  # fmt: skip
         """The least ``T`` (µs) the windows allow for the link cost of every element's
-        chains at most ``depth`` deep (0 when not solved); the LP may stop once ``T``
+        chains within ``layers`` layers (0 when not solved); the LP may stop once ``T``
         reaches ``enough`` or cannot exceed ``useless``."""
         scale = self.share * size
         if scale <= 0:
             return Fraction(0)
         high = math.inf if enough is None else float(self.demand(enough) / scale)
         low = float(self.demand(useless) / scale)
-        found = self.cost(depth, high, low)
+        found = self.cost(layers, high, low)
         if found is None or not found.value:
             return Fraction(0)
         return window_time(scale * found.value, self.windows)
@@ -648,54 +759,86 @@ class DepthFamily:
 
 @dataclass(frozen=True)
 class DepthBound:
-    """``T >= min(step (d + 1), max over families of their time at depth d)`` for every
-    ``d`` (module docstring): either some element's chain has ``d + 1`` transfers, or all
-    have at most ``d`` and cost at least ``h_w(d)``.
+    """``T >= min(q (L + 1), max over families of their time at L layers)`` for every
+    ``L`` (module docstring): either some transfer arrives at ``q (L + 1)`` or later, or
+    every element's chains fit ``L`` layers of ``q`` µs and cost at least ``h_w(L)``.
 
     Attributes
     ----------
     collective : str
-    step : Fraction
-        ``o + lam`` (µs): the least time of one transfer of a chain.
+    quantum : Fraction
+        ``q`` (µs), the length of a layer.
+    spans : list of list of int
+        ``floor((o + d(a, b)) / q)``: the layers a transfer from ``a`` to ``b`` spans.
     families : tuple of DepthFamily
     """
 
     collective: str
-    step: Fraction
+    quantum: Fraction
+    spans: list[list[int]]
     families: tuple[DepthFamily, ...]
 
-    def at_depth(self, size: int | Fraction, depth: int) -> Fraction:
-        """The bound of depth ``depth`` (µs) for ``size`` bytes."""
-        links = max((f.time_us(size, depth) for f in self.families), default=Fraction(0))
-        return min(self.step * (depth + 1), links)
+    def at_layers(self, size: int | Fraction, layers: int) -> Fraction:
+        """The bound of ``layers`` layers (µs) for ``size`` bytes."""
+        ceiling = self.quantum * (layers + 1)
+        if not reachable(self.spans, self.collective, layers):
+            return ceiling
+        links = max((f.time_us(size, layers) for f in self.families), default=Fraction(0))
+        return min(ceiling, links)
 
     def time_us(self, size: int | Fraction, other: Fraction = Fraction(0)) -> Fraction:
         """The bound (µs) for ``size`` bytes where it can exceed ``other`` (0 elsewhere).
 
-        Only depths ``d`` with ``step (d + 1) > other`` can give more: the first such
-        ``d`` is solved, then (when its links allow more than ``step (d + 1)``) the
-        deepest ``d`` whose ``step (d + 1)`` they still allow; none beyond
-        :data:`MOST_DEPTH`.
+        Only ``L`` with ``q (L + 1) > other`` can give more: the first such ``L`` is
+        solved, then (when its links allow more than ``q (L + 1)``) the deepest ``L``
+        whose ``q (L + 1)`` they still allow (two LPs per family at most); none beyond
+        :data:`MOST_LAYERS`.
         """
-        if self.step <= 0 or not self.families:
+        if self.quantum <= 0 or not self.families:
             return Fraction(0)
-        depth = max(1, math.floor(other / self.step))
+        layers = max(1, math.floor(other / self.quantum))
         best = Fraction(0)
-        for _ in range(3):
-            if depth > MOST_DEPTH:
+        for _ in range(2):
+            if layers > MOST_LAYERS:
                 break
-            ceiling = self.step * (depth + 1)
-            links = max(f.time_us(size, depth, ceiling, other) for f in self.families)
-            best = max(best, min(self.step * (depth + 1), links))
-            deeper = math.floor(links / self.step) - 1
-            if deeper <= depth:
+            ceiling = self.quantum * (layers + 1)
+            if not reachable(self.spans, self.collective, layers):
+                best = max(best, ceiling)
+                layers += 1
+                continue
+            links = Fraction(0)
+            for family in self.families:  # the largest, once one reaches the ceiling
+                links = max(links, family.time_us(size, layers, ceiling, max(other, best)))
+                if links >= ceiling:
+                    break
+            best = max(best, min(ceiling, links))
+            deeper = math.floor(links / self.quantum) - 1
+            if deeper <= layers:
                 break
-            depth = min(deeper, MOST_DEPTH)
+            layers = min(deeper, MOST_LAYERS)
         return best
 
     def describe(self) -> str:
         """For reports."""
         return f"depth bound ({', '.join(f.name for f in self.families)})"
+
+
+def _quantum(overhead: Fraction, latencies: Sequence[Fraction], step: Fraction) -> Fraction:
+    """The layer length: the largest common divisor of the overhead and the link latencies
+    when the least step is at most :data:`FINEST` of them, else ``step / FINEST``.
+
+    >>> _quantum(Fraction(1), [Fraction(1, 2)], Fraction(3, 2))
+    Fraction(1, 2)
+    >>> _quantum(Fraction(1), [Fraction(1, 7)], Fraction(8, 7))
+    Fraction(8, 21)
+    """
+    values = [v for v in (overhead, *latencies) if v > 0]
+    if values:
+        scale = math.lcm(*(v.denominator for v in values))
+        unit = Fraction(math.gcd(*(int(v * scale) for v in values)), scale)
+        if step / unit <= FINEST:
+            return unit
+    return step / FINEST
 
 
 def depth_bound(
@@ -710,16 +853,19 @@ def depth_bound(
     (µs) and link latencies, with one family per weighting: every link, and the links
     between the ``parts`` given (e.g. the partition bound's) and between boxes
     (:attr:`Node.group`); None where it does not apply (another collective, switches
-    that reduce or multicast, fewer than two compute nodes).
+    that reduce or multicast, fewer than two compute nodes, no overhead and no latency).
+
+    Layers last ``q`` (:func:`_quantum`); a transfer from ``a`` to ``b`` spans
+    ``floor((o + d(a, b)) / q)`` of them, ``d`` the least latency sum of a path.
 
     Examples
     --------
     >>> from optcoll.topologies import build
     >>> bound = depth_bound(build("ring:4"), "allreduce", default_latency=Fraction(1, 2))
-    >>> bound.step, [f.name for f in bound.families]
-    (Fraction(3, 2), ['every link'])
-    >>> float(bound.time_us(2**20)), float(bound.at_depth(2**20, 2))  # 100 GB/s links
-    (6.0, 4.5)
+    >>> bound.quantum, bound.spans[0], [f.name for f in bound.families]
+    (Fraction(1, 2), [0, 3, 4, 3], ['every link'])
+    >>> float(bound.at_layers(2**20, 5)), float(bound.at_layers(2**20, 12))  # 100 GB/s links
+    (3.0, 6.5)
     """
     from optcoll.bounds.startup import _Distances
 
@@ -727,15 +873,25 @@ def depth_bound(
     compute = list(topology.compute_nodes)
     if collective not in COLLECTIVES or topology.has_in_network or len(compute) < 2:
         return None
+    overhead = Fraction(overhead)
     latency = link_latencies(topology, default_latency)
     distances = _Distances(topology, latency)
-    closest = min(
-        d
+    between = [
+        [Fraction(distances.from_node(a).get(b, 0), distances.scale) for b in compute]
         for a in compute
-        for b, d in distances.from_node(a).items()
-        if b != a and b in set(compute)
+    ]
+    if any(b not in distances.from_node(a) for a in compute for b in compute):
+        return None
+    step = overhead + min(
+        between[a][b] for a in range(len(compute)) for b in range(len(compute)) if a != b
     )
-    step = Fraction(overhead) + Fraction(closest, distances.scale)
+    if step <= 0:
+        return None
+    quantum = _quantum(overhead, list(latency.values()), step)
+    spans = [
+        [0 if a == b else math.floor((overhead + d) / quantum) for b, d in enumerate(row)]
+        for a, row in enumerate(between)
+    ]
     start = distances.from_set(compute)
     finish = distances.to_set(compute)
     groups = {node.id: node.group if node.group is not None else node.id for node in topology.nodes}
@@ -760,14 +916,16 @@ def depth_bound(
         if not any(any(row) for row in costs):
             continue
         windows = tuple(
-            (Fraction(c) * 1000 * weight[a], Fraction(overhead) + latency[a]
+            (Fraction(c) * 1000 * weight[a], overhead + latency[a]
              + Fraction(start[a[0]] + finish[a[1]], distances.scale))
             for a, c in sorted(topology.capacity.items())
             if weight[a] and a[0] in start and a[1] in finish
         )  # fmt: skip
-        key = (shape, collective, tuple(sorted(weight.items())))
-        if key not in _SOLVED:  # the LPs depend on the costs only: one cache per topology
-            _SOLVED[key] = ({}, cost_symmetry(costs))
+        key = (shape, collective, tuple(sorted(weight.items())), tuple(map(tuple, spans)))
+        if key not in _SOLVED:  # the LPs depend on the costs and spans only: cached
+            _SOLVED[key] = ({}, cost_symmetry(_signature(costs, spans)))
         solved, generators = _SOLVED[key]
-        families.append(DepthFamily(name, collective, share, costs, generators, windows, solved))
-    return DepthBound(collective, step, tuple(families))
+        families.append(
+            DepthFamily(name, collective, share, costs, spans, generators, windows, solved)
+        )
+    return DepthBound(collective, quantum, spans, tuple(families))

@@ -45,7 +45,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -59,6 +59,7 @@ from optcoll.exceptions import SolveError
 __all__ = [
     "COLLECTIVES",
     "MOST_LAYERS",
+    "PLAN_ROUNDS",
     "FINEST",
     "MOST_VARIABLES",
     "HOLDS_FOR",
@@ -107,8 +108,9 @@ _DUAL_SCALE = 2**30
 _MIX = 0.5
 #: Cut generation stops once the LP's value is within this fraction of a feasible one.
 _GAP = 0.01
-#: Cut-generation rounds per depth before the certificate is taken as it stands.
-_ROUNDS = 12
+#: Cut-generation rounds per LP of plan's bound before its certificate is taken as it
+#: stands (CPU: each round is a few max-flows per pair orbit).
+PLAN_ROUNDS = 12
 
 
 #: Per topology, collective and weighting: the certified LP values found so far and the
@@ -406,6 +408,7 @@ def shallow_cost(
     depth: int,
     generators: Sequence[Sequence[int]] = (),
     spans: Sequence[Sequence[int]] | None = None,
+    rounds: int = 60,
 ) -> ShallowCost:
     """A lower bound on ``h(depth)`` of the module docstring for ``kind`` with transfer
     costs ``costs`` (integers, compute nodes ``0..n-1``), certified exactly.
@@ -413,7 +416,8 @@ def shallow_cost(
     ``spans``: the layers a transfer from ``a`` to ``b`` spans (integers >= 1; default 1,
     the layers are then dependency steps). ``generators``: permutations of the compute
     nodes; those that keep the costs and spans (:func:`cost_generators`) make the LP's
-    variables constant on orbits.
+    variables constant on orbits. ``rounds``: the most cut-generation rounds (plan's
+    bound takes :data:`PLAN_ROUNDS`); the certificate holds whenever it stops.
 
     Raises
     ------
@@ -441,7 +445,7 @@ def shallow_cost(
         raise SolveError(f"no chain of transfers fits {depth} layers for every pair")
     kept = cost_generators(_signature(costs, spans), generators)
     orbits = _orbits(costs, kind, kept, spans)
-    return _solve(orbits, kind, depth, tuple(tuple(g) for g in kept))
+    return _solve(orbits, kind, depth, tuple(tuple(g) for g in kept), rounds=rounds)
 
 
 def _signature(costs: Sequence[Sequence[int]], spans: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -488,11 +492,11 @@ def _chain(spans: Sequence[Sequence[int]], u: int, v: int) -> list[tuple[int, in
 
 def _solve(
     orbits: _Orbits, kind: str, depth: int, kept: tuple[tuple[int, ...], ...],
-    enough: float = math.inf, useless: float = -math.inf,
+    enough: float = math.inf, useless: float = -math.inf, rounds: int = 60,
 ) -> ShallowCost:  # fmt: skip
     """Cut generation until the LP's value is within :data:`_GAP` of a feasible point's,
     reaches ``enough``, or a feasible point's is at most ``useless`` (then no bound from
-    it could matter), or :data:`_ROUNDS` rounds; the certificate of the last LP."""
+    it could matter), or ``rounds`` rounds; the certificate of the last LP."""
     np = _numpy()
     import highspy
 
@@ -533,7 +537,7 @@ def _solve(
             core[start * count + int(orbits.label[k, a, b])] = 1
     upper = float(objective @ core)
     optimal = False
-    for _ in range(_ROUNDS):
+    for _ in range(rounds):
         highs.run()
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             raise SolveError("the depth bound's LP did not solve")  # pragma: no cover
@@ -572,7 +576,7 @@ def _solve(
             core, upper = point, float(objective @ point)
     duals = np.asarray(highs.getSolution().row_dual)
     found = _certify(orbits, kind, depth, kept, cuts, rows, duals, optimal)
-    return replace(found, upper=Fraction(upper).limit_denominator(10**6) * (1 + _GAP))
+    return replace(found, upper=Fraction(upper * (1 + _GAP)).limit_denominator(10**6))
 
 
 def _certify(
@@ -718,10 +722,10 @@ class DepthFamily:
         """The certified ``h_w(layers)``, None when the LP would exceed
         :data:`MOST_VARIABLES`; the search may stop once the value reaches ``enough`` or
         cannot exceed ``useless`` (a cached result that decides as much is reused)."""
-        found = self.solved.get(layers, False)
-        if found is None:
+        found = self.solved.get(layers)
+        if layers in self.solved and found is None:
             return None
-        if found is not False and (
+        if found is not None and (
             found.optimal or found.value >= enough or (found.upper or math.inf) <= useless
         ):
             return found
@@ -730,8 +734,8 @@ class DepthFamily:
             self.solved[layers] = None
             return None
         kept = tuple(tuple(g) for g in self.generators)
-        result = _solve(orbits, self.kind, layers, kept, enough, useless)
-        if found is False or result.value > found.value:
+        result = _solve(orbits, self.kind, layers, kept, enough, useless, PLAN_ROUNDS)
+        if found is None or result.value > found.value:
             self.solved[layers] = result
         return self.solved[layers]
 
@@ -847,7 +851,7 @@ def depth_bound(
     *,
     overhead: Fraction | float = Fraction(1),
     default_latency: Fraction = DEFAULT_LATENCY,
-    parts: Sequence[Sequence[str]] = (),
+    parts: Sequence[Iterable[str]] = (),
 ) -> DepthBound | None:
     """The depth bound of ``collective`` on ``topology`` under a per-step ``overhead``
     (µs) and link latencies, with one family per weighting: every link, and the links

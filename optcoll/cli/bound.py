@@ -185,7 +185,7 @@ def _sizes(topology: Any, args: argparse.Namespace) -> int:
         f"{bounds.collective} on {topology.name} ({topology.num_compute} compute nodes), "
         f"overhead {sim.overhead:g} µs, links without a latency {float(sim.default_latency):g} µs"
     )
-    print("lower bound = max(latency, bandwidth, start-up); holds for: " + bounds.describe())
+    print("lower bound = max(latency, bandwidth, start-up, depth); holds for: " + bounds.describe())
     print(
         f"{'size':>6}  {'latency':>10}  {'bandwidth':>12}  {'start-up':>12}  {'lower bound':>12}"
         "  tightest start-up cut"

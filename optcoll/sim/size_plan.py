@@ -4,7 +4,7 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -21,8 +21,11 @@ simulator's model:
   one to the other pays at least one step and those latencies;
 * the **start-up bound** (:mod:`optcoll.bounds.startup`): cuts whose links carry the data
   that must cross them only after the overhead and the latency from the data's source and
-  before the latency to its destination (``docs/bounds_every_size.md``). :class:`SizeBound`
-  holds the three, exact.
+  before the latency to its destination (``docs/bounds_every_size.md``);
+* the **depth bound** (:mod:`optcoll.bounds.depth`, topologies whose switches only relay):
+  every forwarding step of an element's chain of transfers costs the overhead and a
+  latency, and chains that fit in less time cost the links more. :class:`SizeBound` holds
+  the four, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -578,8 +581,9 @@ def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, 
 class SizeBound:
     """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
     the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
-    ``data(M) * certified.time_factor`` and the window cuts of ``startup``
-    (:mod:`optcoll.bounds.startup`), all in exact µs. Each holds, under the simulator's
+    ``data(M) * certified.time_factor``, the window cuts of ``startup``
+    (:mod:`optcoll.bounds.startup`) and the depth bound (:mod:`optcoll.bounds.depth`; None
+    where switches reduce or multicast), all in exact µs. Each holds, under the simulator's
     model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
 
     Examples

@@ -44,17 +44,20 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from optcoll.bounds.startup import Window, window_time
+from optcoll.bounds.startup import Window, _Distances, window_time
 from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
+from optcoll.graph.maxflow import FlowNetwork
+from optcoll.graph.symmetry import automorphisms
 
 __all__ = [
     "COLLECTIVES",
@@ -150,7 +153,6 @@ def weighted_costs(topology: Topology, weight: Mapping[tuple[str, str], int]) ->
     >>> weighted_costs(star, w)
     [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
     """
-    import heapq
 
     out: dict[str, list[tuple[str, int]]] = {}
     for arc in topology.capacity:
@@ -208,8 +210,6 @@ def cost_symmetry(
     >>> cost_symmetry([[0, 1, 1], [1, 0, 1], [1, 1, 0]])[-3:]  # a triangle: all twins
     [[1, 0, 2], [2, 1, 0], [0, 2, 1]]
     """
-    from optcoll.graph.symmetry import automorphisms
-
     n = len(costs)
     found = [list(g) for g in candidates]
     arcs = {(a, b): costs[a][b] + 1 for a in range(n) for b in range(n) if a != b}
@@ -349,8 +349,6 @@ class _Expanded:
 
     def __init__(self, orbits: _Orbits, depth: int) -> None:
         np = _numpy()
-        from optcoll.graph.maxflow import FlowNetwork
-
         n = orbits.n
         a, b = np.nonzero(~np.eye(n, dtype=bool))
         k = np.asarray(orbits.spans, dtype=np.int64)[a, b]
@@ -470,7 +468,6 @@ def reachable(spans: Sequence[Sequence[int]], kind: str, depth: int) -> bool:
 def _chain(spans: Sequence[Sequence[int]], u: int, v: int) -> list[tuple[int, int, int]]:
     """A chain from ``u`` to ``v`` spanning the fewest layers: ``(start layer, a, b)`` per
     transfer."""
-    import heapq
 
     n = len(spans)
     best, before = {u: 0}, {u: u}
@@ -871,8 +868,6 @@ def depth_bound(
     >>> float(bound.at_layers(2**20, 5)), float(bound.at_layers(2**20, 12))  # 100 GB/s links
     (3.0, 6.5)
     """
-    from optcoll.bounds.startup import _Distances
-
     collective = canonical_collective(collective)
     compute = list(topology.compute_nodes)
     if collective not in COLLECTIVES or topology.has_in_network or len(compute) < 2:

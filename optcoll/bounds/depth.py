@@ -113,7 +113,7 @@ _MIX = 0.5
 _GAP = 0.01
 #: Cut-generation rounds per LP of plan's bound before its certificate is taken as it
 #: stands (CPU: each round is a few max-flows per pair orbit).
-PLAN_ROUNDS = 12
+PLAN_ROUNDS = 8
 
 
 #: Per topology, collective and weighting: the certified LP values found so far and the

@@ -39,8 +39,9 @@ from optcoll.export.planned import PlannedChoice, planned_choices
 from optcoll.export.planned_programs import (
     NOT_CARRIED,
     FileChoice,
+    check_texts,
     file_choice,
-    program_files,
+    program_texts,
     refuse_unplanned,
     request_sim,
 )
@@ -133,7 +134,8 @@ def planned_bands(
             path = base
         else:
             path = base.with_name(f"{base.stem}.{band_name(low, high)}{base.suffix}")
-        files = program_files(request, topology, ranked, output=path, low=low, high=high)
+        files = program_texts(request, topology, ranked, output=path, low=low, high=high)
+        check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))
     return bands
 

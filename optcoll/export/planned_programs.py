@@ -70,7 +70,8 @@ __all__ = [
     "export_planned_program",
     "FileChoice",
     "file_choice",
-    "program_files",
+    "program_texts",
+    "check_texts",
     "refuse_unplanned",
     "request_sim",
     "NOT_CARRIED",
@@ -335,22 +336,6 @@ def _what(ranked: Ranked) -> str:
     if isinstance(ranked.schedule, AggregationSchedule):
         return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
-
-
-def program_files(
-    request: ExportRequest,
-    topology: Any,
-    ranked: Ranked,
-    *,
-    output: str | Path | None = None,
-    low: int = 0,
-    high: int | None = None,
-) -> list[tuple[Path, str, str]]:
-    """The checked files of one candidate (:func:`program_texts`, then
-    :func:`check_texts`); ExportError if the format cannot hold it or a checker refuses it."""
-    files = program_texts(request, topology, ranked, output=output, low=low, high=high)
-    check_texts(request, topology, files)
-    return files
 
 
 def program_texts(

@@ -54,7 +54,6 @@ Examples
 from __future__ import annotations
 
 import itertools
-import math
 from collections import deque
 from collections.abc import Mapping
 
@@ -62,7 +61,7 @@ from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.graph.family_symmetry import DeclaredGroup
 
-__all__ = ["declared_trees", "link_orbits", "hop_eccentricity", "exact_budget_multiple"]
+__all__ = ["declared_trees", "link_orbits", "hop_eccentricity"]
 
 Arc = tuple[str, str]
 
@@ -105,64 +104,6 @@ def link_orbits(
     for o in orbit:
         size[o] += 1
     return links, orbit, size
-
-
-def exact_budget_multiple(
-    topology: Topology, capacity: Mapping[Arc, int], generators: tuple[Mapping[str, str], ...]
-) -> int:
-    """The least ``m`` for which every orbit's budget ``c(O) * |O| / |G|`` is a whole
-    number once every capacity is multiplied by ``m``: ``lcm over orbits of |G| /
-    gcd(|G|, c(O) |O|)``, ``|G|`` the product of the generators' orders (the group acts
-    freely on the compute nodes, not always on the links).
-
-    Where a link's stabiliser is not trivial (a dragonfly's host rotations fix every
-    router-to-router link), the images of the representatives' trees load each link of
-    the orbit ``|G| / |O|`` times over, so the budget is rounded down and up to
-    ``|G| / |O| - 1`` chunks of the link's capacity are lost to every invariant packing at
-    this ``k``; with ``m k`` chunks per root (the same r*: capacities and chunks both
-    scaled) none is lost.
-
-    Examples
-    --------
-    >>> from optcoll.topologies import build
-    >>> from optcoll.graph.family_symmetry import declared_group
-    >>> t = build("dragonfly:a=2,p=4,h=1,g=3")
-    >>> group = declared_group(t)  # 3 group rotations x 4 host rotations, routers fixed by the latter
-    >>> group.orders
-    (3, 4)
-    >>> exact_budget_multiple(t, dict.fromkeys(t.capacity, 11), group.generators)
-    4
-    >>> exact_budget_multiple(t, dict.fromkeys(t.capacity, 12), group.generators)
-    1
-    """
-    links, orbit, size = link_orbits(topology, generators)
-    order = 1
-    for g in generators:
-        order *= _order(g)
-    seen: dict[int, int] = {}
-    for i, link in enumerate(links):
-        seen.setdefault(orbit[i], capacity.get(link, 0) * size[orbit[i]])
-    multiple = 1
-    for total in seen.values():
-        multiple = math.lcm(multiple, order // math.gcd(order, total))
-    return multiple
-
-
-def _order(renaming: Mapping[str, str]) -> int:
-    """The order of a permutation given by the ids it moves (the lcm of its cycles)."""
-    order, seen = 1, set()
-    for start in renaming:
-        if start in seen:
-            continue
-        length, v = 0, start
-        while True:
-            seen.add(v)
-            length += 1
-            v = renaming[v]
-            if v == start:
-                break
-        order = math.lcm(order, length)
-    return order
 
 
 def declared_trees(

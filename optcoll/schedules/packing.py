@@ -86,11 +86,7 @@ from optcoll.graph.family_symmetry import declared_group
 from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.graph.symmetry import RootSymmetry, path_rotation, root_symmetry
-from optcoll.schedules.declared_trees import (
-    declared_trees,
-    exact_budget_multiple,
-    hop_eccentricity,
-)
+from optcoll.schedules.declared_trees import declared_trees, hop_eccentricity
 from optcoll.schedules.tree_shape import shorten_trees
 
 if TYPE_CHECKING:
@@ -1267,15 +1263,6 @@ def _pack_chunks(
         declared = _pack_declared(
             topology, usable, chunks, link_capacity, bound, target, started, timings
         )
-        group = declared_group(usable) if declared is None and k is None else None
-        if group is not None:  # k is free: every orbit budget whole, m k chunks at r*
-            times = exact_budget_multiple(usable, link_capacity, group.generators)
-            if times > 1:
-                declared = _pack_declared(
-                    topology, usable, chunks * times,
-                    {e: c * times for e, c in link_capacity.items()}, bound, target, started,
-                    timings,
-                )  # fmt: skip
         if declared is not None:
             return declared
     if len(topology.node_ids) > MAX_NODES or len(topology.capacity) > MAX_LINKS:

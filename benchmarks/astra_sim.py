@@ -31,10 +31,23 @@ and its setting, ASTRA-sim's time of our traces, our simulator's time of the sam
 figure, ours over the best native, and our simulator over ASTRA-sim. Without
 ``--astra-sim`` only optcoll's side is printed.
 
+``--grid 2d`` runs :data:`NETWORKS_2D` instead: networks of two dimensions (a 4x4 torus of
+rings, fully connected boxes of 4 on rings, 2 and 4 boxes of 8 GPUs on an HGX-H100 switch
+with a rail switch per GPU index), where the natives run every choice of one algorithm per
+dimension and also ``localBWAware``. ASTRA-sim's congestion-aware backend (astra-network-
+analytical 599a047) refuses more than one dimension (``congestion_aware/topology/
+Helper.cpp`` lines 25-29); ``astra_sim_multidim.patch`` (optcoll's, next to this script)
+gives it one (``patch -p1`` in the astra-sim checkout, then build). ``--backend
+congestion-unaware`` runs ASTRA-sim's congestion-unaware binary instead, which takes several
+dimensions as shipped but charges every message ``hops * latency + size / bandwidth``
+whatever else is on its links: our simulator, which shares links, is not expected to agree
+with it.
+
 Run from the repository root::
 
     python -m benchmarks.astra_sim [--astra-sim PATH] [--networks Ring:8 Switch:16 ...]
         [--collectives allreduce allgather reduce_scatter] [--sizes 64K 1M 16M 256M 1G]
+        [--grid 1d|2d] [--backend congestion-aware|congestion-unaware]
         [--bandwidth 50] [--latency 500] [--json FILE]
 """
 
@@ -338,13 +351,24 @@ def moe_case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
-    parser.add_argument("--networks", nargs="+",
-                        help="BLOCK:N[@BW/LAT][xBLOCK:N...] or a name (default: the --grid)")
-    parser.add_argument("--grid", choices=("1d", "2d"), default="1d",
-                        help="default networks: ASTRA-sim's 1-D blocks, or NETWORKS_2D")
-    parser.add_argument("--backend", choices=tuple(BINARIES), default="congestion-aware",
-                        help="ASTRA-sim's analytical backend (several dimensions on the "
-                             "congestion-aware one need the patch astra_sim_multidim.patch)")
+    parser.add_argument(
+        "--networks",
+        nargs="+",
+        help="BLOCK:N[@BW/LAT][xBLOCK:N...] or a name (default: the --grid)",
+    )
+    parser.add_argument(
+        "--grid",
+        choices=("1d", "2d"),
+        default="1d",
+        help="default networks: ASTRA-sim's 1-D blocks, or NETWORKS_2D",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=tuple(BINARIES),
+        default="congestion-aware",
+        help="ASTRA-sim's analytical backend (several dimensions on the "
+        "congestion-aware one need the patch astra_sim_multidim.patch)",
+    )
     parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
     parser.add_argument("--bandwidth", type=float, default=50, help="GiB/s (default 50)")

@@ -90,7 +90,11 @@ SIZES = (1, 2**10, 2**20, 2**26, 2**30, 6 * 2**30)
 LARGEST = 2**40
 SHIPPED = ("test/execution-files", "test/executor-tests/execution-plans")
 #: Plans of ours the mutations start from: (topology, collective, protocol).
-MUTATED = (("ring:4", "allreduce", "Simple"), ("ring:4", "allreduce", "LL"))
+MUTATED = (
+    ("ring:4", "allreduce", "Simple"),
+    ("ring:4", "allreduce", "LL"),
+    ("dgx-h100:1,nvls=1", "allreduce", "Simple"),
+)
 
 
 def build_driver(mscclpp: Path, json_include: Path, build_dir: Path) -> Path:
@@ -290,6 +294,34 @@ def mutations(plan: dict[str, Any]) -> list[tuple[str, dict[str, Any], int | Non
             -(-(2**26) // granule(plan)) * granule(plan),
         )
         add("pipeline unit_size 0", lambda d: pipe(d).update(unit_size=0))
+    switched = [
+        (g["id"], t["id"], i)
+        for g in plan["gpus"]
+        for t in g["threadblocks"]
+        for i, op in enumerate(t["ops"])
+        if op["name"] == "pipeline" and op["ops"][0]["name"] == "glres"
+    ]
+    if switched:  # switch (NVLS) channels
+        r, b, i = switched[0]
+
+        def glres(d: dict[str, Any]) -> dict[str, Any]:
+            block = next(t for t in d["gpus"][r]["threadblocks"] if t["id"] == b)
+            return block["ops"][i]["ops"][0]
+
+        def switch_channels(d: dict[str, Any]) -> dict[str, Any]:
+            block = next(t for t in d["gpus"][r]["threadblocks"] if t["id"] == b)
+            return next(c for c in block["channels"] if c["channel_type"] == "switch")
+
+        def leave_out_last(d: dict[str, Any]) -> None:
+            group = d["gpus"][0]["channels"][-1]["rank_groups"][0]
+            group.update(ranks=group["ranks"][:-1], size=group["size"] - 1)
+
+        add("switch_channel_id past the block's", lambda d: glres(d)["src_buff"][0].update(
+            switch_channel_id=5))  # fmt: skip
+        add("switch channel past the rank's", lambda d: switch_channels(d).update(
+            channel_ids=[0, 7]))  # fmt: skip
+        add("glres chunk past the buffer", lambda d: glres(d)["dst_buff"][0].update(index=10**6))
+        add("a rank left out of rank 0's switch channel", leave_out_last)
     add("thread block id past the count", lambda d: d["gpus"][0]["threadblocks"][-1].update(id=99))
     refs = [t for t in plan["gpus"][0]["threadblocks"] if t.get("remote_buffer_refs")]
     if refs:

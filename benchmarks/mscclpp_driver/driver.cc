@@ -65,7 +65,7 @@ bool movesData(mscclpp::OperationType t) {
   using T = mscclpp::OperationType;
   return t == T::PUT || t == T::PUT_WITH_SIGNAL || t == T::PUT_WITH_SIGNAL_AND_FLUSH || t == T::GET ||
          t == T::COPY || t == T::REDUCE || t == T::REDUCE_SEND || t == T::READ_REDUCE || t == T::READ_REDUCE_SEND ||
-         isPacketOp(t);
+         t == T::MULTI_LOAD_REDUCE_STORE || t == T::MULTI_STORE || isPacketOp(t);
 }
 
 const char* bufferName(mscclpp::BufferType t) {
@@ -172,6 +172,11 @@ struct Executor::Impl {
         throw Bounds(at + "more than MAX_CHANNEL channels of one type");
       if (memoryBuffers.size() > MAX_CHANNEL || portBuffers.size() > MAX_CHANNEL)
         throw Bounds(at + "more than MAX_CHANNEL remote buffers of one channel type");
+      // setupDeviceExecutionPlan: context.nvlsChannels holds one switch channel per NvlsInfo
+      for (int index : p.threadblockNvlsChannels.at(tb))
+        if (index < 0 || size_t(index) >= p.nvlsInfos.at(p.rank).size())
+          throw Bounds(at + "switch channel id " + std::to_string(index) + " but the rank has " +
+                       std::to_string(p.nvlsInfos.at(p.rank).size()));
       for (int index : memory)
         if (index < 0 || size_t(index) >= nMemoryChannels)
           throw Bounds(at + "memory channel id " + std::to_string(index) + " but the rank has " +
@@ -248,9 +253,18 @@ struct Executor::Impl {
           int count = side == 0 ? op.nInputs : op.nOutputs;
           for (int k = 0; k < count; k++) {
             const auto& buff = jop[key][k];
-            if (buff.contains("switch_channel_id")) continue;
             Region region{rank, BufferType::NONE, 0, where + " " + key + "[" + std::to_string(k) + "]"};
-            if (buff.contains("buffer_id")) {
+            if (buff.contains("switch_channel_id")) {
+              // the kernel indexes the block's switch channels with it (nvlsChannels_[...]) and
+              // reaches the same range of the buffer every rank of the group binds
+              int id = buff["switch_channel_id"];
+              int tbId = threadblock["id"];
+              const auto& switches = p.threadblockNvlsChannels.at(tbId);
+              if (id < 0 || size_t(id) >= switches.size())
+                throw Bounds(region.where + ": switch_channel_id " + std::to_string(id) + " but the thread block has " +
+                             std::to_string(switches.size()));
+              region.type = p.nvlsInfos.at(rank).at(switches[id]).bufferType;
+            } else if (buff.contains("buffer_id")) {
               int id = buff["buffer_id"];
               bool memory = op.channelType == ChannelType::MEMORY;
               int tbId = threadblock["id"];  // as setupOperation's getRemoteBufferTypeWithId

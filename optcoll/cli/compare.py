@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     for index, cost in enumerate(costs):
         if groups is None and cost.method.startswith("NCCL-like ring"):
             channels = nccl_ring_channels(topology, args.collective, [*sizes, mid])
-            times[index] = _nccl_times(topology, args.collective, channels, latency)
+            times[index] = _nccl_times(topology, args.collective, channels, [*sizes, mid], latency)
     curves = [[None if t is None else m / t / 1000 for m, t in zip(sizes, row, strict=False)]
               for row in times]  # fmt: skip
     rows = []
@@ -193,10 +193,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _nccl_times(
-    topology: Any, collective: str, channels: dict[int, int], latency: Any
+    topology: Any, collective: str, channels: dict[int, int], sizes: list[int], latency: Any
 ) -> list[float | None]:
-    """The simulated time of NCCL-like rings at each size with NCCL's channel count there
-    (:func:`optcoll.schedules.baselines.nccl_channels`), in the order of ``channels``."""
+    """The simulated time of NCCL-like rings at each of ``sizes`` (repeats allowed) with
+    NCCL's channel count there (``channels``,
+    :func:`optcoll.schedules.baselines.nccl_channels`)."""
     from functools import partial
 
     from optcoll.schedules.baselines import nccl_ring_schedule
@@ -210,12 +211,12 @@ def _nccl_times(
             topology, collective, partial(nccl_ring_schedule, channels=count)
         )
         cost = schedule_cost(topology, schedule, str(schedule.stats["method"]))
-        sizes = [m for m, c in channels.items() if c == count]
+        at = [m for m, c in channels.items() if c == count]
         for size, time in zip(
-            sizes, method_times(topology, [cost], sizes, default_latency=latency)[0], strict=True
+            at, method_times(topology, [cost], at, default_latency=latency)[0], strict=True
         ):
             times[size] = time
-    return [times[m] for m in channels]
+    return [times[m] for m in sizes]
 
 
 def _plot_curves(

@@ -65,6 +65,9 @@ class Cost:
     trees, phases
         Or trees that split the whole message among them, run in ``phases`` (the double
         binary tree).
+    down
+        An allreduce whose ``trees`` reduce and whose ``down`` trees then broadcast
+        (reduce-scatter and allgather trees that differ).
     """
 
     method: str
@@ -75,6 +78,7 @@ class Cost:
     schedule: Any = field(default=None, compare=False, repr=False)
     trees: tuple[Tree, ...] = field(default=(), compare=False, repr=False)
     phases: tuple[bool, ...] = ()
+    down: tuple[Tree, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def asymptotic_algbw(self) -> float:

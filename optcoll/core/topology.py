@@ -451,6 +451,28 @@ class Topology:
         """True when some switch reduces or multicasts (NVLS, SHARP)."""
         return bool(self.reducing_switches or self.multicast_switches)
 
+    def nvls_domain(self, nodes: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The switches that reduce and multicast and link both ways to every one of
+        ``nodes`` (default: the compute nodes): those a switch (NVLS) channel over them
+        sums and copies in; empty if none. In declaration order.
+
+        Examples
+        --------
+        >>> from optcoll.topologies import build
+        >>> build("dgx-h100:1,nvls=1").nvls_domain(), build("dgx-h100:2,nvls=1").nvls_domain()
+        (('b0.nvswitch',), ())
+        >>> len(build("nvl72:racks=1,nvls=1").nvls_domain())
+        9
+        """
+        members = self.compute_nodes if nodes is None else tuple(nodes)
+        return tuple(
+            n.id
+            for n in self.nodes
+            if n.reduce
+            and n.multicast
+            and all((g, n.id) in self.capacity and (n.id, g) in self.capacity for g in members)
+        )
+
     @property
     def num_compute(self) -> int:
         """N, the number of compute nodes."""

@@ -2,6 +2,13 @@
 place, or the placement ``placement`` asks for, and one per process group), each checked by
 the independent checker before anything is written, and their report.
 
+An allreduce on a topology whose compute nodes share switches that reduce and multicast
+(one NVLS domain, :meth:`~optcoll.core.topology.Topology.nvls_domain`) is written as the
+in-network allreduce ``solve`` finds (the optimal aggregation trees where the exact LP runs,
+else NCCL's NVLS, :func:`optcoll.schedules.baselines.nvls_schedule`; verified), on switch
+channels (:func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan`), with the tree schedule's
+LL plan beside it where that is simulated faster at small sizes.
+
 Examples
 --------
 >>> import tempfile, os
@@ -18,10 +25,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
 from optcoll.core.schedule import a_collective
 from optcoll.core.sizes import size_text
-from optcoll.exceptions import ExportError
+from optcoll.exceptions import ExportError, MethodError
 from optcoll.export.mscclpp import (
     DEFAULT_UNIT,
     LL_COLLECTIVES,
@@ -30,15 +38,26 @@ from optcoll.export.mscclpp import (
     mscclpp_plan,
     pipeline_unit,
 )
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.report import ExportReport
-from optcoll.export.request import ExportRequest, chosen_schedules, groups_schedule
+from optcoll.export.request import (
+    ExportRequest,
+    chosen_schedules,
+    groups_schedule,
+    schedule_path,
+    topology_of,
+)
+from optcoll.io.schedule_json import load_any_schedule
+from optcoll.schedules.aggregation import aggregation_schedule
+from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import Network, simulate
+from optcoll.verify.aggregation import verify_aggregation_schedule
 from optcoll.verify.mscclpp import granule, verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
-__all__ = ["export_mscclpp", "box_source", "ll_limit", "LL_SIZES"]
+__all__ = ["export_mscclpp", "box_source", "ll_limit", "in_network_schedule", "LL_SIZES"]
 
 #: Message sizes at which :func:`ll_limit` compares an LL plan with a Simple one.
 LL_SIZES = tuple(2**e for e in range(10, 25, 2))
@@ -73,19 +92,28 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         )
     base = Path(request.output)
     jobs: list[tuple[Any, Any, str, str]] = []  # schedule, allgather, suffix, name
-    grouped = groups_schedule(request)
+    files: list[tuple[Path, Any, str, Any]] = []  # path, plan, placement, check-plan's report
+    switched: set[int] = set()  # the files on switch channels
+    source = schedule_path(request.source)
+    loaded = None if source is None else load_any_schedule(source)
+    grouped = None
+    if source is not None and isinstance(loaded, AggregationSchedule):
+        topology = _aggregation_file(request, source, loaded, files)
+        switched = set(range(len(files)))
+    else:
+        grouped = groups_schedule(request)
     if grouped is not None:
         topology, schedule, _ = grouped
         for index, part in enumerate(schedule.groups):
             jobs.append((part, None, f".group{index}", f"{schedule.collective} group {index}"))
-    else:
+    elif not files:
         topology, chosen, _, _ = chosen_schedules(request)
         first = chosen[0]
         jobs.append((first.schedule, first.allgather, "", ""))
-    files = []
     boxes = boxes_of(topology)
     for schedule, allgather, suffix, label in jobs:
         coll = "allreduce" if allgather is not None else schedule.collective
+        nvls = None if grouped is not None or coll != "allreduce" else in_network_schedule(topology)
         job_file = base.with_name(f"{base.stem}{suffix}{base.suffix}")
         unit = DEFAULT_UNIT if topology is None else pipeline_unit(topology, schedule, allgather)
         for placement, path in placement_paths(
@@ -96,7 +124,8 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
         ):
             name = f"optcoll {label or coll} {schedule.topology} {placement}"
             job = (schedule, allgather, placement, unit, name, boxes)
-            plans = [(_plan(*job, "Simple", 0, request.max_bytes), "")]
+            switched_job = (topology, nvls, placement, f"{name} NVLS")
+            plans = [(_simple(job, switched_job, 0, request.max_bytes), "")]
             if coll in LL_COLLECTIVES and topology is not None and grouped is None:
                 try:
                     packets = _plan(*job, "LL", 0, None)
@@ -105,7 +134,7 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                 limit = None if packets is None else ll_limit(topology, plans[0][0], packets)
                 if limit is not None and (request.max_bytes is None or limit < request.max_bytes):
                     plans = [
-                        (_plan(*job, "Simple", limit + 1, request.max_bytes), ""),
+                        (_simple(job, switched_job, limit + 1, request.max_bytes), ""),
                         (_plan(*job, "LL", 0, limit), ".ll"),
                     ]
             for plan, tag in plans:
@@ -118,6 +147,8 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
                 files.append(
                     (path.with_name(f"{path.stem}{tag}{path.suffix}"), plan, placement, report)
                 )
+                if tag == "" and nvls is not None:
+                    switched.add(len(files) - 1)
     inputs = input_files(request.source)
     for path, *_ in files:
         check_output(path, force=request.force, inputs=inputs)
@@ -138,12 +169,29 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
             "port_channel_pairs": plan.port_pairs,
             "boxes_from": box_source(boxes, topology),
             "size_granule_bytes": report.granule,
+            "switch_channels": (
+                {"switches": list(topology.nvls_domain()), "ranks": len(plan.document["gpus"])}
+                if index in switched
+                else None
+            ),
             "checked": True,
         }
-        for path, plan, placement, report in files
+        for index, (path, plan, placement, report) in enumerate(files)
     ]
     lines = []
     for e in entries:
+        if e["switch_channels"] is not None:
+            lines.append(
+                f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
+                f"in-network (NVLS) on switch channels over all "
+                f"{e['switch_channels']['ranks']} GPUs through "
+                f"{', '.join(e['switch_channels']['switches'])}: each GPU's shard by glres "
+                f"(multimem load-reduce and store) in {e['threadblocks_per_gpu']} thread "
+                f"blocks per GPU (at most {e['max_ops_per_threadblock']} ops each), "
+                f"{_pieces(e)}, barriers on memory channels; sizes: multiples of "
+                f"{e['size_granule_bytes']} B; check-plan: correct"
+            )
+            continue
         lines.append(
             f"wrote {e['path']}: {e['placement']}, {e['protocol']} for {_band(e)}, "
             f"{e['threadblocks_per_gpu']} thread blocks "
@@ -158,6 +206,71 @@ def export_mscclpp(request: ExportRequest) -> ExportReport:
     )
 
 
+def _aggregation_file(
+    request: ExportRequest, path: Path, schedule: AggregationSchedule, files: list
+) -> Any:
+    """The plans of a schedule file of aggregation trees (``solve -o``), on switch channels,
+    checked, appended to ``files``; its topology (``--topology`` or its built-in spec)."""
+    given = [flag for flag, on in (("-k", request.k is not None), ("--exact", request.exact),
+             ("--groups", request.groups is not None), ("--root", request.root is not None))
+             if on]  # fmt: skip
+    if given:
+        raise ExportError(f"{path} holds its own in-network allreduce: drop {', '.join(given)}")
+    if request.collective != "allreduce":
+        raise ExportError(
+            f"{path} holds an allreduce by aggregation trees; give --collective allreduce"
+        )
+    topology = topology_of(request.topology, schedule, path, request.reader_keywords())
+    if not request.unchecked:
+        verdict = verify_aggregation_schedule(topology, schedule)
+        if not verdict.valid:
+            raise ExportError(
+                f"{path} fails verification on {topology.name!r}: {verdict.reason}; nothing "
+                "written (--unchecked writes it anyway)"
+            )
+    for placement, out in placement_paths(
+        Path(request.output), ("outofplace", "inplace"), request.placement, what="MSCCL++"
+    ):
+        plan = mscclpp_nvls_plan(
+            topology, schedule, placement=placement, max_message_size=request.max_bytes,
+            name=f"optcoll allreduce {schedule.topology} {placement} NVLS",
+        )  # fmt: skip
+        report = verify_plan(plan.document)
+        if not report.ok:
+            kind, message = report.findings[0]
+            raise ExportError(f"the plan fails check-plan ({kind}: {message}); nothing written")
+        files.append((out, plan, placement, report))
+    return topology
+
+
+def in_network_schedule(topology: Any) -> Any:
+    """The verified in-network allreduce an MSCCL++ plan of ``topology`` runs on switch
+    channels: ``solve``'s optimal aggregation trees where the exact LP runs (at most 8
+    capable switches), else NCCL's NVLS (:func:`optcoll.schedules.baselines.nvls_schedule`);
+    None where the compute nodes share no NVLS domain (or there is no topology).
+
+    Raises
+    ------
+    ExportError
+        The schedule fails :func:`optcoll.verify.aggregation.verify_aggregation_schedule`.
+    """
+    if topology is None or topology.num_compute < 2 or not topology.nvls_domain():
+        return None
+    try:
+        schedule: Any = aggregation_schedule(topology)
+    except MethodError:  # the exact LP takes at most 8 capable switches
+        schedule = nvls_schedule(topology)
+        if schedule is None:  # no box switch both ways to every GPU: as nvls_domain says
+            return None
+    verdict = verify_aggregation_schedule(topology, schedule)
+    if not verdict.valid:
+        raise ExportError(
+            f"the in-network allreduce fails verification on {topology.name!r}: "
+            f"{verdict.reason}; nothing written"
+        )
+    return schedule
+
+
 def _pieces(entry: dict[str, Any]) -> str:
     """How a plan cuts each tree's range: pipeline units, or pieces (at most, since a
     range of fewer chunks has fewer)."""
@@ -166,6 +279,22 @@ def _pieces(entry: dict[str, Any]) -> str:
     if entry["pipeline_unit_bytes"]:
         return f"ranges pipelined in {entry['pipeline_unit_bytes'] // 1024} KiB units"
     return f"up to {entry['pieces_per_tree']} piece(s) per tree"
+
+
+def _simple(
+    job: tuple[Any, Any, str, int, str, dict[str, str]],
+    switched: tuple[Any, Any, str, str],
+    low: int,
+    high: int | None,
+) -> Any:
+    """The Simple plan of a job: on switch channels when ``switched`` holds an in-network
+    schedule (``(topology, schedule, placement, name)``), else of the tree schedule."""
+    topology, nvls, placement, name = switched
+    if nvls is None:
+        return _plan(*job, "Simple", low, high)
+    return mscclpp_nvls_plan(
+        topology, nvls, placement=placement, name=name, min_message_size=low, max_message_size=high
+    )
 
 
 def _plan(

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.schedule import Schedule
 from optcoll.core.step_schedule import StepSchedule
@@ -105,26 +106,30 @@ class PlannedTraces:
 @dataclass(frozen=True)
 class Ranked:
     """One candidate plan simulated at a size, as it ran at its fastest: its time, name,
-    link order, slice size and what it runs (a tree schedule or a step schedule)."""
+    link order, slice size and what it runs (a tree schedule, a step schedule, or, in
+    :attr:`PlannedChoice.in_network`, aggregation trees)."""
 
     time_us: float
     method: str
     priority: str
     slice_bytes: int | None
-    schedule: Schedule | StepSchedule
+    schedule: Schedule | StepSchedule | AggregationSchedule
 
 
 @dataclass(frozen=True)
 class PlannedChoice:
     """What plan chose at one size (``chosen``), its time and lower bound, and every
     candidate that is a tree or step schedule, fastest first (``ranked``; the first is
-    ``chosen`` itself when that is one). A writer takes the first it can write."""
+    ``chosen`` itself when that is one). A writer takes the first it can write. The
+    in-network candidates (aggregation trees) are in ``in_network``, fastest first: only
+    formats with switch channels (MSCCL++) hold them."""
 
     size: int
     chosen: str
     time_us: float
     lower_bound_us: float
     ranked: tuple[Ranked, ...]
+    in_network: tuple[Ranked, ...] = ()
 
 
 def planned_choices(
@@ -186,8 +191,14 @@ def planned_choices(
             raise ExportError(
                 f"at {row.size} bytes no candidate of plan is a tree or step schedule to write"
             )
+        aggregated = {o.method: o.aggregation for o in options if o.aggregation is not None}
+        in_network = tuple(
+            Ranked(t, m, *ran[m], aggregated[m])
+            for t, m in sorted((t, m) for m, t in row.candidates if t is not None)
+            if m in aggregated and m in ran
+        )
         found.append(PlannedChoice(row.size, row.method, row.time_us, row.lower_bound_us,
-                                   tuple(ranked)))  # fmt: skip
+                                   tuple(ranked), in_network))  # fmt: skip
     return found
 
 
@@ -234,6 +245,7 @@ def planned_traces(
         if isinstance(schedule, StepSchedule):
             traces = step_traces(schedule, choice.size, slice_bytes=piece)
         else:
+            assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
             # plan simulates a schedule with a quotient from it, its ties alike on every
             # translate
             network = Network.of(topology, default_latency, store_and_forward=store_and_forward)

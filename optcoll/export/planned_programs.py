@@ -37,6 +37,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
@@ -47,6 +48,7 @@ from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import Ranked, planned_choices
@@ -62,7 +64,7 @@ from optcoll.verify.msccl.program import parse_program
 from optcoll.verify.mscclpp import verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
 
-__all__ = ["export_planned_program", "NOT_CARRIED", "FILE_CANDIDATES"]
+__all__ = ["export_planned_program", "NOT_CARRIED", "SWITCH_COST", "FILE_CANDIDATES"]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
 #: as files; the one whose file runs fastest is kept.
@@ -76,6 +78,14 @@ NOT_CARRIED = {
     "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
     "log-step message's slices; every wait, signal and reduction is an op of its own",
 }
+
+
+#: What a switch-channel (NVLS) plan costs beyond plan's aggregation trees (printed with it).
+SWITCH_COST = (
+    "each GPU issues glres (multimem load-reduce, then store) on its 1/N of the data, so its "
+    "own share goes up and comes down once more than in plan's trees: (N + 1)/N of the "
+    "bytes on every GPU link, and barriers before and after"
+)
 
 
 def export_planned_program(request: ExportRequest) -> ExportReport:
@@ -116,7 +126,12 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     refused: list[str] = []
     network = sim.network(topology)
     tried: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
-    for ranked in choice.ranked:
+    pool = list(choice.ranked)
+    if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
+        pool = sorted(pool + list(choice.in_network), key=lambda r: r.time_us)
+    elif choice.in_network and choice.in_network[0].method == choice.chosen:
+        refused.append(f"{choice.chosen}: {fmt} has no switch (NVLS) channels")
+    for ranked in pool:
         if len(tried) == FILE_CANDIDATES:
             break
         try:
@@ -168,6 +183,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     what = (
         f"{ranked.schedule.num_steps} steps"
         if isinstance(ranked.schedule, StepSchedule)
+        else "switch channels (glres on each GPU's shard)"
+        if isinstance(ranked.schedule, AggregationSchedule)
         else f"k = {ranked.schedule.k}"
     )
     chose = "" if choice.chosen == ranked.method else f" (plan chose {choice.chosen})"
@@ -186,12 +203,15 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             )  # fmt: skip
         )
     lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
+    if isinstance(ranked.schedule, AggregationSchedule):
+        lines.append(f"  switch channels: {SWITCH_COST}")
     warnings = [f"not written ({why})" for why in refused]
     data = {
         "format": fmt,
         "files": entries,
         "compared": compared,
         "not_carried": NOT_CARRIED[fmt],
+        "switch_cost": SWITCH_COST if isinstance(ranked.schedule, AggregationSchedule) else None,
         "warnings": warnings,
     }
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
@@ -203,6 +223,15 @@ def _programs(request: ExportRequest, topology: Any, ranked: Ranked) -> list[tup
     schedule = ranked.schedule
     name = f"optcoll {request.collective} {ranked.method} at {size_text(request.size or 0)}"
     out: list[tuple[Path, str, str]] = []
+    if isinstance(schedule, AggregationSchedule):  # only MSCCL++ offers them (the caller)
+        for placement, path in placement_paths(request.output, ("outofplace", "inplace"),
+                                               request.placement, what="MSCCL++"):  # fmt: skip
+            text = mscclpp_nvls_plan(topology, schedule, placement=placement, name=name).text
+            report = verify_plan(json.loads(text))
+            if not report.ok:
+                raise ExportError(f"check-plan: {report.findings[0][1]}")
+            out.append((path, text, placement))
+        return out
     if request.format == "msccl":
         profile = runtime_profile(request.runtime)
         kinds = (

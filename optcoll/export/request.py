@@ -50,7 +50,14 @@ from optcoll.sim.cost_model import SIZES
 from optcoll.sim.size_plan import candidates, plan, schedule_bands
 from optcoll.verify.schedule import verify_groups_schedule, verify_schedule
 
-__all__ = ["ExportRequest", "Chosen", "chosen_schedules", "groups_schedule", "schedule_path"]
+__all__ = [
+    "ExportRequest",
+    "Chosen",
+    "chosen_schedules",
+    "groups_schedule",
+    "schedule_path",
+    "topology_of",
+]
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,7 @@ def groups_schedule(request: ExportRequest) -> tuple[Any, Any, Fraction | None] 
                 f"{path} holds a {loaded.collective} of process groups; give --collective "
                 f"{loaded.collective} (a groups file is exported as it is)"
             )
-        topology = _topology_of(request.topology, loaded, path, request.reader_keywords())
+        topology = topology_of(request.topology, loaded, path, request.reader_keywords())
         schedule = loaded
         groups = make_groups(topology, [s.compute_nodes for s in schedule.groups], schedule.relay)
     if request.unchecked:
@@ -299,7 +306,7 @@ def _from_file(request: ExportRequest, path: Path) -> tuple[Any, list[Any]]:
     kept = FILE_STATS | ORDER_STATS
     schedule = replace(loaded, stats={k: v for k, v in loaded.stats.items() if k in kept})
     try:
-        topology = _topology_of(request.topology, schedule, path, request.reader_keywords())
+        topology = topology_of(request.topology, schedule, path, request.reader_keywords())
     except OptCollError:
         if not request.unchecked or schedule.collective != request.collective:
             raise
@@ -321,7 +328,7 @@ def _from_file(request: ExportRequest, path: Path) -> tuple[Any, list[Any]]:
     return topology, [convert(schedule, topology)]
 
 
-def _topology_of(source: str | None, schedule: Any, path: Path, options: dict[str, str]) -> Any:
+def topology_of(source: str | None, schedule: Any, path: Path, options: dict[str, str]) -> Any:
     """The topology of a schedule file: ``--topology``, or its ``topology`` field as a
     built-in spec; either must have the content hash the schedule records."""
 

@@ -85,6 +85,8 @@ __all__ = [
     "packing_topology",
     "from_allgather_trees",
     "collective_phases",
+    "core_connected",
+    "two_tree_sets",
 ]
 
 Arc = tuple[str, str]
@@ -158,6 +160,44 @@ def bidirectional_core(topology: Topology) -> Topology:
             "--collective reduce-scatter and --collective allgather separately, or export "
             "--collective allreduce, which composes the two"
         ) from None
+
+
+def core_connected(topology: Topology) -> bool:
+    """Whether the links usable in both directions connect the compute nodes, so that one
+    set of trees can run an allreduce both ways (:func:`bidirectional_core`).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> core_connected(build("ring:4")), core_connected(build("random:n=8,switches=0,seed=1"))
+    (True, False)
+    """
+    try:
+        bidirectional_core(topology)
+    except ScheduleError:
+        return False
+    return True
+
+
+def two_tree_sets(
+    topology: Topology, build: Callable[[Topology], Schedule]
+) -> tuple[Schedule, Schedule]:
+    """An allreduce on trees that differ by phase: the reduce-scatter on the allgather trees
+    ``build`` packs on the reversed topology (their reversed paths are ``topology``'s),
+    then the allgather on those it packs on ``topology``; both stated on ``topology``.
+    Where the links usable both ways do not connect the compute nodes, the only way to
+    run an allreduce on such trees.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> reducing, gathering = two_tree_sets(build("random:n=8,switches=0,seed=1"), ring_schedule)
+    >>> reducing.collective, gathering.collective
+    ('reduce_scatter', 'allgather')
+    """
+    reducing = collective_phases(build(reversed_topology(topology)), topology, "reduce_scatter")
+    return reducing, collective_phases(build(topology), topology, "allgather")
 
 
 def is_symmetric(topology: Topology) -> bool:

@@ -41,7 +41,7 @@ from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import SolveError
 
-__all__ = ["SIZES", "schedule_cost", "aggregation_cost"]
+__all__ = ["two_phase_cost", "SIZES", "schedule_cost", "aggregation_cost"]
 
 Arc = tuple[str, str]
 
@@ -107,6 +107,39 @@ def schedule_cost(
         factor += phase_time_factor(topology, schedule.trees, schedule.k, reverse=reverse)
         alpha += _deepest(schedule.trees, latency, reverse=reverse)
     return Cost(name, schedule.collective, n, factor, alpha, schedule)
+
+
+def two_phase_cost(
+    topology: Topology,
+    reducing: Schedule,
+    allgather: Schedule,
+    method: str | None = None,
+    *,
+    default_latency: Fraction = DEFAULT_LATENCY,
+) -> Cost:
+    """The cost of an allreduce whose reduce-scatter trees (``reducing``) and allgather
+    trees differ: the two phases' exact terms added.
+
+    Examples
+    --------
+    >>> from optcoll.core.topology import TopologyBuilder
+    >>> b = TopologyBuilder("pair"); b.compute("a"); b.compute("b")
+    >>> b.link("a", "b", 10); b.link("b", "a", 5)
+    >>> topo = b.build()
+    >>> from optcoll.schedules.collectives import two_tree_sets
+    >>> from optcoll.schedules.baselines import ring_schedule
+    >>> c = two_phase_cost(topo, *two_tree_sets(topo, ring_schedule), "ring")
+    >>> c.time_factor, c.alpha  # a half of M/2 on b -> a in each phase
+    (Fraction(2, 5), Fraction(2, 1))
+    """
+    up = schedule_cost(topology, reducing, default_latency=default_latency)
+    down = schedule_cost(topology, allgather, default_latency=default_latency)
+    name = method or f"optimal (k={reducing.k})"
+    return Cost(
+        name, "allreduce", up.num_compute, up.time_factor + down.time_factor,
+        up.alpha + down.alpha, trees=tuple(reducing.trees), phases=(True, False),
+        down=tuple(allgather.trees),
+    )  # fmt: skip
 
 
 def aggregation_cost(

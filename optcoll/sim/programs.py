@@ -284,6 +284,16 @@ def mscclpp_tasks(
     signal of its partner (a ``pws`` signals after its own put); the ``n``-th
     ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
     output of an allgather, the input of the other collectives.
+
+    A switch (NVLS) channel op runs on the switches that reduce and multicast and link to
+    every rank of the channel's group (:meth:`Topology.nvls_domain
+    <optcoll.core.topology.Topology.nvls_domain>`), its bytes split among them in
+    proportion to the issuing GPU's links to them: a ``glres`` of ``c`` bytes sends, slice
+    by slice, ``c`` from every rank of the source group up to the switch, the sum down to
+    the issuer (``multimem.ld_reduce``), then ``c`` from the issuer up and a copy down to
+    every rank of the destination group (``multimem.st``); a ``gstore`` only the second
+    half. Like a put, the op is posted: its block goes on, a later signal waits for the
+    copies.
     """
     compute = topology.compute_nodes
     if plan.ranks != len(compute):
@@ -341,6 +351,16 @@ def mscclpp_tasks(
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                elif op.name in ("glres", "gstore"):
+                    sent = []
+                    for d in op.src[:1]:  # the kernel moves the source range's bytes
+                        moved = max(0.0, min(d.size * chunk - offset, unit))
+                        count, piece = _slices(moved, slice_bytes)
+                        for s in range(count):
+                            sent += _switch_tasks(
+                                graph, plan, topology, network, gpu.rank, op, piece, task,
+                                (i + s / count) / iterations,
+                            )  # fmt: skip
                 elif op.name in _PACKET_OPS:
                     _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
                     sent = []
@@ -378,6 +398,53 @@ def mscclpp_tasks(
         for before in sources[n]:
             _depend(graph, before, task)
     return graph
+
+
+def _switch_tasks(
+    graph: TaskGraph,
+    plan: Any,
+    topology: Topology,
+    network: Network,
+    rank: int,
+    op: Any,
+    piece: float,
+    task: int,
+    order: float,
+) -> list[int]:
+    """One slice of a ``glres`` / ``gstore`` of ``rank`` on the switches (see
+    :func:`mscclpp_tasks`); the copies down to the ranks, which a later signal waits for."""
+    compute = topology.compute_nodes
+    gpu = plan.gpus[rank]
+    refs = (op.src[:1] if op.name == "glres" else ()) + op.dst[:1]
+    if len(refs) < 1 + (op.name == "glres") or any(r.switch is None for r in refs):
+        raise ScheduleError(
+            f"rank {rank}'s {op.name} names no switch channel (run optcoll check-plan)"
+        )
+    source = gpu.switches[op.src[0].switch].ranks if op.name == "glres" else None
+    target = gpu.switches[op.dst[0].switch].ranks
+    members = sorted(set(target) | set(source or ()))
+    domain = topology.nvls_domain(compute[m] for m in members)
+    if not domain:
+        raise ScheduleError(
+            f"rank {rank}'s {op.name}: no switch of {topology.name} reduces and multicasts "
+            f"and links to every rank of its switch channel {list(target)}"
+        )
+    me = compute[rank]
+    total = sum(topology.capacity[(me, w)] for w in domain)
+    copies = []
+    for w in domain:
+        share = piece * float(topology.capacity[(me, w)] / total)
+        after = [task]
+        if source is not None:  # multimem.ld_reduce: every rank's copy up, the sum down
+            ups = [
+                graph.add(None, network.path((compute[m], w)), share, [task], order) for m in source
+            ]
+            after = [graph.add(None, network.path((w, me)), share, ups, order)]
+        up = graph.add(None, network.path((me, w)), share, after, order)  # multimem.st
+        copies += [
+            graph.add(None, network.path((w, compute[m])), share, [up], order) for m in target
+        ]
+    return copies
 
 
 # --- Chakra execution traces ---------------------------------------------------------------

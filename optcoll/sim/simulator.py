@@ -582,6 +582,7 @@ def tree_tasks(
     slice_bytes: int | None = DEFAULT_SLICE,
     priority: str = "progress",
     starts: Sequence[Sequence[float]] | None = None,
+    down_trees: Sequence[Tree] | None = None,
 ) -> None:
     """Add the transfers of ``trees`` (``chunk`` bytes per chunk) to ``graph``.
 
@@ -596,9 +597,20 @@ def tree_tasks(
     Each phase runs every tree forward (the root's data down to every node) or, when
     ``True``, in reverse (each node sends its partial sum up once its children's have
     arrived); a later phase starts per slice where the earlier one ended at the root.
+
+    ``down_trees`` (phases ``(True, False)``: an allreduce whose reduce-scatter and
+    allgather trees differ, as on a topology whose links lack their reverse): ``trees``
+    reduce, then ``down_trees`` broadcast; the ``i``-th slice a root's trees reduce is
+    the ``i``-th its down trees broadcast (each root's trees carry as many chunks both
+    ways).
     """
     if priority not in PRIORITIES:
         raise ScheduleError(f"unknown priority {priority!r}: one of {', '.join(PRIORITIES)}")
+    if down_trees is not None:
+        _composed_tree_tasks(
+            graph, network, trees, down_trees, chunk, slice_bytes=slice_bytes, priority=priority
+        )
+        return
     count, piece = _slices(chunk, slice_bytes)
     _check_size(
         len(graph) + count * len(phases) * sum(t.chunks * len(t.edges) for t in trees), count
@@ -633,6 +645,56 @@ def tree_tasks(
                             )  # fmt: skip
                         ]
                     at_root = []
+
+
+def _composed_tree_tasks(
+    graph: TaskGraph,
+    network: Network,
+    up_trees: Sequence[Tree],
+    down_trees: Sequence[Tree],
+    chunk: float,
+    *,
+    slice_bytes: int | None,
+    priority: str,
+) -> None:
+    """:func:`tree_tasks` with ``down_trees``: ``up_trees`` reduce each slice to its
+    root, which then broadcasts it on ``down_trees``."""
+    count, piece = _slices(chunk, slice_bytes)
+    edges = sum(t.chunks * len(t.edges) for t in (*up_trees, *down_trees))
+    _check_size(len(graph) + count * edges, count)
+    held: dict[str, list[list[int]]] = {}
+    for tree in up_trees:
+        place = piece_order(tree, priority, count)
+        backward = [(e.dst, e.src, network.path(e.path[::-1])) for e in tree.edges]
+        for piece_number in range(tree.chunks * count):
+            into: dict[str, list[int]] = {}
+            for src, dst, path in reversed(backward):  # leaves first
+                task = graph.add(
+                    (src, dst), path, piece, into.get(src, ()), place(src, dst, piece_number)
+                )
+                into.setdefault(dst, []).append(task)
+            held.setdefault(tree.root, []).append(into.get(tree.root, []))
+    taken: dict[str, int] = {}
+    for tree in down_trees:
+        place = piece_order(tree, priority, count)
+        forward = [(e.src, e.dst, network.path(e.path)) for e in tree.edges]
+        for piece_number in range(tree.chunks * count):
+            number = taken.get(tree.root, 0)
+            if number >= len(held.get(tree.root, ())):
+                raise ScheduleError(
+                    f"root {tree.root!r} broadcasts more chunks than its reduce trees reduce"
+                )
+            taken[tree.root] = number + 1
+            arrived = {tree.root: held[tree.root][number]}
+            for src, dst, path in forward:  # parents before children
+                arrived[dst] = [
+                    graph.add((src, dst), path, piece, arrived[src], place(src, dst, piece_number))
+                ]
+    short = sorted(r for r, slices in held.items() if taken.get(r, 0) != len(slices))
+    if short:
+        raise ScheduleError(
+            f"root {short[0]!r} reduces more chunks than its broadcast trees broadcast"
+        )
 
 
 def piece_order(

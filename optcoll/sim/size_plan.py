@@ -100,8 +100,11 @@ from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
     build_collective_core,
     collective_phases,
+    core_connected,
     from_allgather_trees,
+    is_symmetric,
     packing_topology,
+    two_tree_sets,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
 from optcoll.schedules.spanning_tree_allreduce import (
@@ -199,7 +202,10 @@ class Candidate:
     (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
     log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
-    until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time."""
+    until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time.
+    ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
+    (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
+    whose links lack their reverse."""
 
     method: str
     schedule: Schedule | None = None
@@ -210,6 +216,7 @@ class Candidate:
     deferred: Callable[[], Schedule] | None = field(default=None, compare=False)
     floor: RingFloor | None = None
     steps: RoutedSteps | None = None
+    down: tuple[Tree, ...] = ()
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -271,7 +278,7 @@ class Candidate:
         chunk = size / sum(t.chunks for t in self.trees)
         tree_tasks(
             graph, network, self.trees, chunk, self.phases, slice_bytes=slice_bytes,
-            priority=priority,
+            priority=priority, down_trees=self.down or None,
         )  # fmt: skip
         return graph
 
@@ -300,6 +307,8 @@ class Candidate:
         else:
             chunk, trees = size / sum(t.chunks for t in self.trees), self.trees
             phases = len(self.phases)
+            if self.down:  # each phase on its own trees
+                trees, phases = (*self.trees, *self.down), 1
         edges = sum(t.chunks * len(t.edges) for t in trees)
         return _slice_count(chunk, slice_bytes) * phases * edges
 
@@ -398,27 +407,11 @@ def candidates(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    optimal = build_collective_core(topology, collective, root=root)
-    found = [Candidate(f"optimal (k={optimal.k})", optimal)]
-    try:
-        tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
-        deployable = deployable_schedule(topology, collective, tolerance=tolerance, root=root)
-        tried = [k for k, _ in deployable.tried]
-    except ExportError:  # no power of two within the tolerance: the first few
-        tried = [1, 2, 4, 8]
-    # the powers of two tried, and every other k up to the largest of them whose
-    # packing is faster than every smaller k's (one no faster only cuts the same data
-    # finer, as a smaller slice does)
-    best = None
-    for k in range(1, max(tried) + 1):
-        if k == optimal.k:
-            continue
-        deployed = deployable_schedule(topology, collective, k=k, root=root)
-        if deployed.allgather is not None:  # two phases on two topologies: not one schedule
-            continue
-        if k in tried or best is None or deployed.ratio < best:
-            found.append(Candidate(f"k={k}", deployed.schedule))
-        best = deployed.ratio if best is None else min(best, deployed.ratio)
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    composed = collective == "allreduce" and not is_symmetric(topology)
+    found = _composed(topology, tolerance) if composed else _packings(
+        topology, collective, root, tolerance
+    )  # fmt: skip
     if collective == "allgather" and topology.num_compute == len(topology.node):
         found += [Candidate(f"timetable (k={c})", chunks_per_node=c) for c in TIMETABLE_CHUNKS]
     if collective == "alltoall":
@@ -432,6 +425,9 @@ def candidates(
         def as_collective(build: Callable[[Topology], Schedule]) -> Schedule:
             return from_allgather_trees(topology, collective, build)
 
+        if composed and not core_connected(topology):  # no ring runs both ways
+            found += _composed_rings(topology)
+            return found + _step_candidates(topology, collective)
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it
         found.append(
             Candidate(
@@ -468,18 +464,87 @@ def candidates(
         nvls = nvls_schedule(topology)
         if nvls is not None:
             found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
-    if topology.num_compute > STEP_NODES:
-        return found
-    widest: dict[str, dict[str, tuple[str, ...]]] = {}
-    for steps in step_schedules(
-        topology.compute_nodes,
-        collective,
-        equal_boxes(topology),
-        torus_shape(topology),
-        grid_lines(topology),
-    ):
-        found.append(Candidate(steps.method, steps=route_steps(topology, steps, widest)))
+    return found + _step_candidates(topology, collective)
+
+
+def _packings(
+    topology: Topology, collective: str, root: str | None, tolerance: Fraction
+) -> list[Candidate]:
+    """The optimal packing and the fixed-``k`` ones :func:`candidates` offers."""
+    optimal = build_collective_core(topology, collective, root=root)
+    found = [Candidate(f"optimal (k={optimal.k})", optimal)]
+    try:
+        deployable = deployable_schedule(topology, collective, tolerance=tolerance, root=root)
+        tried = [k for k, _ in deployable.tried]
+    except ExportError:  # no power of two within the tolerance: the first few
+        tried = [1, 2, 4, 8]
+    # the powers of two tried, and every other k up to the largest of them whose
+    # packing is faster than every smaller k's (one no faster only cuts the same data
+    # finer, as a smaller slice does)
+    best = None
+    for k in range(1, max(tried) + 1):
+        if k == optimal.k:
+            continue
+        deployed = deployable_schedule(topology, collective, k=k, root=root)
+        if k in tried or best is None or deployed.ratio < best:
+            found.append(Candidate(f"k={k}", deployed.schedule))
+        best = deployed.ratio if best is None else min(best, deployed.ratio)
     return found
+
+
+def _composed(topology: Topology, tolerance: Fraction) -> list[Candidate]:
+    """An allreduce on a topology whose links are not all matched by a reverse of equal
+    bandwidth: optimal reduce-scatter trees (packed on the reversed topology) then optimal
+    allgather trees, at the least common ``k`` where both reach their optimum and at the
+    powers of two up to the first within ``tolerance``; and one set of trees run both
+    ways on the links usable in both directions, where they connect the compute nodes."""
+    exact = deployable_schedule(topology, "allreduce", exact=True)
+    found = [_two_phases(f"optimal (k={exact.schedule.k})", exact.schedule, exact.allgather)]
+    try:
+        tried = [
+            k for k, _ in deployable_schedule(topology, "allreduce", tolerance=tolerance).tried
+        ]
+    except ExportError:
+        tried = [1, 2, 4, 8]
+    for k in tried:
+        if k != exact.schedule.k:
+            deployed = deployable_schedule(topology, "allreduce", k=k)
+            found.append(_two_phases(f"k={k}", deployed.schedule, deployed.allgather))
+    if core_connected(topology):
+        both = build_collective_core(topology, "allreduce")
+        found.append(Candidate(f"one tree set both ways (k={both.k})", both))
+    return found
+
+
+def _two_phases(method: str, reducing: Schedule, allgather: Schedule | None) -> Candidate:
+    """The candidate whose ``reducing`` (reduce-scatter) trees reduce and whose
+    ``allgather`` trees then broadcast."""
+    assert allgather is not None  # a composed deployment carries both phases
+    return Candidate(method, trees=tuple(reducing.trees), phases=(True, False),
+                     down=tuple(allgather.trees))  # fmt: skip
+
+
+def _composed_rings(topology: Topology) -> list[Candidate]:
+    """Where no ring runs both ways: a ring reduce-scatter on the reversed topology's
+    ring, then a ring allgather on the topology's own."""
+    return [_two_phases("ring (two rings)", *two_tree_sets(topology, ring_schedule))]
+
+
+def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
+    """The log-step schedules routed on ``topology`` (up to :data:`STEP_NODES` nodes)."""
+    if topology.num_compute > STEP_NODES:
+        return []
+    widest: dict[str, dict[str, tuple[str, ...]]] = {}
+    return [
+        Candidate(steps.method, steps=route_steps(topology, steps, widest))
+        for steps in step_schedules(
+            topology.compute_nodes,
+            collective,
+            equal_boxes(topology),
+            torus_shape(topology),
+            grid_lines(topology),
+        )
+    ]
 
 
 def latency_bound(
@@ -907,7 +972,7 @@ class _Search:
                     self.factors[option.method] = max(
                         phase_time_factor(
                             self.topology,
-                            option.trees,
+                            option.down if option.down and not reverse else option.trees,
                             sum(t.chunks for t in option.trees),
                             reverse=reverse,
                         )  # fmt: skip
@@ -945,6 +1010,9 @@ class _Search:
         floor = 0.0
         if option.steps is not None:
             floor = step_latency_floor(option.steps, self.network, overhead)
+        elif option.down:
+            floor = tree_latency_floor(option.trees, (True,), self.network, overhead)
+            floor += tree_latency_floor(option.down, (False,), self.network, overhead)
         elif option.trees:
             floor = tree_latency_floor(option.trees, option.phases, self.network, overhead)
         elif (
@@ -1254,7 +1322,7 @@ def _cost_tasks(
     if isinstance(cost.schedule, RoutedSteps):
         return step_tasks(cost.schedule, network, size, slice_bytes=slice_bytes)
     if isinstance(cost.schedule, Schedule) or cost.trees:
-        option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases)
+        option = Candidate(cost.method, cost.schedule, cost.trees, cost.phases, down=cost.down)
         return option.tasks(network, size, slice_bytes)
     if cost.schedule is None:
         return None

@@ -39,11 +39,15 @@ from optcoll.schedules.baselines import (
 from optcoll.schedules.collectives import (
     allreduce_core,
     collective_phases,
+    core_connected,
     from_allgather_trees,
+    is_symmetric,
     packing_topology,
+    two_tree_sets,
 )
+from optcoll.schedules.deploy import Deployment, deployable_schedule
 from optcoll.schedules.packing import pack_arborescences_core
-from optcoll.sim.cost_model import aggregation_cost, schedule_cost
+from optcoll.sim.cost_model import aggregation_cost, schedule_cost, two_phase_cost
 from optcoll.sim.steps import step_costs
 from optcoll.verify.schedule import verify_groups_schedule
 
@@ -99,18 +103,32 @@ def compare_methods(
         return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
     if collective not in ("allgather", "allreduce"):
         raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
-    optimal = from_allgather_trees(
-        topology, collective, lambda t: pack_arborescences_core(t, progress=progress)
-    )
-    single = from_allgather_trees(
-        topology, collective, lambda t: pack_arborescences_core(t, 1, progress=progress)
-    )
-    costs = [
-        schedule_cost(topology, optimal, default_latency=default_latency),
-        schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
-    ]
-    packed = packing_topology(topology, collective)
-    for ring in (ring_schedule(packed), hierarchical_ring_schedule(packed)):
+    composed = collective == "allreduce" and not is_symmetric(topology)
+    if composed:  # reduce-scatter and allgather trees of their own (plan's candidates)
+        costs = [
+            _two_phases(topology, deployable_schedule(topology, collective, exact=True), None,
+                        default_latency),
+            _two_phases(topology, deployable_schedule(topology, collective, k=1), "fixed k=1",
+                        default_latency),
+        ]  # fmt: skip
+    else:
+        optimal = from_allgather_trees(
+            topology, collective, lambda t: pack_arborescences_core(t, progress=progress)
+        )
+        single = from_allgather_trees(
+            topology, collective, lambda t: pack_arborescences_core(t, 1, progress=progress)
+        )
+        costs = [
+            schedule_cost(topology, optimal, default_latency=default_latency),
+            schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
+        ]
+    if composed and not core_connected(topology):  # no ring runs both ways
+        rings = two_tree_sets(topology, ring_schedule)
+        costs.append(two_phase_cost(topology, *rings, "ring", default_latency=default_latency))
+        packed = None
+    else:
+        packed = packing_topology(topology, collective)
+    for ring in (ring_schedule(packed), hierarchical_ring_schedule(packed)) if packed else ():
         if ring is None or (collective == "allreduce" and ring.stats["method"] != "ring"):
             continue
         ring = collective_phases(ring, topology, collective)
@@ -133,6 +151,16 @@ def compare_methods(
         method = str(nvls.stats["method"])
         costs.append(aggregation_cost(topology, nvls, method, default_latency=default_latency))
     return costs
+
+
+def _two_phases(
+    topology: Topology, deployed: Deployment, method: str | None, default_latency: Fraction
+) -> Cost:
+    """The cost of a deployed allreduce whose reduce-scatter and allgather trees differ."""
+    assert deployed.allgather is not None  # deployed so on an asymmetric topology
+    return two_phase_cost(
+        topology, deployed.schedule, deployed.allgather, method, default_latency=default_latency
+    )
 
 
 def compare_group_methods(

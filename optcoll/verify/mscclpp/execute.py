@@ -35,10 +35,22 @@ counts; a defect that shows only at them is not seen). ``sem_release`` passes it
 block's clock to the matching ``sem_acquire``, which (one thread per semaphore) orders
 the block only at its next ``nop``. A port channel's ``ppkt`` sends the packets in its
 local scratch as they are: they must be packets, written before (ordered by a ``nop``).
+Switch (NVLS) channel ops (``handleMultiLoadReduceStore``, ``handleMultiStore``):
+``glres`` reads its range (``src_buff[0]``, a switch channel) from the buffer every rank
+of the channel's group binds to it, sums them (``multimem.ld_reduce``) and writes the
+sum to ``dst_buff[0]``'s range on every rank of that channel's group
+(``multimem.st``); ``gstore`` writes its local ``src_buff[0]`` so. A read of another
+rank's buffer is a race unless the reader saw that rank's last write, as for any read;
+and both ops reach ranks that may not have started the collective yet: the block must
+have *heard from* every rank it touches (a ``wait`` or ``rlxwait`` for a signal that
+rank sent, relaxed or not, then a ``nop``), or it may read inputs not yet written and
+write outputs still in use ("sync"). A rank may end the collective (its kernel
+returns) only after every switch store into its buffers: each must be ordered before
+the end of some thread block of that rank by a signal it heard ("race").
 Not modelled: the source of a port-channel put being read later by the proxy (our plans
 never overwrite a source), scratch reuse across launches, a packet region and plain
-data overlapping in scratch (packets sit at twice the chunk offset), and switch-channel
-ops (a plan with them is not executed).
+data overlapping in scratch (packets sit at twice the chunk offset), and ``gstorepkt``
+(a plan with it is not executed).
 """
 
 from __future__ import annotations
@@ -110,6 +122,12 @@ class _Machine:
         size = len(self.blocks)
         self.clock = [_Clock(size) for _ in self.blocks]
         self.pending = [_Clock(size) for _ in self.blocks]
+        #: what each block has heard of (signals, relaxed ones too): control order only
+        self.control = [_Clock(size) for _ in self.blocks]
+        self.pending_control = [_Clock(size) for _ in self.blocks]
+        self.heard_from: dict[tuple[str, int, int, int], list[_Clock]] = defaultdict(list)
+        #: cells written by switch ops: their writer
+        self.multicast: dict[Cell, Stamp] = {}
         self.pc = [0] * size
         self.program = [_program(plan, tb) for _, tb in self.blocks]
         self.at = 0
@@ -319,6 +337,27 @@ class _Machine:
         clock.join(self.pending[t])
         self.pending[t] = _Clock(len(self.blocks))
         clock.time[t] = max(clock.time[t], position + 1)
+        self.control[t].join(self.pending_control[t])
+        self.pending_control[t] = _Clock(len(self.blocks))
+
+    def heard(self, t: int) -> _Clock:
+        """What block ``t`` has seen, in memory or control order (ops before its last
+        ``nop``), marked as running (``(t, -1)``)."""
+        seen = self.clock[t].copy()
+        seen.join(self.control[t])
+        seen.extra.add((t, -1))
+        return seen
+
+    def started(self, t: int, rank: int) -> bool:
+        """Whether block ``t`` has heard from ``rank`` (so that rank runs the collective)."""
+        if self.blocks[t][0] == rank:
+            return True
+        seen = self.heard(t)
+        return any(
+            seen.time[u] > 0 or (u, -1) in seen.extra
+            for u, (r, _) in enumerate(self.blocks)
+            if r == rank
+        )
 
     def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
         name = op.name
@@ -331,6 +370,7 @@ class _Machine:
             for peer, ordinal in op.channel_peers:
                 message = None if name == "rlxsignal" else self.clock[t].copy()
                 self.signals[(op.channel_type, rank, peer, ordinal)].append(message)
+                self.heard_from[(op.channel_type, rank, peer, ordinal)].append(self.heard(t))
             return True
         if name in ("wait", "rlxwait"):
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
@@ -338,6 +378,9 @@ class _Machine:
                 return False
             for k in keys:
                 message = self.signals[k][self.taken[k]]
+                heard = self.heard_from[k]
+                if self.taken[k] < len(heard):
+                    self.pending_control[t].join(heard[self.taken[k]])
                 self.taken[k] += 1
                 if message is not None:
                     self.pending[t].join(message)
@@ -397,6 +440,7 @@ class _Machine:
                     message = self.clock[t].copy()
                     message.extra.add((t, self.at))
                     self.signals[("port", rank, peer, ordinal)].append(message)
+                    self.heard_from[("port", rank, peer, ordinal)].append(self.heard(t))
             return True
         if name == "get":
             for s, d in zip(src, dst, strict=False):
@@ -456,8 +500,73 @@ class _Machine:
                 for d in dst[sent:]:
                     self.write_packets(t, op, self.cells(d, None, None, size), total)
             return True
+        if name in ("glres", "gstore"):
+            self._switch(t, rank, op, where)
+            return True
         self.find("unsupported", f"{where}: op {name!r} is not executed by this checker")
         return True
+
+    def _switch(self, t: int, rank: int, op: Op, where: str) -> None:
+        """``glres`` (load-reduce from every rank of the source channel's group, store to
+        every rank of the destination's) or ``gstore`` (a local range stored so)."""
+        src, dst = op.src, op.dst
+        needs = (src[:1] if op.name == "glres" else ()) + dst[:1]
+        if len(src) != 1 or len(dst) != 1 or any(r.switch is None for r in needs):
+            shape = "src_buff and dst_buff" if op.name == "glres" else "dst_buff"
+            self.find(
+                "structure",
+                f"{where}: {op.name} needs one range in src_buff and one in dst_buff, "
+                f"{shape} on a switch channel (switch_channel_id)",
+            )
+            return
+        size = src[0].size
+        if op.name == "glres":
+            group = self.plan.gpus[rank].switches[src[0].switch]  # type: ignore[index]
+            parts = []
+            for member in group.ranks:
+                self._reach(t, member, where)
+                ref = Ref(member, group.members[member], src[0].index, size)
+                parts.append(self.read(t, op, self.cells(ref), where))
+            total = [_sum(column) for column in zip(*parts, strict=True)]
+        else:
+            total = self.read(t, op, self.cells(src[0]), where)
+        group = self.plan.gpus[rank].switches[dst[0].switch]  # type: ignore[index]
+        for member in group.ranks:
+            self._reach(t, member, where)
+            cells = self.cells(Ref(member, group.members[member], dst[0].index, size))
+            self.write(t, op, cells, total, where)
+            for c in cells:
+                self.multicast[c] = (t, self.at)
+
+    def _reach(self, t: int, member: int, where: str) -> None:
+        if not self.started(t, member):
+            self.find(
+                "sync",
+                f"{where} reaches rank {member} through its switch channel before hearing "
+                f"from it (no wait for a signal of rank {member}): rank {member} may not "
+                "have started the collective",
+                ("sync", t, self.at, member),
+            )
+
+    def _ends(self) -> None:
+        """Every switch store into a rank is ordered before that rank's end."""
+        ends: dict[int, _Clock] = {}
+        for u, (rank, _) in enumerate(self.blocks):
+            done = self.clock[u].copy()
+            for seen in (self.pending[u], self.control[u], self.pending_control[u]):
+                done.join(seen)
+            done.time[u] = len(self.program[u])
+            ends.setdefault(rank, _Clock(len(self.blocks))).join(done)
+        for (rank, kind, part), stamp in sorted(self.multicast.items()):
+            if rank in ends and not ends[rank].covers(stamp):
+                parts = self.plan.parts
+                self.find(
+                    "race",
+                    f"rank {rank} may end the collective before the switch store of "
+                    f"{self.label(stamp)} into {kind}[{part // parts}] reaches it (no signal "
+                    f"after the store is waited for on rank {rank})",
+                    ("end", rank, stamp),
+                )
 
     # --- scheduling ----------------------------------------------------------------------
 
@@ -498,6 +607,7 @@ class _Machine:
             self.find("deadlock", f"{len(stuck) - 4} more thread blocks wait forever")
         self.outcome.completed = not stuck
         if not stuck:
+            self._ends()
             for key, messages in sorted(self.signals.items(), key=str):
                 if len(messages) > self.taken[key]:
                     self.find(

@@ -29,6 +29,16 @@ The rules come from microsoft/mscclpp at commit 1f5f065d7b13ab02df32c22568f38785
   are numbered by a per-peer tag counter, memory channels first, then port channels;
   the ``n``-th channel of rank ``a`` to ``b`` is connected to the ``n``-th of ``b`` to
   ``a``.
+* Switch (NVLS) channels (``parseChannels``, ``setupNvlsChannels``): a GPU's
+  ``channels`` entry ``{"channel_type": "switch", "buffer_type": B, "rank_groups":
+  [{"size": S, "ranks": [...]}, ...]}`` gives one switch channel per rank group, in
+  order; each binds the whole buffer ``B`` of every rank of the group to one multicast
+  object (``connectNvlsCollective(comm, ranks, size)``, a collective call of those
+  ranks: each of them must declare the same groups with each other in the same order,
+  and must be in its own group, or the call never completes). A thread block's
+  ``switch`` channel ids index the GPU's switch channels; an op's buffer reference
+  ``{"switch_channel_id": c, "index": i, "size": s}`` names the block's ``c``-th one
+  (chunks ``i .. i + s - 1`` of the bound buffer of every rank of the group).
 
 Refusals of the parser (and of the executor's setup) raise :class:`FileFormatError`
 naming the field; array overflows the parser does not check (more than 16 channels in a
@@ -59,6 +69,7 @@ __all__ = [
     "LIMITS",
     "OP_NAMES",
     "Ref",
+    "SwitchGroup",
     "Op",
     "ThreadBlock",
     "Gpu",
@@ -99,13 +110,28 @@ _CHANNELS = ("memory", "port", "none", "switch")
 @dataclass(frozen=True)
 class Ref:
     """A buffer range of an op: ``rank``'s buffer ``kind`` (``i``, ``o``, ``s``), chunks
-    ``index .. index + size - 1``; ``remote`` when reached through a channel."""
+    ``index .. index + size - 1``; ``remote`` when reached through a channel; ``switch``
+    the GPU's switch channel (index into :attr:`Gpu.switches`) when it is a multicast
+    reference (the range on every rank bound to that channel)."""
 
     rank: int
     kind: str
     index: int
     size: int
     remote: bool = False
+    switch: int | None = None
+
+
+@dataclass(frozen=True)
+class SwitchGroup:
+    """One switch (NVLS) channel of a GPU: its ``ranks`` (in the file's order) and, for
+    each of them, the buffer that rank binds to it (``members``: rank -> ``i``/``o``/``s``,
+    from that rank's own declaration of the group); ``where`` names the field."""
+
+    ranks: tuple[int, ...]
+    kind: str
+    where: str
+    members: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,9 +169,12 @@ class Gpu:
     rank: int
     chunks: dict[str, int]
     threadblocks: list[ThreadBlock]
-    #: per channel type, each channel's (peer, ordinal among this rank's channels to it)
+    #: per channel type, each channel's (peer, ordinal among this rank's channels to it);
+    #: a ``switch`` channel's entry is (its index in ``switches``, 0)
     channels: dict[str, list[tuple[int, int]]]
     semaphores: list[int] = field(default_factory=list)
+    #: the GPU's switch (NVLS) channels, one per rank group, in order
+    switches: list[SwitchGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -247,13 +276,23 @@ def parse_plan(document: Any) -> Plan:
             for kind, word in (("i", "input"), ("o", "output"), ("s", "scratch"))
         }
         channels: dict[str, list[tuple[int, int]]] = {"memory": [], "port": [], "switch": []}
+        switches: list[SwitchGroup] = []
         for c, channel in enumerate(_get(gpu, "channels", where, list)):
             cw = f"{where}.channels[{c}]"
             ctype = _kind(_get(channel, "channel_type", cw, str), _CHANNELS, f"{cw}.channel_type")
             if ctype == "switch":
-                plan.unsupported.append(f"{cw}: switch (NVLS) channel")
-                _kind(_get(channel, "buffer_type", cw, str), _BUFFERS, f"{cw}.buffer_type")
-                channels["switch"].append((-1, 0))
+                kind = _kind(_get(channel, "buffer_type", cw, str), _BUFFERS, f"{cw}.buffer_type")
+                for g, group in enumerate(_get(channel, "rank_groups", cw, list)):
+                    gw = f"{cw}.rank_groups[{g}]"
+                    _get(group, "size", gw, int)
+                    ranks = _get(group, "ranks", gw, list)
+                    for r in ranks:
+                        if isinstance(r, bool) or not isinstance(r, int):
+                            raise FileFormatError(f"{gw}.ranks: {r!r} is not a rank")
+                    if len(set(ranks)) != len(ranks):
+                        raise FileFormatError(f"{gw}.ranks: {ranks} names a rank twice")
+                    channels["switch"].append((len(switches), 0))
+                    switches.append(SwitchGroup(tuple(ranks), kind, f"{gw}.ranks"))
                 continue
             for peer in _get(channel, "connected_to", cw, list):
                 if isinstance(peer, bool) or not isinstance(peer, int):
@@ -274,8 +313,9 @@ def parse_plan(document: Any) -> Plan:
             _get(s, "init_value", f"{where}.semaphores[{i}]", int)
             for i, s in enumerate(gpu.get("semaphores", []))
         ]
-        plan.gpus.append(Gpu(position, chunks, [], channels, semaphores))
+        plan.gpus.append(Gpu(position, chunks, [], channels, semaphores, switches))
     n = len(plan.gpus)
+    _pair_switches(plan)
     for gpu in plan.gpus:
         ordinal: dict[int, int] = {}
         for ctype in ("memory", "port"):  # the per-peer tag counter: memory first
@@ -305,6 +345,53 @@ def parse_plan(document: Any) -> Plan:
                         f"{op.loop[0]} B beside the first of {plan.unit_size} B"
                     )
     return plan
+
+
+def _pair_switches(plan: Plan) -> None:
+    """Check that the switch channels can be set up (``connectNvlsCollective`` is a
+    collective call of a group's ranks) and record which buffer each member binds.
+
+    Every rank of a group is a rank of the plan and declares the group itself (the
+    group holds the declaring rank); for two ranks ``a`` and ``b``, the groups ``a``
+    declares that hold ``b`` are, in order, the groups ``b`` declares that hold ``a``.
+    """
+    n = len(plan.gpus)
+    for gpu in plan.gpus:
+        for group in gpu.switches:
+            for r in group.ranks:
+                if not 0 <= r < n:
+                    raise FileFormatError(f"{group.where}: {r} is not a rank of the {n}")
+            if gpu.rank not in group.ranks:
+                raise FileFormatError(
+                    f"{group.where}: {list(group.ranks)} leaves out rank {gpu.rank}, which "
+                    "declares it (a GPU binds its own buffer to its switch channels)"
+                )
+    for gpu in plan.gpus:
+        for g, group in enumerate(gpu.switches):
+            for peer in group.ranks:
+                mine = [h for h in gpu.switches if peer in h.ranks]
+                theirs = [h for h in plan.gpus[peer].switches if gpu.rank in h.ranks]
+                place = sum(1 for h in gpu.switches[:g] if peer in h.ranks)
+                if place >= len(theirs) or theirs[place].ranks != group.ranks:
+                    got, odd = "nothing", ""
+                    if place < len(theirs):
+                        got = str(list(theirs[place].ranks))
+                        extra = sorted(set(theirs[place].ranks) ^ set(group.ranks))
+                        if extra:
+                            odd = f"; rank(s) {extra} in one and not the other"
+                    raise FileFormatError(
+                        f"{group.where}: {list(group.ranks)} is switch channel {place} of "
+                        f"rank {gpu.rank} with rank {peer}, but rank {peer} declares "
+                        f"{got} there{odd} (connectNvlsCollective, a collective call of the "
+                        "group's ranks, would never complete)"
+                    )
+                if len(mine) != len(theirs):
+                    raise FileFormatError(
+                        f"{group.where}: rank {gpu.rank} declares {len(mine)} switch "
+                        f"channel(s) with rank {peer}, rank {peer} {len(theirs)} with rank "
+                        f"{gpu.rank} (connectNvlsCollective would never complete)"
+                    )
+                group.members[peer] = theirs[place].kind
 
 
 def _parse_threadblocks(
@@ -424,8 +511,8 @@ def _parse_op(
     name = _get(doc, "name", where, str)
     if name not in OP_NAMES:
         raise FileFormatError(f"{where}.name: invalid operation type {name!r}")
-    if name in ("glres", "gstore", "gstorepkt"):
-        plan.unsupported.append(f"{where}: {name} (switch channel)")
+    if name == "gstorepkt":
+        plan.unsupported.append(f"{where}: {name} (switch channel packets)")
     ctype = "none"
     if "channel_type" in doc:
         ctype = _kind(doc["channel_type"], _CHANNELS, f"{where}.channel_type")
@@ -464,7 +551,17 @@ def _parse_op(
             index, size = _get(buff, "index", bw, int), _get(buff, "size", bw, int)
             # the parser converts a "type" wherever it is given, beside a buffer_id too
             kind = _kind(buff["type"], _BUFFERS, f"{bw}.type") if "type" in buff else None
-            if "buffer_id" in buff:
+            if "switch_channel_id" in buff:  # the executor takes it over a type or buffer_id
+                sid = buff["switch_channel_id"]
+                pool = tb_channels["switch"]
+                if isinstance(sid, bool) or not isinstance(sid, int) or not 0 <= sid < len(pool):
+                    raise FileFormatError(
+                        f"{bw}.switch_channel_id: {sid!r} is not one of the thread block's "
+                        f"{len(pool)} switch channels"
+                    )
+                g = pool[sid][0]
+                refs.append(Ref(gpu.rank, gpu.switches[g].kind, index, size, True, g))
+            elif "buffer_id" in buff:
                 if ctype not in buffers:
                     raise FileFormatError(
                         f"{bw}.buffer_id: the op's channel_type is {ctype!r}; a remote buffer "
@@ -481,8 +578,6 @@ def _parse_op(
                 refs.append(Ref(rank, kind, index, size, remote=True))
             elif kind is not None:
                 refs.append(Ref(gpu.rank, kind, index, size))
-            elif "switch_channel_id" in buff:
-                refs.append(Ref(gpu.rank, "s", index, size, remote=True))
             else:
                 raise FileFormatError(f"{bw}: names neither type nor buffer_id")
         sides.append(tuple(refs))

@@ -73,6 +73,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
+from optcoll.exceptions import ScheduleError
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.io.astra_sim import from_astra_network
@@ -262,12 +263,16 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str
         Path(f"{prefix}.{rank}.et").write_bytes(data)
     traces = read_chakra(str(prefix))
     net = Network.of(topology, latency_us)
-    graph = chakra_tasks(traces, topology, net, slice_bytes=one.slice_bytes)
-    ties = chakra_ties(traces, graph)  # a compact schedule's, as plan ran it
-    predicted = simulate(graph, net, size, overhead=0, ties=ties).time_us
     whole = replace(net, store_and_forward=True)  # as ASTRA-sim's backend moves a message
-    graph = chakra_tasks(traces, topology, whole, slice_bytes=one.slice_bytes)
-    forwarded = simulate(graph, whole, size, overhead=0, ties=ties).time_us
+    predicted = forwarded = None
+    try:  # plan ran a compact schedule from its quotient; the traces hold every task
+        graph = chakra_tasks(traces, topology, net, slice_bytes=one.slice_bytes)
+        ties = chakra_ties(traces, graph)  # a compact schedule's, as plan ran it
+        predicted = simulate(graph, net, size, overhead=0, ties=ties).time_us
+        graph = chakra_tasks(traces, topology, whole, slice_bytes=one.slice_bytes)
+        forwarded = simulate(graph, whole, size, overhead=0, ties=ties).time_us
+    except ScheduleError as error:  # e.g. more steps than the simulator's limit
+        print(f"{label} {collective} {size_text(size)}: our simulator: {error}", flush=True)
     system = {**base_system(), "preferred-dataset-splits": 1, "active-chunks-per-dimension": 1,
               # one trace set for every dimension: ASTRA-sim refuses a list of several
               # ("There should be 1 Chakra ET only", CollectiveImplLookup.cc lines 136-164)
@@ -279,13 +284,13 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str
         "native_us": None if best is None else round(best[0], 3),
         "native": None if best is None else best[1],
         "ours_astra_us": None if ours is None else round(ours, 3),
-        "ours_sim_us": round(predicted, 3),
-        "ours_sim_saf_us": round(forwarded, 3),
+        "ours_sim_us": None if predicted is None else round(predicted, 3),
+        "ours_sim_saf_us": None if forwarded is None else round(forwarded, 3),
         "plan_us": round(one.time_us, 3),
         "method": f"{one.method}, {'whole' if one.slice_bytes is None else size_text(one.slice_bytes)}",
         "native_over_ours": None if best is None or ours is None else round(best[0] / ours, 3),
-        "sim_over_astra": None if ours is None else round(predicted / ours, 4),
-        "saf_over_astra": None if ours is None else round(forwarded / ours, 4),
+        "sim_over_astra": None if ours is None or predicted is None else round(predicted / ours, 4),
+        "saf_over_astra": None if ours is None or forwarded is None else round(forwarded / ours, 4),
         "plan_cpu_s": round(cpu, 2),
     }
 

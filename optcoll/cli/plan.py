@@ -151,8 +151,9 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
     print(
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
         "slowest shortest path, start-up bound: cuts whose links carry data only after the "
-        "overhead and the latency from its source, before the latency to its destination); "
-        "ratio = fastest / lower bound"
+        "overhead and the latency from its source, before the latency to its destination, "
+        "depth bound: an overhead and a latency per forwarding step against the link cost of "
+        "shallow schedules); ratio = fastest / lower bound"
     )
     print(f"holds for: {rows[0].holds_for}")
     width = max(12, *(len(m) + 1 for m in methods))

@@ -203,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
             "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
             f"{rows[0]['latency_bound_us']:g} µs, start-up bound: cuts whose links carry data "
             "only after the overhead and the latency from the data's source and before the "
-            "latency to its destination); ratio = time / lower bound"
+            "latency to its destination, depth bound: an overhead and a latency per forwarding "
+            "step against the link cost of shallow schedules); ratio = time / lower bound"
         )
         print(f"holds for: {rows[0]['bound_holds_for']}")
     print(

@@ -4,7 +4,7 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -21,8 +21,11 @@ simulator's model:
   one to the other pays at least one step and those latencies;
 * the **start-up bound** (:mod:`optcoll.bounds.startup`): cuts whose links carry the data
   that must cross them only after the overhead and the latency from the data's source and
-  before the latency to its destination (``docs/bounds_every_size.md``). :class:`SizeBound`
-  holds the three, exact.
+  before the latency to its destination (``docs/bounds_every_size.md``);
+* the **depth bound** (:mod:`optcoll.bounds.depth`, topologies whose switches only relay):
+  every forwarding step of an element's chain of transfers costs the overhead and a
+  latency, and chains that fit in less time cost the links more. :class:`SizeBound` holds
+  the four, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -66,6 +69,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 
+from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
+from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule
@@ -641,8 +646,9 @@ def _distances(out: dict[str, list[tuple[str, int]]], source: str) -> dict[str, 
 class SizeBound:
     """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
     the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
-    ``data(M) * certified.time_factor`` and the window cuts of ``startup``
-    (:mod:`optcoll.bounds.startup`), all in exact µs. Each holds, under the simulator's
+    ``data(M) * certified.time_factor``, the window cuts of ``startup``
+    (:mod:`optcoll.bounds.startup`) and the depth bound (:mod:`optcoll.bounds.depth`; None
+    where switches reduce or multicast), all in exact µs. Each holds, under the simulator's
     model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
 
     Examples
@@ -661,6 +667,7 @@ class SizeBound:
     certified: CollectiveBound
     latency: Fraction
     startup: StartupBound
+    depth: DepthBound | None = None
 
     def bandwidth_us(self, size: int) -> Fraction:
         """``data(M) * time factor`` (µs)."""
@@ -668,15 +675,21 @@ class SizeBound:
         return data * self.certified.time_factor / 1000
 
     def lower_us(self, size: int) -> Fraction:
-        """The largest of the three bounds (µs) at ``size`` bytes."""
-        return max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+        """The largest of the bounds (µs) at ``size`` bytes."""
+        other = max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
+        if self.depth is None:
+            return other
+        return max(other, self.depth.time_us(size, other))
 
     def describe(self) -> str:
         """What the bound is and the schedules it holds for."""
-        return (
+        text = (
             f"{self.certified.describe()}, as the simulator runs them; with its start-up and "
             "drain windows at every size"
         )
+        if self.depth is not None:
+            text += f"; {self.depth.describe()}: holds for {DEPTH_HOLDS_FOR[self.collective]}"
+        return text
 
 
 def size_bound(
@@ -699,7 +712,11 @@ def size_bound(
     startup = certified.startup(
         topology, overhead=overhead, default_latency=default_latency, root=root
     )
-    return SizeBound(collective, topology.num_compute, certified, latency, startup)
+    parts = certified.partition.parts if certified.partition is not None else ()
+    depth = depth_bound(
+        topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth)
 
 
 def plan(
@@ -1296,7 +1313,7 @@ def method_times(
     >>> from optcoll.studies.compare import compare_methods
     >>> topo = build("ring:4")
     >>> [[round(t, 3) for t in row] for row in method_times(topo, compare_methods(topo), [4096])]
-    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015]]
+    [[5.01], [4.02], [6.015], [6.015], [3.02], [5.031], [5.031], [4.031], [4.031], [5.031], [4.015], [4.02]]
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

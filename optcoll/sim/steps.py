@@ -307,7 +307,7 @@ def step_costs(
     --------
     >>> from optcoll.topologies import build
     >>> [c.method for c in step_costs(build("ring:4"), "allgather")]
-    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing']
+    ['direct', 'recursive doubling', 'Bruck', 'Swing', 'Bine', 'PAT', 'multiport Swing', 'Trivance']
     """
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
     return [

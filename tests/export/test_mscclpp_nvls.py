@@ -232,3 +232,26 @@ def test_solves_schedule_file_exports_on_switch_channels(tmp_path, capsys):
     capsys.readouterr()
     assert main(other) == 2
     assert "built for topology" in capsys.readouterr().err
+
+
+def test_beyond_16_peers_the_barrier_is_a_dissemination_barrier():
+    """18 GPUs: a block may hold 16 memory channels, so each barrier is ceil(log2 18) = 5
+    rounds (signal r + 2^i, wait for r - 2^i); check-plan follows what each GPU has heard
+    through the rounds, and a round missing on one GPU is a sync finding."""
+    star = build("star:18,sharp=1")
+    document = mscclpp_nvls_plan(star, blocks=1).document
+    ops = document["gpus"][3]["threadblocks"][0]["ops"]
+    assert [op["name"] for op in ops[:3]] == ["signal", "wait", "nop"]
+    assert [op["channel_ids"] for op in ops[:15] if op["name"] != "nop"][:2] == [[2], [1]]
+    peers = document["gpus"][3]["channels"][0]["connected_to"]
+    assert sorted(set(peers)) == [1, 2, 4, 5, 7, 11, 13, 17]  # 3 +- 1, 2, 4, 8, 16 mod 18
+    assert len(ops) == 5 * 3 + 2 + 5 * 3 - 1
+    report = verify_plan(document)
+    assert report.ok and report.judged
+    broken = copy.deepcopy(document)  # GPU 0 skips its last start round's wait (for GPU 2):
+    del broken["gpus"][0]["threadblocks"][0]["ops"][13]  # it has heard from 16 of the 18
+    report = verify_plan(broken)
+    messages = {m for kind, m in report.findings if kind == "sync"}
+    assert any("rank 0 tb 0 op 15 (glres of unit 0) reaches rank 1 " in m for m in messages)
+    assert any("rank 0 tb 0 op 15 (glres of unit 0) reaches rank 2 " in m for m in messages)
+    assert not any("reaches rank 3 " in m for m in messages)

@@ -120,13 +120,15 @@ def test_chakra_step_traces_everywhere_correct_within_tolerance():
 def test_chakra_slices_cut_blocks_into_whole_chunks():
     """Slices that do not fall on block boundaries (ring:6, 1 MiB, 64 KiB slices of blocks
     of 174,762.7 bytes) cut every block into chunks: the least count that puts every slice
-    boundary on a chunk boundary (Bruck: 3, PAT: 24), else 64; the traces still move
+    boundary on a chunk boundary (Bruck: 3, PAT: 24; multiport Swing, 12 blocks of 87,381.3
+    bytes: 12), else 64; the traces still move
     exactly each message's blocks."""
-    chunks = {"direct": 3, "recursive doubling": 64, "Bruck": 3, "Swing": 64, "Bine": 64, "PAT": 24}
+    chunks = {"direct": 3, "recursive doubling": 64, "Bruck": 3, "Swing": 64, "Bine": 64, "PAT": 24,
+              "multiport Swing": 12, "Trivance": 3}  # fmt: skip
     topology = build("ring:6")
-    size, n = 2**20, 6
+    size = 2**20
 
-    def block_bytes(b: int) -> int:  # the checker's split of the message into blocks
+    def block_bytes(b: int, n: int) -> int:  # the checker's split of the message into blocks
         return size * (b + 1) // n - size * b // n
 
     for schedule in _schedules(topology, "allgather").values():
@@ -134,7 +136,12 @@ def test_chakra_slices_cut_blocks_into_whole_chunks():
         report = _checked(files)
         meta, _ = decode_trace(files[0], "t.0.et")
         assert meta.get("optcoll_chunks").value == chunks[schedule.method]
-        moved = sum(block_bytes(b) for step in schedule.steps for s in step for b in s.blocks)
+        moved = sum(
+            block_bytes(b, schedule.blocks)
+            for step in schedule.steps
+            for s in step
+            for b in s.blocks
+        )
         assert report.bytes_sent == moved
 
 
@@ -258,8 +265,11 @@ def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, co
     for schedule in _schedules(topology, collective).values():
         try:
             plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))
-        except ExportError as refused:  # 15 peers in one step: one thread block cannot
-            assert "more than 16 remote buffers" in str(refused), schedule.method
+        except ExportError as refused:  # 15 peers in one step: one thread block cannot;
+            # Trivance's messages on sides not a power of three: blocks not consecutive
+            assert "more than 16 remote buffers" in str(refused) or (
+                schedule.method == "Trivance" and "a thread block needs" in str(refused)
+            ), schedule.method
             continue
         report = verify_plan(plan.document)
         assert report.ok, (schedule.method, report.findings[:1])
@@ -281,8 +291,8 @@ def test_trivance_exports_are_correct_and_timed_apart_from_plan():
     network = free.network(topology)
     found = {}
     for method, schedule in _schedules(topology, "allreduce").items():
-        if not method.startswith("Trivance"):
-            continue
+        if not method.startswith("Trivance ("):  # the latency forms (bandwidth form:
+            continue  # tests/export/test_dissemination_exports.py)
         _checked(step_traces(schedule, 2**20, slice_bytes=free.slice_bytes))
         assert verify_text(msccl_step_program(schedule).text).ok
         plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))

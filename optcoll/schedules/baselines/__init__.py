@@ -26,7 +26,13 @@ pick the baselines up from this package.
 * :mod:`~optcoll.schedules.baselines.logstep` - recursive doubling and halving,
   Rabenseifner, Bruck, as step schedules (:mod:`optcoll.core.step_schedule`), which
   :mod:`optcoll.verify.steps` executes and :mod:`optcoll.sim.steps` routes and simulates;
-* :mod:`~optcoll.schedules.baselines.swing` - Swing's pairings on the same butterfly;
+* :mod:`~optcoll.schedules.baselines.swing` - Swing's pairings on the same butterfly, and
+  multiport Swing on tori of any sides;
+* :mod:`~optcoll.schedules.baselines.trivance` - Trivance, latency- and bandwidth-optimal,
+  in ``log3`` steps;
+* :mod:`~optcoll.schedules.baselines.dissemination` - the allgather that sends each partner
+  what it lacks over any rounds, and the reduce-scatter as its transpose (multiport Swing
+  on sides not powers of two, bandwidth-optimal Trivance);
 * :mod:`~optcoll.schedules.baselines.step_catalogue` - the log-step schedules of each
   collective, for ``plan`` and ``compare``.
 

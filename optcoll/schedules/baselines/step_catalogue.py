@@ -9,8 +9,8 @@ two or more equal boxes the hierarchical ones of
 :mod:`optcoll.schedules.baselines.hierarchical_steps` (every phase across of each
 collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.grid_lines`)
 the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), on a torus
-whose dimensions are powers of two (``shape``,
-:func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing, and on a torus
+(``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing (its
+latency form where every side is a power of two) and bandwidth-optimal Trivance, and on a torus
 of two or more dimensions of any sides Trivance dimension by dimension.
 
 Examples
@@ -21,8 +21,10 @@ Examples
 []
 >>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-2:]
 ['hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
->>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-1]
-'multiport Swing'
+>>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-2:]
+['multiport Swing', 'Trivance']
+>>> [s.method for s in step_schedules("abcdef", "allreduce", shape=(6,))][6:9]
+['multiport Swing', 'Trivance', 'Trivance (latency)']
 """
 
 from __future__ import annotations
@@ -64,7 +66,13 @@ from optcoll.schedules.baselines.swing import (
     swing_latency_allreduce,
     swing_reduce_scatter,
 )
-from optcoll.schedules.baselines.trivance import trivance_allreduce, trivance_torus_allreduce
+from optcoll.schedules.baselines.trivance import (
+    trivance_allgather,
+    trivance_allreduce,
+    trivance_bandwidth_allreduce,
+    trivance_reduce_scatter,
+    trivance_torus_allreduce,
+)
 
 __all__ = ["STEP_BUILDERS", "TORUS_BUILDERS", "DIMENSION_WISE", "step_schedules"]
 
@@ -96,9 +104,13 @@ STEP_BUILDERS: dict[str, tuple[Callable[[Sequence[str]], StepSchedule], ...]] = 
 
 #: Per collective, the builders of its schedules on a torus of a given shape.
 TORUS_BUILDERS: dict[str, tuple[Callable[[Sequence[str], Sequence[int]], StepSchedule], ...]] = {
-    "allgather": (multiport_swing_allgather,),
-    "reduce_scatter": (multiport_swing_reduce_scatter,),
-    "allreduce": (multiport_swing_allreduce, multiport_swing_latency_allreduce),
+    "allgather": (multiport_swing_allgather, trivance_allgather),
+    "reduce_scatter": (multiport_swing_reduce_scatter, trivance_reduce_scatter),
+    "allreduce": (
+        multiport_swing_allreduce,
+        multiport_swing_latency_allreduce,
+        trivance_bandwidth_allreduce,
+    ),
 }
 
 
@@ -120,18 +132,20 @@ def step_schedules(
     """Every step schedule of ``collective`` over ``nodes`` (none for a collective
     without one, or fewer than two nodes), with ``boxes`` (two or more equal boxes of
     the same nodes) the hierarchical ones, with ``shape`` (the torus the nodes form,
-    row-major) multiport Swing if every dimension is a power of two, and with ``lines``
+    row-major) multiport Swing (its latency form if every side is a power of two) and
+    bandwidth-optimal Trivance, and with ``lines``
     (the lines of the grid the nodes form) the dimension-wise direct ones
     (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot)."""
     if len(nodes) < 2:
         return []
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
-    if (
-        shape is not None
-        and collective in TORUS_BUILDERS
-        and all(d >= 2 and d & (d - 1) == 0 for d in shape)
-    ):
-        found += [build(nodes, shape) for build in TORUS_BUILDERS[collective]]
+    if shape is not None and collective in TORUS_BUILDERS:
+        powers = all(d >= 2 and d & (d - 1) == 0 for d in shape)
+        found += [
+            build(nodes, shape)
+            for build in TORUS_BUILDERS[collective]
+            if powers or build is not multiport_swing_latency_allreduce
+        ]
     if collective == "allreduce":  # two messages per node and step, on any ring or torus
         found.append(trivance_allreduce(nodes))
         if shape is not None and len(shape) > 1:

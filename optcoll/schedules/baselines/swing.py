@@ -20,6 +20,20 @@ coordinate in that dimension choosing the direction. The multiport collective ru
 dimension ``j mod D`` and the last ``D`` are mirrored (``-rho``), so in every step each
 node sends on all ``2D`` ports of its torus, with ``log2 N`` steps in all.
 
+**Sides that are not powers of two** (:func:`torus_rounds`; De Sensi et al. run Swing on
+any even ring in ``ceil(log2 p)`` steps, skipping blocks sent before): an even side ``d``
+takes Swing's pairings mod ``d`` for ``ceil(log2 d)`` steps, which reach every coordinate
+(checked for every even ``d`` up to 128) but some twice; an odd side, where no pairing of
+all coordinates exists, takes ``ceil(log2 d)`` *shifts* instead: in step ``t`` every
+coordinate ``c`` sends to ``c + sign * delta`` and receives from ``c - sign * delta``,
+``delta`` the negabinary powers ``(-2)^t`` reduced to the nearest residue mod ``d``
+(their ``2^k`` subset sums are ``2^k`` consecutive integers, so ``k`` shifts reach all
+``d``), nearest first in the reduce-scatter (as Bine orders its distances; the
+odd-side rule is ours, not the paper's fold). The allgather sends each partner the blocks
+it lacks and the reduce-scatter is its transpose
+(:mod:`optcoll.schedules.baselines.dissemination`), so every node still sends and receives
+``(N - 1) / N`` of each share, in ``sum ceil(log2 d_i)`` steps, no folding step.
+
 Examples
 --------
 >>> [rho(s) for s in range(5)]
@@ -37,6 +51,12 @@ from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines.dissemination import (
+    Arc,
+    SideStep,
+    shared_schedule,
+    torus_arcs,
+)
 from optcoll.schedules.baselines.logstep import (
     Pairing,
     butterfly_allgather,
@@ -54,6 +74,7 @@ __all__ = [
     "swing_allreduce",
     "swing_latency_allreduce",
     "torus_pairings",
+    "torus_rounds",
     "multiport_swing_allgather",
     "multiport_swing_reduce_scatter",
     "multiport_swing_allreduce",
@@ -173,17 +194,23 @@ def multiport_swing_allgather(nodes: Sequence[str], shape: Sequence[int]) -> Ste
     >>> s.num_steps, s.blocks, len(s.steps[0]) // 16
     (4, 64, 4)
     """
+    if not _powers_of_two(shape):
+        return _any_torus(nodes, shape, "allgather")
     return _ports(nodes, shape, butterfly_allgather)
 
 
 def multiport_swing_reduce_scatter(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
     """Multiport Swing reduce-scatter on a torus of ``shape`` (``log2 N`` steps)."""
+    if not _powers_of_two(shape):
+        return _any_torus(nodes, shape, "reduce_scatter")
     return _ports(nodes, shape, butterfly_reduce_scatter)
 
 
 def multiport_swing_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> StepSchedule:
     """Multiport Swing allreduce on a torus of ``shape``: reduce-scatter then allgather,
     ``2 log2 N`` steps."""
+    if not _powers_of_two(shape):
+        return _any_torus(nodes, shape, "allreduce")
     return _ports(nodes, shape, butterfly_allreduce)
 
 
@@ -196,3 +223,53 @@ def multiport_swing_latency_allreduce(nodes: Sequence[str], shape: Sequence[int]
     (4, {16})
     """
     return _ports(nodes, shape, exchange_allreduce, "multiport Swing (latency)")
+
+
+def _side_steps(size: int) -> list[tuple[bool, int]]:
+    """One side's steps in reduce-scatter order: ``(True, rho_s)`` Swing pairings of an even
+    ``size``, ``(False, delta)`` shifts of an odd one (module docstring), nearest first."""
+    count = (size - 1).bit_length()
+    if size % 2 == 0:
+        return [(True, rho(s)) for s in range(count)]
+    shifts = [((-2) ** t + size // 2) % size - size // 2 for t in range(count)]
+    return [(False, delta) for delta in sorted(shifts, key=abs)]
+
+
+def torus_rounds(shape: Sequence[int], start: int, sign: int) -> list[list[Arc]]:
+    """The arcs of each allgather step of one Swing collective on a torus of any ``shape``
+    (row-major ranks): :func:`~optcoll.schedules.baselines.dissemination.torus_arcs` of
+    each side's steps (:func:`_side_steps`, distances times ``sign``).
+
+    >>> [sorted(r)[0] for r in torus_rounds((5,), 0, 1)]  # shifts -2, -1, 1: rank 0 sends
+    [(0, 3), (0, 4), (0, 1)]
+    >>> [sorted(r)[:2] for r in torus_rounds((6,), 0, 1)]  # Swing: rho = 3, -1, 1
+    [[(0, 3), (1, 4)], [(0, 5), (1, 2)], [(0, 1), (1, 0)]]
+    """
+    return torus_arcs(
+        shape,
+        start,
+        [[_side_step(pairing, sign * d) for pairing, d in _side_steps(size)] for size in shape],
+    )
+
+
+def _side_step(pairing: bool, distance: int) -> SideStep:
+    def moved(c: int) -> tuple[int]:
+        return (c + distance if not pairing or c % 2 == 0 else c - distance,)
+
+    return moved
+
+
+def _any_torus(nodes: Sequence[str], shape: Sequence[int], collective: str) -> StepSchedule:
+    """Multiport Swing of ``collective`` on a torus of any sides (module docstring): the
+    ``2D`` collectives of :func:`torus_rounds` at once."""
+    if math.prod(shape) != len(nodes) or any(d < 1 for d in shape):
+        raise ScheduleError(
+            f"multiport Swing needs a torus holding the {len(nodes)} nodes, "
+            f"not {'x'.join(map(str, shape))}"
+        )
+    shares = [torus_rounds(shape, start, sign) for sign in (1, -1) for start in range(len(shape))]
+    return shared_schedule(nodes, collective, shares, "multiport Swing")
+
+
+def _powers_of_two(shape: Sequence[int]) -> bool:
+    return all(d >= 2 and d & (d - 1) == 0 for d in shape)

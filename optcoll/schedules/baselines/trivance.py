@@ -1,4 +1,4 @@
-"""Trivance: the latency-optimal allreduce in ``log3`` steps on bidirectional rings and tori.
+"""Trivance: allreduce, reduce-scatter and allgather in ``log3`` steps on bidirectional rings and tori.
 
 On a ring of ``p = 3^k`` ranks, in step ``s`` every rank ``x`` sends its current partial
 sum to both ``x + 3^s`` and ``x - 3^s`` (mod ``p``), and adds what it receives. After step
@@ -17,8 +17,23 @@ a torus (:func:`trivance_torus_allreduce`) the lines of each dimension run it in
 all lines of a dimension at once: after dimension ``j`` a node holds the sum over its
 sub-torus of the dimensions done, after the last the whole sum.
 
+**Bandwidth-optimal Trivance** (:func:`trivance_allgather`, :func:`trivance_reduce_scatter`,
+:func:`trivance_bandwidth_allreduce`): the same steps, but each message carries only what
+the receiver needs. In the reduce-scatter's step ``s`` (distances ``3^s``, nearest first)
+a rank keeps the third of its blocks whose window it will cover and sends the other two
+thirds, one to each neighbour, which adds them; the allgather runs the steps backwards,
+each rank sending both neighbours everything it holds that they lack
+(:mod:`optcoll.schedules.baselines.dissemination`, the reduce-scatter its transpose), the
+allreduce the two in turn. Every rank sends ``(N - 1) / N`` of the data in each half, in
+``ceil(log3 d)`` steps per side ``d`` (on a side that is not a power of three the last
+windows overlap and a block reaches a rank once, from the first of its two senders). On a
+torus of ``D`` dimensions ``D`` such collectives run at once on ``1 / D`` of the data each,
+collective ``j`` starting at dimension ``j`` (dimensions in turn), so every step uses all
+``2D`` ports; a ring (``D = 1``) is one collective on both directions.
+
 :func:`optcoll.verify.steps.verify_steps` checks each schedule by executing it
-(``tests/schedules/test_trivance.py``: ``N = 2 .. 30`` and torus shapes).
+(``tests/schedules/test_trivance.py``: ``N = 2 .. 30`` and torus shapes;
+``tests/schedules/test_trivance_bandwidth.py``).
 
 Examples
 --------
@@ -31,12 +46,27 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from optcoll.core.step_schedule import Send, StepSchedule
 from optcoll.exceptions import ScheduleError
+from optcoll.schedules.baselines.dissemination import (
+    Arc,
+    SideStep,
+    shared_schedule,
+    torus_arcs,
+)
 
-__all__ = ["trivance_allreduce", "trivance_torus_allreduce", "trivance_line_steps"]
+__all__ = [
+    "trivance_allreduce",
+    "trivance_torus_allreduce",
+    "trivance_line_steps",
+    "trivance_rounds",
+    "trivance_allgather",
+    "trivance_reduce_scatter",
+    "trivance_bandwidth_allreduce",
+]
 
 Steps = list[tuple[Send, ...]]
 
@@ -120,3 +150,72 @@ def trivance_torus_allreduce(nodes: Sequence[str], shape: Sequence[int]) -> Step
             steps.append(tuple(m for line in per_line for m in line[s]))
         stride *= d
     return StepSchedule("allreduce", "Trivance (latency, torus)", nodes, len(nodes), tuple(steps))
+
+
+def trivance_rounds(shape: Sequence[int], start: int) -> list[list[Arc]]:
+    """The allgather rounds of one bandwidth-optimal Trivance collective on a torus of
+    ``shape`` (row-major ranks): on each side ``d`` the distances ``3^s``,
+    ``s < ceil(log3 d)``, to both neighbours, the sides in turn from ``start``, farthest
+    first (:func:`~optcoll.schedules.baselines.dissemination.torus_arcs`).
+
+    >>> [sorted(r)[:2] for r in trivance_rounds((9,), 0)]  # rank 0: +-3, then +-1
+    [[(0, 3), (0, 6)], [(0, 1), (0, 8)]]
+    """
+    return torus_arcs(shape, start, [[_both(3**s) for s in range(_steps(d))] for d in shape])
+
+
+def _steps(size: int) -> int:
+    count, reach = 0, 1
+    while reach < size:
+        count, reach = count + 1, 3 * reach
+    return count
+
+
+def _both(distance: int) -> SideStep:
+    def moved(c: int) -> tuple[int, int]:
+        return (c + distance, c - distance)
+
+    return moved
+
+
+def _shared(nodes: Sequence[str], shape: Sequence[int] | None, collective: str) -> StepSchedule:
+    dims = (len(nodes),) if shape is None else tuple(shape)
+    if math.prod(dims) != len(nodes) or any(d < 1 for d in dims):
+        raise ScheduleError(f"a torus of shape {dims} does not have {len(nodes)} nodes")
+    shares = [trivance_rounds(dims, start) for start in range(len(dims))]
+    return shared_schedule(nodes, collective, shares, "Trivance")
+
+
+def trivance_allgather(nodes: Sequence[str], shape: Sequence[int] | None = None) -> StepSchedule:
+    """Bandwidth-optimal Trivance allgather over ``nodes`` (a ring in their order, or the
+    torus of ``shape``, row-major): ``sum ceil(log3 d)`` steps (module docstring).
+
+    >>> s = trivance_allgather([f"g{i}" for i in range(9)])
+    >>> s.num_steps, [len(step[0].blocks) for step in s.steps]  # 1, then 3 blocks a message
+    (2, [1, 3])
+    """
+    return _shared(nodes, shape, "allgather")
+
+
+def trivance_reduce_scatter(
+    nodes: Sequence[str], shape: Sequence[int] | None = None
+) -> StepSchedule:
+    """Bandwidth-optimal Trivance reduce-scatter: the allgather transposed.
+
+    >>> s = trivance_reduce_scatter([f"g{i}" for i in range(9)])
+    >>> [len(step[0].blocks) for step in s.steps]  # 3 blocks to each neighbour, then 1
+    [3, 1]
+    """
+    return _shared(nodes, shape, "reduce_scatter")
+
+
+def trivance_bandwidth_allreduce(
+    nodes: Sequence[str], shape: Sequence[int] | None = None
+) -> StepSchedule:
+    """Bandwidth-optimal Trivance allreduce: reduce-scatter then allgather.
+
+    >>> s = trivance_bandwidth_allreduce([f"n{i}" for i in range(81)], (9, 9))
+    >>> s.num_steps, s.blocks, len(s.steps[0]) // 81  # 2 collectives x 2 neighbours
+    (8, 162, 4)
+    """
+    return _shared(nodes, shape, "allreduce")

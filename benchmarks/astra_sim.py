@@ -31,10 +31,23 @@ and its setting, ASTRA-sim's time of our traces, our simulator's time of the sam
 figure, ours over the best native, and our simulator over ASTRA-sim. Without
 ``--astra-sim`` only optcoll's side is printed.
 
+``--grid 2d`` runs :data:`NETWORKS_2D` instead: networks of two dimensions (a 4x4 torus of
+rings, fully connected boxes of 4 on rings, 2 and 4 boxes of 8 GPUs on an HGX-H100 switch
+with a rail switch per GPU index), where the natives run every choice of one algorithm per
+dimension and also ``localBWAware``. ASTRA-sim's congestion-aware backend (astra-network-
+analytical 599a047) refuses more than one dimension (``congestion_aware/topology/
+Helper.cpp`` lines 25-29); ``astra_sim_multidim.patch`` (optcoll's, next to this script)
+gives it one (``patch -p1`` in the astra-sim checkout, then build). ``--backend
+congestion-unaware`` runs ASTRA-sim's congestion-unaware binary instead, which takes several
+dimensions as shipped but charges every message ``hops * latency + size / bandwidth``
+whatever else is on its links: our simulator, which shares links, is not expected to agree
+with it.
+
 Run from the repository root::
 
     python -m benchmarks.astra_sim [--astra-sim PATH] [--networks Ring:8 Switch:16 ...]
         [--collectives allreduce allgather reduce_scatter] [--sizes 64K 1M 16M 256M 1G]
+        [--grid 1d|2d] [--backend congestion-aware|congestion-unaware]
         [--bandwidth 50] [--latency 500] [--json FILE]
 """
 
@@ -44,6 +57,7 @@ import argparse
 import importlib
 import itertools
 import json
+import math
 import re
 import subprocess
 import sys
@@ -59,17 +73,34 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
+from optcoll.exceptions import ScheduleError
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
 from optcoll.export.planned import astra_sim_comm_size, planned_traces
 from optcoll.io.astra_sim import from_astra_network
 from optcoll.sim.programs import chakra_tasks, chakra_ties, read_chakra
 from optcoll.sim.simulator import Network, simulate
 
-BINARY = "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware"
+#: ASTRA-sim's analytical binaries (``build.sh -t congestion_aware`` / ``congestion_unaware``).
+BINARIES = {
+    "congestion-aware": "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Aware",
+    "congestion-unaware": "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware",
+}
+BINARY = BINARIES["congestion-aware"]
 NETWORKS = ("Ring:8", "Ring:16", "FullyConnected:8", "Switch:16", "HGX-H100")
+#: The two-dimensional and multi-box grid (``--grid 2d``).
+NETWORKS_2D = ("Torus-4x4", "FC4-Ring4", "DGX-2box", "DGX-4box")
 #: Named networks: ASTRA-sim's ``examples/network/analytical/HGX-H100-validated.yml``
-#: (one switch of 8 NPUs, 400 GiB/s, 936.25 ns).
-NAMED = {"HGX-H100": "Switch:8@400/936.25"}
+#: (one switch of 8 NPUs, 400 GiB/s, 936.25 ns); a 4x4 torus of rings; four fully
+#: connected boxes of 4 joined by rings; boxes of 8 GPUs on an HGX-H100 switch whose GPU
+#: ``i`` has a NIC of 50 GiB/s (400 Gb/s) on the rail switch ``i`` joining the boxes
+#: (2 us per hop), ASTRA-sim's ``Switch`` x ``Switch``.
+NAMED = {
+    "HGX-H100": "Switch:8@400/936.25",
+    "Torus-4x4": "Ring:4xRing:4",
+    "FC4-Ring4": "FullyConnected:4xRing:4",
+    "DGX-2box": "Switch:8@400/936.25xSwitch:2@50/2000",
+    "DGX-4box": "Switch:8@400/936.25xSwitch:4@50/2000",
+}
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter")
 SIZES = ("64K", "1M", "16M", "256M", "1G")
 #: ASTRA-sim's native algorithms per collective (system-JSON spellings).
@@ -132,7 +163,7 @@ def workload(pb: Any, prefix: Path, npus: int, comm_type: int, comm_size: int) -
 
 
 def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict[str, Any],
-              npus: int, limit: float) -> float | None:  # fmt: skip
+              npus: int, limit: float, binary: str = BINARY) -> float | None:  # fmt: skip
     """ASTRA-sim's time in µs (the last NPU to finish), None if it fails or times out."""
     path = folder / "system.json"
     flags = [f"--{key}={system[key]}" for key in COMMAND_LINE if key in system]
@@ -140,7 +171,7 @@ def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict
     memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
     try:
         done = subprocess.run(
-            [str(astra / BINARY), f"--workload-configuration={work}",
+            [str(astra / binary), f"--workload-configuration={work}",
              f"--system-configuration={path}", f"--network-configuration={network}",
              f"--remote-memory-configuration={memory}", *flags],
             capture_output=True, text=True, timeout=limit, cwd=folder,
@@ -165,31 +196,41 @@ def base_system() -> dict[str, Any]:
 
 def parse_network(
     spec: str, bandwidth: float, latency: float
-) -> tuple[str, str, int, float, float]:
-    """``(label, block, npus, bandwidth GiB/s, latency ns)`` of ``BLOCK:N[@BW/LAT]`` or a
-    name of :data:`NAMED`.
+) -> tuple[str, list[str], list[int], list[float], list[float]]:
+    """``(label, blocks, npus per dimension, bandwidths GiB/s, latencies ns)`` of
+    ``BLOCK:N[@BW/LAT]`` dimensions joined by ``x`` (dimension 0 first, as ASTRA-sim's
+    lists), or a name of :data:`NAMED`.
 
     Examples
     --------
     >>> parse_network("Ring:8", 50, 500), parse_network("HGX-H100", 50, 500)[1:]
-    (('Ring:8', 'Ring', 8, 50, 500), ('Switch', 8, 400.0, 936.25))
+    (('Ring:8', ['Ring'], [8], [50], [500]), (['Switch'], [8], [400.0], [936.25]))
+    >>> parse_network("DGX-2box", 50, 500)[1:]
+    (['Switch', 'Switch'], [8, 2], [400.0, 50.0], [936.25, 2000.0])
     """
     label, text = spec, NAMED.get(spec, spec)
-    shape, _, links = text.partition("@")
-    block, npus = shape.split(":")
-    if links:
-        bw, lat = links.split("/")
-        bandwidth, latency = float(bw), float(lat)
-    return label, block, int(npus), bandwidth, latency
+    blocks, sizes, bandwidths, latencies = [], [], [], []
+    for dimension in text.split("x"):
+        shape, _, links = dimension.partition("@")
+        block, npus = shape.split(":")
+        bw, lat = links.split("/") if links else (bandwidth, latency)
+        blocks.append(block)
+        sizes.append(int(npus))
+        bandwidths.append(float(bw) if links else bw)
+        latencies.append(float(lat) if links else lat)
+    return label, blocks, sizes, bandwidths, latencies
 
 
-def case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus: int,
-         collective: str, size: int, bandwidth: float, latency: float, limit: float,
-         store_and_forward: bool = True) -> dict[str, Any]:  # fmt: skip
+def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str],
+         sizes: list[int], bandwidths: list[float], latencies: list[float], collective: str,
+         size: int, limit: float, store_and_forward: bool = True,
+         binary: str = BINARY) -> dict[str, Any]:  # fmt: skip
     """One network, collective and size: every native run and ours (ASTRA-sim's runs only
-    with ``astra``)."""
-    config = {"topology": [block], "npus_count": [npus], "bandwidth": [bandwidth],
-              "latency": [latency]}  # fmt: skip
+    with ``astra``). On several dimensions the natives run every choice of one algorithm
+    per dimension (ASTRA-sim's implementation lists)."""
+    npus = math.prod(sizes)
+    config = {"topology": blocks, "npus_count": sizes, "bandwidth": bandwidths,
+              "latency": latencies}  # fmt: skip
     network = folder / "network.yml"
     network.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
     topology = from_astra_network(config, name=label)
@@ -203,16 +244,17 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus
     work = folder / "work"
     if astra is not None:
         workload(pb, work, npus, comm_type, comm_size)
-    for algorithm in NATIVE[collective] if astra is not None else ():
+    choices = itertools.product(NATIVE[collective], repeat=len(blocks))
+    for algorithms in choices if astra is not None else ():
         for values in itertools.product(*SETTINGS.values()):
             setting = dict(zip(SETTINGS, values, strict=True))
-            system = {**base_system(), **setting, key: [algorithm]}
-            took = run_astra(astra, folder, network, work, system, npus, limit)
-            label = f"{algorithm} " + " ".join(str(v) for v in values)
+            system = {**base_system(), **setting, key: list(algorithms)}
+            took = run_astra(astra, folder, network, work, system, npus, limit, binary)
+            label = "/".join(algorithms) + " " + " ".join(str(v) for v in values)
             if took is not None and (best is None or took < best[0]):
                 best = (took, label)
     start = time.process_time()
-    latency_us = Fraction(latency) / 1000
+    latency_us = Fraction(latencies[0]) / 1000
     [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us,
                            store_and_forward=store_and_forward)  # fmt: skip
     cpu = time.process_time() - start
@@ -221,27 +263,34 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, npus
         Path(f"{prefix}.{rank}.et").write_bytes(data)
     traces = read_chakra(str(prefix))
     net = Network.of(topology, latency_us)
-    graph = chakra_tasks(traces, topology, net, slice_bytes=one.slice_bytes)
-    ties = chakra_ties(traces, graph)  # a compact schedule's, as plan ran it
-    predicted = simulate(graph, net, size, overhead=0, ties=ties).time_us
     whole = replace(net, store_and_forward=True)  # as ASTRA-sim's backend moves a message
-    graph = chakra_tasks(traces, topology, whole, slice_bytes=one.slice_bytes)
-    forwarded = simulate(graph, whole, size, overhead=0, ties=ties).time_us
+    predicted = forwarded = None
+    try:  # plan ran a compact schedule from its quotient; the traces hold every task
+        graph = chakra_tasks(traces, topology, net, slice_bytes=one.slice_bytes)
+        ties = chakra_ties(traces, graph)  # a compact schedule's, as plan ran it
+        predicted = simulate(graph, net, size, overhead=0, ties=ties).time_us
+        graph = chakra_tasks(traces, topology, whole, slice_bytes=one.slice_bytes)
+        forwarded = simulate(graph, whole, size, overhead=0, ties=ties).time_us
+    except ScheduleError as error:  # e.g. more steps than the simulator's limit
+        print(f"{label} {collective} {size_text(size)}: our simulator: {error}", flush=True)
     system = {**base_system(), "preferred-dataset-splits": 1, "active-chunks-per-dimension": 1,
+              # one trace set for every dimension: ASTRA-sim refuses a list of several
+              # ("There should be 1 Chakra ET only", CollectiveImplLookup.cc lines 136-164)
               ASTRA_SIM_COLLECTIVES[collective]: [str(prefix)]}  # fmt: skip
-    ours = None if astra is None else run_astra(astra, folder, network, work, system, npus, limit)
+    ours = (None if astra is None
+            else run_astra(astra, folder, network, work, system, npus, limit, binary))  # fmt: skip
     return {
         **row,
         "native_us": None if best is None else round(best[0], 3),
         "native": None if best is None else best[1],
         "ours_astra_us": None if ours is None else round(ours, 3),
-        "ours_sim_us": round(predicted, 3),
-        "ours_sim_saf_us": round(forwarded, 3),
+        "ours_sim_us": None if predicted is None else round(predicted, 3),
+        "ours_sim_saf_us": None if forwarded is None else round(forwarded, 3),
         "plan_us": round(one.time_us, 3),
         "method": f"{one.method}, {'whole' if one.slice_bytes is None else size_text(one.slice_bytes)}",
         "native_over_ours": None if best is None or ours is None else round(best[0] / ours, 3),
-        "sim_over_astra": None if ours is None else round(predicted / ours, 4),
-        "saf_over_astra": None if ours is None else round(forwarded / ours, 4),
+        "sim_over_astra": None if ours is None or predicted is None else round(predicted / ours, 4),
+        "saf_over_astra": None if ours is None or forwarded is None else round(forwarded / ours, 4),
         "plan_cpu_s": round(cpu, 2),
     }
 
@@ -307,7 +356,24 @@ def moe_case(astra: Path | None, pb: Any, folder: Path, label: str, block: str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra-sim", help="built astra-sim checkout (without: ours only)")
-    parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    parser.add_argument(
+        "--networks",
+        nargs="+",
+        help="BLOCK:N[@BW/LAT][xBLOCK:N...] or a name (default: the --grid)",
+    )
+    parser.add_argument(
+        "--grid",
+        choices=("1d", "2d"),
+        default="1d",
+        help="default networks: ASTRA-sim's 1-D blocks, or NETWORKS_2D",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=tuple(BINARIES),
+        default="congestion-aware",
+        help="ASTRA-sim's analytical backend (several dimensions on the "
+        "congestion-aware one need the patch astra_sim_multidim.patch)",
+    )
     parser.add_argument("--collectives", nargs="+", default=list(COLLECTIVES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
     parser.add_argument("--bandwidth", type=float, default=50, help="GiB/s (default 50)")
@@ -318,8 +384,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the switch model plan chooses our traces under (default: "
                              "store-and-forward, as ASTRA-sim's analytical backend)")  # fmt: skip
     parser.add_argument("--json", help="also write the rows as JSON")
-    parser.add_argument("--optimizations", nargs="+", default=["baseline"],
-                        help="ASTRA-sim collective-optimization values to try")  # fmt: skip
+    parser.add_argument("--optimizations", nargs="+",
+                        help="ASTRA-sim collective-optimization values to try (default: "
+                             "baseline on 1-D networks, also localBWAware on several "
+                             "dimensions)")  # fmt: skip
     parser.add_argument(
         "--moe",
         help="instead: an MoE dispatch (optcoll.core.moe spec, e.g. "
@@ -327,30 +395,38 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--moe-slice", default="512K", help="slice of the MoE traces")
     args = parser.parse_args(argv)
-    SETTINGS["collective-optimization"] = tuple(args.optimizations)
+    networks = args.networks or list(NETWORKS if args.grid == "1d" else NETWORKS_2D)
+    binary = BINARIES[args.backend]
     astra = None if args.astra_sim is None else Path(args.astra_sim).resolve()
-    if astra is not None and not (astra / BINARY).exists():
-        raise SystemExit(f"{astra}: no {BINARY}: build it with build/astra_analytical/build.sh")
+    if astra is not None and not (astra / binary).exists():
+        raise SystemExit(f"{astra}: no {binary}: build it with build/astra_analytical/build.sh")
     rows = []
     with tempfile.TemporaryDirectory(prefix="optcoll-astra-") as tmp:
         pb = None if astra is None else compile_proto(astra, Path(tmp))
-        for spec in args.networks:
-            label, block, npus, bandwidth, latency = parse_network(
+        for spec in networks:
+            label, blocks, sizes, bandwidths, latencies = parse_network(
                 spec, args.bandwidth, args.latency
             )
+            SETTINGS["collective-optimization"] = tuple(
+                args.optimizations
+                or (["baseline"] if len(blocks) == 1 else ["baseline", "localBWAware"])
+            )
             if args.moe:
+                if len(blocks) != 1:
+                    raise SystemExit(f"--moe runs on one-dimensional networks, not {spec}")
                 folder = Path(tempfile.mkdtemp(dir=tmp))
-                rows.append(moe_case(astra, pb, folder, label, block, npus, args.moe,
-                                     bandwidth, latency, args.limit,
+                rows.append(moe_case(astra, pb, folder, label, blocks[0], sizes[0], args.moe,
+                                     bandwidths[0], latencies[0], args.limit,
                                      parse_size(args.moe_slice)))  # fmt: skip
                 print(json.dumps(rows[-1]), flush=True)
                 continue
             for collective in args.collectives:
                 for size in args.sizes:
                     folder = Path(tempfile.mkdtemp(dir=tmp))
-                    rows.append(case(astra, pb, folder, label, block, npus, collective,
-                                     parse_size(size), bandwidth, latency, args.limit,
-                                     args.switch_model == "store-and-forward"))  # fmt: skip
+                    rows.append(case(astra, pb, folder, label, blocks, sizes, bandwidths,
+                                     latencies, collective, parse_size(size), args.limit,
+                                     args.switch_model == "store-and-forward",
+                                     binary))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
     if args.moe:
         columns = list(rows[0]) if rows else []

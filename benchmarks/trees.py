@@ -70,6 +70,8 @@ TARGETS = {
     "leaf-spine:leaves=32,hosts=32,spines=8,oversub=2": (None, 60.0, None),
     "dgx-h100:4096": (None, 300.0, 8192.0),
     "rail-fat-tree:servers=4096,gpus=8,per_leaf=32,spines=16": (None, 300.0, 8192.0),
+    # the greedy failed here while it took links in their order (then minutes of splitting)
+    "dragonfly:a=16,p=32,h=8,g=8": (None, 30.0, None),
 }
 
 

@@ -264,7 +264,8 @@ def planned_traces(
             network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
             equivariant = schedule_quotient(schedule, topology, network) is not None
             traces = chakra_traces(schedule, choice.size, slice_bytes=piece,
-                                   equivariant=equivariant)  # fmt: skip
+                                   equivariant=equivariant,
+                                   link_chains=store_and_forward)  # fmt: skip
         found.append(
             PlannedTraces(
                 choice.size,

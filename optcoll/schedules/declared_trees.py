@@ -25,7 +25,11 @@ schedules (r* is a lower bound for every allgather).
 **Growing a tree.** In rounds, one breadth-first search from all the tree's nodes at
 once runs through switches over links whose orbit has budget left; at the first level
 where it meets compute nodes not yet in the tree, it takes them, each on the path it met
-it by while the whole path stays within the budgets, and the next round starts. A link
+it by while the whole path stays within the budgets, and the next round starts. Each
+node's links are tried in order of their orbits' budget left, the fullest first, so a
+tree spreads its paths over the orbits (taken in link order, the trees of a dragonfly
+with 4 or 32 hosts per router spent some global-link orbits early and the last trees
+found no way: the greedy failed there and the slow switch splitting ran). A link
 whose orbit's budget falls below ``mu``, a compute node already in the tree and a switch
 that leads nowhere new are struck from the search for the rest of the tree, so a round
 costs ``O(links)``, and a tree as many rounds as it has levels (3 on ``dgx-h100:4096``).
@@ -244,6 +248,7 @@ def _grow(
                 if previous >= 0 and not _prefix_within(x, parent, orbit, budget, mu):
                     continue
                 adj = live[x]
+                adj.sort(key=lambda a: -budget[orbit[a[1]]])  # the fullest orbits first
                 i = 0
                 while i < len(adj):
                     y, link = adj[i]

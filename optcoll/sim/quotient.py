@@ -1,4 +1,4 @@
-"""Quotient simulation: one task per orbit under a group that acts regularly on the nodes.
+"""Quotient simulation: one task per orbit under a group that acts freely on the nodes.
 
 On a torus or a hypercube the translations form a group ``H`` of automorphisms that acts
 *regularly* on the compute nodes: for every pair of nodes exactly one element maps the
@@ -6,7 +6,12 @@ first to the second. A schedule packed symmetrically
 (:func:`optcoll.schedules.packing.pack_arborescences`) holds the trees of one root and
 their images under ``H`` (:class:`~optcoll.core.schedule.ImageTrees`), so every task of
 its task graph (:func:`optcoll.sim.simulator.tree_tasks`) is ``g(t)`` for exactly one
-task ``t`` of the representative root's trees and one ``g`` in ``H``.
+task ``t`` of the representative root's trees and one ``g`` in ``H``. A family's
+declared group (:func:`optcoll.graph.family_symmetry.declared_group`, e.g. a dragonfly's
+group rotations) acts *freely* but not transitively: the schedule holds the trees of one
+root per orbit of compute nodes, and every task is ``g(t)`` for exactly one ``g`` and one
+task ``t`` of the representative roots' trees (:func:`free_quotient`); the argument below
+is the same.
 
 **Why one orbit suffices.** Let every link and every connection (a tree edge's sender
 and receiver) serve its waiting slices in their place in the data and then first come
@@ -21,8 +26,7 @@ representative tasks that use a link of ``L``'s orbit appear exactly once each. 
 quotient run therefore keeps one link per orbit and one connection per orbit, feeds
 each representative task to its links' and connection's orbit representatives, and
 gives the same completion time, float for float, as the full run in the same order
-(``tests/sim/test_quotient.py`` compares them): ``|H|`` (the number of nodes) times fewer
-tasks.
+(``tests/sim/test_quotient.py`` compares them): ``|H|`` times fewer tasks.
 
 :func:`expanded_transfers` maps the quotient run's transfers back to every translate
 and :func:`check_transfers` checks the whole timetable on the full topology: no link
@@ -73,6 +77,7 @@ from optcoll.sim.simulator import (
 __all__ = [
     "Quotient",
     "regular_quotient",
+    "free_quotient",
     "schedule_quotient",
     "quotient_tasks",
     "simulate_quotient",
@@ -96,13 +101,16 @@ class Quotient:
     nodes : tuple of str
         The network's nodes (compute nodes first, in the topology's order).
     root : int
-        The representative root: every compute node is ``elements[g, root]`` for
-        exactly one ``g``.
+        The first representative root.
     arc_class : tuple of int
         Per arc of the network (its index), the index of its orbit's representative
         (the orbit's first arc).
     classes : tuple of int
         The representatives' indices, one per link orbit.
+    roots : tuple of int
+        The representative roots, ``root`` first: every compute node is
+        ``elements[g, r]`` for exactly one ``g`` and one ``r`` of them (one root when
+        the group acts regularly on the compute nodes).
     """
 
     group: Rotation | Rotations
@@ -111,6 +119,11 @@ class Quotient:
     root: int
     arc_class: tuple[int, ...]
     classes: tuple[int, ...]
+    roots: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            object.__setattr__(self, "roots", (self.root,))
 
     @property
     def order(self) -> int:
@@ -130,8 +143,8 @@ class Quotient:
         )
 
     def carrier(self, node: str) -> int:
-        """The element that takes the representative root to compute node ``node``."""
-        return self._carriers()[self._numbers()[node]]
+        """The element that takes a representative root to compute node ``node``."""
+        return self._carriers()[self._numbers()[node]][0]
 
     def _numbers(self) -> dict[str, int]:
         cached = self.__dict__.get("_number")
@@ -140,10 +153,15 @@ class Quotient:
             object.__setattr__(self, "_number", cached)
         return cached
 
-    def _carriers(self) -> dict[int, int]:
+    def _carriers(self) -> dict[int, tuple[int, int]]:
+        """``compute node -> (g, r)``: element ``g`` takes representative root ``r`` there."""
         cached = self.__dict__.get("_carrier")
         if cached is None:
-            cached = {int(v): g for g, v in enumerate(self.elements[:, self.root].tolist())}
+            cached = {
+                int(v): (g, r)
+                for r in self.roots
+                for g, v in enumerate(self.elements[:, r].tolist())
+            }
             object.__setattr__(self, "_carrier", cached)
         return cached
 
@@ -157,10 +175,10 @@ class Quotient:
 
     def lane_class(self, src: str, dst: str) -> tuple[str, str]:
         """The representative of the connection ``(src, dst)``'s orbit: the pair moved
-        so that ``src`` is the representative root."""
+        so that ``src`` is a representative root."""
         number = self._numbers()
-        g = self._carriers()[number[src]]
-        return self.nodes[self.root], self.nodes[int(self.inverse()[g, number[dst]])]
+        g, r = self._carriers()[number[src]]
+        return self.nodes[r], self.nodes[int(self.inverse()[g, number[dst]])]
 
 
 def regular_quotient(
@@ -169,7 +187,8 @@ def regular_quotient(
     """The :class:`Quotient` of ``group``, or None unless it acts regularly on the compute
     nodes, maps every link to a link of equal bandwidth and latency (exactly, as the
     simulator reads them) and moves every link of the network (no element but the
-    identity fixes one).
+    identity fixes one): :func:`free_quotient` with the first compute node as the one
+    representative root.
 
     ``O(|H| * links)`` with numpy.
 
@@ -183,6 +202,37 @@ def regular_quotient(
     >>> quotient.order, [network_arc for network_arc in quotient.classes]
     (6, [0, 1])
     """
+    return free_quotient(topology, network, group, topology.compute_nodes[:1])
+
+
+def free_quotient(
+    topology: Topology, network: Network, group: Rotation | Rotations, roots: Sequence[str]
+) -> Quotient | None:
+    """The :class:`Quotient` of ``group`` with representative roots ``roots``, or None
+    unless every compute node is the image of exactly one root under exactly one element
+    (the group acts freely on the compute nodes, ``roots`` one per orbit), every element
+    maps every link to a link of equal bandwidth and latency (exactly, as the simulator
+    reads them) and no element but the identity fixes a link (every link orbit has
+    ``|H|`` links).
+
+    The argument of the module docstring holds as it is: the tasks of the trees of
+    ``g(r)`` are the images under ``g`` of those of ``r``'s trees, one image per
+    (element, representative task), so one link per orbit and one connection per orbit
+    carry the run, ``|H|`` times fewer tasks. ``O(|H| * links)`` with numpy.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.graph.family_symmetry import declared_group
+    >>> topo = build("dragonfly:a=4,p=1,h=1,g=5")
+    >>> group = declared_group(topo)  # the 5 group rotations: 4 root orbits
+    >>> rotation = Rotation(group.orders[0], group.generators[0])
+    >>> quotient = free_quotient(topo, Network.of(topo), rotation, group.representatives)
+    >>> quotient.order, len(quotient.roots), len(quotient.classes) * 5 == len(topo.capacity)
+    (5, 4, True)
+    >>> free_quotient(topo, Network.of(topo), rotation, group.representatives[:3]) is None
+    True
+    """
     import numpy as np
 
     compute = list(topology.compute_nodes)
@@ -191,13 +241,16 @@ def regular_quotient(
     generators = group.generators if isinstance(group, Rotations) else (group,)
     if any(v not in number for rotation in generators for v in rotation.images):
         return None
-    elements = np.asarray(Rotations(tuple(generators)).elements(len(nodes), number))
-    n = len(compute)
-    if elements.shape[0] != n:
+    if not roots or any(r not in number for r in roots):
         return None
-    roots = elements[:, 0]
-    if np.unique(roots).size != n or roots.max() >= n:
-        return None  # not regular on the compute nodes
+    elements = np.asarray(Rotations(tuple(generators)).elements(len(nodes), number))
+    n, order = len(compute), elements.shape[0]
+    if order * len(roots) != n:
+        return None
+    root_numbers = [number[r] for r in roots]
+    images = elements[:, root_numbers].ravel()
+    if np.unique(images).size != n or images.max() >= n:
+        return None  # not free on the compute nodes, or the roots not one per orbit
     arcs = network.arcs
     if not arcs:
         return None
@@ -220,10 +273,16 @@ def regular_quotient(
             return None  # fixes a link: not free on the links
         least = np.minimum(least, found)
     classes, counts = np.unique(least, return_counts=True)
-    if (counts != n).any():
+    if (counts != order).any():
         return None
     return Quotient(
-        group, elements, tuple(nodes), 0, tuple(least.tolist()), tuple(classes.tolist())
+        group,
+        elements,
+        tuple(nodes),
+        root_numbers[0],
+        tuple(least.tolist()),
+        tuple(classes.tolist()),
+        tuple(root_numbers),
     )
 
 
@@ -258,43 +317,27 @@ def topology_quotient(topology: Topology, network: Network) -> Quotient | None:
 
 
 def schedule_quotient(schedule: Schedule, topology: Topology, network: Network) -> Quotient | None:
-    """The :class:`Quotient` of a compact tree schedule whose representative trees all
-    have one root (None for any other schedule: it is simulated in full).
+    """The :class:`Quotient` of a compact tree schedule whose group acts freely on the
+    compute nodes with its representative trees' roots one per orbit
+    (:func:`free_quotient`; None for any other schedule: it is simulated in full).
 
     Examples
     --------
     >>> from optcoll.topologies import build
     >>> from optcoll.schedules.packing import pack_arborescences
     >>> topo = build("mesh:4x4")  # reflections fix no node but are not transitive
+    >>> quotient = schedule_quotient(pack_arborescences(topo), topo, Network.of(topo))
+    >>> quotient.order, len(quotient.roots)  # 4 reflections, 4 orbits of nodes
+    (4, 4)
+    >>> topo = build("mesh:3x3")  # the centre is fixed: simulated in full
     >>> schedule_quotient(pack_arborescences(topo), topo, Network.of(topo)) is None
     True
     """
     trees = schedule.trees
     if schedule.collective == "alltoall" or not isinstance(trees, ImageTrees):
         return None
-    roots = {t.root for t in trees.representatives}
-    if len(roots) != 1:
-        return None
-    quotient = regular_quotient(topology, network, trees.group)
-    if quotient is None:
-        return None
-    (root,) = roots
-    return _rooted(quotient, root)
-
-
-def _rooted(quotient: Quotient, root: str) -> Quotient | None:
-    """``quotient`` with ``root`` as its representative root (a compute node)."""
-    number = {v: i for i, v in enumerate(quotient.nodes)}
-    if root not in number or number[root] >= quotient.order:
-        return None
-    return Quotient(
-        quotient.group,
-        quotient.elements,
-        quotient.nodes,
-        number[root],
-        quotient.arc_class,
-        quotient.classes,
-    )
+    roots = list(dict.fromkeys(t.root for t in trees.representatives))
+    return free_quotient(topology, network, trees.group, roots)
 
 
 def quotient_tasks(
@@ -308,8 +351,8 @@ def quotient_tasks(
     priority: str = "progress",
     starts: Sequence[Sequence[float]] | None = None,
 ) -> TaskGraph:
-    """The task graph of the representative ``trees`` (every one rooted at the quotient's
-    root) on one link and one connection per orbit: :func:`tree_tasks` on
+    """The task graph of the representative ``trees`` (rooted at the quotient's
+    representative roots) on one link and one connection per orbit: :func:`tree_tasks` on
     :meth:`Quotient.network`, connections renamed to their orbit's representative."""
     graph = TaskGraph()
     tree_tasks(
@@ -388,8 +431,9 @@ def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
     """The equivariant keys of the full task graph of a compact schedule
     (:func:`optcoll.sim.simulator.schedule_tasks`), numbered as :func:`quotient_tasks`
     numbers the representative tasks: every tree builds the tasks of its representative,
-    in the same order, and the trees come root by root, each root's in the
-    representatives' order (:meth:`optcoll.core.schedule.Rotations.expand`)."""
+    in the same order, and the trees come root by root (:meth:`~optcoll.core.schedule.Rotations.expand`
+    orders them so, stably), root ``g(r)``'s trees the images of those of its orbit's
+    representative root ``r``, in the representatives' order."""
     trees = schedule.trees
     assert isinstance(trees, ImageTrees)
     reps = trees.representatives
@@ -400,9 +444,26 @@ def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
     first = [0]
     for u in units:
         first.append(first[-1] + u * per_unit)
+    of_root: dict[str, list[int]] = {}
+    for number, tree in enumerate(reps):
+        of_root.setdefault(tree.root, []).append(number)
+    generators = trees.group.generators if isinstance(trees.group, Rotations) else (trees.group,)
+    orbit_root = {}
+    for root in of_root:  # every compute node's representative root: its orbit's search
+        orbit_root[root] = root
+        ahead = [root]
+        for v in ahead:
+            for rotation in generators:
+                w = rotation.images.get(v, v)
+                if w not in orbit_root:
+                    orbit_root[w] = root
+                    ahead.append(w)
     keys: list[int] = []
-    for number in range(len(trees)):
-        rep = number % len(reps)
+    seen: dict[str, int] = {}
+    for tree in trees:
+        numbers = of_root[orbit_root[tree.root]]
+        rep = numbers[seen.get(tree.root, 0)]
+        seen[tree.root] = seen.get(tree.root, 0) + 1
         keys.extend(range(first[rep], first[rep + 1]))
     return keys
 

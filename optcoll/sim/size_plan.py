@@ -207,7 +207,9 @@ class Candidate:
     (:func:`optcoll.sim.timetable.greedy_timetable`, synthesized for each size), or a
     log-step schedule routed on the topology (``steps``, :mod:`optcoll.sim.steps`).
     A ``deferred`` schedule (the ring) is built only when :func:`plan` first needs it:
-    until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time.
+    until then ``floor`` (:func:`optcoll.schedules.baselines.ring_floor`) bounds its time
+    and ``least_tasks`` its task graph (one slice per chunk): a deferred schedule whose
+    graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
     whose links lack their reverse."""
@@ -222,6 +224,7 @@ class Candidate:
     floor: RingFloor | None = None
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
+    least_tasks: int = 0
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -314,7 +317,11 @@ class Candidate:
             phases = len(self.phases)
             if self.down:  # each phase on its own trees
                 trees, phases = (*self.trees, *self.down), 1
-        edges = sum(t.chunks * len(t.edges) for t in trees)
+        if isinstance(trees, ImageTrees):  # every element maps every representative tree
+            reps = trees.representatives
+            edges = sum(t.chunks * len(t.edges) for t in reps) * (len(trees) // len(reps))
+        else:
+            edges = sum(t.chunks * len(t.edges) for t in trees)
         return _slice_count(chunk, slice_bytes) * phases * edges
 
 
@@ -392,10 +399,18 @@ def candidates(
     *,
     root: str | None = None,
     tolerance: Fraction | None = None,
+    max_tasks: int = PLAN_TASKS,
 ) -> list[Candidate]:
     """Every candidate that applies to ``collective`` on ``topology`` (see the module doc);
     the power-of-two ``k``'s go up to the first within ``tolerance`` of the optimum
     (default :data:`optcoll.schedules.deploy.DEFAULT_TOLERANCE`).
+
+    The ring baselines pass every root's chunks along ``N - 1`` hops, ``N (N - 1)``
+    tree edges a ring: the ring, and the hierarchical ring when its rings' task graph
+    (one slice per chunk) exceeds ``max_tasks`` (:func:`plan`'s budget), are deferred
+    (made only if plan can simulate them: never, then), and the NCCL-like rings are left
+    out when one channel's graph exceeds it (their channel counts need the rings). On
+    1,024 compute nodes one ring has over a million edges.
 
     Examples
     --------
@@ -434,18 +449,43 @@ def candidates(
             found += _composed_rings(topology)
             return found + _step_candidates(topology, collective)
         # the ring's search for its order is O(N^3) a pass: made only if plan needs it
+        n = topology.num_compute
+        chain = n * (n - 1) * len(PHASES[collective])  # tasks of one ring, whole chunks
         found.append(
             Candidate(
-                "ring", deferred=lambda: as_collective(ring_schedule), floor=ring_floor(topology)
+                "ring",
+                deferred=lambda: as_collective(ring_schedule),
+                floor=ring_floor(topology),
+                least_tasks=chain,
             )
         )
-        hierarchical = hierarchical_ring_schedule(packing_topology(topology, collective))
-        if hierarchical is not None:
+        packed = packing_topology(topology, collective)
+        boxes = equal_boxes(packed)
+        if boxes is not None and len(boxes[0]) * chain > max_tasks:  # one ring per position
+
+            def hierarchical_ring() -> Schedule:
+                made = hierarchical_ring_schedule(packed)
+                assert made is not None  # equal boxes
+                return collective_phases(made, topology, collective)
+
+            found.append(
+                Candidate(
+                    "hierarchical ring",
+                    deferred=hierarchical_ring,
+                    floor=RingFloor(Fraction(0), n - 1),  # each chain's N - 1 hops in turn
+                    least_tasks=len(boxes[0]) * chain,
+                )
+            )
+        elif boxes is not None:
+            hierarchical = hierarchical_ring_schedule(packed)
+            assert hierarchical is not None
             ring = collective_phases(hierarchical, topology, collective)
             found.append(Candidate(str(ring.stats["method"]), ring))
         try:  # reversed rings need the reverse links (an asymmetric topology may lack them)
             # as many channels as NCCL runs at some size (fewer for small messages)
-            counts = set(nccl_ring_channels(topology, collective, list(SIZES)).values())
+            counts: set[int] = set()
+            if chain <= max_tasks:
+                counts = set(nccl_ring_channels(topology, collective, list(SIZES)).values())
             for count in sorted(counts, reverse=True):
                 nccl = as_collective(partial(nccl_ring_schedule, channels=count))
                 found.append(Candidate(str(nccl.stats["method"]), nccl))
@@ -768,7 +808,9 @@ def plan(
     collective = canonical_collective(collective)
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
-    options = list(options) if options is not None else candidates(topology, collective, root=root)
+    if options is None:
+        options = candidates(topology, collective, root=root, max_tasks=max_tasks)
+    options = list(options)
     sim = SimOptions(overhead, slice_bytes, default_latency, store_and_forward)
     network = sim.network(topology)
     bounds = size_bound(
@@ -866,6 +908,8 @@ class _Search:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
         many tasks); from its quotient (:mod:`optcoll.sim.quotient`) where it has one."""
         if option.deferred is not None:
+            if option.least_tasks > min(self.max_tasks, MAX_TASKS):
+                return None  # too many tasks even in whole chunks: never built
             if self.trials and self.bandwidth_us(option) >= self.best().time_us:
                 return None  # no ring can be faster: none is searched for
             option = self.made(option)

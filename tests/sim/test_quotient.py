@@ -155,7 +155,8 @@ def _torus_with(latency_of_one_link: Fraction | None, bandwidth_of_one_link: int
 def test_non_equivariant_inputs_fall_back_to_the_full_simulation():
     """No quotient for: a schedule of per-root trees (no group), a topology where one link's
     latency differs (the translations are no automorphisms of the network as simulated),
-    a mesh (reflections: not transitive). plan still plans them, in full."""
+    a mesh with a fixed centre. plan still plans them, in full. A 4x4 mesh's reflections
+    fix no node: free, not transitive, so a quotient with one root per orbit."""
     topo = build("torus:4x4")
     network = Network.of(topo)
     plain = pack_arborescences(topo, symmetry=False)
@@ -170,7 +171,10 @@ def test_non_equivariant_inputs_fall_back_to_the_full_simulation():
         assert schedule_quotient(symmetric, slow, Network.of(slow)) is None
     mesh = build("mesh:4x4")
     assert topology_quotient(mesh, Network.of(mesh)) is None
-    assert schedule_quotient(pack_arborescences(mesh), mesh, Network.of(mesh)) is None
+    reflected = schedule_quotient(pack_arborescences(mesh), mesh, Network.of(mesh))
+    assert reflected is not None and (reflected.order, len(reflected.roots)) == (4, 4)
+    centred = build("mesh:3x3")
+    assert schedule_quotient(pack_arborescences(centred), centred, Network.of(centred)) is None
     # planned in full: every time at least the lower bound, the fastest verifies
     (row,) = plan(slow, "allgather", [MiB])
     assert row.time_us >= row.lower_bound_us and row.schedule is not None

@@ -98,6 +98,9 @@ MOST_LAYERS = 24
 FINEST = 3
 #: The most LP variables (arc orbits times layers) solved for one depth.
 MOST_VARIABLES = 20_000
+#: The most compute nodes the bound is built for: its cost and span tables hold one entry
+#: per pair (a 1,024-host dragonfly ran out of memory building them for plan).
+MOST_NODES = 64
 #: Max-flow capacities are the LP's values times this, rounded down (cuts are re-checked).
 _FLOW_SCALE = 10**4
 #: Added to every scaled LP value for the max-flow, so that among the violated cuts it finds
@@ -854,7 +857,8 @@ def depth_bound(
     (µs) and link latencies, with one family per weighting: every link, and the links
     between the ``parts`` given (e.g. the partition bound's) and between boxes
     (:attr:`Node.group`); None where it does not apply (another collective, switches
-    that reduce or multicast, fewer than two compute nodes, no overhead and no latency).
+    that reduce or multicast, fewer than two or more than :data:`MOST_NODES` compute nodes,
+    no overhead and no latency).
 
     Layers last ``q`` (:func:`_quantum`); a transfer from ``a`` to ``b`` spans
     ``floor((o + d(a, b)) / q)`` of them, ``d`` the least latency sum of a path.
@@ -871,6 +875,8 @@ def depth_bound(
     collective = canonical_collective(collective)
     compute = list(topology.compute_nodes)
     if collective not in COLLECTIVES or topology.has_in_network or len(compute) < 2:
+        return None
+    if len(compute) > MOST_NODES:
         return None
     overhead = Fraction(overhead)
     latency = link_latencies(topology, default_latency)

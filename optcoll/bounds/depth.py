@@ -143,7 +143,7 @@ def hop_costs(topology: Topology) -> list[list[int]]:
 
 def weighted_costs(topology: Topology, weight: Mapping[tuple[str, str], int]) -> list[list[int]]:
     """``c_w(a, b)``: the least ``weight`` sum of a path from compute node ``a`` to ``b``
-    (0/1-BFS for 0/1 weights, Dijkstra otherwise; integer weights >= 0).
+    (Dijkstra, integer weights >= 0).
 
     Raises
     ------
@@ -157,22 +157,13 @@ def weighted_costs(topology: Topology, weight: Mapping[tuple[str, str], int]) ->
     [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
     """
 
-    out: dict[str, list[tuple[str, int]]] = {}
-    for arc in topology.capacity:
-        out.setdefault(arc[0], []).append((arc[1], int(weight.get(arc, 0))))
+    distances = _Distances(
+        topology, {arc: Fraction(int(weight.get(arc, 0))) for arc in topology.capacity}
+    )
     compute = list(topology.compute_nodes)
     rows = []
     for source in compute:
-        distance = {source: 0}
-        heap = [(0, source)]
-        while heap:
-            d, u = heapq.heappop(heap)
-            if d > distance[u]:
-                continue
-            for v, w in out.get(u, ()):
-                if d + w < distance.get(v, d + w + 1):
-                    distance[v] = d + w
-                    heapq.heappush(heap, (d + w, v))
+        distance = distances.from_node(source)
         missing = [v for v in compute if v not in distance]
         if missing:
             raise SolveError(f"compute node {missing[0]} cannot be reached from {source}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import heapq
 import itertools
-import math
 import re
 from collections.abc import Iterable
 from fractions import Fraction
@@ -171,20 +170,27 @@ def grid_lines(topology: Topology) -> list[list[str]] | None:
     >>> grid_lines(build("ring:4")), grid_lines(build("dgx-a100:2"))
     (None, None)
     """
+    shape = _row_major_shape(topology)
+    if shape is None or len(shape) < 2 or min(shape) < 2:
+        return None
+    names = list(topology.compute_nodes)
+    width = shape[-1]
+    return [names[i : i + width] for i in range(0, len(names), width)]
+
+
+def _row_major_shape(topology: Topology) -> tuple[int, ...] | None:
+    """The grid shape whose points, in row-major order, the compute nodes' names
+    ``n{i}[_{j}[_{k}]]`` list in declaration order; None if they do not."""
     points = []
     for node in topology.compute_nodes:
         match = _COORDINATES.fullmatch(node)
         if match is None:
             return None
         points.append(tuple(int(c) for c in match.group(1).split("_")))
-    if len({len(p) for p in points}) != 1 or len(points[0]) < 2:
+    if len({len(p) for p in points}) != 1:
         return None
     shape = tuple(max(c) + 1 for c in zip(*points, strict=False))
-    if min(shape) < 2 or points != list(itertools.product(*(range(d) for d in shape))):
-        return None
-    names = list(topology.compute_nodes)
-    width = shape[-1]
-    return [names[i : i + width] for i in range(0, len(names), width)]
+    return shape if points == list(itertools.product(*(range(d) for d in shape))) else None
 
 
 def torus_shape(topology: Topology) -> tuple[int, ...] | None:
@@ -203,17 +209,10 @@ def torus_shape(topology: Topology) -> tuple[int, ...] | None:
     >>> torus_shape(build("mesh:4x4")), torus_shape(build("hypercube:3"))
     (None, None)
     """
-    points = []
-    for node in topology.compute_nodes:
-        match = _COORDINATES.fullmatch(node)
-        if match is None:
-            return None
-        points.append(tuple(int(c) for c in match.group(1).split("_")))
-    shape = tuple(max(c) + 1 for c in zip(*points, strict=False))
-    if len(points) < 2 or len({len(p) for p in points}) != 1 or len(points) != math.prod(shape):
+    shape = _row_major_shape(topology)
+    if shape is None or topology.num_compute < 2:
         return None
-    if points != list(itertools.product(*(range(d) for d in shape))):
-        return None
+    points = itertools.product(*(range(d) for d in shape))
     nodes = dict(zip(points, topology.compute_nodes, strict=True))
     capacity = topology.capacity
     for point, node in nodes.items():

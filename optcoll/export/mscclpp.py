@@ -804,6 +804,10 @@ class _Block:
         self.channels: dict[str, list[int]] = {"memory": [], "port": []}
         self.buffers: dict[str, list[int]] = {"memory": [], "port": []}
 
+    def kind(self, peer: int) -> str:
+        """The type of this block's channel to ``peer``: ``memory`` or ``port``."""
+        return str(self.ctype(self.rank, peer))
+
     def channel(self, peer: int) -> tuple[str, int]:
         kind = self.ctype(self.rank, peer)
         index = self.channel_index[(self.rank, peer, self.group)]
@@ -956,23 +960,46 @@ class _Block:
             self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})
         if step.copies:
             self.ops.append({"name": "nop"})
+        # a sum sent on memory channels is written to them as it is computed: ``res``
+        # (REDUCE_SEND, ``handleReduceSend``), the DSL's fusion of ``re`` and ``put``
+        # (``ReduceOperation.__add__``); its signals follow its nop
+        pending = list(step.puts)
+        sent = [put for put in pending if self.kind(put[0]) == "memory"]
+        fused: list[int] = []
         for dst, inputs in step.reduces:
             first = inputs[0]
             rest = inputs[1:]
             for i in range(0, len(rest), MAX_PER_OP):
-                self.ops.append(
-                    {
-                        "name": "re",
-                        "src_buff": [_local(first)] + [_local(x) for x in rest[i : i + MAX_PER_OP]],
-                        "dst_buff": [_local(dst)],
-                    }
-                )
+                op: dict[str, object] = {
+                    "name": "re",
+                    "src_buff": [_local(first)] + [_local(x) for x in rest[i : i + MAX_PER_OP]],
+                    "dst_buff": [_local(dst)],
+                }
+                remote = [put for put in sent if put[1] == dst][:MAX_PER_OP]
+                if i + MAX_PER_OP >= len(rest) and remote:  # the last part of the sum
+                    indices = [self.channel(peer)[1] for peer, _, _ in remote]
+                    op["name"] = "res"
+                    op["dst_buff"] = [_local(dst)] + [
+                        {
+                            "buffer_id": self.buffer(peer, d[0], "memory"),
+                            "index": d[1],
+                            "size": d[2],
+                        }
+                        for peer, _, d in remote
+                    ]
+                    op.update(channel_type="memory", reduce_op="sum")
+                    fused += indices
+                    sent = [put for put in sent if put not in remote]
+                    pending = [put for put in pending if put not in remote]
+                self.ops.append(op)
                 self.ops.append({"name": "nop"})
                 first = dst
+        if fused:
+            self.ops.append({"name": "signal", "channel_type": "memory", "channel_ids": fused})
         if step.release:  # after the nop that ends the sum
             self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
         puts: dict[str, list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
-        for peer, src, dst in step.puts:
+        for peer, src, dst in pending:
             kind, index = self.channel(peer)
             bid = self.buffer(peer, dst[0], kind)
             puts[kind].append((index, bid, src, dst))

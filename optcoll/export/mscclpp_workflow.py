@@ -343,6 +343,11 @@ def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
     ``topology``, at every size up to it (None if not at the smallest): the LL band is
     ``[0, limit]``, the Simple band above it. MSCCL++'s own selector
     (``src/ext/nccl/algorithm_selector.cc``) takes packet algorithms up to 1 MiB.
+
+    Both plans are simulated with ``signal_flight`` (:func:`optcoll.sim.programs.mscclpp_tasks`):
+    a Simple plan's signal is a write of its own after its data, which the LL plan's
+    packets (each datum beside its flag) do without; LL sends twice the bytes instead.
+    The times ``export`` prints keep plan's convention (a signal arrives with its data).
     """
     network = Network.of(topology)
     parsed = [parse_plan(simple.document), parse_plan(packets.document)]
@@ -352,7 +357,9 @@ def ll_limit(topology: Any, simple: Any, packets: Any) -> int | None:
     limit = None
     for size in sorted({size // step * step for size in LL_SIZES} - {0}):
         slow, fast = (
-            simulate(mscclpp_tasks(p, topology, network, size), network, size).time_us
+            simulate(
+                mscclpp_tasks(p, topology, network, size, signal_flight=True), network, size
+            ).time_us
             for p in parsed
         )
         if fast > slow:

@@ -56,6 +56,8 @@ __all__ = [
     "simulate_msccl",
     "read_msccl",
     "mscclpp_tasks",
+    "ISSUING_OPS",
+    "issues",
     "ChakraTraces",
     "read_chakra",
     "decode_chakra",
@@ -152,6 +154,35 @@ def msccl_tasks(
 
 #: Packet (LL) ops of MSCCL++ plans: their reads of scratch wait for the packets' flags.
 _PACKET_OPS = frozenset("ppkt rppkt cpkt upkt respkt repkt recpkt recspkt".split())
+#: MSCCL++ ops that issue a transfer to or from a peer (``execution_kernel.hpp``
+#: ``executeDeviceFunction``): puts (``handlePut``: a memory channel's block copies into the
+#: peer, a port channel's threads post one proxy request each), ``get``, the reductions that
+#: read (``rre``) or write (``res``, ``rres``) peers' memory, packet sends (``ppkt``,
+#: ``rppkt``, ``respkt``, ``recspkt``) and switch ops (``glres``, ``gstore``, ``gstorepkt``).
+#: Each costs its thread block one overhead per run (per pipeline unit); so does a
+#: ``signal`` on a port channel (one proxy request, ``BasePortChannel::signal``, as a put's).
+#: The others cost nothing but their waiting: a memory channel's ``signal`` is one thread's
+#: store into the peer's semaphore, ``wait`` polls a local one, ``nop`` is
+#: ``__syncthreads``, ``flush``, ``sem_*`` and ``barrier`` synchronise, and local copies and
+#: reductions (``copy``, ``re``, ``cpkt``, ``upkt``, ``repkt``, ``recpkt``) move no bytes
+#: between GPUs (the simulator does not model memory bandwidth).
+ISSUING_OPS = frozenset(
+    "put pws pwsf get rre res rres ppkt rppkt respkt recspkt glres gstore gstorepkt".split()
+)
+
+
+def issues(op: Any) -> bool:
+    """Whether MSCCL++ op ``op`` issues a transfer, and so costs its thread block the
+    per-message overhead (:data:`ISSUING_OPS`; a ``signal`` on a port channel too).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as Op
+    >>> [issues(Op(name=n, channel_type=c)) for n, c in
+    ...  [("put", "memory"), ("signal", "memory"), ("signal", "port"), ("wait", "port")]]
+    [True, False, True, False]
+    """
+    return op.name in ISSUING_OPS or (op.name == "signal" and op.channel_type == "port")
 
 
 def _packet_tasks(
@@ -273,18 +304,28 @@ def mscclpp_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
+    signal_flight: bool = False,
 ) -> TaskGraph:
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
     Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
     link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
-    the widest path between them. Every thread block runs its ops in order (one
-    step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
-    unit of them) in slices;
-    the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
-    signal of its partner (a ``pws`` signals after its own put); the ``n``-th
-    ``sem_acquire`` of a semaphore waits for its ``(n - initial value)``-th ``sem_release``. The message is the
-    output of an allgather, the input of the other collectives.
+    the widest path between them. Every thread block runs its ops in order (a
+    ``pipeline``'s inner ops once per unit). An op that issues a transfer
+    (:func:`issues`: a put, a reduction that writes or reads a peer, a packet send, a
+    switch op) costs its block the per-message overhead, as plan's step of a connection
+    does for each message; the other ops (``signal``, ``wait``, ``nop``, ``sem_*``, local
+    copies and reductions) cost nothing but what they wait for. A put sends its chunks
+    (or its unit of them) in slices, every destination of the op at once (its threads
+    issue them together); the ``n``-th wait on a channel waits for the transfer of the
+    put before the ``n``-th signal of its partner (a ``pws`` signals after its own put):
+    a signal reaches the peer with the data it orders, as plan's relay forwards a slice
+    once it has all of it. ``signal_flight``: a signal is instead a write of its own,
+    sent once that data has arrived, and reaches the peer one path latency later (what
+    the packet protocol LL saves; :func:`optcoll.export.mscclpp_workflow.ll_limit`
+    compares the protocols so). The ``n``-th ``sem_acquire`` of a semaphore waits for
+    its ``(n - initial value)``-th ``sem_release``. The message is the output of an
+    allgather, the input of the other collectives.
 
     A switch (NVLS) channel op runs on the switches that reduce and multicast and link to
     every rank of the channel's group (:meth:`Topology.nvls_domain
@@ -314,6 +355,14 @@ def mscclpp_tasks(
         return routes[(src, dst)]
 
     graph = TaskGraph()
+
+    def flight(src: int, dst: int, after: list[int]) -> list[int]:
+        """What a signal from ``src`` to ``dst`` waits for: the data it orders (and, with
+        ``signal_flight``, then its own zero-byte write along the path)."""
+        if not signal_flight:
+            return after
+        return [graph.add(None, route(src, dst), 0.0, after)]
+
     signals: dict[tuple, list[list[int]]] = {}
     waits: list[tuple[int, tuple, int]] = []
     packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
@@ -323,8 +372,9 @@ def mscclpp_tasks(
         for tb in gpu.threadblocks:
             last: list[int] = []
             sent: list[int] = []
+            lane = ("tb", gpu.rank, tb.id)
             for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
-                task = graph.add(("tb", gpu.rank, tb.id), (), 0.0, last)
+                task = graph.add(lane if issues(op) else None, (), 0.0, last)
                 last = [task]
                 if op.name in ("put", "pws", "pwsf"):
                     sent = []
@@ -344,11 +394,13 @@ def mscclpp_tasks(
                     if op.name != "put" and op.channel_type == "port":
                         for peer, ordinal in op.channel_peers:
                             key = ("port", gpu.rank, peer, ordinal)
-                            signals.setdefault(key, []).append(sent or [task])
+                            signals.setdefault(key, []).append(
+                                flight(gpu.rank, peer, sent or [task])
+                            )
                 elif op.name in ("signal", "rlxsignal"):
                     for peer, ordinal in op.channel_peers:
                         key = (op.channel_type, gpu.rank, peer, ordinal)
-                        signals.setdefault(key, []).append(sent or [task])
+                        signals.setdefault(key, []).append(flight(gpu.rank, peer, sent or [task]))
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
                         waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))

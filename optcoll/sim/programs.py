@@ -376,9 +376,9 @@ def mscclpp_tasks(
             for op, offset, unit, (i, iterations) in _plan_program(tb.ops, chunk):
                 task = graph.add(lane if issues(op) else None, (), 0.0, last)
                 last = [task]
-                if op.name in ("put", "pws", "pwsf"):
-                    sent = []
-                    for d in op.dst:
+                if op.name in ("put", "pws", "pwsf", "res", "rres"):
+                    sent = []  # a reduce-send writes its sum to its remote dst_buff as it goes
+                    for d in (d for d in op.dst if d.remote or op.name not in ("res", "rres")):
                         moved = max(0.0, min(d.size * chunk - offset, unit))
                         count, piece = _slices(moved, slice_bytes)
                         for s in range(count):

@@ -966,36 +966,28 @@ class _Block:
         pending = list(step.puts)
         sent = [put for put in pending if self.kind(put[0]) == "memory"]
         fused: list[int] = []
-        for dst, inputs in step.reduces:
-            first = inputs[0]
-            rest = inputs[1:]
-            for i in range(0, len(rest), MAX_PER_OP):
+        for round_ in _rounds(step.reduces):
+            for dst, first, rest, last in round_:
                 op: dict[str, object] = {
                     "name": "re",
-                    "src_buff": [_local(first)] + [_local(x) for x in rest[i : i + MAX_PER_OP]],
+                    "src_buff": [_local(first)] + [_local(x) for x in rest],
                     "dst_buff": [_local(dst)],
                 }
                 remote = [put for put in sent if put[1] == dst][:MAX_PER_OP]
-                if i + MAX_PER_OP >= len(rest) and remote:  # the last part of the sum
-                    indices = [self.channel(peer)[1] for peer, _, _ in remote]
+                if last and remote:  # the whole sum: written to the peers as it is computed
+                    fused += [self.channel(peer)[1] for peer, _, _ in remote]
                     op["name"] = "res"
                     op["dst_buff"] = [_local(dst)] + [
-                        {
-                            "buffer_id": self.buffer(peer, d[0], "memory"),
-                            "index": d[1],
-                            "size": d[2],
-                        }
+                        {"buffer_id": self.buffer(peer, d[0], "memory"), "index": d[1], "size": d[2]}
                         for peer, _, d in remote
-                    ]
+                    ]  # fmt: skip
                     op.update(channel_type="memory", reduce_op="sum")
-                    fused += indices
                     sent = [put for put in sent if put not in remote]
                     pending = [put for put in pending if put not in remote]
                 self.ops.append(op)
-                self.ops.append({"name": "nop"})
-                first = dst
-        if fused:
-            self.ops.append({"name": "signal", "channel_type": "memory", "channel_ids": fused})
+            self.ops.append({"name": "nop"})
+        for ids in _chunked(fused):
+            self.ops.append({"name": "signal", "channel_type": "memory", "channel_ids": ids})
         if step.release:  # after the nop that ends the sum
             self.ops.append({"name": "sem_release", "semaphore_ids": [semaphore]})
         puts: dict[str, list[tuple[int, int, Loc, Loc]]] = defaultdict(list)
@@ -1046,6 +1038,37 @@ class _Block:
                 if self.buffers[t]
             ],
         }
+
+
+def _rounds(reduces: list[tuple[Loc, list[Loc]]]) -> list[list[tuple[Loc, Loc, list[Loc], bool]]]:
+    """The ops of a step's sums in rounds, a ``nop`` after each: a sum of more than
+    ``MAX_PER_OP + 1`` inputs in parts (``(dst, first input, other inputs, last part)``),
+    each part in a round after the one before it and after every earlier part that writes
+    a range it reads or writes (a block received twice in a step is summed twice).
+
+    >>> a, b, c = ("s", 0, 1), ("s", 1, 1), ("o", 0, 1)
+    >>> [[part[0] for part in r] for r in _rounds([(a, [c, b]), (("o", 1, 1), [c, b]), (b, [a, c])])]
+    [[('s', 0, 1), ('o', 1, 1)], [('s', 1, 1)]]
+    """
+    rounds: list[list[tuple[Loc, Loc, list[Loc], bool]]] = []
+    written: list[tuple[Loc, int]] = []  # each part's dst and round
+    for dst, inputs in reduces:
+        after = -1
+        for i in range(0, len(inputs) - 1, MAX_PER_OP):
+            first, rest = (inputs[0] if i == 0 else dst), inputs[1:][i : i + MAX_PER_OP]
+            touched = [dst, first, *rest]
+            at = 1 + max([after] + [r for w, r in written if any(_overlap(w, x) for x in touched)])
+            while len(rounds) <= at:
+                rounds.append([])
+            rounds[at].append((dst, first, rest, i + MAX_PER_OP >= len(inputs) - 1))
+            written.append((dst, at))
+            after = at
+    return rounds
+
+
+def _overlap(a: Loc, b: Loc) -> bool:
+    """Whether two ranges of one GPU's buffers share a chunk."""
+    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]
 
 
 def _chunked(items: list[int]) -> list[list[int]]:

@@ -38,8 +38,8 @@ Examples
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from optcoll.core.step_schedule import StepSchedule
@@ -47,6 +47,8 @@ from optcoll.exceptions import ExportError
 from optcoll.export.msccl_steps import _layout
 from optcoll.export.mscclpp import (
     MAX_OPS,
+    MAX_PER_OP,
+    MAX_THREADBLOCKS,
     Loc,
     MscclppPlan,
     _Chunks,
@@ -56,7 +58,11 @@ from optcoll.export.mscclpp import (
     channel_pairs,
 )
 
-__all__ = ["mscclpp_step_plan"]
+__all__ = ["mscclpp_step_plan", "MAX_GROUPS"]
+
+#: Most thread blocks per GPU a plan is spread over (each carries the same stretch of the
+#: buffer on every GPU, so no block waits for another's data): the tree plans' limit.
+MAX_GROUPS = MAX_THREADBLOCKS
 
 
 @dataclass(frozen=True)
@@ -92,43 +98,86 @@ def mscclpp_step_plan(
     k = schedule.blocks // n
     coll = schedule.collective
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
-    steps, scratch = _steps(schedule, k)
-    chunks = _Chunks(
-        i=k if coll == "allgather" else n * k,
-        o=k if coll == "reduce_scatter" else n * k,
-        s=scratch,
-    )
     shape = _Shape(nodes, k, schedule.method)
-    try:
-        document = _render(
-            shape, coll, "outofplace",
-            name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps) outofplace",
-            steps, chunks, box, min_message_size, max_message_size, None, "Simple",
-        )  # fmt: skip
-    except _Limit as err:
-        raise ExportError(f"no MSCCL++ plan of the {schedule.method} {coll}: {err}") from None
-    most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
-    if most > MAX_OPS:
-        raise ExportError(
-            f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs {most} "
-            f"ops, above {MAX_OPS}"
+    title = name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps) outofplace"
+    failed = f"no MSCCL++ plan of the {schedule.method} {coll}"
+    most_groups = min(MAX_GROUPS, schedule.blocks)
+
+    def kind(a: int, b: int) -> str:
+        return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
+
+    # the fewest blocks whose every step issues one op per channel type (plan's one
+    # overhead per message), else those that issue the fewest, within the executor's limits
+    layouts: dict[int, tuple[list[_Step], int]] = {}
+    issued: dict[int, int] = {}
+    for g in range(1, most_groups + 1):
+        layouts[g] = _steps(schedule, k, g)
+        issued[g] = _issue_ops(layouts[g][0], kind)
+        if issued[g] <= 1:
+            break
+    for groups in sorted(layouts, key=lambda g: (issued[g], g)):
+        steps, scratch = layouts[groups]
+        chunks = _Chunks(
+            i=k if coll == "allgather" else n * k,
+            o=k if coll == "reduce_scatter" else n * k,
+            s=scratch,
         )
-    pairs = channel_pairs(steps)
-    memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
-    return MscclppPlan(document, 1, most, 1, memory, len(pairs) - memory, 0)
+        try:
+            document = _render(
+                shape, coll, "outofplace", title, steps, chunks, box, min_message_size,
+                max_message_size, None, "Simple",
+            )  # fmt: skip
+        except _Limit as err:
+            if "ops" not in str(err):  # channels and buffers do not shrink with more blocks
+                raise ExportError(f"{failed}: {err}") from None
+            failed = f"no MSCCL++ plan of the {schedule.method} {coll}: {err}"
+            continue
+        most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+        if most > MAX_OPS:
+            failed = (
+                f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs "
+                f"{most} ops, above {MAX_OPS}"
+            )
+            continue
+        pairs = channel_pairs(steps)
+        memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
+        return MscclppPlan(document, groups, most, 1, memory, len(pairs) - memory, 0)
+    raise ExportError(f"{failed} (on up to {most_groups} thread blocks a GPU)")
 
 
 Run = tuple[Loc, Loc, Loc | None, Loc]  # what is sent, where it lands, operand, target
 
 
-def _steps(schedule: StepSchedule, k: int) -> tuple[list[_Step], int]:
+def _issue_ops(steps: list[_Step], kind: Callable[[int, int], str]) -> int:
+    """The most ops that issue transfers on one channel type in one step of ``steps``, as
+    the renderer writes them: a sum put on memory channels is one ``res`` (with up to
+    ``MAX_PER_OP`` peers), other puts ``MAX_PER_OP`` to an op."""
+    most = 0
+    for step in steps:
+        sums = {dst for dst, _ in step.reduces}
+        fused: dict[Loc, int] = Counter()
+        plain: dict[str, int] = Counter()
+        for peer, src, _ in step.puts:
+            if kind(step.rank, peer) == "memory" and src in sums:
+                fused[src] += 1
+            else:
+                plain[kind(step.rank, peer)] += 1
+        memory = sum(-(-c // MAX_PER_OP) for c in fused.values())
+        memory += -(-plain["memory"] // MAX_PER_OP)
+        most = max(most, memory, -(-plain["port"] // MAX_PER_OP))
+    return most
+
+
+def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step], int]:
     """Every GPU's steps (puts of a schedule step, then its waits and sums) and the scratch
-    chunks the busiest GPU uses."""
+    chunks the busiest GPU uses; with ``groups`` thread blocks, block ``g`` carries the
+    blocks in the ``g``-th of ``groups`` equal stretches of the buffer on every GPU."""
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
     place = _layout(schedule, k)
+    group = {b: place[b] * groups // schedule.blocks for b in range(schedule.blocks)}
     where: dict[tuple[int, int], Loc] = {}
     out: list[_Step] = []
     for r in range(n):
@@ -153,16 +202,18 @@ def _steps(schedule: StepSchedule, k: int) -> tuple[list[_Step], int]:
         return ("s", used[r] - 1, 1)
 
     # a GPU's step t: the waits and sums of schedule step t - 1, then the puts of step t
-    # (the renderer writes waits, nop, sums, puts: a put reads only after the nop)
+    # (the renderer writes waits, nop, sums, puts: a put reads only after the nop); each
+    # thread block of a GPU its own
     turns = [
-        {r: _Step(r, 0, 0, (t,), 1, 0) for r in range(n)} for t in range(len(schedule.steps) + 1)
+        {(r, g): _Step(r, 0, 0, (t,), 1, g) for r in range(n) for g in range(groups)}
+        for t in range(len(schedule.steps) + 1)
     ]
     for s, messages in enumerate(schedule.steps):
         start = dict(where)
         puts, sums = turns[s], turns[s + 1]
-        for send in messages:
+        for send, g in ((send, g) for send in messages for g in range(groups)):
             src, dst = rank[send.src], rank[send.dst]
-            ordered = sorted(send.blocks, key=place.__getitem__)
+            ordered = sorted((b for b in send.blocks if group[b] == g), key=place.__getitem__)
             targets = {}
             for b in ordered:  # the targets first, then the landings: each a range
                 writes[(dst, b)] -= 1
@@ -180,19 +231,19 @@ def _steps(schedule: StepSchedule, k: int) -> tuple[list[_Step], int]:
                 runs.append((start[(src, b)], landing, operand, targets[b]))
                 where[(dst, b)] = targets[b]
             for sent, landing, operand, target in _merged(runs):
-                puts[src].puts.append((dst, sent, landing))
-                sums[dst].waits.append(src)
+                puts[(src, g)].puts.append((dst, sent, landing))
+                sums[(dst, g)].waits.append(src)
                 if operand is not None:
-                    sums[dst].reduces.append((target, [operand, landing]))
-    for r in range(n):  # waits with nothing after them in their turn move to the next
+                    sums[(dst, g)].reduces.append((target, [operand, landing]))
+    for r, g in turns[0]:  # waits with nothing after them in their turn move to the next
         pending: list[int] = []  # turn that reads, so that its nop orders the reads
         for turn in turns:
-            step = turn[r]
+            step = turn[(r, g)]
             step.waits = pending + step.waits
             pending = []
             if step.waits and not (step.puts or step.reduces):
                 pending, step.waits = step.waits, []
-        turns[-1][r].waits += pending
+        turns[-1][(r, g)].waits += pending
     out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
     return out, max(used)
 

@@ -77,14 +77,15 @@ def test_ll_plans_are_refused_for_other_reductions():
 
 def test_cli_writes_simple_and_ll_bands(tmp_path, capsys):
     """The LL plan covers sizes up to where it is simulated no slower than the Simple
-    one (ring:4 allreduce: 64 KiB, measured), the Simple plan the sizes above."""
+    one, a Simple signal flying after its data (ring:4 allreduce: 256 KiB, measured; 64 KiB
+    when every op cost the overhead), the Simple plan the sizes above."""
     out = tmp_path / "p.json"
     args = ["export", "ring:4", "--format", "mscclpp", "--collective", "allreduce"]
     assert main([*args, "-o", str(out), "--json"]) == 0
     files = json.loads(capsys.readouterr().out)["files"]
     bands = {Path(f["path"]).name: (f["min_message_size"], f["max_message_size"]) for f in files}
-    assert bands["p.ll.json"] == (0, 64 * 1024)
-    assert bands["p.json"][0] == 64 * 1024 + 1
+    assert bands["p.ll.json"] == (0, 256 * 1024)
+    assert bands["p.json"][0] == 256 * 1024 + 1
     for name in bands:
         assert verify_plan_file(tmp_path / name).ok
 
@@ -213,7 +214,8 @@ def test_cli_errors_and_no_overwrite(tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["export", "ring:4", "--format", "mscclpp", "-o", str(out)]) == 0
     written = out  # -o FILE writes FILE, the out-of-place plan
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no LL plan pays here
+    # an LL plan pays up to 256 KiB (a Simple signal flies after its data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "p.ll.json"]
     summary = capsys.readouterr().out
     assert "pipelined in 256 KiB units" in summary and "piece" not in summary
     assert main(["check-plan", str(written)]) == 0
@@ -231,7 +233,8 @@ def test_cli_errors_and_no_overwrite(tmp_path, capsys):
 def test_simulated_allreduce_near_the_trees(spec):
     """At 1 GiB the plan's simulated time is within 1 % of its trees' (measured: ring:4
     1.0064 vs 1.0025 of the bound, dgx-a100:1 1.0042 vs 1.0029, the leaf-spine 1.0019 vs
-    1.0010; before pipelines ring:4 took 2.0031)."""
+    1.0010; before pipelines ring:4 took 2.0031; since only transfers cost the overhead,
+    dgx-a100:1's plan is 0.03 % faster than its trees)."""
     from optcoll.sim.programs import mscclpp_tasks
     from optcoll.sim.simulator import Network, simulate, simulate_schedule
 
@@ -241,14 +244,19 @@ def test_simulated_allreduce_near_the_trees(spec):
     size = 2**30
     ours = simulate(mscclpp_tasks(parse_plan(plan.document), topo, network, size), network, size)
     trees = simulate_schedule(topo, deployable_schedule(topo, "allreduce").schedule, size)
-    assert trees.time_us <= ours.time_us <= 1.01 * trees.time_us
+    assert ours.time_us == pytest.approx(trees.time_us, rel=0.01)
 
 
 def test_placement_both_adds_the_in_place_plan_beside_file(tmp_path, capsys):
     out = tmp_path / "ag.json"
     argv = ["export", "ring:4", "--format", "mscclpp", "--placement", "both", "-o", str(out)]
     assert main(argv) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ag.inplace.json", "ag.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ag.inplace.json",
+        "ag.inplace.ll.json",
+        "ag.json",
+        "ag.ll.json",
+    ]
     capsys.readouterr()
     for path, inplace in ((out, False), (tmp_path / "ag.inplace.json", True)):
         assert main(["check-plan", str(path), "--json"]) == 0

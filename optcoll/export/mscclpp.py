@@ -38,7 +38,10 @@ range, a node of a reducing tree waits for its children's partial sums (put into
 scratch), sums them with its own input (``re``) and puts the sum into its parent's
 scratch; a node of a broadcasting tree waits for its parent's put and puts the data into
 its children's output. Every put is followed by ``nop`` and ``signal`` (memory channels)
-or is a ``pws`` (port channels); every wait that precedes a read by a ``nop``. Each step
+or is a ``pws`` (port channels); every wait that precedes a read by a ``nop``. A sum sent
+on memory channels is one ``res`` (REDUCE_SEND, ``handleReduceSend``: the sum written
+locally and into the peers as it is computed; the DSL's fusion of ``re`` and ``put``,
+``ReduceOperation.__add__`` in ``python/mscclpp/language/internal/operations.py``). Each step
 is a ``pipeline`` over units of ``unit_size`` bytes (:func:`pipeline_unit` chooses it
 from the topology), so a relay forwards unit ``i`` while unit ``i + 1`` arrives: the
 pipeline fills in a unit, not in a range. A range runs in one thread block per GPU (the

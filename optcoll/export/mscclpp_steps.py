@@ -2,19 +2,28 @@
 Bine, PAT, multiport Swing, hierarchical, direct, ...).
 
 A :class:`~optcoll.core.step_schedule.StepSchedule` is steps of messages between compute
-nodes; :func:`mscclpp_step_plan` runs it on one thread block per GPU, in the rules and ops of
+nodes; :func:`mscclpp_step_plan` runs it in the rules and ops of
 :mod:`optcoll.export.mscclpp` (whose renderer writes the document): for each step a GPU
 first puts every message it sends into its receiver's buffers (``put``, ``nop``,
 ``signal`` on memory channels inside a box; ``pws`` on port channels), then waits for every
-message it receives (``wait``, ``nop``) and adds those that reduce (``re``, ``nop``), the
-waits and sums of one step followed by the puts of the next (waits with nothing to read
-after them wait with the GPU's next step that reads, whose ``nop`` orders the reads). A
-stored message is put straight where it belongs (the receiver's output for its last write,
-else its scratch); a reduced one into fresh scratch chunks, which the receiver adds to its
-own value into a chunk nothing wrote before (its output for the last sum). So no put
+message it receives (``wait``, ``nop``) and adds those that reduce (``re``; ``res`` where
+the sum is sent on at once on memory channels; one ``nop`` a round of sums), the waits and
+sums of one step followed by the puts of the next (waits with nothing to read after them
+wait with the GPU's next step that reads, whose ``nop`` orders the reads). A stored
+message is put straight where it belongs (the receiver's output for its last write, else
+its scratch); a reduced one into fresh scratch chunks, which the receiver adds to its own
+value into a chunk nothing wrote before (its output for the last sum). So no put
 overwrites data its receiver may still read, and the ops of one GPU, in order, carry what
 the sender held at the start of its step: every wait is for a signal of an earlier or the
 same step, and the plan cannot deadlock.
+
+Thread blocks: the plan runs on ``G`` blocks per GPU, block ``g`` carrying the blocks of
+the schedule in the ``g``-th of ``G`` equal stretches of the buffer, on every GPU, so no
+thread block waits for another's data. ``G`` is the fewest (up to :data:`MAX_GROUPS`) with
+which every step of every thread block issues one op per channel type (``optcoll
+simulate`` charges the overhead per op that issues a transfer, plan per message), else
+the ``G`` that issues fewest, within the executor's limits (64 ops a thread block: the
+Trivance reduce-scatter on torus 9x9 needed 330 on one).
 
 Blocks are laid out as in :func:`optcoll.export.msccl_steps.msccl_step_program` (an
 allreduce's in the order of the messages that carry them); a message is one buffer range per
@@ -23,10 +32,9 @@ would overwrite inputs that earlier puts may still read); ``protocol`` Simple, n
 pipelines: every put moves its whole range, which ``optcoll simulate`` sends in slices as it
 does a step schedule's message.
 
-What the plan cannot carry: ``optcoll simulate`` charges the overhead for every op of a
-thread block (the signals, waits, ``nop`` and ``re`` included) where plan's step schedule
-charges one per message, and a GPU's steps are one sequence of ops (a message of a later
-step cannot leave before the GPU's earlier receives are added).
+What the plan cannot carry: a message's slices each paying plan's overhead, and plan's
+rendezvous (a message leaves once its sender and its receiver are done with their last
+step; a put leaves once its sender is, its target being fresh): a file can be faster.
 
 Examples
 --------

@@ -378,11 +378,12 @@ def mscclpp_tasks(
                 last = [task]
                 if op.name in ("put", "pws", "pwsf", "res", "rres"):
                     sent = []  # a reduce-send writes its sum to its remote dst_buff as it goes
+                    each: list[list[int]] = []  # per destination
                     for d in (d for d in op.dst if d.remote or op.name not in ("res", "rres")):
                         moved = max(0.0, min(d.size * chunk - offset, unit))
                         count, piece = _slices(moved, slice_bytes)
-                        for s in range(count):
-                            sent.append(
+                        each.append(
+                            [
                                 graph.add(
                                     None,
                                     route(gpu.rank, d.rank),
@@ -390,12 +391,17 @@ def mscclpp_tasks(
                                     [task],
                                     (i + s / count) / iterations,
                                 )
-                            )
+                                for s in range(count)
+                            ]
+                        )
+                        sent += each[-1]
                     if op.name != "put" and op.channel_type == "port":
-                        for peer, ordinal in op.channel_peers:
+                        # thread j's proxy request puts destination j, then signals its peer
+                        for j, (peer, ordinal) in enumerate(op.channel_peers):
                             key = ("port", gpu.rank, peer, ordinal)
+                            mine = each[j] if j < len(each) else sent
                             signals.setdefault(key, []).append(
-                                flight(gpu.rank, peer, sent or [task])
+                                flight(gpu.rank, peer, mine or [task])
                             )
                 elif op.name in ("signal", "rlxsignal"):
                     for peer, ordinal in op.channel_peers:

@@ -20,7 +20,7 @@ same step, and the plan cannot deadlock.
 Thread blocks: the plan runs on ``G`` blocks per GPU, block ``g`` carrying the blocks of
 the schedule in the ``g``-th of ``G`` equal stretches of the buffer, on every GPU, so no
 thread block waits for another's data. ``G`` is the fewest (up to :data:`MAX_GROUPS`) with
-which every step of every thread block issues one op per channel type (``optcoll
+which every step of every thread block issues one op per channel type (tried at 1, 2, 3, 4, 6, 8, ... blocks; ``optcoll
 simulate`` charges the overhead per op that issues a transfer, plan per message), else
 the ``G`` that issues fewest, within the executor's limits (64 ops a thread block: the
 Trivance reduce-scatter on torus 9x9 needed 330 on one).
@@ -116,9 +116,11 @@ def mscclpp_step_plan(
 
     # the fewest blocks whose every step issues one op per channel type (plan's one
     # overhead per message), else those that issue the fewest, within the executor's limits
+    # (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole schedule out)
     layouts: dict[int, tuple[list[_Step], int]] = {}
     issued: dict[int, int] = {}
-    for g in range(1, most_groups + 1):
+    tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
+    for g in (g for g in tries if g <= most_groups):
         layouts[g] = _steps(schedule, k, g)
         issued[g] = _issue_ops(layouts[g][0], kind)
         if issued[g] <= 1:
@@ -212,16 +214,24 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
     # a GPU's step t: the waits and sums of schedule step t - 1, then the puts of step t
     # (the renderer writes waits, nop, sums, puts: a put reads only after the nop); each
     # thread block of a GPU its own
-    turns = [
-        {(r, g): _Step(r, 0, 0, (t,), 1, g) for r in range(n) for g in range(groups)}
-        for t in range(len(schedule.steps) + 1)
-    ]
+    turns: list[dict[tuple[int, int], _Step]] = [{} for _ in range(len(schedule.steps) + 1)]
+
+    def step_of(t: int, r: int, g: int) -> _Step:
+        if (r, g) not in turns[t]:
+            turns[t][(r, g)] = _Step(r, 0, 0, (t,), 1, g)
+        return turns[t][(r, g)]
+
     for s, messages in enumerate(schedule.steps):
         start = dict(where)
-        puts, sums = turns[s], turns[s + 1]
-        for send, g in ((send, g) for send in messages for g in range(groups)):
+        parts = []  # each message's blocks of each thread block
+        for send in messages:
+            mine: dict[int, list[int]] = defaultdict(list)
+            for b in send.blocks:
+                mine[group[b]].append(b)
+            parts += [(send, g, mine[g]) for g in sorted(mine)]
+        for send, g, blocks in parts:
             src, dst = rank[send.src], rank[send.dst]
-            ordered = sorted((b for b in send.blocks if group[b] == g), key=place.__getitem__)
+            ordered = sorted(blocks, key=place.__getitem__)
             targets = {}
             for b in ordered:  # the targets first, then the landings: each a range
                 writes[(dst, b)] -= 1
@@ -239,19 +249,24 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
                 runs.append((start[(src, b)], landing, operand, targets[b]))
                 where[(dst, b)] = targets[b]
             for sent, landing, operand, target in _merged(runs):
-                puts[(src, g)].puts.append((dst, sent, landing))
-                sums[(dst, g)].waits.append(src)
+                step_of(s, src, g).puts.append((dst, sent, landing))
+                step_of(s + 1, dst, g).waits.append(src)
                 if operand is not None:
-                    sums[(dst, g)].reduces.append((target, [operand, landing]))
-    for r, g in turns[0]:  # waits with nothing after them in their turn move to the next
+                    step_of(s + 1, dst, g).reduces.append((target, [operand, landing]))
+    blocks = sorted({key for one in turns for key in one})
+    for r, g in blocks:  # waits with nothing after them in their turn move to the next
         pending: list[int] = []  # turn that reads, so that its nop orders the reads
-        for turn in turns:
-            step = turn[(r, g)]
+        for t in range(len(turns)):
+            step = turns[t].get((r, g))
+            if step is None and not pending:
+                continue
+            step = step_of(t, r, g)
             step.waits = pending + step.waits
             pending = []
             if step.waits and not (step.puts or step.reduces):
                 pending, step.waits = step.waits, []
-        turns[-1][(r, g)].waits += pending
+        if pending:
+            step_of(len(turns) - 1, r, g).waits += pending
     out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
     return out, max(used)
 

@@ -117,16 +117,18 @@ def mscclpp_step_plan(
     # the fewest blocks whose every step issues one op per channel type (plan's one
     # overhead per message), else those that issue the fewest, within the executor's limits
     # (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole schedule out)
-    layouts: dict[int, tuple[list[_Step], int]] = {}
+    # (only the last layout is kept: a large schedule's take much memory)
     issued: dict[int, int] = {}
     tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
+    last: tuple[int, tuple[list[_Step], int]] | None = None
     for g in (g for g in tries if g <= most_groups):
-        layouts[g] = _steps(schedule, k, g)
-        issued[g] = _issue_ops(layouts[g][0], kind)
+        last = (g, _steps(schedule, k, g))
+        issued[g] = _issue_ops(last[1][0], kind)
         if issued[g] <= 1:
             break
-    for groups in sorted(layouts, key=lambda g: (issued[g], g)):
-        steps, scratch = layouts[groups]
+    for groups in sorted(issued, key=lambda g: (issued[g], g)):
+        assert last is not None
+        steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups)
         chunks = _Chunks(
             i=k if coll == "allgather" else n * k,
             o=k if coll == "reduce_scatter" else n * k,
@@ -253,8 +255,8 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
                 step_of(s + 1, dst, g).waits.append(src)
                 if operand is not None:
                     step_of(s + 1, dst, g).reduces.append((target, [operand, landing]))
-    blocks = sorted({key for one in turns for key in one})
-    for r, g in blocks:  # waits with nothing after them in their turn move to the next
+    owners = sorted({key for one in turns for key in one})
+    for r, g in owners:  # waits with nothing after them in their turn move to the next
         pending: list[int] = []  # turn that reads, so that its nop orders the reads
         for t in range(len(turns)):
             step = turns[t].get((r, g))

@@ -47,6 +47,7 @@ from typing import Any
 
 from optcoll.bounds.depth import (
     COLLECTIVES,
+    MOST_VARIABLES,
     DepthFamily,
     _chain,
     _Expanded,
@@ -81,8 +82,9 @@ HOLDS_FOR = {
     "reduce_scatter": "every reduce-scatter in which only compute nodes reduce",
     "allgather": "every allgather in which only compute nodes copy",
 }
-#: The most layers solved; beyond them the bound claims nothing.
-MOST_LAYERS = 40
+#: The most layers solved; beyond them the bound claims nothing (plan's CPU: there the
+#: bandwidth terms dominate; torus 8x8's allgather at 16 MiB took 82 CPU s at 28 layers).
+MOST_LAYERS = 12
 #: Layers per least step ``o + lam`` (1: a layer is one dependency step).
 STEPS = 1
 #: Cut-generation rounds per LP of plan's bound.
@@ -375,17 +377,23 @@ class _Family:
     depth: DepthFamily
     pool: dict[int, list[tuple[int, frozenset[int]]]] = field(default_factory=dict)
     values: dict[tuple[int, Fraction], TimedCost] = field(default_factory=dict)
+    orbits: _Orbits | None = None
 
     def time_us(self, size: Fraction, layers: int, quantum: Fraction) -> Fraction:
         """``window_w(share M V_L)`` (µs) at ``size`` bytes (the LP stops once it reaches
-        the layers' ceiling ``q (L + 1)``)."""
+        the layers' ceiling ``q (L + 1)``); 0 beyond
+        :data:`optcoll.bounds.depth.MOST_VARIABLES` variables."""
         family = self.depth
         scale = family.share * size
         key = (layers, scale)
+        if self.orbits is None:
+            self.orbits = _orbits(family.costs, family.kind, family.generators, family.spans)
+        orbits = self.orbits
+        if layers * len(orbits.size) > MOST_VARIABLES:
+            return Fraction(0)
         if key not in self.values:
             capacities = tuple(family.demand(quantum * (t + 1)) / scale for t in range(layers))
             ceiling = family.demand(quantum * (layers + 1)) / scale
-            orbits = _orbits(family.costs, family.kind, family.generators, family.spans)
             kept = tuple(tuple(g) for g in family.generators)
             pool = self.pool.setdefault(layers, [])
             self.values[key] = _solve(

@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
 def _sizes(topology: Any, args: argparse.Namespace) -> int:
     """The lower bound of plan and simulate at each of ``--sizes``
     (:class:`optcoll.sim.size_plan.SizeBound`)."""
+    from fractions import Fraction
+
     from optcoll.exceptions import MethodError
     from optcoll.sim.size_plan import size_bound
 
@@ -163,7 +165,7 @@ def _sizes(topology: Any, args: argparse.Namespace) -> int:
         depth = None if bounds.depth is None else bounds.depth.time_us(size, other)
         joined = None
         if bounds.combined is not None:
-            joined = bounds.combined.time_us(size, max(other, depth or 0))
+            joined = bounds.combined.time_us(size, max(other, depth or Fraction(0)))
         rows.append(
             {
                 "bytes": size,

@@ -245,6 +245,9 @@ def test_no_simulated_candidate_beats_the_combined_bound(
         lower = float(bound.at_layers(size, layers))
         assert fastest >= lower * (1 - 1e-9), (layers, fastest, lower)
     assert fastest >= float(bound.time_us(size)) * (1 - 1e-9)
+    for family in bound.families:  # every certificate plan's bound used, re-checked
+        for found in family.values.values():
+            assert check_timed_cost(family.depth.costs, found, family.depth.spans) == found.value
     lower = float(
         size_bound(topo, collective, overhead=overhead, default_latency=latency).lower_us(size)
     )

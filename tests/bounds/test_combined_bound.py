@@ -96,21 +96,22 @@ def test_two_nodes_exactly():
     late, so the bound is ``o + lat + M / B`` exactly (1 MiB: 1.5 + 10.48576 µs)."""
     bound = combined_bound(build("line:2"), "allreduce", overhead=1, default_latency=HALF)
     size = 2**20
-    assert bound.quantum == Fraction(3, 2)
+    assert bound.quantum == Fraction(3, 4)  # half the least step
     assert bound.time_us(size) == Fraction(3, 2) + Fraction(size, LINK)
-    assert bound.at_layers(size, 2) == Fraction(9, 2)  # some transfer arrives at 4.5 or later
+    assert bound.at_layers(size, 5) == Fraction(9, 2)  # some transfer arrives at 4.5 or later
 
 
 def test_ring_of_four_exactly():
-    """Ring of 4 (100 GB/s, o = 1, lat = 0.5, layers of 1.5 µs): at 64 KiB one layer does
-    not fit the 3 µs ceiling, so every pair goes directly (16 link crossings per element)
-    and the 8 links' windows open at 1.5 µs; the depth bound, searching layers of 0.5 µs,
-    stops at 2.5."""
+    """Ring of 4 (100 GB/s, o = 1, lat = 0.5, layers of 0.75 µs, a transfer spans two):
+    at 64 KiB, within 3 layers (below 3 µs) a chain holds one transfer, so every pair goes
+    directly (16 link crossings per element) and the 8 links' windows open at 1.5 µs; the
+    depth bound, searching layers of 0.5 µs, stops at 2.5."""
     topo = build("ring:4")
     bound = combined_bound(topo, "allreduce", overhead=1, default_latency=HALF)
     size = 2**16
     expected = Fraction(3, 2) + Fraction(16 * size, 8 * LINK)
-    assert bound.at_layers(size, 1) == expected == Fraction(35134, 12500)
+    assert bound.at_layers(size, 3) == expected == Fraction(35134, 12500)
+    assert bound.at_layers(size, 2) == Fraction(9, 4)  # the direct sends cannot arrive by 2.25 µs
     assert bound.time_us(size) == expected
     depth = depth_bound(topo, "allreduce", overhead=1, default_latency=HALF)
     assert depth.time_us(size, Fraction(0)) < expected

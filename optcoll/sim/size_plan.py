@@ -99,7 +99,12 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape
+from optcoll.schedules.baselines.routing import (
+    equal_boxes,
+    grid_axes,
+    grid_lines,
+    torus_shape,
+)
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
@@ -588,6 +593,7 @@ def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
             equal_boxes(topology),
             torus_shape(topology),
             grid_lines(topology),
+            grid_axes(topology),
         )
     ]
 

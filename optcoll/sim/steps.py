@@ -40,7 +40,13 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latenc
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape, widest_paths
+from optcoll.schedules.baselines.routing import (
+    equal_boxes,
+    grid_axes,
+    grid_lines,
+    torus_shape,
+    widest_paths,
+)
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -318,5 +324,6 @@ def step_costs(
             equal_boxes(topology),
             torus_shape(topology),
             grid_lines(topology),
+            grid_axes(topology),
         )
     ]

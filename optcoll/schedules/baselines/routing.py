@@ -21,7 +21,15 @@ from fractions import Fraction
 from optcoll.core.cost import path_latency
 from optcoll.core.topology import Topology
 
-__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape", "grid_lines"]
+__all__ = [
+    "widest_paths",
+    "Router",
+    "max_ratio",
+    "equal_boxes",
+    "torus_shape",
+    "grid_lines",
+    "grid_axes",
+]
 
 Arc = tuple[str, str]
 
@@ -176,6 +184,35 @@ def grid_lines(topology: Topology) -> list[list[str]] | None:
     names = list(topology.compute_nodes)
     width = shape[-1]
     return [names[i : i + width] for i in range(0, len(names), width)]
+
+
+def grid_axes(topology: Topology) -> list[list[list[str]]] | None:
+    """Per dimension of the grid the compute nodes form by name (as :func:`grid_lines`
+    reads it), the lines along that dimension: the nodes grouped by every other
+    coordinate, each line in order of its own coordinate, the lines in row-major order of
+    the others (so the ``j``-th nodes of the lines of one dimension are the hyperplane
+    where its coordinate is ``j``). The last dimension's lines are :func:`grid_lines`.
+    None where :func:`grid_lines` is None.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> grid_axes(build("mesh:2x3"))
+    [[['n0_0', 'n1_0'], ['n0_1', 'n1_1'], ['n0_2', 'n1_2']], [['n0_0', 'n0_1', 'n0_2'], ['n1_0', 'n1_1', 'n1_2']]]
+    """
+    shape = _row_major_shape(topology)
+    if shape is None or len(shape) < 2 or min(shape) < 2:
+        return None
+    nodes = dict(
+        zip(itertools.product(*(range(d) for d in shape)), topology.compute_nodes, strict=True)
+    )
+    axes = []
+    for axis, size in enumerate(shape):
+        others = itertools.product(*(range(d) for i, d in enumerate(shape) if i != axis))
+        axes.append(
+            [[nodes[rest[:axis] + (j,) + rest[axis:]] for j in range(size)] for rest in others]
+        )
+    return axes
 
 
 def _row_major_shape(topology: Topology) -> tuple[int, ...] | None:

@@ -122,7 +122,8 @@ def spread_paths(
     for target in compute:
         if target == source or target not in widest:
             continue
-        path, node = [target], target
+        node = target
+        back = [target]
         while node != source:
             options = sorted(ties[node])
             parallel = len(options) > 1 and all(
@@ -133,8 +134,8 @@ def spread_paths(
                 node = options[(rank[source] + rank[target]) % len(options)]
             else:
                 node = widest[node][-2]
-            path.append(node)
-        found[target] = tuple(reversed(path))
+            back.append(node)
+        found[target] = tuple(reversed(back))
     return found
 
 

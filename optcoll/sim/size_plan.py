@@ -73,7 +73,7 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, multimem_arcs
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -290,13 +290,21 @@ class Candidate:
         )  # fmt: skip
         return graph
 
-    def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
-        """How many tasks :meth:`tasks` builds (before building them)."""
+    def task_count(
+        self,
+        size: int,
+        slice_bytes: int | None,
+        num_compute: int,
+        multimem: frozenset[str] = frozenset(),
+    ) -> int:
+        """How many tasks :meth:`tasks` builds (before building them; ``multimem``: the
+        topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
-                t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
+                t.chunks
+                * (len(t.reduce_edges) + len(t.multicast_edges) + len(multimem_arcs(t, multimem)))
                 for t in self.aggregation.trees
             )
             return _slice_count(size / self.aggregation.k, slice_bytes) * aggregated
@@ -999,7 +1007,12 @@ class _Search:
 
     def count(self, option: Candidate, slice_bytes: int | None) -> int:
         """How many tasks simulating ``option`` builds (one per orbit from a quotient)."""
-        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        count = option.task_count(
+            self.size,
+            slice_bytes,
+            self.topology.num_compute,
+            frozenset(self.topology.multimem_switches),
+        )
         quotient = self.quotient(option)
         return count if quotient is None else count // quotient.order
 

@@ -62,6 +62,9 @@ from optcoll.core.schedule import SCHEDULE_VERSION, TreeEdge, parse_tree_edge
 from optcoll.exceptions import ScheduleError
 
 __all__ = [
+    "barrier_rounds",
+    "MULTIMEM_BARRIER_PEERS",
+    "MULTIMEM_BLOCKS",
     "multimem_arcs",
     "tree_arc_uses",
     "AggregationTree",
@@ -122,6 +125,32 @@ class AggregationTree:
     chunks: int
     reduce_edges: tuple[TreeEdge, ...]
     multicast_edges: tuple[TreeEdge, ...]
+
+
+#: Thread blocks per GPU of an NVLS (switch-channel) allreduce, each loading and storing
+#: ``1 / MULTIMEM_BLOCKS`` of the GPU's share: the ``instances=8`` of MSCCL++'s own NVLS
+#: allreduce (1f5f065d ``python/mscclpp/language/tests/single_node/allreduce_nvls_zero_copy.py``).
+MULTIMEM_BLOCKS = 8
+
+#: Most peers a barrier reaches in one round (a thread block's memory channels:
+#: ``MAX_CHANNEL = 16``, MSCCL++ 1f5f065d ``src/core/include/execution_common.hpp``).
+MULTIMEM_BARRIER_PEERS = 16
+
+
+def barrier_rounds(n: int) -> int:
+    """Rounds of the barrier an NVLS (switch-channel) allreduce of ``n`` GPUs runs before
+    its first ``multimem`` op and after its last (every GPU's loads read every other GPU's
+    input, its stores write every other GPU's output): one round (signal and wait for every
+    peer) up to :data:`MULTIMEM_BARRIER_PEERS` peers, else a dissemination barrier of
+    ``ceil(log2 n)`` rounds (Hensgen, Finkel and Manber 1988), as
+    :func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan` writes it.
+
+    Examples
+    --------
+    >>> barrier_rounds(8), barrier_rounds(17), barrier_rounds(72)
+    (1, 5, 7)
+    """
+    return 1 if n - 1 <= MULTIMEM_BARRIER_PEERS else (n - 1).bit_length()
 
 
 def multimem_arcs(tree: AggregationTree, multimem: Collection[str]) -> list[tuple[str, str]]:

@@ -827,6 +827,8 @@ def aggregation_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
+    barrier: int = 0,
+    blocks: int = 1,
 ) -> TaskGraph:
     """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
 
@@ -834,6 +836,18 @@ def aggregation_tasks(
     compute node or reducing switch, sends its sum once its children's have arrived), then
     down the multicast edges from the apex (a vertex forwards to each child once its
     parent's copy has arrived). A switch's summing and copying cost its step's overhead.
+
+    At a ``multimem`` (NVLS) switch the GPU that loads the sum issues one step per slice
+    (``multimem.ld_reduce`` and ``multimem.st``, one ``glres`` of an MSCCL++ switch
+    channel) on a lane of the tree's own, and the bytes move without further steps: its
+    children's and its own slice up, the sum down to it, its store up once the sum is
+    there, the copies down to its children and back to it; ``blocks`` lanes a tree, each
+    issuing a contiguous ``1 / blocks`` of its slices in order (an MSCCL++ plan's thread
+    blocks, each its own chunk of the GPU's share). ``barrier``: the rounds of the
+    barrier such a program runs (:func:`optcoll.core.aggregation.barrier_rounds`): three
+    steps a round on every issuing lane before its first slice, and ``3 rounds - 2``
+    steps after the last copy has arrived (signal, wait, nop; the first signal waits for
+    the copies).
 
     Examples
     --------
@@ -851,26 +865,53 @@ def aggregation_tasks(
         for t in schedule.trees
     )
     _check_size(count * edges, count)
-    for tree in schedule.trees:
+    copies: list[int] = []
+    for number, tree in enumerate(schedule.trees):
         up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
         down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
         down = _by_depth(tree.apex, down, downward=True)
-        for piece_number in range(tree.chunks * count):
+        pieces = tree.chunks * count
+        lanes = max(1, min(blocks, pieces))
+        ready: dict[int, list[int]] = {b: [] for b in range(lanes)}
+        if barrier and any(w in multimem for _, w, _ in up):
+            for b in range(lanes):
+                for _ in range(3 * barrier):
+                    ready[b] = [graph.add(("multimem", number, b), (), 0.0, ready[b], 0.0)]
+        for piece_number in range(pieces):
             loop = _progress(piece_number, tree.chunks, count)
+            block = piece_number * lanes // pieces
+            first = -(-block * pieces // lanes)  # the block's first piece
+            share = -(-(block + 1) * pieces // lanes) - first
             into: dict[str, list[int]] = {}
+            step: list[int] = []
             for src, dst, path in up:  # leaves first
+                if dst in multimem or src in multimem:  # the load's bytes: no steps
+                    if not step:
+                        loop = (piece_number - first) / share
+                        issue = ("multimem", number, block)
+                        step = [graph.add(issue, (), 0.0, ready[block], loop)]
+                    lane = None
+                    after = [*step, *into.get(src, ())]
+                else:
+                    lane, after = (src, dst), list(into.get(src, ()))
                 if src in multimem:  # the GPU that loads the sum sends its own data up too
-                    into.setdefault(src, []).append(
-                        graph.add((dst, src), network.path((dst, src)), piece, (), loop)
-                    )
-                into.setdefault(dst, []).append(
-                    graph.add((src, dst), path, piece, into.get(src, ()), loop)
-                )
+                    own = graph.add(None, network.path((dst, src)), piece, step, loop)
+                    into.setdefault(src, []).append(own)
+                    after = into[src]
+                into.setdefault(dst, []).append(graph.add(lane, path, piece, after, loop))
             arrived: dict[str, list[int]] = {tree.apex: into.get(tree.apex, [])}
             for src, dst, path in down:  # parents before children
-                arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+                lane = None if dst in multimem or src in multimem else (src, dst)
+                arrived[dst] = [graph.add(lane, path, piece, arrived[src], loop)]
                 if dst in multimem:  # the GPU that stores the sum gets its copy back
-                    graph.add((dst, src), network.path((dst, src)), piece, arrived[dst], loop)
+                    back = graph.add(None, network.path((dst, src)), piece, arrived[dst], loop)
+                    copies.append(back)
+                elif src in multimem:
+                    copies += arrived[dst]
+    if barrier and copies:
+        done = [graph.add(None, (), 0.0, copies, 1.0)]
+        for _ in range(3 * barrier - 2):
+            done = [graph.add(("multimem", "barrier"), (), 0.0, done, 1.0)]
     return graph
 
 

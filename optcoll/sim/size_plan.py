@@ -73,7 +73,12 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule, multimem_arcs
+from optcoll.core.aggregation import (
+    MULTIMEM_BLOCKS,
+    AggregationSchedule,
+    barrier_rounds,
+    multimem_arcs,
+)
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -212,7 +217,10 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse."""
+    whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
+    (switch-channel) program of ``aggregation`` runs before and after its multimem ops
+    and ``blocks``: its issuing thread blocks per tree
+    (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
 
     method: str
     schedule: Schedule | None = None
@@ -225,6 +233,8 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
+    barrier: int = 0
+    blocks: int = 1
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -266,7 +276,10 @@ class Candidate:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
-            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+            return aggregation_tasks(
+                self.aggregation, network, size, slice_bytes=slice_bytes,
+                barrier=self.barrier, blocks=self.blocks,
+            )  # fmt: skip
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
@@ -512,11 +525,19 @@ def candidates(
                     (True, False),
                 )
             )
+        # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
+        issued = any(topology.node[w].multimem for w in topology.nvls_domain())
+        program = (
+            {"barrier": barrier_rounds(topology.num_compute), "blocks": MULTIMEM_BLOCKS}
+            if issued
+            else {}
+        )
         if has_aggregation_lp(topology):
-            found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+            lp = aggregation_schedule(topology)
+            found.append(Candidate("in-network", aggregation=lp, **program))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, **program))
     return found + _step_candidates(topology, collective)
 
 

@@ -64,7 +64,6 @@ from optcoll.exceptions import ScheduleError
 __all__ = [
     "barrier_rounds",
     "MULTIMEM_BARRIER_PEERS",
-    "MULTIMEM_BLOCKS",
     "multimem_arcs",
     "tree_arc_uses",
     "AggregationTree",
@@ -126,11 +125,6 @@ class AggregationTree:
     reduce_edges: tuple[TreeEdge, ...]
     multicast_edges: tuple[TreeEdge, ...]
 
-
-#: Thread blocks per GPU of an NVLS (switch-channel) allreduce, each loading and storing
-#: ``1 / MULTIMEM_BLOCKS`` of the GPU's share: the ``instances=8`` of MSCCL++'s own NVLS
-#: allreduce (1f5f065d ``python/mscclpp/language/tests/single_node/allreduce_nvls_zero_copy.py``).
-MULTIMEM_BLOCKS = 8
 
 #: Most peers a barrier reaches in one round (a thread block's memory channels:
 #: ``MAX_CHANNEL = 16``, MSCCL++ 1f5f065d ``src/core/include/execution_common.hpp``).

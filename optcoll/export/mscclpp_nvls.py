@@ -64,7 +64,7 @@ Examples
 
 from __future__ import annotations
 
-from optcoll.core.aggregation import MULTIMEM_BLOCKS, AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.mscclpp import (
@@ -84,9 +84,8 @@ from optcoll.export.mscclpp import (
 __all__ = ["mscclpp_nvls_plan", "nvls_unit", "NVLS_THREADBLOCKS"]
 
 #: Thread blocks per GPU (each reduces ``1 / blocks`` of the GPU's shard): the
-#: ``instances=8`` of MSCCL++'s own NVLS allreduce example (module docstring), as plan's
-#: NVLS candidates run them (:data:`optcoll.core.aggregation.MULTIMEM_BLOCKS`).
-NVLS_THREADBLOCKS = MULTIMEM_BLOCKS
+#: ``instances=8`` of MSCCL++'s own NVLS allreduce example (module docstring).
+NVLS_THREADBLOCKS = 8
 
 
 def _check_schedule(topology: Topology, schedule: AggregationSchedule) -> None:

@@ -828,7 +828,6 @@ def aggregation_tasks(
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
     barrier: int = 0,
-    blocks: int = 1,
 ) -> TaskGraph:
     """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
 
@@ -841,9 +840,7 @@ def aggregation_tasks(
     (``multimem.ld_reduce`` and ``multimem.st``, one ``glres`` of an MSCCL++ switch
     channel) on a lane of the tree's own, and the bytes move without further steps: its
     children's and its own slice up, the sum down to it, its store up once the sum is
-    there, the copies down to its children and back to it; ``blocks`` lanes a tree, each
-    issuing a contiguous ``1 / blocks`` of its slices in order (an MSCCL++ plan's thread
-    blocks, each its own chunk of the GPU's share). ``barrier``: the rounds of the
+    there, the copies down to its children and back to it. ``barrier``: the rounds of the
     barrier such a program runs (:func:`optcoll.core.aggregation.barrier_rounds`): three
     steps a round on every issuing lane before its first slice, and ``3 rounds - 2``
     steps after the last copy has arrived (signal, wait, nop; the first signal waits for
@@ -870,26 +867,19 @@ def aggregation_tasks(
         up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
         down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
         down = _by_depth(tree.apex, down, downward=True)
-        pieces = tree.chunks * count
-        lanes = max(1, min(blocks, pieces))
-        ready: dict[int, list[int]] = {b: [] for b in range(lanes)}
+        issue = ("multimem", number)
+        ready: list[int] = []
         if barrier and any(w in multimem for _, w, _ in up):
-            for b in range(lanes):
-                for _ in range(3 * barrier):
-                    ready[b] = [graph.add(("multimem", number, b), (), 0.0, ready[b], 0.0)]
-        for piece_number in range(pieces):
+            for _ in range(3 * barrier):
+                ready = [graph.add(issue, (), 0.0, ready, 0.0)]
+        for piece_number in range(tree.chunks * count):
             loop = _progress(piece_number, tree.chunks, count)
-            block = piece_number * lanes // pieces
-            first = -(-block * pieces // lanes)  # the block's first piece
-            share = -(-(block + 1) * pieces // lanes) - first
             into: dict[str, list[int]] = {}
             step: list[int] = []
             for src, dst, path in up:  # leaves first
                 if dst in multimem or src in multimem:  # the load's bytes: no steps
                     if not step:
-                        loop = (piece_number - first) / share
-                        issue = ("multimem", number, block)
-                        step = [graph.add(issue, (), 0.0, ready[block], loop)]
+                        step = [graph.add(issue, (), 0.0, ready, loop)]
                     lane = None
                     after = [*step, *into.get(src, ())]
                 else:

@@ -73,12 +73,7 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import (
-    MULTIMEM_BLOCKS,
-    AggregationSchedule,
-    barrier_rounds,
-    multimem_arcs,
-)
+from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -219,7 +214,6 @@ class Candidate:
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
     whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
     (switch-channel) program of ``aggregation`` runs before and after its multimem ops
-    and ``blocks``: its issuing thread blocks per tree
     (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
 
     method: str
@@ -234,7 +228,6 @@ class Candidate:
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
     barrier: int = 0
-    blocks: int = 1
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -278,7 +271,7 @@ class Candidate:
         if self.aggregation is not None:
             return aggregation_tasks(
                 self.aggregation, network, size, slice_bytes=slice_bytes,
-                barrier=self.barrier, blocks=self.blocks,
+                barrier=self.barrier,
             )  # fmt: skip
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
@@ -527,11 +520,7 @@ def candidates(
             )
         # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
         issued = any(topology.node[w].multimem for w in topology.nvls_domain())
-        program = (
-            {"barrier": barrier_rounds(topology.num_compute), "blocks": MULTIMEM_BLOCKS}
-            if issued
-            else {}
-        )
+        program = {"barrier": barrier_rounds(topology.num_compute)} if issued else {}
         if has_aggregation_lp(topology):
             lp = aggregation_schedule(topology)
             found.append(Candidate("in-network", aggregation=lp, **program))

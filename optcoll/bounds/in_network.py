@@ -445,13 +445,11 @@ class SteinerPricing:
             if best is None or total < best[0]:
                 ends = [(c, p) if inward else (p, c) for p, c in edges]
                 found_edges = tuple(
-                    (a, b, (a, b) if {a, b} & self.multimem else closure[a][b][1])
-                    for a, b in ends
+                    (a, b, (a, b) if {a, b} & self.multimem else closure[a][b][1]) for a, b in ends
                 )
                 best = (total, found_edges)
         assert best is not None, "the compute nodes reach each other"
         return best
-
 
     def _multimem_edge(
         self, src: str, dst: str, prices: Mapping[Arc, float | Fraction], inward: bool

@@ -141,8 +141,8 @@ def barrier_rounds(n: int) -> int:
 
     Examples
     --------
-    >>> barrier_rounds(8), barrier_rounds(17), barrier_rounds(72)
-    (1, 5, 7)
+    >>> barrier_rounds(8), barrier_rounds(17), barrier_rounds(18), barrier_rounds(72)
+    (1, 1, 5, 7)
     """
     return 1 if n - 1 <= MULTIMEM_BARRIER_PEERS else (n - 1).bit_length()
 

@@ -939,7 +939,7 @@ def simulate_aggregation(
     >>> topo = build("dgx-h100:1,nvls=1")
     >>> run = simulate_aggregation(topo, aggregation_schedule(topo), 2**30)
     >>> round(run.algbw, 1)  # NVLS (multimem): 9/8 M on each 450 GB/s link, at most 400 GB/s
-    393.9
+    396.5
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

@@ -520,13 +520,13 @@ def candidates(
             )
         # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
         issued = any(topology.node[w].multimem for w in topology.nvls_domain())
-        program = {"barrier": barrier_rounds(topology.num_compute)} if issued else {}
+        barrier = barrier_rounds(topology.num_compute) if issued else 0
         if has_aggregation_lp(topology):
             lp = aggregation_schedule(topology)
-            found.append(Candidate("in-network", aggregation=lp, **program))
+            found.append(Candidate("in-network", aggregation=lp, barrier=barrier))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, **program))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
     return found + _step_candidates(topology, collective)
 
 

@@ -12,9 +12,9 @@ import pytest
 from optcoll.core.aggregation import barrier_rounds
 from optcoll.core.topology import Topology
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
+from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.programs import mscclpp_tasks
 from optcoll.sim.simulator import SimOptions
-from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.size_plan import Candidate, candidates, plan
 from optcoll.topologies import build
 from optcoll.verify.mscclpp.plan import parse_plan
@@ -22,9 +22,7 @@ from optcoll.verify.mscclpp.plan import parse_plan
 
 def _multimem_star(n: int) -> Topology:
     nodes = [{"id": f"g{i}", "type": "compute"} for i in range(n)]
-    nodes.append(
-        {"id": "w", "type": "switch", "reduce": True, "multicast": True, "multimem": True}
-    )
+    nodes.append({"id": "w", "type": "switch", "reduce": True, "multicast": True, "multimem": True})
     links = [{"src": f"g{i}", "dst": "w", "bandwidth": 100, "bidirectional": True}
              for i in range(n)]  # fmt: skip
     return Topology.from_dict({"name": f"nvls{n}", "nodes": nodes, "links": links})

@@ -37,6 +37,18 @@ per apex, so the exact LP is offered up to :data:`MAX_CAPABLE_SWITCHES` capable
 switches (float rounds try only ``Q`` empty and ``Q`` all; the exact check is
 exhaustive).
 
+A switch that declares ``multimem`` (NVLS: it sums what a GPU loads and copies what a GPU
+stores, :class:`~optcoll.core.topology.Node`) is priced as it runs: it is no apex, its tree
+neighbours are GPUs on direct links, and its edge to the loading GPU (in-tree) or from the
+storing GPU (out-tree) costs both directions of that link, the GPU's own share going up
+and down once more (:func:`optcoll.core.aggregation.multimem_arcs`). On one switch of ``N``
+GPUs and links of ``B`` the optimum is then ``min(2N - 2, N + 1) / (N B)``, above the cut
+bound ``1 / B`` from ``N = 3`` on (the proof is in ``docs/in_network.md``). With
+``multimem`` switches the LP is first solved over the starting columns alone; where that
+meets the cut bound, the cut proves it (price ``1 / B+(S)`` on each arc leaving ``S``: every
+tree pair crosses it), as the generation would otherwise stall on degenerate duals
+(dgx-h100:2,nvls=1: 1,000 rounds, 227 s, not proved).
+
 Every aggregation piece crosses every cut ``S`` at least once each way (its
 in-tree if the apex is outside ``S``, its out-tree if inside), so the LP optimum
 is at least the cut bound. They are equal when every switch reduces and
@@ -326,7 +338,8 @@ def _tree_pair(payload: object) -> tuple[str, tuple[Edge, ...], tuple[Edge, ...]
 class SteinerPricing:
     """The cheapest (in-tree, out-tree) pair under arc prices: the LP's pricing oracle.
 
-    Called with float prices it tries, per apex, the switch sets ``Q`` empty and all
+    ``multimem`` switches are priced as the module docstring says. Called with float prices
+    it tries, per apex, the switch sets ``Q`` empty and all
     capable switches (fast, may miss); with Fraction prices it enumerates every ``Q``
     (exact, as the exact finish of :func:`~optcoll.lp.column_generation.column_generation`
     requires).

@@ -78,6 +78,18 @@ ALL_ORDERS_UP_TO = 4
 #: dearer each round) before an order of the generators is given up.
 ROUNDS = 24
 
+#: Links beyond the fewest a path may take (a dragonfly whose two global links make a
+#: shorter way than the direct one): tried in turn, each only when none fits before.
+MAX_DETOUR = 1
+
+#: Most entries (nodes times translates) of the tables the detours read.
+DETOUR_TABLES = 4_000_000
+
+#: A target's paths: the source's state, the target's states, each state's last steps
+#: ``(state, link)``; a state is ``node + hops * nodes`` (or the node, when every node
+#: has one distance).
+Dag = tuple[int, tuple[int, ...], Mapping[int, list[tuple[int, int]]]]
+
 #: A part of a root's chunks: the generators' order and its chunks.
 Part = tuple[tuple[int, ...], int]
 
@@ -132,17 +144,25 @@ def radix_trees(
         for i, other in enumerate(roots):
             if i != j:
                 targets[(j, -1, i)] = other
-    ways: dict[int, dict[int, list[tuple[int, int]]]] = {}
+    dags: dict[tuple[int, int, int], Dag] = {}
     for j, rho in enumerate(roots):
-        wanted = {x for (s, _, _), x in targets.items() if s == j}
-        found = _shortest_ways(rho, wanted, out, compute)
+        mine = [key for key in targets if key[0] == j]
+        found = _shortest_ways(rho, {targets[key] for key in mine}, out, compute)
         if found is None:
             return None
-        ways[j] = found
-    for parts in _plans(group.orders, chunks):
-        paths = _choose_paths(parts, group.orders, targets, roots, ways, orbit, budget)
-        if paths is not None:
-            return _assemble(parts, group.orders, paths, roots, moves, ids)
+        for key in mine:
+            dags[key] = (rho, (targets[key],), found)
+    for detour in range(MAX_DETOUR + 1):
+        if detour:
+            if len(ids) * sum(n - 1 for n in group.orders) > DETOUR_TABLES:
+                break
+            dags = _near_dags(detour, targets, roots, moves, group.orders, out, compute)
+        for parts in _plans(group.orders, chunks):
+            paths = _choose_paths(
+                parts, group.orders, targets, roots, dags, len(ids), orbit, budget
+            )
+            if paths is not None:
+                return _assemble(parts, group.orders, paths, roots, moves, ids)
     return None
 
 
@@ -199,12 +219,86 @@ def _shortest_ways(
     return kept
 
 
+def _near_dags(
+    detour: int,
+    targets: Mapping[tuple[int, int, int], int],
+    roots: list[int],
+    moves: list[list[int]],
+    orders: Sequence[int],
+    out: list[list[tuple[int, int]]],
+    compute: list[bool],
+) -> dict[tuple[int, int, int], Dag]:
+    """Every target's paths through switches of at most ``detour`` links more than the
+    fewest, as steps between states ``node + hops * nodes``. The links left to a target
+    ``t = s^d rho`` from ``y`` are those from ``s^-d y`` to ``rho`` (``s^d`` is an
+    automorphism): one backward breadth-first search per representative and a table of
+    ``s^-d`` per translate serve every target."""
+    n = len(out)
+    into: list[list[int]] = [[] for _ in range(n)]
+    for x, adj in enumerate(out):
+        for y, _ in adj:
+            into[y].append(x)
+    far = n + 1
+    back = []
+    for rho in roots:  # links from every node to rho, through switches only
+        distance = [far] * n
+        distance[rho], level, hops = 0, [rho], 0
+        while level:
+            hops += 1
+            ahead = []
+            for y in level:
+                for x in into[y]:
+                    if distance[x] == far:
+                        distance[x] = hops
+                        if not compute[x]:
+                            ahead.append(x)
+            level = ahead
+        back.append(distance)
+    inverse: dict[tuple[int, int], list[int]] = {}
+    for s, (move, order) in enumerate(zip(moves, orders, strict=True)):
+        step = [0] * n
+        for x, y in enumerate(move):
+            step[y] = x
+        table = step
+        for d in range(1, order):
+            inverse[(s, d)] = table
+            table = [step[x] for x in table]
+    dags: dict[tuple[int, int, int], Dag] = {}
+    for key, target in targets.items():
+        j, s, d = key
+        source = roots[j]
+        left = back[d] if s < 0 else back[j]
+        table = None if s < 0 else inverse[(s, d)]
+        limit = (left[source] if table is None else left[table[source]]) + detour
+        ends: list[int] = []
+        before: dict[int, list[tuple[int, int]]] = {}
+        layer = [source]
+        for hops in range(1, limit + 1):
+            ahead = []
+            for state in layer:
+                for y, link in out[state % n]:
+                    if y != target:
+                        if compute[y]:
+                            continue
+                        if hops + left[y if table is None else table[y]] > limit:
+                            continue
+                    reached = y + hops * n
+                    if reached not in before:
+                        before[reached] = []
+                        (ends if y == target else ahead).append(reached)
+                    before[reached].append((state, link))
+            layer = ahead
+        dags[key] = (source, tuple(ends), before)
+    return dags
+
+
 def _choose_paths(
     parts: list[Part],
     orders: Sequence[int],
     targets: Mapping[tuple[int, int, int], int],
     roots: list[int],
-    ways: Mapping[int, Mapping[int, list[tuple[int, int]]]],
+    dags: Mapping[tuple[int, int, int], Dag],
+    nodes: int,
     orbit: list[int],
     budget: list[int],
 ) -> dict[tuple[int, int, int], list[int]] | None:
@@ -228,14 +322,13 @@ def _choose_paths(
         used = [0] * len(budget)
         paths: dict[tuple[int, int, int], list[int]] = {}
         for key in ordered:
-            j, w = key[0], weight[key]
-            path = _cheapest_path(
-                roots[j], targets[key], ways[j], w, orbit, budget, used, history, 2.0**rounds
-            )
-            if path is None:
-                return None  # an orbit with less than w in all
-            for y in path[1:]:
-                used[orbit[_link_into(ways[j], path, y)]] += w
+            w = weight[key]
+            found = _cheapest_path(dags[key], nodes, w, orbit, budget, used, history, 2.0**rounds)
+            if found is None:
+                return None  # an orbit with less than w on every way
+            path, links = found
+            for link in links:
+                used[orbit[link]] += w
             paths[key] = path
         over = [o for o, u in enumerate(used) if u > budget[o]]
         if not over:
@@ -245,60 +338,57 @@ def _choose_paths(
     return None
 
 
-def _link_into(before: Mapping[int, list[tuple[int, int]]], path: list[int], y: int) -> int:
-    """The link by which ``path`` enters ``y`` (its node before ``y``)."""
-    x = path[path.index(y) - 1]
-    return next(link for p, link in before[y] if p == x)
-
-
 def _cheapest_path(
-    source: int,
-    target: int,
-    before: Mapping[int, list[tuple[int, int]]],
+    dag: Dag,
+    nodes: int,
     w: int,
     orbit: list[int],
     budget: list[int],
     used: list[int],
     history: list[float],
     pressure: float,
-) -> list[int] | None:
-    """The shortest path ``source -> target`` (steps ``before``) of least cost, a link's
-    cost its share ``w / budget`` of its orbit, raised by the orbit's past excess
-    (``history``) and by its excess if taken now (times ``pressure``); ``None`` when
-    every path meets an orbit of budget below ``w``."""
-    Step = tuple[float, int, int]  # (cost, previous node, link)
+) -> tuple[list[int], list[int]] | None:
+    """The path of ``dag`` of least cost (its nodes and links), a link's cost its share
+    ``w / budget`` of its orbit, raised by the orbit's past excess (``history``) and by
+    its excess if taken now (times ``pressure``); ``None`` when every path meets an orbit
+    of budget below ``w``."""
+    source, ends, before = dag
+    Step = tuple[float, int, int]  # (cost, previous state, link)
     best: dict[int, Step | None] = {}
 
-    def reach(x: int) -> Step | None:
-        if x == source:
+    def reach(state: int) -> Step | None:
+        if state == source:
             return (0.0, -1, -1)
-        if x in best:
-            return best[x]
+        if state in best:
+            return best[state]
         found = None
-        for p, link in before[x]:
+        for previous, link in before[state]:
             o = orbit[link]
             if budget[o] < w:
                 continue
-            prior = reach(p)
+            prior = reach(previous)
             if prior is None:
                 continue
             excess = max(0, used[o] + w - budget[o]) / budget[o]
             cost = prior[0] + w / budget[o] * (1 + history[o]) * (1 + pressure * excess)
             if found is None or cost < found[0]:
-                found = (cost, p, link)
-        best[x] = found
+                found = (cost, previous, link)
+        best[state] = found
         return found
 
-    if reach(target) is None:
+    options = [(step[0], end) for end in ends if (step := reach(end)) is not None]
+    if not options:
         return None
-    path, x = [target], target
-    while x != source:
-        step = best[x]
+    state = min(options)[1]
+    path, links = [state % nodes], []
+    while state != source:
+        step = best[state]
         assert step is not None
-        x = step[1]
-        path.append(x)
+        state, link = step[1], step[2]
+        path.append(state % nodes)
+        links.append(link)
     path.reverse()
-    return path
+    return path, links
 
 
 def _assemble(

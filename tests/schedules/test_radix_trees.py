@@ -106,3 +106,15 @@ def test_no_path_through_switches_only_gives_none():
     group = declared_group(bound.usable)
     assert group is not None
     assert radix_trees(bound.usable, optimal.capacity, optimal.chunks, group) is None
+
+
+def test_oversubscribed_rail_fat_tree_reaches_r_star(monkeypatch):
+    # the greedy left no room for the last trees here (and the splitting ran)
+    topology = build("rail-fat-tree:servers=16,gpus=8,per_leaf=4,spines=2,oversub=2")
+    monkeypatch.setattr(packing, "DECLARED_FROM", 1)
+    schedule = pack_arborescences(topology)
+    assert isinstance(schedule.trees, ImageTrees)
+    assert schedule.stats["max_height"] == 3  # one level per generator of the group
+    assert schedule.time_factor == optimal_cut_ratio(topology).ratio
+    checked = verify_schedule(topology, schedule, method="full")
+    assert checked.valid and checked.time_factor == schedule.cut_ratio

@@ -34,12 +34,21 @@ orders, each dimension then used ``2^r - 1`` times, as r* needs).
 
 **Paths and the check.** One breadth-first search per representative through switches
 gives the shortest paths to the ``sum (n_l - 1)`` translates and the other
-representatives; each path is chosen link by link, backwards, along the orbit with the
-most budget left after the heavier paths (each path weighs its chunks times the number
-of its translates). The choice is accepted only when every orbit's load is within its
-budget (as in :func:`optcoll.schedules.declared_trees.declared_trees`: then the images
-under ``G`` load every link at most its capacity, and the time factor is r*); else
-:func:`radix_trees` returns ``None``.
+representatives. Each path weighs its chunks times the number of its translates; the
+paths are chosen heaviest first, each the cheapest of its shortest paths, a link costing
+its share of its orbit's budget, more when the orbit is over budget now or was in an
+earlier round (negotiated congestion: the rounds repeat until one is within every
+budget). Where no order of the generators fits on shortest paths, paths of one link more
+are allowed (a dragonfly with few global links per pair of groups can reach a group
+sooner over two global links than over its own one, and the shortest paths alone then
+overload some global orbits); the links left from ``y`` to a translate ``s^d rho`` are
+those from ``s^-d y`` to ``rho``, so one backward search per representative serves all.
+The paths are accepted only when every orbit's load is within its budget (as in
+:func:`optcoll.schedules.declared_trees.declared_trees`: then the images under ``G`` load
+every link at most its capacity, and the time factor is r*, optimal among all
+allgathers); else :func:`radix_trees` returns ``None`` (a torus: its translates by two
+have no path through switches; a GB200 rack, whose ``k`` chunks per tree do not spread
+over the trays).
 
 Examples
 --------
@@ -259,17 +268,16 @@ def _near_dags(
         step = [0] * n
         for x, y in enumerate(move):
             step[y] = x
-        table = step
-        for d in range(1, order):
-            inverse[(s, d)] = table
-            table = [step[x] for x in table]
+        inverse[(s, 1)] = step
+        for d in range(2, order):
+            inverse[(s, d)] = [step[x] for x in inverse[(s, d - 1)]]
     dags: dict[tuple[int, int, int], Dag] = {}
     for key, target in targets.items():
         j, s, d = key
         source = roots[j]
         left = back[d] if s < 0 else back[j]
-        table = None if s < 0 else inverse[(s, d)]
-        limit = (left[source] if table is None else left[table[source]]) + detour
+        undo = None if s < 0 else inverse[(s, d)]
+        limit = (left[source] if undo is None else left[undo[source]]) + detour
         ends: list[int] = []
         before: dict[int, list[tuple[int, int]]] = {}
         layer = [source]
@@ -280,7 +288,7 @@ def _near_dags(
                     if y != target:
                         if compute[y]:
                             continue
-                        if hops + left[y if table is None else table[y]] > limit:
+                        if hops + left[y if undo is None else undo[y]] > limit:
                             continue
                     reached = y + hops * n
                     if reached not in before:

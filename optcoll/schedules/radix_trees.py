@@ -48,7 +48,8 @@ The paths are accepted only when every orbit's load is within its budget (as in
 every link at most its capacity, and the time factor is r*, optimal among all
 allgathers); else :func:`radix_trees` returns ``None`` (a torus: its translates by two
 have no path through switches; a GB200 rack, whose ``k`` chunks per tree do not spread
-over the trays).
+over the trays; a dragonfly with thin global links, ``bw=100/100/5``: every orbit enters
+every group on its own, ``m`` times the global crossings a tree needs).
 
 Examples
 --------

@@ -405,13 +405,21 @@ def _in_network(topology: Any, args: argparse.Namespace) -> int:
             )
         )
         gap = aggregation.gap
+        reasons = []
+        if topology.multimem_switches:
+            reasons.append(
+                "multimem (NVLS) switches return each sum to the GPU that loads it, whose "
+                "own share goes up and comes down once more"
+            )
+        if set(topology.switch_nodes) - set(topology.reducing_switches):
+            reasons.append("switches that only relay cannot sum, and aggregation trees need them")
+        why = "; ".join(reasons)
         rows.append(
             (
                 "gap",
                 "none: the cut bound is attained"
                 if gap == 1
-                else f"{fraction_text(gap)} (= {float(gap):.4f}) above the cut bound: switches "
-                "that only relay cannot sum, and aggregation trees need them",
+                else f"{fraction_text(gap)} (= {float(gap):.4f}) above the cut bound: {why}",
             )
         )
         rows.append(("speed-up", f"{float(relaying / aggregation.optimum):.4f}x over RS + AG"))

@@ -78,7 +78,7 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -104,7 +104,12 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape
+from optcoll.schedules.baselines.routing import (
+    equal_boxes,
+    grid_axes,
+    grid_lines,
+    torus_shape,
+)
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
@@ -217,7 +222,9 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse."""
+    whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
+    (switch-channel) program of ``aggregation`` runs before and after its multimem ops
+    (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
 
     method: str
     schedule: Schedule | None = None
@@ -230,6 +237,7 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
+    barrier: int = 0
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -271,7 +279,10 @@ class Candidate:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
-            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+            return aggregation_tasks(
+                self.aggregation, network, size, slice_bytes=slice_bytes,
+                barrier=self.barrier,
+            )  # fmt: skip
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
@@ -295,13 +306,21 @@ class Candidate:
         )  # fmt: skip
         return graph
 
-    def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
-        """How many tasks :meth:`tasks` builds (before building them)."""
+    def task_count(
+        self,
+        size: int,
+        slice_bytes: int | None,
+        num_compute: int,
+        multimem: frozenset[str] = frozenset(),
+    ) -> int:
+        """How many tasks :meth:`tasks` builds (before building them; ``multimem``: the
+        topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
-                t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
+                t.chunks
+                * (len(t.reduce_edges) + len(t.multicast_edges) + len(multimem_arcs(t, multimem)))
                 for t in self.aggregation.trees
             )
             return _slice_count(size / self.aggregation.k, slice_bytes) * aggregated
@@ -509,11 +528,15 @@ def candidates(
                     (True, False),
                 )
             )
+        # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
+        issued = any(topology.node[w].multimem for w in topology.nvls_domain())
+        barrier = barrier_rounds(topology.num_compute) if issued else 0
         if has_aggregation_lp(topology):
-            found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+            lp = aggregation_schedule(topology)
+            found.append(Candidate("in-network", aggregation=lp, barrier=barrier))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
     return found + _step_candidates(topology, collective)
 
 
@@ -593,6 +616,7 @@ def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
             equal_boxes(topology),
             torus_shape(topology),
             grid_lines(topology),
+            grid_axes(topology),
         )
     ]
 
@@ -1013,7 +1037,12 @@ class _Search:
 
     def count(self, option: Candidate, slice_bytes: int | None) -> int:
         """How many tasks simulating ``option`` builds (one per orbit from a quotient)."""
-        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        count = option.task_count(
+            self.size,
+            slice_bytes,
+            self.topology.num_compute,
+            frozenset(self.topology.multimem_switches),
+        )
         quotient = self.quotient(option)
         return count if quotient is None else count // quotient.order
 

@@ -47,7 +47,7 @@ from optcoll.core.schedule import Schedule
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
-from optcoll.export.chakra import chakra_traces
+from optcoll.export.chakra import chakra_traces, smallest_chunk_message
 from optcoll.export.chakra_steps import step_traces
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.quotient import schedule_quotient
@@ -199,11 +199,13 @@ def planned_choices(
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
     store_and_forward: bool = False,
+    file_tasks: bool = False,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
-    the candidates a file can hold, fastest first.
+    the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
+    bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
 
     Raises
     ------
@@ -232,6 +234,7 @@ def planned_choices(
         choose_slice=choose_slice,
         options=options,
         store_and_forward=store_and_forward,
+        file_tasks=file_tasks,
     )
     return ranked_choices(rows, options)
 
@@ -290,6 +293,8 @@ def planned_traces(
     at a switch: plan for it with ``store_and_forward=True``; it times a message in whole
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
+    Plan's task budget bounds every task the traces hold (``file_tasks``), so that
+    ``optcoll simulate`` can run them.
 
     Raises
     ------
@@ -312,16 +317,25 @@ def planned_traces(
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
-        store_and_forward=store_and_forward,
+        store_and_forward=store_and_forward, file_tasks=True,
     )  # fmt: skip
     network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
     found = []
     for choice in choices:
         passed_over = []
         for best in choice.ranked:
-            traces = _written(best, choice.size, topology, network, overhead, store_and_forward)
-            smallest = smallest_message(traces)
+            traces: list[bytes] | None = None
+            if isinstance(best.schedule, Schedule):  # known without writing the traces
+                smallest = smallest_chunk_message(best.schedule, choice.size,
+                                                  slice_bytes=best.slice_bytes)  # fmt: skip
+            else:
+                traces = _written(best, choice.size, topology, network, overhead,
+                                  store_and_forward)  # fmt: skip
+                smallest = smallest_message(traces)
             if smallest >= shortest_message:
+                if traces is None:
+                    traces = _written(best, choice.size, topology, network, overhead,
+                                      store_and_forward)  # fmt: skip
                 break
             passed_over.append(f"{best.method}: messages of {smallest} bytes, under "
                                f"{shortest_message}")  # fmt: skip
@@ -365,11 +379,17 @@ def _written(
     # plan simulates a schedule with a quotient from it, its ties alike on every translate
     equivariant = schedule_quotient(schedule, topology, network) is not None
     traces = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant)
-    if store_and_forward and schedule.stats.get("priority") == "timetable":
+    if store_and_forward and piece is not None:
+        # chaining every send into a link fixes ASTRA-sim's order (a timetable's: its start
+        # times; a tree schedule's: the order plan's simulation served them); kept where it
+        # costs nothing (a later-ready send may no longer pass an earlier one)
+        served = None
+        if schedule.stats.get("priority") != "timetable":
+            served = _served(traces, topology, network, overhead, piece, size)
+            if served is None:
+                return traces
         chained = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant,
-                                link_chains=True)  # fmt: skip
-        # chaining every send into a link fixes ASTRA-sim's order; kept where it costs
-        # nothing (a later-ready send may no longer pass an earlier one)
+                                link_chains=True, served=served)  # fmt: skip
         time_us = _traces_time(chained, topology, network, overhead, piece, size)
         if time_us <= best.time_us * (1 + 1e-9):
             return chained
@@ -385,10 +405,48 @@ def _traces_time(
     size: int,
 ) -> float:
     """``optcoll simulate``'s time (µs) of Chakra ``traces`` (one per rank) at ``size``."""
-    decoded = decode_chakra([(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned")
+    decoded = decode_chakra(
+        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
+    )
     graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
     ties = chakra_ties(decoded, graph)
     return simulate(graph, network, size, overhead=overhead, ties=ties).time_us
+
+
+def _served(
+    traces: Sequence[bytes],
+    topology: Topology,
+    network: Network,
+    overhead: float,
+    slice_bytes: int | None,
+    size: int,
+) -> list[float] | None:
+    """When each send of Chakra ``traces`` (by ``optcoll_task``) starts on its first link in
+    ``optcoll simulate``'s run of them (None: the run loops over slices of its sends)."""
+    decoded = decode_chakra(
+        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
+    )
+    graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
+    numbers = sorted(node.get("optcoll_task").value for nodes in decoded.nodes for node in nodes
+                     if node.type == 5)  # fmt: skip
+    if len(graph) != len(numbers):
+        return None
+    ties = chakra_ties(decoded, graph)
+    run = simulate(graph, network, size, overhead=overhead, ties=ties, record=True)
+    begins = [math.inf] * len(graph)
+    for task, hop, begin, _ in run.transfers or ():
+        if hop == 0:
+            begins[task] = min(begins[task], begin)
+    # chakra_tasks makes the sends' tasks in optcoll_task order, one loop (sliced traces)
+    return _by_task(numbers, begins)
+
+
+def _by_task(numbers: Sequence[int], begins: Sequence[float]) -> list[float]:
+    """``begins`` (per task, in ``numbers`` order) indexed by task number."""
+    served = [math.inf] * (max(numbers, default=-1) + 1)
+    for number, begin in zip(numbers, begins, strict=True):
+        served[number] = begin
+    return served
 
 
 def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:

@@ -251,12 +251,13 @@ def known_natives(paths: list[str]) -> dict[tuple[str, str, str], tuple[float, s
 def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str],
          sizes: list[int], bandwidths: list[float], latencies: list[float], collective: str,
          size: int, limit: float, store_and_forward: bool = True,
-         binary: str = BINARY,
-         known: tuple[float, str] | None = None) -> dict[str, Any]:  # fmt: skip
+         binary: str = BINARY, known: tuple[float, str] | None = None,
+         only: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """One network, collective and size: every native run and ours (ASTRA-sim's runs only
     with ``astra``). On several dimensions the natives run every choice of one algorithm
     per dimension (ASTRA-sim's implementation lists). ``known``: the best native of an
-    earlier run of the same ASTRA-sim (the natives do not run again)."""
+    earlier run of the same ASTRA-sim (the natives do not run again); ``only``: run just
+    the native settings of these labels (as printed: ``direct/ring 4 2 localBWAware 1``)."""
     npus = math.prod(sizes)
     config = {"topology": blocks, "npus_count": sizes, "bandwidth": bandwidths,
               "latency": latencies}  # fmt: skip
@@ -278,10 +279,12 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str
         for values in itertools.product(*SETTINGS.values()):
             setting = dict(zip(SETTINGS, values, strict=True))
             system = {**base_system(), **setting, key: list(algorithms)}
+            named = "/".join(algorithms) + " " + " ".join(str(v) for v in values)
+            if only and named not in only:
+                continue
             took = run_astra(astra, folder, network, work, system, npus, limit, binary)
-            label = "/".join(algorithms) + " " + " ".join(str(v) for v in values)
             if took is not None and (best is None or took < best[0]):
-                best = (took, label)
+                best = (took, named)
     start = time.process_time()
     latency_us = Fraction(latencies[0]) / 1000
     [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us,
@@ -416,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the switch model plan chooses our traces under (default: "
                              "store-and-forward, as ASTRA-sim's analytical backend)")  # fmt: skip
     parser.add_argument("--json", help="also write the rows as JSON")
+    parser.add_argument("--native-settings", nargs="+", default=[],
+                        help="run only these native settings (labels as printed, e.g. "
+                             "'direct/ring 4 2 localBWAware 1'), not the whole grid")  # fmt: skip
     parser.add_argument("--natives", nargs="+", default=[],
                         help="reuse the best natives of earlier runs of the same ASTRA-sim "
                              "(--json files or this script's printed rows) instead of "
@@ -464,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
                                      latencies, collective, parse_size(size), args.limit,
                                      args.switch_model == "store-and-forward",
                                      binary, natives.get((label, collective,
-                                                          size_text(parse_size(size))))))  # fmt: skip
+                                                          size_text(parse_size(size)))),
+                                     tuple(args.native_settings)))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
     if args.moe:
         columns = list(rows[0]) if rows else []

@@ -236,8 +236,9 @@ def _report(
         if "method" in entry:
             piece = entry["slice_bytes"]
             chosen = "" if entry["planned"] == entry["method"] else (
-                f" (plan chose {entry['planned']}: "
-                + ("; ".join(entry["passed_over"]) + " bytes, under 1 ns on the fastest link"
+                f" (plan chose {entry['planned']}; "
+                + ("messages under 1 ns on the fastest link, ASTRA-sim's least: "
+                   + "; ".join(entry["passed_over"])
                    if entry["passed_over"] else "it has no trace form")
                 + ")"
             )  # fmt: skip

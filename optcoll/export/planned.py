@@ -311,8 +311,8 @@ def planned_traces(
     ('timetable (k=4)', 524288, 4)
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0,
     ...                        shortest_message=2**17)  # k = 4 chunks of 64 KiB: too short
-    >>> one.method, smallest_message(one.traces), one.passed_over[0][:40]
-    ('multiport Swing', 131072, 'timetable (k=4): messages of 65536 bytes')
+    >>> one.method, smallest_message(one.traces), one.passed_over[0]
+    ('multiport Swing', 131072, 'timetable (k=4): 65536 B < 131072 B')
     """
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
@@ -337,8 +337,7 @@ def planned_traces(
                     traces = _written(best, choice.size, topology, network, overhead,
                                       store_and_forward)  # fmt: skip
                 break
-            passed_over.append(f"{best.method}: messages of {smallest} bytes, under "
-                               f"{shortest_message}")  # fmt: skip
+            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B")
         else:
             raise ExportError(
                 f"at {choice.size} bytes every candidate of plan sends a message of fewer than "

@@ -13,11 +13,14 @@ point.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from fractions import Fraction
 
 import pytest
 
+from optcoll.cli import main
 from optcoll.exceptions import ExportError
 from optcoll.export.planned import astra_sim_shortest_message, planned_traces
 from optcoll.io.astra_sim import from_astra_network
@@ -141,7 +144,7 @@ def test_dgx_export_keeps_every_message_a_nanosecond_long():
     [one] = planned_traces(topology, "allgather", [2**15], **common,
                            shortest_message=astra_sim_shortest_message(topology))  # fmt: skip
     assert one.chosen == free.chosen and one.method != one.chosen
-    assert one.passed_over and one.passed_over[0].startswith(f"{free.method}: messages of 256")
+    assert one.passed_over and one.passed_over[0] == f"{free.method}: 256 B < 430 B"
     messages = sends(list(one.traces))
     assert len(messages) > 16
     for src, dst, size in messages:
@@ -160,3 +163,17 @@ def test_no_candidate_long_enough_is_refused():
     with pytest.raises(ExportError, match="fewer than 430 bytes"):
         planned_traces(topology, "allgather", [2**12], overhead=0, store_and_forward=True,
                        shortest_message=astra_sim_shortest_message(topology))  # fmt: skip
+
+
+def test_export_says_what_it_passed_over(tmp_path):
+    network = tmp_path / "dgx2.yml"
+    network.write_text("".join(f"{key}: {json.dumps(value)}\n" for key, value in DGX2.items()))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["export", str(network), "-o", str(tmp_path / "ag"), "--format", "chakra",
+                       "--size", "32K", "--collective", "allgather", "--overhead", "0"])  # fmt: skip
+    assert status == 0, err.getvalue()
+    assert "(plan chose k=8; messages under 1 ns on the fastest link" in out.getvalue()
+    assert "k=8: 256 B < 430 B" in out.getvalue()
+    traces = [(tmp_path / f"ag.{rank}.et").read_bytes() for rank in range(16)]
+    assert min(size for _, _, size in sends(traces)) >= 430

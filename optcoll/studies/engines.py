@@ -149,8 +149,10 @@ def _run_pool(
     function: Callable[[Any], Any], tasks: Sequence[Any], workers: int
 ) -> Iterator[tuple[int, Any]]:
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-        futures = {pool.submit(_guarded, function, task): i for i, task in enumerate(tasks)}
-        try:
+        futures: dict[Any, int] = {}
+        try:  # submitting starts the workers: an interrupt there must kill them too
+            for i, task in enumerate(tasks):
+                futures[pool.submit(_guarded, function, task)] = i
             for future in as_completed(futures):
                 try:
                     outcome = future.result()

@@ -387,7 +387,7 @@ def test_a_signal_stops_the_sweep_and_its_workers_at_once(tmp_path, sig):
     children: set[int] = set()
     deadline = time.monotonic() + 60
     while len(children) < 2 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.005)  # signal as soon as both exist: while tasks are still being submitted
         children = _children(process.pid)
     assert len(children) == 2, "the two workers did not start"
     process.send_signal(sig)

@@ -177,16 +177,21 @@ def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict
     flags = [f"--{key}={system[key]}" for key in COMMAND_LINE if key in system]
     path.write_text(json.dumps({k: v for k, v in system.items() if k not in COMMAND_LINE}))
     memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    printed = folder / "astra.out"  # a file: ASTRA-sim may print gigabytes at 256 MiB
     try:
-        done = subprocess.run(
-            [str(astra / binary), f"--workload-configuration={work}",
-             f"--system-configuration={path}", f"--network-configuration={network}",
-             f"--remote-memory-configuration={memory}", *flags],
-            capture_output=True, text=True, timeout=limit, cwd=folder,
-        )  # fmt: skip
+        with printed.open("w") as out:
+            done = subprocess.run(
+                [str(astra / binary), f"--workload-configuration={work}",
+                 f"--system-configuration={path}", f"--network-configuration={network}",
+                 f"--remote-memory-configuration={memory}", *flags],
+                stdout=out, stderr=subprocess.DEVNULL, timeout=limit, cwd=folder,
+            )  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
-    times = {int(i): int(t) for i, t in FINISHED.findall(done.stdout)}
+    with printed.open() as lines:
+        times = {int(i): int(t) for line in lines if "finished" in line
+                 for i, t in FINISHED.findall(line)}  # fmt: skip
+    printed.unlink()
     if done.returncode != 0 or len(times) != npus:
         return None
     return max(times.values()) / 1000

@@ -51,7 +51,7 @@ from optcoll.export.chakra import chakra_traces, smallest_chunk_message
 from optcoll.export.chakra_steps import step_traces
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.quotient import schedule_quotient
-from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network, simulate
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
 from optcoll.verify.chakra.wire import decode_trace
 
@@ -421,10 +421,20 @@ def _served(
     size: int,
 ) -> list[float] | None:
     """When each send of Chakra ``traces`` (by ``optcoll_task``) starts on its first link in
-    ``optcoll simulate``'s run of them (None: the run loops over slices of its sends)."""
+    ``optcoll simulate``'s run of them (None: the run loops over slices of its sends, or
+    chaining them would be too large to read back).
+
+    A chain of ``L`` sends makes the reader (:func:`optcoll.sim.programs.chakra_tasks`)
+    give the ``j``-th the transfers the ``j - 1`` before it wait for: about ``L**2 / 2``
+    dependencies. Where a rank's sends, squared and halved, add up to more than
+    :data:`optcoll.sim.simulator.MAX_TASKS`, the sends are not chained (FC4-Ring4
+    all-reduce 256 MiB: 245,760 sends, chained, took over 15 GB to read)."""
     decoded = decode_chakra(
         [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
     )
+    chained = sum(sum(node.type == 5 for node in nodes) ** 2 // 2 for nodes in decoded.nodes)
+    if chained > MAX_TASKS:
+        return None
     graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
     numbers = sorted(node.get("optcoll_task").value for nodes in decoded.nodes for node in nodes
                      if node.type == 5)  # fmt: skip

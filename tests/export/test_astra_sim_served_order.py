@@ -18,9 +18,12 @@ from fractions import Fraction
 import pytest
 from test_astra_sim_multidim import astra_time
 
+from optcoll.export import planned
+from optcoll.export.chakra import chakra_traces
 from optcoll.export.planned import planned_traces
 from optcoll.io.astra_sim import from_astra_network
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
+from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import Network, simulate
 from optcoll.sim.size_plan import candidates, plan
 
@@ -64,3 +67,20 @@ def test_file_tasks_bound_the_whole_graph():
     assert found[False][:2] == (2**17, 3840)
     assert found[True][1] <= 2000 and found[True][0] > 2**17
     assert found[True][2] >= found[False][2]  # a coarser slice is never faster here
+
+
+def test_long_chains_are_not_written(monkeypatch):
+    """Chains whose reading back would exceed the simulator's limit (the ranks' sends,
+    squared and halved, above ``MAX_TASKS``) are left out: the traces are then the
+    unchained ones."""
+    topology = from_astra_network(FC4_RING4, name="FC4-Ring4")
+    common = {"overhead": 0, "default_latency": LATENCY, "store_and_forward": True}
+    [chained] = planned_traces(topology, "allreduce", [2**16], **common)
+    network = Network.of(topology, LATENCY, store_and_forward=True)
+    equivariant = schedule_quotient(chained.schedule, topology, network) is not None
+    unchained = chakra_traces(chained.schedule, 2**16, slice_bytes=chained.slice_bytes,
+                              equivariant=equivariant)  # fmt: skip
+    assert list(chained.traces) != unchained
+    monkeypatch.setattr(planned, "MAX_TASKS", 10)
+    [one] = planned_traces(topology, "allreduce", [2**16], **common)
+    assert list(one.traces) == unchained

@@ -9,10 +9,11 @@ For each topology with one NVLS domain it writes the plan
 (:func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan`, out of place), times the writer and
 ``check-plan`` (CPU seconds), and at each size prints the simulator's time of the plan
 file (:func:`optcoll.sim.programs.mscclpp_tasks`, default overhead, latency and slice)
-beside plan's time of NCCL's NVLS schedule (the aggregation model,
-:func:`optcoll.sim.simulator.simulate_aggregation`, which is plan's ``NVLS`` candidate),
-their ratio, and ``(N + 1) / N``: the bytes a switch channel's ``glres`` puts on each GPU
-link per byte of plan's trees.
+beside plan's time of its ``NVLS`` candidate (NCCL's NVLS as aggregation trees, with the
+switch-channel program's barriers on a ``multimem`` domain: :class:`optcoll.sim.size_plan.
+Candidate`, at plan's first slice), their ratio, and ``(N + 1) / N``: the bytes a switch
+channel's ``glres`` puts on each GPU link per byte of a SHARP switch's tree (plan's
+``multimem`` trees carry them too).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
-from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.programs import mscclpp_tasks
-from optcoll.sim.simulator import SimOptions, simulate_aggregation
+from optcoll.sim.simulator import SimOptions
+from optcoll.sim.size_plan import candidates
 from optcoll.topologies import build
 from optcoll.verify.mscclpp import verify_plan
 from optcoll.verify.mscclpp.plan import parse_plan
@@ -55,15 +56,15 @@ def main(argv: list[str] | None = None) -> int:
         checked = time.process_time() - start
         assert report.ok and report.judged, report.findings[:3]
         plan = parse_plan(document)
-        schedule = nvls_schedule(topology)
-        assert schedule is not None
+        (candidate,) = [c for c in candidates(topology, "allreduce") if c.method == "NVLS"]
         sim = SimOptions()
         network = sim.network(topology)
         n = topology.num_compute
         for text in args.sizes:
             size = parse_size(text)
             file_us = sim.run(mscclpp_tasks(plan, topology, network, size), network, size).time_us
-            plan_us = simulate_aggregation(topology, schedule, size).time_us
+            graph = candidate.tasks(network, size, sim.slice_bytes)
+            plan_us = sim.run(graph, network, size).time_us
             rows.append(
                 [
                     spec,

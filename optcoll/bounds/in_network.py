@@ -37,6 +37,18 @@ per apex, so the exact LP is offered up to :data:`MAX_CAPABLE_SWITCHES` capable
 switches (float rounds try only ``Q`` empty and ``Q`` all; the exact check is
 exhaustive).
 
+A switch that declares ``multimem`` (NVLS: it sums what a GPU loads and copies what a GPU
+stores, :class:`~optcoll.core.topology.Node`) is priced as it runs: it is no apex, its tree
+neighbours are GPUs on direct links, and its edge to the loading GPU (in-tree) or from the
+storing GPU (out-tree) costs both directions of that link, the GPU's own share going up
+and down once more (:func:`optcoll.core.aggregation.multimem_arcs`). On one switch of ``N``
+GPUs and links of ``B`` the optimum is then ``min(2N - 2, N + 1) / (N B)``, above the cut
+bound ``1 / B`` from ``N = 3`` on (the proof is in ``docs/in_network.md``). With
+``multimem`` switches the LP is first solved over the starting columns alone; where that
+meets the cut bound, the cut proves it (price ``1 / B+(S)`` on each arc leaving ``S``: every
+tree pair crosses it), as the generation would otherwise stall on degenerate duals
+(dgx-h100:2,nvls=1: 1,000 rounds, 227 s, not proved).
+
 Every aggregation piece crosses every cut ``S`` at least once each way (its
 in-tree if the apex is outside ``S``, its out-tree if inside), so the LP optimum
 is at least the cut bound. They are equal when every switch reduces and
@@ -67,12 +79,14 @@ import heapq
 import itertools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from optcoll.core.aggregation import AggregationTree, tree_arc_uses
 from optcoll.core.arguments import topology_argument
 from optcoll.core.rational import fraction_text
+from optcoll.core.schedule import TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import MethodError, NotStronglyConnectedError
 from optcoll.graph.arborescence import min_cost_arborescence
@@ -265,14 +279,21 @@ def aggregation_bound(topology: Topology, *, time_limit: float | None = None) ->
     cut = reduction_cut(topology)
     caps, unit = topology.integer_capacities()
     pricing = SteinerPricing(topology)
-    packing = column_generation(
-        1,
-        caps,
-        pricing,
-        columns=pricing.every_apex({arc: 1 / c for arc, c in caps.items()}),
-        time_limit=time_limit,
-        where=f"aggregation LP of {topology.name}",
-    )
+    seeds = pricing.every_apex({arc: 1 / c for arc, c in caps.items()})
+    where = f"aggregation LP of {topology.name}"
+    packing = None
+    if topology.multimem_switches:
+        # the LP over the first columns alone; where it meets the cut bound, the cut's
+        # prices prove it (the generation stalls there: its duals are degenerate)
+        seeded = column_generation(1, caps, _Pool(seeds), columns=seeds, where=where)
+        if seeded.t / unit == cut.time_factor:
+            leaving = {arc for arc in caps if arc[0] in cut.cut and arc[1] not in cut.cut}
+            certificate = {arc: unit / cut.bandwidth for arc in caps if arc in leaving}
+            packing = replace(seeded, prices=certificate, lower_bound=seeded.t)
+    if packing is None:
+        packing = column_generation(
+            1, caps, pricing, columns=seeds, time_limit=time_limit, where=where
+        )
     pieces = tuple(
         (*trees, weight)
         for trees, weight in sorted(
@@ -294,6 +315,18 @@ def aggregation_bound(topology: Topology, *, time_limit: float | None = None) ->
     )
 
 
+class _Pool:
+    """A pricing oracle over a fixed pool of columns: the cheapest of them."""
+
+    def __init__(self, columns: Sequence[Any]) -> None:
+        self.columns = list(columns)
+
+    def __call__(self, prices: Mapping[Arc, float | Fraction]) -> list[Any]:
+        from optcoll.lp.column_generation import column_cost
+
+        return [min(self.columns, key=lambda column: column_cost(column, prices))]
+
+
 def _tree_pair(payload: object) -> tuple[str, tuple[Edge, ...], tuple[Edge, ...]]:
     """The ``(apex, reduce edges, multicast edges)`` a :class:`SteinerPricing` column carries."""
     if not (isinstance(payload, tuple) and len(payload) == 3):
@@ -305,7 +338,8 @@ def _tree_pair(payload: object) -> tuple[str, tuple[Edge, ...], tuple[Edge, ...]
 class SteinerPricing:
     """The cheapest (in-tree, out-tree) pair under arc prices: the LP's pricing oracle.
 
-    Called with float prices it tries, per apex, the switch sets ``Q`` empty and all
+    ``multimem`` switches are priced as the module docstring says. Called with float prices
+    it tries, per apex, the switch sets ``Q`` empty and all
     capable switches (fast, may miss); with Fraction prices it enumerates every ``Q``
     (exact, as the exact finish of :func:`~optcoll.lp.column_generation.column_generation`
     requires).
@@ -326,7 +360,10 @@ class SteinerPricing:
         self.compute = tuple(topology.compute_nodes)
         self.reducing = tuple(topology.reducing_switches)
         self.multicasting = tuple(topology.multicast_switches)
-        self.apexes = self.compute + tuple(w for w in self.reducing if node[w].multicast)
+        self.multimem = frozenset(topology.multimem_switches)
+        self.apexes = self.compute + tuple(
+            w for w in self.reducing if node[w].multicast and w not in self.multimem
+        )
         self.vertices = tuple(dict.fromkeys(self.compute + self.reducing + self.multicasting))
         self.order = {v: i for i, v in enumerate(topology.node_ids)}
         self.successors: dict[str, list[str]] = {v: [] for v in topology.node_ids}
@@ -347,12 +384,16 @@ class SteinerPricing:
         closure = {v: self._shortest_paths(v, prices) for v in self.vertices}
         columns = []
         for apex in self.apexes:
-            _, up = self._cheapest_tree(apex, closure, self.reducing, exact, inward=True)
-            _, down = self._cheapest_tree(apex, closure, self.multicasting, exact, inward=False)
-            load: dict[Arc, int] = {}
-            for _, _, path in (*up, *down):
-                for arc in zip(path, path[1:], strict=False):
-                    load[arc] = load.get(arc, 0) + 1
+            _, up = self._cheapest_tree(apex, closure, prices, self.reducing, exact, inward=True)
+            _, down = self._cheapest_tree(
+                apex, closure, prices, self.multicasting, exact, inward=False
+            )
+            load = tree_arc_uses(
+                AggregationTree(
+                    apex, 1, tuple(TreeEdge(*e) for e in up), tuple(TreeEdge(*e) for e in down)
+                ),
+                self.multimem,
+            )
             columns.append(Column(0, tuple(sorted(load.items())), (apex, up, down)))
         return columns
 
@@ -380,6 +421,7 @@ class SteinerPricing:
         self,
         apex: str,
         closure: Mapping[str, Mapping[str, tuple[Any, tuple[str, ...]]]],
+        prices: Mapping[Arc, float | Fraction],
         capable: Sequence[str],
         exact: bool,
         *,
@@ -401,7 +443,10 @@ class SteinerPricing:
                 for child in vertices:
                     if child != apex and child != parent:
                         src, dst = (child, parent) if inward else (parent, child)
-                        found = closure[src].get(dst)
+                        if src in self.multimem or dst in self.multimem:
+                            found = self._multimem_edge(src, dst, prices, inward)
+                        else:
+                            found = closure[src].get(dst)
                         if found is not None:
                             cost[parent, child] = found[0]
             try:
@@ -411,13 +456,33 @@ class SteinerPricing:
             edges = _pruned(arcs, apex, set(self.compute))
             total = sum((cost[edge] for edge in edges), 0)
             if best is None or total < best[0]:
+                ends = [(c, p) if inward else (p, c) for p, c in edges]
                 found_edges = tuple(
-                    (c, p, closure[c][p][1]) if inward else (p, c, closure[p][c][1])
-                    for p, c in edges
+                    (a, b, (a, b) if {a, b} & self.multimem else closure[a][b][1]) for a, b in ends
                 )
                 best = (total, found_edges)
         assert best is not None, "the compute nodes reach each other"
         return best
+
+    def _multimem_edge(
+        self, src: str, dst: str, prices: Mapping[Arc, float | Fraction], inward: bool
+    ) -> tuple[float | Fraction, tuple[str, ...]] | None:
+        """A tree edge ``src -> dst`` (in the data's direction) at a ``multimem`` (NVLS)
+        switch: only a direct link between it and a GPU; where the switch is the edge's
+        child end (in-tree: it sends the sum to the GPU that loads it; out-tree: it gets
+        the GPU's store) the reverse link carries a chunk too
+        (:func:`optcoll.core.aggregation.multimem_arcs`). None: no such edge."""
+        node = self.topology.node
+        capacity = self.topology.capacity
+        if not (node[src].is_compute or node[dst].is_compute) or (src, dst) not in capacity:
+            return None
+        price = prices.get((src, dst), 0)
+        child = src if inward else dst
+        if child in self.multimem:
+            if (dst, src) not in capacity:
+                return None
+            price = price + prices.get((dst, src), 0)
+        return price, (src, dst)
 
 
 def _pruned(arcs: Sequence[Arc], apex: str, compute: set[str]) -> list[tuple[str, str]]:

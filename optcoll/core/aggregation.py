@@ -15,7 +15,16 @@ of them (summing to ``k`` over the trees):
 - the apex is a compute node or a switch that declares both;
 - a path's inner nodes are switches that only relay (any switch may relay).
 
-Every arc of a path carries the tree's ``chunks`` (both trees' paths count), so
+A switch that declares ``multimem`` (NVLS, :class:`~optcoll.core.topology.Node`) reduces
+and multicasts only at a GPU's request: it is never the apex; in the in-tree its children
+are GPUs on direct links and its parent edge a direct link to the GPU ``g`` that loads the
+sum (``multimem.ld_reduce``), whose own data goes up to be summed too; in the out-tree its
+parent edge is a direct link from the GPU ``g`` that stores the sum (``multimem.st``), and
+the switch copies it back down to ``g`` as well as to its children. So such an edge also
+loads the reverse link, once per chunk (:func:`multimem_arcs`).
+
+Every arc of a path carries the tree's ``chunks`` (both trees' paths count, and the
+arcs :func:`multimem_arcs` adds), so
 ``load(link) = sum over trees of chunks * uses of the link``. Reduction up and
 multicast down of successive chunks run at the same time (a pipeline), so the
 schedule takes ``M * time_factor`` for an ``M``-byte allreduce with
@@ -43,7 +52,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -53,6 +62,10 @@ from optcoll.core.schedule import SCHEDULE_VERSION, TreeEdge, parse_tree_edge
 from optcoll.exceptions import ScheduleError
 
 __all__ = [
+    "barrier_rounds",
+    "MULTIMEM_BARRIER_PEERS",
+    "multimem_arcs",
+    "tree_arc_uses",
     "AggregationTree",
     "AggregationSchedule",
     "is_aggregation_document",
@@ -111,6 +124,66 @@ class AggregationTree:
     chunks: int
     reduce_edges: tuple[TreeEdge, ...]
     multicast_edges: tuple[TreeEdge, ...]
+
+
+#: Most peers a barrier reaches in one round (a thread block's memory channels:
+#: ``MAX_CHANNEL = 16``, MSCCL++ 1f5f065d ``src/core/include/execution_common.hpp``).
+MULTIMEM_BARRIER_PEERS = 16
+
+
+def barrier_rounds(n: int) -> int:
+    """Rounds of the barrier an NVLS (switch-channel) allreduce of ``n`` GPUs runs before
+    its first ``multimem`` op and after its last (every GPU's loads read every other GPU's
+    input, its stores write every other GPU's output): one round (signal and wait for every
+    peer) up to :data:`MULTIMEM_BARRIER_PEERS` peers, else a dissemination barrier of
+    ``ceil(log2 n)`` rounds (Hensgen, Finkel and Manber 1988), as
+    :func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan` writes it.
+
+    Examples
+    --------
+    >>> barrier_rounds(8), barrier_rounds(17), barrier_rounds(18), barrier_rounds(72)
+    (1, 1, 5, 7)
+    """
+    return 1 if n - 1 <= MULTIMEM_BARRIER_PEERS else (n - 1).bit_length()
+
+
+def multimem_arcs(tree: AggregationTree, multimem: Collection[str]) -> list[tuple[str, str]]:
+    """The arcs a ``multimem`` (NVLS) switch adds to ``tree``'s paths, each once per chunk:
+    for a reduce edge from such a switch to the GPU that loads the sum, that GPU's own data
+    going up (``(gpu, switch)``); for a multicast edge from the GPU that stores the sum into
+    such a switch, the copy back down to it (``(switch, gpu)``).
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> up = (TreeEdge("b", "sw", ("b", "sw")), TreeEdge("sw", "a", ("sw", "a")))
+    >>> down = (TreeEdge("a", "sw", ("a", "sw")), TreeEdge("sw", "b", ("sw", "b")))
+    >>> multimem_arcs(AggregationTree("a", 1, up, down), {"sw"})
+    [('a', 'sw'), ('sw', 'a')]
+    """
+    found = [(e.dst, e.src) for e in tree.reduce_edges if e.src in multimem]
+    return found + [(e.dst, e.src) for e in tree.multicast_edges if e.dst in multimem]
+
+
+def tree_arc_uses(tree: AggregationTree, multimem: Collection[str]) -> dict[tuple[str, str], int]:
+    """How many times one chunk of ``tree`` crosses each arc: every arc of its edges' paths
+    and the :func:`multimem_arcs` of its ``multimem`` switches.
+
+    Examples
+    --------
+    >>> from optcoll.core.schedule import TreeEdge
+    >>> up = (TreeEdge("b", "sw", ("b", "sw")), TreeEdge("sw", "a", ("sw", "a")))
+    >>> down = (TreeEdge("a", "sw", ("a", "sw")), TreeEdge("sw", "b", ("sw", "b")))
+    >>> tree_arc_uses(AggregationTree("a", 1, up, down), {"sw"})[("a", "sw")]  # st and own copy
+    2
+    """
+    uses: dict[tuple[str, str], int] = {}
+    for edge in (*tree.reduce_edges, *tree.multicast_edges):
+        for arc in zip(edge.path, edge.path[1:], strict=False):
+            uses[arc] = uses.get(arc, 0) + 1
+    for arc in multimem_arcs(tree, multimem):
+        uses[arc] = uses.get(arc, 0) + 1
+    return uses
 
 
 @dataclass(frozen=True)

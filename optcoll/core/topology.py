@@ -77,8 +77,11 @@ __all__ = [
 #: they declare ``reduce`` (combine what they receive) or ``multicast`` (copy what they send).
 NODE_TYPES = ("compute", "switch")
 
-#: The in-network capabilities a switch may declare (booleans, default false).
-SWITCH_CAPABILITIES = ("reduce", "multicast")
+#: The in-network capabilities a switch may declare (booleans, default false). ``multimem``
+#: says how a switch that reduces and multicasts does it: through the GPUs' multimem
+#: instructions (NVLink SHARP, "NVLS"), not in one pass of its own (InfiniBand SHARP); see
+#: :class:`Node`.
+SWITCH_CAPABILITIES = ("reduce", "multicast", "multimem")
 
 #: Appended to the name of an edited topology (:meth:`Topology.with_link` and friends).
 EDITED_SUFFIX = "~edited"
@@ -111,6 +114,14 @@ class Node:
     to several links). Without them a switch relays: every byte it sends it has
     received, once. Compute nodes always reduce and copy, so they declare neither.
 
+    ``multimem`` (with ``reduce`` and ``multicast``) says the switch does both only at a
+    GPU's request, as NVSwitch NVLS does (``multimem.ld_reduce`` and ``multimem.st``):
+    a reduction is loaded by one GPU linked to it, from every GPU of the group *the
+    loading GPU included*, and the sum goes back to that GPU alone; a multicast is
+    stored by one GPU and copied to every GPU of the group, *the storing GPU included*.
+    Without ``multimem`` a reducing switch sums and forwards the sum on its own, and a
+    multicasting one copies what it receives (InfiniBand SHARP).
+
     Examples
     --------
     >>> Node("nvs", "switch", reduce=True, multicast=True).in_network
@@ -124,6 +135,7 @@ class Node:
     group: str | None = None
     reduce: bool = False
     multicast: bool = False
+    multimem: bool = False
 
     @property
     def in_network(self) -> bool:
@@ -341,6 +353,12 @@ class Topology:
                         f"declare reduce or multicast (compute nodes always do both)",
                         (*where, flag),
                     )
+            if node.multimem and not (node.reduce and node.multicast):
+                raise MissingFieldError(
+                    f"node {node.id!r} declares multimem (reduction and multicast at a GPU's "
+                    "request, NVLS) but not both reduce and multicast: declare them too",
+                    (*where, "multimem"),
+                )
             first_index[node.id] = i
         bandwidths = []
         for i, link in enumerate(self.links):
@@ -445,6 +463,12 @@ class Topology:
     def multicast_switches(self) -> tuple[str, ...]:
         """Switches that declare ``multicast``, in declaration order."""
         return tuple(n.id for n in self.nodes if n.multicast)
+
+    @cached_property
+    def multimem_switches(self) -> tuple[str, ...]:
+        """Switches that declare ``multimem`` (NVLS: reduce and multicast at a GPU's request,
+        :class:`Node`), in declaration order."""
+        return tuple(n.id for n in self.nodes if n.multimem)
 
     @property
     def has_in_network(self) -> bool:
@@ -640,7 +664,7 @@ class Topology:
         The name, description, groups, latencies and the order or splitting of link
         declarations do not enter it, so a renamed or re-saved topology keeps its hash
         and an edited one (a link removed, a bandwidth changed) gets another. A switch's
-        ``reduce`` and ``multicast`` enter it only when set, so topologies without them
+        ``reduce``, ``multicast`` and ``multimem`` enter it only when set, so topologies without them
         keep the hash they always had. Schedules
         record it (:func:`optcoll.core.schedule.check_schedule_topology`).
 
@@ -889,12 +913,12 @@ class Topology:
         for v, attrs in graph.nodes(data=True):
             group = attrs.get("group")
             kind = str(attrs.get("type", "compute"))
-            reduce, multicast = (
-                _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
+            flags = {
+                flag: _graph_flag(attrs.get(flag, False), f"node {ids[v]}: {flag}")
                 for flag in SWITCH_CAPABILITIES
-            )
+            }
             group_id = None if group is None else str(group)
-            nodes.append(Node(ids[v], kind, group_id, reduce=reduce, multicast=multicast))
+            nodes.append(Node(ids[v], kind, group_id, **flags))
         links = []
         directed = graph.is_directed()
         for u, v, attrs in graph.edges(data=True):
@@ -1206,9 +1230,11 @@ class TopologyBuilder:
         *,
         reduce: bool = False,
         multicast: bool = False,
+        multimem: bool = False,
     ) -> None:
-        """Add a switch node (``reduce``/``multicast``: its in-network capabilities)."""
-        self.nodes.append(Node(node_id, "switch", group, reduce, multicast))
+        """Add a switch node (``reduce``/``multicast``/``multimem``: its in-network
+        capabilities, :class:`Node`)."""
+        self.nodes.append(Node(node_id, "switch", group, reduce, multicast, multimem))
 
     def link(
         self,

@@ -96,8 +96,8 @@ NOT_CARRIED = {
 #: What a switch-channel (NVLS) plan costs beyond plan's aggregation trees (printed with it).
 SWITCH_COST = (
     "each GPU issues glres (multimem load-reduce, then store) on its 1/N of the data, so its "
-    "own share goes up and comes down once more than in plan's trees: (N + 1)/N of the "
-    "bytes on every GPU link, and barriers before and after"
+    "own share goes up and comes down once more: (N + 1)/N of the bytes on every GPU link, "
+    "and barriers before and after (both in plan's time where the switches declare multimem)"
 )
 
 

@@ -87,6 +87,7 @@ from optcoll.graph.maxflow import FlowNetwork
 from optcoll.graph.splitting import LogicalGraph, meets_requirement, realise_paths, split_switches
 from optcoll.graph.symmetry import RootSymmetry, path_rotation, root_symmetry
 from optcoll.schedules.declared_trees import declared_trees, hop_eccentricity
+from optcoll.schedules.radix_trees import radix_trees
 from optcoll.schedules.tree_shape import shorten_trees
 
 if TYPE_CHECKING:
@@ -1388,15 +1389,18 @@ def _pack_declared(
     started: float,
     timings: dict[str, float] | None,
 ) -> Schedule | None:
-    """The compact schedule of :func:`~optcoll.schedules.declared_trees.declared_trees`
-    (representatives' trees and the declared group) at time factor ``target`` (r*, or the
-    best of ``chunks`` per root), or ``None`` when the family declares no free group or the
-    greedy does not complete its trees at ``target``."""
+    """The compact schedule of the representatives' trees and the declared group at time
+    factor ``target`` (r*, or the best of ``chunks`` per root): the mixed-radix trees of
+    :func:`~optcoll.schedules.radix_trees.radix_trees` (built, not searched), else the
+    greedy of :func:`~optcoll.schedules.declared_trees.declared_trees`; ``None`` when the
+    family declares no free group or neither completes its trees at ``target``."""
     group = declared_group(usable)
     if group is None:
         return None
     bounded = time.perf_counter()
-    representatives = declared_trees(usable, capacity, chunks, group)
+    representatives = radix_trees(usable, capacity, chunks, group)
+    if representatives is None:
+        representatives = declared_trees(usable, capacity, chunks, group)
     packed = time.perf_counter()
     if representatives is None:
         return None

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, tree_arc_uses
 from optcoll.core.arguments import number_argument, schedule_argument, topology_argument
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latency
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -161,8 +161,8 @@ def aggregation_cost(
     >>> from optcoll.schedules.aggregation import aggregation_schedule
     >>> topo = build("dgx-h100:1,nvls=1")
     >>> cost = aggregation_cost(topo, aggregation_schedule(topo))
-    >>> cost.time_factor, cost.alpha, round(cost.asymptotic_algbw, 3)  # GPU -> NVS -> GPU and back
-    (Fraction(4, 225), Fraction(4, 1), 450.0)
+    >>> cost.time_factor, cost.alpha, round(cost.asymptotic_algbw, 3)  # NVLS: 9/8 M on each link
+    (Fraction(1, 50), Fraction(4, 1), 400.0)
     """
     topology_argument(topology)
     default_latency = number_argument(default_latency, "default_latency")
@@ -170,13 +170,13 @@ def aggregation_cost(
     k, n = schedule.k, len(schedule.compute_nodes)
     load: dict[Arc, int] = {}
     alpha = Fraction(0)
+    multimem = set(topology.multimem_switches)
     for tree in schedule.trees:
         deepest = Fraction(0)
         for edges, downward in ((tree.reduce_edges, False), (tree.multicast_edges, True)):
             deepest += _deepest_branch(tree.apex, edges, latency, downward=downward)
-            for edge in edges:
-                for arc in zip(edge.path, edge.path[1:], strict=False):
-                    load[arc] = load.get(arc, 0) + tree.chunks
+        for arc, uses in tree_arc_uses(tree, multimem).items():
+            load[arc] = load.get(arc, 0) + uses * tree.chunks
         alpha = max(alpha, deepest)
     factor = max(Fraction(m, k) / topology.capacity[a] for a, m in load.items())
     return Cost(method, "allreduce", n, n * factor, alpha, schedule)

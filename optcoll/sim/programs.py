@@ -35,7 +35,7 @@ from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.baselines.routing import widest_paths
+from optcoll.schedules.baselines.routing import spread_paths
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -78,7 +78,8 @@ def msccl_tasks(
     """The task graph of a decoded MSCCL program for a ``size``-byte collective.
 
     Rank ``r`` is the ``r``-th compute node; a send travels on the widest path between the
-    two (:func:`optcoll.schedules.baselines.widest_paths`). The program runs once per slice (its loop),
+    two (:func:`optcoll.schedules.baselines.routing.spread_paths`: over parallel switches
+    spread by rank). The program runs once per slice (its loop),
     every thread block executing its steps in order; the ``i``-th chunk a connection
     (sender, receiver, channel) carries is the ``i``-th its receiver takes; a step with
     ``depid``/``deps`` also waits for that thread block's first ``hasdep`` step at or after
@@ -98,7 +99,7 @@ def msccl_tasks(
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            paths = widest_paths(topology, compute[src])
+            paths = spread_paths(topology, compute[src])
             routes[(src, dst)] = network.path(paths[compute[dst]])
         return routes[(src, dst)]
 
@@ -278,7 +279,8 @@ def mscclpp_tasks(
 
     Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
     link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
-    the widest path between them. Every thread block runs its ops in order (one
+    the widest path between them (spread over parallel switches,
+    :func:`optcoll.schedules.baselines.routing.spread_paths`). Every thread block runs its ops in order (one
     step each; a ``pipeline``'s inner ops once per unit); a put sends its chunks (or its
     unit of them) in slices;
     the ``n``-th wait on a channel waits for the transfer of the put before the ``n``-th
@@ -309,7 +311,7 @@ def mscclpp_tasks(
         if (src, dst) not in routes:
             pair = (compute[src], compute[dst])
             direct = pair if pair in topology.capacity else None
-            path = direct or widest_paths(topology, pair[0])[pair[1]]
+            path = direct or spread_paths(topology, pair[0])[pair[1]]
             routes[(src, dst)] = network.path(path)
         return routes[(src, dst)]
 
@@ -515,7 +517,8 @@ def chakra_tasks(
 ) -> TaskGraph:
     """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
     dependencies have finished; a send is a step of its connection (sender, receiver) and then
-    a transfer on the widest path between the two (one task, as :func:`tree_tasks` builds a
+    a transfer on the widest path between the two (spread over parallel switches,
+    :func:`optcoll.schedules.baselines.routing.spread_paths`; one task, as :func:`tree_tasks` builds a
     tree edge's); a receive finishes when the ``i``-th send of its (source, destination, tag,
     size) arrives (``i`` its place in the receiver's dependency order) and its dependencies
     have finished; a reduction when its dependencies have (neither is a task: no cost). As with MSCCL programs, the traces run once per
@@ -545,7 +548,7 @@ def chakra_tasks(
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            routes[(src, dst)] = network.path(widest_paths(topology, compute[src])[compute[dst]])
+            routes[(src, dst)] = network.path(spread_paths(topology, compute[src])[compute[dst]])
         return routes[(src, dst)]
 
     orders = [_dependency_order(nodes) for nodes in traces.nodes]

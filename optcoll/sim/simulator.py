@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, multimem_arcs
 from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.loads import PHASES
 from optcoll.core.schedule import PRIORITIES, Schedule, Tree
@@ -192,6 +192,7 @@ class Network:
     rate: list[float]
     latency: list[float]
     store_and_forward: bool = False
+    multimem: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -223,6 +224,7 @@ class Network:
             [float(topology.capacity[a]) * 1000.0 for a in arcs],
             [float(latency[a]) for a in arcs],
             store_and_forward,
+            frozenset(topology.multimem_switches),
         )
 
     def path(self, nodes: Sequence[str]) -> tuple[int, ...]:
@@ -825,6 +827,7 @@ def aggregation_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
+    barrier: int = 0,
 ) -> TaskGraph:
     """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
 
@@ -832,6 +835,16 @@ def aggregation_tasks(
     compute node or reducing switch, sends its sum once its children's have arrived), then
     down the multicast edges from the apex (a vertex forwards to each child once its
     parent's copy has arrived). A switch's summing and copying cost its step's overhead.
+
+    At a ``multimem`` (NVLS) switch the GPU that loads the sum issues one step per slice
+    (``multimem.ld_reduce`` and ``multimem.st``, one ``glres`` of an MSCCL++ switch
+    channel) on a lane of the tree's own, and the bytes move without further steps: its
+    children's and its own slice up, the sum down to it, its store up once the sum is
+    there, the copies down to its children and back to it. ``barrier``: the rounds of the
+    barrier such a program runs (:func:`optcoll.core.aggregation.barrier_rounds`): three
+    steps a round on every issuing lane before its first slice, and ``3 rounds - 2``
+    steps after the last copy has arrived (signal, wait, nop; the first signal waits for
+    the copies).
 
     Examples
     --------
@@ -843,22 +856,52 @@ def aggregation_tasks(
     """
     graph = TaskGraph()
     count, piece = _slices(size / schedule.k, slice_bytes)
-    edges = sum(t.chunks * (len(t.reduce_edges) + len(t.multicast_edges)) for t in schedule.trees)
+    multimem = network.multimem
+    edges = sum(
+        t.chunks * (len(t.reduce_edges) + len(t.multicast_edges) + len(multimem_arcs(t, multimem)))
+        for t in schedule.trees
+    )
     _check_size(count * edges, count)
-    for tree in schedule.trees:
+    copies: list[int] = []
+    for number, tree in enumerate(schedule.trees):
         up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
         down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
         down = _by_depth(tree.apex, down, downward=True)
+        issue = ("multimem", number)
+        ready: list[int] = []
+        if barrier and any(w in multimem for _, w, _ in up):
+            for _ in range(3 * barrier):
+                ready = [graph.add(issue, (), 0.0, ready, 0.0)]
         for piece_number in range(tree.chunks * count):
             loop = _progress(piece_number, tree.chunks, count)
             into: dict[str, list[int]] = {}
+            step: list[int] = []
             for src, dst, path in up:  # leaves first
-                into.setdefault(dst, []).append(
-                    graph.add((src, dst), path, piece, into.get(src, ()), loop)
-                )
+                if dst in multimem or src in multimem:  # the load's bytes: no steps
+                    if not step:
+                        step = [graph.add(issue, (), 0.0, ready, loop)]
+                    lane = None
+                    after = [*step, *into.get(src, ())]
+                else:
+                    lane, after = (src, dst), list(into.get(src, ()))
+                if src in multimem:  # the GPU that loads the sum sends its own data up too
+                    own = graph.add(None, network.path((dst, src)), piece, step, loop)
+                    into.setdefault(src, []).append(own)
+                    after = into[src]
+                into.setdefault(dst, []).append(graph.add(lane, path, piece, after, loop))
             arrived: dict[str, list[int]] = {tree.apex: into.get(tree.apex, [])}
             for src, dst, path in down:  # parents before children
-                arrived[dst] = [graph.add((src, dst), path, piece, arrived[src], loop)]
+                lane = None if dst in multimem or src in multimem else (src, dst)
+                arrived[dst] = [graph.add(lane, path, piece, arrived[src], loop)]
+                if dst in multimem:  # the GPU that stores the sum gets its copy back
+                    back = graph.add(None, network.path((dst, src)), piece, arrived[dst], loop)
+                    copies.append(back)
+                elif src in multimem:
+                    copies += arrived[dst]
+    if barrier and copies:
+        done = [graph.add(None, (), 0.0, copies, 1.0)]
+        for _ in range(3 * barrier - 2):
+            done = [graph.add(("multimem", "barrier"), (), 0.0, done, 1.0)]
     return graph
 
 
@@ -895,8 +938,8 @@ def simulate_aggregation(
     >>> from optcoll.schedules.aggregation import aggregation_schedule
     >>> topo = build("dgx-h100:1,nvls=1")
     >>> run = simulate_aggregation(topo, aggregation_schedule(topo), 2**30)
-    >>> round(run.algbw, 1)  # the cut bound is 450 GB/s
-    447.8
+    >>> round(run.algbw, 1)  # NVLS (multimem): 9/8 M on each 450 GB/s link, at most 400 GB/s
+    396.5
     """
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)

@@ -4,7 +4,8 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound,
+                           combined bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -24,8 +25,10 @@ simulator's model:
   before the latency to its destination (``docs/bounds_every_size.md``);
 * the **depth bound** (:mod:`optcoll.bounds.depth`, topologies whose switches only relay):
   every forwarding step of an element's chain of transfers costs the overhead and a
-  latency, and chains that fit in less time cost the links more. :class:`SizeBound` holds
-  the four, exact.
+  latency, and chains that fit in less time cost the links more;
+* the **combined bound** (:mod:`optcoll.bounds.combined`, the same topologies): the depth
+  bound's LP with the link time counted per layer, so that transfers arriving early cost
+  the links only what they can carry by then. :class:`SizeBound` holds the five, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -69,11 +72,13 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 
+from optcoll.bounds.combined import HOLDS_FOR as COMBINED_HOLDS_FOR
+from optcoll.bounds.combined import CombinedBound, combined_bound
 from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -99,7 +104,12 @@ from optcoll.schedules.baselines import (
     ring_floor,
     ring_schedule,
 )
-from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape
+from optcoll.schedules.baselines.routing import (
+    equal_boxes,
+    grid_axes,
+    grid_lines,
+    torus_shape,
+)
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.schedules.collective_bound import CollectiveBound, collective_bound
 from optcoll.schedules.collectives import (
@@ -212,7 +222,9 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse."""
+    whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
+    (switch-channel) program of ``aggregation`` runs before and after its multimem ops
+    (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
 
     method: str
     schedule: Schedule | None = None
@@ -225,6 +237,7 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
+    barrier: int = 0
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -266,7 +279,10 @@ class Candidate:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
-            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
+            return aggregation_tasks(
+                self.aggregation, network, size, slice_bytes=slice_bytes,
+                barrier=self.barrier,
+            )  # fmt: skip
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
@@ -290,13 +306,21 @@ class Candidate:
         )  # fmt: skip
         return graph
 
-    def task_count(self, size: int, slice_bytes: int | None, num_compute: int) -> int:
-        """How many tasks :meth:`tasks` builds (before building them)."""
+    def task_count(
+        self,
+        size: int,
+        slice_bytes: int | None,
+        num_compute: int,
+        multimem: frozenset[str] = frozenset(),
+    ) -> int:
+        """How many tasks :meth:`tasks` builds (before building them; ``multimem``: the
+        topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
-                t.chunks * (len(t.reduce_edges) + len(t.multicast_edges))
+                t.chunks
+                * (len(t.reduce_edges) + len(t.multicast_edges) + len(multimem_arcs(t, multimem)))
                 for t in self.aggregation.trees
             )
             return _slice_count(size / self.aggregation.k, slice_bytes) * aggregated
@@ -504,11 +528,15 @@ def candidates(
                     (True, False),
                 )
             )
+        # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
+        issued = any(topology.node[w].multimem for w in topology.nvls_domain())
+        barrier = barrier_rounds(topology.num_compute) if issued else 0
         if has_aggregation_lp(topology):
-            found.append(Candidate("in-network", aggregation=aggregation_schedule(topology)))
+            lp = aggregation_schedule(topology)
+            found.append(Candidate("in-network", aggregation=lp, barrier=barrier))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
     return found + _step_candidates(topology, collective)
 
 
@@ -588,6 +616,7 @@ def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
             equal_boxes(topology),
             torus_shape(topology),
             grid_lines(topology),
+            grid_axes(topology),
         )
     ]
 
@@ -687,8 +716,9 @@ class SizeBound:
     """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
     the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
     ``data(M) * certified.time_factor``, the window cuts of ``startup``
-    (:mod:`optcoll.bounds.startup`) and the depth bound (:mod:`optcoll.bounds.depth`; None
-    where switches reduce or multicast), all in exact µs. Each holds, under the simulator's
+    (:mod:`optcoll.bounds.startup`), the depth bound (:mod:`optcoll.bounds.depth`; None
+    where switches reduce or multicast) and the combined bound
+    (:mod:`optcoll.bounds.combined`, likewise), all in exact µs. Each holds, under the simulator's
     model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
 
     Examples
@@ -708,6 +738,7 @@ class SizeBound:
     latency: Fraction
     startup: StartupBound
     depth: DepthBound | None = None
+    combined: CombinedBound | None = None
 
     def bandwidth_us(self, size: int) -> Fraction:
         """``data(M) * time factor`` (µs)."""
@@ -717,9 +748,11 @@ class SizeBound:
     def lower_us(self, size: int) -> Fraction:
         """The largest of the bounds (µs) at ``size`` bytes."""
         other = max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
-        if self.depth is None:
-            return other
-        return max(other, self.depth.time_us(size, other))
+        if self.depth is not None:
+            other = max(other, self.depth.time_us(size, other))
+        if self.combined is not None:
+            other = max(other, self.combined.time_us(size, other))
+        return other
 
     def describe(self) -> str:
         """What the bound is and the schedules it holds for."""
@@ -729,6 +762,8 @@ class SizeBound:
         )
         if self.depth is not None:
             text += f"; {self.depth.describe()}: holds for {DEPTH_HOLDS_FOR[self.collective]}"
+        if self.combined is not None:
+            text += f"; {self.combined.describe()}: holds for {COMBINED_HOLDS_FOR[self.collective]}"
         return text
 
 
@@ -756,7 +791,10 @@ def size_bound(
     depth = depth_bound(
         topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
     )
-    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth)
+    combined = combined_bound(
+        topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth, combined)
 
 
 def plan(
@@ -1007,7 +1045,12 @@ class _Search:
     def count(self, option: Candidate, slice_bytes: int | None) -> int:
         """How many tasks simulating ``option`` builds (one per orbit from a quotient,
         unless ``file_tasks``)."""
-        count = option.task_count(self.size, slice_bytes, self.topology.num_compute)
+        count = option.task_count(
+            self.size,
+            slice_bytes,
+            self.topology.num_compute,
+            frozenset(self.topology.multimem_switches),
+        )
         quotient = None if self.file_tasks else self.quotient(option)
         return count if quotient is None else count // quotient.order
 

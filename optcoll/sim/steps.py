@@ -2,8 +2,9 @@
 
 A :class:`~optcoll.core.step_schedule.StepSchedule` says which blocks go from which
 compute node to which in each step; :func:`route_steps` puts every message on the widest
-path between its two nodes (:func:`optcoll.schedules.baselines.routing.widest_paths`, as the baselines
-and MSCCL programs are routed), :func:`step_tasks` makes its transfers for the event
+path between its two nodes, spread over parallel switches by rank
+(:func:`optcoll.schedules.baselines.routing.spread_paths`, as MSCCL programs and Chakra
+traces are routed), :func:`step_tasks` makes its transfers for the event
 simulator (:mod:`optcoll.sim.simulator`) and :func:`step_cost` its exact terms for
 ``optcoll compare``.
 
@@ -40,7 +41,13 @@ from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latenc
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
-from optcoll.schedules.baselines.routing import equal_boxes, grid_lines, torus_shape, widest_paths
+from optcoll.schedules.baselines.routing import (
+    equal_boxes,
+    grid_axes,
+    grid_lines,
+    spread_paths,
+    torus_shape,
+)
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -125,7 +132,7 @@ def route_steps(
             key = (send.src, send.dst)
             if key not in paths:
                 if send.src not in widest:
-                    widest[send.src] = widest_paths(topology, send.src)
+                    widest[send.src] = spread_paths(topology, send.src)
                 if send.dst not in widest[send.src]:
                     raise ScheduleError(f"no path from {send.src} to {send.dst} in {topology.name}")
                 paths[key] = widest[send.src][send.dst]
@@ -318,5 +325,6 @@ def step_costs(
             equal_boxes(topology),
             torus_shape(topology),
             grid_lines(topology),
+            grid_axes(topology),
         )
     ]

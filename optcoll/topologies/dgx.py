@@ -17,8 +17,10 @@ box, NIC j of every box joins IB rail switch j mod 2 at 25 GB/s per direction.
 links x 25 GB/s, NVIDIA DGX H100 datasheet); one ConnectX-7 NIC per GPU at
 50 GB/s (400 Gb/s NDR InfiniBand); rail-optimised fabric: NIC j of every box
 joins rail switch ``rail{j}`` (8 rails) at 50 GB/s. ``dgx-h100:B,nvls=1`` marks
-every box's NVSwitch node ``reduce`` and ``multicast`` (NVLink SHARP, "NVLS": the
-third-generation NVSwitch reduces and multicasts in the switch), with the same links;
+every box's NVSwitch node ``reduce``, ``multicast`` and ``multimem`` (NVLink SHARP, "NVLS": the
+third-generation NVSwitch reduces and multicasts in the switch, at a GPU's
+``multimem.ld_reduce`` / ``multimem.st``: the sum returns to the loading GPU, the store
+is copied to every GPU of the group, itself included), with the same links;
 the NICs and rail switches still only relay. The third-generation NVSwitch "incorporates
 hardware acceleration for collective operations with multicast and NVIDIA SHARP in-network
 reductions" (NVIDIA technical blog, "Upgrading Multi-GPU Interconnectivity with the
@@ -128,7 +130,7 @@ def _nvswitch_boxes(
         group = f"box{box}"
         for g in range(gpus):
             b.compute(f"b{box}.gpu{g}", group)
-        b.switch(f"b{box}.nvswitch", group, reduce=nvls, multicast=nvls)
+        b.switch(f"b{box}.nvswitch", group, reduce=nvls, multicast=nvls, multimem=nvls)
         for g in range(gpus):
             b.link(f"b{box}.gpu{g}", f"b{box}.nvswitch", bandwidth, bidirectional=True)
 

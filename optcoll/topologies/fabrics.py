@@ -34,7 +34,8 @@ Spec strings (``key=value``; ``optcoll topologies`` shows an example of each):
   ``rack{r}``) each linked to 9 NVLink switch trays ``r{r}.tray{t}`` at 100 GB/s per tray
   (18 NVLink5 links of 50 GB/s per GPU over the 18 NVSwitch chips of 9 trays: 900 GB/s per
   direction, "1.8 TB/s" bidirectional; NVIDIA GB200 NVL72 product page). ``nvls=1``
-  marks the trays ``reduce`` and ``multicast`` (NVLink SHARP). With ``racks > 1`` every GPU
+  marks the trays ``reduce``, ``multicast`` and ``multimem`` (NVLink SHARP, at a GPU's
+  multimem loads and stores). With ``racks > 1`` every GPU
   has a 50 GB/s NIC (400 Gb/s) on rail ``g mod 8`` (rail switches ``rail{j}``), an
   assumption of this model, stated here.
 
@@ -341,7 +342,7 @@ def nvl72(racks: int = 1, nvls: bool = False) -> Topology:
         for g in range(72):
             b.compute(f"r{r}.gpu{g}", f"rack{r}")
         for t in range(NVL72_TRAYS):
-            b.switch(f"r{r}.tray{t}", f"rack{r}", reduce=nvls, multicast=nvls)
+            b.switch(f"r{r}.tray{t}", f"rack{r}", reduce=nvls, multicast=nvls, multimem=nvls)
         for g in range(72):
             for t in range(NVL72_TRAYS):
                 b.link(f"r{r}.gpu{g}", f"r{r}.tray{t}", 2 * NVLINK5, bidirectional=True)

@@ -19,7 +19,12 @@ What is checked, in this order (the first failure is the reported reason):
    lead to the apex (no cycle), every compute node is a vertex;
 5. every switch vertex has a child and declares ``reduce`` (in-tree) or
    ``multicast`` (out-tree): a switch that only relays appears only inside paths,
-   where each byte it sends is one it received;
+   where each byte it sends is one it received; a switch that declares ``multimem``
+   (NVLS: it sums what a GPU loads and copies what a GPU stores) is no apex, and its
+   parent and children are compute nodes on direct links; the GPU that loads its sum
+   also sends its own data up, and the GPU that stores into it also gets the copy back
+   (one more chunk on the reverse link of the edge, and one more input summed or copy
+   made at the switch);
 6. every path starts at its edge's source, ends at its destination, has only
    switches strictly inside and runs along existing links, in the edge's direction;
 7. the exact link loads (``chunks`` per use, both trees) and the time factor
@@ -135,10 +140,18 @@ def verify_aggregation_schedule(
     except _Invalid as bad:
         return Verification(False, str(bad))
     loads: dict[Arc, int] = {}
+    node = topology.node
     for tree in schedule.trees:
         for edge in (*tree.reduce_edges, *tree.multicast_edges):
             for arc in zip(edge.path, edge.path[1:], strict=False):
                 loads[arc] = loads.get(arc, 0) + tree.chunks
+        # a multimem switch: the loading GPU's own data up, the storing GPU's copy down
+        for edge in tree.reduce_edges:
+            if node[edge.src].multimem:
+                loads[edge.dst, edge.src] = loads.get((edge.dst, edge.src), 0) + tree.chunks
+        for edge in tree.multicast_edges:
+            if node[edge.dst].multimem:
+                loads[edge.dst, edge.src] = loads.get((edge.dst, edge.src), 0) + tree.chunks
     capacity = topology.capacity
     time_factor = max(Fraction(load, schedule.k) / capacity[arc] for arc, load in loads.items())
     bottlenecks = [
@@ -199,6 +212,11 @@ def _check_tree(topology: Topology, index: int, tree: AggregationTree) -> None:
             f"tree {index}: the apex {apex!r} is a switch that does not declare both reduce "
             f"and multicast"
         )
+    if node[apex].multimem:
+        raise _Invalid(
+            f"tree {index}: the apex {apex!r} is a multimem (NVLS) switch, whose sum goes back "
+            "to the GPU that loads it: make that GPU the apex"
+        )
     _check_branching(topology, index, tree, "reduce", tree.reduce_edges)
     _check_branching(topology, index, tree, "multicast", tree.multicast_edges)
 
@@ -247,6 +265,16 @@ def _check_branching(
             raise _Invalid(
                 f"tree {index} (apex {tree.apex!r}): switch {v!r} is a leaf of the {part} tree"
             )
+    for edge in edges:
+        if node[edge.src].multimem or node[edge.dst].multimem:
+            ends = (edge.src, edge.dst)
+            gpu = next((e for e in ends if not node[e].multimem), None)
+            if gpu is None or not node[gpu].is_compute or len(edge.path) != 2:
+                raise _Invalid(
+                    f"tree {index} (apex {tree.apex!r}), {part} edge {edge.src!r} -> "
+                    f"{edge.dst!r}: a multimem (NVLS) switch exchanges data only with GPUs "
+                    "on direct links (its loads and stores)"
+                )
     reaches = {tree.apex}
     for start in parent:
         walk: list[str] = []
@@ -296,8 +324,9 @@ def _switch_work(
                 up = edge.dst if part == "reduced" else edge.src
                 fan[up] = fan.get(up, 0) + 1
             for v, count in fan.items():
-                if v in work:
-                    work[v][part] += (count - 1) * tree.chunks
+                if v in work:  # a multimem switch also sums (copies to) the GPU it serves
+                    extra = topology.node[v].multimem
+                    work[v][part] += (count - 1 + extra) * tree.chunks
     return {w: counts for w, counts in work.items() if counts["received"] or counts["sent"]}
 
 

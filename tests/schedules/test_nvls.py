@@ -17,7 +17,9 @@ from optcoll.verify.aggregation import verify_aggregation_schedule
 @pytest.mark.parametrize(
     ("spec", "method", "factor"),
     [
-        ("dgx-h100:1,nvls=1", "NVLS", Fraction(1, 450)),  # M up and down a 450 GB/s link
+        # multimem: the issuer's own 1/8 goes up and down once more, 9/8 M on 450 GB/s
+        ("dgx-h100:1,nvls=1", "NVLS", Fraction(1, 400)),
+        ("star:8,sharp=1", "NVLS", Fraction(1, 100)),  # SHARP: M up and down a 100 GB/s link
         ("dgx-h100:2,nvls=1", "NVLS-tree", Fraction(1, 400)),  # 8 rails x 50 GB/s
         ("dgx-h100:3,nvls=1", "NVLS-tree", Fraction(1, 200)),  # middle heads send twice
     ],

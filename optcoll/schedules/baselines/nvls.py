@@ -1,8 +1,15 @@
 """NCCL's NVLS allreduce where a box's switch reduces and multicasts, as aggregation trees.
 
 * one box (every compute node on one switch that declares ``reduce`` and ``multicast``,
-  e.g. ``dgx-h100:1,nvls=1``): **NVLS**, one tree: every GPU sends its message up to the
-  switch, which sums and multicasts the result back down;
+  e.g. ``dgx-h100:1,nvls=1``): **NVLS**. Where the switches declare ``multimem`` (they
+  reduce and multicast at a GPU's request, as NVSwitch does), every GPU ``r`` loads the sum
+  of its ``1 / N`` of the data from every GPU (``multimem.ld_reduce``, its own data
+  included) and stores it to every GPU (``multimem.st``, itself included), as NCCL's NVLS
+  allreduce does: one tree per GPU and switch of the domain (the switches the compute
+  nodes share, :meth:`~optcoll.core.topology.Topology.nvls_domain`, each GPU's share split
+  among them in proportion to its links: ``nvl72``'s nine trays), ``(N + 1) / N`` of the
+  message on every GPU link each way. Otherwise (a SHARP switch) one tree: every GPU sends
+  its message up to the switch, which sums and multicasts the result back down;
 * equal boxes (``Node.group``), each with such a switch (``dgx-h100:B,nvls=1``):
   **NVLS-tree**, one tree per GPU position ``j`` carrying ``1 / R`` of the data (``R`` GPUs
   a box): inside every box the other GPUs' shares are summed by the switch into GPU ``j``
@@ -19,17 +26,21 @@ Examples
 --------
 >>> from optcoll.topologies import build
 >>> s = nvls_schedule(build("dgx-h100:1,nvls=1"))
->>> s.stats["method"], s.k, s.time_factor  # M up and M down each GPU's 450 GB/s link
-('NVLS', 1, Fraction(1, 450))
+>>> s.stats["method"], s.k, s.time_factor  # 9/8 M up and down each GPU's 450 GB/s link
+('NVLS', 8, Fraction(1, 400))
+>>> nvls_schedule(build("star:8,sharp=1")).time_factor  # a SHARP switch: M each way
+Fraction(1, 100)
 >>> nvls_schedule(build("dgx-h100:1")) is None
 True
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from fractions import Fraction
 
-from optcoll.core.aggregation import AggregationSchedule, AggregationTree
+from optcoll.core.aggregation import AggregationSchedule, AggregationTree, tree_arc_uses
 from optcoll.core.schedule import TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.schedules.baselines.routing import Router, equal_boxes
@@ -71,6 +82,8 @@ def nvls_schedule(topology: Topology) -> AggregationSchedule | None:
     if len(boxes) == 1:
         (box,), (s,) = boxes, switches
         assert s is not None
+        if topology.node[s].multimem:
+            return _finish(topology, _issued(topology, box), None, "NVLS")
         tree = AggregationTree(
             s, 1, tuple(_edge(g, s) for g in box), tuple(_edge(s, g) for g in box)
         )
@@ -94,15 +107,42 @@ def nvls_schedule(topology: Topology) -> AggregationSchedule | None:
     return _finish(topology, tuple(trees), len(trees), "NVLS-tree")
 
 
+def _issued(topology: Topology, box: list[str]) -> tuple[AggregationTree, ...]:
+    """NCCL's NVLS on ``multimem`` switches: GPU ``r`` loads the sum of its share from every
+    GPU and stores it to every GPU, on every switch of the domain, the share split among
+    them in proportion to ``r``'s links (module docstring)."""
+    domain = [w for w in topology.nvls_domain(box) if topology.node[w].multimem]
+    trees = []
+    for r in box:
+        rates = [Fraction(topology.capacity[(r, w)]) for w in domain]
+        scale = math.lcm(*(c.denominator for c in rates))
+        whole = [int(c * scale) for c in rates]
+        common = math.gcd(*whole)
+        for w, part in zip(domain, whole, strict=True):
+            others = [g for g in box if g != r]
+            up = tuple(_edge(g, w) for g in others) + (_edge(w, r),)
+            down = (_edge(r, w),) + tuple(_edge(w, g) for g in others)
+            trees.append(AggregationTree(r, part // common, up, down))
+    return tuple(trees)
+
+
 def _finish(
-    topology: Topology, trees: tuple[AggregationTree, ...], k: int, method: str
+    topology: Topology, trees: tuple[AggregationTree, ...], k: int | None, method: str
 ) -> AggregationSchedule:
-    """The schedule with its exact time factor: ``max load / (k * bandwidth)``."""
+    """The schedule with its exact time factor: ``max load / (k * bandwidth)`` (``k``
+    None: every apex gets an equal share, its trees' chunks in their proportions)."""
+    if k is None:
+        per_gpu: dict[str, int] = {}
+        for tree in trees:
+            per_gpu[tree.apex] = per_gpu.get(tree.apex, 0) + tree.chunks
+        share = math.lcm(*per_gpu.values())
+        trees = tuple(replace(t, chunks=t.chunks * share // per_gpu[t.apex]) for t in trees)
+        k = share * len(per_gpu)
+    multimem = set(topology.multimem_switches)
     loads: dict[tuple[str, str], int] = {}
     for tree in trees:
-        for edge in (*tree.reduce_edges, *tree.multicast_edges):
-            for arc in zip(edge.path, edge.path[1:], strict=False):
-                loads[arc] = loads.get(arc, 0) + tree.chunks
+        for arc, uses in tree_arc_uses(tree, multimem).items():
+            loads[arc] = loads.get(arc, 0) + uses * tree.chunks
     factor = max(Fraction(load, k) / topology.capacity[arc] for arc, load in loads.items())
     return AggregationSchedule(
         topology.name,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import heapq
 import itertools
+import math
 import re
 from collections.abc import Iterable
 from fractions import Fraction
@@ -21,7 +22,16 @@ from fractions import Fraction
 from optcoll.core.cost import path_latency
 from optcoll.core.topology import Topology
 
-__all__ = ["widest_paths", "Router", "max_ratio", "equal_boxes", "torus_shape", "grid_lines"]
+__all__ = [
+    "widest_paths",
+    "spread_paths",
+    "Router",
+    "max_ratio",
+    "equal_boxes",
+    "torus_shape",
+    "grid_lines",
+    "grid_axes",
+]
 
 Arc = tuple[str, str]
 
@@ -60,6 +70,73 @@ def widest_paths(
                 w = c if width is None else min(width, c)
                 heapq.heappush(heap, (-w, hops + 1, path + (nxt,)))
     return best
+
+
+def spread_paths(
+    topology: Topology,
+    source: str,
+    out: dict[str, list[tuple[str, int]]] | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """:func:`widest_paths` from ``source``, with equal-cost multipath over parallel
+    switches: where the widest fewest-hop paths to a node arrive through two or more
+    switches whose own such paths arrive from the same nodes (the spines of a leaf-spine,
+    the switches of one stage of a fat-tree), the path to the compute node of rank ``j``
+    (its index among the compute nodes) takes the ``(i + j) mod count``-th of them in
+    name order, ``i`` the source's rank; elsewhere the paths are :func:`widest_paths`'s.
+    Every path is as wide and as short as :func:`widest_paths`'s; the messages of a
+    source's rank to each other rank spread over the stage as ECMP hashing spreads flows,
+    where :func:`widest_paths`'s one lexicographic choice sends them all through the
+    first switch. Deterministic.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> topo = build("leaf-spine:leaves=2,hosts=2,spines=2")
+    >>> [spread_paths(topo, "l0.h0")[t][2] for t in ("l1.h0", "l1.h1")]
+    ['spine0', 'spine1']
+    >>> spread_paths(topo, "l0.h1")["l1.h0"][2], widest_paths(topo, "l0.h1")["l1.h0"][2]
+    ('spine1', 'spine0')
+    """
+    if out is None:
+        out = out_arcs(topology)
+    widest = widest_paths(topology, source, out=out)
+    # each node's predecessors on its widest fewest-hop paths (labels from widest)
+    width: dict[str, float] = {source: math.inf}
+    for node, path in widest.items():
+        if len(path) > 1:
+            width[node] = min(width[path[-2]], dict(out[path[-2]])[node])
+    ties: dict[str, list[str]] = {}
+    for u, arcs in out.items():
+        if u not in widest:
+            continue
+        for v, c in arcs:
+            if (
+                v in widest
+                and len(widest[v]) == len(widest[u]) + 1
+                and min(width[u], c) == width[v]
+            ):
+                ties.setdefault(v, []).append(u)
+    compute = topology.compute_nodes
+    rank = {v: r for r, v in enumerate(compute)}
+    found = dict(widest)
+    for target in compute:
+        if target == source or target not in widest:
+            continue
+        node = target
+        back = [target]
+        while node != source:
+            options = sorted(ties[node])
+            parallel = len(options) > 1 and all(
+                not topology.is_compute(u) and sorted(ties[u]) == sorted(ties[options[0]])
+                for u in options
+            )
+            if parallel:
+                node = options[(rank[source] + rank[target]) % len(options)]
+            else:
+                node = widest[node][-2]
+            back.append(node)
+        found[target] = tuple(reversed(back))
+    return found
 
 
 def out_arcs(topology: Topology) -> dict[str, list[tuple[str, int]]]:
@@ -176,6 +253,35 @@ def grid_lines(topology: Topology) -> list[list[str]] | None:
     names = list(topology.compute_nodes)
     width = shape[-1]
     return [names[i : i + width] for i in range(0, len(names), width)]
+
+
+def grid_axes(topology: Topology) -> list[list[list[str]]] | None:
+    """Per dimension of the grid the compute nodes form by name (as :func:`grid_lines`
+    reads it), the lines along that dimension: the nodes grouped by every other
+    coordinate, each line in order of its own coordinate, the lines in row-major order of
+    the others (so the ``j``-th nodes of the lines of one dimension are the hyperplane
+    where its coordinate is ``j``). The last dimension's lines are :func:`grid_lines`.
+    None where :func:`grid_lines` is None.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> grid_axes(build("mesh:2x3"))
+    [[['n0_0', 'n1_0'], ['n0_1', 'n1_1'], ['n0_2', 'n1_2']], [['n0_0', 'n0_1', 'n0_2'], ['n1_0', 'n1_1', 'n1_2']]]
+    """
+    shape = _row_major_shape(topology)
+    if shape is None or len(shape) < 2 or min(shape) < 2:
+        return None
+    nodes = dict(
+        zip(itertools.product(*(range(d) for d in shape)), topology.compute_nodes, strict=True)
+    )
+    axes = []
+    for axis, size in enumerate(shape):
+        others = itertools.product(*(range(d) for i, d in enumerate(shape) if i != axis))
+        axes.append(
+            [[nodes[rest[:axis] + (j,) + rest[axis:]] for j in range(size)] for rest in others]
+        )
+    return axes
 
 
 def _row_major_shape(topology: Topology) -> tuple[int, ...] | None:

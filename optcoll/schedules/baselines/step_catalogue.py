@@ -10,8 +10,11 @@ two or more equal boxes the hierarchical ones of
 collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.grid_lines`)
 the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), on a torus
 (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing (its
-latency form where every side is a power of two) and bandwidth-optimal Trivance, and on a torus
-of two or more dimensions of any sides Trivance dimension by dimension.
+latency form where every side is a power of two) and bandwidth-optimal Trivance, on a torus
+of two or more dimensions of any sides Trivance dimension by dimension, and on a grid of
+two or more dimensions (``axes``, :func:`optcoll.schedules.baselines.routing.grid_axes`)
+the same direct compositions on every dimension at once, one share of the data each
+(:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise (...)``).
 
 Examples
 --------
@@ -55,6 +58,7 @@ from optcoll.schedules.baselines.logstep import (
     recursive_doubling_allreduce,
     recursive_halving_reduce_scatter,
 )
+from optcoll.schedules.baselines.multiport_grid import ONE_SHOT, multiport_dimension_wise
 from optcoll.schedules.baselines.pat import pat_allgather, pat_reduce_scatter
 from optcoll.schedules.baselines.swing import (
     multiport_swing_allgather,
@@ -128,6 +132,7 @@ def step_schedules(
     boxes: Sequence[Sequence[str]] | None = None,
     shape: Sequence[int] | None = None,
     lines: Sequence[Sequence[str]] | None = None,
+    axes: Sequence[Sequence[Sequence[str]]] | None = None,
 ) -> list[StepSchedule]:
     """Every step schedule of ``collective`` over ``nodes`` (none for a collective
     without one, or fewer than two nodes), with ``boxes`` (two or more equal boxes of
@@ -135,7 +140,13 @@ def step_schedules(
     row-major) multiport Swing (its latency form if every side is a power of two) and
     bandwidth-optimal Trivance, and with ``lines``
     (the lines of the grid the nodes form) the dimension-wise direct ones
-    (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot)."""
+    (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot), and with ``axes``
+    (per dimension, the lines along it) those on every dimension at once.
+
+    >>> axes = [[["a", "c"], ["b", "d"]], [["a", "b"], ["c", "d"]]]
+    >>> [s.method for s in step_schedules("abcd", "allreduce", axes=axes)][-3:]
+    ['multiport dimension-wise (direct + one-shot)', 'multiport dimension-wise (direct + two-shot)', 'multiport dimension-wise (one-shot + one-shot)']
+    """
     if len(nodes) < 2:
         return []
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
@@ -152,6 +163,12 @@ def step_schedules(
             found.append(trivance_torus_allreduce(nodes, shape))
     if lines is not None and collective in DIMENSION_WISE:
         found += _composed(collective, lines, DIMENSION_WISE[collective], "dimension-wise")
+    if axes is not None and len(axes) > 1 and collective in DIMENSION_WISE:
+        extra = (ONE_SHOT,) if collective == "allreduce" else ()
+        found += [
+            multiport_dimension_wise(axes, collective, across)
+            for across in DIMENSION_WISE[collective] + extra
+        ]
     if boxes is None or collective not in STEP_BUILDERS:
         return found
     across = {"allgather": GATHER_ACROSS, "reduce_scatter": SCATTER_ACROSS}.get(collective, ACROSS)

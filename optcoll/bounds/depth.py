@@ -75,6 +75,8 @@ __all__ = [
     "cost_symmetry",
     "shallow_cost",
     "check_shallow_cost",
+    "cut_loads",
+    "violated_cuts",
     "chain_layers",
     "reachable",
     "depth_bound",
@@ -481,6 +483,38 @@ def _chain(spans: Sequence[Sequence[int]], u: int, v: int) -> list[tuple[int, in
     return [(best[a], a, b) for a, b in zip(path, path[1:], strict=False)]
 
 
+def violated_cuts(expanded: _Expanded, point: Any) -> list[tuple[int, Any]]:
+    """Cuts of the time-expanded graph that ``point`` (one value per LP variable) violates:
+    per orbit of needed pairs, a least cut of a max-flow from the sender at layer 0 to the
+    receiver at the last layer, among the violated ones one of few arcs (a tiny capacity
+    added to every arc), each re-checked in floats; ``(family, source side)`` per cut."""
+    np = _numpy()
+    orbits, n = expanded.orbits, expanded.orbits.n
+    sink = expanded.depth * n
+    found = []
+    for k, u, v in orbits.demands:
+        value = np.maximum(point[expanded.variables(k)], 0)
+        exact = np.floor(value * _FLOW_SCALE).astype(np.int64)
+        # more than the cut around u's own nodes: no least cut holds an idle arc
+        around = int(exact[expanded.pair_a == u].sum()) + _EPSILON * len(exact) + 1
+        capacity = np.concatenate([exact + _EPSILON, np.full(expanded.idle, around)])
+        flow = expanded.network.with_capacities(capacity).max_flow(u, sink + v)
+        sides = []
+        if flow.value < _FLOW_SCALE:  # among the violated cuts, one of few arcs
+            back = expanded.reverse.with_capacities(capacity).max_flow(sink + v, u)
+            sides = [flow.source_side, ~np.asarray(back.source_side, dtype=bool)]
+        else:
+            capacity[: len(exact)] = exact
+            flow = expanded.network.with_capacities(capacity).max_flow(u, sink + v)
+            if flow.value < _FLOW_SCALE * (1 - _VIOLATION):
+                sides = [flow.source_side]
+        for side in sides:
+            side = np.asarray(side, dtype=bool)
+            if value[side[expanded.tail] & ~side[expanded.head]].sum() < 1 - _VIOLATION:
+                found.append((k, side))
+    return found
+
+
 def _solve(
     orbits: _Orbits, kind: str, depth: int, kept: tuple[tuple[int, ...], ...],
     enough: float = math.inf, useless: float = -math.inf, rounds: int = 60,
@@ -539,30 +573,11 @@ def _solve(
             break
         if lower >= enough * (1 + _GAP) or upper <= useless:
             break
-        sink = depth * n
         point = _MIX * y + (1 - _MIX) * core  # in-out separation (Ben-Ameur and Neto)
-        added = 0
-        for k, u, v in orbits.demands:
-            value = np.maximum(point[expanded.variables(k)], 0)
-            exact = np.floor(value * _FLOW_SCALE).astype(np.int64)
-            # more than the cut around u's own nodes: no least cut holds an idle arc
-            around = int(exact[expanded.pair_a == u].sum()) + _EPSILON * len(exact) + 1
-            capacity = np.concatenate([exact + _EPSILON, np.full(expanded.idle, around)])
-            flow = expanded.network.with_capacities(capacity).max_flow(u, sink + v)
-            sides = []
-            if flow.value < _FLOW_SCALE:  # among the violated cuts, one of few arcs
-                back = expanded.reverse.with_capacities(capacity).max_flow(sink + v, u)
-                sides = [flow.source_side, ~np.asarray(back.source_side, dtype=bool)]
-            else:
-                capacity[: len(exact)] = exact
-                flow = expanded.network.with_capacities(capacity).max_flow(u, sink + v)
-                if flow.value < _FLOW_SCALE * (1 - _VIOLATION):
-                    sides = [flow.source_side]
-            for side in sides:
-                side = np.asarray(side, dtype=bool)
-                if value[side[expanded.tail] & ~side[expanded.head]].sum() < 1 - _VIOLATION:
-                    add(k, side)
-                    added += 1
+        found_cuts = violated_cuts(expanded, point)
+        for k, side in found_cuts:
+            add(k, side)
+        added = len(found_cuts)
         if not added:  # the point is feasible: a better upper bound
             core, upper = point, float(objective @ point)
     duals = np.asarray(highs.getSolution().row_dual)
@@ -605,6 +620,64 @@ def _certify(
     )
 
 
+def cut_loads(
+    costs: Sequence[Sequence[int]], kind: str, depth: int,
+    cuts: Sequence[tuple[int, frozenset[int]]], multipliers: Sequence[Fraction],
+    generators: Sequence[Sequence[int]], spans: Sequence[Sequence[int]] | None = None,
+) -> tuple[_Orbits, dict[int, Fraction]]:  # fmt: skip
+    """Check the cuts of a certificate exactly and return the arc orbits with, per LP
+    variable ``start layer * orbits + orbit``, ``sum over cuts C of lambda_C |C cap O|``.
+
+    Every generator must keep the costs and spans; every cut's source side must hold its
+    pair's sender at layer 0, not its receiver at the last layer, and be left by no idle
+    arc (so every chain of the pair crosses one of its transfer arcs); no multiplier is
+    negative.
+
+    Raises
+    ------
+    SolveError
+        A check fails (named).
+    """
+    n = len(costs)
+    spans = spans if spans is not None else [[1] * n for _ in range(n)]
+    if cost_generators(_signature(costs, spans), generators) != [list(g) for g in generators]:
+        raise SolveError("a generator of the depth certificate does not keep the costs")
+    orbits = _orbits(costs, kind, generators, spans)
+    count = len(orbits.size)
+    load: dict[int, Fraction] = {}
+    for (k, side), m in zip(cuts, multipliers, strict=True):
+        if m < 0:
+            raise SolveError("a negative multiplier in the depth certificate")
+        if not m:
+            continue
+        inside = [False] * ((depth + 1) * n)
+        for node in side:
+            inside[node] = True
+        if any(
+            inside[i * n + a] and not inside[(i + 1) * n + a]
+            for i in range(depth)
+            for a in range(n)
+        ):
+            raise SolveError("an idle arc leaves a cut of the depth certificate")
+        senders = [u for u in range(n) if inside[u]]
+        receivers = [v for v in range(n) if not inside[depth * n + v]]
+        if not any(
+            (kind != "allgather" or u == k) and (kind != "reduce_scatter" or v == k)
+            and u != v for u in senders for v in receivers
+        ):  # fmt: skip
+            raise SolveError("a cut of the depth certificate separates no needed pair")
+        for t in range(depth):
+            for a in range(n):
+                if not inside[t * n + a]:
+                    continue
+                for b in range(n):
+                    end = t + spans[a][b]
+                    if a != b and end <= depth and not inside[end * n + b]:
+                        j = t * count + int(orbits.label[k, a, b])
+                        load[j] = load.get(j, Fraction(0)) + m
+    return orbits, load
+
+
 def check_shallow_cost(
     costs: Sequence[Sequence[int]], certificate: ShallowCost,
     spans: Sequence[Sequence[int]] | None = None,
@@ -623,45 +696,11 @@ def check_shallow_cost(
     SolveError
         The certificate fails one of the checks (named).
     """
-    generators = certificate.generators
-    n = len(costs)
-    spans = spans if spans is not None else [[1] * n for _ in range(n)]
-    if cost_generators(_signature(costs, spans), generators) != [list(g) for g in generators]:
-        raise SolveError("a generator of the depth certificate does not keep the costs")
-    orbits = _orbits(costs, certificate.kind, generators, spans)
-    depth, n = certificate.depth, orbits.n
+    orbits, load = cut_loads(
+        costs, certificate.kind, certificate.depth, certificate.cuts, certificate.multipliers,
+        certificate.generators, spans,
+    )  # fmt: skip
     count = len(orbits.size)
-    load: dict[int, Fraction] = {}
-    for (k, side), m in zip(certificate.cuts, certificate.multipliers, strict=True):
-        if m < 0:
-            raise SolveError("a negative multiplier in the depth certificate")
-        if not m:
-            continue
-        inside = [False] * ((depth + 1) * n)
-        for node in side:
-            inside[node] = True
-        if any(
-            inside[i * n + a] and not inside[(i + 1) * n + a]
-            for i in range(depth)
-            for a in range(n)
-        ):
-            raise SolveError("an idle arc leaves a cut of the depth certificate")
-        senders = [u for u in range(n) if inside[u]]
-        receivers = [v for v in range(n) if not inside[depth * n + v]]
-        if not any(
-            (certificate.kind != "allgather" or u == k) and (certificate.kind != "reduce_scatter" or v == k)
-            and u != v for u in senders for v in receivers
-        ):  # fmt: skip
-            raise SolveError("a cut of the depth certificate separates no needed pair")
-        for t in range(depth):
-            for a in range(n):
-                if not inside[t * n + a]:
-                    continue
-                for b in range(n):
-                    end = t + spans[a][b]
-                    if a != b and end <= depth and not inside[end * n + b]:
-                        j = t * count + int(orbits.label[k, a, b])
-                        load[j] = load.get(j, Fraction(0)) + m
     for j, used in load.items():
         orbit = j % count
         if used > orbits.cost[orbit] * int(orbits.size[orbit]):
@@ -818,9 +857,11 @@ class DepthBound:
         return f"depth bound ({', '.join(f.name for f in self.families)})"
 
 
-def _quantum(overhead: Fraction, latencies: Sequence[Fraction], step: Fraction) -> Fraction:
+def _quantum(
+    overhead: Fraction, latencies: Sequence[Fraction], step: Fraction, finest: int = FINEST
+) -> Fraction:
     """The layer length: the largest common divisor of the overhead and the link latencies
-    when the least step is at most :data:`FINEST` of them, else ``step / FINEST``.
+    when the least step is at most ``finest`` of them, else ``step / finest``.
 
     >>> _quantum(Fraction(1), [Fraction(1, 2)], Fraction(3, 2))
     Fraction(1, 2)
@@ -831,9 +872,9 @@ def _quantum(overhead: Fraction, latencies: Sequence[Fraction], step: Fraction) 
     if values:
         scale = math.lcm(*(v.denominator for v in values))
         unit = Fraction(math.gcd(*(int(v * scale) for v in values)), scale)
-        if step / unit <= FINEST:
+        if step / unit <= finest:
             return unit
-    return step / FINEST
+    return step / finest
 
 
 def depth_bound(
@@ -843,6 +884,7 @@ def depth_bound(
     overhead: Fraction | float = Fraction(1),
     default_latency: Fraction = DEFAULT_LATENCY,
     parts: Sequence[Iterable[str]] = (),
+    finest: int = FINEST,
 ) -> DepthBound | None:
     """The depth bound of ``collective`` on ``topology`` under a per-step ``overhead``
     (µs) and link latencies, with one family per weighting: every link, and the links
@@ -851,7 +893,7 @@ def depth_bound(
     that reduce or multicast, fewer than two or more than :data:`MOST_NODES` compute nodes,
     no overhead and no latency).
 
-    Layers last ``q`` (:func:`_quantum`); a transfer from ``a`` to ``b`` spans
+    Layers last ``q`` (:func:`_quantum`: at most ``finest`` per least step); a transfer from ``a`` to ``b`` spans
     ``floor((o + d(a, b)) / q)`` of them, ``d`` the least latency sum of a path.
 
     Examples
@@ -883,7 +925,7 @@ def depth_bound(
     )
     if step <= 0:
         return None
-    quantum = _quantum(overhead, list(latency.values()), step)
+    quantum = _quantum(overhead, list(latency.values()), step, finest)
     spans = [
         [0 if a == b else math.floor((overhead + d) / quantum) for b, d in enumerate(row)]
         for a, row in enumerate(between)

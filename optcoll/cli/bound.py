@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
 def _sizes(topology: Any, args: argparse.Namespace) -> int:
     """The lower bound of plan and simulate at each of ``--sizes``
     (:class:`optcoll.sim.size_plan.SizeBound`)."""
+    from fractions import Fraction
+
     from optcoll.exceptions import MethodError
     from optcoll.sim.size_plan import size_bound
 
@@ -161,6 +163,9 @@ def _sizes(topology: Any, args: argparse.Namespace) -> int:
         tightest = bounds.startup.tightest(size)
         other = max(bounds.latency, bounds.bandwidth_us(size), bounds.startup.time_us(size))
         depth = None if bounds.depth is None else bounds.depth.time_us(size, other)
+        joined = None
+        if bounds.combined is not None:
+            joined = bounds.combined.time_us(size, max(other, depth or Fraction(0)))
         rows.append(
             {
                 "bytes": size,
@@ -168,6 +173,7 @@ def _sizes(topology: Any, args: argparse.Namespace) -> int:
                 "bandwidth_bound_us": round(float(bounds.bandwidth_us(size)), 4),
                 "startup_bound_us": round(float(bounds.startup.time_us(size)), 4),
                 "depth_bound_us": None if depth is None else round(float(depth), 4),
+                "combined_bound_us": None if joined is None else round(float(joined), 4),
                 "lower_bound_us": round(float(bounds.lower_us(size)), 4),
                 "startup_cut": None if tightest is None else tightest.name,
             }
@@ -188,16 +194,20 @@ def _sizes(topology: Any, args: argparse.Namespace) -> int:
         f"{bounds.collective} on {topology.name} ({topology.num_compute} compute nodes), "
         f"overhead {sim.overhead:g} µs, links without a latency {float(sim.default_latency):g} µs"
     )
-    print("lower bound = max(latency, bandwidth, start-up, depth); holds for: " + bounds.describe())
+    print(
+        "lower bound = max(latency, bandwidth, start-up, depth, combined); holds for: "
+        + bounds.describe()
+    )
     print(
         f"{'size':>6}  {'latency':>10}  {'bandwidth':>12}  {'start-up':>12}  {'depth':>8}  "
-        f"{'lower bound':>12}  tightest start-up cut"
+        f"{'combined':>8}  {'lower bound':>12}  tightest start-up cut"
     )
     for row in rows:
         print(
             f"{size_text(row['bytes']):>6}  {row['latency_bound_us']:>10.3f}  "
             f"{row['bandwidth_bound_us']:>12.3f}  {row['startup_bound_us']:>12.3f}  "
             f"{'-' if not row['depth_bound_us'] else format(row['depth_bound_us'], '.3f'):>8}  "
+            f"{'-' if not row['combined_bound_us'] else format(row['combined_bound_us'], '.3f'):>8}  "
             f"{row['lower_bound_us']:>12.3f}  {row['startup_cut'] or '-'}"
         )
     return 0

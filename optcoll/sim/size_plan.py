@@ -4,7 +4,8 @@ For each message size :func:`plan` simulates every candidate (:mod:`optcoll.sim.
 and keeps the fastest, with its ratio to a lower bound that no schedule beats in the
 simulator's model:
 
-    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound)
+    lower bound (µs) = max(latency bound, data(M) * bound, start-up bound, depth bound,
+                           combined bound)
 
 * the **bandwidth bound** ``data(M) * bound``, one per collective
   (:func:`optcoll.schedules.collective_bound.collective_bound`; for an allreduce the largest of
@@ -24,8 +25,10 @@ simulator's model:
   before the latency to its destination (``docs/bounds_every_size.md``);
 * the **depth bound** (:mod:`optcoll.bounds.depth`, topologies whose switches only relay):
   every forwarding step of an element's chain of transfers costs the overhead and a
-  latency, and chains that fit in less time cost the links more. :class:`SizeBound` holds
-  the four, exact.
+  latency, and chains that fit in less time cost the links more;
+* the **combined bound** (:mod:`optcoll.bounds.combined`, the same topologies): the depth
+  bound's LP with the link time counted per layer, so that transfers arriving early cost
+  the links only what they can carry by then. :class:`SizeBound` holds the five, exact.
 
 Candidates (those that apply to the collective): the optimal ``k`` (ForestColl's), the
 power-of-two ``k``'s :func:`optcoll.schedules.deploy.deployable_schedule` tries (1, 2, 4, ...
@@ -69,6 +72,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 
+from optcoll.bounds.combined import HOLDS_FOR as COMBINED_HOLDS_FOR
+from optcoll.bounds.combined import CombinedBound, combined_bound
 from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
@@ -711,8 +716,9 @@ class SizeBound:
     """The lower bound at every message size that ``plan`` and ``simulate`` divide by:
     the largest of the latency bound (:func:`exact_latency_bound`), the bandwidth bound
     ``data(M) * certified.time_factor``, the window cuts of ``startup``
-    (:mod:`optcoll.bounds.startup`) and the depth bound (:mod:`optcoll.bounds.depth`; None
-    where switches reduce or multicast), all in exact µs. Each holds, under the simulator's
+    (:mod:`optcoll.bounds.startup`), the depth bound (:mod:`optcoll.bounds.depth`; None
+    where switches reduce or multicast) and the combined bound
+    (:mod:`optcoll.bounds.combined`, likewise), all in exact µs. Each holds, under the simulator's
     model, for the schedules ``certified.holds_for`` names (``docs/bounds_every_size.md``).
 
     Examples
@@ -732,6 +738,7 @@ class SizeBound:
     latency: Fraction
     startup: StartupBound
     depth: DepthBound | None = None
+    combined: CombinedBound | None = None
 
     def bandwidth_us(self, size: int) -> Fraction:
         """``data(M) * time factor`` (µs)."""
@@ -741,9 +748,11 @@ class SizeBound:
     def lower_us(self, size: int) -> Fraction:
         """The largest of the bounds (µs) at ``size`` bytes."""
         other = max(self.latency, self.bandwidth_us(size), self.startup.time_us(size))
-        if self.depth is None:
-            return other
-        return max(other, self.depth.time_us(size, other))
+        if self.depth is not None:
+            other = max(other, self.depth.time_us(size, other))
+        if self.combined is not None:
+            other = max(other, self.combined.time_us(size, other))
+        return other
 
     def describe(self) -> str:
         """What the bound is and the schedules it holds for."""
@@ -753,6 +762,8 @@ class SizeBound:
         )
         if self.depth is not None:
             text += f"; {self.depth.describe()}: holds for {DEPTH_HOLDS_FOR[self.collective]}"
+        if self.combined is not None:
+            text += f"; {self.combined.describe()}: holds for {COMBINED_HOLDS_FOR[self.collective]}"
         return text
 
 
@@ -780,7 +791,10 @@ def size_bound(
     depth = depth_bound(
         topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
     )
-    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth)
+    combined = combined_bound(
+        topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
+    )
+    return SizeBound(collective, topology.num_compute, certified, latency, startup, depth, combined)
 
 
 def plan(

@@ -18,7 +18,7 @@ def _json(capsys, argv):
 def test_bound_sizes_torus_allreduce(capsys):
     """torus 8x8, o = 1, links 1/2: at 1 GiB the partition bound's crossings over all 256
     links between o and T - 1/2; at 1 MiB the antipode's data into a node (7 hops to its
-    neighbours, then one link)."""
+    neighbours, then one link), which the combined bound exceeds."""
     argv = ["bound", "torus:8x8", "--collective", "allreduce", "--sizes", "1M", "1G",
             "--overhead", "1", "--latency", "0.5", "--json"]  # fmt: skip
     data = _json(capsys, argv)
@@ -27,7 +27,9 @@ def test_bound_sizes_torus_allreduce(capsys):
         float(Fraction(3, 2) + Fraction(2 * 63 * 2**30, 25_600_000)), abs=1e-4
     )
     assert large["startup_cut"] == "allreduce: the partition bound's crossings"
-    assert small["lower_bound_us"] == pytest.approx(float(5 + Fraction(2**20, 400_000)), abs=1e-4)
+    start_up = pytest.approx(float(5 + Fraction(2**20, 400_000)), abs=1e-4)
+    assert small["startup_bound_us"] == start_up
+    assert small["lower_bound_us"] == small["combined_bound_us"] > small["startup_bound_us"]
     assert small["latency_bound_us"] == 5.0 and small["bandwidth_bound_us"] < 5.2
     assert "only compute nodes reduce" in data["bound_holds_for"]
     main(argv[:-1])

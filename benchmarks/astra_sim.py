@@ -48,7 +48,11 @@ Run from the repository root::
     python -m benchmarks.astra_sim [--astra-sim PATH] [--networks Ring:8 Switch:16 ...]
         [--collectives allreduce allgather reduce_scatter] [--sizes 64K 1M 16M 256M 1G]
         [--grid 1d|2d] [--backend congestion-aware|congestion-unaware]
-        [--bandwidth 50] [--latency 500] [--json FILE]
+        [--bandwidth 50] [--latency 500] [--json FILE] [--natives FILE ...]
+
+``--natives`` takes the best native of each case from earlier runs (their ``--json`` files
+or printed rows) instead of running ASTRA-sim's natives again: they do not depend on
+optcoll, only on ASTRA-sim, its settings and the network.
 """
 
 from __future__ import annotations
@@ -75,7 +79,11 @@ from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
 from optcoll.exceptions import ScheduleError
 from optcoll.export.chakra import ASTRA_SIM_COLLECTIVES
-from optcoll.export.planned import astra_sim_comm_size, planned_traces
+from optcoll.export.planned import (
+    astra_sim_comm_size,
+    astra_sim_shortest_message,
+    planned_traces,
+)
 from optcoll.io.astra_sim import from_astra_network
 from optcoll.sim.programs import chakra_tasks, chakra_ties, read_chakra
 from optcoll.sim.simulator import Network, simulate
@@ -169,16 +177,21 @@ def run_astra(astra: Path, folder: Path, network: Path, work: Path, system: dict
     flags = [f"--{key}={system[key]}" for key in COMMAND_LINE if key in system]
     path.write_text(json.dumps({k: v for k, v in system.items() if k not in COMMAND_LINE}))
     memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    printed = folder / "astra.out"  # a file: ASTRA-sim may print gigabytes at 256 MiB
     try:
-        done = subprocess.run(
-            [str(astra / binary), f"--workload-configuration={work}",
-             f"--system-configuration={path}", f"--network-configuration={network}",
-             f"--remote-memory-configuration={memory}", *flags],
-            capture_output=True, text=True, timeout=limit, cwd=folder,
-        )  # fmt: skip
+        with printed.open("w") as out:
+            done = subprocess.run(
+                [str(astra / binary), f"--workload-configuration={work}",
+                 f"--system-configuration={path}", f"--network-configuration={network}",
+                 f"--remote-memory-configuration={memory}", *flags],
+                stdout=out, stderr=subprocess.DEVNULL, timeout=limit, cwd=folder,
+            )  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
-    times = {int(i): int(t) for i, t in FINISHED.findall(done.stdout)}
+    with printed.open() as lines:
+        times = {int(i): int(t) for line in lines if "finished" in line
+                 for i, t in FINISHED.findall(line)}  # fmt: skip
+    printed.unlink()
     if done.returncode != 0 or len(times) != npus:
         return None
     return max(times.values()) / 1000
@@ -221,13 +234,35 @@ def parse_network(
     return label, blocks, sizes, bandwidths, latencies
 
 
+def known_natives(paths: list[str]) -> dict[tuple[str, str, str], tuple[float, str]]:
+    """``(network, collective, size) -> (best native µs, its setting)`` from earlier runs
+    of this script: ``--json`` files (a list of rows) or its printed output (a row of JSON
+    a line); the fastest where several give a case."""
+    known = {}
+    for path in paths:
+        text = Path(path).read_text()
+        rows = json.loads(text) if text.lstrip().startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.startswith("{")
+        ]  # fmt: skip
+        for row in rows:
+            key = (row.get("network"), row.get("collective"), row.get("size"))
+            if row.get("native_us") is not None and (
+                key not in known or row["native_us"] < known[key][0]
+            ):  # the fastest of the runs given
+                known[key] = (row["native_us"], row["native"])
+    return known
+
+
 def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str],
          sizes: list[int], bandwidths: list[float], latencies: list[float], collective: str,
          size: int, limit: float, store_and_forward: bool = True,
-         binary: str = BINARY) -> dict[str, Any]:  # fmt: skip
+         binary: str = BINARY, known: tuple[float, str] | None = None,
+         only: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """One network, collective and size: every native run and ours (ASTRA-sim's runs only
     with ``astra``). On several dimensions the natives run every choice of one algorithm
-    per dimension (ASTRA-sim's implementation lists)."""
+    per dimension (ASTRA-sim's implementation lists). ``known``: the best native of an
+    earlier run of the same ASTRA-sim (the natives do not run again); ``only``: run just
+    the native settings of these labels (as printed: ``direct/ring 4 2 localBWAware 1``)."""
     npus = math.prod(sizes)
     config = {"topology": blocks, "npus_count": sizes, "bandwidth": bandwidths,
               "latency": latencies}  # fmt: skip
@@ -240,23 +275,26 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str
                            "size": size_text(size)}  # fmt: skip
     if comm_size is None:
         return {**row, "skipped": "no whole comm_size"}
-    best: tuple[float, str] | None = None
+    best: tuple[float, str] | None = known
     work = folder / "work"
     if astra is not None:
         workload(pb, work, npus, comm_type, comm_size)
     choices = itertools.product(NATIVE[collective], repeat=len(blocks))
-    for algorithms in choices if astra is not None else ():
+    for algorithms in choices if astra is not None and known is None else ():
         for values in itertools.product(*SETTINGS.values()):
             setting = dict(zip(SETTINGS, values, strict=True))
             system = {**base_system(), **setting, key: list(algorithms)}
+            named = "/".join(algorithms) + " " + " ".join(str(v) for v in values)
+            if only and named not in only:
+                continue
             took = run_astra(astra, folder, network, work, system, npus, limit, binary)
-            label = "/".join(algorithms) + " " + " ".join(str(v) for v in values)
             if took is not None and (best is None or took < best[0]):
-                best = (took, label)
+                best = (took, named)
     start = time.process_time()
     latency_us = Fraction(latencies[0]) / 1000
     [one] = planned_traces(topology, collective, [size], overhead=0, default_latency=latency_us,
-                           store_and_forward=store_and_forward)  # fmt: skip
+                           store_and_forward=store_and_forward,
+                           shortest_message=astra_sim_shortest_message(topology))  # fmt: skip
     cpu = time.process_time() - start
     prefix = folder / "ours"
     for rank, data in enumerate(one.traces):
@@ -287,6 +325,8 @@ def case(astra: Path | None, pb: Any, folder: Path, label: str, blocks: list[str
         "ours_sim_us": None if predicted is None else round(predicted, 3),
         "ours_sim_saf_us": None if forwarded is None else round(forwarded, 3),
         "plan_us": round(one.time_us, 3),
+        # plan's own choice where it sends messages under 1 ns in ASTRA-sim (not written)
+        **({} if one.chosen == one.method else {"planned": one.chosen}),
         "method": f"{one.method}, {'whole' if one.slice_bytes is None else size_text(one.slice_bytes)}",
         "native_over_ours": None if best is None or ours is None else round(best[0] / ours, 3),
         "sim_over_astra": None if ours is None or predicted is None else round(predicted / ours, 4),
@@ -384,6 +424,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the switch model plan chooses our traces under (default: "
                              "store-and-forward, as ASTRA-sim's analytical backend)")  # fmt: skip
     parser.add_argument("--json", help="also write the rows as JSON")
+    parser.add_argument("--native-settings", nargs="+", default=[],
+                        help="run only these native settings (labels as printed, e.g. "
+                             "'direct/ring 4 2 localBWAware 1'), not the whole grid")  # fmt: skip
+    parser.add_argument("--natives", nargs="+", default=[],
+                        help="reuse the best natives of earlier runs of the same ASTRA-sim "
+                             "(--json files or this script's printed rows) instead of "
+                             "running them again")  # fmt: skip
     parser.add_argument("--optimizations", nargs="+",
                         help="ASTRA-sim collective-optimization values to try (default: "
                              "baseline on 1-D networks, also localBWAware on several "
@@ -401,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if astra is not None and not (astra / binary).exists():
         raise SystemExit(f"{astra}: no {binary}: build it with build/astra_analytical/build.sh")
     rows = []
+    natives = known_natives(args.natives)
     with tempfile.TemporaryDirectory(prefix="optcoll-astra-") as tmp:
         pb = None if astra is None else compile_proto(astra, Path(tmp))
         for spec in networks:
@@ -426,7 +474,9 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(case(astra, pb, folder, label, blocks, sizes, bandwidths,
                                      latencies, collective, parse_size(size), args.limit,
                                      args.switch_model == "store-and-forward",
-                                     binary))  # fmt: skip
+                                     binary, natives.get((label, collective,
+                                                          size_text(parse_size(size)))),
+                                     tuple(args.native_settings)))  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
     if args.moe:
         columns = list(rows[0]) if rows else []

@@ -55,7 +55,7 @@ from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
 from optcoll.sim.simulator import piece_order
 
-__all__ = ["chakra_traces", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
+__all__ = ["chakra_traces", "smallest_chunk_message", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
 
 #: The schema string ASTRA-sim's collectiveapi converter writes into ``GlobalMetadata``.
 CHAKRA_SCHEMA = "1.0.2-chakra.0.0.4"
@@ -119,6 +119,7 @@ def chakra_traces(
     slice_bytes: int | None = None,
     equivariant: bool = False,
     link_chains: bool = False,
+    served: Sequence[float] | None = None,
 ) -> list[bytes]:
     """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``).
 
@@ -154,6 +155,11 @@ def chakra_traces(
         that wait for the same nodes (the order gates of ``_gate_sends``). For ASTRA-sim,
         whose links serve messages first come first served: planned with
         ``store_and_forward``, the timetable's order is the order they come in.
+    served : sequence of float, optional
+        With ``link_chains``: chain every rank's sends into one link in this order
+        instead, ``served[t]`` the time the send of ``optcoll_task`` ``t`` starts on its
+        first link (as a simulation of the unchained traces ran them), for any schedule:
+        ASTRA-sim then issues them in the order plan's simulation served them.
 
     Raises
     ------
@@ -215,14 +221,41 @@ def chakra_traces(
         k *= count
         if slice_bytes is not None:
             _rank_orders(ranks)
-            timed = link_chains and all(s.stats.get("priority") == "timetable"
-                                        for s in (schedule, allgather) if s is not None)  # fmt: skip
-            _gate_sends(ranks, equivariant, _first_hops(up, down, rank), timed)
+            timed = link_chains and (served is not None or all(
+                s.stats.get("priority") == "timetable" for s in (schedule, allgather)
+                if s is not None))  # fmt: skip
+            _gate_sends(ranks, equivariant, _first_hops(up, down, rank), timed, served)
     meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
     meta["optcoll_members"] = json.dumps(list(schedule.compute_nodes))
     return _encode(ranks, coll, meta)
+
+
+def smallest_chunk_message(
+    schedule: Schedule, size: int, *, slice_bytes: int | None = None, allgather: bool = False
+) -> int:
+    """The fewest bytes a message of ``chakra_traces(schedule, size, slice_bytes=...)``
+    carries (``allgather``: one is given), without writing them: the smallest of the
+    ``blocks * k * slices`` pieces (block sizes differ by at most a byte, and so do a
+    block's pieces, so it is ``size // (blocks * k * slices)``; an all-to-all's pieces are
+    cut alike).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> schedule = pack_arborescences(build("ring:4"))  # allgather, k = 2
+    >>> schedule.k, smallest_chunk_message(schedule, 1000), smallest_chunk_message(
+    ...     schedule, 2**20, slice_bytes=2**15)
+    (2, 125, 32768)
+    """
+    coll = "allreduce" if allgather else schedule.collective
+    blocks = 1 if coll in ("broadcast", "reduce") else len(schedule.compute_nodes)
+    if coll == "alltoall":  # a piece of M / N bytes to each rank, in k chunks, unsliced
+        return size // (blocks * schedule.k)
+    count = _slice_count(size / (blocks * schedule.k), slice_bytes)
+    return size // (blocks * schedule.k * count)
 
 
 def _chunk_bytes(coll: str, size: int, n: int, k: int, chunk: int) -> int:
@@ -329,6 +362,7 @@ def _gate_sends(
     equivariant: bool,
     first_hops: dict[tuple[int, int], str | None],
     timed: bool = False,
+    served: Sequence[float] | None = None,
 ) -> None:
     """Issue a rank's sends that wait for the same nodes and enter the same link in their
     queue order; ``timed`` (a timetable, whose queue order is the order of its start times):
@@ -358,7 +392,9 @@ def _gate_sends(
     second send, the first send's dependencies). A tree schedule's queue order is a
     priority that a later-ready send may pass (so is a timetable's under cut-through
     links, where plan's simulator serves a link by priority), so there only sends that
-    wait for the same nodes are chained."""
+    wait for the same nodes are chained. ``served`` (with ``timed``): a time per
+    ``optcoll_task``, the order to chain every send of a rank into a link in (the order a
+    simulation served them), for a tree schedule too."""
     key = "optcoll_tie" if equivariant else "optcoll_task"
     for rank, nodes in enumerate(ranks.nodes):
         groups: dict[tuple[Any, ...], list[_Node]] = defaultdict(list)
@@ -367,7 +403,10 @@ def _gate_sends(
                 hop = first_hops.get((rank, node.attrs["comm_dst"]))
                 groups[(hop,) if timed else (hop, tuple(sorted(node.deps)))].append(node)
         for sends in groups.values():
-            sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
+            if served is not None:
+                sends.sort(key=lambda n: (served[n.attrs["optcoll_task"]], n.attrs["optcoll_task"]))
+            else:
+                sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
             issued = list(sends[0].deps)  # what the previous send's issue waits for
             for j, later in enumerate(sends[1:]):
                 deps = sorted({*later.deps, *issued}) if timed else issued

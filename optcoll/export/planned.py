@@ -21,10 +21,22 @@ written instead, and :attr:`PlannedTraces.chosen` says what plan chose.
 ASTRA-sim's workload ``comm_size`` (:func:`astra_sim_comm_size`) is the size its native
 collectives read: custom traces move the bytes written in them whatever it says, but a
 workload that compares them with a native algorithm must give each the same data.
+
+ASTRA-sim times a message on a link in whole nanoseconds: ``Link::serialization_delay``
+(astra-network-analytical 599a047, ``congestion_aware/network/Link.cpp`` lines 91-98)
+truncates ``bytes / bandwidth_Bpns`` to an integer, and the link becomes free that long
+after it starts (lines 131-134). A message shorter than 1 ns on a link frees it at once (the link moves
+it in no time), and at time 0 that event is due at the current time, which stops
+ASTRA-sim (``common/event-queue/EventQueue.cpp`` line 33, ``get_event_time() >
+current_time``). :func:`astra_sim_shortest_message` is the fewest bytes a message needs
+to take at least 1 ns on every link of a topology (``ceil`` of its fastest link's bytes
+per ns); given it, :func:`planned_traces` writes the fastest of plan's candidates whose
+every message has at least that many bytes, with that candidate's time.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -35,12 +47,13 @@ from optcoll.core.schedule import Schedule
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
-from optcoll.export.chakra import chakra_traces
+from optcoll.export.chakra import chakra_traces, smallest_chunk_message
 from optcoll.export.chakra_steps import step_traces
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.quotient import schedule_quotient
-from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, Network, simulate
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
+from optcoll.verify.chakra.wire import decode_trace
 
 __all__ = [
     "Ranked",
@@ -51,6 +64,8 @@ __all__ = [
     "planned_traces",
     "astra_sim_comm_size",
     "ASTRA_SIM_COMM_SIZE",
+    "astra_sim_shortest_message",
+    "smallest_message",
 ]
 
 #: What ASTRA-sim's workload ``comm_size`` is for each collective, in terms of optcoll's
@@ -88,11 +103,49 @@ def astra_sim_comm_size(collective: str, size: int, ranks: int) -> int | None:
     return size
 
 
+def astra_sim_shortest_message(topology: Topology) -> int:
+    """The fewest bytes a message needs to take at least 1 ns on every link of
+    ``topology`` in ASTRA-sim: ``ceil`` of its fastest link's bandwidth in bytes per ns
+    (GB/s; ASTRA-sim's test is ``bytes / bandwidth_Bpns >= 1``, whose quotient is exactly 1
+    at equality). A message under it frees a link in 0 ns (see the module docstring).
+    Conservative where a message never crosses the fastest link.
+
+    Examples
+    --------
+    >>> from optcoll.io.astra_sim import from_astra_network
+    >>> hgx = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [400], "latency": [936.25]}
+    >>> astra_sim_shortest_message(from_astra_network(hgx))  # 400 GiB/s: 429.5 bytes a ns
+    430
+    """
+    return math.ceil(max(topology.capacity.values()))
+
+
+def smallest_message(traces: Sequence[bytes]) -> int:
+    """The fewest bytes (``comm_size``) any send of the Chakra ``traces`` moves.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
+    >>> smallest_message(one.traces)  # 1 MiB over 4 ranks, k = 4 chunks: 64 KiB each
+    65536
+    """
+    sizes = [
+        attr.value
+        for rank, data in enumerate(traces)
+        for node in decode_trace(data, f"rank {rank}")[1]
+        if node.type_name == "COMM_SEND_NODE" and (attr := node.get("comm_size")) is not None
+    ]
+    return min(sizes, default=0)
+
+
 @dataclass(frozen=True)
 class PlannedTraces:
     """The traces of one size: what plan chose (``chosen``), what is written
     (``method``, ``schedule``, with ``slice_bytes`` and ``priority``), plan's simulated
-    time of it (``time_us``) and its lower bound, and each rank's file (``traces``)."""
+    time of it (``time_us``) and its lower bound, each rank's file (``traces``), and why
+    the written candidate is not plan's choice (``passed_over``: one line per faster
+    candidate left out; empty when it is)."""
 
     size: int
     chosen: str
@@ -103,6 +156,7 @@ class PlannedTraces:
     lower_bound_us: float
     schedule: Schedule | StepSchedule
     traces: tuple[bytes, ...]
+    passed_over: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,11 +199,13 @@ def planned_choices(
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
     store_and_forward: bool = False,
+    file_tasks: bool = False,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
-    the candidates a file can hold, fastest first.
+    the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
+    bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
 
     Raises
     ------
@@ -178,6 +234,7 @@ def planned_choices(
         choose_slice=choose_slice,
         options=options,
         store_and_forward=store_and_forward,
+        file_tasks=file_tasks,
     )
     return ranked_choices(rows, options)
 
@@ -227,18 +284,24 @@ def planned_traces(
     slice_bytes: int | None = DEFAULT_SLICE,
     choose_slice: bool = True,
     store_and_forward: bool = False,
+    shortest_message: int = 1,
 ) -> list[PlannedTraces]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`) and write the traces of
     each size's choice. ASTRA-sim's analytical backend stores and forwards every message
-    at a switch: plan for it with ``store_and_forward=True``.
+    at a switch: plan for it with ``store_and_forward=True``; it times a message in whole
+    ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
+    plan's choice sends fewer bytes in a message, the fastest candidate that does not.
+    Plan's task budget bounds every task the traces hold (``file_tasks``), so that
+    ``optcoll simulate`` can run them.
 
     Raises
     ------
     ExportError
         No candidate at some size is a tree or step schedule (all-to-all: plan's routes
-        are written by ``export`` without a plan).
+        are written by ``export`` without a plan), or none sends ``shortest_message``
+        bytes or more in every message.
 
     Examples
     --------
@@ -246,48 +309,90 @@ def planned_traces(
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
     >>> one.method, one.slice_bytes, len(one.traces)
     ('timetable (k=4)', 524288, 4)
+    >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0,
+    ...                        shortest_message=2**17)  # k = 4 chunks of 64 KiB: too short
+    >>> one.method, smallest_message(one.traces), one.passed_over[0]
+    ('multiport Swing', 131072, 'timetable (k=4): 65536 B < 131072 B')
     """
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
-        store_and_forward=store_and_forward,
+        store_and_forward=store_and_forward, file_tasks=True,
     )  # fmt: skip
+    network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
     found = []
     for choice in choices:
-        best = choice.ranked[0]
-        schedule, piece = best.schedule, best.slice_bytes
-        if isinstance(schedule, StepSchedule):
-            traces = step_traces(schedule, choice.size, slice_bytes=piece)
+        passed_over = []
+        for best in choice.ranked:
+            traces: list[bytes] | None = None
+            if isinstance(best.schedule, Schedule):  # known without writing the traces
+                smallest = smallest_chunk_message(best.schedule, choice.size,
+                                                  slice_bytes=best.slice_bytes)  # fmt: skip
+            else:
+                traces = _written(best, choice.size, topology, network, overhead,
+                                  store_and_forward)  # fmt: skip
+                smallest = smallest_message(traces)
+            if smallest >= shortest_message:
+                if traces is None:
+                    traces = _written(best, choice.size, topology, network, overhead,
+                                      store_and_forward)  # fmt: skip
+                break
+            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B")
         else:
-            assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
-            # plan simulates a schedule with a quotient from it, its ties alike on every
-            # translate
-            network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
-            equivariant = schedule_quotient(schedule, topology, network) is not None
-            traces = chakra_traces(schedule, choice.size, slice_bytes=piece,
-                                   equivariant=equivariant)  # fmt: skip
-            if store_and_forward and schedule.stats.get("priority") == "timetable":
-                chained = chakra_traces(schedule, choice.size, slice_bytes=piece,
-                                        equivariant=equivariant, link_chains=True)  # fmt: skip
-                # chaining every send into a link fixes ASTRA-sim's order; kept where it
-                # costs nothing (a later-ready send may no longer pass an earlier one)
-                time_us = _traces_time(chained, topology, network, overhead, piece, choice.size)
-                if time_us <= best.time_us * (1 + 1e-9):
-                    traces = chained
+            raise ExportError(
+                f"at {choice.size} bytes every candidate of plan sends a message of fewer than "
+                f"{shortest_message} bytes (under 1 ns on the fastest link: ASTRA-sim frees the "
+                "link in 0 ns); give a larger size"
+            )
         found.append(
             PlannedTraces(
                 choice.size,
                 choice.chosen,
                 best.method,
                 best.priority,
-                piece,
+                best.slice_bytes,
                 best.time_us,
                 choice.lower_bound_us,
-                schedule,
+                best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
                 tuple(traces),
+                tuple(passed_over),
             )  # fmt: skip
         )
     return found
+
+
+def _written(
+    best: Ranked,
+    size: int,
+    topology: Topology,
+    network: Network,
+    overhead: float,
+    store_and_forward: bool,
+) -> list[bytes]:
+    """The traces of plan's candidate ``best`` at ``size``, sliced and ordered as plan ran
+    it (``network``: plan's)."""
+    schedule, piece = best.schedule, best.slice_bytes
+    if isinstance(schedule, StepSchedule):
+        return step_traces(schedule, size, slice_bytes=piece)
+    assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
+    # plan simulates a schedule with a quotient from it, its ties alike on every translate
+    equivariant = schedule_quotient(schedule, topology, network) is not None
+    traces = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant)
+    if store_and_forward and piece is not None:
+        # chaining every send into a link fixes ASTRA-sim's order (a timetable's: its start
+        # times; a tree schedule's: the order plan's simulation served them); kept where it
+        # costs nothing (a later-ready send may no longer pass an earlier one)
+        served = None
+        if schedule.stats.get("priority") != "timetable":
+            served = _served(traces, topology, network, overhead, piece, size)
+            if served is None:
+                return traces
+        chained = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant,
+                                link_chains=True, served=served)  # fmt: skip
+        time_us = _traces_time(chained, topology, network, overhead, piece, size)
+        if time_us <= best.time_us * (1 + 1e-9):
+            return chained
+    return traces
 
 
 def _traces_time(
@@ -299,10 +404,58 @@ def _traces_time(
     size: int,
 ) -> float:
     """``optcoll simulate``'s time (µs) of Chakra ``traces`` (one per rank) at ``size``."""
-    decoded = decode_chakra([(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned")
+    decoded = decode_chakra(
+        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
+    )
     graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
     ties = chakra_ties(decoded, graph)
     return simulate(graph, network, size, overhead=overhead, ties=ties).time_us
+
+
+def _served(
+    traces: Sequence[bytes],
+    topology: Topology,
+    network: Network,
+    overhead: float,
+    slice_bytes: int | None,
+    size: int,
+) -> list[float] | None:
+    """When each send of Chakra ``traces`` (by ``optcoll_task``) starts on its first link in
+    ``optcoll simulate``'s run of them (None: the run loops over slices of its sends, or
+    chaining them would be too large to read back).
+
+    A chain of ``L`` sends makes the reader (:func:`optcoll.sim.programs.chakra_tasks`)
+    give the ``j``-th the transfers the ``j - 1`` before it wait for: about ``L**2 / 2``
+    dependencies. Where a rank's sends, squared and halved, add up to more than
+    :data:`optcoll.sim.simulator.MAX_TASKS`, the sends are not chained (FC4-Ring4
+    all-reduce 256 MiB: 245,760 sends, chained, took over 15 GB to read)."""
+    decoded = decode_chakra(
+        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
+    )
+    chained = sum(sum(node.type == 5 for node in nodes) ** 2 // 2 for nodes in decoded.nodes)
+    if chained > MAX_TASKS:
+        return None
+    graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
+    numbers = sorted(node.get("optcoll_task").value for nodes in decoded.nodes for node in nodes
+                     if node.type == 5)  # fmt: skip
+    if len(graph) != len(numbers):
+        return None
+    ties = chakra_ties(decoded, graph)
+    run = simulate(graph, network, size, overhead=overhead, ties=ties, record=True)
+    begins = [math.inf] * len(graph)
+    for task, hop, begin, _ in run.transfers or ():
+        if hop == 0:
+            begins[task] = min(begins[task], begin)
+    # chakra_tasks makes the sends' tasks in optcoll_task order, one loop (sliced traces)
+    return _by_task(numbers, begins)
+
+
+def _by_task(numbers: Sequence[int], begins: Sequence[float]) -> list[float]:
+    """``begins`` (per task, in ``numbers`` order) indexed by task number."""
+    served = [math.inf] * (max(numbers, default=-1) + 1)
+    for number, begin in zip(numbers, begins, strict=True):
+        served[number] = begin
+    return served
 
 
 def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:

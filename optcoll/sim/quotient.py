@@ -483,15 +483,22 @@ def check_expanded(
     :func:`schedule_quotient_tasks`) as the timetable of the whole topology; the number
     of transfers checked.
 
-    Every representative transfer is mapped by every element of the group onto its
-    link of the full network (the representative tasks rebuilt on the real links), and
-    then: no link sends two slices at once (its spans, sorted, do not overlap); every
-    slice leaves a node only after it has arrived there (a task's first hop begins no
-    earlier than each task it waits for ends, its last byte one link latency after its
-    last hop; each hop begins a latency after the one before: the same for every
-    translate, whose times are the representative's); and in a forward phase (an
-    allgather) every slice of every tree reaches every compute node. ``O(|H| * T log)``
-    for ``T`` representative transfers.
+    Every representative transfer (the representative tasks rebuilt on the real links)
+    is sent by every element ``g`` of the group at the same times on link ``g(L)`` of
+    the full network, ``L`` its own link, and then: no link sends two slices at once
+    (its spans, sorted, do not overlap); every slice leaves a node only after it has
+    arrived there (a task's first hop begins no earlier than each task it waits for
+    ends, its last byte one link latency after its last hop; each hop begins a latency
+    after the one before: the same for every translate, whose times are the
+    representative's); and in a forward phase (an allgather) every slice of every tree
+    reaches every compute node. Link ``h(L)`` carries transfer ``t`` of translate ``g``
+    exactly when ``L`` carries it of translate ``h^-1 g``, at the same times, so the
+    spans of every link of an orbit are those of its first link (the least of the
+    images of a link under every element, found from the elements' rows): the links are
+    checked one per orbit, after checking that no two elements move a link carrying a
+    transfer onto the same link (two translates of one slice at once).
+    ``O(|H| * links + T log T)`` for ``T`` representative transfers (not ``|H|`` copies
+    of every transfer, sorted).
 
     Raises
     ------
@@ -516,19 +523,31 @@ def check_expanded(
     size_nodes = len(quotient.nodes)
     code = ends[:, 0] * size_nodes + ends[:, 1]
     ordered = np.argsort(code)
-    task, hop, begin, end = (np.array(column) for column in zip(*run.transfers, strict=True))
-    arc = np.array([real.path[t][h] for t, h in zip(task.tolist(), hop.tolist(), strict=True)])
-    # every transfer on every translate's link
+    # every element's image of every arc (row g: g's permutation of the arcs)
     images = []
     for row in quotient.elements:
-        image = row[ends[arc, 0]] * size_nodes + row[ends[arc, 1]]
-        images.append(ordered[np.searchsorted(code, image, sorter=ordered)])
-    links = np.concatenate(images)
-    begins, finishes = np.tile(begin, quotient.order), np.tile(end, quotient.order)
-    if len(links) != quotient.order * sum(len(p) for p in real.path):
+        image = row[ends[:, 0]] * size_nodes + row[ends[:, 1]]
+        found = ordered[np.minimum(np.searchsorted(code, image, sorter=ordered), len(code) - 1)]
+        if (code[found] != image).any():
+            a = network.arcs[int(np.flatnonzero(code[found] != image)[0])]
+            raise ScheduleError(f"an element of the group moves link {a[0]}->{a[1]} off the links")
+        images.append(found)
+    translates = np.sort(np.array(images), axis=0)  # per arc, the links it is moved onto
+    task, hop, begin, end = (np.array(column) for column in zip(*run.transfers, strict=True))
+    arc = np.array([real.path[t][h] for t, h in zip(task.tolist(), hop.tolist(), strict=True)])
+    if len(arc) != sum(len(p) for p in real.path):
         raise ScheduleError("the run did not send every slice on every hop")
-    order = np.lexsort((begins, links))
-    links, begins, finishes = links[order], begins[order], finishes[order]
+    # an arc moved twice onto one link: the translates of each of its transfers coincide
+    twice = np.flatnonzero((translates[1:] == translates[:-1]).any(axis=0)[arc] & (begin < end))
+    if len(twice):
+        a = network.arcs[int(translates[0, arc[twice[0]]])]
+        raise ScheduleError(
+            f"link {a[0]}->{a[1]} sends two slices at once (at {float(begin[twice[0]])} µs)"
+        )
+    # every link's spans are its orbit's first link's: (t, g) on h(L) is (t, h^-1 g) on L
+    links = translates[0, arc]
+    order = np.lexsort((begin, links))
+    links, begins, finishes = links[order], begin[order], end[order]
     same = links[1:] == links[:-1]
     clash = np.flatnonzero(same & (begins[1:] < finishes[:-1]))
     if len(clash):
@@ -555,7 +574,7 @@ def check_expanded(
                         f"task {successor} leaves before the data of task {t} arrived"
                     )
     if any(phases):
-        return len(links)
+        return quotient.order * len(links)
     # a forward phase: each slice of each tree reaches every compute node, on every translate
     n = len(schedule.compute_nodes)
     head = np.array([ends[p[-1], 1] if p else -1 for p in real.path])
@@ -569,4 +588,4 @@ def check_expanded(
             reached = np.sort(np.hstack((row[block], np.full((pieces, 1), row[root]))), axis=1)
             if (reached != np.arange(n)).any():
                 raise ScheduleError(f"a slice of a tree of {tree.root} misses a node")
-    return len(links)
+    return quotient.order * len(links)

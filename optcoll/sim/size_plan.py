@@ -811,6 +811,7 @@ def plan(
     choose_slice: bool = True,
     max_tasks: int = PLAN_TASKS,
     store_and_forward: bool = False,
+    file_tasks: bool = False,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -831,7 +832,10 @@ def plan(
     (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
     backend), so smaller slices can win there (the refinement starts from the first slice
     smaller than a chunk and goes down to one of :data:`SLICE_US` on the fastest link, at
-    least :data:`MIN_SLICE`); the lower bound is the cut-through one.
+    least :data:`MIN_SLICE`); the lower bound is the cut-through one. ``file_tasks``:
+    ``max_tasks`` bounds a candidate's whole task graph, not the one orbit of it its
+    quotient simulates, as a file written of the plan (an export that ``optcoll
+    simulate`` runs task by task) holds every task.
 
     A schedule whose trees are one root's and their images under a group acting
     regularly on the compute nodes (a torus's translations) is simulated from its
@@ -864,7 +868,8 @@ def plan(
     shared = _Shared()
     for size in sizes:
         lower = bounds.lower_us(size)
-        search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective)
+        search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective,
+                         file_tasks)  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.floor_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
@@ -932,8 +937,10 @@ class _Search:
         lower: Fraction,
         shared: _Shared,
         collective: str,
+        file_tasks: bool = False,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
+        self.file_tasks = file_tasks
         self.lower = float(lower)
         self.sim, self.max_tasks = sim, max_tasks
         self.trials: list[_Trial] = []
@@ -1036,14 +1043,15 @@ class _Search:
         return self.quotients[option.method]
 
     def count(self, option: Candidate, slice_bytes: int | None) -> int:
-        """How many tasks simulating ``option`` builds (one per orbit from a quotient)."""
+        """How many tasks simulating ``option`` builds (one per orbit from a quotient,
+        unless ``file_tasks``)."""
         count = option.task_count(
             self.size,
             slice_bytes,
             self.topology.num_compute,
             frozenset(self.topology.multimem_switches),
         )
-        quotient = self.quotient(option)
+        quotient = None if self.file_tasks else self.quotient(option)
         return count if quotient is None else count // quotient.order
 
     def _table(self, option: Candidate) -> Timetable | None:

@@ -833,7 +833,9 @@ def test_cli_bands_tile_the_sizes(tmp_path, capsys):
         algo = ET.fromstring(text)
         assert algo.get("minBytes") == str(entry["min_bytes"])
         assert algo.get("maxBytes") == str(entry["max_bytes"] or 0)
-        check_msccl(text, "allreduce", entry["k"])
+        # a tree band has k chunks per GPU; a step schedule's band (k None) says its own
+        chunks = entry["k"] or int(algo.get("nchunksperloop")) // int(algo.get("ngpus"))
+        check_msccl(text, "allreduce", chunks)
 
 
 DEPLOYED = [

@@ -91,6 +91,8 @@ class EtReport(Report):
     notes: list[str] = field(default_factory=list)
     executed: bool = False
     judged: bool = False
+    #: each rank's decoded metadata and nodes (empty when a file does not decode)
+    decoded: list[tuple[Metadata, list[TraceNode]]] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +177,7 @@ def verify_traces(traces: list[tuple[str, bytes]]) -> EtReport:
             report.findings.append(Finding("format", str(err)))
     if report.findings:
         return report
+    report.decoded = decoded
     spec = _spec(decoded, report)
     ops = _ops(decoded, traces, spec, report)
     report.nodes = len(ops)

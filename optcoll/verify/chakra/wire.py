@@ -41,6 +41,7 @@ Examples
 from __future__ import annotations
 
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,7 @@ _INTEGER_KINDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attribute:
     """One ``AttributeProto``: its name, value kind (``int64``, ``string``, ...) and value;
     kind ``other`` for a list or bytes value (not read)."""
@@ -113,7 +114,7 @@ class Metadata:
         return next((a for a in self.attrs if a.name == name), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TraceNode:
     """A ``Node``: its id, name, type number, dependencies and attributes."""
 
@@ -144,6 +145,10 @@ class _Reader:
         return FileFormatError(f"{self.where}: {what} at byte {self.pos}")
 
     def varint(self) -> int:
+        pos = self.pos
+        if pos < self.end and self.data[pos] < 0x80:  # one byte: most of a trace's
+            self.pos = pos + 1
+            return self.data[pos]
         value, shift = 0, 0
         while True:
             if self.pos >= self.end:
@@ -199,6 +204,10 @@ class _Reader:
             raise self.fail("a string that is not UTF-8") from None
 
 
+#: The wire type of each value encoding of :data:`_VALUES` (0, a varint, if not listed).
+_WIRE_OF = {"f64": 1, "u64": 1, "i64": 1, "f32": 5, "u32": 5, "i32": 5, "str": 2}
+
+
 def _signed(value: int, bits: int) -> int:
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
@@ -210,11 +219,10 @@ def _attribute(data: bytes, span: tuple[int, int], where: str) -> Attribute:
     value: int | float | str | None = None
     for number, wire, raw in reader.fields():
         if number == 1 and wire == 2:
-            name = reader.text(raw)
+            name = sys.intern(reader.text(raw))  # a few names, on every node
         elif number in _VALUES:
             kind, how = _VALUES[number]
-            expected = {"f64": 1, "u64": 1, "i64": 1, "f32": 5, "u32": 5, "i32": 5, "str": 2}
-            if wire != expected.get(how, 0):
+            if wire != _WIRE_OF.get(how, 0):
                 raise reader.fail(f"attribute value field {number} has wire type {wire}")
             if how == "int":  # int32/int64: two's complement in 64 bits
                 value = _signed(raw, 64)

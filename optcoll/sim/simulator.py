@@ -842,9 +842,10 @@ def aggregation_tasks(
     children's and its own slice up, the sum down to it, its store up once the sum is
     there, the copies down to its children and back to it. ``barrier``: the rounds of the
     barrier such a program runs (:func:`optcoll.core.aggregation.barrier_rounds`): three
-    steps a round on every issuing lane before its first slice, and ``3 rounds - 2``
-    steps after the last copy has arrived (signal, wait, nop; the first signal waits for
-    the copies).
+    ops a round on every issuing lane before its first slice, and ``3 rounds - 2``
+    after the last copy has arrived (signal, wait, nop; the first signal waits for
+    the copies). They order the slices but cost no overhead: memory-channel signals and
+    waits issue no transfer, as :func:`optcoll.sim.programs.mscclpp_tasks` charges them.
 
     Examples
     --------
@@ -871,7 +872,7 @@ def aggregation_tasks(
         ready: list[int] = []
         if barrier and any(w in multimem for _, w, _ in up):
             for _ in range(3 * barrier):
-                ready = [graph.add(issue, (), 0.0, ready, 0.0)]
+                ready = [graph.add(None, (), 0.0, ready, 0.0)]
         for piece_number in range(tree.chunks * count):
             loop = _progress(piece_number, tree.chunks, count)
             into: dict[str, list[int]] = {}
@@ -901,7 +902,7 @@ def aggregation_tasks(
     if barrier and copies:
         done = [graph.add(None, (), 0.0, copies, 1.0)]
         for _ in range(3 * barrier - 2):
-            done = [graph.add(("multimem", "barrier"), (), 0.0, done, 1.0)]
+            done = [graph.add(None, (), 0.0, done, 1.0)]
     return graph
 
 

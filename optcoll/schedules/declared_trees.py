@@ -110,6 +110,30 @@ def link_orbits(
     return links, orbit, size
 
 
+def orbit_budgets(
+    topology: Topology, capacity: Mapping[Arc, int], group: DeclaredGroup
+) -> tuple[list[Arc], list[int], list[int]]:
+    """The links (:func:`link_orbits`), each link's orbit number, and each orbit's budget:
+    the chunks its links may carry (``capacity``, constant on orbits) divided among the
+    ``group.order`` images of the representatives' trees.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> t = build("ring:4")
+    >>> turn = {"n0": "n1", "n1": "n2", "n2": "n3", "n3": "n0"}
+    >>> group = DeclaredGroup((turn,), (4,), ("n0",))
+    >>> links, orbit, budget = orbit_budgets(t, dict.fromkeys(t.capacity, 3), group)
+    >>> budget  # 8 links of 3 chunks in 2 orbits, among 4 images
+    [3, 3]
+    """
+    links, orbit, size = link_orbits(topology, group.generators)
+    budget = [0] * len(size)
+    for i, link in enumerate(links):
+        budget[orbit[i]] = capacity.get(link, 0) * size[orbit[i]] // group.order
+    return links, orbit, budget
+
+
 def declared_trees(
     topology: Topology,
     capacity: Mapping[Arc, int],
@@ -137,11 +161,7 @@ def declared_trees(
         The representatives' trees (edges parents first), with their images a schedule
         in which every link carries at most ``capacity`` chunks.
     """
-    links, orbit, size = link_orbits(topology, group.generators)
-    order = group.order
-    budget = [0] * len(size)
-    for i, link in enumerate(links):
-        budget[orbit[i]] = capacity.get(link, 0) * size[orbit[i]] // order
+    links, orbit, budget = orbit_budgets(topology, capacity, group)
     ids = topology.node_ids
     index = {v: i for i, v in enumerate(ids)}
     compute = [topology.is_compute(v) for v in ids]

@@ -76,7 +76,7 @@ from collections.abc import Callable, Mapping, Sequence
 from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.graph.family_symmetry import DeclaredGroup
-from optcoll.schedules.declared_trees import link_orbits
+from optcoll.schedules.declared_trees import orbit_budgets
 
 __all__ = ["radix_trees"]
 
@@ -131,10 +131,7 @@ def radix_trees(
         The representatives' trees (edges parents first), with their images a schedule
         in which every link carries at most ``capacity`` chunks.
     """
-    links, orbit, size = link_orbits(topology, group.generators)
-    budget = [0] * len(size)
-    for i, link in enumerate(links):
-        budget[orbit[i]] = capacity.get(link, 0) * size[orbit[i]] // group.order
+    links, orbit, budget = orbit_budgets(topology, capacity, group)
     ids = topology.node_ids
     index = {v: i for i, v in enumerate(ids)}
     compute = [topology.is_compute(v) for v in ids]

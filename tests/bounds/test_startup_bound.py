@@ -50,7 +50,10 @@ def test_torus_closed_forms():
     bounds = size_bound(topo, "allreduce", overhead=1.0, default_latency=lat)
     assert bounds.lower_us(size) == o + lat + Fraction(2 * 63 * size, 25_600_000)
     # 1 MiB allreduce: the antipode's data enters through links whose tails lie 7 hops away
-    assert bounds.lower_us(2**20) == o + 7 * lat + lat + Fraction(2**20, 400_000)
+    startup = o + 7 * lat + lat + Fraction(2**20, 400_000)
+    assert bounds.startup.time_us(2**20) == startup
+    # the combined bound (links busy only as early as the data can reach them) is higher
+    assert bounds.lower_us(2**20) == bounds.combined.time_us(2**20) > startup
 
 
 def test_mesh_corner_is_the_allgather_bottleneck():

@@ -49,7 +49,7 @@ from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces, smallest_chunk_message
 from optcoll.export.chakra_steps import step_traces
-from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
+from optcoll.sim.programs import ChakraTraces, chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
@@ -395,6 +395,13 @@ def _written(
     return traces
 
 
+def _decoded(traces: Sequence[bytes]) -> ChakraTraces:
+    """Chakra ``traces`` (one per rank, written here) decoded without the checker."""
+    return decode_chakra(
+        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
+    )
+
+
 def _traces_time(
     traces: Sequence[bytes],
     topology: Topology,
@@ -404,9 +411,7 @@ def _traces_time(
     size: int,
 ) -> float:
     """``optcoll simulate``'s time (µs) of Chakra ``traces`` (one per rank) at ``size``."""
-    decoded = decode_chakra(
-        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
-    )
+    decoded = _decoded(traces)
     graph = chakra_tasks(decoded, topology, network, slice_bytes=slice_bytes)
     ties = chakra_ties(decoded, graph)
     return simulate(graph, network, size, overhead=overhead, ties=ties).time_us
@@ -429,9 +434,7 @@ def _served(
     dependencies. Where a rank's sends, squared and halved, add up to more than
     :data:`optcoll.sim.simulator.MAX_TASKS`, the sends are not chained (FC4-Ring4
     all-reduce 256 MiB: 245,760 sends, chained, took over 15 GB to read)."""
-    decoded = decode_chakra(
-        [(f"planned.{r}.et", t) for r, t in enumerate(traces)], "planned", checked=False
-    )
+    decoded = _decoded(traces)
     chained = sum(sum(node.type == 5 for node in nodes) ** 2 // 2 for nodes in decoded.nodes)
     if chained > MAX_TASKS:
         return None

@@ -10,8 +10,8 @@ Engines
 ``workers=1`` (and no Dask)
     In this process, in order: the serial reference path.
 local process pool (default)
-    :class:`concurrent.futures.ProcessPoolExecutor` with ``workers`` processes (all
-    cores by default).
+    :class:`multiprocessing.pool.Pool` with ``workers`` processes (all cores by
+    default); an interrupt stops every worker at once.
 Dask (``dask=ADDRESS`` or a :class:`distributed.Client`)
     Every task is one ``client.submit`` on an existing Dask distributed cluster
     (``dask scheduler`` / ``dask worker``, or dask-jobqueue on SLURM); results stream
@@ -31,10 +31,13 @@ TaskError(message="ValueError: invalid literal for int() with base 10: 'x'")
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
+from queue import SimpleQueue
 from typing import Any
 
 from optcoll.exceptions import OptCollError
@@ -54,8 +57,7 @@ def _guarded(function: Callable[[Any], Any], task: Any) -> Any:
     try:
         return function(task)
     except Exception as err:  # a failed task is recorded, never fatal to the run
-        text = " ".join(str(err).split())
-        return TaskError(f"{type(err).__name__}: {text}" if text else type(err).__name__)
+        return _task_error(err)
 
 
 def default_workers() -> int:
@@ -148,33 +150,74 @@ def run_tasks(
 def _run_pool(
     function: Callable[[Any], Any], tasks: Sequence[Any], workers: int
 ) -> Iterator[tuple[int, Any]]:
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-        futures: dict[Any, int] = {}
-        try:  # submitting starts the workers: an interrupt there must kill them too
-            for i, task in enumerate(tasks):
-                futures[pool.submit(_guarded, function, task)] = i
-            for future in as_completed(futures):
-                try:
-                    outcome = future.result()
-                except Exception as err:  # the task or its result could not be pickled
-                    outcome = TaskError(f"{type(err).__name__}: {' '.join(str(err).split())}")
-                yield futures[future], outcome
-        except BaseException:  # interrupted (Ctrl-C, SIGTERM) or abandoned: stop at once
-            _kill_workers(pool)
-            raise
-        finally:
-            for future in futures:
-                future.cancel()
+    # Starting the workers is not interruptible: a signal between a worker's fork and
+    # its registration in the pool would leave a worker nobody stops. A signal sent
+    # meanwhile arrives just after. (multiprocessing.Pool, not ProcessPoolExecutor:
+    # its terminate() also unblocks a feeder thread stuck on a full pipe of large tasks,
+    # where the executor's shutdown hangs on Python 3.11.)
+    held = _hold_signals()
+    try:
+        pool = multiprocessing.Pool(
+            min(workers, len(tasks)), initializer=_worker_signals, initargs=(held,)
+        )
+    finally:
+        _release_signals(held)
+    finished: SimpleQueue[tuple[int, Any]] = SimpleQueue()
+    try:
+        for i, task in enumerate(tasks):
+            pool.apply_async(
+                _guarded,
+                (function, task),
+                callback=partial(_deliver, finished, i),
+                # the task or its result could not be pickled
+                error_callback=partial(_deliver_error, finished, i),
+            )
+        for _ in tasks:
+            yield finished.get()
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) or abandoned: stop at once
+        pool.terminate()
+        raise
+    pool.close()
+    pool.join()
 
 
-def _kill_workers(pool: ProcessPoolExecutor) -> None:
-    """End ``pool``'s worker processes now, even inside a long solve (``shutdown`` alone
-    waits for every running task to finish)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        process.kill()
-    for process in processes:
-        process.join()  # the pool then finds them dead and shuts down without waiting
+def _deliver(finished: SimpleQueue[tuple[int, Any]], index: int, outcome: Any) -> None:
+    """Hand a finished task's outcome to the waiting loop (in the pool's result thread)."""
+    finished.put((index, outcome))
+
+
+def _deliver_error(finished: SimpleQueue[tuple[int, Any]], index: int, err: BaseException) -> None:
+    """Hand a task that could not be sent or answered to the waiting loop, as an error."""
+    finished.put((index, _task_error(err)))
+
+
+def _task_error(err: BaseException) -> TaskError:
+    """The :class:`TaskError` of ``err``: its type and its message on one line."""
+    text = " ".join(str(err).split())
+    return TaskError(f"{type(err).__name__}: {text}" if text else type(err).__name__)
+
+
+#: The signals that interrupt a run (SIGALRM: the CLI's re-sent interrupt).
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM}
+
+
+def _hold_signals() -> set[int | signal.Signals]:
+    """Block the interrupting signals in this thread; return the mask to restore."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+
+
+def _release_signals(mask: set[int | signal.Signals]) -> None:
+    """Restore the signal mask ``mask``."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _worker_signals(mask: set[int | signal.Signals]) -> None:
+    """A new worker's signals: Ctrl-C (sent to the whole terminal) is the parent's to
+    handle; the parent's SIGTERM ends the worker quietly, wherever it is."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    _release_signals(mask)
 
 
 def _run_dask(

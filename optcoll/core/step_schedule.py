@@ -97,7 +97,9 @@ class StepSchedule:
                 f"a step schedule holds {', '.join(STEP_COLLECTIVES)}, not {self.collective!r}"
             )
         if (self.collective in ROOTED) != (self.root is not None):
-            raise ScheduleError(f"a step schedule has a root exactly when it is a {' or a '.join(ROOTED)}")
+            raise ScheduleError(
+                f"a step schedule has a root exactly when it is a {' or a '.join(ROOTED)}"
+            )
         if self.root is not None and self.root not in self.compute_nodes:
             raise ScheduleError(f"the root {self.root!r} is not a compute node of the schedule")
 

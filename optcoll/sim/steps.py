@@ -126,7 +126,9 @@ def route_steps(
     steps = Fraction(0)
     capacity = topology.capacity
     # loads in units of data(M): a block is N / blocks of them, 1 / blocks if rooted
-    unit = Fraction(1 if schedule.root is not None else len(schedule.compute_nodes), schedule.blocks)
+    unit = Fraction(
+        1 if schedule.root is not None else len(schedule.compute_nodes), schedule.blocks
+    )
     for step in schedule.steps:
         load: dict[Arc, Fraction] = {}
         for send in step:

@@ -221,7 +221,8 @@ def transposed(broadcast: StepSchedule) -> StepSchedule:
     ('reduce', 'b', [('a', 'b', True), ('c', 'b', True)])
     """
     steps = tuple(
-        tuple(Send(m.dst, m.src, m.blocks, True) for m in step) for step in reversed(broadcast.steps)
+        tuple(Send(m.dst, m.src, m.blocks, True) for m in step)
+        for step in reversed(broadcast.steps)
     )
     return StepSchedule(
         "reduce", broadcast.method, broadcast.compute_nodes, broadcast.blocks, steps,
@@ -281,9 +282,7 @@ def _torus_ports(nodes: Sequence[str], shape: Sequence[int]) -> list[tuple[int, 
     return [(start, sign) for sign in (1, -1) for start in range(len(shape))]
 
 
-def multiport_bine_broadcast(
-    nodes: Sequence[str], shape: Sequence[int], root: str
-) -> StepSchedule:
+def multiport_bine_broadcast(nodes: Sequence[str], shape: Sequence[int], root: str) -> StepSchedule:
     """The ``2D`` torus trees (:func:`torus_tree`) at once, each on ``1 / 2D`` of the vector:
     ``log2 N`` steps, the root sending on its ``2D`` ports from the first.
 

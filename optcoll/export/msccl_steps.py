@@ -210,9 +210,7 @@ def _build(schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool,
         base = 0 if coll == "broadcast" else r * k
         for first in range(0, k, most):
             cnt = min(most, k - first)
-            copy = _Step(
-                "cpy", ("i", first), ("o", base + first), cnt, (-1, 0, first), r, None
-            )
+            copy = _Step("cpy", ("i", first), ("o", base + first), cnt, (-1, 0, first), r, None)
             builder.steps[r].append(copy)
     writes: dict[tuple[int, int], int] = defaultdict(int)  # writes left to each block
     for messages in schedule.steps:

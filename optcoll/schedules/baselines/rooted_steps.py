@@ -40,7 +40,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from optcoll.core.step_schedule import Send, StepSchedule
 from optcoll.exceptions import ScheduleError
@@ -123,10 +124,7 @@ def torus_tree(shape: Sequence[int], root: int, start: int, sign: int) -> Tree:
     >>> torus_tree((2, 2), 0, 0, 1)
     [[(0, 1)], [(0, 2), (1, 3)]]
     """
-    p = 1
-    for d in shape:
-        p *= d
-    return _doubling(p, root, torus_pairings(shape, start, sign)[::-1])
+    return _doubling(math.prod(shape), root, torus_pairings(shape, start, sign)[::-1])
 
 
 def _doubling(p: int, root: int, pairings: Sequence[Pairing]) -> Tree:
@@ -191,12 +189,13 @@ def pruned(schedule: StepSchedule) -> StepSchedule:
     >>> pruned(s).steps
     ((Send(src='a', dst='b', blocks=(0,), reduce=False),),)
     """
-    held = {v: set() for v in schedule.compute_nodes}
+    held: dict[str, set[int]] = {v: set() for v in schedule.compute_nodes}
     assert schedule.root is not None  # a broadcast
     held[schedule.root] = set(range(schedule.blocks))
     steps = []
     for step in schedule.steps:
-        kept, arriving = [], {v: set() for v in schedule.compute_nodes}
+        kept = []
+        arriving: dict[str, set[int]] = {v: set() for v in schedule.compute_nodes}
         for send in step:
             fresh = tuple(b for b in send.blocks if b not in held[send.dst] | arriving[send.dst])
             arriving[send.dst].update(fresh)
@@ -271,10 +270,7 @@ def bine_scatter_allgather(nodes: Sequence[str], root: str) -> StepSchedule:
 
 def _torus_ports(nodes: Sequence[str], shape: Sequence[int]) -> list[tuple[int, int]]:
     """The ``2D`` (start dimension, sign) of multiport Swing on ``shape``, checked."""
-    p = 1
-    for d in shape:
-        p *= d
-    if p != len(nodes) or any(d < 2 or d & (d - 1) for d in shape):
+    if math.prod(shape) != len(nodes) or any(d < 2 or d & (d - 1) for d in shape):
         raise ScheduleError(
             f"a multiport Bine tree needs a torus of powers of two >= 2 holding the "
             f"{len(nodes)} nodes, not {'x'.join(map(str, shape))}"
@@ -306,11 +302,19 @@ def multiport_scatter_allgather(
     r = _rank(nodes, root)
     shares = []
     for start, sign in _torus_ports(nodes, shape):
-        pairings = torus_pairings(shape, start, sign)
-        allgather = butterfly_allgather(nodes, lambda p, pairings=pairings: pairings, "Swing")
+        allgather = butterfly_allgather(nodes, _port(shape, start, sign), "Swing")
         tree = torus_tree(shape, r, start, sign)
         shares.append(scatter_allgather(nodes, root, tree, allgather, "scatter + allgather"))
     return concurrent(shares, "multiport scatter + allgather")
+
+
+def _port(shape: Sequence[int], start: int, sign: int) -> Callable[[int], Sequence[Pairing]]:
+    """Multiport Swing's pairings of one port, as the butterfly builders take them."""
+
+    def pairings(p: int) -> Sequence[Pairing]:
+        return torus_pairings(shape, start, sign)
+
+    return pairings
 
 
 #: The broadcasts over any nodes from a root (the reduces are their transposes).

@@ -27,7 +27,8 @@ Trees:
   (our fold: the paper builds trees of any ``N`` directly);
 * **torus** (multiport, every side a power of two): the same doubling along multiport
   Swing's per-dimension pairings (:func:`optcoll.schedules.baselines.swing.torus_pairings`)
-  from the root's coordinates, farthest first; :func:`multiport_bine_broadcast` runs the
+  from the root's coordinates, dimensions in turn from a start dimension, each
+  dimension's steps farthest first; :func:`multiport_bine_broadcast` runs the
   ``2D`` trees (each start dimension, both directions) at once, each on ``1 / 2D`` of the
   vector, so the root sends on all ``2D`` ports from the first step.
 
@@ -121,10 +122,10 @@ def torus_tree(shape: Sequence[int], root: int, start: int, sign: int) -> Tree:
     every side a power of two) from ``root``, starting with dimension ``start``, distances
     times ``sign``, farthest first.
 
-    >>> torus_tree((2, 2), 0, 0, 1)
-    [[(0, 1)], [(0, 2), (1, 3)]]
+    >>> torus_tree((2, 2), 0, 0, 1)  # dimension 0 first: rank 0 to rank 2
+    [[(0, 2)], [(0, 1), (2, 3)]]
     """
-    return _doubling(math.prod(shape), root, torus_pairings(shape, start, sign)[::-1])
+    return _doubling(math.prod(shape), root, torus_pairings(shape, start, sign, True))
 
 
 def _doubling(p: int, root: int, pairings: Sequence[Pairing]) -> Tree:

@@ -30,7 +30,11 @@ Trees:
   from the root's coordinates, dimensions in turn from a start dimension, each
   dimension's steps farthest first; :func:`multiport_bine_broadcast` runs the
   ``2D`` trees (each start dimension, both directions) at once, each on ``1 / 2D`` of the
-  vector, so the root sends on all ``2D`` ports from the first step.
+  vector, so the root sends on all ``2D`` ports from the first step;
+* **hierarchical** (equal boxes, or *dimension-wise* the lines of a grid as boxes): the
+  direct or the binomial tree over the boxes, through the root's position in each, each
+  box's node there sending to the rest of its box in the step after it got the data
+  (:func:`hierarchical_broadcast`).
 
 Examples
 --------
@@ -72,6 +76,7 @@ __all__ = [
     "bine_scatter_allgather",
     "multiport_bine_broadcast",
     "multiport_scatter_allgather",
+    "hierarchical_broadcast",
     "ROOTED_BUILDERS",
     "ROOTED_TORUS_BUILDERS",
     "rooted_schedules",
@@ -318,6 +323,42 @@ def _port(shape: Sequence[int], start: int, sign: int) -> Callable[[int], Sequen
     return pairings
 
 
+def hierarchical_broadcast(
+    nodes: Sequence[str],
+    boxes: Sequence[Sequence[str]],
+    root: str,
+    across: str = "direct",
+    name: str = "hierarchical",
+) -> StepSchedule:
+    """The root's position in every box (``across``: the direct or the binomial tree over
+    the boxes from the root's), each of them sending to the rest of its box in the step
+    after it got the data (the root in the first step, alongside its sends across).
+
+    >>> s = hierarchical_broadcast("abcd", [["a", "b"], ["c", "d"]], "b", "binomial tree")
+    >>> s.method, [[(m.src, m.dst) for m in step] for step in s.steps]
+    ('hierarchical (binomial tree + direct)', [[('b', 'd'), ('b', 'a')], [('d', 'c')]])
+    """
+    trees = {"direct": direct_tree, "binomial tree": binomial_tree}
+    if across not in trees:
+        raise ScheduleError(f"across boxes a broadcast runs {' or '.join(trees)}, not {across!r}")
+    home = [c for c, box in enumerate(boxes) if root in box]
+    if not home or sorted(v for box in boxes for v in box) != sorted(nodes):
+        raise ScheduleError(f"the boxes do not hold the {len(nodes)} nodes and the root {root!r}")
+    rank = {v: i for i, v in enumerate(nodes)}
+    position = list(boxes[home[0]]).index(root)
+    leaders = [rank[box[position]] for box in boxes]
+    tree = [
+        [(leaders[u], leaders[v]) for u, v in step] for step in trees[across](len(boxes), home[0])
+    ]
+    tree.append([])
+    arrival = {rank[root]: 0} | {v: t + 1 for t, step in enumerate(tree) for _, v in step}
+    for box in boxes:
+        leader = rank[box[position]]
+        tree[arrival[leader]] += [(leader, rank[v]) for v in box if v != box[position]]
+    tree = [step for step in tree if step]  # one box: no step across
+    return tree_broadcast(nodes, root, tree, f"{name} ({across} + direct)")
+
+
 #: The broadcasts over any nodes from a root (the reduces are their transposes).
 ROOTED_BUILDERS = (
     direct_broadcast,
@@ -331,11 +372,18 @@ ROOTED_TORUS_BUILDERS = (multiport_bine_broadcast, multiport_scatter_allgather)
 
 
 def rooted_schedules(
-    nodes: Sequence[str], collective: str, root: str, shape: Sequence[int] | None = None
+    nodes: Sequence[str],
+    collective: str,
+    root: str,
+    shape: Sequence[int] | None = None,
+    boxes: Sequence[Sequence[str]] | None = None,
+    lines: Sequence[Sequence[str]] | None = None,
 ) -> list[StepSchedule]:
     """Every broadcast of :data:`ROOTED_BUILDERS` (with ``shape``, a torus whose sides are
-    all powers of two, also :data:`ROOTED_TORUS_BUILDERS`) from ``root``, or for
-    ``collective == "reduce"`` their transposes.
+    all powers of two, also :data:`ROOTED_TORUS_BUILDERS`; with ``boxes``, two or more
+    equal boxes, :func:`hierarchical_broadcast` across them by the direct and the binomial
+    tree; with ``lines``, the lines of a grid, the same named ``dimension-wise``) from
+    ``root``, or for ``collective == "reduce"`` their transposes.
 
     >>> [s.method for s in rooted_schedules("abcd", "reduce", "c", (2, 2))][-3:]
     ['scatter + allgather (Bine)', 'multiport Bine tree', 'multiport scatter + allgather']
@@ -343,4 +391,10 @@ def rooted_schedules(
     found = [build(nodes, root) for build in ROOTED_BUILDERS]
     if shape is not None and all(d >= 2 and d & (d - 1) == 0 for d in shape):
         found += [build(nodes, shape, root) for build in ROOTED_TORUS_BUILDERS]
+    for groups, name in ((boxes, "hierarchical"), (lines, "dimension-wise")):
+        if groups is not None and len(groups) > 1:
+            found += [
+                hierarchical_broadcast(nodes, groups, root, across, name)
+                for across in ("direct", "binomial tree")
+            ]
     return found if collective == "broadcast" else [transposed(s) for s in found]

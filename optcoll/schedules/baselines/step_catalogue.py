@@ -157,7 +157,8 @@ def step_schedules(
     if len(nodes) < 2:
         return []
     if collective in ROOTED:
-        return rooted_schedules(nodes, collective, nodes[0] if root is None else root, shape)
+        root = nodes[0] if root is None else root
+        return rooted_schedules(nodes, collective, root, shape, boxes, lines)
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
     if shape is not None and collective in TORUS_BUILDERS:
         powers = all(d >= 2 and d & (d - 1) == 0 for d in shape)

@@ -381,8 +381,8 @@ def rooted_schedules(
 ) -> list[StepSchedule]:
     """Every broadcast of :data:`ROOTED_BUILDERS` (with ``shape``, a torus whose sides are
     all powers of two, also :data:`ROOTED_TORUS_BUILDERS`; with ``boxes``, two or more
-    equal boxes, :func:`hierarchical_broadcast` across them by the direct and the binomial
-    tree; with ``lines``, the lines of a grid, the same named ``dimension-wise``) from
+    equal boxes, :func:`hierarchical_broadcast` across them by the direct and (on three or
+    more) the binomial tree; with ``lines``, the lines of a grid, the same named ``dimension-wise``) from
     ``root``, or for ``collective == "reduce"`` their transposes.
 
     >>> [s.method for s in rooted_schedules("abcd", "reduce", "c", (2, 2))][-3:]
@@ -395,6 +395,6 @@ def rooted_schedules(
         if groups is not None and len(groups) > 1:
             found += [
                 hierarchical_broadcast(nodes, groups, root, across, name)
-                for across in ("direct", "binomial tree")
-            ]
+                for across in ("direct", "binomial tree")[: 1 + (len(groups) > 2)]
+            ]  # on two boxes the two trees across are one
     return found if collective == "broadcast" else [transposed(s) for s in found]

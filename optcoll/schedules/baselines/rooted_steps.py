@@ -21,8 +21,8 @@ Trees:
 * **Bine** (De Sensi et al., SC 2025): the ranks that hold the data double each step along
   Swing's pairings (:func:`optcoll.schedules.baselines.swing.swing_pairings`: an even
   relative rank sends ``rho_s`` ahead, an odd one behind, ``rho_s`` = 1, -1, 3, -5, ...),
-  farthest first (distance halving), so the last and busiest steps cross the fewest
-  hops; ``N`` not a power of two runs the tree on the first ``2^floor(log2 N)`` relative
+  farthest first (distance halving; libbine's ``get_tree`` offers increasing and
+  decreasing distances), so the last and busiest steps cross the fewest hops; ``N`` not a power of two runs the tree on the first ``2^floor(log2 N)`` relative
   ranks and then one step where relative rank ``r`` sends to ``r + 2^floor(log2 N)``
   (our fold: the paper builds trees of any ``N`` directly);
 * **torus** (multiport, every side a power of two): the same doubling along multiport

@@ -198,6 +198,19 @@ def test_certificate_is_rechecked_exactly():
         check_timed_cost(costs, replace(found, generators=((1, 0, 2, 3),)))
 
 
+def test_finer_layers_where_the_combined_bound_holds():
+    """Ring of 6, allreduce of 64 KiB, o = 1, lat = 0.5: on layers of 0.75 µs (half the
+    least step) the bound is 3.0 µs; the depth bound's layers of 0.5 µs (a transfer
+    between neighbours spans 3 of them, exactly its 1.5 µs) then prove 3.5."""
+    bound = combined_bound(build("ring:6"), "allreduce", default_latency=HALF)
+    assert (bound.quantum, bound.finer.quantum) == (Fraction(3, 4), HALF)
+    assert replace(bound, finer=None).time_us(65536) == 3
+    assert bound.time_us(65536) == Fraction(7, 2)
+    assert bound.finer.at_layers(65536, 6) == Fraction(7, 2)  # 6 layers' ceiling holds
+    assert bound.finer.at_layers(65536, 7) < 4
+    assert bound.finer.finer is None and bound.finer.most_layers == 21
+
+
 def test_bad_arguments_and_no_bound():
     line = [[0, 1], [1, 0]]
     with pytest.raises(SolveError, match="not alltoall"):
@@ -245,12 +258,14 @@ def test_no_simulated_candidate_beats_the_combined_bound(
     runs = list(_runs(topo, collective, size, sim, store_and_forward))
     assume(runs)
     fastest = min(time for _, time in runs)
-    top = min(40, math.floor(Fraction(fastest) / bound.quantum) + 2)
-    for layers in range(1, top + 1):
-        lower = float(bound.at_layers(size, layers))
-        assert fastest >= lower * (1 - 1e-9), (layers, fastest, lower)
+    layered = [b for b in (bound, bound.finer) if b is not None]  # both layer lengths
+    for each in layered:
+        top = min(40, math.floor(Fraction(fastest) / each.quantum) + 2)
+        for layers in range(1, top + 1):
+            lower = float(each.at_layers(size, layers))
+            assert fastest >= lower * (1 - 1e-9), (each.quantum, layers, fastest, lower)
     assert fastest >= float(bound.time_us(size)) * (1 - 1e-9)
-    for family in bound.families:  # every certificate plan's bound used, re-checked
+    for family in (f for each in layered for f in each.families):  # every certificate used
         for found in family.values.values():
             assert check_timed_cost(family.depth.costs, found, family.depth.spans) == found.value
     lower = float(

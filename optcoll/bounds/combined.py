@@ -488,15 +488,16 @@ def combined_bound(
 ) -> CombinedBound | None:
     """The combined bound of ``collective`` on ``topology``: the depth bound's weightings
     (every link, the ``parts``' links, the links between boxes), with layers of a
-    :data:`STEPS`-th of the least step ``o + lam``; None where the depth bound does not
-    apply.
+    :data:`STEPS`-th of the least step ``o + lam``, and where the depth bound's layers are
+    finer the same bound on those (:attr:`CombinedBound.finer`, as many µs of layers);
+    None where the depth bound does not apply.
 
     Examples
     --------
     >>> from optcoll.topologies import build
     >>> bound = combined_bound(build("ring:4"), "allreduce", default_latency=Fraction(1, 2))
-    >>> bound.quantum, bound.spans[0]
-    (Fraction(3, 4), [0, 2, 2, 2])
+    >>> bound.quantum, bound.spans[0], bound.finer.quantum, bound.finer.spans[0]
+    (Fraction(3, 4), [0, 2, 2, 2], Fraction(1, 2), [0, 3, 4, 3])
     >>> round(float(bound.time_us(2**20)), 4)  # 100 GB/s links: 1 MiB
     8.2405
     """

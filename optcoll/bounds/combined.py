@@ -428,6 +428,11 @@ class CombinedBound:
     quantum: Fraction
     spans: list[list[int]]
     families: tuple[_Family, ...]
+    #: The most layers searched.
+    most_layers: int = MOST_LAYERS
+    #: The same bound on the depth bound's finer layers, searched from where this one
+    #: stops (None: no finer layers).
+    finer: CombinedBound | None = None
 
     def at_layers(self, size: int | Fraction, layers: int) -> Fraction:
         """``min(q (L + 1), max over families of window_w(share M V_L))`` (µs)."""
@@ -452,19 +457,20 @@ class CombinedBound:
         while its ceiling holds (some transfer arrives at ``q (L + 1)`` or later); the first
         ``L`` whose ceiling does not hold is the last that can give more (``V_L`` only
         falls with ``L``: a solution's arcs shifted one layer later keep the rows); none
-        beyond :data:`MOST_LAYERS`.
+        beyond :attr:`most_layers`. Where that exceeds ``other``, then the :attr:`finer`
+        bound, from the first of its ``L`` whose ceiling exceeds it.
         """
         if self.quantum <= 0 or not self.families or size <= 0:
             return Fraction(0)
         first = max(1, math.floor(Fraction(other) / self.quantum))
-        if first > MOST_LAYERS:
-            return Fraction(0)
         best = Fraction(0)
-        for layers in range(first, MOST_LAYERS + 1):
+        for layers in range(first, self.most_layers + 1):
             found = self.at_layers(size, layers)
             best = max(best, found)
             if found < self.quantum * (layers + 1):
                 break
+        if self.finer is not None and best > other:  # where this bound is the one that holds
+            best = max(best, self.finer.time_us(size, best))
         return best if best > other else Fraction(0)
 
     def describe(self) -> str:
@@ -482,15 +488,16 @@ def combined_bound(
 ) -> CombinedBound | None:
     """The combined bound of ``collective`` on ``topology``: the depth bound's weightings
     (every link, the ``parts``' links, the links between boxes), with layers of a
-    :data:`STEPS`-th of the least step ``o + lam``; None where the depth bound does not
-    apply.
+    :data:`STEPS`-th of the least step ``o + lam``, and where the depth bound's layers are
+    finer the same bound on those (:attr:`CombinedBound.finer`, as many µs of layers);
+    None where the depth bound does not apply.
 
     Examples
     --------
     >>> from optcoll.topologies import build
     >>> bound = combined_bound(build("ring:4"), "allreduce", default_latency=Fraction(1, 2))
-    >>> bound.quantum, bound.spans[0]
-    (Fraction(3, 4), [0, 2, 2, 2])
+    >>> bound.quantum, bound.spans[0], bound.finer.quantum, bound.finer.spans[0]
+    (Fraction(3, 4), [0, 2, 2, 2], Fraction(1, 2), [0, 3, 4, 3])
     >>> round(float(bound.time_us(2**20)), 4)  # 100 GB/s links: 1 MiB
     8.2405
     """
@@ -500,5 +507,13 @@ def combined_bound(
     )  # fmt: skip
     if depth is None:
         return None
+    finer = None
+    fine = depth_bound(
+        topology, collective, overhead=overhead, default_latency=default_latency, parts=parts
+    )
+    if fine is not None and fine.quantum < depth.quantum:
+        most = math.floor(MOST_LAYERS * depth.quantum / fine.quantum)
+        families = tuple(_Family(f) for f in fine.families)
+        finer = CombinedBound(fine.collective, fine.quantum, fine.spans, families, most)
     families = tuple(_Family(f) for f in depth.families)
-    return CombinedBound(depth.collective, depth.quantum, depth.spans, families)
+    return CombinedBound(depth.collective, depth.quantum, depth.spans, families, finer=finer)

@@ -1,6 +1,7 @@
 """The combined bound (optcoll.bounds.combined): hand-computed values, the LP against an
 independent flow formulation (scipy), exact certificates re-checked and tampered ones
-refused, and no plan candidate faster than it."""
+refused, and no plan candidate faster than it (random topologies; Trivance's step
+schedules on rings and tori)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from test_startup_bound import _runs, latency_topologies
 from optcoll.bounds.combined import check_timed_cost, combined_bound, timed_cost
 from optcoll.bounds.depth import cost_symmetry, depth_bound, hop_costs
 from optcoll.exceptions import SolveError
+from optcoll.schedules.baselines.routing import torus_shape
+from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.simulator import SimOptions
 from optcoll.sim.size_plan import size_bound
+from optcoll.sim.steps import route_steps, step_tasks
 from optcoll.topologies import build
 
 HALF = Fraction(1, 2)
@@ -194,6 +198,19 @@ def test_certificate_is_rechecked_exactly():
         check_timed_cost(costs, replace(found, generators=((1, 0, 2, 3),)))
 
 
+def test_finer_layers_where_the_combined_bound_holds():
+    """Ring of 6, allreduce of 64 KiB, o = 1, lat = 0.5: on layers of 0.75 µs (half the
+    least step) the bound is 3.0 µs; the depth bound's layers of 0.5 µs (a transfer
+    between neighbours spans 3 of them, exactly its 1.5 µs) then prove 3.5."""
+    bound = combined_bound(build("ring:6"), "allreduce", default_latency=HALF)
+    assert (bound.quantum, bound.finer.quantum) == (Fraction(3, 4), HALF)
+    assert replace(bound, finer=None).time_us(65536) == 3
+    assert bound.time_us(65536) == Fraction(7, 2)
+    assert bound.finer.at_layers(65536, 6) == Fraction(7, 2)  # 6 layers' ceiling holds
+    assert bound.finer.at_layers(65536, 7) < 4
+    assert bound.finer.finer is None and bound.finer.most_layers == 21
+
+
 def test_bad_arguments_and_no_bound():
     line = [[0, 1], [1, 0]]
     with pytest.raises(SolveError, match="not alltoall"):
@@ -241,15 +258,49 @@ def test_no_simulated_candidate_beats_the_combined_bound(
     runs = list(_runs(topo, collective, size, sim, store_and_forward))
     assume(runs)
     fastest = min(time for _, time in runs)
-    top = min(40, math.floor(Fraction(fastest) / bound.quantum) + 2)
-    for layers in range(1, top + 1):
-        lower = float(bound.at_layers(size, layers))
-        assert fastest >= lower * (1 - 1e-9), (layers, fastest, lower)
+    layered = [b for b in (bound, bound.finer) if b is not None]  # both layer lengths
+    for each in layered:
+        top = min(40, math.floor(Fraction(fastest) / each.quantum) + 2)
+        for layers in range(1, top + 1):
+            lower = float(each.at_layers(size, layers))
+            assert fastest >= lower * (1 - 1e-9), (each.quantum, layers, fastest, lower)
     assert fastest >= float(bound.time_us(size)) * (1 - 1e-9)
-    for family in bound.families:  # every certificate plan's bound used, re-checked
+    for family in (f for each in layered for f in each.families):  # every certificate used
         for found in family.values.values():
             assert check_timed_cost(family.depth.costs, found, family.depth.spans) == found.value
     lower = float(
         size_bound(topo, collective, overhead=overhead, default_latency=latency).lower_us(size)
     )
     assert fastest >= lower * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("spec", ["ring:8", "torus:3x3", "torus:2x4"])
+@pytest.mark.parametrize("collective", ["allgather", "reduce_scatter", "allreduce"])
+@pytest.mark.parametrize(
+    ("size", "overhead", "latency", "store_and_forward"),
+    [(1024, 1.0, HALF, False), (100_000, 0.5, Fraction(0), True), (2**20, 1.0, HALF, False),
+     (3 * 2**20, 2.0, Fraction(2), True)],
+)  # fmt: skip
+def test_trivance_runs_no_faster_than_the_bounds(
+    spec, collective, size, overhead, latency, store_and_forward
+):
+    """The Trivance step schedules of tori and rings (the bandwidth forms with their evened
+    overlaps, fused Trivance), which the random topologies above never are, run no faster
+    than the combined bound at any number of layers up to their time, nor than plan's."""
+    topo = build(spec)
+    sim = SimOptions(overhead, 64 * 1024, latency, store_and_forward)
+    network = sim.network(topo)
+    nodes, shape = topo.compute_nodes, torus_shape(topo)
+    runs = {
+        s.method: sim.run(step_tasks(route_steps(topo, s), network, size), network, size).time_us
+        for s in step_schedules(nodes, collective, shape=shape)
+        if "Trivance" in s.method
+    }
+    assert "Trivance" in runs and ("fused Trivance" in runs) == (collective == "allreduce")
+    bound = combined_bound(topo, collective, overhead=overhead, default_latency=latency)
+    lower = size_bound(topo, collective, overhead=overhead, default_latency=latency)
+    for method, time in runs.items():
+        top = min(40, math.floor(Fraction(time) / bound.quantum) + 2)
+        for layers in range(1, top + 1):
+            assert time >= float(bound.at_layers(size, layers)) * (1 - 1e-9), (method, layers)
+        assert time >= float(lower.lower_us(size)) * (1 - 1e-9), method

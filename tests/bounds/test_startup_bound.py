@@ -52,8 +52,9 @@ def test_torus_closed_forms():
     # 1 MiB allreduce: the antipode's data enters through links whose tails lie 7 hops away
     startup = o + 7 * lat + lat + Fraction(2**20, 400_000)
     assert bounds.startup.time_us(2**20) == startup
-    # the combined bound (links busy only as early as the data can reach them) is higher
-    assert bounds.lower_us(2**20) == bounds.combined.time_us(2**20) > startup
+    # the combined bound (links busy only as early as the data can reach them) is higher:
+    # on layers of 0.5 µs (its finer pass) the ceiling of 17 layers holds
+    assert bounds.lower_us(2**20) == bounds.combined.time_us(2**20) == 9 > startup
 
 
 def test_mesh_corner_is_the_allgather_bottleneck():

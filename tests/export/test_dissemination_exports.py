@@ -1,5 +1,5 @@
 """The dissemination step schedules (multiport Swing on sides not powers of two,
-bandwidth-optimal Trivance) written by the step exporters and executed by each format's
+bandwidth-optimal and fused Trivance) written by the step exporters and executed by each format's
 independent checker, and timed from the files."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from optcoll.schedules.baselines.swing import (
 from optcoll.schedules.baselines.trivance import (
     trivance_allgather,
     trivance_bandwidth_allreduce,
+    trivance_fused_allreduce,
     trivance_reduce_scatter,
 )
 from optcoll.sim.programs import mscclpp_tasks
@@ -39,6 +40,8 @@ CASES = [
     ("ring:6", multiport_swing_reduce_scatter),
     ("ring:9", multiport_swing_allreduce),
     ("torus:6x6", multiport_swing_allgather),
+    ("ring:8", trivance_fused_allreduce),
+    ("torus:4x4", trivance_fused_allreduce),
 ]
 
 

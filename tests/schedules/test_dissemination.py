@@ -11,6 +11,7 @@ from optcoll.schedules.baselines.dissemination import (
     torus_arcs,
     transpose_rounds,
 )
+from optcoll.schedules.baselines.trivance import trivance_rounds
 from optcoll.verify.steps import verify_steps
 
 
@@ -65,6 +66,21 @@ def test_two_senders_share_an_overlap_evenly():
     # ranks 0 and 2 both hold blocks 0 and 1, rank 1 needs them: one block from each
     gathered = gather_rounds([0b11, 0, 0b11], [[(0, 1), (2, 1)]])
     assert gathered == [[(0, 1, (0,)), (2, 1, (1,))]]
+
+
+def test_an_overlap_goes_after_each_senders_own_blocks():
+    # rank 0 offers blocks 0-3 alone, rank 2 blocks 6-9 alone, both offer 4 and 5: taken
+    # in block order the overlap would all go to rank 2 (fewer so far), 4 blocks and 6
+    rounds = [[(0, 1), (2, 1)], [(1, 0), (1, 2)]]
+    gathered = gather_rounds([0b111111, 0, 0b1111110000], rounds)
+    assert [len(blocks) for _, _, blocks in gathered[0]] == [5, 5]
+
+
+def test_trivance_on_torus_8x8_sends_equal_last_messages():
+    # sides of 8 reached by +-3 then +-1: the last step's senders share a row of 8 blocks
+    rounds = trivance_rounds((8, 8), 0)
+    last = gather_rounds([1 << x for x in range(64)], rounds)[-1]
+    assert {len(blocks) for _, _, blocks in last} == {20}
 
 
 def test_an_arc_listed_twice_is_one_message():

@@ -10,8 +10,8 @@ two or more equal boxes the hierarchical ones of
 collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.grid_lines`)
 the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), on a torus
 (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing (its
-latency form where every side is a power of two) and bandwidth-optimal Trivance, on a torus
-of two or more dimensions of any sides Trivance dimension by dimension, and on a grid of
+latency form where every side is a power of two) and bandwidth-optimal Trivance (an
+allreduce also fused Trivance), on a torus of two or more dimensions of any sides Trivance dimension by dimension, and on a grid of
 two or more dimensions (``axes``, :func:`optcoll.schedules.baselines.routing.grid_axes`)
 the same direct compositions on every dimension at once, one share of the data each
 (:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise (...)``);
@@ -29,8 +29,8 @@ Examples
 ['hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
 >>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-2:]
 ['multiport Swing', 'Trivance']
->>> [s.method for s in step_schedules("abcdef", "allreduce", shape=(6,))][6:9]
-['multiport Swing', 'Trivance', 'Trivance (latency)']
+>>> [s.method for s in step_schedules("abcdef", "allreduce", shape=(6,))][6:10]
+['multiport Swing', 'Trivance', 'fused Trivance', 'Trivance (latency)']
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ from optcoll.schedules.baselines.trivance import (
     trivance_allgather,
     trivance_allreduce,
     trivance_bandwidth_allreduce,
+    trivance_fused_allreduce,
     trivance_reduce_scatter,
     trivance_torus_allreduce,
 )
@@ -118,6 +119,7 @@ TORUS_BUILDERS: dict[str, tuple[Callable[[Sequence[str], Sequence[int]], StepSch
         multiport_swing_allreduce,
         multiport_swing_latency_allreduce,
         trivance_bandwidth_allreduce,
+        trivance_fused_allreduce,
     ),
 }
 

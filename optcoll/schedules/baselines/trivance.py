@@ -26,10 +26,24 @@ each rank sending both neighbours everything it holds that they lack
 (:mod:`optcoll.schedules.baselines.dissemination`, the reduce-scatter its transpose), the
 allreduce the two in turn. Every rank sends ``(N - 1) / N`` of the data in each half, in
 ``ceil(log3 d)`` steps per side ``d`` (on a side that is not a power of three the last
-windows overlap and a block reaches a rank once, from the first of its two senders). On a
+windows overlap and a block reaches a rank once, from one of its two senders). On a
 torus of ``D`` dimensions ``D`` such collectives run at once on ``1 / D`` of the data each,
 collective ``j`` starting at dimension ``j`` (dimensions in turn), so every step uses all
 ``2D`` ports; a ring (``D = 1``) is one collective on both directions.
+
+**Fused Trivance allreduce** (:func:`trivance_fused_allreduce`, ours): the middle of the
+bandwidth-optimal allreduce, the reduce-scatter's last (farthest, smallest) steps and the
+allgather's first, is an allreduce among the ranks that hold a block after the
+allgather's first steps; it runs as one exchange per dimension instead. With ``k`` the
+allgather's leading steps on distinct dimensions (one per dimension, the farthest), a
+block's holders after them are its owner plus a product of one offset set per dimension
+(``{0, 3, 5}`` on a side of 8: ``+-3`` mod 8), and after the reduce-scatter's other steps
+each holds the sum over its own subtree of the block's allgather tree (the subtrees
+partition the ranks). In the exchange along dimension ``j`` every holder sends its
+partial to the other holders on its line along ``j``, which add it; after the ``k``
+exchanges every holder has the whole sum, and the allgather's other steps spread it.
+``2 m - k`` steps for the bandwidth form's ``2 m``: on torus 8x8 6 instead of 8, an
+exchange sending a rank's partials to ``+-3`` (6 blocks) and ``+-2`` (3 blocks).
 
 :func:`optcoll.verify.steps.verify_steps` checks each schedule by executing it
 (``tests/schedules/test_trivance.py``: ``N = 2 .. 30`` and torus shapes;
@@ -53,10 +67,14 @@ from optcoll.core.step_schedule import Send, StepSchedule
 from optcoll.exceptions import ScheduleError
 from optcoll.schedules.baselines.dissemination import (
     Arc,
+    Message,
     SideStep,
+    gather_rounds,
     shared_schedule,
     torus_arcs,
+    transpose_rounds,
 )
+from optcoll.schedules.baselines.logstep import concurrent
 
 __all__ = [
     "trivance_allreduce",
@@ -66,6 +84,7 @@ __all__ = [
     "trivance_allgather",
     "trivance_reduce_scatter",
     "trivance_bandwidth_allreduce",
+    "trivance_fused_allreduce",
 ]
 
 Steps = list[tuple[Send, ...]]
@@ -219,3 +238,82 @@ def trivance_bandwidth_allreduce(
     (8, 162, 4)
     """
     return _shared(nodes, shape, "allreduce")
+
+
+def trivance_fused_allreduce(
+    nodes: Sequence[str], shape: Sequence[int] | None = None
+) -> StepSchedule:
+    """Fused Trivance allreduce over ``nodes`` (a ring in their order, or the torus of
+    ``shape``, row-major; module docstring): the bandwidth-optimal allreduce whose middle
+    steps are one exchange per dimension among each block's holders.
+
+    >>> s = trivance_fused_allreduce([f"n{i}" for i in range(64)], (8, 8))
+    >>> s.num_steps, [max(len(m.blocks) for m in step) for step in s.steps]
+    (6, [20, 8, 6, 6, 8, 20])
+    >>> [len(step) for step in trivance_fused_allreduce([f"g{i}" for i in range(9)]).steps]
+    [18, 18, 18]
+    """
+    dims = (len(nodes),) if shape is None else tuple(shape)
+    if math.prod(dims) != len(nodes) or any(d < 1 for d in dims):
+        raise ScheduleError(f"a torus of shape {dims} does not have {len(nodes)} nodes")
+    nodes = _checked(nodes)
+    rounds = [trivance_rounds(dims, j) for j in range(len(dims))]
+    axes = [[_axis(arcs[0], dims) for arcs in share] for share in rounds]
+    k = min(_distinct_prefix(a) for a in axes)  # as many steps in every share
+    shares = [_fused_share(nodes, dims, r, a[:k]) for r, a in zip(rounds, axes, strict=True)]
+    return concurrent(shares, "fused Trivance")
+
+
+def _axis(arc: Arc, shape: Sequence[int]) -> int:
+    """The side along which ``arc`` moves (its ranks differ in that coordinate only)."""
+    apart = zip(_coordinates(arc[0], shape), _coordinates(arc[1], shape), strict=True)
+    return next(i for i, (a, b) in enumerate(apart) if a != b)
+
+
+def _distinct_prefix(axes: Sequence[int]) -> int:
+    """How many of the first ``axes`` are distinct.
+
+    >>> _distinct_prefix([1, 0, 1, 0]), _distinct_prefix([0, 0, 1])
+    (2, 1)
+    """
+    k = 0
+    while k < len(axes) and axes[k] not in axes[:k]:
+        k += 1
+    return k
+
+
+def _coordinates(x: int, shape: Sequence[int]) -> tuple[int, ...]:
+    """Rank ``x``'s coordinates on a torus of ``shape`` (row-major)."""
+    return tuple(x // math.prod(shape[i + 1 :]) % d for i, d in enumerate(shape))
+
+
+def _fused_share(
+    nodes: tuple[str, ...], shape: tuple[int, ...], rounds: list[list[Arc]], fused: list[int]
+) -> StepSchedule:
+    """One share's fused allreduce over the allgather ``rounds``, the first of them fused
+    (``fused``: the distinct sides they move along)."""
+    n = len(nodes)
+    k = len(fused)
+    gathered = gather_rounds([1 << x for x in range(n)], rounds)
+    holders = [{x} for x in range(n)]  # per block: its holders after the first k rounds
+    for messages in gathered[:k]:
+        for _, y, blocks in messages:
+            for b in blocks:
+                holders[b].add(y)
+
+    def sends(rounds: list[list[Message]], reduce: bool) -> list[tuple[Send, ...]]:
+        return [tuple(Send(nodes[x], nodes[y], b, reduce) for x, y, b in arcs) for arcs in rounds]
+
+    steps = sends(transpose_rounds(gathered[k:]), True)
+    for axis in fused:  # every holder to the others on its line along the axis
+        lines: dict[tuple[int, int], list[int]] = {}
+        for block, members in enumerate(holders):
+            for x in members:
+                for y in members:
+                    cx, cy = _coordinates(x, shape), _coordinates(y, shape)
+                    if x != y and cx[:axis] + cx[axis + 1 :] == cy[:axis] + cy[axis + 1 :]:
+                        lines.setdefault((x, y), []).append(block)
+        exchange = [(x, y, tuple(b)) for (x, y), b in sorted(lines.items())]
+        steps += sends([exchange], True)
+    steps += sends(gathered[k:], False)
+    return StepSchedule("allreduce", "fused Trivance", nodes, n, tuple(steps))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optcoll.core.aggregation import AggregationSchedule
@@ -249,12 +249,15 @@ def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> li
         No candidate at some size is a tree or step schedule.
     """
     found = []
+    copies: dict[tuple[int, str], Schedule] = {}  # one ordered copy per schedule and order
     for row in rows:
         ran = {m: (p, s) for m, p, s in row.orders}
         ranked = []
         for t, m in sorted((t, m) for m, t in row.candidates if t is not None and m in ran):
             # the winner runs its own schedule (a timetable's, a ring's), the others theirs
             schedule = row.schedule if m == row.method else _schedule_of(options, m)
+            if schedule is not None:
+                schedule = _in_order(schedule, ran[m][0], copies)
             form = _steps_of(options, m) or schedule
             if form is not None:
                 ranked.append(Ranked(t, m, *ran[m], form))
@@ -459,6 +462,31 @@ def _by_task(numbers: Sequence[int], begins: Sequence[float]) -> list[float]:
     for number, begin in zip(numbers, begins, strict=True):
         served[number] = begin
     return served
+
+
+def _in_order(
+    schedule: Schedule, priority: str, copies: dict[tuple[int, str], Schedule]
+) -> Schedule:
+    """``schedule`` with the link order plan ran it in (``priority``) in its stats, where
+    every writer reads it (:func:`optcoll.export.chakra.chakra_traces`,
+    :func:`optcoll.export.msccl.msccl_program`, :func:`optcoll.export.mscclpp.mscclpp_plan`);
+    a timetable keeps its start times. ``copies``: the copies made so far, by schedule
+    and order, so every size that ran a schedule in one order shares one copy.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> one = pack_arborescences(build("ring:4"))
+    >>> _in_order(one, "depth", {}).stats["priority"], _in_order(one, "progress", {}) is one
+    ('depth', True)
+    """
+    if schedule.stats.get("priority", "progress") in (priority, "timetable"):
+        return schedule
+    key = (id(schedule), priority)
+    if key not in copies:
+        copies[key] = replace(schedule, stats={**schedule.stats, "priority": priority})
+    return copies[key]
 
 
 def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:

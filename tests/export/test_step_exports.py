@@ -235,6 +235,28 @@ def test_msccl_step_programs_reproduce_plan_without_overhead():
     assert extra - _plan_time(topology, schedule, 2**16, paid) == pytest.approx(3.0)
 
 
+def test_msccl_multiport_receives_run_side_by_side(tmp_path):
+    """torus 4x4 allreduce at 1 MiB: plan's fastest candidate whose MSCCL XML the checker
+    accepts with the topology is multiport Swing (latency), 4 steps of 4 messages a rank.
+    Its receives wait for their data, not for each other, so the file pays one overhead a
+    step more than plan (each receive is a step): 22.4858 µs against plan's 18.4858
+    (34.4858 while a rank's four receives of a step ran one after another)."""
+    path = tmp_path / "ar.xml"
+    report = export_files(ExportRequest("torus:4x4", str(path), collective="allreduce",
+                                        format="msccl", size=2**20))  # fmt: skip
+    [entry] = report.data["files"]
+    assert entry["method"] == "multiport Swing (latency)" and entry["steps"] == 4
+    assert (entry["plan_time_us"], entry["file_time_us"]) == (18.4858, 22.4858)
+    topology = build("torus:4x4")
+    text = path.read_text()
+    assert verify_text(text, topology=topology).ok
+    for overhead, extra in ((1.0, 4.0), (0.0, 0.0)):
+        sim = SimOptions(overhead, 2**19)
+        schedule = _schedules(topology, "allreduce")["multiport Swing (latency)"]
+        plan_us = _plan_time(topology, schedule, 2**20, sim)
+        assert _xml_time(topology, text, 2**20, sim) == pytest.approx(plan_us + extra, rel=1e-9)
+
+
 def test_plan_export_writes_the_log_step_band(tmp_path):
     out = tmp_path / "bands"
     out.mkdir()

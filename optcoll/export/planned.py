@@ -142,7 +142,8 @@ def smallest_message(traces: Sequence[bytes]) -> int:
 @dataclass(frozen=True)
 class PlannedTraces:
     """The traces of one size: what plan chose (``chosen``), what is written
-    (``method``, ``schedule``, with ``slice_bytes`` and ``priority``), plan's simulated
+    (``method``, ``schedule``, with ``slice_bytes`` and ``priority``, the order also in a
+    tree schedule's stats), plan's simulated
     time of it (``time_us``) and its lower bound, each rank's file (``traces``), and why
     the written candidate is not plan's choice (``passed_over``: one line per faster
     candidate left out; empty when it is)."""
@@ -249,15 +250,12 @@ def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> li
         No candidate at some size is a tree or step schedule.
     """
     found = []
-    copies: dict[tuple[int, str], Schedule] = {}  # one ordered copy per schedule and order
     for row in rows:
         ran = {m: (p, s) for m, p, s in row.orders}
         ranked = []
         for t, m in sorted((t, m) for m, t in row.candidates if t is not None and m in ran):
             # the winner runs its own schedule (a timetable's, a ring's), the others theirs
             schedule = row.schedule if m == row.method else _schedule_of(options, m)
-            if schedule is not None:
-                schedule = _in_order(schedule, ran[m][0], copies)
             form = _steps_of(options, m) or schedule
             if form is not None:
                 ranked.append(Ranked(t, m, *ran[m], form))
@@ -356,7 +354,9 @@ def planned_traces(
                 best.slice_bytes,
                 best.time_us,
                 choice.lower_bound_us,
-                best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
+                _in_order(best.schedule, best.priority)
+                if isinstance(best.schedule, Schedule)
+                else best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
                 tuple(traces),
                 tuple(passed_over),
             )  # fmt: skip
@@ -378,6 +378,7 @@ def _written(
     if isinstance(schedule, StepSchedule):
         return step_traces(schedule, size, slice_bytes=piece)
     assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
+    schedule = _in_order(schedule, best.priority)
     # plan simulates a schedule with a quotient from it, its ties alike on every translate
     equivariant = schedule_quotient(schedule, topology, network) is not None
     traces = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant)
@@ -464,29 +465,22 @@ def _by_task(numbers: Sequence[int], begins: Sequence[float]) -> list[float]:
     return served
 
 
-def _in_order(
-    schedule: Schedule, priority: str, copies: dict[tuple[int, str], Schedule]
-) -> Schedule:
-    """``schedule`` with the link order plan ran it in (``priority``) in its stats, where
-    every writer reads it (:func:`optcoll.export.chakra.chakra_traces`,
-    :func:`optcoll.export.msccl.msccl_program`, :func:`optcoll.export.mscclpp.mscclpp_plan`);
-    a timetable keeps its start times. ``copies``: the copies made so far, by schedule
-    and order, so every size that ran a schedule in one order shares one copy.
+def _in_order(schedule: Schedule, priority: str) -> Schedule:
+    """``schedule`` with the link order plan ran it in (``priority``) in its stats, which
+    :func:`optcoll.export.chakra.chakra_traces` writes into every transfer; a timetable
+    keeps its start times.
 
     Examples
     --------
     >>> from optcoll.topologies import build
     >>> from optcoll.schedules.packing import pack_arborescences
     >>> one = pack_arborescences(build("ring:4"))
-    >>> _in_order(one, "depth", {}).stats["priority"], _in_order(one, "progress", {}) is one
+    >>> _in_order(one, "depth").stats["priority"], _in_order(one, "progress") is one
     ('depth', True)
     """
     if schedule.stats.get("priority", "progress") in (priority, "timetable"):
         return schedule
-    key = (id(schedule), priority)
-    if key not in copies:
-        copies[key] = replace(schedule, stats={**schedule.stats, "priority": priority})
-    return copies[key]
+    return replace(schedule, stats={**schedule.stats, "priority": priority})
 
 
 def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:

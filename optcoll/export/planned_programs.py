@@ -283,6 +283,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "placement": placement,
                 "bytes": size,
                 "planned": choice.chosen,
+                "planned_time_us": round(choice.time_us, 4),
                 "method": ranked.method,
                 "k": getattr(ranked.schedule, "k", None),
                 "steps": getattr(ranked.schedule, "num_steps", None),
@@ -300,7 +301,9 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     ]
     lines = []
     piece = "whole chunks" if ranked.slice_bytes is None else size_text(ranked.slice_bytes)
-    chose = "" if choice.chosen == ranked.method else f" (plan chose {choice.chosen})"
+    chose = ""
+    if choice.chosen != ranked.method:
+        chose = f" (plan chose {choice.chosen}: {choice.time_us:.4f} µs)"
     for (path, _, placement), file_us in zip(files, times, strict=True):
         lines.append(f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}; checked")
         lines.append(

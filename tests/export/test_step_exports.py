@@ -247,6 +247,20 @@ def test_msccl_multiport_receives_run_side_by_side(tmp_path):
     [entry] = report.data["files"]
     assert entry["method"] == "multiport Swing (latency)" and entry["steps"] == 4
     assert (entry["plan_time_us"], entry["file_time_us"]) == (18.4858, 22.4858)
+    # plan's choice, as a file 22.7965 µs (its one-shot sends to GPUs two hops away, which
+    # an MSCCL program cannot name on a torus: the checker with the topology refuses it)
+    assert (entry["planned"], entry["planned_time_us"]) == (
+        "multiport dimension-wise (direct + one-shot)",
+        17.7965,
+    )
+    assert (
+        "(plan chose multiport dimension-wise (direct + one-shot): 17.7965 µs)" in (report.lines[0])
+    )
+    assert report.data["compared"][0] == {
+        "method": "multiport dimension-wise (direct + one-shot)",
+        "plan_time_us": 17.7965,
+        "file_time_us": 22.7965,
+    }
     topology = build("torus:4x4")
     text = path.read_text()
     assert verify_text(text, topology=topology).ok

@@ -25,7 +25,8 @@ By data: a send waits for the receive that wrote what it carries (a message carr
 its sender held at the start of its step), a reduction for the receive that wrote the
 value it adds to, a store for nothing; the receives of one step from several peers then
 run side by side (a multiport schedule's), but a message whose blocks two receives wrote
-is one step per receive. In order: a rank's receives run one after another (each waits
+is one step per receive. In order (tried only where that cut a message: uncut, the
+same steps wait for less by data): a rank's receives run one after another (each waits
 for the rank's receive before it), and each send waits for the rank's last receive of an
 earlier step. Either way every wait points to an earlier receive, and a receive waits
 only for earlier receives and for its message: the program cannot deadlock, whatever a
@@ -139,10 +140,14 @@ def msccl_step_program(
     k = schedule.blocks // len(nodes)
     shape = _Shape(nodes, k, schedule.method)
     # waiting for the data's receives runs a rank's receives side by side, but cuts a
-    # message whose blocks two receives wrote into one step each: keep the form whose
-    # longest run of steps, one after another, is shorter (each step costs an overhead)
-    made = [_steps(schedule, shape, profile, placement, data) for data in (True, False)]
-    builder, tbs, _ = min(made, key=lambda one: one[2])
+    # message whose blocks two receives wrote into one step each: then keep the form whose
+    # longest run of steps, one after another, is shorter (each step costs an overhead;
+    # uncut, the same steps wait for less than in order, so never longer)
+    builder, tbs, cut = _steps(schedule, shape, profile, placement, True)
+    if cut:
+        chained = _steps(schedule, shape, profile, placement, False)
+        if _longest(chained[1]) < _longest(tbs):
+            builder, tbs = chained[0], chained[1]
     text = _render(
         shape,
         builder,
@@ -168,12 +173,12 @@ def msccl_step_program(
 
 def _steps(
     schedule: StepSchedule, shape: _Shape, profile: RuntimeProfile, placement: str, data: bool
-) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], tuple[int, int]]:
+) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
     """The numbered steps of every GPU (:func:`_build` with ``data``), their thread
-    blocks, and (steps in the longest chain of steps that wait for one another, steps)."""
+    blocks, and whether waiting for the data cut a message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
     builder = _StepBuilder(coll, (0, 0, 0))
-    scratch = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
+    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
     builder.chunks = {
         "allgather": (k, n * k, 0),
         "reduce_scatter": (n * k, k, scratch),
@@ -191,7 +196,12 @@ def _steps(
             if step.dep is not None and step.dep.tb == step.tb:
                 step.dep = None
     tbs = _number(builder.steps, shape, profile, False)
-    return builder, tbs, (_longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs))
+    return builder, tbs, cut
+
+
+def _longest(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
+    """(steps in the longest chain of steps that wait for one another, steps)."""
+    return _longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
 
 
 def _longest_chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
@@ -218,10 +228,11 @@ Target = tuple[int, Location, Location | None, Location, _Step | None, _Step | N
 
 def _build(
     schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int, data: bool
-) -> int:
+) -> tuple[int, bool]:
     """The steps of every message (see the module docstring), each waiting for the
     receives that wrote what it reads (``data``) or for the rank's receives in order;
-    returns the scratch chunks the busiest rank uses."""
+    returns the scratch chunks the busiest rank uses and whether a message is more steps
+    than its runs of consecutive chunks (their blocks written by several receives)."""
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
@@ -253,6 +264,7 @@ def _build(
             for b in send.blocks:
                 writes[(rank[send.dst], b)] += 1
     used = [0] * n  # scratch chunks written on each rank
+    cut = False  # a message cut where two receives wrote its blocks
     wrote: dict[tuple[int, int], _Step] = {}  # (rank, block) -> the receive of its value
     last_receive: dict[int, _Step] = {}  # each rank's latest receive so far
     for s, messages in enumerate(schedule.steps):
@@ -281,7 +293,9 @@ def _build(
                 writers = (start_wrote.get((src, b)), wrote.get((dst, b))) if data else (None, None)
                 targets.append((b, start[(src, b)], where.get((dst, b)), target, *writers))
                 where[(dst, b)] = target
-            for j, run in enumerate(_runs(targets, most)):
+            runs = _runs(targets, most)
+            cut = cut or len(runs) > len(_runs([(*t[:4], None, None) for t in targets], most))
+            for j, run in enumerate(runs):
                 (_, source, operand, target, carried, added), cnt = run[0], len(run)
                 if not data:  # the rank's receives run one after another
                     carried, added = before.get(src), last_receive.get(dst)
@@ -298,7 +312,7 @@ def _build(
                     wrote[(dst, item[0])] = into
                 last_receive[dst] = into
                 builder.steps[dst].append(into)
-    return max(used)
+    return max(used), cut
 
 
 def _layout(schedule: StepSchedule, k: int) -> dict[int, int]:

@@ -22,8 +22,9 @@ from optcoll.core.topology import Link, Node, Topology, TopologyBuilder
 from optcoll.exceptions import GroupError
 
 # Hypothesis keeps no example database and caches nothing in the work tree: test state
-# stays out of the repository.
-set_hypothesis_home_dir(tempfile.mkdtemp(prefix="optcoll-hypothesis-"))
+# stays out of the repository (in a temporary folder removed when the run ends).
+_HYPOTHESIS_HOME = tempfile.TemporaryDirectory(prefix="optcoll-hypothesis-")
+set_hypothesis_home_dir(_HYPOTHESIS_HOME.name)
 # Every property test draws the same examples on every run (derandomize): CI cannot fail on
 # a draw that the last run did not make.
 settings.register_profile("optcoll", database=None, derandomize=True)

@@ -36,7 +36,10 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topo", metavar="TOPO", help="topology file or built-in spec")
     add_reader_options(parser)
-    add_collective_option(parser, "allgather (default), allreduce or alltoall")
+    add_collective_option(
+        parser, "allgather (default), allreduce, broadcast, reduce (from --root) or alltoall"
+    )
+    parser.add_argument("--root", metavar="NODE", help="root of a broadcast or reduce")
     add_sizes_option(parser, "message sizes for the algbw curve (default 1K 4K ... 4G)")
     add_latency_option(parser)
     add_group_options(parser)
@@ -63,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
     topology = load_topology(args.topo, **reader_options(args))
+    if args.root is not None and args.root not in topology.compute_nodes:
+        from optcoll.exceptions import ScheduleError
+
+        raise ScheduleError(f"--root {args.root!r} is not a compute node of {topology.name}")
+    root = topology.compute_nodes[0] if args.root is None else args.root
     if has_demand(args):
         return demand_compare(topology, args)
     latency = sim_options(args).default_latency
@@ -70,15 +78,16 @@ def run(args: argparse.Namespace) -> int:
     groups = process_groups(topology, args)
     if groups is None:
         costs = compare_methods(
-            topology, args.collective, default_latency=latency, progress=sys.stderr.isatty()
-        )
+            topology, args.collective, root=root, default_latency=latency,
+            progress=sys.stderr.isatty(),
+        )  # fmt: skip
     else:
         costs = compare_group_methods(
             groups, args.collective, default_latency=latency, form=args.group_form
         )
     if groups is None:
         costs = _with_spanning_trees(topology, args.collective, costs, latency)
-    certified = collective_bound(topology, args.collective, topology.compute_nodes[0])
+    certified = collective_bound(topology, args.collective, root)
     bus = float(bus_factor(args.collective, topology.num_compute))
     best = costs[0]
     mid = sizes[len(sizes) // 2]
@@ -129,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     scope = {} if groups is None else {"relay": groups.relay, "num_groups": len(groups.groups)}
     floors: dict[int, float] = {}
     if groups is None:  # the bound plan and simulate divide by, at the simulated sizes
-        bounds = size_bound(topology, args.collective, default_latency=latency)
+        bounds = size_bound(topology, args.collective, root=root, default_latency=latency)
         floors = {m: float(bounds.lower_us(m)) for m in [*sizes, mid]}
     if args.json:
         print_json(

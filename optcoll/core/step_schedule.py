@@ -1,7 +1,7 @@
 """Step schedules: a collective as rounds of messages between compute nodes.
 
-The log-step algorithms (recursive doubling and halving, Rabenseifner, Bruck, Swing) are
-not trees of chunks but *rounds*: in each step every node sends at most a few messages,
+The log-step algorithms (recursive doubling and halving, Rabenseifner, Bruck, Swing, the
+binomial and Bine broadcast trees) are not trees of chunks but *rounds*: in each step every node sends at most a few messages,
 each carrying some *blocks* of the data, to other compute nodes, and waits for what it
 receives before its next step. A :class:`StepSchedule` holds exactly that, independent
 of the network: which blocks go from which node to which, step by step. How a message
@@ -11,18 +11,22 @@ MSCCL program: every message takes the widest path between its two nodes.
 Semantics (checked by executing them, :mod:`optcoll.verify.steps`):
 
 * the data is cut into ``blocks`` equal blocks of ``M / blocks`` bytes each (``M`` the
-  allreduce's vector, the allgather's output, the reduce-scatter's input); for an
+  allreduce's vector, the allgather's output, the reduce-scatter's input, the broadcast's
+  or the reduce's vector); for an
   allgather or a reduce-scatter ``blocks`` is a multiple of ``N`` and block ``b`` is part
   of node ``b mod N``'s shard (one block per node, ``blocks == N``, unless the shards
   are cut into shares, as the multiport algorithms do);
 * at the start, for an allgather node ``i`` holds the blocks of its own shard; for a
-  reduce-scatter or an allreduce every node holds its own input of every block;
+  reduce-scatter, an allreduce or a reduce every node holds its own input of every
+  block; for a broadcast the ``root`` holds every block (its input) and the others none;
 * in step ``s`` every :class:`Send` carries the sender's value of each of its blocks as
   the sender held it at the *start* of step ``s`` (so two nodes may exchange in one
   step); with ``reduce`` the receiver adds it to its own value, else it stores it;
 * at the end, allgather: every node holds every block; reduce-scatter: node ``i`` holds
   the blocks of its shard summed over all inputs; allreduce: every node holds every block
-  summed over all inputs.
+  summed over all inputs; broadcast: every node holds every block (the root's input);
+  reduce: the root holds every block summed over all inputs (a reduce is the transpose of
+  a broadcast: every message reversed, in reverse order, adding).
 
 A message of ``b`` blocks is one step of its connection (one overhead in the simulator)
 and ``b * M / blocks`` bytes.
@@ -41,10 +45,12 @@ from dataclasses import dataclass
 
 from optcoll.exceptions import ScheduleError
 
-__all__ = ["Send", "StepSchedule", "STEP_COLLECTIVES"]
+__all__ = ["Send", "StepSchedule", "STEP_COLLECTIVES", "ROOTED"]
 
 #: The collectives a step schedule can hold.
-STEP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce")
+STEP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
+#: Those of them with a root (:attr:`StepSchedule.root`).
+ROOTED = ("broadcast", "reduce")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ class StepSchedule:
         How many equal blocks the data is cut into.
     steps : tuple of tuple of Send
         The messages of each step.
+    root : str or None
+        The root of a broadcast or a reduce (one of ``compute_nodes``); None otherwise.
     """
 
     collective: str
@@ -81,12 +89,19 @@ class StepSchedule:
     compute_nodes: tuple[str, ...]
     blocks: int
     steps: tuple[tuple[Send, ...], ...]
+    root: str | None = None
 
     def __post_init__(self) -> None:
         if self.collective not in STEP_COLLECTIVES:
             raise ScheduleError(
                 f"a step schedule holds {', '.join(STEP_COLLECTIVES)}, not {self.collective!r}"
             )
+        if (self.collective in ROOTED) != (self.root is not None):
+            raise ScheduleError(
+                f"a step schedule has a root exactly when it is a {' or a '.join(ROOTED)}"
+            )
+        if self.root is not None and self.root not in self.compute_nodes:
+            raise ScheduleError(f"the root {self.root!r} is not a compute node of the schedule")
 
     @property
     def num_steps(self) -> int:

@@ -13,12 +13,14 @@ step; a receive (or its reduction) of step ``s`` also waits for the rank's own s
 step ``s`` that carry the same data, so that it never changes data still to be sent.
 
 Data. The ``M``-byte message is the schedule's ``blocks`` blocks (block ``b`` is part of
-rank ``b mod N``'s shard), each cut into ``q`` chunks, ``q`` the least number that puts
+rank ``b mod N``'s shard; a broadcast's or reduce's blocks are the root's vector), each
+cut into ``q`` chunks, ``q`` the least number that puts
 every slice boundary on a chunk boundary (1 unless a message's slices cut its blocks; if
 that is above :data:`MAX_CHUNKS_PER_BLOCK`, that many, and a message's slices are whole
 chunks that differ by at most one chunk from the simulator's equal slices); in
 the checker's numbering (:mod:`optcoll.verify.chakra`: ``optcoll_chunks = k`` chunks per
-rank) chunk ``t`` of block ``b`` is ``(b mod N) k + (b div N) q + t``, ``k = q blocks / N``.
+rank) chunk ``t`` of block ``b`` is ``(b mod N) k + (b div N) q + t``, ``k = q blocks / N``
+(a broadcast or reduce: chunk ``b q + t`` of ``k = q blocks``, the root in ``optcoll_root``).
 A slice that carries several chunks lists them (``optcoll_chunk_list``, JSON), so
 ``optcoll check-et`` executes the traces and judges what every rank ends with.
 
@@ -87,11 +89,13 @@ def step_traces(
             f"--size {size} bytes is too small: the {schedule.method} {schedule.collective} "
             f"cuts it into {blocks * q} chunks, each needs at least one byte"
         )
-    k = blocks // n * q  # chunks per rank in the checker's numbering
     coll = schedule.collective
+    rooted = schedule.root is not None
+    # chunks per rank in the checker's numbering (a broadcast's or reduce's: in all)
+    k = blocks * q if rooted else blocks // n * q
 
     def chunk(b: int, t: int) -> int:
-        return (b % n) * k + (b // n) * q + t
+        return b * q + t if rooted else (b % n) * k + (b // n) * q + t
 
     rank = {v: i for i, v in enumerate(nodes)}
     ranks = _Ranks(n)
@@ -147,6 +151,8 @@ def step_traces(
         "optcoll_members": json.dumps(list(nodes)),
         "optcoll_method": schedule.method,
     }
+    if schedule.root is not None:
+        meta["optcoll_root"] = rank[schedule.root]
     return _encode(ranks, coll, meta)
 
 

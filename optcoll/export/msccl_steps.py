@@ -9,11 +9,13 @@ it is stored; one pair per run of the message's blocks that are consecutive chun
 sides (at most the runtime's ``cnt``).
 
 Buffers. Block ``b`` is chunk ``(b mod N) k + b div N`` of a buffer of ``N k`` chunks
-(``k = blocks / N``; an allreduce's blocks in the order of the messages that carry them,
-:func:`_layout`). A rank's own data is where the collective gives it (allgather: its
+(``k = blocks / N``; an allreduce's, a broadcast's and a reduce's blocks, a buffer of
+``blocks`` chunks, in the order of the messages that carry them, :func:`_layout`). A
+rank's own data is where the collective gives it (allgather, and a broadcast's root: its
 input, or its output in place; the others: the input). Every receive writes a chunk
 nothing has written before: the block's place in the output for its last write
-(allgather, allreduce; a reduce-scatter's own blocks at their place in its output), else
+(allgather, allreduce, broadcast, a reduce's root; a reduce-scatter's own blocks at their
+place in its output), else
 the next free scratch chunks (one run per message). So no receive overwrites data a send
 may still be reading, and a receive need not wait for the rank's own sends.
 
@@ -32,10 +34,10 @@ earlier step. Either way every wait points to an earlier receive, and a receive 
 only for earlier receives and for its message: the program cannot deadlock, whatever a
 connection holds.
 
-Placement. An allgather program is written out of place (the own shard first copied
-from input to output, alongside) or in place. A reduce-scatter or allreduce is written
-out of place only: in place its last sums would overwrite inputs that earlier sends may
-still be reading.
+Placement. An allgather or broadcast program is written out of place (the own shard,
+the root's vector, first copied from input to output, alongside) or in place. A
+reduce-scatter, allreduce or reduce is written out of place only: in place its last sums
+would overwrite inputs that earlier sends may still be reading.
 
 What the XML cannot carry: a message's slicing (an MSCCL program runs once per loop over
 its whole buffer, every message in as many pieces as a block has, where plan cuts a
@@ -106,7 +108,8 @@ def step_placements(collective: str) -> tuple[str, ...]:
     >>> step_placements("allgather"), step_placements("allreduce")
     (('outofplace', 'inplace'), ('outofplace',))
     """
-    return ("outofplace", "inplace") if collective == "allgather" else ("outofplace",)
+    copied = ("allgather", "broadcast")
+    return ("outofplace", "inplace") if collective in copied else ("outofplace",)
 
 
 def msccl_step_program(
@@ -138,6 +141,8 @@ def msccl_step_program(
         raise ExportError(f"runtime {profile.name!r} reads only in-place programs")
     nodes = schedule.compute_nodes
     k = schedule.blocks // len(nodes)
+    if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
+        k = schedule.blocks
     shape = _Shape(nodes, k, schedule.method)
     # waiting for the data's receives runs a rank's receives side by side, but cuts a
     # message whose blocks two receives wrote into one step each: then keep the form whose
@@ -177,12 +182,16 @@ def _steps(
     """The numbered steps of every GPU (:func:`_build` with ``data``), their thread
     blocks, and whether waiting for the data cut a message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
+    if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
+        n = 1
     builder = _StepBuilder(coll, (0, 0, 0))
     scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
     builder.chunks = {
         "allgather": (k, n * k, 0),
         "reduce_scatter": (n * k, k, scratch),
         "allreduce": (n * k, n * k, scratch),
+        "broadcast": (k, k, scratch),
+        "reduce": (k, k, scratch),
     }[coll]
     if max(builder.chunks) - 1 > profile.max_offset:
         raise ExportError(
@@ -237,6 +246,7 @@ def _build(
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
+    root = rank.get(schedule.root or "")
 
     place = _layout(schedule, k)
 
@@ -246,18 +256,21 @@ def _build(
     where: dict[tuple[int, int], Location] = {}  # (rank, block) -> where its value is
     for r in range(n):
         for b in range(schedule.blocks):
-            if coll != "allgather":
+            if coll not in ("allgather", "broadcast"):
                 where[(r, b)] = ("i", offset(b))
-            elif b % n == r:
+            elif coll == "allgather" and b % n == r:
                 where[(r, b)] = ("o", offset(b)) if inplace else ("i", b // n)
-    if coll == "allgather" and not inplace:  # the own shard into the output, alongside
-        for r in range(n):
-            for first in range(0, k, most):
-                cnt = min(most, k - first)
-                copy = _Step(
-                    "cpy", ("i", first), ("o", r * k + first), cnt, (-1, 0, first), r, None
-                )
-                builder.steps[r].append(copy)
+            elif coll == "broadcast" and r == root:
+                where[(r, b)] = ("o" if inplace else "i", offset(b))
+    # the own shard (the broadcast's root: its vector) into the output, alongside
+    for r in range(n) if coll in ("allgather", "broadcast") and not inplace else ():
+        if coll == "broadcast" and r != root:
+            continue
+        base = 0 if coll == "broadcast" else r * k
+        for first in range(0, k, most):
+            cnt = min(most, k - first)
+            copy = _Step("cpy", ("i", first), ("o", base + first), cnt, (-1, 0, first), r, None)
+            builder.steps[r].append(copy)
     writes: dict[tuple[int, int], int] = defaultdict(int)  # writes left to each block
     for messages in schedule.steps:
         for send in messages:
@@ -282,7 +295,7 @@ def _build(
                     )
                 writes[(dst, b)] -= 1
                 last = writes[(dst, b)] == 0
-                if last and coll != "reduce_scatter":
+                if last and (coll not in ("reduce_scatter", "reduce") or dst == root):
                     target: Location = ("o", offset(b))
                 elif last and b % n == dst:
                     target = ("o", b // n)
@@ -318,7 +331,8 @@ def _build(
 def _layout(schedule: StepSchedule, k: int) -> dict[int, int]:
     """The buffer chunk of every block. An allgather's or reduce-scatter's block ``b`` is
     chunk ``(b mod N) k + b div N`` (its rank's shard, as the collective lays it out). An
-    allreduce adds every chunk alike, so its blocks may lie in any order: sorted by the
+    allreduce (a broadcast, a reduce) treats every chunk alike, so its blocks may lie in
+    any order: sorted by the
     messages that carry them (numbered in step order), blocks that always travel together
     are consecutive chunks and their messages one run each (the direct steps of the
     hierarchical schedules: four runs a message become one on dgx-h100:4).
@@ -331,7 +345,7 @@ def _layout(schedule: StepSchedule, k: int) -> dict[int, int]:
     {0: 0, 2: 1, 1: 2, 3: 3}
     """
     n = len(schedule.compute_nodes)
-    if schedule.collective != "allreduce":
+    if schedule.collective in ("allgather", "reduce_scatter"):
         return {b: (b % n) * k + b // n for b in range(schedule.blocks)}
     carried: dict[int, list[int]] = {b: [] for b in range(schedule.blocks)}
     number = 0

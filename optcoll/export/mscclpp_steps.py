@@ -114,6 +114,9 @@ def mscclpp_step_plan(
     n = len(nodes)
     k = schedule.blocks // n
     coll = schedule.collective
+    rooted = schedule.root is not None  # a broadcast's or reduce's buffer: its blocks
+    if rooted:
+        k = schedule.blocks
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
     shape = _Shape(nodes, k, schedule.method)
     title = name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps) outofplace"
@@ -139,8 +142,8 @@ def mscclpp_step_plan(
         assert last is not None
         steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups)
         chunks = _Chunks(
-            i=k if coll == "allgather" else n * k,
-            o=k if coll == "reduce_scatter" else n * k,
+            i=k if coll == "allgather" or rooted else n * k,
+            o=k if coll == "reduce_scatter" or rooted else n * k,
             s=scratch,
         )
         try:
@@ -197,19 +200,20 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
+    root = rank.get(schedule.root or "")
     place = _layout(schedule, k)
     group = {b: place[b] * groups // schedule.blocks for b in range(schedule.blocks)}
     where: dict[tuple[int, int], Loc] = {}
     out: list[_Step] = []
     for r in range(n):
         for b in range(schedule.blocks):
-            if coll != "allgather":
+            if coll not in ("allgather", "broadcast") or (coll == "broadcast" and r == root):
                 where[(r, b)] = ("i", place[b], 1)
-            elif b % n == r:
+            elif coll == "allgather" and b % n == r:
                 where[(r, b)] = ("i", b // n, 1)
-        if coll == "allgather":  # the own shard into the output first
-            copy = _Step(r, 0, 0, (-1, 0), 1, 0)
-            copy.copies.append((("o", r * k, k), ("i", 0, k)))
+        if coll == "allgather" or (coll == "broadcast" and r == root):
+            copy = _Step(r, 0, 0, (-1, 0), 1, 0)  # the own shard (root: vector) to the output
+            copy.copies.append((("o", 0 if root == r else r * k, k), ("i", 0, k)))
             out.append(copy)
     writes: dict[tuple[int, int], int] = defaultdict(int)
     for messages in schedule.steps:
@@ -247,7 +251,7 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
             for b in ordered:  # the targets first, then the landings: each a range
                 writes[(dst, b)] -= 1
                 last = writes[(dst, b)] == 0
-                if last and coll != "reduce_scatter":
+                if last and (coll not in ("reduce_scatter", "reduce") or dst == root):
                     targets[b] = ("o", place[b], 1)
                 elif last and b % n == dst:
                     targets[b] = ("o", b // n, 1)

@@ -105,6 +105,19 @@ SWITCH_COST = (
 )
 
 
+#: Why a format cannot hold plan's in-network allreduce where the switches reduce but the
+#: compute nodes are not one NVLS domain (several boxes).
+NO_IN_NETWORK = {
+    "msccl": "MSCCL XML has no switch (NVLS) channels",
+    "mscclpp": (
+        "MSCCL++'s switch channels serve one NVLS domain, and across domains its executor "
+        "(microsoft/mscclpp 1f5f065d, execution_plan.cc) has no group load-reduce without a "
+        "multicast store (the DSL's glre is not parsed), so each box's partial sums would be "
+        "stored into every GPU before crossing boxes: (2 + 1/N) of the bytes down every GPU link"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class FileChoice:
     """The file form of plan's choice at one size: what plan chose (``chosen``, its time
@@ -160,7 +173,7 @@ def file_choice(
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
-        refused.append(f"{choice.chosen}: {fmt} has no switch (NVLS) channels")
+        refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
     candidates = iter(enumerate(offered))
     while True:

@@ -48,7 +48,9 @@ optimal routes, ``direct`` (every pair on its widest path) and ``hierarchical (r
 direct-connect topology, greedy timetables of 1, 2 and 4 chunks per node
 (:mod:`optcoll.sim.timetable`, synthesized for each size); for allgather, reduce-scatter
 and allreduce the log-step algorithms (recursive doubling and halving, Rabenseifner,
-Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), step schedules routed
+Bruck, Swing: :mod:`optcoll.schedules.baselines.step_catalogue`), for broadcast and
+reduce the direct, binomial and Bine trees and scatter + allgather from the root
+(:mod:`optcoll.schedules.baselines.rooted_steps`), step schedules routed
 and simulated by :mod:`optcoll.sim.steps`, on up to :data:`STEP_NODES` compute nodes.
 
 :func:`plan` chooses, at each size, the candidate, the order in which each link serves its
@@ -537,7 +539,7 @@ def candidates(
         nvls = nvls_schedule(topology)
         if nvls is not None:
             found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
-    return found + _step_candidates(topology, collective)
+    return found + _step_candidates(topology, collective, root)
 
 
 def _packings(
@@ -603,8 +605,11 @@ def _composed_rings(topology: Topology) -> list[Candidate]:
     return [_two_phases("ring (two rings)", *two_tree_sets(topology, ring_schedule))]
 
 
-def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
-    """The log-step schedules routed on ``topology`` (up to :data:`STEP_NODES` nodes)."""
+def _step_candidates(
+    topology: Topology, collective: str, root: str | None = None
+) -> list[Candidate]:
+    """The log-step schedules routed on ``topology`` (up to :data:`STEP_NODES` nodes; a
+    broadcast's or reduce's from ``root``)."""
     if topology.num_compute > STEP_NODES:
         return []
     widest: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -617,6 +622,7 @@ def _step_candidates(topology: Topology, collective: str) -> list[Candidate]:
             torus_shape(topology),
             grid_lines(topology),
             grid_axes(topology),
+            root,
         )
     ]
 

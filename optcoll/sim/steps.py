@@ -80,9 +80,10 @@ class RoutedSteps:
     """A step schedule and the path of every (sender, receiver) pair it uses.
 
     ``time_factor`` is the busiest link's load over its bandwidth summed over all steps,
-    per ``M / N`` bytes (no run is faster than ``M / N`` times it); ``step_factor`` the
-    sum over steps of each step's busiest link (a run whose steps do not overlap takes at
-    least ``M / N`` times it).
+    per ``data(M)`` bytes (:func:`optcoll.sim.simulator.data_bytes`: ``M / N``, ``M`` for
+    a broadcast or a reduce; no run is faster than ``data(M)`` times it); ``step_factor``
+    the sum over steps of each step's busiest link (a run whose steps do not overlap takes
+    at least ``data(M)`` times it).
     """
 
     schedule: StepSchedule
@@ -124,8 +125,10 @@ def route_steps(
     total: dict[Arc, Fraction] = {}
     steps = Fraction(0)
     capacity = topology.capacity
-    # loads in units of M / N: a block is N / blocks of them
-    unit = Fraction(len(schedule.compute_nodes), schedule.blocks)
+    # loads in units of data(M): a block is N / blocks of them, 1 / blocks if rooted
+    unit = Fraction(
+        1 if schedule.root is not None else len(schedule.compute_nodes), schedule.blocks
+    )
     for step in schedule.steps:
         load: dict[Arc, Fraction] = {}
         for send in step:
@@ -304,11 +307,16 @@ def step_cost(
 
 
 def step_costs(
-    topology: Topology, collective: str, *, default_latency: Fraction = DEFAULT_LATENCY
+    topology: Topology,
+    collective: str,
+    *,
+    root: str | None = None,
+    default_latency: Fraction = DEFAULT_LATENCY,
 ) -> list[Cost]:
     """The cost of every log-step schedule of ``collective`` on ``topology``
     (:func:`optcoll.schedules.baselines.step_catalogue.step_schedules`, ranks in the order of
-    the compute nodes), as ``optcoll compare`` lists them.
+    the compute nodes; a broadcast or reduce from ``root``, default the first), as
+    ``optcoll compare`` lists them.
 
     Examples
     --------
@@ -326,5 +334,6 @@ def step_costs(
             torus_shape(topology),
             grid_lines(topology),
             grid_axes(topology),
+            root,
         )
     ]

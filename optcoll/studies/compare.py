@@ -38,6 +38,7 @@ from optcoll.schedules.baselines import (
 )
 from optcoll.schedules.collectives import (
     allreduce_core,
+    build_collective_core,
     collective_phases,
     core_connected,
     from_allgather_trees,
@@ -58,6 +59,7 @@ def compare_methods(
     topology: Topology,
     collective: str = "allgather",
     *,
+    root: str | None = None,
     default_latency: Fraction = DEFAULT_LATENCY,
     progress: bool = False,
 ) -> list[Cost]:
@@ -72,12 +74,15 @@ def compare_methods(
     (:func:`nvls_schedule`) last; alltoall: the optimal routes (:func:`optcoll.schedules.alltoall.alltoall_schedule`),
     direct and hierarchical (rail) all-to-all (the relayed routes of
     :func:`hierarchical_alltoall_schedule`, which the simulator runs; ``optcoll plan``
-    has the same candidates).
+    has the same candidates); broadcast and reduce from ``root`` (default the first
+    compute node): the optimal trees, fixed k = 1, then the step schedules (direct,
+    binomial and Bine trees, scatter + allgather:
+    :mod:`optcoll.schedules.baselines.rooted_steps`).
 
     Raises
     ------
     SolveError
-        For a collective other than allgather, allreduce and alltoall.
+        For a collective other than allgather, allreduce, broadcast, reduce and alltoall.
 
     Examples
     --------
@@ -101,8 +106,20 @@ def compare_methods(
             return costs
         method = str(rail.stats["method"])
         return [*costs, schedule_cost(topology, rail, method, default_latency=default_latency)]
+    if collective in ("broadcast", "reduce"):
+        root = topology.compute_nodes[0] if root is None else root
+        optimal = build_collective_core(topology, collective, root=root)
+        single = deployable_schedule(topology, collective, k=1, root=root).schedule
+        return [
+            schedule_cost(topology, optimal, default_latency=default_latency),
+            schedule_cost(topology, single, "fixed k=1", default_latency=default_latency),
+            *step_costs(topology, collective, root=root, default_latency=default_latency),
+        ]
     if collective not in ("allgather", "allreduce"):
-        raise SolveError(f"compare supports allgather, allreduce and alltoall, got {collective!r}")
+        raise SolveError(
+            "compare supports allgather, allreduce, broadcast, reduce and alltoall, "
+            f"got {collective!r}"
+        )
     composed = collective == "allreduce" and not is_symmetric(topology)
     if composed:  # reduce-scatter and allgather trees of their own (plan's candidates)
         costs = [

@@ -2,7 +2,8 @@
 
 Independent of the builders (:mod:`optcoll.schedules.baselines`): every node's value
 of every block is tracked as the set of inputs summed into it (a bit set, one bit per
-node) (an allgather's block ``b`` is node ``b mod N``'s input), the steps are executed as :mod:`optcoll.core.step_schedule`
+node) (an allgather's block ``b`` is node ``b mod N``'s input, a broadcast's every block
+the root's), the steps are executed as :mod:`optcoll.core.step_schedule`
 defines them (every message carries what its sender held at the start of the step), and
 the end state is compared with what the collective must leave. A reduction that would add
 an input twice, a message of a block its sender does not hold, a send to itself or to a
@@ -19,6 +20,9 @@ True
 >>> verify_steps(StepSchedule("allreduce", "x", ("a", "b"), 1,
 ...                           ((Send("a", "b", (0,), True),),))).reason
 'node a ends with block 0 summed over 1 of 2 inputs (missing b)'
+>>> verify_steps(StepSchedule("broadcast", "x", ("a", "b", "c"), 2,
+...                           ((Send("b", "a", (0, 1)),),), root="b")).reason
+'node c ends without block 0'
 """
 
 from __future__ import annotations
@@ -55,11 +59,18 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
 
     if len(rank) != n:
         return fail("a compute node is listed twice")
-    if schedule.collective != "allreduce" and (blocks < n or blocks % n):
-        return fail(f"a {schedule.collective} has blocks a multiple of its {n} nodes, not {blocks}")
+    coll = schedule.collective
+    sharded = coll in ("allgather", "reduce_scatter")
+    if sharded and (blocks < n or blocks % n):
+        return fail(f"a {coll} has blocks a multiple of its {n} nodes, not {blocks}")
+    if blocks < 1:
+        return fail(f"a {coll} has at least one block, not {blocks}")
+    root = -1 if schedule.root is None else rank[schedule.root]  # in the nodes: checked
     held: list[dict[int, int]]
-    if schedule.collective == "allgather":
+    if coll == "allgather":
         held = [{b: 1 << i for b in range(i, blocks, n)} for i in range(n)]
+    elif coll == "broadcast":
+        held = [dict.fromkeys(range(blocks), 1 << i) if i == root else {} for i in range(n)]
     else:
         held = [dict.fromkeys(range(blocks), 1 << i) for i in range(n)]
     for number, step in enumerate(schedule.steps):
@@ -92,9 +103,13 @@ def verify_steps(schedule: StepSchedule) -> StepVerdict:
                 else:
                     target[block] = inputs
     for i, state in enumerate(held):
-        wanted = range(i, blocks, n) if schedule.collective == "reduce_scatter" else range(blocks)
+        wanted = range(i, blocks, n) if coll == "reduce_scatter" else range(blocks)
+        if coll == "reduce" and i != root:
+            wanted = range(0)
         for block in wanted:
-            full = 1 << block % n if schedule.collective == "allgather" else everyone
+            full = everyone
+            if coll in ("allgather", "broadcast"):
+                full = 1 << (block % n if coll == "allgather" else root)
             if block not in state:
                 return fail(f"node {nodes[i]} ends without block {block}")
             if state[block] != full:

@@ -192,9 +192,23 @@ def test_export_at_a_size_writes_plans_nvls_choice_with_both_times(tmp_path, cap
     capsys.readouterr()
     assert main(["export", H100, "--collective", "allreduce", "--format", "msccl", "--size",
                  "16M", "-o", str(tmp_path / "x.xml"), "--json"]) == 0  # fmt: skip
-    assert f"{entry['method']}: msccl has no switch (NVLS) channels" in " ".join(
+    assert f"{entry['method']}: MSCCL XML has no switch (NVLS) channels" in " ".join(
         json.loads(capsys.readouterr().out)["warnings"]
     )
+
+
+def test_in_network_across_boxes_is_refused_for_the_reason_mscclpp_has(tmp_path, capsys):
+    # two NVLS boxes: plan's in-network allreduce loads each box's sum with multimem.ld_reduce
+    # and stores the total with multimem.st; MSCCL++'s executor parses only glres (the
+    # two fused) and gstore, so the file is plan's next candidate, and the warning says why
+    args = ["export", "dgx-h100:2,nvls=1", "--collective", "allreduce", "--format", "mscclpp"]
+    assert main([*args, "--size", "64M", "-o", str(tmp_path / "x.json"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (entry,) = data["files"]
+    assert entry["planned"] == "in-network" != entry["method"]
+    (warning,) = data["warnings"]
+    assert warning.startswith("not written (in-network: MSCCL++'s switch channels serve one")
+    assert "no group load-reduce without a multicast store" in warning
 
 
 def test_sharp_star_and_refusals():

@@ -333,11 +333,11 @@ def concurrent(schedules: Sequence[StepSchedule], method: str) -> StepSchedule:
     """
     first = schedules[0]
     if any(
-        (s.collective, s.compute_nodes, s.num_steps)
-        != (first.collective, first.compute_nodes, first.num_steps)
+        (s.collective, s.compute_nodes, s.num_steps, s.root)
+        != (first.collective, first.compute_nodes, first.num_steps, first.root)
         for s in schedules
     ):
-        raise ScheduleError("concurrent schedules need one collective, nodes and step count")
+        raise ScheduleError("concurrent schedules need one collective, nodes, root and step count")
     offsets = [sum(s.blocks for s in schedules[:j]) for j in range(len(schedules))]
     steps = tuple(
         tuple(
@@ -348,5 +348,10 @@ def concurrent(schedules: Sequence[StepSchedule], method: str) -> StepSchedule:
         for t in range(first.num_steps)
     )
     return StepSchedule(
-        first.collective, method, first.compute_nodes, sum(s.blocks for s in schedules), steps
+        first.collective,
+        method,
+        first.compute_nodes,
+        sum(s.blocks for s in schedules),
+        steps,
+        first.root,
     )

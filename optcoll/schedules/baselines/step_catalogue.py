@@ -14,14 +14,17 @@ latency form where every side is a power of two) and bandwidth-optimal Trivance,
 of two or more dimensions of any sides Trivance dimension by dimension, and on a grid of
 two or more dimensions (``axes``, :func:`optcoll.schedules.baselines.routing.grid_axes`)
 the same direct compositions on every dimension at once, one share of the data each
-(:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise (...)``).
+(:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise (...)``);
+for broadcast and reduce the trees and scatter + allgather of
+:mod:`optcoll.schedules.baselines.rooted_steps` from the root (on a torus of powers of two
+also their multiport forms).
 
 Examples
 --------
 >>> [s.method for s in step_schedules("abcdef", "allreduce")]
 ['one-shot', 'two-shot', 'recursive doubling', 'Rabenseifner', 'Swing', 'Swing (latency)', 'Trivance (latency)']
->>> [s.method for s in step_schedules("abcdef", "broadcast")]
-[]
+>>> [s.method for s in step_schedules("abcdef", "broadcast", root="c")]
+['direct', 'binomial tree', 'Bine tree', 'scatter + allgather (binomial)', 'scatter + allgather (Bine)']
 >>> [s.method for s in step_schedules("abcd", "allgather", [["a", "b"], ["c", "d"]])][-2:]
 ['hierarchical (recursive doubling + direct)', 'hierarchical (direct + direct)']
 >>> [s.method for s in step_schedules("abcd", "reduce_scatter", shape=(2, 2))][-2:]
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from optcoll.core.step_schedule import StepSchedule
+from optcoll.core.step_schedule import ROOTED, StepSchedule
 from optcoll.schedules.baselines.bine import bine_allgather
 from optcoll.schedules.baselines.direct import (
     direct_allgather,
@@ -60,6 +63,7 @@ from optcoll.schedules.baselines.logstep import (
 )
 from optcoll.schedules.baselines.multiport_grid import ONE_SHOT, multiport_dimension_wise
 from optcoll.schedules.baselines.pat import pat_allgather, pat_reduce_scatter
+from optcoll.schedules.baselines.rooted_steps import rooted_schedules
 from optcoll.schedules.baselines.swing import (
     multiport_swing_allgather,
     multiport_swing_allreduce,
@@ -133,6 +137,7 @@ def step_schedules(
     shape: Sequence[int] | None = None,
     lines: Sequence[Sequence[str]] | None = None,
     axes: Sequence[Sequence[Sequence[str]]] | None = None,
+    root: str | None = None,
 ) -> list[StepSchedule]:
     """Every step schedule of ``collective`` over ``nodes`` (none for a collective
     without one, or fewer than two nodes), with ``boxes`` (two or more equal boxes of
@@ -141,7 +146,9 @@ def step_schedules(
     bandwidth-optimal Trivance, and with ``lines``
     (the lines of the grid the nodes form) the dimension-wise direct ones
     (:data:`DIMENSION_WISE`, and for allreduce the two-step one-shot), and with ``axes``
-    (per dimension, the lines along it) those on every dimension at once.
+    (per dimension, the lines along it) those on every dimension at once; a broadcast or a
+    reduce from ``root`` (default the first node) those of
+    :func:`~optcoll.schedules.baselines.rooted_steps.rooted_schedules` (on ``shape``).
 
     >>> axes = [[["a", "c"], ["b", "d"]], [["a", "b"], ["c", "d"]]]
     >>> [s.method for s in step_schedules("abcd", "allreduce", axes=axes)][-3:]
@@ -149,6 +156,9 @@ def step_schedules(
     """
     if len(nodes) < 2:
         return []
+    if collective in ROOTED:
+        root = nodes[0] if root is None else root
+        return rooted_schedules(nodes, collective, root, shape, boxes, lines)
     found = [build(nodes) for build in STEP_BUILDERS.get(collective, ())]
     if shape is not None and collective in TORUS_BUILDERS:
         powers = all(d >= 2 and d & (d - 1) == 0 for d in shape)

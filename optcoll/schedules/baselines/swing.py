@@ -132,16 +132,21 @@ def swing_latency_allreduce(nodes: Sequence[str]) -> StepSchedule:
     return exchange_allreduce(nodes, _reversed_pairings, "Swing (latency)")
 
 
-def torus_pairings(shape: Sequence[int], start: int, sign: int) -> list[Pairing]:
+def torus_pairings(
+    shape: Sequence[int], start: int, sign: int, farthest_first: bool = False
+) -> list[Pairing]:
     """Swing's steps on a torus of ``shape`` (row-major ranks): dimensions in turn from
-    ``start``, each with its own count of steps, distances ``sign * rho``."""
+    ``start``, each with its own count of steps, distances ``sign * rho`` (each
+    dimension's ``rho_s`` in increasing ``s``, or with ``farthest_first`` decreasing)."""
     done = [0] * len(shape)
     total = sum(d.bit_length() - 1 for d in shape)
     pairings: list[Pairing] = []
     axis = start % len(shape)
     while len(pairings) < total:
-        if 1 << done[axis] < shape[axis]:
-            pairings.append(_torus_partner(shape, axis, sign * rho(done[axis])))
+        steps = shape[axis].bit_length() - 1
+        if done[axis] < steps:
+            s = steps - 1 - done[axis] if farthest_first else done[axis]
+            pairings.append(_torus_partner(shape, axis, sign * rho(s)))
             done[axis] += 1
         axis = (axis + 1) % len(shape)
     return pairings

@@ -19,12 +19,20 @@ place in its output), else
 the next free scratch chunks (one run per message). So no receive overwrites data a send
 may still be reading, and a receive need not wait for the rank's own sends.
 
-Order. The sends to and the receives from each peer have thread blocks of their own. A
-rank's receives run one after another (each waits, ``depid``/``deps``, for the rank's
-receive before it), and each send waits for the rank's last receive of an earlier step: a
-message carries what its sender held at the start of its step. Every wait points to an
-earlier receive, and a receive waits only for earlier receives and for its message: the
-program cannot deadlock, whatever a connection holds.
+Order. The sends to and the receives from each peer have thread blocks of their own, and
+a step waits (``depid``/``deps``) in one of two ways, whichever gives the shorter longest
+chain of steps that wait for one another (each step costs an overhead; ties: the fewer
+steps, then the first).
+By data: a send waits for the receive that wrote what it carries (a message carries what
+its sender held at the start of its step), a reduction for the receive that wrote the
+value it adds to, a store for nothing; the receives of one step from several peers then
+run side by side (a multiport schedule's), but a message whose blocks two receives wrote
+is one step per receive. In order (tried only where that cut a message: uncut, the
+same steps wait for less by data): a rank's receives run one after another (each waits
+for the rank's receive before it), and each send waits for the rank's last receive of an
+earlier step. Either way every wait points to an earlier receive, and a receive waits
+only for earlier receives and for its message: the program cannot deadlock, whatever a
+connection holds.
 
 Placement. An allgather or broadcast program is written out of place (the own shard,
 the root's vector, first copied from input to output, alongside) or in place. A
@@ -35,9 +43,11 @@ What the XML cannot carry: a message's slicing (an MSCCL program runs once per l
 its whole buffer, every message in as many pieces as a block has, where plan cuts a
 message of ``c`` blocks into ``ceil(c M / blocks / slice)`` slices); a message whose blocks
 are not consecutive chunks is several steps (Swing, Bine, Bruck, multiport Swing); a
-receive is a step of its own (one more overhead in ``optcoll simulate``); and a rank's
-receives are taken one after another. So ``simulate`` of the XML is slower than plan's
-time of the schedule wherever overheads count (measured in ``docs/log_step.md``).
+receive is a step of its own (one more overhead in ``optcoll simulate`` per step of the
+schedule: multiport Swing's allreduce on torus 4x4 at 1 MiB, 4 steps, plan 18.49 µs,
+the XML 22.49); and, waiting in order, a rank's receives are taken one after another.
+So ``simulate`` of the XML is slower than plan's time of the schedule wherever
+overheads count (measured in ``docs/log_step.md``).
 
 Examples
 --------
@@ -55,6 +65,7 @@ from dataclasses import dataclass, field
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import (
+    Block,
     Location,
     MscclProgram,
     _assign_channels,
@@ -129,31 +140,19 @@ def msccl_step_program(
     if not profile.has_outofplace and placement == "outofplace":
         raise ExportError(f"runtime {profile.name!r} reads only in-place programs")
     nodes = schedule.compute_nodes
-    n, k = len(nodes), schedule.blocks // len(schedule.compute_nodes)
+    k = schedule.blocks // len(nodes)
     if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
-        n, k = 1, schedule.blocks
-    builder = _StepBuilder(coll, (0, 0, 0))
-    scratch = _build(schedule, builder, k, placement == "inplace", profile.max_count)
-    builder.chunks = {
-        "allgather": (k, n * k, 0),
-        "reduce_scatter": (n * k, k, scratch),
-        "allreduce": (n * k, n * k, scratch),
-        "broadcast": (k, k, scratch),
-        "reduce": (k, k, scratch),
-    }[coll]
-    if max(builder.chunks) - 1 > profile.max_offset:
-        raise ExportError(
-            f"the {schedule.method} program needs {max(builder.chunks)} chunks of a buffer, "
-            f"above the {profile.max_offset + 1} offsets runtime {profile.name!r} can address "
-            f"({profile.sources['max_offset']})"
-        )
+        k = schedule.blocks
     shape = _Shape(nodes, k, schedule.method)
-    _assign_channels(builder, shape, profile, 1)
-    for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
-        for step in gpu_steps:
-            if step.dep is not None and step.dep.tb == step.tb:
-                step.dep = None
-    tbs = _number(builder.steps, shape, profile, False)
+    # waiting for the data's receives runs a rank's receives side by side, but cuts a
+    # message whose blocks two receives wrote into one step each: then keep the form whose
+    # longest run of steps, one after another, is shorter (each step costs an overhead;
+    # uncut, the same steps wait for less than in order, so never longer)
+    builder, tbs, cut = _steps(schedule, shape, profile, placement, True)
+    if cut:
+        chained = _steps(schedule, shape, profile, placement, False)
+        if _longest(chained[1]) < _longest(tbs):
+            builder, tbs = chained[0], chained[1]
     text = _render(
         shape,
         builder,
@@ -177,12 +176,72 @@ def msccl_step_program(
     )
 
 
-Target = tuple[int, Location, Location | None, Location]  # block, source, operand, target
+def _steps(
+    schedule: StepSchedule, shape: _Shape, profile: RuntimeProfile, placement: str, data: bool
+) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
+    """The numbered steps of every GPU (:func:`_build` with ``data``), their thread
+    blocks, and whether waiting for the data cut a message into more steps."""
+    coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
+    if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
+        n = 1
+    builder = _StepBuilder(coll, (0, 0, 0))
+    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
+    builder.chunks = {
+        "allgather": (k, n * k, 0),
+        "reduce_scatter": (n * k, k, scratch),
+        "allreduce": (n * k, n * k, scratch),
+        "broadcast": (k, k, scratch),
+        "reduce": (k, k, scratch),
+    }[coll]
+    if max(builder.chunks) - 1 > profile.max_offset:
+        raise ExportError(
+            f"the {schedule.method} program needs {max(builder.chunks)} chunks of a buffer, "
+            f"above the {profile.max_offset + 1} offsets runtime {profile.name!r} can address "
+            f"({profile.sources['max_offset']})"
+        )
+    _assign_channels(builder, shape, profile, 1)
+    for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
+        for step in gpu_steps:
+            if step.dep is not None and step.dep.tb == step.tb:
+                step.dep = None
+    tbs = _number(builder.steps, shape, profile, False)
+    return builder, tbs, cut
 
 
-def _build(schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int) -> int:
-    """The steps of every message (see the module docstring); returns the scratch chunks
-    the busiest rank uses."""
+def _longest(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
+    """(steps in the longest chain of steps that wait for one another, steps)."""
+    return _longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
+
+
+def _longest_chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
+    """The most steps in a chain of steps each waiting for the one before: the step
+    before it in its thread block, its ``dep``, or (a receive) its send. Each waits for
+    a step of a smaller key (a send for a receive of an earlier step), and a receive for
+    the send of its own key: in key order, sends first, every step follows its waits."""
+    steps = [(st, b[i - 1] if i else None) for blocks in tbs.values() for _, b in blocks
+             for i, st in enumerate(b)]  # fmt: skip
+    sender = {(st.key, st.link): st for st, _ in steps if st.type == "s"}
+    length: dict[int, int] = {}
+    for step, before in sorted(steps, key=lambda t: (t[0].key, t[0].type != "s")):
+        waits = [before, step.dep]
+        if step.type != "s" and step.link is not None:
+            waits.append(sender.get((step.key, step.link)))
+        length[id(step)] = 1 + max((length[id(w)] for w in waits if w is not None), default=0)
+    return max(length.values(), default=0)
+
+
+#: block, source, operand, target, and the receives that wrote the source (on the sender)
+#: and the operand (on the receiver; None: the rank's own input)
+Target = tuple[int, Location, Location | None, Location, _Step | None, _Step | None]
+
+
+def _build(
+    schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int, data: bool
+) -> tuple[int, bool]:
+    """The steps of every message (see the module docstring), each waiting for the
+    receives that wrote what it reads (``data``) or for the rank's receives in order;
+    returns the scratch chunks the busiest rank uses and whether a message is more steps
+    than its runs of consecutive chunks (their blocks written by several receives)."""
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
@@ -218,10 +277,13 @@ def _build(schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool,
             for b in send.blocks:
                 writes[(rank[send.dst], b)] += 1
     used = [0] * n  # scratch chunks written on each rank
+    cut = False  # a message cut where two receives wrote its blocks
+    wrote: dict[tuple[int, int], _Step] = {}  # (rank, block) -> the receive of its value
     last_receive: dict[int, _Step] = {}  # each rank's latest receive so far
     for s, messages in enumerate(schedule.steps):
-        before = dict(last_receive)  # what this step's sends wait for
+        before = dict(last_receive)  # what this step's sends wait for, in order
         start = dict(where)  # what this step's sends carry: the values at its start
+        start_wrote = dict(wrote)  # and the receives that wrote them
         for m, send in enumerate(messages):
             src, dst = rank[send.src], rank[send.dst]
             targets: list[Target] = []
@@ -240,23 +302,30 @@ def _build(schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool,
                 else:
                     target = ("s", used[dst])
                     used[dst] += 1
-                # a reduction adds to the receiver's latest value (receives run in order)
-                targets.append((b, start[(src, b)], where.get((dst, b)), target))
+                # a reduction adds to the receiver's latest value, once its receive is done
+                writers = (start_wrote.get((src, b)), wrote.get((dst, b))) if data else (None, None)
+                targets.append((b, start[(src, b)], where.get((dst, b)), target, *writers))
                 where[(dst, b)] = target
-            for j, run in enumerate(_runs(targets, most)):
-                (_, source, operand, target), cnt = run[0], len(run)
+            runs = _runs(targets, most)
+            cut = cut or len(runs) > len(_runs([(*t[:4], None, None) for t in targets], most))
+            for j, run in enumerate(runs):
+                (_, source, operand, target, carried, added), cnt = run[0], len(run)
+                if not data:  # the rank's receives run one after another
+                    carried, added = before.get(src), last_receive.get(dst)
                 key = (s, m, j)
-                out = _Step("s", source, target, cnt, key, src, (src, dst), before.get(src))
+                out = _Step("s", source, target, cnt, key, src, (src, dst), carried)
                 builder.steps[src].append(out)
                 if send.reduce:
                     assert operand is not None  # a reducing rank holds its own input
-                    into = _Step("rrc", operand, target, cnt, key, dst, (src, dst))
+                    into = _Step("rrc", operand, target, cnt, key, dst, (src, dst), added)
                 else:
-                    into = _Step("r", source, target, cnt, key, dst, (src, dst))
-                into.dep = last_receive.get(dst)
+                    into = _Step("r", source, target, cnt, key, dst, (src, dst),
+                                 None if data else added)  # fmt: skip
+                for item in run:
+                    wrote[(dst, item[0])] = into
                 last_receive[dst] = into
                 builder.steps[dst].append(into)
-    return max(used)
+    return max(used), cut
 
 
 def _layout(schedule: StepSchedule, k: int) -> dict[int, int]:
@@ -302,7 +371,10 @@ def _runs(targets: list[Target], most: int) -> list[list[Target]]:
 
 
 def _follows(a: Target, b: Target) -> bool:
-    """Whether every location of ``b`` is the chunk after ``a``'s."""
+    """Whether every location of ``b`` is the chunk after ``a``'s, written by the same
+    receives (a step waits for one)."""
+    if a[4] is not b[4] or a[5] is not b[5]:
+        return False
     for x, y in ((a[1], b[1]), (a[2], b[2]), (a[3], b[3])):
         if (x is None) != (y is None):
             return False

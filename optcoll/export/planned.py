@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optcoll.core.aggregation import AggregationSchedule
@@ -142,7 +142,8 @@ def smallest_message(traces: Sequence[bytes]) -> int:
 @dataclass(frozen=True)
 class PlannedTraces:
     """The traces of one size: what plan chose (``chosen``), what is written
-    (``method``, ``schedule``, with ``slice_bytes`` and ``priority``), plan's simulated
+    (``method``, ``schedule``, with ``slice_bytes`` and ``priority``, the order also in a
+    tree schedule's stats), plan's simulated
     time of it (``time_us``) and its lower bound, each rank's file (``traces``), and why
     the written candidate is not plan's choice (``passed_over``: one line per faster
     candidate left out; empty when it is)."""
@@ -353,7 +354,9 @@ def planned_traces(
                 best.slice_bytes,
                 best.time_us,
                 choice.lower_bound_us,
-                best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
+                _in_order(best.schedule, best.priority)
+                if isinstance(best.schedule, Schedule)
+                else best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
                 tuple(traces),
                 tuple(passed_over),
             )  # fmt: skip
@@ -375,6 +378,7 @@ def _written(
     if isinstance(schedule, StepSchedule):
         return step_traces(schedule, size, slice_bytes=piece)
     assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
+    schedule = _in_order(schedule, best.priority)
     # plan simulates a schedule with a quotient from it, its ties alike on every translate
     equivariant = schedule_quotient(schedule, topology, network) is not None
     traces = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant)
@@ -459,6 +463,24 @@ def _by_task(numbers: Sequence[int], begins: Sequence[float]) -> list[float]:
     for number, begin in zip(numbers, begins, strict=True):
         served[number] = begin
     return served
+
+
+def _in_order(schedule: Schedule, priority: str) -> Schedule:
+    """``schedule`` with the link order plan ran it in (``priority``) in its stats, which
+    :func:`optcoll.export.chakra.chakra_traces` writes into every transfer; a timetable
+    keeps its start times.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> one = pack_arborescences(build("ring:4"))
+    >>> _in_order(one, "depth").stats["priority"], _in_order(one, "progress") is one
+    ('depth', True)
+    """
+    if schedule.stats.get("priority", "progress") in (priority, "timetable"):
+        return schedule
+    return replace(schedule, stats={**schedule.stats, "priority": priority})
 
 
 def _schedule_of(options: Sequence[Candidate], method: str) -> Schedule | None:

@@ -235,6 +235,42 @@ def test_msccl_step_programs_reproduce_plan_without_overhead():
     assert extra - _plan_time(topology, schedule, 2**16, paid) == pytest.approx(3.0)
 
 
+def test_msccl_multiport_receives_run_side_by_side(tmp_path):
+    """torus 4x4 allreduce at 1 MiB: plan's fastest candidate whose MSCCL XML the checker
+    accepts with the topology is multiport Swing (latency), 4 steps of 4 messages a rank.
+    Its receives wait for their data, not for each other, so the file pays one overhead a
+    step more than plan (each receive is a step): 22.4858 µs against plan's 18.4858
+    (34.4858 while a rank's four receives of a step ran one after another)."""
+    path = tmp_path / "ar.xml"
+    report = export_files(ExportRequest("torus:4x4", str(path), collective="allreduce",
+                                        format="msccl", size=2**20))  # fmt: skip
+    [entry] = report.data["files"]
+    assert entry["method"] == "multiport Swing (latency)" and entry["steps"] == 4
+    assert (entry["plan_time_us"], entry["file_time_us"]) == (18.4858, 22.4858)
+    # plan's choice, as a file 22.7965 µs (its one-shot sends to GPUs two hops away, which
+    # an MSCCL program cannot name on a torus: the checker with the topology refuses it)
+    assert (entry["planned"], entry["planned_time_us"]) == (
+        "multiport dimension-wise (direct + one-shot)",
+        17.7965,
+    )
+    assert (
+        "(plan chose multiport dimension-wise (direct + one-shot): 17.7965 µs)" in (report.lines[0])
+    )
+    assert report.data["compared"][0] == {
+        "method": "multiport dimension-wise (direct + one-shot)",
+        "plan_time_us": 17.7965,
+        "file_time_us": 22.7965,
+    }
+    topology = build("torus:4x4")
+    text = path.read_text()
+    assert verify_text(text, topology=topology).ok
+    for overhead, extra in ((1.0, 4.0), (0.0, 0.0)):
+        sim = SimOptions(overhead, 2**19)
+        schedule = _schedules(topology, "allreduce")["multiport Swing (latency)"]
+        plan_us = _plan_time(topology, schedule, 2**20, sim)
+        assert _xml_time(topology, text, 2**20, sim) == pytest.approx(plan_us + extra, rel=1e-9)
+
+
 def test_plan_export_writes_the_log_step_band(tmp_path):
     out = tmp_path / "bands"
     out.mkdir()
@@ -282,6 +318,30 @@ def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, co
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size)
         got = free.run(graph, network, size).time_us
         assert got == pytest.approx(_plan_time(topology, schedule, size, free), rel=0.012)
+
+
+def test_mscclpp_direct_steps_put_to_the_next_ranks_first(tmp_path):
+    """dgx-h100:2 allreduce at 1 MiB: the MSCCL++ file is the hierarchical (direct +
+    one-shot) schedule; every GPU puts its direct step to the ranks after it first, so no
+    GPU's NVSwitch port takes every GPU's first put: 17.6992 µs (20.9032 in rank order),
+    below plan's 19.7381 for the schedule, whose simulation posts the messages rank by
+    rank, and plan's choice, optimal (k=2), 19.2574."""
+    path = tmp_path / "ar.json"
+    report = export_files(ExportRequest("dgx-h100:2", str(path), collective="allreduce",
+                                        format="mscclpp", size=2**20))  # fmt: skip
+    [entry] = report.data["files"]
+    assert (entry["planned"], entry["method"]) == (
+        "optimal (k=2)",
+        "hierarchical (direct + one-shot)",
+    )
+    assert (entry["plan_time_us"], entry["file_time_us"]) == (19.7381, 17.6992)
+    document = json.loads(path.read_text())
+    assert verify_plan(document).ok
+    topology = build("dgx-h100:2")
+    sim = SimOptions(1.0, 2**19)
+    network = sim.network(topology)
+    graph = mscclpp_tasks(parse_plan(document), topology, network, 2**20)
+    assert sim.run(graph, network, 2**20).time_us == pytest.approx(17.69923556, abs=1e-6)
 
 
 def test_trivance_exports_are_correct_and_timed_apart_from_plan():

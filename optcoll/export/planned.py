@@ -201,6 +201,7 @@ def planned_choices(
     choose_slice: bool = True,
     store_and_forward: bool = False,
     file_tasks: bool = False,
+    every_candidate: bool = False,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -236,6 +237,7 @@ def planned_choices(
         options=options,
         store_and_forward=store_and_forward,
         file_tasks=file_tasks,
+        every_candidate=every_candidate,
     )
     return ranked_choices(rows, options)
 

@@ -103,7 +103,7 @@ def planned_bands(
         choices = planned_choices(
             topology, request.collective, sizes, root=request.root, overhead=sim.overhead,
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
-            choose_slice=request.slice is None,
+            choose_slice=request.slice is None, every_candidate=True,
         )  # fmt: skip
     cache: dict[int, Any] = {}
     runs: list[list[FileChoice]] = []

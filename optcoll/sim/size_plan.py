@@ -818,6 +818,7 @@ def plan(
     max_tasks: int = PLAN_TASKS,
     store_and_forward: bool = False,
     file_tasks: bool = False,
+    every_candidate: bool = False,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -841,7 +842,9 @@ def plan(
     least :data:`MIN_SLICE`); the lower bound is the cut-through one. ``file_tasks``:
     ``max_tasks`` bounds a candidate's whole task graph, not the one orbit of it its
     quotient simulates, as a file written of the plan (an export that ``optcoll
-    simulate`` runs task by task) holds every task.
+    simulate`` runs task by task) holds every task. ``every_candidate``: also time the
+    candidates that cannot win (all within the task budget but rings not yet built), for
+    an export whose format may hold only some of them.
 
     A schedule whose trees are one root's and their images under a group acting
     regularly on the compute nodes (a torus's translations) is simulated from its
@@ -875,7 +878,7 @@ def plan(
     for size in sizes:
         lower = bounds.lower_us(size)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective,
-                         file_tasks)  # fmt: skip
+                         file_tasks, every_candidate)  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.floor_us(o), -o.chunks_per_node)):
             search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
@@ -944,9 +947,10 @@ class _Search:
         shared: _Shared,
         collective: str,
         file_tasks: bool = False,
+        every_candidate: bool = False,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
-        self.file_tasks = file_tasks
+        self.file_tasks, self.every_candidate = file_tasks, every_candidate
         self.lower = float(lower)
         self.sim, self.max_tasks = sim, max_tasks
         self.trials: list[_Trial] = []
@@ -967,10 +971,14 @@ class _Search:
             slice_bytes = self.fitting(option, slice_bytes)
         if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
             return None
-        if self.trials and (
-            self.bandwidth_us(option) >= self.best().time_us
-            or self.floor_us(option) >= self.fastest_like(option)
-            or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
+        if (
+            self.trials
+            and not self.every_candidate
+            and (
+                self.bandwidth_us(option) >= self.best().time_us
+                or self.floor_us(option) >= self.fastest_like(option)
+                or self.best().time_us <= self.lower * (1 + SLICE_GAIN)
+            )
         ):  # its busiest link alone takes longer than the fastest, or its latency floor
             # longer than the fastest of its kind, or that is at the bound
             return None

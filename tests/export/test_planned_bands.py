@@ -81,16 +81,24 @@ def test_bands_hold_plans_choice_at_every_size(tmp_path, capsys, fmt):
 
 
 def test_bands_split_where_the_file_changes():
-    """ring:4 allgather: a direct step schedule MSCCL cannot connect loses at 1K to k=1,
-    and the 1 GiB timetable is a band of its own; without overhead the timetable's file
-    is the same at 64K and 16M: one band, at plan's time (the file carries its order)."""
+    """ring:4 allgather: plan's direct step schedule, which MSCCL cannot connect, gives
+    way at 1K to Trivance (its file ties k=1's at 6.00512 µs, and comes first in plan's
+    order), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
+    beats the file of plan's timetable (4,031.22 µs: MSCCL cannot carry its start times);
+    without overhead the timetable's file is the same at 64K and 16M: one band, at plan's
+    time (the file carries its order)."""
     topology = build("ring:4")
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**10, 2**30])
     bands = planned_bands(request, topology)
     assert [(b.low, b.high, b.method) for b in bands] == [
-        (0, 2**30 - 1, "k=1"),
-        (2**30, None, "timetable (k=4)"),
+        (0, 2**30 - 1, "Trivance"),
+        (2**30, None, "NCCL-like ring (2 channels)"),
     ]
+    (small,), (large,) = (band.sizes for band in bands)
+    assert small.times[0] == pytest.approx(6.00512, abs=1e-9)
+    assert large.times[0] == pytest.approx(4029.53184, abs=1e-6)
+    timetable = dict((r.method, t) for r, t in large.compared)["timetable (k=4)"]
+    assert timetable == pytest.approx(4031.22112, abs=1e-6)
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**16, 2**24], overhead=0)
     (band,) = planned_bands(request, topology)
     assert band.method == "timetable (k=4)" and [one.size for one in band.sizes] == [2**16, 2**24]

@@ -64,7 +64,7 @@ import numpy as np
 from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
 from optcoll.verify.report import Finding
 
-__all__ = ["Outcome", "execute", "STRATEGIES"]
+__all__ = ["Outcome", "execute", "programs", "STRATEGIES"]
 
 #: Interleavings run: (name, how the next thread block is chosen, ops per turn, seed).
 STRATEGIES = (
@@ -144,8 +144,23 @@ class _Clock:
         return bool(self.time[stamp[0]] > stamp[1]) or stamp in self.extra
 
 
+class _Where:
+    """An op's place in a finding, ``rank 0 tb 1 op 3 (put of unit 2)``, spelt only when
+    a finding names it (most ops run without one)."""
+
+    __slots__ = ("machine", "stamp")
+
+    def __init__(self, machine: _Machine, stamp: Stamp) -> None:
+        self.machine, self.stamp = machine, stamp
+
+    def __format__(self, spec: str) -> str:
+        return format(self.machine.label(self.stamp), spec)
+
+
 class _Machine:
-    def __init__(self, plan: Plan, strategy: str) -> None:
+    def __init__(
+        self, plan: Plan, strategy: str, programs: list[list[tuple[Op, tuple[int, int] | None]]]
+    ) -> None:
         self.plan = plan
         self.outcome = Outcome(strategy)
         self.blocks = [(g.rank, tb) for g in plan.gpus for tb in g.threadblocks]
@@ -164,7 +179,7 @@ class _Machine:
         #: cells written by switch ops: their writer
         self.multicast: dict[Cell, Stamp] = {}
         self.pc = [0] * size
-        self.program = [_program(plan, tb) for _, tb in self.blocks]
+        self.program = programs
         self.at = 0
         self.window: tuple[int, int] | None = None
         #: (channel type, sender, receiver, ordinal) -> its signals (None: relaxed)
@@ -239,7 +254,7 @@ class _Machine:
             first, last = offset, min(last, offset + self.window[1])
         return [self.cell(ref.rank, kind, x) for x in range(first, last)]
 
-    def read(self, t: int, op: Op, cells: list[Cell], where: str) -> list[Value]:
+    def read(self, t: int, op: Op, cells: list[Cell], where: _Where) -> list[Value]:
         stamp, clock = (t, self.at), self.clock[t]
         out = []
         plain = late = None
@@ -264,7 +279,7 @@ class _Machine:
             )
         return out
 
-    def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: str) -> None:
+    def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: _Where) -> None:
         stamp, clock = (t, self.at), self.clock[t]
         written = read = None
         for c, v in zip(cells, values, strict=True):
@@ -317,7 +332,7 @@ class _Machine:
             self.readers.pop(c, None)
             self.values[c] = v
 
-    def send_packets(self, t: int, cells: list[Cell], where: str) -> list[Value]:
+    def send_packets(self, t: int, cells: list[Cell], where: _Where) -> list[Value]:
         """Packets a port channel's ``ppkt`` hands to the proxy: they must be packets
         already (``handlePutPackets`` copies the bytes), written before (a ``nop``
         after a ``cpkt`` of the same block); nothing waits for their flags."""
@@ -359,7 +374,7 @@ class _Machine:
         rank, tb = self.blocks[t]
         op, self.window = self.program[t][self.pc[t]]
         self.at = self.pc[t]
-        where = f"rank {rank} tb {tb.id} op {self._where(t, self.at)}"
+        where = _Where(self, (t, self.at))
         self.op = op
         try:
             done = self._run(t, rank, op, where)
@@ -403,7 +418,7 @@ class _Machine:
             if r == rank
         )
 
-    def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
+    def _run(self, t: int, rank: int, op: Op, where: _Where) -> bool:
         name = op.name
         if name == "nop":
             self._sync(t, self.at)
@@ -419,7 +434,7 @@ class _Machine:
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
             # a channel listed twice is waited on twice: each of its threads takes the next
             # expected signal (an atomic add, mscclpp semaphore_device.hpp)
-            need = Counter(keys)
+            need = Counter(keys) if len(keys) > 1 else dict.fromkeys(keys, 1)
             if any(self.taken[k] + c > len(self.signals[k]) for k, c in need.items()):
                 return False
             for k in keys:  # a message taken is not kept (only the count of them)
@@ -471,7 +486,7 @@ class _Machine:
         self.barriers[key] = []
         return True
 
-    def _data(self, t: int, rank: int, op: Op, where: str) -> bool:
+    def _data(self, t: int, rank: int, op: Op, where: _Where) -> bool:
         name, src, dst = op.name, op.src, op.dst
         if name in ("put", "pws", "pwsf"):
             port = op.channel_type == "port"
@@ -553,7 +568,7 @@ class _Machine:
         self.find("unsupported", f"{where}: op {name!r} is not executed by this checker")
         return True
 
-    def _switch(self, t: int, rank: int, op: Op, where: str) -> None:
+    def _switch(self, t: int, rank: int, op: Op, where: _Where) -> None:
         """``glres`` (load-reduce from every rank of the source channel's group, store to
         every rank of the destination's) or ``gstore`` (a local range stored so)."""
         src, dst = op.src, op.dst
@@ -585,7 +600,7 @@ class _Machine:
             for c in cells:
                 self.multicast[c] = (t, self.at)
 
-    def _reach(self, t: int, member: int, where: str) -> None:
+    def _reach(self, t: int, member: int, where: _Where) -> None:
         if not self.started(t, member):
             self.find(
                 "sync",
@@ -711,8 +726,19 @@ def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | No
     return program
 
 
-def execute(plan: Plan, strategy: tuple[str, str, int, int]) -> Outcome:
-    """Run ``plan`` once under ``strategy`` (one of :data:`STRATEGIES`)."""
-    machine = _Machine(plan, strategy[0])
+def programs(plan: Plan) -> list[list[tuple[Op, tuple[int, int] | None]]]:
+    """What each thread block of ``plan`` runs, in :func:`execute`'s order of blocks (see
+    :func:`_program`): made once for every strategy."""
+    return [_program(plan, tb) for g in plan.gpus for tb in g.threadblocks]
+
+
+def execute(
+    plan: Plan,
+    strategy: tuple[str, str, int, int],
+    made: list[list[tuple[Op, tuple[int, int] | None]]] | None = None,
+) -> Outcome:
+    """Run ``plan`` once under ``strategy`` (one of :data:`STRATEGIES`); ``made``: its
+    :func:`programs`, if made already."""
+    machine = _Machine(plan, strategy[0], programs(plan) if made is None else made)
     machine.run(strategy[1], strategy[2], strategy[3])
     return machine.outcome

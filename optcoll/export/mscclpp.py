@@ -87,6 +87,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from json.encoder import encode_basestring_ascii
 from typing import Protocol, TypedDict
 
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -273,7 +274,49 @@ class MscclppPlan:
 
     @property
     def text(self) -> str:
-        return json.dumps(self.document, indent=1) + "\n"
+        """The document as ``json.dumps(document, indent=1)`` writes it, and a newline."""
+        try:
+            return _indented(self.document, "\n") + "\n"
+        except _NotStrKey:
+            return json.dumps(self.document, indent=1) + "\n"
+
+
+class _NotStrKey(Exception):
+    pass
+
+
+def _indented(value: object, pad: str) -> str:
+    """``value`` as ``json.dumps(value, indent=1)`` writes it at the indent of ``pad``
+    (a newline and the spaces before its items' enclosing bracket), faster: the plan
+    of a large torus is millions of values, and the standard encoder indents in Python
+    generators. Raises _NotStrKey at a key that is not a string (json converts those).
+
+    Examples
+    --------
+    >>> doc = {"a": [1, {"b": None, "c": True}, [], {}], "d": "é", "e": (0.5, -2)}
+    >>> _indented(doc, chr(10)) == json.dumps(doc, indent=1)
+    True
+    """
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = pad + " "
+        items = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _NotStrKey
+            items.append(inner + encode_basestring_ascii(key) + ": " + _indented(item, inner))
+        return "{" + ",".join(items) + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner = pad + " "
+        return "[" + ",".join([inner + _indented(item, inner) for item in value]) + pad + "]"
+    return json.dumps(value)  # None, booleans, floats: as the encoder spells them
 
 
 @dataclass

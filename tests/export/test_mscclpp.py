@@ -4,6 +4,7 @@ and mutations of both are caught."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -371,3 +372,15 @@ def test_a_band_without_a_message_size_is_a_finding():
     assert any("no message size fits" in message for _, message in report.findings)
     doc["max_message_size"] = report.granule
     assert verify_plan(doc).ok
+
+
+def test_plan_text_is_what_json_dumps_indented_writes():
+    """The plan's text comes from its own encoder (the standard one indents slowly): the
+    same characters as ``json.dumps(document, indent=1)``, a key json converts too."""
+    plans = [plan for _, _, plan in _plans("dgx-h100:1", ("allgather", "allreduce"))]
+    plans += [plan for _, _, plan in _plans("ring:4", ("reduce_scatter",))]
+    plans += [plan for _, _, plan in _plans("ring:4", ("allgather",), "LL")]
+    for plan in plans:
+        assert plan.text == json.dumps(plan.document, indent=1) + "\n"
+    odd = dataclasses.replace(plans[0], document={1: [0.5, None, {"x": []}], "y": False})
+    assert odd.text == '{\n "1": [\n  0.5,\n  null,\n  {\n   "x": []\n  }\n ],\n "y": false\n}\n'

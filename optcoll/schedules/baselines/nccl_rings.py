@@ -31,6 +31,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from fractions import Fraction
@@ -185,11 +186,14 @@ def nccl_rings(topology: Topology) -> list[tuple[str, ...]]:
     >>> len(nccl_rings(build("torus:4x4"))), len(nccl_rings(build("dgx-h100:2")))
     (4, 16)
     """
-    return _channels(topology)[0]
+    return list(_channels(topology)[0])
 
 
-def _channels(topology: Topology) -> tuple[list[tuple[str, ...]], Router]:
-    """The channels of :func:`nccl_rings` and the routes of their hops."""
+@functools.lru_cache(maxsize=2)
+def _channels(topology: Topology) -> tuple[tuple[tuple[str, ...], ...], Router]:
+    """The channels of :func:`nccl_rings` and the routes of their hops (kept for the last
+    two topologies: plan asks for each count of channels NCCL runs, and the Hamiltonian
+    cycles' search is the slow part)."""
     router = Router(topology)
     patterns: list[tuple[Sequence[Sequence[str]], Router]] = []
     boxes = equal_boxes(topology)
@@ -214,7 +218,8 @@ def _channels(topology: Topology) -> tuple[list[tuple[str, ...]], Router]:
         for rings, route in patterns
         for ways in (_both_ways(rings), [tuple(r) for r in rings])
     ]
-    return min(options, key=lambda o: (_factor(topology, *o), -len(o[0])))
+    rings, route = min(options, key=lambda o: (_factor(topology, *o), -len(o[0])))
+    return tuple(tuple(r) for r in rings), route
 
 
 def _factor(topology: Topology, rings: Sequence[Sequence[str]], router: Router) -> Fraction:

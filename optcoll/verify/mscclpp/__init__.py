@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optcoll.verify.mscclpp.execute import STRATEGIES, execute
+from optcoll.verify.mscclpp.execute import STRATEGIES, execute, programs
 from optcoll.verify.mscclpp.plan import Plan, parse_plan, read_plan
 from optcoll.verify.report import Finding, Report
 
@@ -149,8 +149,9 @@ def verify_plan(plan: Plan | dict) -> PlanReport:
         report.notes.append("not executed: " + "; ".join(plan.unsupported[:3]))
         return report
     seen = {m for _, m in report.findings}
+    made = programs(plan)
     for strategy in STRATEGIES:
-        outcome = execute(plan, strategy)
+        outcome = execute(plan, strategy, made)
         report.strategies += (strategy[0],)
         for kind, message in outcome.findings:
             if message not in seen:

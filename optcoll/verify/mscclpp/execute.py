@@ -64,7 +64,7 @@ import numpy as np
 from optcoll.verify.mscclpp.plan import Op, Plan, Ref, ThreadBlock, unit_parts
 from optcoll.verify.report import Finding
 
-__all__ = ["Outcome", "execute", "STRATEGIES"]
+__all__ = ["Outcome", "execute", "programs", "STRATEGIES"]
 
 #: Interleavings run: (name, how the next thread block is chosen, ops per turn, seed).
 STRATEGIES = (
@@ -92,51 +92,101 @@ class Outcome:
 
 class _Clock:
     """A vector clock over thread blocks plus single ops ordered out of turn (``pws``); its
-    entries an integer array, so a join is one element-wise maximum."""
+    entries an integer array, so a join is one element-wise maximum. Clocks share their
+    entries until one of them changes (copy on write): a copy, e.g. a signal's message,
+    costs nothing, and a clock that has seen nothing (``blank``) takes what it joins."""
 
-    __slots__ = ("time", "extra")
+    __slots__ = ("time", "extra", "shared", "blank")
 
-    def __init__(self, size: int) -> None:
-        self.time = np.zeros(size, dtype=np.int64)
-        self.extra: set[Stamp] = set()
+    def __init__(
+        self, time: np.ndarray, extra: frozenset[Stamp] = frozenset(), blank: bool = False
+    ) -> None:
+        self.time = time  # never changed in place while ``shared``
+        self.extra = extra  # never changed in place
+        self.shared = True
+        self.blank = blank
 
     def copy(self) -> _Clock:
-        other = _Clock(0)
-        other.time = self.time.copy()
-        other.extra = set(self.extra)
-        return other
+        self.shared = True
+        return _Clock(self.time, self.extra, self.blank)
+
+    def stamped(self, stamp: Stamp) -> _Clock:
+        """A copy that also covers the single op ``stamp``."""
+        self.shared = True
+        return _Clock(self.time, self.extra | {stamp})
 
     def join(self, other: _Clock) -> None:
-        np.maximum(self.time, other.time, out=self.time)
-        self.extra |= other.extra
+        if other.blank:
+            return
+        if self.blank:
+            other.shared = True
+            self.time, self.extra, self.shared, self.blank = other.time, other.extra, True, False
+            return
+        if other.time is not self.time:
+            if self.shared:
+                self.time = np.maximum(self.time, other.time)
+                self.shared = False
+            else:
+                np.maximum(self.time, other.time, out=self.time)
+        if other.extra and other.extra is not self.extra:
+            self.extra = self.extra | other.extra if self.extra else other.extra
+
+    def advance(self, t: int, value: int) -> None:
+        """Block ``t``'s entry at least ``value``."""
+        if self.time[t] < value:
+            if self.shared:
+                self.time = self.time.copy()
+                self.shared = False
+            self.time[t] = value
+            self.blank = False
 
     def covers(self, stamp: Stamp) -> bool:
         return bool(self.time[stamp[0]] > stamp[1]) or stamp in self.extra
 
 
+class _Where:
+    """An op's place in a finding, ``rank 0 tb 1 op 3 (put of unit 2)``, spelt only when
+    a finding names it (most ops run without one)."""
+
+    __slots__ = ("machine", "stamp")
+
+    def __init__(self, machine: _Machine, stamp: Stamp) -> None:
+        self.machine, self.stamp = machine, stamp
+
+    def __format__(self, spec: str) -> str:
+        return format(self.machine.label(self.stamp), spec)
+
+
 class _Machine:
-    def __init__(self, plan: Plan, strategy: str) -> None:
+    def __init__(
+        self, plan: Plan, strategy: str, programs: list[list[tuple[Op, tuple[int, int] | None]]]
+    ) -> None:
         self.plan = plan
         self.outcome = Outcome(strategy)
         self.blocks = [(g.rank, tb) for g in plan.gpus for tb in g.threadblocks]
         size = len(self.blocks)
-        self.clock = [_Clock(size) for _ in self.blocks]
-        self.pending = [_Clock(size) for _ in self.blocks]
-        #: what each block has heard of (signals, relaxed ones too): control order only
-        self.control = [_Clock(size) for _ in self.blocks]
-        self.pending_control = [_Clock(size) for _ in self.blocks]
-        self.heard_from: dict[tuple[str, int, int, int], list[_Clock]] = defaultdict(list)
+        #: the entries of a clock that has seen nothing (shared, never changed)
+        self.zeros = np.zeros(size, dtype=np.int32)
+        self.clock = [self.blank() for _ in self.blocks]
+        self.pending = [self.blank() for _ in self.blocks]
+        #: what each block has heard of (signals, relaxed ones too): control order, which
+        #: only switch ops consult (not followed in a plan without them)
+        self.switched = any(op.name in ("glres", "gstore") for _, tb in self.blocks
+                            for op in tb.ops)  # fmt: skip
+        self.control = [self.blank() for _ in self.blocks]
+        self.pending_control = [self.blank() for _ in self.blocks]
+        self.heard_from: dict[tuple[str, int, int, int], list[_Clock | None]] = defaultdict(list)
         #: cells written by switch ops: their writer
         self.multicast: dict[Cell, Stamp] = {}
         self.pc = [0] * size
-        self.program = [_program(plan, tb) for _, tb in self.blocks]
+        self.program = programs
         self.at = 0
         self.window: tuple[int, int] | None = None
         #: (channel type, sender, receiver, ordinal) -> its signals (None: relaxed)
         self.signals: dict[tuple[str, int, int, int], list[_Clock | None]] = defaultdict(list)
         self.taken: dict[tuple[str, int, int, int], int] = defaultdict(int)
         #: (rank, semaphore) -> the clocks of its releases, and how many were acquired
-        self.releases: dict[tuple[int, int], list[_Clock]] = defaultdict(list)
+        self.releases: dict[tuple[int, int], list[_Clock | None]] = defaultdict(list)
         self.acquired: dict[tuple[int, int], int] = defaultdict(int)
         self.values: dict[Cell, Value] = {}
         self.writer: dict[Cell, Stamp] = {}
@@ -151,6 +201,10 @@ class _Machine:
         for gpu in plan.gpus:
             for x in range(gpu.chunks["i"] * parts):
                 self.values[self.cell(gpu.rank, "i", x)] = ((gpu.rank, x),)
+
+    def blank(self) -> _Clock:
+        """A clock that has seen nothing."""
+        return _Clock(self.zeros, blank=True)
 
     def cell(self, rank: int, kind: str, part: int) -> Cell:
         """The cell of part ``part`` of a buffer (in place, the input is the output's)."""
@@ -200,7 +254,7 @@ class _Machine:
             first, last = offset, min(last, offset + self.window[1])
         return [self.cell(ref.rank, kind, x) for x in range(first, last)]
 
-    def read(self, t: int, op: Op, cells: list[Cell], where: str) -> list[Value]:
+    def read(self, t: int, op: Op, cells: list[Cell], where: _Where) -> list[Value]:
         stamp, clock = (t, self.at), self.clock[t]
         out = []
         plain = late = None
@@ -225,7 +279,7 @@ class _Machine:
             )
         return out
 
-    def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: str) -> None:
+    def write(self, t: int, op: Op, cells: list[Cell], values: list[Value], where: _Where) -> None:
         stamp, clock = (t, self.at), self.clock[t]
         written = read = None
         for c, v in zip(cells, values, strict=True):
@@ -270,8 +324,7 @@ class _Machine:
         return [self.values.get(c) for c in cells]
 
     def write_packets(self, t: int, op: Op, cells: list[Cell], values: list[Value]) -> None:
-        message = self.clock[t].copy()
-        message.extra.add((t, self.at))
+        message = self.clock[t].stamped((t, self.at))
         for c, v in zip(cells, values, strict=True):
             self.packet[c] = message
             self.packet_writer[c] = (t, self.at)
@@ -279,7 +332,7 @@ class _Machine:
             self.readers.pop(c, None)
             self.values[c] = v
 
-    def send_packets(self, t: int, cells: list[Cell], where: str) -> list[Value]:
+    def send_packets(self, t: int, cells: list[Cell], where: _Where) -> list[Value]:
         """Packets a port channel's ``ppkt`` hands to the proxy: they must be packets
         already (``handlePutPackets`` copies the bytes), written before (a ``nop``
         after a ``cpkt`` of the same block); nothing waits for their flags."""
@@ -321,7 +374,7 @@ class _Machine:
         rank, tb = self.blocks[t]
         op, self.window = self.program[t][self.pc[t]]
         self.at = self.pc[t]
-        where = f"rank {rank} tb {tb.id} op {self._where(t, self.at)}"
+        where = _Where(self, (t, self.at))
         self.op = op
         try:
             done = self._run(t, rank, op, where)
@@ -333,22 +386,25 @@ class _Machine:
         return done
 
     def _sync(self, t: int, position: int) -> None:
-        clock, pending = self.clock[t], self.pending[t]
-        clock.join(pending)
-        pending.time.fill(0)  # emptied in place: nothing else holds it
-        pending.extra = set()
-        clock.time[t] = max(int(clock.time[t]), position + 1)
-        control, waiting = self.control[t], self.pending_control[t]
-        control.join(waiting)
-        waiting.time.fill(0)
-        waiting.extra = set()
+        clock = self.clock[t]
+        clock.join(self.pending[t])
+        self.pending[t] = self.blank()
+        clock.advance(t, position + 1)
+        self.control[t].join(self.pending_control[t])
+        self.pending_control[t] = self.blank()
+
+    def _signal(self, key: tuple[str, int, int, int], t: int, message: _Clock | None) -> None:
+        """Block ``t`` signals channel ``key`` (``message``: what the waiter then sees,
+        None if relaxed); a plan with switch ops also passes what ``t`` has heard."""
+        self.signals[key].append(message)
+        if self.switched:
+            self.heard_from[key].append(self.heard(t))
 
     def heard(self, t: int) -> _Clock:
         """What block ``t`` has seen, in memory or control order (ops before its last
         ``nop``), marked as running (``(t, -1)``)."""
-        seen = self.clock[t].copy()
+        seen = self.clock[t].stamped((t, -1))
         seen.join(self.control[t])
-        seen.extra.add((t, -1))
         return seen
 
     def started(self, t: int, rank: int) -> bool:
@@ -362,7 +418,7 @@ class _Machine:
             if r == rank
         )
 
-    def _run(self, t: int, rank: int, op: Op, where: str) -> bool:
+    def _run(self, t: int, rank: int, op: Op, where: _Where) -> bool:
         name = op.name
         if name == "nop":
             self._sync(t, self.at)
@@ -370,23 +426,23 @@ class _Machine:
         if name == "barrier":
             return self._barrier(t, rank, op)
         if name in ("signal", "rlxsignal"):
+            message = None if name == "rlxsignal" else self.clock[t].copy()
             for peer, ordinal in op.channel_peers:
-                message = None if name == "rlxsignal" else self.clock[t].copy()
-                self.signals[(op.channel_type, rank, peer, ordinal)].append(message)
-                self.heard_from[(op.channel_type, rank, peer, ordinal)].append(self.heard(t))
+                self._signal((op.channel_type, rank, peer, ordinal), t, message)
             return True
         if name in ("wait", "rlxwait"):
             keys = [(op.channel_type, peer, rank, ordinal) for peer, ordinal in op.channel_peers]
             # a channel listed twice is waited on twice: each of its threads takes the next
             # expected signal (an atomic add, mscclpp semaphore_device.hpp)
-            need = Counter(keys)
+            need = Counter(keys) if len(keys) > 1 else dict.fromkeys(keys, 1)
             if any(self.taken[k] + c > len(self.signals[k]) for k, c in need.items()):
                 return False
-            for k in keys:
-                message = self.signals[k][self.taken[k]]
+            for k in keys:  # a message taken is not kept (only the count of them)
+                i = self.taken[k]
+                message, self.signals[k][i] = self.signals[k][i], None
                 heard = self.heard_from[k]
-                if self.taken[k] < len(heard):
-                    self.pending_control[t].join(heard[self.taken[k]])
+                if i < len(heard):
+                    self.pending_control[t].join(_taken(heard, i))
                 self.taken[k] += 1
                 if message is not None:
                     self.pending[t].join(message)
@@ -401,8 +457,9 @@ class _Machine:
             if any(self.acquired[m] >= n for m, n in zip(sems, have, strict=True)):
                 return False
             for m in sems:  # run by one thread per semaphore: a nop orders the others
-                if self.acquired[m] < len(self.releases[m]):
-                    self.pending[t].join(self.releases[m][self.acquired[m]])
+                i = self.acquired[m]
+                if i < len(self.releases[m]):
+                    self.pending[t].join(_taken(self.releases[m], i))
                 self.acquired[m] += 1
             return True
         if name == "flush":
@@ -419,7 +476,7 @@ class _Machine:
             arrived.append(t)
         if len(arrived) < op.barrier[1]:
             return False
-        joined = _Clock(len(self.blocks))
+        joined = self.blank()
         for u in arrived:
             self._sync(u, self.pc[u])
             joined.join(self.clock[u])
@@ -429,24 +486,23 @@ class _Machine:
         self.barriers[key] = []
         return True
 
-    def _data(self, t: int, rank: int, op: Op, where: str) -> bool:
+    def _data(self, t: int, rank: int, op: Op, where: _Where) -> bool:
         name, src, dst = op.name, op.src, op.dst
         if name in ("put", "pws", "pwsf"):
             port = op.channel_type == "port"
             if op.channel_type not in ("memory", "port"):
                 self.find("structure", f"{where} has channel_type {op.channel_type!r}")
                 return True
+            # the puts' signal: what the block saw, and the puts themselves (one proxy request)
+            message = self.clock[t].stamped((t, self.at)) if port and name != "put" else None
             for i, d in enumerate(dst):
                 s = src[i] if port else src[0]
                 index = src[i].index if i < len(src) else s.index
                 got = self.read(t, op, self.cells(s, s.kind, index, d.size), where)
                 self.write(t, op, self.cells(d), got, where)
-                if port and name != "put" and i < len(op.channel_peers):
+                if message is not None and i < len(op.channel_peers):
                     peer, ordinal = op.channel_peers[i]
-                    message = self.clock[t].copy()
-                    message.extra.add((t, self.at))
-                    self.signals[("port", rank, peer, ordinal)].append(message)
-                    self.heard_from[("port", rank, peer, ordinal)].append(self.heard(t))
+                    self._signal(("port", rank, peer, ordinal), t, message)
             return True
         if name == "get":
             for s, d in zip(src, dst, strict=False):
@@ -512,7 +568,7 @@ class _Machine:
         self.find("unsupported", f"{where}: op {name!r} is not executed by this checker")
         return True
 
-    def _switch(self, t: int, rank: int, op: Op, where: str) -> None:
+    def _switch(self, t: int, rank: int, op: Op, where: _Where) -> None:
         """``glres`` (load-reduce from every rank of the source channel's group, store to
         every rank of the destination's) or ``gstore`` (a local range stored so)."""
         src, dst = op.src, op.dst
@@ -544,7 +600,7 @@ class _Machine:
             for c in cells:
                 self.multicast[c] = (t, self.at)
 
-    def _reach(self, t: int, member: int, where: str) -> None:
+    def _reach(self, t: int, member: int, where: _Where) -> None:
         if not self.started(t, member):
             self.find(
                 "sync",
@@ -556,13 +612,15 @@ class _Machine:
 
     def _ends(self) -> None:
         """Every switch store into a rank is ordered before that rank's end."""
+        if not self.multicast:
+            return
         ends: dict[int, _Clock] = {}
         for u, (rank, _) in enumerate(self.blocks):
             done = self.clock[u].copy()
             for seen in (self.pending[u], self.control[u], self.pending_control[u]):
                 done.join(seen)
-            done.time[u] = len(self.program[u])
-            ends.setdefault(rank, _Clock(len(self.blocks))).join(done)
+            done.advance(u, len(self.program[u]))
+            ends.setdefault(rank, self.blank()).join(done)
         for (rank, kind, part), stamp in sorted(self.multicast.items()):
             if rank in ends and not ends[rank].covers(stamp):
                 parts = self.plan.parts
@@ -629,6 +687,13 @@ class _Bounds(Exception):
     pass
 
 
+def _taken(entries: list[_Clock | None], i: int) -> _Clock:
+    """Entry ``i`` of ``entries`` (a clock passed on once), no longer kept."""
+    entry, entries[i] = entries[i], None
+    assert entry is not None
+    return entry
+
+
 def _sum(column: tuple[Value, ...]) -> Value:
     if any(v is None for v in column):
         return None
@@ -661,8 +726,19 @@ def _program(plan: Plan, tb: ThreadBlock) -> list[tuple[Op, tuple[int, int] | No
     return program
 
 
-def execute(plan: Plan, strategy: tuple[str, str, int, int]) -> Outcome:
-    """Run ``plan`` once under ``strategy`` (one of :data:`STRATEGIES`)."""
-    machine = _Machine(plan, strategy[0])
+def programs(plan: Plan) -> list[list[tuple[Op, tuple[int, int] | None]]]:
+    """What each thread block of ``plan`` runs, in :func:`execute`'s order of blocks (see
+    :func:`_program`): made once for every strategy."""
+    return [_program(plan, tb) for g in plan.gpus for tb in g.threadblocks]
+
+
+def execute(
+    plan: Plan,
+    strategy: tuple[str, str, int, int],
+    made: list[list[tuple[Op, tuple[int, int] | None]]] | None = None,
+) -> Outcome:
+    """Run ``plan`` once under ``strategy`` (one of :data:`STRATEGIES`); ``made``: its
+    :func:`programs`, if made already."""
+    machine = _Machine(plan, strategy[0], programs(plan) if made is None else made)
     machine.run(strategy[1], strategy[2], strategy[3])
     return machine.outcome

@@ -21,7 +21,7 @@ Examples
 ...                         sizes=[2**10, 2**30])
 >>> bands = planned_bands(request, build("ring:4"))
 >>> [(b.low, b.high, b.method) for b in bands]
-[(0, 1073741823, 'k=1'), (1073741824, None, 'timetable (k=4)')]
+[(0, 1073741823, 'Trivance'), (1073741824, None, 'NCCL-like ring (2 channels)')]
 >>> [round(one.times[0] / one.plan_us - 1, 4) for b in bands for one in b.sizes]  # file vs plan
 [0.9983, 0.0002]
 """

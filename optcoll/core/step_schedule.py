@@ -104,6 +104,19 @@ class StepSchedule:
             raise ScheduleError(f"the root {self.root!r} is not a compute node of the schedule")
 
     @property
+    def rank_blocks(self) -> int:
+        """The blocks of one rank's part of the buffer, ``blocks // N`` (an allgather's
+        input shard); a broadcast's or a reduce's buffer is the root's one vector: all
+        ``blocks``.
+
+        >>> StepSchedule("allgather", "x", ("a", "b"), 4, ()).rank_blocks
+        2
+        >>> StepSchedule("broadcast", "x", ("a", "b"), 4, (), root="a").rank_blocks
+        4
+        """
+        return self.blocks if self.root is not None else self.blocks // len(self.compute_nodes)
+
+    @property
     def num_steps(self) -> int:
         """How many steps the schedule takes."""
         return len(self.steps)

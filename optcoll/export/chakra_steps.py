@@ -91,8 +91,7 @@ def step_traces(
         )
     coll = schedule.collective
     rooted = schedule.root is not None
-    # chunks per rank in the checker's numbering (a broadcast's or reduce's: in all)
-    k = blocks * q if rooted else blocks // n * q
+    k = schedule.rank_blocks * q  # chunks per rank in the checker's numbering
 
     def chunk(b: int, t: int) -> int:
         return b * q + t if rooted else (b % n) * k + (b // n) * q + t

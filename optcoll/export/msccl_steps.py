@@ -140,9 +140,7 @@ def msccl_step_program(
     if not profile.has_outofplace and placement == "outofplace":
         raise ExportError(f"runtime {profile.name!r} reads only in-place programs")
     nodes = schedule.compute_nodes
-    k = schedule.blocks // len(nodes)
-    if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
-        k = schedule.blocks
+    k = schedule.rank_blocks
     shape = _Shape(nodes, k, schedule.method)
     # waiting for the data's receives runs a rank's receives side by side, but cuts a
     # message whose blocks two receives wrote into one step each: then keep the form whose
@@ -182,8 +180,6 @@ def _steps(
     """The numbered steps of every GPU (:func:`_build` with ``data``), their thread
     blocks, and whether waiting for the data cut a message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
-    if schedule.root is not None:  # a broadcast's or reduce's buffer: its blocks
-        n = 1
     builder = _StepBuilder(coll, (0, 0, 0))
     scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
     builder.chunks = {

@@ -112,11 +112,9 @@ def mscclpp_step_plan(
     """
     nodes = schedule.compute_nodes
     n = len(nodes)
-    k = schedule.blocks // n
+    k = schedule.rank_blocks
     coll = schedule.collective
     rooted = schedule.root is not None  # a broadcast's or reduce's buffer: its blocks
-    if rooted:
-        k = schedule.blocks
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
     shape = _Shape(nodes, k, schedule.method)
     title = name or f"optcoll {coll} {schedule.method} ({schedule.num_steps} steps) outofplace"

@@ -1,21 +1,21 @@
 """Step schedules: a collective as rounds of messages between compute nodes.
 
 The log-step algorithms (recursive doubling and halving, Rabenseifner, Bruck, Swing, the
-binomial and Bine broadcast trees) are not trees of chunks but *rounds*: in each step every node sends at most a few messages,
-each carrying some *blocks* of the data, to other compute nodes, and waits for what it
-receives before its next step. A :class:`StepSchedule` holds exactly that, independent
-of the network: which blocks go from which node to which, step by step. How a message
-crosses the network (its path through switches) is the simulator's business, as for an
-MSCCL program: every message takes the widest path between its two nodes.
+binomial and Bine broadcast trees) are not trees of chunks but *rounds*: in each step every
+node sends at most a few messages, each carrying some *blocks* of the data, to other compute
+nodes, and waits for what it receives before its next step. A :class:`StepSchedule` holds
+exactly that, independent of the network: which blocks go from which node to which, step by
+step. How a message crosses the network (its path through switches) is the simulator's
+business, as for an MSCCL program: every message takes the widest path between its two
+nodes.
 
 Semantics (checked by executing them, :mod:`optcoll.verify.steps`):
 
 * the data is cut into ``blocks`` equal blocks of ``M / blocks`` bytes each (``M`` the
-  allreduce's vector, the allgather's output, the reduce-scatter's input, the broadcast's
-  or the reduce's vector); for an
-  allgather or a reduce-scatter ``blocks`` is a multiple of ``N`` and block ``b`` is part
-  of node ``b mod N``'s shard (one block per node, ``blocks == N``, unless the shards
-  are cut into shares, as the multiport algorithms do);
+  allreduce's vector, the allgather's output, the reduce-scatter's input, the broadcast's or
+  the reduce's vector); for an allgather or a reduce-scatter ``blocks`` is a multiple of
+  ``N`` and block ``b`` is part of node ``b mod N``'s shard (one block per node,
+  ``blocks == N``, unless the shards are cut into shares, as the multiport algorithms do);
 * at the start, for an allgather node ``i`` holds the blocks of its own shard; for a
   reduce-scatter, an allreduce or a reduce every node holds its own input of every
   block; for a broadcast the ``root`` holds every block (its input) and the others none;

@@ -13,16 +13,16 @@ step; a receive (or its reduction) of step ``s`` also waits for the rank's own s
 step ``s`` that carry the same data, so that it never changes data still to be sent.
 
 Data. The ``M``-byte message is the schedule's ``blocks`` blocks (block ``b`` is part of
-rank ``b mod N``'s shard; a broadcast's or reduce's blocks are the root's vector), each
-cut into ``q`` chunks, ``q`` the least number that puts
-every slice boundary on a chunk boundary (1 unless a message's slices cut its blocks; if
-that is above :data:`MAX_CHUNKS_PER_BLOCK`, that many, and a message's slices are whole
-chunks that differ by at most one chunk from the simulator's equal slices); in
-the checker's numbering (:mod:`optcoll.verify.chakra`: ``optcoll_chunks = k`` chunks per
-rank) chunk ``t`` of block ``b`` is ``(b mod N) k + (b div N) q + t``, ``k = q blocks / N``
-(a broadcast or reduce: chunk ``b q + t`` of ``k = q blocks``, the root in ``optcoll_root``).
-A slice that carries several chunks lists them (``optcoll_chunk_list``, JSON), so
-``optcoll check-et`` executes the traces and judges what every rank ends with.
+rank ``b mod N``'s shard; a broadcast's or reduce's blocks are the root's vector), each cut
+into ``q`` chunks, ``q`` the least number that puts every slice boundary on a chunk boundary
+(1 unless a message's slices cut its blocks; if that is above :data:`MAX_CHUNKS_PER_BLOCK`,
+that many, and a message's slices are whole chunks that differ by at most one chunk from the
+simulator's equal slices); in the checker's numbering (:mod:`optcoll.verify.chakra`:
+``optcoll_chunks = k`` chunks per rank) chunk ``t`` of block ``b`` is
+``(b mod N) k + (b div N) q + t``, ``k = q blocks / N`` (a broadcast or reduce: chunk
+``b q + t`` of ``k = q blocks``, the root in ``optcoll_root``). A slice that carries several
+chunks lists them (``optcoll_chunk_list``, JSON), so ``optcoll check-et`` executes the
+traces and judges what every rank ends with.
 
 What the traces cannot say: plan's simulator lets a message leave only once its receiver
 has also finished its previous step (a rendezvous); a Chakra send depends only on its own

@@ -9,28 +9,26 @@ it is stored; one pair per run of the message's blocks that are consecutive chun
 sides (at most the runtime's ``cnt``).
 
 Buffers. Block ``b`` is chunk ``(b mod N) k + b div N`` of a buffer of ``N k`` chunks
-(``k = blocks / N``; an allreduce's, a broadcast's and a reduce's blocks, a buffer of
-``blocks`` chunks, in the order of the messages that carry them, :func:`_layout`). A
-rank's own data is where the collective gives it (allgather, and a broadcast's root: its
-input, or its output in place; the others: the input). Every receive writes a chunk
-nothing has written before: the block's place in the output for its last write
-(allgather, allreduce, broadcast, a reduce's root; a reduce-scatter's own blocks at their
-place in its output), else
-the next free scratch chunks (one run per message). So no receive overwrites data a send
-may still be reading, and a receive need not wait for the rank's own sends.
+(``k = blocks / N``; an allreduce's, a broadcast's and a reduce's blocks, a buffer of ``blocks``
+chunks, in the order of the messages that carry them, :func:`_layout`). A rank's own data is
+where the collective gives it (allgather, and a broadcast's root: its input, or its output
+in place; the others: the input). Every receive writes a chunk nothing has written before:
+the block's place in the output for its last write (allgather, allreduce, broadcast, a
+reduce's root; a reduce-scatter's own blocks at their place in its output), else the next
+free scratch chunks (one run per message). So no receive overwrites data a send may still be
+reading, and a receive need not wait for the rank's own sends.
 
-Order. The sends to and the receives from each peer have thread blocks of their own, and
-a step waits (``depid``/``deps``) in one of two ways, whichever gives the shorter longest
+Order. The sends to and the receives from each peer have thread blocks of their own, and a
+step waits (``depid``/``deps``) in one of two ways, whichever gives the shorter longest
 chain of steps that wait for one another (each step costs an overhead; ties: the fewer
-steps, then the first).
-By data: a send waits for the receive that wrote what it carries (a message carries what
-its sender held at the start of its step), a reduction for the receive that wrote the
-value it adds to, a store for nothing; the receives of one step from several peers then
-run side by side (a multiport schedule's), but a message whose blocks two receives wrote
-is one step per receive. In order (tried only where that cut a message: uncut, the
-same steps wait for less by data): a rank's receives run one after another (each waits
-for the rank's receive before it), and each send waits for the rank's last receive of an
-earlier step. Either way every wait points to an earlier receive, and a receive waits
+steps, then the first). By data: a send waits for the receive that wrote what it carries (a
+message carries what its sender held at the start of its step), a reduction for the receive
+that wrote the value it adds to, a store for nothing; the receives of one step from several
+peers then run side by side (a multiport schedule's), but a message whose blocks two
+receives wrote is one step per receive. In order (tried only where that cut a message:
+uncut, the same steps wait for less by data): a rank's receives run one after another (each
+waits for the rank's receive before it), and each send waits for the rank's last receive of
+an earlier step. Either way every wait points to an earlier receive, and a receive waits
 only for earlier receives and for its message: the program cannot deadlock, whatever a
 connection holds.
 

@@ -15,14 +15,15 @@ a link or switches) and run by the simulator's reader (:mod:`optcoll.sim.program
 ``S`` with plan's slice size; the report gives both times, so the difference is stated,
 not hidden.
 
-What the formats cannot carry of plan's choice: its link order (an MSCCL program's order
-is its thread blocks' step order; an MSCCL++ plan's, its ops'; a link serves what comes
-first, where plan's ``depth`` order serves the slice with the deepest subtree ahead first:
+What the formats cannot carry of plan's choice: its link order (an MSCCL program's order is
+its thread blocks' step order; an MSCCL++ plan's, its ops'; a link serves what comes first,
+where plan's ``depth`` order serves the slice with the deepest subtree ahead first:
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
-that order with ties first come first served, 282.81 in the data's order, the MSCCL++
-file 281.65), a timetable's start times, and per-message slices of a step schedule (both formats loop over the buffer);
-and the readers charge the per-step overhead for every step of a thread block (an MSCCL
-receive, an MSCCL++ wait or reduction), where plan charges it once per message.
+that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
+281.65), a timetable's start times, and per-message slices of a step schedule (both formats
+loop over the buffer); and the readers charge the per-step overhead for every step of a
+thread block (an MSCCL receive, an MSCCL++ wait or reduction), where plan charges it once
+per message.
 
 Examples
 --------

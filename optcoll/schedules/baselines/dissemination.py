@@ -2,12 +2,12 @@
 
 A *round* is a set of arcs ``(x, y)`` between ranks: in it ``x`` sends ``y`` every block
 ``x`` holds and ``y`` does not (each sender gives the blocks only it could give, and a block
-several could give ``y`` in one round comes from the one giving ``y`` the fewest blocks
-so far, the first listed on ties, so an overlap evens out the messages). Starting from each rank holding the blocks it owns, the
-rounds are an allgather when every rank ends holding every block. Every rank then
-receives every block it does not own exactly once, so the blocks a block's owner's
-value travels along form a tree spanning the ranks (each rank's parent the rank it
-received the block from).
+several could give ``y`` in one round comes from the one giving ``y`` the fewest blocks so
+far, the first listed on ties, so an overlap evens out the messages). Starting from each
+rank holding the blocks it owns, the rounds are an allgather when every rank ends holding
+every block. Every rank then receives every block it does not own exactly once, so the
+blocks a block's owner's value travels along form a tree spanning the ranks (each rank's
+parent the rank it received the block from).
 
 The reduce-scatter is the allgather *transposed*: the rounds in reverse order, every
 message reversed and added. A rank's message to its parent in a block's tree leaves
@@ -99,9 +99,9 @@ def gather_rounds(owned: Sequence[int], rounds: Sequence[Sequence[Arc]]) -> list
 def _shares(y: int, senders: Sequence[int], offers: Sequence[int]) -> dict[Arc, int]:
     """What each of ``senders`` gives ``y`` of the blocks it offers (bit sets): each gives
     the blocks only it offers, then a block several offer goes to the one that gives ``y``
-    the fewest blocks so far (the first listed on ties), so the largest message is as
-    small as the offers allow (two senders offering 16 blocks each of their own and 8
-    both: 20 each, where taking the blocks in their order could give 16 and 24).
+    the fewest blocks so far (the first listed on ties), so the largest message is as small
+    as the offers allow (two senders offering 16 blocks each of their own and 8 both: 20
+    each, where taking the blocks in their order could give 16 and 24).
 
     >>> _shares(9, [0, 1], [0b0111, 0b1110])  # blocks 1 and 2 both: one each
     {(0, 9): 3, (1, 9): 12}

@@ -21,10 +21,11 @@ Trees:
 * **Bine** (De Sensi et al., SC 2025): the ranks that hold the data double each step along
   Swing's pairings (:func:`optcoll.schedules.baselines.swing.swing_pairings`: an even
   relative rank sends ``rho_s`` ahead, an odd one behind, ``rho_s`` = 1, -1, 3, -5, ...),
-  farthest first (distance halving; libbine's ``get_tree`` offers increasing and
-  decreasing distances), so the last and busiest steps cross the fewest hops; ``N`` not a power of two runs the tree on the first ``2^floor(log2 N)`` relative
-  ranks and then one step where relative rank ``r`` sends to ``r + 2^floor(log2 N)``
-  (our fold: the paper builds trees of any ``N`` directly);
+  farthest first (distance halving; libbine's ``get_tree`` offers increasing and decreasing
+  distances), so the last and busiest steps cross the fewest hops; ``N`` not a power of two
+  runs the tree on the first ``2^floor(log2 N)`` relative ranks and then one step where
+  relative rank ``r`` sends to ``r + 2^floor(log2 N)`` (our fold: the paper builds trees of
+  any ``N`` directly);
 * **torus** (multiport, every side a power of two): the same doubling along multiport
   Swing's per-dimension pairings (:func:`optcoll.schedules.baselines.swing.torus_pairings`)
   from the root's coordinates, dimensions in turn from a start dimension, each
@@ -380,10 +381,10 @@ def rooted_schedules(
     lines: Sequence[Sequence[str]] | None = None,
 ) -> list[StepSchedule]:
     """Every broadcast of :data:`ROOTED_BUILDERS` (with ``shape``, a torus whose sides are
-    all powers of two, also :data:`ROOTED_TORUS_BUILDERS`; with ``boxes``, two or more
-    equal boxes, :func:`hierarchical_broadcast` across them by the direct and (on three or
-    more) the binomial tree; with ``lines``, the lines of a grid, the same named ``dimension-wise``) from
-    ``root``, or for ``collective == "reduce"`` their transposes.
+    all powers of two, also :data:`ROOTED_TORUS_BUILDERS`; with ``boxes``, two or more equal
+    boxes, :func:`hierarchical_broadcast` across them by the direct and (on three or more)
+    the binomial tree; with ``lines``, the lines of a grid, the same named
+    ``dimension-wise``) from ``root``, or for ``collective == "reduce"`` their transposes.
 
     >>> [s.method for s in rooted_schedules("abcd", "reduce", "c", (2, 2))][-3:]
     ['scatter + allgather (Bine)', 'multiport Bine tree', 'multiport scatter + allgather']

@@ -11,11 +11,12 @@ collective), on a grid (``lines``, :func:`optcoll.schedules.baselines.routing.gr
 the direct ones of those dimension-wise (labelled ``dimension-wise (...)``), on a torus
 (``shape``, :func:`optcoll.schedules.baselines.routing.torus_shape`) multiport Swing (its
 latency form where every side is a power of two) and bandwidth-optimal Trivance (an
-allreduce also fused Trivance), on a torus of two or more dimensions of any sides Trivance dimension by dimension, and on a grid of
-two or more dimensions (``axes``, :func:`optcoll.schedules.baselines.routing.grid_axes`)
-the same direct compositions on every dimension at once, one share of the data each
-(:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise (...)``);
-for broadcast and reduce the trees and scatter + allgather of
+allreduce also fused Trivance), on a torus of two or more dimensions of any sides Trivance
+dimension by dimension, and on a grid of two or more dimensions (``axes``,
+:func:`optcoll.schedules.baselines.routing.grid_axes`) the same direct compositions on every
+dimension at once, one share of the data each
+(:mod:`optcoll.schedules.baselines.multiport_grid`, labelled ``multiport dimension-wise
+(...)``); for broadcast and reduce the trees and scatter + allgather of
 :mod:`optcoll.schedules.baselines.rooted_steps` from the root (on a torus of powers of two
 also their multiport forms).
 

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         options=options,
         choose_slice=args.slice is None,
+        every_candidate=bool(args.export),  # a band's file: the fastest file, not plan's row
     )
     from optcoll.core.output import output_transaction
 

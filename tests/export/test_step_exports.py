@@ -280,10 +280,13 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
          "--sizes", "1K", "1M", "--overhead", "1", "--latency", "0.5", "--export", str(out)],
         capture_output=True, text=True, cwd=ROOT, env=env, check=True,
     )  # fmt: skip
-    stepped = out / "allreduce.0-1048575B.one-shot.outofplace.xml"  # one step through the hub
+    # the fastest file at 1K: Swing (latency), 9.031 µs, where plan's one-shot (2.072 µs
+    # in plan) runs 9.133 µs as a file (each receive a step of its own)
+    stepped = out / "allreduce.0-1048575B.Swing__latency_.outofplace.xml"
     assert f"wrote {stepped}" in run.stdout
     report = verify_text(stepped.read_text(), topology=build("star:8"))
     assert report.ok and report.executed
+    assert "at 1K: plan 2.072 µs (one-shot), the MSCCL file simulated 9.031 µs" in run.stdout
 
 
 # --- MSCCL++ --------------------------------------------------------------------------------

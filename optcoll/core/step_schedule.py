@@ -45,12 +45,22 @@ from dataclasses import dataclass
 
 from optcoll.exceptions import ScheduleError
 
-__all__ = ["Send", "StepSchedule", "STEP_COLLECTIVES", "ROOTED"]
+__all__ = ["Send", "StepSchedule", "STEP_COLLECTIVES", "ROOTED", "ranks_after"]
 
 #: The collectives a step schedule can hold.
 STEP_COLLECTIVES = ("allgather", "reduce_scatter", "allreduce", "broadcast", "reduce")
 #: Those of them with a root (:attr:`StepSchedule.root`).
 ROOTED = ("broadcast", "reduce")
+
+
+def ranks_after(rank: int, peer: int, n: int) -> int:
+    """How many ranks after ``rank`` (of ``n``, cyclically) ``peer`` is: the order in which a
+    rank posts its messages of a step (:meth:`StepSchedule.posted`).
+
+    >>> ranks_after(6, 1, 8), ranks_after(1, 6, 8)
+    (3, 5)
+    """
+    return (peer - rank) % n
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,23 @@ class StepSchedule:
     def max_blocks(self) -> int:
         """The most blocks one message carries."""
         return max((len(send.blocks) for step in self.steps for send in step), default=0)
+
+    def posted(self, step: tuple[Send, ...]) -> list[Send]:
+        """The messages of ``step`` in the order they are posted: each rank's to the ranks
+        after it first (:func:`ranks_after`), and at equal distance by sender's rank. So the
+        first message into every rank comes from the rank before it, not every rank's first
+        message into rank 0; MSCCL++ plans put in this order (dgx-h100:2 allreduce 1 MiB,
+        hierarchical (direct + one-shot): 13.70 µs, in the schedule's order 15.74), and
+        plan's simulator and the Chakra step traces post in it.
+
+        >>> ab, ba, bc = Send("a", "b", (0,)), Send("b", "a", (1,)), Send("b", "c", (2,))
+        >>> s = StepSchedule("allgather", "x", ("a", "b", "c"), 3, ((ab, ba, bc),))
+        >>> [m.src + m.dst for m in s.posted(s.steps[0])]
+        ['ab', 'bc', 'ba']
+        """
+        rank = {v: i for i, v in enumerate(self.compute_nodes)}
+        n = len(rank)
+        return sorted(step, key=lambda m: (ranks_after(rank[m.src], rank[m.dst], n), rank[m.src]))
 
     def block_bytes(self, size: float) -> float:
         """Bytes of one block of an ``size``-byte collective.

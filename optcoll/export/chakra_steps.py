@@ -101,11 +101,12 @@ def step_traces(
     last: dict[int, list[int]] = {}  # each rank's nodes of the last step it took part in
     task = 0  # the simulator's task number of each slice
     places: list[tuple[int, int, float]] = []  # (rank, node id, place in its link's queue)
-    for step, counts in zip(schedule.steps, pieces, strict=True):
+    for step in schedule.steps:
         now: dict[int, list[int]] = defaultdict(list)
         sent: dict[int, list[tuple[frozenset[int], int]]] = defaultdict(list)
         received = []
-        for send, p in zip(step, counts, strict=True):
+        for send in schedule.posted(step):  # in the simulator's order
+            p = message_slices(block_bytes * len(send.blocks), slice_bytes)
             src, dst = rank[send.src], rank[send.dst]
             units = [chunk(b, t) for b in send.blocks for t in range(q)]
             for piece in range(p):

@@ -32,17 +32,17 @@ would overwrite inputs that earlier puts may still read); ``protocol`` Simple, n
 pipelines: every put moves its whole range, which ``optcoll simulate`` sends in slices as it
 does a step schedule's message.
 
-A GPU's puts of a step go to the ranks after it first (peer minus rank, mod ``N``): an op's
-destinations leave over the GPU's links one after another, and in rank order every GPU's
-first put of a direct step went to the same GPU, whose link then took them one at a time
-(dgx-h100:2 hierarchical (direct + one-shot) allreduce at 1 MiB: 20.90 µs in rank order,
-17.70 rotated).
+A GPU's puts of a step go to the ranks after it first
+(:func:`~optcoll.core.step_schedule.ranks_after`), the order in which plan's simulator posts
+them (:meth:`~optcoll.core.step_schedule.StepSchedule.posted`): an op's destinations leave
+over the GPU's links one after another, and in rank order every GPU's first put of a direct
+step went to the same GPU, whose link then took them one at a time (dgx-h100:2 hierarchical
+(direct + one-shot) allreduce at 1 MiB: 20.90 µs in rank order, 17.70 rotated, which plan
+now says too).
 
 What the plan cannot carry: a message's slices each paying plan's overhead, and plan's
 rendezvous (a message leaves once its sender and its receiver are done with their last
-step; a put leaves once its sender is, its target being fresh): a file can be faster. So
-can a step of several messages a GPU: plan's simulation posts them in the schedule's
-order, rank by rank (the dgx-h100:2 allreduce above: 19.74 µs).
+step; a put leaves once its sender is, its target being fresh): a file can be faster.
 
 Examples
 --------
@@ -57,9 +57,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 
-from optcoll.core.step_schedule import StepSchedule
+from optcoll.core.step_schedule import StepSchedule, ranks_after
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl_steps import _layout
 from optcoll.export.mscclpp import (
@@ -282,18 +281,9 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
             step_of(len(turns) - 1, r, g).waits += pending
     for turn in turns:  # each GPU puts to the ranks after it first (module docstring)
         for step in turn.values():
-            step.puts.sort(key=partial(_after, step.rank, n))
+            step.puts.sort(key=lambda put, r=step.rank: ranks_after(r, put[0], n))
     out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
     return out, max(used)
-
-
-def _after(rank: int, n: int, put: tuple[int, Loc, Loc]) -> int:
-    """How many ranks after ``rank`` (of ``n``) the peer of ``put`` is.
-
-    >>> _after(6, 8, (1, ("i", 0, 1), ("s", 0, 1)))
-    3
-    """
-    return (put[0] - rank) % n
 
 
 def _merged(runs: list[Run]) -> list[Run]:

@@ -247,7 +247,8 @@ class TaskGraph:
     overhead is spent, a transfer when its last byte arrives). With ``posted``, things
     that happen at the same time go in the order the tasks were added (:func:`simulate`
     with ``ties`` the task numbers), not in the order they became ready: a step schedule's
-    messages of one step are posted in its order (:mod:`optcoll.sim.steps`).
+    messages of one step are posted in the order of
+    :meth:`~optcoll.core.step_schedule.StepSchedule.posted` (:mod:`optcoll.sim.steps`).
     """
 
     lane: list[int] = field(default_factory=list)
@@ -765,11 +766,12 @@ def schedule_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
-    priority: str = "progress",
+    priority: str | None = "progress",
 ) -> TaskGraph:
     """The task graph of ``schedule`` for an ``size``-byte collective (``priority``: the
-    order links serve waiting slices in, :func:`tree_tasks`; all-to-all routes are served
-    earliest in the data first).
+    order links serve waiting slices in, :func:`tree_tasks`; None: the order its stats
+    record, ``priority`` and a timetable's ``starts``, as ``optcoll plan`` ran it, else
+    ``progress``; all-to-all routes are served earliest in the data first).
 
     Examples
     --------
@@ -792,6 +794,11 @@ def schedule_tasks(
                     progress = _progress(piece_number, p.chunks, count)
                     graph.add((route.src, route.dst), arcs, piece, (), progress)
         return graph
+    starts = None
+    if priority is None:
+        priority = schedule.stats.get("priority", "progress")
+        if priority == "timetable":
+            priority, starts = "progress", schedule.stats["starts"]
     tree_tasks(
         graph,
         network,
@@ -800,6 +807,7 @@ def schedule_tasks(
         PHASES[schedule.collective],
         slice_bytes=slice_bytes,
         priority=priority,
+        starts=starts,
     )
     return graph
 
@@ -814,10 +822,11 @@ def simulate_schedule(
     default_latency: Fraction = DEFAULT_LATENCY,
     progress: bool = False,
 ) -> Simulation:
-    """Simulate ``schedule`` on ``topology`` for an ``size``-byte collective."""
+    """Simulate ``schedule`` on ``topology`` for an ``size``-byte collective, in the link
+    order its stats record (:func:`schedule_tasks` with ``priority=None``)."""
     sim = SimOptions(overhead, slice_bytes, default_latency)
     network = sim.network(topology)
-    graph = schedule_tasks(schedule, network, size, slice_bytes=sim.slice_bytes)
+    graph = schedule_tasks(schedule, network, size, slice_bytes=sim.slice_bytes, priority=None)
     return sim.run(graph, network, size, progress=progress)
 
 

@@ -1511,20 +1511,9 @@ def planned_tasks(
     error = order_stats_error(schedule)
     if error is not None:
         raise ScheduleError(error)
-    priority = schedule.stats.get("priority", "progress")
     if slice_bytes is None:
         slice_bytes = planned_slice(schedule)
-    if priority == "timetable" and schedule.collective != "alltoall":
-        starts = schedule.stats["starts"]
-        graph = TaskGraph()
-        chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
-        tree_tasks(
-            graph, network, schedule.trees, chunk, PHASES[schedule.collective],
-            slice_bytes=slice_bytes, starts=starts,
-        )  # fmt: skip
-    else:
-        order = "progress" if priority == "timetable" else priority
-        graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=order)
+    graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=None)
     ties = None
     if schedule_quotient(schedule, topology, network) is not None:
         ties = translate_ties(schedule, graph)

@@ -9,7 +9,9 @@ simulator (:mod:`optcoll.sim.simulator`) and :func:`step_cost` its exact terms f
 ``optcoll compare``.
 
 In the simulator a message is one step of its connection (the sender-receiver pair),
-which pays the overhead, cut into slices as every transfer is. A message of step ``s``
+which pays the overhead, cut into slices as every transfer is, the messages of a step posted
+to the ranks after their senders first (:meth:`~optcoll.core.step_schedule.StepSchedule.posted`,
+as the MSCCL++ plans put them). A message of step ``s``
 leaves once its sender *and* its receiver have finished the last step before ``s`` they
 took part in (every message they sent or received then has fully arrived): each step is
 a send-receive, and a send waits for its receiver to be ready, as MPI's rendezvous
@@ -223,7 +225,7 @@ def step_tasks(
             "use a larger --slice or a smaller size"
         )
     graph = TaskGraph() if graph is None else graph
-    graph.posted = True  # simultaneous sends go in the order of their step
+    graph.posted = True  # simultaneous sends go in posting order
     schedule = routed.schedule
     block = schedule.block_bytes(size)
     arcs = {key: network.path(path) for key, path in routed.paths.items()}
@@ -232,7 +234,7 @@ def step_tasks(
     last: dict[str, int] = {}
     for step in schedule.steps:
         took: dict[str, list[int]] = {}
-        for send in step:
+        for send in schedule.posted(step):
             after = sorted({last[v] for v in (send.src, send.dst) if v in last})
             message = block * len(send.blocks)
             pieces = message_slices(message, slice_bytes)

@@ -103,6 +103,39 @@ def test_plan_chooses_k_slice_and_order_and_certifies_the_gap_exactly():
     assert {r.priority for r in rows} == {"timetable"}
 
 
+def test_simulate_schedule_runs_the_order_its_stats_record():
+    """simulate_schedule runs a schedule in the link order (and a timetable at the start
+    times) its stats record, as plan ran it, not always in ``progress`` order."""
+    from dataclasses import replace
+
+    from optcoll.sim.simulator import simulate_schedule
+
+    topo = build(TORUS)
+    network = Network.of(topo, HALF)
+    schedule = deployable_schedule(topo, "allgather", k=1).schedule
+    alike = {"overhead": 0.0, "slice_bytes": 8192, "default_latency": HALF}
+    for priority in ("depth", "progress"):
+        graph = schedule_tasks(schedule, network, MiB, slice_bytes=8192, priority=priority)
+        ordered = replace(schedule, stats={**schedule.stats, "priority": priority})
+        assert simulate_schedule(topo, ordered, MiB, **alike).time_us == (
+            simulate(graph, network, MiB, overhead=0.0).time_us
+        )
+    depth = replace(schedule, stats={**schedule.stats, "priority": "depth"})
+    assert simulate_schedule(topo, depth, MiB, **alike).time_us < (
+        simulate_schedule(topo, schedule, MiB, **alike).time_us
+    )
+    table = greedy_timetable(topo, MiB / 16, 1, default_latency=HALF)  # one chunk a node
+    timed = replace(
+        table.schedule,
+        stats={"priority": "timetable", "starts": [list(s) for s in table.starts]},
+    )
+    run = simulate_schedule(topo, timed, MiB, overhead=0.0, slice_bytes=None, default_latency=HALF)
+    graph = TaskGraph()
+    tree_tasks(graph, network, timed.trees, MiB / 16, (False,), slice_bytes=None,
+               starts=table.starts)  # fmt: skip
+    assert run.time_us == simulate(graph, network, MiB, overhead=0.0).time_us
+
+
 def test_candidates_offer_k_that_are_not_powers_of_two():
     """dgx-a100:2: k = 7 packs closer to r* than k = 1, 2, 4 (not a power of two)."""
     methods = [c.method for c in candidates(build("dgx-a100:2"))]

@@ -239,7 +239,9 @@ class MscclProgram:
 
 @dataclass(eq=False)
 class _Step:
-    """One step before numbering; ``link`` is (sender, receiver) for transfers."""
+    """One step before numbering; ``link`` is (sender, receiver) for transfers. On a send,
+    ``forwards`` is the receive whose chunks it carries unchanged (if any); a fused receive's
+    ``fused`` is the send it absorbed (:mod:`optcoll.export.msccl_fusion`)."""
 
     type: str
     src: Location
@@ -253,6 +255,8 @@ class _Step:
     index: int = -1
     tb_id: int = -1
     has_dependent: bool = field(default=False)
+    forwards: _Step | None = None
+    fused: _Step | None = None
 
 
 def to_msccl_xml(schedule: Schedule, **options: object) -> str:
@@ -371,6 +375,10 @@ def msccl_program(
     nchunks = max(builder.chunks[0], builder.chunks[1])
     _assign_channels(builder, schedule, profile, channels)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
+    if channels is None and not pair_peers:
+        fused = _fused_program(schedule, profile, placement, allgather)
+        if fused is not None and _chain(fused[1]) < _chain(tbs):
+            builder, tbs = fused
     text = _render(
         schedule,
         builder,
@@ -392,6 +400,50 @@ def msccl_program(
         max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
         max_peers=max(peers, default=0),
     )
+
+
+def _fused_program(
+    schedule: Schedule, profile: RuntimeProfile, placement: str, allgather: Schedule | None
+) -> tuple[_Builder, dict[int, list[tuple[Block, list[_Step]]]]] | None:
+    """The program with receives fused with the sends that forward them
+    (:mod:`optcoll.export.msccl_fusion`): every forwarding chain on one channel, the fusions
+    that would leave it stuck with connections of one chunk written unfused. None where the
+    runtime runs no fused steps, nothing fuses, or the channels or thread blocks it needs
+    exceed the runtime's limits."""
+    # the fusion module reads this module's steps: imported here, not at the top
+    from optcoll.export.msccl_fusion import chain_channels, deadlocked_fusions, fuse, fuses
+
+    if not fuses(profile):
+        return None
+    excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
+    while True:
+        builder = _Builder(
+            schedule, profile.max_count, inplace=placement == "inplace", down=allgather
+        )
+        builder.build()
+        if not chain_channels(builder.steps, profile):
+            return None
+        if not fuse(builder.steps, excluded, profile.max_steps):
+            return None
+        for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
+            for step in gpu_steps:
+                if step.dep is not None and step.dep.tb == step.tb:
+                    step.dep = None
+        try:
+            tbs = _number(builder.steps, schedule, profile, False)
+        except ExportError:  # beyond a limit fused: the unfused program stands
+            return None
+        undo = {(st.gpu, st.key) for st in deadlocked_fusions(tbs)}
+        if not undo:
+            return builder, tbs
+        excluded |= undo
+
+
+def _chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
+    """(steps in the longest chain of steps that wait for one another, steps)."""
+    from optcoll.export.msccl_fusion import longest_chain
+
+    return longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
 
 
 class _Builder:
@@ -531,6 +583,11 @@ class _Builder:
         return ("o", self._slot(root, offset))
 
     def _add(self, step: _Step) -> _Step:
+        """Add ``step``; a send that reads what the receive it waits for wrote forwards it."""
+        dep = step.dep
+        if step.type == "s" and dep is not None and dep.type in ("r", "rrc"):
+            if dep.dst == step.src and dep.cnt == step.cnt:
+                step.forwards = dep
         self.steps[step.gpu].append(step)
         return step
 
@@ -778,7 +835,7 @@ def _check_chunks(schedule: Schedule) -> None:
             )
 
 
-_KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3}
+_KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3, "fused": 4}
 _DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv": ("recv",)}
 
 
@@ -1049,13 +1106,16 @@ def _render(
             },
         )
         for tb_id, ((kind, peer, chan), block) in enumerate(tbs[gpu]):
+            send = peer if kind in ("send", "pair") else -1
+            if kind == "fused":  # receives from peer, sends to its fused sends' receiver
+                send = next(st.fused.link[1] for st in block if st.fused and st.fused.link)
             tb_el = ET.SubElement(
                 gpu_el,
                 "tb",
                 {
                     "id": str(tb_id),
-                    "send": str(peer if kind in ("send", "pair") else -1),
-                    "recv": str(peer if kind in ("recv", "pair") else -1),
+                    "send": str(send),
+                    "recv": str(peer if kind in ("recv", "pair", "fused") else -1),
                     "chan": str(chan),
                 },
             )

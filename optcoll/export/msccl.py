@@ -15,7 +15,10 @@ step of another thread block of the same GPU (``depid``/``deps``; ``hasdep``
 marks steps that others wait for). Sends on a connection (sender, receiver,
 channel) are matched in order with the receives of the receiver's thread block
 for that connection. Step types used here: ``s`` (send), ``r`` (receive),
-``rrc`` (receive, reduce with a local chunk, store) and ``cpy`` (local copy).
+``rrc`` (receive, reduce with a local chunk, store), ``cpy`` (local copy) and, where the
+runtime's kernel runs them, ``rcs``/``rrcs`` (a receive fused with the send forwarding
+it, :mod:`optcoll.export.msccl_fusion`; kept where that shortens the longest chain of
+steps).
 
 Layout, with ``k`` chunks per shard and ``N`` GPUs (rank = position in the
 schedule's ``compute_nodes``):

@@ -43,7 +43,10 @@ message of ``c`` blocks into ``ceil(c M / blocks / slice)`` slices); a message w
 are not consecutive chunks is several steps (Swing, Bine, Bruck, multiport Swing); a
 receive is a step of its own (one more overhead in ``optcoll simulate`` per step of the
 schedule: multiport Swing's allreduce on torus 4x4 at 1 MiB, 4 steps, plan 18.49 µs,
-the XML 22.49); and, waiting in order, a rank's receives are taken one after another.
+the XML 22.49) unless it is fused with the send forwarding it (``rcs``/``rrcs``, where the
+runtime runs them, :mod:`optcoll.export.msccl_fusion`: a message of many chunks that adds
+to what the previous step brought rarely fuses, as its receiver's next step waits for the
+whole fused step); and, waiting in order, a rank's receives are taken one after another.
 So ``simulate`` of the XML is slower than plan's time of the schedule wherever
 overheads count (measured in ``docs/log_step.md``).
 

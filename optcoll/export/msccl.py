@@ -393,7 +393,6 @@ def msccl_program(
         min_bytes,
         max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
     )
-    peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
     return MscclProgram(
         text=text,
         placement=placement,
@@ -401,8 +400,21 @@ def msccl_program(
         nchunksperloop=nchunks,
         max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
         max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
-        max_peers=max(peers, default=0),
+        max_peers=_most_peers(tbs),
     )
+
+
+def _most_peers(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
+    """Most distinct peers one GPU sends to or receives from (a fused step's two)."""
+    most = 0
+    for gpu, blocks in tbs.items():
+        peers: set[int] = set()
+        for _, block in blocks:
+            for st in block:
+                for link in (st.link, st.fused.link if st.fused else None):
+                    peers |= set(link or ())
+        most = max(most, len(peers - {gpu}))
+    return most
 
 
 def _fused_program(

@@ -70,6 +70,7 @@ from optcoll.export.msccl import (
     Location,
     MscclProgram,
     _assign_channels,
+    _most_peers,
     _number,
     _render,
     _Step,
@@ -170,10 +171,6 @@ def msccl_step_program(
         min_bytes,
         max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
     )
-    peers = [
-        len({peer for _, block in blocks for st in block if st.link for peer in st.link} - {g})
-        for g, blocks in tbs.items()
-    ]
     return MscclProgram(
         text=text,
         placement=placement,
@@ -181,7 +178,7 @@ def msccl_step_program(
         nchunksperloop=max(builder.chunks[0], builder.chunks[1]),
         max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
         max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
-        max_peers=max(peers, default=0),
+        max_peers=_most_peers(tbs),
     )
 
 

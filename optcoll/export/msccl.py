@@ -93,7 +93,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -106,6 +106,14 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.exceptions import ExportError
+from optcoll.export.msccl_blocks import WIDEST_THREADBLOCKS, Block, Location, _Step
+from optcoll.export.msccl_fusion import (
+    chain_channels,
+    deadlocked_fusions,
+    fuse,
+    fuses,
+    longest_chain,
+)
 from optcoll.export.placement import placement_paths
 from optcoll.export.runtimes import (
     DEFAULT_RUNTIME,
@@ -125,9 +133,6 @@ __all__ = [
     "rank_order_comment",
     "to_msccl_xml",
 ]
-
-Location = tuple[str, int]
-Block = tuple[str, int, int]  # (kind, peer rank, channel)
 
 
 class ProgramShape(Protocol):
@@ -238,28 +243,6 @@ class MscclProgram:
     max_steps: int
     max_threadblocks: int
     max_peers: int
-
-
-@dataclass(eq=False)
-class _Step:
-    """One step before numbering; ``link`` is (sender, receiver) for transfers. On a send,
-    ``forwards`` is the receive whose chunks it carries unchanged (if any); a fused receive's
-    ``fused`` is the send it absorbed (:mod:`optcoll.export.msccl_fusion`)."""
-
-    type: str
-    src: Location
-    dst: Location
-    cnt: int
-    key: tuple[int, ...]
-    gpu: int
-    link: tuple[int, int] | None
-    dep: _Step | None = None
-    tb: Block = ("local", -1, 0)
-    index: int = -1
-    tb_id: int = -1
-    has_dependent: bool = field(default=False)
-    forwards: _Step | None = None
-    fused: _Step | None = None
 
 
 def to_msccl_xml(schedule: Schedule, **options: object) -> str:
@@ -425,9 +408,6 @@ def _fused_program(
     that would leave it stuck with connections of one chunk written unfused. None where the
     runtime runs no fused steps, nothing fuses, or the channels or thread blocks it needs
     exceed the runtime's limits."""
-    # the fusion module reads this module's steps: imported here, not at the top
-    from optcoll.export.msccl_fusion import chain_channels, deadlocked_fusions, fuse, fuses
-
     if not fuses(profile):
         return None
     excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
@@ -456,8 +436,6 @@ def _fused_program(
 
 def _chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
     """(steps in the longest chain of steps that wait for one another, steps)."""
-    from optcoll.export.msccl_fusion import longest_chain
-
     return longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
 
 
@@ -927,12 +905,6 @@ def _assign_channels(
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
-
-
-#: Most thread blocks per GPU the default channel count fills (where the runtime allows
-#: that many): a thread block occupies a streaming multiprocessor while the collective
-#: runs, and 64 is half of an A100's 108 or an H100's 132, and RCCL's cap.
-WIDEST_THREADBLOCKS = 64
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:

@@ -38,7 +38,7 @@ undoes one fusion on every cycle of waits it finds, until the program completes.
 
 Examples
 --------
->>> from optcoll.export.msccl import _Step
+>>> from optcoll.export.msccl_blocks import _Step
 >>> r = _Step("r", ("i", 0), ("o", 0), 1, (0, 0, 0), 1, (0, 1), tb=("recv", 0, 0))
 >>> s = _Step("s", ("o", 0), ("o", 0), 1, (1, 0, 0), 1, (1, 2), r, tb=("send", 2, 0))
 >>> s.forwards = r
@@ -55,7 +55,7 @@ import bisect
 from collections import defaultdict, deque
 
 from optcoll.core.msccl_runtimes import RuntimeProfile
-from optcoll.export.msccl import WIDEST_THREADBLOCKS, Block, _Step
+from optcoll.export.msccl_blocks import WIDEST_THREADBLOCKS, Block, _Step
 
 __all__ = [
     "fuses",
@@ -285,7 +285,7 @@ def deadlocked_fusions(tbs: Numbered) -> list[_Step]:
     (by GPU and key) of the cycle's steps under way, else of the steps its thread blocks have
     still to run.
 
-    >>> from optcoll.export.msccl import _Step
+    >>> from optcoll.export.msccl_blocks import _Step
     >>> a = _Step("s", ("i", 0), ("o", 0), 1, (0,), 0, (0, 1), tb=("send", 1, 0))
     >>> b = _Step("r", ("i", 0), ("o", 0), 1, (0,), 1, (0, 1), tb=("recv", 0, 0))
     >>> deadlocked_fusions({0: [(a.tb, [a])], 1: [(b.tb, [b])]})

@@ -66,15 +66,13 @@ from dataclasses import dataclass, field
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import (
-    Block,
-    Location,
     MscclProgram,
     _assign_channels,
     _most_peers,
     _number,
     _render,
-    _Step,
 )
+from optcoll.export.msccl_blocks import Block, Location, _Step
 from optcoll.export.msccl_fusion import (
     chain_channels,
     deadlocked_fusions,

@@ -9,7 +9,7 @@ import pytest
 
 from optcoll.cli import main
 from optcoll.core.msccl_runtimes import RUNTIMES
-from optcoll.export.msccl import _Step
+from optcoll.export.msccl_blocks import _Step
 from optcoll.export.msccl_fusion import deadlocked_fusions, fuses, longest_chain
 from optcoll.verify.msccl import verify_file
 

@@ -448,6 +448,34 @@ def test_fused_steps_receive_reduce_store_and_send_in_one_step():
     assert "structure" in kinds(verify_text(no_peer))
 
 
+def test_the_simulator_charges_a_fused_step_one_overhead(tmp_path):
+    """The chain allreduce fused (s, rrcs, rrcs, rcs, r: five steps one after another) and
+    unfused (each fused step a receive, then a send waiting for it: eight): the same
+    transfers, three overheads apart (1 KiB: the program runs once)."""
+    from optcoll.sim.programs import simulate_msccl
+    from optcoll.topologies import build
+
+    unfused = [
+        [tb(1, -1, 0, [step("s", ("i", 0))]), tb(-1, 1, 0, [step("r", dst=("o", 0))])],
+        [tb(-1, 0, 0, [step("rrc", ("i", 0), ("o", 0), hasdep=1)]),
+         tb(2, -1, 0, [step("s", ("o", 0), dep=(0, 0))]),
+         tb(-1, 2, 0, [step("r", dst=("o", 0), hasdep=1)]),
+         tb(0, -1, 0, [step("s", ("o", 0), dep=(2, 0))])],
+        [tb(-1, 1, 0, [step("rrc", ("i", 0), ("o", 0), hasdep=1)]),
+         tb(1, -1, 0, [step("s", ("o", 0), dep=(0, 0))])],
+    ]  # fmt: skip
+    times = []
+    for name, text in (
+        ("fused", chain_allreduce()),
+        ("unfused", program("allreduce", unfused, loop=1, chunks=(1, 1))),
+    ):
+        assert verify_text(text).ok, name
+        path = tmp_path / f"{name}.xml"
+        path.write_text(text)
+        times.append(simulate_msccl(str(path), build("ring:3"), 1 << 10, overhead=1).time_us)
+    assert times[1] - times[0] == pytest.approx(3.0)
+
+
 def test_fused_ring_needs_two_chunks_of_buffering():
     """A ring allgather whose middle receives forward in one step (rcs): with connections of
     one chunk every GPU holds a chunk it cannot send on; with two it completes."""

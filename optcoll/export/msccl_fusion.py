@@ -244,18 +244,22 @@ def longest_chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
     for conn, receives in taken.items():
         for sender, receive in zip(sent[conn], receives, strict=False):
             waits[id(receive)].append(sender)
+    waiting = {id(step): len(waits[id(step)]) for step in steps}
+    followers: dict[int, list[_Step]] = defaultdict(list)
+    for step in steps:
+        for w in waits[id(step)]:
+            followers[id(w)].append(step)
     length: dict[int, int] = {}
-    pending = steps
-    while pending:
-        later = []
-        for step in pending:
-            if all(id(w) in length for w in waits[id(step)]):
-                length[id(step)] = 1 + max((length[id(w)] for w in waits[id(step)]), default=0)
-            else:
-                later.append(step)
-        if len(later) == len(pending):
-            raise AssertionError("the steps wait for one another in a cycle")
-        pending = later
+    ready = [step for step in steps if not waiting[id(step)]]
+    while ready:  # every step once all it waits for has its length
+        step = ready.pop()
+        length[id(step)] = 1 + max((length[id(w)] for w in waits[id(step)]), default=0)
+        for follower in followers[id(step)]:
+            waiting[id(follower)] -= 1
+            if not waiting[id(follower)]:
+                ready.append(follower)
+    if len(length) < len(steps):
+        raise AssertionError("the steps wait for one another in a cycle")
     return max(length.values(), default=0)
 
 

@@ -121,8 +121,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"not exported as MSCCL (its band holds the fastest other schedule): {why}")
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
     if files and stepped:
+        from optcoll.export.msccl_fusion import fuses
+        from optcoll.export.runtimes import runtime_profile
+
+        receives = (
+            "a receive a step of its own unless fused with the send forwarding it"
+            if fuses(runtime_profile(args.runtime))
+            else "each receive a step of its own"
+        )
         print(
-            "the log-step files move every message whole, each receive a step of its own: "
+            f"the log-step files move every message whole, {receives}: "
             "MSCCL XML cannot carry plan's slices of a message (docs/log_step.md)"
         )
     if args.plot:

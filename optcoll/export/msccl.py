@@ -15,7 +15,10 @@ step of another thread block of the same GPU (``depid``/``deps``; ``hasdep``
 marks steps that others wait for). Sends on a connection (sender, receiver,
 channel) are matched in order with the receives of the receiver's thread block
 for that connection. Step types used here: ``s`` (send), ``r`` (receive),
-``rrc`` (receive, reduce with a local chunk, store) and ``cpy`` (local copy).
+``rrc`` (receive, reduce with a local chunk, store), ``cpy`` (local copy) and, where the
+runtime's kernel runs them, ``rcs``/``rrcs`` (a receive fused with the send forwarding
+it, :mod:`optcoll.export.msccl_fusion`; kept where that shortens the longest chain of
+steps).
 
 Layout, with ``k`` chunks per shard and ``N`` GPUs (rank = position in the
 schedule's ``compute_nodes``):
@@ -90,7 +93,7 @@ import math
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -103,6 +106,14 @@ from optcoll.core.arguments import (
 )
 from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.exceptions import ExportError
+from optcoll.export.msccl_blocks import WIDEST_THREADBLOCKS, Block, Location, _Step
+from optcoll.export.msccl_fusion import (
+    chain_channels,
+    deadlocked_fusions,
+    fuse,
+    fuses,
+    longest_chain,
+)
 from optcoll.export.placement import placement_paths
 from optcoll.export.runtimes import (
     DEFAULT_RUNTIME,
@@ -122,9 +133,6 @@ __all__ = [
     "rank_order_comment",
     "to_msccl_xml",
 ]
-
-Location = tuple[str, int]
-Block = tuple[str, int, int]  # (kind, peer rank, channel)
 
 
 class ProgramShape(Protocol):
@@ -235,24 +243,6 @@ class MscclProgram:
     max_steps: int
     max_threadblocks: int
     max_peers: int
-
-
-@dataclass(eq=False)
-class _Step:
-    """One step before numbering; ``link`` is (sender, receiver) for transfers."""
-
-    type: str
-    src: Location
-    dst: Location
-    cnt: int
-    key: tuple[int, ...]
-    gpu: int
-    link: tuple[int, int] | None
-    dep: _Step | None = None
-    tb: Block = ("local", -1, 0)
-    index: int = -1
-    tb_id: int = -1
-    has_dependent: bool = field(default=False)
 
 
 def to_msccl_xml(schedule: Schedule, **options: object) -> str:
@@ -371,6 +361,10 @@ def msccl_program(
     nchunks = max(builder.chunks[0], builder.chunks[1])
     _assign_channels(builder, schedule, profile, channels)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
+    if channels is None and not pair_peers:
+        fused = _fused_program(schedule, profile, placement, allgather)
+        if fused is not None and _chain(fused[1]) < _chain(tbs):
+            builder, tbs = fused
     text = _render(
         schedule,
         builder,
@@ -382,7 +376,6 @@ def msccl_program(
         min_bytes,
         max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
     )
-    peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
     return MscclProgram(
         text=text,
         placement=placement,
@@ -390,8 +383,60 @@ def msccl_program(
         nchunksperloop=nchunks,
         max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
         max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
-        max_peers=max(peers, default=0),
+        max_peers=_most_peers(tbs),
     )
+
+
+def _most_peers(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
+    """Most distinct peers one GPU sends to or receives from (a fused step's two)."""
+    most = 0
+    for gpu, blocks in tbs.items():
+        peers: set[int] = set()
+        for _, block in blocks:
+            for st in block:
+                for link in (st.link, st.fused.link if st.fused else None):
+                    peers |= set(link or ())
+        most = max(most, len(peers - {gpu}))
+    return most
+
+
+def _fused_program(
+    schedule: Schedule, profile: RuntimeProfile, placement: str, allgather: Schedule | None
+) -> tuple[_Builder, dict[int, list[tuple[Block, list[_Step]]]]] | None:
+    """The program with receives fused with the sends that forward them
+    (:mod:`optcoll.export.msccl_fusion`): every forwarding chain on one channel, the fusions
+    that would leave it stuck with connections of one chunk written unfused. None where the
+    runtime runs no fused steps, nothing fuses, or the channels or thread blocks it needs
+    exceed the runtime's limits."""
+    if not fuses(profile):
+        return None
+    excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
+    while True:
+        builder = _Builder(
+            schedule, profile.max_count, inplace=placement == "inplace", down=allgather
+        )
+        builder.build()
+        if not chain_channels(builder.steps, profile):
+            return None
+        if not fuse(builder.steps, excluded, profile.max_steps):
+            return None
+        for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
+            for step in gpu_steps:
+                if step.dep is not None and step.dep.tb == step.tb:
+                    step.dep = None
+        try:
+            tbs = _number(builder.steps, schedule, profile, False)
+        except ExportError:  # beyond a limit fused: the unfused program stands
+            return None
+        undo = {(st.gpu, st.key) for st in deadlocked_fusions(tbs)}
+        if not undo:
+            return builder, tbs
+        excluded |= undo
+
+
+def _chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
+    """(steps in the longest chain of steps that wait for one another, steps)."""
+    return longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
 
 
 class _Builder:
@@ -531,6 +576,11 @@ class _Builder:
         return ("o", self._slot(root, offset))
 
     def _add(self, step: _Step) -> _Step:
+        """Add ``step``; a send that reads what the receive it waits for wrote forwards it."""
+        dep = step.dep
+        if step.type == "s" and dep is not None and dep.type in ("r", "rrc"):
+            if dep.dst == step.src and dep.cnt == step.cnt:
+                step.forwards = dep
         self.steps[step.gpu].append(step)
         return step
 
@@ -778,7 +828,7 @@ def _check_chunks(schedule: Schedule) -> None:
             )
 
 
-_KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3}
+_KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3, "fused": 4}
 _DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv": ("recv",)}
 
 
@@ -855,12 +905,6 @@ def _assign_channels(
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
-
-
-#: Most thread blocks per GPU the default channel count fills (where the runtime allows
-#: that many): a thread block occupies a streaming multiprocessor while the collective
-#: runs, and 64 is half of an A100's 108 or an H100's 132, and RCCL's cap.
-WIDEST_THREADBLOCKS = 64
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:
@@ -1049,13 +1093,16 @@ def _render(
             },
         )
         for tb_id, ((kind, peer, chan), block) in enumerate(tbs[gpu]):
+            send = peer if kind in ("send", "pair") else -1
+            if kind == "fused":  # receives from peer, sends to its fused sends' receiver
+                send = next(st.fused.link[1] for st in block if st.fused and st.fused.link)
             tb_el = ET.SubElement(
                 gpu_el,
                 "tb",
                 {
                     "id": str(tb_id),
-                    "send": str(peer if kind in ("send", "pair") else -1),
-                    "recv": str(peer if kind in ("recv", "pair") else -1),
+                    "send": str(send),
+                    "recv": str(peer if kind in ("recv", "pair", "fused") else -1),
                     "chan": str(chan),
                 },
             )

@@ -43,7 +43,10 @@ message of ``c`` blocks into ``ceil(c M / blocks / slice)`` slices); a message w
 are not consecutive chunks is several steps (Swing, Bine, Bruck, multiport Swing); a
 receive is a step of its own (one more overhead in ``optcoll simulate`` per step of the
 schedule: multiport Swing's allreduce on torus 4x4 at 1 MiB, 4 steps, plan 18.49 µs,
-the XML 22.49); and, waiting in order, a rank's receives are taken one after another.
+the XML 22.49) unless it is fused with the send forwarding it (``rcs``/``rrcs``, where the
+runtime runs them, :mod:`optcoll.export.msccl_fusion`: a message of many chunks that adds
+to what the previous step brought rarely fuses, as its receiver's next step waits for the
+whole fused step); and, waiting in order, a rank's receives are taken one after another.
 So ``simulate`` of the XML is slower than plan's time of the schedule wherever
 overheads count (measured in ``docs/log_step.md``).
 
@@ -63,13 +66,19 @@ from dataclasses import dataclass, field
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import (
-    Block,
-    Location,
     MscclProgram,
     _assign_channels,
+    _most_peers,
     _number,
     _render,
-    _Step,
+)
+from optcoll.export.msccl_blocks import Block, Location, _Step
+from optcoll.export.msccl_fusion import (
+    chain_channels,
+    deadlocked_fusions,
+    fuse,
+    fuses,
+    longest_chain,
 )
 from optcoll.export.runtimes import (
     DEFAULT_RUNTIME,
@@ -144,9 +153,9 @@ def msccl_step_program(
     # message whose blocks two receives wrote into one step each: then keep the form whose
     # longest run of steps, one after another, is shorter (each step costs an overhead;
     # uncut, the same steps wait for less than in order, so never longer)
-    builder, tbs, cut = _steps(schedule, shape, profile, placement, True)
+    builder, tbs, cut = _fused_steps(schedule, shape, profile, placement, True)
     if cut:
-        chained = _steps(schedule, shape, profile, placement, False)
+        chained = _fused_steps(schedule, shape, profile, placement, False)
         if _longest(chained[1]) < _longest(tbs):
             builder, tbs = chained[0], chained[1]
     text = _render(
@@ -160,7 +169,6 @@ def msccl_step_program(
         min_bytes,
         max_bytes_value(profile, max_bytes, scratch=builder.chunks[2] > 0),
     )
-    peers = [len({tb[1] for tb, _ in blocks if tb[0] != "local"}) for blocks in tbs.values()]
     return MscclProgram(
         text=text,
         placement=placement,
@@ -168,15 +176,42 @@ def msccl_step_program(
         nchunksperloop=max(builder.chunks[0], builder.chunks[1]),
         max_steps=max((len(b) for blocks in tbs.values() for _, b in blocks), default=0),
         max_threadblocks=max((len(blocks) for blocks in tbs.values()), default=0),
-        max_peers=max(peers, default=0),
+        max_peers=_most_peers(tbs),
     )
 
 
-def _steps(
+def _fused_steps(
     schedule: StepSchedule, shape: _Shape, profile: RuntimeProfile, placement: str, data: bool
 ) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
-    """The numbered steps of every GPU (:func:`_build` with ``data``), their thread
-    blocks, and whether waiting for the data cut a message into more steps."""
+    """:func:`_steps`, fused where the runtime runs fused steps and that makes the longest
+    chain of steps that wait for one another shorter (:func:`_longest`; a merged thread
+    block runs steps one after another that two ran side by side). The fusions
+    :func:`~optcoll.export.msccl_fusion.deadlocked_fusions` names are written unfused, until
+    the program completes with connections of one chunk."""
+    plain = _steps(schedule, shape, profile, placement, data, None)
+    if not fuses(profile):
+        return plain
+    excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
+    while True:
+        fused = _steps(schedule, shape, profile, placement, data, excluded)
+        undo = {(st.gpu, st.key) for st in deadlocked_fusions(fused[1])}
+        if not undo:
+            return fused if _longest(fused[1]) < _longest(plain[1]) else plain
+        excluded |= undo
+
+
+def _steps(
+    schedule: StepSchedule,
+    shape: _Shape,
+    profile: RuntimeProfile,
+    placement: str,
+    data: bool,
+    excluded: frozenset[tuple[int, tuple[int, ...]]] | None,
+) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
+    """The numbered steps of every GPU (:func:`_build` with ``data``), receives fused with
+    the sends that forward them (unless ``excluded`` is None; not the receives
+    ``(gpu, key)`` in it), their thread blocks, and whether waiting for the data cut a
+    message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
     builder = _StepBuilder(coll, (0, 0, 0))
     scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
@@ -193,7 +228,10 @@ def _steps(
             f"above the {profile.max_offset + 1} offsets runtime {profile.name!r} can address "
             f"({profile.sources['max_offset']})"
         )
-    _assign_channels(builder, shape, profile, 1)
+    if excluded is None or not chain_channels(builder.steps, profile):
+        _assign_channels(builder, shape, profile, 1)
+    if excluded is not None:
+        fuse(builder.steps, excluded, profile.max_steps)
     for gpu_steps in builder.steps.values():  # a wait inside one thread block is its order
         for step in gpu_steps:
             if step.dep is not None and step.dep.tb == step.tb:
@@ -204,24 +242,7 @@ def _steps(
 
 def _longest(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
     """(steps in the longest chain of steps that wait for one another, steps)."""
-    return _longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
-
-
-def _longest_chain(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
-    """The most steps in a chain of steps each waiting for the one before: the step
-    before it in its thread block, its ``dep``, or (a receive) its send. Each waits for
-    a step of a smaller key (a send for a receive of an earlier step), and a receive for
-    the send of its own key: in key order, sends first, every step follows its waits."""
-    steps = [(st, b[i - 1] if i else None) for blocks in tbs.values() for _, b in blocks
-             for i, st in enumerate(b)]  # fmt: skip
-    sender = {(st.key, st.link): st for st, _ in steps if st.type == "s"}
-    length: dict[int, int] = {}
-    for step, before in sorted(steps, key=lambda t: (t[0].key, t[0].type != "s")):
-        waits = [before, step.dep]
-        if step.type != "s" and step.link is not None:
-            waits.append(sender.get((step.key, step.link)))
-        length[id(step)] = 1 + max((length[id(w)] for w in waits if w is not None), default=0)
-    return max(length.values(), default=0)
+    return longest_chain(tbs), sum(len(b) for bs in tbs.values() for _, b in bs)
 
 
 #: block, source, operand, target, and the receives that wrote the source (on the sender)
@@ -297,17 +318,28 @@ def _build(
                     target = ("s", used[dst])
                     used[dst] += 1
                 # a reduction adds to the receiver's latest value, once its receive is done
-                writers = (start_wrote.get((src, b)), wrote.get((dst, b))) if data else (None, None)
+                writers = (start_wrote.get((src, b)), wrote.get((dst, b)))
                 targets.append((b, start[(src, b)], where.get((dst, b)), target, *writers))
                 where[(dst, b)] = target
-            runs = _runs(targets, most)
-            cut = cut or len(runs) > len(_runs([(*t[:4], None, None) for t in targets], most))
+            writer = {t[0]: t[4] for t in targets}
+            unwritten: list[Target] = [(*t[:4], None, None) for t in targets]
+            runs = _runs(targets if data else unwritten, most)
+            cut = cut or len(runs) > len(_runs(unwritten, most))
             for j, run in enumerate(runs):
                 (_, source, operand, target, carried, added), cnt = run[0], len(run)
+                # the receive that wrote exactly the run's chunks, if one did
+                forwards = writer[run[0][0]]
+                if forwards is not None and (
+                    forwards.dst != source
+                    or forwards.cnt != cnt
+                    or any(writer[item[0]] is not forwards for item in run)
+                ):
+                    forwards = None
                 if not data:  # the rank's receives run one after another
                     carried, added = before.get(src), last_receive.get(dst)
                 key = (s, m, j)
                 out = _Step("s", source, target, cnt, key, src, (src, dst), carried)
+                out.forwards = forwards
                 builder.steps[src].append(out)
                 if send.reduce:
                     assert operand is not None  # a reducing rank holds its own input

@@ -37,10 +37,10 @@ from optcoll.core.output import check_output, input_files, require_suffix, write
 from optcoll.core.sizes import size_text
 from optcoll.export.planned import PlannedChoice, planned_choices
 from optcoll.export.planned_programs import (
-    NOT_CARRIED,
     FileChoice,
     check_texts,
     file_choice,
+    not_carried,
     program_texts,
     refuse_unplanned,
     request_sim,
@@ -202,9 +202,9 @@ def export_planned_bands(request: ExportRequest) -> ExportReport:
                 f"  at {size_text(one['bytes'])}: plan {one['plan_time_us']:.4f} µs{chose}, "
                 f"this file simulated {one['file_time_us']:.4f} µs ({one['gap']:+.1%})"
             )
-    lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
+    lines.append(f"  not carried by {fmt}: {not_carried(fmt, request.runtime)}")
     refused = sorted({why for band in bands for one in band.sizes for why in one.refused})
     warnings = [f"not written ({why})" for why in refused]
-    data = {"format": fmt, "bands": True, "files": entries, "not_carried": NOT_CARRIED[fmt],
+    data = {"format": fmt, "bands": True, "files": entries, "not_carried": not_carried(fmt, request.runtime),
             "warnings": warnings}  # fmt: skip
     return ExportReport([path for path, _, _ in files], data, lines, warnings)

@@ -52,6 +52,7 @@ from optcoll.core.sizes import size_text
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
+from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
@@ -79,6 +80,7 @@ __all__ = [
     "refuse_unplanned",
     "request_sim",
     "NOT_CARRIED",
+    "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
 ]
@@ -90,12 +92,31 @@ FILE_CANDIDATES = 4
 #: What each format cannot carry of plan's choice (printed with every file).
 NOT_CARRIED = {
     "msccl": "the link order (thread blocks run their steps in program order), a timetable's "
-    "start times and a log-step message's slices (the program loops over the buffer); "
-    "every receive is a step of its own",
+    "start times and a log-step message's slices (the program loops over the buffer)",
     "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
     "log-step message's slices (a put is one transfer; only ops that issue one cost the "
     "overhead)",
 }
+
+
+def not_carried(fmt: str, runtime: str) -> str:
+    """What a ``fmt`` file for ``runtime`` cannot carry of plan's choice: :data:`NOT_CARRIED`
+    and, for MSCCL, which receives are steps of their own (a receive and the send forwarding
+    it are one step only where the runtime runs fused steps, :mod:`optcoll.export.msccl_fusion`).
+
+    >>> not_carried("msccl", "rccl").endswith("rccl runs no fused rcs/rrcs steps)")
+    True
+    """
+    if fmt != "msccl":
+        return NOT_CARRIED[fmt]
+    if fuses(runtime_profile(runtime)):
+        return NOT_CARRIED[fmt] + (
+            "; a receive is a step of its own unless fused with the send forwarding it (rcs, "
+            "rrcs: where that cannot deadlock and shortens the longest chain of steps)"
+        )
+    return NOT_CARRIED[fmt] + (
+        f"; every receive is a step of its own ({runtime} runs no fused rcs/rrcs steps)"
+    )
 
 
 #: What a switch-channel (NVLS) plan costs beyond plan's aggregation trees (printed with it).
@@ -340,7 +361,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 f"{c['method']} {c['file_time_us']} µs (plan {c['plan_time_us']})" for c in compared
             )  # fmt: skip
         )
-    lines.append(f"  not carried by {fmt}: {NOT_CARRIED[fmt]}")
+    lines.append(f"  not carried by {fmt}: {not_carried(fmt, request.runtime)}")
     if isinstance(ranked.schedule, AggregationSchedule):
         lines.append(f"  switch channels: {SWITCH_COST}")
     warnings = [f"not written ({why})" for why in best.refused]
@@ -348,7 +369,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         "format": fmt,
         "files": entries,
         "compared": compared,
-        "not_carried": NOT_CARRIED[fmt],
+        "not_carried": not_carried(fmt, request.runtime),
         "switch_cost": SWITCH_COST if isinstance(ranked.schedule, AggregationSchedule) else None,
         "warnings": warnings,
     }

@@ -131,8 +131,10 @@ def test_writer_reaches_a_lowered_limit_and_the_checker_draws_it_at_the_same_val
 ):
     """One profile for both readers: the writer's file uses each pressed limit exactly,
     the checker under that profile finds nothing wrong, and under the limit minus one
-    refuses it."""
-    profile = replace(RUNTIMES[runtime], **limits)
+    refuses it. The profile runs no fused steps: its unfused program is the one that
+    presses the limits (fused, the writer keeps whichever program has the shorter chain of
+    steps, here one of 1-step thread blocks)."""
+    profile = replace(RUNTIMES[runtime], fused_step_types=(), **limits)
     program = msccl_program(_ring(collective), runtime=profile, max_bytes=1 << 20)
     used = _measured(program.text)
     assert all(used[name] <= getattr(profile, name) for name in used if name.startswith("max"))

@@ -9,7 +9,8 @@ help from the exporter and checks, step by step:
   pointing at existing steps, ``hasdep`` set exactly on depended-upon steps);
 * sends and receives of every connection match in order and in size;
 * no deadlock even with rendezvous sends (the step graph with every matched
-  send/receive fused into one node is acyclic);
+  send/receive one node, a fused ``rcs``/``rrcs`` step joining the node of its receive with
+  that of its send, is acyclic);
 * no data race: two accesses of one buffer chunk, one of them a write, are
   ordered by happens-before (thread block order, dependencies, send -> receive);
 * the data: simulating the steps in a topological order, every GPU ends with
@@ -194,11 +195,43 @@ def check_msccl(
     return _simulate(order, partner, sizes, collective, k, n, root, where)
 
 
-def _deadlock_free_order(steps, partner):
-    """Topological order of the rendezvous graph (send and matching recv fused)."""
-    rep = {st: st for st in steps}
+def _groups(steps, partner):
+    """Every step's rendezvous group: a send and its matching receive happen together, and
+    a fused step (rcs, rrcs: a receive and a send) joins the group of its receive with that
+    of its send. Returns step -> its group's steps in data order (each send before its
+    receive)."""
+    root = {st: st for st in steps}
+
+    def find(x):
+        while root[x] is not x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
     for recv, send in partner.items():
-        rep[send] = recv
+        root[find(send)] = find(recv)
+    mate = {send: recv for recv, send in partner.items()}
+    members = defaultdict(list)
+    for st in steps:
+        members[find(st)].append(st)
+    group = {}
+    for items in members.values():
+        heads = [st for st in items if st not in partner]
+        assert len(heads) == 1, "a rendezvous group is one chain of sends and receives"
+        chain = [heads[0]]
+        while chain[-1] in mate:
+            chain.append(mate[chain[-1]])
+        assert len(chain) == len(items)
+        for st in items:
+            group[st] = chain
+    return group
+
+
+def _deadlock_free_order(steps, partner):
+    """Topological order of the rendezvous graph (every group of :func:`_groups` one
+    node), as the groups' steps in data order."""
+    group = _groups(steps, partner)
+    rep = {st: group[st][0] for st in steps}
     succ, indeg = defaultdict(set), Counter()
     nodes = {rep[st] for st in steps}
     for st in steps:
@@ -211,12 +244,12 @@ def _deadlock_free_order(steps, partner):
     order = []
     while ready:
         v = ready.pop()
-        order.append(v)
+        order.extend(group[v])
         for w in succ[v]:
             indeg[w] -= 1
             if indeg[w] == 0:
                 ready.append(w)
-    assert len(order) == len(nodes), "deadlock: the step graph has a cycle"
+    assert len(order) == len(steps), "deadlock: the step graph has a cycle"
     return order
 
 
@@ -225,16 +258,9 @@ def _check_races(steps, partner, order, where):
     preds = {st: list(st.preds) for st in steps}
     for recv, send in partner.items():
         preds[recv].append(send)
-    index = {}
-    flat = []
-    for v in order:  # a send precedes its fused recv in program terms
-        if v in partner:
-            flat.append(partner[v])
-        flat.append(v)
-    for i, st in enumerate(flat):
-        index[st] = i
+    index = {st: i for i, st in enumerate(order)}  # a send precedes its receive
     reach = {}
-    for st in flat:
+    for st in order:
         bits = 0
         for p in preds[st]:
             bits |= reach[p] | (1 << index[p])
@@ -264,29 +290,28 @@ def _simulate(order, partner, sizes, collective, k, n, root, where):
             buf[where(g, "i", j)] = Counter({(g, j): 1})
     wire = {}
     mate = {send: recv for recv, send in partner.items()}
-    for v in order:
-        for st in ([partner[v]] if v in partner else []) + [v]:
-            for c in range(st.cnt):
-                src = where(st.gpu, st.src[0], st.src[1] + c)
-                dst = where(st.gpu, st.dst[0], st.dst[1] + c)
-                incoming = wire.pop((id(st), c), None) if st.type in RECVS else None
-                if st.type in RECVS:
-                    assert incoming is not None
-                if st.type == "cpy":
-                    value = buf[src]
-                elif st.type in REDUCES:
-                    assert src in buf, f"reduce reads unset {src}"
-                    value = buf[src] + incoming
-                elif st.type in RECVS:
-                    value = incoming
-                else:
-                    assert src in buf, f"send reads unset {src}"
-                    value = buf[src]
-                if st.type in WRITES_DST:
-                    buf[dst] = value
-                    writes[dst] += 1
-                if st.type in SENDS:
-                    wire[(id(mate[st]), c)] = value
+    for st in order:
+        for c in range(st.cnt):
+            src = where(st.gpu, st.src[0], st.src[1] + c)
+            dst = where(st.gpu, st.dst[0], st.dst[1] + c)
+            incoming = wire.pop((id(st), c), None) if st.type in RECVS else None
+            if st.type in RECVS:
+                assert incoming is not None
+            if st.type == "cpy":
+                value = buf[src]
+            elif st.type in REDUCES:
+                assert src in buf, f"reduce reads unset {src}"
+                value = buf[src] + incoming
+            elif st.type in RECVS:
+                value = incoming
+            else:
+                assert src in buf, f"send reads unset {src}"
+                value = buf[src]
+            if st.type in WRITES_DST:
+                buf[dst] = value
+                writes[dst] += 1
+            if st.type in SENDS:
+                wire[(id(mate[st]), c)] = value
     everyone = range(n)
     for g in everyone:
         if collective == "allgather":

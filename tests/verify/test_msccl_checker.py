@@ -413,6 +413,84 @@ def test_deadlock_only_at_depth_one():
     assert verify_text(text, depths=(2, 8)).ok
 
 
+def chain_allreduce(last="rrcs", middle="rcs"):
+    """Allreduce of one chunk on the chain 0 - 1 - 2 with fused steps: GPU 1 receives
+    GPU 0's input, adds its own, stores and sends the sum on (rrcs); GPU 2 adds its own and
+    sends the total back (``last``); GPU 1 stores it and forwards it to GPU 0 (``middle``)."""
+    gpus = [
+        [tb(1, 1, 0, [step("s", ("i", 0)), step("r", dst=("o", 0))])],
+        [tb(2, 0, 0, [step("rrcs", ("i", 0), ("o", 0))]),
+         tb(0, 2, 0, [step(middle, ("i", 0), ("o", 0))])],
+        [tb(1, 1, 0, [step(last, ("i", 0), ("o", 0))])],
+    ]  # fmt: skip
+    return program("allreduce", gpus, loop=1, chunks=(1, 1))
+
+
+def test_fused_steps_receive_reduce_store_and_send_in_one_step():
+    report = verify_text(chain_allreduce())
+    assert report.ok, report.findings
+    assert report.depths == (1, 2, 8) and report.pair_load[(1, 2)] == 1
+    # GPU 2 forwards what it received without adding its own input: rank 2 is missing
+    dropped = verify_text(chain_allreduce(last="rcs"))
+    assert kinds(dropped) == ["wrong-data"]
+    assert any(
+        "rank 0 output chunk 0: expected the sum of rank 0 input 0, rank 1 input 0, rank 2 "
+        "input 0, got the sum of rank 0 input 0, rank 1 input 0" in m
+        for m in messages(dropped, "wrong-data")
+    ), messages(dropped, "wrong-data")
+    # GPU 1 adds its input a second time on the way back
+    doubled = verify_text(chain_allreduce(middle="rrcs"))
+    assert any("a sum that counts some input twice" in m for m in messages(doubled, "wrong-data"))
+    # a fused send needs the thread block's send peer
+    no_peer = chain_allreduce().replace(
+        '<tb id="0" send="2" recv="0"', '<tb id="0" send="-1" recv="0"'
+    )
+    assert "structure" in kinds(verify_text(no_peer))
+
+
+def test_the_simulator_charges_a_fused_step_one_overhead(tmp_path):
+    """The chain allreduce fused (s, rrcs, rrcs, rcs, r: five steps one after another) and
+    unfused (each fused step a receive, then a send waiting for it: eight): the same
+    transfers, three overheads apart (1 KiB: the program runs once)."""
+    from optcoll.sim.programs import simulate_msccl
+    from optcoll.topologies import build
+
+    unfused = [
+        [tb(1, -1, 0, [step("s", ("i", 0))]), tb(-1, 1, 0, [step("r", dst=("o", 0))])],
+        [tb(-1, 0, 0, [step("rrc", ("i", 0), ("o", 0), hasdep=1)]),
+         tb(2, -1, 0, [step("s", ("o", 0), dep=(0, 0))]),
+         tb(-1, 2, 0, [step("r", dst=("o", 0), hasdep=1)]),
+         tb(0, -1, 0, [step("s", ("o", 0), dep=(2, 0))])],
+        [tb(-1, 1, 0, [step("rrc", ("i", 0), ("o", 0), hasdep=1)]),
+         tb(1, -1, 0, [step("s", ("o", 0), dep=(0, 0))])],
+    ]  # fmt: skip
+    times = []
+    for name, text in (
+        ("fused", chain_allreduce()),
+        ("unfused", program("allreduce", unfused, loop=1, chunks=(1, 1))),
+    ):
+        assert verify_text(text).ok, name
+        path = tmp_path / f"{name}.xml"
+        path.write_text(text)
+        times.append(simulate_msccl(str(path), build("ring:3"), 1 << 10, overhead=1).time_us)
+    assert times[1] - times[0] == pytest.approx(3.0)
+
+
+def test_fused_ring_needs_two_chunks_of_buffering():
+    """A ring allgather whose middle receives forward in one step (rcs): with connections of
+    one chunk every GPU holds a chunk it cannot send on; with two it completes."""
+    n = 3
+    gpus = []
+    for r in range(n):
+        steps = [step("s", ("i", 0)), step("rcs", dst=("o", (r - 1) % n)),
+                 step("r", dst=("o", (r - 2) % n)), step("cpy", ("i", 0), ("o", r))]  # fmt: skip
+        gpus.append([tb((r + 1) % n, (r - 1) % n, 0, steps)])
+    text = program("allgather", gpus, loop=n, chunks=(1, n))
+    deadlocks = messages(verify_text(text), "deadlock")
+    assert len(deadlocks) == 1 and "deadlock at depth 1: wait-for cycle" in deadlocks[0]
+    assert verify_text(text, depths=(2, 8)).ok
+
+
 # --- the command line ------------------------------------------------------------------------
 
 

@@ -124,6 +124,7 @@ from optcoll.schedules.collectives import (
     two_tree_sets,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.shallow_trees import reduces_over_shallow_trees, shallow_trees
 from optcoll.schedules.spanning_tree_allreduce import (
     reduce_broadcast_trees,
     reduces_over_spanning_trees,
@@ -530,6 +531,15 @@ def candidates(
                     (True, False),
                 )
             )
+            if reduces_over_shallow_trees(topology):
+                found.append(
+                    Candidate(
+                        "shallow trees (reduce+broadcast)",
+                        None,
+                        shallow_trees(topology),
+                        (True, False),
+                    )  # fmt: skip
+                )
         # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
         issued = any(topology.node[w].multimem for w in topology.nvls_domain())
         barrier = barrier_rounds(topology.num_compute) if issued else 0

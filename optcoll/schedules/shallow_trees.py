@@ -22,6 +22,13 @@ its tree than the topology's radius or its own distance from the root. The image
 the base trees under the group are the trees; each carries :data:`CHUNKS` of the
 message's chunks, so a tree's share moves in two slices even where it fits in one.
 
+The routed edges relay through compute nodes without a step, as the step schedules'
+messages do (:mod:`optcoll.sim.steps`); the tree verifiers and the MSCCL, MSCCL++ and
+Chakra tree writers accept relays by switches only, so these trees are simulated and
+planned, not written as schedule files. Their data flow is checked as the four steps
+of messages it is (leaves to hubs, hubs to roots and back) by
+:func:`optcoll.verify.steps.verify_steps` (``tests/schedules/test_shallow_trees.py``).
+
 Examples
 --------
 >>> from optcoll.topologies import build
@@ -39,13 +46,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from optcoll.core.aggregation import OPTIMAL_AMONG, AggregationSchedule, AggregationTree
 from optcoll.core.arguments import as_topology
 from optcoll.core.schedule import Tree, TreeEdge
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ArgumentError
 from optcoll.graph.symmetry import automorphism_group
-from optcoll.schedules.spanning_tree_allreduce import tree_time_factor, two_way_links
+from optcoll.schedules.spanning_tree_allreduce import two_way_links
 
 __all__ = [
     "CHUNKS",
@@ -54,7 +60,6 @@ __all__ = [
     "MAX_NODES",
     "reduces_over_shallow_trees",
     "shallow_trees",
-    "shallow_tree_schedule",
 ]
 
 #: Chunks each tree carries.
@@ -65,8 +70,6 @@ ROOTS = 8
 PATHS = 20
 #: Largest topology (nodes) the MILP is built for (about a second of HiGHS at 16).
 MAX_NODES = 16
-
-METHOD = "shallow trees (reduce+broadcast)"
 
 
 def reduces_over_shallow_trees(topology: Topology) -> bool:
@@ -177,51 +180,4 @@ def shallow_trees(topology: Topology | object) -> tuple[Tree, ...]:
         )
         for root, edges in zip(roots, solved.trees, strict=True)
         for image in images
-    )
-
-
-def shallow_tree_schedule(topology: Topology | object) -> AggregationSchedule:
-    """Reduce + broadcast over :func:`shallow_trees`, as a schedule file holds it (as
-    :func:`optcoll.schedules.spanning_tree_allreduce.spanning_tree_schedule` does): each
-    tree an :class:`~optcoll.core.aggregation.AggregationTree` whose apex is its root, its
-    reduce edges its edges reversed, so the aggregation verifier checks it and
-    :func:`~optcoll.schedules.spanning_tree_allreduce.rooted_schedule` makes the tree
-    schedule the MSCCL, MSCCL++ and Chakra writers take. ``time_factor``: the busiest
-    link's load per byte of the message (each tree's paths once each way).
-
-    Examples
-    --------
-    >>> from optcoll.topologies import build
-    >>> s = shallow_tree_schedule(build("mesh:4x4"))
-    >>> s.k, s.time_factor  # the busiest link carries the whole message each way
-    (16, Fraction(1, 100))
-    """
-    from optcoll.bounds.in_network import reduction_cut
-
-    topology = as_topology(topology)
-    trees = shallow_trees(topology)
-    time_factor = tree_time_factor(topology, trees)
-    cut = reduction_cut(topology).time_factor
-    return AggregationSchedule(
-        topology.name,
-        topology.compute_nodes,
-        sum(tree.chunks for tree in trees),
-        tuple(
-            AggregationTree(
-                tree.root,
-                tree.chunks,
-                tuple(TreeEdge(e.dst, e.src, tuple(reversed(e.path))) for e in tree.edges),
-                tree.edges,
-            )
-            for tree in trees
-        ),
-        lower_bound=cut,
-        time_factor=time_factor,
-        topology_hash=topology.content_hash,
-        stats={
-            "method": METHOD,
-            "optimal_among": OPTIMAL_AMONG,
-            "proved": False,
-            "gap_to_cut_bound": str(time_factor / cut),
-        },
     )

@@ -190,8 +190,8 @@ def solve_shallow_trees(
     MethodError
         ``depth`` below 1 or no root.
     SolveError
-        HiGHS fails, hits ``time_limit`` or finds the model infeasible (a hop limit no
-        tree meets).
+        HiGHS fails or hits ``time_limit`` (the model is always feasible: every node
+        may hang from the root on a path of its own).
     """
     if not roots:
         raise MethodError("shallow trees need at least one root")

@@ -272,30 +272,51 @@ def _with_spanning_trees(
     topology: Any, collective: str, costs: list[Any], latency: Any
 ) -> list[Any]:
     """``costs`` with reduce + broadcast over spanning trees (allreduce, no switches): first
-    when it is the fastest, else last."""
-    from fractions import Fraction
-
-    from optcoll.core.cost import Cost, link_latencies
+    when it is the fastest, else last; then, on topologies
+    :func:`optcoll.schedules.shallow_trees.reduces_over_shallow_trees` takes, over shallow
+    trees of routed edges (last: never the least time factor)."""
     from optcoll.core.schedule import canonical_collective
+    from optcoll.schedules.shallow_trees import reduces_over_shallow_trees, shallow_trees
     from optcoll.schedules.spanning_tree_allreduce import (
         reduce_broadcast_trees,
         reduces_over_spanning_trees,
-        tree_time_factor,
     )
 
     if canonical_collective(collective) != "allreduce" or not reduces_over_spanning_trees(topology):
         return costs
-    trees = reduce_broadcast_trees(topology)
+    cost = _tree_cost(
+        topology, "spanning trees (reduce+broadcast)", reduce_broadcast_trees(topology), latency
+    )
+    costs = [cost, *costs] if cost.time_factor < costs[0].time_factor else [*costs, cost]
+    if reduces_over_shallow_trees(topology):
+        costs.append(
+            _tree_cost(
+                topology, "shallow trees (reduce+broadcast)", shallow_trees(topology), latency
+            )
+        )
+    return costs
+
+
+def _tree_cost(topology: Any, method: str, trees: Any, latency: Any) -> Any:
+    """The :class:`~optcoll.core.cost.Cost` of an allreduce reducing up ``trees`` and
+    broadcasting down them: the time factor of their busiest link, the latency of their
+    deepest path (every link of every edge's path) up then down."""
+    from fractions import Fraction
+
+    from optcoll.core.cost import Cost, link_latencies
+    from optcoll.schedules.spanning_tree_allreduce import tree_time_factor
+
     delay = link_latencies(topology, latency)
     alpha = Fraction(0)
     for tree in trees:  # the deepest path, up then down
         depth = {tree.root: Fraction(0)}
         for edge in tree.edges:
-            depth[edge.dst] = depth[edge.src] + delay[(edge.src, edge.dst)]
+            hops = zip(edge.path, edge.path[1:], strict=False)
+            depth[edge.dst] = depth[edge.src] + sum((delay[hop] for hop in hops), Fraction(0))
         alpha = max(alpha, 2 * max(depth.values()))
     n = topology.num_compute
-    cost = Cost(
-        "spanning trees (reduce+broadcast)",
+    return Cost(
+        method,
         "allreduce",
         n,
         n * tree_time_factor(topology, trees),
@@ -303,4 +324,3 @@ def _with_spanning_trees(
         trees=trees,
         phases=(True, False),
     )
-    return [cost, *costs] if cost.time_factor < costs[0].time_factor else [*costs, cost]

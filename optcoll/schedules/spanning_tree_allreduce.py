@@ -56,6 +56,7 @@ from optcoll.schedules.collectives import collective_lower_bound_core
 
 __all__ = [
     "TreePacking",
+    "two_way_links",
     "reduces_over_spanning_trees",
     "spanning_trees_beat_rs_ag",
     "spanning_tree_packing",
@@ -101,8 +102,17 @@ class TreePacking:
     trees: tuple[tuple[Fraction, tuple[Edge, ...]], ...]
 
 
-def _edges(topology: Topology) -> dict[Edge, Fraction]:
-    """Each pair of compute nodes linked both ways, with the smaller direction's capacity."""
+def two_way_links(topology: Topology) -> dict[Edge, Fraction]:
+    """Each pair of compute nodes linked both ways (once, first node first in the
+    topology's order), with the smaller direction's capacity; ArgumentError on a
+    topology with switches.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> two_way_links(build("ring:3"))
+    {('n0', 'n1'): Fraction(100, 1), ('n1', 'n2'): Fraction(100, 1), ('n0', 'n2'): Fraction(100, 1)}
+    """
     if topology.switch_nodes:
         raise ArgumentError(
             f"{topology.name} has switches: reduce + broadcast over spanning trees needs a "
@@ -129,7 +139,7 @@ def reduces_over_spanning_trees(topology: Topology) -> bool:
     """
     if topology.switch_nodes:
         return False
-    edges = _edges(topology)
+    edges = two_way_links(topology)
     return (
         len(_kruskal(topology.node_ids, dict.fromkeys(edges, Fraction(0))))
         == len(topology.node_ids) - 1
@@ -152,7 +162,7 @@ def spanning_trees_beat_rs_ag(topology: Topology) -> bool:
     >>> spanning_trees_beat_rs_ag(build("mesh:4x4")), spanning_trees_beat_rs_ag(build("torus:4x4"))
     (True, False)
     """
-    tau = graph_strength(topology.node_ids, _edges(topology)).value
+    tau = graph_strength(topology.node_ids, two_way_links(topology)).value
     rs_ag = collective_lower_bound_core(topology, "allreduce")
     assert rs_ag is not None
     return tau > 0 and 1 / tau < rs_ag / topology.num_compute
@@ -167,7 +177,7 @@ def spanning_tree_packing(topology: Topology | object) -> TreePacking:
         The topology has switches, or its two-way links do not connect its nodes.
     """
     topology = as_topology(topology)
-    edges = _edges(topology)
+    edges = two_way_links(topology)
     nodes = topology.node_ids
     if len(_kruskal(nodes, {e: Fraction(0) for e in edges})) < len(nodes) - 1:
         raise ArgumentError(f"the two-way links of {topology.name} do not connect its nodes")
@@ -252,7 +262,7 @@ def reduce_broadcast_trees(
         trees = tuple(_rooted(edges, count) for edges, count in peeled)
         if tree_time_factor(topology, trees) == packing.time_factor:
             return trees
-    capacity = _edges(topology)
+    capacity = two_way_links(topology)
     best: tuple[Fraction, tuple[Tree, ...]] | None = None
     k = min(16, max_chunks)
     while k <= max_chunks:
@@ -281,7 +291,7 @@ def _peeled(
     (:func:`optcoll.graph.strength.graph_strength`, exact); when none is, the LP is solved
     again on what is left, at most :data:`RESOLVES` times. None when ``K`` exceeds
     ``max_chunks`` or the re-solves run out."""
-    capacity = _edges(topology)
+    capacity = two_way_links(topology)
     tau = 1 / packing.time_factor
     scale = math.lcm(*(c.denominator for c in capacity.values()), tau.denominator)
     common = math.gcd(*(int(c * scale) for c in capacity.values()), int(tau * scale))

@@ -37,7 +37,10 @@ up to the first within 1 % of the optimum), of which ``k = 1`` has the fewest ch
 every other ``k`` below the largest of those whose packing is closer to the optimum than
 every smaller ``k``'s; the ring, the hierarchical ring and NCCL-like rings (several
 channels, both directions) as tree schedules (:func:`optcoll.schedules.baselines.ring_schedule`,
-:func:`optcoll.schedules.baselines.nccl_ring_schedule`); NCCL's double binary tree (allreduce); where
+:func:`optcoll.schedules.baselines.nccl_ring_schedule`); NCCL's double binary tree (allreduce); on
+topologies without switches, reduce + broadcast over spanning trees where they beat
+reduce-scatter + allgather and, there on up to 16 nodes, over shallow trees of routed
+edges (:mod:`optcoll.schedules.shallow_trees`); where
 up to 8 switches reduce or multicast (NVLS, SHARP), the optimal aggregation trees,
 ``in-network`` (allreduce, :func:`optcoll.schedules.aggregation.aggregation_schedule`) and
 NCCL's ``NVLS`` / ``NVLS-tree`` (:func:`optcoll.schedules.baselines.nvls_schedule`), whose
@@ -124,6 +127,7 @@ from optcoll.schedules.collectives import (
     two_tree_sets,
 )
 from optcoll.schedules.deploy import DEFAULT_TOLERANCE, deployable_schedule
+from optcoll.schedules.shallow_trees import reduces_over_shallow_trees, shallow_trees
 from optcoll.schedules.spanning_tree_allreduce import (
     reduce_broadcast_trees,
     reduces_over_spanning_trees,
@@ -538,6 +542,15 @@ def candidates(
                     (True, False),
                 )
             )
+            if reduces_over_shallow_trees(topology):
+                found.append(
+                    Candidate(
+                        "shallow trees (reduce+broadcast)",
+                        None,
+                        shallow_trees(topology),
+                        (True, False),
+                    )  # fmt: skip
+                )
         # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
         issued = any(topology.node[w].multimem for w in topology.nvls_domain())
         barrier = barrier_rounds(topology.num_compute) if issued else 0

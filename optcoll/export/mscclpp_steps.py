@@ -281,7 +281,8 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
             step_of(len(turns) - 1, r, g).waits += pending
     for turn in turns:  # each GPU puts to the ranks after it first (module docstring)
         for step in turn.values():
-            step.puts.sort(key=lambda put, r=step.rank: ranks_after(r, put[0], n))
+            after = {peer: ranks_after(step.rank, peer, n) for peer, _, _ in step.puts}
+            step.puts.sort(key=lambda put: after[put[0]])
     out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
     return out, max(used)
 

@@ -122,8 +122,10 @@ def spread_paths(
     for node, path in widest.items():
         if len(path) > 1:
             width[node] = min(width[path[-2]], dict(out[path[-2]])[node])
-    ties: dict[str, list[str]] = {}
-    weight: dict[Arc, int] = {}  # one message's load on each link, in units of 1 / lcm
+    # each node's predecessors on its widest fewest-hop paths (in name order) and the
+    # links from them; a link's load in units of 1 / lcm of the capacities
+    ties: dict[str, list[tuple[str, Arc]]] = {}
+    weight: dict[Arc, int] = {}  # one message's load
     scale = math.lcm(*(c for arcs in out.values() for _, c in arcs))
     for u in sorted(out):
         if u not in widest:
@@ -134,7 +136,7 @@ def spread_paths(
                 and len(widest[v]) == len(widest[u]) + 1
                 and min(width[u], c) == width[v]
             ):
-                ties.setdefault(v, []).append(u)
+                ties.setdefault(v, []).append((u, (u, v)))
                 weight[(u, v)] = scale // c
     compute = topology.compute_nodes
     rank = {v: r for r, v in enumerate(compute)}
@@ -144,7 +146,7 @@ def spread_paths(
         (t for t in compute if t != source and t in widest),
         key=lambda t: (len(widest[t]), (rank[t] - first) % count),
     )
-    load = dict.fromkeys(weight, 0)
+    after = dict(weight)  # each link's load once one more message takes it
     found = dict(widest)
     for target in targets:
         # the nodes on the target's widest fewest-hop paths, by hops from the target
@@ -152,34 +154,34 @@ def spread_paths(
         while levels[-1][0] != source:
             level = []
             for v in levels[-1]:
-                for u in ties[v]:
+                for u, _ in ties[v]:
                     if u not in seen:
                         seen.add(u)
                         level.append(u)
             levels.append(level)
         turn = first + rank[target]
-        label = {source: (0, 0)}
-        before: dict[str, str] = {}
+        # (busiest, total) load of the path chosen to each node
+        label: dict[str, tuple[float, float]] = {source: (0, 0)}
+        before: dict[str, tuple[str, Arc]] = {}
         for level in reversed(levels[:-1]):
             for v in level:
                 options = ties[v]
-                extended = []
-                for u in options:
-                    busiest, total = label[u]
-                    now = load[(u, v)] + weight[(u, v)]
-                    extended.append((max(busiest, now), total + now))
-                best = min(extended)
                 ways = len(options)
-                pick = next(
-                    k % ways for k in range(turn, turn + ways) if extended[k % ways] == best
-                )
-                label[v], before[v] = best, options[pick]
-        back = [target]
-        while back[-1] != source:
-            back.append(before[back[-1]])
+                best = (math.inf, math.inf)
+                for k in range(turn, turn + ways):  # from the (turn mod ways)-th on
+                    u, arc = options[k % ways]
+                    busiest, total = label[u]
+                    now = after[arc]
+                    extended = (busiest if busiest > now else now, total + now)
+                    if extended < best:
+                        best, before[v] = extended, options[k % ways]
+                label[v] = best
+        back, node = [target], target
+        while node != source:
+            node, arc = before[node]
+            after[arc] += weight[arc]
+            back.append(node)
         path = tuple(reversed(back))
-        for arc in zip(path, path[1:], strict=False):
-            load[arc] += weight[arc]
         found[target] = path
     return found
 

@@ -66,6 +66,16 @@ __all__ = [
 ]
 
 
+def _sender_paths(
+    found: dict[str, dict[str, tuple[str, ...]]], topology: Topology, sender: str
+) -> dict[str, tuple[str, ...]]:
+    """:func:`optcoll.schedules.baselines.routing.spread_paths` from ``sender``, found once
+    per sender (kept in ``found``): a pair's path depends on all of its sender's."""
+    if sender not in found:
+        found[sender] = spread_paths(topology, sender)
+    return found[sender]
+
+
 # --- MSCCL programs ----------------------------------------------------------------------
 
 
@@ -80,8 +90,8 @@ def msccl_tasks(
     """The task graph of a decoded MSCCL program for a ``size``-byte collective.
 
     Rank ``r`` is the ``r``-th compute node; a send travels on the widest path between the
-    two (:func:`optcoll.schedules.baselines.routing.spread_paths`: over parallel switches
-    spread by rank). The program runs once per slice (its loop),
+    two (:func:`optcoll.schedules.baselines.routing.spread_paths`: each sender's paths
+    least loaded, as plan routes step schedules). The program runs once per slice (its loop),
     every thread block executing its steps in order; the ``i``-th chunk a connection
     (sender, receiver, channel) carries is the ``i``-th its receiver takes; a step with
     ``depid``/``deps`` also waits for that thread block's first ``hasdep`` step at or after
@@ -98,10 +108,11 @@ def msccl_tasks(
     buffer = algo.output_chunks if algo.collective == "allgather" else algo.input_chunks
     count, piece = _slices(size / max(buffer, 1), slice_bytes)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
+    found: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            paths = spread_paths(topology, compute[src])
+            paths = _sender_paths(found, topology, compute[src])
             routes[(src, dst)] = network.path(paths[compute[dst]])
         return routes[(src, dst)]
 
@@ -311,7 +322,7 @@ def mscclpp_tasks(
 
     Rank ``r`` is the ``r``-th compute node; a GPU writes to a peer over their direct
     link if they have one (peer-to-peer writes are not relayed by other GPUs), else on
-    the widest path between them (spread over parallel switches,
+    the widest path between them (each sender's paths least loaded,
     :func:`optcoll.schedules.baselines.routing.spread_paths`). Every thread block runs
     its ops in order (a
     ``pipeline``'s inner ops once per unit). An op that issues a transfer
@@ -348,12 +359,13 @@ def mscclpp_tasks(
     first = plan.gpus[0].chunks
     buffer = first["o"] if plan.collective == "allgather" else first["i"]
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
+    found: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
             pair = (compute[src], compute[dst])
             direct = pair if pair in topology.capacity else None
-            path = direct or spread_paths(topology, pair[0])[pair[1]]
+            path = direct or _sender_paths(found, topology, pair[0])[pair[1]]
             routes[(src, dst)] = network.path(path)
         return routes[(src, dst)]
 
@@ -576,7 +588,7 @@ def chakra_tasks(
 ) -> TaskGraph:
     """The task graph of Chakra traces, run as ASTRA-sim runs them: a node starts once its
     dependencies have finished; a send is a step of its connection (sender, receiver) and then
-    a transfer on the widest path between the two (spread over parallel switches,
+    a transfer on the widest path between the two (each sender's paths least loaded,
     :func:`optcoll.schedules.baselines.routing.spread_paths`; one task, as :func:`tree_tasks` builds a
     tree edge's); a receive finishes when the ``i``-th send of its (source, destination, tag,
     size) arrives (``i`` its place in the receiver's dependency order) and its dependencies
@@ -604,10 +616,12 @@ def chakra_tasks(
     count, _ = _slices(max(sizes, default=1), slice_bytes)
     _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
+    found: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def route(src: int, dst: int) -> tuple[int, ...]:
         if (src, dst) not in routes:
-            routes[(src, dst)] = network.path(spread_paths(topology, compute[src])[compute[dst]])
+            paths = _sender_paths(found, topology, compute[src])
+            routes[(src, dst)] = network.path(paths[compute[dst]])
         return routes[(src, dst)]
 
     orders = [_dependency_order(nodes) for nodes in traces.nodes]

@@ -188,8 +188,9 @@ __all__ = [
 #: Most tasks one simulation of :func:`plan`'s slice search builds (about 12 µs of CPU each).
 PLAN_TASKS = 300_000
 #: Most compute nodes on which :func:`candidates` offers the log-step schedules: routing
-#: every pair and checking the schedules takes 1.3 CPU s at 256 nodes (torus 16x16,
-#: allreduce), 28 at 1,024 (torus 32x32), more than plan's own 20 there.
+#: every pair and checking the schedules took 1.3 CPU s at 256 nodes (torus 16x16,
+#: allreduce, four schedules), 28 at 1,024 (torus 32x32), more than plan's own 20 there;
+#: the 18 allreduces offered now take 19 CPU s on torus 16x16 (least-loaded routing).
 STEP_NODES = 256
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)

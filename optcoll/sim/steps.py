@@ -1,10 +1,12 @@
 """Step schedules on a topology: routed, priced and turned into simulator tasks.
 
 A :class:`~optcoll.core.step_schedule.StepSchedule` says which blocks go from which
-compute node to which in each step; :func:`route_steps` puts every message on the widest
-path between its two nodes, spread over parallel switches by rank
-(:func:`optcoll.schedules.baselines.routing.spread_paths`, as MSCCL programs and Chakra
-traces are routed), :func:`step_tasks` makes its transfers for the event
+compute node to which in each step; :func:`route_steps` puts every message on a widest
+fewest-hop path between its two nodes, each sender's paths least loaded as if it sent to
+every node at once: over its own links and over parallel switches
+(:func:`optcoll.schedules.baselines.routing.spread_paths`, as MSCCL programs, MSCCL++
+plans and Chakra traces are routed: a file names only a send's two peers, so a pair has
+one path whatever the step), :func:`step_tasks` makes its transfers for the event
 simulator (:mod:`optcoll.sim.simulator`) and :func:`step_cost` its exact terms for
 ``optcoll compare``.
 

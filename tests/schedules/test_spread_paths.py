@@ -1,15 +1,18 @@
-"""Routing over parallel switches by rank (``spread_paths``): as wide and as short as the
-widest paths, spread evenly over a stage of spines, unchanged where there is no such stage,
-and the step schedules it routes run faster on a leaf-spine."""
+"""Least-loaded routing (``spread_paths``): as wide and as short as the widest paths,
+spread evenly over a stage of spines and over a node's own links, unchanged where every
+pair has one widest fewest-hop path, and the step schedules it routes run faster on a
+leaf-spine."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from fractions import Fraction
 
 import pytest
 
 from optcoll.schedules.baselines.direct import two_shot_allreduce
+from optcoll.schedules.baselines.rooted_steps import direct_broadcast
 from optcoll.schedules.baselines.routing import spread_paths, widest_paths
 from optcoll.sim.steps import route_steps, simulate_steps
 from optcoll.topologies import build
@@ -44,11 +47,30 @@ def test_as_wide_and_as_short_as_the_widest(spec: str) -> None:
             assert len(a) == len(b) and _width(topology, a) == _width(topology, b)
 
 
-@pytest.mark.parametrize("spec", ["dgx-h100:2", "torus:4x4", "mesh:3x3", "ring:6"])
-def test_unchanged_without_parallel_switches(spec: str) -> None:
+@pytest.mark.parametrize("spec", ["ring:5", "star:4", "line:4"])
+def test_unchanged_where_every_pair_has_one_path(spec: str) -> None:
     topology = build(spec)
     for source in topology.compute_nodes:
         assert spread_paths(topology, source) == widest_paths(topology, source)
+
+
+def test_deterministic() -> None:
+    topology = build("torus:8x8")
+    assert spread_paths(topology, "n3_5") == spread_paths(topology, "n3_5")
+
+
+@pytest.mark.parametrize(("spec", "root", "ports"), [("torus:4x4", "n1_1", 4),
+                                                    ("torus:8x8", "n3_5", 4),
+                                                    ("hypercube:4", "n5", 4)])  # fmt: skip
+def test_direct_broadcast_spread_over_the_roots_links(spec: str, root: str, ports: int) -> None:
+    """The direct broadcast's messages, as route_steps routes them, leave the root evenly
+    over its links: at most ceil((N - 1) / ports) a link (torus 4x4: 4 where the widest
+    paths put 8 of 15 on one)."""
+    topology = build(spec)
+    routed = route_steps(topology, direct_broadcast(topology.compute_nodes, root))
+    out = Counter(path[:2] for path in routed.paths.values())
+    assert len(out) == ports
+    assert max(out.values()) == math.ceil((topology.num_compute - 1) / ports)
 
 
 def test_even_over_the_spines() -> None:

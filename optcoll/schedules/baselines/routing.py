@@ -77,16 +77,26 @@ def spread_paths(
     source: str,
     out: dict[str, list[tuple[str, int]]] | None = None,
 ) -> dict[str, tuple[str, ...]]:
-    """:func:`widest_paths` from ``source``, with equal-cost multipath over parallel
-    switches: where the widest fewest-hop paths to a node arrive through two or more
-    switches whose own such paths arrive from the same nodes (the spines of a leaf-spine,
-    the switches of one stage of a fat-tree), the path to the compute node of rank ``j``
-    (its index among the compute nodes) takes the ``(i + j) mod count``-th of them in
-    name order, ``i`` the source's rank; elsewhere the paths are :func:`widest_paths`'s.
-    Every path is as wide and as short as :func:`widest_paths`'s; the messages of a
-    source's rank to each other rank spread over the stage as ECMP hashing spreads flows,
-    where :func:`widest_paths`'s one lexicographic choice sends them all through the
-    first switch. Deterministic.
+    """Paths from ``source`` as wide and as short as :func:`widest_paths`'s, spread over
+    the links as if ``source`` sent one message to every compute node at once: the
+    compute nodes are routed one after another (fewest hops first, then by rank after
+    the source's), each on a least-loaded of its widest fewest-hop paths given the paths
+    routed before it. Deterministic.
+
+    A link's load is the messages on it over its bandwidth. The path to a target is
+    chosen hop by hop from the source: each node on the target's widest fewest-hop paths
+    takes, of its predecessors on them (``k`` of them, in name order), the one whose
+    chosen path extended by the link between them has the least busiest load (counting
+    this message), then the least sum of loads; of tied predecessors the first from the
+    ``(i + j) mod k``-th on (cyclically), ``i`` the source's rank and ``j`` the target's
+    (their indices among the compute nodes). So a node's messages spread over its own
+    links (a direct broadcast from a torus node puts at most ``ceil((N - 1) / 4)`` on
+    each of its four, where :func:`widest_paths`'s one lexicographic choice puts half of
+    them on one), and where nothing is loaded yet the pair ``(i, j)`` takes the ``(i + j)
+    mod k``-th of parallel switches (the spines of a leaf-spine, the switches of one stage
+    of a fat-tree), as ECMP hashing spreads flows. One path per pair, whatever the
+    schedule: MSCCL XML, MSCCL++ plans and Chakra traces name only the two peers of a
+    send, and :mod:`optcoll.sim.programs` routes them so.
 
     Examples
     --------
@@ -96,46 +106,83 @@ def spread_paths(
     ['spine0', 'spine1']
     >>> spread_paths(topo, "l0.h1")["l1.h0"][2], widest_paths(topo, "l0.h1")["l1.h0"][2]
     ('spine1', 'spine0')
+    >>> from collections import Counter
+    >>> torus = build("torus:4x4")
+    >>> paths = spread_paths(torus, "n1_1")
+    >>> sorted(Counter(paths[t][1] for t in torus.compute_nodes if t != "n1_1").values())
+    [3, 4, 4, 4]
+    >>> sorted(Counter(widest_paths(torus, "n1_1")[t][1] for t in paths if t != "n1_1").values())
+    [1, 2, 4, 8]
     """
     if out is None:
         out = out_arcs(topology)
     widest = widest_paths(topology, source, out=out)
-    # each node's predecessors on its widest fewest-hop paths (labels from widest)
+    # each node's predecessors on its widest fewest-hop paths, in name order
     width: dict[str, float] = {source: math.inf}
     for node, path in widest.items():
         if len(path) > 1:
             width[node] = min(width[path[-2]], dict(out[path[-2]])[node])
-    ties: dict[str, list[str]] = {}
-    for u, arcs in out.items():
+    # each node's predecessors on its widest fewest-hop paths (in name order) and the
+    # links from them; a link's load in units of 1 / lcm of the capacities
+    ties: dict[str, list[tuple[str, Arc]]] = {}
+    weight: dict[Arc, int] = {}  # one message's load
+    scale = math.lcm(*(c for arcs in out.values() for _, c in arcs))
+    for u in sorted(out):
         if u not in widest:
             continue
-        for v, c in arcs:
+        for v, c in out[u]:
             if (
                 v in widest
                 and len(widest[v]) == len(widest[u]) + 1
                 and min(width[u], c) == width[v]
             ):
-                ties.setdefault(v, []).append(u)
+                ties.setdefault(v, []).append((u, (u, v)))
+                weight[(u, v)] = scale // c
     compute = topology.compute_nodes
     rank = {v: r for r, v in enumerate(compute)}
+    count = len(compute)
+    first = rank.get(source, 0)
+    targets = sorted(
+        (t for t in compute if t != source and t in widest),
+        key=lambda t: (len(widest[t]), (rank[t] - first) % count),
+    )
+    after = dict(weight)  # each link's load once one more message takes it
     found = dict(widest)
-    for target in compute:
-        if target == source or target not in widest:
-            continue
-        node = target
-        back = [target]
+    for target in targets:
+        # the nodes on the target's widest fewest-hop paths, by hops from the target
+        levels, seen = [[target]], {target}
+        while levels[-1][0] != source:
+            level = []
+            for v in levels[-1]:
+                for u, _ in ties[v]:
+                    if u not in seen:
+                        seen.add(u)
+                        level.append(u)
+            levels.append(level)
+        turn = first + rank[target]
+        # (busiest, total) load of the path chosen to each node
+        label: dict[str, tuple[float, float]] = {source: (0, 0)}
+        before: dict[str, tuple[str, Arc]] = {}
+        for level in reversed(levels[:-1]):
+            for v in level:
+                options = ties[v]
+                ways = len(options)
+                best = (math.inf, math.inf)
+                for k in range(turn, turn + ways):  # from the (turn mod ways)-th on
+                    u, arc = options[k % ways]
+                    busiest, total = label[u]
+                    now = after[arc]
+                    extended = (busiest if busiest > now else now, total + now)
+                    if extended < best:
+                        best, before[v] = extended, options[k % ways]
+                label[v] = best
+        back, node = [target], target
         while node != source:
-            options = sorted(ties[node])
-            parallel = len(options) > 1 and all(
-                not topology.is_compute(u) and sorted(ties[u]) == sorted(ties[options[0]])
-                for u in options
-            )
-            if parallel:
-                node = options[(rank[source] + rank[target]) % len(options)]
-            else:
-                node = widest[node][-2]
+            node, arc = before[node]
+            after[arc] += weight[arc]
             back.append(node)
-        found[target] = tuple(reversed(back))
+        path = tuple(reversed(back))
+        found[target] = path
     return found
 
 

@@ -28,6 +28,10 @@ each representative task to its links' and connection's orbit representatives, a
 gives the same completion time, float for float, as the full run in the same order
 (``tests/sim/test_quotient.py`` compares them): ``|H|`` times fewer tasks.
 
+An NVLS allreduce on ``multimem`` switches (aggregation trees,
+:func:`aggregation_quotient`) folds the same way under the rotation of the GPUs, its
+switches fixed: GPU ``i``'s trees are GPU 0's moved ``i`` places.
+
 :func:`expanded_transfers` maps the quotient run's transfers back to every translate
 and :func:`check_transfers` checks the whole timetable on the full topology: no link
 sends two slices at once, no slice leaves a node before it has arrived there and every

@@ -55,7 +55,7 @@ from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
-from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
@@ -216,7 +216,7 @@ def file_choice(
                 continue
             times = [
                 _simulated(fmt, text, topology, network, size, sim.overhead,
-                           ranked.slice_bytes, sim.default_latency)
+                           file_slice(ranked, topology), sim.default_latency)
                 for _, text, _ in files
             ]  # fmt: skip
             pool.append((times[0], order, ranked, files, times))
@@ -339,7 +339,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         for r, t in best.compared
     ]
     lines = []
-    piece = "whole chunks" if ranked.slice_bytes is None else size_text(ranked.slice_bytes)
+    sliced = file_slice(ranked, topology)
+    piece = "whole chunks" if sliced is None else size_text(sliced)
     chose = ""
     if choice.chosen != ranked.method:
         chose = f" (plan chose {choice.chosen}: {choice.time_us:.4f} µs)"
@@ -383,6 +384,17 @@ def _what(ranked: Ranked) -> str:
     if isinstance(ranked.schedule, AggregationSchedule):
         return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
+
+
+def file_slice(ranked: Ranked, topology: Any) -> int | None:
+    """The slice a written file of ``ranked`` is simulated with: plan's, but a switch
+    channel (NVLS) plan's pipeline unit (:func:`optcoll.export.mscclpp_nvls.nvls_unit`):
+    its ``glres`` moves a unit at a time, one transfer on each switch, and cutting units
+    into plan's slices (8 KiB on nvl72 at 1 GiB) would build 8 times the 22 million tasks
+    its units already take there."""
+    if isinstance(ranked.schedule, AggregationSchedule):
+        return nvls_unit(topology)
+    return ranked.slice_bytes
 
 
 def program_texts(

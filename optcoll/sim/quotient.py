@@ -28,6 +28,10 @@ each representative task to its links' and connection's orbit representatives, a
 gives the same completion time, float for float, as the full run in the same order
 (``tests/sim/test_quotient.py`` compares them): ``|H|`` times fewer tasks.
 
+An NVLS allreduce on ``multimem`` switches (aggregation trees,
+:func:`aggregation_quotient`) folds the same way under the rotation of the GPUs, its
+switches fixed: GPU ``i``'s trees are GPU 0's moved ``i`` places.
+
 :func:`expanded_transfers` maps the quotient run's transfers back to every translate
 and :func:`check_transfers` checks the whole timetable on the full topology: no link
 sends two slices at once, no slice leaves a node before it has arrived there and every
@@ -54,9 +58,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule, AggregationTree
 from optcoll.core.loads import PHASES
 from optcoll.core.schedule import ImageTrees, Rotation, Rotations, Schedule, Tree
 from optcoll.core.topology import Topology
@@ -69,6 +74,7 @@ from optcoll.sim.simulator import (
     Simulation,
     TaskGraph,
     _slices,
+    aggregation_tasks,
     data_bytes,
     simulate,
     tree_tasks,
@@ -79,6 +85,8 @@ __all__ = [
     "regular_quotient",
     "free_quotient",
     "schedule_quotient",
+    "aggregation_quotient",
+    "aggregation_quotient_tasks",
     "quotient_tasks",
     "simulate_quotient",
     "translate_ties",
@@ -134,13 +142,7 @@ class Quotient:
         """``network`` with every arc's number replaced by its orbit representative's,
         so that paths run on one link per orbit."""
         arc_class = self.arc_class
-        return Network(
-            network.arcs,
-            {a: arc_class[i] for a, i in network.index.items()},
-            network.rate,
-            network.latency,
-            network.store_and_forward,
-        )
+        return replace(network, index={a: arc_class[i] for a, i in network.index.items()})
 
     def carrier(self, node: str) -> int:
         """The element that takes a representative root to compute node ``node``."""
@@ -338,6 +340,111 @@ def schedule_quotient(schedule: Schedule, topology: Topology, network: Network) 
         return None
     roots = list(dict.fromkeys(t.root for t in trees.representatives))
     return free_quotient(topology, network, trees.group, roots)
+
+
+def aggregation_quotient(
+    schedule: AggregationSchedule, topology: Topology, network: Network
+) -> Quotient | None:
+    """The :class:`Quotient` of an NVLS allreduce (aggregation trees through ``multimem``
+    switches, :func:`optcoll.schedules.baselines.nvls_schedule`) under the rotation of the
+    compute nodes by one place (switches fixed), or None: it is simulated in full.
+
+    The rotation must be an automorphism of the network that moves every link
+    (:func:`free_quotient` checks both exactly: a GPU's links to the switches all alike, as
+    in ``nvl72`` and ``dgx-h100:1``), every tree's apex a compute node and every edge at a
+    ``multimem`` switch (so a tree's only connection is its own issuing lane), and the
+    trees of the ``i``-th compute node the images, in order, of those of the first under
+    the rotation's ``i``-th power (edges compared as sets). Then every task of
+    :func:`optcoll.sim.simulator.aggregation_tasks` is the image of one task of the first
+    node's trees under one element, and the module docstring's argument gives the full
+    run's time from those trees alone: ``N`` times fewer tasks, so plan can pipeline the
+    candidate in slices as fine as the exported program's (``nvl72``: 648 trees, 146
+    tasks each per slice; one slice of every chunk was 94,608 tasks).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import nvls_schedule
+    >>> topo = build("nvl72:nvls=1")
+    >>> quotient = aggregation_quotient(nvls_schedule(topo), topo, Network.of(topo))
+    >>> quotient.order, len(quotient.classes)  # each GPU's 9 tray links, both ways
+    (72, 18)
+    """
+    compute = list(topology.compute_nodes)
+    n, multimem = len(compute), network.multimem
+    if n < 2 or len(schedule.trees) % n:
+        return None
+    if any(
+        tree.apex not in topology.node or topology.node[tree.apex].type == "switch"
+        or any(e.src not in multimem and e.dst not in multimem
+               for e in (*tree.reduce_edges, *tree.multicast_edges))
+        for tree in schedule.trees
+    ):  # fmt: skip
+        return None
+    rotation = Rotation(n, {v: compute[(i + 1) % n] for i, v in enumerate(compute)})
+    quotient = free_quotient(topology, network, rotation, compute[:1])
+    if quotient is None:
+        return None
+    per_node = len(schedule.trees) // n
+    of_apex: dict[str, list[AggregationTree]] = {}
+    for tree in schedule.trees:
+        of_apex.setdefault(tree.apex, []).append(tree)
+    reps = of_apex.get(compute[0], [])
+    if len(reps) != per_node or any(len(of_apex.get(v, ())) != per_node for v in compute):
+        return None
+    nodes = quotient.nodes
+    for row in quotient.elements.tolist():
+        image = {v: nodes[row[i]] for i, v in enumerate(nodes)}
+        for rep, tree in zip(reps, of_apex[image[compute[0]]], strict=True):
+            if _moved(rep, image) != _moved(tree, {}) or rep.chunks != tree.chunks:
+                return None
+    return quotient
+
+
+def _moved(tree: AggregationTree, image: dict[str, str]) -> tuple[frozenset, frozenset]:
+    """``tree``'s reduce and multicast edges as sets of paths, moved by ``image``."""
+    return tuple(  # type: ignore[return-value]
+        frozenset(tuple(image.get(v, v) for v in e.path) for e in edges)
+        for edges in (tree.reduce_edges, tree.multicast_edges)
+    )
+
+
+def aggregation_quotient_tasks(
+    schedule: AggregationSchedule,
+    quotient: Quotient,
+    network: Network,
+    size: int,
+    *,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    barrier: int = 0,
+) -> TaskGraph:
+    """The task graph of the first compute node's trees of ``schedule`` (accepted by
+    :func:`aggregation_quotient`) on one link per orbit: :func:`aggregation_tasks` on
+    :meth:`Quotient.network`; its issuing lanes are the trees' own, one per orbit.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines import nvls_schedule
+    >>> from optcoll.sim.simulator import simulate
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> network, schedule = Network.of(topo), nvls_schedule(topo)
+    >>> quotient = aggregation_quotient(schedule, topo, network)
+    >>> graph = aggregation_quotient_tasks(schedule, quotient, network, 2**20, barrier=1)
+    >>> full = aggregation_tasks(schedule, network, 2**20, barrier=1)
+    >>> len(full), len(graph)  # 8 trees of 3 barrier steps and 19 tasks; 2 final steps
+    (178, 24)
+    >>> round(simulate(graph, network, 2**20, ties=range(len(graph))).time_us, 3)
+    10.243
+
+    ``tests/sim/test_quotient.py`` checks it against the full run in the same order.
+    """
+    root = quotient.nodes[quotient.root]
+    reps = tuple(t for t in schedule.trees if t.apex == root)
+    return aggregation_tasks(
+        replace(schedule, trees=reps), quotient.network(network), size,
+        slice_bytes=slice_bytes, barrier=barrier,
+    )  # fmt: skip
 
 
 def quotient_tasks(

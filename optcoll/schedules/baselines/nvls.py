@@ -113,13 +113,13 @@ def _issued(topology: Topology, box: list[str]) -> tuple[AggregationTree, ...]:
     them in proportion to ``r``'s links (module docstring)."""
     domain = [w for w in topology.nvls_domain(box) if topology.node[w].multimem]
     trees = []
-    for r in box:
+    for i, r in enumerate(box):
         rates = [Fraction(topology.capacity[(r, w)]) for w in domain]
         scale = math.lcm(*(c.denominator for c in rates))
         whole = [int(c * scale) for c in rates]
         common = math.gcd(*whole)
         for w, part in zip(domain, whole, strict=True):
-            others = [g for g in box if g != r]
+            others = box[i + 1 :] + box[:i]  # GPU r's trees: GPU 0's rotated r places
             up = tuple(_edge(g, w) for g in others) + (_edge(w, r),)
             down = (_edge(r, w),) + tuple(_edge(w, g) for g in others)
             trees.append(AggregationTree(r, part // common, up, down))

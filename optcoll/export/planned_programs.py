@@ -20,7 +20,9 @@ its thread blocks' step order; an MSCCL++ plan's, its ops'; a link serves what c
 where plan's ``depth`` order serves the slice with the deepest subtree ahead first:
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
 that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
-281.65), a timetable's start times, and per-message slices of a step schedule (both formats
+281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
+puts them in plan's order each unit: an MSCCL++ tree candidate is written both ways and the
+faster file kept), a timetable's start times, and per-message slices of a step schedule (both formats
 loop over the buffer); and the readers charge the per-step overhead for every step of a
 thread block (an MSCCL receive, an MSCCL++ wait or reduction), where plan charges it once
 per message.
@@ -92,7 +94,8 @@ NOT_CARRIED = {
     "msccl": "the link order (thread blocks run their steps in program order), a timetable's "
     "start times and a log-step message's slices (the program loops over the buffer); "
     "every receive is a step of its own",
-    "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
+    "mscclpp": "the link order (thread blocks run concurrently, each in program order; a link "
+    "serves what comes first), a timetable's start times and a "
     "log-step message's slices (a put is one transfer; only ops that issue one cost the "
     "overhead)",
 }

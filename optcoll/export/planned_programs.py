@@ -21,11 +21,11 @@ where plan's ``depth`` order serves the slice with the deepest subtree ahead fir
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
 that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
 281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
-puts them in plan's order each unit: an MSCCL++ tree candidate is written both ways and the
-faster file kept), a timetable's start times, and per-message slices of a step schedule (both formats
-loop over the buffer); and the readers charge the per-step overhead for every step of a
-thread block (an MSCCL receive, an MSCCL++ wait or reduction), where plan charges it once
-per message.
+puts them in plan's order each unit: an MSCCL++ tree candidate in such an order is written
+both ways and the faster file kept), a timetable's start times, and per-message slices of a
+step schedule (both formats loop over the buffer); and the readers charge the per-step
+overhead for every step of a thread block (an MSCCL receive, an MSCCL++ wait or reduction),
+where plan charges it once per message.
 
 Examples
 --------
@@ -162,9 +162,10 @@ def file_choice(
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
     fastest file its checker accepts: the checker judges them fastest first, and one it
     refuses gives its place to the next candidate (module docstring). An MSCCL++ tree
-    schedule is written twice, its ranges in thread blocks of their own and a root's
-    ranges interleaved in one (``interleave`` of
-    :func:`~optcoll.export.mscclpp.mscclpp_plan`), and the faster file is its file.
+    schedule that plan ran in a ``depth`` or ``progress-depth`` link order is written
+    twice, its ranges in thread blocks of their own and a root's ranges interleaved in one
+    (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
+    reducing puts of one unit in that order), and the faster file is its file.
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and interleaving) and
     whether they were checked, shared between sizes.
@@ -191,7 +192,8 @@ def file_choice(
             if ranked is None:
                 break
             ways = [False]
-            if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule):
+            depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
+            if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
                 ways.append(True)
             tried = []
             for interleave in ways:

@@ -355,6 +355,7 @@ def mscclpp_plan(
     unit_size: int | None = DEFAULT_UNIT,
     protocol: str = "Simple",
     allgather: Schedule | None = None,
+    interleave: bool = False,
 ) -> MscclppPlan:
     """The MSCCL++ plan of ``schedule`` (deterministic).
 
@@ -381,12 +382,19 @@ def mscclpp_plan(
     allgather : Schedule, optional
         With a reduce-scatter ``schedule``: the allgather whose trees broadcast, making
         an allreduce of two tree sets.
+    interleave : bool
+        A root's ranges share its thread block (one per phase of an allreduce) and run
+        unit by unit in one ``pipeline``: each unit, the steps in the block's order
+        (:func:`_pack`), so the puts a GPU makes at one unit leave in that order - while
+        reducing, the range in whose tree the GPU lies deepest first, as plan's ``depth``
+        order serves them (Simple plans of tree schedules; every shared block must fit one
+        pipeline of :data:`MAX_PIPELINE_OPS` ops).
 
     Raises
     ------
     ExportError
         Malformed schedule, a placement that is not correct, or limits no piece count
-        meets.
+        meets (with ``interleave``: a shared block that fits no pipeline).
     """
     coll = "allreduce" if allgather is not None else schedule.collective
     if coll not in COLLECTIVE_NAMES:
@@ -412,9 +420,12 @@ def mscclpp_plan(
         unit_size = None
     if unit_size is not None and unit_size % ALIGNMENT or unit_size == 0:
         raise ExportError(f"unit_size must be a positive multiple of {ALIGNMENT}, got {unit_size}")
+    if interleave and (unit_size is None or coll == "alltoall"):
+        raise ExportError("interleave: a Simple plan of a tree schedule with a unit_size only")
     nodes = schedule.compute_nodes
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
     segments = _segments(schedule, allgather)
+    shared = {seg[0]: nodes.index(seg[1]) for seg in segments} if interleave else None
     if pieces is not None:
         tries = [pieces]
     elif unit_size is not None or packets:
@@ -424,7 +435,7 @@ def mscclpp_plan(
     last_error = ""
     for count in tries:
         steps, chunks = _steps(schedule, coll, segments, count, packets)
-        _pack(steps)
+        _pack(steps, shared)
         load = _load(steps, unit_size is not None)
         if max(load.values(), default=0) > MAX_OPS:
             last_error = (
@@ -445,6 +456,8 @@ def mscclpp_plan(
                 unit_size,
                 protocol,
             )
+            if interleave:
+                _interleave(document)
         except _Limit as err:
             last_error = str(err)
             continue
@@ -705,17 +718,24 @@ def _op_count(step: _Step) -> int:
     return count
 
 
-def _pack(steps: list[_Step]) -> None:
+def _pack(steps: list[_Step], shared: Mapping[int, int] | None = None) -> None:
     """Set every step's thread block: range ``s`` runs in block ``s`` (its pieces one
     after the other), or - for an allreduce, when :data:`MAX_THREADBLOCKS` allows - its
     reduction in block ``2 s`` and its broadcast in block ``2 s + 1``, so a range's leaves
     send their next data while its broadcast runs; beyond the limit, range ``s`` runs in
     block ``s mod`` :data:`MAX_THREADBLOCKS`. (More blocks per range would not be faster:
-    blocks that put at once share the links, so a piece's data would arrive no earlier.)"""
+    blocks that put at once share the links, so a piece's data would arrive no earlier.)
+    ``shared`` (range -> a block number, e.g. its root's rank): ranges of one number share
+    that block instead. A block runs its steps ordered by their keys, which every step's
+    wait only follows (:func:`_steps`), whichever ranges share it."""
     ranges = len({s.segment for s in steps if s.segment >= 0})
+    if shared is not None:
+        ranges = len(set(shared.values()))
     split = any(s.acquire for s in steps) and 2 * ranges <= MAX_THREADBLOCKS
     for s in steps:
         segment = max(s.segment, 0)
+        if shared is not None:
+            segment = shared[segment]
         s.group = 2 * segment + s.key[0] if split else segment % MAX_THREADBLOCKS
 
 
@@ -736,6 +756,39 @@ def _most_pieces(schedule: Schedule, coll: str, segments: list[Segment]) -> int:
     fixed = sum(_op_count(s) for s in steps if s.segment < 0)
     heaviest = max(_load([s for s in steps if s.segment >= 0]).values(), default=1)
     return max(1, min(MAX_PIECES, (MAX_OPS - fixed) // heaviest))
+
+
+def _interleave(document: dict) -> None:
+    """Run each thread block's pipelines as one, unit by unit (their inner ops in order,
+    each unit), where the block of that id can on every GPU: all its ops pipelines of one
+    ``iter_context``, :data:`MAX_PIPELINE_OPS` inner ops in all; _Limit where a block
+    cannot. A block of one id on every GPU, so each channel's signals are waited for in
+    the order they are sent, unit by unit; a step waits only for steps of smaller keys,
+    each unit, so the plan cannot deadlock.
+
+    >>> pipe = lambda *names: {"name": "pipeline", "iter_context": {"unit_size": 16,
+    ...                        "num_chunks": 1}, "ops": [{"name": n} for n in names]}
+    >>> doc = {"gpus": [{"threadblocks": [{"id": 0, "ops": [pipe("put", "nop"), pipe("wait")]}]}]}
+    >>> _interleave(doc)
+    >>> [[op["name"] for op in tb["ops"][0]["ops"]] for tb in doc["gpus"][0]["threadblocks"]]
+    [['put', 'nop', 'wait']]
+    """
+    for gpu in document["gpus"]:
+        for tb in gpu["threadblocks"]:
+            ops = tb["ops"]
+            if len(ops) < 2:
+                continue
+            inner = [op for pipe in ops for op in pipe.get("ops", ())]
+            context = ops[0].get("iter_context")
+            if (
+                any(pipe["name"] != "pipeline" or pipe["iter_context"] != context for pipe in ops)
+                or len(inner) > MAX_PIPELINE_OPS
+            ):
+                raise _Limit(
+                    f"thread block {tb['id']} of rank {gpu['id']} runs {len(ops)} steps that "
+                    f"fit no pipeline of {MAX_PIPELINE_OPS} ops"
+                )
+            tb["ops"] = [{"name": "pipeline", "iter_context": context, "ops": inner}]
 
 
 def _render(

@@ -20,10 +20,12 @@ its thread blocks' step order; an MSCCL++ plan's, its ops'; a link serves what c
 where plan's ``depth`` order serves the slice with the deepest subtree ahead first:
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
 that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
-281.65), a timetable's start times, and per-message slices of a step schedule (both formats
-loop over the buffer); and the readers charge the per-step overhead for every step of a
-thread block (an MSCCL receive, an MSCCL++ wait or reduction), where plan charges it once
-per message.
+281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
+puts them in plan's order each unit: an MSCCL++ tree candidate in such an order is written
+both ways and the faster file kept), a timetable's start times, and per-message slices of a
+step schedule (both formats loop over the buffer); and the readers charge the per-step
+overhead for every step of a thread block (an MSCCL receive, an MSCCL++ wait or reduction),
+where plan charges it once per message.
 
 Examples
 --------
@@ -93,7 +95,8 @@ FILE_CANDIDATES = 4
 NOT_CARRIED = {
     "msccl": "the link order (thread blocks run their steps in program order), a timetable's "
     "start times and a log-step message's slices (the program loops over the buffer)",
-    "mscclpp": "the link order (ops run in program order), a timetable's start times and a "
+    "mscclpp": "the link order (thread blocks run concurrently, each in program order; a link "
+    "serves what comes first), a timetable's start times and a "
     "log-step message's slices (a put is one transfer; only ops that issue one cost the "
     "overhead)",
 }
@@ -147,7 +150,8 @@ class FileChoice:
     file of plan's :data:`FILE_CANDIDATES` fastest the format holds), its checked files
     (``files``: path, text, placement), each one's simulated time at ``size``
     (``times``), every candidate tried as ``(candidate, file time)`` and why the
-    others were not written (``refused``)."""
+    others were not written (``refused``); ``interleave``: an MSCCL++ plan whose root's
+    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
 
     size: int
     chosen: str
@@ -158,6 +162,7 @@ class FileChoice:
     times: tuple[float, ...]
     compared: tuple[tuple[Ranked, float], ...]
     refused: tuple[str, ...]
+    interleave: bool = False
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -172,15 +177,19 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[int, list[Any]] | None = None,
+    written: dict[tuple[int, bool], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
     fastest file its checker accepts: the checker judges them fastest first, and one it
-    refuses gives its place to the next candidate (module docstring). ``output``: the
-    file they are named after (default ``request.output``); ``written``: a cache of the
-    files of each candidate schedule (by ``id``) and whether they were checked, shared
-    between sizes.
+    refuses gives its place to the next candidate (module docstring). An MSCCL++ tree
+    schedule that plan ran in a ``depth`` or ``progress-depth`` link order is written
+    twice, its ranges in thread blocks of their own and a root's ranges interleaved in one
+    (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
+    reducing puts of one unit in that order), and the faster file is its file.
+    ``output``: the file they are named after (default ``request.output``); ``written``: a
+    cache of the files of each candidate schedule (by ``id`` and interleaving) and
+    whether they were checked, shared between sizes.
 
     Raises
     ------
@@ -196,37 +205,47 @@ def file_choice(
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
-    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float]]] = []
+    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
     candidates = iter(enumerate(offered))
     while True:
         while len(pool) < FILE_CANDIDATES:
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            key = id(ranked.schedule)
-            if key not in written or written[key][0] is not ranked.schedule:
-                try:
-                    made: Any = program_texts(request, topology, ranked, output=output)
-                except ExportError as err:
-                    made = err
-                written[key] = [ranked.schedule, made, False]
-            files = written[key][1]
-            if isinstance(files, ExportError):
-                refused.append(f"{ranked.method}: {files}")
-                continue
-            times = [
-                _simulated(fmt, text, topology, network, size, sim.overhead,
-                           file_slice(ranked, topology), sim.default_latency)
-                for _, text, _ in files
-            ]  # fmt: skip
-            pool.append((times[0], order, ranked, files, times))
+            ways = [False]
+            depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
+            if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
+                ways.append(True)
+            tried = []
+            for interleave in ways:
+                key = (id(ranked.schedule), interleave)
+                if key not in written or written[key][0] is not ranked.schedule:
+                    try:
+                        made: Any = program_texts(request, topology, ranked, output=output,
+                                                  interleave=interleave)  # fmt: skip
+                    except ExportError as err:
+                        made = err
+                    written[key] = [ranked.schedule, made, False]
+                files = written[key][1]
+                if isinstance(files, ExportError):
+                    if not interleave:  # the interleaved form is only ever an alternative
+                        refused.append(f"{ranked.method}: {files}")
+                    continue
+                times = [
+                    _simulated(fmt, text, topology, network, size, sim.overhead,
+                               file_slice(ranked, topology), sim.default_latency)
+                    for _, text, _ in files
+                ]  # fmt: skip
+                tried.append((times[0], order, ranked, files, times, interleave))
+            if tried:  # the faster form; of equal ones the plain
+                pool.append(min(tried, key=lambda t: (t[0], t[5])))
         if not pool:
             raise ExportError(
                 f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
             )
         # the fastest file; of equal files plan's choice, then plan's order
         best = min(pool, key=lambda t: (t[0], t[2].method != choice.chosen, t[1]))
-        entry = written[id(best[2].schedule)]
+        entry = written[(id(best[2].schedule), best[5])]
         if not entry[2]:
             try:
                 check_texts(request, topology, best[3])
@@ -237,7 +256,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times = best
+    _, _, ranked, files, times, interleave = best
     return FileChoice(
         size,
         choice.chosen,
@@ -246,8 +265,9 @@ def file_choice(
         ranked,
         tuple(files),
         tuple(times),
-        tuple((r, first) for first, _, r, _, _ in sorted(pool, key=lambda t: t[1])),
+        tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
+        interleave,
     )
 
 
@@ -331,6 +351,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "plan_time_us": round(ranked.time_us, 4),
                 "file_time_us": round(file_us, 4),
                 "lower_bound_us": round(choice.lower_bound_us, 4),
+                "interleaved": best.interleave,
                 "checked": True,
             }
         )
@@ -349,7 +370,10 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     if isinstance(ranked.schedule, Schedule) and ranked.priority not in ("progress", "timetable"):
         order = f" in link order {ranked.priority}"
     for (path, _, placement), file_us in zip(files, times, strict=True):
-        lines.append(f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}; checked")
+        shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
+        lines.append(
+            f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
+        )
         lines.append(
             f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs{order}, this file simulated "
             f"{file_us:.4f} µs ({file_us / ranked.time_us - 1:+.1%}; "
@@ -405,10 +429,13 @@ def program_texts(
     output: str | Path | None = None,
     low: int = 0,
     high: int | None = None,
+    interleave: bool = False,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
-    text, placement); ExportError if the format cannot hold it."""
+    text, placement); ExportError if the format cannot hold it. ``interleave``: an MSCCL++
+    tree schedule's plan with a root's ranges in one thread block
+    (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
     schedule = ranked.schedule
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
@@ -451,7 +478,8 @@ def program_texts(
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
                                 unit_size=pipeline_unit(topology, schedule),
-                                min_message_size=low, max_message_size=high)  # fmt: skip
+                                min_message_size=low, max_message_size=high,
+                                interleave=interleave)  # fmt: skip
         out.append((path, plan.text, placement))
     return out
 

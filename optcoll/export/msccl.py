@@ -350,14 +350,10 @@ def msccl_program(
             f"an algorithm ({profile.sources['never_in_place']}); write the out-of-place "
             "program, or use --runtime rccl or msccl-executor"
         )
-    builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
-    if max(builder.chunks) - 1 > profile.max_offset:  # before building k steps per tree
-        raise ExportError(
-            f"the buffers need {max(builder.chunks)} chunks, above the {profile.max_offset + 1} "
-            f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
-            "use a smaller -k"
-        )
+    builder = _Builder(schedule, profile, inplace=placement == "inplace", down=allgather)
+    _check_offsets(builder.chunks, profile)  # before building k steps per tree
     builder.build()
+    _check_offsets(builder.chunks, profile)  # with the scratch of split reductions
     nchunks = max(builder.chunks[0], builder.chunks[1])
     _assign_channels(builder, schedule, profile, channels)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
@@ -387,6 +383,16 @@ def msccl_program(
     )
 
 
+def _check_offsets(chunks: tuple[int, int, int], profile: RuntimeProfile) -> None:
+    """ExportError where a buffer has more chunks than the runtime's offsets address."""
+    if max(chunks) - 1 > profile.max_offset:
+        raise ExportError(
+            f"the buffers need {max(chunks)} chunks, above the {profile.max_offset + 1} "
+            f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
+            "use a smaller -k"
+        )
+
+
 def _most_peers(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
     """Most distinct peers one GPU sends to or receives from (a fused step's two)."""
     most = 0
@@ -412,9 +418,7 @@ def _fused_program(
         return None
     excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
     while True:
-        builder = _Builder(
-            schedule, profile.max_count, inplace=placement == "inplace", down=allgather
-        )
+        builder = _Builder(schedule, profile, inplace=placement == "inplace", down=allgather)
         builder.build()
         if not chain_channels(builder.steps, profile):
             return None
@@ -443,13 +447,20 @@ class _Builder:
     """Turns trees into per-GPU steps with keys and dependencies."""
 
     def __init__(
-        self, schedule: Schedule, max_count: int, *, inplace: bool, down: Schedule | None = None
+        self,
+        schedule: Schedule,
+        profile: RuntimeProfile,
+        *,
+        inplace: bool,
+        down: Schedule | None = None,
     ) -> None:
         self.schedule = schedule
         self.down = down
         self.collective = "allreduce" if down is not None else schedule.collective
-        self.max_count = max_count
+        self.max_count = profile.max_count
+        self.reduce_in_receive = "rrc" in profile.launch_step_types
         self.inplace = inplace
+        self.scratch_used: dict[int, int] = {}  # per GPU, scratch chunks of split reductions
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         self.levels = _levels(schedule) if down is None else None
@@ -490,8 +501,10 @@ class _Builder:
             start = offsets[tree.root]
             offsets[tree.root] += tree.chunks
             for p in range(tree.chunks):
-                last = self._reduce(tree, shapes[ti], (ti, p), start + p)
-                self._broadcast(tree, shapes[ti], (ti, p), start + p, last)
+                last, held = self._reduce(tree, shapes[ti], (ti, p), start + p)
+                self._broadcast(tree, shapes[ti], (ti, p), start + p, last, held)
+        i_chunks, o_chunks, s_chunks = self.chunks
+        self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
 
     def _composed(self, up_shapes: list[tuple[dict[str, list[str]], dict[str, int]]]) -> None:
         """Allreduce on two tree sets: the reduce-scatter trees up, then the allgather
@@ -512,9 +525,11 @@ class _Builder:
                 di = next(i for i, a, b in down_ranges if a <= lo < b)
                 up_tree, down_tree = self.schedule.trees[ui], down[di]
                 for p in range(hi - lo):
-                    last = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
-                    self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last)
+                    last, held = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
+                    self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last, held)
                 segment += 1
+        i_chunks, o_chunks, s_chunks = self.chunks
+        self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
 
     def _alltoall(self) -> None:
         """Every route's chunks hop by hop (see the module docstring for the layout)."""
@@ -586,35 +601,72 @@ class _Builder:
 
     # --- one piece of one tree -------------------------------------------------
 
+    def _scratch(self, gpu: int) -> Location:
+        """A scratch chunk of ``gpu`` nothing else uses (after the collective's own)."""
+        used = self.scratch_used.get(gpu, self.chunks[2])
+        self.scratch_used[gpu] = used + 1
+        return ("s", used)
+
     def _reduce(
         self,
         tree: Tree,
         shape: tuple[dict[str, list[str]], dict[str, int]],
         ident: tuple[int, int],
         offset: int,
-    ) -> _Step | None:
+    ) -> tuple[_Step | None, Location | None]:
         """The reducing phase of one piece (none for allgather and broadcast); returns
-        the root's last reduction step."""
+        the root's last reduction step and where the root then holds the sum (None: its
+        output chunk).
+
+        Where the runtime runs ``rrc``, a node adds each child's partial sum as it receives
+        it, into its accumulator (its output chunk for allreduce and at a root, else
+        scratch), the first to its own input. Elsewhere (RCCL) each child's sum is received
+        into scratch and added by a ``re`` in the receive's thread block, right after it:
+        the first into the scratch chunk it arrived in (``re`` adds its source to its
+        destination, so that chunk holds own input + child), the others into that one,
+        each ``re`` waiting for the previous; a node forwards its scratch sum, and a root
+        copies it into its output (``cpy``, right after the last ``re`` in its thread
+        block; an allreduce root broadcasts from the scratch chunk). The output chunk is
+        never the accumulator there: in place it is the input chunk the first ``re``
+        reads, and one program serves both placements."""
         if self.collective not in _REDUCING:
-            return None
+            return None, None
         children, depth = shape
         root, rank = tree.root, self.ranks
         last_up: dict[str, _Step | None] = {}
+        held: dict[str, Location] = {}  # where each inner node holds its partial sum
         below: dict[str, int] = {}
         for v in sorted(depth, key=lambda n: (-depth[n], rank[n])):
             prev: _Step | None = None
             below[v] = 1 + max((below[c] for c in children[v]), default=-1)
+            acc = self._acc(v, root, offset)
             for j, c in enumerate(sorted(children[v], key=below.__getitem__)):
                 key = (0, below[c], *ident, j)
                 link = (rank[c], rank[v])
-                src = self._acc(v, root, offset) if prev else self._source(root, offset)
-                acc = self._acc(v, root, offset)
-                rrc = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
-                own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
-                self._add(_Step("s", own, acc, 1, key, rank[c], link, last_up[c]))
-                prev = rrc
+                own = held[c] if children[c] else self._source(root, offset)
+                if self.reduce_in_receive:
+                    src = acc if prev else self._source(root, offset)
+                    prev = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
+                    held[v] = into = acc
+                else:
+                    first = prev is None
+                    into = acc if first and acc[0] == "s" else self._scratch(rank[v])
+                    if first:
+                        held[v] = into
+                    recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
+                    src, dst = (self._source(root, offset), into) if first else (into, held[v])
+                    add = _Step("re", src, dst, 1, (*key, 1), rank[v], None, prev, joins=recv)
+                    prev = self._add(add)
+                self._add(_Step("s", own, into, 1, key, rank[c], link, last_up[c]))
             last_up[v] = prev
-        return last_up[root]
+            if prev is not None and prev.joins is not None and v == root:
+                # the sum into the root's output, in the thread block of its last ``re``
+                recv = prev.joins
+                copy = _Step("cpy", held[v], acc, 1, (*recv.key, 2), rank[v], None, joins=recv)
+                self._add(copy)
+        if self.reduce_in_receive or self.collective != "allreduce":
+            return last_up[root], None
+        return last_up[root], held.get(root)
 
     def _broadcast(
         self,
@@ -623,9 +675,11 @@ class _Builder:
         ident: tuple[int, int],
         offset: int,
         after: _Step | None,
+        held: Location | None = None,
     ) -> None:
         """The broadcasting phase of one piece (none for reduce-scatter and reduce);
-        the root's sends wait for ``after``."""
+        the root's sends wait for ``after`` and send what it holds at ``held`` (None: its
+        output chunk)."""
         coll = self.collective
         if coll not in ("allgather", "broadcast", "allreduce"):
             return
@@ -637,6 +691,8 @@ class _Builder:
             own = self._out(root, offset)
             if v == root and coll != "allreduce":
                 own = self._source(root, offset)
+            elif v == root and held is not None:
+                own = held
             for j, c in enumerate(children[v]):
                 key = (1, level[c], *ident, j)
                 out = self._out(root, offset)
@@ -844,31 +900,48 @@ def _assign_channels(
     starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
     first) takes its least-loaded admissible channels, and ``C`` grows until every pair
     fits. A connection's transfers, in key order, are cut into ``w`` consecutive runs,
-    one per channel: each thread block holds transfers of neighbouring levels, whose
+    one per channel, of about equal steps (a receive and the steps joining it count together): each thread block holds transfers of neighbouring levels, whose
     data is ready at about the same time, so a step waiting for deep data does not hold
     up the next loop's shallow steps behind it.
     """
     by_link: dict[tuple[int, int], dict[tuple[int, ...], list[_Step]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    joining: list[_Step] = []  # steps that run in their receive's thread block
     for gpu_steps in builder.steps.values():
         for step in gpu_steps:
             if step.link is not None:
                 by_link[step.link][step.key].append(step)
+            elif step.joins is not None:
+                joining.append(step)
+    # a key's steps on its receiver's thread block: the receive and the steps joining it
+    weight: dict[tuple[int, int], dict[tuple[int, ...], int]] = defaultdict(
+        lambda: defaultdict(lambda: 1)
+    )
+    for step in joining:
+        assert step.joins is not None and step.joins.link is not None
+        weight[step.joins.link][step.joins.key] += 1
+    load = {  # steps of each connection's receiving thread blocks
+        link: len(keys) + sum(w - 1 for w in weight[link].values())
+        for link, keys in by_link.items()
+    }
     names = schedule.compute_nodes
     widest = 1
     if channels is None:
-        widest = _widest_channels({link: len(keys) for link, keys in by_link.items()}, profile)
+        widest = _widest_channels(load, profile)
     widths = {}
     for a, b in {(min(link), max(link)) for link in by_link}:
         links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
-        most = max(len(by_link[link]) for link in links)
+        most = max(load[link] for link in links)
         if channels is not None:
             wanted = channels
         else:  # one channel per tree level, as far as the thread blocks allow
             levels = max(len({key[:2] for key in by_link[link]}) for link in links)
             wanted = min(widest, levels)
-        widths[(a, b)] = (links, max(wanted, math.ceil(most / profile.max_steps)), most)
+        # cut by steps, a key of w steps may end a channel w - 1 above an even share
+        heaviest = max((w for link in links for w in weight[link].values()), default=1)
+        share = profile.max_steps - (heaviest - 1)
+        widths[(a, b)] = (links, max(wanted, math.ceil(most / share)), most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
                 f"GPUs {a} ({names[a]}) and {b} ({names[b]}) exchange {most} steps one way: "
@@ -899,12 +972,16 @@ def _assign_channels(
         )
     for pair, (links, width, _) in widths.items():
         for link in links:
-            keys = sorted(by_link[link])
-            for i, key in enumerate(keys):
-                chan = chosen[pair][i * width // len(keys)]
+            before = 0  # the connection's steps before the key, on its receiver
+            for key in sorted(by_link[link]):
+                chan = chosen[pair][before * width // load[link]]
+                before += weight[link][key] if key in weight[link] else 1
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
+    for step in joining:
+        assert step.joins is not None
+        step.tb = step.joins.tb
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:

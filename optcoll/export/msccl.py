@@ -461,6 +461,7 @@ class _Builder:
         self.reduce_in_receive = "rrc" in profile.launch_step_types
         self.inplace = inplace
         self.scratch_used: dict[int, int] = {}  # per GPU, scratch chunks of split reductions
+        self.root_copies: dict[tuple[str, int], _Step] = {}  # (root, first chunk) -> its cpy
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         self.levels = _levels(schedule) if down is None else None
@@ -501,8 +502,8 @@ class _Builder:
             start = offsets[tree.root]
             offsets[tree.root] += tree.chunks
             for p in range(tree.chunks):
-                last, held = self._reduce(tree, shapes[ti], (ti, p), start + p)
-                self._broadcast(tree, shapes[ti], (ti, p), start + p, last, held)
+                last = self._reduce(tree, shapes[ti], (ti, p), start + p)
+                self._broadcast(tree, shapes[ti], (ti, p), start + p, last)
         i_chunks, o_chunks, s_chunks = self.chunks
         self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
 
@@ -525,8 +526,8 @@ class _Builder:
                 di = next(i for i, a, b in down_ranges if a <= lo < b)
                 up_tree, down_tree = self.schedule.trees[ui], down[di]
                 for p in range(hi - lo):
-                    last, held = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
-                    self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last, held)
+                    last = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
+                    self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last)
                 segment += 1
         i_chunks, o_chunks, s_chunks = self.chunks
         self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
@@ -613,24 +614,21 @@ class _Builder:
         shape: tuple[dict[str, list[str]], dict[str, int]],
         ident: tuple[int, int],
         offset: int,
-    ) -> tuple[_Step | None, Location | None]:
+    ) -> _Step | None:
         """The reducing phase of one piece (none for allgather and broadcast); returns
-        the root's last reduction step and where the root then holds the sum (None: its
-        output chunk).
+        the root's last reduction step.
 
         Where the runtime runs ``rrc``, a node adds each child's partial sum as it receives
         it, into its accumulator (its output chunk for allreduce and at a root, else
         scratch), the first to its own input. Elsewhere (RCCL) each child's sum is received
-        into scratch and added by a ``re`` in the receive's thread block, right after it:
-        the first into the scratch chunk it arrived in (``re`` adds its source to its
-        destination, so that chunk holds own input + child), the others into that one,
-        each ``re`` waiting for the previous; a node forwards its scratch sum, and a root
-        copies it into its output (``cpy``, right after the last ``re`` in its thread
-        block; an allreduce root broadcasts from the scratch chunk). The output chunk is
-        never the accumulator there: in place it is the input chunk the first ``re``
-        reads, and one program serves both placements."""
+        into scratch and added by a ``re`` in the receive's thread block, right after it
+        (``re`` adds its source to its destination), each ``re`` waiting for the previous:
+        a root adds every child's into its output chunk, which :meth:`_root_copy` first
+        filled with its input; another node adds its own input to the first child's, in
+        the scratch chunk that arrived in, then the others' to that chunk, and forwards it.
+        """
         if self.collective not in _REDUCING:
-            return None, None
+            return None
         children, depth = shape
         root, rank = tree.root, self.ranks
         last_up: dict[str, _Step | None] = {}
@@ -648,6 +646,12 @@ class _Builder:
                     src = acc if prev else self._source(root, offset)
                     prev = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
                     held[v] = into = acc
+                elif v == root:
+                    into = self._scratch(rank[v])
+                    recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
+                    wait = prev or self._root_copy(root, offset)
+                    add = _Step("re", into, acc, 1, (*key, 1), rank[v], None, wait, joins=recv)
+                    prev = self._add(add)
                 else:
                     first = prev is None
                     into = acc if first and acc[0] == "s" else self._scratch(rank[v])
@@ -659,14 +663,20 @@ class _Builder:
                     prev = self._add(add)
                 self._add(_Step("s", own, into, 1, key, rank[c], link, last_up[c]))
             last_up[v] = prev
-            if prev is not None and prev.joins is not None and v == root:
-                # the sum into the root's output, in the thread block of its last ``re``
-                recv = prev.joins
-                copy = _Step("cpy", held[v], acc, 1, (*recv.key, 2), rank[v], None, joins=recv)
-                self._add(copy)
-        if self.reduce_in_receive or self.collective != "allreduce":
-            return last_up[root], None
-        return last_up[root], held.get(root)
+        return last_up[root]
+
+    def _root_copy(self, root: str, offset: int) -> _Step:
+        """The ``cpy`` of the root's input chunks into its output chunks, as many at once as
+        a step moves, that the root's first ``re`` of ``offset`` waits for (made once: the
+        root's chunks are consecutive in both buffers). In place it copies each chunk onto
+        itself."""
+        first = offset - offset % self.max_count
+        if (root, first) not in self.root_copies:
+            cnt = min(self.max_count, self.schedule.k - first)
+            src, dst = self._source(root, first), self._acc(root, root, first)
+            copy = _Step("cpy", src, dst, cnt, (-1, first), self.ranks[root], None)
+            self.root_copies[(root, first)] = self._add(copy)
+        return self.root_copies[(root, first)]
 
     def _broadcast(
         self,
@@ -675,11 +685,9 @@ class _Builder:
         ident: tuple[int, int],
         offset: int,
         after: _Step | None,
-        held: Location | None = None,
     ) -> None:
         """The broadcasting phase of one piece (none for reduce-scatter and reduce);
-        the root's sends wait for ``after`` and send what it holds at ``held`` (None: its
-        output chunk)."""
+        the root's sends wait for ``after``."""
         coll = self.collective
         if coll not in ("allgather", "broadcast", "allreduce"):
             return
@@ -691,8 +699,6 @@ class _Builder:
             own = self._out(root, offset)
             if v == root and coll != "allreduce":
                 own = self._source(root, offset)
-            elif v == root and held is not None:
-                own = held
             for j, c in enumerate(children[v]):
                 key = (1, level[c], *ident, j)
                 out = self._out(root, offset)
@@ -940,7 +946,7 @@ def _assign_channels(
             wanted = min(widest, levels)
         # cut by steps, a key of w steps may end a channel w - 1 above an even share
         heaviest = max((w for link in links for w in weight[link].values()), default=1)
-        share = profile.max_steps - (heaviest - 1)
+        share = max(1, profile.max_steps - (heaviest - 1))
         widths[(a, b)] = (links, max(wanted, math.ceil(most / share)), most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(

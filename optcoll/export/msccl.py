@@ -91,7 +91,7 @@ from __future__ import annotations
 import json
 import math
 import xml.etree.ElementTree as ET
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -623,8 +623,8 @@ class _Builder:
         scratch), the first to its own input. Elsewhere (RCCL) each child's sum is received
         into scratch and added by a ``re`` in the receive's thread block, right after it
         (``re`` adds its source to its destination), each ``re`` waiting for the previous:
-        a root adds every child's into its output chunk, which :meth:`_root_copy` first
-        filled with its input; another node adds its own input to the first child's, in
+        a root adds every child's into its output chunk, which a ``cpy`` first filled with
+        its input (:meth:`_root_copy`); another node adds its own input to the first child's, in
         the scratch chunk that arrived in, then the others' to that chunk, and forwards it.
         """
         if self.collective not in _REDUCING:
@@ -649,7 +649,7 @@ class _Builder:
                 elif v == root:
                     into = self._scratch(rank[v])
                     recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
-                    wait = prev or self._root_copy(root, offset)
+                    wait = prev or self._root_copy(root, offset, recv)
                     add = _Step("re", into, acc, 1, (*key, 1), rank[v], None, wait, joins=recv)
                     prev = self._add(add)
                 else:
@@ -665,16 +665,17 @@ class _Builder:
             last_up[v] = prev
         return last_up[root]
 
-    def _root_copy(self, root: str, offset: int) -> _Step:
+    def _root_copy(self, root: str, offset: int, recv: _Step) -> _Step:
         """The ``cpy`` of the root's input chunks into its output chunks, as many at once as
         a step moves, that the root's first ``re`` of ``offset`` waits for (made once: the
-        root's chunks are consecutive in both buffers). In place it copies each chunk onto
-        itself."""
+        root's chunks are consecutive in both buffers); first in the thread block of
+        ``recv``, the receive of the first ``re`` that needs it (no thread block of its
+        own). In place it copies each chunk onto itself."""
         first = offset - offset % self.max_count
         if (root, first) not in self.root_copies:
             cnt = min(self.max_count, self.schedule.k - first)
             src, dst = self._source(root, first), self._acc(root, root, first)
-            copy = _Step("cpy", src, dst, cnt, (-1, first), self.ranks[root], None)
+            copy = _Step("cpy", src, dst, cnt, (-1, first), self.ranks[root], None, joins=recv)
             self.root_copies[(root, first)] = self._add(copy)
         return self.root_copies[(root, first)]
 
@@ -927,10 +928,11 @@ def _assign_channels(
     for step in joining:
         assert step.joins is not None and step.joins.link is not None
         weight[step.joins.link][step.joins.key] += 1
-    load = {  # steps of each connection's receiving thread blocks
-        link: len(keys) + sum(w - 1 for w in weight[link].values())
+    steps = {  # per connection, the steps of each key (in order) on its receiver
+        link: [weight[link][key] if key in weight[link] else 1 for key in sorted(keys)]
         for link, keys in by_link.items()
     }
+    load = {link: sum(counts) for link, counts in steps.items()}
     names = schedule.compute_nodes
     widest = 1
     if channels is None:
@@ -944,10 +946,22 @@ def _assign_channels(
         else:  # one channel per tree level, as far as the thread blocks allow
             levels = max(len({key[:2] for key in by_link[link]}) for link in links)
             wanted = min(widest, levels)
-        # cut by steps, a key of w steps may end a channel w - 1 above an even share
-        heaviest = max((w for link in links for w in weight[link].values()), default=1)
-        share = max(1, profile.max_steps - (heaviest - 1))
-        widths[(a, b)] = (links, max(wanted, math.ceil(most / share)), most)
+        heaviest = max(max(steps[link]) for link in links)
+        if heaviest > profile.max_steps:
+            raise ExportError(
+                f"GPUs {a} ({names[a]}) and {b} ({names[b]}): a receive and the steps after "
+                f"it in its thread block (its re, a root's copy) are {heaviest} steps, above "
+                f"the {profile.max_steps} per thread block of runtime {profile.name!r} "
+                f"({profile.sources['max_steps']})"
+            )
+        width = max(wanted, math.ceil(most / profile.max_steps))
+        while width <= profile.max_channels and any(
+            _most_steps(steps[link], width) > profile.max_steps
+            for link in links
+            if max(steps[link]) > 1  # all keys of one step: the even cut fits
+        ):
+            width += 1  # a cut by steps may leave a channel above an even share
+        widths[(a, b)] = (links, width, most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
                 f"GPUs {a} ({names[a]}) and {b} ({names[b]}) exchange {most} steps one way: "
@@ -978,16 +992,37 @@ def _assign_channels(
         )
     for pair, (links, width, _) in widths.items():
         for link in links:
-            before = 0  # the connection's steps before the key, on its receiver
-            for key in sorted(by_link[link]):
-                chan = chosen[pair][before * width // load[link]]
-                before += weight[link][key] if key in weight[link] else 1
+            runs = _runs(steps[link], width)
+            for key, run in zip(sorted(by_link[link]), runs, strict=True):
+                chan = chosen[pair][run]
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
     for step in joining:
         assert step.joins is not None
         step.tb = step.joins.tb
+
+
+def _runs(steps: list[int], width: int) -> list[int]:
+    """The run (0..width-1) of each of a connection's keys, in key order, given the steps
+    each holds on the receiver: consecutive runs of about equal steps.
+
+    >>> _runs([1, 1, 1, 1], 2), _runs([2, 1, 2, 1], 2)
+    ([0, 0, 1, 1], [0, 0, 1, 1])
+    """
+    total, before, result = sum(steps), 0, []
+    for count in steps:
+        result.append(before * width // total)
+        before += count
+    return result
+
+
+def _most_steps(steps: list[int], width: int) -> int:
+    """The most steps one of :func:`_runs`'s runs holds on the receiver."""
+    held: Counter[int] = Counter()
+    for run, count in zip(_runs(steps, width), steps, strict=True):
+        held[run] += count
+    return max(held.values())
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:

@@ -123,6 +123,9 @@ PRESSED = [
     ({"max_peers_per_channel": 1}, "allgather"),
     ({"max_steps": 2, "max_channels": 5}, "allreduce"),  # 9 steps on one link need 5
 ]
+#: rccl writes a reducing receive as r + re, and a root's first as r + re after the cpy of
+#: its input into its output, in the receive's thread block: three steps, and more channels
+RCCL_PRESSED = {"max_steps": 3}, {"max_steps": 3, "max_channels": 8}
 
 
 @pytest.mark.parametrize("runtime", sorted(RUNTIMES))
@@ -136,6 +139,8 @@ def test_writer_reaches_a_lowered_limit_and_the_checker_draws_it_at_the_same_val
     presses the limits (fused, the writer keeps whichever program has the shorter chain of
     steps, here one of 1-step thread blocks)."""
     unfused = [t for t in RUNTIMES[runtime].launch_step_types if t not in FUSED.values()]
+    if runtime == "rccl" and "max_steps" in limits:
+        limits = RCCL_PRESSED[0] if len(limits) == 1 else RCCL_PRESSED[1]
     profile = replace(RUNTIMES[runtime], launch_step_types=tuple(unfused), **limits)
     program = msccl_program(_ring(collective), runtime=profile, max_bytes=1 << 20)
     used = _measured(program.text)

@@ -461,7 +461,6 @@ class _Builder:
         self.reduce_in_receive = "rrc" in profile.launch_step_types
         self.inplace = inplace
         self.scratch_used: dict[int, int] = {}  # per GPU, scratch chunks of split reductions
-        self.root_copies: dict[tuple[str, int], _Step] = {}  # (root, first chunk) -> its cpy
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         self.levels = _levels(schedule) if down is None else None
@@ -623,9 +622,10 @@ class _Builder:
         scratch), the first to its own input. Elsewhere (RCCL) each child's sum is received
         into scratch and added by a ``re`` in the receive's thread block, right after it
         (``re`` adds its source to its destination), each ``re`` waiting for the previous:
-        a root adds every child's into its output chunk, which a ``cpy`` first filled with
-        its input (:meth:`_root_copy`); another node adds its own input to the first child's, in
-        the scratch chunk that arrived in, then the others' to that chunk, and forwards it.
+        a root adds every child's into its output chunk, which a ``cpy`` of its input
+        fills between its first receive and that receive's ``re``; another node adds its
+        own input to the first child's, in the scratch chunk that arrived in, then the
+        others' to that chunk, and forwards it.
         """
         if self.collective not in _REDUCING:
             return None
@@ -649,8 +649,10 @@ class _Builder:
                 elif v == root:
                     into = self._scratch(rank[v])
                     recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
-                    wait = prev or self._root_copy(root, offset, recv)
-                    add = _Step("re", into, acc, 1, (*key, 1), rank[v], None, wait, joins=recv)
+                    if prev is None:  # its input into its output first (in place: onto itself)
+                        src = self._source(root, offset)
+                        self._add(_Step("cpy", src, acc, 1, (*key, 0), rank[v], None, joins=recv))
+                    add = _Step("re", into, acc, 1, (*key, 1), rank[v], None, prev, joins=recv)
                     prev = self._add(add)
                 else:
                     first = prev is None
@@ -664,20 +666,6 @@ class _Builder:
                 self._add(_Step("s", own, into, 1, key, rank[c], link, last_up[c]))
             last_up[v] = prev
         return last_up[root]
-
-    def _root_copy(self, root: str, offset: int, recv: _Step) -> _Step:
-        """The ``cpy`` of the root's input chunks into its output chunks, as many at once as
-        a step moves, that the root's first ``re`` of ``offset`` waits for (made once: the
-        root's chunks are consecutive in both buffers); first in the thread block of
-        ``recv``, the receive of the first ``re`` that needs it (no thread block of its
-        own). In place it copies each chunk onto itself."""
-        first = offset - offset % self.max_count
-        if (root, first) not in self.root_copies:
-            cnt = min(self.max_count, self.schedule.k - first)
-            src, dst = self._source(root, first), self._acc(root, root, first)
-            copy = _Step("cpy", src, dst, cnt, (-1, first), self.ranks[root], None, joins=recv)
-            self.root_copies[(root, first)] = self._add(copy)
-        return self.root_copies[(root, first)]
 
     def _broadcast(
         self,

@@ -123,9 +123,9 @@ PRESSED = [
     ({"max_peers_per_channel": 1}, "allgather"),
     ({"max_steps": 2, "max_channels": 5}, "allreduce"),  # 9 steps on one link need 5
 ]
-#: rccl writes a reducing receive as r + re, and a root's first as r + re after the cpy of
-#: its input into its output, in the receive's thread block: three steps, and more channels
-RCCL_PRESSED = {"max_steps": 3}, {"max_steps": 3, "max_channels": 8}
+#: rccl writes a reducing receive as r + re, and a root's first as r, a cpy of its input
+#: into its output, then re, in the receive's thread block: three steps
+RCCL_PRESSED = {"max_steps": 3}, {"max_steps": 3, "max_channels": 9}
 
 
 @pytest.mark.parametrize("runtime", sorted(RUNTIMES))

@@ -55,7 +55,7 @@ Examples
 --------
 >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
 >>> program = msccl_step_program(recursive_doubling_allreduce(("a", "b", "c", "d")))
->>> program.placement, program.nchunksperloop, program.text.count('type="rrc"')
+>>> program.placement, program.nchunksperloop, program.text.count('type="re"')
 ('outofplace', 4, 8)
 """
 

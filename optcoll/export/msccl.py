@@ -895,9 +895,10 @@ def _assign_channels(
     starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
     first) takes its least-loaded admissible channels, and ``C`` grows until every pair
     fits. A connection's transfers, in key order, are cut into ``w`` consecutive runs,
-    one per channel, of about equal steps (a receive and the steps joining it count together): each thread block holds transfers of neighbouring levels, whose
-    data is ready at about the same time, so a step waiting for deep data does not hold
-    up the next loop's shallow steps behind it.
+    one per channel (``w`` grows until each run's steps, a receive with the steps joining
+    it, fit in ``profile.max_steps``): each thread block holds transfers of neighbouring
+    levels, whose data is ready at about the same time, so a step waiting for deep data
+    does not hold up the next loop's shallow steps behind it.
     """
     by_link: dict[tuple[int, int], dict[tuple[int, ...], list[_Step]]] = defaultdict(
         lambda: defaultdict(list)
@@ -993,16 +994,12 @@ def _assign_channels(
 
 def _runs(steps: list[int], width: int) -> list[int]:
     """The run (0..width-1) of each of a connection's keys, in key order, given the steps
-    each holds on the receiver: consecutive runs of about equal steps.
+    each holds on the receiver: consecutive runs of about equal keys (a run of levels).
 
-    >>> _runs([1, 1, 1, 1], 2), _runs([2, 1, 2, 1], 2)
-    ([0, 0, 1, 1], [0, 0, 1, 1])
+    >>> _runs([1, 1, 1, 1], 2), _runs([2, 1, 2, 1, 1], 2)
+    ([0, 0, 1, 1], [0, 0, 0, 1, 1])
     """
-    total, before, result = sum(steps), 0, []
-    for count in steps:
-        result.append(before * width // total)
-        before += count
-    return result
+    return [i * width // len(steps) for i in range(len(steps))]
 
 
 def _most_steps(steps: list[int], width: int) -> int:

@@ -895,8 +895,8 @@ def _assign_channels(
     starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
     first) takes its least-loaded admissible channels, and ``C`` grows until every pair
     fits. A connection's transfers, in key order, are cut into ``w`` consecutive runs,
-    one per channel (``w`` grows until each run's steps, a receive with the steps joining
-    it, fit in ``profile.max_steps``): each thread block holds transfers of neighbouring
+    one per channel (:func:`_runs`; ``w`` grows until each run's steps, a receive with the
+    steps joining it, fit in ``profile.max_steps``): each thread block holds transfers of neighbouring
     levels, whose data is ready at about the same time, so a step waiting for deep data
     does not hold up the next loop's shallow steps behind it.
     """
@@ -945,11 +945,9 @@ def _assign_channels(
             )
         width = max(wanted, math.ceil(most / profile.max_steps))
         while width <= profile.max_channels and any(
-            _most_steps(steps[link], width) > profile.max_steps
-            for link in links
-            if max(steps[link]) > 1  # all keys of one step: the even cut fits
+            _runs(steps[link], width, profile.max_steps) is None for link in links
         ):
-            width += 1  # a cut by steps may leave a channel above an even share
+            width += 1
         widths[(a, b)] = (links, width, most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
@@ -981,7 +979,8 @@ def _assign_channels(
         )
     for pair, (links, width, _) in widths.items():
         for link in links:
-            runs = _runs(steps[link], width)
+            runs = _runs(steps[link], width, profile.max_steps)
+            assert runs is not None
             for key, run in zip(sorted(by_link[link]), runs, strict=True):
                 chan = chosen[pair][run]
                 for step in by_link[link][key]:
@@ -992,22 +991,27 @@ def _assign_channels(
         step.tb = step.joins.tb
 
 
-def _runs(steps: list[int], width: int) -> list[int]:
+def _runs(steps: list[int], width: int, most: int) -> list[int] | None:
     """The run (0..width-1) of each of a connection's keys, in key order, given the steps
-    each holds on the receiver: consecutive runs of about equal keys (a run of levels).
+    each holds on the receiver: consecutive runs of about equal keys (a run of levels), or
+    where one would hold more than ``most`` steps, of about equal steps; None if that
+    too leaves a run above ``most``.
 
-    >>> _runs([1, 1, 1, 1], 2), _runs([2, 1, 2, 1, 1], 2)
-    ([0, 0, 1, 1], [0, 0, 0, 1, 1])
+    >>> _runs([1, 1, 1, 1], 2, 2), _runs([2, 2, 1, 1, 1, 1], 2, 4), _runs([2, 2, 1, 1], 2, 2)
+    ([0, 0, 1, 1], [0, 0, 1, 1, 1, 1], None)
     """
-    return [i * width // len(steps) for i in range(len(steps))]
-
-
-def _most_steps(steps: list[int], width: int) -> int:
-    """The most steps one of :func:`_runs`'s runs holds on the receiver."""
-    held: Counter[int] = Counter()
-    for run, count in zip(_runs(steps, width), steps, strict=True):
-        held[run] += count
-    return max(held.values())
+    by_keys = [i * width // len(steps) for i in range(len(steps))]
+    total, before, by_steps = sum(steps), 0, []
+    for count in steps:
+        by_steps.append(before * width // total)
+        before += count
+    for runs in (by_keys, by_steps):
+        held: Counter[int] = Counter()
+        for run, count in zip(runs, steps, strict=True):
+            held[run] += count
+        if max(held.values()) <= most:
+            return runs
+    return None
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:

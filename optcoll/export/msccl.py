@@ -18,7 +18,10 @@ for that connection. Step types used here: ``s`` (send), ``r`` (receive),
 ``rrc`` (receive, reduce with a local chunk, store), ``cpy`` (local copy) and, where the
 runtime's kernel runs them, ``rcs``/``rrcs`` (a receive fused with the send forwarding
 it, :mod:`optcoll.export.msccl_fusion`; kept where that shortens the longest chain of
-steps).
+steps). RCCL launches none of ``rcs``, ``rrs``, ``rrc``, ``rrcs``
+(:attr:`~optcoll.core.msccl_runtimes.RuntimeProfile.launch_step_types`): for it a
+reducing receive is an ``r`` into scratch and a ``re`` (add a local chunk into another)
+after it in its thread block (``_Builder._reduce``).
 
 Layout, with ``k`` chunks per shard and ``N`` GPUs (rank = position in the
 schedule's ``compute_nodes``):

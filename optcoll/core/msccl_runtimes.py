@@ -32,6 +32,8 @@ Examples
 (64, 64, 0, 71)
 >>> rccl.sources["max_count"]
 'ROCm/rccl src/include/msccl/msccl_struct.h:19 (MSCCL_MAX_COUNT 72); src/misc/msccl/msccl_parser.cc:577 (count < 0 or count >= MSCCL_MAX_COUNT refused)'
+>>> rccl.launch_step_types
+('s', 'r', 'cpy', 're', 'nop')
 >>> rccl.collectives["reducescatter"], RUNTIMES["msccl"].collectives["reduce_scatter"]
 ('reduce_scatter', 'reduce_scatter')
 """
@@ -69,9 +71,10 @@ class RuntimeProfile:
         Accepted ``proto`` values.
     step_types : tuple of str
         Accepted step ``type`` spellings.
-    fused_step_types : tuple of str
-        The step types that receive and send (or receive and reduce) in one step which the
-        runtime's kernel also runs (its parser accepts every type of ``step_types``).
+    launch_step_types : tuple of str
+        The step types of ``step_types`` the runtime also runs: a file using another is
+        parsed, then refused when it is launched (RCCL) - its parser accepts every type of
+        ``step_types``, its kernel and launch setup fewer.
     required : Mapping
         Element (``algo``, ``gpu``, ``tb``, ``step``) -> the attributes the parser reads
         without a default.
@@ -121,7 +124,7 @@ class RuntimeProfile:
     collectives: Mapping[str, str]
     protocols: tuple[str, ...]
     step_types: tuple[str, ...]
-    fused_step_types: tuple[str, ...]
+    launch_step_types: tuple[str, ...]
     required: Mapping[str, tuple[str, ...]]
     max_steps: int
     max_threadblocks: int
@@ -162,7 +165,10 @@ _EX_LIFE = f"{_EX} src/misc/msccl/msccl_lifecycle.cc"
 
 _PROTOCOLS = ("Simple", "LL128", "LL")
 _STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
-_FUSED_TYPES = ("rcs", "rrs", "rrc", "rrcs")
+#: What RCCL's kernels run (``fullOps = false``): no step that receives and sends or
+#: receives and reduces in one (``nop`` is no transmission: the parser folds its wait into
+#: the next step).
+_RCCL_LAUNCH_TYPES = ("s", "r", "cpy", "re", "nop")
 _GPU_ATTRIBUTES = ("id", "i_chunks", "o_chunks", "s_chunks")
 _TB_ATTRIBUTES = ("id", "send", "recv", "chan")
 _STEP_ATTRIBUTES = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps",
@@ -194,7 +200,7 @@ _RCCL_PROFILE = RuntimeProfile(
     collectives=_frozen(_RCCL_COLLECTIVES),
     protocols=_PROTOCOLS,
     step_types=_STEP_TYPES,
-    fused_step_types=(),
+    launch_step_types=_RCCL_LAUNCH_TYPES,
     required=_frozen(
         {"algo": _RCCL_ALGO, "gpu": _GPU_ATTRIBUTES, "tb": _TB_ATTRIBUTES, "step": _STEP_ATTRIBUTES}
     ),
@@ -220,10 +226,13 @@ _RCCL_PROFILE = RuntimeProfile(
             "collectives": f"{_RCCL_PARSER}:335-373 (strcmp on coll: 'reducescatter', ...)",
             "protocols": f"{_RCCL_PARSER}:290-302",
             "step_types": f"{_RCCL_PARSER}:499-543",
-            "fused_step_types": f"{_RCCL} src/misc/msccl/msccl_setup.cc:430-437 (an algorithm "
-            "whose typeMask has rcs, rrs, rrcs or rrc: 'this version of MSCCL build doesn't "
-            "support full Ops', ncclInternalError); src/device/msccl_kernel_impl.h:433-435 "
-            "(kernels built with fullOps false only)",
+            "launch_step_types": f"{_RCCL} src/misc/msccl/msccl_setup.cc:430-437 "
+            "(mscclSetupKernel: an algorithm whose typeMask has rcs, rrs, rrcs or rrc, or any "
+            "algorithm once RCCL_MSCCL_FORCE_FULLOPS (:411) is set: 'this version of MSCCL "
+            "build doesn't support full Ops', ncclInternalError); "
+            "src/device/msccl_kernel_impl.h:296-375 (s, r, re, cpy; fused types only if "
+            "fullOps), :432-435 (kernels built with fullOps false only); "
+            f"{_RCCL_PARSER}:538-539,568 (nop: no transmission)",
             "required": f"{_RCCL_PARSER}:315-483 (mscclXmlGetAttr* fails if absent)",
             "max_steps": f"{_RCCL_STRUCT}:16 (MSCCL_MAX_NUM_STEPS 64); "
             "src/misc/msccl/msccl_parser.cc:485 (s >= it refused)",
@@ -261,15 +270,16 @@ _EXECUTOR_PROFILE = replace(
     name="msccl-executor",
     max_threadblocks=32 * 32,
     max_channels=32,
-    fused_step_types=_FUSED_TYPES,
+    launch_step_types=_STEP_TYPES,
     environment=("MSCCL_ALGO_DIR", "NCCL_MSCCL_ENABLE"),
     sources=_frozen(
         {
             "collectives": f"{_EX_PARSER}:335-373 (as RCCL: 'reducescatter')",
             "protocols": f"{_EX_PARSER}:290-302 (RCCL's file: same checks, same lines)",
             "step_types": f"{_EX_PARSER}:499-543",
-            "fused_step_types": f"{_EX} src/device/msccl_kernel.cu:300-307 (recvCopySend, "
-            "recvReduceSend, recvReduceCopySend, recvReduceCopy)",
+            "launch_step_types": f"{_EX} src/device/msccl_kernel.cu:250-311 (send, recv, "
+            "reduce, recvCopySend, recvReduceSend, recvReduceCopySend, recvReduceCopy, "
+            "localCopy; src/misc/msccl/msccl_setup.cc has no full-ops check)",
             "required": f"{_EX_PARSER}:315-483",
             "max_steps": f"{_EX} makefiles/common.mk:19 (MSCCL_MAX_NUM_STEPS ?= 64)",
             "max_threadblocks": f"{_EX_STRUCT}:17-18 (32 per channel x MAXCHANNELS)",
@@ -313,7 +323,7 @@ _MSCCL_PROFILE = RuntimeProfile(
     ),
     protocols=_PROTOCOLS,
     step_types=_STEP_TYPES,
-    fused_step_types=_FUSED_TYPES,
+    launch_step_types=_STEP_TYPES,
     required=_frozen(
         {
             "algo": ("name", "ngpus", "nchunksperloop", "nchannels", "proto", "coll", "inplace"),
@@ -344,8 +354,9 @@ _MSCCL_PROFILE = RuntimeProfile(
             "collectives": f"{_MS_PARSER}:826-845 (strcmp on coll: 'reduce_scatter', ...)",
             "protocols": f"{_MS_PARSER} (proto: Simple, LL128, LL)",
             "step_types": f"{_MS_PARSER} (strcmp on type: s, r, rcs, rrs, rrc, rrcs, cpy, re, nop)",
-            "fused_step_types": f"{_MS} src/collectives/device/msccl_interpreter.h:185-191 "
-            "(recvCopySend, recvReduceSend, recvReduceCopySend, recvReduceCopy)",
+            "launch_step_types": f"{_MS} src/collectives/device/msccl_interpreter.h:151-196 "
+            "(send, recv, reduce, recvCopySend, recvReduceSend, recvReduceCopySend, "
+            "recvReduceCopy, localCopy); src/graph/topo.cc:1025-1026,1056 (nop: no transfer)",
             "required": f"{_MS_PARSER}:771-970 (attributes read without a default)",
             "max_steps": f"{_MS_HEADER}:6 (MSCCL_MAX_NUM_STEPS 256); src/graph/topo.cc:972",
             "max_threadblocks": f"{_MS_HEADER}:8 (MSCCL_MAX_NUM_THREAD_BLOCKS 108*2); "

@@ -18,7 +18,10 @@ for that connection. Step types used here: ``s`` (send), ``r`` (receive),
 ``rrc`` (receive, reduce with a local chunk, store), ``cpy`` (local copy) and, where the
 runtime's kernel runs them, ``rcs``/``rrcs`` (a receive fused with the send forwarding
 it, :mod:`optcoll.export.msccl_fusion`; kept where that shortens the longest chain of
-steps).
+steps). RCCL launches none of ``rcs``, ``rrs``, ``rrc``, ``rrcs``
+(:attr:`~optcoll.core.msccl_runtimes.RuntimeProfile.launch_step_types`): for it a
+reducing receive is an ``r`` into scratch and a ``re`` (add a local chunk into another)
+after it in its thread block (``_Builder._reduce``).
 
 Layout, with ``k`` chunks per shard and ``N`` GPUs (rank = position in the
 schedule's ``compute_nodes``):
@@ -91,7 +94,7 @@ from __future__ import annotations
 import json
 import math
 import xml.etree.ElementTree as ET
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,8 +256,8 @@ def to_msccl_xml(schedule: Schedule, **options: object) -> str:
     >>> from optcoll.core.schedule import Schedule, Tree, TreeEdge
     >>> t = (Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),)), Tree("b", 1, (TreeEdge("b", "a", ("b", "a")),)))
     >>> xml = to_msccl_xml(Schedule("allreduce", "pair", ("a", "b"), 1, t))
-    >>> xml.count('type="rrc"'), xml.count('type="s"'), xml.count('type="r"')
-    (2, 4, 2)
+    >>> [xml.count(f'type="{kind}"') for kind in ("s", "r", "re", "cpy", "rrc")]  # for rccl
+    [4, 4, 2, 2, 0]
     """
     return msccl_program(schedule, **options).text  # type: ignore[arg-type]
 
@@ -350,14 +353,10 @@ def msccl_program(
             f"an algorithm ({profile.sources['never_in_place']}); write the out-of-place "
             "program, or use --runtime rccl or msccl-executor"
         )
-    builder = _Builder(schedule, profile.max_count, inplace=placement == "inplace", down=allgather)
-    if max(builder.chunks) - 1 > profile.max_offset:  # before building k steps per tree
-        raise ExportError(
-            f"the buffers need {max(builder.chunks)} chunks, above the {profile.max_offset + 1} "
-            f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
-            "use a smaller -k"
-        )
+    builder = _Builder(schedule, profile, inplace=placement == "inplace", down=allgather)
+    _check_offsets(builder.chunks, profile)  # before building k steps per tree
     builder.build()
+    _check_offsets(builder.chunks, profile)  # with the scratch of split reductions
     nchunks = max(builder.chunks[0], builder.chunks[1])
     _assign_channels(builder, schedule, profile, channels)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
@@ -387,6 +386,16 @@ def msccl_program(
     )
 
 
+def _check_offsets(chunks: tuple[int, int, int], profile: RuntimeProfile) -> None:
+    """ExportError where a buffer has more chunks than the runtime's offsets address."""
+    if max(chunks) - 1 > profile.max_offset:
+        raise ExportError(
+            f"the buffers need {max(chunks)} chunks, above the {profile.max_offset + 1} "
+            f"offsets runtime {profile.name!r} can address ({profile.sources['max_offset']}); "
+            "use a smaller -k"
+        )
+
+
 def _most_peers(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> int:
     """Most distinct peers one GPU sends to or receives from (a fused step's two)."""
     most = 0
@@ -412,9 +421,7 @@ def _fused_program(
         return None
     excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
     while True:
-        builder = _Builder(
-            schedule, profile.max_count, inplace=placement == "inplace", down=allgather
-        )
+        builder = _Builder(schedule, profile, inplace=placement == "inplace", down=allgather)
         builder.build()
         if not chain_channels(builder.steps, profile):
             return None
@@ -443,13 +450,20 @@ class _Builder:
     """Turns trees into per-GPU steps with keys and dependencies."""
 
     def __init__(
-        self, schedule: Schedule, max_count: int, *, inplace: bool, down: Schedule | None = None
+        self,
+        schedule: Schedule,
+        profile: RuntimeProfile,
+        *,
+        inplace: bool,
+        down: Schedule | None = None,
     ) -> None:
         self.schedule = schedule
         self.down = down
         self.collective = "allreduce" if down is not None else schedule.collective
-        self.max_count = max_count
+        self.max_count = profile.max_count
+        self.reduce_in_receive = "rrc" in profile.launch_step_types
         self.inplace = inplace
+        self.scratch_used: dict[int, int] = {}  # per GPU, scratch chunks of split reductions
         self.ranks = {node: i for i, node in enumerate(schedule.compute_nodes)}
         self.steps: dict[int, list[_Step]] = defaultdict(list)
         self.levels = _levels(schedule) if down is None else None
@@ -492,6 +506,8 @@ class _Builder:
             for p in range(tree.chunks):
                 last = self._reduce(tree, shapes[ti], (ti, p), start + p)
                 self._broadcast(tree, shapes[ti], (ti, p), start + p, last)
+        i_chunks, o_chunks, s_chunks = self.chunks
+        self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
 
     def _composed(self, up_shapes: list[tuple[dict[str, list[str]], dict[str, int]]]) -> None:
         """Allreduce on two tree sets: the reduce-scatter trees up, then the allgather
@@ -515,6 +531,8 @@ class _Builder:
                     last = self._reduce(up_tree, up_shapes[ui], (segment, p), lo + p)
                     self._broadcast(down_tree, down_shapes[di], (segment, p), lo + p, last)
                 segment += 1
+        i_chunks, o_chunks, s_chunks = self.chunks
+        self.chunks = (i_chunks, o_chunks, max([s_chunks, *self.scratch_used.values()]))
 
     def _alltoall(self) -> None:
         """Every route's chunks hop by hop (see the module docstring for the layout)."""
@@ -586,6 +604,12 @@ class _Builder:
 
     # --- one piece of one tree -------------------------------------------------
 
+    def _scratch(self, gpu: int) -> Location:
+        """A scratch chunk of ``gpu`` nothing else uses (after the collective's own)."""
+        used = self.scratch_used.get(gpu, self.chunks[2])
+        self.scratch_used[gpu] = used + 1
+        return ("s", used)
+
     def _reduce(
         self,
         tree: Tree,
@@ -594,25 +618,55 @@ class _Builder:
         offset: int,
     ) -> _Step | None:
         """The reducing phase of one piece (none for allgather and broadcast); returns
-        the root's last reduction step."""
+        the root's last reduction step.
+
+        Where the runtime runs ``rrc``, a node adds each child's partial sum as it receives
+        it, into its accumulator (its output chunk for allreduce and at a root, else
+        scratch), the first to its own input. Elsewhere (RCCL) each child's sum is received
+        into scratch and added by a ``re`` in the receive's thread block, right after it
+        (``re`` adds its source to its destination), each ``re`` waiting for the previous:
+        a root adds every child's into its output chunk, which a ``cpy`` of its input
+        fills between its first receive and that receive's ``re``; another node adds its
+        own input to the first child's, in the scratch chunk that arrived in, then the
+        others' to that chunk, and forwards it.
+        """
         if self.collective not in _REDUCING:
             return None
         children, depth = shape
         root, rank = tree.root, self.ranks
         last_up: dict[str, _Step | None] = {}
+        held: dict[str, Location] = {}  # where each inner node holds its partial sum
         below: dict[str, int] = {}
         for v in sorted(depth, key=lambda n: (-depth[n], rank[n])):
             prev: _Step | None = None
             below[v] = 1 + max((below[c] for c in children[v]), default=-1)
+            acc = self._acc(v, root, offset)
             for j, c in enumerate(sorted(children[v], key=below.__getitem__)):
                 key = (0, below[c], *ident, j)
                 link = (rank[c], rank[v])
-                src = self._acc(v, root, offset) if prev else self._source(root, offset)
-                acc = self._acc(v, root, offset)
-                rrc = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
-                own = self._acc(c, root, offset) if children[c] else self._source(root, offset)
-                self._add(_Step("s", own, acc, 1, key, rank[c], link, last_up[c]))
-                prev = rrc
+                own = held[c] if children[c] else self._source(root, offset)
+                if self.reduce_in_receive:
+                    src = acc if prev else self._source(root, offset)
+                    prev = self._add(_Step("rrc", src, acc, 1, key, rank[v], link, prev))
+                    held[v] = into = acc
+                elif v == root:
+                    into = self._scratch(rank[v])
+                    recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
+                    if prev is None:  # its input into its output first (in place: onto itself)
+                        src = self._source(root, offset)
+                        self._add(_Step("cpy", src, acc, 1, (*key, 0), rank[v], None, joins=recv))
+                    add = _Step("re", into, acc, 1, (*key, 1), rank[v], None, prev, joins=recv)
+                    prev = self._add(add)
+                else:
+                    first = prev is None
+                    into = acc if first and acc[0] == "s" else self._scratch(rank[v])
+                    if first:
+                        held[v] = into
+                    recv = self._add(_Step("r", own, into, 1, key, rank[v], link))
+                    src, dst = (self._source(root, offset), into) if first else (into, held[v])
+                    add = _Step("re", src, dst, 1, (*key, 1), rank[v], None, prev, joins=recv)
+                    prev = self._add(add)
+                self._add(_Step("s", own, into, 1, key, rank[c], link, last_up[c]))
             last_up[v] = prev
         return last_up[root]
 
@@ -844,31 +898,60 @@ def _assign_channels(
     starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
     first) takes its least-loaded admissible channels, and ``C`` grows until every pair
     fits. A connection's transfers, in key order, are cut into ``w`` consecutive runs,
-    one per channel: each thread block holds transfers of neighbouring levels, whose
-    data is ready at about the same time, so a step waiting for deep data does not hold
-    up the next loop's shallow steps behind it.
+    one per channel (:func:`_runs`; ``w`` grows until each run's steps, a receive with the
+    steps joining it, fit in ``profile.max_steps``): each thread block holds transfers of neighbouring
+    levels, whose data is ready at about the same time, so a step waiting for deep data
+    does not hold up the next loop's shallow steps behind it.
     """
     by_link: dict[tuple[int, int], dict[tuple[int, ...], list[_Step]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    joining: list[_Step] = []  # steps that run in their receive's thread block
     for gpu_steps in builder.steps.values():
         for step in gpu_steps:
             if step.link is not None:
                 by_link[step.link][step.key].append(step)
+            elif step.joins is not None:
+                joining.append(step)
+    # a key's steps on its receiver's thread block: the receive and the steps joining it
+    weight: dict[tuple[int, int], dict[tuple[int, ...], int]] = defaultdict(
+        lambda: defaultdict(lambda: 1)
+    )
+    for step in joining:
+        assert step.joins is not None and step.joins.link is not None
+        weight[step.joins.link][step.joins.key] += 1
+    steps = {  # per connection, the steps of each key (in order) on its receiver
+        link: [weight[link][key] if key in weight[link] else 1 for key in sorted(keys)]
+        for link, keys in by_link.items()
+    }
+    load = {link: sum(counts) for link, counts in steps.items()}
     names = schedule.compute_nodes
     widest = 1
     if channels is None:
-        widest = _widest_channels({link: len(keys) for link, keys in by_link.items()}, profile)
+        widest = _widest_channels(load, profile)
     widths = {}
     for a, b in {(min(link), max(link)) for link in by_link}:
         links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
-        most = max(len(by_link[link]) for link in links)
+        most = max(load[link] for link in links)
         if channels is not None:
             wanted = channels
         else:  # one channel per tree level, as far as the thread blocks allow
             levels = max(len({key[:2] for key in by_link[link]}) for link in links)
             wanted = min(widest, levels)
-        widths[(a, b)] = (links, max(wanted, math.ceil(most / profile.max_steps)), most)
+        heaviest = max(max(steps[link]) for link in links)
+        if heaviest > profile.max_steps:
+            raise ExportError(
+                f"GPUs {a} ({names[a]}) and {b} ({names[b]}): a receive and the steps after "
+                f"it in its thread block (its re, a root's copy) are {heaviest} steps, above "
+                f"the {profile.max_steps} per thread block of runtime {profile.name!r} "
+                f"({profile.sources['max_steps']})"
+            )
+        width = max(wanted, math.ceil(most / profile.max_steps))
+        while width <= profile.max_channels and any(
+            _runs(steps[link], width, profile.max_steps) is None for link in links
+        ):
+            width += 1
+        widths[(a, b)] = (links, width, most)
         if widths[(a, b)][1] > profile.max_channels:
             raise ExportError(
                 f"GPUs {a} ({names[a]}) and {b} ({names[b]}) exchange {most} steps one way: "
@@ -899,12 +982,39 @@ def _assign_channels(
         )
     for pair, (links, width, _) in widths.items():
         for link in links:
-            keys = sorted(by_link[link])
-            for i, key in enumerate(keys):
-                chan = chosen[pair][i * width // len(keys)]
+            runs = _runs(steps[link], width, profile.max_steps)
+            assert runs is not None
+            for key, run in zip(sorted(by_link[link]), runs, strict=True):
+                chan = chosen[pair][run]
                 for step in by_link[link][key]:
                     sender = step.gpu == link[0]
                     step.tb = ("send" if sender else "recv", link[1] if sender else link[0], chan)
+    for step in joining:
+        assert step.joins is not None
+        step.tb = step.joins.tb
+
+
+def _runs(steps: list[int], width: int, most: int) -> list[int] | None:
+    """The run (0..width-1) of each of a connection's keys, in key order, given the steps
+    each holds on the receiver: consecutive runs of about equal keys (a run of levels), or
+    where one would hold more than ``most`` steps, of about equal steps; None if that
+    too leaves a run above ``most``.
+
+    >>> _runs([1, 1, 1, 1], 2, 2), _runs([2, 2, 1, 1, 1, 1], 2, 4), _runs([2, 2, 1, 1], 2, 2)
+    ([0, 0, 1, 1], [0, 0, 1, 1, 1, 1], None)
+    """
+    by_keys = [i * width // len(steps) for i in range(len(steps))]
+    total, before, by_steps = sum(steps), 0, []
+    for count in steps:
+        by_steps.append(before * width // total)
+        before += count
+    for runs in (by_keys, by_steps):
+        held: Counter[int] = Counter()
+        for run, count in zip(runs, steps, strict=True):
+            held[run] += count
+        if max(held.values()) <= most:
+            return runs
+    return None
 
 
 def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:

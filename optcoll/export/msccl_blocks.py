@@ -36,7 +36,9 @@ WIDEST_THREADBLOCKS = 64
 class _Step:
     """One step before numbering; ``link`` is (sender, receiver) for transfers. On a send,
     ``forwards`` is the receive whose chunks it carries unchanged (if any); a fused receive's
-    ``fused`` is the send it absorbed (:mod:`optcoll.export.msccl_fusion`)."""
+    ``fused`` is the send it absorbed (:mod:`optcoll.export.msccl_fusion`); a local step's
+    ``joins`` is the receive whose thread block runs it, right after that receive (the
+    ``re`` that adds what a receive brought, where the runtime runs no ``rrc``)."""
 
     type: str
     src: Location
@@ -52,3 +54,4 @@ class _Step:
     has_dependent: bool = field(default=False)
     forwards: _Step | None = None
     fused: _Step | None = None
+    joins: _Step | None = None

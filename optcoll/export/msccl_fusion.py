@@ -21,7 +21,7 @@ msccl-tools' compiler fuses them. The consumers, read at the commits of
 * ROCm/rccl ``src/misc/msccl/msccl_setup.cc`` 430-437 refuses at launch any algorithm using
   ``rcs``, ``rrs``, ``rrcs`` (or ``rrc``): its kernels are built without ``fullOps``
   (``src/device/msccl_kernel_impl.h`` 433-435). :func:`fuses` says where fusing is allowed
-  (:attr:`~optcoll.core.msccl_runtimes.RuntimeProfile.fused_step_types`).
+  (:attr:`~optcoll.core.msccl_runtimes.RuntimeProfile.launch_step_types`).
 
 A receive ``r`` (from ``P``) and a send ``s`` (to ``Q``) of one GPU fuse when ``s`` carries
 exactly the chunks ``r`` wrote (``s.forwards is r``, same chunks, same count), ``s`` waits for
@@ -80,7 +80,7 @@ def fuses(profile: RuntimeProfile) -> bool:
     >>> [fuses(p) for p in RUNTIMES.values()]
     [False, True, True]
     """
-    return all(kind in profile.fused_step_types for kind in FUSED.values())
+    return all(kind in profile.launch_step_types for kind in FUSED.values())
 
 
 def fuse(

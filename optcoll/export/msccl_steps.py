@@ -4,8 +4,9 @@ PAT, multiport Swing, hierarchical, direct, ...).
 A :class:`~optcoll.core.step_schedule.StepSchedule` is steps of messages between compute
 nodes; :func:`msccl_step_program` writes each message as MSCCL steps (the thread blocks,
 channels and XML of :mod:`optcoll.export.msccl`): a send (``s``) on the sender and a
-receive on the receiver, ``rrc`` where the message is added (``Send.reduce``), ``r`` where
-it is stored; one pair per run of the message's blocks that are consecutive chunks on both
+receive on the receiver, ``rrc`` where the message is added (``Send.reduce``; for RCCL,
+whose kernel runs no ``rrc``, an ``r`` and a ``re`` adding the operand to what it brought),
+``r`` where it is stored; one pair per run of the message's blocks that are consecutive chunks on both
 sides (at most the runtime's ``cnt``).
 
 Buffers. Block ``b`` is chunk ``(b mod N) k + b div N`` of a buffer of ``N k`` chunks
@@ -54,7 +55,7 @@ Examples
 --------
 >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
 >>> program = msccl_step_program(recursive_doubling_allreduce(("a", "b", "c", "d")))
->>> program.placement, program.nchunksperloop, program.text.count('type="rrc"')
+>>> program.placement, program.nchunksperloop, program.text.count('type="re"')
 ('outofplace', 4, 8)
 """
 
@@ -214,7 +215,7 @@ def _steps(
     message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
     builder = _StepBuilder(coll, (0, 0, 0))
-    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile.max_count, data)
+    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile, data)
     builder.chunks = {
         "allgather": (k, n * k, 0),
         "reduce_scatter": (n * k, k, scratch),
@@ -251,12 +252,24 @@ Target = tuple[int, Location, Location | None, Location, _Step | None, _Step | N
 
 
 def _build(
-    schedule: StepSchedule, builder: _StepBuilder, k: int, inplace: bool, most: int, data: bool
+    schedule: StepSchedule,
+    builder: _StepBuilder,
+    k: int,
+    inplace: bool,
+    profile: RuntimeProfile,
+    data: bool,
 ) -> tuple[int, bool]:
     """The steps of every message (see the module docstring), each waiting for the
     receives that wrote what it reads (``data``) or for the rank's receives in order;
     returns the scratch chunks the busiest rank uses and whether a message is more steps
-    than its runs of consecutive chunks (their blocks written by several receives)."""
+    than its runs of consecutive chunks (their blocks written by several receives).
+
+    A reducing receive is one ``rrc`` where the runtime runs it; elsewhere (RCCL) an ``r``
+    into the target, then, in its thread block, a ``re`` adding the operand to it (the
+    target is a chunk nothing has written before, so the ``r`` need not wait): the ``re``
+    waits where the ``rrc`` would have, and it is the step later ones wait for."""
+    most = profile.max_count
+    split = "rrc" not in profile.launch_step_types
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
@@ -341,16 +354,22 @@ def _build(
                 out = _Step("s", source, target, cnt, key, src, (src, dst), carried)
                 out.forwards = forwards
                 builder.steps[src].append(out)
-                if send.reduce:
+                if send.reduce and not split:
                     assert operand is not None  # a reducing rank holds its own input
                     into = _Step("rrc", operand, target, cnt, key, dst, (src, dst), added)
                 else:
                     into = _Step("r", source, target, cnt, key, dst, (src, dst),
                                  None if data else added)  # fmt: skip
+                builder.steps[dst].append(into)
+                if send.reduce and split:
+                    assert operand is not None
+                    wait = added if data else None  # in order, the ``r`` waited already
+                    into = _Step("re", operand, target, cnt, (*key, 1), dst, None, wait,
+                                 joins=into)  # fmt: skip
+                    builder.steps[dst].append(into)
                 for item in run:
                     wrote[(dst, item[0])] = into
                 last_receive[dst] = into
-                builder.steps[dst].append(into)
     return max(used), cut
 
 

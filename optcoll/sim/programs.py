@@ -95,7 +95,14 @@ def msccl_tasks(
     every thread block executing its steps in order; the ``i``-th chunk a connection
     (sender, receiver, channel) carries is the ``i``-th its receiver takes; a step with
     ``depid``/``deps`` also waits for that thread block's first ``hasdep`` step at or after
-    ``deps``. The message is the buffer ``M``: the output of an allgather, the input of the
+    ``deps``. A step that sends or receives costs its thread block the per-message
+    overhead; a local one (``cpy``, ``re``, ``nop``) costs nothing but its place in the
+    order and its wait, as the MSCCL++ model's local copies and reductions
+    (:func:`issues`): in the kernel (ROCm/rccl ``src/device/msccl_kernel_impl.h``
+    325-351, 372-373) a ``re`` or ``cpy`` is the block's threads reading and writing its
+    own GPU's memory, then a barrier, with no peer to wait for and no connection to post
+    to, and a ``nop`` is no step at all (``msccl_parser.cc`` 538-539, 568: its wait goes to
+    the next step); memory bandwidth is not modelled (nor is an ``rrc``'s addition). The message is the buffer ``M``: the output of an allgather, the input of the
     other collectives; its chunk is ``M`` over that buffer's chunks.
     """
 
@@ -125,10 +132,9 @@ def msccl_tasks(
         sent: dict[tuple[int, int, int], list[int]] = {}
         for gpu, tb in blocks:
             for step in tb.steps:
-                sends = STEP_SEMANTICS[step.type][1]
-                task = graph.add(
-                    ("tb", gpu, tb.id), (), 0.0, last.get((gpu, tb.id), []), loop / count
-                )
+                receives, sends = STEP_SEMANTICS[step.type][:2]
+                lane = ("tb", gpu, tb.id) if sends or receives else None  # local: no overhead
+                task = graph.add(lane, (), 0.0, last.get((gpu, tb.id), []), loop / count)
                 step_task[(gpu, tb.id, step.pos)] = task
                 if sends and tb.send >= 0:
                     transfer = graph.add(

@@ -20,7 +20,8 @@ The model
   tree edge; the thread block of an MSCCL program), which spends ``overhead`` µs on it
   (default 1 µs), one step at a time; then the bytes enter the network and the connection
   takes its next step (sends are posted; a step that receives waits for its data). Copies
-  and local reductions cost only their step's overhead.
+  and local reductions cost only their step's overhead (a program's, which moves no bytes
+  between GPUs, not even that: :mod:`optcoll.sim.programs`).
 * **Links.** Each directed link (parallel links add up) sends one slice at a time at its
   full bandwidth (read as GB/s), with virtual cut-through: a slice's head enters a link
   when it arrives and the link is free, reaches the next node ``latency`` µs later (the

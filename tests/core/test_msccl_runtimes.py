@@ -19,6 +19,7 @@ import pytest
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES, SOURCE_COMMITS, RuntimeProfile
 from optcoll.core.schedule import Schedule, Tree, TreeEdge
 from optcoll.export.msccl import msccl_program
+from optcoll.export.msccl_fusion import FUSED
 from optcoll.export.runtimes import coll_spelling
 from optcoll.verify.msccl import verify_text
 from optcoll.verify.msccl.limits import decode
@@ -122,6 +123,9 @@ PRESSED = [
     ({"max_peers_per_channel": 1}, "allgather"),
     ({"max_steps": 2, "max_channels": 5}, "allreduce"),  # 9 steps on one link need 5
 ]
+#: rccl writes a reducing receive as r + re, and a root's first as r, a cpy of its input
+#: into its output, then re, in the receive's thread block: three steps
+RCCL_PRESSED = {"max_steps": 3}, {"max_steps": 3, "max_channels": 9}
 
 
 @pytest.mark.parametrize("runtime", sorted(RUNTIMES))
@@ -134,7 +138,10 @@ def test_writer_reaches_a_lowered_limit_and_the_checker_draws_it_at_the_same_val
     refuses it. The profile runs no fused steps: its unfused program is the one that
     presses the limits (fused, the writer keeps whichever program has the shorter chain of
     steps, here one of 1-step thread blocks)."""
-    profile = replace(RUNTIMES[runtime], fused_step_types=(), **limits)
+    unfused = [t for t in RUNTIMES[runtime].launch_step_types if t not in FUSED.values()]
+    if runtime == "rccl" and "max_steps" in limits:
+        limits = RCCL_PRESSED[0] if len(limits) == 1 else RCCL_PRESSED[1]
+    profile = replace(RUNTIMES[runtime], launch_step_types=tuple(unfused), **limits)
     program = msccl_program(_ring(collective), runtime=profile, max_bytes=1 << 20)
     used = _measured(program.text)
     assert all(used[name] <= getattr(profile, name) for name in used if name.startswith("max"))

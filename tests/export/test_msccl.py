@@ -299,6 +299,9 @@ def _simulate(order, partner, sizes, collective, k, n, root, where):
                 assert incoming is not None
             if st.type == "cpy":
                 value = buf[src]
+            elif st.type == "re":  # adds its source to its destination
+                assert src in buf and dst in buf, f"re reads unset {src} or {dst}"
+                value = buf[src] + buf[dst]
             elif st.type in REDUCES:
                 assert src in buf, f"reduce reads unset {src}"
                 value = buf[src] + incoming
@@ -504,15 +507,19 @@ def test_peers_per_channel_cap_and_bad_inputs():
         export_text(_mixed_schedule("allgather"), "nccl")
 
 
+#: The steps that add to an accumulator (rccl: the ``re`` after a receive into scratch).
+ADDS = ("rrc", "re")
+
+
 def test_checker_catches_a_race_when_a_dependency_is_dropped():
     root = ET.fromstring(to_msccl_xml(_mixed_schedule("allreduce")))
     gpu = next(
         g
         for g in root.findall("gpu")
-        if any(st.get("type") == "rrc" and st.get("depid") != "-1" for st in g.iter("step"))
+        if any(st.get("type") in ADDS and st.get("depid") != "-1" for st in g.iter("step"))
     )
     chained = next(
-        st for st in gpu.iter("step") if st.get("type") == "rrc" and st.get("depid") != "-1"
+        st for st in gpu.iter("step") if st.get("type") in ADDS and st.get("depid") != "-1"
     )
     chained.set("depid", "-1")
     chained.set("deps", "-1")

@@ -29,7 +29,7 @@ def _export(tmp_path, capsys, topo, size, runtime):
 def test_only_rccl_lacks_fused_steps():
     # ROCm/rccl msccl_setup.cc:430-437 refuses rcs/rrs/rrcs/rrc at launch
     assert [name for name, p in RUNTIMES.items() if not fuses(p)] == ["rccl"]
-    assert "msccl_setup.cc:430-437" in RUNTIMES["rccl"].sources["fused_step_types"]
+    assert "msccl_setup.cc:430-437" in RUNTIMES["rccl"].sources["launch_step_types"]
 
 
 def test_ring_trees_fuse_their_relays_and_lose_an_overhead_per_hop(tmp_path, capsys):

@@ -129,17 +129,18 @@ def _two_gpu_ring_xml():
 
 
 def test_msccl_program_runs_step_by_step(tmp_path):
-    """send (o), the chunk crosses (M/2 / B + alpha), receive (o), copy (o)."""
+    """send (o), the chunk crosses (M/2 / B + alpha), receive (o), copy (a local step: no
+    overhead)."""
     path = tmp_path / "ring.xml"
     path.write_text(_two_gpu_ring_xml())
     topo = _uniform("pair", ["a", "b"], [("a", "b")], 10, 3)
     size = 2 * MiB
     run = simulate_msccl(str(path), topo, size, overhead=0.5, slice_bytes=None)
-    assert run.time_us == pytest.approx(3 * 0.5 + 3 + size / 2 / 10_000, rel=1e-12)
+    assert run.time_us == pytest.approx(2 * 0.5 + 3 + size / 2 / 10_000, rel=1e-12)
     # sliced in 4 loops: the thread block walks the whole program once per loop, in order
     run4 = simulate_msccl(str(path), topo, size, overhead=0.5, slice_bytes=size // 8)
     assert run4.tasks == 4 * run.tasks
-    assert run4.time_us == pytest.approx(4 * (3 * 0.5 + 3 + size / 8 / 10_000), rel=1e-12)
+    assert run4.time_us == pytest.approx(4 * (2 * 0.5 + 3 + size / 8 / 10_000), rel=1e-12)
 
 
 def test_deadlocked_program_is_refused(tmp_path):

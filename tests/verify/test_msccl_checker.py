@@ -90,6 +90,36 @@ def ring_allreduce(n=3):
     return program("allreduce", gpus, loop=n, chunks=(n, n))
 
 
+def ring_allreduce_in_scratch(n=3):
+    """:func:`ring_allreduce` with steps RCCL launches (no ``rrc``): each partial sum is
+    received into scratch chunk ``c`` and the rank's own part added there by a ``re`` (which
+    adds its source to its destination) that the forwarding send waits for; the finished
+    chunk is copied into the output, then gathered around the ring."""
+    gpus = []
+    for r in range(n):
+        nxt, prv = (r + 1) % n, (r - 1) % n
+        sends = [step("s", ("i", (r - 1) % n))]
+        recvs = []
+        for i in range(1, n):
+            c = (r - 1 - i) % n
+            recvs.append(step("r", dst=("s", c)))
+            recvs.append(step("re", ("i", c), ("s", c), hasdep=1))
+            sends.append(step("s", ("s", c), dep=(1, 2 * i - 1)))
+        recvs.append(step("cpy", ("s", r), ("o", r)))
+        for i in range(1, n):
+            c = (r - i) % n
+            last = i == n - 1
+            recvs.append(step("r", dst=("o", c), hasdep=int(not last)))
+            if not last:
+                sends.append(step("s", ("o", c), dep=(1, 2 * n - 2 + i)))
+        gpus.append([tb(nxt, -1, 0, sends), tb(-1, prv, 0, recvs)])
+    return program("allreduce", gpus, loop=n, chunks=(n, n), s_chunks=n)
+
+
+#: A runtime whose kernel runs every step type (RCCL's refuses rcs, rrs, rrc, rrcs).
+FULL_OPS = "msccl-executor"
+
+
 def kinds(report):
     return sorted({f.kind for f in report.findings})
 
@@ -112,9 +142,36 @@ def test_ring_allgather_is_correct(n):
 
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_ring_allreduce_is_correct(n):
-    report = verify_text(ring_allreduce(n))
+    report = verify_text(ring_allreduce(n), runtime=FULL_OPS)
     assert report.ok, report.findings
     assert report.max_pair_load == Fraction(2 * (n - 1), n)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_ring_allreduce_through_scratch_runs_on_rccl(n):
+    report = verify_text(ring_allreduce_in_scratch(n), runtime="rccl")
+    assert report.ok and report.judged, report.findings
+    assert report.max_pair_load == Fraction(2 * (n - 1), n)
+    # the first re a copy instead (rank 0's own part overwrites the partial sum it received)
+    dropped = ring_allreduce_in_scratch(n).replace('type="re"', 'type="cpy"', 1)
+    assert kinds(verify_text(dropped, runtime="rccl")) == ["wrong-data"]
+    # a send no longer waiting for the re it forwards reads the scratch chunk it writes
+    early = ring_allreduce_in_scratch(3).replace('depid="1" deps="1"', 'depid="-1" deps="-1"')
+    assert "race" in kinds(verify_text(early, runtime="rccl"))
+
+
+def test_rccl_refuses_to_launch_a_receive_that_reduces():
+    """ROCm/rccl's parser takes rrc, but mscclSetupKernel refuses the algorithm
+    (msccl_setup.cc:430-437): check-xml names the step and the line; msccl-executor's kernel
+    runs it."""
+    text = ring_allreduce(3)
+    report = verify_text(text, runtime="rccl")
+    launch = messages(report, "launch")
+    assert kinds(report) == ["launch"] and len(launch) == 2 * 3  # two rrc per GPU
+    assert launch[0].startswith("GPU 0 tb 1 step at line ")
+    assert "type='rrc' is parsed, but rccl refuses to launch a program that uses it" in launch[0]
+    assert "src/misc/msccl/msccl_setup.cc:430-437" in launch[0]
+    assert verify_text(text, runtime=FULL_OPS).ok
 
 
 def test_reduce_scatter_alltoall_broadcast_and_reduce_are_judged():
@@ -123,7 +180,7 @@ def test_reduce_scatter_alltoall_broadcast_and_reduce_are_judged():
         [tb(1, 1, 0, [step("s", ("i", 1)), step("rrc", ("i", 0), ("o", 0))])],
         [tb(0, 0, 0, [step("s", ("i", 0)), step("rrc", ("i", 1), ("o", 0))])],
     ]
-    assert verify_text(program("reducescatter", rs, loop=2, chunks=(2, 1))).ok
+    assert verify_text(program("reducescatter", rs, loop=2, chunks=(2, 1)), runtime=FULL_OPS).ok
     # alltoall on 2 GPUs: chunk j of rank r goes to rank j's slot r
     a2a = [
         [tb(1, 1, 0, [step("s", ("i", 1)), step("r", dst=("o", 1)),
@@ -138,14 +195,14 @@ def test_reduce_scatter_alltoall_broadcast_and_reduce_are_judged():
         [tb(0, -1, 0, [step("s", ("i", 0))]), tb(steps=[step("cpy", ("i", 0), ("o", 0))])],
         [tb(-1, 0, 0, [step("r", dst=("o", 0))])],
     ]
-    report = verify_text(program("broadcast", bc, loop=1, chunks=(1, 1)))
+    report = verify_text(program("broadcast", bc, loop=1, chunks=(1, 1)), runtime=FULL_OPS)
     assert report.ok and report.root == 1
     # reduce to rank 0: rank 1 sends, rank 0 adds
     red = [
         [tb(-1, 1, 0, [step("rrc", ("i", 0), ("o", 0))])],
         [tb(0, -1, 0, [step("s", ("i", 0))])],
     ]
-    report = verify_text(program("reduce", red, loop=1, chunks=(1, 1)))
+    report = verify_text(program("reduce", red, loop=1, chunks=(1, 1)), runtime=FULL_OPS)
     assert report.ok and report.root == 0
 
 
@@ -427,11 +484,11 @@ def chain_allreduce(last="rrcs", middle="rcs"):
 
 
 def test_fused_steps_receive_reduce_store_and_send_in_one_step():
-    report = verify_text(chain_allreduce())
+    report = verify_text(chain_allreduce(), runtime=FULL_OPS)
     assert report.ok, report.findings
     assert report.depths == (1, 2, 8) and report.pair_load[(1, 2)] == 1
     # GPU 2 forwards what it received without adding its own input: rank 2 is missing
-    dropped = verify_text(chain_allreduce(last="rcs"))
+    dropped = verify_text(chain_allreduce(last="rcs"), runtime=FULL_OPS)
     assert kinds(dropped) == ["wrong-data"]
     assert any(
         "rank 0 output chunk 0: expected the sum of rank 0 input 0, rank 1 input 0, rank 2 "
@@ -439,13 +496,13 @@ def test_fused_steps_receive_reduce_store_and_send_in_one_step():
         for m in messages(dropped, "wrong-data")
     ), messages(dropped, "wrong-data")
     # GPU 1 adds its input a second time on the way back
-    doubled = verify_text(chain_allreduce(middle="rrcs"))
+    doubled = verify_text(chain_allreduce(middle="rrcs"), runtime=FULL_OPS)
     assert any("a sum that counts some input twice" in m for m in messages(doubled, "wrong-data"))
     # a fused send needs the thread block's send peer
     no_peer = chain_allreduce().replace(
         '<tb id="0" send="2" recv="0"', '<tb id="0" send="-1" recv="0"'
     )
-    assert "structure" in kinds(verify_text(no_peer))
+    assert "structure" in kinds(verify_text(no_peer, runtime=FULL_OPS))
 
 
 def test_the_simulator_charges_a_fused_step_one_overhead(tmp_path):
@@ -469,7 +526,7 @@ def test_the_simulator_charges_a_fused_step_one_overhead(tmp_path):
         ("fused", chain_allreduce()),
         ("unfused", program("allreduce", unfused, loop=1, chunks=(1, 1))),
     ):
-        assert verify_text(text).ok, name
+        assert verify_text(text, runtime=FULL_OPS).ok, name
         path = tmp_path / f"{name}.xml"
         path.write_text(text)
         times.append(simulate_msccl(str(path), build("ring:3"), 1 << 10, overhead=1).time_us)
@@ -488,7 +545,7 @@ def test_fused_ring_needs_two_chunks_of_buffering():
     text = program("allgather", gpus, loop=n, chunks=(1, n))
     deadlocks = messages(verify_text(text), "deadlock")
     assert len(deadlocks) == 1 and "deadlock at depth 1: wait-for cycle" in deadlocks[0]
-    assert verify_text(text, depths=(2, 8)).ok
+    assert verify_text(text, depths=(2, 8), runtime=FULL_OPS).ok
 
 
 # --- the command line ------------------------------------------------------------------------

@@ -335,6 +335,13 @@ def _decode_gpu(
                 continue
             if stype not in profile.step_types:
                 r.add("spelling", f"{swhere}: {profile.name} has no step type {stype!r}")
+            elif stype not in profile.launch_step_types:
+                r.add(
+                    "launch",
+                    f"{swhere}: type={stype!r} is parsed, but {profile.name} refuses to launch "
+                    f"a program that uses it; it runs {', '.join(profile.launch_step_types)} "
+                    f"({profile.sources['launch_step_types']})",
+                )
             receives, sends = STEP_SEMANTICS[stype][:2]
             for role, used, peer, attr in (
                 ("sends", sends, send, "send"),

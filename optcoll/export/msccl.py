@@ -883,7 +883,6 @@ def _check_chunks(schedule: Schedule) -> None:
 
 
 _KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3, "fused": 4}
-_DIRECTIONS = {"local": (), "pair": ("send", "recv"), "send": ("send",), "recv": ("recv",)}
 
 
 def _assign_channels(

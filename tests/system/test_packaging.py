@@ -67,3 +67,12 @@ def test_oldest_constraints_pin_every_lower_bound():
     bounds, pins = _lower_bounds(), _pins()
     assert "pulp" in bounds and "mypy" in bounds  # the runtime and the dev requirements
     assert pins == bounds
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files by their base name (the test folders are not packages), so
+    two test files of one name stop the whole run at collection."""
+    from collections import Counter
+
+    names = Counter(path.name for path in (ROOT / "tests").rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []

@@ -42,9 +42,9 @@ Examples
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from optcoll.core.arguments import as_topology
 from optcoll.core.schedule import Tree, TreeEdge
@@ -84,42 +84,29 @@ def reduces_over_shallow_trees(topology: Topology) -> bool:
     """
     if topology.switch_nodes or len(topology.node_ids) > MAX_NODES:
         return False
-    nodes = topology.node_ids
-    distance = _hops(nodes, two_way_links(topology), nodes[0])
-    return len(distance) == len(nodes)
+    import networkx as nx
+
+    return bool(nx.is_connected(_graph(topology.node_ids, two_way_links(topology))))
 
 
-def _hops(
-    nodes: Sequence[str], links: Mapping[tuple[str, str], Fraction], source: str
-) -> dict[str, int]:
-    """Breadth-first hop counts from ``source`` over ``links``."""
-    around: dict[str, list[str]] = {v: [] for v in nodes}
-    for u, v in links:
-        around[u].append(v)
-        around[v].append(u)
-    distance, queue = {source: 0}, deque([source])
-    while queue:
-        u = queue.popleft()
-        for v in around[u]:
-            if v not in distance:
-                distance[v] = distance[u] + 1
-                queue.append(v)
-    return distance
-
-
-def _shortest_paths(
-    nodes: Sequence[str], links: Mapping[tuple[str, str], Fraction], limit: int
-) -> dict[tuple[str, str], list[tuple[str, ...]]]:
-    """Up to ``limit`` shortest paths between every ordered pair of nodes."""
+def _graph(nodes: Sequence[str], links: Mapping[tuple[str, str], Fraction]) -> Any:
+    """The undirected networkx graph of ``links`` on ``nodes``."""
     import networkx as nx
 
     graph = nx.Graph()
     graph.add_nodes_from(nodes)
     graph.add_edges_from(links)
+    return graph
+
+
+def _shortest_paths(graph: Any, limit: int) -> dict[tuple[str, str], list[tuple[str, ...]]]:
+    """Up to ``limit`` shortest paths between every ordered pair of nodes of ``graph``."""
+    import networkx as nx
+
     return {
         (u, v): [tuple(p) for p in itertools.islice(nx.all_shortest_paths(graph, u, v), limit)]
-        for u in nodes
-        for v in nodes
+        for u in graph
+        for v in graph
         if u != v
     }
 
@@ -153,9 +140,11 @@ def shallow_trees(topology: Topology | object) -> tuple[Tree, ...]:
             f"{MAX_NODES} nodes whose two-way links connect them"
         )
     nodes = list(topology.node_ids)
+    import networkx as nx
+
     links = two_way_links(topology)
-    distance = {v: _hops(nodes, links, v) for v in nodes}
-    eccentricity = {v: max(distance[v].values()) for v in nodes}
+    graph = _graph(nodes, links)
+    eccentricity = nx.eccentricity(graph)
     radius = min(eccentricity.values())
     images = _images(topology)
     orbits: dict[str, str] = {}  # node -> first node of its orbit
@@ -168,7 +157,7 @@ def shallow_trees(topology: Topology | object) -> tuple[Tree, ...]:
         if len(roots) * len(images) >= ROOTS:
             break
         roots.append(first)
-    paths = _shortest_paths(nodes, links, PATHS)
+    paths = _shortest_paths(graph, PATHS)
     solved = solve_shallow_trees(nodes, links, roots, images, paths, radius)
     return tuple(
         Tree(

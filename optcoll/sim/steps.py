@@ -22,7 +22,10 @@ around one switch (links of bandwidth ``B`` and latency ``L``; a step sends at m
 message from and one to each node), a node's step ends at the latest, over its messages
 ``m`` of the step, of (the later of ``m``'s two nodes' previous step ends) ``+ o + 2 L +
 bytes(m) / B``, unsliced; with every message of a step equally large that is ``sum over
-steps of (o + 2 L + bytes / B)``.
+steps of (o + 2 L + bytes / B)``. Sent eagerly (:meth:`RoutedSteps.sent_eagerly`) a
+message leaves once its sender has received every message sent to it in earlier steps,
+whatever its receiver does: an MSCCL++ plan puts so (its target is fresh,
+:mod:`optcoll.export.mscclpp_steps`), and ``export --format mscclpp`` plans with it.
 
 Examples
 --------

@@ -19,6 +19,7 @@ from optcoll.export.chakra_steps import step_traces
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.planned import planned_choices
 from optcoll.export.request import ExportRequest
 from optcoll.export.workflow import export_files
 from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
@@ -55,8 +56,10 @@ def _one_partner(schedule):
                for v in schedule.compute_nodes)  # fmt: skip
 
 
-def _plan_time(topology, schedule, size, sim):
+def _plan_time(topology, schedule, size, sim, *, eager=False):
     routed = route_steps(topology, schedule)
+    if eager:
+        routed = routed.sent_eagerly()
     return simulate_steps(
         topology, routed, size, overhead=sim.overhead, slice_bytes=sim.slice_bytes
     ).time_us
@@ -308,17 +311,17 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
 )  # fmt: skip
 def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, collective, size):
     """Every plan passes check-plan's execution; with no per-op overhead it runs as plan
-    simulated the schedule, to within 1.2 %, but for three on torus 4x4: a put leaves once
-    its own GPU is ready, where plan also waits for the receiver, so messages of
-    consecutive steps meet on links that plan keeps apart. On least-loaded paths that
-    costs Swing (latency) 77.157 µs against plan's 67.915, Rabenseifner 42.147 against
-    40.768, and gives Swing 35.904 against 36.904 (measured; on the widest paths'
-    lexicographic first Swing (latency) took 88.886 against 87.886, the other two within
-    0.9 %)."""
-    apart = {
-        ("torus:4x4", "Swing (latency)"): (77.157, 67.915),
-        ("torus:4x4", "Rabenseifner"): (42.147, 40.768),
-        ("torus:4x4", "Swing"): (35.904, 36.904),
+    simulates the schedule sent eagerly (RoutedSteps.sent_eagerly: a put leaves once its
+    GPU has received what earlier steps send it, its target being fresh), exactly. Plan's
+    rendezvous (the receiver's previous step ended too) keeps messages of consecutive
+    steps apart on the links that no file does: on torus 4x4 at 1 MiB Swing (latency)
+    67.915 µs against the file's 77.157, Rabenseifner 40.768 against 42.147, Swing 36.904
+    against 35.904 (on the widest paths' lexicographic first, Swing (latency) 87.886
+    against 88.886: least-loaded paths shortened the rendezvous' run more)."""
+    rendezvous = {
+        ("torus:4x4", "Swing (latency)"): 67.915,
+        ("torus:4x4", "Rabenseifner"): 40.768,
+        ("torus:4x4", "Swing"): 36.904,
     }
     topology = build(spec)
     free = SimOptions(0.0, 2**19)
@@ -338,11 +341,40 @@ def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, co
             continue
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size)
         got = free.run(graph, network, size).time_us
-        planned = _plan_time(topology, schedule, size, free)
-        if (spec, schedule.method) in apart:
-            assert (round(got, 3), round(planned, 3)) == apart[(spec, schedule.method)]
-        else:
-            assert got == pytest.approx(planned, rel=0.012), schedule.method
+        assert got == pytest.approx(
+            _plan_time(topology, schedule, size, free, eager=True), rel=1e-12
+        ), schedule.method
+        if (spec, schedule.method) in rendezvous:
+            planned = _plan_time(topology, schedule, size, free)
+            assert round(planned, 3) == rendezvous[(spec, schedule.method)] != round(got, 3)
+
+
+def test_mscclpp_export_plans_step_schedules_as_their_files_run():
+    """``export --format mscclpp --size`` plans with the step schedules sent eagerly, as
+    their plans put them: torus 4x4 allreduce at 1 MiB, no overhead, plan's Swing and
+    Trivance (latency, torus) take what their files simulate (35.9037 and 67.9146 µs),
+    where plan's rendezvous gives 36.9037 and 90.8861."""
+    topology = build("torus:4x4")
+    sim = SimOptions(0.0, 2**19)
+    network = sim.network(topology)
+    times = {}
+    for eager in (True, False):
+        [choice] = planned_choices(topology, "allreduce", [2**20], overhead=0.0,
+                                   every_candidate=True, eager_steps=eager)  # fmt: skip
+        times[eager] = {r.method: r for r in choice.ranked}
+    for method, eager, rendezvous in (
+        ("Swing", 35.9037, 36.9037),
+        ("Trivance (latency, torus)", 67.9146, 90.8861),
+    ):
+        ranked = times[True][method]
+        assert (round(ranked.time_us, 4), round(times[False][method].time_us, 4)) == (
+            eager,
+            rendezvous,
+        )
+        plan = mscclpp_step_plan(ranked.schedule, boxes=boxes_of(topology))
+        graph = mscclpp_tasks(parse_plan(plan.document), topology, network, 2**20,
+                              slice_bytes=ranked.slice_bytes)  # fmt: skip
+        assert sim.run(graph, network, 2**20).time_us == pytest.approx(ranked.time_us, rel=1e-12)
 
 
 def test_mscclpp_direct_steps_put_to_the_next_ranks_first(tmp_path):
@@ -368,14 +400,14 @@ def test_mscclpp_direct_steps_put_to_the_next_ranks_first(tmp_path):
     assert sim.run(graph, network, 2**20).time_us == pytest.approx(17.69923556, abs=1e-6)
 
 
-def test_trivance_exports_are_correct_and_timed_apart_from_plan():
+def test_trivance_exports_are_correct_and_mscclpp_runs_as_plan_sent_eagerly():
     """Trivance (a node adds what both its partners 3^s away send) is written correctly in
-    every format; its files run apart from plan's simulation, which makes each message wait
-    for its receiver's previous step too (torus 4x4 allreduce at 1 MiB, no overhead: MSCCL++
-    67.915 µs against plan's 90.886 for the torus form, 90.886 against 99.372 for the
-    1-D one on least-loaded paths; 68.915 against 91.886 and 101.372 against 102.372 on
-    the widest paths' lexicographic first; 104.372 while a pws signalled every peer after
-    the whole op's data)."""
+    every format; its MSCCL++ plans run as plan simulates the schedule sent eagerly (torus
+    4x4 allreduce at 1 MiB, no overhead: 67.915 µs for the torus form, 90.886 for the 1-D
+    one), where plan's rendezvous, each message waiting for its receiver's previous step
+    too, takes 90.886 and 99.372 (on the widest paths' lexicographic first the files took
+    68.915 and 101.372; 104.372 while a pws signalled every peer after the whole op's
+    data)."""
     topology = build("torus:4x4")
     free = SimOptions(0.0, 2**19)
     network = free.network(topology)
@@ -388,13 +420,17 @@ def test_trivance_exports_are_correct_and_timed_apart_from_plan():
         plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))
         assert verify_plan(plan.document).ok
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, 2**20)
-        found[method] = (
-            round(free.run(graph, network, 2**20).time_us, 3),
-            round(_plan_time(topology, schedule, 2**20, free), 3),
+        found[method] = tuple(
+            round(t, 3)
+            for t in (
+                free.run(graph, network, 2**20).time_us,
+                _plan_time(topology, schedule, 2**20, free, eager=True),
+                _plan_time(topology, schedule, 2**20, free),
+            )
         )
     assert found == {
-        "Trivance (latency)": (90.886, 99.372),
-        "Trivance (latency, torus)": (67.915, 90.886),
+        "Trivance (latency)": (90.886, 90.886, 99.372),
+        "Trivance (latency, torus)": (67.915, 67.915, 90.886),
     }
 
 

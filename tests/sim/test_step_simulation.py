@@ -7,10 +7,22 @@ from fractions import Fraction
 
 import pytest
 
-from optcoll.schedules.baselines.logstep import bruck_allgather, rabenseifner_allreduce
+from optcoll.schedules.baselines.logstep import (
+    bruck_allgather,
+    rabenseifner_allreduce,
+    recursive_doubling_allgather,
+)
 from optcoll.schedules.baselines.step_catalogue import STEP_BUILDERS
+from optcoll.sim.simulator import Network, simulate
 from optcoll.sim.size_plan import candidates, method_times, plan
-from optcoll.sim.steps import route_steps, simulate_steps, step_cost
+from optcoll.sim.steps import (
+    route_steps,
+    simulate_steps,
+    step_cost,
+    step_latency_floor,
+    step_task_count,
+    step_tasks,
+)
 from optcoll.topologies import build
 
 # the log-step builders: at most one message from and one to each node a step (the direct
@@ -128,3 +140,36 @@ def test_compare_times_step_costs():
     (row,) = method_times(topo, [cost], [8 * 3 * 10**5], slice_bytes=None)
     # 6 steps of 1 + 2 µs, 4 + 2 + 1 + 1 + 2 + 4 blocks of 3 µs
     assert row == [pytest.approx(6 * 3 + 14 * 3, rel=1e-12)]
+
+
+def test_sent_eagerly_a_message_waits_only_for_what_its_sender_receives():
+    """Recursive doubling on a star of 3 (blocks of 3 µs, overhead and links 1 µs): h0
+    sends h1 its block (6 µs); then h1 sends h2 two blocks and h2 sends h1 one, then h1
+    sends h0 two. In rendezvous h2's message waits for h1's first step (ends 12 µs), h1's
+    last for h1's second step (15), arriving at 24. Sent eagerly h2's leaves at once
+    (arrives 6) and h1's last once h1 holds both (6), but waits on h1's link behind its
+    message to h2 (busy 7 to 13): 13 + 6 + 2 = 21. The floors: the longest chain of
+    overhead and path latency, h0 -> h1 -> h0, 6 µs; in rendezvous h1's three steps, 9."""
+    topo = build_topology(3)
+    routed = route_steps(topo, recursive_doubling_allgather(topo.compute_nodes))
+    eager = routed.sent_eagerly()
+    network = Network.of(topo)
+    for steps, time, floor in ((routed, 24.0, 9.0), (eager, 21.0, 6.0)):
+        run = simulate_steps(topo, steps, 9 * 10**5, overhead=OVERHEAD, slice_bytes=None)
+        assert run.time_us == time
+        assert step_latency_floor(steps, network, OVERHEAD) == floor
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:3x3", "dgx-h100:2"])
+def test_sent_eagerly_every_schedule_counts_its_tasks_and_runs_above_its_floor(spec):
+    topo = build(spec)
+    network = Network.of(topo)
+    for option in candidates(topo, "allreduce"):
+        if option.steps is None:
+            continue
+        eager = option.steps.sent_eagerly()
+        for size, piece in ((2**10, None), (2**22, 2**19)):
+            graph = step_tasks(eager, network, size, slice_bytes=piece)
+            assert len(graph) == step_task_count(eager, size, piece), option.method
+            run = simulate(graph, network, size, overhead=OVERHEAD)
+            assert run.time_us >= step_latency_floor(eager, network, OVERHEAD), option.method

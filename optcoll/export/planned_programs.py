@@ -85,6 +85,7 @@ __all__ = [
     "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
+    "split_choice",
 ]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
@@ -151,7 +152,9 @@ class FileChoice:
     (``files``: path, text, placement), each one's simulated time at ``size``
     (``times``), every candidate tried as ``(candidate, file time)`` and why the
     others were not written (``refused``); ``interleave``: an MSCCL++ plan whose root's
-    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``:
+    an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
+    also runs ``rrc`` (:func:`split_choice`)."""
 
     size: int
     chosen: str
@@ -163,6 +166,7 @@ class FileChoice:
     compared: tuple[tuple[Ranked, float], ...]
     refused: tuple[str, ...]
     interleave: bool = False
+    split: bool = False
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -212,23 +216,26 @@ def file_choice(
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            ways = [False]
+            ways = [False]  # and the alternative form of the candidate, if it has one
             depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
             if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
                 ways.append(True)
+            if fmt == "msccl" and split_choice(request, ranked):
+                ways.append(True)
             tried = []
-            for interleave in ways:
-                key = (id(ranked.schedule), interleave)
+            for other in ways:
+                key = (id(ranked.schedule), other)
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
-                                                  interleave=interleave)  # fmt: skip
+                                                  high=request.max_bytes, interleave=other,
+                                                  split=other)  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
                 files = written[key][1]
                 if isinstance(files, ExportError):
-                    if not interleave:  # the interleaved form is only ever an alternative
+                    if not other:  # the alternative form is only ever an alternative
                         refused.append(f"{ranked.method}: {files}")
                     continue
                 times = [
@@ -236,7 +243,7 @@ def file_choice(
                                file_slice(ranked, topology), sim.default_latency)
                     for _, text, _ in files
                 ]  # fmt: skip
-                tried.append((times[0], order, ranked, files, times, interleave))
+                tried.append((times[0], order, ranked, files, times, other))
             if tried:  # the faster form; of equal ones the plain
                 pool.append(min(tried, key=lambda t: (t[0], t[5])))
         if not pool:
@@ -256,7 +263,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, interleave = best
+    _, _, ranked, files, times, other = best
     return FileChoice(
         size,
         choice.chosen,
@@ -267,7 +274,8 @@ def file_choice(
         tuple(times),
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
-        interleave,
+        other and fmt == "mscclpp",
+        other and fmt == "msccl",
     )
 
 
@@ -430,12 +438,16 @@ def program_texts(
     low: int = 0,
     high: int | None = None,
     interleave: bool = False,
+    split: bool = False,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
     text, placement); ExportError if the format cannot hold it. ``interleave``: an MSCCL++
     tree schedule's plan with a root's ranges in one thread block
-    (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``: an MSCCL step program's
+    reducing receives as ``r`` and ``re`` (:func:`split_choice`). An MSCCL step program
+    relays each message between GPUs the topology does not connect
+    (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
@@ -458,7 +470,8 @@ def program_texts(
                                                what=f"{profile.name}"):  # fmt: skip
             if isinstance(schedule, StepSchedule):
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
-                                          name=name, min_bytes=low, max_bytes=high).text  # fmt: skip
+                                          name=name, min_bytes=low, max_bytes=high,
+                                          topology=topology, split_reductions=split).text  # fmt: skip
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
                                      min_bytes=low, max_bytes=high).text  # fmt: skip
@@ -482,6 +495,28 @@ def program_texts(
                                 interleave=interleave)  # fmt: skip
         out.append((path, plan.text, placement))
     return out
+
+
+def split_choice(request: ExportRequest, ranked: Ranked) -> bool:
+    """Whether an MSCCL file of ``ranked`` has a second form to try: a step schedule that
+    reduces, for a runtime that runs ``rrc`` (its reducing receives then also written as
+    ``r`` and ``re``, :func:`~optcoll.export.msccl_steps.msccl_step_program`; the faster
+    file is kept: an ``rrc`` can fuse with the send forwarding the sum, split receives of
+    one step run side by side).
+
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> ranked = Ranked(1.0, "recursive doubling", "progress", None,
+    ...                 recursive_doubling_allreduce(("a", "b")))
+    >>> [split_choice(ExportRequest("ring:2", "x.xml", runtime=r), ranked)
+    ...  for r in ("rccl", "msccl-executor")]
+    [False, True]
+    """
+    schedule = ranked.schedule
+    return (
+        isinstance(schedule, StepSchedule)
+        and "rrc" in runtime_profile(request.runtime).launch_step_types
+        and any(send.reduce for messages in schedule.steps for send in messages)
+    )
 
 
 def check_texts(request: ExportRequest, topology: Any, files: list[tuple[Path, str, str]]) -> None:

@@ -55,7 +55,7 @@ from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
-from optcoll.export.msccl_steps import msccl_step_program, step_placements
+from optcoll.export.msccl_steps import msccl_step_program, relay_paths, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
@@ -86,6 +86,7 @@ __all__ = [
     "SWITCH_COST",
     "FILE_CANDIDATES",
     "split_choice",
+    "msccl_loss",
 ]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
@@ -517,6 +518,36 @@ def split_choice(request: ExportRequest, ranked: Ranked) -> bool:
         and "rrc" in runtime_profile(request.runtime).launch_step_types
         and any(send.reduce for messages in schedule.steps for send in messages)
     )
+
+
+def msccl_loss(ranked: Ranked, topology: Any, runtime: str) -> str:
+    """Why an MSCCL file of ``ranked`` for ``runtime`` runs slower than plan's time of it,
+    in a few words (the parts of :func:`not_carried` that apply to it): receives as steps
+    of their own, a step schedule's relayed messages, a timetable's start times, a tree
+    schedule's link order.
+
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> ring = build("ring:4")
+    >>> ranked = Ranked(1.0, "recursive doubling", "progress", None,
+    ...                 recursive_doubling_allreduce(ring.compute_nodes))
+    >>> msccl_loss(ranked, ring, "rccl")
+    'each receive a step of its own (rccl runs no rcs/rrcs); 4 messages relayed by GPUs between'
+    """
+    schedule = ranked.schedule
+    if fuses(runtime_profile(runtime)):
+        why = "a receive a step of its own unless fused with its forwarding send"
+    else:
+        why = f"each receive a step of its own ({runtime} runs no rcs/rrcs)"
+    if isinstance(schedule, StepSchedule):
+        relayed = len(relay_paths(schedule, topology))
+        if relayed:
+            why += f"; {relayed} messages relayed by GPUs between"
+    elif ranked.priority == "timetable":
+        why += "; no start times"
+    elif ranked.priority != "progress":
+        why += f"; program order, not plan's {ranked.priority} link order"
+    return why
 
 
 def check_texts(request: ExportRequest, topology: Any, files: list[tuple[Path, str, str]]) -> None:

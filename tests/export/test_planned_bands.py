@@ -169,6 +169,11 @@ def test_plan_export_writes_the_bands_of_export_bands(tmp_path, capsys):
         r"simulated 10\.041 µs",
         out,
     )
+    # and the time a file gets, with what the file loses of plan's
+    assert (
+        "  achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan; as a file each "
+        "receive a step of its own (rccl runs no rcs/rrcs); 40 messages relayed by GPUs between)"
+    ) in out
     (tmp_path / "bands").mkdir()
     argv = ["export", *common, "--bands", "--placement", "both"]
     assert main([*argv, "-o", str(tmp_path / "bands" / "ar.xml")]) == 0

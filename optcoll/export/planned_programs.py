@@ -191,7 +191,12 @@ def file_choice(
     schedule that plan ran in a ``depth`` or ``progress-depth`` link order is written
     twice, its ranges in thread blocks of their own and a root's ranges interleaved in one
     (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
-    reducing puts of one unit in that order), and the faster file is its file.
+    reducing puts of one unit in that order), and the faster file is its file; likewise an
+    MSCCL step program that reduces, for a runtime that runs ``rrc``, with its reductions
+    ``rrc`` and split (:func:`split_choice`). A step schedule whose MSCCL program relays
+    messages (:func:`~optcoll.export.msccl_steps.relay_paths`) is tried beside the
+    :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
+    run, so it must not push out a candidate whose file would be faster).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and interleaving) and
     whether they were checked, shared between sizes.
@@ -211,9 +216,11 @@ def file_choice(
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
+    relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
     while True:
-        while len(pool) < FILE_CANDIDATES:
+        # a relayed MSCCL program rides beside the candidates it would push out of the pool
+        while sum(id(t[2]) not in relayed for t in pool) < FILE_CANDIDATES:
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
@@ -247,6 +254,9 @@ def file_choice(
                 tried.append((times[0], order, ranked, files, times, other))
             if tried:  # the faster form; of equal ones the plain
                 pool.append(min(tried, key=lambda t: (t[0], t[5])))
+                if fmt == "msccl" and isinstance(ranked.schedule, StepSchedule):
+                    if relay_paths(ranked.schedule, topology):
+                        relayed.add(id(ranked))
         if not pool:
             raise ExportError(
                 f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)

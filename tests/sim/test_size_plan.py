@@ -86,8 +86,13 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
     assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["collective", "topology", "sizes"]
+    assert list(data) == ["collective", "topology", "sizes", "exports"]
     assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
+    # with --export: each planned size's band file, its time and plan's
+    assert [e["bytes"] for e in data["exports"]] == [1024, 2**20, 2**26]
+    for entry in data["exports"]:
+        assert entry["file_time_us"] >= entry["plan_time_us"]
+        assert entry["files_tried"][entry["method"]] == entry["file_time_us"]
     for row in data["sizes"]:
         assert list(row) == [
             "bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",

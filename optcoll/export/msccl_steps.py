@@ -33,6 +33,18 @@ an earlier step. Either way every wait points to an earlier receive, and a recei
 only for earlier receives and for its message: the program cannot deadlock, whatever a
 connection holds.
 
+Relays. An MSCCL connection is a transport between two GPUs, and in a topology only a link
+or switches carry one: a pair joined by neither has none (``optcoll check-xml`` with the
+topology refuses it; no GPU forwards a peer's data unless a step does). Given
+the topology, a message between GPUs further apart (one-shot on a ring, a dimension-wise
+schedule's partners two hops round a torus ring) goes along a shortest path of connections
+(:func:`relay_paths`, the least-loaded one): each GPU on the way receives it into scratch
+chunks of its own and sends it on (an ``r`` and an ``s`` waiting for it; an ``rcs`` where the
+runtime fuses). A relayed step's transfers are keyed by hop counted back from the receivers,
+so a thread block takes the step's first hops first and every wait still points to a
+smaller key. Each relay costs one or two steps plan does not run (plan routes the message
+over the links, as a switch would).
+
 Placement. An allgather or broadcast program is written out of place (the own shard,
 the root's vector, first copied from input to output, alongside) or in place. A
 reduce-scatter, allreduce or reduce is written out of place only: in place its last sums

@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
                 "collective": args.collective,
                 "topology": topology.name,
                 "sizes": [{**row.to_dict(), **model.get(row.size, {})} for row in rows],
+                **({"exports": gaps} if args.export else {}),
             }
         )
         return 0
@@ -115,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in files:
         print(f"wrote {path}")
-    for line in gaps:
-        print(line)
+    for gap in gaps:
+        for line in gap["lines"]:
+            print(line)
     for why in refused:
         print(f"not exported as MSCCL (its band holds the fastest other schedule): {why}")
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
@@ -197,13 +199,14 @@ def _export(
     options: list[Any],
     rows: list[Any],
     inputs: list[Path],
-) -> tuple[list[Path], list[str], list[str]]:
+) -> tuple[list[Path], list[str], list[dict[str, Any]]]:
     """The MSCCL files of every size band (:func:`optcoll.export.planned_bands.planned_bands`:
     at each size the fastest as a file of plan's fastest candidates, trees, timetables and
     log-step schedules, checked and simulated; consecutive sizes with the same file one
     band), with the schedule JSON of each tree band; and why each winner that could not
     be written was not (its band then holds the fastest other candidate); and per planned
-    size plan's time and the file's."""
+    size plan's time and the file's, and where the file is slower, the time a file gets and
+    why (``lines``: what is printed)."""
     from dataclasses import replace
 
     from optcoll.core.output import check_output, write_output
@@ -254,14 +257,57 @@ def _export(
     won = {r.method for r in rows}
     refused = {why for band in bands for one in band.sizes for why in one.refused}
     notes = sorted(why for why in refused if why.split(":", 1)[0] in won)
+    from optcoll.export.planned_programs import msccl_loss
+
     gaps = [
-        f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
-        f"plan {one.plan_us:.3f} µs ({one.chosen}), the MSCCL file simulated "
-        f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
+        {
+            "band": band_name(band.low, band.high),
+            "method": band.method,
+            "bytes": one.size,
+            "planned": one.chosen,
+            "plan_time_us": round(one.plan_us, 4),
+            "file_time_us": round(one.times[0], 4),
+            "method_plan_time_us": round(one.ranked.time_us, 4),
+            "loss": msccl_loss(one.ranked, topology, args.runtime),
+            "files_tried": {r.method: round(t, 4) for r, t in one.compared},
+            "lines": [
+                f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
+                f"plan {one.plan_us:.3f} µs ({one.chosen}), the MSCCL file simulated "
+                f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
+            ]
+            + (  # the time a file gets, and why
+                ["  " + _achievable(one, topology, args.runtime)]
+                if one.times[0] > one.plan_us * (1 + 1e-9)
+                else []
+            ),
+        }
         for band in bands
         for one in band.sizes
     ]
     return [path for path, _ in files], notes, gaps
+
+
+def _achievable(one: Any, topology: Any, runtime: str) -> str:
+    """What an MSCCL file for ``runtime`` gets at one size where plan's time is not reached:
+    the band file's time, its candidate's time in plan and what the file loses of it
+    (:func:`optcoll.export.planned_programs.msccl_loss`), and plan's choice as a file."""
+    from optcoll.export.planned_programs import msccl_loss
+
+    ranked = one.ranked
+    loss = "as in plan"
+    if one.times[0] > ranked.time_us * (1 + 1e-9):
+        loss = f"as a file {msccl_loss(ranked, topology, runtime)}"
+    line = (
+        f"achievable as {runtime} MSCCL: {one.times[0]:.3f} µs, {ranked.method} "
+        f"({ranked.time_us:.3f} µs in plan; {loss})"
+    )
+    if one.chosen != ranked.method:
+        tried = {r.method: t for r, t in one.compared}
+        if one.chosen in tried:
+            line += f"; plan's {one.chosen} as a file {tried[one.chosen]:.3f} µs"
+        else:
+            line += f"; plan's {one.chosen} has no file (below)"
+    return line
 
 
 def _plot(args: argparse.Namespace, topology: Any, rows: list[Any], inputs: list[Path]) -> None:

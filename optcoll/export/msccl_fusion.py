@@ -164,7 +164,8 @@ def chain_channels(steps: dict[int, list[_Step]], profile: RuntimeProfile) -> bo
     where it can, and no fused step waits for room behind another. False (nothing changed)
     where that needs more than ``min(profile.max_threadblocks, WIDEST_THREADBLOCKS)`` thread
     blocks on a GPU, ``profile.max_steps`` steps in a thread block or more than the peers
-    per channel."""
+    per channel. A ``re`` (a reduction RCCL's kernels run after its receive) goes to its
+    receive's thread block."""
     message: dict[int, tuple] = {}  # step id -> its message (key, link)
     for gpu_steps in steps.values():
         for step in gpu_steps:
@@ -180,7 +181,7 @@ def chain_channels(steps: dict[int, list[_Step]], profile: RuntimeProfile) -> bo
 
     for gpu_steps in steps.values():
         for step in gpu_steps:
-            if step.forwards is not None:
+            if step.forwards is not None and id(step.forwards) in message:  # not a ``re``
                 parent[root(message[id(step)])] = root(message[id(step.forwards)])
     chains: dict[tuple, list[tuple]] = defaultdict(list)
     for m in sorted(parent):
@@ -201,6 +202,11 @@ def chain_channels(steps: dict[int, list[_Step]], profile: RuntimeProfile) -> bo
                 sender = step.link[0] == gpu
                 peer = step.link[1] if sender else step.link[0]
                 blocks[(gpu, ("send" if sender else "recv", peer, channel[message[id(step)]]))] += 1
+            elif step.joins is not None:  # a ``re``, in its receive's thread block
+                joined = step.joins
+                assert joined.link is not None
+                block = ("recv", joined.link[0], channel[message[id(joined)]])
+                blocks[(gpu, block)] += 1
     per_gpu: dict[int, int] = defaultdict(lambda: 1)  # and one for local copies
     peers: dict[tuple[int, str, int], int] = defaultdict(int)
     for gpu, (kind, _, chan) in blocks:
@@ -218,6 +224,10 @@ def chain_channels(steps: dict[int, list[_Step]], profile: RuntimeProfile) -> bo
                 sender = step.link[0] == gpu
                 peer = step.link[1] if sender else step.link[0]
                 step.tb = ("send" if sender else "recv", peer, channel[message[id(step)]])
+    for gpu_steps in steps.values():  # a ``re`` runs in its receive's thread block
+        for step in gpu_steps:
+            if step.joins is not None:
+                step.tb = step.joins.tb
     return True
 
 

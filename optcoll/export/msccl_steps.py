@@ -33,6 +33,18 @@ an earlier step. Either way every wait points to an earlier receive, and a recei
 only for earlier receives and for its message: the program cannot deadlock, whatever a
 connection holds.
 
+Relays. An MSCCL connection is a transport between two GPUs, and in a topology only a link
+or switches carry one: a pair joined by neither has none (``optcoll check-xml`` with the
+topology refuses it; no GPU forwards a peer's data unless a step does). Given
+the topology, a message between GPUs further apart (one-shot on a ring, a dimension-wise
+schedule's partners two hops round a torus ring) goes along a shortest path of connections
+(:func:`relay_paths`, the least-loaded one): each GPU on the way receives it into scratch
+chunks of its own and sends it on (an ``r`` and an ``s`` waiting for it; an ``rcs`` where the
+runtime fuses). A relayed step's transfers are keyed by hop counted back from the receivers,
+so a thread block takes the step's first hops first and every wait still points to a
+smaller key. Each relay costs one or two steps plan does not run (plan routes the message
+over the links, as a switch would).
+
 Placement. An allgather or broadcast program is written out of place (the own shard,
 the root's vector, first copied from input to output, alongside) or in place. A
 reduce-scatter, allreduce or reduce is written out of place only: in place its last sums
@@ -65,6 +77,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from optcoll.core.step_schedule import StepSchedule
+from optcoll.core.topology import Topology, reachable
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import (
     MscclProgram,
@@ -128,9 +141,16 @@ def msccl_step_program(
     name: str | None = None,
     min_bytes: int = 0,
     max_bytes: int | None = None,
+    topology: Topology | None = None,
+    split_reductions: bool = False,
 ) -> MscclProgram:
     """The MSCCL program of ``schedule`` for ``runtime`` (deterministic; see the module
-    docstring), ``placement`` one of :func:`step_placements`.
+    docstring), ``placement`` one of :func:`step_placements`. With ``topology``, a message
+    between GPUs it joins by no link or switch path is relayed by the GPUs of a shortest
+    path (:func:`relay_paths`). ``split_reductions``: every reducing receive an ``r`` and a
+    ``re``, as for RCCL, also where the runtime runs ``rrc`` (an ``rrc`` waits for the value
+    it adds to before it receives, so a rank's reducing receives of one step run one after
+    another; split, they receive side by side and only the local ``re`` wait).
 
     Raises
     ------
@@ -145,8 +165,6 @@ def msccl_step_program(
             f"a step schedule's {coll} program is written {' and '.join(step_placements(coll))}"
             f", not {placement!r}"
         )
-    if not profile.has_outofplace and placement == "outofplace":
-        raise ExportError(f"runtime {profile.name!r} reads only in-place programs")
     nodes = schedule.compute_nodes
     k = schedule.rank_blocks
     shape = _Shape(nodes, k, schedule.method)
@@ -154,9 +172,11 @@ def msccl_step_program(
     # message whose blocks two receives wrote into one step each: then keep the form whose
     # longest run of steps, one after another, is shorter (each step costs an overhead;
     # uncut, the same steps wait for less than in order, so never longer)
-    builder, tbs, cut = _fused_steps(schedule, shape, profile, placement, True)
+    paths = {} if topology is None else relay_paths(schedule, topology)
+    forms = (paths, split_reductions)
+    builder, tbs, cut = _fused_steps(schedule, shape, profile, placement, True, forms)
     if cut:
-        chained = _fused_steps(schedule, shape, profile, placement, False)
+        chained = _fused_steps(schedule, shape, profile, placement, False, forms)
         if _longest(chained[1]) < _longest(tbs):
             builder, tbs = chained[0], chained[1]
     text = _render(
@@ -182,19 +202,24 @@ def msccl_step_program(
 
 
 def _fused_steps(
-    schedule: StepSchedule, shape: _Shape, profile: RuntimeProfile, placement: str, data: bool
+    schedule: StepSchedule,
+    shape: _Shape,
+    profile: RuntimeProfile,
+    placement: str,
+    data: bool,
+    forms: tuple[Paths, bool],
 ) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
     """:func:`_steps`, fused where the runtime runs fused steps and that makes the longest
     chain of steps that wait for one another shorter (:func:`_longest`; a merged thread
     block runs steps one after another that two ran side by side). The fusions
     :func:`~optcoll.export.msccl_fusion.deadlocked_fusions` names are written unfused, until
     the program completes with connections of one chunk."""
-    plain = _steps(schedule, shape, profile, placement, data, None)
+    plain = _steps(schedule, shape, profile, placement, data, None, forms)
     if not fuses(profile):
         return plain
     excluded: frozenset[tuple[int, tuple[int, ...]]] = frozenset()
     while True:
-        fused = _steps(schedule, shape, profile, placement, data, excluded)
+        fused = _steps(schedule, shape, profile, placement, data, excluded, forms)
         undo = {(st.gpu, st.key) for st in deadlocked_fusions(fused[1])}
         if not undo:
             return fused if _longest(fused[1]) < _longest(plain[1]) else plain
@@ -208,6 +233,7 @@ def _steps(
     placement: str,
     data: bool,
     excluded: frozenset[tuple[int, tuple[int, ...]]] | None,
+    forms: tuple[Paths, bool],
 ) -> tuple[_StepBuilder, dict[int, list[tuple[Block, list[_Step]]]], bool]:
     """The numbered steps of every GPU (:func:`_build` with ``data``), receives fused with
     the sends that forward them (unless ``excluded`` is None; not the receives
@@ -215,9 +241,9 @@ def _steps(
     message into more steps."""
     coll, n, k = schedule.collective, len(shape.compute_nodes), shape.k
     builder = _StepBuilder(coll, (0, 0, 0))
-    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile, data)
+    scratch, cut = _build(schedule, builder, k, placement == "inplace", profile, data, *forms)
     builder.chunks = {
-        "allgather": (k, n * k, 0),
+        "allgather": (k, n * k, scratch),
         "reduce_scatter": (n * k, k, scratch),
         "allreduce": (n * k, n * k, scratch),
         "broadcast": (k, k, scratch),
@@ -229,7 +255,8 @@ def _steps(
             f"above the {profile.max_offset + 1} offsets runtime {profile.name!r} can address "
             f"({profile.sources['max_offset']})"
         )
-    if excluded is None or not chain_channels(builder.steps, profile):
+    chained = (excluded is not None or forms[0]) and chain_channels(builder.steps, profile)
+    if not chained:
         _assign_channels(builder, shape, profile, 1)
     if excluded is not None:
         fuse(builder.steps, excluded, profile.max_steps)
@@ -239,6 +266,66 @@ def _steps(
                 step.dep = None
     tbs = _number(builder.steps, shape, profile, False)
     return builder, tbs, cut
+
+
+#: A relayed message's GPUs, from its sender to its receiver, by (step, message) index.
+Paths = dict[tuple[int, int], tuple[int, ...]]
+
+
+def relay_paths(schedule: StepSchedule, topology: Topology) -> Paths:
+    """The GPUs relaying each message of ``schedule`` between two GPUs that ``topology``
+    joins by no link or switch path (MSCCL connects only such pairs: its transports open a
+    connection between two GPUs, and no GPU forwards a peer's data unless a step does):
+    the ranks of a shortest path of such connections, from sender to receiver, by (step,
+    message). Of the shortest paths each message takes, in schedule order, the one whose
+    busiest connection carries the fewest blocks so far in that step (ties: the first in
+    networkx's order), so a step's relayed messages spread over both ways round a ring.
+
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> ring = build("ring:4")
+    >>> paths = relay_paths(recursive_doubling_allreduce(ring.compute_nodes), ring)
+    >>> sorted(paths.items())
+    [((1, 0), (0, 1, 2)), ((1, 1), (1, 0, 3)), ((1, 2), (2, 3, 0)), ((1, 3), (3, 2, 1))]
+
+    Raises
+    ------
+    ExportError
+        A message between GPUs no chain of connections joins.
+    """
+    import networkx as nx
+
+    nodes = schedule.compute_nodes
+    rank = {v: i for i, v in enumerate(nodes)}
+    out: dict[str, list[str]] = defaultdict(list)
+    for u, v in topology.capacity:
+        out[u].append(v)
+    joined = nx.DiGraph()
+    joined.add_nodes_from(range(len(nodes)))
+    for v in nodes:  # the GPUs v reaches through switches only: its connections
+        ends = reachable({x: out[x] if x == v or not topology.is_compute(x) else []
+                          for x in topology.node_ids}, v)  # fmt: skip
+        joined.add_edges_from((rank[v], rank[w]) for w in nodes if w in ends and w != v)
+    paths: Paths = {}
+    for s, messages in enumerate(schedule.steps):
+        load: dict[tuple[int, int], int] = defaultdict(int)
+        for m, send in enumerate(messages):
+            src, dst = rank[send.src], rank[send.dst]
+            if joined.has_edge(src, dst):
+                load[(src, dst)] += len(send.blocks)
+                continue
+            try:
+                options = [tuple(p) for p in nx.all_shortest_paths(joined, src, dst)]
+            except nx.NetworkXNoPath:
+                raise ExportError(
+                    f"the {schedule.method} schedule sends from {send.src} to {send.dst}, "
+                    f"which no chain of {topology.name}'s links and switches joins"
+                ) from None
+            path = min(options, key=lambda p: max(load[e] for e in zip(p, p[1:], strict=False)))
+            for e in zip(path, path[1:], strict=False):
+                load[e] += len(send.blocks)
+            paths[(s, m)] = path
+    return paths
 
 
 def _longest(tbs: dict[int, list[tuple[Block, list[_Step]]]]) -> tuple[int, int]:
@@ -258,6 +345,8 @@ def _build(
     inplace: bool,
     profile: RuntimeProfile,
     data: bool,
+    paths: Paths,
+    split_reductions: bool,
 ) -> tuple[int, bool]:
     """The steps of every message (see the module docstring), each waiting for the
     receives that wrote what it reads (``data``) or for the rank's receives in order;
@@ -269,7 +358,7 @@ def _build(
     target is a chunk nothing has written before, so the ``r`` need not wait): the ``re``
     waits where the ``rrc`` would have, and it is the step later ones wait for."""
     most = profile.max_count
-    split = "rrc" not in profile.launch_step_types
+    split = split_reductions or "rrc" not in profile.launch_step_types
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
@@ -309,6 +398,11 @@ def _build(
     wrote: dict[tuple[int, int], _Step] = {}  # (rank, block) -> the receive of its value
     last_receive: dict[int, _Step] = {}  # each rank's latest receive so far
     for s, messages in enumerate(schedule.steps):
+        # a relayed step's transfers are keyed by hop, counted back from the receivers, so a
+        # thread block takes a step's first hops before its later ones and every wait still
+        # points to a smaller key (the last hops, in message order, as unrelayed)
+        top = max((len(paths[(s, m)]) - 2 for m in range(len(messages)) if (s, m) in paths),
+                  default=None)  # fmt: skip
         before = dict(last_receive)  # what this step's sends wait for, in order
         start = dict(where)  # what this step's sends carry: the values at its start
         start_wrote = dict(wrote)  # and the receives that wrote them
@@ -350,15 +444,29 @@ def _build(
                     forwards = None
                 if not data:  # the rank's receives run one after another
                     carried, added = before.get(src), last_receive.get(dst)
-                key = (s, m, j)
-                out = _Step("s", source, target, cnt, key, src, (src, dst), carried)
+                key: tuple[int, ...] = (s, m, j) if top is None else (s, top, m, j)
+                sender, path = src, paths.get((s, m), (src, dst))
+                if len(path) > 2:  # each relay receives into scratch, sends on from there
+                    assert top is not None
+                    for h, (a, b) in enumerate(zip(path, path[1:-1], strict=False)):
+                        hop = (s, top + h + 2 - len(path), m, j)
+                        relayed: Location = ("s", used[b])
+                        used[b] += cnt
+                        out = _Step("s", source, relayed, cnt, hop, a, (a, b), carried)
+                        out.forwards = forwards
+                        builder.steps[a].append(out)
+                        forwards = carried = _Step("r", source, relayed, cnt, hop, b, (a, b))
+                        builder.steps[b].append(forwards)
+                        source = relayed
+                    sender = path[-2]
+                out = _Step("s", source, target, cnt, key, sender, (sender, dst), carried)
                 out.forwards = forwards
-                builder.steps[src].append(out)
+                builder.steps[sender].append(out)
                 if send.reduce and not split:
                     assert operand is not None  # a reducing rank holds its own input
-                    into = _Step("rrc", operand, target, cnt, key, dst, (src, dst), added)
+                    into = _Step("rrc", operand, target, cnt, key, dst, (sender, dst), added)
                 else:
-                    into = _Step("r", source, target, cnt, key, dst, (src, dst),
+                    into = _Step("r", source, target, cnt, key, dst, (sender, dst),
                                  None if data else added)  # fmt: skip
                 builder.steps[dst].append(into)
                 if send.reduce and split:

@@ -21,7 +21,7 @@ Examples
 ...                         sizes=[2**10, 2**30])
 >>> bands = planned_bands(request, build("ring:4"))
 >>> [(b.low, b.high, b.method) for b in bands]
-[(0, 1073741823, 'Trivance'), (1073741824, None, 'NCCL-like ring (2 channels)')]
+[(0, 1073741823, 'direct'), (1073741824, None, 'NCCL-like ring (2 channels)')]
 >>> [round(one.times[0] / one.plan_us - 1, 4) for b in bands for one in b.sizes]  # file vs plan
 [0.9983, 0.0002]
 """
@@ -136,8 +136,9 @@ def planned_bands(
         else:
             path = base.with_name(f"{base.stem}.{band_name(low, high)}{base.suffix}")
         files = program_texts(
-            request, topology, ranked, output=path, low=low, high=high, interleave=run[0].interleave
-        )
+            request, topology, ranked, output=path, low=low, high=high,
+            interleave=run[0].interleave, split=run[0].split,
+        )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))
     return bands

@@ -55,7 +55,7 @@ from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
-from optcoll.export.msccl_steps import msccl_step_program, step_placements
+from optcoll.export.msccl_steps import msccl_step_program, relay_paths, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
@@ -85,6 +85,8 @@ __all__ = [
     "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
+    "split_choice",
+    "msccl_loss",
 ]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
@@ -151,7 +153,9 @@ class FileChoice:
     (``files``: path, text, placement), each one's simulated time at ``size``
     (``times``), every candidate tried as ``(candidate, file time)`` and why the
     others were not written (``refused``); ``interleave``: an MSCCL++ plan whose root's
-    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``:
+    an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
+    also runs ``rrc`` (:func:`split_choice`)."""
 
     size: int
     chosen: str
@@ -163,6 +167,7 @@ class FileChoice:
     compared: tuple[tuple[Ranked, float], ...]
     refused: tuple[str, ...]
     interleave: bool = False
+    split: bool = False
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -186,7 +191,12 @@ def file_choice(
     schedule that plan ran in a ``depth`` or ``progress-depth`` link order is written
     twice, its ranges in thread blocks of their own and a root's ranges interleaved in one
     (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
-    reducing puts of one unit in that order), and the faster file is its file.
+    reducing puts of one unit in that order), and the faster file is its file; likewise an
+    MSCCL step program that reduces, for a runtime that runs ``rrc``, with its reductions
+    ``rrc`` and split (:func:`split_choice`). A step schedule whose MSCCL program relays
+    messages (:func:`~optcoll.export.msccl_steps.relay_paths`) is tried beside the
+    :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
+    run, so it must not push out a candidate whose file would be faster).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and interleaving) and
     whether they were checked, shared between sizes.
@@ -206,29 +216,34 @@ def file_choice(
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
+    relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
     while True:
-        while len(pool) < FILE_CANDIDATES:
+        # a relayed MSCCL program rides beside the candidates it would push out of the pool
+        while sum(id(t[2]) not in relayed for t in pool) < FILE_CANDIDATES:
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            ways = [False]
+            ways = [False]  # and the alternative form of the candidate, if it has one
             depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
             if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
                 ways.append(True)
+            if fmt == "msccl" and split_choice(request, ranked):
+                ways.append(True)
             tried = []
-            for interleave in ways:
-                key = (id(ranked.schedule), interleave)
+            for other in ways:
+                key = (id(ranked.schedule), other)
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
-                                                  interleave=interleave)  # fmt: skip
+                                                  high=request.max_bytes, interleave=other,
+                                                  split=other)  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
                 files = written[key][1]
                 if isinstance(files, ExportError):
-                    if not interleave:  # the interleaved form is only ever an alternative
+                    if not other:  # the alternative form is only ever an alternative
                         refused.append(f"{ranked.method}: {files}")
                     continue
                 times = [
@@ -236,9 +251,12 @@ def file_choice(
                                file_slice(ranked, topology), sim.default_latency)
                     for _, text, _ in files
                 ]  # fmt: skip
-                tried.append((times[0], order, ranked, files, times, interleave))
+                tried.append((times[0], order, ranked, files, times, other))
             if tried:  # the faster form; of equal ones the plain
                 pool.append(min(tried, key=lambda t: (t[0], t[5])))
+                if fmt == "msccl" and isinstance(ranked.schedule, StepSchedule):
+                    if relay_paths(ranked.schedule, topology):
+                        relayed.add(id(ranked))
         if not pool:
             raise ExportError(
                 f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
@@ -256,7 +274,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, interleave = best
+    _, _, ranked, files, times, other = best
     return FileChoice(
         size,
         choice.chosen,
@@ -267,7 +285,8 @@ def file_choice(
         tuple(times),
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
-        interleave,
+        other and fmt == "mscclpp",
+        other and fmt == "msccl",
     )
 
 
@@ -431,12 +450,16 @@ def program_texts(
     low: int = 0,
     high: int | None = None,
     interleave: bool = False,
+    split: bool = False,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
     text, placement); ExportError if the format cannot hold it. ``interleave``: an MSCCL++
     tree schedule's plan with a root's ranges in one thread block
-    (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``: an MSCCL step program's
+    reducing receives as ``r`` and ``re`` (:func:`split_choice`). An MSCCL step program
+    relays each message between GPUs the topology does not connect
+    (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
@@ -459,7 +482,8 @@ def program_texts(
                                                what=f"{profile.name}"):  # fmt: skip
             if isinstance(schedule, StepSchedule):
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
-                                          name=name, min_bytes=low, max_bytes=high).text  # fmt: skip
+                                          name=name, min_bytes=low, max_bytes=high,
+                                          topology=topology, split_reductions=split).text  # fmt: skip
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
                                      min_bytes=low, max_bytes=high).text  # fmt: skip
@@ -483,6 +507,58 @@ def program_texts(
                                 interleave=interleave)  # fmt: skip
         out.append((path, plan.text, placement))
     return out
+
+
+def split_choice(request: ExportRequest, ranked: Ranked) -> bool:
+    """Whether an MSCCL file of ``ranked`` has a second form to try: a step schedule that
+    reduces, for a runtime that runs ``rrc`` (its reducing receives then also written as
+    ``r`` and ``re``, :func:`~optcoll.export.msccl_steps.msccl_step_program`; the faster
+    file is kept: an ``rrc`` can fuse with the send forwarding the sum, split receives of
+    one step run side by side).
+
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> ranked = Ranked(1.0, "recursive doubling", "progress", None,
+    ...                 recursive_doubling_allreduce(("a", "b")))
+    >>> [split_choice(ExportRequest("ring:2", "x.xml", runtime=r), ranked)
+    ...  for r in ("rccl", "msccl-executor")]
+    [False, True]
+    """
+    schedule = ranked.schedule
+    return (
+        isinstance(schedule, StepSchedule)
+        and "rrc" in runtime_profile(request.runtime).launch_step_types
+        and any(send.reduce for messages in schedule.steps for send in messages)
+    )
+
+
+def msccl_loss(ranked: Ranked, topology: Any, runtime: str) -> str:
+    """Why an MSCCL file of ``ranked`` for ``runtime`` runs slower than plan's time of it,
+    in a few words (the parts of :func:`not_carried` that apply to it): receives as steps
+    of their own, a step schedule's relayed messages, a timetable's start times, a tree
+    schedule's link order.
+
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> ring = build("ring:4")
+    >>> ranked = Ranked(1.0, "recursive doubling", "progress", None,
+    ...                 recursive_doubling_allreduce(ring.compute_nodes))
+    >>> msccl_loss(ranked, ring, "rccl")
+    'each receive a step of its own (rccl runs no rcs/rrcs); 4 messages relayed by GPUs between'
+    """
+    schedule = ranked.schedule
+    if fuses(runtime_profile(runtime)):
+        why = "a receive a step of its own unless fused with its forwarding send"
+    else:
+        why = f"each receive a step of its own ({runtime} runs no rcs/rrcs)"
+    if isinstance(schedule, StepSchedule):
+        relayed = len(relay_paths(schedule, topology))
+        if relayed:
+            why += f"; {relayed} messages relayed by GPUs between"
+    elif ranked.priority == "timetable":
+        why += "; no start times"
+    elif ranked.priority != "progress":
+        why += f"; program order, not plan's {ranked.priority} link order"
+    return why
 
 
 def check_texts(request: ExportRequest, topology: Any, files: list[tuple[Path, str, str]]) -> None:

@@ -81,9 +81,10 @@ def test_bands_hold_plans_choice_at_every_size(tmp_path, capsys, fmt):
 
 
 def test_bands_split_where_the_file_changes():
-    """ring:4 allgather: plan's direct step schedule, which MSCCL cannot connect, gives
-    way at 1K to Trivance (its file ties k=1's at 6.00512 µs, and comes first in plan's
-    order), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
+    """ring:4 allgather: plan's direct step schedule at 1K, its message to the GPU
+    opposite relayed by a neighbour, ties the Trivance and k=1 files at 6.00512 µs and is
+    kept as plan's choice (before relaying MSCCL could not connect it and Trivance's file
+    was written), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
     beats the file of plan's timetable (4,031.22 µs: MSCCL cannot carry its start times);
     without overhead the timetable's file is the same at 64K and 16M: one band, at plan's
     time (the file carries its order)."""
@@ -91,7 +92,7 @@ def test_bands_split_where_the_file_changes():
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**10, 2**30])
     bands = planned_bands(request, topology)
     assert [(b.low, b.high, b.method) for b in bands] == [
-        (0, 2**30 - 1, "Trivance"),
+        (0, 2**30 - 1, "direct"),
         (2**30, None, "NCCL-like ring (2 channels)"),
     ]
     (small,), (large,) = (band.sizes for band in bands)
@@ -161,7 +162,18 @@ def test_plan_export_writes_the_bands_of_export_bands(tmp_path, capsys):
               "0.5"]  # fmt: skip
     assert main(["plan", *common, "--export", str(tmp_path / "plan")]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"band 0-1048575B \(k=1\) at 1K: plan 3\.041 µs \(one-shot\)", out)
+    # plan's one-shot sends to GPUs up to 4 hops round the ring: its file relays them
+    # (before relaying, the band's file was k=1's, 20.010 µs)
+    assert re.search(
+        r"band 0-1048575B \(one-shot\) at 1K: plan 3\.041 µs \(one-shot\), the MSCCL file "
+        r"simulated 10\.041 µs",
+        out,
+    )
+    # and the time a file gets, with what the file loses of plan's
+    assert (
+        "  achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan; as a file each "
+        "receive a step of its own (rccl runs no rcs/rrcs); 40 messages relayed by GPUs between)"
+    ) in out
     (tmp_path / "bands").mkdir()
     argv = ["export", *common, "--bands", "--placement", "both"]
     assert main([*argv, "-o", str(tmp_path / "bands" / "ar.xml")]) == 0

@@ -203,7 +203,7 @@ def file_choice(
     offered = list(choice.ranked)
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
-    elif choice.in_network and choice.in_network[0].method == choice.chosen:
+    elif any(r.method == choice.chosen for r in choice.in_network):  # ties: either first
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
     candidates = iter(enumerate(offered))

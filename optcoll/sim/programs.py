@@ -4,7 +4,9 @@ Chakra execution traces, each turned into a task graph of the event engine
 
 The programs are parsed by the independent checkers' parsers (:mod:`optcoll.verify.msccl`,
 :mod:`optcoll.verify.mscclpp`, :mod:`optcoll.verify.chakra`); a program they find wrong is
-refused with their first finding.
+refused with their first finding. An MSCCL++ plan whose every rank runs rank 0's program
+rotated (an NVLS switch-channel plan) is simulated from its quotient
+(:func:`mscclpp_quotient`, :mod:`optcoll.sim.quotient`'s argument): rank 0's tasks alone.
 
 Examples
 --------

@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
     topology = load_topology(args.topo, **reader_options(args))
     sim = sim_options(args)
+    progress = sys.stderr.isatty()
+    whole: Any = None  # a runner of its own (an MSCCL++ plan), else graph() is run
     overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
     network = replace(
@@ -117,15 +119,16 @@ def run(args: argparse.Namespace) -> int:
         def graph(size: int) -> Any:
             return tasks, ties
     elif str(args.source).lower().endswith(".json") and _is_plan(args.source):
-        from optcoll.sim.programs import mscclpp_tasks
+        from optcoll.sim.programs import simulate_mscclpp
         from optcoll.verify.mscclpp.plan import read_plan
 
         plan = read_plan(args.source)
         collective = _PLAN_COLLECTIVES.get(plan.collective, plan.collective)
         root = None
 
-        def graph(size: int) -> Any:
-            return mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes), None
+        def whole(size: int) -> Any:  # from its quotient where it has one
+            return simulate_mscclpp(plan, topology, network, size, overhead=overhead,
+                                    slice_bytes=slice_bytes, progress=progress)  # fmt: skip
     elif _is_xml(args.source):
         algo = read_msccl(args.source)
         collective, root = algo.collective or algo.coll, None
@@ -158,11 +161,13 @@ def run(args: argparse.Namespace) -> int:
             topology, collective, root=root, overhead=sim.overhead,
             default_latency=sim.default_latency,
         )  # fmt: skip
-    progress = sys.stderr.isatty()
     rows = []
     for size in sizes:
-        tasks, ties = graph(size)
-        run_ = sim.run(tasks, network, size, progress=progress, ties=ties)
+        if whole is not None:
+            run_ = whole(size)
+        else:
+            tasks, ties = graph(size)
+            run_ = sim.run(tasks, network, size, progress=progress, ties=ties)
         row = run_.to_dict()
         row["bandwidth_bound_us"] = row["latency_bound_us"] = row["lower_bound_us"] = None
         row["startup_bound_us"] = row["ratio"] = None

@@ -147,7 +147,7 @@ def nvls_unit(topology: Topology, blocks: int = NVLS_THREADBLOCKS) -> int:
 
 def _rounds(rank: int, n: int) -> list[tuple[list[int], list[int]]]:
     """The barrier's rounds for ``rank`` of ``n``: (peers signalled, peers waited for)."""
-    peers = [p for p in range(n) if p != rank]
+    peers = [(rank + d) % n for d in range(1, n)]  # rotated with rank: every rank alike
     if len(peers) <= MAX_CHANNELS:
         return [(peers, peers)]
     rounds, step = [], 1
@@ -245,7 +245,11 @@ def mscclpp_nvls_plan(
     pairs: set[tuple[int, int]] = set()
     for rank in range(n):
         rounds = _rounds(rank, n)
-        peers = sorted({p for out, into in rounds for p in out + into})
+        # in their order after ``rank``: every rank's program is rank 0's rotated (what
+        # :func:`optcoll.sim.programs.mscclpp_quotient` checks)
+        peers = sorted(
+            {p for out, into in rounds for p in out + into}, key=lambda p: (p - rank) % n
+        )
         pairs |= {(min(rank, p), max(rank, p)) for p in peers}
         if len(peers) > MAX_CHANNELS:
             raise ExportError(f"a barrier block needs {len(peers)} memory channels")

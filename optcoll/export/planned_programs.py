@@ -57,7 +57,7 @@ from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, relay_paths, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
-from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
+from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
@@ -65,7 +65,7 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, schedule_path
 from optcoll.export.runtimes import runtime_profile
 from optcoll.io import load_topology
-from optcoll.sim.programs import msccl_tasks, mscclpp_tasks
+from optcoll.sim.programs import msccl_tasks, simulate_mscclpp
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions
 from optcoll.verify.msccl import verify_text
 from optcoll.verify.msccl.limits import decode
@@ -213,7 +213,7 @@ def file_choice(
     offered = list(choice.ranked)
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
-    elif choice.in_network and choice.in_network[0].method == choice.chosen:
+    elif any(r.method == choice.chosen for r in choice.in_network):  # ties: either first
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
     relayed: set[int] = set()  # candidates whose MSCCL program relays messages
@@ -248,7 +248,7 @@ def file_choice(
                     continue
                 times = [
                     _simulated(fmt, text, topology, network, size, sim.overhead,
-                               file_slice(ranked, topology), sim.default_latency)
+                               ranked.slice_bytes, sim.default_latency)
                     for _, text, _ in files
                 ]  # fmt: skip
                 tried.append((times[0], order, ranked, files, times, other))
@@ -380,7 +380,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         for r, t in best.compared
     ]
     lines = []
-    sliced = file_slice(ranked, topology)
+    sliced = ranked.slice_bytes
     piece = "whole chunks" if sliced is None else size_text(sliced)
     chose = ""
     if choice.chosen != ranked.method:
@@ -428,17 +428,6 @@ def _what(ranked: Ranked) -> str:
     if isinstance(ranked.schedule, AggregationSchedule):
         return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
-
-
-def file_slice(ranked: Ranked, topology: Any) -> int | None:
-    """The slice a written file of ``ranked`` is simulated with: plan's, but a switch
-    channel (NVLS) plan's pipeline unit (:func:`optcoll.export.mscclpp_nvls.nvls_unit`):
-    its ``glres`` moves a unit at a time, one transfer on each switch, and cutting units
-    into plan's slices (8 KiB on nvl72 at 1 GiB) would build 8 times the 22 million tasks
-    its units already take there."""
-    if isinstance(ranked.schedule, AggregationSchedule):
-        return nvls_unit(topology)
-    return ranked.slice_bytes
 
 
 def program_texts(
@@ -585,6 +574,7 @@ def _simulated(fmt: str, text: str, topology: Any, network: Any, size: int, over
         assert algo is not None  # the checker accepted the file
         graph = msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes)
     else:
-        graph = mscclpp_tasks(parse_plan(json.loads(text)), topology, network, size,
-                              slice_bytes=slice_bytes)  # fmt: skip
+        # from its quotient where every rank runs rank 0's program rotated (NVLS plans)
+        return simulate_mscclpp(parse_plan(json.loads(text)), topology, network, size,
+                                overhead=overhead, slice_bytes=slice_bytes).time_us  # fmt: skip
     return sim.run(graph, network, size).time_us

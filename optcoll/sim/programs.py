@@ -4,7 +4,9 @@ Chakra execution traces, each turned into a task graph of the event engine
 
 The programs are parsed by the independent checkers' parsers (:mod:`optcoll.verify.msccl`,
 :mod:`optcoll.verify.mscclpp`, :mod:`optcoll.verify.chakra`); a program they find wrong is
-refused with their first finding.
+refused with their first finding. An MSCCL++ plan whose every rank runs rank 0's program
+rotated (an NVLS switch-channel plan) is simulated from its quotient
+(:func:`mscclpp_quotient`, :mod:`optcoll.sim.quotient`'s argument): rank 0's tasks alone.
 
 Examples
 --------
@@ -27,15 +29,17 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
+from optcoll.core.schedule import Rotation
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ScheduleError
 from optcoll.schedules.baselines.routing import spread_paths
+from optcoll.sim.quotient import Quotient, expand_simulation, free_quotient
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
     DEFAULT_SLICE,
@@ -45,6 +49,7 @@ from optcoll.sim.simulator import (
     TaskGraph,
     _check_size,
     _slices,
+    simulate,
 )
 from optcoll.verify.chakra import read_traces, verify_traces
 from optcoll.verify.chakra.wire import decode_trace
@@ -56,6 +61,8 @@ __all__ = [
     "simulate_msccl",
     "read_msccl",
     "mscclpp_tasks",
+    "mscclpp_quotient",
+    "simulate_mscclpp",
     "ISSUING_OPS",
     "issues",
     "ChakraTraces",
@@ -323,6 +330,7 @@ def mscclpp_tasks(
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
     signal_flight: bool = False,
+    quotient: Quotient | None = None,
 ) -> TaskGraph:
     """The task graph of an MSCCL++ plan (parsed by :mod:`optcoll.verify.mscclpp.plan`).
 
@@ -356,12 +364,21 @@ def mscclpp_tasks(
     every rank of the destination group (``multimem.st``); a ``gstore`` only the second
     half. Like a put, the op is posted: its block goes on, a later signal waits for the
     copies.
+
+    ``quotient`` (:func:`mscclpp_quotient` of this plan): rank 0's tasks alone, on one
+    link per orbit (:meth:`Quotient.network <optcoll.sim.quotient.Quotient.network>`);
+    the ``n``-th wait of rank 0 on its channel from rank ``p`` waits for the ``n``-th
+    signal of rank 0 on its channel to ``-p``, the image of ``p``'s signal under the
+    rotation by ``-p`` (:func:`simulate_mscclpp` runs it).
     """
     compute = topology.compute_nodes
     if plan.ranks != len(compute):
         raise ScheduleError(
             f"the plan has {plan.ranks} ranks but {topology.name} has {len(compute)} compute nodes"
         )
+    gpus = plan.gpus if quotient is None else plan.gpus[:1]
+    if quotient is not None:
+        network = quotient.network(network)
     first = plan.gpus[0].chunks
     buffer = first["o"] if plan.collective == "allgather" else first["i"]
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
@@ -389,7 +406,7 @@ def mscclpp_tasks(
     packets: dict[tuple[int, int], list[int]] = {}  # (rank, scratch chunk) -> its writers
     reads: list[tuple[int, list[tuple[int, int]]]] = []
     chunk = size / max(buffer, 1)
-    for gpu in plan.gpus:
+    for gpu in gpus:
         for tb in gpu.threadblocks:
             last: list[int] = []
             sent: list[int] = []
@@ -430,7 +447,10 @@ def mscclpp_tasks(
                         signals.setdefault(key, []).append(flight(gpu.rank, peer, sent or [task]))
                 elif op.name in ("wait", "rlxwait"):
                     for peer, ordinal in op.channel_peers:
-                        waits.append((task, (op.channel_type, peer, gpu.rank, ordinal), 0))
+                        key = (op.channel_type, peer, gpu.rank, ordinal)
+                        if quotient is not None:  # the signal's image from rank 0
+                            key = (op.channel_type, 0, (gpu.rank - peer) % plan.ranks, ordinal)
+                        waits.append((task, key, 0))
                 elif op.name in ("glres", "gstore"):
                     sent = []
                     for d in op.src[:1]:  # the kernel moves the source range's bytes
@@ -500,8 +520,13 @@ def _switch_tasks(
         raise ScheduleError(
             f"rank {rank}'s {op.name} names no switch channel (run optcoll check-plan)"
         )
-    source = gpu.switches[op.src[0].switch].ranks if op.name == "glres" else None
-    target = gpu.switches[op.dst[0].switch].ranks
+    n = plan.ranks
+
+    def after_rank(group: Any) -> list[int]:  # rank's tasks are rank 0's rotated, in order
+        return sorted(group.ranks, key=lambda m: (m - rank) % n)
+
+    source = after_rank(gpu.switches[op.src[0].switch]) if op.name == "glres" else None
+    target = after_rank(gpu.switches[op.dst[0].switch])
     members = sorted(set(target) | set(source or ()))
     domain = topology.nvls_domain(compute[m] for m in members)
     if not domain:
@@ -525,6 +550,158 @@ def _switch_tasks(
             graph.add(None, network.path((w, compute[m])), share, [up], order) for m in target
         ]
     return copies
+
+
+def mscclpp_quotient(
+    plan: Any, topology: Topology, network: Network, *, signal_flight: bool = False
+) -> Quotient | None:
+    """The :class:`~optcoll.sim.quotient.Quotient` of an MSCCL++ plan under the rotation
+    of its ranks by one place (the ``r``-th compute node to the ``r + 1``-th, switches
+    fixed), or None: it is simulated in full.
+
+    Checked, not assumed: the rotation is an automorphism of the network that moves every
+    link (:func:`~optcoll.sim.quotient.free_quotient`, exactly), every rank's program is
+    rank 0's moved ``r`` places (every rank ``p`` it names read as ``p + r`` and every
+    chunk ``j`` of a buffer of ``C`` chunks as ``j + r C / N``, mod ``N`` and ``C``; the
+    ranks of a switch channel's group as a set), rank 0 writes to (and, with
+    ``signal_flight``, signals) its peers over direct links (the reader's route, which
+    the rotation moves to the peer's) and no op
+    is a packet op (their flags would need their cells moved too). Then every task of
+    :func:`mscclpp_tasks` is the image of one of rank 0's under one rotation, the run in
+    an equivariant order is equivariant, and rank 0's tasks on one link per orbit give its
+    time (:mod:`optcoll.sim.quotient`'s argument; ``tests/sim/test_mscclpp_quotient.py``
+    compares the two runs): ``N`` times fewer tasks.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
+    >>> from optcoll.verify.mscclpp.plan import parse_plan
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> document = mscclpp_nvls_plan(topo, blocks=2).document
+    >>> mscclpp_quotient(parse_plan(document), topo, Network.of(topo)).order
+    8
+    >>> document["gpus"][3]["threadblocks"][1]["ops"][3]["ops"][0]["src_buff"][0]["index"] = 0
+    >>> mscclpp_quotient(parse_plan(document), topo, Network.of(topo)) is None
+    True
+    """
+    compute = topology.compute_nodes
+    n = len(compute)
+    if n < 2 or plan.ranks != n:
+        return None
+    first = plan.gpus[0]
+    ops = [op for gpu in plan.gpus for tb in gpu.threadblocks for op in tb.ops]
+    if any(op.name in _PACKET_OPS for op in ops):
+        return None
+    # the peers the reader routes to: those it writes, and with signal_flight signals
+    peers = {x.rank for tb in first.threadblocks for op in tb.ops for x in (*op.src, *op.dst)
+             if x.remote and x.switch is None}  # fmt: skip
+    if signal_flight:
+        peers |= {p for tb in first.threadblocks for op in tb.ops if op.channel_type != "switch"
+                  for p, _ in op.channel_peers}  # fmt: skip
+    if any((compute[0], compute[p]) not in topology.capacity for p in peers):
+        return None
+    rotation = Rotation(n, {v: compute[(i + 1) % n] for i, v in enumerate(compute)})
+    quotient = free_quotient(topology, network, rotation, compute[:1])
+    if quotient is None:
+        return None
+    for r, gpu in enumerate(plan.gpus[1:], 1):
+        moved = _moved_program(first, r, n)
+        if moved is None or moved != _moved_program(gpu, 0, n):
+            return None
+    return quotient
+
+
+def _moved_program(gpu: Any, r: int, n: int) -> tuple | None:
+    """Rank ``gpu``'s program with every rank ``p`` it names read as ``p + r`` and every
+    chunk ``j`` of a buffer of ``C`` chunks as ``j + r C / n`` (mod ``n`` and ``C``), in a
+    form that compares equal to the program of the rank it lands on if that rank runs
+    it; None if a buffer's chunks do not split in ``n`` or a range would wrap around."""
+    chunks = gpu.chunks
+
+    def moved(ref: Any) -> Any:
+        count = chunks[ref.kind]
+        if count % n:
+            raise _Unmoved
+        index = (ref.index + r * count // n) % count
+        if index + ref.size > count:
+            raise _Unmoved
+        return replace(ref, rank=(ref.rank + r) % n, index=index)
+
+    def peers(pairs: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+        return tuple(((p + r) % n, o) for p, o in pairs)
+
+    try:
+        blocks = tuple(
+            (
+                tb.id,
+                tuple(
+                    replace(
+                        op,
+                        channel_peers=op.channel_peers
+                        if op.channel_type == "switch"
+                        else peers(op.channel_peers),
+                        src=tuple(moved(x) for x in op.src),
+                        dst=tuple(moved(x) for x in op.dst),
+                    )
+                    for op in tb.ops
+                ),
+            )
+            for tb in gpu.threadblocks
+        )
+    except _Unmoved:
+        return None
+    groups = tuple(
+        (
+            frozenset((q + r) % n for q in group.ranks),
+            group.kind,
+            frozenset(((q + r) % n, kind) for q, kind in group.members.items()),
+        )
+        for group in gpu.switches
+    )
+    channels = {kind: peers(pairs) if kind != "switch" else tuple(pairs)
+                for kind, pairs in gpu.channels.items()}  # fmt: skip
+    return (tuple(sorted(chunks.items())), channels, groups, tuple(gpu.semaphores), blocks)
+
+
+class _Unmoved(Exception):
+    """A program the rotation cannot move (:func:`_moved_program`)."""
+
+
+def simulate_mscclpp(
+    plan: Any,
+    topology: Topology,
+    network: Network,
+    size: int,
+    *,
+    overhead: float = DEFAULT_OVERHEAD,
+    slice_bytes: int | None = DEFAULT_SLICE,
+    signal_flight: bool = False,
+    progress: bool = False,
+) -> Simulation:
+    """Run an MSCCL++ plan (:func:`mscclpp_tasks`): from its quotient
+    (:func:`mscclpp_quotient`, rank 0's tasks in an equivariant order, every link's busy
+    time its orbit representative's) where it has one, else in full.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
+    >>> from optcoll.verify.mscclpp.plan import parse_plan
+    >>> topo = build("dgx-h100:1,nvls=1")
+    >>> plan = parse_plan(mscclpp_nvls_plan(topo).document)
+    >>> run = simulate_mscclpp(plan, topo, Network.of(topo), 2**30)
+    >>> round(run.time_us, 1), run.tasks
+    (2696.8, 311680)
+    """
+    quotient = mscclpp_quotient(plan, topology, network, signal_flight=signal_flight)
+    graph = mscclpp_tasks(plan, topology, network, size, slice_bytes=slice_bytes,
+                          signal_flight=signal_flight, quotient=quotient)  # fmt: skip
+    if quotient is None:
+        return simulate(graph, network, size, overhead=overhead, progress=progress)
+    run = simulate(graph, network, size, overhead=overhead, progress=progress,
+                   ties=range(len(graph)))  # fmt: skip
+    return expand_simulation(run, quotient, network)
 
 
 # --- Chakra execution traces ---------------------------------------------------------------

@@ -94,12 +94,14 @@ from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
+from optcoll.sim.simulator import data_bytes
 
 __all__ = [
     "MscclppPlan",
     "mscclpp_plan",
     "mscclpp_placements",
     "pipeline_unit",
+    "piece_unit",
     "boxes_of",
     "COLLECTIVE_NAMES",
 ]
@@ -224,6 +226,30 @@ def pipeline_unit(topology: Topology, schedule: Schedule, allgather: Schedule | 
     if wanted <= MIN_UNIT:
         return MIN_UNIT
     return min(MAX_UNIT, 2 ** math.ceil(math.log2(wanted)))
+
+
+def piece_unit(schedule: Schedule, size: int, slice_bytes: int | None) -> int:
+    """The pipeline unit (bytes) in which a plan of tree schedule ``schedule`` moves its
+    data as ``optcoll plan`` simulated it at ``size`` with ``slice_bytes``: plan's piece, a
+    chunk (``data(M) / k``) or, above ``slice_bytes``, its equal slices
+    (:mod:`optcoll.sim.simulator`), rounded up to :data:`ALIGNMENT`. A relay then forwards
+    each unit once it has all of it, as plan's relay forwards a piece; a coarser unit (the
+    topology's :func:`pipeline_unit`, 64 KiB or more) makes it wait for several of plan's
+    pieces first (torus 4x4 allreduce at 1 MiB, k=2: chunks of 32 KiB in 256 KiB units).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> schedule = pack_arborescences(build("ring:4"))  # k = 2: a root's 1/4 in 2 chunks
+    >>> piece_unit(schedule, 2**20, 512 * 1024) // 1024  # 128 KiB chunks, whole
+    128
+    >>> piece_unit(schedule, 2**30, 512 * 1024) // 1024  # 128 MiB chunks in 256 slices
+    512
+    """
+    chunk = data_bytes(schedule.collective, size, len(schedule.compute_nodes)) / schedule.k
+    count = 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
+    return max(ALIGNMENT, math.ceil(chunk / count / ALIGNMENT) * ALIGNMENT)
 
 
 def boxes_of(topology: Topology | None) -> dict[str, str]:

@@ -105,7 +105,7 @@ def planned_bands(
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
         )  # fmt: skip
-    cache: dict[tuple[int, bool], Any] = {}
+    cache: dict[tuple[int, bool, int | None], Any] = {}
     runs: list[list[FileChoice]] = []
     for choice in sorted(choices, key=lambda c: c.size):
         if request.max_bytes is not None and runs and choice.size > request.max_bytes:
@@ -135,8 +135,9 @@ def planned_bands(
         else:
             path = base.with_name(f"{base.stem}.{band_name(low, high)}{base.suffix}")
         files = program_texts(
-            request, topology, ranked, output=path, low=low, high=high, interleave=run[0].interleave
-        )
+            request, topology, ranked, output=path, low=low, high=high,
+            interleave=run[0].interleave, unit=run[0].unit,
+        )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))
     return bands

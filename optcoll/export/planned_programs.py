@@ -56,7 +56,13 @@ from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
-from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp import (
+    boxes_of,
+    mscclpp_placements,
+    mscclpp_plan,
+    piece_unit,
+    pipeline_unit,
+)
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
@@ -77,6 +83,8 @@ __all__ = [
     "export_planned_program",
     "FileChoice",
     "file_choice",
+    "file_forms",
+    "Form",
     "program_texts",
     "check_texts",
     "refuse_unplanned",
@@ -151,7 +159,8 @@ class FileChoice:
     (``files``: path, text, placement), each one's simulated time at ``size``
     (``times``), every candidate tried as ``(candidate, file time)`` and why the
     others were not written (``refused``); ``interleave``: an MSCCL++ plan whose root's
-    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``unit``:
+    the pipeline unit of an MSCCL++ tree plan (bytes; None: the topology's, or none)."""
 
     size: int
     chosen: str
@@ -163,11 +172,49 @@ class FileChoice:
     compared: tuple[tuple[Ranked, float], ...]
     refused: tuple[str, ...]
     interleave: bool = False
+    unit: int | None = None
 
     @property
     def texts(self) -> tuple[str, ...]:
         """The files' texts (what a band of sizes must share)."""
         return tuple(text for _, text, _ in self.files)
+
+
+#: How a candidate is written: ``(interleave, unit)`` of
+#: :func:`~optcoll.export.mscclpp.mscclpp_plan` (None: the writer's default unit).
+Form = tuple[bool, int | None]
+
+
+def file_forms(fmt: str, ranked: Ranked, topology: Any, size: int) -> list[Form]:
+    """The forms :func:`file_choice` writes and simulates ``ranked`` in at ``size``, the
+    plain one first: one, but for an MSCCL++ tree schedule its pipeline unit both as
+    coarse as the topology's (:func:`~optcoll.export.mscclpp.pipeline_unit`), though never
+    coarser than plan's piece, and as plan's piece
+    (:func:`~optcoll.export.mscclpp.piece_unit`) where that is coarser; and each of them
+    with a root's ranges interleaved too where plan ran the trees in a ``depth`` or
+    ``progress-depth`` link order (which interleaving carries in part).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo = build("ring:4")
+    >>> trees = Ranked(1.0, "k=2", "depth", 512 * 1024, pack_arborescences(topo))
+    >>> [(i, u // 1024) for i, u in file_forms("mscclpp", trees, topo, 2**20)]
+    [(False, 128), (True, 128)]
+    >>> [(i, u // 1024) for i, u in file_forms("mscclpp", trees, topo, 2**30)]
+    [(False, 256), (False, 512), (True, 256), (True, 512)]
+    >>> file_forms("msccl", trees, topo, 2**20)
+    [(False, None)]
+    """
+    schedule = ranked.schedule
+    if fmt != "mscclpp" or not isinstance(schedule, Schedule):
+        return [(False, None)]
+    coarse = pipeline_unit(topology, schedule)
+    piece = piece_unit(schedule, size, ranked.slice_bytes)
+    units = [min(coarse, piece)] + ([piece] if piece > coarse else [])
+    ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
+    return [(interleave, unit) for interleave in ways for unit in units]
 
 
 def file_choice(
@@ -177,7 +224,7 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[tuple[int, bool], list[Any]] | None = None,
+    written: dict[tuple[int, bool, int | None], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -188,7 +235,7 @@ def file_choice(
     (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
     reducing puts of one unit in that order), and the faster file is its file.
     ``output``: the file they are named after (default ``request.output``); ``written``: a
-    cache of the files of each candidate schedule (by ``id`` and interleaving) and
+    cache of the files of each candidate schedule (by ``id`` and form, :data:`Form`) and
     whether they were checked, shared between sizes.
 
     Raises
@@ -205,47 +252,44 @@ def file_choice(
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
-    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
+    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], Form]] = []
     candidates = iter(enumerate(offered))
     while True:
         while len(pool) < FILE_CANDIDATES:
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            ways = [False]
-            depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
-            if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
-                ways.append(True)
             tried = []
-            for interleave in ways:
-                key = (id(ranked.schedule), interleave)
+            for number, form in enumerate(file_forms(fmt, ranked, topology, size)):
+                key = (id(ranked.schedule), *form)
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
-                                                  interleave=interleave)  # fmt: skip
+                                                  interleave=form[0], unit=form[1])  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
                 files = written[key][1]
                 if isinstance(files, ExportError):
-                    if not interleave:  # the interleaved form is only ever an alternative
+                    if number == 0:  # the other forms are only ever alternatives
                         refused.append(f"{ranked.method}: {files}")
+                        break
                     continue
                 times = [
                     _simulated(fmt, text, topology, network, size, sim.overhead,
                                file_slice(ranked, topology), sim.default_latency)
                     for _, text, _ in files
                 ]  # fmt: skip
-                tried.append((times[0], order, ranked, files, times, interleave))
-            if tried:  # the faster form; of equal ones the plain
-                pool.append(min(tried, key=lambda t: (t[0], t[5])))
+                tried.append((times[0], order, ranked, files, times, form, number))
+            if tried:  # the fastest form; of equal ones the first
+                pool.append(min(tried, key=lambda t: (t[0], t[6]))[:6])
         if not pool:
             raise ExportError(
                 f"no candidate of plan at {size} bytes has a {fmt} form: " + "; ".join(refused)
             )
         # the fastest file; of equal files plan's choice, then plan's order
         best = min(pool, key=lambda t: (t[0], t[2].method != choice.chosen, t[1]))
-        entry = written[(id(best[2].schedule), best[5])]
+        entry = written[(id(best[2].schedule), *best[5])]
         if not entry[2]:
             try:
                 check_texts(request, topology, best[3])
@@ -256,7 +300,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, interleave = best
+    _, _, ranked, files, times, (interleave, unit) = best
     return FileChoice(
         size,
         choice.chosen,
@@ -268,6 +312,7 @@ def file_choice(
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
         interleave,
+        unit,
     )
 
 
@@ -352,6 +397,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "file_time_us": round(file_us, 4),
                 "lower_bound_us": round(choice.lower_bound_us, 4),
                 "interleaved": best.interleave,
+                "unit_bytes": best.unit,
                 "checked": True,
             }
         )
@@ -371,6 +417,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         order = f" in link order {ranked.priority}"
     for (path, _, placement), file_us in zip(files, times, strict=True):
         shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
+        if best.unit is not None:
+            shared += f", pipelined in {size_text(best.unit)} units"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
@@ -430,12 +478,14 @@ def program_texts(
     low: int = 0,
     high: int | None = None,
     interleave: bool = False,
+    unit: int | None = None,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
     text, placement); ExportError if the format cannot hold it. ``interleave``: an MSCCL++
     tree schedule's plan with a root's ranges in one thread block
-    (:func:`~optcoll.export.mscclpp.mscclpp_plan`)."""
+    (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``unit``: its pipeline unit in bytes
+    (None: the topology's, :func:`~optcoll.export.mscclpp.pipeline_unit`)."""
     schedule = ranked.schedule
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
@@ -477,7 +527,7 @@ def program_texts(
         else:
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
-                                unit_size=pipeline_unit(topology, schedule),
+                                unit_size=unit or pipeline_unit(topology, schedule),
                                 min_message_size=low, max_message_size=high,
                                 interleave=interleave)  # fmt: skip
         out.append((path, plan.text, placement))

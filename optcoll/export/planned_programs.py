@@ -262,7 +262,7 @@ def file_choice(
                 break
             tried = []
             for number, form in enumerate(file_forms(fmt, ranked, topology, size)):
-                key = (id(ranked.schedule), *form)
+                key = (id(ranked.schedule), form[0], form[1])
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
@@ -290,7 +290,7 @@ def file_choice(
             )
         # the fastest file; of equal files plan's choice, then plan's order
         best = min(pool, key=lambda t: (t[0], t[2].method != choice.chosen, t[1]))
-        entry = written[(id(best[2].schedule), *best[5])]
+        entry = written[(id(best[2].schedule), best[5][0], best[5][1])]
         if not entry[2]:
             try:
                 check_texts(request, topology, best[3])

@@ -96,7 +96,9 @@ def test_mscclpp_plan_states_the_link_order_it_cannot_carry(tmp_path, capsys):
         "at 64M: plan 256.6582 µs in link order depth (262.8138 µs in full, ties first come "
         "first served as a file's), this file simulated 274.8043 µs" in out
     )
-    assert "a root's ranges interleaved in one thread block, pipelined in 512K units; checked" in out
+    assert (
+        "a root's ranges interleaved in one thread block, pipelined in 512K units; checked" in out
+    )
     argv = ["simulate", "dgx-h100:2", str(path), "--sizes", "64M", "--json"]
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)["results"]

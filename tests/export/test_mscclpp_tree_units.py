@@ -52,14 +52,15 @@ def test_dgx_allgather_file_is_plans_time(tmp_path, capsys, size, plan_us, unit)
     """dgx-h100:2 allgather (defaults), optimal (k=2): the root puts to its peer in the
     other box (a port channel, the deeper subtree) before its 7 box peers (one memory
     put), as plan's connections send both at once; before, memory first, each file took
-    one overhead more (10.748, 37.457, 509.316 µs). In plan's pieces the file now takes
-    plan's time exactly."""
+    one overhead more (10.748, 37.457, 509.316 µs), and at 16 and 256 MiB the topology's
+    128 KiB units cost more (39.583, 511.443 µs at the session's start). In plan's pieces
+    the file now takes plan's time exactly."""
     entry, _, _ = _export(tmp_path, capsys, "dgx-h100:2", "--size", size)
     assert (entry["method"], entry["priority"], entry["unit_bytes"]) == (
         "optimal (k=2)", "progress", unit,
     )  # fmt: skip
-    assert entry["plan_time_us"] == entry["plan_full_time_us"] == plan_us
-    assert entry["file_time_us"] == pytest.approx(plan_us, abs=1e-4)
+    assert entry["plan_time_us"] == entry["file_time_us"] == plan_us
+    assert entry["plan_full_time_us"] is None  # only where the file is slower than plan
 
 
 def test_ring_allreduce_file_in_plans_slices_is_plans_time(tmp_path, capsys):

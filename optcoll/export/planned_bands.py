@@ -106,7 +106,7 @@ def planned_bands(
             choose_slice=request.slice is None, every_candidate=True,
             eager_steps=request.format == "mscclpp",
         )  # fmt: skip
-    cache: dict[tuple[int, bool], Any] = {}
+    cache: dict[tuple[int, bool, int | None], Any] = {}
     runs: list[list[FileChoice]] = []
     for choice in sorted(choices, key=lambda c: c.size):
         if request.max_bytes is not None and runs and choice.size > request.max_bytes:
@@ -137,7 +137,7 @@ def planned_bands(
             path = base.with_name(f"{base.stem}.{band_name(low, high)}{base.suffix}")
         files = program_texts(
             request, topology, ranked, output=path, low=low, high=high,
-            interleave=run[0].interleave, split=run[0].split,
+            interleave=run[0].interleave, split=run[0].split, unit=run[0].unit,
         )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))

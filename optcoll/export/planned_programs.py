@@ -21,11 +21,14 @@ where plan's ``depth`` order serves the slice with the deepest subtree ahead fir
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
 that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
 281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
-puts them in plan's order each unit: an MSCCL++ tree candidate in such an order is written
-both ways and the faster file kept), a timetable's start times, and per-message slices of a
-step schedule (both formats loop over the buffer); and the readers charge the per-step
-overhead for every step of a thread block (an MSCCL receive, an MSCCL++ wait or reduction),
-where plan charges it once per message.
+puts them in plan's order each unit, 274.80 so and in plan's 512 KiB pieces: an MSCCL++ tree
+candidate in such an order is written both ways and the faster file kept), the ties of plan's
+quotient run (:func:`full_time`: the 256.66 above is 262.81 in full), a timetable's start
+times, and per-message slices of a step schedule (both formats loop over the buffer); and
+the readers charge the per-step overhead for every step of a thread block (an MSCCL receive,
+an MSCCL++ wait or reduction), where plan charges it once per message. An MSCCL++ tree
+candidate is also written in plan's pieces (:func:`file_forms`), which the topology's
+pipeline unit may lump together.
 
 Examples
 --------
@@ -49,14 +52,20 @@ from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
 from optcoll.core.output import check_output, input_files, require_suffix, write_output
-from optcoll.core.schedule import Schedule
+from optcoll.core.schedule import PRIORITIES, Schedule
 from optcoll.core.sizes import size_text
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, relay_paths, step_placements
-from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
+from optcoll.export.mscclpp import (
+    boxes_of,
+    mscclpp_placements,
+    mscclpp_plan,
+    piece_unit,
+    pipeline_unit,
+)
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
@@ -66,7 +75,7 @@ from optcoll.export.request import ExportRequest, schedule_path
 from optcoll.export.runtimes import runtime_profile
 from optcoll.io import load_topology
 from optcoll.sim.programs import msccl_tasks, simulate_mscclpp
-from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions
+from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions, schedule_tasks
 from optcoll.verify.msccl import verify_text
 from optcoll.verify.msccl.limits import decode
 from optcoll.verify.msccl.program import parse_program
@@ -77,6 +86,9 @@ __all__ = [
     "export_planned_program",
     "FileChoice",
     "file_choice",
+    "file_forms",
+    "full_time",
+    "Form",
     "program_texts",
     "check_texts",
     "refuse_unplanned",
@@ -155,7 +167,8 @@ class FileChoice:
     others were not written (``refused``); ``interleave``: an MSCCL++ plan whose root's
     ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``:
     an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
-    also runs ``rrc`` (:func:`split_choice`)."""
+    also runs ``rrc`` (:func:`split_choice`); ``unit``: the pipeline unit of an MSCCL++
+    tree plan (bytes; None: the topology's, or none)."""
 
     size: int
     chosen: str
@@ -168,11 +181,56 @@ class FileChoice:
     refused: tuple[str, ...]
     interleave: bool = False
     split: bool = False
+    unit: int | None = None
 
     @property
     def texts(self) -> tuple[str, ...]:
         """The files' texts (what a band of sizes must share)."""
         return tuple(text for _, text, _ in self.files)
+
+
+#: How a candidate is written: ``(alternative, unit)``: ``alternative`` is an MSCCL++ tree
+#: plan's interleaved ranges (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`)
+#: or an MSCCL step program's split reductions (:func:`split_choice`); ``unit``: an MSCCL++
+#: tree plan's pipeline unit (None: the writer's default).
+Form = tuple[bool, int | None]
+
+
+def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int) -> list[Form]:
+    """The forms :func:`file_choice` writes and simulates ``ranked`` in at ``size``, the
+    plain one first: one, but for an MSCCL++ tree schedule both the topology's pipeline
+    unit (:func:`~optcoll.export.mscclpp.pipeline_unit`) and plan's piece
+    (:func:`~optcoll.export.mscclpp.piece_unit`), the finer first (plan's pieces run as plan
+    ran them; the topology's unit lumps small pieces together, which is mostly slower,
+    torus 4x4 allreduce at 1 MiB 8.74 against 8.25 µs, not always: its reduce-scatter at
+    1 MiB, 6.46 against 6.62), and each of them with a root's ranges interleaved too where
+    plan ran the trees in a ``depth`` or ``progress-depth`` link order (which interleaving
+    carries in part); for an MSCCL step program that reduces, its reductions split too
+    where the runtime runs ``rrc`` (:func:`split_choice`).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> topo, plans = build("ring:4"), ExportRequest("ring:4", "x.json", format="mscclpp")
+    >>> trees = Ranked(1.0, "k=2", "depth", 512 * 1024, pack_arborescences(topo))
+    >>> [(i, u // 1024) for i, u in file_forms(plans, trees, topo, 2**20)]
+    [(False, 128), (False, 256), (True, 128), (True, 256)]
+    >>> [(i, u // 1024) for i, u in file_forms(plans, trees, topo, 2**30)]
+    [(False, 256), (False, 512), (True, 256), (True, 512)]
+    >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
+    [(False, None)]
+    """
+    schedule = ranked.schedule
+    if request.format == "msccl":
+        return [(False, None)] + ([(True, None)] if split_choice(request, ranked) else [])
+    if request.format != "mscclpp" or not isinstance(schedule, Schedule):
+        return [(False, None)]
+    coarse = pipeline_unit(topology, schedule)
+    piece = piece_unit(schedule, size, ranked.slice_bytes)
+    units = sorted({coarse, piece})
+    ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
+    return [(interleave, unit) for interleave in ways for unit in units]
 
 
 def file_choice(
@@ -182,7 +240,7 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[tuple[int, bool], list[Any]] | None = None,
+    written: dict[tuple[int, bool, int | None], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -198,7 +256,7 @@ def file_choice(
     :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
     run, so it must not push out a candidate whose file would be faster).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
-    cache of the files of each candidate schedule (by ``id`` and interleaving) and
+    cache of the files of each candidate schedule (by ``id`` and form, :data:`Form`) and
     whether they were checked, shared between sizes.
 
     Raises
@@ -215,7 +273,7 @@ def file_choice(
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif any(r.method == choice.chosen for r in choice.in_network):  # ties: either first
         refused.append(f"{choice.chosen}: {NO_IN_NETWORK[fmt]}")
-    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], bool]] = []
+    pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], Form]] = []
     relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
     while True:
@@ -224,36 +282,31 @@ def file_choice(
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            ways = [False]  # and the alternative form of the candidate, if it has one
-            depth = ranked.priority in ("depth", "progress-depth")  # interleaving carries it
-            if fmt == "mscclpp" and isinstance(ranked.schedule, Schedule) and depth:
-                ways.append(True)
-            if fmt == "msccl" and split_choice(request, ranked):
-                ways.append(True)
             tried = []
-            for other in ways:
-                key = (id(ranked.schedule), other)
+            for number, form in enumerate(file_forms(request, ranked, topology, size)):
+                key = (id(ranked.schedule), form[0], form[1])
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
-                                                  high=request.max_bytes, interleave=other,
-                                                  split=other)  # fmt: skip
+                                                  high=request.max_bytes, interleave=form[0],
+                                                  split=form[0], unit=form[1])  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
                 files = written[key][1]
                 if isinstance(files, ExportError):
-                    if not other:  # the alternative form is only ever an alternative
+                    if number == 0:  # the other forms are only ever alternatives
                         refused.append(f"{ranked.method}: {files}")
+                        break
                     continue
                 times = [
                     _simulated(fmt, text, topology, network, size, sim.overhead,
                                ranked.slice_bytes, sim.default_latency)
                     for _, text, _ in files
                 ]  # fmt: skip
-                tried.append((times[0], order, ranked, files, times, other))
-            if tried:  # the faster form; of equal ones the plain
-                pool.append(min(tried, key=lambda t: (t[0], t[5])))
+                tried.append((times[0], order, ranked, files, times, form, number))
+            if tried:  # the fastest form; of equal ones the first
+                pool.append(min(tried, key=lambda t: (t[0], t[6]))[:6])
                 if fmt == "msccl" and isinstance(ranked.schedule, StepSchedule):
                     if relay_paths(ranked.schedule, topology):
                         relayed.add(id(ranked))
@@ -263,7 +316,7 @@ def file_choice(
             )
         # the fastest file; of equal files plan's choice, then plan's order
         best = min(pool, key=lambda t: (t[0], t[2].method != choice.chosen, t[1]))
-        entry = written[(id(best[2].schedule), best[5])]
+        entry = written[(id(best[2].schedule), best[5][0], best[5][1])]
         if not entry[2]:
             try:
                 check_texts(request, topology, best[3])
@@ -274,7 +327,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, other = best
+    _, _, ranked, files, times, (other, unit) = best
     return FileChoice(
         size,
         choice.chosen,
@@ -287,6 +340,7 @@ def file_choice(
         tuple(refused),
         other and fmt == "mscclpp",
         other and fmt == "msccl",
+        unit,
     )
 
 
@@ -349,6 +403,9 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     )  # fmt: skip
     best = file_choice(request, topology, choice, sim)
     ranked, files, times = best.ranked, best.files, best.times
+    full_us = None  # where the file is slower than plan: how much of that no file closes
+    if round(max(times), 4) > round(ranked.time_us, 4):
+        full_us = full_time(ranked, sim, topology, size)
     inputs = input_files(request.source)
     for path, _, _ in files:
         check_output(path, force=request.force, inputs=inputs)
@@ -369,9 +426,11 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "slice_bytes": ranked.slice_bytes,
                 "priority": ranked.priority,
                 "plan_time_us": round(ranked.time_us, 4),
+                "plan_full_time_us": None if full_us is None else round(full_us, 4),
                 "file_time_us": round(file_us, 4),
                 "lower_bound_us": round(choice.lower_bound_us, 4),
                 "interleaved": best.interleave,
+                "unit_bytes": best.unit,
                 "checked": True,
             }
         )
@@ -391,11 +450,16 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         order = f" in link order {ranked.priority}"
     for (path, _, placement), file_us in zip(files, times, strict=True):
         shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
+        if best.unit is not None:
+            shared += f", pipelined in {size_text(best.unit)} units"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
+        full = ""
+        if full_us is not None and round(full_us, 4) != round(ranked.time_us, 4):
+            full = f" ({full_us:.4f} µs in full, ties first come first served as a file's)"
         lines.append(
-            f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs{order}, this file simulated "
+            f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs{order}{full}, this file simulated "
             f"{file_us:.4f} µs ({file_us / ranked.time_us - 1:+.1%}; "
             f"simulate it with --slice {piece})"
         )
@@ -421,6 +485,39 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
 
 
+def full_time(ranked: Ranked, sim: SimOptions, topology: Any, size: int) -> float | None:
+    """A tree schedule's time at ``size`` as plan ran it (its link order and slices),
+    simulated task by task with ties first come first served, as a file's run breaks
+    them (None: not a tree schedule). Plan simulates a schedule compact under the
+    topology's translations from its quotient (:mod:`optcoll.sim.quotient`), every
+    translate of a task tied alike; no MSCCL++ or MSCCL field carries such tie keys, and
+    the difference can be large: dgx-h100:2 allreduce at 16 MiB, optimal (k=2), 68.58 µs
+    from the quotient, 76.74 in full.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> from optcoll.sim.quotient import schedule_quotient, schedule_quotient_tasks
+    >>> topo, sim = build("torus:4x4"), SimOptions(overhead=0)
+    >>> schedule, network = pack_arborescences(topo), sim.network(topo)  # an allgather, k=4
+    >>> quotient = schedule_quotient(schedule, topo, network)
+    >>> graph = schedule_quotient_tasks(schedule, quotient, network, 2**20, priority="progress")
+    >>> round(sim.run(graph, network, 2**20, ties=range(len(graph))).time_us, 4)  # plan's
+    6.1299
+    >>> round(full_time(Ranked(6.1299, "k=4", "progress", 512 * 1024, schedule), sim, topo, 2**20), 4)
+    6.2938
+    """
+    schedule = ranked.schedule
+    if not isinstance(schedule, Schedule):
+        return None
+    network = sim.network(topology)
+    priority = ranked.priority if ranked.priority in PRIORITIES else None  # None: its stats
+    graph = schedule_tasks(schedule, network, size, slice_bytes=ranked.slice_bytes,
+                           priority=priority)  # fmt: skip
+    return sim.run(graph, network, size).time_us
+
+
 def _what(ranked: Ranked) -> str:
     """A candidate's shape in words: its steps, switch channels or its k."""
     if isinstance(ranked.schedule, StepSchedule):
@@ -440,14 +537,17 @@ def program_texts(
     high: int | None = None,
     interleave: bool = False,
     split: bool = False,
+    unit: int | None = None,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
     text, placement); ExportError if the format cannot hold it. ``interleave``: an MSCCL++
     tree schedule's plan with a root's ranges in one thread block
     (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``: an MSCCL step program's
-    reducing receives as ``r`` and ``re`` (:func:`split_choice`). An MSCCL step program
-    relays each message between GPUs the topology does not connect
+    reducing receives as ``r`` and ``re`` (:func:`split_choice`); ``unit``: an MSCCL++ tree
+    plan's pipeline unit in bytes (None: the topology's,
+    :func:`~optcoll.export.mscclpp.pipeline_unit`). An MSCCL step program relays each
+    message between GPUs the topology does not connect
     (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
     base = request.output if output is None else output
@@ -491,7 +591,7 @@ def program_texts(
         else:
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,
-                                unit_size=pipeline_unit(topology, schedule),
+                                unit_size=unit or pipeline_unit(topology, schedule),
                                 min_message_size=low, max_message_size=high,
                                 interleave=interleave)  # fmt: skip
         out.append((path, plan.text, placement))

@@ -66,6 +66,7 @@ __all__ = [
     "ASTRA_SIM_COMM_SIZE",
     "astra_sim_shortest_message",
     "smallest_message",
+    "NO_TRACE_FORM",
 ]
 
 #: What ASTRA-sim's workload ``comm_size`` is for each collective, in terms of optcoll's
@@ -146,7 +147,10 @@ class PlannedTraces:
     tree schedule's stats), plan's simulated
     time of it (``time_us``) and its lower bound, each rank's file (``traces``), and why
     the written candidate is not plan's choice (``passed_over``: one line per faster
-    candidate left out; empty when it is)."""
+    candidate left out; empty when it is). Planned for store-and-forward links with
+    ``versus_plan``: what ``optcoll plan`` itself chose (``plan_method``) and its time
+    (``plan_time_us``), with cut-through links; ``passed_over`` then also says why that
+    choice is not written."""
 
     size: int
     chosen: str
@@ -158,6 +162,8 @@ class PlannedTraces:
     schedule: Schedule | StepSchedule
     traces: tuple[bytes, ...]
     passed_over: tuple[str, ...] = ()
+    plan_method: str | None = None
+    plan_time_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -202,12 +208,14 @@ def planned_choices(
     store_and_forward: bool = False,
     file_tasks: bool = False,
     every_candidate: bool = False,
+    options: Sequence[Candidate] | None = None,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
+    ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`).
 
     Raises
     ------
@@ -224,7 +232,8 @@ def planned_choices(
     """
     if collective == "alltoall":
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
-    options = candidates(topology, collective, root=root)
+    if options is None:
+        options = candidates(topology, collective, root=root)
     rows = plan(
         topology,
         collective,
@@ -288,6 +297,7 @@ def planned_traces(
     choose_slice: bool = True,
     store_and_forward: bool = False,
     shortest_message: int = 1,
+    versus_plan: bool = False,
 ) -> list[PlannedTraces]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -297,7 +307,9 @@ def planned_traces(
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
     Plan's task budget bounds every task the traces hold (``file_tasks``), so that
-    ``optcoll simulate`` can run them.
+    ``optcoll simulate`` can run them. ``versus_plan`` (with ``store_and_forward``): also
+    plan as ``optcoll plan`` does (cut-through links) and say, where its choice is not the
+    one written, why (:func:`_versus_plan`).
 
     Raises
     ------
@@ -314,18 +326,27 @@ def planned_traces(
     ('timetable (k=4)', 524288, 4)
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0,
     ...                        shortest_message=2**17)  # k = 4 chunks of 64 KiB: too short
-    >>> one.method, smallest_message(one.traces), one.passed_over[0]
+    >>> one.method, smallest_message(one.traces), one.passed_over[0][:36]
     ('multiport Swing', 131072, 'timetable (k=4): 65536 B < 131072 B')
     """
+    options = candidates(topology, collective, root=root) if collective != "alltoall" else None
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
-        store_and_forward=store_and_forward, file_tasks=True,
+        store_and_forward=store_and_forward, file_tasks=True, options=options,
     )  # fmt: skip
+    plain: list[SizePlan | None] = [None] * len(choices)
+    if versus_plan and store_and_forward:
+        assert options is not None  # planned_choices refused an all-to-all
+        plain = list(plan(topology, collective, sizes, root=root, overhead=overhead,
+                          slice_bytes=slice_bytes, default_latency=default_latency,
+                          choose_slice=choose_slice, options=options))  # fmt: skip
     network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
     found = []
-    for choice in choices:
+    for choice, row in zip(choices, plain, strict=True):
         passed_over = []
+        if all(r.method != choice.chosen for r in choice.ranked):
+            passed_over.append(f"{choice.chosen}: {NO_TRACE_FORM}")
         for best in choice.ranked:
             traces: list[bytes] | None = None
             if isinstance(best.schedule, Schedule):  # known without writing the traces
@@ -340,13 +361,15 @@ def planned_traces(
                     traces = _written(best, choice.size, topology, network, overhead,
                                       store_and_forward)  # fmt: skip
                 break
-            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B")
+            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B, {SHORT}")
         else:
             raise ExportError(
                 f"at {choice.size} bytes every candidate of plan sends a message of fewer than "
                 f"{shortest_message} bytes (under 1 ns on the fastest link: ASTRA-sim frees the "
                 "link in 0 ns); give a larger size"
             )
+        if row is not None:
+            passed_over += _versus_plan(row, choice, best, passed_over, options or ())
         found.append(
             PlannedTraces(
                 choice.size,
@@ -361,9 +384,44 @@ def planned_traces(
                 else best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
                 tuple(traces),
                 tuple(passed_over),
+                None if row is None else row.method,
+                None if row is None else row.time_us,
             )  # fmt: skip
         )
     return found
+
+
+#: Why a candidate is not written as traces (``passed_over``).
+NO_TRACE_FORM = "no trace form (neither a tree schedule nor a step schedule)"
+SHORT = "a message under 1 ns on the fastest link (ASTRA-sim's least)"
+
+
+def _versus_plan(
+    row: SizePlan,
+    choice: PlannedChoice,
+    written: Ranked,
+    named: Sequence[str],
+    options: Sequence[Candidate],
+) -> list[str]:
+    """Why ``optcoll plan``'s choice ``row`` (cut-through links) is not the ``written``
+    candidate of ``choice`` (planned for store-and-forward links): no line where it is,
+    or where a line of ``named`` already says why."""
+    method = row.method
+    if method == written.method or any(line.startswith(f"{method}: ") for line in named):
+        return []
+    if _steps_of(options, method) is None and row.schedule is None:
+        return [f"{method}: {NO_TRACE_FORM}"]
+    stored = next((r.time_us for r in choice.ranked if r.method == method), None)
+    with_stored = (
+        f"{stored:.4f} µs" if stored is not None
+        else f"cannot beat {written.method}'s {written.time_us:.4f} µs (its busiest link or "
+             "latency floor)"
+    )  # fmt: skip
+    return [
+        f"{method}: {row.time_us:.4f} µs in optcoll plan (cut-through links), {with_stored} "
+        "with store-and-forward links (ASTRA-sim moves every message whole across every hop, "
+        "first come first served)"
+    ]
 
 
 def _written(

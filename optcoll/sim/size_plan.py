@@ -1260,13 +1260,10 @@ class _Search:
                         piece = least
                     if piece < least or piece > MAX_SLICE:
                         break
-                    if (
-                        (self.network.store_and_forward or current.option.aggregation)
-                        and factor < 1
-                        and self.count(current.option, piece)
-                        == self.count(current.option, previous)
-                    ):  # still whole chunks: a switch forwards them whole, and an NVLS
-                        continue  # candidate's finer slices may fold into its quotient
+                    if factor < 1 and self.count(current.option, piece) == self.count(
+                        current.option, previous
+                    ):  # still whole chunks: the same run; finer slices may still win (a
+                        continue  # relay forwards a slice once all of it is in)
                     smaller = self.run(current.option, current.priority, piece)
                     if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break

@@ -852,7 +852,8 @@ def plan(
     ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
     with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
     slices a quarter as large, and again, while that is faster by more than
-    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (with a per-step
+    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (a slice that still leaves
+    whole chunks is the same run: skipped, not a reason to stop; with a per-step
     ``overhead``, also slices four times as large, while they are faster). A candidate
     whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
     at one slice per chunk gets no time there, and so does one that provably cannot win: its
@@ -861,9 +862,9 @@ def plan(
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
     ``store_and_forward``: switches store and forward every slice
     (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
-    backend), so smaller slices can win there (the refinement starts from the first slice
-    smaller than a chunk and goes down to one of :data:`SLICE_US` on the fastest link, at
-    least :data:`MIN_SLICE`); the lower bound is the cut-through one. ``file_tasks``:
+    backend), so smaller slices can win there (the refinement goes down to one of
+    :data:`SLICE_US` on the fastest link, at least :data:`MIN_SLICE`); the lower bound is
+    the cut-through one. ``file_tasks``:
     ``max_tasks`` bounds a candidate's whole task graph, not the one orbit of it its
     quotient simulates, as a file written of the plan (an export that ``optcoll
     simulate`` runs task by task) holds every task. ``every_candidate``: also time the

@@ -241,7 +241,7 @@ def _report(
             piece = entry["slice_bytes"]
             chosen = "" if entry["planned"] == entry["method"] else (
                 f" (plan chose {entry['planned']})")  # fmt: skip
-            if "steps" in entry:
+            if "steps" in entry and entry["switch_model"] == "cut-through":
                 chosen += (
                     "; a message leaves once its sender is ready (plan also waits for the "
                     "receiver: simulate may differ where partners finish steps apart)"

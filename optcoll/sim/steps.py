@@ -24,6 +24,16 @@ message from and one to each node), a node's step ends at the latest, over its m
 bytes(m) / B``, unsliced; with every message of a step equally large that is ``sum over
 steps of (o + 2 L + bytes / B)``.
 
+On a store-and-forward network (:attr:`optcoll.sim.simulator.Network.store_and_forward`,
+ASTRA-sim's analytical backend) there is no rendezvous: a message leaves once its
+*sender* has finished its previous step, as ASTRA-sim's ``sim_send`` puts a message on
+the network at once whether or not its receiver has posted the receive (astra-sim 518bd51,
+``network_frontend/analytical/congestion_aware/CongestionAwareNetworkApi.cc`` lines
+36-79; a receive posted after the message arrived completes at once,
+``common/CommonNetworkApi.cc`` lines 116-124), and as Chakra traces of the schedule say it
+(:mod:`optcoll.export.chakra_steps`: a send depends only on its own rank's nodes). A
+node's step then also ends no earlier than its previous one.
+
 Examples
 --------
 >>> from optcoll.topologies import build
@@ -177,7 +187,9 @@ def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -
     step ends once every message it sends or receives in it has arrived, each no sooner
     than ``overhead`` plus its path's latency after the node's previous step ended, so
     no run ends before, for any node, the sum over the steps it takes part in of
-    ``overhead`` plus its slowest message's path latency.
+    ``overhead`` plus its slowest message's path latency. Without a rendezvous (a
+    store-and-forward ``network``) a message leaves once its sender's previous step ended:
+    the floor is then the longest chain of such messages, step by step.
 
     Examples
     --------
@@ -192,6 +204,16 @@ def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -
     path_us = {
         key: sum(latency[a] for a in network.path(path)) for key, path in routed.paths.items()
     }
+    if network.store_and_forward:  # no rendezvous: each node's end, step by step
+        end: dict[str, float] = {}
+        for step in routed.schedule.steps:
+            after = dict(end)
+            for send in step:
+                arrives = end.get(send.src, 0.0) + overhead + path_us[(send.src, send.dst)]
+                for v in (send.src, send.dst):
+                    after[v] = max(after.get(v, 0.0), arrives)
+            end = after
+        return max(end.values(), default=0.0)
     total: dict[str, float] = {}
     for step in routed.schedule.steps:
         slowest: dict[str, float] = {}
@@ -213,7 +235,9 @@ def step_tasks(
     graph: TaskGraph | None = None,
 ) -> TaskGraph:
     """The transfers of ``routed`` for an ``size``-byte collective (see the module
-    docstring), added to ``graph`` (default: a new one).
+    docstring: a message waits for its sender's and its receiver's previous steps, only
+    its sender's on a store-and-forward ``network``), added to ``graph`` (default: a new
+    one).
 
     Raises
     ------
@@ -237,7 +261,8 @@ def step_tasks(
     for step in schedule.steps:
         took: dict[str, list[int]] = {}
         for send in schedule.posted(step):
-            after = sorted({last[v] for v in (send.src, send.dst) if v in last})
+            ready = (send.src,) if network.store_and_forward else (send.src, send.dst)
+            after = sorted({last[v] for v in ready if v in last})
             message = block * len(send.blocks)
             pieces = message_slices(message, slice_bytes)
             tasks = [
@@ -253,6 +278,8 @@ def step_tasks(
             took.setdefault(send.src, []).extend(tasks)
             took.setdefault(send.dst, []).extend(tasks)
         for node, tasks in took.items():
+            if network.store_and_forward and node in last:  # no sooner than its last step
+                tasks.append(last[node])
             last[node] = graph.add(None, (), 0.0, tasks)
     return graph
 

@@ -51,7 +51,7 @@ from typing import Any
 
 from optcoll.core.arguments import schedule_argument, size_argument
 from optcoll.core.loads import PHASES
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import ImageTrees, Schedule, Tree
 from optcoll.exceptions import ExportError
 from optcoll.sim.quotient import tree_representatives
 from optcoll.sim.simulator import piece_order
@@ -287,11 +287,15 @@ def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) ->
     starts = schedule.stats.get("starts") if priority == "timetable" else None
     phases = PHASES.get(schedule.collective, (reverse,))
     phase = phases.index(reverse) if reverse in phases else 0
-    representatives = getattr(schedule.trees, "representatives", None) if equivariant else None
+    trees = schedule.trees
+    representatives = (
+        trees.representatives if equivariant and isinstance(trees, ImageTrees) else None
+    )
     firsts = [0]
     for rep in representatives or ():
         firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
-    image_of = tree_representatives(schedule.trees) if representatives is not None else []
+    # tree i's tie key is its representative's (not representative i mod their number)
+    image_of = tree_representatives(trees) if isinstance(trees, ImageTrees) else []
     orders: list[Place] = []
     offset = 0
     for i, tree in enumerate(schedule.trees):

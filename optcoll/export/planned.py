@@ -32,6 +32,13 @@ current_time``). :func:`astra_sim_shortest_message` is the fewest bytes a messag
 to take at least 1 ns on every link of a topology (``ceil`` of its fastest link's bytes
 per ns); given it, :func:`planned_traces` writes the fastest of plan's candidates whose
 every message has at least that many bytes, with that candidate's time.
+
+Planned for ASTRA-sim (``store_and_forward``: every hop forwards a whole message, first
+come first served; a step schedule's message leaves once its sender is ready), the choice
+can differ from ``optcoll plan``'s, which plans for cut-through links. With
+``versus_plan``, :func:`planned_traces` also runs that plan and says why its choice is not
+written (``passed_over``): it has no trace form, a message of it is under 1 ns, or it is
+slower with store-and-forward links (its time there).
 """
 
 from __future__ import annotations
@@ -393,6 +400,7 @@ def planned_traces(
 
 #: Why a candidate is not written as traces (``passed_over``).
 NO_TRACE_FORM = "no trace form (neither a tree schedule nor a step schedule)"
+#: Why a candidate with a message under :func:`astra_sim_shortest_message` is not written.
 SHORT = "a message under 1 ns on the fastest link (ASTRA-sim's least)"
 
 

@@ -850,7 +850,8 @@ def plan(
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
     of ``slice_bytes`` (four times as large, and again, where its task graph would exceed
     ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
-    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
+    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair (and every
+    other as fast: orders tie on whole chunks and part when sliced) then tries
     slices a quarter as large, and again, while that is faster by more than
     :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (a slice that still leaves
     whole chunks is the same run: skipped, not a reason to stop; with a per-step
@@ -1250,7 +1251,10 @@ class _Search:
         if self.network.store_and_forward:  # a switch holds one slice: down to the least
             fastest = max((r for r in self.network.rate if math.isfinite(r)), default=0.0)
             least = max(MIN_SLICE, math.ceil(fastest * SLICE_US))
-        for start in pairs[:REFINED]:
+        # and every pair as fast as the fastest: orders tie where each link carries whole
+        # chunks one at a time, and part once the chunks are sliced
+        tied = [t for t in pairs[REFINED:] if t.time_us <= pairs[0].time_us]
+        for start in pairs[:REFINED] + tied:
             if start.slice_bytes is None:
                 continue
             for factor in factors:

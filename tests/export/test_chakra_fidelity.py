@@ -80,6 +80,14 @@ def test_step_schedule_without_rendezvous_runs_as_its_traces():
 
 def test_plan_tries_slices_below_a_whole_chunk_with_cut_through_links():
     """ring:8 allreduce 1 MiB, no overhead: 512 KiB and 128 KiB slices both leave the 64 KiB
-    chunks whole (the same run); the search used to stop there (10.6750 µs)."""
-    [row] = plan(build("ring:8"), "allreduce", [2**20], overhead=0.0, default_latency=LATENCY)
-    assert (row.method, row.slice_bytes, round(row.time_us, 4)) == ("optimal (k=2)", 32768, 10.3474)
+    chunks whole (the same run, every order tied); the search used to stop there (10.6750
+    µs), and to refine only the first of the tied orders (32 KiB in the data's order:
+    10.3474 µs). In the depth order 32 KiB slices run 9.675 µs, as the export's traces with
+    store-and-forward links (reduce-scatter: 5.5875 then, 5.0875 now)."""
+    topology = build("ring:8")
+    common = {"overhead": 0.0, "default_latency": LATENCY}
+    [row] = plan(topology, "allreduce", [2**20], **common)
+    assert (row.method, row.priority, row.slice_bytes, round(row.time_us, 4)) == (
+        "optimal (k=2)", "depth", 32768, 9.675)  # fmt: skip
+    [row] = plan(topology, "reduce_scatter", [2**20], **common)
+    assert (row.priority, row.slice_bytes, round(row.time_us, 4)) == ("depth", 32768, 5.0875)

@@ -257,7 +257,9 @@ def _report(
             if plain is not None and (plain["method"], plain["time_us"]) != (
                 entry["method"], entry["plan_time_us"]):  # fmt: skip
                 lines.append(
-                    f"  optcoll plan (cut-through links): {plain['method']}, {plain['time_us']} µs"
+                    f"  optcoll plan (cut-through links): {plain['method']}, {plain['time_us']} "
+                    "µs; planned here as ASTRA-sim runs traces (every hop forwards a whole "
+                    "message, first come first served; a message leaves once its sender is ready)"
                 )
             lines += [f"  passed over: {line}" for line in entry["passed_over"]]
         if key is not None:

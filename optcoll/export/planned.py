@@ -271,7 +271,9 @@ def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> li
     for row in rows:
         ran = {m: (p, s) for m, p, s in row.orders}
         ranked = []
-        for t, m in sorted((t, m) for m, t in row.candidates if t is not None and m in ran):
+        # fastest first, plan's own choice first among equals (PlannedChoice.ranked)
+        timed = ((t, m != row.method, m) for m, t in row.candidates if t is not None and m in ran)
+        for t, _, m in sorted(timed):
             # the winner runs its own schedule (a timetable's, a ring's), the others theirs
             schedule = row.schedule if m == row.method else _schedule_of(options, m)
             form = _steps_of(options, m) or schedule

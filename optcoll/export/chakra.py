@@ -51,8 +51,9 @@ from typing import Any
 
 from optcoll.core.arguments import schedule_argument, size_argument
 from optcoll.core.loads import PHASES
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import ImageTrees, Schedule, Tree
 from optcoll.exceptions import ExportError
+from optcoll.sim.quotient import tree_representatives
 from optcoll.sim.simulator import piece_order
 
 __all__ = ["chakra_traces", "smallest_chunk_message", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
@@ -286,10 +287,15 @@ def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) ->
     starts = schedule.stats.get("starts") if priority == "timetable" else None
     phases = PHASES.get(schedule.collective, (reverse,))
     phase = phases.index(reverse) if reverse in phases else 0
-    representatives = getattr(schedule.trees, "representatives", None) if equivariant else None
+    trees = schedule.trees
+    representatives = (
+        trees.representatives if equivariant and isinstance(trees, ImageTrees) else None
+    )
     firsts = [0]
     for rep in representatives or ():
         firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
+    # tree i's tie key is its representative's (not representative i mod their number)
+    image_of = tree_representatives(trees) if isinstance(trees, ImageTrees) else []
     orders: list[Place] = []
     offset = 0
     for i, tree in enumerate(schedule.trees):
@@ -300,7 +306,7 @@ def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) ->
             ((e.dst, e.src) if reverse else (e.src, e.dst)): edges - 1 - j if reverse else j
             for j, e in enumerate(tree.edges)
         }
-        tie = None if representatives is None else firsts[i % len(representatives)]
+        tie = None if representatives is None else firsts[image_of[i]]
         orders.append(_numbered(place, position, offset, phase * edges,
                                 len(phases) * edges, tie))  # fmt: skip
         offset += tree.chunks * count * len(phases) * edges

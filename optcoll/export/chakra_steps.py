@@ -24,12 +24,13 @@ simulator's equal slices); in the checker's numbering (:mod:`optcoll.verify.chak
 chunks lists them (``optcoll_chunk_list``, JSON), so ``optcoll check-et`` executes the
 traces and judges what every rank ends with.
 
-What the traces cannot say: plan's simulator lets a message leave only once its receiver
-has also finished its previous step (a rendezvous); a Chakra send depends only on its own
-rank's nodes, so in the traces (and in ASTRA-sim) a message may leave earlier. Where a
-step's partners finish their previous steps together (every node in every step, ``N`` a
-power of two, alike links) the two agree; elsewhere ``optcoll simulate`` of the traces
-may differ from plan's time (measured in ``docs/chakra.md``).
+What the traces cannot say: a rendezvous. A Chakra send depends only on its own rank's
+nodes, so in the traces (and in ASTRA-sim, whose ``sim_send`` starts a message at once) a
+message leaves once its sender has finished its previous step. Plan for store-and-forward
+links (ASTRA-sim's model, ``export --format chakra``'s default) runs step schedules so
+(:mod:`optcoll.sim.steps`), and ``optcoll simulate`` of the traces gives its time; plan
+for cut-through links also waits for the receiver, so there the traces may run faster or
+slower where a step's partners finish their previous steps apart.
 
 Examples
 --------

@@ -99,6 +99,9 @@ def export_chakra(request: ExportRequest) -> ExportReport:
                 "switch_model": request.switch_model or "store-and-forward",
                 "passed_over": list(one.passed_over),
             }
+            if one.plan_method is not None:  # optcoll plan's own (cut-through links)
+                entry["optcoll_plan"] = {"method": one.plan_method,
+                                         "time_us": round(one.plan_time_us or 0.0, 4)}  # fmt: skip
             bound, factor = None, None
             if isinstance(one.schedule, StepSchedule):
                 # executed by verify_steps when plan routed it; the traces by check-et below
@@ -195,6 +198,7 @@ def _plan(request: ExportRequest) -> tuple[Any, list[PlannedTraces]]:
         store_and_forward=request.switch_model != "cut-through",
         # ASTRA-sim times a message in whole ns: none shorter than 1 ns on its links
         shortest_message=astra_sim_shortest_message(topology),
+        versus_plan=True,  # where optcoll plan's own choice differs, say why
     )
 
 
@@ -236,13 +240,8 @@ def _report(
         if "method" in entry:
             piece = entry["slice_bytes"]
             chosen = "" if entry["planned"] == entry["method"] else (
-                f" (plan chose {entry['planned']}; "
-                + ("messages under 1 ns on the fastest link, ASTRA-sim's least: "
-                   + "; ".join(entry["passed_over"])
-                   if entry["passed_over"] else "it has no trace form")
-                + ")"
-            )  # fmt: skip
-            if "steps" in entry:
+                f" (plan chose {entry['planned']})")  # fmt: skip
+            if "steps" in entry and entry["switch_model"] == "cut-through":
                 chosen += (
                     "; a message leaves once its sender is ready (plan also waits for the "
                     "receiver: simulate may differ where partners finish steps apart)"
@@ -254,6 +253,15 @@ def _report(
                 f"({entry['switch_model']} switches); these traces simulated "
                 f"{entry['file_time_us']} µs ({entry['gap']:+.2%}), check-et: correct"
             )
+            plain = entry.get("optcoll_plan")
+            if plain is not None and (plain["method"], plain["time_us"]) != (
+                entry["method"], entry["plan_time_us"]):  # fmt: skip
+                lines.append(
+                    f"  optcoll plan (cut-through links): {plain['method']}, {plain['time_us']} "
+                    "µs; planned here as ASTRA-sim runs traces (every hop forwards a whole "
+                    "message, first come first served; a message leaves once its sender is ready)"
+                )
+            lines += [f"  passed over: {line}" for line in entry["passed_over"]]
         if key is not None:
             lines.append(f'  ASTRA-sim system JSON: "{key}": ["{entry["prefix"]}"]')
             comm = entry["astra_sim_comm_size"]

@@ -32,6 +32,13 @@ current_time``). :func:`astra_sim_shortest_message` is the fewest bytes a messag
 to take at least 1 ns on every link of a topology (``ceil`` of its fastest link's bytes
 per ns); given it, :func:`planned_traces` writes the fastest of plan's candidates whose
 every message has at least that many bytes, with that candidate's time.
+
+Planned for ASTRA-sim (``store_and_forward``: every hop forwards a whole message, first
+come first served; a step schedule's message leaves once its sender is ready), the choice
+can differ from ``optcoll plan``'s, which plans for cut-through links. With
+``versus_plan``, :func:`planned_traces` also runs that plan and says why its choice is not
+written (``passed_over``): it has no trace form, a message of it is under 1 ns, or it is
+slower with store-and-forward links (its time there).
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ __all__ = [
     "ASTRA_SIM_COMM_SIZE",
     "astra_sim_shortest_message",
     "smallest_message",
+    "NO_TRACE_FORM",
 ]
 
 #: What ASTRA-sim's workload ``comm_size`` is for each collective, in terms of optcoll's
@@ -127,8 +135,8 @@ def smallest_message(traces: Sequence[bytes]) -> int:
     --------
     >>> from optcoll.topologies import build
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
-    >>> smallest_message(one.traces)  # 1 MiB over 4 ranks, k = 4 chunks: 64 KiB each
-    65536
+    >>> one.slice_bytes, smallest_message(one.traces)  # k = 4 chunks of 64 KiB, in 8 KiB slices
+    (8192, 8192)
     """
     sizes = [
         attr.value
@@ -146,7 +154,10 @@ class PlannedTraces:
     tree schedule's stats), plan's simulated
     time of it (``time_us``) and its lower bound, each rank's file (``traces``), and why
     the written candidate is not plan's choice (``passed_over``: one line per faster
-    candidate left out; empty when it is)."""
+    candidate left out; empty when it is). Planned for store-and-forward links with
+    ``versus_plan``: what ``optcoll plan`` itself chose (``plan_method``) and its time
+    (``plan_time_us``), with cut-through links; ``passed_over`` then also says why that
+    choice is not written."""
 
     size: int
     chosen: str
@@ -158,6 +169,8 @@ class PlannedTraces:
     schedule: Schedule | StepSchedule
     traces: tuple[bytes, ...]
     passed_over: tuple[str, ...] = ()
+    plan_method: str | None = None
+    plan_time_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +216,7 @@ def planned_choices(
     file_tasks: bool = False,
     every_candidate: bool = False,
     eager_steps: bool = False,
+    options: Sequence[Candidate] | None = None,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -212,6 +226,7 @@ def planned_choices(
     ``eager_steps``: the log-step candidates' messages sent eagerly
     (:meth:`~optcoll.sim.steps.RoutedSteps.sent_eagerly`), as an MSCCL++ plan puts them
     (:mod:`optcoll.export.mscclpp_steps`), not in plan's rendezvous.
+    ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`).
 
     Raises
     ------
@@ -228,7 +243,8 @@ def planned_choices(
     """
     if collective == "alltoall":
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
-    options = candidates(topology, collective, root=root)
+    if options is None:
+        options = candidates(topology, collective, root=root)
     if eager_steps:
         options = [
             o if o.steps is None else replace(o, steps=o.steps.sent_eagerly()) for o in options
@@ -263,7 +279,9 @@ def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> li
     for row in rows:
         ran = {m: (p, s) for m, p, s in row.orders}
         ranked = []
-        for t, m in sorted((t, m) for m, t in row.candidates if t is not None and m in ran):
+        # fastest first, plan's own choice first among equals (PlannedChoice.ranked)
+        timed = ((t, m != row.method, m) for m, t in row.candidates if t is not None and m in ran)
+        for t, _, m in sorted(timed):
             # the winner runs its own schedule (a timetable's, a ring's), the others theirs
             schedule = row.schedule if m == row.method else _schedule_of(options, m)
             form = _steps_of(options, m) or schedule
@@ -296,6 +314,7 @@ def planned_traces(
     choose_slice: bool = True,
     store_and_forward: bool = False,
     shortest_message: int = 1,
+    versus_plan: bool = False,
 ) -> list[PlannedTraces]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -305,7 +324,9 @@ def planned_traces(
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
     Plan's task budget bounds every task the traces hold (``file_tasks``), so that
-    ``optcoll simulate`` can run them.
+    ``optcoll simulate`` can run them. ``versus_plan`` (with ``store_and_forward``): also
+    plan as ``optcoll plan`` does (cut-through links) and say, where its choice is not the
+    one written, why (:func:`_versus_plan`).
 
     Raises
     ------
@@ -319,21 +340,30 @@ def planned_traces(
     >>> from optcoll.topologies import build
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
     >>> one.method, one.slice_bytes, len(one.traces)
-    ('timetable (k=4)', 524288, 4)
+    ('timetable (k=4)', 8192, 4)
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0,
-    ...                        shortest_message=2**17)  # k = 4 chunks of 64 KiB: too short
-    >>> one.method, smallest_message(one.traces), one.passed_over[0]
-    ('multiport Swing', 131072, 'timetable (k=4): 65536 B < 131072 B')
+    ...                        shortest_message=2**17)  # 8 KiB slices: too short
+    >>> one.method, smallest_message(one.traces), one.passed_over[0].split(",")[0]
+    ('multiport Swing', 131072, 'timetable (k=4): 8192 B < 131072 B')
     """
+    options = candidates(topology, collective, root=root) if collective != "alltoall" else None
     choices = planned_choices(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
-        store_and_forward=store_and_forward, file_tasks=True,
+        store_and_forward=store_and_forward, file_tasks=True, options=options,
     )  # fmt: skip
+    plain: list[SizePlan | None] = [None] * len(choices)
+    if versus_plan and store_and_forward:
+        assert options is not None  # planned_choices refused an all-to-all
+        plain = list(plan(topology, collective, sizes, root=root, overhead=overhead,
+                          slice_bytes=slice_bytes, default_latency=default_latency,
+                          choose_slice=choose_slice, options=options))  # fmt: skip
     network = Network.of(topology, default_latency, store_and_forward=store_and_forward)
     found = []
-    for choice in choices:
+    for choice, row in zip(choices, plain, strict=True):
         passed_over = []
+        if all(r.method != choice.chosen for r in choice.ranked):
+            passed_over.append(f"{choice.chosen}: {NO_TRACE_FORM}")
         for best in choice.ranked:
             traces: list[bytes] | None = None
             if isinstance(best.schedule, Schedule):  # known without writing the traces
@@ -348,13 +378,15 @@ def planned_traces(
                     traces = _written(best, choice.size, topology, network, overhead,
                                       store_and_forward)  # fmt: skip
                 break
-            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B")
+            passed_over.append(f"{best.method}: {smallest} B < {shortest_message} B, {SHORT}")
         else:
             raise ExportError(
                 f"at {choice.size} bytes every candidate of plan sends a message of fewer than "
                 f"{shortest_message} bytes (under 1 ns on the fastest link: ASTRA-sim frees the "
                 "link in 0 ns); give a larger size"
             )
+        if row is not None:
+            passed_over += _versus_plan(row, choice, best, passed_over, options or ())
         found.append(
             PlannedTraces(
                 choice.size,
@@ -369,9 +401,45 @@ def planned_traces(
                 else best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
                 tuple(traces),
                 tuple(passed_over),
+                None if row is None else row.method,
+                None if row is None else row.time_us,
             )  # fmt: skip
         )
     return found
+
+
+#: Why a candidate is not written as traces (``passed_over``).
+NO_TRACE_FORM = "no trace form (neither a tree schedule nor a step schedule)"
+#: Why a candidate with a message under :func:`astra_sim_shortest_message` is not written.
+SHORT = "a message under 1 ns on the fastest link (ASTRA-sim's least)"
+
+
+def _versus_plan(
+    row: SizePlan,
+    choice: PlannedChoice,
+    written: Ranked,
+    named: Sequence[str],
+    options: Sequence[Candidate],
+) -> list[str]:
+    """Why ``optcoll plan``'s choice ``row`` (cut-through links) is not the ``written``
+    candidate of ``choice`` (planned for store-and-forward links): no line where it is,
+    or where a line of ``named`` already says why."""
+    method = row.method
+    if method == written.method or any(line.startswith(f"{method}: ") for line in named):
+        return []
+    if _steps_of(options, method) is None and row.schedule is None:
+        return [f"{method}: {NO_TRACE_FORM}"]
+    stored = next((r.time_us for r in choice.ranked if r.method == method), None)
+    with_stored = (
+        f"{stored:.4f} µs" if stored is not None
+        else f"cannot beat {written.method}'s {written.time_us:.4f} µs (its busiest link or "
+             "latency floor)"
+    )  # fmt: skip
+    return [
+        f"{method}: {row.time_us:.4f} µs in optcoll plan (cut-through links), {with_stored} "
+        "with store-and-forward links (ASTRA-sim moves every message whole across every hop, "
+        "first come first served)"
+    ]
 
 
 def _written(

@@ -779,7 +779,11 @@ def chakra_tasks(
     slice: a transfer of ``b`` bytes moves ``b / count`` per loop, ``count`` the slices of the
     largest transfer. A link serves its waiting slices earliest loop first; traces whose
     nodes carry ``optcoll_order`` (as :func:`optcoll.export.chakra.chakra_traces` writes
-    sliced traces) are served in that order, then by loop.
+    sliced traces) are served in that order, then by loop. Such traces are already cut
+    into slices (each send one, as plan ran it): they run once, every send moved whole as
+    ASTRA-sim moves it, whatever ``slice_bytes`` (step traces cut a message at chunk
+    boundaries, so a slice may exceed plan's by a byte: sliced again, every transfer would
+    be halved).
     """
     compute = traces.members or tuple(topology.compute_nodes)
     missing = [v for v in compute if v not in topology.compute_nodes]
@@ -796,7 +800,13 @@ def chakra_tasks(
         for node in nodes
         if kinds.get(node.type) == "send"
     ]
-    count, _ = _slices(max(sizes, default=1), slice_bytes)
+    sliced = any(
+        node.get("optcoll_order") is not None
+        for nodes in traces.nodes
+        for node in nodes
+        if kinds.get(node.type) == "send"
+    )
+    count = 1 if sliced else _slices(max(sizes, default=1), slice_bytes)[0]
     _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
     found: dict[str, dict[str, tuple[str, ...]]] = {}

@@ -90,6 +90,7 @@ __all__ = [
     "quotient_tasks",
     "simulate_quotient",
     "translate_ties",
+    "tree_representatives",
     "topology_quotient",
     "check_expanded",
 ]
@@ -537,10 +538,9 @@ def expand_simulation(run: Simulation, quotient: Quotient, network: Network) -> 
 def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
     """The equivariant keys of the full task graph of a compact schedule
     (:func:`optcoll.sim.simulator.schedule_tasks`), numbered as :func:`quotient_tasks`
-    numbers the representative tasks: every tree builds the tasks of its representative,
-    in the same order, and the trees come root by root (:meth:`~optcoll.core.schedule.Rotations.expand`
-    orders them so, stably), root ``g(r)``'s trees the images of those of its orbit's
-    representative root ``r``, in the representatives' order."""
+    numbers the representative tasks: every tree builds the tasks of its representative
+    (:func:`tree_representatives`), in the same order, so its tasks take the keys of its
+    representative's."""
     trees = schedule.trees
     assert isinstance(trees, ImageTrees)
     reps = trees.representatives
@@ -551,6 +551,30 @@ def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
     first = [0]
     for u in units:
         first.append(first[-1] + u * per_unit)
+    keys: list[int] = []
+    for rep in tree_representatives(trees):
+        keys.extend(range(first[rep], first[rep + 1]))
+    return keys
+
+
+def tree_representatives(trees: ImageTrees) -> list[int]:
+    """Per tree of ``trees``, the index of the representative tree it is an image of.
+
+    The trees come root by root (:meth:`~optcoll.core.schedule.Rotations.expand` orders
+    them so, stably), root ``g(r)``'s trees the images of those of its orbit's
+    representative root ``r``, in the representatives' order. With several representative
+    roots (a group acting freely, not transitively) tree ``i`` is not in general the image
+    of representative ``i mod`` their number.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> from optcoll.schedules.packing import pack_arborescences
+    >>> trees = pack_arborescences(build("mesh:4x4")).trees  # 4 root orbits of 4 nodes
+    >>> len(trees.representatives), tree_representatives(trees)[:8]  # not i mod 6
+    (6, [0, 1, 2, 3, 0, 2, 3, 4])
+    """
+    reps = trees.representatives
     of_root: dict[str, list[int]] = {}
     for number, tree in enumerate(reps):
         of_root.setdefault(tree.root, []).append(number)
@@ -565,14 +589,12 @@ def translate_ties(schedule: Schedule, graph: TaskGraph) -> list[int]:
                 if w not in orbit_root:
                     orbit_root[w] = root
                     ahead.append(w)
-    keys: list[int] = []
+    found: list[int] = []
     seen: dict[str, int] = {}
     for tree in trees:
-        numbers = of_root[orbit_root[tree.root]]
-        rep = numbers[seen.get(tree.root, 0)]
+        found.append(of_root[orbit_root[tree.root]][seen.get(tree.root, 0)])
         seen[tree.root] = seen.get(tree.root, 0) + 1
-        keys.extend(range(first[rep], first[rep + 1]))
-    return keys
+    return found
 
 
 def check_expanded(

@@ -850,9 +850,11 @@ def plan(
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
     of ``slice_bytes`` (four times as large, and again, where its task graph would exceed
     ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
-    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair then tries
+    with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair (and every
+    other as fast: orders tie on whole chunks and part when sliced) then tries
     slices a quarter as large, and again, while that is faster by more than
-    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (with a per-step
+    :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (a slice that still leaves
+    whole chunks is the same run: skipped, not a reason to stop; with a per-step
     ``overhead``, also slices four times as large, while they are faster). A candidate
     whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
     at one slice per chunk gets no time there, and so does one that provably cannot win: its
@@ -861,9 +863,9 @@ def plan(
     The search stops once the fastest is within :data:`SLICE_GAIN` of the lower bound.
     ``store_and_forward``: switches store and forward every slice
     (:attr:`optcoll.sim.simulator.Network.store_and_forward`, ASTRA-sim's analytical
-    backend), so smaller slices can win there (the refinement starts from the first slice
-    smaller than a chunk and goes down to one of :data:`SLICE_US` on the fastest link, at
-    least :data:`MIN_SLICE`); the lower bound is the cut-through one. ``file_tasks``:
+    backend), so smaller slices can win there (the refinement goes down to one of
+    :data:`SLICE_US` on the fastest link, at least :data:`MIN_SLICE`); the lower bound is
+    the cut-through one. ``file_tasks``:
     ``max_tasks`` bounds a candidate's whole task graph, not the one orbit of it its
     quotient simulates, as a file written of the plan (an export that ``optcoll
     simulate`` runs task by task) holds every task. ``every_candidate``: also time the
@@ -1252,9 +1254,14 @@ class _Search:
         if self.network.store_and_forward:  # a switch holds one slice: down to the least
             fastest = max((r for r in self.network.rate if math.isfinite(r)), default=0.0)
             least = max(MIN_SLICE, math.ceil(fastest * SLICE_US))
+        # and every pair as fast as the fastest: orders tie where each link carries whole
+        # chunks one at a time, and part once the chunks are sliced; and in-network
+        # candidates simulated from their quotient
         folds = [t for t in pairs[REFINED:]
                  if t.option.aggregation is not None and self.quotient(t.option) is not None]  # fmt: skip
-        for start in pairs[:REFINED] + folds:
+        folded = {id(t) for t in folds}
+        tied = [t for t in pairs[REFINED:] if t.time_us <= pairs[0].time_us and id(t) not in folded]
+        for start in pairs[:REFINED] + folds + tied:
             if start.slice_bytes is None:
                 continue
             for factor in factors:
@@ -1265,13 +1272,10 @@ class _Search:
                         piece = least
                     if piece < least or piece > MAX_SLICE:
                         break
-                    if (
-                        (self.network.store_and_forward or current.option.aggregation)
-                        and factor < 1
-                        and self.count(current.option, piece)
-                        == self.count(current.option, previous)
-                    ):  # still whole chunks: a switch forwards them whole, and an NVLS
-                        continue  # candidate's finer slices may fold into its quotient
+                    if factor < 1 and self.count(current.option, piece) == self.count(
+                        current.option, previous
+                    ):  # still whole chunks: the same run; finer slices may still win (a
+                        continue  # relay forwards a slice once all of it is in)
                     smaller = self.run(current.option, current.priority, piece)
                     if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break

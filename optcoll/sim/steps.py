@@ -27,6 +27,16 @@ message leaves once its sender has received every message sent to it in earlier 
 whatever its receiver does: an MSCCL++ plan puts so (its target is fresh,
 :mod:`optcoll.export.mscclpp_steps`), and ``export --format mscclpp`` plans with it.
 
+On a store-and-forward network (:attr:`optcoll.sim.simulator.Network.store_and_forward`,
+ASTRA-sim's analytical backend) there is no rendezvous: a message leaves once its
+*sender* has finished its previous step, as ASTRA-sim's ``sim_send`` puts a message on
+the network at once whether or not its receiver has posted the receive (astra-sim 518bd51,
+``network_frontend/analytical/congestion_aware/CongestionAwareNetworkApi.cc`` lines
+36-79; a receive posted after the message arrived completes at once,
+``common/CommonNetworkApi.cc`` lines 116-124), and as Chakra traces of the schedule say it
+(:mod:`optcoll.export.chakra_steps`: a send depends only on its own rank's nodes). A
+node's step then also ends no earlier than its previous one.
+
 Examples
 --------
 >>> from optcoll.topologies import build
@@ -204,6 +214,9 @@ def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -
     (:attr:`RoutedSteps.eager`), a message arrives no sooner than ``overhead`` plus its
     path's latency after the latest such bound of the messages its sender received in
     earlier steps: the longest chain of them.
+    Without a rendezvous on a store-and-forward ``network`` (ASTRA-sim's model) a message
+    leaves once its sender's previous step ended, its sends included: the floor is then
+    the longest chain of such messages, step by step.
 
     Examples
     --------
@@ -228,6 +241,16 @@ def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -
             for v, us in arrive.items():
                 held[v] = max(held.get(v, 0.0), us)
         return max(held.values(), default=0.0)
+    if network.store_and_forward:  # no rendezvous: each node's end, step by step
+        end: dict[str, float] = {}
+        for step in routed.schedule.steps:
+            after = dict(end)
+            for send in step:
+                arrives = end.get(send.src, 0.0) + overhead + path_us[(send.src, send.dst)]
+                for v in (send.src, send.dst):
+                    after[v] = max(after.get(v, 0.0), arrives)
+            end = after
+        return max(end.values(), default=0.0)
     total: dict[str, float] = {}
     for step in routed.schedule.steps:
         slowest: dict[str, float] = {}
@@ -249,7 +272,9 @@ def step_tasks(
     graph: TaskGraph | None = None,
 ) -> TaskGraph:
     """The transfers of ``routed`` for an ``size``-byte collective (see the module
-    docstring), added to ``graph`` (default: a new one).
+    docstring: a message waits for its sender's and its receiver's previous steps, only
+    its sender's on a store-and-forward ``network``), added to ``graph`` (default: a new
+    one).
 
     Raises
     ------
@@ -270,13 +295,17 @@ def step_tasks(
     # per node, a task that ends with the last step it took part in (a join: no
     # overhead, no data, after every slice it sent or received then); sent eagerly, one
     # that ends once every message sent to it so far has arrived (after the slices it
-    # received in its last step that received, and that step's join before them)
+    # received in its last step that received, and that step's join before them); on a
+    # store-and-forward network (no rendezvous), one after every slice it sent or received
+    # and its previous step's join
     last: dict[str, int] = {}
     eager = routed.eager
+    sender_only = network.store_and_forward
     for step in schedule.steps:
         took: dict[str, list[int]] = {}
         for send in schedule.posted(step):
-            ends = (send.src,) if eager else (send.src, send.dst)
+            # the nodes whose previous step it waits for: both, or its sender alone
+            ends = (send.src,) if eager or sender_only else (send.src, send.dst)
             after = sorted({last[v] for v in ends if v in last})
             message = block * len(send.blocks)
             pieces = message_slices(message, slice_bytes)
@@ -294,7 +323,7 @@ def step_tasks(
                 took.setdefault(send.src, []).extend(tasks)
             took.setdefault(send.dst, []).extend(tasks)
         for node, tasks in took.items():
-            before = [last[node]] if eager and node in last else []
+            before = [last[node]] if (eager or sender_only) and node in last else []
             last[node] = graph.add(None, (), 0.0, tasks + before)
     return graph
 

@@ -58,6 +58,7 @@ from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of, mscclpp_placements, mscclpp_plan, pipeline_unit
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan, nvls_unit
+from optcoll.export.mscclpp_reduce_broadcast import mscclpp_reduce_broadcast_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
@@ -201,6 +202,8 @@ def file_choice(
     refused: list[str] = []
     network = sim.network(topology)
     offered = list(choice.ranked)
+    if fmt == "mscclpp":  # reduce + broadcast trees (mscclpp_reduce_broadcast_plan)
+        offered = sorted(offered + list(choice.reduce_broadcast), key=lambda r: r.time_us)
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif choice.in_network and choice.in_network[0].method == choice.chosen:
@@ -387,7 +390,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             )  # fmt: skip
         )
     lines.append(f"  not carried by {fmt}: {not_carried(fmt, request.runtime)}")
-    if isinstance(ranked.schedule, AggregationSchedule):
+    switched = isinstance(ranked.schedule, AggregationSchedule) and not _on_gpus(ranked.schedule)
+    if switched:
         lines.append(f"  switch channels: {SWITCH_COST}")
     warnings = [f"not written ({why})" for why in best.refused]
     data = {
@@ -395,7 +399,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         "files": entries,
         "compared": compared,
         "not_carried": not_carried(fmt, request.runtime),
-        "switch_cost": SWITCH_COST if isinstance(ranked.schedule, AggregationSchedule) else None,
+        "switch_cost": SWITCH_COST if switched else None,
         "warnings": warnings,
     }
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
@@ -405,6 +409,10 @@ def _what(ranked: Ranked) -> str:
     """A candidate's shape in words: its steps, switch channels or its k."""
     if isinstance(ranked.schedule, StepSchedule):
         return f"{ranked.schedule.num_steps} steps"
+    if _on_gpus(ranked.schedule):
+        return (
+            f"k = {ranked.schedule.k}, reduce + broadcast over {len(ranked.schedule.trees)} trees"
+        )
     if isinstance(ranked.schedule, AggregationSchedule):
         return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
@@ -416,9 +424,15 @@ def file_slice(ranked: Ranked, topology: Any) -> int | None:
     its ``glres`` moves a unit at a time, one transfer on each switch, and cutting units
     into plan's slices (8 KiB on nvl72 at 1 GiB) would build 8 times the 22 million tasks
     its units already take there."""
-    if isinstance(ranked.schedule, AggregationSchedule):
+    if isinstance(ranked.schedule, AggregationSchedule) and not _on_gpus(ranked.schedule):
         return nvls_unit(topology)
     return ranked.slice_bytes
+
+
+def _on_gpus(schedule: Any) -> bool:
+    """Whether ``schedule`` is plan's reduce + broadcast over trees of the GPUs
+    (:attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`), not switch channels."""
+    return isinstance(schedule, AggregationSchedule) and "unit_bytes" in schedule.stats
 
 
 def program_texts(
@@ -440,6 +454,17 @@ def program_texts(
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
+    if _on_gpus(schedule):  # only MSCCL++ is offered them
+        assert isinstance(schedule, AggregationSchedule)
+        for placement, path in placement_paths(base, mscclpp_placements("allreduce"),
+                                               request.placement, what="MSCCL++"):  # fmt: skip
+            text = mscclpp_reduce_broadcast_plan(
+                schedule, placement=placement, name=name, boxes=boxes_of(topology),
+                unit_size=schedule.stats["unit_bytes"], min_message_size=low,
+                max_message_size=high,
+            ).text  # fmt: skip
+            out.append((path, text, placement))
+        return out
     if isinstance(schedule, AggregationSchedule):  # only MSCCL++ is offered them
         for placement, path in placement_paths(base, ("outofplace", "inplace"),
                                                request.placement, what="MSCCL++"):  # fmt: skip

@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import cast
 
 from optcoll.core.aggregation import AggregationSchedule
-from optcoll.core.schedule import Tree
+from optcoll.core.schedule import Schedule, Tree
 from optcoll.exceptions import ExportError
 from optcoll.export.mscclpp import (
     ALIGNMENT,
@@ -175,8 +176,9 @@ def mscclpp_reduce_broadcast_plan(
         raise ExportError(f"the trees carry {first} chunks, expected k = {schedule.k}")
     shape = _Shape(nodes, schedule.k, schedule.topology)
     box = {v: (boxes or {}).get(v, f"\0{v}") for v in nodes}
-    # a reduce's steps over each tree's own range of the one k-chunk buffer
-    steps, chunks = _steps(shape, "reduce", segments, 1)
+    # a reduce's steps over each tree's own range of the one k-chunk buffer (_steps reads
+    # only the compute nodes and k of its schedule)
+    steps, chunks = _steps(cast(Schedule, shape), "reduce", segments, 1)
     _pack(steps, {s[0]: nodes.index(s[1]) for s in segments} if interleave else None)
     heaviest = max(_load(steps, unit_size is not None).values(), default=0)
     try:

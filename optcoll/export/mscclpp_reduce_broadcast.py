@@ -21,8 +21,9 @@ children's partial sums (put into its scratch), sums them with its input (``re``
 into its output, releases the range's semaphore, and its broadcast block (acquiring it
 unit by unit) puts the sum into its children's outputs, each child forwarding it down.
 The reduction and the broadcast of a range run in two thread blocks of the same id on
-every GPU, each step a ``pipeline`` over units of ``unit_size`` bytes, so the broadcast of
-unit ``i`` runs while unit ``i + 1`` is reduced, as plan's slices do: with
+every GPU (up to 32 ranges; beyond, ranges share blocks as the tree writer packs them),
+each step a ``pipeline`` over units of ``unit_size`` bytes, so the broadcast of unit
+``i`` runs while unit ``i + 1`` is reduced, as plan's slices do: with
 :func:`tree_unit`, plan's piece (its slice, or the whole chunk where that is smaller) is
 the unit, so a relay forwards what plan's relay forwards. Every written region is
 written once; the block order (phase, level, range) makes every wait follow the signal
@@ -62,7 +63,6 @@ from optcoll.export.mscclpp import (
     MscclppPlan,
     Segment,
     _check_tree,
-    _interleave,
     _Limit,
     _load,
     _pack,
@@ -127,7 +127,6 @@ def mscclpp_reduce_broadcast_plan(
     unit_size: int | None = None,
     min_message_size: int = 0,
     max_message_size: int | None = None,
-    interleave: bool = False,
 ) -> MscclppPlan:
     """The MSCCL++ plan of an allreduce that reduces up and broadcasts down the trees of
     ``schedule`` (deterministic; see the module docstring).
@@ -148,9 +147,6 @@ def mscclpp_reduce_broadcast_plan(
     min_message_size, max_message_size : int
         The band of message sizes the plan serves (default: all the executor's 16-bit
         unit counts and 32-bit offsets allow).
-    interleave : bool
-        A root's ranges share its thread blocks and run unit by unit in one pipeline
-        (:func:`optcoll.export.mscclpp.mscclpp_plan`'s ``interleave``; needs a unit size).
 
     Raises
     ------
@@ -163,8 +159,6 @@ def mscclpp_reduce_broadcast_plan(
         raise ExportError(f"placement must be outofplace or inplace, got {placement!r}")
     if unit_size is not None and (unit_size <= 0 or unit_size % ALIGNMENT):
         raise ExportError(f"unit_size must be a positive multiple of {ALIGNMENT}, got {unit_size}")
-    if interleave and unit_size is None:
-        raise ExportError("interleave: a plan with a unit_size only")
     nodes = schedule.compute_nodes
     segments: list[Segment] = []
     first = 0
@@ -179,7 +173,7 @@ def mscclpp_reduce_broadcast_plan(
     # a reduce's steps over each tree's own range of the one k-chunk buffer (_steps reads
     # only the compute nodes and k of its schedule)
     steps, chunks = _steps(cast(Schedule, shape), "reduce", segments, 1)
-    _pack(steps, {s[0]: nodes.index(s[1]) for s in segments} if interleave else None)
+    _pack(steps)
     heaviest = max(_load(steps, unit_size is not None).values(), default=0)
     try:
         if heaviest > MAX_OPS:
@@ -190,8 +184,6 @@ def mscclpp_reduce_broadcast_plan(
             f"{placement}",
             steps, chunks, box, min_message_size, max_message_size, unit_size, "Simple",
         )  # fmt: skip
-        if interleave:
-            _interleave(document)
     except _Limit as err:
         raise ExportError(
             f"no MSCCL++ reduce + broadcast plan fits the executor's limits: {err}"

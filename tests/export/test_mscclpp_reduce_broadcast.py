@@ -123,5 +123,3 @@ def test_switch_trees_and_bad_units_are_refused():
         mscclpp_reduce_broadcast_plan(schedule, unit_size=24)
     with pytest.raises(ExportError, match="placement"):
         mscclpp_reduce_broadcast_plan(schedule, placement="both")
-    with pytest.raises(ExportError, match="interleave"):
-        mscclpp_reduce_broadcast_plan(schedule, interleave=True)

@@ -259,7 +259,9 @@ def reduce_broadcast_trees(
     if exact <= max_chunks:
         return _trees(packing, [int(x * exact) for x in weights])
     peeled = _peeled(topology, packing, max_chunks)
-    if peeled is not None:
+    # a re-solve on a residual graph that fell apart gives forests: no allreduce trees
+    spanning = len(topology.node_ids) - 1
+    if peeled is not None and all(len(edges) == spanning for edges, _ in peeled):
         trees = tuple(_rooted(edges, count) for edges, count in peeled)
         if tree_time_factor(topology, trees) == packing.time_factor:
             return trees

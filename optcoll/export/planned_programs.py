@@ -9,7 +9,9 @@ judges them fastest first, and one it refuses gives its place to the next candid
 tree schedule (its ``k`` and trees, :func:`optcoll.export.msccl.msccl_program` /
 :func:`optcoll.export.mscclpp.mscclpp_plan`) or a log-step schedule
 (:func:`optcoll.export.msccl_steps.msccl_step_program` /
-:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`). Each file is judged by its
+:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`); for MSCCL++ also plan's reduce +
+broadcast tree candidates, on top of those four
+(:func:`optcoll.export.mscclpp_reduce_broadcast.mscclpp_reduce_broadcast_plan`). Each file is judged by its
 independent checker (MSCCL: with the topology, so every pair it connects must be joined by
 a link or switches) and run by the simulator's reader (:mod:`optcoll.sim.programs`) at
 ``S`` with plan's slice size; the report gives both times, so the difference is stated,

@@ -50,12 +50,14 @@ from fractions import Fraction
 
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
-from optcoll.core.schedule import Schedule
+from optcoll.core.schedule import Schedule, Tree
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces, smallest_chunk_message
 from optcoll.export.chakra_steps import step_traces
+from optcoll.export.mscclpp_reduce_broadcast import tree_unit
+from optcoll.schedules.spanning_tree_allreduce import aggregation_trees
 from optcoll.sim.programs import ChakraTraces, chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
@@ -200,6 +202,11 @@ class PlannedChoice:
     lower_bound_us: float
     ranked: tuple[Ranked, ...]
     in_network: tuple[Ranked, ...] = ()
+    #: The reduce + broadcast tree candidates (double binary, spanning, shallow trees) as
+    #: aggregation schedules whose apexes are compute nodes, fastest first: formats with a
+    #: reduce + broadcast writer (MSCCL++, :mod:`optcoll.export.mscclpp_reduce_broadcast`)
+    #: hold them.
+    reduce_broadcast: tuple[Ranked, ...] = ()
 
 
 def planned_choices(
@@ -263,12 +270,16 @@ def planned_choices(
         file_tasks=file_tasks,
         every_candidate=every_candidate,
     )
-    return ranked_choices(rows, options)
+    return ranked_choices(rows, options, topology)
 
 
-def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> list[PlannedChoice]:
+def ranked_choices(
+    rows: Sequence[SizePlan], options: Sequence[Candidate], topology: Topology | None = None
+) -> list[PlannedChoice]:
     """Each planned size's choice (``rows`` of :func:`optcoll.sim.size_plan.plan` over
-    ``options``) and its candidates a file can hold, fastest first.
+    ``options``) and its candidates a file can hold, fastest first; given the
+    ``topology`` planned, also its reduce + broadcast tree candidates
+    (:attr:`PlannedChoice.reduce_broadcast`).
 
     Raises
     ------
@@ -297,9 +308,32 @@ def ranked_choices(rows: Sequence[SizePlan], options: Sequence[Candidate]) -> li
             for t, m in sorted((t, m) for m, t in row.candidates if t is not None)
             if m in aggregated and m in ran
         )
+        reduce_broadcast = tuple(
+            Ranked(t, m, *ran[m], _reduce_broadcast(topology, m, option.trees, row.size, ran[m][1]))
+            for t, m in sorted((t, m) for m, t in row.candidates if t is not None)
+            if topology is not None and m in ran
+            for option in options
+            if option.method == m and option.trees and option.phases == (True, False)
+            and not option.down
+        )  # fmt: skip
         found.append(PlannedChoice(row.size, row.method, row.time_us, row.lower_bound_us,
-                                   tuple(ranked), in_network))  # fmt: skip
+                                   tuple(ranked), in_network, reduce_broadcast))  # fmt: skip
     return found
+
+
+def _reduce_broadcast(
+    topology: Topology, method: str, trees: Sequence[Tree], size: int, slice_bytes: int | None
+) -> AggregationSchedule:
+    """Plan's candidate ``method`` that reduces up and broadcasts down ``trees`` (phases
+    ``(True, False)``) as an aggregation schedule whose apexes are the trees' roots, with
+    the ``pipeline`` unit that moves plan's piece at ``size`` (``stats.unit_bytes``,
+    :func:`optcoll.export.mscclpp_reduce_broadcast.tree_unit`)."""
+    k = sum(t.chunks for t in trees)
+    return AggregationSchedule(
+        topology.name, topology.compute_nodes, k, aggregation_trees(trees),
+        topology_hash=topology.content_hash,
+        stats={"method": method, "unit_bytes": tree_unit(size, k, slice_bytes)},
+    )  # fmt: skip
 
 
 def planned_traces(

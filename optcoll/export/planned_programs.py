@@ -9,7 +9,9 @@ judges them fastest first, and one it refuses gives its place to the next candid
 tree schedule (its ``k`` and trees, :func:`optcoll.export.msccl.msccl_program` /
 :func:`optcoll.export.mscclpp.mscclpp_plan`) or a log-step schedule
 (:func:`optcoll.export.msccl_steps.msccl_step_program` /
-:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`). Each file is judged by its
+:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`); for MSCCL++ also plan's reduce +
+broadcast tree candidates, on top of those four
+(:func:`optcoll.export.mscclpp_reduce_broadcast.mscclpp_reduce_broadcast_plan`). Each file is judged by its
 independent checker (MSCCL: with the topology, so every pair it connects must be joined by
 a link or switches) and run by the simulator's reader (:mod:`optcoll.sim.programs`) at
 ``S`` with plan's slice size; the report gives both times, so the difference is stated,
@@ -67,6 +69,7 @@ from optcoll.export.mscclpp import (
     pipeline_unit,
 )
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
+from optcoll.export.mscclpp_reduce_broadcast import mscclpp_reduce_broadcast_plan
 from optcoll.export.mscclpp_steps import mscclpp_step_plan
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
@@ -102,7 +105,10 @@ __all__ = [
 ]
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
-#: as files; the one whose file runs fastest is kept.
+#: as files; the one whose file runs fastest is kept. Reduce + broadcast tree candidates
+#: among them (MSCCL++: :attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`) do
+#: not count: offered on top, they displace no file that ran faster (mesh:4x4 allreduce at
+#: 16M, overhead 1: the ring's 160.32 µs file, against the spanning trees' 180.53).
 FILE_CANDIDATES = 4
 
 #: What each format cannot carry of plan's choice (printed with every file).
@@ -269,6 +275,8 @@ def file_choice(
     refused: list[str] = []
     network = sim.network(topology)
     offered = list(choice.ranked)
+    if fmt == "mscclpp":  # reduce + broadcast trees (mscclpp_reduce_broadcast_plan)
+        offered = sorted(offered + list(choice.reduce_broadcast), key=lambda r: r.time_us)
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif any(r.method == choice.chosen for r in choice.in_network):  # ties: either first
@@ -277,8 +285,11 @@ def file_choice(
     relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
     while True:
-        # a relayed MSCCL program rides beside the candidates it would push out of the pool
-        while sum(id(t[2]) not in relayed for t in pool) < FILE_CANDIDATES:
+        # a relayed MSCCL program, and reduce + broadcast trees, ride beside the candidates:
+        # they take no other candidate's place
+        while sum(id(t[2]) not in relayed and not _on_gpus(t[2].schedule) for t in pool) < (
+            FILE_CANDIDATES
+        ):
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
@@ -471,7 +482,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             )  # fmt: skip
         )
     lines.append(f"  not carried by {fmt}: {not_carried(fmt, request.runtime)}")
-    if isinstance(ranked.schedule, AggregationSchedule):
+    switched = isinstance(ranked.schedule, AggregationSchedule) and not _on_gpus(ranked.schedule)
+    if switched:
         lines.append(f"  switch channels: {SWITCH_COST}")
     warnings = [f"not written ({why})" for why in best.refused]
     data = {
@@ -479,7 +491,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         "files": entries,
         "compared": compared,
         "not_carried": not_carried(fmt, request.runtime),
-        "switch_cost": SWITCH_COST if isinstance(ranked.schedule, AggregationSchedule) else None,
+        "switch_cost": SWITCH_COST if switched else None,
         "warnings": warnings,
     }
     return ExportReport([path for path, _, _ in files], data, lines, warnings)
@@ -522,9 +534,19 @@ def _what(ranked: Ranked) -> str:
     """A candidate's shape in words: its steps, switch channels or its k."""
     if isinstance(ranked.schedule, StepSchedule):
         return f"{ranked.schedule.num_steps} steps"
+    if _on_gpus(ranked.schedule):
+        return (
+            f"k = {ranked.schedule.k}, reduce + broadcast over {len(ranked.schedule.trees)} trees"
+        )
     if isinstance(ranked.schedule, AggregationSchedule):
         return "switch channels (glres on each GPU's shard)"
     return f"k = {ranked.schedule.k}"
+
+
+def _on_gpus(schedule: Any) -> bool:
+    """Whether ``schedule`` is plan's reduce + broadcast over trees of the GPUs
+    (:attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`), not switch channels."""
+    return isinstance(schedule, AggregationSchedule) and "unit_bytes" in schedule.stats
 
 
 def program_texts(
@@ -553,6 +575,17 @@ def program_texts(
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
+    if _on_gpus(schedule):  # only MSCCL++ is offered them
+        assert isinstance(schedule, AggregationSchedule)
+        for placement, path in placement_paths(base, mscclpp_placements("allreduce"),
+                                               request.placement, what="MSCCL++"):  # fmt: skip
+            text = mscclpp_reduce_broadcast_plan(
+                schedule, placement=placement, name=name, boxes=boxes_of(topology),
+                unit_size=schedule.stats["unit_bytes"], min_message_size=low,
+                max_message_size=high,
+            ).text  # fmt: skip
+            out.append((path, text, placement))
+        return out
     if isinstance(schedule, AggregationSchedule):  # only MSCCL++ is offered them
         for placement, path in placement_paths(base, ("outofplace", "inplace"),
                                                request.placement, what="MSCCL++"):  # fmt: skip

@@ -23,9 +23,11 @@ the base trees under the group are the trees; each carries :data:`CHUNKS` of the
 message's chunks, so a tree's share moves in two slices even where it fits in one.
 
 The routed edges relay through compute nodes without a step, as the step schedules'
-messages do (:mod:`optcoll.sim.steps`); the tree verifiers and the MSCCL, MSCCL++ and
-Chakra tree writers accept relays by switches only, so these trees are simulated and
-planned, not written as schedule files. Their data flow is checked as the four steps
+messages do (:mod:`optcoll.sim.steps`); the tree verifiers and the MSCCL and Chakra tree
+writers accept relays by switches only, so these trees are simulated and planned, not
+written as schedule files; MSCCL++ plans hold them as GPU-to-GPU puts
+(:mod:`optcoll.export.mscclpp_reduce_broadcast`), which ``simulate`` routes on its own
+paths. Their data flow is checked as the four steps
 of messages it is (leaves to hubs, hubs to roots and back) by
 :func:`optcoll.verify.steps.verify_steps` (``tests/schedules/test_shallow_trees.py``).
 

@@ -63,6 +63,7 @@ __all__ = [
     "reduce_broadcast_trees",
     "tree_time_factor",
     "spanning_tree_schedule",
+    "aggregation_trees",
     "rooted_schedule",
     "is_spanning_tree_allreduce",
     "rooted_optimum",
@@ -258,7 +259,9 @@ def reduce_broadcast_trees(
     if exact <= max_chunks:
         return _trees(packing, [int(x * exact) for x in weights])
     peeled = _peeled(topology, packing, max_chunks)
-    if peeled is not None:
+    # a re-solve on a residual graph that fell apart gives forests: no allreduce trees
+    spanning = len(topology.node_ids) - 1
+    if peeled is not None and all(len(edges) == spanning for edges, _ in peeled):
         trees = tuple(_rooted(edges, count) for edges, count in peeled)
         if tree_time_factor(topology, trees) == packing.time_factor:
             return trees
@@ -437,15 +440,7 @@ def spanning_tree_schedule(
     topology = as_topology(topology)
     packing = spanning_tree_packing(topology)
     trees = reduce_broadcast_trees(topology, tolerance=tolerance, packing=packing)
-    aggregation = tuple(
-        AggregationTree(
-            tree.root,
-            tree.chunks,
-            tuple(TreeEdge(e.dst, e.src, tuple(reversed(e.path))) for e in tree.edges),
-            tree.edges,
-        )
-        for tree in trees
-    )
+    aggregation = aggregation_trees(trees)
     time_factor = tree_time_factor(topology, trees)
     cut = reduction_cut(topology).time_factor
     bound = partition_bound(topology, "allreduce")
@@ -463,6 +458,28 @@ def spanning_tree_schedule(
             "proved": bound.exact and time_factor == bound.time_factor,
             "gap_to_cut_bound": str(time_factor / cut),
         },
+    )
+
+
+def aggregation_trees(trees: Sequence[Tree]) -> tuple[AggregationTree, ...]:
+    """``trees`` (broadcast direction, as :func:`reduce_broadcast_trees` and plan's other
+    reduce + broadcast candidates hold them) as aggregation trees: apex the root, the
+    in-tree the edges reversed (paths too), the out-tree the edges.
+
+    Examples
+    --------
+    >>> chain = Tree("a", 1, (TreeEdge("a", "b", ("a", "b")),))
+    >>> aggregation_trees([chain])[0].reduce_edges
+    (TreeEdge(src='b', dst='a', path=('b', 'a')),)
+    """
+    return tuple(
+        AggregationTree(
+            tree.root,
+            tree.chunks,
+            tuple(TreeEdge(e.dst, e.src, tuple(reversed(e.path))) for e in tree.edges),
+            tree.edges,
+        )
+        for tree in trees
     )
 
 

@@ -229,7 +229,9 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     """
     schedule = ranked.schedule
     if request.format == "msccl":
-        return [(False, None)] + ([(True, None)] if split_choice(request, ranked) else [])
+        return [
+            (split, None) for split in (False, True) if not split or split_choice(request, ranked)
+        ]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
         return [(False, None)]
     coarse = pipeline_unit(topology, schedule)

@@ -202,16 +202,12 @@ def planned_choices(
     store_and_forward: bool = False,
     file_tasks: bool = False,
     every_candidate: bool = False,
-    eager_steps: bool = False,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
-    ``eager_steps``: the log-step candidates' messages sent eagerly
-    (:meth:`~optcoll.sim.steps.RoutedSteps.sent_eagerly`), as an MSCCL++ plan puts them
-    (:mod:`optcoll.export.mscclpp_steps`), not in plan's rendezvous.
 
     Raises
     ------
@@ -229,10 +225,6 @@ def planned_choices(
     if collective == "alltoall":
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
     options = candidates(topology, collective, root=root)
-    if eager_steps:
-        options = [
-            o if o.steps is None else replace(o, steps=o.steps.sent_eagerly()) for o in options
-        ]
     rows = plan(
         topology,
         collective,

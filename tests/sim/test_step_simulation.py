@@ -1,5 +1,5 @@
 """Step schedules in the simulator: on a star the simulated time is the closed form
-exactly; plan and compare run them as candidates by name.
+exactly where no link is shared at once; plan and compare run them as candidates by name."""
 
 from __future__ import annotations
 

@@ -241,11 +241,6 @@ def _report(
             piece = entry["slice_bytes"]
             chosen = "" if entry["planned"] == entry["method"] else (
                 f" (plan chose {entry['planned']})")  # fmt: skip
-            if "steps" in entry and entry["switch_model"] == "cut-through":
-                chosen += (
-                    "; a message leaves once its sender is ready (plan also waits for the "
-                    "receiver: simulate may differ where partners finish steps apart)"
-                )
             lines.append(
                 f"  plan: {entry['method']}{chosen}, slices of "
                 f"{'whole chunks' if piece is None else size_text(piece)}, order "
@@ -259,7 +254,7 @@ def _report(
                 lines.append(
                     f"  optcoll plan (cut-through links): {plain['method']}, {plain['time_us']} "
                     "µs; planned here as ASTRA-sim runs traces (every hop forwards a whole "
-                    "message, first come first served; a message leaves once its sender is ready)"
+                    "message, first come first served)"
                 )
             lines += [f"  passed over: {line}" for line in entry["passed_over"]]
         if key is not None:

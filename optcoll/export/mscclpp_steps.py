@@ -40,13 +40,12 @@ step went to the same GPU, whose link then took them one at a time (dgx-h100:2 h
 (direct + one-shot) allreduce at 1 MiB: 20.90 µs in rank order, 17.70 rotated, which plan
 now says too).
 
-What the plan cannot carry: a message's slices each paying plan's overhead, and plan's
-rendezvous (a message leaves once its sender and its receiver are done with their last
-step; a put leaves once its sender has received what earlier steps send it, its target
-being fresh): ``export --format mscclpp`` plans the schedule sent so
-(:meth:`~optcoll.sim.steps.RoutedSteps.sent_eagerly`), which the file then runs exactly
-on one thread block with one range a message (torus 4x4 allreduce at 1 MiB, no
-overhead, Swing (latency): 77.157 µs both, plan's rendezvous 67.915). On ``G > 1`` thread
+What the plan cannot carry: a message's slices each paying plan's overhead. A put leaves
+once its sender has received what earlier steps send it, its target being fresh, as plan
+simulates a step message (:mod:`optcoll.sim.steps`), so on one thread block with one range
+a message the file runs exactly in plan's time (torus 4x4 allreduce at 1 MiB, no overhead,
+Swing (latency): 77.157 µs both; a rendezvous, which plan ran until session 13, gave
+67.915). On ``G > 1`` thread
 blocks a block goes on once its own stretch has arrived, a message of several ranges is
 a put each, and the overhead is charged per op: there the file runs apart
 (``docs/log_step.md``).

@@ -34,7 +34,7 @@ per ns); given it, :func:`planned_traces` writes the fastest of plan's candidate
 every message has at least that many bytes, with that candidate's time.
 
 Planned for ASTRA-sim (``store_and_forward``: every hop forwards a whole message, first
-come first served; a step schedule's message leaves once its sender is ready), the choice
+come first served), the choice
 can differ from ``optcoll plan``'s, which plans for cut-through links. With
 ``versus_plan``, :func:`planned_traces` also runs that plan and says why its choice is not
 written (``passed_over``): it has no trace form, a message of it is under 1 ns, or it is
@@ -222,7 +222,6 @@ def planned_choices(
     store_and_forward: bool = False,
     file_tasks: bool = False,
     every_candidate: bool = False,
-    eager_steps: bool = False,
     options: Sequence[Candidate] | None = None,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
@@ -230,9 +229,6 @@ def planned_choices(
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
-    ``eager_steps``: the log-step candidates' messages sent eagerly
-    (:meth:`~optcoll.sim.steps.RoutedSteps.sent_eagerly`), as an MSCCL++ plan puts them
-    (:mod:`optcoll.export.mscclpp_steps`), not in plan's rendezvous.
     ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`).
 
     Raises
@@ -252,10 +248,6 @@ def planned_choices(
         raise ExportError("all-to-all traces follow the optimal routes: export them without a plan")
     if options is None:
         options = candidates(topology, collective, root=root)
-    if eager_steps:
-        options = [
-            o if o.steps is None else replace(o, steps=o.steps.sent_eagerly()) for o in options
-        ]
     rows = plan(
         topology,
         collective,

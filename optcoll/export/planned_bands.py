@@ -104,7 +104,6 @@ def planned_bands(
             topology, request.collective, sizes, root=request.root, overhead=sim.overhead,
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
-            eager_steps=request.format == "mscclpp",
         )  # fmt: skip
     cache: dict[tuple[int, bool, int | None], Any] = {}
     runs: list[list[FileChoice]] = []

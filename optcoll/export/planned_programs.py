@@ -412,7 +412,6 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         topology, request.collective, [size], root=request.root, overhead=sim.overhead,
         default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
         choose_slice=request.slice is None, every_candidate=True,
-        eager_steps=request.format == "mscclpp",
     )  # fmt: skip
     best = file_choice(request, topology, choice, sim)
     ranked, files, times = best.ranked, best.files, best.times

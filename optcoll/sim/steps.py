@@ -13,29 +13,18 @@ simulator (:mod:`optcoll.sim.simulator`) and :func:`step_cost` its exact terms f
 In the simulator a message is one step of its connection (the sender-receiver pair),
 which pays the overhead, cut into slices as every transfer is, the messages of a step posted
 to the ranks after their senders first (:meth:`~optcoll.core.step_schedule.StepSchedule.posted`,
-as the MSCCL++ plans put them). A message of step ``s``
-leaves once its sender *and* its receiver have finished the last step before ``s`` they
-took part in (every message they sent or received then has fully arrived): each step is
-a send-receive, and a send waits for its receiver to be ready, as MPI's rendezvous
-protocol and NCCL's credit-based connections make it. So on a star of ``N`` nodes
-around one switch (links of bandwidth ``B`` and latency ``L``; a step sends at most one
-message from and one to each node), a node's step ends at the latest, over its messages
-``m`` of the step, of (the later of ``m``'s two nodes' previous step ends) ``+ o + 2 L +
-bytes(m) / B``, unsliced; with every message of a step equally large that is ``sum over
-steps of (o + 2 L + bytes / B)``. Sent eagerly (:meth:`RoutedSteps.sent_eagerly`) a
-message leaves once its sender has received every message sent to it in earlier steps,
-whatever its receiver does: an MSCCL++ plan puts so (its target is fresh,
-:mod:`optcoll.export.mscclpp_steps`), and ``export --format mscclpp`` plans with it.
-
-On a store-and-forward network (:attr:`optcoll.sim.simulator.Network.store_and_forward`,
-ASTRA-sim's analytical backend) there is no rendezvous: a message leaves once its
-*sender* has finished its previous step, as ASTRA-sim's ``sim_send`` puts a message on
-the network at once whether or not its receiver has posted the receive (astra-sim 518bd51,
-``network_frontend/analytical/congestion_aware/CongestionAwareNetworkApi.cc`` lines
-36-79; a receive posted after the message arrived completes at once,
-``common/CommonNetworkApi.cc`` lines 116-124), and as Chakra traces of the schedule say it
-(:mod:`optcoll.export.chakra_steps`: a send depends only on its own rank's nodes). A
-node's step then also ends no earlier than its previous one.
+as the MSCCL++ plans put them). A message of step ``s`` leaves once its sender has
+received every message sent to it in the steps before ``s`` (it holds what it forwards),
+whatever its receiver does: every runtime a file is written for sends so. An MSCCL++ put
+writes into fresh scratch (:mod:`optcoll.export.mscclpp_steps`), ASTRA-sim puts a Chakra
+send on the network at once (``sim_send``, astra-sim
+``network_frontend/analytical/congestion_aware/CongestionAwareNetworkApi.cc``), and an
+MSCCL/RCCL send runs ahead of its receiver up to its connection's FIFO slots. So on a
+star of ``N`` nodes around one switch (links of bandwidth ``B`` and latency ``L``; a
+step sends at most one message from and one to each node), a message of step ``s``
+arrives, unsliced, ``o + 2 L + bytes / B`` after the latest arrival at its sender in the
+steps before ``s``; where every node sends and receives in every step with messages of
+one size (``N = 2^k``) that is ``sum over steps of (o + 2 L + bytes / B)``.
 
 Examples
 --------
@@ -51,7 +40,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies, path_latency
@@ -96,11 +85,7 @@ Arc = tuple[str, str]
 class RoutedSteps:
     """A step schedule and the path of every (sender, receiver) pair it uses.
 
-    ``eager``: a message leaves once its sender has received every message sent to it in
-    earlier steps (what an MSCCL++ plan runs, :mod:`optcoll.export.mscclpp_steps`), not
-    once its sender and its receiver have both finished their previous steps (False: the
-    rendezvous of the module docstring). ``time_factor`` is the busiest link's load over
-    its bandwidth summed over all steps,
+    ``time_factor`` is the busiest link's load over its bandwidth summed over all steps,
     per ``data(M)`` bytes (:func:`optcoll.sim.simulator.data_bytes`: ``M / N``, ``M`` for
     a broadcast or a reduce; no run is faster than ``data(M)`` times it); ``step_factor``
     the sum over steps of each step's busiest link (a run whose steps do not overlap takes
@@ -111,25 +96,11 @@ class RoutedSteps:
     paths: dict[tuple[str, str], tuple[str, ...]]
     time_factor: Fraction
     step_factor: Fraction
-    eager: bool = False
 
     @property
     def method(self) -> str:
         """The schedule's name."""
         return self.schedule.method
-
-    def sent_eagerly(self) -> RoutedSteps:
-        """The same schedule and paths, each message leaving once its sender has received
-        every message sent to it in earlier steps (``eager``).
-
-        >>> from optcoll.topologies import build
-        >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allgather
-        >>> topo = build("star:4")
-        >>> routed = route_steps(topo, recursive_doubling_allgather(topo.compute_nodes))
-        >>> routed.eager, routed.sent_eagerly().eager
-        (False, True)
-        """
-        return replace(self, eager=True)
 
 
 def route_steps(
@@ -196,27 +167,19 @@ def message_slices(size: float, slice_bytes: int | None) -> int:
 def step_task_count(routed: RoutedSteps, size: int, slice_bytes: int | None) -> int:
     """How many tasks :func:`step_tasks` builds for an ``size``-byte collective."""
     block = routed.schedule.block_bytes(size)
-    eager = routed.eager
     count = 0
     for step in routed.schedule.steps:
         count += sum(message_slices(block * len(send.blocks), slice_bytes) for send in step)
-        # the joins: of every node of the step, or eagerly of those that receive
-        count += len({v for send in step for v in (send.dst,) + (() if eager else (send.src,))})
+        count += len({send.dst for send in step})  # the joins: one a receiving node
     return count
 
 
 def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -> float:
-    """A lower bound (µs) on the simulated time of ``routed`` whatever the size: a node's
-    step ends once every message it sends or receives in it has arrived, each no sooner
-    than ``overhead`` plus its path's latency after the node's previous step ended, so
-    no run ends before, for any node, the sum over the steps it takes part in of
-    ``overhead`` plus its slowest message's path latency. Sent eagerly
-    (:attr:`RoutedSteps.eager`), a message arrives no sooner than ``overhead`` plus its
-    path's latency after the latest such bound of the messages its sender received in
-    earlier steps: the longest chain of them.
-    Without a rendezvous on a store-and-forward ``network`` (ASTRA-sim's model) a message
-    leaves once its sender's previous step ended, its sends included: the floor is then
-    the longest chain of such messages, step by step.
+    """A lower bound (µs) on the simulated time of ``routed`` whatever the size: a message
+    leaves once every message sent to its sender in earlier steps has arrived and arrives
+    no sooner than ``overhead`` plus its path's latency later, so no run ends before the
+    longest chain of such messages, each sent by the previous one's receiver in a later
+    step.
 
     Examples
     --------
@@ -231,36 +194,15 @@ def step_latency_floor(routed: RoutedSteps, network: Network, overhead: float) -
     path_us = {
         key: sum(latency[a] for a in network.path(path)) for key, path in routed.paths.items()
     }
-    if routed.eager:
-        held: dict[str, float] = {}  # each node's latest arrival bound so far
-        for step in routed.schedule.steps:
-            arrive: dict[str, float] = {}
-            for send in step:
-                us = held.get(send.src, 0.0) + overhead + path_us[(send.src, send.dst)]
-                arrive[send.dst] = max(arrive.get(send.dst, 0.0), us)
-            for v, us in arrive.items():
-                held[v] = max(held.get(v, 0.0), us)
-        return max(held.values(), default=0.0)
-    if network.store_and_forward:  # no rendezvous: each node's end, step by step
-        end: dict[str, float] = {}
-        for step in routed.schedule.steps:
-            after = dict(end)
-            for send in step:
-                arrives = end.get(send.src, 0.0) + overhead + path_us[(send.src, send.dst)]
-                for v in (send.src, send.dst):
-                    after[v] = max(after.get(v, 0.0), arrives)
-            end = after
-        return max(end.values(), default=0.0)
-    total: dict[str, float] = {}
+    held: dict[str, float] = {}  # each node's latest arrival bound so far
     for step in routed.schedule.steps:
-        slowest: dict[str, float] = {}
+        arrive: dict[str, float] = {}
         for send in step:
-            us = path_us[(send.src, send.dst)]
-            for v in (send.src, send.dst):
-                slowest[v] = max(slowest.get(v, 0.0), us)
-        for v, us in slowest.items():
-            total[v] = total.get(v, 0.0) + overhead + us
-    return max(total.values(), default=0.0)
+            us = held.get(send.src, 0.0) + overhead + path_us[(send.src, send.dst)]
+            arrive[send.dst] = max(arrive.get(send.dst, 0.0), us)
+        for v, us in arrive.items():
+            held[v] = max(held.get(v, 0.0), us)
+    return max(held.values(), default=0.0)
 
 
 def step_tasks(
@@ -292,21 +234,14 @@ def step_tasks(
     schedule = routed.schedule
     block = schedule.block_bytes(size)
     arcs = {key: network.path(path) for key, path in routed.paths.items()}
-    # per node, a task that ends with the last step it took part in (a join: no
-    # overhead, no data, after every slice it sent or received then); sent eagerly, one
-    # that ends once every message sent to it so far has arrived (after the slices it
-    # received in its last step that received, and that step's join before them); on a
-    # store-and-forward network (no rendezvous), one after every slice it sent or received
-    # and its previous step's join
+    # per node, a task that ends once every message sent to it so far has arrived (a
+    # join: no overhead, no data, after the slices it received in its last step that
+    # received, and that step's join before them)
     last: dict[str, int] = {}
-    eager = routed.eager
-    sender_only = network.store_and_forward
     for step in schedule.steps:
         took: dict[str, list[int]] = {}
         for send in schedule.posted(step):
-            # the nodes whose previous step it waits for: both, or its sender alone
-            ends = (send.src,) if eager or sender_only else (send.src, send.dst)
-            after = sorted({last[v] for v in ends if v in last})
+            after = [last[send.src]] if send.src in last else []
             message = block * len(send.blocks)
             pieces = message_slices(message, slice_bytes)
             tasks = [
@@ -319,11 +254,9 @@ def step_tasks(
                 )
                 for piece in range(pieces)
             ]
-            if not eager:
-                took.setdefault(send.src, []).extend(tasks)
             took.setdefault(send.dst, []).extend(tasks)
         for node, tasks in took.items():
-            before = [last[node]] if (eager or sender_only) and node in last else []
+            before = [last[node]] if node in last else []
             last[node] = graph.add(None, (), 0.0, tasks + before)
     return graph
 

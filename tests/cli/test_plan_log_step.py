@@ -1,4 +1,5 @@
-"""optcoll plan lists the log-step candidates by name and says when one it cannot export wins."""
+"""optcoll plan lists the log-step candidates by name, and exports a winner whose partners
+no link joins by relaying its messages, saying what the file gets."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from optcoll.cli import main
 
 
-def test_plan_names_log_step_candidates_and_what_it_cannot_export(tmp_path, capsys):
+def test_plan_names_log_step_candidates_and_relays_what_no_link_joins(tmp_path, capsys):
     args = ["plan", "ring:8", "--collective", "allreduce", "--sizes", "1K",
             "--overhead", "1", "--latency", "0.5"]  # fmt: skip
     assert main([*args, "--json"]) == 0
@@ -17,6 +18,11 @@ def test_plan_names_log_step_candidates_and_what_it_cannot_export(tmp_path, caps
     assert row["method"] == "one-shot"  # one step: 7 messages of 1 KiB, each on its own path
     assert main([*args, "--export", str(tmp_path / "bands")]) == 0
     out = capsys.readouterr().out
-    # one-shot's partners up to 4 hops away share no link: MSCCL connects GPUs joined by one
-    assert "not exported as MSCCL" in out and "one-shot: check-xml: GPU 0 (n0) sends to GPU" in out
-    assert [p.suffix for p in sorted((tmp_path / "bands").iterdir())] == [".json", ".xml"]
+    # one-shot's partners up to 4 hops away share no link: the GPUs between relay them, each
+    # relay a receive and a send (rccl runs no rcs), so the file loses to plan and says so
+    assert "wrote" in out and "allreduce.0-maxB.one-shot.outofplace.xml" in out
+    assert "achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan;" in out
+    assert "40 messages relayed by GPUs between" in out
+    assert [p.name for p in sorted((tmp_path / "bands").iterdir())] == [
+        "allreduce.0-maxB.one-shot.outofplace.xml"
+    ]

@@ -56,13 +56,11 @@ def _one_partner(schedule):
                for v in schedule.compute_nodes)  # fmt: skip
 
 
-def _plan_time(topology, schedule, size, sim, *, eager=False):
-    routed = route_steps(topology, schedule)
-    if eager:
-        routed = routed.sent_eagerly()
+def _plan_time(topology, schedule, size, sim):
     return simulate_steps(
-        topology, routed, size, overhead=sim.overhead, slice_bytes=sim.slice_bytes
-    ).time_us
+        topology, route_steps(topology, schedule), size, overhead=sim.overhead,
+        slice_bytes=sim.slice_bytes,
+    ).time_us  # fmt: skip
 
 
 def _traces_time(topology, files, size, sim):
@@ -86,15 +84,19 @@ def _checked(files):
 @pytest.mark.parametrize(
     ("spec", "collective", "size", "exact"),
     [
-        # every node in every step, alike links: traces and plan give one time
         ("torus:4x4", "allreduce", 2**16, ["recursive doubling", "Rabenseifner",
                                           "Swing (latency)", "multiport Swing",
                                           "multiport Swing (latency)"]),
-        ("torus:4x4", "allgather", 2**22, ["recursive doubling", "Bruck", "multiport Swing"]),
-        ("ring:8", "allreduce", 2**20, ["recursive doubling", "Swing", "multiport Swing"]),
+        ("torus:4x4", "allgather", 2**22, ["recursive doubling", "Bruck", "Swing", "Bine", "PAT",
+                                          "multiport Swing"]),
+        ("ring:8", "allreduce", 2**20, ["Rabenseifner", "Swing", "multiport Swing"]),
     ],
 )  # fmt: skip
 def test_chakra_step_traces_reproduce_plan(spec, collective, size, exact):
+    """A trace's send waits only for what its rank received, as plan's message does, so
+    the traces run in plan's time (recursive doubling's ring:8 allreduce does not: its
+    second step's receive, which adds into the whole vector, waits for the rank's own
+    send of that vector, 79.400 against 78.400 µs)."""
     topology = build(spec)
     sim = SimOptions(1.0, 2**19)
     schedules = _schedules(topology, collective)
@@ -107,17 +109,24 @@ def test_chakra_step_traces_reproduce_plan(spec, collective, size, exact):
 
 
 def test_chakra_step_traces_everywhere_correct_within_tolerance():
-    """Where partners finish their steps apart (mesh 3x3, N = 9: folded ranks), a trace's
-    send leaves once its own rank is ready, where plan also waits for the receiver: the
-    times differ, measured within 10 % (docs/chakra.md); the data is right everywhere."""
+    """Where partners finish their steps apart (mesh 3x3, N = 9: folded ranks) the data is
+    right everywhere, and the traces run within 1 % of plan but where a receive waits for
+    the rank's own send of the data it adds into (a trace must not change data still to
+    be sent; plan's messages land in fresh buffers): Swing (latency) allreduce, 83.400
+    against 69.915 µs."""
     topology = build("mesh:3x3")
     sim = SimOptions(1.0, 2**19)
     for collective, size in (("allgather", 2**20), ("reduce_scatter", 2**16), ("allreduce", 2**20)):
         for schedule in _schedules(topology, collective).values():
             files = step_traces(schedule, size, slice_bytes=sim.slice_bytes)
             _checked(files)
-            planned = _plan_time(topology, schedule, size, sim)
-            assert abs(_traces_time(topology, files, size, sim) / planned - 1) < 0.10
+            ratio = _traces_time(topology, files, size, sim) / _plan_time(
+                topology, schedule, size, sim
+            )
+            if (collective, schedule.method) == ("allreduce", "Swing (latency)"):
+                assert 1.19 < ratio < 1.2
+            else:
+                assert abs(ratio - 1) < 0.01, (collective, schedule.method)
 
 
 def test_chakra_slices_cut_blocks_into_whole_chunks():
@@ -307,17 +316,15 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
 )  # fmt: skip
 def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, collective, size):
     """Every plan passes check-plan's execution; with no per-op overhead it runs as plan
-    simulates the schedule sent eagerly (RoutedSteps.sent_eagerly: a put leaves once its
-    GPU has received what earlier steps send it, its target being fresh), exactly. Plan's
-    rendezvous (the receiver's previous step ended too) keeps messages of consecutive
-    steps apart on the links that no file does: on torus 4x4 at 1 MiB Swing (latency)
-    67.915 µs against the file's 77.157, Rabenseifner 40.768 against 42.147, Swing 36.904
-    against 35.904 (on the widest paths' lexicographic first, Swing (latency) 87.886
-    against 88.886: least-loaded paths shortened the rendezvous' run more)."""
-    rendezvous = {
-        ("torus:4x4", "Swing (latency)"): 67.915,
-        ("torus:4x4", "Rabenseifner"): 40.768,
-        ("torus:4x4", "Swing"): 36.904,
+    simulates the schedule (a put leaves once its GPU has received what earlier steps
+    send it, its target being fresh), exactly: on torus 4x4 at 1 MiB Swing (latency)
+    77.157 µs, Rabenseifner 42.147, Swing 35.904 (a rendezvous, the receiver's previous
+    step ended too, which plan simulated until session 13, took 67.915, 40.768 and
+    36.904: no file ran so)."""
+    pinned = {
+        ("torus:4x4", "Swing (latency)"): 77.157,
+        ("torus:4x4", "Rabenseifner"): 42.147,
+        ("torus:4x4", "Swing"): 35.904,
     }
     topology = build(spec)
     free = SimOptions(0.0, 2**19)
@@ -337,36 +344,26 @@ def test_mscclpp_step_plans_execute_and_reproduce_plan_without_overhead(spec, co
             continue
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size)
         got = free.run(graph, network, size).time_us
-        assert got == pytest.approx(
-            _plan_time(topology, schedule, size, free, eager=True), rel=1e-12
-        ), schedule.method
-        if (spec, schedule.method) in rendezvous:
-            planned = _plan_time(topology, schedule, size, free)
-            assert round(planned, 3) == rendezvous[(spec, schedule.method)] != round(got, 3)
+        assert got == pytest.approx(_plan_time(topology, schedule, size, free), rel=1e-12), (
+            schedule.method
+        )
+        if (spec, schedule.method) in pinned:
+            assert round(got, 3) == pinned[(spec, schedule.method)]
 
 
 def test_mscclpp_export_plans_step_schedules_as_their_files_run():
-    """``export --format mscclpp --size`` plans with the step schedules sent eagerly, as
-    their plans put them: torus 4x4 allreduce at 1 MiB, no overhead, plan's Swing and
-    Trivance (latency, torus) take what their files simulate (35.9037 and 67.9146 µs),
-    where plan's rendezvous gives 36.9037 and 90.8861."""
+    """``export --format mscclpp --size`` plans the step schedules as their plans put
+    them: torus 4x4 allreduce at 1 MiB, no overhead, plan's Swing and Trivance (latency,
+    torus) take what their files simulate (35.9037 and 67.9146 µs; a rendezvous gave
+    36.9037 and 90.8861)."""
     topology = build("torus:4x4")
     sim = SimOptions(0.0, 2**19)
     network = sim.network(topology)
-    times = {}
-    for eager in (True, False):
-        [choice] = planned_choices(topology, "allreduce", [2**20], overhead=0.0,
-                                   every_candidate=True, eager_steps=eager)  # fmt: skip
-        times[eager] = {r.method: r for r in choice.ranked}
-    for method, eager, rendezvous in (
-        ("Swing", 35.9037, 36.9037),
-        ("Trivance (latency, torus)", 67.9146, 90.8861),
-    ):
-        ranked = times[True][method]
-        assert (round(ranked.time_us, 4), round(times[False][method].time_us, 4)) == (
-            eager,
-            rendezvous,
-        )
+    [choice] = planned_choices(topology, "allreduce", [2**20], overhead=0.0, every_candidate=True)
+    times = {r.method: r for r in choice.ranked}
+    for method, planned in (("Swing", 35.9037), ("Trivance (latency, torus)", 67.9146)):
+        ranked = times[method]
+        assert round(ranked.time_us, 4) == planned
         plan = mscclpp_step_plan(ranked.schedule, boxes=boxes_of(topology))
         graph = mscclpp_tasks(parse_plan(plan.document), topology, network, 2**20,
                               slice_bytes=ranked.slice_bytes)  # fmt: skip
@@ -396,12 +393,12 @@ def test_mscclpp_direct_steps_put_to_the_next_ranks_first(tmp_path):
     assert sim.run(graph, network, 2**20).time_us == pytest.approx(17.69923556, abs=1e-6)
 
 
-def test_trivance_exports_are_correct_and_mscclpp_runs_as_plan_sent_eagerly():
+def test_trivance_exports_are_correct_and_mscclpp_runs_as_plan_simulates():
     """Trivance (a node adds what both its partners 3^s away send) is written correctly in
-    every format; its MSCCL++ plans run as plan simulates the schedule sent eagerly (torus
-    4x4 allreduce at 1 MiB, no overhead: 67.915 µs for the torus form, 90.886 for the 1-D
-    one), where plan's rendezvous, each message waiting for its receiver's previous step
-    too, takes 90.886 and 99.372 (on the widest paths' lexicographic first the files took
+    every format; its MSCCL++ plans run as plan simulates the schedule (torus 4x4
+    allreduce at 1 MiB, no overhead: 67.915 µs for the torus form, 90.886 for the 1-D
+    one), where a rendezvous, each message waiting for its receiver's previous step too,
+    took 90.886 and 99.372 (on the widest paths' lexicographic first the files took
     68.915 and 101.372; 104.372 while a pws signalled every peer after the whole op's
     data)."""
     topology = build("torus:4x4")
@@ -420,13 +417,12 @@ def test_trivance_exports_are_correct_and_mscclpp_runs_as_plan_sent_eagerly():
             round(t, 3)
             for t in (
                 free.run(graph, network, 2**20).time_us,
-                _plan_time(topology, schedule, 2**20, free, eager=True),
                 _plan_time(topology, schedule, 2**20, free),
             )
         )
     assert found == {
-        "Trivance (latency)": (90.886, 90.886, 99.372),
-        "Trivance (latency, torus)": (67.915, 67.915, 90.886),
+        "Trivance (latency)": (90.886, 90.886),
+        "Trivance (latency, torus)": (67.915, 67.915),
     }
 
 
@@ -451,10 +447,9 @@ def test_mscclpp_step_plans_of_folded_ranks_execute_correctly(spec, collective):
 def test_rooted_step_schedules_export_in_every_format(collective):
     """Every broadcast and reduce step schedule from n1_1 on torus 4x4 is written as Chakra
     traces, MSCCL XML (a broadcast in and out of place) and an MSCCL++ plan, and every file
-    passes its checker's execution, which finds the root (rank 5) from the data; the
-    traces of the broadcast trees run as plan simulates them; a reduce's run faster
-    (Bine tree at 1 MiB: 52.943 against 62.429 µs): in plan a child's message waits for its
-    parent to end its previous step, in the traces only for its own rank."""
+    passes its checker's execution, which finds the root (rank 5) from the data; every
+    schedule's traces run as plan simulates it (a message waits only for what its sender
+    received: reduce Bine tree at 1 MiB, 62.429 µs both)."""
     topology = build("torus:4x4")
     sim = SimOptions(1.0, 2**19)
     schedules = {
@@ -471,11 +466,9 @@ def test_rooted_step_schedules_export_in_every_format(collective):
         _checked(files)
         traced = _traces_time(topology, files, 2**20, sim)
         planned = _plan_time(topology, schedule, 2**20, sim)
-        if collective == "broadcast" and method in ("binomial tree", "Bine tree",
-                                                     "multiport Bine tree"):  # fmt: skip
-            assert traced == pytest.approx(planned, rel=1e-9), method
-        elif collective == "reduce":  # a child's send need not wait for its parent's
-            assert traced <= planned * (1 + 1e-9), method  # previous step (plan's rendezvous)
+        assert traced == pytest.approx(planned, rel=1e-9), method
+        if (collective, method) == ("reduce", "Bine tree"):
+            assert round(traced, 3) == 62.429
         for placement in step_placements(collective):
             report = verify_text(msccl_step_program(schedule, placement=placement).text)
             assert report.ok and report.executed and report.root == 5, (method, placement)

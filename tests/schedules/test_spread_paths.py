@@ -91,7 +91,8 @@ def test_even_over_the_spines() -> None:
 
 def test_two_shot_on_a_leaf_spine_runs_faster() -> None:
     """Two-shot allreduce, 256 KiB, 1 µs overhead, 0.5 µs links: 21.688 µs with every
-    message through the first spine, 11.407 µs spread over the four (measured)."""
+    message through the first spine (21.278 since messages leave once their sender holds
+    what they carry), 11.407 µs spread over the four (measured)."""
     topology = build(LEAF_SPINE)
     schedule = two_shot_allreduce(topology.compute_nodes)
     routed = route_steps(topology, schedule)
@@ -110,4 +111,4 @@ def test_two_shot_on_a_leaf_spine_runs_faster() -> None:
         for r in (routed, type(routed)(schedule, first, routed.time_factor, routed.step_factor))
     ]
     assert times[0] == pytest.approx(11.407, abs=1e-3)
-    assert times[1] == pytest.approx(21.688, abs=1e-3)
+    assert times[1] == pytest.approx(21.278, abs=1e-3)

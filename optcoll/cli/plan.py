@@ -13,6 +13,7 @@ from optcoll.cli._core import (
     add_reader_options,
     add_sizes_option,
     command_inputs,
+    message_size,
     print_json,
     reader_options,
     sim_options,
@@ -54,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write the MSCCL file of each size band into DIR (log-step winners included)",
     )
+    parser.add_argument(
+        "--max-bytes",
+        type=message_size,
+        default=None,
+        metavar="SIZE",
+        help="with --export: largest message the files serve (default: no limit)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
 
 
@@ -65,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     from optcoll.sim.size_plan import candidates, plan
 
     inputs = command_inputs(args)
+    if args.max_bytes is not None and not args.export:
+        from optcoll.exceptions import ArgumentError
+
+        raise ArgumentError("--max-bytes bounds the --export files: give --export DIR")
     if args.plot:
         require_suffix(args.plot, PICTURE_SUFFIXES, "a picture")
         check_output(args.plot, force=args.force, inputs=inputs)
@@ -220,7 +232,7 @@ def _export(
     request = ExportRequest(
         args.topo, str(folder / f"{args.collective}.xml"), collective=args.collective,
         runtime=args.runtime, placement="both", root=args.root, overhead=args.overhead,
-        latency=args.latency, slice=args.slice, bands=True,
+        latency=args.latency, slice=args.slice, bands=True, max_bytes=args.max_bytes,
     )  # fmt: skip
 
     def stem(method: str) -> str:

@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     sim = sim_options(args)
     progress = sys.stderr.isatty()
     whole: Any = None  # a runner of its own (an MSCCL++ plan), else graph() is run
+    sliced_as_written = False  # Chakra traces already cut into plan's slices
     overhead, slice_bytes = sim.overhead, sim.slice_bytes
     sizes = args.sizes or list(SIZES)
     network = replace(
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             root = (traces.members or topology.compute_nodes)[traces.root]
         sizes = _chakra_sizes(traces.size, args.sizes, args.source)
         tasks = chakra_tasks(traces, topology, network, slice_bytes=slice_bytes)
+        sliced_as_written = traces.sliced
         if traces.members is not None and set(traces.members) != set(topology.compute_nodes):
             collective = None  # a process group's traces: the whole topology's bound does not apply
 
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
                 "source": str(args.source),
                 "collective": collective,
                 "overhead_us": overhead,
-                "slice_bytes": slice_bytes,
+                "slice_bytes": None if sliced_as_written else slice_bytes,
                 "results": rows,
             }
         )
@@ -201,7 +203,13 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{collective} on {topology.name} ({topology.num_compute} compute nodes): {args.source}; "
         f"overhead {overhead:g} µs per step, "
-        + ("whole chunks" if slice_bytes is None else f"slices up to {size_text(slice_bytes)}")
+        + (
+            "each send whole, as the traces are sliced"
+            if sliced_as_written
+            else "whole chunks"
+            if slice_bytes is None
+            else f"slices up to {size_text(slice_bytes)}"
+        )
     )
     if rows[0]["latency_bound_us"] is not None:
         print(

@@ -719,6 +719,18 @@ class ChakraTraces:
     root: int | None
     members: tuple[str, ...] | None
 
+    @property
+    def sliced(self) -> bool:
+        """Whether the traces are already cut into plan's slices: their sends carry
+        ``optcoll_order`` (:func:`optcoll.export.chakra.chakra_traces` writes it), and they
+        run once, each send whole (:func:`chakra_tasks`)."""
+        return any(
+            node.get("optcoll_order") is not None
+            for nodes in self.nodes
+            for node in nodes
+            if node.type == 5  # COMM_SEND_NODE
+        )
+
 
 def read_chakra(prefix: str) -> ChakraTraces:
     """Read ``PREFIX.<rank>.et`` with the trace checker's decoder; traces the checker finds
@@ -800,13 +812,7 @@ def chakra_tasks(
         for node in nodes
         if kinds.get(node.type) == "send"
     ]
-    sliced = any(
-        node.get("optcoll_order") is not None
-        for nodes in traces.nodes
-        for node in nodes
-        if kinds.get(node.type) == "send"
-    )
-    count = 1 if sliced else _slices(max(sizes, default=1), slice_bytes)[0]
+    count = 1 if traces.sliced else _slices(max(sizes, default=1), slice_bytes)[0]
     _check_size(2 * count * sum(len(nodes) for nodes in traces.nodes), count)
     routes: dict[tuple[int, int], tuple[int, ...]] = {}
     found: dict[str, dict[str, tuple[str, ...]]] = {}

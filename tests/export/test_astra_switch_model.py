@@ -50,8 +50,14 @@ def test_the_default_chakra_export_slices_below_a_chunk_on_a_switch(tmp_path):
                                 "--overhead", "0", "--switch-model", "store-and-forward",
                                 "--json"])  # fmt: skip
     assert status == 0, err
-    found = json.loads(out)["results"][0]["time_us"]
+    result = json.loads(out)
+    found = result["results"][0]["time_us"]
     assert abs(found / entry["plan_time_us"] - 1) < 1e-3, (found, entry)
+    assert result["slice_bytes"] is None  # each send whole, as written: not cut again
+    status, out, err = run_cli(["simulate", "star:8,bw=50", prefix, "--sizes", "1M",
+                                "--overhead", "0", "--switch-model", "store-and-forward"])  # fmt: skip
+    assert status == 0, err
+    assert "each send whole, as the traces are sliced" in out.splitlines()[0]
 
 
 def test_cut_through_planning_keeps_whole_chunks(tmp_path):

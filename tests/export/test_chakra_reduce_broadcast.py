@@ -10,6 +10,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from test_astra_sim_rules import astra_switch_time
 
 from optcoll.core.schedule import TreeEdge
 from optcoll.exceptions import ExportError
@@ -21,8 +22,6 @@ from optcoll.sim.simulator import Network
 from optcoll.topologies import build
 from optcoll.verify.chakra import verify_traces
 from optcoll.verify.chakra.wire import decode_trace
-
-from test_astra_sim_rules import astra_switch_time
 
 LATENCY = Fraction(1, 2)
 

@@ -47,7 +47,7 @@ slower with store-and-forward links (its time there).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import partial
@@ -80,6 +80,7 @@ __all__ = [
     "ASTRA_SIM_COMM_SIZE",
     "astra_sim_shortest_message",
     "smallest_message",
+    "reduces_and_broadcasts",
     "NO_TRACE_FORM",
 ]
 
@@ -228,7 +229,7 @@ def planned_choices(
     file_tasks: bool = False,
     every_candidate: bool = False,
     options: Sequence[Candidate] | None = None,
-    refined_methods: int = 0,
+    refined_methods: Collection[str] = (),
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -313,12 +314,25 @@ def ranked_choices(
             for t, m in sorted((t, m) for m, t in row.candidates if t is not None)
             if topology is not None and m in ran
             for option in options
-            if option.method == m and option.trees and option.phases == (True, False)
-            and not option.down
+            if option.method == m and reduces_and_broadcasts(option)
         )  # fmt: skip
         found.append(PlannedChoice(row.size, row.method, row.time_us, row.lower_bound_us,
                                    tuple(ranked), in_network, reduce_broadcast))  # fmt: skip
     return found
+
+
+def reduces_and_broadcasts(option: Candidate) -> bool:
+    """Whether plan's candidate ``option`` is an allreduce by reduce + broadcast over trees
+    of the compute nodes (phases ``(True, False)`` on the same trees):
+    :attr:`PlannedChoice.reduce_broadcast`.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [o.method for o in candidates(build("ring:8"), "allreduce") if reduces_and_broadcasts(o)]
+    ['double binary tree']
+    """
+    return bool(option.trees) and option.phases == (True, False) and not option.down
 
 
 def _reduce_broadcast(
@@ -354,9 +368,11 @@ def planned_traces(
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`) and write the traces of
     each size's choice. ASTRA-sim's analytical backend stores and forwards every message
-    at a switch: plan for it with ``store_and_forward=True`` (then the fastest pair of
-    each of the :data:`STORE_AND_FORWARD_REFINED` next fastest methods also searches for
-    its slice); it times a message in whole
+    at a switch: plan for it with ``store_and_forward=True`` (then the reduce + broadcast
+    tree candidates also search for their slice, as the fastest candidate does: first
+    come first served, a coarse first slice can hide them; mesh:4x4 allreduce at 256 MiB,
+    overhead 1: spanning trees 2,637.2 µs in 512 KiB slices, behind the ring's 2,518.1,
+    and 2,095.5 in 128 KiB slices); it times a message in whole
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
     Plan's task budget bounds every task the traces hold (``file_tasks``), so that
@@ -387,7 +403,8 @@ def planned_traces(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
         store_and_forward=store_and_forward, file_tasks=True, options=options,
-        refined_methods=STORE_AND_FORWARD_REFINED if store_and_forward else 0,
+        refined_methods=[o.method for o in options or () if reduces_and_broadcasts(o)]
+        if store_and_forward else (),
     )  # fmt: skip
     plain: list[SizePlan | None] = [None] * len(choices)
     if versus_plan and store_and_forward:
@@ -447,13 +464,6 @@ def planned_traces(
         )
     return found
 
-
-#: Planned for store-and-forward links, how many methods beyond the fastest also search for
-#: their slice (``refined_methods`` of :func:`optcoll.sim.size_plan.plan`): first come first
-#: served, a coarse first slice can hide the fastest (mesh:4x4 allreduce at 256 MiB,
-#: overhead 1: the spanning trees (reduce+broadcast) 2,637.2 µs in 512 KiB slices, behind
-#: the ring's 2,518.1, and 2,095.5 in 128 KiB slices).
-STORE_AND_FORWARD_REFINED = 3
 
 #: Why a candidate is not written as traces (``passed_over``).
 NO_TRACE_FORM = (

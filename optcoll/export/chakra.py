@@ -69,6 +69,8 @@ ASTRA_SIM_COLLECTIVES = {
     "alltoall": "all-to-all-implementation-custom",
 }
 _COMP, _SEND, _RECV = 4, 5, 6
+#: What a transfer or reduction carries: one chunk, or several (a tuple).
+Label = int | tuple[int, ...]
 
 
 @dataclass
@@ -92,24 +94,42 @@ class _Ranks:
         self.nodes[rank].append(node)
         return node.id
 
-    def transfer(self, src: int, dst: int, chunk: int, size: int, after: list[int],
+    def transfer(self, src: int, dst: int, chunk: Label, size: int, after: list[int],
                  before: list[int], place: tuple[float, int, int | None] | None = None,
                  ) -> tuple[int, int]:  # fmt: skip
-        """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``);
+        """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``)
+        of ``chunk`` (one chunk, or a tuple of the chunks it carries);
         ``place``: the send's place in its link's queue (``optcoll_order``) and its task
         number in the simulator (``optcoll_task``)."""
         tag = self.tags[(src, dst)]
         self.tags[(src, dst)] += 1
-        common: dict[str, Any] = {"comm_size": size, "comm_tag": tag, "optcoll_chunk": chunk}
+        common: dict[str, Any] = {"comm_size": size, "comm_tag": tag, **_label(chunk)}
         if place is not None:
             common["optcoll_order"], common["optcoll_task"], tie = place
             if tie is not None:
                 common["optcoll_tie"] = tie
-        send = self.add(src, _SEND, f"send c{chunk} to {dst}", after, comm_src=src,
+        send = self.add(src, _SEND, f"send {_named(chunk)} to {dst}", after, comm_src=src,
                         comm_dst=dst, **common)  # fmt: skip
-        recv = self.add(dst, _RECV, f"recv c{chunk} from {src}", before, comm_src=src,
+        recv = self.add(dst, _RECV, f"recv {_named(chunk)} from {src}", before, comm_src=src,
                         comm_dst=dst, **common)  # fmt: skip
         return send, recv
+
+
+def _label(chunk: Label) -> dict[str, int | str]:
+    """The chunk label of a node: ``optcoll_chunk``, or for several chunks a JSON
+    ``optcoll_chunk_list``."""
+    if isinstance(chunk, int):
+        return {"optcoll_chunk": chunk}
+    if len(chunk) == 1:
+        return {"optcoll_chunk": chunk[0]}
+    return {"optcoll_chunk_list": json.dumps(list(chunk))}
+
+
+def _named(chunk: Label) -> str:
+    """``c<chunk>`` or, for several, ``c<first>-<last>`` (node names)."""
+    if isinstance(chunk, int):
+        return f"c{chunk}"
+    return f"c{chunk[0]}" if len(chunk) == 1 else f"c{chunk[0]}-{chunk[-1]}"
 
 
 def chakra_traces(
@@ -462,7 +482,7 @@ def _reaches_all(root: int, children: dict[int, list[int]], n: int) -> bool:
 
 
 def _up(
-    tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
+    tree: tuple[int, dict[int, list[int]]], chunk: Label, size: int, ranks: _Ranks,
     place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
     """Reduce ``chunk`` toward the tree's root: every rank's last reduction and send up."""
@@ -479,15 +499,15 @@ def _up(
             received.append(recv)
         if received:  # one reduction of all: ASTRA-sim runs each COMP_NODE at least 1 ns
             from_ = ",".join(str(c) for c in children[v])
-            last[v] = ranks.add(v, _COMP, f"reduce c{chunk} from {from_}", received,
-                                optcoll_chunk=chunk)  # fmt: skip
+            last[v] = ranks.add(v, _COMP, f"reduce {_named(chunk)} from {from_}", received,
+                                **_label(chunk))  # fmt: skip
         else:
             last[v] = -1
     return last, sent
 
 
 def _down(
-    tree: tuple[int, dict[int, list[int]]], chunk: int, size: int, ranks: _Ranks,
+    tree: tuple[int, dict[int, list[int]]], chunk: Label, size: int, ranks: _Ranks,
     reduced: dict[int, int], sent_up: dict[int, int],
     place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> None:  # fmt: skip

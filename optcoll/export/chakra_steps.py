@@ -47,7 +47,7 @@ from collections import defaultdict
 from optcoll.core.arguments import size_argument
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
-from optcoll.export.chakra import _COMP, _RECV, _SEND, _chunk_bytes, _encode, _Ranks
+from optcoll.export.chakra import _COMP, _RECV, _SEND, _chunk_bytes, _encode, _label, _Ranks
 from optcoll.sim.steps import message_slices
 
 __all__ = ["step_traces", "MAX_CHUNKS_PER_BLOCK"]
@@ -118,7 +118,7 @@ def step_traces(
                 attrs: dict[str, int | str] = {
                     "comm_src": src, "comm_dst": dst, "comm_size": nbytes, "comm_tag": tag,
                     "optcoll_task": task,
-                    **_label(labels),
+                    **_label(tuple(labels)),
                 }  # fmt: skip
                 task += 1
                 ident = ranks.add(src, _SEND, f"send {send.src}->{send.dst} step slice {piece}",
@@ -138,7 +138,7 @@ def step_traces(
             now[dst].append(recv)
             if send.reduce:
                 comp = ranks.add(dst, _COMP, f"reduce from {send.src} slice {piece}",
-                                 [recv, *before], **_label(labels))  # fmt: skip
+                                 [recv, *before], **_label(tuple(labels)))  # fmt: skip
                 now[dst].append(comp)
         for v, idents in now.items():
             held[v] = idents
@@ -156,10 +156,3 @@ def step_traces(
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
     return _encode(ranks, coll, meta)
-
-
-def _label(labels: list[int]) -> dict[str, int | str]:
-    """The chunk label of a node: ``optcoll_chunk``, or a JSON ``optcoll_chunk_list``."""
-    if len(labels) == 1:
-        return {"optcoll_chunk": labels[0]}
-    return {"optcoll_chunk_list": json.dumps(labels)}

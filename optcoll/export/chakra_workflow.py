@@ -13,9 +13,11 @@ Examples
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.output import check_output, input_files, write_output
 from optcoll.core.rational import fraction_text
@@ -44,11 +46,9 @@ from optcoll.schedules.collectives import collective_lower_bound
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions, simulate
+from optcoll.verify.aggregation import verify_aggregation_schedule
 
 __all__ = ["export_chakra"]
-
-if TYPE_CHECKING:
-    from fractions import Fraction
 
 
 def export_chakra(request: ExportRequest) -> ExportReport:
@@ -68,7 +68,7 @@ def export_chakra(request: ExportRequest) -> ExportReport:
         )
     prefix = str(request.output)
     # (prefix, schedule, allgather, time factor, optimum, group, traces, plan entry)
-    sets: list[tuple[str, Schedule | StepSchedule, Schedule | None, Fraction | None, Fraction | None,
+    sets: list[tuple[str, Schedule | StepSchedule | AggregationSchedule, Schedule | None, Fraction | None, Fraction | None,
                      int | None, list[bytes] | None, dict[str, Any]]] = []  # fmt: skip
     grouped = groups_schedule(request)
     planned_on = None  # the topology plan ran on
@@ -106,6 +106,10 @@ def export_chakra(request: ExportRequest) -> ExportReport:
             if isinstance(one.schedule, StepSchedule):
                 # executed by verify_steps when plan routed it; the traces by check-et below
                 entry["steps"] = one.schedule.num_steps
+            elif isinstance(one.schedule, AggregationSchedule):  # reduce + broadcast trees
+                entry["trees"] = len(one.schedule.trees)
+                if not request.unchecked:
+                    factor = _reduce_broadcast_factor(topology, one.schedule)
             elif not request.unchecked:  # the verifier's exact time factor, or ExportError
                 bound = collective_lower_bound(topology, one.schedule.collective, request.root)
                 factor = _verified(topology, one.schedule, bound)
@@ -153,6 +157,18 @@ def export_chakra(request: ExportRequest) -> ExportReport:
     for path, data in files:
         write_output(path, data, force=request.force, inputs=inputs)
     return _report(request, entries, [Path(path) for path, _ in files])
+
+
+def _reduce_broadcast_factor(topology: Any, schedule: AggregationSchedule) -> Fraction:
+    """The time factor of reduce + broadcast trees as a tree allreduce states it (time
+    ``(M / N) * factor``): ``N`` times the aggregation verifier's exact one (time ``M *
+    factor``, :func:`optcoll.verify.aggregation.verify_aggregation_schedule`); ExportError
+    if the verifier rejects the trees."""
+    verdict = verify_aggregation_schedule(topology, schedule)
+    if not verdict.valid or verdict.time_factor is None:
+        raise ExportError(f"the reduce + broadcast trees fail verification on {topology.name!r}: "
+                          f"{verdict.reason}; nothing written (--unchecked writes them anyway)")  # fmt: skip
+    return verdict.time_factor * len(schedule.compute_nodes)
 
 
 def _simulated(
@@ -230,6 +246,8 @@ def _report(
         shown = "unverified" if factor is None else f"time factor {factor}"
         if "steps" in entry:
             shown = "a log-step schedule, executed by verify_steps and check-et"
+        elif "trees" in entry:
+            shown = f"reduce + broadcast over {entry['trees']} trees, {shown}"
         group = "" if "group" not in entry else f" (group {entry['group']})"
         lines.append(
             f"wrote {entry['prefix']}.0.et .. {entry['prefix']}.{len(entry['files']) - 1}.et"

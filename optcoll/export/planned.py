@@ -14,9 +14,12 @@ translate, the transfers carry those tie keys too (``optcoll_tie``).
 
 A log-step candidate (a step schedule, :mod:`optcoll.sim.steps`) is written message by
 message, sliced as plan simulated it (:func:`optcoll.export.chakra_steps.step_traces`). A
-candidate that is neither a tree schedule nor a step schedule (NCCL's double binary tree,
-in-network aggregation trees) has no trace form: the fastest candidate that is one is
-written instead, and :attr:`PlannedTraces.chosen` says what plan chose.
+reduce + broadcast tree candidate of an allreduce (NCCL's double binary tree, spanning and
+shallow trees: :attr:`PlannedChoice.reduce_broadcast`) is written slice by slice up and
+down its trees (:func:`optcoll.export.chakra_reduce_broadcast.reduce_broadcast_traces`).
+A candidate that is none of these (in-network aggregation trees: a switch reduces) has no
+trace form: the fastest candidate that is one is written instead, and
+:attr:`PlannedTraces.chosen` says what plan chose.
 
 ASTRA-sim's workload ``comm_size`` (:func:`astra_sim_comm_size`) is the size its native
 collectives read: custom traces move the bytes written in them whatever it says, but a
@@ -44,9 +47,10 @@ slower with store-and-forward links (its time there).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import partial
 
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
@@ -55,6 +59,7 @@ from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.chakra import chakra_traces, smallest_chunk_message
+from optcoll.export.chakra_reduce_broadcast import reduce_broadcast_traces, smallest_piece_message
 from optcoll.export.chakra_steps import step_traces
 from optcoll.export.mscclpp_reduce_broadcast import tree_unit
 from optcoll.schedules.spanning_tree_allreduce import aggregation_trees
@@ -75,6 +80,7 @@ __all__ = [
     "ASTRA_SIM_COMM_SIZE",
     "astra_sim_shortest_message",
     "smallest_message",
+    "reduces_and_broadcasts",
     "NO_TRACE_FORM",
 ]
 
@@ -168,7 +174,7 @@ class PlannedTraces:
     slice_bytes: int | None
     time_us: float
     lower_bound_us: float
-    schedule: Schedule | StepSchedule
+    schedule: Schedule | StepSchedule | AggregationSchedule
     traces: tuple[bytes, ...]
     passed_over: tuple[str, ...] = ()
     plan_method: str | None = None
@@ -204,8 +210,8 @@ class PlannedChoice:
     in_network: tuple[Ranked, ...] = ()
     #: The reduce + broadcast tree candidates (double binary, spanning, shallow trees) as
     #: aggregation schedules whose apexes are compute nodes, fastest first: formats with a
-    #: reduce + broadcast writer (MSCCL++, :mod:`optcoll.export.mscclpp_reduce_broadcast`)
-    #: hold them.
+    #: reduce + broadcast writer (MSCCL++, :mod:`optcoll.export.mscclpp_reduce_broadcast`;
+    #: Chakra, :mod:`optcoll.export.chakra_reduce_broadcast`) hold them.
     reduce_broadcast: tuple[Ranked, ...] = ()
 
 
@@ -223,13 +229,15 @@ def planned_choices(
     file_tasks: bool = False,
     every_candidate: bool = False,
     options: Sequence[Candidate] | None = None,
+    refined_methods: Collection[str] = (),
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`): each size's choice and
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
-    ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`).
+    ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`);
+    ``refined_methods``: as :func:`optcoll.sim.size_plan.plan`'s.
 
     Raises
     ------
@@ -261,6 +269,7 @@ def planned_choices(
         store_and_forward=store_and_forward,
         file_tasks=file_tasks,
         every_candidate=every_candidate,
+        refined_methods=refined_methods,
     )
     return ranked_choices(rows, options, topology)
 
@@ -305,12 +314,25 @@ def ranked_choices(
             for t, m in sorted((t, m) for m, t in row.candidates if t is not None)
             if topology is not None and m in ran
             for option in options
-            if option.method == m and option.trees and option.phases == (True, False)
-            and not option.down
+            if option.method == m and reduces_and_broadcasts(option)
         )  # fmt: skip
         found.append(PlannedChoice(row.size, row.method, row.time_us, row.lower_bound_us,
                                    tuple(ranked), in_network, reduce_broadcast))  # fmt: skip
     return found
+
+
+def reduces_and_broadcasts(option: Candidate) -> bool:
+    """Whether plan's candidate ``option`` is an allreduce by reduce + broadcast over trees
+    of the compute nodes (phases ``(True, False)`` on the same trees):
+    :attr:`PlannedChoice.reduce_broadcast`.
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> [o.method for o in candidates(build("ring:8"), "allreduce") if reduces_and_broadcasts(o)]
+    ['double binary tree']
+    """
+    return bool(option.trees) and option.phases == (True, False) and not option.down
 
 
 def _reduce_broadcast(
@@ -346,7 +368,11 @@ def planned_traces(
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
     ``store_and_forward``, as :func:`optcoll.sim.size_plan.plan`) and write the traces of
     each size's choice. ASTRA-sim's analytical backend stores and forwards every message
-    at a switch: plan for it with ``store_and_forward=True``; it times a message in whole
+    at a switch: plan for it with ``store_and_forward=True`` (then the reduce + broadcast
+    tree candidates also search for their slice, as the fastest candidate does: first
+    come first served, a coarse first slice can hide them; mesh:4x4 allreduce at 256 MiB,
+    overhead 1: spanning trees 2,637.2 µs in 512 KiB slices, behind the ring's 2,518.1,
+    and 2,095.5 in 128 KiB slices); it times a message in whole
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
     Plan's task budget bounds every task the traces hold (``file_tasks``), so that
@@ -377,6 +403,8 @@ def planned_traces(
         topology, collective, sizes, root=root, overhead=overhead,
         default_latency=default_latency, slice_bytes=slice_bytes, choose_slice=choose_slice,
         store_and_forward=store_and_forward, file_tasks=True, options=options,
+        refined_methods=[o.method for o in options or () if reduces_and_broadcasts(o)]
+        if store_and_forward else (),
     )  # fmt: skip
     plain: list[SizePlan | None] = [None] * len(choices)
     if versus_plan and store_and_forward:
@@ -388,13 +416,16 @@ def planned_traces(
     found = []
     for choice, row in zip(choices, plain, strict=True):
         passed_over = []
-        if all(r.method != choice.chosen for r in choice.ranked):
+        offered = _offered(choice)
+        if all(r.method != choice.chosen for r in offered):
             passed_over.append(f"{choice.chosen}: {NO_TRACE_FORM}")
-        for best in choice.ranked:
+        for best in offered:
             traces: list[bytes] | None = None
             if isinstance(best.schedule, Schedule):  # known without writing the traces
                 smallest = smallest_chunk_message(best.schedule, choice.size,
                                                   slice_bytes=best.slice_bytes)  # fmt: skip
+            elif isinstance(best.schedule, AggregationSchedule):
+                smallest = smallest_piece_message(best.schedule, choice.size, best.slice_bytes)
             else:
                 traces = _written(best, choice.size, topology, network, overhead,
                                   store_and_forward)  # fmt: skip
@@ -424,7 +455,7 @@ def planned_traces(
                 choice.lower_bound_us,
                 _in_order(best.schedule, best.priority)
                 if isinstance(best.schedule, Schedule)
-                else best.schedule,  # type: ignore[arg-type]  # ranked holds no aggregation trees
+                else best.schedule,
                 tuple(traces),
                 tuple(passed_over),
                 None if row is None else row.method,
@@ -435,7 +466,19 @@ def planned_traces(
 
 
 #: Why a candidate is not written as traces (``passed_over``).
-NO_TRACE_FORM = "no trace form (neither a tree schedule nor a step schedule)"
+NO_TRACE_FORM = (
+    "no trace form (neither a tree schedule, a step schedule nor reduce + broadcast trees of "
+    "the compute nodes)"
+)
+
+
+def _offered(choice: PlannedChoice) -> list[Ranked]:
+    """The candidates of ``choice`` that traces can hold, fastest first (plan's choice first
+    among equals, then tree and step schedules before reduce + broadcast trees)."""
+    ranked = [*choice.ranked, *choice.reduce_broadcast]
+    return sorted(ranked, key=lambda r: (r.time_us, r.method != choice.chosen))
+
+
 #: Why a candidate with a message under :func:`astra_sim_shortest_message` is not written.
 SHORT = "a message under 1 ns on the fastest link (ASTRA-sim's least)"
 
@@ -453,9 +496,11 @@ def _versus_plan(
     method = row.method
     if method == written.method or any(line.startswith(f"{method}: ") for line in named):
         return []
-    if _steps_of(options, method) is None and row.schedule is None:
+    offered = _offered(choice)
+    held = any(r.method == method for r in choice.reduce_broadcast)
+    if _steps_of(options, method) is None and row.schedule is None and not held:
         return [f"{method}: {NO_TRACE_FORM}"]
-    stored = next((r.time_us for r in choice.ranked if r.method == method), None)
+    stored = next((r.time_us for r in offered if r.method == method), None)
     with_stored = (
         f"{stored:.4f} µs" if stored is not None
         else f"cannot beat {written.method}'s {written.time_us:.4f} µs (its busiest link or "
@@ -481,22 +526,28 @@ def _written(
     schedule, piece = best.schedule, best.slice_bytes
     if isinstance(schedule, StepSchedule):
         return step_traces(schedule, size, slice_bytes=piece)
-    assert isinstance(schedule, Schedule)  # ranked holds no aggregation trees
-    schedule = _in_order(schedule, best.priority)
-    # plan simulates a schedule with a quotient from it, its ties alike on every translate
-    equivariant = schedule_quotient(schedule, topology, network) is not None
-    traces = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant)
+    write: Callable[..., list[bytes]]
+    if isinstance(schedule, AggregationSchedule):  # reduce + broadcast trees
+        write = partial(reduce_broadcast_traces, schedule, size, slice_bytes=piece,
+                        priority=best.priority)  # fmt: skip
+        timetable = False
+    else:
+        schedule = _in_order(schedule, best.priority)
+        # plan simulates a schedule with a quotient from it, its ties alike on every translate
+        equivariant = schedule_quotient(schedule, topology, network) is not None
+        write = partial(chakra_traces, schedule, size, slice_bytes=piece, equivariant=equivariant)
+        timetable = schedule.stats.get("priority") == "timetable"
+    traces = write()
     if store_and_forward and piece is not None:
         # chaining every send into a link fixes ASTRA-sim's order (a timetable's: its start
-        # times; a tree schedule's: the order plan's simulation served them); kept where it
-        # costs nothing (a later-ready send may no longer pass an earlier one)
+        # times; trees': the order plan's simulation served them); kept where it costs
+        # nothing (a later-ready send may no longer pass an earlier one)
         served = None
-        if schedule.stats.get("priority") != "timetable":
+        if not timetable:
             served = _served(traces, topology, network, overhead, piece, size)
             if served is None:
                 return traces
-        chained = chakra_traces(schedule, size, slice_bytes=piece, equivariant=equivariant,
-                                link_chains=True, served=served)  # fmt: skip
+        chained = write(link_chains=True, served=served)
         time_us = _traces_time(chained, topology, network, overhead, piece, size)
         if time_us <= best.time_us * (1 + 1e-9):
             return chained

@@ -9,9 +9,11 @@ judges them fastest first, and one it refuses gives its place to the next candid
 tree schedule (its ``k`` and trees, :func:`optcoll.export.msccl.msccl_program` /
 :func:`optcoll.export.mscclpp.mscclpp_plan`) or a log-step schedule
 (:func:`optcoll.export.msccl_steps.msccl_step_program` /
-:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`); for MSCCL++ also plan's reduce +
-broadcast tree candidates, on top of those four
-(:func:`optcoll.export.mscclpp_reduce_broadcast.mscclpp_reduce_broadcast_plan`). Each file is judged by its
+:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`); and plan's reduce + broadcast
+tree candidates, on top of those four (MSCCL++:
+:func:`optcoll.export.mscclpp_reduce_broadcast.mscclpp_reduce_broadcast_plan`; MSCCL: the
+tree allreduce of the same trees, each chunk's apex chosen freely,
+:func:`optcoll.schedules.spanning_tree_allreduce.rooted_schedule`). Each file is judged by its
 independent checker (MSCCL: with the topology, so every pair it connects must be joined by
 a link or switches) and run by the simulator's reader (:mod:`optcoll.sim.programs`) at
 ``S`` with plan's slice size; the report gives both times, so the difference is stated,
@@ -57,7 +59,7 @@ from optcoll.core.output import check_output, input_files, require_suffix, write
 from optcoll.core.schedule import PRIORITIES, Schedule
 from optcoll.core.sizes import size_text
 from optcoll.core.step_schedule import StepSchedule
-from optcoll.exceptions import ExportError
+from optcoll.exceptions import ExportError, ScheduleError
 from optcoll.export.msccl import msccl_program, placements
 from optcoll.export.msccl_fusion import fuses
 from optcoll.export.msccl_steps import msccl_step_program, relay_paths, step_placements
@@ -77,6 +79,7 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, schedule_path
 from optcoll.export.runtimes import runtime_profile
 from optcoll.io import load_topology
+from optcoll.schedules.spanning_tree_allreduce import rooted_schedule
 from optcoll.sim.programs import msccl_tasks, simulate_mscclpp
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions, schedule_tasks
 from optcoll.verify.msccl import verify_text
@@ -106,7 +109,7 @@ __all__ = [
 
 #: How many of plan's fastest candidates (that the format holds) are written and simulated
 #: as files; the one whose file runs fastest is kept. Reduce + broadcast tree candidates
-#: among them (MSCCL++: :attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`) do
+#: among them (:attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`) do
 #: not count: offered on top, they displace no file that ran faster (mesh:4x4 allreduce at
 #: 16M, overhead 1: the ring's 160.32 µs file, against the spanning trees' 180.53).
 FILE_CANDIDATES = 4
@@ -277,8 +280,8 @@ def file_choice(
     refused: list[str] = []
     network = sim.network(topology)
     offered = list(choice.ranked)
-    if fmt == "mscclpp":  # reduce + broadcast trees (mscclpp_reduce_broadcast_plan)
-        offered = sorted(offered + list(choice.reduce_broadcast), key=lambda r: r.time_us)
+    # reduce + broadcast trees (MSCCL++: mscclpp_reduce_broadcast_plan; MSCCL: rerooted)
+    offered = sorted(offered + list(choice.reduce_broadcast), key=lambda r: r.time_us)
     if fmt == "mscclpp" and topology.nvls_domain():  # switch channels hold in-network plans
         offered = sorted(offered + list(choice.in_network), key=lambda r: r.time_us)
     elif any(r.method == choice.chosen for r in choice.in_network):  # ties: either first
@@ -576,7 +579,13 @@ def program_texts(
     base = request.output if output is None else output
     name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
-    if _on_gpus(schedule):  # only MSCCL++ is offered them
+    if _on_gpus(schedule) and request.format == "msccl":
+        assert isinstance(schedule, AggregationSchedule)
+        try:  # each chunk's apex chosen freely: a tree allreduce of the same link loads
+            schedule = rooted_schedule(schedule)
+        except ScheduleError as err:
+            raise ExportError(str(err)) from None
+    elif _on_gpus(schedule):
         assert isinstance(schedule, AggregationSchedule)
         for placement, path in placement_paths(base, mscclpp_placements("allreduce"),
                                                request.placement, what="MSCCL++"):  # fmt: skip

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
@@ -843,6 +843,7 @@ def plan(
     store_and_forward: bool = False,
     file_tasks: bool = False,
     every_candidate: bool = False,
+    refined_methods: Collection[str] = (),
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -855,7 +856,8 @@ def plan(
     slices a quarter as large, and again, while that is faster by more than
     :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (a slice that still leaves
     whole chunks is the same run: skipped, not a reason to stop; with a per-step
-    ``overhead``, also slices four times as large, while they are faster). A candidate
+    ``overhead``, also slices four times as large, while they are faster), and so does the
+    fastest pair of each method in ``refined_methods``. A candidate
     whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
     at one slice per chunk gets no time there, and so does one that provably cannot win: its
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
@@ -917,7 +919,7 @@ def plan(
                 bar.update()
         search.reorder()
         if choose_slice:
-            search.refine()
+            search.refine(refined_methods)
         best = search.best()
         search.check(best)
         rows.append(
@@ -1235,9 +1237,10 @@ class _Search:
             for priority in trial.option.priorities[1:]:
                 self.run(trial.option, priority, trial.slice_bytes)
 
-    def refine(self) -> None:
+    def refine(self, methods: Collection[str] = ()) -> None:
         """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
-        (candidate, order) pairs and every NVLS candidate simulated from its quotient
+        (candidate, order) pairs, the fastest pair of each method in ``methods`` and every
+        NVLS candidate simulated from its quotient
         (cheap: one GPU's trees; in whole chunks it may look slower than it pipelines:
         nvl72 at 256 MiB 603.7 µs, 342.2 in 8 KiB slices), while they are faster (see
         :func:`plan`)."""
@@ -1261,7 +1264,13 @@ class _Search:
                  if t.option.aggregation is not None and self.quotient(t.option) is not None]  # fmt: skip
         folded = {id(t) for t in folds}
         tied = [t for t in pairs[REFINED:] if t.time_us <= pairs[0].time_us and id(t) not in folded]
-        for start in pairs[:REFINED] + folds + tied:
+        named = {t.method for t in pairs[:REFINED] + folds + tied}
+        more: list[_Trial] = []
+        for trial in pairs:  # fastest first: each method's fastest pair
+            if trial.method in methods and trial.method not in named:
+                named.add(trial.method)
+                more.append(trial)
+        for start in pairs[:REFINED] + folds + tied + more:
             if start.slice_bytes is None:
                 continue
             for factor in factors:

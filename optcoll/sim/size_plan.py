@@ -84,6 +84,7 @@ from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
+from optcoll.core.arguments import number_argument
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -893,6 +894,7 @@ def plan(
     """
 
     collective = canonical_collective(collective)
+    default_latency = number_argument(default_latency, "default_latency")  # 0.5: exactly 1/2
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     if options is None:

@@ -153,3 +153,30 @@ def test_timetable_files_run_in_plans_time_in_whole_chunks(
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)["results"]
     assert row["time_us"] == pytest.approx(file_us, abs=1e-4)
+
+
+def test_a_library_callers_float_latency_is_read_exactly(tmp_path):
+    """ExportRequest(latency=0.5) plans and simulates with links of exactly 1/2 µs, as
+    --latency 0.5 does (a float crashed the exact latency bound); what is no number is an
+    ArgumentError naming the field."""
+    from fractions import Fraction
+
+    from optcoll.exceptions import ArgumentError
+    from optcoll.export.planned_programs import export_planned_program
+    from optcoll.export.request import ExportRequest
+    from optcoll.sim.size_plan import plan
+
+    times = []
+    for latency in (0.5, Fraction(1, 2)):
+        request = ExportRequest("ring:4", str(tmp_path / f"{latency}.json"), format="mscclpp",
+                                size=2**20, overhead=0, latency=latency)  # fmt: skip
+        assert request.latency == Fraction(1, 2)
+        (entry,) = export_planned_program(request).data["files"]
+        times.append((entry["plan_time_us"], entry["file_time_us"]))
+    assert times[0] == times[1] == (4.4322, 4.4322)
+    [row] = plan(build("ring:4"), sizes=[2**20], overhead=0, default_latency=0.5)
+    assert round(row.time_us, 4) == 4.4322
+    with pytest.raises(ArgumentError, match="latency must be a number"):
+        ExportRequest("ring:4", "ag.json", latency="half")
+    with pytest.raises(ArgumentError, match="tolerance must be at least 0"):
+        ExportRequest("ring:4", "ag.xml", tolerance=-0.01)

@@ -143,8 +143,8 @@ def smallest_message(traces: Sequence[bytes]) -> int:
     --------
     >>> from optcoll.topologies import build
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
-    >>> one.slice_bytes, smallest_message(one.traces)  # k = 4 chunks of 64 KiB, in 8 KiB slices
-    (8192, 8192)
+    >>> one.slice_bytes, smallest_message(one.traces)  # k = 4 chunks of 64 KiB, whole
+    (524288, 65536)
     """
     sizes = [
         attr.value
@@ -392,11 +392,11 @@ def planned_traces(
     >>> from optcoll.topologies import build
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0)
     >>> one.method, one.slice_bytes, len(one.traces)
-    ('timetable (k=4)', 8192, 4)
+    ('timetable (k=4)', 524288, 4)
     >>> [one] = planned_traces(build("ring:4"), "allgather", [2**20], overhead=0,
-    ...                        shortest_message=2**17)  # 8 KiB slices: too short
+    ...                        shortest_message=2**17)  # k = 4 chunks of 64 KiB: too short
     >>> one.method, smallest_message(one.traces), one.passed_over[0].split(",")[0]
-    ('multiport Swing', 131072, 'timetable (k=4): 8192 B < 131072 B')
+    ('multiport Swing', 131072, 'timetable (k=4): 65536 B < 131072 B')
     """
     options = candidates(topology, collective, root=root) if collective != "alltoall" else None
     choices = planned_choices(

@@ -24,6 +24,7 @@ from typing import Any
 
 from optcoll import topologies
 from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.arguments import number_argument
 from optcoll.core.groups_schedule import GroupsSchedule
 from optcoll.core.output import input_files
 from optcoll.core.process_groups import make_groups
@@ -99,6 +100,17 @@ class ExportRequest:
     latency_attr: str | None = None
     inputs: tuple[Path, ...] | None = None
     progress: bool = False
+
+    def __post_init__(self) -> None:
+        """Read ``latency`` and ``tolerance`` exactly (a float by its shortest decimal, as
+        a topology file's), or raise :class:`~optcoll.exceptions.ArgumentError` naming it.
+
+        >>> ExportRequest("ring:4", "ag.xml", latency=0.5, tolerance=0.01).latency
+        Fraction(1, 2)
+        """
+        for name in ("latency", "tolerance"):
+            if getattr(self, name) is not None:  # frozen: set through object
+                object.__setattr__(self, name, number_argument(getattr(self, name), name))
 
     @classmethod
     def argument_names(cls) -> tuple[str, ...]:

@@ -84,6 +84,7 @@ from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
 from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
+from optcoll.core.arguments import number_argument
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -853,11 +854,21 @@ def plan(
     ``max_tasks``), and the :data:`REORDERED` fastest of them in their other orders;
     with ``choose_slice``, the :data:`REFINED` fastest (candidate, order) pair (and every
     other as fast: orders tie on whole chunks and part when sliced) then tries
-    slices a quarter as large, and again, while that is faster by more than
+    slices a quarter as large, and again (an in-network candidate's last step down ends
+    at :data:`MIN_SLICE`: nvl72 NVLS allreduce at 64 MiB, 98.84 µs in 8 KiB slices, 97.29 in
+    4 KiB, its file faster still; a tree's MSCCL file, run in plan's slices, loses more
+    there than plan gains: hypercube:4 reduce-scatter at 1 MiB without overhead, optimal
+    (k=4) 3.6299 -> 3.5070 µs in plan, its file 4.8842 -> slower than k=2's 5.4322), while
+    that is faster by more than
     :data:`SLICE_GAIN` and builds at most ``max_tasks`` tasks (a slice that still leaves
-    whole chunks is the same run: skipped, not a reason to stop; with a per-step
-    ``overhead``, also slices four times as large, while they are faster), and so does the
-    fastest pair of each method in ``refined_methods``. A candidate
+    whole chunks is the same run: skipped, not a reason to stop, but for a timetable with
+    cut-through links, which stays in whole chunks: its start times order whole chunks,
+    and an MSCCL or MSCCL++ file, whose link serves every waiting put's first slice
+    before any second one, cannot keep that order once they are sliced; mesh:4x4
+    allgather at 1 MiB, no overhead, 0.5 µs links: plan 5.4152 µs in 8 KiB slices
+    against its MSCCL++ file's 5.9406, in whole chunks 5.4237 against 5.4406; with a
+    per-step ``overhead``, also slices four times as large, while they are faster), and so
+    does the fastest pair of each method in ``refined_methods``. A candidate
     whose task graph exceeds ``max_tasks`` (or :data:`optcoll.sim.simulator.MAX_TASKS`) even
     at one slice per chunk gets no time there, and so does one that provably cannot win: its
     busiest link's load over its bandwidth, a lower bound on its simulated time, is no
@@ -890,6 +901,7 @@ def plan(
     """
 
     collective = canonical_collective(collective)
+    default_latency = number_argument(default_latency, "default_latency")  # 0.5: exactly 1/2
     if collective in ("broadcast", "reduce"):
         root = root if root is not None else topology.compute_nodes[0]
     if options is None:
@@ -1277,14 +1289,21 @@ class _Search:
                 current, piece = start, start.slice_bytes
                 while True:
                     previous, piece = piece, int(piece * factor)
-                    if self.network.store_and_forward and previous > least > piece:
-                        piece = least
+                    if previous > least > piece and (
+                        self.network.store_and_forward or current.option.aggregation
+                    ):  # the last step down ends at the least (an NVLS file follows plan's
+                        piece = least  # slices; a tree's or timetable's does not, below)
                     if piece < least or piece > MAX_SLICE:
                         break
                     if factor < 1 and self.count(current.option, piece) == self.count(
                         current.option, previous
                     ):  # still whole chunks: the same run; finer slices may still win (a
-                        continue  # relay forwards a slice once all of it is in)
+                        # relay forwards a slice once all of it is in), but a timetable
+                        # sends whole chunks with cut-through links (a file cannot keep
+                        # its start-time order once they are sliced: see plan)
+                        if current.option.chunks_per_node and not self.network.store_and_forward:
+                            break
+                        continue
                     smaller = self.run(current.option, current.priority, piece)
                     if smaller is None or smaller.time_us >= current.time_us * (1 - SLICE_GAIN):
                         break

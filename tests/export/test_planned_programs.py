@@ -124,3 +124,59 @@ def test_candidates_that_cannot_win_are_timed_for_the_format_that_holds_only_the
     assert entry["method"] == "multiport Swing (latency)"
     assert entry["file_time_us"] == pytest.approx(12.6554, abs=1e-4)
     assert verify_file(path, topology=build("torus:4x4")).ok
+
+
+@pytest.mark.parametrize(
+    ("spec", "plan_us", "file_us"),
+    [("mesh:4x4", 5.4237, 5.4406), ("torus:4x4", 3.4661, 3.4746), ("ring:8", 5.2598, 5.2598)],
+)
+def test_timetable_files_run_in_plans_time_in_whole_chunks(
+    spec, plan_us, file_us, tmp_path, capsys
+):
+    """Allgather at 1 MiB, no overhead, 0.5 µs links: plan chooses the greedy timetable
+    (k=4) in whole chunks, and its MSCCL++ file runs within 1 % of plan's time. Sliced
+    into 8 KiB, plan kept each link's start-time order slice by slice (mesh 4x4: 5.4152
+    µs) where the file's links serve every waiting put's first slice before any second
+    one (5.9406); a timetable is not sliced below its chunks with cut-through links."""
+    path = tmp_path / "ag.json"
+    argv = ["export", spec, "--size", "1M", "--format", "mscclpp", "--overhead", "0",
+            "--latency", "0.5", "-o", str(path), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["files"]
+    assert (entry["planned"], entry["method"]) == ("timetable (k=4)", "timetable (k=4)")
+    assert entry["slice_bytes"] == 512 * 1024  # whole chunks of 16 KiB (ring: 32 KiB)
+    assert entry["planned_time_us"] == entry["plan_time_us"] == pytest.approx(plan_us, abs=1e-4)
+    assert entry["file_time_us"] == pytest.approx(file_us, abs=1e-4)
+    assert plan_us <= file_us <= plan_us * 1.01
+    argv = ["simulate", spec, str(path), "--sizes", "1M", "--overhead", "0", "--latency", "0.5",
+            "--slice", "512K", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    [row] = json.loads(capsys.readouterr().out)["results"]
+    assert row["time_us"] == pytest.approx(file_us, abs=1e-4)
+
+
+def test_a_library_callers_float_latency_is_read_exactly(tmp_path):
+    """ExportRequest(latency=0.5) plans and simulates with links of exactly 1/2 µs, as
+    --latency 0.5 does (a float crashed the exact latency bound); what is no number is an
+    ArgumentError naming the field."""
+    from fractions import Fraction
+
+    from optcoll.exceptions import ArgumentError
+    from optcoll.export.planned_programs import export_planned_program
+    from optcoll.export.request import ExportRequest
+    from optcoll.sim.size_plan import plan
+
+    times = []
+    for latency in (0.5, Fraction(1, 2)):
+        request = ExportRequest("ring:4", str(tmp_path / f"{latency}.json"), format="mscclpp",
+                                size=2**20, overhead=0, latency=latency)  # fmt: skip
+        assert request.latency == Fraction(1, 2)
+        (entry,) = export_planned_program(request).data["files"]
+        times.append((entry["plan_time_us"], entry["file_time_us"]))
+    assert times[0] == times[1] == (4.4322, 4.4322)
+    [row] = plan(build("ring:4"), sizes=[2**20], overhead=0, default_latency=0.5)
+    assert round(row.time_us, 4) == 4.4322
+    with pytest.raises(ArgumentError, match="latency must be a number"):
+        ExportRequest("ring:4", "ag.json", latency="half")
+    with pytest.raises(ArgumentError, match="tolerance must be at least 0"):
+        ExportRequest("ring:4", "ag.xml", tolerance=-0.01)

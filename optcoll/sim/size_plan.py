@@ -875,11 +875,12 @@ def plan(
     regularly on the compute nodes (a torus's translations) is simulated from its
     quotient (:mod:`optcoll.sim.quotient`): one task per orbit, its links serving
     translates alike, which gives the full run's time in that order exactly; such
-    candidates try every link order. No file carries those ties, so each candidate's
-    fastest trial is then simulated task by task, ties first come first served, and that
-    is its time (:meth:`_Search.settle`), unless its whole task graph exceeds
-    ``max_tasks``: then its quotient time stands and, if it is the fastest, it is re-run,
-    mapped onto every link and checked as the whole topology's timetable
+    candidates try every link order. No file carries those ties, so the fastest trial
+    (with ``every_candidate``, each candidate's fastest) is then simulated task by task,
+    ties first come first served, and that is its time, until the fastest is so timed
+    (:meth:`_Search.settle`), unless its whole task graph exceeds ``max_tasks``: then its
+    quotient time stands and, if it is the fastest, it is re-run, mapped onto every link
+    and checked as the whole topology's timetable
     (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
     synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
     NCCL's NVLS on one NVLink domain runs from its quotient under the rotation of the GPUs

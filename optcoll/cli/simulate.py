@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         slice_bytes = planned_slice(schedule) if args.slice is None else args.slice
 
         def graph(size: int) -> Any:
-            return planned_tasks(topology, schedule, network, size, slice_bytes=args.slice)
+            return planned_tasks(topology, schedule, network, size, slice_bytes=args.slice), None
 
     bounds = None
     if _lower_bound(topology, collective, root) is not None:

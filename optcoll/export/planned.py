@@ -8,9 +8,8 @@ message (so an ASTRA-sim switch forwards slices, not whole chunks), each transfe
 place in its link's queue and its simulator task number, so that ``optcoll simulate`` of
 the files gives plan's time (exactly where every slice has the same whole number of
 bytes; otherwise slices differ by under a byte from the simulator's equal shares, which
-can reorder slices that reach a link at the same instant). Where plan simulated the
-schedule from its quotient (:mod:`optcoll.sim.quotient`), breaking ties alike on every
-translate, the transfers carry those tie keys too (``optcoll_tie``).
+can reorder slices that reach a link at the same instant; plan times every schedule task
+by task, ties first come first served, as these traces run).
 
 A log-step candidate (a step schedule, :mod:`optcoll.sim.steps`) is written message by
 message, sliced as plan simulated it (:func:`optcoll.export.chakra_steps.step_traces`). A
@@ -64,7 +63,6 @@ from optcoll.export.chakra_steps import step_traces
 from optcoll.export.mscclpp_reduce_broadcast import tree_unit
 from optcoll.schedules.spanning_tree_allreduce import aggregation_trees
 from optcoll.sim.programs import ChakraTraces, chakra_tasks, chakra_ties, decode_chakra
-from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
 from optcoll.verify.chakra.wire import decode_trace
@@ -533,9 +531,8 @@ def _written(
         timetable = False
     else:
         schedule = _in_order(schedule, best.priority)
-        # plan simulates a schedule with a quotient from it, its ties alike on every translate
-        equivariant = schedule_quotient(schedule, topology, network) is not None
-        write = partial(chakra_traces, schedule, size, slice_bytes=piece, equivariant=equivariant)
+        # plan times every schedule in full, ties first come first served (size_plan's settle)
+        write = partial(chakra_traces, schedule, size, slice_bytes=piece)
         timetable = schedule.stats.get("priority") == "timetable"
     traces = write()
     if store_and_forward and piece is not None:

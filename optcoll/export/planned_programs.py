@@ -27,7 +27,8 @@ that order with ties first come first served, 282.81 in the data's order, the MS
 281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
 puts them in plan's order each unit, 274.80 so and in plan's 512 KiB pieces: an MSCCL++ tree
 candidate in such an order is written both ways and the faster file kept), the ties of plan's
-quotient run (:func:`full_time`: the 256.66 above is 262.81 in full), a timetable's start
+quotient run (:func:`full_time`: the 256.66 above was 262.81 in full; plan now prints the
+full run's time, ties first come first served, for the schedule it chose), a timetable's start
 times, and per-message slices of a step schedule (both formats loop over the buffer); and
 the readers charge the per-step overhead for every step of a thread block (an MSCCL receive,
 an MSCCL++ wait or reduction), where plan charges it once per message. An MSCCL++ tree
@@ -504,11 +505,12 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
 def full_time(ranked: Ranked, sim: SimOptions, topology: Any, size: int) -> float | None:
     """A tree schedule's time at ``size`` as plan ran it (its link order and slices),
     simulated task by task with ties first come first served, as a file's run breaks
-    them (None: not a tree schedule). Plan simulates a schedule compact under the
+    them (None: not a tree schedule). Plan searches a schedule compact under the
     topology's translations from its quotient (:mod:`optcoll.sim.quotient`), every
-    translate of a task tied alike; no MSCCL++ or MSCCL field carries such tie keys, and
-    the difference can be large: dgx-h100:2 allreduce at 16 MiB, optimal (k=2), 68.58 µs
-    from the quotient, 76.74 in full.
+    translate of a task tied alike, an order no MSCCL++ or MSCCL field carries, and then
+    times its choice this way (``_Search.settle`` of :mod:`optcoll.sim.size_plan`), so
+    this is plan's time but where the whole task graph exceeded plan's budget (below, the
+    quotient's figure against the full run's).
 
     Examples
     --------

@@ -144,7 +144,6 @@ from optcoll.sim.quotient import (
     schedule_quotient,
     schedule_quotient_tasks,
     topology_quotient,
-    translate_ties,
 )
 from optcoll.sim.simulator import (
     DEFAULT_OVERHEAD,
@@ -889,8 +888,12 @@ def plan(
     regularly on the compute nodes (a torus's translations) is simulated from its
     quotient (:mod:`optcoll.sim.quotient`): one task per orbit, its links serving
     translates alike, which gives the full run's time in that order exactly; such
-    candidates try every link order, and the fastest at each size is re-run, mapped
-    onto every link and checked as the whole topology's timetable
+    candidates try every link order. No file carries those ties, so the fastest trial
+    (with ``every_candidate``, each candidate's fastest) is then simulated task by task,
+    ties first come first served, and that is its time, until the fastest is so timed
+    (:meth:`_Search.settle`), unless its whole task graph exceeds ``max_tasks``: then its
+    quotient time stands and, if it is the fastest, it is re-run, mapped onto every link
+    and checked as the whole topology's timetable
     (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
     synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
     NCCL's NVLS on one NVLink domain runs from its quotient under the rotation of the GPUs
@@ -932,6 +935,7 @@ def plan(
         search.reorder()
         if choose_slice:
             search.refine(refined_methods)
+        search.settle(options)
         best = search.best()
         search.check(best)
         rows.append(
@@ -976,6 +980,9 @@ class _Trial:
     priority: str
     slice_bytes: int | None
     schedule: Schedule | None
+    #: Timed from its tree schedule's quotient (every translate of a task tied alike), not
+    #: yet in full as a file runs it (:meth:`_Search.settle`).
+    folded: bool = False
 
 
 class _Search:
@@ -1051,7 +1058,8 @@ class _Search:
         ties = None if quotient is None else range(len(graph))
         run = self.sim.run(graph, self.network, self.size, ties=ties)
         schedule = option.schedule if table is None else _with_order(table)
-        trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
+        folded = quotient is not None and option.aggregation is None
+        trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule, folded)
         self.trials.append(trial)
         return trial
 
@@ -1064,13 +1072,74 @@ class _Search:
         times = [t.time_us for t in self.trials if not exportable or _exportable(t.option)]
         return min(times, default=math.inf)
 
+    def settle(self, options: Sequence[Candidate]) -> None:
+        """Time in full, ties first come first served, the fastest trial while it was
+        timed from its tree schedule's quotient (with ``every_candidate``, each method's
+        fastest: an export ranks them all), until the fastest is a full run; then try
+        again, once, the candidates not timed against a fastest time that has since risen.
+
+        The quotient run ties every translate of a task alike (:mod:`optcoll.sim.quotient`),
+        an order no MSCCL or MSCCL++ field carries: a file's run (:mod:`optcoll.sim.programs`)
+        serves equal times first come first served, and so does the full run here, the time
+        a file of the trial gets (dgx-h100:2 allreduce at 16 MiB, overhead 1 µs, links
+        0.5 µs: optimal (k=2) in 512 KiB slices 65.91 µs from the quotient, 73.74 in full;
+        settled, plan picks 128 KiB slices, 72.62). A trial whose whole task graph exceeds
+        the budget keeps its quotient time (a torus of 1,024 nodes; :meth:`check` checks it
+        as the whole topology's timetable): no file of it is simulated within the budget
+        either (``file_tasks``). The search before (orders, slices) ranks by quotient times,
+        so a trial that runs faster in full than the one chosen may go unfound, and the
+        columns of candidates not chosen may show quotient times; the time printed for the
+        choice is the full run's."""
+        retried: bool = False
+        kept: set[int] = set()
+        while True:
+            fastest: dict[str, _Trial] = {}
+            for trial in self.trials:
+                if trial.method not in fastest or trial.time_us < fastest[trial.method].time_us:
+                    fastest[trial.method] = trial
+            ranked = list(fastest.values()) if self.every_candidate else self.trials[:0]
+            if self.trials:
+                ranked.append(self.best())
+            folded = {id(t): t for t in ranked if t.folded and id(t) not in kept}
+            for trial in folded.values():
+                full = self._unfolded(trial)
+                if full is None:
+                    kept.add(id(trial))
+                else:
+                    self.trials[self.trials.index(trial)] = full
+            if folded:
+                continue
+            if retried or not self.trials:
+                return
+            retried = True
+            for option in options:
+                if option.method not in fastest:
+                    self.run(
+                        option, option.priorities[0], self.fitting(option, self.sim.slice_bytes)
+                    )
+
+    def _unfolded(self, trial: _Trial) -> _Trial | None:
+        """``trial`` simulated task by task, ties first come first served (None: its whole
+        task graph exceeds the budget)."""
+        option = trial.option
+        budget = min(self.max_tasks, MAX_TASKS)
+        count = option.task_count(self.size, trial.slice_bytes, self.topology.num_compute,
+                                  frozenset(self.topology.multimem_switches))  # fmt: skip
+        if count > budget:
+            return None
+        table = self._table(option)
+        graph = option.tasks(self.network, self.size, trial.slice_bytes, trial.priority, table)
+        run = self.sim.run(graph, self.network, self.size)
+        return replace(trial, time_us=run.time_us, folded=False)
+
     def check(self, trial: _Trial) -> None:
-        """Re-run a trial simulated from its quotient, recording it, and check it as the
+        """Re-run a trial timed from its tree schedule's quotient (one :meth:`settle` kept:
+        its whole task graph exceeds the budget), recording it, and check it as the
         timetable of the whole topology (:func:`optcoll.sim.quotient.check_expanded`);
         an NVLS candidate's quotient run is not re-run (``tests/sim/test_quotient.py``
         compares it with the full run)."""
         quotient = self.quotient(trial.option)
-        if quotient is None or trial.option.aggregation is not None:
+        if not trial.folded or quotient is None:
             return
         table = self._table(trial.option)
         schedule = trial.option.schedule if table is None else table.schedule
@@ -1560,17 +1629,13 @@ def planned_tasks(
     size: int,
     *,
     slice_bytes: int | None = None,
-) -> tuple[TaskGraph, list[int] | None]:
+) -> TaskGraph:
     """The task graph of ``schedule`` run the way :func:`plan` ran it, so that the
-    simulator gives the time ``plan`` printed for it: in the order its stats record
-    (``priority``; a timetable's ``starts``, a time per tree edge), with the slices it
-    chose (``slice_bytes``) unless others are given, and, for a schedule compact under
-    the topology's translations, with every translate of a task tied alike (the order
-    of plan's quotient run, :mod:`optcoll.sim.quotient`).
-
-    Returns ``(graph, ties)``: ``ties`` for :func:`~optcoll.sim.simulator.simulate`
-    (None: first come first served). A schedule without these stats runs in
-    ``progress`` order.
+    simulator, ties first come first served, gives the time ``plan`` printed for it
+    (:meth:`_Search.settle`: a schedule compact under the topology's translations too):
+    in the order its stats record (``priority``; a timetable's ``starts``, a time per
+    tree edge), with the slices it chose (``slice_bytes``) unless others are given. A
+    schedule without these stats runs in ``progress`` order.
 
     Raises
     ------
@@ -1585,9 +1650,9 @@ def planned_tasks(
     >>> rows = plan(topo, "allgather", [2**26])
     >>> (chosen, _, _), = schedule_bands(rows, candidates(topo))
     >>> network = Network.of(topo)
-    >>> graph, ties = planned_tasks(topo, chosen.schedule, network, 2**26)
+    >>> graph = planned_tasks(topo, chosen.schedule, network, 2**26)
     >>> from optcoll.sim.simulator import simulate
-    >>> simulate(graph, network, 2**26, ties=ties).time_us == rows[0].time_us
+    >>> simulate(graph, network, 2**26).time_us == rows[0].time_us
     True
     """
     error = order_stats_error(schedule)
@@ -1595,11 +1660,7 @@ def planned_tasks(
         raise ScheduleError(error)
     if slice_bytes is None:
         slice_bytes = planned_slice(schedule)
-    graph = schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=None)
-    ties = None
-    if schedule_quotient(schedule, topology, network) is not None:
-        ties = translate_ties(schedule, graph)
-    return graph, ties
+    return schedule_tasks(schedule, network, size, slice_bytes=slice_bytes, priority=None)
 
 
 def planned_slice(schedule: Schedule) -> int | None:

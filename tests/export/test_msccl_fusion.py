@@ -33,8 +33,10 @@ def test_only_rccl_lacks_fused_steps():
 
 
 def test_ring_trees_fuse_their_relays_and_lose_an_overhead_per_hop(tmp_path, capsys):
-    """ring:8 allreduce at 1 MiB (plan: two trees per root, 18.24 µs): unfused (rccl) every
-    relay receives and then sends, 9 overheads more than plan; fused, 2.31 more."""
+    """ring:8 allreduce at 1 MiB (plan: two trees per root, 19.24 µs in full, ties first
+    come first served; 18.24 from its quotient until 2026-12-03): unfused (rccl) every
+    relay receives and then sends, 8 overheads more than plan; fused, 1.31 more (the files
+    re-measured: unchanged, 27.2429 and 20.5536)."""
     plain, plain_data = _export(tmp_path, capsys, "ring:8", "1M", "rccl")
     fused, fused_data = _export(tmp_path, capsys, "ring:8", "1M", "msccl-executor")
     plain_text, fused_text = plain.read_text(), fused.read_text()
@@ -42,8 +44,8 @@ def test_ring_trees_fuse_their_relays_and_lose_an_overhead_per_hop(tmp_path, cap
     assert fused_text.count('type="rcs"') > 0 and fused_text.count('type="rrcs"') > 0
     assert verify_file(fused, runtime="msccl-executor").ok
     plan_us = plain_data["files"][0]["plan_time_us"]
-    assert plan_us == fused_data["files"][0]["plan_time_us"] == 18.2429
-    assert plain_data["files"][0]["file_time_us"] == pytest.approx(plan_us + 9, abs=1e-3)
+    assert plan_us == fused_data["files"][0]["plan_time_us"] == 19.2429
+    assert plain_data["files"][0]["file_time_us"] == pytest.approx(plan_us + 8, abs=1e-3)
     assert fused_data["files"][0]["file_time_us"] == pytest.approx(20.5536, abs=1e-3)
     assert "every receive is a step of its own (rccl runs no fused" in plain_data["not_carried"]
     assert "unless fused with the send forwarding it" in fused_data["not_carried"]

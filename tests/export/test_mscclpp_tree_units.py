@@ -28,25 +28,27 @@ def test_torus_allreduce_units_are_plans_chunks(tmp_path, capsys):
     topology's 128 and 256 KiB units lumped together (optimal (k=4) in 16 KiB pieces 8.7429
     -> 8.2514 µs; k=2 11.3643 -> 8.7429, which is k=2's schedule simulated in full in the
     data's order). What is left is the link order (plan runs both in `depth`, which no field
-    carries) and plan's quotient ties: optimal (k=4) in 8 KiB slices takes 6.2598 from its
-    quotient, 8.1694 in full in its own order, and its file 7.9406."""
+    carries). Plan's quotient ties are no longer in its figure (re-measured 2026-12-03):
+    optimal (k=4) in 8 KiB slices took 6.2598 from its quotient, 8.1694 in full, its file
+    7.9406; plan now times its choice in full, ties first come first served, and keeps
+    whole 16 KiB chunks (7.0960, its file 8.2514; k=2 8.2429 -> 8.4152 in full)."""
     entry, compared, path = _export(
         tmp_path, capsys, "torus:4x4", "--collective", "allreduce", "--size", "1M",
         "--overhead", "0", "--latency", "0.5",
     )  # fmt: skip
     assert (entry["method"], entry["unit_bytes"], entry["slice_bytes"]) == (
         "optimal (k=4)",
-        8192,
-        8192,
+        16384,
+        524288,
     )
     assert (entry["plan_time_us"], entry["plan_full_time_us"], entry["file_time_us"]) == (
-        6.2598, 8.1694, 7.9406,
+        7.0960, 7.0960, 8.2514,
     )  # fmt: skip
-    assert compared["k=2"] == (8.2429, 8.7429)
+    assert compared["k=2"] == (8.4152, 8.7429)
     assert main(["simulate", "torus:4x4", str(path), "--sizes", "1M", "--overhead", "0",
                  "--latency", "0.5", "--json"]) == 0  # fmt: skip
     [row] = json.loads(capsys.readouterr().out)["results"]
-    assert row["time_us"] == pytest.approx(7.9406, abs=1e-4)
+    assert row["time_us"] == pytest.approx(8.2514, abs=1e-4)
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,7 @@ from optcoll.sim.nvls_program import NVLS_THREADBLOCKS, nvls_unit
 
 __all__ = ["mscclpp_nvls_plan", "nvls_unit", "NVLS_THREADBLOCKS"]
 
+
 def _check_schedule(topology: Topology, schedule: AggregationSchedule) -> None:
     """Every tree must sum every compute node's data in one switch of the domain and
     multicast the sum from it over direct links, what a switch channel does: the switch as

@@ -52,6 +52,7 @@ __all__ = [
     "MIN_UNIT",
     "MAX_UNIT",
     "nvls_unit",
+    "least_unit",
     "program_unit",
     "program_quotient",
     "nvls_program_tasks",
@@ -96,6 +97,24 @@ def nvls_unit(topology: Topology, blocks: int = NVLS_THREADBLOCKS) -> int:
     while unit < wanted and unit < MAX_UNIT:
         unit *= 2
     return unit
+
+
+def least_unit(topology: Topology) -> int:
+    """The least pipeline unit plan times ``topology``'s in-network allreduce with as the
+    switch-channel program (:func:`nvls_unit`), where its compute nodes share one NVLS
+    domain of ``multimem`` switches (the program is what runs there, whichever the
+    trees); 0 where they do not (plan times aggregation trees).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> least_unit(build("nvl72:nvls=1")) // 1024, least_unit(build("star:8,sharp=1"))
+    (64, 0)
+    """
+    domain = topology.nvls_domain()
+    if topology.num_compute < 2 or not any(topology.node[w].multimem for w in domain):
+        return 0
+    return nvls_unit(topology)
 
 
 def program_unit(least: int, slice_bytes: int | None) -> int:
@@ -180,29 +199,12 @@ def nvls_program_tasks(
     chunk = size / (n * blocks)
     iterations = max(1, math.ceil(chunk / unit))
     graph = TaskGraph()
-    signals: dict[tuple[int, int, int], list[list[int]]] = {}  # (from, to, block): data
-    waits: list[tuple[int, tuple[int, int, int]]] = []
+    links = _Signals(quotient is not None)
     for rank in range(1 if quotient is not None else n):
         group = [(rank + d) % n for d in range(n)]  # every rank, in order after this one
         rounds = barrier_peers(rank, n)
-
-        def barrier(block: int, last: list[int], sent: list[int], final: bool) -> list[int]:
-            """One barrier's ops after ``last``: per round a signal (ordering ``sent``,
-            or itself), a wait and a nop (none after the program's last wait)."""
-            for number, (out, into) in enumerate(rounds):
-                last = [graph.add(None, (), 0.0, last)]
-                for peer in out:
-                    signals.setdefault((rank, peer, block), []).append(sent or last)
-                last = [graph.add(None, (), 0.0, last)]
-                for peer in into:
-                    key = (peer, rank, block) if quotient is None else (0, (rank - peer) % n, block)
-                    waits.append((last[0], key))
-                if not final or number < len(rounds) - 1:
-                    last = [graph.add(None, (), 0.0, last)]
-            return last
-
         for block in range(blocks):
-            last = barrier(block, [], [], False)
+            last = _barrier(graph, links, (rank, n, block), rounds, [], [], final=False)
             sent: list[int] = []
             for i in range(iterations):
                 task = graph.add(("tb", rank, block), (), 0.0, last)
@@ -214,12 +216,50 @@ def nvls_program_tasks(
                                          task, (i + s / count) / iterations,
                                          domain=domain)  # fmt: skip
             last = [graph.add(None, (), 0.0, last)]
-            barrier(block, last, sent, True)
+            _barrier(graph, links, (rank, n, block), rounds, last, sent, final=True)
     taken: dict[tuple[int, int, int], int] = {}
-    for task, key in waits:
+    for task, key in links.waits:
         number = taken.get(key, 0)
         taken[key] = number + 1
-        for before in signals[key][number]:
+        for before in links.signals[key][number]:
             graph.successors[before].append(task)
             graph.waiting[task] += 1
     return graph
+
+
+class _Signals:
+    """The signals of a program (by sender, receiver and block: the tasks each orders, in
+    order) and its waits (task, the signal's key); ``folded``: keyed as from the quotient
+    (rank 0's wait for ``p`` takes its own signal to ``-p``)."""
+
+    def __init__(self, folded: bool) -> None:
+        self.folded = folded
+        self.signals: dict[tuple[int, int, int], list[list[int]]] = {}
+        self.waits: list[tuple[int, tuple[int, int, int]]] = []
+
+
+def _barrier(
+    graph: TaskGraph,
+    links: _Signals,
+    where: tuple[int, int, int],
+    rounds: list[tuple[list[int], list[int]]],
+    last: list[int],
+    sent: list[int],
+    *,
+    final: bool,
+) -> list[int]:
+    """One barrier's ops of block ``where = (rank, n, block)`` after ``last``: per round
+    a signal (ordering ``sent``, or itself), a wait and a ``nop`` (none after the
+    program's last wait, ``final``)."""
+    rank, n, block = where
+    for number, (out, into) in enumerate(rounds):
+        last = [graph.add(None, (), 0.0, last)]
+        for peer in out:
+            links.signals.setdefault((rank, peer, block), []).append(sent or last)
+        last = [graph.add(None, (), 0.0, last)]
+        for peer in into:
+            key = (0, (rank - peer) % n, block) if links.folded else (peer, rank, block)
+            links.waits.append((last[0], key))
+        if not final or number < len(rounds) - 1:
+            last = [graph.add(None, (), 0.0, last)]
+    return last

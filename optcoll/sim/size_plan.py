@@ -83,7 +83,7 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
+from optcoll.core.aggregation import AggregationSchedule, multimem_arcs
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
 from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
@@ -135,6 +135,13 @@ from optcoll.schedules.spanning_tree_allreduce import (
 )
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.nccl_model import nccl_ring_channels
+from optcoll.sim.nvls_program import (
+    least_unit,
+    nvls_program_task_count,
+    nvls_program_tasks,
+    program_quotient,
+    program_unit,
+)
 from optcoll.sim.quotient import (
     Quotient,
     aggregation_quotient,
@@ -239,9 +246,11 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
-    (switch-channel) program of ``aggregation`` runs before and after its multimem ops
-    (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
+    whose links lack their reverse. ``switch_unit``: ``aggregation`` on one ``multimem``
+    NVLS domain, timed as the MSCCL++ switch-channel program the export writes of it
+    (:mod:`optcoll.sim.nvls_program`, whichever its trees), with pipeline units of at
+    least this many bytes (:func:`~optcoll.sim.nvls_program.nvls_unit`; plan's slice where
+    larger, :func:`~optcoll.sim.nvls_program.program_unit`)."""
 
     method: str
     schedule: Schedule | None = None
@@ -254,7 +263,7 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
-    barrier: int = 0
+    switch_unit: int = 0
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -296,10 +305,8 @@ class Candidate:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
         if self.aggregation is not None:
-            return aggregation_tasks(
-                self.aggregation, network, size, slice_bytes=slice_bytes,
-                barrier=self.barrier,
-            )  # fmt: skip
+            assert not self.switch_unit  # plan builds a program's tasks with its topology
+            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
@@ -334,6 +341,9 @@ class Candidate:
         topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
+        if self.switch_unit:
+            unit = program_unit(self.switch_unit, slice_bytes)
+            return nvls_program_task_count(num_compute, len(multimem), size, unit, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks
@@ -554,15 +564,14 @@ def candidates(
                         (True, False),
                     )  # fmt: skip
                 )
-        # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
-        issued = any(topology.node[w].multimem for w in topology.nvls_domain())
-        barrier = barrier_rounds(topology.num_compute) if issued else 0
+        # on one NVLS (multimem) domain the trees run as the switch-channel program
+        unit = least_unit(topology)
         if has_aggregation_lp(topology):
             lp = aggregation_schedule(topology)
-            found.append(Candidate("in-network", aggregation=lp, barrier=barrier))
+            found.append(Candidate("in-network", aggregation=lp, switch_unit=unit))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, switch_unit=unit))
     return found + _step_candidates(topology, collective, root)
 
 
@@ -1017,11 +1026,16 @@ class _Search:
         table = self._table(option)
         quotient = self.folded(option, slice_bytes)
         try:
-            if quotient is not None and option.aggregation is not None:
-                graph = aggregation_quotient_tasks(
-                    option.aggregation, quotient, self.network, self.size,
-                    slice_bytes=slice_bytes, barrier=option.barrier,
+            if option.switch_unit:
+                graph = nvls_program_tasks(
+                    self.topology, self.network, self.size,
+                    unit=program_unit(option.switch_unit, slice_bytes), slice_bytes=slice_bytes,
+                    quotient=quotient,
                 )  # fmt: skip
+            elif quotient is not None and option.aggregation is not None:
+                graph = aggregation_quotient_tasks(
+                    option.aggregation, quotient, self.network, self.size, slice_bytes=slice_bytes
+                )
             elif quotient is not None:
                 schedule = option.schedule if table is None else table.schedule
                 assert schedule is not None  # only schedules have quotients
@@ -1092,6 +1106,8 @@ class _Search:
             found = None
             if schedule is not None and option.aggregation is None:
                 found = schedule_quotient(schedule, self.topology, self.network)
+            elif option.switch_unit:  # as the reader runs the file: always from it
+                found = program_quotient(self.topology, self.network)
             elif option.aggregation is not None:
                 found = aggregation_quotient(option.aggregation, self.topology, self.network)
             self.quotients[option.method] = found
@@ -1106,7 +1122,7 @@ class _Search:
         trees early and overlaps their stores with the other loads, which with whole
         chunks (1 MiB on nvl72) is worth an overhead (6.2 µs, the quotient 7.4 µs)."""
         quotient = self.quotient(option)
-        if quotient is None or option.aggregation is None:
+        if quotient is None or option.aggregation is None or option.switch_unit:
             return quotient
         whole = option.task_count(self.size, slice_bytes, self.topology.num_compute,
                                   self.network.multimem)  # fmt: skip
@@ -1268,7 +1284,9 @@ class _Search:
                 current, piece = start, start.slice_bytes
                 while True:
                     previous, piece = piece, int(piece * factor)
-                    if self.network.store_and_forward and previous > least > piece:
+                    if (
+                        self.network.store_and_forward or current.option.switch_unit
+                    ) and previous > least > piece:  # a program's slices cost no overhead
                         piece = least
                     if piece < least or piece > MAX_SLICE:
                         break

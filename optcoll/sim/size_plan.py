@@ -178,6 +178,7 @@ __all__ = [
     "planned_slice",
     "planned_tasks",
     "PLAN_TASKS",
+    "PROGRAM_BUDGET",
     "TIMETABLE_CHUNKS",
     "STEP_NODES",
     "Candidate",
@@ -201,6 +202,11 @@ PLAN_TASKS = 300_000
 #: allreduce, four schedules), 28 at 1,024 (torus 32x32), more than plan's own 20 there;
 #: the 18 allreduces offered now take 19 CPU s on torus 16x16 (least-loaded routing).
 STEP_NODES = 256
+#: A switch-channel (NVLS) program's simulation may build this many times plan's task
+#: budget: its tasks cost about 8 µs of CPU each (one GPU's loads, stores and copies on 8
+#: lanes), and twice the budget takes nvl72 at 1 GiB to 32 KiB slices, 1,270.0 µs in 4.2
+#: CPU s, where 128 KiB gave 1,307.8 (at 64 MiB 4 KiB, 92.1 µs, against 94.5 in 8 KiB).
+PROGRAM_BUDGET = 2
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -1009,7 +1015,7 @@ class _Search:
                 return None  # no ring can be faster: none is searched for
             option = self.made(option)
             slice_bytes = self.fitting(option, slice_bytes)
-        if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
+        if self.count(option, slice_bytes) > self.budget(option):
             return None
         if self.trials and (
             self.bandwidth_us(option) >= FILE_SLACK * self.best().time_us
@@ -1054,6 +1060,13 @@ class _Search:
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule)
         self.trials.append(trial)
         return trial
+
+    def budget(self, option: Candidate) -> int:
+        """The most tasks one simulation of ``option`` may build: ``max_tasks``, or
+        :data:`PROGRAM_BUDGET` times it for a switch-channel program (at most
+        :data:`~optcoll.sim.simulator.MAX_TASKS`)."""
+        scale = PROGRAM_BUDGET if option.switch_unit else 1
+        return min(self.max_tasks * scale, MAX_TASKS)
 
     def fastest_like(self, option: Candidate) -> float:
         """The fastest time so far of a candidate that, like ``option``, is a schedule
@@ -1229,7 +1242,7 @@ class _Search:
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
         whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
-        budget = min(self.max_tasks, MAX_TASKS)
+        budget = self.budget(option)
         if option.deferred is not None:  # fitted once it is made
             return slice_bytes
         while slice_bytes is not None and self.count(option, slice_bytes) > budget:

@@ -77,7 +77,6 @@ from optcoll.export.report import ExportReport
 from optcoll.export.request import ExportRequest, schedule_path
 from optcoll.export.runtimes import runtime_profile
 from optcoll.io import load_topology
-from optcoll.sim.nvls_program import least_unit, program_unit
 from optcoll.sim.programs import msccl_tasks, simulate_mscclpp
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions, schedule_tasks
 from optcoll.verify.msccl import verify_text
@@ -233,10 +232,6 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
         return [
             (split, None) for split in (False, True) if not split or split_choice(request, ranked)
         ]
-    if request.format == "mscclpp" and isinstance(schedule, AggregationSchedule):
-        least = 0 if _on_gpus(schedule) else least_unit(topology)
-        if least:  # the switch-channel program plan timed: its unit follows plan's slice
-            return [(False, program_unit(least, ranked.slice_bytes))]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
         return [(False, None)]
     coarse = pipeline_unit(topology, schedule)
@@ -596,8 +591,7 @@ def program_texts(
         for placement, path in placement_paths(base, ("outofplace", "inplace"),
                                                request.placement, what="MSCCL++"):  # fmt: skip
             text = mscclpp_nvls_plan(topology, schedule, placement=placement, name=name,
-                                     unit_size=unit, min_message_size=low,
-                                     max_message_size=high).text  # fmt: skip
+                                     min_message_size=low, max_message_size=high).text  # fmt: skip
             out.append((path, text, placement))
         return out
     if request.format == "msccl":

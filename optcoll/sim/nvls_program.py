@@ -10,9 +10,10 @@ between two barriers on memory channels (:func:`optcoll.core.aggregation.barrier
 :func:`nvls_program_tasks` builds, task for task and in the same order, the task graph
 that the simulator's MSCCL++ reader (:func:`optcoll.sim.programs.mscclpp_tasks`) builds
 from that file, so plan's time of its NVLS candidate is the file's time, and plan's
-search for the slice is a search over the file's runs (``tests/sim/test_nvls_program.py``
-compares the two to the ns). The pipeline unit follows plan's slice above the topology's
-least unit (:func:`nvls_unit`, :func:`program_unit`), and the export writes it so.
+search for the slice is a search over the file's runs at the simulator's slice
+(``tests/sim/test_nvls_program.py`` compares the two to the ns). The pipeline unit is the
+writer's (:func:`nvls_unit`); plan's slice cuts each unit's transfers, as ``simulate
+--slice`` cuts the file's.
 
 What the model shares with the reader: the bytes of one slice of a ``glres`` on the
 switches (:func:`optcoll.sim.programs.switch_tasks`), split among the domain's switches
@@ -53,7 +54,6 @@ __all__ = [
     "MAX_UNIT",
     "nvls_unit",
     "least_unit",
-    "program_unit",
     "program_quotient",
     "nvls_program_tasks",
     "nvls_program_task_count",
@@ -115,21 +115,6 @@ def least_unit(topology: Topology) -> int:
     if topology.num_compute < 2 or not any(topology.node[w].multimem for w in domain):
         return 0
     return nvls_unit(topology)
-
-
-def program_unit(least: int, slice_bytes: int | None) -> int:
-    """The pipeline unit of a program plan runs with ``slice_bytes``: the least unit
-    ``least`` (:func:`nvls_unit`) or, above it, the slice rounded up to the plan's
-    16-byte alignment, so that a coarser slice costs a block fewer ``glres`` ops.
-
-    Examples
-    --------
-    >>> program_unit(2**16, 2**13), program_unit(2**16, 2**19), program_unit(2**16, None)
-    (65536, 524288, 65536)
-    """
-    if slice_bytes is None or slice_bytes <= least:
-        return least
-    return math.ceil(slice_bytes / 16) * 16
 
 
 def program_quotient(topology: Topology, network: Network) -> Quotient | None:

@@ -140,7 +140,6 @@ from optcoll.sim.nvls_program import (
     nvls_program_task_count,
     nvls_program_tasks,
     program_quotient,
-    program_unit,
 )
 from optcoll.sim.quotient import (
     Quotient,
@@ -254,9 +253,8 @@ class Candidate:
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
     whose links lack their reverse. ``switch_unit``: ``aggregation`` on one ``multimem``
     NVLS domain, timed as the MSCCL++ switch-channel program the export writes of it
-    (:mod:`optcoll.sim.nvls_program`, whichever its trees), with pipeline units of at
-    least this many bytes (:func:`~optcoll.sim.nvls_program.nvls_unit`; plan's slice where
-    larger, :func:`~optcoll.sim.nvls_program.program_unit`)."""
+    (:mod:`optcoll.sim.nvls_program`, whichever its trees), in pipeline units of this
+    many bytes (:func:`~optcoll.sim.nvls_program.nvls_unit`)."""
 
     method: str
     schedule: Schedule | None = None
@@ -348,8 +346,9 @@ class Candidate:
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
         if self.switch_unit:
-            unit = program_unit(self.switch_unit, slice_bytes)
-            return nvls_program_task_count(num_compute, len(multimem), size, unit, slice_bytes)
+            return nvls_program_task_count(
+                num_compute, len(multimem), size, self.switch_unit, slice_bytes
+            )
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks
@@ -1035,7 +1034,7 @@ class _Search:
             if option.switch_unit:
                 graph = nvls_program_tasks(
                     self.topology, self.network, self.size,
-                    unit=program_unit(option.switch_unit, slice_bytes), slice_bytes=slice_bytes,
+                    unit=option.switch_unit, slice_bytes=slice_bytes,
                     quotient=quotient,
                 )  # fmt: skip
             elif quotient is not None and option.aggregation is not None:

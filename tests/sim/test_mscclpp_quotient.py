@@ -83,18 +83,16 @@ def test_no_quotient_unless_every_rank_runs_rank_0s_program_rotated(tmp_path):
 
 @pytest.mark.parametrize("size", ["256M", "1G"])
 def test_exported_nvls_file_runs_plans_time(tmp_path, capsys, size):
-    """dgx-h100:1,nvls=1: the file ``export --size`` writes (in plan's pipeline unit),
-    simulated at plan's slice from its quotient, takes plan's time to the ns (plan times
-    the switch-channel program itself, optcoll.sim.nvls_program: 688.5587 µs at 256 MiB,
-    2,701.7882 at 1 GiB; as trees it was 687.49 and 2,701.88, the file 683.52 and
-    2,696.78); ``simulate --slice`` of the written file says the same."""
+    """dgx-h100:1,nvls=1: the file ``export --size`` writes, simulated at plan's slice from its quotient, takes plan's time to the ns (plan times
+    the switch-channel program itself, optcoll.sim.nvls_program: 683.5161 µs at 256 MiB,
+    2,696.7820 at 1 GiB; as trees it said 687.49 and 2,701.88); ``simulate --slice`` of the
+    written file says the same."""
     out = tmp_path / "nvls.json"
     args = ["export", H100, "--collective", "allreduce", "--format", "mscclpp", "--size", size]
     assert main([*args, "-o", str(out), "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["files"]
     assert entry["method"] == "in-network"
     assert entry["file_time_us"] == entry["plan_time_us"]
-    assert entry["unit_bytes"] == max(64 * 1024, entry["slice_bytes"])
     piece = str(entry["slice_bytes"])
     assert main(["simulate", H100, str(out), "--sizes", size, "--slice", piece, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["results"]

@@ -10,7 +10,7 @@ import pytest
 
 from optcoll.core.aggregation import barrier_rounds
 from optcoll.schedules.baselines import nvls_schedule
-from optcoll.sim.nvls_program import least_unit, program_unit
+from optcoll.sim.nvls_program import least_unit
 from optcoll.sim.quotient import aggregation_quotient, aggregation_quotient_tasks
 from optcoll.sim.simulator import Network, aggregation_tasks, simulate
 from optcoll.sim.size_plan import Candidate, plan
@@ -83,7 +83,7 @@ def test_plan_pipelines_nvl72_nvls_to_within_7_percent_of_the_optimum():
 
 def test_plan_and_the_mscclpp_file_agree_on_dgx_h100_nvls():
     """dgx-h100:1,nvls=1: plan's NVLS time is the simulated time of the MSCCL++ switch
-    channel file (written in plan's unit, simulated at plan's slice from the file's
+    channel file (simulated at plan's slice from the file's
     quotient, as ``export`` does), to the ns, from 1 MiB to 1 GiB (the trees plan timed
     before differed by -6.2 % at 1 MiB). At 1 GiB plan is within 1 % of the optimum
     9/8 M / 450 GB/s."""
@@ -98,10 +98,9 @@ def test_plan_and_the_mscclpp_file_agree_on_dgx_h100_nvls():
     sizes = [MiB, 64 * MiB, 256 * MiB, 1024 * MiB]
     rows = plan(topo, "allreduce", sizes, options=[candidate])
     network = Network.of(topo)
+    document = parse_plan(mscclpp_nvls_plan(topo, schedule).document)
+    assert mscclpp_quotient(document, topo, network) is not None
     for row in rows:
-        unit = program_unit(least, row.slice_bytes)
-        document = parse_plan(mscclpp_nvls_plan(topo, schedule, unit_size=unit).document)
-        assert mscclpp_quotient(document, topo, network) is not None
         run = simulate_mscclpp(document, topo, network, row.size, slice_bytes=row.slice_bytes)
         assert run.time_us == row.time_us
     optimum_us = float(2**30 * schedule.time_factor / 1000)

@@ -8,7 +8,6 @@ from fractions import Fraction
 
 import pytest
 
-from optcoll.core.aggregation import barrier_rounds
 from optcoll.schedules.baselines import nvls_schedule
 from optcoll.sim.nvls_program import least_unit
 from optcoll.sim.quotient import aggregation_quotient, aggregation_quotient_tasks
@@ -22,13 +21,10 @@ MiB = 2**20
 def _equivariant_ties(trees: int, per_node: int, nodes: int, full: int, folded: int) -> list[int]:
     """Keys of the full graph's tasks, numbered as the quotient numbers its tasks: tree
     ``i`` (GPU ``i // per_node``) builds the tasks of GPU 0's tree ``i % per_node`` in
-    order; the barrier's last steps come once in both."""
-    tail = (nodes * folded - full) // (nodes - 1)
-    body = folded - tail
-    assert body % per_node == 0 and (full - tail) == nodes * body
-    each = body // per_node
-    keys = [(i % per_node) * each + j for i in range(trees) for j in range(each)]
-    return keys + [body + t for t in range(tail)]
+    order."""
+    assert folded % per_node == 0 and full == nodes * folded
+    each = folded // per_node
+    return [(i % per_node) * each + j for i in range(trees) for j in range(each)]
 
 
 @pytest.mark.parametrize("spec", ["dgx-h100:1,nvls=1", "nvl72:nvls=1"])
@@ -38,13 +34,13 @@ def test_nvls_quotient_run_equals_the_full_run_in_the_same_order(spec):
     quotient = aggregation_quotient(schedule, topo, network)
     assert quotient is not None and quotient.order == topo.num_compute
     n, per_node = topo.num_compute, len(schedule.trees) // topo.num_compute
-    cases = [(MiB, 1.0, None, barrier_rounds(n)), (MiB, 0.0, 65536, 0)]
+    cases = [(MiB, 1.0, None), (MiB, 0.0, 65536)]
     if n <= 8:
-        cases.append((64 * MiB, 1.0, 512 * 1024, 1))
-    for size, overhead, slice_bytes, barrier in cases:
-        full = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes, barrier=barrier)
+        cases.append((64 * MiB, 1.0, 512 * 1024))
+    for size, overhead, slice_bytes in cases:
+        full = aggregation_tasks(schedule, network, size, slice_bytes=slice_bytes)
         folded = aggregation_quotient_tasks(
-            schedule, quotient, network, size, slice_bytes=slice_bytes, barrier=barrier
+            schedule, quotient, network, size, slice_bytes=slice_bytes
         )
         ties = _equivariant_ties(len(schedule.trees), per_node, n, len(full), len(folded))
         whole = simulate(full, network, size, overhead=overhead, ties=ties)

@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
-from optcoll.sim.nvls_program import nvls_program_tasks, program_quotient
+from optcoll.sim.nvls_program import program_quotient
 from optcoll.sim.programs import simulate_mscclpp
 from optcoll.sim.simulator import SimOptions
 from optcoll.sim.size_plan import candidates
@@ -68,9 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             file_us = simulate_mscclpp(plan, topology, network, size).time_us
             file_cpu = time.process_time() - start
             start = time.process_time()
-            if candidate.switch_unit:
-                graph = nvls_program_tasks(topology, network, size, unit=candidate.switch_unit,
-                                           slice_bytes=sim.slice_bytes, quotient=quotient)  # fmt: skip
+            if candidate.program is not None:
+                graph = candidate.program.tasks(network, size, sim.slice_bytes, quotient)
                 ties = None if quotient is None else range(len(graph))
             else:
                 graph, ties = candidate.tasks(network, size, sim.slice_bytes), None

@@ -38,6 +38,7 @@ Examples
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from optcoll.core.aggregation import barrier_peers
 from optcoll.core.schedule import Rotation
@@ -53,7 +54,8 @@ __all__ = [
     "MIN_UNIT",
     "MAX_UNIT",
     "nvls_unit",
-    "least_unit",
+    "NvlsProgram",
+    "switch_program",
     "program_quotient",
     "nvls_program_tasks",
     "nvls_program_task_count",
@@ -99,22 +101,50 @@ def nvls_unit(topology: Topology, blocks: int = NVLS_THREADBLOCKS) -> int:
     return unit
 
 
-def least_unit(topology: Topology) -> int:
-    """The least pipeline unit plan times ``topology``'s in-network allreduce with as the
-    switch-channel program (:func:`nvls_unit`), where its compute nodes share one NVLS
-    domain of ``multimem`` switches (the program is what runs there, whichever the
-    trees); 0 where they do not (plan times aggregation trees).
+@dataclass(frozen=True)
+class NvlsProgram:
+    """The switch-channel program of the in-network allreduce on ``topology``: ``blocks``
+    thread blocks a GPU, pipeline units of ``unit`` bytes (:func:`switch_program`)."""
+
+    topology: Topology
+    unit: int
+    blocks: int = NVLS_THREADBLOCKS
+
+    def tasks(
+        self,
+        network: Network,
+        size: int,
+        slice_bytes: int | None,
+        quotient: Quotient | None = None,
+    ) -> TaskGraph:
+        """:func:`nvls_program_tasks` of this program."""
+        return nvls_program_tasks(self.topology, network, size, unit=self.unit,
+                                  blocks=self.blocks, slice_bytes=slice_bytes,
+                                  quotient=quotient)  # fmt: skip
+
+    def task_count(self, size: int, slice_bytes: int | None) -> int:
+        """:func:`nvls_program_task_count` of this program (every rank's)."""
+        topology = self.topology
+        return nvls_program_task_count(topology.num_compute, len(topology.nvls_domain()), size,
+                                       self.unit, slice_bytes, self.blocks)  # fmt: skip
+
+
+def switch_program(topology: Topology) -> NvlsProgram | None:
+    """The program plan times ``topology``'s in-network allreduce as, where its compute
+    nodes share one NVLS domain of ``multimem`` switches (the program is what runs there,
+    whichever the trees), in the writer's units (:func:`nvls_unit`); None where they do
+    not (plan times aggregation trees).
 
     Examples
     --------
     >>> from optcoll.topologies import build
-    >>> least_unit(build("nvl72:nvls=1")) // 1024, least_unit(build("star:8,sharp=1"))
-    (64, 0)
+    >>> switch_program(build("nvl72:nvls=1")).unit // 1024, switch_program(build("star:8,sharp=1"))
+    (64, None)
     """
     domain = topology.nvls_domain()
     if topology.num_compute < 2 or not any(topology.node[w].multimem for w in domain):
-        return 0
-    return nvls_unit(topology)
+        return None
+    return NvlsProgram(topology, nvls_unit(topology))
 
 
 def program_quotient(topology: Topology, network: Network) -> Quotient | None:

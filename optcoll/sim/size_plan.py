@@ -135,12 +135,7 @@ from optcoll.schedules.spanning_tree_allreduce import (
 )
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.nccl_model import nccl_ring_channels
-from optcoll.sim.nvls_program import (
-    least_unit,
-    nvls_program_task_count,
-    nvls_program_tasks,
-    program_quotient,
-)
+from optcoll.sim.nvls_program import NvlsProgram, program_quotient, switch_program
 from optcoll.sim.quotient import (
     Quotient,
     aggregation_quotient,
@@ -251,10 +246,9 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse. ``switch_unit``: ``aggregation`` on one ``multimem``
+    whose links lack their reverse. ``program``: ``aggregation`` on one ``multimem``
     NVLS domain, timed as the MSCCL++ switch-channel program the export writes of it
-    (:mod:`optcoll.sim.nvls_program`, whichever its trees), in pipeline units of this
-    many bytes (:func:`~optcoll.sim.nvls_program.nvls_unit`)."""
+    (:mod:`optcoll.sim.nvls_program`, whichever its trees)."""
 
     method: str
     schedule: Schedule | None = None
@@ -267,7 +261,7 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
-    switch_unit: int = 0
+    program: NvlsProgram | None = field(default=None, compare=False)
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -308,8 +302,9 @@ class Candidate:
     ) -> TaskGraph:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
+        if self.program is not None:
+            return self.program.tasks(network, size, slice_bytes)
         if self.aggregation is not None:
-            assert not self.switch_unit  # plan builds a program's tasks with its topology
             return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
@@ -345,10 +340,8 @@ class Candidate:
         topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
-        if self.switch_unit:
-            return nvls_program_task_count(
-                num_compute, len(multimem), size, self.switch_unit, slice_bytes
-            )
+        if self.program is not None:
+            return self.program.task_count(size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks
@@ -570,13 +563,13 @@ def candidates(
                     )  # fmt: skip
                 )
         # on one NVLS (multimem) domain the trees run as the switch-channel program
-        unit = least_unit(topology)
+        program = switch_program(topology)
         if has_aggregation_lp(topology):
             lp = aggregation_schedule(topology)
-            found.append(Candidate("in-network", aggregation=lp, switch_unit=unit))
+            found.append(Candidate("in-network", aggregation=lp, program=program))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, switch_unit=unit))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, program=program))
     return found + _step_candidates(topology, collective, root)
 
 
@@ -1031,12 +1024,8 @@ class _Search:
         table = self._table(option)
         quotient = self.folded(option, slice_bytes)
         try:
-            if option.switch_unit:
-                graph = nvls_program_tasks(
-                    self.topology, self.network, self.size,
-                    unit=option.switch_unit, slice_bytes=slice_bytes,
-                    quotient=quotient,
-                )  # fmt: skip
+            if option.program is not None:
+                graph = option.program.tasks(self.network, self.size, slice_bytes, quotient)
             elif quotient is not None and option.aggregation is not None:
                 graph = aggregation_quotient_tasks(
                     option.aggregation, quotient, self.network, self.size, slice_bytes=slice_bytes
@@ -1064,7 +1053,7 @@ class _Search:
         """The most tasks one simulation of ``option`` may build: ``max_tasks``, or
         :data:`PROGRAM_BUDGET` times it for a switch-channel program (at most
         :data:`~optcoll.sim.simulator.MAX_TASKS`)."""
-        scale = PROGRAM_BUDGET if option.switch_unit else 1
+        scale = PROGRAM_BUDGET if option.program is not None else 1
         return min(self.max_tasks * scale, MAX_TASKS)
 
     def fastest_like(self, option: Candidate) -> float:
@@ -1118,7 +1107,7 @@ class _Search:
             found = None
             if schedule is not None and option.aggregation is None:
                 found = schedule_quotient(schedule, self.topology, self.network)
-            elif option.switch_unit:  # as the reader runs the file: always from it
+            elif option.program is not None:  # as the reader runs the file: always from it
                 found = program_quotient(self.topology, self.network)
             elif option.aggregation is not None:
                 found = aggregation_quotient(option.aggregation, self.topology, self.network)
@@ -1134,7 +1123,7 @@ class _Search:
         trees early and overlaps their stores with the other loads, which with whole
         chunks (1 MiB on nvl72) is worth an overhead (6.2 µs, the quotient 7.4 µs)."""
         quotient = self.quotient(option)
-        if quotient is None or option.aggregation is None or option.switch_unit:
+        if quotient is None or option.aggregation is None or option.program is not None:
             return quotient
         whole = option.task_count(self.size, slice_bytes, self.topology.num_compute,
                                   self.network.multimem)  # fmt: skip
@@ -1297,7 +1286,7 @@ class _Search:
                 while True:
                     previous, piece = piece, int(piece * factor)
                     if (
-                        self.network.store_and_forward or current.option.switch_unit
+                        self.network.store_and_forward or current.option.program is not None
                     ) and previous > least > piece:  # a program's slices cost no overhead
                         piece = least
                     if piece < least or piece > MAX_SLICE:

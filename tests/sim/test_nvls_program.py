@@ -15,9 +15,9 @@ from optcoll.core.aggregation import barrier_rounds
 from optcoll.core.topology import Topology
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.sim.nvls_program import (
-    least_unit,
     nvls_program_task_count,
     nvls_program_tasks,
+    nvls_unit,
     program_quotient,
 )
 from optcoll.sim.programs import mscclpp_quotient, mscclpp_tasks, simulate_mscclpp
@@ -47,7 +47,7 @@ def _file_us(topology: Topology, size: int, slice_bytes: int | None) -> float:
 def test_dgx_h100_plan_time_is_the_files_to_the_ns():
     topology = build("dgx-h100:1,nvls=1")
     (nvls,) = [c for c in candidates(topology, "allreduce") if c.method == "NVLS"]
-    assert nvls.switch_unit == least_unit(topology) == 64 * 1024
+    assert nvls.program is not None and nvls.program.unit == nvls_unit(topology) == 64 * 1024
     rows = plan(topology, "allreduce", [2**16, MiB, 64 * MiB], options=[nvls])
     for row in rows:
         assert row.time_us == _file_us(topology, row.size, row.slice_bytes)
@@ -96,7 +96,7 @@ def test_nvl72_model_spreads_each_slice_over_the_nine_trays_as_the_file_does():
     network = Network.of(topology)
     quotient = program_quotient(topology, network)
     assert quotient is not None and quotient.order == 72
-    graph = nvls_program_tasks(topology, network, size, unit=least_unit(topology), slice_bytes=8192,
+    graph = nvls_program_tasks(topology, network, size, unit=nvls_unit(topology), slice_bytes=8192,
                                quotient=quotient)  # fmt: skip
     planned = simulate(graph, network, size, ties=range(len(graph))).time_us
     assert planned == _file_us(topology, size, 8192)

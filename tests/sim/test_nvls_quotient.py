@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from optcoll.schedules.baselines import nvls_schedule
-from optcoll.sim.nvls_program import least_unit
+from optcoll.sim.nvls_program import switch_program
 from optcoll.sim.quotient import aggregation_quotient, aggregation_quotient_tasks
 from optcoll.sim.simulator import Network, aggregation_tasks, simulate
 from optcoll.sim.size_plan import Candidate, plan
@@ -69,7 +69,7 @@ def test_plan_pipelines_nvl72_nvls_to_within_7_percent_of_the_optimum():
     slices, 1.062 times; it was 2,405.7 µs, 1.99 times, as trees in whole chunks)."""
     topo = build("nvl72:nvls=1")
     schedule = nvls_schedule(topo)
-    candidate = Candidate("NVLS", aggregation=schedule, switch_unit=least_unit(topo))
+    candidate = Candidate("NVLS", aggregation=schedule, program=switch_program(topo))
     (row,) = plan(topo, "allreduce", [2**30], options=[candidate])
     assert schedule.time_factor == Fraction(73, 72) / 900  # 900 GB/s per GPU
     optimum_us = float(2**30 * schedule.time_factor / 1000)  # GB/s: 1000 bytes a µs
@@ -89,8 +89,7 @@ def test_plan_and_the_mscclpp_file_agree_on_dgx_h100_nvls():
 
     topo = build("dgx-h100:1,nvls=1")
     schedule = nvls_schedule(topo)
-    least = least_unit(topo)
-    candidate = Candidate("NVLS", aggregation=schedule, switch_unit=least)
+    candidate = Candidate("NVLS", aggregation=schedule, program=switch_program(topo))
     sizes = [MiB, 64 * MiB, 256 * MiB, 1024 * MiB]
     rows = plan(topo, "allreduce", sizes, options=[candidate])
     network = Network.of(topo)

@@ -887,11 +887,12 @@ def plan(
     onto every link and checked as the whole topology's timetable
     (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
     synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
-    NCCL's NVLS on one NVLink domain runs from its quotient under the rotation of the GPUs
-    (:func:`optcoll.sim.quotient.aggregation_quotient`) where its whole task graph exceeds
-    ``max_tasks`` (:meth:`_Search.folded`), and its slices are refined past sizes that
-    leave whole chunks, so that its loads and stores pipeline (nvl72 at 1 GiB: 8 KiB
-    slices, 1.056 times the optimum, where whole chunks gave 1.99 times).
+    On one NVLS domain of ``multimem`` switches the in-network candidates run as the
+    MSCCL++ switch-channel program the export writes (:mod:`optcoll.sim.nvls_program`),
+    always from its quotient under the rotation of the GPUs, as the reader runs the file,
+    within :data:`PROGRAM_BUDGET` times ``max_tasks``; their slices are refined down to
+    :data:`MIN_SLICE` (nvl72 at 1 GiB: 32 KiB, 1.062 times the optimum; at 64 MiB 4 KiB),
+    and plan's time of them is the file's simulated at plan's slice.
     """
 
     collective = canonical_collective(collective)
@@ -1255,9 +1256,10 @@ class _Search:
     def refine(self) -> None:
         """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
         (candidate, order) pairs and every NVLS candidate simulated from its quotient
-        (cheap: one GPU's trees; in whole chunks it may look slower than it pipelines:
-        nvl72 at 256 MiB 603.7 µs, 342.2 in 8 KiB slices), while they are faster (see
-        :func:`plan`)."""
+        (cheap: one GPU's; in whole chunks it may look slower than it pipelines: nvl72 at
+        256 MiB as trees 603.7 µs, 342.2 in 8 KiB slices), while they are faster (see
+        :func:`plan`); a switch-channel program's down to :data:`MIN_SLICE` itself (its
+        slices cost no overhead: nvl72 at 64 MiB 92.1 µs in 4 KiB, 94.5 in 8)."""
         if not self.trials:
             return
         pairs: list[_Trial] = []

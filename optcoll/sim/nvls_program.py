@@ -20,8 +20,9 @@ switches (:func:`optcoll.sim.programs.switch_tasks`), split among the domain's s
 in proportion to the GPU's links to them (9 trays on ``nvl72``: a slice of ``s`` bytes
 puts ``s / 9`` on each tray link, where a tree per (GPU, tray) put ``s`` on one). What it
 builds itself: the ops of each thread block (a barrier round is one signal, one wait and
-one ``nop``; signals and waits cost no overhead, a ``glres`` one per unit on its block's
-lane), and which signal each wait waits for.
+one ``nop``, where the file splits a round's 16 peers into ops of 8: zero-cost steps in
+one chain either way, so no time moves; signals and waits cost no overhead, a ``glres``
+one per unit on its block's lane), and which signal each wait waits for.
 
 Examples
 --------

@@ -8,12 +8,12 @@ Run from the repository root::
 For each topology with one NVLS domain it writes the plan
 (:func:`optcoll.export.mscclpp_nvls.mscclpp_nvls_plan`, out of place), times the writer and
 ``check-plan`` (CPU seconds), and at each size prints the simulator's time of the plan
-file (:func:`optcoll.sim.programs.mscclpp_tasks`, default overhead, latency and slice)
-beside plan's time of its ``NVLS`` candidate (NCCL's NVLS as aggregation trees, with the
-switch-channel program's barriers on a ``multimem`` domain: :class:`optcoll.sim.size_plan.
-Candidate`, at plan's first slice), their ratio, and ``(N + 1) / N``: the bytes a switch
-channel's ``glres`` puts on each GPU link per byte of a SHARP switch's tree (plan's
-``multimem`` trees carry them too).
+file (:func:`optcoll.sim.programs.simulate_mscclpp`, from its quotient where it has one;
+default overhead, latency and slice) beside plan's time of its ``NVLS`` candidate at that
+slice (on a ``multimem`` domain the switch-channel program itself,
+:mod:`optcoll.sim.nvls_program`, so the ratio is 1; on a SHARP switch NCCL's NVLS as an
+aggregation tree), their ratio, the CPU seconds of each, and ``(N + 1) / N``: the bytes a
+switch channel's ``glres`` puts on each GPU link per byte of a SHARP switch's tree.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks._common import print_table
 from optcoll.core.sizes import parse_size, size_text
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
-from optcoll.sim.programs import mscclpp_tasks
+from optcoll.sim.nvls_program import program_quotient
+from optcoll.sim.programs import simulate_mscclpp
 from optcoll.sim.simulator import SimOptions
 from optcoll.sim.size_plan import candidates
 from optcoll.topologies import build
@@ -60,11 +61,20 @@ def main(argv: list[str] | None = None) -> int:
         sim = SimOptions()
         network = sim.network(topology)
         n = topology.num_compute
+        quotient = program_quotient(topology, network)
         for text in args.sizes:
             size = parse_size(text)
-            file_us = sim.run(mscclpp_tasks(plan, topology, network, size), network, size).time_us
-            graph = candidate.tasks(network, size, sim.slice_bytes)
-            plan_us = sim.run(graph, network, size).time_us
+            start = time.process_time()
+            file_us = simulate_mscclpp(plan, topology, network, size).time_us
+            file_cpu = time.process_time() - start
+            start = time.process_time()
+            if candidate.program is not None:
+                graph = candidate.program.tasks(network, size, sim.slice_bytes, quotient)
+                ties = None if quotient is None else range(len(graph))
+            else:
+                graph, ties = candidate.tasks(network, size, sim.slice_bytes), None
+            plan_us = sim.run(graph, network, size, ties=ties).time_us
+            plan_cpu = time.process_time() - start
             rows.append(
                 [
                     spec,
@@ -72,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{plan_us:.3f}",
                     f"{file_us:.3f}",
                     f"{file_us / plan_us:.4f}",
+                    f"{plan_cpu:.2f}",
+                    f"{file_cpu:.2f}",
                     f"{(n + 1) / n:.4f}",
                     f"{written:.2f}",
                     f"{checked:.2f}",
@@ -84,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             "plan NVLS µs",
             "plan file µs",
             "ratio",
+            "plan s",
+            "file s",
             "(N+1)/N",
             "write s",
             "check s",

@@ -63,6 +63,7 @@ from optcoll.exceptions import ScheduleError
 
 __all__ = [
     "barrier_rounds",
+    "barrier_peers",
     "MULTIMEM_BARRIER_PEERS",
     "multimem_arcs",
     "tree_arc_uses",
@@ -145,6 +146,30 @@ def barrier_rounds(n: int) -> int:
     (1, 1, 5, 7)
     """
     return 1 if n - 1 <= MULTIMEM_BARRIER_PEERS else (n - 1).bit_length()
+
+
+def barrier_peers(rank: int, n: int) -> list[tuple[list[int], list[int]]]:
+    """The rounds of :func:`barrier_rounds`'s barrier for ``rank`` of ``n``: per round the
+    peers it signals and the peers it waits for, rotated with ``rank`` (every rank's
+    barrier is rank 0's moved ``rank`` places): one round of every other rank, in order
+    after ``rank``, up to :data:`MULTIMEM_BARRIER_PEERS` peers; else in round ``i`` a
+    signal to ``rank + 2^i`` and a wait for ``rank - 2^i`` (mod ``n``).
+
+    Examples
+    --------
+    >>> barrier_peers(1, 4)
+    [([2, 3, 0], [2, 3, 0])]
+    >>> barrier_peers(0, 20)[:2]
+    [([1], [19]), ([2], [18])]
+    """
+    peers = [(rank + d) % n for d in range(1, n)]
+    if len(peers) <= MULTIMEM_BARRIER_PEERS:
+        return [(peers, peers)]
+    rounds, step = [], 1
+    while step < n:
+        rounds.append(([(rank + step) % n], [(rank - step) % n]))
+        step *= 2
+    return rounds
 
 
 def multimem_arcs(tree: AggregationTree, multimem: Collection[str]) -> list[tuple[str, str]]:

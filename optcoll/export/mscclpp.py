@@ -94,6 +94,7 @@ from optcoll.core.loads import PHASES, phase_time_factor, routes_time_factor
 from optcoll.core.schedule import Schedule, Tree, a_collective
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
+from optcoll.sim.nvls_program import MAX_UNIT, MIN_UNIT, OP_COST_US, UNIT_MARGIN
 from optcoll.sim.simulator import data_bytes
 
 __all__ = [
@@ -136,11 +137,9 @@ DEFAULT_UNIT = 2**20
 #: the units are kept: they are at least plan's 512 KiB slices on the built-ins' big
 #: links, where the files then pipeline as plan's trees do (ring:4 allreduce at 1 MiB to
 #: 1 GiB: the file's time is plan's; with units of 64 KiB it is 16.5 % faster at 1 MiB).
+#: The smallest and largest unit it chooses (:data:`MIN_UNIT`, :data:`MAX_UNIT`) and the
+#: margin are the NVLS program's too (:mod:`optcoll.sim.nvls_program`, where they live).
 OPS_PER_UNIT = {True: 7, False: 5}
-OP_COST_US = 1
-UNIT_MARGIN = 1.25
-#: Smallest and largest unit :func:`pipeline_unit` chooses.
-MIN_UNIT, MAX_UNIT = 2**16, 2**24
 #: Collectives with LL plans (reductions other than allreduce have no plain place for
 #: a node's partial sum: the reduce packet ops write one).
 LL_COLLECTIVES = ("allgather", "allreduce", "broadcast", "alltoall")

@@ -64,7 +64,7 @@ Examples
 
 from __future__ import annotations
 
-from optcoll.core.aggregation import AggregationSchedule
+from optcoll.core.aggregation import AggregationSchedule, barrier_peers
 from optcoll.core.topology import Topology
 from optcoll.exceptions import ExportError
 from optcoll.export.mscclpp import (
@@ -73,19 +73,12 @@ from optcoll.export.mscclpp import (
     MAX_CHANNELS,
     MAX_OPS,
     MAX_PER_OP,
-    MAX_UNIT,
     MAX_UNITS,
-    MIN_UNIT,
-    OP_COST_US,
-    UNIT_MARGIN,
     MscclppPlan,
 )
+from optcoll.sim.nvls_program import NVLS_THREADBLOCKS, nvls_unit
 
 __all__ = ["mscclpp_nvls_plan", "nvls_unit", "NVLS_THREADBLOCKS"]
-
-#: Thread blocks per GPU (each reduces ``1 / blocks`` of the GPU's shard): the
-#: ``instances=8`` of MSCCL++'s own NVLS allreduce example (module docstring).
-NVLS_THREADBLOCKS = 8
 
 
 def _check_schedule(topology: Topology, schedule: AggregationSchedule) -> None:
@@ -118,43 +111,6 @@ def _check_schedule(topology: Topology, schedule: AggregationSchedule) -> None:
                 "switch channel plan covers one NVLS domain (every GPU on the same "
                 "reducing and multicasting switches)"
             )
-
-
-def nvls_unit(topology: Topology, blocks: int = NVLS_THREADBLOCKS) -> int:
-    """The ``pipeline`` unit (bytes) of :func:`mscclpp_nvls_plan`: the smallest power of
-    two (64 KiB to 16 MiB) at which one round of ``glres`` ops, a unit from each of the
-    ``N x blocks`` thread blocks, keeps every GPU's links to the switches busy
-    (``(N + 1) x blocks x unit`` bytes, the loads of every block and its own GPU's
-    stores) longer than a block takes to issue its op (1 µs, x 1.25), as
-    :func:`optcoll.export.mscclpp.pipeline_unit` does for trees. Units let a GPU's stores
-    and the switch's copies of early units run while later units load.
-
-    Examples
-    --------
-    >>> from optcoll.topologies import build
-    >>> nvls_unit(build("dgx-h100:1,nvls=1")) // 1024
-    64
-    """
-    nodes = topology.compute_nodes
-    domain = topology.nvls_domain()
-    rate = min(float(sum(topology.capacity[(g, w)] for w in domain)) for g in nodes)
-    wanted = rate * 1000 * OP_COST_US * UNIT_MARGIN / ((len(nodes) + 1) * blocks)
-    unit = MIN_UNIT
-    while unit < wanted and unit < MAX_UNIT:
-        unit *= 2
-    return unit
-
-
-def _rounds(rank: int, n: int) -> list[tuple[list[int], list[int]]]:
-    """The barrier's rounds for ``rank`` of ``n``: (peers signalled, peers waited for)."""
-    peers = [(rank + d) % n for d in range(1, n)]  # rotated with rank: every rank alike
-    if len(peers) <= MAX_CHANNELS:
-        return [(peers, peers)]
-    rounds, step = [], 1
-    while step < n:
-        rounds.append(([(rank + step) % n], [(rank - step) % n]))
-        step *= 2
-    return rounds
 
 
 def _barrier(rounds: list[tuple[list[int], list[int]]], local: dict[int, int]) -> list[dict]:
@@ -244,7 +200,7 @@ def mscclpp_nvls_plan(
     most = 0
     pairs: set[tuple[int, int]] = set()
     for rank in range(n):
-        rounds = _rounds(rank, n)
+        rounds = barrier_peers(rank, n)
         # in their order after ``rank``: every rank's program is rank 0's rotated (what
         # :func:`optcoll.sim.programs.mscclpp_quotient` checks)
         peers = sorted(

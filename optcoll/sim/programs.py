@@ -63,6 +63,7 @@ __all__ = [
     "mscclpp_tasks",
     "mscclpp_quotient",
     "simulate_mscclpp",
+    "switch_tasks",
     "ISSUING_OPS",
     "issues",
     "ChakraTraces",
@@ -456,10 +457,11 @@ def mscclpp_tasks(
                     for d in op.src[:1]:  # the kernel moves the source range's bytes
                         moved = max(0.0, min(d.size * chunk - offset, unit))
                         count, piece = _slices(moved, slice_bytes)
+                        source, target, domain = _switch_ranks(plan, topology, gpu.rank, op)
                         for s in range(count):
-                            sent += _switch_tasks(
-                                graph, plan, topology, network, gpu.rank, op, piece, task,
-                                (i + s / count) / iterations,
+                            sent += switch_tasks(
+                                graph, topology, network, gpu.rank, source, target, piece,
+                                task, (i + s / count) / iterations, domain=domain,
                             )  # fmt: skip
                 elif op.name in _PACKET_OPS:
                     _packet_tasks(graph, op, gpu.rank, task, chunk, route, packets, reads)
@@ -500,19 +502,12 @@ def mscclpp_tasks(
     return graph
 
 
-def _switch_tasks(
-    graph: TaskGraph,
-    plan: Any,
-    topology: Topology,
-    network: Network,
-    rank: int,
-    op: Any,
-    piece: float,
-    task: int,
-    order: float,
-) -> list[int]:
-    """One slice of a ``glres`` / ``gstore`` of ``rank`` on the switches (see
-    :func:`mscclpp_tasks`); the copies down to the ranks, which a later signal waits for."""
+def _switch_ranks(
+    plan: Any, topology: Topology, rank: int, op: Any
+) -> tuple[list[int] | None, list[int], tuple[str, ...]]:
+    """The ranks a ``glres`` / ``gstore`` of ``rank`` loads from (None: a ``gstore``) and
+    stores to, each in order after ``rank`` (every rank's tasks are rank 0's rotated), and
+    the switches that serve them (see :func:`mscclpp_tasks`)."""
     compute = topology.compute_nodes
     gpu = plan.gpus[rank]
     refs = (op.src[:1] if op.name == "glres" else ()) + op.dst[:1]
@@ -522,7 +517,7 @@ def _switch_tasks(
         )
     n = plan.ranks
 
-    def after_rank(group: Any) -> list[int]:  # rank's tasks are rank 0's rotated, in order
+    def after_rank(group: Any) -> list[int]:
         return sorted(group.ranks, key=lambda m: (m - rank) % n)
 
     source = after_rank(gpu.switches[op.src[0].switch]) if op.name == "glres" else None
@@ -534,6 +529,30 @@ def _switch_tasks(
             f"rank {rank}'s {op.name}: no switch of {topology.name} reduces and multicasts "
             f"and links to every rank of its switch channel {list(target)}"
         )
+    return source, target, domain
+
+
+def switch_tasks(
+    graph: TaskGraph,
+    topology: Topology,
+    network: Network,
+    rank: int,
+    source: Sequence[int] | None,
+    target: Sequence[int],
+    piece: float,
+    task: int,
+    order: float,
+    *,
+    domain: Sequence[str],
+) -> list[int]:
+    """One ``piece``-byte slice of a switch-channel op of ``rank`` (step ``task``) on the
+    switches ``domain``, its bytes split among them in proportion to ``rank``'s links to
+    them: with ``source`` (a ``glres``, ``multimem.ld_reduce``) every source rank's copy up
+    and the sum down to ``rank``; then (``multimem.st``) the sum up from ``rank`` and a
+    copy down to every ``target`` rank. Returns the copies down, which a later signal
+    waits for (:func:`mscclpp_tasks`; plan's model of the NVLS program,
+    :func:`optcoll.sim.nvls_program.nvls_program_tasks`, builds its slices so too)."""
+    compute = topology.compute_nodes
     me = compute[rank]
     total = sum(topology.capacity[(me, w)] for w in domain)
     copies = []

@@ -417,7 +417,6 @@ def aggregation_quotient_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
-    barrier: int = 0,
 ) -> TaskGraph:
     """The task graph of the first compute node's trees of ``schedule`` (accepted by
     :func:`aggregation_quotient`) on one link per orbit: :func:`aggregation_tasks` on
@@ -431,10 +430,10 @@ def aggregation_quotient_tasks(
     >>> topo = build("dgx-h100:1,nvls=1")
     >>> network, schedule = Network.of(topo), nvls_schedule(topo)
     >>> quotient = aggregation_quotient(schedule, topo, network)
-    >>> graph = aggregation_quotient_tasks(schedule, quotient, network, 2**20, barrier=1)
-    >>> full = aggregation_tasks(schedule, network, 2**20, barrier=1)
-    >>> len(full), len(graph)  # 8 trees of 3 barrier steps and 19 tasks; 2 final steps
-    (178, 24)
+    >>> graph = aggregation_quotient_tasks(schedule, quotient, network, 2**20)
+    >>> full = aggregation_tasks(schedule, network, 2**20)
+    >>> len(full), len(graph)  # 8 trees of 19 tasks
+    (152, 19)
     >>> round(simulate(graph, network, 2**20, ties=range(len(graph))).time_us, 3)
     10.243
 
@@ -444,7 +443,7 @@ def aggregation_quotient_tasks(
     reps = tuple(t for t in schedule.trees if t.apex == root)
     return aggregation_tasks(
         replace(schedule, trees=reps), quotient.network(network), size,
-        slice_bytes=slice_bytes, barrier=barrier,
+        slice_bytes=slice_bytes,
     )  # fmt: skip
 
 

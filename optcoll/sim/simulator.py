@@ -837,7 +837,6 @@ def aggregation_tasks(
     size: int,
     *,
     slice_bytes: int | None = DEFAULT_SLICE,
-    barrier: int = 0,
 ) -> TaskGraph:
     """The task graph of an in-network allreduce (:mod:`optcoll.core.aggregation`).
 
@@ -850,12 +849,8 @@ def aggregation_tasks(
     (``multimem.ld_reduce`` and ``multimem.st``, one ``glres`` of an MSCCL++ switch
     channel) on a lane of the tree's own, and the bytes move without further steps: its
     children's and its own slice up, the sum down to it, its store up once the sum is
-    there, the copies down to its children and back to it. ``barrier``: the rounds of the
-    barrier such a program runs (:func:`optcoll.core.aggregation.barrier_rounds`): three
-    ops a round on every issuing lane before its first slice, and ``3 rounds - 2``
-    after the last copy has arrived (signal, wait, nop; the first signal waits for
-    the copies). They order the slices but cost no overhead: memory-channel signals and
-    waits issue no transfer, as :func:`optcoll.sim.programs.mscclpp_tasks` charges them.
+    there, the copies down to its children and back to it. (On one ``multimem`` domain
+    plan times the MSCCL++ program itself, :mod:`optcoll.sim.nvls_program`.)
 
     Examples
     --------
@@ -873,16 +868,11 @@ def aggregation_tasks(
         for t in schedule.trees
     )
     _check_size(count * edges, count)
-    copies: list[int] = []
     for number, tree in enumerate(schedule.trees):
         up = _by_depth(tree.apex, [(e.src, e.dst, network.path(e.path)) for e in tree.reduce_edges])
         down = [(e.src, e.dst, network.path(e.path)) for e in tree.multicast_edges]
         down = _by_depth(tree.apex, down, downward=True)
         issue = ("multimem", number)
-        ready: list[int] = []
-        if barrier and any(w in multimem for _, w, _ in up):
-            for _ in range(3 * barrier):
-                ready = [graph.add(None, (), 0.0, ready, 0.0)]
         for piece_number in range(tree.chunks * count):
             loop = _progress(piece_number, tree.chunks, count)
             into: dict[str, list[int]] = {}
@@ -890,7 +880,7 @@ def aggregation_tasks(
             for src, dst, path in up:  # leaves first
                 if dst in multimem or src in multimem:  # the load's bytes: no steps
                     if not step:
-                        step = [graph.add(issue, (), 0.0, ready, loop)]
+                        step = [graph.add(issue, (), 0.0, (), loop)]
                     lane = None
                     after = [*step, *into.get(src, ())]
                 else:
@@ -905,14 +895,7 @@ def aggregation_tasks(
                 lane = None if dst in multimem or src in multimem else (src, dst)
                 arrived[dst] = [graph.add(lane, path, piece, arrived[src], loop)]
                 if dst in multimem:  # the GPU that stores the sum gets its copy back
-                    back = graph.add(None, network.path((dst, src)), piece, arrived[dst], loop)
-                    copies.append(back)
-                elif src in multimem:
-                    copies += arrived[dst]
-    if barrier and copies:
-        done = [graph.add(None, (), 0.0, copies, 1.0)]
-        for _ in range(3 * barrier - 2):
-            done = [graph.add(None, (), 0.0, done, 1.0)]
+                    graph.add(None, network.path((dst, src)), piece, arrived[dst], loop)
     return graph
 
 

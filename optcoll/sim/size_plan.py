@@ -83,7 +83,7 @@ from optcoll.bounds.depth import HOLDS_FOR as DEPTH_HOLDS_FOR
 from optcoll.bounds.depth import DepthBound, depth_bound
 from optcoll.bounds.in_network import has_aggregation_lp
 from optcoll.bounds.startup import StartupBound
-from optcoll.core.aggregation import AggregationSchedule, barrier_rounds, multimem_arcs
+from optcoll.core.aggregation import AggregationSchedule, multimem_arcs
 from optcoll.core.arguments import number_argument
 from optcoll.core.busbw import bus_factor
 from optcoll.core.cost import DEFAULT_LATENCY, Cost, link_latencies
@@ -136,6 +136,7 @@ from optcoll.schedules.spanning_tree_allreduce import (
 )
 from optcoll.sim.cost_model import SIZES
 from optcoll.sim.nccl_model import nccl_ring_channels
+from optcoll.sim.nvls_program import NvlsProgram, program_quotient, switch_program
 from optcoll.sim.quotient import (
     Quotient,
     aggregation_quotient,
@@ -171,6 +172,7 @@ __all__ = [
     "planned_slice",
     "planned_tasks",
     "PLAN_TASKS",
+    "PROGRAM_BUDGET",
     "TIMETABLE_CHUNKS",
     "STEP_NODES",
     "Candidate",
@@ -194,6 +196,11 @@ PLAN_TASKS = 300_000
 #: allreduce, four schedules), 28 at 1,024 (torus 32x32), more than plan's own 20 there;
 #: the 18 allreduces offered now take 19 CPU s on torus 16x16 (least-loaded routing).
 STEP_NODES = 256
+#: A switch-channel (NVLS) program's simulation may build this many times plan's task
+#: budget: its tasks cost about 8 µs of CPU each (one GPU's loads, stores and copies on 8
+#: lanes), and twice the budget takes nvl72 at 1 GiB to 32 KiB slices, 1,270.0 µs in 4.2
+#: CPU s, where 128 KiB gave 1,307.8 (at 64 MiB 4 KiB, 92.1 µs, against 94.5 in 8 KiB).
+PROGRAM_BUDGET = 2
 #: Chunks per node of the greedy timetables :func:`candidates` offers.
 TIMETABLE_CHUNKS = (1, 2, 4)
 #: The order a timetable's links serve their chunks in: the timetable's own.
@@ -239,9 +246,9 @@ class Candidate:
     graph exceeds plan's task budget is never built.
     ``down``: an allreduce whose ``trees`` reduce and whose ``down`` trees broadcast
     (phases ``(True, False)``; :func:`optcoll.sim.simulator.tree_tasks`), as on a topology
-    whose links lack their reverse. ``barrier``: the rounds of the barrier an NVLS
-    (switch-channel) program of ``aggregation`` runs before and after its multimem ops
-    (:func:`optcoll.sim.simulator.aggregation_tasks`)."""
+    whose links lack their reverse. ``program``: ``aggregation`` on one ``multimem``
+    NVLS domain, timed as the MSCCL++ switch-channel program the export writes of it
+    (:mod:`optcoll.sim.nvls_program`, whichever its trees)."""
 
     method: str
     schedule: Schedule | None = None
@@ -254,7 +261,7 @@ class Candidate:
     steps: RoutedSteps | None = None
     down: tuple[Tree, ...] = ()
     least_tasks: int = 0
-    barrier: int = 0
+    program: NvlsProgram | None = field(default=None, compare=False)
 
     @property
     def priorities(self) -> tuple[str, ...]:
@@ -295,11 +302,10 @@ class Candidate:
     ) -> TaskGraph:
         """The candidate's task graph for a ``size``-byte collective, its links serving
         their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
+        if self.program is not None:
+            return self.program.tasks(network, size, slice_bytes)
         if self.aggregation is not None:
-            return aggregation_tasks(
-                self.aggregation, network, size, slice_bytes=slice_bytes,
-                barrier=self.barrier,
-            )  # fmt: skip
+            return aggregation_tasks(self.aggregation, network, size, slice_bytes=slice_bytes)
         if self.steps is not None:
             return step_tasks(self.steps, network, size, slice_bytes=slice_bytes)
         if timetable is not None:
@@ -334,6 +340,8 @@ class Candidate:
         topology's NVLS switches, whose loading and storing GPUs send one more slice)."""
         if self.steps is not None:
             return step_task_count(self.steps, size, slice_bytes)
+        if self.program is not None:
+            return self.program.task_count(size, slice_bytes)
         if self.aggregation is not None:
             aggregated = sum(
                 t.chunks
@@ -554,15 +562,14 @@ def candidates(
                         (True, False),
                     )  # fmt: skip
                 )
-        # on one NVLS (multimem) domain the trees run as switch-channel programs, barriers too
-        issued = any(topology.node[w].multimem for w in topology.nvls_domain())
-        barrier = barrier_rounds(topology.num_compute) if issued else 0
+        # on one NVLS (multimem) domain the trees run as the switch-channel program
+        program = switch_program(topology)
         if has_aggregation_lp(topology):
             lp = aggregation_schedule(topology)
-            found.append(Candidate("in-network", aggregation=lp, barrier=barrier))
+            found.append(Candidate("in-network", aggregation=lp, program=program))
         nvls = nvls_schedule(topology)
         if nvls is not None:
-            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, barrier=barrier))
+            found.append(Candidate(str(nvls.stats["method"]), aggregation=nvls, program=program))
     return found + _step_candidates(topology, collective, root)
 
 
@@ -896,11 +903,12 @@ def plan(
     and checked as the whole topology's timetable
     (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
     synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
-    NCCL's NVLS on one NVLink domain runs from its quotient under the rotation of the GPUs
-    (:func:`optcoll.sim.quotient.aggregation_quotient`) where its whole task graph exceeds
-    ``max_tasks`` (:meth:`_Search.folded`), and its slices are refined past sizes that
-    leave whole chunks, so that its loads and stores pipeline (nvl72 at 1 GiB: 8 KiB
-    slices, 1.056 times the optimum, where whole chunks gave 1.99 times).
+    On one NVLS domain of ``multimem`` switches the in-network candidates run as the
+    MSCCL++ switch-channel program the export writes (:mod:`optcoll.sim.nvls_program`),
+    always from its quotient under the rotation of the GPUs, as the reader runs the file,
+    within :data:`PROGRAM_BUDGET` times ``max_tasks``; their slices are refined down to
+    :data:`MIN_SLICE` (nvl72 at 1 GiB: 32 KiB, 1.062 times the optimum; at 64 MiB 4 KiB),
+    and plan's time of them is the file's simulated at plan's slice.
     """
 
     collective = canonical_collective(collective)
@@ -1021,7 +1029,7 @@ class _Search:
                 return None  # no ring can be faster: none is searched for
             option = self.made(option)
             slice_bytes = self.fitting(option, slice_bytes)
-        if self.count(option, slice_bytes) > min(self.max_tasks, MAX_TASKS):
+        if self.count(option, slice_bytes) > self.budget(option):
             return None
         if self.trials and (
             self.bandwidth_us(option) >= FILE_SLACK * self.best().time_us
@@ -1038,11 +1046,12 @@ class _Search:
         table = self._table(option)
         quotient = self.folded(option, slice_bytes)
         try:
-            if quotient is not None and option.aggregation is not None:
+            if option.program is not None:
+                graph = option.program.tasks(self.network, self.size, slice_bytes, quotient)
+            elif quotient is not None and option.aggregation is not None:
                 graph = aggregation_quotient_tasks(
-                    option.aggregation, quotient, self.network, self.size,
-                    slice_bytes=slice_bytes, barrier=option.barrier,
-                )  # fmt: skip
+                    option.aggregation, quotient, self.network, self.size, slice_bytes=slice_bytes
+                )
             elif quotient is not None:
                 schedule = option.schedule if table is None else table.schedule
                 assert schedule is not None  # only schedules have quotients
@@ -1062,6 +1071,13 @@ class _Search:
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule, folded)
         self.trials.append(trial)
         return trial
+
+    def budget(self, option: Candidate) -> int:
+        """The most tasks one simulation of ``option`` may build: ``max_tasks``, or
+        :data:`PROGRAM_BUDGET` times it for a switch-channel program (at most
+        :data:`~optcoll.sim.simulator.MAX_TASKS`)."""
+        scale = PROGRAM_BUDGET if option.program is not None else 1
+        return min(self.max_tasks * scale, MAX_TASKS)
 
     def fastest_like(self, option: Candidate) -> float:
         """The fastest time so far of a candidate that, like ``option``, is a schedule
@@ -1175,6 +1191,8 @@ class _Search:
             found = None
             if schedule is not None and option.aggregation is None:
                 found = schedule_quotient(schedule, self.topology, self.network)
+            elif option.program is not None:  # as the reader runs the file: always from it
+                found = program_quotient(self.topology, self.network)
             elif option.aggregation is not None:
                 found = aggregation_quotient(option.aggregation, self.topology, self.network)
             self.quotients[option.method] = found
@@ -1189,7 +1207,7 @@ class _Search:
         trees early and overlaps their stores with the other loads, which with whole
         chunks (1 MiB on nvl72) is worth an overhead (6.2 µs, the quotient 7.4 µs)."""
         quotient = self.quotient(option)
-        if quotient is None or option.aggregation is None:
+        if quotient is None or option.aggregation is None or option.program is not None:
             return quotient
         whole = option.task_count(self.size, slice_bytes, self.topology.num_compute,
                                   self.network.multimem)  # fmt: skip
@@ -1296,7 +1314,7 @@ class _Search:
     def fitting(self, option: Candidate, slice_bytes: int | None) -> int | None:
         """``slice_bytes``, or the first slice :data:`SLICE_STEP` times as large, and again,
         whose task graph fits in ``max_tasks`` (at most one slice per chunk)."""
-        budget = min(self.max_tasks, MAX_TASKS)
+        budget = self.budget(option)
         if option.deferred is not None:  # fitted once it is made
             return slice_bytes
         while slice_bytes is not None and self.count(option, slice_bytes) > budget:
@@ -1321,10 +1339,11 @@ class _Search:
     def refine(self, methods: Collection[str] = ()) -> None:
         """Smaller (and, with an overhead, larger) slices for the :data:`REFINED` fastest
         (candidate, order) pairs, the fastest pair of each method in ``methods`` and every
-        NVLS candidate simulated from its quotient
-        (cheap: one GPU's trees; in whole chunks it may look slower than it pipelines:
-        nvl72 at 256 MiB 603.7 µs, 342.2 in 8 KiB slices), while they are faster (see
-        :func:`plan`)."""
+        NVLS candidate simulated from its quotient (cheap: one GPU's; in whole chunks it may
+        look slower than it pipelines: nvl72 at 256 MiB as trees 603.7 µs, 342.2 in 8 KiB
+        slices), while they are faster (see :func:`plan`); a switch-channel program's down
+        to :data:`MIN_SLICE` itself (its slices cost no overhead: nvl72 at 64 MiB 92.1 µs in
+        4 KiB, 94.5 in 8)."""
         if not self.trials:
             return
         pairs: list[_Trial] = []
@@ -1359,9 +1378,11 @@ class _Search:
                 while True:
                     previous, piece = piece, int(piece * factor)
                     if previous > least > piece and (
-                        self.network.store_and_forward or current.option.aggregation
-                    ):  # the last step down ends at the least (an NVLS file follows plan's
-                        piece = least  # slices; a tree's or timetable's does not, below)
+                        self.network.store_and_forward
+                        or current.option.aggregation
+                        or current.option.program is not None
+                    ):  # the last step down ends at the least (an in-network file follows
+                        piece = least  # plan's slices; a tree's or timetable's does not)
                     if piece < least or piece > MAX_SLICE:
                         break
                     if factor < 1 and self.count(current.option, piece) == self.count(

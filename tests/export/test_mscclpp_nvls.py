@@ -184,7 +184,8 @@ def test_export_at_a_size_writes_plans_nvls_choice_with_both_times(tmp_path, cap
     data = json.loads(capsys.readouterr().out)
     (entry,) = data["files"]
     assert entry["method"] == entry["planned"] in ("in-network", "NVLS")
-    assert entry["plan_time_us"] < entry["file_time_us"] < 1.5 * entry["plan_time_us"]
+    # plan times the switch-channel program the file holds (optcoll.sim.nvls_program)
+    assert entry["file_time_us"] == entry["plan_time_us"]
     assert data["switch_cost"].startswith("each GPU issues glres")
     document = json.loads(out.read_text())
     assert any(c["channel_type"] == "switch" for c in document["gpus"][0]["channels"])

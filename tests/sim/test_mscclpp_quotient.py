@@ -81,17 +81,18 @@ def test_no_quotient_unless_every_rank_runs_rank_0s_program_rotated(tmp_path):
     assert mscclpp_quotient(read_plan(out), ring, Network.of(ring)) is None
 
 
-@pytest.mark.parametrize(("size", "within"), [("256M", 0.01), ("1G", 0.005)])
-def test_exported_nvls_file_runs_plans_time(tmp_path, capsys, size, within):
-    """dgx-h100:1,nvls=1: the file ``export --size`` writes, simulated at plan's slice from
-    its quotient, takes plan's time (measured 683.52 against 687.49 µs at 256 MiB, 2,696.78
-    against 2,701.88 at 1 GiB); ``simulate --slice`` of the written file says the same."""
+@pytest.mark.parametrize("size", ["256M", "1G"])
+def test_exported_nvls_file_runs_plans_time(tmp_path, capsys, size):
+    """dgx-h100:1,nvls=1: the file ``export --size`` writes, simulated at plan's slice from its quotient, takes plan's time to the ns (plan times
+    the switch-channel program itself, optcoll.sim.nvls_program: 683.5161 µs at 256 MiB,
+    2,696.7820 at 1 GiB; as trees it said 687.49 and 2,701.88); ``simulate --slice`` of the
+    written file says the same."""
     out = tmp_path / "nvls.json"
     args = ["export", H100, "--collective", "allreduce", "--format", "mscclpp", "--size", size]
     assert main([*args, "-o", str(out), "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["files"]
     assert entry["method"] == "in-network"
-    assert abs(entry["file_time_us"] / entry["plan_time_us"] - 1) < within
+    assert entry["file_time_us"] == entry["plan_time_us"]
     piece = str(entry["slice_bytes"])
     assert main(["simulate", H100, str(out), "--sizes", size, "--slice", piece, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["results"]

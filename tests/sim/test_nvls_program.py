@@ -1,8 +1,10 @@
-"""plan's NVLS candidate runs as the MSCCL++ switch-channel plan runs: the file's time is plan's.
+"""plan's NVLS candidate is the MSCCL++ switch-channel program the export writes: plan's
+time is the file's, to the ns.
 
-The plan file (``optcoll.export.mscclpp_nvls``) is read back by the simulator's own MSCCL++
-reader (``optcoll.sim.programs.mscclpp_tasks``), which shares no code with plan's model of
-the same program (``optcoll.sim.simulator.aggregation_tasks`` with a barrier).
+On one ``multimem`` NVLS domain plan times its in-network candidates as the program
+(``optcoll.sim.nvls_program``); the file (``optcoll.export.mscclpp_nvls``) is read back by
+the simulator's own MSCCL++ reader (``optcoll.sim.programs.mscclpp_tasks``), which builds
+its graph from the parsed file, not from the model.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ import pytest
 from optcoll.core.aggregation import barrier_rounds
 from optcoll.core.topology import Topology
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
-from optcoll.schedules.baselines import nvls_schedule
-from optcoll.sim.programs import mscclpp_tasks
-from optcoll.sim.simulator import SimOptions
-from optcoll.sim.size_plan import Candidate, candidates, plan
+from optcoll.sim.nvls_program import (
+    nvls_program_task_count,
+    nvls_program_tasks,
+    nvls_unit,
+    program_quotient,
+)
+from optcoll.sim.programs import mscclpp_quotient, mscclpp_tasks, simulate_mscclpp
+from optcoll.sim.simulator import Network, simulate
+from optcoll.sim.size_plan import candidates, plan
 from optcoll.topologies import build
 from optcoll.verify.mscclpp.plan import parse_plan
+
+MiB = 2**20
 
 
 def _multimem_star(n: int) -> Topology:
@@ -28,49 +37,67 @@ def _multimem_star(n: int) -> Topology:
     return Topology.from_dict({"name": f"nvls{n}", "nodes": nodes, "links": links})
 
 
-def _plan_and_file(
-    topology: Topology, sizes: list[int], nvls: Candidate
-) -> list[tuple[float, float]]:
-    rows = plan(topology, "allreduce", sizes, options=[nvls], choose_slice=False)
+def _file_us(topology: Topology, size: int, slice_bytes: int | None) -> float:
+    """The file export writes (the writer's unit), simulated at plan's slice."""
     program = parse_plan(mscclpp_nvls_plan(topology).document)
-    sim = SimOptions()
-    network = sim.network(topology)
-    return [
-        (row.time_us, sim.run(mscclpp_tasks(program, topology, network, s), network, s).time_us)
-        for row, s in zip(rows, sizes, strict=True)
-    ]
+    network = Network.of(topology)
+    return simulate_mscclpp(program, topology, network, size, slice_bytes=slice_bytes).time_us
 
 
-def test_dgx_h100_plan_time_is_the_files_at_small_and_large_sizes():
-    # 64 KiB: the barriers (3 steps before, 1 after the copies) and four hops, both;
-    # 256 MiB: 9/8 M on every link, both
+def test_dgx_h100_plan_time_is_the_files_to_the_ns():
     topology = build("dgx-h100:1,nvls=1")
     (nvls,) = [c for c in candidates(topology, "allreduce") if c.method == "NVLS"]
-    assert nvls.barrier == barrier_rounds(8) == 1
-    (small, large) = _plan_and_file(topology, [2**16, 2**28], nvls)
-    assert small[0] == pytest.approx(small[1], rel=0.01)
-    assert large[0] == pytest.approx(large[1], rel=0.01)
-    assert large[1] > 2**28 * 9 / 8 / 450e3  # the traffic alone: 671.1 µs
+    assert nvls.program is not None and nvls.program.unit == nvls_unit(topology) == 64 * 1024
+    rows = plan(topology, "allreduce", [2**16, MiB, 64 * MiB], options=[nvls])
+    for row in rows:
+        assert row.time_us == _file_us(topology, row.size, row.slice_bytes)
+    # measured: 5.1684, 7.6967, 180.1996 µs (64 MiB: whole 64 KiB units; plan's trees
+    # said 184.42 and the file ran 180.20 there)
+    assert [round(row.time_us, 4) for row in rows] == [5.1684, 7.6967, 180.1996]
 
 
-def test_dissemination_barrier_is_plans_too():
+def test_a_slice_above_the_unit_runs_whole_units():
+    topology = build("dgx-h100:1,nvls=1")
+    (nvls,) = [c for c in candidates(topology, "allreduce") if c.method == "NVLS"]
+    (whole,) = plan(topology, "allreduce", [256 * MiB], options=[nvls], choose_slice=False)
+    assert whole.slice_bytes == 512 * 1024  # the default slice: one piece per 64 KiB unit
+    assert whole.time_us == _file_us(topology, whole.size, whole.slice_bytes)
+    assert whole.time_us == _file_us(topology, whole.size, 64 * 1024)
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_model_is_the_readers_graph_with_a_dissemination_barrier(folded):
     # 20 GPUs: 19 peers, more than a thread block's 16 channels: 5 rounds each way
-    topology = _multimem_star(20)
+    topology, size, piece = _multimem_star(20), 4 * MiB, 16 * 1024
     assert barrier_rounds(20) == 5
-    ops = mscclpp_nvls_plan(topology).document["gpus"][0]["threadblocks"][0]["ops"]
-    before = ops[: [op["name"] for op in ops].index("pipeline")]
-    assert [op["name"] for op in before].count("nop") == 5
-    nvls = Candidate("NVLS", aggregation=nvls_schedule(topology), barrier=5)
-    ((planned, filed),) = _plan_and_file(topology, [2**16], nvls)
-    # measured 5.754 against 5.668 µs: the file's rounds overlap its first slices a little
-    assert planned == pytest.approx(filed, rel=0.02)
+    network = Network.of(topology)
+    program = parse_plan(mscclpp_nvls_plan(topology, unit_size=64 * 1024).document)
+    found = mscclpp_quotient(program, topology, network)
+    assert found is not None and program_quotient(topology, network) is not None
+    quotient = found if folded else None
+    filed = mscclpp_tasks(program, topology, network, size, slice_bytes=piece, quotient=quotient)
+    model = nvls_program_tasks(topology, network, size, unit=64 * 1024, slice_bytes=piece,
+                               quotient=quotient)  # fmt: skip
+    assert len(model) == len(filed)
+    ties = range(len(model)) if folded else None
+    assert (
+        simulate(model, network, size, ties=ties).time_us
+        == simulate(filed, network, size, ties=ties).time_us
+    )
+    transfers = sum(1 for path in model.path if path)
+    assert transfers * (20 if folded else 1) == nvls_program_task_count(20, 1, size, 2**16, piece)
 
 
-@pytest.mark.slow  # 24 CPU s: 72 GPUs x 9 trays, 576 thread blocks in the file
-def test_nvl72_plan_spreads_over_the_nine_trays_as_the_file_does():
-    # every glres is split over the 9 trays, and so are plan's (GPU, tray) trees; both run
-    # two dissemination barriers of 7 rounds, whose signals and waits issue no transfer
-    topology = build("nvl72:racks=1,nvls=1")
-    nvls = Candidate("NVLS", aggregation=nvls_schedule(topology), barrier=barrier_rounds(72))
-    ((planned, filed),) = _plan_and_file(topology, [2**16], nvls)
-    assert planned == pytest.approx(filed, rel=0.01)
+def test_nvl72_model_spreads_each_slice_over_the_nine_trays_as_the_file_does():
+    # 72 GPUs, 9 trays: every slice of a glres splits over the trays; two dissemination
+    # barriers of 7 rounds, whose signals and waits issue no transfer (plan's bounds on
+    # nvl72 take a minute: the model is timed as plan's search times it)
+    topology, size = build("nvl72:nvls=1"), 16 * MiB
+    network = Network.of(topology)
+    quotient = program_quotient(topology, network)
+    assert quotient is not None and quotient.order == 72
+    graph = nvls_program_tasks(topology, network, size, unit=nvls_unit(topology), slice_bytes=8192,
+                               quotient=quotient)  # fmt: skip
+    planned = simulate(graph, network, size, ties=range(len(graph))).time_us
+    assert planned == _file_us(topology, size, 8192)
+    assert round(planned, 4) == 28.6238  # measured; the (GPU, tray) trees gave 32.70

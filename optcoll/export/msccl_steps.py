@@ -76,6 +76,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from optcoll.core.arguments import count_argument
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.core.topology import Topology, reachable
 from optcoll.exceptions import ExportError
@@ -144,6 +145,7 @@ def msccl_step_program(
     topology: Topology | None = None,
     split_reductions: bool = False,
     spread: bool = False,
+    pieces: int = 1,
 ) -> MscclProgram:
     """The MSCCL program of ``schedule`` for ``runtime`` (deterministic; see the module
     docstring), ``placement`` one of :func:`step_placements`. With ``topology``, a message
@@ -154,7 +156,11 @@ def msccl_step_program(
     another; split, they receive side by side and only the local ``re`` wait). ``spread``:
     a channel per transfer of a GPU pair, as far as the thread blocks allow, and no fusion
     (:func:`~optcoll.export.msccl._assign_channels`): a message's runs and a relay's
-    receives then each have a thread block, their overheads side by side.
+    receives then each have a thread block, their overheads side by side. ``pieces``: every
+    message written as that many, each a piece of its blocks
+    (:meth:`~optcoll.core.step_schedule.StepSchedule.in_pieces`): spread, a GPU forwards a
+    message's first piece while the others still arrive (torus 4x4 allreduce at 1 MiB,
+    multiport Swing (latency): 20.486 µs whole, 16.432 in 4 pieces).
 
     Raises
     ------
@@ -163,6 +169,7 @@ def msccl_step_program(
         the placement is not one this collective's program is correct in.
     """
     profile = runtime_profile(runtime) if isinstance(runtime, str) else runtime
+    schedule = schedule.in_pieces(count_argument(pieces, "pieces"))
     coll = schedule.collective
     if placement not in step_placements(coll):
         raise ExportError(

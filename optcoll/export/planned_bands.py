@@ -105,7 +105,7 @@ def planned_bands(
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
         )  # fmt: skip
-    cache: dict[tuple[int, bool, int | None, bool], Any] = {}
+    cache: dict[tuple[int, bool, int | None, bool, int], Any] = {}
     runs: list[list[FileChoice]] = []
     for choice in sorted(choices, key=lambda c: c.size):
         if request.max_bytes is not None and runs and choice.size > request.max_bytes:
@@ -137,7 +137,7 @@ def planned_bands(
         files = program_texts(
             request, topology, ranked, output=path, low=low, high=high,
             interleave=run[0].interleave, split=run[0].split, unit=run[0].unit,
-            spread=run[0].spread,
+            spread=run[0].spread, pieces=run[0].pieces,
         )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))

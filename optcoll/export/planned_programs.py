@@ -102,6 +102,7 @@ __all__ = [
     "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
+    "MESSAGE_PIECES",
     "split_choice",
     "msccl_loss",
 ]
@@ -177,7 +178,8 @@ class FileChoice:
     an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
     also runs ``rrc`` (:func:`split_choice`); ``unit``: the pipeline unit of an MSCCL++
     tree plan (bytes; None: the topology's, or none); ``spread``: an MSCCL program with a
-    channel per transfer of a GPU pair (:func:`file_forms`)."""
+    channel per transfer of a GPU pair; ``pieces``: an MSCCL step program's messages each
+    written as that many (:func:`file_forms`)."""
 
     size: int
     chosen: str
@@ -192,6 +194,7 @@ class FileChoice:
     split: bool = False
     unit: int | None = None
     spread: bool = False
+    pieces: int = 1
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -199,12 +202,18 @@ class FileChoice:
         return tuple(text for _, text, _ in self.files)
 
 
-#: How a candidate is written: ``(alternative, unit, spread)``: ``alternative`` is an MSCCL++
-#: tree plan's interleaved ranges (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`)
-#: or an MSCCL step program's split reductions (:func:`split_choice`); ``unit``: an MSCCL++
-#: tree plan's pipeline unit (None: the writer's default); ``spread``: an MSCCL program with a
-#: channel per transfer of a GPU pair (``spread`` of :func:`~optcoll.export.msccl.msccl_program`).
-Form = tuple[bool, int | None, bool]
+#: How a candidate is written: ``(alternative, unit, spread, pieces)``: ``alternative`` is an
+#: MSCCL++ tree plan's interleaved ranges (``interleave`` of
+#: :func:`~optcoll.export.mscclpp.mscclpp_plan`) or an MSCCL step program's split reductions
+#: (:func:`split_choice`); ``unit``: an MSCCL++ tree plan's pipeline unit (None: the writer's
+#: default); ``spread``: an MSCCL program with a channel per transfer of a GPU pair (``spread``
+#: of :func:`~optcoll.export.msccl.msccl_program`); ``pieces``: an MSCCL step program's
+#: messages each written as that many (``pieces`` of
+#: :func:`~optcoll.export.msccl_steps.msccl_step_program`).
+Form = tuple[bool, int | None, bool, int]
+
+#: The pieces an MSCCL step program's messages are also written in, spread (:func:`file_forms`).
+MESSAGE_PIECES = (2, 4)
 
 
 def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int) -> list[Form]:
@@ -220,7 +229,10 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     where the runtime runs ``rrc`` (:func:`split_choice`); every MSCCL form also with a
     channel per transfer of a GPU pair (``spread``: a GPU's receives in thread blocks of
     their own, side by side; torus 4x4 allgather at 1 MiB, overhead 1 µs, latency 0.5 µs:
-    Trivance's file 14.311 µs on one channel a pair, 12.294 spread).
+    Trivance's file 14.311 µs on one channel a pair, 12.294 spread), and a step schedule's
+    also spread with every message in :data:`MESSAGE_PIECES` pieces (a GPU forwards a
+    message's first piece while the rest arrives: torus 4x4 allreduce at 1 MiB, multiport
+    Swing (latency), 20.486 µs whole, 16.432 in 4 pieces).
 
     Examples
     --------
@@ -233,19 +245,22 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     >>> [(i, u // 1024) for i, u, _ in file_forms(plans, trees, topo, 2**30)]
     [(False, 256), (False, 512), (True, 256), (True, 512)]
     >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
-    [(False, None, False), (False, None, True)]
+    [(False, None, False, 1), (False, None, True, 1)]
     """
     schedule = ranked.schedule
     if request.format == "msccl":
         splits = [split for split in (False, True) if not split or split_choice(request, ranked)]
-        return [(split, None, spread) for split in splits for spread in (False, True)]
+        forms = [(False, 1), (True, 1)]
+        if isinstance(schedule, StepSchedule):
+            forms += [(True, pieces) for pieces in MESSAGE_PIECES]
+        return [(split, None, spread, pieces) for split in splits for spread, pieces in forms]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
-        return [(False, None, False)]
+        return [(False, None, False, 1)]
     coarse = pipeline_unit(topology, schedule)
     piece = piece_unit(schedule, size, ranked.slice_bytes)
     units = sorted({coarse, piece})
     ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
-    return [(interleave, unit, False) for interleave in ways for unit in units]
+    return [(interleave, unit, False, 1) for interleave in ways for unit in units]
 
 
 def file_choice(
@@ -255,7 +270,7 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[tuple[int, bool, int | None, bool], list[Any]] | None = None,
+    written: dict[tuple[int, bool, int | None, bool, int], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -310,7 +325,7 @@ def file_choice(
                         made: Any = program_texts(request, topology, ranked, output=output,
                                                   high=request.max_bytes, interleave=form[0],
                                                   split=form[0], unit=form[1],
-                                                  spread=form[2])  # fmt: skip
+                                                  spread=form[2], pieces=form[3])  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
@@ -348,7 +363,7 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, (other, unit, spread) = best
+    _, _, ranked, files, times, (other, unit, spread, pieces) = best
     return FileChoice(
         size,
         choice.chosen,
@@ -363,6 +378,7 @@ def file_choice(
         other and fmt == "msccl",
         unit,
         spread,
+        pieces,
     )
 
 
@@ -453,6 +469,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "interleaved": best.interleave,
                 "unit_bytes": best.unit,
                 "spread": best.spread,
+                "pieces": best.pieces,
                 "checked": True,
             }
         )
@@ -476,6 +493,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             shared += f", pipelined in {size_text(best.unit)} units"
         if best.spread:
             shared += ", a channel per transfer of a GPU pair"
+        if best.pieces > 1:
+            shared += f", each message in {best.pieces} pieces"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
@@ -574,6 +593,7 @@ def program_texts(
     split: bool = False,
     unit: int | None = None,
     spread: bool = False,
+    pieces: int = 1,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
@@ -583,7 +603,8 @@ def program_texts(
     reducing receives as ``r`` and ``re`` (:func:`split_choice`); ``unit``: an MSCCL++ tree
     plan's pipeline unit in bytes (None: the topology's,
     :func:`~optcoll.export.mscclpp.pipeline_unit`); ``spread``: an MSCCL program with a
-    channel per transfer of a GPU pair (:func:`~optcoll.export.msccl.msccl_program`). An MSCCL step program relays each
+    channel per transfer of a GPU pair (:func:`~optcoll.export.msccl.msccl_program`);
+    ``pieces``: an MSCCL step program's messages each written as that many. An MSCCL step program relays each
     message between GPUs the topology does not connect
     (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
@@ -621,7 +642,7 @@ def program_texts(
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
                                           name=name, min_bytes=low, max_bytes=high,
                                           topology=topology, split_reductions=split,
-                                          spread=spread).text  # fmt: skip
+                                          spread=spread, pieces=pieces).text  # fmt: skip
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
                                      min_bytes=low, max_bytes=high, spread=spread).text  # fmt: skip

@@ -87,9 +87,9 @@ def test_bands_split_where_the_file_changes():
     Swing file, each message in 4 pieces and a channel per transfer, is 6.0016 and is kept
     (the pieces' bytes overlap), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
     beats the file of plan's timetable (4,031.22 µs: MSCCL cannot carry its start times);
-    without overhead the timetable's file is its band at 16M, at plan's
-    time (the file carries its order) at 16M, while at 64K the multiport Swing file, each
-    message in 4 pieces, is faster than plan's timetable."""
+    without overhead the timetable's file is the 16M band, at plan's time (the file carries
+    its order), while at 64K the multiport Swing file, each message in 4 pieces, is faster
+    than plan's timetable."""
     topology = build("ring:4")
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**10, 2**30])
     bands = planned_bands(request, topology)

@@ -299,15 +299,16 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
          "--sizes", "1K", "1M", "--overhead", "1", "--latency", "0.5", "--export", str(out)],
         capture_output=True, text=True, cwd=ROOT, env=env, check=True,
     )  # fmt: skip
-    # the fastest file at 1K: plan's one-shot (2.072 µs in plan), 3.133 µs as a file: for
+    # the fastest file at 1K: plan's one-shot (2.072 µs in plan), 3.133 µs whole as a file: for
     # rccl each receive is an r (a step of its own, one overhead) and the addition a re
     # (a local step: no overhead), so the seven receives run side by side (with rrc, each
-    # waiting for the one before, 9.133 µs, and the Swing (latency) file's 9.031 was kept)
+    # waiting for the one before, 9.133 µs, and the Swing (latency) file's 9.031 was kept);
+    # 3.087 with each message in pieces, a channel per transfer (their bytes overlap)
     stepped = out / "allreduce.0-1048575B.one-shot.outofplace.xml"
     assert f"wrote {stepped}" in run.stdout
     report = verify_text(stepped.read_text(), topology=build("star:8"))
     assert report.ok and report.executed
-    assert "at 1K: plan 2.072 µs (one-shot), the MSCCL file simulated 3.133 µs" in run.stdout
+    assert "at 1K: plan 2.072 µs (one-shot), the MSCCL file simulated 3.087 µs" in run.stdout
 
 
 # --- MSCCL++ --------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
     if files and stepped:
         from optcoll.export.msccl_fusion import fuses
+        from optcoll.export.planned_programs import MESSAGE_PIECES
         from optcoll.export.runtimes import runtime_profile
 
         receives = (
@@ -144,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
             else "each receive a step of its own"
         )
         print(
-            f"the log-step files move every message whole, {receives}: "
+            "the log-step files move every message whole or in "
+            f"{' or '.join(map(str, MESSAGE_PIECES))} pieces (the faster file), {receives}: "
             "MSCCL XML cannot carry plan's slices of a message (docs/log_step.md)"
         )
     if args.plot:

@@ -165,3 +165,31 @@ class StepSchedule:
         100.0
         """
         return size / self.blocks
+
+    def in_pieces(self, pieces: int) -> StepSchedule:
+        """The same schedule with every block cut into ``pieces`` and every message into
+        ``pieces`` messages, the ``i``-th carrying the ``i``-th piece of each of its blocks
+        (block ``b``'s ``i``-th piece is block ``b + i * blocks``, so it stays in node
+        ``b mod N``'s shard). It moves the same bytes between the same nodes in the same
+        steps; a file in which each piece is a step of its own forwards a message's first
+        piece while its others still arrive (:mod:`optcoll.export.msccl_steps`).
+
+        >>> s = StepSchedule("allgather", "x", ("a", "b"), 2,
+        ...                  ((Send("a", "b", (0,)), Send("b", "a", (1,))),))
+        >>> [(m.src, m.blocks) for m in s.in_pieces(2).steps[0]], s.in_pieces(2).blocks
+        ([('a', (0,)), ('a', (2,)), ('b', (1,)), ('b', (3,))], 4)
+        """
+        if pieces == 1:
+            return self
+        steps = tuple(
+            tuple(
+                Send(m.src, m.dst, tuple(b + i * self.blocks for b in m.blocks), m.reduce)
+                for m in step
+                for i in range(pieces)
+            )
+            for step in self.steps
+        )
+        return StepSchedule(
+            self.collective, self.method, self.compute_nodes, self.blocks * pieces, steps,
+            self.root,
+        )  # fmt: skip

@@ -274,6 +274,7 @@ def msccl_program(
     max_bytes: int | None = None,
     pair_peers: bool | None = None,
     allgather: Schedule | None = None,
+    spread: bool = False,
 ) -> MscclProgram:
     """The MSCCL program of ``schedule`` for ``runtime`` (deterministic, byte for byte).
 
@@ -309,6 +310,11 @@ def msccl_program(
         program. This composes an allreduce where the reduce-scatter trees must differ
         from the allgather trees (a topology whose links lack reverses or have
         asymmetric bandwidths).
+    spread : bool
+        With ``channels`` None: a channel per transfer of a GPU pair rather than per tree
+        level, as far as the thread blocks allow (:func:`_assign_channels`), so a GPU's
+        receives run side by side; small messages, where a step's overhead outweighs its
+        bytes, run faster so.
 
     Raises
     ------
@@ -358,9 +364,9 @@ def msccl_program(
     builder.build()
     _check_offsets(builder.chunks, profile)  # with the scratch of split reductions
     nchunks = max(builder.chunks[0], builder.chunks[1])
-    _assign_channels(builder, schedule, profile, channels)
+    _assign_channels(builder, schedule, profile, channels, spread)
     tbs = _number(builder.steps, schedule, profile, pair_peers)
-    if channels is None and not pair_peers:
+    if channels is None and not pair_peers and not spread:
         fused = _fused_program(schedule, profile, placement, allgather)
         if fused is not None and _chain(fused[1]) < _chain(tbs):
             builder, tbs = fused
@@ -886,13 +892,21 @@ _KIND_ORDER = {"local": 0, "pair": 1, "recv": 2, "send": 3, "fused": 4}
 
 
 def _assign_channels(
-    builder: ProgramSteps, schedule: ProgramShape, profile: RuntimeProfile, channels: int | None
+    builder: ProgramSteps,
+    schedule: ProgramShape,
+    profile: RuntimeProfile,
+    channels: int | None,
+    spread: bool = False,
 ) -> None:
     """Give every transfer its thread block (direction, peer, channel).
 
     Both directions between two GPUs get the same ``w`` channels, ``w`` the larger of
     ``channels`` (``None``: :func:`_widest_channels`) and what keeps each connection
-    within ``profile.max_steps``. The channels come from the fewest ids ``0..C-1`` on
+    within ``profile.max_steps``. With ``spread`` (and ``channels`` None) a pair gets a
+    channel per transfer of its busier direction, as far as every GPU stays within
+    :func:`_widest_channels` thread blocks: each receive then has a thread block of its
+    own, and receives that a thread block would run one after another, an overhead each,
+    run side by side (what small messages, whose steps cost more than their bytes, gain). The channels come from the fewest ids ``0..C-1`` on
     which no GPU exceeds ``profile.max_peers_per_channel`` send or receive peers: ``C``
     starts at the bound ``ceil(peers / limit)`` of the busiest GPU, each pair (busiest
     first) takes its least-loaded admissible channels, and ``C`` grows until every pair
@@ -925,18 +939,21 @@ def _assign_channels(
     }
     load = {link: sum(counts) for link, counts in steps.items()}
     names = schedule.compute_nodes
+    # what a pair can use: a channel per tree level (per transfer with ``spread``)
+    useful = {
+        link: len({key if spread else key[:2] for key in keys}) for link, keys in by_link.items()
+    }
     widest = 1
     if channels is None:
-        widest = _widest_channels(load, profile)
+        widest = _widest_channels(load, profile, useful if spread else None)
     widths = {}
     for a, b in {(min(link), max(link)) for link in by_link}:
         links = tuple(link for link in ((a, b), (b, a)) if link in by_link)
         most = max(load[link] for link in links)
         if channels is not None:
             wanted = channels
-        else:  # one channel per tree level, as far as the thread blocks allow
-            levels = max(len({key[:2] for key in by_link[link]}) for link in links)
-            wanted = min(widest, levels)
+        else:  # one channel per tree level (transfer), as far as the thread blocks allow
+            wanted = min(widest, max(useful[link] for link in links))
         heaviest = max(max(steps[link]) for link in links)
         if heaviest > profile.max_steps:
             raise ExportError(
@@ -1016,31 +1033,41 @@ def _runs(steps: list[int], width: int, most: int) -> list[int] | None:
     return None
 
 
-def _widest_channels(transfers: dict[tuple[int, int], int], profile: RuntimeProfile) -> int:
+def _widest_channels(
+    transfers: dict[tuple[int, int], int],
+    profile: RuntimeProfile,
+    useful: dict[tuple[int, int], int] | None = None,
+) -> int:
     """The most channels per GPU pair that keep every GPU within
     ``min(profile.max_threadblocks, WIDEST_THREADBLOCKS)`` thread blocks (one per
     direction, peer and channel, plus one for local copies), counting the channels a
     connection needs for ``profile.max_steps``; at least 1.
 
-    ``transfers`` holds the transfers of each connection (sender, receiver).
+    ``transfers`` holds the transfers of each connection (sender, receiver); ``useful``,
+    if given, the most channels each connection fills (a pair given more leaves the rest
+    without thread blocks), else every connection fills them all.
 
     Examples
     --------
     >>> from optcoll.export.runtimes import runtime_profile
     >>> _widest_channels({(0, 1): 3, (1, 0): 3}, runtime_profile("rccl"))  # 2 blocks a channel
     31
+    >>> _widest_channels({(0, 1): 3, (1, 0): 3}, runtime_profile("rccl"), {(0, 1): 3, (1, 0): 3})
+    63
     """
     cap = min(profile.max_threadblocks, WIDEST_THREADBLOCKS) - 1
     need: dict[tuple[int, int], int] = {}
     for (a, b), count in transfers.items():
         pair = (min(a, b), max(a, b))
         need[pair] = max(need.get(pair, 1), math.ceil(count / profile.max_steps))
-    slots: dict[int, list[int]] = defaultdict(list)  # per GPU, the needs of its blocks
-    for a, b in transfers:
-        slots[a].append(need[(min(a, b), max(a, b))])
-        slots[b].append(need[(min(a, b), max(a, b))])
+    slots: dict[int, list[tuple[int, int]]] = defaultdict(list)  # per GPU: need, most used
+    for link in transfers:
+        fills = profile.max_channels if useful is None else useful[link]
+        slot = (need[(min(link), max(link))], fills)
+        slots[link[0]].append(slot)
+        slots[link[1]].append(slot)
     for width in range(min(profile.max_channels, cap), 1, -1):
-        if all(sum(max(width, n) for n in gpu) <= cap for gpu in slots.values()):
+        if all(sum(max(min(width, f), n) for n, f in gpu) <= cap for gpu in slots.values()):
             return width
     return 1
 

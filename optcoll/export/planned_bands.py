@@ -21,7 +21,7 @@ Examples
 ...                         sizes=[2**10, 2**30])
 >>> bands = planned_bands(request, build("ring:4"))
 >>> [(b.low, b.high, b.method) for b in bands]
-[(0, 1073741823, 'direct'), (1073741824, None, 'NCCL-like ring (2 channels)')]
+[(0, 1073741823, 'multiport Swing'), (1073741824, None, 'NCCL-like ring (2 channels)')]
 >>> [round(one.times[0] / one.plan_us - 1, 4) for b in bands for one in b.sizes]  # file vs plan
 [0.9983, 0.0002]
 """
@@ -105,7 +105,7 @@ def planned_bands(
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
         )  # fmt: skip
-    cache: dict[tuple[int, bool, int | None], Any] = {}
+    cache: dict[tuple[int, bool, int | None, bool, int], Any] = {}
     runs: list[list[FileChoice]] = []
     for choice in sorted(choices, key=lambda c: c.size):
         if request.max_bytes is not None and runs and choice.size > request.max_bytes:
@@ -137,6 +137,7 @@ def planned_bands(
         files = program_texts(
             request, topology, ranked, output=path, low=low, high=high,
             interleave=run[0].interleave, split=run[0].split, unit=run[0].unit,
+            spread=run[0].spread, pieces=run[0].pieces,
         )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))

@@ -42,8 +42,10 @@ Examples
 >>> path = os.path.join(tempfile.mkdtemp(), "ag.xml")
 >>> report = export_planned_program(ExportRequest("ring:4", path, size=2**20, overhead=0))
 >>> entry = report.data["files"][0]
->>> entry["method"], entry["plan_time_us"] <= entry["file_time_us"]
-('timetable (k=4)', True)
+>>> entry["planned"], entry["method"], entry["spread"]  # a channel per transfer of a pair
+('timetable (k=4)', 'multiport Swing', True)
+>>> entry["planned_time_us"], entry["file_time_us"]  # its file runs in plan's time
+(4.9322, 4.9322)
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ __all__ = [
     "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
+    "MESSAGE_PIECES",
     "split_choice",
     "msccl_loss",
 ]
@@ -178,7 +181,9 @@ class FileChoice:
     ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``:
     an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
     also runs ``rrc`` (:func:`split_choice`); ``unit``: the pipeline unit of an MSCCL++
-    tree plan (bytes; None: the topology's, or none)."""
+    tree plan (bytes; None: the topology's, or none); ``spread``: an MSCCL program with a
+    channel per transfer of a GPU pair; ``pieces``: an MSCCL step program's messages each
+    written as that many (:func:`file_forms`)."""
 
     size: int
     chosen: str
@@ -192,6 +197,8 @@ class FileChoice:
     interleave: bool = False
     split: bool = False
     unit: int | None = None
+    spread: bool = False
+    pieces: int = 1
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -199,11 +206,18 @@ class FileChoice:
         return tuple(text for _, text, _ in self.files)
 
 
-#: How a candidate is written: ``(alternative, unit)``: ``alternative`` is an MSCCL++ tree
-#: plan's interleaved ranges (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`)
-#: or an MSCCL step program's split reductions (:func:`split_choice`); ``unit``: an MSCCL++
-#: tree plan's pipeline unit (None: the writer's default).
-Form = tuple[bool, int | None]
+#: How a candidate is written: ``(alternative, unit, spread, pieces)``: ``alternative`` is an
+#: MSCCL++ tree plan's interleaved ranges (``interleave`` of
+#: :func:`~optcoll.export.mscclpp.mscclpp_plan`) or an MSCCL step program's split reductions
+#: (:func:`split_choice`); ``unit``: an MSCCL++ tree plan's pipeline unit (None: the writer's
+#: default); ``spread``: an MSCCL program with a channel per transfer of a GPU pair (``spread``
+#: of :func:`~optcoll.export.msccl.msccl_program`); ``pieces``: an MSCCL step program's
+#: messages each written as that many (``pieces`` of
+#: :func:`~optcoll.export.msccl_steps.msccl_step_program`).
+Form = tuple[bool, int | None, bool, int]
+
+#: The pieces an MSCCL step program's messages are also written in, spread (:func:`file_forms`).
+MESSAGE_PIECES = (2, 4)
 
 
 def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int) -> list[Form]:
@@ -216,7 +230,14 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     1 MiB, 6.46 against 6.62), and each of them with a root's ranges interleaved too where
     plan ran the trees in a ``depth`` or ``progress-depth`` link order (which interleaving
     carries in part); for an MSCCL step program that reduces, its reductions split too
-    where the runtime runs ``rrc`` (:func:`split_choice`).
+    where the runtime runs ``rrc`` (:func:`split_choice`); every MSCCL form also with a
+    channel per transfer of a GPU pair (``spread``: a GPU's receives in thread blocks of
+    their own, side by side; torus 4x4 allgather at 1 MiB, overhead 1 µs, latency 0.5 µs:
+    Trivance's file 14.311 µs on one channel a pair, 12.294 spread), and a step schedule's
+    also spread with every message in :data:`MESSAGE_PIECES` pieces, each tried by
+    :func:`file_choice` only where the form before it ran fastest so far (a GPU forwards a
+    message's first piece while the rest arrives: torus 4x4 allreduce at 1 MiB, multiport
+    Swing (latency), 20.486 µs whole, 16.432 in 4 pieces).
 
     Examples
     --------
@@ -224,25 +245,27 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     >>> from optcoll.schedules.packing import pack_arborescences
     >>> topo, plans = build("ring:4"), ExportRequest("ring:4", "x.json", format="mscclpp")
     >>> trees = Ranked(1.0, "k=2", "depth", 512 * 1024, pack_arborescences(topo))
-    >>> [(i, u // 1024) for i, u in file_forms(plans, trees, topo, 2**20)]
+    >>> [(i, u // 1024) for i, u, _ in file_forms(plans, trees, topo, 2**20)]
     [(False, 128), (False, 256), (True, 128), (True, 256)]
-    >>> [(i, u // 1024) for i, u in file_forms(plans, trees, topo, 2**30)]
+    >>> [(i, u // 1024) for i, u, _ in file_forms(plans, trees, topo, 2**30)]
     [(False, 256), (False, 512), (True, 256), (True, 512)]
     >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
-    [(False, None)]
+    [(False, None, False, 1), (False, None, True, 1)]
     """
     schedule = ranked.schedule
     if request.format == "msccl":
-        return [
-            (split, None) for split in (False, True) if not split or split_choice(request, ranked)
-        ]
+        splits = [split for split in (False, True) if not split or split_choice(request, ranked)]
+        forms = [(False, 1), (True, 1)]
+        if isinstance(schedule, StepSchedule):
+            forms += [(True, pieces) for pieces in MESSAGE_PIECES]
+        return [(split, None, spread, pieces) for split in splits for spread, pieces in forms]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
-        return [(False, None)]
+        return [(False, None, False, 1)]
     coarse = pipeline_unit(topology, schedule)
     piece = piece_unit(schedule, size, ranked.slice_bytes)
     units = sorted({coarse, piece})
     ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
-    return [(interleave, unit) for interleave in ways for unit in units]
+    return [(interleave, unit, False, 1) for interleave in ways for unit in units]
 
 
 def file_choice(
@@ -252,7 +275,7 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[tuple[int, bool, int | None], list[Any]] | None = None,
+    written: dict[tuple[int, bool, int | None, bool, int], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -299,14 +322,17 @@ def file_choice(
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
-            tried = []
+            tried: list[tuple[float, int, Ranked, Any, list[float], Form, int]] = []
             for number, form in enumerate(file_forms(request, ranked, topology, size)):
-                key = (id(ranked.schedule), form[0], form[1])
+                if form[3] > 1 and tried and tried[-1][0] > min(t[0] for t in tried):
+                    continue  # more pieces only where the form before them did not lose
+                key = (id(ranked.schedule),) + form
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
                                                   high=request.max_bytes, interleave=form[0],
-                                                  split=form[0], unit=form[1])  # fmt: skip
+                                                  split=form[0], unit=form[1],
+                                                  spread=form[2], pieces=form[3])  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
@@ -316,11 +342,9 @@ def file_choice(
                         refused.append(f"{ranked.method}: {files}")
                         break
                     continue
-                times = [
-                    _simulated(fmt, text, topology, network, size, sim.overhead,
-                               ranked.slice_bytes, sim.default_latency)
-                    for _, text, _ in files
-                ]  # fmt: skip
+                # the first placement's file ranks the forms; the kept one's others are timed below
+                times = [_simulated(fmt, files[0][1], topology, network, size, sim.overhead,
+                                    ranked.slice_bytes, sim.default_latency)]  # fmt: skip
                 tried.append((times[0], order, ranked, files, times, form, number))
             if tried:  # the fastest form; of equal ones the first
                 pool.append(min(tried, key=lambda t: (t[0], t[6]))[:6])
@@ -333,7 +357,7 @@ def file_choice(
             )
         # the fastest file; of equal files plan's choice, then plan's order
         best = min(pool, key=lambda t: (t[0], t[2].method != choice.chosen, t[1]))
-        entry = written[(id(best[2].schedule), best[5][0], best[5][1])]
+        entry = written[(id(best[2].schedule),) + best[5]]
         if not entry[2]:
             try:
                 check_texts(request, topology, best[3])
@@ -344,7 +368,12 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, (other, unit) = best
+    _, _, ranked, files, times, (other, unit, spread, pieces) = best
+    times = times[:1] + [
+        _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
+                   sim.default_latency)
+        for _, text, _ in files[1:]
+    ]  # fmt: skip
     return FileChoice(
         size,
         choice.chosen,
@@ -358,6 +387,8 @@ def file_choice(
         other and fmt == "mscclpp",
         other and fmt == "msccl",
         unit,
+        spread,
+        pieces,
     )
 
 
@@ -447,6 +478,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "lower_bound_us": round(choice.lower_bound_us, 4),
                 "interleaved": best.interleave,
                 "unit_bytes": best.unit,
+                "spread": best.spread,
+                "pieces": best.pieces,
                 "checked": True,
             }
         )
@@ -468,6 +501,10 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
         if best.unit is not None:
             shared += f", pipelined in {size_text(best.unit)} units"
+        if best.spread:
+            shared += ", a channel per transfer of a GPU pair"
+        if best.pieces > 1:
+            shared += f", each message in {best.pieces} pieces"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
@@ -566,6 +603,8 @@ def program_texts(
     interleave: bool = False,
     split: bool = False,
     unit: int | None = None,
+    spread: bool = False,
+    pieces: int = 1,
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
@@ -574,7 +613,9 @@ def program_texts(
     (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``: an MSCCL step program's
     reducing receives as ``r`` and ``re`` (:func:`split_choice`); ``unit``: an MSCCL++ tree
     plan's pipeline unit in bytes (None: the topology's,
-    :func:`~optcoll.export.mscclpp.pipeline_unit`). An MSCCL step program relays each
+    :func:`~optcoll.export.mscclpp.pipeline_unit`); ``spread``: an MSCCL program with a
+    channel per transfer of a GPU pair (:func:`~optcoll.export.msccl.msccl_program`);
+    ``pieces``: an MSCCL step program's messages each written as that many. An MSCCL step program relays each
     message between GPUs the topology does not connect
     (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
@@ -617,10 +658,11 @@ def program_texts(
             if isinstance(schedule, StepSchedule):
                 text = msccl_step_program(schedule, runtime=profile, placement=placement,
                                           name=name, min_bytes=low, max_bytes=high,
-                                          topology=topology, split_reductions=split).text  # fmt: skip
+                                          topology=topology, split_reductions=split,
+                                          spread=spread, pieces=pieces).text  # fmt: skip
             else:
                 text = msccl_program(schedule, runtime=profile, placement=placement, name=name,
-                                     min_bytes=low, max_bytes=high).text  # fmt: skip
+                                     min_bytes=low, max_bytes=high, spread=spread).text  # fmt: skip
             out.append((path, text, placement))
         return out
     boxes = boxes_of(topology)

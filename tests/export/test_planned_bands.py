@@ -81,31 +81,39 @@ def test_bands_hold_plans_choice_at_every_size(tmp_path, capsys, fmt):
 
 
 def test_bands_split_where_the_file_changes():
-    """ring:4 allgather: plan's direct step schedule at 1K, its message to the GPU
-    opposite relayed by a neighbour, ties the Trivance and k=1 files at 6.00512 µs and is
-    kept as plan's choice (before relaying MSCCL could not connect it and Trivance's file
-    was written), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
+    """ring:4 allgather: at 1K plan chose its direct step schedule (its message to the GPU
+    opposite relayed by a neighbour), whose file ties the Trivance and k=1 files at 6.00512
+    µs on one channel a pair and runs 6.0032 with a channel per transfer; the multiport
+    Swing file, each message in 4 pieces and a channel per transfer, is 6.0016 and is kept
+    (the pieces' bytes overlap), and 1 GiB is a band of its own, where the two-channel ring's file (4,029.53 µs)
     beats the file of plan's timetable (4,031.22 µs: MSCCL cannot carry its start times);
-    without overhead the timetable's file is the same at 64K and 16M: one band, at plan's
-    time (the file carries its order)."""
+    without overhead the timetable's file is the 16M band, at plan's time (the file carries
+    its order), while at 64K the multiport Swing file, each message in 4 pieces, is faster
+    than plan's timetable."""
     topology = build("ring:4")
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**10, 2**30])
     bands = planned_bands(request, topology)
     assert [(b.low, b.high, b.method) for b in bands] == [
-        (0, 2**30 - 1, "direct"),
+        (0, 2**30 - 1, "multiport Swing"),
         (2**30, None, "NCCL-like ring (2 channels)"),
     ]
     (small,), (large,) = (band.sizes for band in bands)
-    assert small.times[0] == pytest.approx(6.00512, abs=1e-9)
+    assert (small.spread, small.pieces) == (True, 4)
+    assert small.times[0] == pytest.approx(6.0016, abs=1e-9)
+    assert dict((r.method, round(t, 5)) for r, t in small.compared)["direct"] == 6.0032
     assert large.times[0] == pytest.approx(4029.53184, abs=1e-6)
     timetable = dict((r.method, t) for r, t in large.compared)["timetable (k=4)"]
     assert timetable == pytest.approx(4031.22112, abs=1e-6)
     request = ExportRequest("ring:4", "ag.xml", bands=True, sizes=[2**16, 2**24], overhead=0)
-    (band,) = planned_bands(request, topology)
-    assert band.method == "timetable (k=4)" and [one.size for one in band.sizes] == [2**16, 2**24]
-    for one in band.sizes:
-        assert one.chosen == band.method
-        assert one.times[0] == pytest.approx(one.plan_us, rel=1e-9)
+    pieces, band = planned_bands(request, topology)
+    assert band.method == "timetable (k=4)" and [one.size for one in band.sizes] == [2**24]
+    (one,) = band.sizes
+    assert one.chosen == band.method
+    assert one.times[0] == pytest.approx(one.plan_us, rel=1e-9)
+    # at 64K the multiport Swing file in 4 pieces runs below plan's timetable
+    (one,) = pieces.sizes
+    assert (pieces.method, one.chosen, one.pieces) == ("multiport Swing", "timetable (k=4)", 4)
+    assert (round(one.times[0], 4), round(one.plan_us, 4)) == (2.1024, 2.2048)
 
 
 def test_mscclpp_bands_of_step_schedules(tmp_path, capsys):

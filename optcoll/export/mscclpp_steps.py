@@ -129,46 +129,50 @@ def mscclpp_step_plan(
     def kind(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
 
-    # the fewest blocks whose every step issues one op per channel type (plan's one
-    # overhead per message), else those that issue the fewest, within the executor's limits
-    # (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole schedule out)
-    # (only the last layout is kept: a large schedule's take much memory)
-    issued: dict[int, int] = {}
-    tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
-    last: tuple[int, tuple[list[_Step], int]] | None = None
-    for g in (g for g in tries if g <= most_groups):
-        last = (g, _steps(schedule, k, g))
-        issued[g] = _issue_ops(last[1][0], kind)
-        if issued[g] <= 1:
-            break
-    for groups in sorted(issued, key=lambda g: (issued[g], g)):
-        assert last is not None
-        steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups)
-        chunks = _Chunks(
-            i=k if coll == "allgather" or rooted else n * k,
-            o=k if coll == "reduce_scatter" or rooted else n * k,
-            s=scratch,
-        )
-        try:
-            document = _render(
-                shape, coll, "outofplace", title, steps, chunks, box, min_message_size,
-                max_message_size, None, "Simple",
-            )  # fmt: skip
-        except _Limit as err:
-            if "ops" not in str(err):  # channels and buffers do not shrink with more blocks
-                raise ExportError(f"{failed}: {err}") from None
-            failed = f"no MSCCL++ plan of the {schedule.method} {coll}: {err}"
-            continue
-        most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
-        if most > MAX_OPS:
-            failed = (
-                f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs "
-                f"{most} ops, above {MAX_OPS}"
+    # an allgather's or reduce-scatter's messages laid out in scratch where they are fewer
+    # runs than in the collective's buffers (:func:`_home`), else in those buffers
+    home = _home(schedule, k)
+    for laid in (home, None) if home is not None else (None,):
+        # the fewest blocks whose every step issues one op per channel type (plan's one
+        # overhead per message), else those that issue the fewest, within the executor's
+        # limits (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole
+        # schedule out; only the last layout is kept: a large schedule's take much memory)
+        issued: dict[int, int] = {}
+        tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
+        last: tuple[int, tuple[list[_Step], int]] | None = None
+        for g in (g for g in tries if g <= most_groups):
+            last = (g, _steps(schedule, k, g, laid))
+            issued[g] = _issue_ops(last[1][0], kind)
+            if issued[g] <= 1:
+                break
+        for groups in sorted(issued, key=lambda g: (issued[g], g)):
+            assert last is not None
+            steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups, laid)
+            chunks = _Chunks(
+                i=k if coll == "allgather" or rooted else n * k,
+                o=k if coll == "reduce_scatter" or rooted else n * k,
+                s=scratch,
             )
-            continue
-        pairs = channel_pairs(steps)
-        memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
-        return MscclppPlan(document, groups, most, 1, memory, len(pairs) - memory, 0)
+            try:
+                document = _render(
+                    shape, coll, "outofplace", title, steps, chunks, box, min_message_size,
+                    max_message_size, None, "Simple",
+                )  # fmt: skip
+            except _Limit as err:
+                if "ops" not in str(err):  # channels and buffers do not shrink with more blocks
+                    raise ExportError(f"{failed}: {err}") from None
+                failed = f"no MSCCL++ plan of the {schedule.method} {coll}: {err}"
+                continue
+            most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+            if most > MAX_OPS:
+                failed = (
+                    f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs "
+                    f"{most} ops, above {MAX_OPS}"
+                )
+                continue
+            pairs = channel_pairs(steps)
+            memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
+            return MscclppPlan(document, groups, most, 1, memory, len(pairs) - memory, 0)
     raise ExportError(f"{failed} (on up to {most_groups} thread blocks a GPU)")
 
 
@@ -195,26 +199,98 @@ def _issue_ops(steps: list[_Step], kind: Callable[[int, int], str]) -> int:
     return most
 
 
-def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step], int]:
+def _home(schedule: StepSchedule, k: int) -> dict[int, int] | None:
+    """Where an allgather's or a reduce-scatter's blocks live in scratch (chunk of each
+    block), when its messages are fewer runs so than in the collective's buffers (which
+    fix where a rank's shard lies: ``(b mod N) k + b div N``); None otherwise (and for the
+    other collectives, whose blocks :func:`~optcoll.export.msccl_steps._layout` already
+    orders by the messages that carry them).
+
+    Two orders are tried, the fewer runs kept: blocks sorted by the numbers of the
+    messages that carry them, and by those messages largest first (so that a block set
+    every larger message holds stays together: PAT's, Bine's and the multiport
+    allgathers' messages are then one run each, torus 4x4 PAT 64 runs for 64 messages,
+    240 in the output's order).
+
+    >>> from optcoll.core.step_schedule import Send
+    >>> s = StepSchedule("allgather", "x", ("a", "b", "c", "d"), 4,
+    ...                  ((Send("a", "c", (0,)), Send("c", "a", (2,)),
+    ...                    Send("b", "d", (1,)), Send("d", "b", (3,))),
+    ...                   (Send("a", "b", (0, 2)), Send("b", "a", (1, 3)),
+    ...                    Send("c", "d", (0, 2)), Send("d", "c", (1, 3)))))
+    >>> _home(s, 1)
+    {0: 0, 2: 1, 1: 2, 3: 3}
+    """
+    if schedule.collective not in ("allgather", "reduce_scatter"):
+        return None
+    n = len(schedule.compute_nodes)
+    numbered: dict[int, list[int]] = {b: [] for b in range(schedule.blocks)}
+    sized: dict[int, list[tuple[int, int]]] = {b: [] for b in range(schedule.blocks)}
+    number = 0
+    for messages in schedule.steps:
+        for send in messages:
+            for b in send.blocks:
+                numbered[b].append(number)
+                sized[b].append((-len(send.blocks), number))
+            number += 1
+    laid = {b: (b % n) * k + b // n for b in range(schedule.blocks)}
+    best, fewest = None, _run_count(schedule, laid)
+    for key in (numbered, {b: sorted(v) for b, v in sized.items()}):
+        order = sorted(range(schedule.blocks), key=lambda b: (key[b], b))  # noqa: B023
+        place = {b: i for i, b in enumerate(order)}
+        runs = _run_count(schedule, place)
+        if runs < fewest:
+            best, fewest = place, runs
+    return best
+
+
+def _run_count(schedule: StepSchedule, place: dict[int, int]) -> int:
+    """How many runs of consecutive chunks the messages of ``schedule`` are, block ``b``
+    at chunk ``place[b]``."""
+    count = 0
+    for messages in schedule.steps:
+        for send in messages:
+            at = sorted(place[b] for b in send.blocks)
+            count += 1 + sum(1 for a, b in zip(at, at[1:], strict=False) if b != a + 1)
+    return count
+
+
+def _steps(
+    schedule: StepSchedule, k: int, groups: int = 1, home: dict[int, int] | None = None
+) -> tuple[list[_Step], int]:
     """Every GPU's steps (puts of a schedule step, then its waits and sums) and the scratch
     chunks the busiest GPU uses; with ``groups`` thread blocks, block ``g`` carries the
-    blocks in the ``g``-th of ``groups`` equal stretches of the buffer on every GPU."""
+    blocks in the ``g``-th of ``groups`` equal stretches of the buffer on every GPU.
+    ``home`` (:func:`_home`): an allgather's or reduce-scatter's blocks kept in the first
+    scratch chunks in that order, copied there from the input first (an allgather's own
+    shard, a reduce-scatter's input) and an allgather's into the output last; a
+    reduce-scatter's last sums still written into its output."""
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
     root = rank.get(schedule.root or "")
-    place = _layout(schedule, k)
+    place = _layout(schedule, k) if home is None else home
     group = {b: place[b] * groups // schedule.blocks for b in range(schedule.blocks)}
     where: dict[tuple[int, int], Loc] = {}
     out: list[_Step] = []
+    first: dict[tuple[int, int], list[tuple[Loc, Loc]]] = defaultdict(list)  # copies in
+    last_copies: dict[tuple[int, int], list[tuple[Loc, Loc]]] = defaultdict(list)  # out
     for r in range(n):
         for b in range(schedule.blocks):
-            if coll not in ("allgather", "broadcast") or (coll == "broadcast" and r == root):
+            held = coll not in ("allgather", "broadcast") or (coll == "broadcast" and r == root)
+            if home is not None and (held or b % n == r):  # into its home chunk
+                source = b // n if coll == "allgather" else (b % n) * k + b // n
+                first[(r, group[b])].append((("s", home[b], 1), ("i", source, 1)))
+                where[(r, b)] = ("s", home[b], 1)
+            elif held:
                 where[(r, b)] = ("i", place[b], 1)
             elif coll == "allgather" and b % n == r:
                 where[(r, b)] = ("i", b // n, 1)
-        if coll == "allgather" or (coll == "broadcast" and r == root):
+            if home is not None and coll == "allgather":  # out of its home chunk
+                final = ("o", (b % n) * k + b // n, 1)
+                last_copies[(r, group[b])].append((final, ("s", home[b], 1)))
+        if home is None and (coll == "allgather" or (coll == "broadcast" and r == root)):
             copy = _Step(r, 0, 0, (-1, 0), 1, 0)  # the own shard (root: vector) to the output
             copy.copies.append((("o", 0 if root == r else r * k, k), ("i", 0, k)))
             out.append(copy)
@@ -223,7 +299,7 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
         for send in messages:
             for b in send.blocks:
                 writes[(rank[send.dst], b)] += 1
-    used = [0] * n
+    used = [0 if home is None else schedule.blocks] * n  # the home chunks first
 
     def fresh(r: int) -> Loc:
         used[r] += 1
@@ -254,7 +330,9 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
             for b in ordered:  # the targets first, then the landings: each a range
                 writes[(dst, b)] -= 1
                 last = writes[(dst, b)] == 0
-                if last and (coll not in ("reduce_scatter", "reduce") or dst == root):
+                if last and home is not None and coll == "allgather":
+                    targets[b] = ("s", home[b], 1)
+                elif last and (coll not in ("reduce_scatter", "reduce") or dst == root):
                     targets[b] = ("o", place[b], 1)
                 elif last and b % n == dst:
                     targets[b] = ("o", b // n, 1)
@@ -285,12 +363,32 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
                 pending, step.waits = step.waits, []
         if pending:
             step_of(len(turns) - 1, r, g).waits += pending
+    for (r, g), copies in first.items():  # before the first puts (rendered first)
+        step_of(0, r, g).copies += _merged_copies(copies)
+    for (r, g), copies in last_copies.items():  # after the last waits
+        step_of(len(turns) - 1, r, g).copies += _merged_copies(copies)
     for turn in turns:  # each GPU puts to the ranks after it first (module docstring)
         for step in turn.values():
             after = {peer: ranks_after(step.rank, peer, n) for peer, _, _ in step.puts}
             step.puts.sort(key=lambda put: after[put[0]])
-    out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
+    out += [
+        step for turn in turns for step in turn.values() if step.puts or step.waits or step.copies
+    ]
     return out, max(used)
+
+
+def _merged_copies(copies: list[tuple[Loc, Loc]]) -> list[tuple[Loc, Loc]]:
+    """Copies of single chunks (target, source) merged where both run on, in the order of
+    their targets."""
+    merged: list[tuple[Loc, Loc]] = []
+    for dst, src in sorted(copies):
+        if merged:
+            (d, dn, dc), (s, sn, sc) = merged[-1]
+            if d == dst[0] and dn + dc == dst[1] and s == src[0] and sn + sc == src[1]:
+                merged[-1] = ((d, dn, dc + 1), (s, sn, sc + 1))
+                continue
+        merged.append((dst, src))
+    return merged
 
 
 def _merged(runs: list[Run]) -> list[Run]:

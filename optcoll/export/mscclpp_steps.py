@@ -27,10 +27,17 @@ Trivance reduce-scatter on torus 9x9 needed 330 on one).
 
 Blocks are laid out as in :func:`optcoll.export.msccl_steps.msccl_step_program` (an
 allreduce's in the order of the messages that carry them); a message is one buffer range per
-run of consecutive chunks. Plans are written out of place only (in place, last sums
-would overwrite inputs that earlier puts may still read); ``protocol`` Simple, no
-pipelines: every put moves its whole range, which ``optcoll simulate`` sends in slices as it
-does a step schedule's message.
+run of consecutive chunks. An allgather's and a reduce-scatter's buffers fix where each
+rank's shard lies, in which most log-step messages are several runs (torus 4x4 PAT
+allgather: 240 runs for 64 messages); their blocks are kept instead in the first scratch
+chunks of every GPU in the order that makes the messages fewest runs (:func:`_home`: PAT,
+Bine, the dimension-wise and hierarchical schedules, multiport Swing: one run a message),
+copied there from the input before the first puts and, for an allgather, into the output
+after the last waits (``copy`` ops, which move no data between GPUs: beyond
+:data:`COPIES_INLINE` on thread blocks of their own, ordered by a semaphore). Plans are
+written out of place only (in place, last sums would overwrite inputs that earlier puts
+may still read); ``protocol`` Simple, no pipelines: every put moves its whole range,
+which ``optcoll simulate`` sends in slices as it does a step schedule's message.
 
 A GPU's puts of a step go to the ranks after it first
 (:func:`~optcoll.core.step_schedule.ranks_after`), the order in which plan's simulator posts
@@ -45,10 +52,12 @@ once its sender has received what earlier steps send it, its target being fresh,
 simulates a step message (:mod:`optcoll.sim.steps`), so on one thread block with one range
 a message the file runs exactly in plan's time (torus 4x4 allreduce at 1 MiB, no overhead,
 Swing (latency): 77.157 µs both; a rendezvous, which plan ran until session 13, gave
-67.915). On ``G > 1`` thread
-blocks a block goes on once its own stretch has arrived, a message of several ranges is
-a put each, and the overhead is charged per op: there the file runs apart
-(``docs/log_step.md``).
+67.915). So does a message of one range a
+step on one thread block with overhead, where a step's puts fit one op. On ``G > 1``
+thread blocks a block goes on once its own stretch has arrived, a message of several
+ranges is a put each, and the overhead is charged per op (a direct step to more than
+:data:`~optcoll.export.mscclpp.MAX_PER_OP` peers takes two): there the file runs apart
+(``docs/log_step.md``, ``python -m benchmarks.step_fidelity``).
 
 Examples
 --------
@@ -85,6 +94,9 @@ __all__ = ["mscclpp_step_plan", "MAX_GROUPS"]
 #: Most thread blocks per GPU a plan is spread over (each carries the same stretch of the
 #: buffer on every GPU, so no block waits for another's data): the tree plans' limit.
 MAX_GROUPS = MAX_THREADBLOCKS
+#: Most copies into or out of a thread block's home chunks (:func:`_steps`) that it runs
+#: itself; more run on thread blocks of their own (each up to ``MAX_OPS - 4`` copies).
+COPIES_INLINE = MAX_OPS // 4
 
 
 @dataclass(frozen=True)
@@ -363,10 +375,41 @@ def _steps(
                 pending, step.waits = step.waits, []
         if pending:
             step_of(len(turns) - 1, r, g).waits += pending
-    for (r, g), copies in first.items():  # before the first puts (rendered first)
-        step_of(0, r, g).copies += _merged_copies(copies)
-    for (r, g), copies in last_copies.items():  # after the last waits
-        step_of(len(turns) - 1, r, g).copies += _merged_copies(copies)
+    # the home copies: in the block's own steps (before its first puts, after its last
+    # waits), or, beyond COPIES_INLINE of them, in thread blocks of their own that a
+    # semaphore orders after (before) the block: sem_release / sem_acquire, device
+    # semaphores of one GPU (MSCCL++ 1f5f065d src/core/include/execution_kernel.hpp l.
+    # 671-685, docs/mscclpp.md), and copy, a local copy: ops that move no data between
+    # GPUs, so they cost nothing in optcoll simulate (local memory bandwidth, not modelled)
+    helpers = [groups] * n  # each rank's next thread block number
+    semaphores = [0] * n  # and semaphore
+    extra: list[_Step] = []
+    for at_start, copying in ((True, first), (False, last_copies)):
+        moment = 0 if at_start else len(turns) - 1
+        for (r, g), copies in copying.items():
+            merged = _merged_copies(copies)
+            if len(merged) <= COPIES_INLINE:
+                step_of(moment, r, g).copies += merged
+                continue
+            # before: each helper releases a semaphore of its own, which the block
+            # acquires; after: the block's last step (its waits, a nop) releases one
+            # semaphore once per helper, each helper acquiring it
+            if not at_start:
+                last_step = step_of(moment, r, g)
+                last_step.segment, last_step.release = semaphores[r], True
+            for c, i in enumerate(range(0, len(merged), MAX_OPS - 4)):
+                helper = _Step(r, semaphores[r], 0, (0,), 1, helpers[r])
+                helper.copies = merged[i : i + MAX_OPS - 4]
+                helper.release, helper.acquire = at_start, not at_start
+                extra.append(helper)
+                helpers[r] += 1
+                if at_start or c:
+                    gate = _Step(r, semaphores[r], 0, (-1, c) if at_start else (len(turns), c),
+                                 1, g)  # fmt: skip
+                    gate.acquire, gate.release = at_start, not at_start
+                    extra.append(gate)
+                semaphores[r] += at_start
+            semaphores[r] += not at_start
     for turn in turns:  # each GPU puts to the ranks after it first (module docstring)
         for step in turn.values():
             after = {peer: ranks_after(step.rank, peer, n) for peer, _, _ in step.puts}
@@ -374,6 +417,7 @@ def _steps(
     out += [
         step for turn in turns for step in turn.values() if step.puts or step.waits or step.copies
     ]
+    out += extra
     return out, max(used)
 
 

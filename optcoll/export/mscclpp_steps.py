@@ -297,8 +297,10 @@ def _steps(
                 where[(r, b)] = ("s", home[b], 1)
             elif held:
                 where[(r, b)] = ("i", place[b], 1)
-            elif coll == "allgather" and b % n == r:
-                where[(r, b)] = ("i", b // n, 1)
+            elif coll == "allgather" and b % n == r:  # on one thread block, from the copy
+                # in the output (its nop orders it before the puts): runs on with the
+                # blocks received next to it (two ranges on one channel took two waits)
+                where[(r, b)] = ("o", place[b], 1) if groups == 1 else ("i", b // n, 1)
             if home is not None and coll == "allgather":  # out of its home chunk
                 final = ("o", (b % n) * k + b // n, 1)
                 last_copies[(r, group[b])].append((final, ("s", home[b], 1)))
@@ -415,7 +417,10 @@ def _steps(
             after = {peer: ranks_after(step.rank, peer, n) for peer, _, _ in step.puts}
             step.puts.sort(key=lambda put: after[put[0]])
     out += [
-        step for turn in turns for step in turn.values() if step.puts or step.waits or step.copies
+        step
+        for turn in turns
+        for step in turn.values()
+        if step.puts or step.waits or step.copies or step.release
     ]
     out += extra
     return out, max(used)

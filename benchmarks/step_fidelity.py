@@ -5,16 +5,20 @@ For each topology, collective and overhead, ``plan`` (:func:`optcoll.export.plan
 with ``every_candidate``, links of ``--latency`` µs) times every candidate at each size at
 its fastest slice; each step candidate is then written as an MSCCL++ plan
 (:func:`optcoll.export.mscclpp_steps.mscclpp_step_plan`) and simulated as ``optcoll simulate``
-reads it (:func:`optcoll.sim.programs.simulate_mscclpp`, plan's slice). Printed: how many
+reads it (:func:`optcoll.sim.programs.simulate_mscclpp`, plan's slice), in each of its
+layouts (:func:`~optcoll.export.mscclpp_steps.step_layouts`), the faster kept as export keeps
+it (of equal ones the runs; ``--layout runs`` or ``buffers``: that one only). Printed: how many
 files run in plan's time exactly (to 1e-9), within 1 %, slower and faster than plan by more
 than 1 %, the worst ratios file / plan, and the CPU seconds of planning and of simulating
 the files.
 
 Run from the repository root (``PYTHONPATH=DIR`` to measure another checkout's code with
-this script, e.g. ``PYTHONPATH=/tmp/start14 python benchmarks/step_fidelity.py``)::
+this script, one that has :func:`~optcoll.export.mscclpp_steps.step_layouts`; ``--layout
+runs`` writes what commit c2cbdec wrote, ``--layout buffers`` the start's layout)::
 
     python -m benchmarks.step_fidelity [--specs torus:4x4 ...] [--collectives allreduce]
-        [--sizes 64K 1M 16M] [--overheads 1 0] [--latency 0.5] [--worst 10] [--out FILE.json]
+        [--sizes 64K 1M 16M] [--overheads 1 0] [--latency 0.5] [--layout runs]
+        [--worst 10] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import optcoll
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
 from optcoll.export.mscclpp import boxes_of
-from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.mscclpp_steps import mscclpp_step_plan, step_layouts
 from optcoll.export.planned import planned_choices
 from optcoll.sim.programs import simulate_mscclpp
 from optcoll.sim.simulator import SimOptions
@@ -67,19 +71,28 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], float, float]:
                     for ranked in choice.ranked:
                         if not isinstance(ranked.schedule, StepSchedule):
                             continue
-                        try:
-                            plan = mscclpp_step_plan(ranked.schedule, boxes=boxes)
-                        except ExportError:
-                            continue
                         sim = SimOptions(overhead, ranked.slice_bytes, latency)
-                        got = simulate_mscclpp(
-                            parse_plan(plan.document), topology, sim.network(topology),
-                            choice.size, overhead=overhead, slice_bytes=ranked.slice_bytes,
-                        ).time_us  # fmt: skip
+                        files = []
+                        for layout in step_layouts(ranked.schedule):
+                            if args.layout not in (None, layout):
+                                continue
+                            try:
+                                plan = mscclpp_step_plan(ranked.schedule, boxes=boxes,
+                                                         layout=layout)  # fmt: skip
+                            except ExportError:
+                                continue
+                            got = simulate_mscclpp(
+                                parse_plan(plan.document), topology, sim.network(topology),
+                                choice.size, overhead=overhead, slice_bytes=ranked.slice_bytes,
+                            ).time_us  # fmt: skip
+                            files.append((got, len(files), layout, plan.threadblocks))
+                        if not files:
+                            continue
+                        got, _, layout, blocks = min(files)
                         rows.append({
                             "spec": spec, "collective": collective, "overhead": overhead,
                             "size": choice.size, "method": ranked.method,
-                            "slice": ranked.slice_bytes, "blocks": plan.threadblocks,
+                            "slice": ranked.slice_bytes, "blocks": blocks, "layout": layout,
                             "plan_us": ranked.time_us, "file_us": got,
                         })  # fmt: skip
                 filing += time.process_time() - start
@@ -104,7 +117,8 @@ def summary(rows: list[dict[str, Any]], worst: int) -> str:
     for r in by:
         lines.append(
             f"  {ratio(r):.4f}  {r['spec']} {r['collective']} {r['size']} B overhead "
-            f"{r['overhead']:g}: {r['method']} on {r['blocks']} blocks, slice {r['slice']}: "
+            f"{r['overhead']:g}: {r['method']} on {r['blocks']} blocks "
+            f"({r.get('layout', 'runs')}), slice {r['slice']}: "
             f"file {r['file_us']:.3f} plan {r['plan_us']:.3f} µs"
         )
     return "\n".join(lines)
@@ -117,6 +131,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=list(SIZES))
     parser.add_argument("--overheads", nargs="+", default=list(OVERHEADS))
     parser.add_argument("--latency", default="0.5")
+    parser.add_argument("--layout", choices=("runs", "buffers"), help="only this layout")
     parser.add_argument("--worst", type=int, default=10)
     parser.add_argument("--out", help="save every row as JSON")
     args = parser.parse_args()

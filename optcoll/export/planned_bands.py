@@ -137,6 +137,7 @@ def planned_bands(
         files = program_texts(
             request, topology, ranked, output=path, low=low, high=high,
             interleave=run[0].interleave, split=run[0].split, unit=run[0].unit,
+            layout=run[0].layout,
         )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))

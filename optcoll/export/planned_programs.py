@@ -70,7 +70,7 @@ from optcoll.export.mscclpp import (
 )
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_reduce_broadcast import mscclpp_reduce_broadcast_plan
-from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.mscclpp_steps import mscclpp_step_plan, step_layouts
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
 from optcoll.export.report import ExportReport
@@ -174,7 +174,9 @@ class FileChoice:
     ranges share thread blocks (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``:
     an MSCCL step program whose reducing receives are ``r`` and ``re`` where the runtime
     also runs ``rrc`` (:func:`split_choice`); ``unit``: the pipeline unit of an MSCCL++
-    tree plan (bytes; None: the topology's, or none)."""
+    tree plan (bytes; None: the topology's, or none); ``layout``: where an MSCCL++ step
+    plan keeps its blocks (``layout`` of
+    :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`)."""
 
     size: int
     chosen: str
@@ -188,6 +190,7 @@ class FileChoice:
     interleave: bool = False
     split: bool = False
     unit: int | None = None
+    layout: str = "runs"
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -196,9 +199,11 @@ class FileChoice:
 
 
 #: How a candidate is written: ``(alternative, unit)``: ``alternative`` is an MSCCL++ tree
-#: plan's interleaved ranges (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`)
-#: or an MSCCL step program's split reductions (:func:`split_choice`); ``unit``: an MSCCL++
-#: tree plan's pipeline unit (None: the writer's default).
+#: plan's interleaved ranges (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`),
+#: an MSCCL step program's split reductions (:func:`split_choice`) or an MSCCL++ step plan's
+#: blocks in the collective's buffers (``layout="buffers"`` of
+#: :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`); ``unit``: an MSCCL++ tree plan's
+#: pipeline unit (None: the writer's default).
 Form = tuple[bool, int | None]
 
 
@@ -212,7 +217,11 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     1 MiB, 6.46 against 6.62), and each of them with a root's ranges interleaved too where
     plan ran the trees in a ``depth`` or ``progress-depth`` link order (which interleaving
     carries in part); for an MSCCL step program that reduces, its reductions split too
-    where the runtime runs ``rrc`` (:func:`split_choice`).
+    where the runtime runs ``rrc`` (:func:`split_choice`); for an MSCCL++ step plan, its
+    blocks in the collective's buffers too where they are laid out otherwise for fewer runs
+    (:func:`~optcoll.export.mscclpp_steps.step_layouts`: the runs layout runs in plan's
+    time, the buffers' may run faster on several thread blocks, each going on with its own
+    stretch; dgx-h100:2 hierarchical allgather at 16 MiB 40.28 µs against 56.59).
 
     Examples
     --------
@@ -226,12 +235,18 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     [(False, 256), (False, 512), (True, 256), (True, 512)]
     >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
     [(False, None)]
+    >>> from optcoll.schedules.baselines.pat import pat_allgather
+    >>> pat = Ranked(1.0, "PAT", "progress", None, pat_allgather(topo.compute_nodes))
+    >>> file_forms(plans, pat, topo, 2**20)
+    [(False, None), (True, None)]
     """
     schedule = ranked.schedule
     if request.format == "msccl":
         return [
             (split, None) for split in (False, True) if not split or split_choice(request, ranked)
         ]
+    if request.format == "mscclpp" and isinstance(schedule, StepSchedule):
+        return [(buffers, None) for buffers in (False, True)[: len(step_layouts(schedule))]]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
         return [(False, None)]
     coarse = pipeline_unit(topology, schedule)
@@ -259,7 +274,9 @@ def file_choice(
     (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
     reducing puts of one unit in that order), and the faster file is its file; likewise an
     MSCCL step program that reduces, for a runtime that runs ``rrc``, with its reductions
-    ``rrc`` and split (:func:`split_choice`). A step schedule whose MSCCL program relays
+    ``rrc`` and split (:func:`split_choice`), and an MSCCL++ step plan with its blocks laid
+    out for fewest runs and in the collective's buffers (:func:`file_forms`; of equal
+    times the runs). A step schedule whose MSCCL program relays
     messages (:func:`~optcoll.export.msccl_steps.relay_paths`) is tried beside the
     :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
     run, so it must not push out a candidate whose file would be faster).
@@ -302,7 +319,8 @@ def file_choice(
                     try:
                         made: Any = program_texts(request, topology, ranked, output=output,
                                                   high=request.max_bytes, interleave=form[0],
-                                                  split=form[0], unit=form[1])  # fmt: skip
+                                                  split=form[0], unit=form[1],
+                                                  layout="buffers" if form[0] else "runs")  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
@@ -341,6 +359,7 @@ def file_choice(
             entry[2] = True
         break
     _, _, ranked, files, times, (other, unit) = best
+    stepped = isinstance(ranked.schedule, StepSchedule)
     return FileChoice(
         size,
         choice.chosen,
@@ -351,9 +370,10 @@ def file_choice(
         tuple(times),
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
-        other and fmt == "mscclpp",
+        other and fmt == "mscclpp" and not stepped,
         other and fmt == "msccl",
         unit,
+        "buffers" if other and fmt == "mscclpp" and stepped else "runs",
     )
 
 
@@ -423,6 +443,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         check_output(path, force=request.force, inputs=inputs)
     for path, text, _ in files:
         write_output(path, text, force=request.force, inputs=inputs)
+    stepped = fmt == "mscclpp" and isinstance(ranked.schedule, StepSchedule)
     entries = []
     for (path, _, placement), file_us in zip(files, times, strict=True):
         entries.append(
@@ -443,6 +464,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "lower_bound_us": round(choice.lower_bound_us, 4),
                 "interleaved": best.interleave,
                 "unit_bytes": best.unit,
+                "layout": best.layout if stepped else None,
                 "checked": True,
             }
         )
@@ -464,6 +486,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
         if best.unit is not None:
             shared += f", pipelined in {size_text(best.unit)} units"
+        if stepped and best.layout == "buffers":
+            shared += ", blocks in the collective's buffers (faster than in scratch as runs)"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
@@ -561,6 +585,7 @@ def program_texts(
     interleave: bool = False,
     split: bool = False,
     unit: int | None = None,
+    layout: str = "runs",
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
@@ -569,7 +594,8 @@ def program_texts(
     (:func:`~optcoll.export.mscclpp.mscclpp_plan`); ``split``: an MSCCL step program's
     reducing receives as ``r`` and ``re`` (:func:`split_choice`); ``unit``: an MSCCL++ tree
     plan's pipeline unit in bytes (None: the topology's,
-    :func:`~optcoll.export.mscclpp.pipeline_unit`). An MSCCL step program relays each
+    :func:`~optcoll.export.mscclpp.pipeline_unit`); ``layout``: an MSCCL++ step plan's
+    (:func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`). An MSCCL step program relays each
     message between GPUs the topology does not connect
     (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
@@ -621,7 +647,7 @@ def program_texts(
                                            what="MSCCL++"):  # fmt: skip
         if isinstance(schedule, StepSchedule):
             plan = mscclpp_step_plan(schedule, boxes=boxes, name=name, min_message_size=low,
-                                     max_message_size=high)  # fmt: skip
+                                     max_message_size=high, layout=layout)  # fmt: skip
         else:
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,

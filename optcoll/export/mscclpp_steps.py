@@ -34,10 +34,15 @@ chunks of every GPU in the order that makes the messages fewest runs (:func:`_ho
 Bine, the dimension-wise and hierarchical schedules, multiport Swing: one run a message),
 copied there from the input before the first puts and, for an allgather, into the output
 after the last waits (``copy`` ops, which move no data between GPUs: beyond
-:data:`COPIES_INLINE` on thread blocks of their own, ordered by a semaphore). Otherwise,
-on one thread block, an allgather's own shard is read from its copy in the output, next
-to the blocks received (two ranges of one message on one channel took two waits of one
-semaphore in one op, which ``check-plan`` refuses as a race). Plans are
+:data:`COPIES_INLINE` on thread blocks of their own, ordered by a semaphore):
+``layout="runs"``, which runs in plan's time on one thread block. ``layout="buffers"``
+keeps them in the collective's buffers, spread over the thread blocks that issue one op a
+step, each going on once its own stretch arrives: a pipelining plan does not model, at
+times faster (:func:`step_layouts` says where the two differ; ``optcoll export`` writes
+both and keeps the faster file). Otherwise, on one thread block, an allgather's own shard
+is read from its copy in the output, next to the blocks received (two ranges of one
+message on one channel took two waits of one semaphore in one op, which ``check-plan``
+refuses as a race). Plans are
 written out of place only (in place, last sums would overwrite inputs that earlier puts
 may still read); ``protocol`` Simple, no pipelines: every put moves its whole range,
 which ``optcoll simulate`` sends in slices as it does a step schedule's message.

@@ -317,10 +317,11 @@ def file_choice(
                 key = (id(ranked.schedule), form[0], form[1])
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
+                        layout = "buffers" if form[0] else "runs"  # of a step plan
                         made: Any = program_texts(request, topology, ranked, output=output,
                                                   high=request.max_bytes, interleave=form[0],
                                                   split=form[0], unit=form[1],
-                                                  layout="buffers" if form[0] else "runs")  # fmt: skip
+                                                  layout=layout)  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]

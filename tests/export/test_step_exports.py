@@ -546,7 +546,8 @@ def test_mscclpp_step_export_keeps_the_faster_layout(tmp_path):
     assert round(ranked.time_us, 4) == 56.5939
     assert times == {"runs": (1, 56.5939), "buffers": (2, 40.2827)}
     request = ExportRequest("dgx-h100:2", str(tmp_path / "ag.json"), collective="allgather",
-                            format="mscclpp", size=size, overhead=0.0, latency=Fraction(1, 2))  # fmt: skip
+                            format="mscclpp", size=size, overhead=0.0,
+                            latency=Fraction(1, 2))  # fmt: skip
     only = dataclasses.replace(choice, ranked=(ranked,), reduce_broadcast=(), in_network=())
     best = file_choice(request, topology, only, sim)
     assert (best.layout, best.interleave, round(best.times[0], 4)) == ("buffers", False, 40.2827)

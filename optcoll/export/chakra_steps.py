@@ -47,7 +47,16 @@ from collections import defaultdict
 from optcoll.core.arguments import size_argument
 from optcoll.core.step_schedule import StepSchedule
 from optcoll.exceptions import ExportError
-from optcoll.export.chakra import _COMP, _RECV, _SEND, _chunk_bytes, _encode, _label, _Ranks
+from optcoll.export.chakra import (
+    _COMP,
+    _RECV,
+    _SEND,
+    _chunk_bytes,
+    _encode,
+    _gate_sends,
+    _label,
+    _Ranks,
+)
 from optcoll.sim.steps import message_slices
 
 __all__ = ["step_traces", "MAX_CHUNKS_PER_BLOCK"]
@@ -146,6 +155,11 @@ def step_traces(
     index = {value: i for i, value in enumerate(sorted({p for _, _, p in places}))}
     for src, ident, place in places:
         ranks.nodes[src][ident].attrs["optcoll_order"] = index[place]
+    # a rank's sends that wait for the same nodes are issued in the simulator's queue order
+    # (each slice's place, then the posting order), whatever order ASTRA-sim issues ready
+    # nodes in (Switch 16 two-shot allreduce at 64 KiB: 4,813-4,965 ns by the issue order
+    # without the gates)
+    _gate_sends(ranks, {})
     meta: dict[str, int | str] = {
         "optcoll_ranks": n,
         "optcoll_chunks": k,

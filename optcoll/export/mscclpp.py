@@ -1093,7 +1093,9 @@ class _Block:
         for kind in ("memory", "port"):
             for ids in _chunked(by_type[kind]):
                 self.ops.append({"name": "wait", "channel_type": kind, "channel_ids": ids})
-        if step.waits and (step.copies or step.reduces or step.puts):  # a leaf reads nothing
+        # a leaf reads nothing; a release passes on what the waits saw (to another block
+        # of this GPU, docs/mscclpp.md: one thread releases, so a nop first)
+        if step.waits and (step.copies or step.reduces or step.puts or step.release):
             self.ops.append({"name": "nop"})
         for dst, src in step.copies:
             self.ops.append({"name": "copy", "src_buff": [_local(src)], "dst_buff": [_local(dst)]})

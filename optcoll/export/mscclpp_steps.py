@@ -27,10 +27,25 @@ Trivance reduce-scatter on torus 9x9 needed 330 on one).
 
 Blocks are laid out as in :func:`optcoll.export.msccl_steps.msccl_step_program` (an
 allreduce's in the order of the messages that carry them); a message is one buffer range per
-run of consecutive chunks. Plans are written out of place only (in place, last sums
-would overwrite inputs that earlier puts may still read); ``protocol`` Simple, no
-pipelines: every put moves its whole range, which ``optcoll simulate`` sends in slices as it
-does a step schedule's message.
+run of consecutive chunks. An allgather's and a reduce-scatter's buffers fix where each
+rank's shard lies, in which most log-step messages are several runs (torus 4x4 PAT
+allgather: 240 runs for 64 messages); their blocks are kept instead in the first scratch
+chunks of every GPU in the order that makes the messages fewest runs (:func:`_home`: PAT,
+Bine, the dimension-wise and hierarchical schedules, multiport Swing: one run a message),
+copied there from the input before the first puts and, for an allgather, into the output
+after the last waits (``copy`` ops, which move no data between GPUs: beyond
+:data:`COPIES_INLINE` on thread blocks of their own, ordered by a semaphore):
+``layout="runs"``, which runs in plan's time on one thread block. ``layout="buffers"``
+keeps them in the collective's buffers, spread over the thread blocks that issue one op a
+step, each going on once its own stretch arrives: a pipelining plan does not model, at
+times faster (:func:`step_layouts` says where the two differ; ``optcoll export`` writes
+both and keeps the faster file). Otherwise, on one thread block, an allgather's own shard
+is read from its copy in the output, next to the blocks received (two ranges of one
+message on one channel took two waits of one semaphore in one op, which ``check-plan``
+refuses as a race). Plans are
+written out of place only (in place, last sums would overwrite inputs that earlier puts
+may still read); ``protocol`` Simple, no pipelines: every put moves its whole range,
+which ``optcoll simulate`` sends in slices as it does a step schedule's message.
 
 A GPU's puts of a step go to the ranks after it first
 (:func:`~optcoll.core.step_schedule.ranks_after`), the order in which plan's simulator posts
@@ -45,10 +60,12 @@ once its sender has received what earlier steps send it, its target being fresh,
 simulates a step message (:mod:`optcoll.sim.steps`), so on one thread block with one range
 a message the file runs exactly in plan's time (torus 4x4 allreduce at 1 MiB, no overhead,
 Swing (latency): 77.157 µs both; a rendezvous, which plan ran until session 13, gave
-67.915). On ``G > 1`` thread
-blocks a block goes on once its own stretch has arrived, a message of several ranges is
-a put each, and the overhead is charged per op: there the file runs apart
-(``docs/log_step.md``).
+67.915). So does a message of one range a
+step on one thread block with overhead, where a step's puts fit one op. On ``G > 1``
+thread blocks a block goes on once its own stretch has arrived, a message of several
+ranges is a put each, and the overhead is charged per op (a direct step to more than
+:data:`~optcoll.export.mscclpp.MAX_PER_OP` peers takes two): there the file runs apart
+(``docs/log_step.md``, ``python -m benchmarks.step_fidelity``).
 
 Examples
 --------
@@ -80,11 +97,18 @@ from optcoll.export.mscclpp import (
     channel_pairs,
 )
 
-__all__ = ["mscclpp_step_plan", "MAX_GROUPS"]
+__all__ = ["mscclpp_step_plan", "step_layouts", "LAYOUTS", "MAX_GROUPS"]
+
+#: Where :func:`mscclpp_step_plan` keeps an allgather's or reduce-scatter's blocks: in
+#: scratch in the order of fewest runs, or in the collective's buffers.
+LAYOUTS = ("runs", "buffers")
 
 #: Most thread blocks per GPU a plan is spread over (each carries the same stretch of the
 #: buffer on every GPU, so no block waits for another's data): the tree plans' limit.
 MAX_GROUPS = MAX_THREADBLOCKS
+#: Most copies into or out of a thread block's home chunks (:func:`_steps`) that it runs
+#: itself; more run on thread blocks of their own (each up to ``MAX_OPS - 4`` copies).
+COPIES_INLINE = MAX_OPS // 4
 
 
 @dataclass(frozen=True)
@@ -104,17 +128,38 @@ def mscclpp_step_plan(
     boxes: Mapping[str, str] | None = None,
     min_message_size: int = 0,
     max_message_size: int | None = None,
+    layout: str = "runs",
 ) -> MscclppPlan:
     """The MSCCL++ plan of ``schedule``, out of place (deterministic; see the module
     docstring). ``boxes``: compute node -> box, as :func:`optcoll.export.mscclpp.mscclpp_plan`
-    (pairs in one box use memory channels, others port channels).
+    (pairs in one box use memory channels, others port channels). ``layout`` (one of
+    :data:`LAYOUTS`): ``"runs"`` keeps an allgather's or reduce-scatter's blocks in scratch
+    in the order that makes its messages fewest runs (:func:`_home`; the collective's
+    buffers where that is no fewer, or exceeds the executor's limits); ``"buffers"`` keeps
+    them in the collective's buffers, whose messages may be several runs spread over more
+    thread blocks, each going on with its own stretch, which plan does not model but which
+    can run faster (dgx-h100:2 hierarchical allgather at 16 MiB: 40.28 µs on 2 blocks,
+    56.59 in plan's time as runs). :func:`step_layouts` says where the two differ.
 
     Raises
     ------
     ExportError
         The executor's limits (ops, channels or remote buffers per thread block) are
-        exceeded.
+        exceeded, or ``layout`` is not one of :data:`LAYOUTS`.
+
+    Examples
+    --------
+    PAT's allgather on 8 GPUs: as runs, each message one range of scratch, the blocks
+    copied in first and out last (20 ops on GPU 0); in the output, 10 ops:
+
+    >>> from optcoll.schedules.baselines.pat import pat_allgather
+    >>> s = pat_allgather(tuple("abcdefgh"))
+    >>> gpu0 = [mscclpp_step_plan(s, layout=w).document["gpus"][0] for w in step_layouts(s)]
+    >>> [sum(len(tb["ops"]) for tb in g["threadblocks"]) for g in gpu0]
+    [20, 10]
     """
+    if layout not in LAYOUTS:
+        raise ExportError(f"MSCCL++ step plan layout {layout!r}: not one of {', '.join(LAYOUTS)}")
     nodes = schedule.compute_nodes
     n = len(nodes)
     k = schedule.rank_blocks
@@ -129,47 +174,63 @@ def mscclpp_step_plan(
     def kind(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
 
-    # the fewest blocks whose every step issues one op per channel type (plan's one
-    # overhead per message), else those that issue the fewest, within the executor's limits
-    # (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole schedule out)
-    # (only the last layout is kept: a large schedule's take much memory)
-    issued: dict[int, int] = {}
-    tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
-    last: tuple[int, tuple[list[_Step], int]] | None = None
-    for g in (g for g in tries if g <= most_groups):
-        last = (g, _steps(schedule, k, g))
-        issued[g] = _issue_ops(last[1][0], kind)
-        if issued[g] <= 1:
-            break
-    for groups in sorted(issued, key=lambda g: (issued[g], g)):
-        assert last is not None
-        steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups)
-        chunks = _Chunks(
-            i=k if coll == "allgather" or rooted else n * k,
-            o=k if coll == "reduce_scatter" or rooted else n * k,
-            s=scratch,
-        )
-        try:
-            document = _render(
-                shape, coll, "outofplace", title, steps, chunks, box, min_message_size,
-                max_message_size, None, "Simple",
-            )  # fmt: skip
-        except _Limit as err:
-            if "ops" not in str(err):  # channels and buffers do not shrink with more blocks
-                raise ExportError(f"{failed}: {err}") from None
-            failed = f"no MSCCL++ plan of the {schedule.method} {coll}: {err}"
-            continue
-        most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
-        if most > MAX_OPS:
-            failed = (
-                f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs "
-                f"{most} ops, above {MAX_OPS}"
+    # an allgather's or reduce-scatter's messages laid out in scratch where they are fewer
+    # runs than in the collective's buffers (:func:`_home`), else in those buffers
+    home = _home(schedule, k) if layout == "runs" else None
+    for laid in (home, None) if home is not None else (None,):
+        # the fewest blocks whose every step issues one op per channel type (plan's one
+        # overhead per message), else those that issue the fewest, within the executor's
+        # limits (tried at 1, 2, 3, 4, 6, 8, 12, ... blocks: each try lays the whole
+        # schedule out; only the last layout is kept: a large schedule's take much memory)
+        issued: dict[int, int] = {}
+        tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
+        last: tuple[int, tuple[list[_Step], int]] | None = None
+        for g in (g for g in tries if g <= most_groups):
+            last = (g, _steps(schedule, k, g, laid))
+            issued[g] = _issue_ops(last[1][0], kind)
+            if issued[g] <= 1:
+                break
+        for groups in sorted(issued, key=lambda g: (issued[g], g)):
+            assert last is not None
+            steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups, laid)
+            chunks = _Chunks(
+                i=k if coll == "allgather" or rooted else n * k,
+                o=k if coll == "reduce_scatter" or rooted else n * k,
+                s=scratch,
             )
-            continue
-        pairs = channel_pairs(steps)
-        memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
-        return MscclppPlan(document, groups, most, 1, memory, len(pairs) - memory, 0)
+            try:
+                document = _render(
+                    shape, coll, "outofplace", title, steps, chunks, box, min_message_size,
+                    max_message_size, None, "Simple",
+                )  # fmt: skip
+            except _Limit as err:
+                if "ops" not in str(err):  # channels and buffers do not shrink with more blocks
+                    raise ExportError(f"{failed}: {err}") from None
+                failed = f"no MSCCL++ plan of the {schedule.method} {coll}: {err}"
+                continue
+            most = max(len(tb["ops"]) for g in document["gpus"] for tb in g["threadblocks"])
+            if most > MAX_OPS:
+                failed = (
+                    f"no MSCCL++ plan of the {schedule.method} {coll}: its thread block needs "
+                    f"{most} ops, above {MAX_OPS}"
+                )
+                continue
+            pairs = channel_pairs(steps)
+            memory = sum(1 for a, b in pairs if box[nodes[a]] == box[nodes[b]])
+            return MscclppPlan(document, groups, most, 1, memory, len(pairs) - memory, 0)
     raise ExportError(f"{failed} (on up to {most_groups} thread blocks a GPU)")
+
+
+def step_layouts(schedule: StepSchedule) -> tuple[str, ...]:
+    """The layouts (:data:`LAYOUTS`) in which :func:`mscclpp_step_plan` writes ``schedule``
+    differently: both where an allgather's or reduce-scatter's messages are fewer runs in
+    scratch than in its buffers (:func:`_home`), else ``("runs",)``.
+
+    >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
+    >>> step_layouts(recursive_doubling_allreduce(("a", "b", "c", "d")))
+    ('runs',)
+    """
+    return LAYOUTS if _home(schedule, schedule.rank_blocks) is not None else LAYOUTS[:1]
 
 
 Run = tuple[Loc, Loc, Loc | None, Loc]  # what is sent, where it lands, operand, target
@@ -195,26 +256,100 @@ def _issue_ops(steps: list[_Step], kind: Callable[[int, int], str]) -> int:
     return most
 
 
-def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step], int]:
+def _home(schedule: StepSchedule, k: int) -> dict[int, int] | None:
+    """Where an allgather's or a reduce-scatter's blocks live in scratch (chunk of each
+    block), when its messages are fewer runs so than in the collective's buffers (which
+    fix where a rank's shard lies: ``(b mod N) k + b div N``); None otherwise (and for the
+    other collectives, whose blocks :func:`~optcoll.export.msccl_steps._layout` already
+    orders by the messages that carry them).
+
+    Two orders are tried, the fewer runs kept: blocks sorted by the numbers of the
+    messages that carry them, and by those messages largest first (so that a block set
+    every larger message holds stays together: PAT's, Bine's and the multiport
+    allgathers' messages are then one run each, torus 4x4 PAT 64 runs for 64 messages,
+    240 in the output's order).
+
+    >>> from optcoll.core.step_schedule import Send
+    >>> s = StepSchedule("allgather", "x", ("a", "b", "c", "d"), 4,
+    ...                  ((Send("a", "c", (0,)), Send("c", "a", (2,)),
+    ...                    Send("b", "d", (1,)), Send("d", "b", (3,))),
+    ...                   (Send("a", "b", (0, 2)), Send("b", "a", (1, 3)),
+    ...                    Send("c", "d", (0, 2)), Send("d", "c", (1, 3)))))
+    >>> _home(s, 1)
+    {0: 0, 2: 1, 1: 2, 3: 3}
+    """
+    if schedule.collective not in ("allgather", "reduce_scatter"):
+        return None
+    n = len(schedule.compute_nodes)
+    numbered: dict[int, list[int]] = {b: [] for b in range(schedule.blocks)}
+    sized: dict[int, list[tuple[int, int]]] = {b: [] for b in range(schedule.blocks)}
+    number = 0
+    for messages in schedule.steps:
+        for send in messages:
+            for b in send.blocks:
+                numbered[b].append(number)
+                sized[b].append((-len(send.blocks), number))
+            number += 1
+    laid = {b: (b % n) * k + b // n for b in range(schedule.blocks)}
+    best, fewest = None, _run_count(schedule, laid)
+    for key in (numbered, {b: sorted(v) for b, v in sized.items()}):
+        order = sorted(range(schedule.blocks), key=lambda b: (key[b], b))  # noqa: B023
+        place = {b: i for i, b in enumerate(order)}
+        runs = _run_count(schedule, place)
+        if runs < fewest:
+            best, fewest = place, runs
+    return best
+
+
+def _run_count(schedule: StepSchedule, place: dict[int, int]) -> int:
+    """How many runs of consecutive chunks the messages of ``schedule`` are, block ``b``
+    at chunk ``place[b]``."""
+    count = 0
+    for messages in schedule.steps:
+        for send in messages:
+            at = sorted(place[b] for b in send.blocks)
+            count += 1 + sum(1 for a, b in zip(at, at[1:], strict=False) if b != a + 1)
+    return count
+
+
+def _steps(
+    schedule: StepSchedule, k: int, groups: int = 1, home: dict[int, int] | None = None
+) -> tuple[list[_Step], int]:
     """Every GPU's steps (puts of a schedule step, then its waits and sums) and the scratch
     chunks the busiest GPU uses; with ``groups`` thread blocks, block ``g`` carries the
-    blocks in the ``g``-th of ``groups`` equal stretches of the buffer on every GPU."""
+    blocks in the ``g``-th of ``groups`` equal stretches of the buffer on every GPU.
+    ``home`` (:func:`_home`): an allgather's or reduce-scatter's blocks kept in the first
+    scratch chunks in that order, copied there from the input first (an allgather's own
+    shard, a reduce-scatter's input) and an allgather's into the output last; a
+    reduce-scatter's last sums still written into its output."""
     nodes = schedule.compute_nodes
     n = len(nodes)
     rank = {v: i for i, v in enumerate(nodes)}
     coll = schedule.collective
     root = rank.get(schedule.root or "")
-    place = _layout(schedule, k)
+    place = _layout(schedule, k) if home is None else home
     group = {b: place[b] * groups // schedule.blocks for b in range(schedule.blocks)}
     where: dict[tuple[int, int], Loc] = {}
     out: list[_Step] = []
+    first: dict[tuple[int, int], list[tuple[Loc, Loc]]] = defaultdict(list)  # copies in
+    last_copies: dict[tuple[int, int], list[tuple[Loc, Loc]]] = defaultdict(list)  # out
     for r in range(n):
         for b in range(schedule.blocks):
-            if coll not in ("allgather", "broadcast") or (coll == "broadcast" and r == root):
+            held = coll not in ("allgather", "broadcast") or (coll == "broadcast" and r == root)
+            if home is not None and (held or b % n == r):  # into its home chunk
+                source = b // n if coll == "allgather" else (b % n) * k + b // n
+                first[(r, group[b])].append((("s", home[b], 1), ("i", source, 1)))
+                where[(r, b)] = ("s", home[b], 1)
+            elif held:
                 where[(r, b)] = ("i", place[b], 1)
-            elif coll == "allgather" and b % n == r:
-                where[(r, b)] = ("i", b // n, 1)
-        if coll == "allgather" or (coll == "broadcast" and r == root):
+            elif coll == "allgather" and b % n == r:  # on one thread block, from the copy
+                # in the output (its nop orders it before the puts): runs on with the
+                # blocks received next to it (two ranges on one channel took two waits)
+                where[(r, b)] = ("o", place[b], 1) if groups == 1 else ("i", b // n, 1)
+            if home is not None and coll == "allgather":  # out of its home chunk
+                final = ("o", (b % n) * k + b // n, 1)
+                last_copies[(r, group[b])].append((final, ("s", home[b], 1)))
+        if home is None and (coll == "allgather" or (coll == "broadcast" and r == root)):
             copy = _Step(r, 0, 0, (-1, 0), 1, 0)  # the own shard (root: vector) to the output
             copy.copies.append((("o", 0 if root == r else r * k, k), ("i", 0, k)))
             out.append(copy)
@@ -223,7 +358,7 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
         for send in messages:
             for b in send.blocks:
                 writes[(rank[send.dst], b)] += 1
-    used = [0] * n
+    used = [0 if home is None else schedule.blocks] * n  # the home chunks first
 
     def fresh(r: int) -> Loc:
         used[r] += 1
@@ -254,7 +389,9 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
             for b in ordered:  # the targets first, then the landings: each a range
                 writes[(dst, b)] -= 1
                 last = writes[(dst, b)] == 0
-                if last and (coll not in ("reduce_scatter", "reduce") or dst == root):
+                if last and home is not None and coll == "allgather":
+                    targets[b] = ("s", home[b], 1)
+                elif last and (coll not in ("reduce_scatter", "reduce") or dst == root):
                     targets[b] = ("o", place[b], 1)
                 elif last and b % n == dst:
                     targets[b] = ("o", b // n, 1)
@@ -285,12 +422,67 @@ def _steps(schedule: StepSchedule, k: int, groups: int = 1) -> tuple[list[_Step]
                 pending, step.waits = step.waits, []
         if pending:
             step_of(len(turns) - 1, r, g).waits += pending
+    # the home copies: in the block's own steps (before its first puts, after its last
+    # waits), or, beyond COPIES_INLINE of them, in thread blocks of their own that a
+    # semaphore orders after (before) the block: sem_release / sem_acquire, device
+    # semaphores of one GPU (MSCCL++ 1f5f065d src/core/include/execution_kernel.hpp l.
+    # 671-685, docs/mscclpp.md), and copy, a local copy: ops that move no data between
+    # GPUs, so they cost nothing in optcoll simulate (local memory bandwidth, not modelled)
+    helpers = [groups] * n  # each rank's next thread block number
+    semaphores = [0] * n  # and semaphore
+    extra: list[_Step] = []
+    for at_start, copying in ((True, first), (False, last_copies)):
+        moment = 0 if at_start else len(turns) - 1
+        for (r, g), copies in copying.items():
+            merged = _merged_copies(copies)
+            if len(merged) <= COPIES_INLINE:
+                step_of(moment, r, g).copies += merged
+                continue
+            # before: each helper releases a semaphore of its own, which the block
+            # acquires; after: the block's last step (its waits, a nop) releases one
+            # semaphore once per helper, each helper acquiring it
+            if not at_start:
+                last_step = step_of(moment, r, g)
+                last_step.segment, last_step.release = semaphores[r], True
+            for c, i in enumerate(range(0, len(merged), MAX_OPS - 4)):
+                helper = _Step(r, semaphores[r], 0, (0,), 1, helpers[r])
+                helper.copies = merged[i : i + MAX_OPS - 4]
+                helper.release, helper.acquire = at_start, not at_start
+                extra.append(helper)
+                helpers[r] += 1
+                if at_start or c:
+                    gate = _Step(r, semaphores[r], 0, (-1, c) if at_start else (len(turns), c),
+                                 1, g)  # fmt: skip
+                    gate.acquire, gate.release = at_start, not at_start
+                    extra.append(gate)
+                semaphores[r] += at_start
+            semaphores[r] += not at_start
     for turn in turns:  # each GPU puts to the ranks after it first (module docstring)
         for step in turn.values():
             after = {peer: ranks_after(step.rank, peer, n) for peer, _, _ in step.puts}
             step.puts.sort(key=lambda put: after[put[0]])
-    out += [step for turn in turns for step in turn.values() if step.puts or step.waits]
+    out += [
+        step
+        for turn in turns
+        for step in turn.values()
+        if step.puts or step.waits or step.copies or step.release
+    ]
+    out += extra
     return out, max(used)
+
+
+def _merged_copies(copies: list[tuple[Loc, Loc]]) -> list[tuple[Loc, Loc]]:
+    """Copies of single chunks (target, source) merged where both run on, in the order of
+    their targets."""
+    merged: list[tuple[Loc, Loc]] = []
+    for dst, src in sorted(copies):
+        if merged:
+            (d, dn, dc), (s, sn, sc) = merged[-1]
+            if d == dst[0] and dn + dc == dst[1] and s == src[0] and sn + sc == src[1]:
+                merged[-1] = ((d, dn, dc + 1), (s, sn, sc + 1))
+                continue
+        merged.append((dst, src))
+    return merged
 
 
 def _merged(runs: list[Run]) -> list[Run]:

@@ -23,7 +23,7 @@ Examples
 >>> [(b.low, b.high, b.method) for b in bands]
 [(0, 1073741823, 'multiport Swing'), (1073741824, None, 'NCCL-like ring (2 channels)')]
 >>> [round(one.times[0] / one.plan_us - 1, 4) for b in bands for one in b.sizes]  # file vs plan
-[0.9983, 0.0002]
+[0.9971, 0.0002]
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def planned_bands(
         files = program_texts(
             request, topology, ranked, output=path, low=low, high=high,
             interleave=run[0].interleave, split=run[0].split, unit=run[0].unit,
-            spread=run[0].spread, pieces=run[0].pieces,
+            spread=run[0].spread, pieces=run[0].pieces, layout=run[0].layout,
         )  # fmt: skip
         check_texts(request, topology, files)
         bands.append(PlannedBand(low, high, ranked.method, tuple(files), tuple(run)))

@@ -33,7 +33,10 @@ times, and per-message slices of a step schedule (both formats loop over the buf
 the readers charge the per-step overhead for every step of a thread block (an MSCCL receive,
 an MSCCL++ wait or reduction), where plan charges it once per message. An MSCCL++ tree
 candidate is also written in plan's pieces (:func:`file_forms`), which the topology's
-pipeline unit may lump together.
+pipeline unit may lump together. A step schedule's file with a channel per transfer may run
+faster than plan times the schedule (ring:4 allgather at 1 MiB, no overhead: multiport Swing
+5.932 µs in plan, its spread file 4.9322, the lower bound, while plan prints 5.2768 for
+timetable (k=4)).
 
 Examples
 --------
@@ -44,8 +47,8 @@ Examples
 >>> entry = report.data["files"][0]
 >>> entry["planned"], entry["method"], entry["spread"]  # a channel per transfer of a pair
 ('timetable (k=4)', 'multiport Swing', True)
->>> entry["planned_time_us"], entry["file_time_us"]  # its file runs in plan's time
-(4.9322, 4.9322)
+>>> entry["planned_time_us"], entry["file_time_us"]  # the file at the bound, 4.9322
+(5.2768, 4.9322)
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ from optcoll.export.mscclpp import (
 )
 from optcoll.export.mscclpp_nvls import mscclpp_nvls_plan
 from optcoll.export.mscclpp_reduce_broadcast import mscclpp_reduce_broadcast_plan
-from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.mscclpp_steps import mscclpp_step_plan, step_layouts
 from optcoll.export.placement import placement_paths
 from optcoll.export.planned import PlannedChoice, Ranked, planned_choices
 from optcoll.export.report import ExportReport
@@ -183,7 +186,8 @@ class FileChoice:
     also runs ``rrc`` (:func:`split_choice`); ``unit``: the pipeline unit of an MSCCL++
     tree plan (bytes; None: the topology's, or none); ``spread``: an MSCCL program with a
     channel per transfer of a GPU pair; ``pieces``: an MSCCL step program's messages each
-    written as that many (:func:`file_forms`)."""
+    written as that many (:func:`file_forms`); ``layout``: where an MSCCL++ step plan keeps
+    its blocks (``layout`` of :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`)."""
 
     size: int
     chosen: str
@@ -199,6 +203,7 @@ class FileChoice:
     unit: int | None = None
     spread: bool = False
     pieces: int = 1
+    layout: str = "runs"
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -208,10 +213,12 @@ class FileChoice:
 
 #: How a candidate is written: ``(alternative, unit, spread, pieces)``: ``alternative`` is an
 #: MSCCL++ tree plan's interleaved ranges (``interleave`` of
-#: :func:`~optcoll.export.mscclpp.mscclpp_plan`) or an MSCCL step program's split reductions
-#: (:func:`split_choice`); ``unit``: an MSCCL++ tree plan's pipeline unit (None: the writer's
-#: default); ``spread``: an MSCCL program with a channel per transfer of a GPU pair (``spread``
-#: of :func:`~optcoll.export.msccl.msccl_program`); ``pieces``: an MSCCL step program's
+#: :func:`~optcoll.export.mscclpp.mscclpp_plan`), an MSCCL step program's split reductions
+#: (:func:`split_choice`) or an MSCCL++ step plan's blocks in the collective's buffers
+#: (``layout="buffers"`` of :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`);
+#: ``unit``: an MSCCL++ tree plan's pipeline unit (None: the writer's default); ``spread``: an
+#: MSCCL program with a channel per transfer of a GPU pair (``spread`` of
+#: :func:`~optcoll.export.msccl.msccl_program`); ``pieces``: an MSCCL step program's
 #: messages each written as that many (``pieces`` of
 #: :func:`~optcoll.export.msccl_steps.msccl_step_program`).
 Form = tuple[bool, int | None, bool, int]
@@ -237,7 +244,11 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     also spread with every message in :data:`MESSAGE_PIECES` pieces, each tried by
     :func:`file_choice` only where the form before it ran fastest so far (a GPU forwards a
     message's first piece while the rest arrives: torus 4x4 allreduce at 1 MiB, multiport
-    Swing (latency), 20.486 µs whole, 16.432 in 4 pieces).
+    Swing (latency), 20.486 µs whole, 16.432 in 4 pieces); for an MSCCL++ step plan, its
+    blocks in the collective's buffers too where they are laid out otherwise for fewer runs
+    (:func:`~optcoll.export.mscclpp_steps.step_layouts`: the runs layout runs in plan's
+    time, the buffers' may run faster on several thread blocks, each going on with its own
+    stretch; dgx-h100:2 hierarchical allgather at 16 MiB 40.28 µs against 56.59).
 
     Examples
     --------
@@ -245,12 +256,16 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     >>> from optcoll.schedules.packing import pack_arborescences
     >>> topo, plans = build("ring:4"), ExportRequest("ring:4", "x.json", format="mscclpp")
     >>> trees = Ranked(1.0, "k=2", "depth", 512 * 1024, pack_arborescences(topo))
-    >>> [(i, u // 1024) for i, u, _ in file_forms(plans, trees, topo, 2**20)]
+    >>> [(i, u // 1024) for i, u, *_ in file_forms(plans, trees, topo, 2**20)]
     [(False, 128), (False, 256), (True, 128), (True, 256)]
-    >>> [(i, u // 1024) for i, u, _ in file_forms(plans, trees, topo, 2**30)]
+    >>> [(i, u // 1024) for i, u, *_ in file_forms(plans, trees, topo, 2**30)]
     [(False, 256), (False, 512), (True, 256), (True, 512)]
     >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
     [(False, None, False, 1), (False, None, True, 1)]
+    >>> from optcoll.schedules.baselines.pat import pat_allgather
+    >>> pat = Ranked(1.0, "PAT", "progress", None, pat_allgather(topo.compute_nodes))
+    >>> file_forms(plans, pat, topo, 2**20)
+    [(False, None, False, 1), (True, None, False, 1)]
     """
     schedule = ranked.schedule
     if request.format == "msccl":
@@ -259,6 +274,9 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
         if isinstance(schedule, StepSchedule):
             forms += [(True, pieces) for pieces in MESSAGE_PIECES]
         return [(split, None, spread, pieces) for split in splits for spread, pieces in forms]
+    if request.format == "mscclpp" and isinstance(schedule, StepSchedule):
+        layouts = (False, True)[: len(step_layouts(schedule))]
+        return [(buffers, None, False, 1) for buffers in layouts]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
         return [(False, None, False, 1)]
     coarse = pipeline_unit(topology, schedule)
@@ -286,7 +304,9 @@ def file_choice(
     (``interleave`` of :func:`~optcoll.export.mscclpp.mscclpp_plan`, which puts a GPU's
     reducing puts of one unit in that order), and the faster file is its file; likewise an
     MSCCL step program that reduces, for a runtime that runs ``rrc``, with its reductions
-    ``rrc`` and split (:func:`split_choice`). A step schedule whose MSCCL program relays
+    ``rrc`` and split (:func:`split_choice`), and an MSCCL++ step plan with its blocks laid
+    out for fewest runs and in the collective's buffers (:func:`file_forms`; of equal
+    times the runs). A step schedule whose MSCCL program relays
     messages (:func:`~optcoll.export.msccl_steps.relay_paths`) is tried beside the
     :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
     run, so it must not push out a candidate whose file would be faster).
@@ -329,10 +349,12 @@ def file_choice(
                 key = (id(ranked.schedule),) + form
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
+                        layout = "buffers" if form[0] else "runs"  # of a step plan
                         made: Any = program_texts(request, topology, ranked, output=output,
                                                   high=request.max_bytes, interleave=form[0],
                                                   split=form[0], unit=form[1],
-                                                  spread=form[2], pieces=form[3])  # fmt: skip
+                                                  spread=form[2], pieces=form[3],
+                                                  layout=layout)  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
@@ -346,8 +368,9 @@ def file_choice(
                 times = [_simulated(fmt, files[0][1], topology, network, size, sim.overhead,
                                     ranked.slice_bytes, sim.default_latency)]  # fmt: skip
                 tried.append((times[0], order, ranked, files, times, form, number))
-            if tried:  # the fastest form; of equal ones the first
-                pool.append(min(tried, key=lambda t: (t[0], t[6]))[:6])
+            if tried:  # the fastest form; of equal ones (to 1e-9 µs: a step plan's
+                # layouts give plan's time up to rounding) the first
+                pool.append(min(tried, key=lambda t: (round(t[0], 9), t[6]))[:6])
                 if fmt == "msccl" and isinstance(ranked.schedule, StepSchedule):
                     if relay_paths(ranked.schedule, topology):
                         relayed.add(id(ranked))
@@ -374,6 +397,7 @@ def file_choice(
                    sim.default_latency)
         for _, text, _ in files[1:]
     ]  # fmt: skip
+    stepped = isinstance(ranked.schedule, StepSchedule)
     return FileChoice(
         size,
         choice.chosen,
@@ -384,11 +408,12 @@ def file_choice(
         tuple(times),
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
-        other and fmt == "mscclpp",
+        other and fmt == "mscclpp" and not stepped,
         other and fmt == "msccl",
         unit,
         spread,
         pieces,
+        "buffers" if other and fmt == "mscclpp" and stepped else "runs",
     )
 
 
@@ -458,6 +483,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         check_output(path, force=request.force, inputs=inputs)
     for path, text, _ in files:
         write_output(path, text, force=request.force, inputs=inputs)
+    stepped = fmt == "mscclpp" and isinstance(ranked.schedule, StepSchedule)
     entries = []
     for (path, _, placement), file_us in zip(files, times, strict=True):
         entries.append(
@@ -480,6 +506,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "unit_bytes": best.unit,
                 "spread": best.spread,
                 "pieces": best.pieces,
+                "layout": best.layout if stepped else None,
                 "checked": True,
             }
         )
@@ -505,6 +532,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
             shared += ", a channel per transfer of a GPU pair"
         if best.pieces > 1:
             shared += f", each message in {best.pieces} pieces"
+        if stepped and best.layout == "buffers":
+            shared += ", blocks in the collective's buffers (faster than in scratch as runs)"
         lines.append(
             f"wrote {path}: {placement}, {ranked.method}{chose}, {_what(ranked)}{shared}; checked"
         )
@@ -605,6 +634,7 @@ def program_texts(
     unit: int | None = None,
     spread: bool = False,
     pieces: int = 1,
+    layout: str = "runs",
 ) -> list[tuple[Path, str, str]]:
     """The files of one candidate for messages of ``low`` to ``high`` bytes (None: no
     limit), named after ``output`` (default ``request.output``), not yet checked: (path,
@@ -615,7 +645,9 @@ def program_texts(
     plan's pipeline unit in bytes (None: the topology's,
     :func:`~optcoll.export.mscclpp.pipeline_unit`); ``spread``: an MSCCL program with a
     channel per transfer of a GPU pair (:func:`~optcoll.export.msccl.msccl_program`);
-    ``pieces``: an MSCCL step program's messages each written as that many. An MSCCL step program relays each
+    ``pieces``: an MSCCL step program's messages each written as that many; ``layout``: an
+    MSCCL++ step plan's (:func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`). An MSCCL
+    step program relays each
     message between GPUs the topology does not connect
     (:func:`~optcoll.export.msccl_steps.relay_paths`)."""
     schedule = ranked.schedule
@@ -674,7 +706,7 @@ def program_texts(
                                            what="MSCCL++"):  # fmt: skip
         if isinstance(schedule, StepSchedule):
             plan = mscclpp_step_plan(schedule, boxes=boxes, name=name, min_message_size=low,
-                                     max_message_size=high)  # fmt: skip
+                                     max_message_size=high, layout=layout)  # fmt: skip
         else:
             assert isinstance(schedule, Schedule)
             plan = mscclpp_plan(schedule, placement=placement, boxes=boxes, name=name,

@@ -4,6 +4,7 @@ simulator's readers and timed against plan's simulation of the schedule."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,11 +19,12 @@ from optcoll.exceptions import ExportError
 from optcoll.export.chakra_steps import step_traces
 from optcoll.export.msccl_steps import msccl_step_program, step_placements
 from optcoll.export.mscclpp import boxes_of
-from optcoll.export.mscclpp_steps import mscclpp_step_plan
+from optcoll.export.mscclpp_steps import mscclpp_step_plan, step_layouts
 from optcoll.export.planned import planned_choices
+from optcoll.export.planned_programs import file_choice, program_texts
 from optcoll.export.request import ExportRequest
 from optcoll.export.workflow import export_files
-from optcoll.schedules.baselines.routing import equal_boxes, torus_shape
+from optcoll.schedules.baselines.routing import equal_boxes, grid_axes, grid_lines, torus_shape
 from optcoll.schedules.baselines.step_catalogue import step_schedules
 from optcoll.sim.programs import ChakraTraces, chakra_tasks, msccl_tasks, mscclpp_tasks, read_chakra
 from optcoll.sim.simulator import SimOptions
@@ -482,3 +484,103 @@ def test_rooted_step_schedules_export_in_every_format(collective):
     assert step_placements(collective) == (
         ("outofplace", "inplace") if collective == "broadcast" else ("outofplace",)
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "collective", "method", "planned"),
+    [("dgx-h100:2", "allgather", "hierarchical (direct + direct)", 8.3496),
+     ("torus:4x4", "allgather", "multiport dimension-wise (direct + direct)", 8.0875),
+     ("torus:4x4", "reduce_scatter", "dimension-wise (direct + direct)", 4.4096)],
+)  # fmt: skip
+def test_mscclpp_step_plans_keep_messages_in_one_range_and_run_in_plans_time(
+    spec, collective, method, planned
+):
+    """An allgather's or reduce-scatter's blocks are kept in scratch in the order that makes
+    each message one run (``_home``), so every message is one put range on one thread
+    block and the file runs in plan's time exactly (links of 0.5 µs, overhead 1, 512 KiB
+    slices, 1 MiB; torus 4x4 reduce-scatter at 64 KiB). In the collective's order these
+    needed 2 or 16 thread blocks to issue one op a step, each block going on once its
+    own stretch arrived: 7.3302, 6.6045 and 4.3686 µs, not plan's time."""
+    topology = build(spec)
+    size = 2**16 if collective == "reduce_scatter" else 2**20
+    sim = SimOptions(1.0, 2**19, Fraction(1, 2))
+    network = sim.network(topology)
+    found = [
+        s
+        for s in step_schedules(topology.compute_nodes, collective, equal_boxes(topology),
+                                torus_shape(topology), grid_lines(topology), grid_axes(topology))
+        if s.method == method
+    ]  # fmt: skip
+    assert found
+    for schedule in found:
+        plan = mscclpp_step_plan(schedule, boxes=boxes_of(topology))
+        assert verify_plan(plan.document).ok
+        assert plan.threadblocks == 1
+        puts = [op for gpu in plan.document["gpus"] for tb in gpu["threadblocks"]
+                for op in tb["ops"] if op["name"] in ("put", "pws")]  # fmt: skip
+        assert sum(len(op["dst_buff"]) for op in puts) == schedule.messages  # one range each
+        graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size)
+        got = sim.run(graph, network, size).time_us
+        expected = simulate_steps(topology, route_steps(topology, schedule), size,
+                                  **sim.keywords()).time_us  # fmt: skip
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-9)
+        assert round(got, 4) == planned
+
+
+def test_mscclpp_step_export_keeps_the_faster_layout(tmp_path):
+    """dgx-h100:2 hierarchical allgather at 16 MiB (links of 0.5 µs, no overhead, plan's
+    512 KiB slices): its blocks as runs in scratch run on one thread block in plan's time,
+    56.5939 µs; in the output on 2 thread blocks, each going on with its own stretch,
+    40.2827, which plan does not model. The export writes both and keeps the faster
+    (the buffers'), checked; the band writer writes the same file again."""
+    topology = build("dgx-h100:2")
+    sim = SimOptions(0.0, 2**19, Fraction(1, 2))
+    size = 2**24
+    [choice] = planned_choices(topology, "allgather", [size], overhead=0.0,
+                               default_latency=Fraction(1, 2), every_candidate=True)  # fmt: skip
+    [ranked] = [r for r in choice.ranked if r.method == "hierarchical (direct + direct)"]
+    assert step_layouts(ranked.schedule) == ("runs", "buffers")
+    times = {}
+    for layout in ("runs", "buffers"):
+        plan = mscclpp_step_plan(ranked.schedule, boxes=boxes_of(topology), layout=layout)
+        assert verify_plan(plan.document).ok
+        network = sim.network(topology)
+        graph = mscclpp_tasks(parse_plan(plan.document), topology, network, size,
+                              slice_bytes=ranked.slice_bytes)  # fmt: skip
+        times[layout] = (plan.threadblocks, round(sim.run(graph, network, size).time_us, 4))
+    assert round(ranked.time_us, 4) == 56.5939
+    assert times == {"runs": (1, 56.5939), "buffers": (2, 40.2827)}
+    request = ExportRequest("dgx-h100:2", str(tmp_path / "ag.json"), collective="allgather",
+                            format="mscclpp", size=size, overhead=0.0,
+                            latency=Fraction(1, 2))  # fmt: skip
+    only = dataclasses.replace(choice, ranked=(ranked,), reduce_broadcast=(), in_network=())
+    best = file_choice(request, topology, only, sim)
+    assert (best.layout, best.interleave, round(best.times[0], 4)) == ("buffers", False, 40.2827)
+    again = program_texts(request, topology, ranked, layout=best.layout)
+    assert [text for _, text, _ in again] == list(best.texts)
+    with pytest.raises(ExportError, match="layout 'rows': not one of runs, buffers"):
+        mscclpp_step_plan(ranked.schedule, layout="rows")
+
+
+@pytest.mark.parametrize(
+    ("collective", "method", "planned"),
+    [("allgather", "Trivance", 4.6214),
+     ("reduce_scatter", "dimension-wise (direct + direct)", 10.8304)],
+)  # fmt: skip
+def test_mscclpp_step_export_keeps_the_runs_layout_when_no_slower(collective, method, planned):
+    """Of files as fast, the runs layout is kept (plan's time exactly): torus 4x4 at 1 MiB,
+    no overhead, Trivance allgather 4.6214 µs in both layouts (2 and 4 thread blocks);
+    dimension-wise reduce-scatter 10.8304 in both, the buffers' smaller by float rounding
+    (1.8e-15), which is no faster."""
+    topology = build("torus:4x4")
+    sim = SimOptions(0.0, 2**19, Fraction(1, 2))
+    [choice] = planned_choices(topology, collective, [2**20], overhead=0.0,
+                               default_latency=Fraction(1, 2), every_candidate=True)  # fmt: skip
+    [ranked] = [r for r in choice.ranked if r.method == method]
+    assert step_layouts(ranked.schedule) == ("runs", "buffers")
+    request = ExportRequest("torus:4x4", "x.json", collective=collective, format="mscclpp",
+                            size=2**20, overhead=0.0, latency=Fraction(1, 2))  # fmt: skip
+    only = dataclasses.replace(choice, ranked=(ranked,), reduce_broadcast=(), in_network=())
+    best = file_choice(request, topology, only, sim)
+    assert (best.layout, round(best.times[0], 4)) == ("runs", planned)
+    assert best.times[0] == pytest.approx(ranked.time_us, rel=1e-12)

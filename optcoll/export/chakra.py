@@ -51,8 +51,9 @@ from typing import Any
 
 from optcoll.core.arguments import schedule_argument, size_argument
 from optcoll.core.loads import PHASES
-from optcoll.core.schedule import Schedule, Tree
+from optcoll.core.schedule import ImageTrees, Schedule, Tree
 from optcoll.exceptions import ExportError
+from optcoll.sim.quotient import tree_representatives
 from optcoll.sim.simulator import piece_order
 
 __all__ = ["chakra_traces", "smallest_chunk_message", "CHAKRA_SCHEMA", "ASTRA_SIM_COLLECTIVES"]
@@ -94,7 +95,7 @@ class _Ranks:
         return node.id
 
     def transfer(self, src: int, dst: int, chunk: Label, size: int, after: list[int],
-                 before: list[int], place: tuple[float, int] | None = None,
+                 before: list[int], place: tuple[float, int, int | None] | None = None,
                  ) -> tuple[int, int]:  # fmt: skip
         """A send on ``src`` (after ``after``) and its receive on ``dst`` (after ``before``)
         of ``chunk`` (one chunk, or a tuple of the chunks it carries);
@@ -104,7 +105,9 @@ class _Ranks:
         self.tags[(src, dst)] += 1
         common: dict[str, Any] = {"comm_size": size, "comm_tag": tag, **_label(chunk)}
         if place is not None:
-            common["optcoll_order"], common["optcoll_task"] = place
+            common["optcoll_order"], common["optcoll_task"], tie = place
+            if tie is not None:
+                common["optcoll_tie"] = tie
         send = self.add(src, _SEND, f"send {_named(chunk)} to {dst}", after, comm_src=src,
                         comm_dst=dst, **common)  # fmt: skip
         recv = self.add(dst, _RECV, f"recv {_named(chunk)} from {src}", before, comm_src=src,
@@ -135,6 +138,7 @@ def chakra_traces(
     *,
     allgather: Schedule | None = None,
     slice_bytes: int | None = None,
+    equivariant: bool = False,
     link_chains: bool = False,
     served: Sequence[float] | None = None,
 ) -> list[bytes]:
@@ -161,6 +165,11 @@ def chakra_traces(
         ``simulate`` runs the traces exactly as the schedule ran. Nodes are written slice by slice
         across the chunks, the order ASTRA-sim issues ready nodes in. The traces then hold
         ``k * slices`` chunks per block (``optcoll_chunks``). None (default): whole chunks.
+    equivariant : bool
+        With ``slice_bytes`` and a compact schedule (its trees images of representatives):
+        every transfer also carries ``optcoll_tie``, the key that breaks ties alike on
+        every translate (:func:`optcoll.sim.quotient.translate_ties`), as plan simulates
+        such a schedule from its quotient; ``simulate`` then breaks ties by it.
     link_chains : bool
         With ``slice_bytes`` and a timetable (``stats.priority``, of every schedule given):
         issue every rank's sends into one link in the timetable's order, not only those
@@ -215,8 +224,8 @@ def chakra_traces(
         count = _slice_count(size / (blocks * k), slice_bytes)
         names = schedule.compute_nodes
         sliced = slice_bytes is not None
-        up_order = _orders(schedule, count, True) if sliced else None
-        down_order = _orders(allgather or schedule, count, False) if sliced else None
+        up_order = _orders(schedule, count, True, equivariant) if sliced else None
+        down_order = _orders(allgather or schedule, count, False, equivariant) if sliced else None
         for part in range(count):
             for chunk in sorted(set(up_of) | set(down_of)):
                 block, j = divmod(chunk, k)
@@ -236,7 +245,7 @@ def chakra_traces(
             timed = link_chains and (served is not None or all(
                 s.stats.get("priority") == "timetable" for s in (schedule, allgather)
                 if s is not None))  # fmt: skip
-            _gate_sends(ranks, _first_hops(up, down, rank), timed, served)
+            _gate_sends(ranks, equivariant, _first_hops(up, down, rank), timed, served)
     meta: dict[str, int | str] = {"optcoll_ranks": n, "optcoll_chunks": k, "optcoll_bytes": size}
     if schedule.root is not None:
         meta["optcoll_root"] = rank[schedule.root]
@@ -285,17 +294,28 @@ def _slice_count(chunk: float, slice_bytes: int | None) -> int:
     return 1 if slice_bytes is None or chunk <= slice_bytes else math.ceil(chunk / slice_bytes)
 
 
-Place = Callable[[str, str, int], tuple[float, int]]
+Place = Callable[[str, str, int], tuple[float, int, int | None]]
 
 
-def _orders(schedule: Schedule, count: int, reverse: bool) -> list[Place]:
+def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) -> list[Place]:
     """Per tree of ``schedule``, where its pieces (numbered chunk-major) go in their links'
-    queues and the number :func:`optcoll.sim.simulator.tree_tasks` gives their task, in the
-    phase that runs the tree forward or, ``reverse``, toward its root."""
+    queues, the number :func:`optcoll.sim.simulator.tree_tasks` gives their task, in the
+    phase that runs the tree forward or, ``reverse``, toward its root, and (``equivariant``,
+    a compact schedule) its tie key as :func:`optcoll.sim.quotient.translate_ties` gives it:
+    the number of the same task of the tree's representative."""
     priority = schedule.stats.get("priority", "progress")
     starts = schedule.stats.get("starts") if priority == "timetable" else None
     phases = PHASES.get(schedule.collective, (reverse,))
     phase = phases.index(reverse) if reverse in phases else 0
+    trees = schedule.trees
+    representatives = (
+        trees.representatives if equivariant and isinstance(trees, ImageTrees) else None
+    )
+    firsts = [0]
+    for rep in representatives or ():
+        firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
+    # tree i's tie key is its representative's (not representative i mod their number)
+    image_of = tree_representatives(trees) if isinstance(trees, ImageTrees) else []
     orders: list[Place] = []
     offset = 0
     for i, tree in enumerate(schedule.trees):
@@ -306,17 +326,18 @@ def _orders(schedule: Schedule, count: int, reverse: bool) -> list[Place]:
             ((e.dst, e.src) if reverse else (e.src, e.dst)): edges - 1 - j if reverse else j
             for j, e in enumerate(tree.edges)
         }
+        tie = None if representatives is None else firsts[image_of[i]]
         orders.append(_numbered(place, position, offset, phase * edges,
-                                len(phases) * edges))  # fmt: skip
+                                len(phases) * edges, tie))  # fmt: skip
         offset += tree.chunks * count * len(phases) * edges
     return orders
 
 
 def _numbered(place: Callable[[str, str, int], float], position: dict[tuple[str, str], int],
-              offset: int, phase: int, per_piece: int) -> Place:  # fmt: skip
-    def numbered(src: str, dst: str, n: int) -> tuple[float, int]:
+              offset: int, phase: int, per_piece: int, tie: int | None) -> Place:  # fmt: skip
+    def numbered(src: str, dst: str, n: int) -> tuple[float, int, int | None]:
         local = phase + n * per_piece + position[(src, dst)]
-        return place(src, dst, n), offset + local
+        return place(src, dst, n), offset + local, None if tie is None else tie + local
 
     return numbered
 
@@ -327,8 +348,8 @@ def _placed(
     names: Sequence[str],
     count: int,
     part: int,
-) -> Callable[[int, int], tuple[float, int]] | None:
-    """Place and task number of slice ``part`` of a chunk sent from rank to rank
+) -> Callable[[int, int], tuple[float, int, int | None]] | None:
+    """Place, task number and tie key of slice ``part`` of a chunk sent from rank to rank
     (None: unordered)."""
     if orders is None:
         return None
@@ -364,6 +385,7 @@ def _first_hops(
 
 def _gate_sends(
     ranks: _Ranks,
+    equivariant: bool,
     first_hops: dict[tuple[int, int], str | None],
     timed: bool = False,
     served: Sequence[float] | None = None,
@@ -378,7 +400,8 @@ def _gate_sends(
     file order, and each link serves messages first come first served
     (``Link::send`` of astra-network-analytical ``congestion_aware/network/Link.cpp``
     appends to ``pending_chunks``). Sends of one rank with the same dependencies are put in
-    the simulator's queue order (``optcoll_order``, then ``optcoll_task``) and chained by order gates: a ``COMP_NODE`` labelled
+    the simulator's queue order (``optcoll_order``, then ``optcoll_tie`` for a compact
+    schedule, else ``optcoll_task``) and chained by order gates: a ``COMP_NODE`` labelled
     ``optcoll_gate`` that moves no data, which ASTRA-sim runs for 1 ns (``runtime()`` 0,
     ``CustomAlgorithm::issue``), so the ``j``-th send is issued ``j - 1`` ns after the first,
     behind it in every queue they share. Sends that enter different links (``first_hops``)
@@ -398,6 +421,7 @@ def _gate_sends(
     wait for the same nodes are chained. ``served`` (with ``timed``): a time per
     ``optcoll_task``, the order to chain every send of a rank into a link in (the order a
     simulation served them), for a tree schedule too."""
+    key = "optcoll_tie" if equivariant else "optcoll_task"
     for rank, nodes in enumerate(ranks.nodes):
         groups: dict[tuple[Any, ...], list[_Node]] = defaultdict(list)
         for node in nodes:
@@ -408,7 +432,7 @@ def _gate_sends(
             if served is not None:
                 sends.sort(key=lambda n: (served[n.attrs["optcoll_task"]], n.attrs["optcoll_task"]))
             else:
-                sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs["optcoll_task"]))
+                sends.sort(key=lambda n: (n.attrs["optcoll_order"], n.attrs.get(key, 0)))
             issued = list(sends[0].deps)  # what the previous send's issue waits for
             for j, later in enumerate(sends[1:]):
                 deps = sorted({*later.deps, *issued}) if timed else issued
@@ -459,7 +483,7 @@ def _reaches_all(root: int, children: dict[int, list[int]], n: int) -> bool:
 
 def _up(
     tree: tuple[int, dict[int, list[int]]], chunk: Label, size: int, ranks: _Ranks,
-    place: Callable[[int, int], tuple[float, int]] | None = None,
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> tuple[dict[int, int], dict[int, int]]:  # fmt: skip
     """Reduce ``chunk`` toward the tree's root: every rank's last reduction and send up."""
     root, children = tree
@@ -485,7 +509,7 @@ def _up(
 def _down(
     tree: tuple[int, dict[int, list[int]]], chunk: Label, size: int, ranks: _Ranks,
     reduced: dict[int, int], sent_up: dict[int, int],
-    place: Callable[[int, int], tuple[float, int]] | None = None,
+    place: Callable[[int, int], tuple[float, int, int | None]] | None = None,
 ) -> None:  # fmt: skip
     """Carry ``chunk`` from the tree's root to every rank; the root's sends wait for its
     reduction, a rank's receive for its own send up (it overwrites what that sent)."""

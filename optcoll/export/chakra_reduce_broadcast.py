@@ -136,8 +136,8 @@ def reduce_broadcast_traces(
     sliced = slice_bytes is not None
     shaped = Schedule("allreduce", schedule.topology, names, k, trees,
                       stats={"priority": priority})  # fmt: skip
-    up_order = _orders(shaped, count, True) if sliced else None
-    down_order = _orders(shaped, count, False) if sliced else None
+    up_order = _orders(shaped, count, True, False) if sliced else None
+    down_order = _orders(shaped, count, False, False) if sliced else None
     for part in range(count):  # slice by slice across the chunks, as chakra_traces
         for chunk in range(k):
             carrier = carriers[chunk]
@@ -148,7 +148,7 @@ def reduce_broadcast_traces(
             _down(carrier[:2], label, nbytes, ranks, reduced, sent_up, order)
     if sliced:
         _rank_orders(ranks)
-        _gate_sends(ranks, _first_hops(trees, trees, rank),
+        _gate_sends(ranks, False, _first_hops(trees, trees, rank),
                     link_chains and served is not None, served)  # fmt: skip
     meta: dict[str, int | str] = {
         "optcoll_ranks": n,

@@ -159,7 +159,7 @@ def step_traces(
     # (each slice's place, then the posting order), whatever order ASTRA-sim issues ready
     # nodes in (Switch 16 two-shot allreduce at 64 KiB: 4,813-4,965 ns by the issue order
     # without the gates)
-    _gate_sends(ranks, {})
+    _gate_sends(ranks, False, {})
     meta: dict[str, int | str] = {
         "optcoll_ranks": n,
         "optcoll_chunks": k,

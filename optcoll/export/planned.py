@@ -8,8 +8,9 @@ message (so an ASTRA-sim switch forwards slices, not whole chunks), each transfe
 place in its link's queue and its simulator task number, so that ``optcoll simulate`` of
 the files gives plan's time (exactly where every slice has the same whole number of
 bytes; otherwise slices differ by under a byte from the simulator's equal shares, which
-can reorder slices that reach a link at the same instant; plan times every schedule task
-by task, ties first come first served, as these traces run).
+can reorder slices that reach a link at the same instant). Where plan simulated the
+schedule from its quotient (:mod:`optcoll.sim.quotient`), breaking ties alike on every
+translate, the transfers carry those tie keys too (``optcoll_tie``).
 
 A log-step candidate (a step schedule, :mod:`optcoll.sim.steps`) is written message by
 message, sliced as plan simulated it (:func:`optcoll.export.chakra_steps.step_traces`). A
@@ -63,6 +64,7 @@ from optcoll.export.chakra_steps import step_traces
 from optcoll.export.mscclpp_reduce_broadcast import tree_unit
 from optcoll.schedules.spanning_tree_allreduce import aggregation_trees
 from optcoll.sim.programs import ChakraTraces, chakra_tasks, chakra_ties, decode_chakra
+from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
 from optcoll.verify.chakra.wire import decode_trace
@@ -228,6 +230,7 @@ def planned_choices(
     every_candidate: bool = False,
     options: Sequence[Candidate] | None = None,
     refined_methods: Collection[str] = (),
+    settle: bool = True,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -235,7 +238,7 @@ def planned_choices(
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
     ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`);
-    ``refined_methods``: as :func:`optcoll.sim.size_plan.plan`'s.
+    ``refined_methods`` and ``settle``: as :func:`optcoll.sim.size_plan.plan`'s.
 
     Raises
     ------
@@ -268,6 +271,7 @@ def planned_choices(
         file_tasks=file_tasks,
         every_candidate=every_candidate,
         refined_methods=refined_methods,
+        settle=settle,
     )
     return ranked_choices(rows, options, topology)
 
@@ -374,7 +378,9 @@ def planned_traces(
     ns: give ``shortest_message=astra_sim_shortest_message(topology)`` to write, where
     plan's choice sends fewer bytes in a message, the fastest candidate that does not.
     Plan's task budget bounds every task the traces hold (``file_tasks``), so that
-    ``optcoll simulate`` can run them. ``versus_plan`` (with ``store_and_forward``): also
+    ``optcoll simulate`` can run them. Plan's quotient times stand (``settle=False`` of
+    :func:`~optcoll.sim.size_plan.plan`): the traces carry the quotient's ties, which an
+    MSCCL or MSCCL++ file cannot. ``versus_plan`` (with ``store_and_forward``): also
     plan as ``optcoll plan`` does (cut-through links) and say, where its choice is not the
     one written, why (:func:`_versus_plan`).
 
@@ -403,6 +409,7 @@ def planned_traces(
         store_and_forward=store_and_forward, file_tasks=True, options=options,
         refined_methods=[o.method for o in options or () if reduces_and_broadcasts(o)]
         if store_and_forward else (),
+        settle=False,  # the traces carry the quotient's ties (``optcoll_tie``, order gates)
     )  # fmt: skip
     plain: list[SizePlan | None] = [None] * len(choices)
     if versus_plan and store_and_forward:
@@ -531,8 +538,9 @@ def _written(
         timetable = False
     else:
         schedule = _in_order(schedule, best.priority)
-        # plan times every schedule in full, ties first come first served (size_plan's settle)
-        write = partial(chakra_traces, schedule, size, slice_bytes=piece)
+        # plan simulates a schedule with a quotient from it, its ties alike on every translate
+        equivariant = schedule_quotient(schedule, topology, network) is not None
+        write = partial(chakra_traces, schedule, size, slice_bytes=piece, equivariant=equivariant)
         timetable = schedule.stats.get("priority") == "timetable"
     traces = write()
     if store_and_forward and piece is not None:

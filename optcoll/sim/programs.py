@@ -894,10 +894,8 @@ def chakra_tasks(
 
 def chakra_ties(traces: ChakraTraces, graph: TaskGraph) -> list[int] | None:
     """The tie keys of :func:`chakra_tasks`'s ``graph`` of ``traces``: each send's
-    ``optcoll_tie`` (the same on every translate, :func:`optcoll.sim.quotient.translate_ties`:
-    what ``export --format chakra --size`` wrote for a compact schedule until 2026-12-03,
-    when plan still printed its quotient's time), per loop; None if a send has none (ties
-    first come first served, as plan now times its choice).
+    ``optcoll_tie`` (written for a compact schedule, the same on every translate,
+    :func:`optcoll.sim.quotient.translate_ties`), per loop; None if a send has none.
 
     Examples
     --------

@@ -851,6 +851,7 @@ def plan(
     file_tasks: bool = False,
     every_candidate: bool = False,
     refined_methods: Collection[str] = (),
+    settle: bool = True,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
@@ -901,7 +902,10 @@ def plan(
     (:meth:`_Search.settle`), unless its whole task graph exceeds ``max_tasks``: then its
     quotient time stands and, if it is the fastest, it is re-run, mapped onto every link
     and checked as the whole topology's timetable
-    (:func:`optcoll.sim.quotient.check_expanded`). Timetables on such a topology are
+    (:func:`optcoll.sim.quotient.check_expanded`). Without ``settle`` the quotient times
+    stand (for Chakra traces, whose order gates and ``optcoll_tie`` keys carry the
+    quotient's ties: HGX-H100 all-reduce at 1 MiB under store-and-forward switches, 6.558
+    µs in ASTRA-sim from the quotient's order, 7.014 settled). Timetables on such a topology are
     synthesized under its translations too (:func:`optcoll.sim.timetable.greedy_timetable`).
     On one NVLS domain of ``multimem`` switches the in-network candidates run as the
     MSCCL++ switch-channel program the export writes (:mod:`optcoll.sim.nvls_program`),
@@ -943,7 +947,8 @@ def plan(
         search.reorder()
         if choose_slice:
             search.refine(refined_methods)
-        search.settle(options)
+        if settle:
+            search.settle(options)
         best = search.best()
         search.check(best)
         rows.append(

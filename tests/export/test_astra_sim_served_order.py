@@ -23,6 +23,7 @@ from optcoll.export.chakra import chakra_traces
 from optcoll.export.planned import planned_traces
 from optcoll.io.astra_sim import from_astra_network
 from optcoll.sim.programs import chakra_tasks, chakra_ties, decode_chakra
+from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import Network, simulate
 from optcoll.sim.size_plan import candidates, plan
 
@@ -75,7 +76,10 @@ def test_long_chains_are_not_written(monkeypatch):
     topology = from_astra_network(FC4_RING4, name="FC4-Ring4")
     common = {"overhead": 0, "default_latency": LATENCY, "store_and_forward": True}
     [chained] = planned_traces(topology, "allreduce", [2**16], **common)
-    unchained = chakra_traces(chained.schedule, 2**16, slice_bytes=chained.slice_bytes)
+    network = Network.of(topology, LATENCY, store_and_forward=True)
+    equivariant = schedule_quotient(chained.schedule, topology, network) is not None
+    unchained = chakra_traces(chained.schedule, 2**16, slice_bytes=chained.slice_bytes,
+                              equivariant=equivariant)  # fmt: skip
     assert list(chained.traces) != unchained
     monkeypatch.setattr(planned, "MAX_TASKS", 10)
     [one] = planned_traces(topology, "allreduce", [2**16], **common)

@@ -29,30 +29,31 @@ def _file_time(traces, topology, network, overhead, slice_bytes, size):
     return simulate(graph, network, size, overhead=overhead, ties=ties).time_us
 
 
-def test_free_quotient_trees_and_plans_choice_with_store_and_forward_links():
+def test_free_quotient_ties_and_why_plans_choice_is_not_written():
     """mesh:4x4's k = 1 trees are images under a group of order 4 with 4 root orbits: tree
-    ``i`` is not the image of representative ``i mod 4``. Until 2026-12-03 the traces of
-    those trees carried their representative's tie key and ran plan's 12.9322 µs from the
-    quotient (13.9322 with the key of ``i mod 4``); plan now times trees in full, ties first
-    come first served, and with store-and-forward links chooses the multiport
-    dimension-wise step schedule, as ``optcoll plan`` does with cut-through links (10.7259
-    µs there, 13.1920 with store-and-forward links, its traces' time; re-measured)."""
+    ``i`` is not the image of representative ``i mod 4``. With that key the traces ran
+    13.9322 µs against plan's 12.9322; with the representative's key, plan's time.
+    ``optcoll plan`` (cut-through links) chooses the multiport dimension-wise step
+    schedule, 10.7259 µs, which runs 13.1920 µs with store-and-forward links."""
     topology = build("mesh:4x4")
     [one] = planned_traces(
         topology, "reduce_scatter", [2**20], overhead=1.0, default_latency=LATENCY,
         store_and_forward=True, shortest_message=astra_sim_shortest_message(topology),
         versus_plan=True,
     )  # fmt: skip
-    method = "multiport dimension-wise (direct + direct)"
-    assert (one.method, one.priority, round(one.time_us, 4)) == (method, "progress", 13.192)
-    trees = next(o for o in candidates(topology, "reduce_scatter") if o.method == "k=1")
-    reps = tree_representatives(trees.schedule.trees)
-    assert reps != [i % len(trees.schedule.trees.representatives) for i in range(len(reps))]
+    assert (one.method, one.priority, round(one.time_us, 4)) == ("k=1", "depth", 12.9322)
+    reps = tree_representatives(one.schedule.trees)
+    assert reps != [i % len(one.schedule.trees.representatives) for i in range(len(reps))]
     network = Network.of(topology, LATENCY, store_and_forward=True)
     took = _file_time(one.traces, topology, network, 1.0, one.slice_bytes, 2**20)
     assert took == pytest.approx(one.time_us, rel=1e-12)
+    method = "multiport dimension-wise (direct + direct)"
     assert (one.plan_method, round(one.plan_time_us, 4)) == (method, 10.7259)
-    assert one.passed_over == ()
+    assert one.passed_over == (
+        f"{method}: 10.7259 µs in optcoll plan (cut-through links), 13.1920 µs with "
+        "store-and-forward links (ASTRA-sim moves every message whole across every hop, "
+        "first come first served)",
+    )
 
 
 def test_step_schedule_runs_as_its_traces_with_either_link_model():

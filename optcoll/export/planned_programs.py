@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
@@ -615,7 +615,7 @@ def _what(ranked: Ranked) -> str:
     return f"k = {ranked.schedule.k}"
 
 
-def _on_gpus(schedule: Any) -> bool:
+def _on_gpus(schedule: Any) -> TypeGuard[AggregationSchedule]:
     """Whether ``schedule`` is plan's reduce + broadcast over trees of the GPUs
     (:attr:`~optcoll.export.planned.PlannedChoice.reduce_broadcast`), not switch channels."""
     return isinstance(schedule, AggregationSchedule) and "unit_bytes" in schedule.stats
@@ -655,13 +655,11 @@ def program_texts(
     name = f"optcoll {request.collective} {ranked.method}"
     out: list[tuple[Path, str, str]] = []
     if _on_gpus(schedule) and request.format == "msccl":
-        assert isinstance(schedule, AggregationSchedule)
         try:  # each chunk's apex chosen freely: a tree allreduce of the same link loads
             schedule = rooted_schedule(schedule)
         except ScheduleError as err:
             raise ExportError(str(err)) from None
     elif _on_gpus(schedule):
-        assert isinstance(schedule, AggregationSchedule)
         for placement, path in placement_paths(base, mscclpp_placements("allreduce"),
                                                request.placement, what="MSCCL++"):  # fmt: skip
             text = mscclpp_reduce_broadcast_plan(

@@ -187,12 +187,18 @@ def mscclpp_step_plan(
         last: tuple[int, tuple[list[_Step], int]] | None = None
         for g in (g for g in tries if g <= most_groups):
             last = (g, _steps(schedule, k, g, laid))
+            if laid is None:
+                _spread_puts(schedule, last[1][0], kind)
             issued[g] = _issue_ops(last[1][0], kind)
             if issued[g] <= 1:
                 break
         for groups in sorted(issued, key=lambda g: (issued[g], g)):
             assert last is not None
-            steps, scratch = last[1] if last[0] == groups else _steps(schedule, k, groups, laid)
+            if last[0] != groups:
+                last = (groups, _steps(schedule, k, groups, laid))
+                if laid is None:
+                    _spread_puts(schedule, last[1][0], kind)
+            steps, scratch = last[1]
             chunks = _Chunks(
                 i=k if coll == "allgather" or rooted else n * k,
                 o=k if coll == "reduce_scatter" or rooted else n * k,
@@ -344,8 +350,10 @@ def _steps(
                 where[(r, b)] = ("i", place[b], 1)
             elif coll == "allgather" and b % n == r:  # on one thread block, from the copy
                 # in the output (its nop orders it before the puts): runs on with the
-                # blocks received next to it (two ranges on one channel took two waits)
-                where[(r, b)] = ("o", place[b], 1) if groups == 1 else ("i", b // n, 1)
+                # blocks received next to it (two ranges on one channel took two waits);
+                # a single step forwards nothing, so its puts read the input (any block)
+                forwards = groups == 1 and schedule.num_steps > 1
+                where[(r, b)] = ("o", place[b], 1) if forwards else ("i", b // n, 1)
             if home is not None and coll == "allgather":  # out of its home chunk
                 final = ("o", (b % n) * k + b // n, 1)
                 last_copies[(r, group[b])].append((final, ("s", home[b], 1)))
@@ -469,6 +477,58 @@ def _steps(
     ]
     out += extra
     return out, max(used)
+
+
+def _spread_puts(
+    schedule: StepSchedule, steps: list[_Step], kind: Callable[[int, int], str]
+) -> None:
+    """Give each issuing op of a single-step allgather or broadcast a thread block of its
+    own: a GPU's puts of more than :data:`~optcoll.export.mscclpp.MAX_PER_OP` peers, or on
+    both channel types, are several ops, each costing its block the overhead in turn,
+    where plan's connections post every message at once. A single step reads only what
+    a GPU holds from the start (its input) and its receivers read nothing they are sent,
+    so a message can leave from any block and be waited for in any: its receiver waits in
+    the block of the sender's number (channels pair by block number), and only there.
+    The first op stays in the step's block; the others go to blocks numbered after every
+    block of the plan. Other schedules are left as they are (their sends read what
+    earlier steps brought, which a block of its own would have to wait for too).
+
+    >>> from optcoll.core.step_schedule import Send
+    >>> s = StepSchedule("allgather", "direct", tuple("abc"), 3, ((Send("a", "b", (0,)),
+    ...     Send("a", "c", (0,)), Send("b", "a", (1,)), Send("b", "c", (1,)),
+    ...     Send("c", "a", (2,)), Send("c", "b", (2,))),))
+    >>> steps, _ = _steps(s, 1)
+    >>> _spread_puts(s, steps, lambda a, b: "memory" if {a, b} == {0, 1} else "port")
+    >>> sorted((x.group, x.rank, [p for p, *_ in x.puts], x.waits) for x in steps if x.puts)
+    [(0, 0, [1], []), (0, 1, [0], []), (0, 2, [0, 1], []), (1, 0, [2], []), (1, 1, [2], [])]
+    >>> sorted((x.group, x.rank, x.waits) for x in steps if x.waits)
+    [(0, 0, [1, 2]), (0, 1, [0, 2]), (1, 2, [0, 1])]
+    """
+    if schedule.num_steps != 1 or schedule.collective not in ("allgather", "broadcast"):
+        return
+    first = max((x.group for x in steps), default=0) + 1
+    moved: dict[tuple[int, int], int] = {}  # (sender, receiver) -> the block it puts from
+    senders = [x for x in steps if x.puts and x.key == (0,)]
+    for step in senders:
+        ops: list[list[tuple[int, Loc, Loc]]] = []
+        for channel in ("memory", "port"):
+            mine = [put for put in step.puts if kind(step.rank, put[0]) == channel]
+            ops += [mine[i : i + MAX_PER_OP] for i in range(0, len(mine), MAX_PER_OP)]
+        step.puts = ops[0] if ops else []
+        for j, puts in enumerate(ops[1:]):
+            helper = _Step(step.rank, 0, 0, step.key, 1, first + j)
+            helper.puts = puts
+            steps.append(helper)
+            moved.update(((step.rank, peer), first + j) for peer, _, _ in puts)
+    waiting: dict[tuple[int, int], _Step] = {}  # (receiver, block) -> its waits there
+    for step in [x for x in steps if x.waits and x.key == (1,)]:
+        for src in [w for w in step.waits if (w, step.rank) in moved]:
+            step.waits.remove(src)
+            block = (step.rank, moved[(src, step.rank)])
+            if block not in waiting:
+                waiting[block] = _Step(step.rank, 0, 0, step.key, 1, block[1])
+                steps.append(waiting[block])
+            waiting[block].waits.append(src)
 
 
 def _merged_copies(copies: list[tuple[Loc, Loc]]) -> list[tuple[Loc, Loc]]:

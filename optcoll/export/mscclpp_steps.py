@@ -187,8 +187,8 @@ def mscclpp_step_plan(
         last: tuple[int, tuple[list[_Step], int]] | None = None
         for g in (g for g in tries if g <= most_groups):
             last = (g, _steps(schedule, k, g, laid))
-            if laid is None:
-                _spread_puts(schedule, last[1][0], kind)
+            if g == 1:
+                _spread_puts(last[1][0], n, kind)
             issued[g] = _issue_ops(last[1][0], kind)
             if issued[g] <= 1:
                 break
@@ -196,8 +196,8 @@ def mscclpp_step_plan(
             assert last is not None
             if last[0] != groups:
                 last = (groups, _steps(schedule, k, groups, laid))
-                if laid is None:
-                    _spread_puts(schedule, last[1][0], kind)
+                if groups == 1:
+                    _spread_puts(last[1][0], n, kind)
             steps, scratch = last[1]
             chunks = _Chunks(
                 i=k if coll == "allgather" or rooted else n * k,
@@ -350,10 +350,8 @@ def _steps(
                 where[(r, b)] = ("i", place[b], 1)
             elif coll == "allgather" and b % n == r:  # on one thread block, from the copy
                 # in the output (its nop orders it before the puts): runs on with the
-                # blocks received next to it (two ranges on one channel took two waits);
-                # a single step forwards nothing, so its puts read the input (any block)
-                forwards = groups == 1 and schedule.num_steps > 1
-                where[(r, b)] = ("o", place[b], 1) if forwards else ("i", b // n, 1)
+                # blocks received next to it (two ranges on one channel took two waits)
+                where[(r, b)] = ("o", place[b], 1) if groups == 1 else ("i", b // n, 1)
             if home is not None and coll == "allgather":  # out of its home chunk
                 final = ("o", (b % n) * k + b // n, 1)
                 last_copies[(r, group[b])].append((final, ("s", home[b], 1)))
@@ -479,56 +477,86 @@ def _steps(
     return out, max(used)
 
 
-def _spread_puts(
-    schedule: StepSchedule, steps: list[_Step], kind: Callable[[int, int], str]
-) -> None:
-    """Give each issuing op of a single-step allgather or broadcast a thread block of its
-    own: a GPU's puts of more than :data:`~optcoll.export.mscclpp.MAX_PER_OP` peers, or on
-    both channel types, are several ops, each costing its block the overhead in turn,
-    where plan's connections post every message at once. A single step reads only what
-    a GPU holds from the start (its input) and its receivers read nothing they are sent,
-    so a message can leave from any block and be waited for in any: its receiver waits in
-    the block of the sender's number (channels pair by block number), and only there.
-    The first op stays in the step's block; the others go to blocks numbered after every
-    block of the plan. Other schedules are left as they are (their sends read what
-    earlier steps brought, which a block of its own would have to wait for too).
+def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) -> None:
+    """Give each issuing op of a plan on one thread block a block of its own (in place):
+    a GPU's puts of a step to more than :data:`~optcoll.export.mscclpp.MAX_PER_OP` peers,
+    or on both channel types, are several ops, each costing its block the overhead in
+    turn, where plan's connections post every message at once (hypercube 4 allgather at
+    64 KiB, overhead 1 µs, latency 0.5 µs, direct: 4.123 µs on one block, 3.205 so, plan
+    3.246; two-shot allreduce, which needed 30 remote buffers on one block: 6.328, plan's).
+
+    Each GPU's peers, in the order it puts to them, are cut into sets of at most
+    ``MAX_PER_OP`` of one channel type; the first set stays on block 0, set ``j`` goes to
+    block ``first + j - 1`` (``first`` after every block of the plan), for every step, and
+    its receiver waits for it there (channels pair by block number). Step ``t`` of a GPU
+    then runs, on block 0: its waits and sums (``(t,)``), one ``sem_release`` per helper
+    block that puts in the step (``(t, 0, h)``), its own puts (``(t, 1)``) and, before step
+    ``t + 1``, one ``sem_acquire`` per helper block that waits in it (``(t, 2, h)``); on
+    helper block ``h``: its waits of step ``t``, then ``sem_release`` (``(t,)``), then
+    ``sem_acquire`` and its puts (``(t, 1)``). So a helper puts only what block 0 held or
+    summed by then, and block 0 reads only what the helpers' waits saw (as the copies'
+    helper blocks in :func:`_steps`); every acquire follows only releases of smaller keys,
+    so the plan cannot deadlock.
 
     >>> from optcoll.core.step_schedule import Send
     >>> s = StepSchedule("allgather", "direct", tuple("abc"), 3, ((Send("a", "b", (0,)),
     ...     Send("a", "c", (0,)), Send("b", "a", (1,)), Send("b", "c", (1,)),
     ...     Send("c", "a", (2,)), Send("c", "b", (2,))),))
     >>> steps, _ = _steps(s, 1)
-    >>> _spread_puts(s, steps, lambda a, b: "memory" if {a, b} == {0, 1} else "port")
-    >>> sorted((x.group, x.rank, [p for p, *_ in x.puts], x.waits) for x in steps if x.puts)
-    [(0, 0, [1], []), (0, 1, [0], []), (0, 2, [0, 1], []), (1, 0, [2], []), (1, 1, [2], [])]
-    >>> sorted((x.group, x.rank, x.waits) for x in steps if x.waits)
-    [(0, 0, [1, 2]), (0, 1, [0, 2]), (1, 2, [0, 1])]
+    >>> _spread_puts(steps, 3, lambda a, b: "memory" if {a, b} == {0, 1} else "port")
+    >>> sorted((x.group, x.rank, x.key, [p for p, *_ in x.puts]) for x in steps if x.puts)
+    [(0, 0, (0, 1), [1]), (0, 1, (0, 1), [0]), (0, 2, (0,), [0, 1]), (1, 0, (0, 1), [2]), \
+(1, 1, (0, 1), [2])]
+    >>> sorted((x.group, x.rank, x.key, x.waits) for x in steps if x.waits)
+    [(0, 0, (1,), [1, 2]), (0, 1, (1,), [0, 2]), (1, 2, (1,), [0, 1])]
     """
-    if schedule.num_steps != 1 or schedule.collective not in ("allgather", "broadcast"):
-        return
-    first = max((x.group for x in steps), default=0) + 1
-    moved: dict[tuple[int, int], int] = {}  # (sender, receiver) -> the block it puts from
-    senders = [x for x in steps if x.puts and x.key == (0,)]
-    for step in senders:
-        ops: list[list[tuple[int, Loc, Loc]]] = []
+    turns = [x for x in steps if x.group == 0 and len(x.key) == 1 and x.key[0] >= 0]
+    first = max(x.group for x in steps) + 1
+    block: dict[tuple[int, int], int] = {}  # (sender, receiver) -> the block it puts from
+    for r in range(n):
+        peers = sorted({p for x in turns if x.rank == r for p, _, _ in x.puts},
+                       key=lambda p: ranks_after(r, p, n))  # fmt: skip
+        sets = []
         for channel in ("memory", "port"):
-            mine = [put for put in step.puts if kind(step.rank, put[0]) == channel]
-            ops += [mine[i : i + MAX_PER_OP] for i in range(0, len(mine), MAX_PER_OP)]
-        step.puts = ops[0] if ops else []
-        for j, puts in enumerate(ops[1:]):
-            helper = _Step(step.rank, 0, 0, step.key, 1, first + j)
-            helper.puts = puts
-            steps.append(helper)
-            moved.update(((step.rank, peer), first + j) for peer, _, _ in puts)
-    waiting: dict[tuple[int, int], _Step] = {}  # (receiver, block) -> its waits there
-    for step in [x for x in steps if x.waits and x.key == (1,)]:
-        for src in [w for w in step.waits if (w, step.rank) in moved]:
-            step.waits.remove(src)
-            block = (step.rank, moved[(src, step.rank)])
-            if block not in waiting:
-                waiting[block] = _Step(step.rank, 0, 0, step.key, 1, block[1])
-                steps.append(waiting[block])
-            waiting[block].waits.append(src)
+            mine = [p for p in peers if kind(r, p) == channel]
+            sets += [mine[i : i + MAX_PER_OP] for i in range(0, len(mine), MAX_PER_OP)]
+        if first + len(sets) - 1 > MAX_THREADBLOCKS:
+            return
+        block.update(((r, p), first + j - 1 if j else 0) for j, one in enumerate(sets) for p in one)
+    if not any(block.values()):
+        return
+
+    def semaphore(h: int, waits: bool) -> int:  # one a helper block and direction, per GPU
+        return 2 * (MAX_THREADBLOCKS + h) + waits
+
+    for step in turns:
+        t, r = step.key[0], step.rank
+        helpers: dict[int, list[tuple[int, Loc, Loc]]] = defaultdict(list)
+        for put in step.puts:
+            helpers[block[(r, put[0])]].append(put)
+        if not any(helpers):
+            continue
+        mine = _Step(r, 0, 0, (t, 1), 1, 0)  # block 0's own puts, after the releases
+        mine.puts, step.puts = helpers.pop(0, []), []
+        steps.append(mine)
+        for h, puts in helpers.items():
+            release = _Step(r, semaphore(h, False), 0, (t, 0, h), 1, 0)
+            release.release = True
+            send = _Step(r, semaphore(h, False), 0, (t, 1), 1, h)
+            send.acquire, send.puts = True, puts
+            steps += [release, send]
+    for step in turns:
+        t, p = step.key[0], step.rank
+        moved: dict[int, list[int]] = defaultdict(list)
+        for src in step.waits:
+            moved[block.get((src, p), 0)].append(src)
+        step.waits = moved.pop(0, [])
+        for h, sources in moved.items():
+            wait = _Step(p, semaphore(h, True), 0, (t,), 1, h)
+            wait.waits, wait.release = sources, True
+            gate = _Step(p, semaphore(h, True), 0, (t - 1, 2, h), 1, 0)
+            gate.acquire = True
+            steps += [wait, gate]
 
 
 def _merged_copies(copies: list[tuple[Loc, Loc]]) -> list[tuple[Loc, Loc]]:

@@ -23,7 +23,10 @@ thread block waits for another's data. ``G`` is the fewest (up to :data:`MAX_GRO
 which every step of every thread block issues one op per channel type (tried at 1, 2, 3, 4, 6, 8, ... blocks; ``optcoll
 simulate`` charges the overhead per op that issues a transfer, plan per message), else
 the ``G`` that issues fewest, within the executor's limits (64 ops a thread block: the
-Trivance reduce-scatter on torus 9x9 needed 330 on one).
+Trivance reduce-scatter on torus 9x9 needed 330 on one). On one block, a GPU's puts to
+more than :data:`~optcoll.export.mscclpp.MAX_PER_OP` peers, or on both channel types, leave
+from blocks of their own, ordered by semaphores (:func:`_spread_puts`), so that each op's
+overhead is paid side by side, as plan's connections pay theirs.
 
 Blocks are laid out as in :func:`optcoll.export.msccl_steps.msccl_step_program` (an
 allreduce's in the order of the messages that carry them); a message is one buffer range per
@@ -63,8 +66,7 @@ Swing (latency): 77.157 µs both; a rendezvous, which plan ran until session 13,
 67.915). So does a message of one range a
 step on one thread block with overhead, where a step's puts fit one op. On ``G > 1``
 thread blocks a block goes on once its own stretch has arrived, a message of several
-ranges is a put each, and the overhead is charged per op (a direct step to more than
-:data:`~optcoll.export.mscclpp.MAX_PER_OP` peers takes two): there the file runs apart
+ranges is a put each, and the overhead is charged per op: there the file runs apart
 (``docs/log_step.md``, ``python -m benchmarks.step_fidelity``).
 
 Examples

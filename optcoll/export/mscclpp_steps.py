@@ -487,8 +487,8 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
     64 KiB, overhead 1 µs, latency 0.5 µs, direct: 4.123 µs on one block, 3.205 so, plan
     3.246; two-shot allreduce, which needed 30 remote buffers on one block: 6.328, plan's).
 
-    Each GPU's peers, in the order it puts to them, are cut into sets of at most
-    ``MAX_PER_OP`` of one channel type; the first set stays on block 0, set ``j`` goes to
+    Each GPU with a step of several put ops has its peers, in the order it puts to them,
+    cut into sets of at most ``MAX_PER_OP`` of one channel type; the first set stays on block 0, set ``j`` goes to
     block ``first + j - 1`` (``first`` after every block of the plan), for every step, and
     its receiver waits for it there (channels pair by block number). Step ``t`` of a GPU
     then runs, on block 0: its waits and sums (``(t,)``), one ``sem_release`` per helper
@@ -516,12 +516,15 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
     first = max(x.group for x in steps) + 1
     block: dict[tuple[int, int], int] = {}  # (sender, receiver) -> the block it puts from
     for r in range(n):
-        peers = sorted({p for x in turns if x.rank == r for p, _, _ in x.puts},
+        mine = [x for x in turns if x.rank == r]
+        if all(_put_ops(x, kind) <= 1 for x in mine):
+            continue  # every step of its puts one op already
+        peers = sorted({p for x in mine for p, _, _ in x.puts},
                        key=lambda p: ranks_after(r, p, n))  # fmt: skip
         sets = []
         for channel in ("memory", "port"):
-            mine = [p for p in peers if kind(r, p) == channel]
-            sets += [mine[i : i + MAX_PER_OP] for i in range(0, len(mine), MAX_PER_OP)]
+            typed = [p for p in peers if kind(r, p) == channel]
+            sets += [typed[i : i + MAX_PER_OP] for i in range(0, len(typed), MAX_PER_OP)]
         if first + len(sets) - 1 > MAX_THREADBLOCKS:
             return
         block.update(((r, p), first + j - 1 if j else 0) for j, one in enumerate(sets) for p in one)
@@ -535,7 +538,7 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
         t, r = step.key[0], step.rank
         helpers: dict[int, list[tuple[int, Loc, Loc]]] = defaultdict(list)
         for put in step.puts:
-            helpers[block[(r, put[0])]].append(put)
+            helpers[block.get((r, put[0]), 0)].append(put)
         if not any(helpers):
             continue
         mine = _Step(r, 0, 0, (t, 1), 1, 0)  # block 0's own puts, after the releases
@@ -559,6 +562,12 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
             gate = _Step(p, semaphore(h, True), 0, (t - 1, 2, h), 1, 0)
             gate.acquire = True
             steps += [wait, gate]
+
+
+def _put_ops(step: _Step, kind: Callable[[int, int], str]) -> int:
+    """The put ops of ``step`` (``MAX_PER_OP`` puts to an op of one channel type)."""
+    count = Counter(kind(step.rank, peer) for peer, _, _ in step.puts)
+    return sum(-(-c // MAX_PER_OP) for c in count.values())
 
 
 def _merged_copies(copies: list[tuple[Loc, Loc]]) -> list[tuple[Loc, Loc]]:

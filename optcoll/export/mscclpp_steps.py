@@ -541,9 +541,9 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
             helpers[block.get((r, put[0]), 0)].append(put)
         if not any(helpers):
             continue
-        mine = _Step(r, 0, 0, (t, 1), 1, 0)  # block 0's own puts, after the releases
-        mine.puts, step.puts = helpers.pop(0, []), []
-        steps.append(mine)
+        own = _Step(r, 0, 0, (t, 1), 1, 0)  # block 0's own puts, after the releases
+        own.puts, step.puts = helpers.pop(0, []), []
+        steps.append(own)
         for h, puts in helpers.items():
             release = _Step(r, semaphore(h, False), 0, (t, 0, h), 1, 0)
             release.release = True

@@ -105,7 +105,7 @@ def planned_bands(
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
         )  # fmt: skip
-    cache: dict[tuple[int, bool, int | None, bool, int], Any] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
     runs: list[list[FileChoice]] = []
     for choice in sorted(choices, key=lambda c: c.size):
         if request.max_bytes is not None and runs and choice.size > request.max_bytes:

@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
@@ -211,17 +211,37 @@ class FileChoice:
         return tuple(text for _, text, _ in self.files)
 
 
-#: How a candidate is written: ``(alternative, unit, spread, pieces)``: ``alternative`` is an
-#: MSCCL++ tree plan's interleaved ranges (``interleave`` of
-#: :func:`~optcoll.export.mscclpp.mscclpp_plan`), an MSCCL step program's split reductions
-#: (:func:`split_choice`) or an MSCCL++ step plan's blocks in the collective's buffers
-#: (``layout="buffers"`` of :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`);
-#: ``unit``: an MSCCL++ tree plan's pipeline unit (None: the writer's default); ``spread``: an
-#: MSCCL program with a channel per transfer of a GPU pair (``spread`` of
-#: :func:`~optcoll.export.msccl.msccl_program`); ``pieces``: an MSCCL step program's
-#: messages each written as that many (``pieces`` of
-#: :func:`~optcoll.export.msccl_steps.msccl_step_program`).
-Form = tuple[bool, int | None, bool, int]
+class Form(NamedTuple):
+    """How a candidate is written (:func:`file_forms`); the defaults are the plain form.
+
+    Attributes
+    ----------
+    interleave : bool
+        An MSCCL++ tree plan's ranges of one root in one thread block (``interleave`` of
+        :func:`~optcoll.export.mscclpp.mscclpp_plan`).
+    split : bool
+        An MSCCL step program's reducing receives as ``r`` and ``re``
+        (:func:`split_choice`).
+    buffers : bool
+        An MSCCL++ step plan's blocks in the collective's buffers (``layout="buffers"`` of
+        :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`), not in scratch as runs.
+    unit : int or None
+        An MSCCL++ tree plan's pipeline unit in bytes (None: the topology's).
+    spread : bool
+        An MSCCL program with a channel per transfer of a GPU pair (``spread`` of
+        :func:`~optcoll.export.msccl.msccl_program`).
+    pieces : int
+        An MSCCL step program's messages each written as that many (``pieces`` of
+        :func:`~optcoll.export.msccl_steps.msccl_step_program`).
+    """
+
+    interleave: bool = False
+    split: bool = False
+    buffers: bool = False
+    unit: int | None = None
+    spread: bool = False
+    pieces: int = 1
+
 
 #: The pieces an MSCCL step program's messages are also written in, spread (:func:`file_forms`).
 MESSAGE_PIECES = (2, 4)
@@ -256,16 +276,17 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     >>> from optcoll.schedules.packing import pack_arborescences
     >>> topo, plans = build("ring:4"), ExportRequest("ring:4", "x.json", format="mscclpp")
     >>> trees = Ranked(1.0, "k=2", "depth", 512 * 1024, pack_arborescences(topo))
-    >>> [(i, u // 1024) for i, u, *_ in file_forms(plans, trees, topo, 2**20)]
+    >>> [(f.interleave, f.unit // 1024) for f in file_forms(plans, trees, topo, 2**20)]
     [(False, 128), (False, 256), (True, 128), (True, 256)]
-    >>> [(i, u // 1024) for i, u, *_ in file_forms(plans, trees, topo, 2**30)]
+    >>> [(f.interleave, f.unit // 1024) for f in file_forms(plans, trees, topo, 2**30)]
     [(False, 256), (False, 512), (True, 256), (True, 512)]
     >>> file_forms(ExportRequest("ring:4", "x.xml"), trees, topo, 2**20)
-    [(False, None, False, 1), (False, None, True, 1)]
+    [Form(interleave=False, split=False, buffers=False, unit=None, spread=False, pieces=1), \
+Form(interleave=False, split=False, buffers=False, unit=None, spread=True, pieces=1)]
     >>> from optcoll.schedules.baselines.pat import pat_allgather
     >>> pat = Ranked(1.0, "PAT", "progress", None, pat_allgather(topo.compute_nodes))
-    >>> file_forms(plans, pat, topo, 2**20)
-    [(False, None, False, 1), (True, None, False, 1)]
+    >>> [f.buffers for f in file_forms(plans, pat, topo, 2**20)]
+    [False, True]
     """
     schedule = ranked.schedule
     if request.format == "msccl":
@@ -273,17 +294,21 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
         forms = [(False, 1), (True, 1)]
         if isinstance(schedule, StepSchedule):
             forms += [(True, pieces) for pieces in MESSAGE_PIECES]
-        return [(split, None, spread, pieces) for split in splits for spread, pieces in forms]
+        return [
+            Form(split=split, spread=spread, pieces=pieces)
+            for split in splits
+            for spread, pieces in forms
+        ]
     if request.format == "mscclpp" and isinstance(schedule, StepSchedule):
         layouts = (False, True)[: len(step_layouts(schedule))]
-        return [(buffers, None, False, 1) for buffers in layouts]
+        return [Form(buffers=buffers) for buffers in layouts]
     if request.format != "mscclpp" or not isinstance(schedule, Schedule):
-        return [(False, None, False, 1)]
+        return [Form()]
     coarse = pipeline_unit(topology, schedule)
     piece = piece_unit(schedule, size, ranked.slice_bytes)
     units = sorted({coarse, piece})
     ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
-    return [(interleave, unit, False, 1) for interleave in ways for unit in units]
+    return [Form(interleave=interleave, unit=unit) for interleave in ways for unit in units]
 
 
 def file_choice(
@@ -293,7 +318,7 @@ def file_choice(
     sim: SimOptions,
     *,
     output: str | Path | None = None,
-    written: dict[tuple[int, bool, int | None, bool, int], list[Any]] | None = None,
+    written: dict[tuple[Any, ...], list[Any]] | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -344,17 +369,17 @@ def file_choice(
                 break
             tried: list[tuple[float, int, Ranked, Any, list[float], Form, int]] = []
             for number, form in enumerate(file_forms(request, ranked, topology, size)):
-                if form[3] > 1 and tried and tried[-1][0] > min(t[0] for t in tried):
+                if form.pieces > 1 and tried and tried[-1][0] > min(t[0] for t in tried):
                     continue  # more pieces only where the form before them did not lose
                 key = (id(ranked.schedule),) + form
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:
-                        layout = "buffers" if form[0] else "runs"  # of a step plan
                         made: Any = program_texts(request, topology, ranked, output=output,
-                                                  high=request.max_bytes, interleave=form[0],
-                                                  split=form[0], unit=form[1],
-                                                  spread=form[2], pieces=form[3],
-                                                  layout=layout)  # fmt: skip
+                                                  high=request.max_bytes,
+                                                  interleave=form.interleave, split=form.split,
+                                                  unit=form.unit, spread=form.spread,
+                                                  pieces=form.pieces,
+                                                  layout="buffers" if form.buffers else "runs")  # fmt: skip
                     except ExportError as err:
                         made = err
                     written[key] = [ranked.schedule, made, False]
@@ -391,13 +416,12 @@ def file_choice(
                 continue
             entry[2] = True
         break
-    _, _, ranked, files, times, (other, unit, spread, pieces) = best
+    _, _, ranked, files, times, form = best
     times = times[:1] + [
         _simulated(fmt, text, topology, network, size, sim.overhead, ranked.slice_bytes,
                    sim.default_latency)
         for _, text, _ in files[1:]
     ]  # fmt: skip
-    stepped = isinstance(ranked.schedule, StepSchedule)
     return FileChoice(
         size,
         choice.chosen,
@@ -408,12 +432,12 @@ def file_choice(
         tuple(times),
         tuple((r, first) for first, _, r, _, _, _ in sorted(pool, key=lambda t: t[1])),
         tuple(refused),
-        other and fmt == "mscclpp" and not stepped,
-        other and fmt == "msccl",
-        unit,
-        spread,
-        pieces,
-        "buffers" if other and fmt == "mscclpp" and stepped else "runs",
+        form.interleave,
+        form.split,
+        form.unit,
+        form.spread,
+        form.pieces,
+        "buffers" if form.buffers else "runs",
     )
 
 

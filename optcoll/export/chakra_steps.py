@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 from optcoll.core.arguments import size_argument
 from optcoll.core.step_schedule import StepSchedule
@@ -66,11 +67,18 @@ MAX_CHUNKS_PER_BLOCK = 64
 
 
 def step_traces(
-    schedule: StepSchedule, size: int, *, slice_bytes: int | None = None
+    schedule: StepSchedule,
+    size: int,
+    *,
+    slice_bytes: int | None = None,
+    paths: Mapping[tuple[str, str], Sequence[str]] | None = None,
 ) -> list[bytes]:
     """The Chakra ET file of every rank (rank ``r`` = ``schedule.compute_nodes[r]``) of
     ``schedule`` for an ``size``-byte collective, each message in slices of at most
     ``slice_bytes`` (None: whole messages), as :func:`optcoll.sim.steps.step_tasks` runs it.
+    ``paths`` (each message's path, :attr:`~optcoll.sim.steps.RoutedSteps.paths`): a rank's
+    ready sends are chained in queue order only where they enter the same link (without
+    them: all of a rank's ready sends, each gate costing ASTRA-sim 1 ns).
 
     Raises
     ------
@@ -159,7 +167,11 @@ def step_traces(
     # (each slice's place, then the posting order), whatever order ASTRA-sim issues ready
     # nodes in (Switch 16 two-shot allreduce at 64 KiB: 4,813-4,965 ns by the issue order
     # without the gates)
-    _gate_sends(ranks, False, {})
+    rank = {v: r for r, v in enumerate(nodes)}
+    hops: dict[tuple[int, int], str | None] = {
+        (rank[src], rank[dst]): path[1] for (src, dst), path in (paths or {}).items()
+    }
+    _gate_sends(ranks, False, hops)
     meta: dict[str, int | str] = {
         "optcoll_ranks": n,
         "optcoll_chunks": k,

@@ -67,6 +67,7 @@ from optcoll.sim.programs import ChakraTraces, chakra_tasks, chakra_ties, decode
 from optcoll.sim.quotient import schedule_quotient
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, MAX_TASKS, Network, simulate
 from optcoll.sim.size_plan import Candidate, SizePlan, candidates, plan
+from optcoll.sim.steps import route_steps
 from optcoll.verify.chakra.wire import decode_trace
 
 __all__ = [
@@ -530,7 +531,8 @@ def _written(
     it (``network``: plan's)."""
     schedule, piece = best.schedule, best.slice_bytes
     if isinstance(schedule, StepSchedule):
-        return step_traces(schedule, size, slice_bytes=piece)
+        paths = route_steps(topology, schedule).paths  # gates only sends into one link
+        return step_traces(schedule, size, slice_bytes=piece, paths=paths)
     write: Callable[..., list[bytes]]
     if isinstance(schedule, AggregationSchedule):  # reduce + broadcast trees
         write = partial(reduce_broadcast_traces, schedule, size, slice_bytes=piece,

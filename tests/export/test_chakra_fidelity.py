@@ -113,3 +113,30 @@ def test_export_reports_optcoll_plans_figure(tmp_path):
     assert (entry["method"], entry["plan_time_us"], entry["file_time_us"]) == (
         method, 8.2768, 8.2768)  # fmt: skip
     assert entry["passed_over"] == []
+
+
+def test_step_traces_chain_only_the_sends_into_one_link():
+    """A rank's ready sends are issued in plan's queue order by order gates (ASTRA-sim
+    issues ready nodes in any order), each costing ASTRA-sim 1 ns; given the messages'
+    paths, only sends that enter the same link are chained. Ring 8, direct allgather:
+    each rank sends its block to 4 peers clockwise and 3 counter-clockwise, so 3 + 2
+    gates a rank instead of 6 (one chain of all 7), and the run is the same."""
+    from optcoll.schedules.baselines.direct import direct_allgather
+    from optcoll.sim.steps import route_steps
+    from optcoll.verify.chakra.wire import decode_trace
+
+    topology = build("ring:8")
+    schedule = direct_allgather(topology.compute_nodes)
+    paths = route_steps(topology, schedule).paths
+    size = 2**16
+    network = Network.of(topology, LATENCY)
+
+    def gates(traces):
+        ranks = [decode_trace(data, f"t.{r}.et")[1] for r, data in enumerate(traces)]
+        return {sum(1 for n in rank if n.get("optcoll_gate") is not None) for rank in ranks}
+
+    chained = step_traces(schedule, size)
+    per_link = step_traces(schedule, size, paths=paths)
+    assert (gates(chained), gates(per_link)) == ({6}, {5})
+    times = [_file_time(t, topology, network, 1.0, None, size) for t in (chained, per_link)]
+    assert times[0] == times[1]

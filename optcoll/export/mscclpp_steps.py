@@ -484,13 +484,16 @@ def _spread_puts(steps: list[_Step], n: int, kind: Callable[[int, int], str]) ->
     a GPU's puts of a step to more than :data:`~optcoll.export.mscclpp.MAX_PER_OP` peers,
     or on both channel types, are several ops, each costing its block the overhead in
     turn, where plan's connections post every message at once (hypercube 4 allgather at
-    64 KiB, overhead 1 µs, latency 0.5 µs, direct: 4.123 µs on one block, 3.205 so, plan
-    3.246; two-shot allreduce, which needed 30 remote buffers on one block: 6.328, plan's).
+    64 KiB, overhead 1 µs, latency 0.5 µs, direct: 4.123 µs on one block, 3.246 so, plan's
+    time; the two-shot allreduce, which needed 30 remote buffers on one block: 6.328,
+    plan's).
 
     Each GPU with a step of several put ops has its peers, in the order it puts to them,
-    cut into sets of at most ``MAX_PER_OP`` of one channel type; the first set stays on block 0, set ``j`` goes to
-    block ``first + j - 1`` (``first`` after every block of the plan), for every step, and
-    its receiver waits for it there (channels pair by block number). Step ``t`` of a GPU
+    cut into sets of at most ``MAX_PER_OP`` of one channel type; the first set stays on
+    block 0, set ``j`` goes to block ``first + j - 1`` (``first`` after every block of the
+    plan), for every step, and its receiver waits for it there (channels pair by block
+    number); beyond :data:`~optcoll.export.mscclpp.MAX_THREADBLOCKS` blocks nothing is
+    spread. Step ``t`` of a GPU
     then runs, on block 0: its waits and sums (``(t,)``), one ``sem_release`` per helper
     block that puts in the step (``(t, 0, h)``), its own puts (``(t, 1)``) and, before step
     ``t + 1``, one ``sem_acquire`` per helper block that waits in it (``(t, 2, h)``); on

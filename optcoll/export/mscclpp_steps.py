@@ -176,6 +176,12 @@ def mscclpp_step_plan(
     def kind(a: int, b: int) -> str:
         return "memory" if box[nodes[a]] == box[nodes[b]] else "port"
 
+    def laid_out(g: int, laid: dict[int, int] | None) -> tuple[list[_Step], int]:
+        made = _steps(schedule, k, g, laid)
+        if g == 1:  # on one block, each put op from a block of its own
+            _spread_puts(made[0], n, kind)
+        return made
+
     # an allgather's or reduce-scatter's messages laid out in scratch where they are fewer
     # runs than in the collective's buffers (:func:`_home`), else in those buffers
     home = _home(schedule, k) if layout == "runs" else None
@@ -188,19 +194,13 @@ def mscclpp_step_plan(
         tries = sorted({1, *(2**e for e in range(7)), *(3 * 2**e for e in range(6))})
         last: tuple[int, tuple[list[_Step], int]] | None = None
         for g in (g for g in tries if g <= most_groups):
-            last = (g, _steps(schedule, k, g, laid))
-            if g == 1:
-                _spread_puts(last[1][0], n, kind)
+            last = (g, laid_out(g, laid))
             issued[g] = _issue_ops(last[1][0], kind)
             if issued[g] <= 1:
                 break
         for groups in sorted(issued, key=lambda g: (issued[g], g)):
             assert last is not None
-            if last[0] != groups:
-                last = (groups, _steps(schedule, k, groups, laid))
-                if groups == 1:
-                    _spread_puts(last[1][0], n, kind)
-            steps, scratch = last[1]
+            steps, scratch = last[1] if last[0] == groups else laid_out(groups, laid)
             chunks = _Chunks(
                 i=k if coll == "allgather" or rooted else n * k,
                 o=k if coll == "reduce_scatter" or rooted else n * k,

@@ -308,14 +308,15 @@ def _orders(schedule: Schedule, count: int, reverse: bool, equivariant: bool) ->
     phases = PHASES.get(schedule.collective, (reverse,))
     phase = phases.index(reverse) if reverse in phases else 0
     trees = schedule.trees
-    representatives = (
-        trees.representatives if equivariant and isinstance(trees, ImageTrees) else None
-    )
+    representatives: Sequence[Tree] | None = None
+    image_of: list[int] = []
+    if equivariant and isinstance(trees, ImageTrees):
+        representatives = trees.representatives
+        # tree i's tie key is its representative's (not representative i mod their number)
+        image_of = tree_representatives(trees)
     firsts = [0]
     for rep in representatives or ():
         firsts.append(firsts[-1] + rep.chunks * count * len(phases) * len(rep.edges))
-    # tree i's tie key is its representative's (not representative i mod their number)
-    image_of = tree_representatives(trees) if isinstance(trees, ImageTrees) else []
     orders: list[Place] = []
     offset = 0
     for i, tree in enumerate(schedule.trees):

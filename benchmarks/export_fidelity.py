@@ -3,7 +3,9 @@
 Issue #36's criterion: ``simulate`` of an exported file reproduces plan's time. For each
 topology, collective, overhead and size this script runs, in a checkout (``--repo``,
 default this one; e.g. ``--repo /tmp/base`` for a worktree of the previous code), one
-``python -m optcoll plan ... --json`` for the time plan prints (its fastest candidate),
+``python -m optcoll plan ... --json`` for the time plan prints (its fastest candidate;
+``plan --format F`` for the MSCCL and MSCCL++ files where the checkout's plan has that
+option: their times in the link orders those files carry; ``plan_any_us``: plan's own),
 then ``python -m optcoll export ... --size S --format F --json`` per format (MSCCL XML
 for the default runtime, MSCCL++, Chakra), which writes the file of plan's choice and
 simulates it. It saves per case plan's fastest time, the written method, that method's own
@@ -65,20 +67,35 @@ def _written(fmt: str, report: dict[str, Any]) -> dict[str, Any]:
 def run(repo: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every case of the grid, as a list of JSON-ready rows."""
     rows = []
+    helped = subprocess.run(
+        [sys.executable, "-m", "optcoll", "plan", "--help"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    formats = "--format" in helped.stdout  # plan times each format's files
     with tempfile.TemporaryDirectory() as scratch:
         for spec in args.specs:
             for collective in args.collectives:
                 for overhead in args.overheads:
                     timing = ["--overhead", overhead, "--latency", args.latency]
-                    plan, cpu, error = _optcoll(
-                        repo,
-                        ["plan", spec, "--collective", collective, "--sizes", *args.sizes, *timing],
-                    )
+                    command = ["plan", spec, "--collective", collective, "--sizes", *args.sizes]
+                    plan, cpu, error = _optcoll(repo, [*command, *timing])
                     if plan is None:
                         print(f"{spec} {collective}: plan failed: {error}", file=sys.stderr)
                         continue
-                    for size, row in zip(args.sizes, plan["sizes"], strict=True):
+                    planned = {}
+                    for fmt in args.formats:
+                        if fmt != "chakra" and formats:
+                            planned[fmt], more, error = _optcoll(
+                                repo, [*command, *timing, "--format", fmt]
+                            )
+                            cpu += more
+                    for i, (size, any_row) in enumerate(
+                        zip(args.sizes, plan["sizes"], strict=True)
+                    ):
                         for fmt in args.formats:
+                            row = planned[fmt]["sizes"][i] if planned.get(fmt) else any_row
                             out = str(Path(scratch) / f"f{len(rows)}")
                             command = ["export", spec, "--collective", collective, "--size", size]
                             command += ["--format", fmt, "-o", out + SUFFIX[fmt], *timing]
@@ -91,6 +108,7 @@ def run(repo: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "format": fmt,
                                 "plan_method": row["method"],
                                 "plan_us": row["time_us"],
+                                "plan_any_us": any_row["time_us"],
                                 "cpu_s": round(export_cpu, 2),
                             }
                             if report is None:

@@ -28,7 +28,13 @@ EXAMPLES = """\
 examples:
   optcoll plan dgx-a100:2
   optcoll plan dgx-a100:2 --sizes 1K 1M 1G --export bands
+  optcoll plan mesh:4x4 --collective reduce-scatter --sizes 1M --format mscclpp
 """
+#: The formats whose files plan can time and ``--export`` write
+#: (:data:`optcoll.export.planned_programs.CARRIED_ORDERS`' keys).
+FORMATS = ("msccl", "mscclpp")
+#: What each format's files are called in the output.
+FORMAT_NAMES = {"msccl": "MSCCL", "mscclpp": "MSCCL++"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +57,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--plot", metavar="PNG", help="draw time and algbw vs message size")
     parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="time every candidate as this format's files run it, in the link orders they "
+        "carry (the data's), and --export that format (default: every order plan has, as "
+        "Chakra traces carry; --export writes msccl)",
+    )
+    parser.add_argument(
         "--export",
         metavar="DIR",
-        help="write the MSCCL file of each size band into DIR (log-step winners included)",
+        help="write the file of each size band into DIR (log-step winners included)",
     )
     parser.add_argument(
         "--max-bytes",
@@ -86,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
         raise ScheduleError(f"--root {args.root!r} is not a compute node of {topology.name}")
     sizes = sorted(set(args.sizes or SIZES))
+    fmt = args.format or ("msccl" if args.export else None)
+    orders = None
+    if fmt is not None:
+        from optcoll.export.planned_programs import CARRIED_ORDERS
+
+        orders = CARRIED_ORDERS[fmt]
     options = candidates(topology, args.collective, root=args.root)
     rows = plan(
         topology,
@@ -97,12 +117,13 @@ def run(args: argparse.Namespace) -> int:
         options=options,
         choose_slice=args.slice is None,
         every_candidate=bool(args.export),  # a band's file: the fastest file, not plan's row
+        orders=orders,
     )
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
         files, refused, gaps = (
-            _export(args, topology, options, rows, inputs) if args.export else ([], [], [])
+            _export(args, fmt, topology, options, rows, inputs) if args.export else ([], [], [])
         )
         if args.plot:
             _plot(args, topology, rows, inputs)
@@ -117,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _table(args, topology, rows)
+    _table(args, topology, rows, fmt)
     if model:
         print(
             "NCCL's own tuning model (tuning.cc), from the NCCL-like rings' bus bandwidth: "
@@ -132,9 +153,12 @@ def run(args: argparse.Namespace) -> int:
         for line in gap["lines"]:
             print(line)
     for why in refused:
-        print(f"not exported as MSCCL (its band holds the fastest other schedule): {why}")
+        print(
+            f"not exported as {FORMAT_NAMES[args.format or 'msccl']} (its band holds the fastest "
+            f"other schedule): {why}"
+        )
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})
-    if files and stepped:
+    if files and stepped and fmt == "msccl":
         from optcoll.export.msccl_fusion import fuses
         from optcoll.export.planned_programs import MESSAGE_PIECES
         from optcoll.export.runtimes import runtime_profile
@@ -171,11 +195,12 @@ def _nccl_model(topology: Any, collective: str, rows: list[Any]) -> dict[int, di
     return model
 
 
-def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
+def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | None) -> None:
     methods = [m for m, _ in rows[0].candidates]
+    timed = "" if fmt is None else f" as {FORMAT_NAMES[fmt]} files run it (the data's link order)"
     print(
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
-        "simulated time (µs) of every candidate, * the fastest"
+        f"simulated time (µs) of every candidate{timed}, * the fastest"
     )
     print(
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
@@ -209,15 +234,17 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any]) -> None:
 
 def _export(
     args: argparse.Namespace,
+    fmt: str,
     topology: Any,
     options: list[Any],
     rows: list[Any],
     inputs: list[Path],
 ) -> tuple[list[Path], list[str], list[dict[str, Any]]]:
-    """The MSCCL files of every size band (:func:`optcoll.export.planned_bands.planned_bands`:
-    at each size the fastest as a file of plan's fastest candidates, trees, timetables and
-    log-step schedules, checked and simulated; consecutive sizes with the same file one
-    band), with the schedule JSON of each tree band; and why each winner that could not
+    """The ``fmt`` files (MSCCL or MSCCL++) of every size band
+    (:func:`optcoll.export.planned_bands.planned_bands`: at each size the fastest as a file
+    of plan's fastest candidates, trees, timetables and log-step schedules, checked and
+    simulated; consecutive sizes with the same file one band), with the schedule JSON of
+    each tree band (``.schedule.json`` beside MSCCL++ plans); and why each winner that could not
     be written was not (its band then holds the fastest other candidate); and per planned
     size plan's time and the file's, and where the file is slower, the time a file gets and
     why (``lines``: what is printed)."""
@@ -231,17 +258,19 @@ def _export(
     from optcoll.io.schedule_json import schedule_text
 
     folder = Path(args.export)
+    suffix = ".xml" if fmt == "msccl" else ".json"
     request = ExportRequest(
-        args.topo, str(folder / f"{args.collective}.xml"), collective=args.collective,
-        runtime=args.runtime, placement="both", root=args.root, overhead=args.overhead,
-        latency=args.latency, slice=args.slice, bands=True, max_bytes=args.max_bytes,
+        args.topo, str(folder / f"{args.collective}{suffix}"), format=fmt,
+        collective=args.collective, runtime=args.runtime, placement="both", root=args.root,
+        overhead=args.overhead, latency=args.latency, slice=args.slice, bands=True,
+        max_bytes=args.max_bytes,
     )  # fmt: skip
 
     def stem(method: str) -> str:
         return "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
 
     def named(low: int, high: int | None, method: str) -> Path:
-        return folder / f"{args.collective}.{band_name(low, high)}.{stem(method)}.xml"
+        return folder / f"{args.collective}.{band_name(low, high)}.{stem(method)}{suffix}"
 
     def ordered(one: Any) -> str | None:
         """A tree choice's schedule file, with plan's order and slices (a band holds one)."""
@@ -259,11 +288,12 @@ def _export(
         for _, text, placement in band.files:
             where = "" if placement == "both" else f".{placement}"
             files.append(
-                (named(band.low, band.high, band.method).with_suffix(f"{where}.xml"), text)
+                (named(band.low, band.high, band.method).with_suffix(f"{where}{suffix}"), text)
             )
         saved = ordered(band.sizes[0])
         if saved is not None:
-            files.append((named(band.low, band.high, band.method).with_suffix(".json"), saved))
+            schedule = ".json" if fmt == "msccl" else ".schedule.json"  # beside the plan's .json
+            files.append((named(band.low, band.high, band.method).with_suffix(schedule), saved))
     for path, _ in files:
         check_output(path, force=args.force, inputs=inputs)
     for path, text in files:
@@ -282,15 +312,15 @@ def _export(
             "plan_time_us": round(one.plan_us, 4),
             "file_time_us": round(one.times[0], 4),
             "method_plan_time_us": round(one.ranked.time_us, 4),
-            "loss": msccl_loss(one.ranked, topology, args.runtime),
+            "loss": msccl_loss(one.ranked, topology, args.runtime) if fmt == "msccl" else None,
             "files_tried": {r.method: round(t, 4) for r, t in one.compared},
             "lines": [
                 f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
-                f"plan {one.plan_us:.3f} µs ({one.chosen}), the MSCCL file simulated "
+                f"plan {one.plan_us:.3f} µs ({one.chosen}), the {FORMAT_NAMES[fmt]} file simulated "
                 f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
             ]
             + (  # the time a file gets, and why
-                ["  " + _achievable(one, topology, args.runtime)]
+                ["  " + _achievable(one, topology, fmt, args.runtime)]
                 if one.times[0] > one.plan_us * (1 + 1e-9)
                 else []
             ),
@@ -301,18 +331,21 @@ def _export(
     return [path for path, _ in files], notes, gaps
 
 
-def _achievable(one: Any, topology: Any, runtime: str) -> str:
-    """What an MSCCL file for ``runtime`` gets at one size where plan's time is not reached:
-    the band file's time, its candidate's time in plan and what the file loses of it
-    (:func:`optcoll.export.planned_programs.msccl_loss`), and plan's choice as a file."""
-    from optcoll.export.planned_programs import msccl_loss
+def _achievable(one: Any, topology: Any, fmt: str, runtime: str) -> str:
+    """What a ``fmt`` file (MSCCL: for ``runtime``) gets at one size where plan's time is
+    not reached: the band file's time, its candidate's time in plan and what the file
+    loses of it (MSCCL: :func:`optcoll.export.planned_programs.msccl_loss`; MSCCL++:
+    :func:`~optcoll.export.planned_programs.not_carried`), and plan's choice as a file."""
+    from optcoll.export.planned_programs import msccl_loss, not_carried
 
     ranked = one.ranked
     loss = "as in plan"
     if one.times[0] > ranked.time_us * (1 + 1e-9):
-        loss = f"as a file {msccl_loss(ranked, topology, runtime)}"
+        why = msccl_loss(ranked, topology, runtime) if fmt == "msccl" else not_carried(fmt, runtime)
+        loss = f"as a file {why}" if fmt == "msccl" else f"not carried: {why}"
+    target = f"{runtime} MSCCL" if fmt == "msccl" else FORMAT_NAMES[fmt]
     line = (
-        f"achievable as {runtime} MSCCL: {one.times[0]:.3f} µs, {ranked.method} "
+        f"achievable as {target}: {one.times[0]:.3f} µs, {ranked.method} "
         f"({ranked.time_us:.3f} µs in plan; {loss})"
     )
     if one.chosen != ranked.method:

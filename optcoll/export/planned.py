@@ -232,6 +232,7 @@ def planned_choices(
     options: Sequence[Candidate] | None = None,
     refined_methods: Collection[str] = (),
     settle: bool = True,
+    orders: Collection[str] | None = None,
 ) -> list[PlannedChoice]:
     """Plan ``collective`` on ``topology`` at each of ``sizes`` (the simulator's
     ``overhead``, ``default_latency``, ``slice_bytes``, ``choose_slice`` and
@@ -239,7 +240,8 @@ def planned_choices(
     the candidates a file can hold, fastest first. ``file_tasks``: plan's task budget
     bounds the whole task graph (:func:`optcoll.sim.size_plan.plan`), as a file holds it.
     ``options``: the candidates (default :func:`optcoll.sim.size_plan.candidates`);
-    ``refined_methods`` and ``settle``: as :func:`optcoll.sim.size_plan.plan`'s.
+    ``refined_methods``, ``settle`` and ``orders`` (the link orders the file carries): as
+    :func:`optcoll.sim.size_plan.plan`'s.
 
     Raises
     ------
@@ -273,6 +275,7 @@ def planned_choices(
         every_candidate=every_candidate,
         refined_methods=refined_methods,
         settle=settle,
+        orders=orders,
     )
     return ranked_choices(rows, options, topology)
 

@@ -37,6 +37,7 @@ from optcoll.core.output import check_output, input_files, require_suffix, write
 from optcoll.core.sizes import size_text
 from optcoll.export.planned import PlannedChoice, planned_choices
 from optcoll.export.planned_programs import (
+    CARRIED_ORDERS,
     FileChoice,
     check_texts,
     file_choice,
@@ -104,6 +105,7 @@ def planned_bands(
             topology, request.collective, sizes, root=request.root, overhead=sim.overhead,
             default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
             choose_slice=request.slice is None, every_candidate=True,
+            orders=CARRIED_ORDERS[request.format],
         )  # fmt: skip
     cache: dict[tuple[Any, ...], Any] = {}
     runs: list[list[FileChoice]] = []

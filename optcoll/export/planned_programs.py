@@ -109,6 +109,7 @@ __all__ = [
     "not_carried",
     "SWITCH_COST",
     "FILE_CANDIDATES",
+    "CARRIED_ORDERS",
     "MESSAGE_PIECES",
     "split_choice",
     "msccl_loss",
@@ -121,14 +122,30 @@ __all__ = [
 #: 16M, overhead 1: the ring's 160.32 µs file, against the spanning trees' 180.53).
 FILE_CANDIDATES = 4
 
+#: The link orders (:data:`optcoll.core.schedule.PRIORITIES`, a timetable's) each format's
+#: files carry: plan times their candidates only in those (:func:`optcoll.sim.size_plan.plan`,
+#: ``orders``), so the time it prints is the time its file gets. An MSCCL or MSCCL++ link
+#: serves what reaches it first: the data's order, and a timetable's in whole chunks (its
+#: thread blocks send them in start-time order; torus:4x4 allgather at 1 MiB without
+#: overhead, 0.5 µs links: timetable (k=4) 3.4661 µs in plan, both files 3.4746). Plan's
+#: ``depth`` order (the slice with the deepest subtree ahead first) is beyond them (mesh:4x4
+#: reduce-scatter at 1 MiB without overhead: optimal (k=2) 7.2118 µs in ``depth`` order,
+#: 9.6045 in the data's, its MSCCL++ file 9.6045). Chakra traces carry every order (a send
+#: waits for the one before it on its link), so plan's own times are theirs.
+CARRIED_ORDERS: dict[str, tuple[str, ...]] = {
+    "msccl": ("progress", "timetable"),
+    "mscclpp": ("progress", "timetable"),
+}
+
 #: What each format cannot carry of plan's choice (printed with every file).
 NOT_CARRIED = {
-    "msccl": "the link order (thread blocks run their steps in program order), a timetable's "
-    "start times and a log-step message's slices (the program loops over the buffer)",
-    "mscclpp": "the link order (thread blocks run concurrently, each in program order; a link "
-    "serves what comes first), a timetable's start times and a "
-    "log-step message's slices (a put is one transfer; only ops that issue one cost the "
-    "overhead)",
+    "msccl": "plan's depth link orders (thread blocks run their steps in program order: plan "
+    "timed the data's), a timetable's start times and a log-step message's slices (the "
+    "program loops over the buffer)",
+    "mscclpp": "plan's depth link orders (thread blocks run concurrently, each in program "
+    "order; a link serves what comes first: plan timed the data's), a timetable's start "
+    "times and a log-step message's slices (a put is one transfer; only ops that issue one "
+    "cost the overhead)",
 }
 
 
@@ -255,8 +272,10 @@ def file_forms(request: ExportRequest, ranked: Ranked, topology: Any, size: int)
     ran them; the topology's unit lumps small pieces together, which is mostly slower,
     torus 4x4 allreduce at 1 MiB 8.74 against 8.25 µs, not always: its reduce-scatter at
     1 MiB, 6.46 against 6.62), and each of them with a root's ranges interleaved too where
-    plan ran the trees in a ``depth`` or ``progress-depth`` link order (which interleaving
-    carries in part); for an MSCCL step program that reduces, its reductions split too
+    a root has several (``k > 1``: each unit its puts leave deepest first, a part of plan's
+    ``depth`` order no link keeps across blocks; dgx-h100:2 reduce-scatter at 1 MiB without
+    overhead, 0.5 µs links: optimal (k=2) 5.1117 µs interleaved, 5.3666 a block per range,
+    5.2209 in plan in the data's order); for an MSCCL step program that reduces, its reductions split too
     where the runtime runs ``rrc`` (:func:`split_choice`); every MSCCL form also with a
     channel per transfer of a GPU pair (``spread``: a GPU's receives in thread blocks of
     their own, side by side; torus 4x4 allgather at 1 MiB, overhead 1 µs, latency 0.5 µs:
@@ -307,7 +326,7 @@ Form(interleave=False, split=False, buffers=False, unit=None, spread=True, piece
     coarse = pipeline_unit(topology, schedule)
     piece = piece_unit(schedule, size, ranked.slice_bytes)
     units = sorted({coarse, piece})
-    ways = [False, True] if ranked.priority in ("depth", "progress-depth") else [False]
+    ways = [False, True] if schedule.k > 1 else [False]  # a root's ranges: one block or k
     return [Form(interleave=interleave, unit=unit) for interleave in ways for unit in units]
 
 
@@ -495,7 +514,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     (choice,) = planned_choices(
         topology, request.collective, [size], root=request.root, overhead=sim.overhead,
         default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
-        choose_slice=request.slice is None, every_candidate=True,
+        choose_slice=request.slice is None, every_candidate=True, orders=CARRIED_ORDERS[fmt],
     )  # fmt: skip
     best = file_choice(request, topology, choice, sim)
     ranked, files, times = best.ranked, best.files, best.times
@@ -544,10 +563,6 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
     chose = ""
     if choice.chosen != ranked.method:
         chose = f" (plan chose {choice.chosen}: {choice.time_us:.4f} µs)"
-    # a tree schedule's link order other than the data's: a priority no program carries
-    order = ""
-    if isinstance(ranked.schedule, Schedule) and ranked.priority not in ("progress", "timetable"):
-        order = f" in link order {ranked.priority}"
     for (path, _, placement), file_us in zip(files, times, strict=True):
         shared = ", a root's ranges interleaved in one thread block" if best.interleave else ""
         if best.unit is not None:
@@ -565,7 +580,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         if full_us is not None and round(full_us, 4) != round(ranked.time_us, 4):
             full = f" ({full_us:.4f} µs in full, ties first come first served as a file's)"
         lines.append(
-            f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs{order}{full}, this file simulated "
+            f"  at {size_text(size)}: plan {ranked.time_us:.4f} µs{full}, this file simulated "
             f"{file_us:.4f} µs ({file_us / ranked.time_us - 1:+.1%}; "
             f"simulate it with --slice {piece})"
         )
@@ -764,8 +779,8 @@ def split_choice(request: ExportRequest, ranked: Ranked) -> bool:
 def msccl_loss(ranked: Ranked, topology: Any, runtime: str) -> str:
     """Why an MSCCL file of ``ranked`` for ``runtime`` runs slower than plan's time of it,
     in a few words (the parts of :func:`not_carried` that apply to it): receives as steps
-    of their own, a step schedule's relayed messages, a timetable's start times, a tree
-    schedule's link order.
+    of their own, a step schedule's relayed messages, a timetable's start times (plan times
+    an MSCCL file's trees only in orders it carries, :data:`CARRIED_ORDERS`).
 
     >>> from optcoll.topologies import build
     >>> from optcoll.schedules.baselines.logstep import recursive_doubling_allreduce
@@ -786,8 +801,6 @@ def msccl_loss(ranked: Ranked, topology: Any, runtime: str) -> str:
             why += f"; {relayed} messages relayed by GPUs between"
     elif ranked.priority == "timetable":
         why += "; no start times"
-    elif ranked.priority != "progress":
-        why += f"; program order, not plan's {ranked.priority} link order"
     return why
 
 

@@ -301,7 +301,8 @@ class Candidate:
         timetable: Timetable | None = None,
     ) -> TaskGraph:
         """The candidate's task graph for a ``size``-byte collective, its links serving
-        their slices in ``priority`` order (a timetable candidate: in ``timetable``'s)."""
+        their slices in ``priority`` order (a timetable candidate: ``timetable``'s trees,
+        in its start times' order where ``priority`` is :data:`TIMETABLE`)."""
         if self.program is not None:
             return self.program.tasks(network, size, slice_bytes)
         if self.aggregation is not None:
@@ -314,7 +315,7 @@ class Candidate:
             chunk = data_bytes("allgather", size, len(schedule.compute_nodes)) / schedule.k
             tree_tasks(
                 graph, network, schedule.trees, chunk, (False,), slice_bytes=slice_bytes,
-                starts=timetable.starts,
+                priority=_tree_order(priority), starts=_starts(timetable, priority),
             )  # fmt: skip
             return graph
         if self.schedule is not None:
@@ -852,9 +853,18 @@ def plan(
     every_candidate: bool = False,
     refined_methods: Collection[str] = (),
     settle: bool = True,
+    orders: Collection[str] | None = None,
 ) -> list[SizePlan]:
     """For each size, the fastest way to run one of ``options`` (default
     :func:`candidates`) under the simulator, with the lower bound of the module docstring.
+
+    ``orders``: the link orders the target of the plan carries (default all): a candidate
+    runs only in those of its own (:attr:`Candidate.priorities`), or in the data's order
+    (``progress``) where it has none of them, a timetable's trees then without its start
+    times. MSCCL and MSCCL++ files carry only the data's order
+    (:data:`optcoll.export.planned_programs.CARRIED_ORDERS`; mesh:4x4 reduce-scatter at
+    1 MiB without overhead: optimal (k=2) 7.2118 µs in ``depth`` order, 9.6045 in the data's,
+    its MSCCL++ file 9.6045).
 
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
     of ``slice_bytes`` (four times as large, and again, where its task graph would exceed
@@ -938,10 +948,10 @@ def plan(
     for size in sizes:
         lower = bounds.lower_us(size)
         search = _Search(topology, network, size, sim, max_tasks, lower, shared, collective,
-                         file_tasks, every_candidate)  # fmt: skip
+                         file_tasks, every_candidate, orders)  # fmt: skip
         # likely fastest first: the smallest bandwidth term, timetables before trees
         for option in sorted(options, key=lambda o: (search.floor_us(o), -o.chunks_per_node)):
-            search.run(option, option.priorities[0], search.fitting(option, sim.slice_bytes))
+            search.run(option, search.orders(option)[0], search.fitting(option, sim.slice_bytes))
             if bar is not None:
                 bar.update()
         search.reorder()
@@ -1013,8 +1023,10 @@ class _Search:
         collective: str,
         file_tasks: bool = False,
         every_candidate: bool = False,
+        orders: Collection[str] | None = None,
     ) -> None:
         self.topology, self.network, self.size = topology, network, size
+        self.carried = orders
         self.file_tasks, self.every_candidate = file_tasks, every_candidate
         self.lower = float(lower)
         self.sim, self.max_tasks = sim, max_tasks
@@ -1023,6 +1035,16 @@ class _Search:
         self.quotients, self.built, self.factors = shared.quotients, shared.built, shared.factors
         self.latencies = shared.latencies
         self.collective = collective
+
+    def orders(self, option: Candidate) -> tuple[str, ...]:
+        """The link orders ``option`` runs in here: its own (:attr:`Candidate.priorities`;
+        without ``orders``), or those the target carries of its own and, for a timetable,
+        of its trees' (:data:`PRIORITIES`: its start times order whole chunks, its trees in
+        the data's order may run sliced); the data's order where it carries none."""
+        if self.carried is None:
+            return option.priorities
+        own = (*option.priorities, *(PRIORITIES if option.chunks_per_node else ()))
+        return tuple(p for p in own if p in self.carried) or ("progress",)
 
     def run(self, option: Candidate, priority: str, slice_bytes: int | None) -> _Trial | None:
         """Simulate ``option`` in ``priority`` order with ``slice_bytes`` (None: too
@@ -1062,8 +1084,7 @@ class _Search:
                 assert schedule is not None  # only schedules have quotients
                 graph = schedule_quotient_tasks(
                     schedule, quotient, self.network, self.size, slice_bytes=slice_bytes,
-                    priority="progress" if table is not None else priority,
-                    starts=None if table is None else table.starts,
+                    priority=_tree_order(priority), starts=_starts(table, priority),
                 )  # fmt: skip
             else:
                 graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
@@ -1071,7 +1092,7 @@ class _Search:
             return None
         ties = None if quotient is None else range(len(graph))
         run = self.sim.run(graph, self.network, self.size, ties=ties)
-        schedule = option.schedule if table is None else _with_order(table)
+        schedule = option.schedule if table is None else _with_order(table, priority)
         folded = quotient is not None and option.aggregation is None
         trial = _Trial(run.time_us, option.method, option, priority, slice_bytes, schedule, folded)
         self.trials.append(trial)
@@ -1136,7 +1157,7 @@ class _Search:
             for option in options:
                 if option.method not in fastest:
                     self.run(
-                        option, option.priorities[0], self.fitting(option, self.sim.slice_bytes)
+                        option, self.orders(option)[0], self.fitting(option, self.sim.slice_bytes)
                     )
 
     def _unfolded(self, trial: _Trial) -> _Trial | None:
@@ -1165,8 +1186,7 @@ class _Search:
         table = self._table(trial.option)
         schedule = trial.option.schedule if table is None else table.schedule
         assert schedule is not None
-        priority = "progress" if table is not None else trial.priority
-        starts = None if table is None else table.starts
+        priority, starts = _tree_order(trial.priority), _starts(table, trial.priority)
         graph = schedule_quotient_tasks(
             schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
             priority=priority, starts=starts,
@@ -1333,12 +1353,12 @@ class _Search:
         and of every one simulated from its quotient (one orbit of tasks: cheap), each at
         the slice it first ran with."""
         tried = sorted(self.trials, key=lambda t: t.time_us)
-        reordered = [t for t in tried if len(t.option.priorities) > 1]
+        reordered = [t for t in tried if len(self.orders(t.option)) > 1]
         reordered = reordered[:REORDERED] + [
             t for t in reordered[REORDERED:] if self.quotient(t.option) is not None
         ]
         for trial in reordered:
-            for priority in trial.option.priorities[1:]:
+            for priority in self.orders(trial.option)[1:]:
                 self.run(trial.option, priority, trial.slice_bytes)
 
     def refine(self, methods: Collection[str] = ()) -> None:
@@ -1396,7 +1416,7 @@ class _Search:
                         # relay forwards a slice once all of it is in), but a timetable
                         # sends whole chunks with cut-through links (a file cannot keep
                         # its start-time order once they are sliced: see plan)
-                        if current.option.chunks_per_node and not self.network.store_and_forward:
+                        if current.priority == TIMETABLE and not self.network.store_and_forward:
                             break
                         continue
                     smaller = self.run(current.option, current.priority, piece)
@@ -1488,13 +1508,34 @@ def tree_latency_floor(
     return total
 
 
-def _with_order(table: Timetable) -> Schedule:
-    """The timetable's schedule with its order in its stats (``priority`` timetable and
-    ``starts``: per tree, the start time in µs of each edge's transfer), which the
-    schedule JSON carries."""
-    starts = [list(s) for s in table.starts]
-    stats = {**table.schedule.stats, "priority": "timetable", "starts": starts}
+def _with_order(table: Timetable, priority: str = TIMETABLE) -> Schedule:
+    """The timetable's schedule with the order it ran in in its stats, which the schedule
+    JSON carries: ``priority`` timetable and ``starts`` (per tree, the start time in µs of
+    each edge's transfer), or another ``priority`` (its trees in that order).
+
+    Examples
+    --------
+    >>> from optcoll.topologies import build
+    >>> table = greedy_timetable(build("ring:3"), 1024.0, 1)
+    >>> _with_order(table).stats["priority"], "starts" in _with_order(table, "progress").stats
+    ('timetable', False)
+    """
+    stats = {**table.schedule.stats, "priority": priority}
+    if priority == TIMETABLE:
+        stats["starts"] = [list(s) for s in table.starts]
     return replace(table.schedule, stats=stats)
+
+
+def _tree_order(priority: str) -> str:
+    """The order a timetable's trees run in under ``priority``: the data's where the
+    timetable's own start times order them (:func:`_starts`), else ``priority``."""
+    return "progress" if priority == TIMETABLE else priority
+
+
+def _starts(table: Timetable | None, priority: str) -> tuple[tuple[float, ...], ...] | None:
+    """The start times ordering ``table``'s links under ``priority`` (None: no timetable,
+    or its trees in another order)."""
+    return table.starts if table is not None and priority == TIMETABLE else None
 
 
 def size_bands(

@@ -95,27 +95,28 @@ def test_planned_program_refuses_what_it_does_not_take(extra, tmp_path, capsys):
     assert not (tmp_path / "x.xml").exists()
 
 
-def test_mscclpp_plan_states_the_link_order_it_cannot_carry(tmp_path, capsys):
-    """dgx-h100:2 allreduce at 64 MiB: plan runs optimal (k=2) in its depth order (a link
-    serves the slice with the deepest subtree ahead first); an MSCCL++ link serves what
-    comes first. Until 2026-12-03 plan printed 256.6582 µs in 512 KiB slices from its
-    quotient (262.8138 in full, ties first come first served), and the file written, a
-    root's two ranges interleaved in one block in 512 KiB pieces, took 274.8043 (+7.1 %).
-    Plan now times its choice in full (re-measured): 128 KiB slices, 261.4932, and the
-    file in those pieces (one block per range) 270.4543 (+3.4 %, within the 10 % stated
-    here). The report says which order plan's time is in."""
+def test_mscclpp_export_times_plan_in_the_link_order_the_file_carries(tmp_path, capsys):
+    """dgx-h100:2 allreduce at 64 MiB: plan runs optimal (k=2) fastest in its depth order
+    (a link serves the slice with the deepest subtree ahead first), 261.4932 µs in 128 KiB
+    slices; an MSCCL++ link serves what comes first, and the file written of it took
+    270.4543 (+3.4 %). The export now plans in the orders the file carries
+    (CARRIED_ORDERS): the data's, 271.5321 µs, and the same file runs within 0.4 % of it
+    (a thread block per range, each running its steps tree level by tree level)."""
     path = tmp_path / "ar.json"
     argv = ["export", "dgx-h100:2", "--collective", "allreduce", "--size", "64M",
             "--format", "mscclpp", "-o", str(path)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "at 64M: plan 261.4932 µs in link order depth, this file simulated 270.4543 µs" in out
+    assert "at 64M: plan 271.5321 µs, this file simulated 270.4543 µs (-0.4%" in out
     assert "optimal (k=2), k = 2, pipelined in 128K units; checked" in out
     argv = ["simulate", "dgx-h100:2", str(path), "--sizes", "64M", "--slice", "128K", "--json"]
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)["results"]
     assert row["time_us"] == pytest.approx(270.4543, abs=1e-4)
-    assert row["time_us"] / 261.4932 - 1 < 0.10
+    plain = main(["plan", "dgx-h100:2", "--collective", "allreduce", "--sizes", "64M", "--json"])
+    assert plain == 0
+    [own] = json.loads(capsys.readouterr().out)["sizes"]
+    assert (own["time_us"], own["priority"]) == (261.4932, "depth")  # beyond the file
 
 
 def test_candidates_that_cannot_win_are_timed_for_the_format_that_holds_only_them(tmp_path, capsys):

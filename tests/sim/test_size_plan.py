@@ -254,3 +254,71 @@ def test_a_schedule_whose_recorded_order_is_broken_is_refused(tmp_path, capsys):
     path.write_text(json.dumps(data))
     assert main(["simulate", "ring:4", str(path), "--sizes", "1M"]) == 2
     assert "stats.priority" in capsys.readouterr().err
+
+
+def test_plan_in_the_orders_a_target_carries():
+    """mesh:4x4 reduce-scatter at 1 MiB, no overhead: plan's fastest runs optimal (k=2) in
+    its depth order, 7.2118 µs in 8 KiB slices; in the data's order alone (what MSCCL and
+    MSCCL++ links do) the same trees take 9.6045 µs, and plan, told so, prints that."""
+    topo = build("mesh:4x4")
+    [own] = plan(topo, "reduce_scatter", [MiB], overhead=0.0)
+    [carried] = plan(topo, "reduce_scatter", [MiB], overhead=0.0, orders=("progress",))
+    assert (own.method, own.priority, own.slice_bytes) == ("optimal (k=2)", "depth", 8 * KiB)
+    assert own.time_us == pytest.approx(7.2118, abs=1e-4)
+    assert (carried.method, carried.priority) == ("optimal (k=2)", "progress")
+    assert carried.time_us == pytest.approx(9.6045, abs=1e-4)
+    assert all(p == "progress" for _, p, _ in carried.orders)
+    # the same schedule in that order and slice, simulated on its own
+    run = simulate_schedule(topo, carried.schedule, MiB, overhead=0.0,
+                            slice_bytes=carried.slice_bytes)  # fmt: skip
+    assert run.time_us == pytest.approx(carried.time_us, abs=1e-9)
+
+
+def test_a_timetable_without_its_start_times_runs_its_trees_sliced():
+    """hypercube:4 allgather at 1 MiB, no overhead: the timetable (k=4) in its start times'
+    order sends whole chunks, 5.4746 µs; where only the data's order is carried its trees
+    run in it, and sliced (8 KiB) they take 5.3107 µs - the schedule plan then records has
+    that order and no start times."""
+    topo = build("hypercube:4")
+    [own] = plan(topo, "allgather", [MiB], overhead=0.0)
+    [carried] = plan(topo, "allgather", [MiB], overhead=0.0, orders=("progress",))
+    assert (own.method, own.priority) == ("timetable (k=4)", "timetable")
+    assert own.time_us == pytest.approx(5.4746, abs=1e-4)
+    assert (carried.method, carried.priority, carried.slice_bytes) == (
+        "timetable (k=4)", "progress", 8 * KiB,
+    )  # fmt: skip
+    assert carried.time_us == pytest.approx(5.3107, abs=1e-4)
+    assert carried.schedule.stats["priority"] == "progress"
+    assert "starts" not in carried.schedule.stats
+    run = simulate_schedule(topo, carried.schedule, MiB, overhead=0.0, slice_bytes=8 * KiB)
+    assert run.time_us == pytest.approx(carried.time_us, abs=1e-9)
+
+
+def test_plan_format_times_what_the_files_run(tmp_path, capsys):
+    """plan --format mscclpp --export: every band's MSCCL++ plan, run by the simulator's
+    reader of the file, takes the time plan printed (mesh:4x4 reduce-scatter, no overhead:
+    6.2867 µs at 64 KiB, 9.6045 at 1 MiB); the schedule each band holds is written beside
+    it (.schedule.json). Without --format plan prints its own model's 7.2118 at 1 MiB."""
+    argv = ["plan", "mesh:4x4", "--collective", "reduce-scatter", "--sizes", "64K", "1M",
+            "--overhead", "0"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][1]["time_us"] == 7.2118
+    folder = tmp_path / "bands"
+    assert main([*argv, "--format", "mscclpp", "--export", str(folder), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["time_us"] for r in report["sizes"]] == [6.2867, 9.6045]
+    assert [(g["plan_time_us"], g["file_time_us"]) for g in report["exports"]] == [
+        (6.2867, 6.2867), (9.6045, 9.6045),
+    ]  # fmt: skip
+    plans = sorted(folder.glob("*.outofplace.json"))
+    assert len(plans) == 2 and len(sorted(folder.glob("*.schedule.json"))) == 2
+    for path, row in zip(plans, report["sizes"], strict=True):
+        size = f"{row['bytes'] // KiB}K"
+        slices = ["--slice", f"{row['slice_bytes'] // KiB}K"]
+        assert main(["simulate", "mesh:4x4", str(path), "--sizes", size, "--overhead", "0",
+                     *slices, "--json"]) == 0  # fmt: skip
+        [run] = json.loads(capsys.readouterr().out)["results"]
+        assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)
+    assert main([*argv, "--format", "mscclpp"]) == 0
+    out = capsys.readouterr().out
+    assert "simulated time (µs) of every candidate as MSCCL++ files run it" in out

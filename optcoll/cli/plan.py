@@ -27,8 +27,7 @@ HELP = "the fastest schedule at every message size under the simulator, and its 
 EXAMPLES = """\
 examples:
   optcoll plan dgx-a100:2
-  optcoll plan dgx-a100:2 --sizes 1K 1M 1G --export bands
-  optcoll plan mesh:4x4 --collective reduce-scatter --sizes 1M --format mscclpp
+  optcoll plan dgx-a100:2 --sizes 1K 1M 1G --format mscclpp --export bands
 """
 #: The formats whose files plan can time and ``--export`` write
 #: (:data:`optcoll.export.planned_programs.CARRIED_ORDERS`' keys).
@@ -60,9 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         default=None,
-        help="time every candidate as this format's files run it, in the link orders they "
-        "carry (the data's), and --export that format (default: every order plan has, as "
-        "Chakra traces carry; --export writes msccl)",
+        help="time every candidate as this format's files run it, only in the link orders "
+        "they carry (not plan's depth order), and --export that format (default: every "
+        "order plan has, as Chakra traces carry; --export writes msccl)",
     )
     parser.add_argument(
         "--export",
@@ -197,7 +196,7 @@ def _nccl_model(topology: Any, collective: str, rows: list[Any]) -> dict[int, di
 
 def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | None) -> None:
     methods = [m for m, _ in rows[0].candidates]
-    timed = "" if fmt is None else f" as {FORMAT_NAMES[fmt]} files run it (the data's link order)"
+    timed = "" if fmt is None else f" as {FORMAT_NAMES[fmt]} files run it (link orders they carry)"
     print(
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
         f"simulated time (µs) of every candidate{timed}, * the fastest"

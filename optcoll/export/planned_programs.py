@@ -125,16 +125,18 @@ FILE_CANDIDATES = 4
 #: The link orders (:data:`optcoll.core.schedule.PRIORITIES`, a timetable's) each format's
 #: files carry: plan times their candidates only in those (:func:`optcoll.sim.size_plan.plan`,
 #: ``orders``), so the time it prints is the time its file gets. An MSCCL or MSCCL++ link
-#: serves what reaches it first: the data's order, and a timetable's in whole chunks (its
-#: thread blocks send them in start-time order; torus:4x4 allgather at 1 MiB without
-#: overhead, 0.5 µs links: timetable (k=4) 3.4661 µs in plan, both files 3.4746). Plan's
-#: ``depth`` order (the slice with the deepest subtree ahead first) is beyond them (mesh:4x4
-#: reduce-scatter at 1 MiB without overhead: optimal (k=2) 7.2118 µs in ``depth`` order,
-#: 9.6045 in the data's, its MSCCL++ file 9.6045). Chakra traces carry every order (a send
+#: serves what reaches it first, so plan's ``depth`` order (the slice with the deepest
+#: subtree ahead first) is beyond both (mesh:4x4 reduce-scatter at 1 MiB without overhead:
+#: optimal (k=2) 7.2118 µs in ``depth`` order, 9.6045 in the data's, its MSCCL++ file
+#: 9.6045). An MSCCL thread block lists its steps in a timetable's start-time order, which
+#: its links then keep within a loop (hypercube:4 allgather at 1 MiB, no overhead, 1 µs
+#: links: timetable (k=4) 5.4746 µs in plan, its MSCCL file 5.4746); an MSCCL++ file of a
+#: timetable runs its trees in the data's order (0.5 µs links: 3.3107 in the timetable's
+#: order, 3.6384 in the data's, the file 3.6384). Chakra traces carry every order (a send
 #: waits for the one before it on its link), so plan's own times are theirs.
 CARRIED_ORDERS: dict[str, tuple[str, ...]] = {
     "msccl": ("progress", "timetable"),
-    "mscclpp": ("progress", "timetable"),
+    "mscclpp": ("progress",),
 }
 
 #: What each format cannot carry of plan's choice (printed with every file).

@@ -59,16 +59,16 @@ def test_plan_time_is_the_full_run(spec, collective, size, overhead, quotient_us
     ("spec", "collective", "size", "overhead", "method", "priority", "plan_us"),
     [
         ("dgx-h100:2", "allgather", "16M", "1", "optimal (k=2)", "progress", 34.4573),
-        ("ring:8", "allgather", "1M", "0", "timetable (k=4)", "timetable", 5.2598),
+        ("ring:8", "allgather", "1M", "0", "timetable (k=4)", "progress", 5.2598),
     ],
 )
 def test_mscclpp_file_runs_in_plans_time(
     tmp_path, capsys, spec, collective, size, overhead, method, priority, plan_us
 ):
     """Where the MSCCL++ file of a tree schedule carries plan's link order (``progress``:
-    the data's; ``timetable``: its start times), its simulated time is plan's to the
-    nanosecond (ring:8: optimal (k=2), progress, 5.5875 µs until the timetable, settled in
-    full, ran faster)."""
+    the data's, the one the export plans in; a timetable's trees too), its simulated time
+    is plan's to the nanosecond (ring:8: optimal (k=2), progress, 5.5875 µs until the
+    timetable, settled in full, ran faster)."""
     path = tmp_path / "plan.json"
     args = ["export", spec, "--collective", collective, "--size", size, "--overhead", overhead,
             "--latency", "0.5", "--format", "mscclpp", "-o", str(path), "--json"]  # fmt: skip

@@ -280,7 +280,7 @@ def test_a_timetable_without_its_start_times_runs_its_trees_sliced():
     run in it, and sliced (8 KiB) they take 5.3107 µs - the schedule plan then records has
     that order and no start times."""
     topo = build("hypercube:4")
-    [own] = plan(topo, "allgather", [MiB], overhead=0.0)
+    [own] = plan(topo, "allgather", [MiB], overhead=0.0, orders=("timetable",))
     [carried] = plan(topo, "allgather", [MiB], overhead=0.0, orders=("progress",))
     assert (own.method, own.priority) == ("timetable (k=4)", "timetable")
     assert own.time_us == pytest.approx(5.4746, abs=1e-4)

@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
         raise ScheduleError(f"--root {args.root!r} is not a compute node of {topology.name}")
     sizes = sorted(set(args.sizes or SIZES))
-    fmt = args.format or ("msccl" if args.export else None)
+    written = args.format or "msccl"  # the format --export writes
+    fmt = written if args.export else args.format
     orders = None
     if fmt is not None:
         from optcoll.export.planned_programs import CARRIED_ORDERS
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     with output_transaction():  # the band files and the picture appear together or not at all
         files, refused, gaps = (
-            _export(args, fmt, topology, options, rows, inputs) if args.export else ([], [], [])
+            _export(args, written, topology, options, rows, inputs) if args.export else ([], [], [])
         )
         if args.plot:
             _plot(args, topology, rows, inputs)
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     for why in refused:
         print(
-            f"not exported as {FORMAT_NAMES[args.format or 'msccl']} (its band holds the fastest "
+            f"not exported as {FORMAT_NAMES[written]} (its band holds the fastest "
             f"other schedule): {why}"
         )
     stepped = sorted({r.method for r in rows for o in options if o.method == r.method and o.steps})

@@ -25,8 +25,10 @@ where plan's ``depth`` order serves the slice with the deepest subtree ahead fir
 dgx-h100:2 allreduce at 64 MiB, optimal (k=2), plan 256.66 µs, 262.81 simulated in full in
 that order with ties first come first served, 282.81 in the data's order, the MSCCL++ file
 281.65 with a thread block per range, 278.81 with a root's ranges interleaved in one, which
-puts them in plan's order each unit, 274.80 so and in plan's 512 KiB pieces: an MSCCL++ tree
-candidate in such an order is written both ways and the faster file kept), the ties of plan's
+puts them in plan's order each unit, 274.80 so and in plan's 512 KiB pieces; so plan times
+a file's candidates only in the orders its format carries, :data:`CARRIED_ORDERS`, and an
+MSCCL++ tree candidate with several ranges a root is written both ways and the faster file
+kept), the ties of plan's
 quotient run (:func:`full_time`: the 256.66 above was 262.81 in full; plan now prints the
 full run's time, ties first come first served, for the schedule it chose), a timetable's start
 times, and per-message slices of a step schedule (both formats loop over the buffer); and

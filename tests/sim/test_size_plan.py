@@ -322,3 +322,22 @@ def test_plan_format_times_what_the_files_run(tmp_path, capsys):
     assert main([*argv, "--format", "mscclpp"]) == 0
     out = capsys.readouterr().out
     assert "simulated time (µs) of every candidate as MSCCL++ files run it" in out
+
+
+def test_plan_format_mscclpp_export_and_export_bands_write_the_same_plans(tmp_path, capsys):
+    """plan --format mscclpp --export and export --bands --format mscclpp plan alike (in the
+    orders MSCCL++ carries) and write the same execution plans, byte for byte (dgx-a100:2
+    allgather: direct to 1 MiB, hierarchical (direct + direct) to 64 MiB, then k=2)."""
+    sizes = ["--sizes", "64K", "1M", "64M"]
+    folder = tmp_path / "plan"
+    assert main(["plan", "dgx-a100:2", *sizes, "--format", "mscclpp", "--export", str(folder)]) == 0
+    capsys.readouterr()
+    (tmp_path / "bands").mkdir()
+    argv = ["export", "dgx-a100:2", "--bands", *sizes, "--format", "mscclpp"]
+    assert main([*argv, "-o", str(tmp_path / "bands" / "ag.json")]) == 0
+    planned = sorted(p.read_text() for p in folder.glob("*.outofplace.json"))
+    banded = sorted(p.read_text() for p in (tmp_path / "bands").iterdir())
+    assert len(planned) == 3 and planned == banded
+    methods = sorted(p.name.split(".")[2] for p in folder.glob("*.outofplace.json"))
+    assert methods == ["direct", "hierarchical__direct___direct_", "k2"]
+    assert len(list(folder.glob("*.schedule.json"))) == 1  # the one tree band's schedule

@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "collective": args.collective,
                 "topology": topology.name,
+                "format": fmt,  # whose files' link orders the times are in (None: every order)
                 "sizes": [{**row.to_dict(), **model.get(row.size, {})} for row in rows],
                 **({"exports": gaps} if args.export else {}),
             }

@@ -302,10 +302,12 @@ def test_plan_format_times_what_the_files_run(tmp_path, capsys):
     argv = ["plan", "mesh:4x4", "--collective", "reduce-scatter", "--sizes", "64K", "1M",
             "--overhead", "0"]  # fmt: skip
     assert main([*argv, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["sizes"][1]["time_us"] == 7.2118
+    own = json.loads(capsys.readouterr().out)
+    assert own["format"] is None and own["sizes"][1]["time_us"] == 7.2118
     folder = tmp_path / "bands"
     assert main([*argv, "--format", "mscclpp", "--export", str(folder), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert report["format"] == "mscclpp"
     assert [r["time_us"] for r in report["sizes"]] == [6.2867, 9.6045]
     assert [(g["plan_time_us"], g["file_time_us"]) for g in report["exports"]] == [
         (6.2867, 6.2867), (9.6045, 9.6045),

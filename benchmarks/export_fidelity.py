@@ -79,8 +79,8 @@ def run(repo: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             for collective in args.collectives:
                 for overhead in args.overheads:
                     timing = ["--overhead", overhead, "--latency", args.latency]
-                    command = ["plan", spec, "--collective", collective, "--sizes", *args.sizes]
-                    plan, cpu, error = _optcoll(repo, [*command, *timing])
+                    planning = ["plan", spec, "--collective", collective, "--sizes", *args.sizes]
+                    plan, cpu, error = _optcoll(repo, [*planning, *timing])
                     if plan is None:
                         print(f"{spec} {collective}: plan failed: {error}", file=sys.stderr)
                         continue
@@ -88,7 +88,7 @@ def run(repo: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
                     for fmt in args.formats:
                         if fmt != "chakra" and formats:
                             planned[fmt], more, error = _optcoll(
-                                repo, [*command, *timing, "--format", fmt]
+                                repo, [*planning, *timing, "--format", fmt]
                             )
                             cpu += more
                     for i, (size, any_row) in enumerate(

@@ -86,8 +86,9 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     argv = ["plan", "dgx-a100:2", "--sizes", "1K", "1M", "64M", "--json"]
     assert main([*argv, "--export", str(out), "--plot", str(picture)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["collective", "topology", "sizes", "exports"]
+    assert list(data) == ["collective", "topology", "format", "sizes", "exports"]
     assert data["collective"] == "allgather" and data["topology"] == "dgx-a100:2"  # the default
+    assert data["format"] == "msccl"  # --export alone writes MSCCL and plans for it
     # with --export: each planned size's band file, its time and plan's
     assert [e["bytes"] for e in data["exports"]] == [1024, 2**20, 2**26]
     for entry in data["exports"]:

@@ -863,10 +863,10 @@ def plan(
 
     ``orders``: the link orders the target of the plan carries (default all): a candidate
     runs only in those of its own (:attr:`Candidate.priorities`), or in the data's order
-    (``progress``) where it has none of them. MSCCL and MSCCL++ files carry only the data's order
-    (:data:`optcoll.export.planned_programs.CARRIED_ORDERS`; mesh:4x4 reduce-scatter at
-    1 MiB without overhead: optimal (k=2) 7.2118 µs in ``depth`` order, 9.6045 in the data's,
-    its MSCCL++ file 9.6045).
+    (``progress``) where it has none of them. MSCCL++ files carry only the data's order,
+    MSCCL files also a timetable's (:data:`optcoll.export.planned_programs.CARRIED_ORDERS`;
+    mesh:4x4 reduce-scatter at 1 MiB without overhead: optimal (k=2) 7.2118 µs in ``depth``
+    order, 9.6045 in the data's, its MSCCL++ file 9.6045).
 
     Every candidate runs in its first order (:attr:`Candidate.priorities`) with slices
     of ``slice_bytes`` (four times as large, and again, where its task graph would exceed

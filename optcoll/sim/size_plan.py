@@ -76,6 +76,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
+from typing import Any
 
 from optcoll.bounds.combined import HOLDS_FOR as COMBINED_HOLDS_FOR
 from optcoll.bounds.combined import CombinedBound, combined_bound
@@ -318,7 +319,7 @@ class Candidate:
             chunk = data_bytes("allgather", size, len(schedule.compute_nodes)) / schedule.k
             tree_tasks(
                 graph, network, schedule.trees, chunk, (False,), slice_bytes=slice_bytes,
-                priority=_tree_order(priority), starts=_starts(timetable, priority),
+                **_tree_order(timetable, priority),
             )  # fmt: skip
             return graph
         if self.schedule is not None:
@@ -1083,7 +1084,7 @@ class _Search:
                 assert schedule is not None  # only schedules have quotients
                 graph = schedule_quotient_tasks(
                     schedule, quotient, self.network, self.size, slice_bytes=slice_bytes,
-                    priority=_tree_order(priority), starts=_starts(table, priority),
+                    **_tree_order(table, priority),
                 )  # fmt: skip
             else:
                 graph = option.tasks(self.network, self.size, slice_bytes, priority, table)
@@ -1185,16 +1186,15 @@ class _Search:
         table = self._table(trial.option)
         schedule = trial.option.schedule if table is None else table.schedule
         assert schedule is not None
-        priority, starts = _tree_order(trial.priority), _starts(table, trial.priority)
+        order = _tree_order(table, trial.priority)
         graph = schedule_quotient_tasks(
-            schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes,
-            priority=priority, starts=starts,
-        )  # fmt: skip
+            schedule, quotient, self.network, self.size, slice_bytes=trial.slice_bytes, **order
+        )
         run = self.sim.run(graph, self.network, self.size, ties=range(len(graph)), record=True)
         assert run.time_us == trial.time_us  # the same run
         check_expanded(
             schedule, quotient, self.network, self.size, run, slice_bytes=trial.slice_bytes,
-            priority=priority, starts=starts,
+            **order,
         )  # fmt: skip
 
     def made(self, option: Candidate) -> Candidate:
@@ -1525,16 +1525,18 @@ def _with_order(table: Timetable, priority: str = TIMETABLE) -> Schedule:
     return replace(table.schedule, stats=stats)
 
 
-def _tree_order(priority: str) -> str:
-    """The order a timetable's trees run in under ``priority``: the data's where the
-    timetable's own start times order them (:func:`_starts`), else ``priority``."""
-    return "progress" if priority == TIMETABLE else priority
+def _tree_order(table: Timetable | None, priority: str) -> dict[str, Any]:
+    """The ``priority`` and ``starts`` keywords of :func:`~optcoll.sim.simulator.tree_tasks`
+    that run trees (``table``'s, if given) in ``priority`` order: for :data:`TIMETABLE`,
+    the timetable's start times (which override the data's order), as
+    :func:`~optcoll.sim.simulator.schedule_tasks` reads them from a schedule's stats.
 
-
-def _starts(table: Timetable | None, priority: str) -> tuple[tuple[float, ...], ...] | None:
-    """The start times ordering ``table``'s links under ``priority`` (None: no timetable,
-    or its trees in another order)."""
-    return table.starts if table is not None and priority == TIMETABLE else None
+    >>> _tree_order(None, "depth")
+    {'priority': 'depth', 'starts': None}
+    """
+    if priority == TIMETABLE and table is not None:
+        return {"priority": "progress", "starts": table.starts}
+    return {"priority": priority, "starts": None}
 
 
 def size_bands(

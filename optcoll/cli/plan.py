@@ -342,8 +342,10 @@ def _achievable(one: Any, topology: Any, fmt: str, runtime: str) -> str:
     ranked = one.ranked
     loss = "as in plan"
     if one.times[0] > ranked.time_us * (1 + 1e-9):
-        why = msccl_loss(ranked, topology, runtime) if fmt == "msccl" else not_carried(fmt, runtime)
-        loss = f"as a file {why}" if fmt == "msccl" else f"not carried: {why}"
+        if fmt == "msccl":
+            loss = f"as a file {msccl_loss(ranked, topology, runtime)}"
+        else:
+            loss = f"not carried: {not_carried(fmt, runtime)}"
     target = f"{runtime} MSCCL" if fmt == "msccl" else FORMAT_NAMES[fmt]
     line = (
         f"achievable as {target}: {one.times[0]:.3f} µs, {ranked.method} "

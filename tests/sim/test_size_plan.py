@@ -344,3 +344,12 @@ def test_plan_format_mscclpp_export_and_export_bands_write_the_same_plans(tmp_pa
     methods = sorted(p.name.split(".")[2] for p in folder.glob("*.outofplace.json"))
     assert methods == ["direct", "hierarchical__direct___direct_", "k2"]
     assert len(list(folder.glob("*.schedule.json"))) == 1  # the one tree band's schedule
+
+
+def test_plan_format_choices_are_the_formats_whose_orders_are_known():
+    """plan --format lists its choices without importing the export package (start-up);
+    they must be the formats CARRIED_ORDERS knows."""
+    from optcoll.cli.plan import FORMATS
+    from optcoll.export.planned_programs import CARRIED_ORDERS
+
+    assert FORMATS == tuple(CARRIED_ORDERS)

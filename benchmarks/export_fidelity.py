@@ -109,6 +109,7 @@ def run(repo: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "plan_method": row["method"],
                                 "plan_us": row["time_us"],
                                 "plan_any_us": any_row["time_us"],
+                                "lower_bound_us": row["lower_bound_us"],
                                 "cpu_s": round(export_cpu, 2),
                             }
                             if report is None:

@@ -116,14 +116,25 @@ def run(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         options=options,
         choose_slice=args.slice is None,
-        every_candidate=bool(args.export),  # a band's file: the fastest file, not plan's row
+        every_candidate=fmt is not None,  # a file is timed for each of the fastest few
         orders=orders,
     )
+    chosen: list[Any] = []  # the file of each size (--format, --export)
+    planned = rows  # plan's own model's rows (in the link orders the format carries)
+    if fmt is not None:
+        from optcoll.export.file_rows import file_row
+        from optcoll.export.planned import ranked_choices
+        from optcoll.export.planned_bands import file_choices
+
+        chosen = file_choices(
+            _request(args, fmt), topology, ranked_choices(rows, options, topology)
+        )
+        planned, rows = rows, [file_row(row, one) for row, one in zip(rows, chosen, strict=True)]
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
         files, refused, gaps = (
-            _export(args, written, topology, options, rows, inputs) if args.export else ([], [], [])
+            _export(args, written, topology, chosen, planned, inputs) if args.export else ([], [], [])
         )
         if args.plot:
             _plot(args, topology, rows, inputs)
@@ -134,7 +145,10 @@ def run(args: argparse.Namespace) -> int:
                 "collective": args.collective,
                 "topology": topology.name,
                 "format": fmt,  # whose files' link orders the times are in (None: every order)
-                "sizes": [{**row.to_dict(), **model.get(row.size, {})} for row in rows],
+                "sizes": [
+                    {**row.to_dict(), **model.get(row.size, {}), **_model_dict(fmt, own)}
+                    for row, own in zip(rows, planned, strict=True)
+                ],
                 **({"exports": gaps} if args.export else {}),
             }
         )
@@ -198,7 +212,7 @@ def _nccl_model(topology: Any, collective: str, rows: list[Any]) -> dict[int, di
 
 def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | None) -> None:
     methods = [m for m, _ in rows[0].candidates]
-    timed = "" if fmt is None else f" as {FORMAT_NAMES[fmt]} files run it (link orders they carry)"
+    timed = "" if fmt is None else f": its {FORMAT_NAMES[fmt]} file's, as the file runs"
     print(
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
         f"simulated time (µs) of every candidate{timed}, * the fastest"
@@ -227,45 +241,69 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | 
             f"{size_text(row.size):>6}  {cells}  {row.lower_bound_us:>16.3f}  {row.ratio:>8.4f}"
             f"  {row.algbw:>9.3f}  {row.busbw:>9.3f}  {piece:>6}  {row.priority}"
         )
+    if fmt is not None:
+        from optcoll.export.planned_programs import FILE_CANDIDATES
+
+        print(
+            f"- : no file simulated (not among the {FILE_CANDIDATES} fastest the format holds "
+            "in plan's own model, in the link orders the files carry; --json: model)"
+        )
+        return
     print(
         "- : not simulated (too many tasks, or its busiest link alone is slower than the "
         "fastest, or the fastest is already within 0.05 % of the bound)"
     )
 
 
-def _export(
-    args: argparse.Namespace,
-    fmt: str,
-    topology: Any,
-    options: list[Any],
-    rows: list[Any],
-    inputs: list[Path],
-) -> tuple[list[Path], list[str], list[dict[str, Any]]]:
-    """The ``fmt`` files (MSCCL or MSCCL++) of every size band
-    (:func:`optcoll.export.planned_bands.planned_bands`: at each size the fastest as a file
-    of plan's fastest candidates, trees, timetables and log-step schedules, checked and
-    simulated; consecutive sizes with the same file one band), with the schedule JSON of
-    each tree band (``.schedule.json`` beside MSCCL++ plans); and why each winner that could not
-    be written was not (its band then holds the fastest other candidate); and per planned
-    size plan's time and the file's, and where the file is slower, the time a file gets and
-    why (``lines``: what is printed)."""
-    from dataclasses import replace
-
-    from optcoll.core.output import check_output, write_output
-    from optcoll.core.schedule import Schedule
-    from optcoll.export.planned import ranked_choices
-    from optcoll.export.planned_bands import band_name, planned_bands
+def _request(args: argparse.Namespace, fmt: str) -> Any:
+    """The export request of ``plan --format``/``--export``: its band files are named in
+    ``--export``'s folder (the working directory without it, where nothing is written)."""
     from optcoll.export.request import ExportRequest
-    from optcoll.io.schedule_json import schedule_text
 
-    folder = Path(args.export)
     suffix = ".xml" if fmt == "msccl" else ".json"
-    request = ExportRequest(
-        args.topo, str(folder / f"{args.collective}{suffix}"), format=fmt,
+    return ExportRequest(
+        args.topo, str(Path(args.export or ".") / f"{args.collective}{suffix}"), format=fmt,
         collective=args.collective, runtime=args.runtime, placement="both", root=args.root,
         overhead=args.overhead, latency=args.latency, slice=args.slice, bands=True,
         max_bytes=args.max_bytes,
     )  # fmt: skip
+
+
+def _model_dict(fmt: str | None, row: Any) -> dict[str, Any]:
+    """With ``--format``, a size's ``model``: plan's own model's fastest candidate there
+    (``method``, ``time_us``, in the link orders the format carries), which its file's
+    time replaces."""
+    if fmt is None:
+        return {}
+    return {"model": {"method": row.method, "time_us": round(row.time_us, 4)}}
+
+
+def _export(
+    args: argparse.Namespace,
+    fmt: str,
+    topology: Any,
+    chosen: list[Any],
+    rows: list[Any],
+    inputs: list[Path],
+) -> tuple[list[Path], list[str], list[dict[str, Any]]]:
+    """The ``fmt`` files (MSCCL or MSCCL++) of every size band
+    (:func:`optcoll.export.planned_bands.planned_bands` of the file ``chosen`` at each
+    size: the fastest as a file of plan's fastest candidates, trees, timetables and
+    log-step schedules, checked and simulated; consecutive sizes with the same file one
+    band), with the schedule JSON of each tree band (``.schedule.json`` beside MSCCL++
+    plans); and why each of ``rows``' winners that could not be written was not (its band
+    then holds the fastest other candidate); and per planned size plan's own model's time
+    and the file's, and where the file is slower, why (``lines``: what is printed)."""
+    from dataclasses import replace
+
+    from optcoll.core.output import check_output, write_output
+    from optcoll.core.schedule import Schedule
+    from optcoll.export.planned_bands import band_name, planned_bands
+    from optcoll.io.schedule_json import schedule_text
+
+    folder = Path(args.export)
+    suffix = ".xml" if fmt == "msccl" else ".json"
+    request = _request(args, fmt)
 
     def stem(method: str) -> str:
         return "".join(c if c.isalnum() or c in "-_" else "_" for c in method.replace("=", ""))
@@ -282,7 +320,7 @@ def _export(
                  "slice_bytes": ranked.slice_bytes}  # fmt: skip
         return schedule_text(replace(ranked.schedule, stats=stats))
 
-    bands = planned_bands(request, topology, ranked_choices(rows, options), output=named,
+    bands = planned_bands(request, topology, chosen, output=named,
                           same=lambda a, b: ordered(a) == ordered(b))  # fmt: skip
     files: list[tuple[Path, str]] = []
     for band in bands:
@@ -317,7 +355,8 @@ def _export(
             "files_tried": {r.method: round(t, 4) for r, t in one.compared},
             "lines": [
                 f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
-                f"plan {one.plan_us:.3f} µs ({one.chosen}), the {FORMAT_NAMES[fmt]} file simulated "
+                f"plan's model {one.plan_us:.3f} µs ({one.chosen}), the {FORMAT_NAMES[fmt]} file "
+                "simulated "
                 f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
             ]
             + (  # the time a file gets, and why
@@ -349,7 +388,7 @@ def _achievable(one: Any, topology: Any, fmt: str, runtime: str) -> str:
     target = f"{runtime} MSCCL" if fmt == "msccl" else FORMAT_NAMES[fmt]
     line = (
         f"achievable as {target}: {one.times[0]:.3f} µs, {ranked.method} "
-        f"({ranked.time_us:.3f} µs in plan; {loss})"
+        f"({ranked.time_us:.3f} µs in plan's model; {loss})"
     )
     if one.chosen != ranked.method:
         tried = {r.method: t for r, t in one.compared}

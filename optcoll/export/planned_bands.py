@@ -51,7 +51,7 @@ from optcoll.export.request import ExportRequest
 from optcoll.io import load_topology
 from optcoll.sim.cost_model import SIZES
 
-__all__ = ["PlannedBand", "planned_bands", "export_planned_bands", "band_name"]
+__all__ = ["PlannedBand", "file_choices", "planned_bands", "export_planned_bands", "band_name"]
 
 
 @dataclass(frozen=True)
@@ -76,22 +76,14 @@ def band_name(low: int, high: int | None) -> str:
     return f"{low}-{'max' if high is None else high}B"
 
 
-def planned_bands(
-    request: ExportRequest,
-    topology: Any,
-    choices: Sequence[PlannedChoice] | None = None,
-    *,
-    output: Any = None,
-    same: Callable[[FileChoice, FileChoice], bool] | None = None,
-) -> list[PlannedBand]:
-    """The bands of plan's choices (module docstring) for ``request`` (its format, runtime,
-    placement, sizes and simulator options) on ``topology``. ``choices``: plan's at each
-    size, if already planned (:func:`optcoll.export.planned.ranked_choices`); ``output``:
-    maps ``(low, high, method)`` to the file a band is named after (default:
-    ``STEM.LOW-HIGHB.SUFFIX`` beside ``request.output``, or ``request.output`` itself for
-    a single band); ``same``: whether two consecutive sizes' choices may share a band
-    beyond writing the same files (``plan --export`` also writes each tree band's schedule
-    with plan's order and slices).
+def file_choices(
+    request: ExportRequest, topology: Any, choices: Sequence[PlannedChoice] | None = None
+) -> list[FileChoice]:
+    """The file of plan's choice at each planned size of ``request`` (its format, runtime,
+    sizes, ``max_bytes`` and simulator options) on ``topology``, smallest size first
+    (:func:`~optcoll.export.planned_programs.file_choice`; the files of a candidate
+    schedule are written once for all sizes). ``choices``: plan's at each size, if already
+    planned (:func:`optcoll.export.planned.ranked_choices`).
 
     Raises
     ------
@@ -108,11 +100,38 @@ def planned_bands(
             orders=CARRIED_ORDERS[request.format],
         )  # fmt: skip
     cache: dict[tuple[Any, ...], Any] = {}
-    runs: list[list[FileChoice]] = []
+    found: list[FileChoice] = []
     for choice in sorted(choices, key=lambda c: c.size):
-        if request.max_bytes is not None and runs and choice.size > request.max_bytes:
+        found.append(file_choice(request, topology, choice, sim, written=cache))
+    return found
+
+
+def planned_bands(
+    request: ExportRequest,
+    topology: Any,
+    files: Sequence[FileChoice] | None = None,
+    *,
+    output: Any = None,
+    same: Callable[[FileChoice, FileChoice], bool] | None = None,
+) -> list[PlannedBand]:
+    """The bands of plan's choices (module docstring) for ``request`` (its format, runtime,
+    placement, sizes and simulator options) on ``topology``. ``files``: the file choice at
+    each size, if already made (:func:`file_choices`); ``output``:
+    maps ``(low, high, method)`` to the file a band is named after (default:
+    ``STEM.LOW-HIGHB.SUFFIX`` beside ``request.output``, or ``request.output`` itself for
+    a single band); ``same``: whether two consecutive sizes' choices may share a band
+    beyond writing the same files (``plan --export`` also writes each tree band's schedule
+    with plan's order and slices).
+
+    Raises
+    ------
+    ExportError
+        A size at which no candidate of plan has a file the format holds.
+    """
+    runs: list[list[FileChoice]] = []
+    for best in file_choices(request, topology) if files is None else files:
+        if request.max_bytes is not None and runs and best.size > request.max_bytes:
             break
-        best = file_choice(request, topology, choice, sim, written=cache)
         last = runs[-1][-1] if runs else None
         if (
             last is not None

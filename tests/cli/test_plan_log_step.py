@@ -21,7 +21,7 @@ def test_plan_names_log_step_candidates_and_relays_what_no_link_joins(tmp_path, 
     # one-shot's partners up to 4 hops away share no link: the GPUs between relay them, each
     # relay a receive and a send (rccl runs no rcs), so the file loses to plan and says so
     assert "wrote" in out and "allreduce.0-maxB.one-shot.outofplace.xml" in out
-    assert "achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan;" in out
+    assert "achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan's model;" in out
     assert "40 messages relayed by GPUs between" in out
     assert [p.name for p in sorted((tmp_path / "bands").iterdir())] == [
         "allreduce.0-maxB.one-shot.outofplace.xml"

@@ -163,8 +163,8 @@ def test_chakra_bands_reproduce_plans_time(tmp_path, capsys):
 
 
 def test_plan_export_writes_the_bands_of_export_bands(tmp_path, capsys):
-    """plan --export and export --bands: the same MSCCL programs, byte for byte, and plan
-    prints the file's simulated time beside its own at each size."""
+    """plan --export and export --bands: the same MSCCL programs, byte for byte; plan's
+    table gives the file's simulated time, and its model's beside it at each size."""
     sizes = ["--sizes", "1K", "1M", "64M"]
     common = ["ring:8", "--collective", "allreduce", *sizes, "--overhead", "1", "--latency",
               "0.5"]  # fmt: skip
@@ -173,15 +173,16 @@ def test_plan_export_writes_the_bands_of_export_bands(tmp_path, capsys):
     # plan's one-shot sends to GPUs up to 4 hops round the ring: its file relays them
     # (before relaying, the band's file was k=1's, 20.010 µs)
     assert re.search(
-        r"band 0-1048575B \(one-shot\) at 1K: plan 3\.041 µs \(one-shot\), the MSCCL file "
-        r"simulated 10\.041 µs",
+        r"band 0-1048575B \(one-shot\) at 1K: plan's model 3\.041 µs \(one-shot\), the MSCCL "
+        r"file simulated 10\.041 µs",
         out,
     )
     # and the time a file gets, with what the file loses of plan's
     assert (
-        "  achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan; as a file each "
-        "receive a step of its own (rccl runs no rcs/rrcs); 40 messages relayed by GPUs between)"
+        "  achievable as rccl MSCCL: 10.041 µs, one-shot (3.041 µs in plan's model; as a file "
+        "each receive a step of its own (rccl runs no rcs/rrcs); 40 messages relayed by GPUs between)"
     ) in out
+    assert re.search(r"\n +1K .* 10\.041\* ", out)  # the table: the file's time
     (tmp_path / "bands").mkdir()
     argv = ["export", *common, "--bands", "--placement", "both"]
     assert main([*argv, "-o", str(tmp_path / "bands" / "ar.xml")]) == 0

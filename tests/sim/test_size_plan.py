@@ -91,15 +91,19 @@ def test_cli_plan_json_export_and_plot(tmp_path, capsys):
     assert data["format"] == "msccl"  # --export alone writes MSCCL and plans for it
     # with --export: each planned size's band file, its time and plan's
     assert [e["bytes"] for e in data["exports"]] == [1024, 2**20, 2**26]
-    for entry in data["exports"]:
+    for entry, row in zip(data["exports"], data["sizes"], strict=True):
         assert entry["file_time_us"] >= entry["plan_time_us"]
         assert entry["files_tried"][entry["method"]] == entry["file_time_us"]
+        # the row is the file's; plan's own model's fastest is beside it
+        assert (row["method"], row["time_us"]) == (entry["method"], entry["file_time_us"])
+        assert row["model"] == {"method": entry["planned"], "time_us": entry["plan_time_us"]}
     for row in data["sizes"]:
         assert list(row) == [
             "bytes", "method", "time_us", "algbw", "busbw", "lower_bound_us", "ratio",
             "bound_holds_for", "slice_bytes", "priority", "candidates",
-            "nccl_model_us", "nccl_model_choice",
+            "nccl_model_us", "nccl_model_choice", "model",
         ]  # fmt: skip
+        assert row["ratio"] >= 1  # no file beats the bound
         # nccl-tests' busbw: allgather (N - 1) / N times algbw, N = 16
         assert row["busbw"] == pytest.approx(row["algbw"] * 15 / 16, abs=2e-3)
         assert row["bound_holds_for"].startswith(
@@ -171,7 +175,11 @@ def test_export_bands_and_plan_export_write_the_same_files(tmp_path, capsys):
     assert len(bands) >= 2 and bands[0][0] == 0 and bands[-1][1] is None
     # every planned size in one band, plan's choice there reported beside the band's file
     at = {one["bytes"]: one["planned"] for f in report["files"] for one in f["sizes"]}
-    assert at == {row["bytes"]: row["method"] for row in planned_rows}
+    assert at == {row["bytes"]: row["model"]["method"] for row in planned_rows}
+    # and plan's row is the band's file there
+    filed = {one["bytes"]: (f["method"], one["file_time_us"]) for f in report["files"]
+             for one in f["sizes"]}  # fmt: skip
+    assert filed == {row["bytes"]: (row["method"], row["time_us"]) for row in planned_rows}
     assert main(["export", "dgx-a100:2", *sizes, "-o", str(tmp_path / "x.xml")]) == 2
     assert "--sizes plans the size bands: it needs --bands" in capsys.readouterr().err
 
@@ -208,26 +216,23 @@ def test_simulate_gives_the_time_plan_printed_for_its_exported_schedules(
     spec, sizes, tmp_path, capsys
 ):
     """One timing model: every schedule plan --export writes simulates, with no option
-    given, at the time plan printed for it at each size it won (its recorded order and
-    slices; on the torus every translate tied alike, as plan's quotient run). mesh:3x3 at
+    given, at the time plan's own model gives it at each size it won (its recorded order
+    and slices; on the torus every translate tied alike, as plan's quotient run). mesh:3x3 at
     1M and 64M writes no schedule: its band's file there is the relayed multiport
     dimension-wise (direct + direct) step program (14.913 and 304.262 µs as files, where
     plan's k=1 tree and timetable run 17.825 and 307.262). On the torus the multiport Swing
     step program, each message in pieces on a channel per transfer, is the file at 1M, 16M
     and 64M, so the torus runs at 256M (the timetable (k=4) band) and 1G."""
     assert main(["plan", spec, "--sizes", *sizes, "--json", "--export", str(tmp_path)]) == 0
-    rows = json.loads(capsys.readouterr().out)["sizes"]
+    gaps = json.loads(capsys.readouterr().out)["exports"]
     checked = 0
     for path in sorted(tmp_path.glob("*.json")):
         assert main(["simulate", spec, str(path), "--sizes", *sizes, "--json"]) == 0
         runs = json.loads(capsys.readouterr().out)["results"]
-        for row, run in zip(rows, runs, strict=True):
-            low, high = path.name.split(".")[1].removesuffix("B").split("-")
-            if int(low) <= row["bytes"] and (high == "max" or row["bytes"] <= int(high)):
-                # the band's candidate (the fastest MSCCL file): as printed for it
-                (printed,) = [c["time_us"] for c in row["candidates"]
-                              if _stem(c["method"]) == path.name.split(".")[2]]  # fmt: skip
-                assert run["time_us"] == pytest.approx(printed, abs=1e-4)
+        for gap, run in zip(gaps, runs, strict=True):
+            if f"{gap['band']}.{_stem(gap['method'])}.json" in path.name:
+                # the band's candidate (the fastest MSCCL file): its time in plan's model
+                assert run["time_us"] == pytest.approx(gap["method_plan_time_us"], abs=1e-4)
                 checked += 1
     # a band whose fastest file is a log-step program writes no schedule JSON (none is
     # simulated here), even where a tree schedule won plan's row
@@ -324,7 +329,7 @@ def test_plan_format_times_what_the_files_run(tmp_path, capsys):
         assert run["time_us"] == pytest.approx(row["time_us"], abs=1e-4)
     assert main([*argv, "--format", "mscclpp"]) == 0
     out = capsys.readouterr().out
-    assert "simulated time (µs) of every candidate as MSCCL++ files run it" in out
+    assert "simulated time (µs) of every candidate: its MSCCL++ file's, as the file runs" in out
 
 
 def test_plan_format_mscclpp_export_and_export_bands_write_the_same_plans(tmp_path, capsys):

@@ -167,7 +167,7 @@ def test_exported_timetable_carries_its_order_and_runs(tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv, "--export", str(out), "--force"]) == 0
     (gap,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("band ")]
-    assert f"plan {row.time_us:.3f} µs (timetable (k=4))" in gap
+    assert f"plan's model {row.time_us:.3f} µs (timetable (k=4))" in gap
     file_us = float(gap.split("the MSCCL file simulated ")[1].split(" µs")[0])
     assert row.time_us <= file_us < row.time_us * 1.001
     files = sorted(out.glob("*.xml"))

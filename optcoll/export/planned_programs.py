@@ -90,6 +90,7 @@ from optcoll.io import load_topology
 from optcoll.schedules.spanning_tree_allreduce import rooted_schedule
 from optcoll.sim.programs import msccl_tasks, simulate_mscclpp
 from optcoll.sim.simulator import DEFAULT_OVERHEAD, DEFAULT_SLICE, SimOptions, schedule_tasks
+from optcoll.sim.size_plan import SLICE_GAIN
 from optcoll.verify.msccl import verify_text
 from optcoll.verify.msccl.limits import decode
 from optcoll.verify.msccl.program import parse_program
@@ -357,7 +358,11 @@ def file_choice(
     times the runs). A step schedule whose MSCCL program relays
     messages (:func:`~optcoll.export.msccl_steps.relay_paths`) is tried beside the
     :data:`FILE_CANDIDATES`, not in place of one (its relays cost steps plan does not
-    run, so it must not push out a candidate whose file would be faster).
+    run, so it must not push out a candidate whose file would be faster). Once a file is
+    within :data:`~optcoll.sim.size_plan.SLICE_GAIN` of plan's lower bound, no further form
+    or candidate is written (plan's own rule: the files are run by the simulator's rules,
+    which the bound holds for, so none could gain more; torus 4x4 allgather at 1 GiB: one
+    file simulated instead of eleven).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and form, :data:`Form`) and
     whether they were checked, shared between sizes.
@@ -381,12 +386,17 @@ def file_choice(
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], Form]] = []
     relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
+    near = choice.lower_bound_us * (1 + SLICE_GAIN)  # a file this fast ends the search
+
+    def at_bound(times: Any) -> bool:
+        return any(t[0] <= near for t in times)
+
     while True:
         # a relayed MSCCL program, and reduce + broadcast trees, ride beside the candidates:
         # they take no other candidate's place
         while sum(id(t[2]) not in relayed and not _on_gpus(t[2].schedule) for t in pool) < (
             FILE_CANDIDATES
-        ):
+        ) and not at_bound(pool):
             order, ranked = next(candidates, (-1, None))
             if ranked is None:
                 break
@@ -394,6 +404,8 @@ def file_choice(
             for number, form in enumerate(file_forms(request, ranked, topology, size)):
                 if form.pieces > 1 and tried and tried[-1][0] > min(t[0] for t in tried):
                     continue  # more pieces only where the form before them did not lose
+                if at_bound(tried):
+                    break
                 key = (id(ranked.schedule),) + form
                 if key not in written or written[key][0] is not ranked.schedule:
                     try:

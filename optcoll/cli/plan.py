@@ -127,14 +127,17 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.export.planned_bands import file_choices
 
         chosen = file_choices(
-            _request(args, fmt), topology, ranked_choices(rows, options, topology)
-        )
+            _request(args, fmt), topology, ranked_choices(rows, options, topology),
+            progress=sys.stderr.isatty(),
+        )  # fmt: skip
         planned, rows = rows, [file_row(row, one) for row, one in zip(rows, chosen, strict=True)]
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
         files, refused, gaps = (
-            _export(args, written, topology, chosen, planned, inputs) if args.export else ([], [], [])
+            _export(args, written, topology, chosen, planned, inputs)
+            if args.export
+            else ([], [], [])
         )
         if args.plot:
             _plot(args, topology, rows, inputs)

@@ -28,7 +28,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,13 +77,18 @@ def band_name(low: int, high: int | None) -> str:
 
 
 def file_choices(
-    request: ExportRequest, topology: Any, choices: Sequence[PlannedChoice] | None = None
+    request: ExportRequest,
+    topology: Any,
+    choices: Sequence[PlannedChoice] | None = None,
+    *,
+    progress: bool = False,
 ) -> list[FileChoice]:
     """The file of plan's choice at each planned size of ``request`` (its format, runtime,
     sizes, ``max_bytes`` and simulator options) on ``topology``, smallest size first
     (:func:`~optcoll.export.planned_programs.file_choice`; the files of a candidate
     schedule are written once for all sizes). ``choices``: plan's at each size, if already
-    planned (:func:`optcoll.export.planned.ranked_choices`).
+    planned (:func:`optcoll.export.planned.ranked_choices`); ``progress``: a tqdm bar
+    over the sizes (simulating the files of the largest takes the longest).
 
     Raises
     ------
@@ -100,22 +105,24 @@ def file_choices(
             orders=CARRIED_ORDERS[request.format],
         )  # fmt: skip
     cache: dict[tuple[Any, ...], Any] = {}
-    found: list[FileChoice] = []
-    for choice in sorted(choices, key=lambda c: c.size):
-        found.append(file_choice(request, topology, choice, sim, written=cache))
-    return found
+    ordered: Iterable[PlannedChoice] = sorted(choices, key=lambda c: c.size)
+    if progress:
+        from tqdm import tqdm
+
+        ordered = tqdm(ordered, desc=f"{request.format} files", unit="size", leave=False)
+    return [file_choice(request, topology, choice, sim, written=cache) for choice in ordered]
 
 
 def planned_bands(
     request: ExportRequest,
     topology: Any,
-    files: Sequence[FileChoice] | None = None,
+    chosen: Sequence[FileChoice] | None = None,
     *,
     output: Any = None,
     same: Callable[[FileChoice, FileChoice], bool] | None = None,
 ) -> list[PlannedBand]:
     """The bands of plan's choices (module docstring) for ``request`` (its format, runtime,
-    placement, sizes and simulator options) on ``topology``. ``files``: the file choice at
+    placement, sizes and simulator options) on ``topology``. ``chosen``: the file choice at
     each size, if already made (:func:`file_choices`); ``output``:
     maps ``(low, high, method)`` to the file a band is named after (default:
     ``STEM.LOW-HIGHB.SUFFIX`` beside ``request.output``, or ``request.output`` itself for
@@ -129,7 +136,7 @@ def planned_bands(
         A size at which no candidate of plan has a file the format holds.
     """
     runs: list[list[FileChoice]] = []
-    for best in file_choices(request, topology) if files is None else files:
+    for best in file_choices(request, topology) if chosen is None else chosen:
         if request.max_bytes is not None and runs and best.size > request.max_bytes:
             break
         last = runs[-1][-1] if runs else None

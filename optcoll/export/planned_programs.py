@@ -133,7 +133,9 @@ FILE_CANDIDATES = 4
 #: optimal (k=2) 7.2118 µs in ``depth`` order, 9.6045 in the data's, its MSCCL++ file
 #: 9.6045). An MSCCL thread block lists its steps in a timetable's start-time order, which
 #: its links then keep within a loop (hypercube:4 allgather at 1 MiB, no overhead, 1 µs
-#: links: timetable (k=4) 5.4746 µs in plan, its MSCCL file 5.4746); an MSCCL++ file of a
+#: links: timetable (k=4) 5.4746 µs in plan, its MSCCL file 5.4746; only in part with
+#: 0.5 µs links, 3.3107 against 3.4746, so ``plan --format`` prints the files' own times,
+#: :mod:`optcoll.export.file_rows`); an MSCCL++ file of a
 #: timetable runs its trees in the data's order (0.5 µs links: 3.3107 in the timetable's
 #: order, 3.6384 in the data's, the file 3.6384). Chakra traces carry every order (a send
 #: waits for the one before it on its link), so plan's own times are theirs.

@@ -310,7 +310,9 @@ def test_plan_export_writes_the_log_step_band(tmp_path):
     assert f"wrote {stepped}" in run.stdout
     report = verify_text(stepped.read_text(), topology=build("star:8"))
     assert report.ok and report.executed
-    assert "at 1K: plan's model 2.072 µs (one-shot), the MSCCL file simulated 3.087 µs" in run.stdout
+    assert (
+        "at 1K: plan's model 2.072 µs (one-shot), the MSCCL file simulated 3.087 µs" in run.stdout
+    )
 
 
 # --- MSCCL++ --------------------------------------------------------------------------------

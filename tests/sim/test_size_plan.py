@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -330,6 +331,30 @@ def test_plan_format_times_what_the_files_run(tmp_path, capsys):
     assert main([*argv, "--format", "mscclpp"]) == 0
     out = capsys.readouterr().out
     assert "simulated time (µs) of every candidate: its MSCCL++ file's, as the file runs" in out
+
+
+def test_plan_format_msccl_prints_the_file_not_plans_model(tmp_path, capsys):
+    """hypercube:4 allgather, 1 µs overhead and links: plan's own model lets the direct
+    allgather's messages cross GPUs for free (5.0038 µs at 1 KiB); its rccl file relays
+    them, a receive and a send each (13.0032), so plan --format msccl prints recursive
+    doubling's file, 12.0016, whose partners are neighbours: the time export --size
+    writes, run by the checker too, and never below the lower bound."""
+    argv = ["plan", "hypercube:4", "--sizes", "1K", "1M", "--format", "msccl", "--json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["sizes"]
+    first = rows[0]
+    assert first["model"] == {"method": "direct", "time_us": 5.0038}
+    assert (first["method"], first["time_us"]) == ("recursive doubling", 12.0016)
+    files = {c["method"]: c["time_us"] for c in first["candidates"]}
+    assert files["direct"] == 13.0032 and min(t for t in files.values() if t) == 12.0016
+    assert all(row["time_us"] >= row["lower_bound_us"] for row in rows)
+    for row in rows:
+        out = tmp_path / f"{row['bytes']}.xml"
+        argv = ["export", "hypercube:4", "--size", str(row["bytes"]), "-o", str(out), "--json"]
+        assert main(argv) == 0
+        entry = json.loads(capsys.readouterr().out)["files"][0]
+        assert (entry["method"], entry["file_time_us"]) == (row["method"], row["time_us"])
+        assert verify_file(Path(entry["path"]), topology=build("hypercube:4")).ok
 
 
 def test_plan_format_mscclpp_export_and_export_bands_write_the_same_plans(tmp_path, capsys):

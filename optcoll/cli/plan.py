@@ -130,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
             _request(args, fmt), topology, ranked_choices(rows, options, topology),
             progress=sys.stderr.isatty(),
         )  # fmt: skip
-        planned, rows = rows, [file_row(row, one) for row, one in zip(rows, chosen, strict=True)]
+        floor, holds = _file_bound(args, topology, fmt)
+        planned = rows
+        rows = [file_row(row, one, floor, holds) for row, one in zip(rows, chosen, strict=True)]
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
@@ -220,12 +222,17 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | 
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
         f"simulated time (µs) of every candidate{timed}, * the fastest"
     )
+    steps = (
+        ", MSCCL step bound: a send and a receive step per hop between GPUs"
+        if fmt == "msccl"
+        else ""
+    )
     print(
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
         "slowest shortest path, start-up bound: cuts whose links carry data only after the "
         "overhead and the latency from its source, before the latency to its destination, "
         "depth bound: an overhead and a latency per forwarding step against the link cost of "
-        "shallow schedules); ratio = fastest / lower bound"
+        f"shallow schedules{steps}); ratio = fastest / lower bound"
     )
     print(f"holds for: {rows[0].holds_for}")
     width = max(12, *(len(m) + 1 for m in methods))
@@ -270,6 +277,34 @@ def _request(args: argparse.Namespace, fmt: str) -> Any:
         overhead=args.overhead, latency=args.latency, slice=args.slice, bands=True,
         max_bytes=args.max_bytes,
     )  # fmt: skip
+
+
+def _file_bound(args: argparse.Namespace, topology: Any, fmt: str) -> tuple[Any, str]:
+    """A lower bound (µs) that holds for the ``fmt`` files alone, and what it holds for:
+    for MSCCL, :func:`optcoll.bounds.msccl_steps.msccl_step_bound` (every hop between GPUs
+    a send step and a receive step, fused where ``--runtime`` runs fused steps); None for
+    MSCCL++ (a put may cross GPUs, so plan's own bound is the files')."""
+    if fmt != "msccl":
+        return None, ""
+    from optcoll.bounds.msccl_steps import msccl_step_bound
+    from optcoll.export.msccl_fusion import fuses
+    from optcoll.export.runtimes import runtime_profile
+
+    sim = sim_options(args)
+    fused = fuses(runtime_profile(args.runtime))
+    floor = msccl_step_bound(
+        topology, args.collective, root=args.root, overhead=sim.overhead,
+        default_latency=sim.default_latency, fused=fused,
+    )  # fmt: skip
+    steps = (
+        "a send step, a receive step and one fused step at each GPU between"
+        if fused
+        else "a send step and a receive step every hop between GPUs"
+    )
+    return floor, (
+        f"MSCCL step bound ({args.runtime}): holds for every MSCCL program the checker "
+        f"accepts, {steps}, an overhead each, and the hops' latencies"
+    )
 
 
 def _model_dict(fmt: str | None, row: Any) -> dict[str, Any]:

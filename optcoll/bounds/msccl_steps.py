@@ -42,7 +42,12 @@ from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 
-__all__ = ["msccl_step_bound"]
+__all__ = ["msccl_step_bound", "STEP_BOUND_NODES"]
+
+#: Above this many compute nodes :func:`msccl_step_bound` is not computed (its hop graph
+#: has up to one arc per pair of compute nodes, and one Dijkstra runs from each: 0.6 CPU
+#: s for dgx-a100:32's 256 GPUs, growing as the cube of the count).
+STEP_BOUND_NODES = 512
 
 
 def msccl_step_bound(
@@ -53,10 +58,11 @@ def msccl_step_bound(
     overhead: float = 1.0,
     default_latency: Fraction = DEFAULT_LATENCY,
     fused: bool = False,
-) -> Fraction:
+) -> Fraction | None:
     """The least time (µs) any MSCCL program the checker accepts for ``topology`` takes
     for ``collective`` in the simulator's model, from its steps' overheads and its hops'
-    latencies (module docstring; ``fused``: the runtime runs fused receive-sends).
+    latencies (module docstring; ``fused``: the runtime runs fused receive-sends); None
+    above :data:`STEP_BOUND_NODES` compute nodes.
 
     Raises
     ------
@@ -65,6 +71,8 @@ def msccl_step_bound(
     """
     collective = canonical_collective(collective)
     compute = list(topology.compute_nodes)
+    if len(compute) > STEP_BOUND_NODES:
+        return None
     is_compute = set(compute)
     latency = link_latencies(topology, default_latency)
     distances = _Distances(topology, latency)

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from optcoll.bounds.msccl_steps import msccl_step_bound
+from optcoll.bounds.msccl_steps import STEP_BOUND_NODES, msccl_step_bound
 from optcoll.cli import main
 from optcoll.topologies import build
 
@@ -33,6 +33,8 @@ def test_switches_join_gpus_in_one_hop():
     lets the data cross that GPU (1 + 6)."""
     assert msccl_step_bound(build("dgx-a100:1"), "allgather", overhead=1.0) == 2 + 2
     assert msccl_step_bound(build("dgx-a100:2"), "allgather", overhead=1.0) == 6 + 4
+    big = build("dgx-a100:65")  # 520 GPUs: beyond STEP_BOUND_NODES, not computed
+    assert big.num_compute > STEP_BOUND_NODES and msccl_step_bound(big, "allgather") is None
 
 
 @pytest.mark.parametrize(

@@ -125,13 +125,14 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.export.file_rows import file_row
         from optcoll.export.planned import ranked_choices
         from optcoll.export.planned_bands import file_choices
+        from optcoll.export.planned_programs import file_bound
 
+        request = _request(args, fmt)
         chosen = file_choices(
-            _request(args, fmt), topology, ranked_choices(rows, options, topology),
+            request, topology, ranked_choices(rows, options, topology),
             progress=sys.stderr.isatty(),
         )  # fmt: skip
-        floor, holds = _file_bound(args, topology, fmt)
-        planned = rows
+        floor, holds = file_bound(request, topology, sim_options(args))  # exact, for the ratio
         rows = [file_row(row, one, floor, holds) for row, one in zip(rows, chosen, strict=True)]
     from optcoll.core.output import output_transaction
 
@@ -277,34 +278,6 @@ def _request(args: argparse.Namespace, fmt: str) -> Any:
         overhead=args.overhead, latency=args.latency, slice=args.slice, bands=True,
         max_bytes=args.max_bytes,
     )  # fmt: skip
-
-
-def _file_bound(args: argparse.Namespace, topology: Any, fmt: str) -> tuple[Any, str]:
-    """A lower bound (µs) that holds for the ``fmt`` files alone, and what it holds for:
-    for MSCCL, :func:`optcoll.bounds.msccl_steps.msccl_step_bound` (every hop between GPUs
-    a send step and a receive step, fused where ``--runtime`` runs fused steps); None for
-    MSCCL++ (a put may cross GPUs, so plan's own bound is the files')."""
-    if fmt != "msccl":
-        return None, ""
-    from optcoll.bounds.msccl_steps import msccl_step_bound
-    from optcoll.export.msccl_fusion import fuses
-    from optcoll.export.runtimes import runtime_profile
-
-    sim = sim_options(args)
-    fused = fuses(runtime_profile(args.runtime))
-    floor = msccl_step_bound(
-        topology, args.collective, root=args.root, overhead=sim.overhead,
-        default_latency=sim.default_latency, fused=fused,
-    )  # fmt: skip
-    steps = (
-        "a send step, a receive step and one fused step at each GPU between"
-        if fused
-        else "a send step and a receive step every hop between GPUs"
-    )
-    return floor, (
-        f"MSCCL step bound ({args.runtime}): holds for every MSCCL program the checker "
-        f"accepts, {steps}, an overhead each, and the hops' latencies"
-    )
 
 
 def _model_dict(fmt: str | None, row: Any) -> dict[str, Any]:

@@ -57,9 +57,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
+from optcoll.bounds.msccl_steps import msccl_step_bound
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
@@ -100,6 +102,7 @@ from optcoll.verify.mscclpp.plan import parse_plan
 __all__ = [
     "export_planned_program",
     "FileChoice",
+    "file_bound",
     "file_choice",
     "file_forms",
     "full_time",
@@ -337,6 +340,39 @@ Form(interleave=False, split=False, buffers=False, unit=None, spread=True, piece
     return [Form(interleave=interleave, unit=unit) for interleave in ways for unit in units]
 
 
+def file_bound(
+    request: ExportRequest, topology: Any, sim: SimOptions
+) -> tuple[Fraction | None, str]:
+    """A lower bound (µs) that holds for ``request.format``'s files alone and what it holds
+    for, or ``(None, "")``: for MSCCL, :func:`optcoll.bounds.msccl_steps.msccl_step_bound`
+    (every hop between GPUs a send step and a receive step; one fused step at a GPU
+    between where ``request.runtime`` fuses); none for MSCCL++ (a put may be routed
+    through GPUs, so plan's own bound is its files').
+
+    >>> from optcoll.topologies import build
+    >>> floor, holds = file_bound(ExportRequest("ring:4", "ag.xml"), build("ring:4"),
+    ...                           SimOptions(overhead=1.0))
+    >>> floor, holds.split(":")[0]  # two hops of a send, a receive and a 1 µs link
+    (Fraction(6, 1), 'MSCCL step bound (rccl)')
+    """
+    if request.format != "msccl":
+        return None, ""
+    fused = fuses(runtime_profile(request.runtime))
+    floor = msccl_step_bound(
+        topology, request.collective, root=request.root, overhead=sim.overhead,
+        default_latency=sim.default_latency, fused=fused,
+    )  # fmt: skip
+    steps = (
+        "a send step, a receive step and one fused step at each GPU between"
+        if fused
+        else "a send step and a receive step every hop between GPUs"
+    )
+    return floor, (
+        f"MSCCL step bound ({request.runtime}): holds for every MSCCL program the checker "
+        f"accepts, {steps}, an overhead each, and the hops' latencies"
+    )
+
+
 def file_choice(
     request: ExportRequest,
     topology: Any,
@@ -345,6 +381,7 @@ def file_choice(
     *,
     output: str | Path | None = None,
     written: dict[tuple[Any, ...], list[Any]] | None = None,
+    floor: Fraction | None = None,
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -367,7 +404,8 @@ def file_choice(
     file simulated instead of eleven).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and form, :data:`Form`) and
-    whether they were checked, shared between sizes.
+    whether they were checked, shared between sizes; ``floor``: :func:`file_bound`, which
+    raises the lower bound reported (the file choice's ``lower_bound_us``) where larger.
 
     Raises
     ------
@@ -388,7 +426,10 @@ def file_choice(
     pool: list[tuple[float, int, Ranked, list[tuple[Path, str, str]], list[float], Form]] = []
     relayed: set[int] = set()  # candidates whose MSCCL program relays messages
     candidates = iter(enumerate(offered))
-    near = choice.lower_bound_us * (1 + SLICE_GAIN)  # a file this fast ends the search
+    # a file this fast ends the search (plan's bound: a format's own only reports, so the
+    # fastest file is the same with it or without)
+    near = choice.lower_bound_us * (1 + SLICE_GAIN)
+    lower = max(choice.lower_bound_us, 0.0 if floor is None else float(floor))
 
     def at_bound(times: Any) -> bool:
         return any(t[0] <= near for t in times)
@@ -463,7 +504,7 @@ def file_choice(
         size,
         choice.chosen,
         choice.time_us,
-        choice.lower_bound_us,
+        lower,
         ranked,
         tuple(files),
         tuple(times),
@@ -534,7 +575,8 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
         choose_slice=request.slice is None, every_candidate=True, orders=CARRIED_ORDERS[fmt],
     )  # fmt: skip
-    best = file_choice(request, topology, choice, sim)
+    floor, _ = file_bound(request, topology, sim)
+    best = file_choice(request, topology, choice, sim, floor=floor)
     ranked, files, times = best.ranked, best.files, best.times
     full_us = None  # where the file is slower than plan: how much of that no file closes
     if round(max(times), 4) > round(ranked.time_us, 4):
@@ -562,7 +604,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
                 "plan_time_us": round(ranked.time_us, 4),
                 "plan_full_time_us": None if full_us is None else round(full_us, 4),
                 "file_time_us": round(file_us, 4),
-                "lower_bound_us": round(choice.lower_bound_us, 4),
+                "lower_bound_us": round(best.lower_bound_us, 4),
                 "interleaved": best.interleave,
                 "unit_bytes": best.unit,
                 "spread": best.spread,

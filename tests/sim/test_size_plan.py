@@ -338,7 +338,8 @@ def test_plan_format_msccl_prints_the_file_not_plans_model(tmp_path, capsys):
     allgather's messages cross GPUs for free (5.0038 µs at 1 KiB); its rccl file relays
     them, a receive and a send each (13.0032), so plan --format msccl prints recursive
     doubling's file, 12.0016, whose partners are neighbours: the time export --size
-    writes, run by the checker too, and never below the lower bound."""
+    writes, run by the checker too, and never below the lower bound (at 1 KiB and 1 MiB
+    the MSCCL step bound, 12: ratio 1.0001 where plan's bound gave 2.40)."""
     argv = ["plan", "hypercube:4", "--sizes", "1K", "1M", "--format", "msccl", "--json"]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)["sizes"]
@@ -354,6 +355,8 @@ def test_plan_format_msccl_prints_the_file_not_plans_model(tmp_path, capsys):
         assert main(argv) == 0
         entry = json.loads(capsys.readouterr().out)["files"][0]
         assert (entry["method"], entry["file_time_us"]) == (row["method"], row["time_us"])
+        # both divide by the MSCCL step bound: 4 hops of a send, a receive and a link
+        assert entry["lower_bound_us"] == row["lower_bound_us"] == 12.0
         assert verify_file(Path(entry["path"]), topology=build("hypercube:4")).ok
 
 

@@ -67,7 +67,7 @@ def msccl_step_bound(
     Raises
     ------
     ScheduleError
-        An unknown collective (:func:`~optcoll.core.collectives.canonical_collective`).
+        An unknown collective (:func:`~optcoll.core.schedule.canonical_collective`).
     """
     collective = canonical_collective(collective)
     compute = list(topology.compute_nodes)

@@ -366,9 +366,8 @@ def _export(
             "files_tried": {r.method: round(t, 4) for r, t in one.compared},
             "lines": [
                 f"band {band_name(band.low, band.high)} ({band.method}) at {size_text(one.size)}: "
-                f"plan's model {one.plan_us:.3f} µs ({one.chosen}), the {FORMAT_NAMES[fmt]} file "
-                "simulated "
-                f"{one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
+                f"plan's model {one.plan_us:.3f} µs ({one.chosen}), the {FORMAT_NAMES[fmt]} "
+                f"file simulated {one.times[0]:.3f} µs ({one.times[0] / one.plan_us - 1:+.1%})"
             ]
             + (  # the time a file gets, and why
                 ["  " + _achievable(one, topology, fmt, args.runtime)]

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     topology = load_topology(args.topo, **reader_options(args))
     sim = sim_options(args)
+    floor, holds = None, ""  # a bound the input's format alone obeys (MSCCL XML)
     progress = sys.stderr.isatty()
     whole: Any = None  # a runner of its own (an MSCCL++ plan), else graph() is run
     sliced_as_written = False  # Chakra traces already cut into plan's slices
@@ -134,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     elif _is_xml(args.source):
         algo = read_msccl(args.source)
         collective, root = algo.collective or algo.coll, None
+        floor, holds = _msccl_floor(args.source, algo, topology, collective, sim)
 
         def graph(size: int) -> Any:
             return msccl_tasks(algo, topology, network, size, slice_bytes=slice_bytes), None
@@ -178,9 +180,11 @@ def run(args: argparse.Namespace) -> int:
             if collective is None
             else round(run_.algbw * float(bus_factor(collective, topology.num_compute)), 3)
         )
-        row["bound_holds_for"] = None if bounds is None else bounds.describe()
+        row["bound_holds_for"] = None if bounds is None else bounds.describe() + holds
         if bounds is not None:
             lower = bounds.lower_us(size)  # the bound plan reports as well
+            if floor is not None and floor > lower:
+                lower = floor  # as plan --format msccl divides by
             row["bandwidth_bound_us"] = round(float(bounds.bandwidth_us(size)), 4)
             row["latency_bound_us"] = round(float(bounds.latency), 4)
             row["startup_bound_us"] = round(float(bounds.startup.time_us(size)), 4)
@@ -217,7 +221,9 @@ def run(args: argparse.Namespace) -> int:
             f"{rows[0]['latency_bound_us']:g} µs, start-up bound: cuts whose links carry data "
             "only after the overhead and the latency from the data's source and before the "
             "latency to its destination, depth bound: an overhead and a latency per forwarding "
-            "step against the link cost of shallow schedules); ratio = time / lower bound"
+            "step against the link cost of shallow schedules"
+            + (", MSCCL step bound: a send and a receive step per hop between GPUs" * bool(holds))
+            + "); ratio = time / lower bound"
         )
         print(f"holds for: {rows[0]['bound_holds_for']}")
     print(
@@ -326,6 +332,47 @@ def _checked_schedule(schedule: Any, topology: Any, source: str) -> Any:
     if not result.valid:
         raise ScheduleError(f"{source}: not a valid schedule on {topology.name}: {result.reason}")
     return schedule
+
+
+def _msccl_floor(
+    source: str, algo: Any, topology: Any, collective: str | None, sim: Any
+) -> tuple[Fraction | None, str]:
+    """The MSCCL step bound (:func:`optcoll.bounds.msccl_steps.msccl_step_bound`) of an MSCCL
+    program the checker accepts for ``topology`` and executes to the right output, and
+    what it holds for (appended to ``bound_holds_for``); ``(None, "")`` for any other
+    program, or a broadcast or reduce (a program names no root). Fused where the program
+    has a step that both receives and sends."""
+    from optcoll.bounds.msccl_steps import msccl_step_bound
+    from optcoll.core.schedule import canonical_collective
+    from optcoll.verify.msccl import verify_file
+    from optcoll.verify.msccl.limits import STEP_SEMANTICS
+
+    if _lower_bound(topology, collective, None) is None:
+        return None, ""
+    report = verify_file(source, topology=topology)
+    if not (report.ok and report.executed) or report.notes:
+        return None, ""
+    fused = any(
+        STEP_SEMANTICS[step.type][0] and STEP_SEMANTICS[step.type][1]
+        for blocks in algo.gpus.values()
+        for tb in blocks.values()
+        for step in tb.steps
+    )
+    floor = msccl_step_bound(
+        topology, canonical_collective(str(collective)), overhead=sim.overhead,
+        default_latency=sim.default_latency, fused=fused,
+    )  # fmt: skip
+    if floor is None:
+        return None, ""
+    steps = (
+        "a send step, one fused step at each GPU between and a receive step"
+        if fused
+        else "a send step and a receive step every hop between GPUs"
+    )
+    return floor, (
+        "; MSCCL step bound: holds for this program (checked for the topology and executed), "
+        f"{steps}, an overhead each, and the hops' latencies"
+    )
 
 
 def _lower_bound(topology: Any, collective: str | None, root: str | None) -> Any:

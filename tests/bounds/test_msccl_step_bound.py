@@ -55,3 +55,20 @@ def test_no_exported_msccl_file_beats_it(spec, collective, overhead, tmp_path, c
         assert row["time_us"] >= row["lower_bound_us"]
         assert all(c["time_us"] is None or c["time_us"] >= float(floor) for c in row["candidates"])
         assert "MSCCL step bound (rccl)" in row["bound_holds_for"]
+
+
+def test_simulate_divides_a_checked_msccl_file_by_it(tmp_path, capsys):
+    """simulate of an MSCCL file the checker accepts for the topology divides by the step
+    bound too (hypercube 4 allgather at 1 KiB: recursive doubling's 12.0016 µs against
+    12); on a ring of 16 its partners share no link, the checker refuses the pairs, and
+    only plan's own bound is used."""
+    path = tmp_path / "ag.xml"
+    assert main(["export", "hypercube:4", "--size", "1K", "-o", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", "hypercube:4", str(path), "--sizes", "1K", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["results"]
+    assert (row["time_us"], row["lower_bound_us"], row["ratio"]) == (12.0016, 12.0, 1.000133)
+    assert "MSCCL step bound: holds for this program" in row["bound_holds_for"]
+    assert main(["simulate", "ring:16", str(path), "--sizes", "1K", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["results"]
+    assert row["lower_bound_us"] < row["time_us"] and "MSCCL" not in row["bound_holds_for"]

@@ -42,7 +42,10 @@ from optcoll.core.cost import DEFAULT_LATENCY, link_latencies
 from optcoll.core.schedule import canonical_collective
 from optcoll.core.topology import Topology
 
-__all__ = ["msccl_step_bound", "STEP_BOUND_NODES"]
+__all__ = ["msccl_step_bound", "STEP_BOUND_NODES", "STEP_BOUND_SUMMARY", "step_bound_steps"]
+
+#: The bound in one line, for a report's "lower bound = max(...)" line.
+STEP_BOUND_SUMMARY = "MSCCL step bound: a send and a receive step per hop between GPUs"
 
 #: Above this many compute nodes :func:`msccl_step_bound` is not computed (its hop graph
 #: has up to one arc per pair of compute nodes, and one Dijkstra runs from each: 0.6 CPU
@@ -109,6 +112,20 @@ def msccl_step_bound(
         worst = max(worst, reached[a][b])
     extra = o if fused and pairs else Fraction(0)  # the last receive of a fused chain
     return Fraction(worst, scale) + extra
+
+
+def step_bound_steps(fused: bool) -> str:
+    """What :func:`msccl_step_bound` counts, for a report's ``holds for``.
+
+    >>> step_bound_steps(False)
+    "a send step and a receive step every hop between GPUs, an overhead each, and the hops' latencies"
+    """
+    steps = (
+        "a send step, one fused step at each GPU between and a receive step"
+        if fused
+        else "a send step and a receive step every hop between GPUs"
+    )
+    return f"{steps}, an overhead each, and the hops' latencies"
 
 
 def _joined(u: str, neighbours: dict[str, list[str]], is_compute: set[str]) -> set[str]:

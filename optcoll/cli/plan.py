@@ -125,15 +125,12 @@ def run(args: argparse.Namespace) -> int:
         from optcoll.export.file_rows import file_row
         from optcoll.export.planned import ranked_choices
         from optcoll.export.planned_bands import file_choices
-        from optcoll.export.planned_programs import file_bound
 
-        request = _request(args, fmt)
         chosen = file_choices(
-            request, topology, ranked_choices(rows, options, topology),
+            _request(args, fmt), topology, ranked_choices(rows, options, topology),
             progress=sys.stderr.isatty(),
         )  # fmt: skip
-        floor, holds = file_bound(request, topology, sim_options(args))  # exact, for the ratio
-        rows = [file_row(row, one, floor, holds) for row, one in zip(rows, chosen, strict=True)]
+        rows = [file_row(row, one) for row, one in zip(rows, chosen, strict=True)]
     from optcoll.core.output import output_transaction
 
     with output_transaction():  # the band files and the picture appear together or not at all
@@ -223,11 +220,9 @@ def _table(args: argparse.Namespace, topology: Any, rows: list[Any], fmt: str | 
         f"{args.collective} on {topology.name} ({topology.num_compute} compute nodes): "
         f"simulated time (µs) of every candidate{timed}, * the fastest"
     )
-    steps = (
-        ", MSCCL step bound: a send and a receive step per hop between GPUs"
-        if fmt == "msccl"
-        else ""
-    )
+    from optcoll.bounds.msccl_steps import STEP_BOUND_SUMMARY
+
+    steps = f", {STEP_BOUND_SUMMARY}" if fmt == "msccl" else ""
     print(
         "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: overhead + "
         "slowest shortest path, start-up bound: cuts whose links carry data only after the "

@@ -216,13 +216,15 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     if rows[0]["latency_bound_us"] is not None:
+        from optcoll.bounds.msccl_steps import STEP_BOUND_SUMMARY
+
         print(
             "lower bound = max(bandwidth bound: data / optimal algbw, latency bound: "
             f"{rows[0]['latency_bound_us']:g} µs, start-up bound: cuts whose links carry data "
             "only after the overhead and the latency from the data's source and before the "
             "latency to its destination, depth bound: an overhead and a latency per forwarding "
             "step against the link cost of shallow schedules"
-            + (", MSCCL step bound: a send and a receive step per hop between GPUs" * bool(holds))
+            + (f", {STEP_BOUND_SUMMARY}" if holds else "")
             + "); ratio = time / lower bound"
         )
         print(f"holds for: {rows[0]['bound_holds_for']}")
@@ -342,7 +344,7 @@ def _msccl_floor(
     what it holds for (appended to ``bound_holds_for``); ``(None, "")`` for any other
     program, or a broadcast or reduce (a program names no root). Fused where the program
     has a step that both receives and sends."""
-    from optcoll.bounds.msccl_steps import msccl_step_bound
+    from optcoll.bounds.msccl_steps import msccl_step_bound, step_bound_steps
     from optcoll.core.schedule import canonical_collective
     from optcoll.verify.msccl import verify_file
     from optcoll.verify.msccl.limits import STEP_SEMANTICS
@@ -364,14 +366,9 @@ def _msccl_floor(
     )  # fmt: skip
     if floor is None:
         return None, ""
-    steps = (
-        "a send step, one fused step at each GPU between and a receive step"
-        if fused
-        else "a send step and a receive step every hop between GPUs"
-    )
     return floor, (
         "; MSCCL step bound: holds for this program (checked for the topology and executed), "
-        f"{steps}, an overhead each, and the hops' latencies"
+        + step_bound_steps(fused)
     )
 
 

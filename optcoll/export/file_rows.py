@@ -30,16 +30,16 @@ Examples
 ('recursive doubling', 9.002)
 >>> shown.ratio > 1
 True
->>> from optcoll.bounds.msccl_steps import msccl_step_bound
->>> floor = msccl_step_bound(topology, "allgather", overhead=1)  # 3 hops of a send and a receive
->>> floor, round(file_row(row, one, floor).ratio, 4)
+>>> from optcoll.export.planned_programs import file_bound
+>>> own = file_bound(request, topology, request_sim(request))  # 3 hops of a send and a receive
+>>> one = file_choice(request, topology, choice, request_sim(request), own=own)
+>>> own[0], round(file_row(row, one).ratio, 4)
 (Fraction(9, 1), 1.0002)
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 
 from optcoll.core.schedule import Schedule
 from optcoll.export.planned_programs import FileChoice
@@ -48,23 +48,21 @@ from optcoll.sim.size_plan import SizePlan
 __all__ = ["file_row"]
 
 
-def file_row(
-    row: SizePlan, one: FileChoice, floor: Fraction | None = None, holds: str = ""
-) -> SizePlan:
+def file_row(row: SizePlan, one: FileChoice) -> SizePlan:
     """``row`` (plan's at one size) in its format's file times: its fastest file ``one``'s
     method, time (the first placement's file), slice and link order, and every candidate's
     file time where :func:`~optcoll.export.planned_programs.file_choice` wrote one (the
     fastest of them where a candidate was written in two forms, e.g. as reduce +
     broadcast trees), None (not simulated as a file) for the others. The lower bound
     stays plan's (the files are run by the same simulator's rules, which it bounds),
-    raised to ``floor`` (µs) where that is larger: a bound that holds for the format's
-    files alone, e.g. :func:`optcoll.bounds.msccl_steps.msccl_step_bound`, which
-    ``holds`` (appended to ``holds_for``) says."""
+    raised to the format's own where that is larger (``one.own_bound``, exact, e.g.
+    :func:`optcoll.bounds.msccl_steps.msccl_step_bound`; ``one.own_holds`` is appended to
+    ``holds_for``)."""
     filed: dict[str, float] = {}
     for ranked, time_us in one.compared:
         filed[ranked.method] = min(time_us, filed.get(ranked.method, time_us))
     ranked = one.ranked
-    bound = row.bound
+    bound, floor, holds = row.bound, one.own_bound, one.own_holds
     if floor is not None and (bound is None or floor > bound):
         bound = floor
     return replace(

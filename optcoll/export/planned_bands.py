@@ -88,9 +88,10 @@ def file_choices(
     sizes, ``max_bytes`` and simulator options) on ``topology``, smallest size first
     (:func:`~optcoll.export.planned_programs.file_choice`; the files of a candidate
     schedule are written once for all sizes; each one's lower bound raised to the
-    format's own, :func:`~optcoll.export.planned_programs.file_bound`). ``choices``: plan's at each size, if already
-    planned (:func:`optcoll.export.planned.ranked_choices`); ``progress``: a tqdm bar
-    over the sizes (simulating the files of the largest takes the longest).
+    format's own, :func:`~optcoll.export.planned_programs.file_bound`, computed once).
+    ``choices``: plan's at each size, if already planned
+    (:func:`optcoll.export.planned.ranked_choices`); ``progress``: a tqdm bar over the
+    sizes (simulating the files of the largest takes the longest).
 
     Raises
     ------
@@ -107,15 +108,14 @@ def file_choices(
             orders=CARRIED_ORDERS[request.format],
         )  # fmt: skip
     cache: dict[tuple[Any, ...], Any] = {}
-    floor, _ = file_bound(request, topology, sim)
+    own = file_bound(request, topology, sim)
     ordered: Iterable[PlannedChoice] = sorted(choices, key=lambda c: c.size)
     if progress:
         from tqdm import tqdm
 
         ordered = tqdm(ordered, desc=f"{request.format} files", unit="size", leave=False)
     return [
-        file_choice(request, topology, choice, sim, written=cache, floor=floor)
-        for choice in ordered
+        file_choice(request, topology, choice, sim, written=cache, own=own) for choice in ordered
     ]
 
 

@@ -61,7 +61,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
-from optcoll.bounds.msccl_steps import msccl_step_bound
+from optcoll.bounds.msccl_steps import msccl_step_bound, step_bound_steps
 from optcoll.core.aggregation import AggregationSchedule
 from optcoll.core.cost import DEFAULT_LATENCY
 from optcoll.core.msccl_runtimes import DEFAULT_RUNTIME, RUNTIMES
@@ -214,7 +214,9 @@ class FileChoice:
     tree plan (bytes; None: the topology's, or none); ``spread``: an MSCCL program with a
     channel per transfer of a GPU pair; ``pieces``: an MSCCL step program's messages each
     written as that many (:func:`file_forms`); ``layout``: where an MSCCL++ step plan keeps
-    its blocks (``layout`` of :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`)."""
+    its blocks (``layout`` of :func:`~optcoll.export.mscclpp_steps.mscclpp_step_plan`);
+    ``own_bound``, ``own_holds``: the format's own lower bound, exact, and what it holds
+    for (:func:`file_bound`), which ``lower_bound_us`` is raised to where larger."""
 
     size: int
     chosen: str
@@ -231,6 +233,8 @@ class FileChoice:
     spread: bool = False
     pieces: int = 1
     layout: str = "runs"
+    own_bound: Fraction | None = None
+    own_holds: str = ""
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -362,14 +366,9 @@ def file_bound(
         topology, request.collective, root=request.root, overhead=sim.overhead,
         default_latency=sim.default_latency, fused=fused,
     )  # fmt: skip
-    steps = (
-        "a send step, a receive step and one fused step at each GPU between"
-        if fused
-        else "a send step and a receive step every hop between GPUs"
-    )
     return floor, (
         f"MSCCL step bound ({request.runtime}): holds for every MSCCL program the checker "
-        f"accepts, {steps}, an overhead each, and the hops' latencies"
+        f"accepts, {step_bound_steps(fused)}"
     )
 
 
@@ -381,7 +380,7 @@ def file_choice(
     *,
     output: str | Path | None = None,
     written: dict[tuple[Any, ...], list[Any]] | None = None,
-    floor: Fraction | None = None,
+    own: tuple[Fraction | None, str] = (None, ""),
 ) -> FileChoice:
     """Write (in memory) and simulate at ``choice.size`` the first :data:`FILE_CANDIDATES`
     of plan's candidates (``choice.ranked``) that ``request.format`` holds, and keep the
@@ -404,7 +403,7 @@ def file_choice(
     file simulated instead of eleven).
     ``output``: the file they are named after (default ``request.output``); ``written``: a
     cache of the files of each candidate schedule (by ``id`` and form, :data:`Form`) and
-    whether they were checked, shared between sizes; ``floor``: :func:`file_bound`, which
+    whether they were checked, shared between sizes; ``own``: :func:`file_bound`, which
     raises the lower bound reported (the file choice's ``lower_bound_us``) where larger.
 
     Raises
@@ -429,6 +428,7 @@ def file_choice(
     # a file this fast ends the search (plan's bound: a format's own only reports, so the
     # fastest file is the same with it or without)
     near = choice.lower_bound_us * (1 + SLICE_GAIN)
+    floor, holds = own
     lower = max(choice.lower_bound_us, 0.0 if floor is None else float(floor))
 
     def at_bound(times: Any) -> bool:
@@ -516,6 +516,8 @@ def file_choice(
         form.spread,
         form.pieces,
         "buffers" if form.buffers else "runs",
+        floor,
+        holds,
     )
 
 
@@ -575,8 +577,7 @@ def export_planned_program(request: ExportRequest) -> ExportReport:
         default_latency=sim.default_latency, slice_bytes=sim.slice_bytes,
         choose_slice=request.slice is None, every_candidate=True, orders=CARRIED_ORDERS[fmt],
     )  # fmt: skip
-    floor, _ = file_bound(request, topology, sim)
-    best = file_choice(request, topology, choice, sim, floor=floor)
+    best = file_choice(request, topology, choice, sim, own=file_bound(request, topology, sim))
     ranked, files, times = best.ranked, best.files, best.times
     full_us = None  # where the file is slower than plan: how much of that no file closes
     if round(max(times), 4) > round(ranked.time_us, 4):
